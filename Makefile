@@ -1,0 +1,44 @@
+# Short commands over CMake/CTest. `make test` and `make demo` do their own set-up.
+BUILD   ?= build
+ASAN    ?= build-asan
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure test test-asan test-fast demo bench clean
+
+all: $(BUILD)/Makefile
+	@cmake --build $(BUILD) -j $(JOBS)
+
+deps:
+	@sh scripts/deps.sh deps.txt
+
+$(BUILD)/Makefile:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+
+$(ASAN)/Makefile:
+	@cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=Debug -DKF_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+
+# Every test, in the normal build and then under ASan+UBSan; the last line of each
+# run is "N passed, N failed, N skipped".
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(BUILD)/kf-tests
+	@$(MAKE) --no-print-directory test-asan
+
+test-asan: $(ASAN)/Makefile
+	@cmake --build $(ASAN) -j $(JOBS)
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(ASAN)/kf-tests
+
+# The normal build's tests only (quick loop while developing).
+test-fast: all
+	@$(BUILD)/kf-tests
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@sh scripts/demo.sh $(BUILD)
+
+bench: all
+	@sh bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN)

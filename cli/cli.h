@@ -1,0 +1,16 @@
+/*
+ * cli.h - shared pieces of the kforge command line. The CLI uses only kforge.h.
+ */
+#ifndef KF_CLI_H
+#define KF_CLI_H
+
+#include "kforge.h"
+
+enum { KF_EXIT_OK = 0, KF_EXIT_REJECTED = 1, KF_EXIT_USAGE = 2 };
+
+int kf_cli_check(int argc, char **argv, int bench);
+int kf_cli_validate(int argc, char **argv);
+/* Report an error (and a JSON object on stdout when json), return KF_EXIT_USAGE. */
+int kf_cli_fail(int json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * main.c - the kforge command: dispatch to one file per subcommand.
+ */
+#include "cli.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: kforge <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  check TASK CANDIDATE [--json] [--seed N] [--param K=V]...\n"
+            "        check a candidate against the task's reference on visible, hidden and\n"
+            "        edge shapes; exit 0 accepted, 1 rejected, 2 usage or task error\n"
+            "  bench TASK CANDIDATE [--vs FILE] [--json] [check options]\n"
+            "        check, then time against the reference (or FILE) on the visible shapes\n"
+            "  validate TASK [--json]\n"
+            "        check the task itself: the reference runs and trivial outputs fail\n"
+            "  version\n"
+            "\n"
+            "options: --hidden N (hidden shapes to draw), --timeout S (per call),\n"
+            "         --min-time S, --min-runs N, --max-runs N (bench), -v (progress)\n"
+            "docs: docs/cli.md, docs/tasks.md\n");
+}
+
+int kf_cli_fail(int json, const char *fmt, ...) {
+    char msg[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "kforge: error: %s\n", msg);
+    if (json) {
+        json_t *o = json_pack("{s:s, s:s}", "verdict", "error", "error", msg);
+        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (s) printf("%s\n", s);
+        free(s);
+        json_decref(o);
+    }
+    return KF_EXIT_USAGE;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return KF_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "check")) return kf_cli_check(argc - 1, argv + 1, 0);
+    if (!strcmp(cmd, "bench")) return kf_cli_check(argc - 1, argv + 1, 1);
+    if (!strcmp(cmd, "validate")) return kf_cli_validate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("kforge %s\n", KF_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "kforge: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return KF_EXIT_USAGE;
+}

@@ -1,0 +1,170 @@
+/*
+ * kforge.h - the one public header of libkforge.
+ *
+ * kforge checks a candidate compute kernel against a task's trusted reference, in a
+ * sandboxed worker process, on visible, hidden and edge shapes with fresh secret-seeded
+ * inputs, and times it fairly against a baseline. Everything a client needs is here:
+ * opaque handles, status codes, options, and read access to results (as JSON or as a
+ * short human summary).
+ *
+ * Typical use:
+ *
+ *     kf_ctx *ctx = kf_ctx_new();
+ *     kf_task *task;
+ *     if (kf_task_load(ctx, "tasks/c/saxpy", &task) != KF_OK)
+ *         fprintf(stderr, "%s\n", kf_errmsg(ctx));
+ *     kf_opts opts;
+ *     kf_opts_init(&opts);
+ *     kf_result *res;
+ *     if (kf_check(ctx, task, "cand.c", &opts, &res) == KF_OK) {
+ *         char *json = kf_result_json(res);  ...  free(json);
+ *         kf_result_free(res);
+ *     }
+ *     kf_task_free(task);
+ *     kf_ctx_free(ctx);
+ *
+ * Thread safety: a kf_ctx and everything made with it belong to one thread at a time.
+ */
+#ifndef KFORGE_H
+#define KFORGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KF_API __attribute__((visibility("default")))
+#else
+#define KF_API
+#endif
+
+#define KF_VERSION "0.1.0"
+
+/* Status codes. X(name, text). KF_OK is 0; every other value is an error whose detail
+ * is on the context (kf_errmsg). A rejected candidate is NOT an error: kf_check returns
+ * KF_OK with a result whose verdict is KF_VERDICT_REJECTED. */
+#define KF_STATUS_MAP(X)                                                        \
+    X(OK, "ok")                                                                 \
+    X(EUSAGE, "bad usage")                                                      \
+    X(ETASK, "invalid task")                                                    \
+    X(EIO, "i/o error")                                                         \
+    X(ENOMEM, "out of memory")                                                  \
+    X(EBACKEND, "backend unavailable")                                          \
+    X(EINTERNAL, "internal error")
+
+typedef enum {
+#define KF_X(n, s) KF_##n,
+    KF_STATUS_MAP(KF_X)
+#undef KF_X
+    KF_STATUS_COUNT
+} kf_status;
+
+/* Rejection reasons: a fixed vocabulary, stable across versions (docs/checker.md). */
+#define KF_REASON_MAP(X)                                                        \
+    X(COMPILE_ERROR, "compile_error")                                           \
+    X(MISSING_ENTRY, "missing_entry")                                           \
+    X(WRONG_RESULT, "wrong_result")                                             \
+    X(NONFINITE, "nonfinite")                                                   \
+    X(UNWRITTEN_OUTPUT, "unwritten_output")                                     \
+    X(INPUT_MODIFIED, "input_modified")                                         \
+    X(OUT_OF_BOUNDS, "out_of_bounds")                                           \
+    X(NONDETERMINISTIC, "nondeterministic")                                     \
+    X(STALE_RESULT, "stale_result")                                             \
+    X(TIMING_MISMATCH, "timing_mismatch")                                       \
+    X(CRASH, "crash")                                                           \
+    X(TIMEOUT, "timeout")                                                       \
+    X(RESOURCE_LIMIT, "resource_limit")                                         \
+    X(SANDBOX_VIOLATION, "sandbox_violation")
+
+typedef enum {
+#define KF_X(n, s) KF_REASON_##n,
+    KF_REASON_MAP(KF_X)
+#undef KF_X
+    KF_REASON_COUNT
+} kf_reason;
+
+typedef enum { KF_VERDICT_ACCEPTED = 0, KF_VERDICT_REJECTED = 1 } kf_verdict;
+
+typedef struct kf_ctx kf_ctx;       /* error state and shared settings */
+typedef struct kf_task kf_task;     /* a loaded, validated task */
+typedef struct kf_result kf_result; /* the outcome of check, bench or validate */
+
+/* Options for check, bench and validate. Initialise with kf_opts_init, then set fields.
+ * Strings are borrowed: they must outlive the call. */
+typedef struct kf_opts {
+    uint64_t seed;          /* input seed; used only when has_seed (reproduction) */
+    int has_seed;           /* 0: a fresh secret seed from getrandom() per call */
+    const char **params;    /* "NAME=VALUE" template parameter selections */
+    int nparams;
+    const char *vs_path;    /* bench: baseline candidate file (NULL: the reference) */
+    double call_timeout_s;  /* wall deadline of one call in the worker (default 10) */
+    double cpu_limit_s;     /* CPU seconds for one worker process (default 60) */
+    double compile_timeout_s; /* wall deadline of one compile (default 60) */
+    uint64_t mem_limit;     /* bytes of address space a worker may add (default 2 GiB) */
+    uint64_t buffer_cap;    /* max bytes of all buffers of one shape (default 1 GiB) */
+    int hidden_count;       /* -1: the task's hidden.count */
+    double bench_min_time_s;/* bench: minimum timed seconds per shape and side (0.3) */
+    int bench_min_runs;     /* bench: minimum timed rounds per shape (15) */
+    int bench_max_runs;     /* bench: maximum timed rounds per shape (400) */
+    double win_floor;       /* bench: relative noise floor a win must clear (0.02) */
+    int verbose;            /* progress lines on stderr */
+} kf_opts;
+
+KF_API void kf_opts_init(kf_opts *o);
+
+/* Context. kf_ctx_new returns NULL only when out of memory. kf_ctx_free accepts NULL. */
+KF_API kf_ctx *kf_ctx_new(void);
+KF_API void kf_ctx_free(kf_ctx *ctx);
+/* The detail of the last error on ctx ("task.json:12:5: unknown field 'shpe'").
+ * Valid until the next call on ctx. Never NULL. */
+KF_API const char *kf_errmsg(const kf_ctx *ctx);
+/* Static text of a status code. */
+KF_API const char *kf_strstatus(kf_status s);
+/* Stable name of a reason code ("stale_result"), or "unknown". */
+KF_API const char *kf_reason_name(kf_reason r);
+
+/* Load and validate the task in directory dir (task.json plus the backend's reference).
+ * KF_ETASK with the file, position and problem on ctx when it is malformed; KF_EIO when a
+ * file is missing. On success *out is owned by the caller: free with kf_task_free. */
+KF_API kf_status kf_task_load(kf_ctx *ctx, const char *dir, kf_task **out);
+KF_API void kf_task_free(kf_task *task);
+KF_API const char *kf_task_name(const kf_task *task);
+
+/* Check a candidate source file against the task. KF_OK means a verdict was reached
+ * (accepted or rejected) and *out holds it; other codes mean no verdict (usage, task,
+ * or environment errors; detail on ctx). Caller frees *out with kf_result_free. */
+KF_API kf_status kf_check(kf_ctx *ctx, const kf_task *task, const char *candidate,
+                          const kf_opts *opts, kf_result **out);
+
+/* Check, then time the candidate against the baseline (opts->vs_path or the reference)
+ * on every visible shape in its domain. Same return contract as kf_check; a candidate
+ * rejected by the check is not timed. */
+KF_API kf_status kf_bench(kf_ctx *ctx, const kf_task *task, const char *candidate,
+                          const kf_opts *opts, kf_result **out);
+
+/* Validate the task itself: the reference builds and runs on every visible shape and on
+ * drawn hidden ones, is deterministic, and all-zero, input-copy and other-input outputs
+ * would fail the tolerance. KF_OK with an accepted verdict when the task is sound,
+ * KF_OK with a rejected verdict when it is degenerate (reasons say why). */
+KF_API kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts,
+                             kf_result **out);
+
+KF_API kf_verdict kf_result_verdict(const kf_result *r);
+/* Number of rejection reasons and the code of the i-th. */
+KF_API int kf_result_nreasons(const kf_result *r);
+KF_API kf_reason kf_result_reason(const kf_result *r, int i);
+/* Geometric-mean speedup over the timed shapes (bench), or 0 when not timed. */
+KF_API double kf_result_speedup(const kf_result *r);
+/* The result as one JSON object (docs/cli.md). Caller frees with free(). NULL on OOM. */
+KF_API char *kf_result_json(const kf_result *r);
+/* A short human-readable report, lines ending in '\n'. Caller frees with free(). */
+KF_API char *kf_result_text(const kf_result *r);
+KF_API void kf_result_free(kf_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KFORGE_H */

@@ -1,0 +1,324 @@
+/*
+ * bench.c - fair timing of a checked candidate against a baseline.
+ *
+ * Protocol, per visible shape in the candidate's domain:
+ *   - two fresh workers (candidate, baseline) and, when the baseline is not the
+ *     reference, a third running the reference to verify every timed output;
+ *   - each round draws fresh inputs, stages them into both arenas in alternating
+ *     buffer halves, fills outputs with new sentinels, and flushes the staged lines
+ *     from every cache level (clflush from the coordinator), then calls both sides
+ *     back to back in alternating order (ABBA);
+ *   - two warm-up rounds, then at least bench_min_runs rounds and bench_min_time_s per
+ *     side, at most bench_max_runs;
+ *   - every timed output is verified exactly as in the check (same call path);
+ *   - the in-worker clock is cross-checked against the coordinator's clock: it must
+ *     nest inside it, and the candidate's overhead (wall minus reported) must look
+ *     like the baseline's;
+ *   - speedup = exp(median of paired log-ratios), with an order-statistics interval;
+ *     a win must have the interval's low end above 1 and clear the noise floor;
+ *   - with a cost model, the fraction of the measured roofline; beyond the machine's
+ *     all-core ceiling the result is refused as impossible.
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include "../check/check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WARMUP 2
+
+typedef struct {
+    double *cw, *bw, *cp, *bp; /* worker and coordinator ns per round */
+    int n;
+} rounds;
+
+static kf_status load_baseline(kf_sess *s, const char *vs, kf_build *b) {
+    kf_candidate *c = NULL;
+    kf_status st = kf_candidate_load(s->ctx, s->t, vs, NULL, 0, &c);
+    if (st) return st;
+    st = kf_backend_compile(s->be, s->ctx, s->t, vs, c->text, c->len, c->params, c->nparams,
+                            s->workdir, s->o->compile_timeout_s, b);
+    kf_candidate_free(c);
+    if (!st && !b->ok)
+        st = kf__err(s->ctx, KF_EUSAGE, "--vs %s does not build: %s", vs, b->message);
+    return st;
+}
+
+static double eval_cost(const kf_task *t, const kf_shape *sh, const kf_expr *e) {
+    if (!e) return 0;
+    kf_vars v = kf_task_vars(t, sh);
+    int64_t x;
+    char err[128];
+    return kf_expr_eval(e, &v, &x, err, sizeof err) ? 0 : (double)x;
+}
+
+/* Time one shape. KF_OK; a rejection (wrong timed output, clock tampering) is recorded
+ * on s->res and sets *stop. */
+static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *ref,
+                            const kf_shape *sh, const kf_ceilings *ceil, json_t *jo,
+                            double *speedup, int *stop) {
+    const kf_task *t = s->t;
+    kf_extents ex;
+    char err[512];
+    json_t *sizes = json_object_get(jo, "sizes");
+    if (kf_data_extents(t, sh, &ex, err, sizeof err))
+        return kf__err(s->ctx, KF_ETASK, "%s: %s", t->dir, err);
+    int max = s->o->bench_max_runs > 0 ? s->o->bench_max_runs : 400;
+    rounds R = {calloc((size_t)max, 8), calloc((size_t)max, 8), calloc((size_t)max, 8),
+                calloc((size_t)max, 8), 0};
+    void *refo[2][KF_MAX_ARGS];
+    memset(refo, 0, sizeof refo);
+    kf_status st = KF_OK;
+    if (!R.cw || !R.bw || !R.cp || !R.bp) {
+        st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+        goto out;
+    }
+    double sum_c = 0, sum_b = 0;
+    uint64_t started = kf__now_ns();
+    for (int r = 0; !*stop; r++) {
+        int timed = r >= WARMUP;
+        if (timed) {
+            int n = R.n;
+            int enough = n >= s->o->bench_min_runs && sum_c >= s->o->bench_min_time_s * 1e9 &&
+                         sum_b >= s->o->bench_min_time_s * 1e9;
+            if (enough || n >= max || (n >= 5 && kf__now_ns() - started > 60ull * 1000000000ull))
+                break;
+        }
+        kf_inputs in;
+        if (kf_data_gen_inputs(t, &ex, &s->rng, 0, &in)) {
+            st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+            break;
+        }
+        kf_poison pc, pb;
+        kf_data_make_poison(t, &s->rng, &pc);
+        kf_data_make_poison(t, &s->rng, &pb);
+        kf_sess_place(s, &ex, r & 1, &cand->lay);
+        kf_sess_place(s, &ex, r & 1, &base->lay);
+        kf_call_result cc, cb;
+        if (r & 1) {
+            kf_sess_call(s, base, &ex, &in, &pb, &cb);
+            kf_sess_call(s, cand, &ex, &in, &pc, &cc);
+        } else {
+            kf_sess_call(s, cand, &ex, &in, &pc, &cc);
+            kf_sess_call(s, base, &ex, &in, &pb, &cb);
+        }
+        void **cur = refo[r & 1], **prev[1] = {refo[(r & 1) ^ 1]};
+        kf_sess_free_outputs(t, cur);
+        if (cb.st != KF_CALL_OK) {
+            st = kf__err(s->ctx, ref ? KF_EUSAGE : KF_ETASK, "the baseline failed in a timed run: %s: %s",
+                         kf_reason_name(cb.reason), cb.msg);
+        } else if (cc.st != KF_CALL_OK) {
+            kf_result_reject(s->res, cc.reason, sizes, "%s (in a timed run)", cc.msg);
+            *stop = 1;
+        } else if (ref) {
+            kf_poison pr;
+            kf_call_result cr;
+            kf_data_make_poison(t, &s->rng, &pr);
+            kf_sess_place(s, &ex, r & 1, &ref->lay);
+            kf_sess_call(s, ref, &ex, &in, &pr, &cr);
+            if (cr.st != KF_CALL_OK)
+                st = kf__err(s->ctx, KF_ETASK, "the reference failed in a timed run: %s", cr.msg);
+            else if (kf_sess_take_outputs(s, ref, &ex, cur))
+                st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+        } else if (kf_sess_take_outputs(s, base, &ex, cur)) {
+            st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+        }
+        if (!st && !*stop) {
+            double ma = 0, mr = 0;
+            if (kf_judge(s, cand, &ex, &in, &pc, cur, prev, r > 0, sizes, "in a timed run", &ma, &mr))
+                *stop = 1;
+            if (ref && kf_judge(s, base, &ex, &in, &pb, cur, NULL, 0, sizes, "baseline", &ma, &mr)) {
+                /* a wrong baseline is the user's problem, not the candidate's */
+                kf_result *r2 = s->res;
+                (void)r2;
+                st = kf__err(s->ctx, KF_EUSAGE, "the --vs baseline gives wrong results; "
+                                                "fix it or bench against the reference");
+            }
+            if (cc.worker_ns > cc.parent_ns + 50000) {
+                kf_result_reject(s->res, KF_REASON_TIMING_MISMATCH, sizes,
+                                 "the worker reported %llu ns for a call the coordinator timed "
+                                 "at %llu ns", (unsigned long long)cc.worker_ns,
+                                 (unsigned long long)cc.parent_ns);
+                *stop = 1;
+            }
+        }
+        kf_data_free_inputs(t, &in);
+        if (st || *stop) break;
+        if (timed) {
+            R.cw[R.n] = (double)cc.worker_ns;
+            R.bw[R.n] = (double)cb.worker_ns;
+            R.cp[R.n] = (double)cc.parent_ns;
+            R.bp[R.n] = (double)cb.parent_ns;
+            sum_c += R.cw[R.n];
+            sum_b += R.bw[R.n];
+            R.n++;
+        }
+    }
+    if (st || *stop || R.n == 0) goto out;
+
+    /* the candidate's process must not hide time: its overhead (coordinator's time
+     * minus its own report) must look like the baseline's */
+    double *gc = malloc((size_t)R.n * 8), *gb = malloc((size_t)R.n * 8);
+    if (!gc || !gb) {
+        free(gc);
+        free(gb);
+        st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < R.n; i++) {
+        gc[i] = R.cp[i] - R.cw[i];
+        gb[i] = R.bp[i] - R.bw[i];
+    }
+    double gap_c = kf_stats_median(gc, (size_t)R.n), gap_b = kf_stats_quantile(gb, (size_t)R.n, 0.9);
+    free(gc);
+    free(gb);
+    if (gap_c > 3 * gap_b + 200000) {
+        kf_result_reject(s->res, KF_REASON_TIMING_MISMATCH, sizes,
+                         "the candidate's in-process clock hides time: the coordinator saw "
+                         "%.0f ns more per call than it reported (the baseline: %.0f ns)",
+                         gap_c, gap_b);
+        *stop = 1;
+        goto out;
+    }
+    kf_ratio q;
+    kf_stats_ratio(R.cw, R.bw, (size_t)R.n, s->o->win_floor, &q);
+    double cmed = kf_stats_median(R.cw, (size_t)R.n), bmed = kf_stats_median(R.bw, (size_t)R.n);
+    json_object_set_new(jo, "candidate_ns", json_real(cmed));
+    json_object_set_new(jo, "baseline_ns", json_real(bmed));
+    json_object_set_new(jo, "speedup", json_real(q.speedup));
+    json_object_set_new(jo, "noise", json_real(q.noise));
+    json_t *ci = json_array();
+    json_array_append_new(ci, json_real(q.lo));
+    json_array_append_new(ci, json_real(q.hi));
+    json_object_set_new(jo, "ci95", ci);
+    json_object_set_new(jo, "win", json_boolean(q.win));
+    json_object_set_new(jo, "runs", json_integer(R.n));
+    json_object_set_new(jo, "candidate_spread",
+                        json_real((kf_stats_quantile(R.cw, (size_t)R.n, 0.75) -
+                                   kf_stats_quantile(R.cw, (size_t)R.n, 0.25)) / cmed));
+    json_object_set_new(jo, "baseline_spread",
+                        json_real((kf_stats_quantile(R.bw, (size_t)R.n, 0.75) -
+                                   kf_stats_quantile(R.bw, (size_t)R.n, 0.25)) / bmed));
+    json_object_set_new(jo, "candidate_wall_ns", json_real(kf_stats_median(R.cp, (size_t)R.n)));
+    json_object_set_new(jo, "baseline_wall_ns", json_real(kf_stats_median(R.bp, (size_t)R.n)));
+    *speedup = q.speedup;
+    if (ceil && (t->cost_flops || t->cost_bytes)) {
+        double fl = eval_cost(t, sh, t->cost_flops), by = eval_cost(t, sh, t->cost_bytes);
+        double tmin = fmax(ceil->flops_per_s > 0 ? fl / ceil->flops_per_s : 0,
+                           ceil->bytes_per_s > 0 ? by / ceil->bytes_per_s : 0) * 1e9;
+        if (tmin > 0) {
+            double frac = tmin / cmed;
+            json_object_set_new(jo, "roofline_fraction", json_real(frac));
+            json_object_set_new(jo, "gflops", json_real(fl / cmed));
+            json_object_set_new(jo, "gbytes_per_s", json_real(by / cmed));
+            if (frac > 1.25 * ceil->cores) {
+                kf_result_reject(s->res, KF_REASON_TIMING_MISMATCH, sizes,
+                                 "impossible: %.1fx the machine's measured roofline on all %d "
+                                 "cores (%.0f ns measured, at least %.0f ns possible)",
+                                 frac, ceil->cores, cmed, tmin / ceil->cores);
+                *stop = 1;
+            }
+        }
+    }
+out:
+    kf_sess_free_outputs(t, refo[0]);
+    kf_sess_free_outputs(t, refo[1]);
+    free(R.cw);
+    free(R.bw);
+    free(R.cp);
+    free(R.bp);
+    return st;
+}
+
+kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
+    const kf_task *t = s->t;
+    kf_build vs = {0};
+    kf_status st = KF_OK;
+    kf_side cand = {0}, base = {0}, ref = {0};
+    json_t *jshapes = json_object_get(s->res->root, "shapes");
+    json_object_set_new(s->res->root, "baseline", json_string(vs_path ? vs_path : "reference"));
+    if (vs_path && (st = load_baseline(s, vs_path, &vs))) return st;
+    /* the shapes: visible ones in the candidate's domain */
+    const kf_expr *when = s->cand ? s->cand->when : NULL;
+    size_t arena = 0;
+    int ntimed = 0;
+    char err[512];
+    for (int i = 0; i < t->nshapes; i++) {
+        int ok = kf_task_shape_ok(t, &t->shapes[i], when, s->cand ? &s->cand->pvars : NULL, err, sizeof err);
+        if (ok <= 0) continue;
+        kf_extents ex;
+        if (kf_data_extents(t, &t->shapes[i], &ex, err, sizeof err)) continue;
+        size_t b = kf_sess_arena_bytes(t, &ex);
+        if (b > arena) arena = b;
+        ntimed++;
+    }
+    if (!ntimed) {
+        kf_build_free(&vs);
+        return kf__err(s->ctx, KF_EUSAGE, "no visible shape lies in the candidate's kforge:when "
+                                          "domain: nothing to time");
+    }
+    kf_call_result fail;
+    if ((st = kf_sess_spawn(s, &s->cbuild, arena, &cand.w, &fail))) goto out;
+    if (!cand.w) {
+        kf_result_reject(s->res, fail.reason, NULL, "%s (on a fresh worker for timing)", fail.msg);
+        goto out;
+    }
+    if ((st = kf_sess_spawn(s, vs_path ? &vs : &s->rbuild, arena, &base.w, &fail))) goto out;
+    if (!base.w) {
+        st = kf__err(s->ctx, vs_path ? KF_EUSAGE : KF_ETASK, "the baseline does not load: %s", fail.msg);
+        goto out;
+    }
+    if (vs_path) {
+        if ((st = kf_sess_spawn(s, &s->rbuild, arena, &ref.w, &fail))) goto out;
+        if (!ref.w) {
+            st = kf__err(s->ctx, KF_ETASK, "the reference does not load: %s", fail.msg);
+            goto out;
+        }
+    }
+    kf_ceilings ceil;
+    int have_cost = t->cost_flops || t->cost_bytes;
+    if (have_cost) kf_bench_ceilings(&ceil);
+    double logsum = 0;
+    int n = 0, stop = 0, wins = 0;
+    for (int i = 0; i < t->nshapes && !st && !stop; i++) {
+        if (kf_task_shape_ok(t, &t->shapes[i], when, s->cand ? &s->cand->pvars : NULL, err, sizeof err) <= 0)
+            continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "sizes", kf_sess_shape_json(t, &t->shapes[i]));
+        json_array_append_new(jshapes, o);
+        if (s->o->verbose) {
+            char txt[256];
+            kf_shape_format(t, &t->shapes[i], txt, sizeof txt);
+            fprintf(stderr, "kforge: timing %s\n", txt);
+        }
+        double sp = 0;
+        st = time_shape(s, &cand, &base, vs_path ? &ref : NULL, &t->shapes[i],
+                        have_cost ? &ceil : NULL, o, &sp, &stop);
+        if (!st && !stop && sp > 0) {
+            logsum += log(sp);
+            n++;
+            wins += json_is_true(json_object_get(o, "win"));
+        }
+    }
+    if (!st && !stop && n) {
+        s->res->speedup = exp(logsum / n);
+        json_object_set_new(s->res->root, "speedup", json_real(s->res->speedup));
+        json_object_set_new(s->res->root, "wins", json_integer(wins));
+    }
+    if (have_cost) {
+        json_t *c = json_object();
+        json_object_set_new(c, "bytes_per_s", json_real(ceil.bytes_per_s));
+        json_object_set_new(c, "flops_per_s", json_real(ceil.flops_per_s));
+        json_object_set_new(c, "cores", json_integer(ceil.cores));
+        json_object_set_new(s->res->root, "ceilings", c);
+    }
+out:
+    kf_worker_close(cand.w);
+    kf_worker_close(base.w);
+    kf_worker_close(ref.w);
+    kf_build_free(&vs);
+    return st;
+}

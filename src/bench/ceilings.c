@@ -1,0 +1,97 @@
+/*
+ * ceilings.c - this machine's measured ceilings for roofline ratios: single-core copy
+ * bandwidth (bytes read + written per second, buffers far larger than the LLC) and
+ * single-core peak FLOP rate (independent fused multiply-add chains, using AVX2+FMA
+ * when the CPU has them). Measured once per process, best of several runs.
+ */
+#include "bench.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../util/util.h"
+
+static double measure_bw(void) {
+    size_t n = 128u << 20;
+    char *a = malloc(n), *b = malloc(n);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return 0;
+    }
+    memset(a, 1, n);
+    memset(b, 2, n);
+    double best = 0;
+    for (int rep = 0; rep < 4; rep++) {
+        uint64_t t0 = kf__now_ns();
+        memcpy(rep & 1 ? a : b, rep & 1 ? b : a, n);
+        uint64_t t1 = kf__now_ns();
+        double bw = 2.0 * (double)n / ((double)(t1 - t0) / 1e9);
+        if (bw > best) best = bw;
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
+typedef float v8f __attribute__((vector_size(32)));
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"), noinline)) static double fma_avx2(long iters) {
+    v8f acc[10], m = {1.0000001f, 1.0000001f, 1.0000001f, 1.0000001f,
+                      1.0000001f, 1.0000001f, 1.0000001f, 1.0000001f};
+    v8f c = {1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f};
+    for (int k = 0; k < 10; k++) acc[k] = c * (float)k;
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < 10; k++) acc[k] = acc[k] * m + c;
+    float s = 0;
+    for (int k = 0; k < 10; k++)
+        for (int j = 0; j < 8; j++) s += acc[k][j];
+    return (double)s;
+}
+#endif
+
+__attribute__((noinline)) static double fma_scalar(long iters) {
+    double acc[8] = {0}, m = 1.0000001, c = 1e-7;
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < 8; k++) acc[k] = acc[k] * m + c;
+    double s = 0;
+    for (int k = 0; k < 8; k++) s += acc[k];
+    return s;
+}
+
+static volatile double sink;
+
+static double measure_flops(void) {
+    long iters = 4000000;
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        uint64_t t0 = kf__now_ns();
+        double flops;
+#if defined(__x86_64__)
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+            sink = fma_avx2(iters);
+            flops = 2.0 * 8 * 10 * (double)iters;
+        } else
+#endif
+        {
+            sink = fma_scalar(iters);
+            flops = 2.0 * 8 * (double)iters;
+        }
+        double rate = flops / ((double)(kf__now_ns() - t0) / 1e9);
+        if (rate > best) best = rate;
+    }
+    return best;
+}
+
+void kf_bench_ceilings(kf_ceilings *c) {
+    static kf_ceilings cached;
+    if (!cached.bytes_per_s) {
+        cached.bytes_per_s = measure_bw();
+        cached.flops_per_s = measure_flops();
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        cached.cores = n > 0 ? (int)n : 1;
+    }
+    *c = cached;
+}

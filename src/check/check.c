@@ -1,0 +1,585 @@
+/*
+ * check.c - the checker: is this candidate correct on every shape it claims?
+ *
+ * For each shape (visible, then hidden, then edge) the candidate makes four calls and
+ * the reference three, each in its own sandboxed worker:
+ *   T0  fresh inputs (declared distributions), buffers in arena half A
+ *   T1  fresh inputs with spikes, half B                  (stale vs T0)
+ *   T2  fresh rescaled inputs in the SAME buffers as T1   (pointer memo vs T1)
+ *   T3  T2's inputs again, other poison, half A           (determinism vs T2)
+ * Every call is staged the same way: fresh values written by the coordinator, every
+ * output filled with a new finite sentinel, random guard zones, caches flushed. After
+ * it the coordinator (never the worker) checks guards, inputs, and outputs against the
+ * reference's outputs, which live only in the coordinator's memory.
+ * The checker knows nothing of stores, searches or agents: it judges one candidate.
+ */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define JITTER_MAX 4096
+
+kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path,
+                       const kf_opts *o, const char *kind) {
+    memset(s, 0, sizeof *s);
+    s->ctx = ctx;
+    s->t = t;
+    s->o = o;
+    s->t0 = kf__now_ns();
+    if (!(s->be = kf_backend_get(t->backend)))
+        return kf__err(ctx, KF_EBACKEND, "%s: the %s backend is not available in this build",
+                       t->dir, t->backend);
+    /* the input seed: secret and fresh unless the user asks to reproduce one */
+    kf_rng_seed(&s->rng, o->has_seed ? o->seed : kf__secret_u64());
+    if (cand_path) {
+        kf_status st = kf_candidate_load(ctx, t, cand_path, o->params, o->nparams, &s->cand);
+        if (st) return st;
+    } else if (o->nparams) {
+        return kf__err(ctx, KF_EUSAGE, "--param needs a candidate");
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(s->workdir, sizeof s->workdir, "%s/kforge-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(s->workdir)) {
+        s->workdir[0] = 0;
+        return kf__err(ctx, KF_EIO, "mkdtemp: %s", strerror(errno));
+    }
+    if (!(s->res = kf_result_new(kind))) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    json_t *root = s->res->root;
+    json_object_set_new(root, "task", json_string(t->name));
+    json_object_set_new(root, "fingerprint", json_string(t->fingerprint));
+    if (s->cand) {
+        json_object_set_new(root, "candidate", json_string(cand_path));
+        json_t *params = json_object();
+        for (int i = 0; i < s->cand->nparams; i++)
+            json_object_set_new(params, s->cand->params[i].name,
+                                s->cand->params[i].is_int ? json_integer(s->cand->params[i].ival)
+                                                          : json_string(s->cand->params[i].selected));
+        json_object_set_new(root, "params", params);
+        json_object_set_new(root, "when", s->cand->when ? json_string(kf_expr_src(s->cand->when))
+                                                        : json_null());
+    }
+    if (o->has_seed) json_object_set_new(root, "seed", json_integer((json_int_t)o->seed));
+    return KF_OK;
+}
+
+void kf_sess_close(kf_sess *s) {
+    kf_candidate_free(s->cand);
+    kf_build_free(&s->cbuild);
+    kf_build_free(&s->rbuild);
+    if (s->workdir[0]) kf__rmtree(s->workdir);
+    s->cand = NULL;
+}
+
+static json_t *build_json(const kf_build *b) {
+    json_t *o = json_object();
+    json_object_set_new(o, "ok", json_boolean(b->ok));
+    json_object_set_new(o, "cached", json_boolean(b->cached));
+    json_object_set_new(o, "seconds", json_real(b->seconds));
+    if (b->log && *b->log) json_object_set_new(o, "log", json_string(b->log));
+    return o;
+}
+
+kf_status kf_sess_build(kf_sess *s, int *cand_ok) {
+    char *ref = NULL;
+    size_t rlen = 0;
+    kf_status st;
+    if (kf__read_file(s->t->ref_path, 4u << 20, &ref, &rlen))
+        return kf__err(s->ctx, KF_EIO, "%s: %s", s->t->ref_path, strerror(errno));
+    st = kf_backend_compile(s->be, s->ctx, s->t, s->t->ref_path, ref, rlen, NULL, 0, s->workdir,
+                            s->o->compile_timeout_s, &s->rbuild);
+    free(ref);
+    if (st) return st;
+    if (!s->rbuild.ok)
+        return kf__err(s->ctx, KF_ETASK, "%s: the reference does not build: %s%s%s",
+                       s->t->ref_path, s->rbuild.message ? s->rbuild.message : "",
+                       s->rbuild.log ? "\n" : "", s->rbuild.log ? s->rbuild.log : "");
+    *cand_ok = 1;
+    if (!s->cand) return KF_OK;
+    st = kf_backend_compile(s->be, s->ctx, s->t, s->cand->path, s->cand->text, s->cand->len,
+                            s->cand->params, s->cand->nparams, s->workdir,
+                            s->o->compile_timeout_s, &s->cbuild);
+    if (st) return st;
+    json_object_set_new(s->res->root, "compile", build_json(&s->cbuild));
+    if (!s->cbuild.ok) {
+        *cand_ok = 0;
+        kf_result_reject(s->res, s->cbuild.reason, NULL, "%s", s->cbuild.message);
+    }
+    return KF_OK;
+}
+
+kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_worker **w,
+                        kf_call_result *fail) {
+    kf_worker_opts wo = {s->o->cpu_limit_s, s->o->mem_limit, s->o->call_timeout_s};
+    return kf_worker_spawn(s->ctx, b->so_path, bytes, &wo, w, fail);
+}
+
+size_t kf_sess_arena_bytes(const kf_task *t, const kf_extents *ex) {
+    return 2 * (kf_data_layout_size(t, ex) + JITTER_MAX);
+}
+
+void kf_sess_place(kf_sess *s, const kf_extents *ex, int half, kf_layout *lay) {
+    size_t halfsz = kf_data_layout_size(s->t, ex) + JITTER_MAX;
+    size_t jitter = (size_t)kf_rng_range(&s->rng, 0, JITTER_MAX / KF_ALIGN - 1) * KF_ALIGN;
+    kf_data_layout(s->t, ex, (size_t)half * halfsz + jitter, lay);
+}
+
+void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
+                  const kf_poison *p, kf_call_result *cr) {
+    unsigned char *arena = kf_worker_arena(side->w);
+    kf_data_stage(s->t, ex, &side->lay, in, p, arena);
+    kf_data_flush(arena, &side->lay);
+    kf_msg_run m;
+    memset(&m, 0, sizeof m);
+    m.nargs = (uint32_t)s->t->nargs;
+    for (int i = 0; i < s->t->nargs; i++) {
+        m.off[i] = side->lay.off[i];
+        m.ival[i] = ex->ival[i];
+        m.fval[i] = ex->fval[i];
+    }
+    kf_worker_call(side->w, &m, s->o->call_timeout_s, cr);
+}
+
+int kf_sess_take_outputs(const kf_sess *s, kf_side *side, const kf_extents *ex, void **outs) {
+    const unsigned char *arena = kf_worker_arena(side->w);
+    for (int i = 0; i < s->t->nargs; i++) {
+        outs[i] = NULL;
+        const kf_arg *a = &s->t->args[i];
+        if (!a->is_buffer || a->io == KF_IO_IN) continue;
+        if (!(outs[i] = malloc(ex->bytes[i] ? ex->bytes[i] : 1))) return -1;
+        memcpy(outs[i], arena + side->lay.off[i], ex->bytes[i]);
+    }
+    return 0;
+}
+
+void kf_sess_free_outputs(const kf_task *t, void **outs) {
+    for (int i = 0; outs && i < t->nargs; i++) {
+        free(outs[i]);
+        outs[i] = NULL;
+    }
+}
+
+json_t *kf_sess_shape_json(const kf_task *t, const kf_shape *sh) {
+    json_t *o = json_object();
+    for (int i = 0; i < t->nsizes; i++)
+        json_object_set_new(o, t->size_names[i], json_integer((json_int_t)sh->v[i]));
+    return o;
+}
+
+static const char *io_name(const kf_arg *a) { return a->io == KF_IO_INOUT ? "inout" : "output"; }
+
+int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
+             const kf_poison *p, void **ref, void ***prev, int nprev, json_t *shape,
+             const char *when, double *max_abs, double *max_rel) {
+    const kf_task *t = s->t;
+    kf_result *r = s->res;
+    const unsigned char *arena = kf_worker_arena(side->w);
+    int bad = 0;
+    int g = kf_data_check_guards(t, &side->lay, p, arena);
+    if (g >= 0) {
+        kf_result_reject(r, KF_REASON_OUT_OF_BOUNDS, shape,
+                         "wrote outside its buffers: the guard zone %s %s changed (%s)",
+                         g < t->nargs ? "before" : "after", g < t->nargs ? t->args[g].name : "the last buffer", when);
+        bad = 1;
+    }
+    int m = kf_data_check_inputs(t, ex, &side->lay, in, arena);
+    if (m >= 0) {
+        kf_result_reject(r, KF_REASON_INPUT_MODIFIED, shape,
+                         "modified its input buffer %s (%s)", t->args[m].name, when);
+        bad = 1;
+    }
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        if (!a->is_buffer || a->io == KF_IO_IN) continue;
+        double rtol, atol;
+        kf_task_tolerance(t, a->type, &rtol, &atol);
+        const void *got = arena + side->lay.off[i];
+        kf_cmp c;
+        kf_data_compare(a->type, got, ref[i], ex->count[i], rtol, atol,
+                        a->io == KF_IO_OUT ? &p->sentinel[i] : NULL, &c);
+        if (c.max_abs > *max_abs) *max_abs = c.max_abs;
+        if (c.max_rel > *max_rel) *max_rel = c.max_rel;
+        if (c.first_bad < 0) continue;
+        bad = 1;
+        /* memoisation: does it equal an earlier call's reference result? */
+        int stale = 0;
+        for (int k = 0; k < nprev && !stale; k++)
+            if (prev[k] && prev[k][i])
+                stale = kf_data_same(a->type, got, prev[k][i], ex->count[i], 0, rtol, atol);
+        if (stale) {
+            kf_result_reject(r, KF_REASON_STALE_RESULT, shape,
+                             "%s %s holds the result of an earlier call's inputs, not this "
+                             "call's (memoised or stale output; %s)", io_name(a), a->name, when);
+        } else if (c.unwritten) {
+            kf_result_reject(r, KF_REASON_UNWRITTEN_OUTPUT, shape,
+                             "%lld of %lld elements of %s %s were never written (first at "
+                             "index %lld; %s)", (long long)c.unwritten, (long long)c.n,
+                             io_name(a), a->name, (long long)c.first_bad, when);
+        } else if (c.nonfinite) {
+            kf_result_reject(r, KF_REASON_NONFINITE, shape,
+                             "%lld elements of %s are NaN or Inf where the reference is "
+                             "finite (first %s[%lld] = %g, expected %g; %s)",
+                             (long long)c.nonfinite, a->name, a->name, (long long)c.first_bad,
+                             c.got, c.want, when);
+        } else {
+            kf_result_reject(r, KF_REASON_WRONG_RESULT, shape,
+                             "%lld of %lld elements of %s outside tolerance (first %s[%lld] = "
+                             "%.9g, expected %.9g; allowed |diff| <= %g + %g*|ref|; %s)",
+                             (long long)c.wrong, (long long)c.n, a->name, a->name,
+                             (long long)c.first_bad, c.got, c.want, atol, rtol, when);
+        }
+    }
+    return bad;
+}
+
+char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void **ref,
+                    void **ref_other) {
+    int all_zero = 1, all_other = 1, all_copy = 1, nout = 0;
+    char copied[256] = "";
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        if (!a->is_buffer || a->io == KF_IO_IN) continue;
+        nout++;
+        double rtol, atol;
+        kf_task_tolerance(t, a->type, &rtol, &atol);
+        size_t bytes = ex->bytes[i] ? ex->bytes[i] : 1;
+        void *zero = calloc(1, bytes);
+        if (!zero) return NULL;
+        kf_cmp c;
+        kf_data_compare(a->type, zero, ref[i], ex->count[i], rtol, atol, NULL, &c);
+        if (c.first_bad >= 0 || ex->count[i] == 0) all_zero = 0;
+        if (!ref_other || !kf_data_same(a->type, ref_other[i], ref[i], ex->count[i], 0, rtol, atol))
+            all_other = 0;
+        /* a copy of any input with as many elements, converted to this type */
+        int copy_ok = 0;
+        for (int j = 0; j < t->nargs && !copy_ok; j++) {
+            const kf_arg *b = &t->args[j];
+            if (!b->is_buffer || b->io == KF_IO_OUT || ex->count[j] != ex->count[i] || !in->buf[j])
+                continue;
+            void *conv = malloc(bytes);
+            if (!conv) break;
+            for (int64_t k = 0; k < ex->count[i]; k++) {
+                double v = kf_data_get(b->type, in->buf[j], k);
+                switch (a->type) {
+                case KF_T_F32: ((float *)conv)[k] = (float)v; break;
+                case KF_T_F64: ((double *)conv)[k] = v; break;
+                case KF_T_I32: ((int32_t *)conv)[k] = (int32_t)v; break;
+                case KF_T_I64: ((int64_t *)conv)[k] = (int64_t)v; break;
+                default: ((uint8_t *)conv)[k] = (uint8_t)v; break;
+                }
+            }
+            kf_data_compare(a->type, conv, ref[i], ex->count[i], rtol, atol, NULL, &c);
+            if (c.first_bad < 0 && ex->count[i] > 0) {
+                copy_ok = 1;
+                snprintf(copied, sizeof copied, "%s copied into %s", b->name, a->name);
+            }
+            free(conv);
+        }
+        if (!copy_ok) all_copy = 0;
+        free(zero);
+    }
+    if (!nout) return NULL;
+    if (all_zero) return kf__strdup("an all-zero output passes the tolerance");
+    if (all_copy) return kf__asprintf("copying the inputs passes the tolerance (%s)", copied);
+    if (all_other)
+        return kf__strdup("the output for other inputs passes the tolerance (the output "
+                          "does not depend on the inputs)");
+    return NULL;
+}
+
+/* ---- the check itself -------------------------------------------------------- */
+
+typedef struct {
+    kf_shape *all;
+    int n;
+    int owned_from; /* shapes from this index on are owned (drawn) */
+} shape_list;
+
+static const char *kind_name(kf_shape_kind k) {
+    return k == KF_SHAPE_VISIBLE ? "visible" : k == KF_SHAPE_HIDDEN ? "hidden" : "edge";
+}
+
+/* Visible shapes in the candidate's domain, then freshly drawn hidden and edge shapes. */
+static kf_status gather_shapes(kf_sess *s, shape_list *L, json_t *jshapes) {
+    const kf_task *t = s->t;
+    const kf_expr *when = s->cand ? s->cand->when : NULL;
+    const kf_vars *pv = s->cand ? &s->cand->pvars : NULL;
+    char err[512];
+    int hidden = s->o->hidden_count >= 0 ? s->o->hidden_count : t->hidden_count;
+    kf_shape *drawn = NULL;
+    int ndrawn = 0;
+    if (kf_task_draw_hidden(t, &s->rng, hidden, when, pv, s->o->buffer_cap, &drawn, &ndrawn,
+                            err, sizeof err))
+        return kf__err(s->ctx, when ? KF_EUSAGE : KF_ETASK, "%s: %s", t->dir, err);
+    L->all = calloc((size_t)(t->nshapes + ndrawn), sizeof *L->all);
+    if (!L->all) {
+        kf_shapes_free(drawn, ndrawn);
+        return kf__err(s->ctx, KF_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < t->nshapes; i++) {
+        int ok = kf_task_shape_ok(t, &t->shapes[i], when, pv, err, sizeof err);
+        if (ok < 0) {
+            kf_shapes_free(drawn, ndrawn);
+            return kf__err(s->ctx, KF_EUSAGE, "%s", err);
+        }
+        if (!ok) {
+            json_t *o = json_object();
+            json_object_set_new(o, "sizes", kf_sess_shape_json(t, &t->shapes[i]));
+            json_object_set_new(o, "kind", json_string("visible"));
+            json_object_set_new(o, "status", json_string("skipped"));
+            json_object_set_new(o, "note", json_string("outside the candidate's kforge:when domain"));
+            json_array_append_new(jshapes, o);
+            continue;
+        }
+        L->all[L->n++] = t->shapes[i];
+    }
+    L->owned_from = L->n;
+    for (int i = 0; i < ndrawn; i++) L->all[L->n++] = drawn[i];
+    free(drawn); /* the value arrays moved into L->all */
+    return KF_OK;
+}
+
+static void free_shapes(shape_list *L) {
+    for (int i = L->owned_from; i < L->n; i++) free(L->all[i].v);
+    free(L->all);
+}
+
+static kf_status ref_call(kf_sess *s, kf_side *ref, const kf_extents *ex, const kf_inputs *in,
+                          kf_rng *rng, void **outs, const char *shape_txt) {
+    kf_poison p;
+    kf_call_result cr;
+    kf_data_make_poison(s->t, rng, &p);
+    kf_sess_call(s, ref, ex, in, &p, &cr);
+    if (cr.st != KF_CALL_OK)
+        return kf__err(s->ctx, KF_ETASK, "%s: the reference failed at %s: %s: %s",
+                       s->t->ref_path, shape_txt, kf_reason_name(cr.reason), cr.msg);
+    if (kf_sess_take_outputs(s, ref, ex, outs)) return kf__err(s->ctx, KF_ENOMEM, "out of memory");
+    return KF_OK;
+}
+
+/* Returns KF_OK; a fatal candidate failure sets *dead. */
+static kf_status check_shape(kf_sess *s, kf_side *ref, kf_side *cand, const kf_shape *sh,
+                             json_t *jshape, int *dead) {
+    const kf_task *t = s->t;
+    kf_extents ex;
+    char err[512], txt[512];
+    kf_shape_format(t, sh, txt, sizeof txt);
+    if (kf_data_extents(t, sh, &ex, err, sizeof err))
+        return kf__err(s->ctx, KF_ETASK, "%s: at %s: %s", t->dir, txt, err);
+    json_t *sizes = json_object_get(jshape, "sizes");
+    kf_inputs in[3];
+    void *refo[3][KF_MAX_ARGS], *cando[2][KF_MAX_ARGS];
+    memset(in, 0, sizeof in);
+    memset(refo, 0, sizeof refo);
+    memset(cando, 0, sizeof cando);
+    kf_status st = KF_OK;
+    int failed = 0, calls = 0;
+    double max_abs = 0, max_rel = 0;
+    uint64_t best_ns = UINT64_MAX;
+    static const int half[4] = {0, 1, 1, 0};
+    char when[64];
+    for (int trial = 0; trial < 4 && !*dead; trial++) {
+        int set = trial < 3 ? trial : 2;
+        if (trial < 3) {
+            if (kf_data_gen_inputs(t, &ex, &s->rng, trial, &in[set])) {
+                st = kf__err(s->ctx, KF_ENOMEM, "out of memory generating inputs");
+                break;
+            }
+            kf_sess_place(s, &ex, half[trial], &ref->lay);
+            if ((st = ref_call(s, ref, &ex, &in[set], &s->rng, refo[set], txt))) break;
+        }
+        /* T2 reuses T1's exact buffer addresses: a memo keyed on pointers returns T1 */
+        if (trial != 2) kf_sess_place(s, &ex, half[trial], &cand->lay);
+        kf_poison p;
+        kf_data_make_poison(t, &s->rng, &p);
+        kf_call_result cr;
+        kf_sess_call(s, cand, &ex, &in[set], &p, &cr);
+        calls++;
+        snprintf(when, sizeof when, "call %d of 4 at this shape", trial + 1);
+        if (cr.st != KF_CALL_OK) {
+            kf_result_reject(s->res, cr.reason, sizes, "%s (%s)", cr.msg, when);
+            *dead = 1;
+            failed = 1;
+            break;
+        }
+        if (cr.worker_ns > cr.parent_ns + 50000) {
+            kf_result_reject(s->res, KF_REASON_TIMING_MISMATCH, sizes,
+                             "the worker reported %llu ns for a call the coordinator timed "
+                             "at %llu ns (its clock was tampered with)",
+                             (unsigned long long)cr.worker_ns, (unsigned long long)cr.parent_ns);
+            failed = 1;
+        }
+        if (cr.worker_ns < best_ns) best_ns = cr.worker_ns;
+        void **prev[2] = {NULL, NULL};
+        int nprev = 0;
+        if (trial >= 1 && trial <= 2)
+            for (int k = 0; k < trial; k++) prev[nprev++] = refo[k];
+        int bad = kf_judge(s, cand, &ex, &in[set], &p, refo[set], prev, nprev, sizes, when,
+                           &max_abs, &max_rel);
+        if (trial >= 2) {
+            /* T2 and T3 saw the same inputs under different poison and buffers */
+            if (kf_sess_take_outputs(s, cand, &ex, cando[trial - 2])) {
+                st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+                break;
+            }
+        }
+        if (trial == 3) {
+            int same = 1;
+            for (int i = 0; i < t->nargs && same; i++) {
+                const kf_arg *a = &t->args[i];
+                if (!a->is_buffer || a->io == KF_IO_IN) continue;
+                double rtol, atol;
+                kf_task_tolerance(t, a->type, &rtol, &atol);
+                same = kf_data_same(a->type, cando[0][i], cando[1][i], ex.count[i],
+                                    t->determinism_exact, rtol, atol);
+            }
+            if (!same)
+                kf_result_reject(s->res, KF_REASON_NONDETERMINISTIC, sizes,
+                                 "the same inputs gave different outputs under different "
+                                 "poison and buffer addresses (reads uninitialised or "
+                                 "output memory, or races)");
+            failed |= !same;
+        }
+        failed |= bad;
+    }
+    /* a degenerate task is refused, whatever the candidate did */
+    if (!st && sh->kind == KF_SHAPE_VISIBLE) {
+        int have = 0;
+        for (int i = 0; i < t->nargs; i++) have |= refo[0][i] != NULL && refo[1][i] != NULL;
+        char *why = have ? kf_degenerate(t, &ex, &in[0], refo[0], refo[1]) : NULL;
+        if (why) {
+            st = kf__err(s->ctx, KF_ETASK,
+                         "%s: degenerate task at %s: %s; it cannot tell a correct kernel from "
+                         "a trivial one (run kforge validate)", t->dir, txt, why);
+            free(why);
+        }
+    }
+    json_object_set_new(jshape, "status", json_string(failed ? "failed" : "passed"));
+    json_object_set_new(jshape, "calls", json_integer(calls));
+    json_object_set_new(jshape, "max_abs_err", json_real(max_abs));
+    json_object_set_new(jshape, "max_rel_err", json_real(max_rel));
+    if (best_ns != UINT64_MAX) json_object_set_new(jshape, "best_ns", json_integer((json_int_t)best_ns));
+    for (int k = 0; k < 3; k++) {
+        kf_data_free_inputs(t, &in[k]);
+        kf_sess_free_outputs(t, refo[k]);
+    }
+    kf_sess_free_outputs(t, cando[0]);
+    kf_sess_free_outputs(t, cando[1]);
+    return st;
+}
+
+/* Check the session's candidate on every shape. KF_OK with the verdict on s->res. */
+static kf_status run_check(kf_sess *s) {
+    int cand_ok = 0;
+    kf_status st = kf_sess_build(s, &cand_ok);
+    if (st || !cand_ok) return st;
+    json_t *jshapes = json_array();
+    json_object_set_new(s->res->root, "shapes", jshapes);
+    shape_list L = {0};
+    if ((st = gather_shapes(s, &L, jshapes))) return st;
+    size_t arena = 0;
+    for (int i = 0; i < L.n; i++) {
+        kf_extents ex;
+        char err[512];
+        if (kf_data_extents(s->t, &L.all[i], &ex, err, sizeof err)) {
+            free_shapes(&L);
+            return kf__err(s->ctx, KF_ETASK, "%s: %s", s->t->dir, err);
+        }
+        size_t b = kf_sess_arena_bytes(s->t, &ex);
+        if (b > arena) arena = b;
+    }
+    kf_side ref = {0}, cand = {0};
+    kf_call_result fail;
+    if ((st = kf_sess_spawn(s, &s->rbuild, arena, &ref.w, &fail))) goto out;
+    if (!ref.w) {
+        st = kf__err(s->ctx, KF_ETASK, "%s: the reference does not load: %s: %s", s->t->ref_path,
+                     kf_reason_name(fail.reason), fail.msg);
+        goto out;
+    }
+    if ((st = kf_sess_spawn(s, &s->cbuild, arena, &cand.w, &fail))) goto out;
+    if (!cand.w) {
+        kf_result_reject(s->res, fail.reason, NULL, "%s", fail.msg);
+        goto out;
+    }
+    json_t *sandbox = json_object();
+    json_object_set_new(sandbox, "seccomp", json_true());
+    json_object_set_new(sandbox, "landlock_abi", json_integer(kf_worker_landlock_abi(cand.w)));
+    json_object_set_new(s->res->root, "sandbox", sandbox);
+    int dead = 0;
+    for (int i = 0; i < L.n && !st; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "sizes", kf_sess_shape_json(s->t, &L.all[i]));
+        json_object_set_new(o, "kind", json_string(kind_name(L.all[i].kind)));
+        json_array_append_new(jshapes, o);
+        if (dead) {
+            json_object_set_new(o, "status", json_string("not_run"));
+            continue;
+        }
+        if (s->o->verbose) {
+            char txt[256];
+            kf_shape_format(s->t, &L.all[i], txt, sizeof txt);
+            fprintf(stderr, "kforge: checking %s (%s)\n", txt, kind_name(L.all[i].kind));
+        }
+        st = check_shape(s, &ref, &cand, &L.all[i], o, &dead);
+    }
+out:
+    kf_worker_close(ref.w);
+    kf_worker_close(cand.w);
+    free_shapes(&L);
+    return st;
+}
+
+static kf_status finish(kf_sess *s, kf_status st, kf_result **out) {
+    if (st == KF_OK) {
+        json_object_set_new(s->res->root, "seconds",
+                            json_real((double)(kf__now_ns() - s->t0) / 1e9));
+        *out = s->res;
+        s->res = NULL;
+    }
+    kf_result_free(s->res);
+    s->res = NULL;
+    kf_sess_close(s);
+    return st;
+}
+
+kf_status kf_check(kf_ctx *ctx, const kf_task *task, const char *candidate, const kf_opts *opts,
+                   kf_result **out) {
+    if (!task || !candidate || !out) return kf__err(ctx, KF_EUSAGE, "kf_check: NULL argument");
+    *out = NULL;
+    kf_opts dflt;
+    if (!opts) kf_opts_init(&dflt), opts = &dflt;
+    kf_sess s;
+    kf_status st = kf_sess_open(&s, ctx, task, candidate, opts, "check");
+    if (!st) st = run_check(&s);
+    return finish(&s, st, out);
+}
+
+kf_status kf_bench(kf_ctx *ctx, const kf_task *task, const char *candidate, const kf_opts *opts,
+                   kf_result **out) {
+    if (!task || !candidate || !out) return kf__err(ctx, KF_EUSAGE, "kf_bench: NULL argument");
+    *out = NULL;
+    kf_opts dflt;
+    if (!opts) kf_opts_init(&dflt), opts = &dflt;
+    if (opts->vs_path && access(opts->vs_path, R_OK))
+        return kf__err(ctx, KF_EIO, "--vs %s: %s", opts->vs_path, strerror(errno));
+    kf_sess s;
+    kf_status st = kf_sess_open(&s, ctx, task, candidate, opts, "bench");
+    if (!st) st = run_check(&s);
+    if (!st) {
+        /* the check's document moves under "check"; "shapes" becomes the timed list */
+        json_t *root = s.res->root, *chk = json_object();
+        json_object_set(chk, "verdict", json_object_get(root, "verdict"));
+        json_object_set(chk, "shapes", json_object_get(root, "shapes"));
+        json_object_set_new(chk, "seconds", json_real((double)(kf__now_ns() - s.t0) / 1e9));
+        json_object_del(root, "shapes");
+        json_object_set_new(root, "check", chk);
+        json_object_set_new(root, "shapes", json_array());
+        if (s.res->verdict == KF_VERDICT_ACCEPTED) st = kf_bench_timed(&s, opts->vs_path);
+    }
+    return finish(&s, st, out);
+}

@@ -1,0 +1,72 @@
+/*
+ * check.h - internals shared by the checker and the bench: an evaluation session
+ * (task, candidate, builds, secret RNG, scratch directory) and the single call path
+ * that correctness trials and timed runs both use.
+ */
+#ifndef KF_CHECK_H
+#define KF_CHECK_H
+
+#include "../backend/backend.h"
+#include "../data/data.h"
+#include "../sandbox/sandbox.h"
+#include "result.h"
+
+#include <limits.h>
+
+typedef struct {
+    kf_ctx *ctx;
+    const kf_task *t;
+    const kf_opts *o;
+    kf_backend *be;
+    kf_rng rng;
+    char workdir[PATH_MAX];
+    kf_candidate *cand;      /* NULL for validate */
+    kf_build cbuild, rbuild; /* candidate, reference */
+    kf_result *res;
+    uint64_t t0;
+} kf_sess;
+
+/* One side of a comparison: a worker and where its current buffers sit. */
+typedef struct {
+    kf_worker *w;
+    kf_layout lay;
+} kf_side;
+
+kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path,
+                       const kf_opts *o, const char *kind);
+void kf_sess_close(kf_sess *s);
+/* Build the reference (a failure is a task error) and, when the session has one, the
+ * candidate (a failure is a rejection recorded on s->res; *cand_ok = 0). */
+kf_status kf_sess_build(kf_sess *s, int *cand_ok);
+/* Spawn a worker for a built object with an arena for `bytes` of layouts. *w NULL and
+ * a rejection recorded (with `who` in the message) when the object fails to load. */
+kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_worker **w,
+                        kf_call_result *fail);
+/* Arena bytes for two layouts of ex plus placement jitter. */
+size_t kf_sess_arena_bytes(const kf_task *t, const kf_extents *ex);
+/* Place the buffers in half `half` (0/1) of the arena, with a random jitter. */
+void kf_sess_place(kf_sess *s, const kf_extents *ex, int half, kf_layout *lay);
+/* The one call path: stage inputs and poison, flush caches, call once. */
+void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
+                  const kf_poison *p, kf_call_result *cr);
+/* Copy the out/inout buffers of a side into fresh heap buffers (outs[i]). */
+int kf_sess_take_outputs(const kf_sess *s, kf_side *side, const kf_extents *ex, void **outs);
+void kf_sess_free_outputs(const kf_task *t, void **outs);
+json_t *kf_sess_shape_json(const kf_task *t, const kf_shape *sh);
+
+/* Judge one candidate call against reference outputs `ref`. Returns 0 when the
+ * outputs pass; records reasons otherwise. `prev` (may be NULL, nprev entries) are
+ * reference outputs of earlier calls, for stale-result detection. errs gets the max
+ * abs/rel error seen. */
+int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
+             const kf_poison *p, void **ref, void ***prev, int nprev, json_t *shape,
+             const char *when, double *max_abs, double *max_rel);
+
+/* Task-level degeneracy at one shape: would zeros, a copied input, or the output of
+ * other inputs (ref_other) pass as ref? Returns a description or NULL (caller frees). */
+char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void **ref,
+                    void **ref_other);
+
+kf_status kf_bench_timed(kf_sess *s, const char *vs_path);
+
+#endif

@@ -1,0 +1,191 @@
+/*
+ * result.c - results: verdict, reasons, the JSON contract and the human summary.
+ */
+#define _GNU_SOURCE
+#include "result.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const reason_names[] = {
+#define KF_X(n, s) s,
+    KF_REASON_MAP(KF_X)
+#undef KF_X
+};
+
+static const char *const status_text[] = {
+#define KF_X(n, s) s,
+    KF_STATUS_MAP(KF_X)
+#undef KF_X
+};
+
+const char *kf_reason_name(kf_reason r) {
+    return (unsigned)r < KF_REASON_COUNT ? reason_names[r] : "unknown";
+}
+
+const char *kf_strstatus(kf_status s) {
+    return (unsigned)s < KF_STATUS_COUNT ? status_text[s] : "unknown status";
+}
+
+kf_ctx *kf_ctx_new(void) { return calloc(1, sizeof(kf_ctx)); }
+void kf_ctx_free(kf_ctx *ctx) { free(ctx); }
+const char *kf_errmsg(const kf_ctx *ctx) { return ctx && ctx->err[0] ? ctx->err : "no error"; }
+
+void kf_opts_init(kf_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->call_timeout_s = 10;
+    o->cpu_limit_s = 60;
+    o->compile_timeout_s = 60;
+    o->mem_limit = 2ull << 30;
+    o->buffer_cap = 1ull << 30;
+    o->hidden_count = -1;
+    o->bench_min_time_s = 0.3;
+    o->bench_min_runs = 15;
+    o->bench_max_runs = 400;
+    o->win_floor = 0.02;
+}
+
+kf_result *kf_result_new(const char *kind) {
+    kf_result *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    snprintf(r->kind, sizeof r->kind, "%s", kind);
+    r->root = json_object();
+    r->jreasons = json_array();
+    if (!r->root || !r->jreasons) {
+        json_decref(r->root);
+        json_decref(r->jreasons);
+        free(r);
+        return NULL;
+    }
+    json_object_set_new(r->root, "verdict", json_string("accepted"));
+    json_object_set(r->root, "reasons", r->jreasons);
+    return r;
+}
+
+int kf_result_has(const kf_result *r, kf_reason code) {
+    for (int i = 0; i < r->nreasons; i++)
+        if (r->reasons[i] == code) return 1;
+    return 0;
+}
+
+void kf_result_reject(kf_result *r, kf_reason code, json_t *shape, const char *fmt, ...) {
+    r->verdict = KF_VERDICT_REJECTED;
+    json_object_set_new(r->root, "verdict", json_string("rejected"));
+    for (int i = 0; i < r->nreasons; i++)
+        if (r->reasons[i] == code) {
+            json_t *o = json_array_get(r->jreasons, (size_t)i);
+            json_int_t c = json_integer_value(json_object_get(o, "count"));
+            json_object_set_new(o, "count", json_integer(c + 1));
+            return;
+        }
+    if (r->nreasons == KF_MAX_REASONS) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *o = json_object();
+    json_object_set_new(o, "code", json_string(kf_reason_name(code)));
+    json_object_set_new(o, "message", json_string(msg));
+    json_object_set_new(o, "shape", shape ? json_deep_copy(shape) : json_null());
+    json_object_set_new(o, "count", json_integer(1));
+    json_array_append_new(r->jreasons, o);
+    r->reasons[r->nreasons++] = code;
+}
+
+kf_verdict kf_result_verdict(const kf_result *r) { return r->verdict; }
+int kf_result_nreasons(const kf_result *r) { return r->nreasons; }
+kf_reason kf_result_reason(const kf_result *r, int i) {
+    return i >= 0 && i < r->nreasons ? r->reasons[i] : KF_REASON_COUNT;
+}
+double kf_result_speedup(const kf_result *r) { return r->speedup; }
+
+char *kf_result_json(const kf_result *r) {
+    return json_dumps(r->root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+}
+
+static void fmt_ns(double ns, char *buf, size_t n) {
+    if (ns >= 1e9) snprintf(buf, n, "%.3f s", ns / 1e9);
+    else if (ns >= 1e6) snprintf(buf, n, "%.3f ms", ns / 1e6);
+    else if (ns >= 1e3) snprintf(buf, n, "%.2f us", ns / 1e3);
+    else snprintf(buf, n, "%.0f ns", ns);
+}
+
+static void sizes_text(json_t *sizes, kf_buf *b) {
+    const char *k;
+    json_t *v;
+    int first = 1;
+    json_object_foreach(sizes, k, v) {
+        kf_buf_printf(b, "%s%s=%lld", first ? "" : " ", k, (long long)json_integer_value(v));
+        first = 0;
+    }
+}
+
+char *kf_result_text(const kf_result *r) {
+    kf_buf b;
+    kf_buf_init(&b, 1u << 20);
+    json_t *root = r->root;
+    const char *task = json_string_value(json_object_get(root, "task"));
+    const char *cand = json_string_value(json_object_get(root, "candidate"));
+    kf_buf_printf(&b, "%s %s%s%s: %s (%.2f s)\n", r->kind, task ? task : "", cand ? " " : "",
+                  cand ? cand : "", r->verdict == KF_VERDICT_ACCEPTED
+                                        ? (!strcmp(r->kind, "validate") ? "VALID" : "ACCEPTED")
+                                        : (!strcmp(r->kind, "validate") ? "REFUSED" : "REJECTED"),
+                  json_real_value(json_object_get(root, "seconds")));
+    size_t i;
+    json_t *o;
+    json_array_foreach(r->jreasons, i, o) {
+        kf_buf_printf(&b, "  %s: %s", json_string_value(json_object_get(o, "code")),
+                      json_string_value(json_object_get(o, "message")));
+        json_t *sh = json_object_get(o, "shape");
+        if (json_is_object(sh)) {
+            kf_buf_printf(&b, " [at ");
+            sizes_text(sh, &b);
+            kf_buf_printf(&b, "]");
+        }
+        json_int_t c = json_integer_value(json_object_get(o, "count"));
+        if (c > 1) kf_buf_printf(&b, " (and %lld more)", (long long)c - 1);
+        kf_buf_printf(&b, "\n");
+    }
+    json_t *check = json_object_get(root, "check");
+    json_t *shapes = json_object_get(check ? check : root, "shapes");
+    if (json_is_array(shapes) && strcmp(r->kind, "bench")) {
+        int n[3] = {0, 0, 0}, passed = 0, total = 0;
+        json_array_foreach(shapes, i, o) {
+            const char *k = json_string_value(json_object_get(o, "kind"));
+            const char *s = json_string_value(json_object_get(o, "status"));
+            if (s && !strcmp(s, "skipped")) continue;
+            total++;
+            passed += s && !strcmp(s, "passed");
+            n[k && !strcmp(k, "visible") ? 0 : k && !strcmp(k, "hidden") ? 1 : 2]++;
+        }
+        kf_buf_printf(&b, "  shapes: %d of %d passed (%d visible, %d hidden, %d edge)\n", passed,
+                      total, n[0], n[1], n[2]);
+    }
+    if (!strcmp(r->kind, "bench") && json_is_array(shapes)) {
+        json_array_foreach(shapes, i, o) {
+            char c[32], bl[32];
+            fmt_ns(json_number_value(json_object_get(o, "candidate_ns")), c, sizeof c);
+            fmt_ns(json_number_value(json_object_get(o, "baseline_ns")), bl, sizeof bl);
+            kf_buf_printf(&b, "  ");
+            sizes_text(json_object_get(o, "sizes"), &b);
+            kf_buf_printf(&b, ": candidate %s, baseline %s, speedup %.3fx +/- %.3f%s",
+                          c, bl, json_number_value(json_object_get(o, "speedup")),
+                          json_number_value(json_object_get(o, "noise")),
+                          json_is_true(json_object_get(o, "win")) ? " (win)" : " (within noise)");
+            json_t *rf = json_object_get(o, "roofline_fraction");
+            if (json_is_number(rf)) kf_buf_printf(&b, ", %.0f%% of roofline", 100 * json_number_value(rf));
+            kf_buf_printf(&b, "\n");
+        }
+        if (r->speedup > 0) kf_buf_printf(&b, "  geomean speedup %.3fx\n", r->speedup);
+    }
+    return b.p;
+}
+
+void kf_result_free(kf_result *r) {
+    if (!r) return;
+    json_decref(r->jreasons);
+    json_decref(r->root);
+    free(r);
+}

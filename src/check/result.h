@@ -1,0 +1,32 @@
+/*
+ * result.h - the outcome of check, bench and validate: a verdict, reason codes, and a
+ * JSON document (jansson) that is the machine contract (docs/cli.md).
+ */
+#ifndef KF_RESULT_H
+#define KF_RESULT_H
+
+#include "../util/util.h"
+
+#include <jansson.h>
+
+#define KF_MAX_REASONS 32
+
+struct kf_result {
+    kf_verdict verdict;
+    int nreasons;
+    kf_reason reasons[KF_MAX_REASONS];
+    json_t *root;    /* the whole document */
+    json_t *jreasons;
+    double speedup;  /* geometric mean (bench) */
+    char kind[16];   /* "check", "bench", "validate" */
+};
+
+kf_result *kf_result_new(const char *kind);
+/* Record a rejection reason (the verdict becomes rejected). The first reason of each
+ * code keeps its message; later ones only raise its count. shape may be NULL; it is
+ * borrowed (copied). */
+void kf_result_reject(kf_result *r, kf_reason code, json_t *shape, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int kf_result_has(const kf_result *r, kf_reason code);
+
+#endif

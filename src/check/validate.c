@@ -1,0 +1,163 @@
+/*
+ * validate.c - is the task itself sound? The reference must build, load, write every
+ * output element, be deterministic, and its answers must not be reachable by a
+ * trivial kernel: all-zero outputs, a copied input, or the outputs of other inputs
+ * must FAIL the tolerance on every visible shape. A degenerate task is refused.
+ */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, json_t *o) {
+    const kf_task *t = s->t;
+    kf_extents ex;
+    char err[512], txt[512];
+    kf_shape_format(t, sh, txt, sizeof txt);
+    json_t *sizes = json_object_get(o, "sizes");
+    if (kf_data_extents(t, sh, &ex, err, sizeof err))
+        return kf__err(s->ctx, KF_ETASK, "%s: at %s: %s", t->dir, txt, err);
+    kf_inputs in[2];
+    void *outs[3][KF_MAX_ARGS];
+    memset(in, 0, sizeof in);
+    memset(outs, 0, sizeof outs);
+    kf_status st = KF_OK;
+    int problems = 0;
+    for (int trial = 0; trial < 3 && !st; trial++) {
+        int set = trial < 2 ? trial : 1;
+        if (trial < 2 && kf_data_gen_inputs(t, &ex, &s->rng, trial, &in[set])) {
+            st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+            break;
+        }
+        kf_sess_place(s, &ex, trial & 1, &ref->lay);
+        kf_poison p;
+        kf_call_result cr;
+        kf_data_make_poison(t, &s->rng, &p);
+        kf_sess_call(s, ref, &ex, &in[set], &p, &cr);
+        if (cr.st != KF_CALL_OK) {
+            kf_result_reject(s->res, cr.reason, sizes, "the reference failed: %s", cr.msg);
+            problems = 1;
+            break;
+        }
+        const unsigned char *arena = kf_worker_arena(ref->w);
+        if (kf_data_check_guards(t, &ref->lay, &p, arena) >= 0) {
+            kf_result_reject(s->res, KF_REASON_OUT_OF_BOUNDS, sizes,
+                             "the reference writes outside its buffers");
+            problems = 1;
+        }
+        int m = kf_data_check_inputs(t, &ex, &ref->lay, &in[set], arena);
+        if (m >= 0) {
+            kf_result_reject(s->res, KF_REASON_INPUT_MODIFIED, sizes,
+                             "the reference modifies its input %s", t->args[m].name);
+            problems = 1;
+        }
+        for (int i = 0; i < t->nargs; i++) {
+            const kf_arg *a = &t->args[i];
+            if (!a->is_buffer || a->io != KF_IO_OUT) continue;
+            kf_cmp c;
+            const void *got = arena + ref->lay.off[i];
+            kf_data_compare(a->type, got, got, ex.count[i], 0, 0, &p.sentinel[i], &c);
+            if (c.unwritten) {
+                kf_result_reject(s->res, KF_REASON_UNWRITTEN_OUTPUT, sizes,
+                                 "the reference leaves %lld elements of %s unwritten",
+                                 (long long)c.unwritten, a->name);
+                problems = 1;
+            }
+        }
+        if (kf_sess_take_outputs(s, ref, &ex, outs[trial])) st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+    }
+    if (!st && !problems) {
+        int same = 1;
+        for (int i = 0; i < t->nargs && same; i++) {
+            const kf_arg *a = &t->args[i];
+            if (!a->is_buffer || a->io == KF_IO_IN) continue;
+            double rtol, atol;
+            kf_task_tolerance(t, a->type, &rtol, &atol);
+            same = kf_data_same(a->type, outs[1][i], outs[2][i], ex.count[i], t->determinism_exact,
+                                rtol, atol);
+        }
+        if (!same) {
+            kf_result_reject(s->res, KF_REASON_NONDETERMINISTIC, sizes,
+                             "the reference gives different outputs for the same inputs");
+            problems = 1;
+        }
+        char *why = kf_degenerate(t, &ex, &in[0], outs[0], outs[1]);
+        if (why) {
+            if (sh->kind == KF_SHAPE_VISIBLE) {
+                kf_result_reject(s->res, KF_REASON_WRONG_RESULT, sizes, "degenerate task: %s", why);
+                problems = 1;
+            } else {
+                json_object_set_new(o, "warning", json_string(why));
+            }
+            free(why);
+        }
+    }
+    json_object_set_new(o, "status", json_string(problems ? "failed" : "passed"));
+    for (int k = 0; k < 3; k++) kf_sess_free_outputs(t, outs[k]);
+    kf_data_free_inputs(t, &in[0]);
+    kf_data_free_inputs(t, &in[1]);
+    return st;
+}
+
+kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts, kf_result **out) {
+    if (!task || !out) return kf__err(ctx, KF_EUSAGE, "kf_validate: NULL argument");
+    *out = NULL;
+    kf_opts dflt;
+    if (!opts) kf_opts_init(&dflt), opts = &dflt;
+    kf_sess s;
+    kf_status st = kf_sess_open(&s, ctx, task, NULL, opts, "validate");
+    int ok;
+    kf_shape *drawn = NULL;
+    int ndrawn = 0;
+    kf_side ref = {0};
+    if (st || (st = kf_sess_build(&s, &ok))) goto out;
+    char err[512];
+    int hidden = opts->hidden_count >= 0 ? opts->hidden_count : task->hidden_count;
+    if (kf_task_draw_hidden(task, &s.rng, hidden, NULL, NULL, opts->buffer_cap, &drawn, &ndrawn,
+                            err, sizeof err)) {
+        st = kf__err(ctx, KF_ETASK, "%s: %s", task->dir, err);
+        goto out;
+    }
+    size_t arena = 0;
+    for (int i = 0; i < task->nshapes + ndrawn; i++) {
+        const kf_shape *sh = i < task->nshapes ? &task->shapes[i] : &drawn[i - task->nshapes];
+        kf_extents ex;
+        if (kf_data_extents(task, sh, &ex, err, sizeof err)) {
+            st = kf__err(ctx, KF_ETASK, "%s: %s", task->dir, err);
+            goto out;
+        }
+        size_t b = kf_sess_arena_bytes(task, &ex);
+        if (b > arena) arena = b;
+    }
+    kf_call_result fail;
+    if ((st = kf_sess_spawn(&s, &s.rbuild, arena, &ref.w, &fail))) goto out;
+    if (!ref.w) {
+        kf_result_reject(s.res, fail.reason, NULL, "the reference does not load: %s", fail.msg);
+        goto out;
+    }
+    json_t *jshapes = json_array();
+    json_object_set_new(s.res->root, "shapes", jshapes);
+    for (int i = 0; i < task->nshapes + ndrawn && !st && ref.w; i++) {
+        const kf_shape *sh = i < task->nshapes ? &task->shapes[i] : &drawn[i - task->nshapes];
+        json_t *o = json_object();
+        json_object_set_new(o, "sizes", kf_sess_shape_json(task, sh));
+        json_object_set_new(o, "kind", json_string(sh->kind == KF_SHAPE_VISIBLE ? "visible" :
+                                                   sh->kind == KF_SHAPE_HIDDEN ? "hidden" : "edge"));
+        json_array_append_new(jshapes, o);
+        int before = s.res->nreasons;
+        st = validate_shape(&s, &ref, sh, o);
+        if (s.res->nreasons > before && s.res->reasons[before] == KF_REASON_CRASH) break;
+    }
+out:
+    kf_worker_close(ref.w);
+    kf_shapes_free(drawn, ndrawn);
+    if (st == KF_OK) {
+        json_object_set_new(s.res->root, "seconds", json_real((double)(kf__now_ns() - s.t0) / 1e9));
+        *out = s.res;
+        s.res = NULL;
+    }
+    kf_result_free(s.res);
+    kf_sess_close(&s);
+    return st;
+}

@@ -1,0 +1,259 @@
+/*
+ * data.c - buffers, fresh inputs, sentinels, guards and comparison.
+ *
+ * Guarantees: every output byte is overwritten with a finite, out-of-range sentinel
+ * before every call (so a stale correct result can never be sitting there); every
+ * buffer is surrounded by random guard bytes; every input is compared byte for byte
+ * against the coordinator's master copy after the call (stronger than hashing it).
+ */
+#include "data.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kf_data_extents(const kf_task *t, const kf_shape *s, kf_extents *ex, char *err, size_t n) {
+    memset(ex, 0, sizeof *ex);
+    if (kf_task_eval_shape(t, s, ex->count, ex->ival, ex->fval, err, n)) return -1;
+    for (int i = 0; i < t->nargs; i++)
+        if (t->args[i].is_buffer)
+            ex->bytes[i] = (size_t)ex->count[i] * kf_dtype_size(t->args[i].type);
+    return 0;
+}
+
+static size_t align_up(size_t x) { return (x + KF_ALIGN - 1) & ~(size_t)(KF_ALIGN - 1); }
+
+void kf_data_layout(const kf_task *t, const kf_extents *ex, size_t base, kf_layout *lay) {
+    size_t p = align_up(base);
+    int g = 0;
+    memset(lay, 0, sizeof *lay);
+    for (int i = 0; i < t->nargs; i++) {
+        if (!t->args[i].is_buffer) continue;
+        lay->guard_off[g++] = p;
+        p = align_up(p + KF_GUARD_BYTES);
+        lay->off[i] = p;
+        p = p + ex->bytes[i];
+    }
+    /* the last guard starts right at the end of the last buffer: an off-by-one write
+     * lands in it even when the buffer's size is not a multiple of the alignment */
+    lay->guard_off[g++] = p;
+    lay->nguards = g;
+    lay->end = p + KF_GUARD_BYTES;
+}
+
+size_t kf_data_layout_size(const kf_task *t, const kf_extents *ex) {
+    kf_layout lay;
+    kf_data_layout(t, ex, 0, &lay);
+    return align_up(lay.end);
+}
+
+static double draw(const kf_init *in, kf_rng *r) {
+    switch (in->dist) {
+    case KF_DIST_NORMAL: return in->a + in->b * kf_rng_normal(r);
+    case KF_DIST_UNIFORM: return in->a + (in->b - in->a) * kf_rng_uniform(r);
+    case KF_DIST_INT: return (double)kf_rng_range(r, (int64_t)in->a, (int64_t)in->b);
+    }
+    return 0;
+}
+
+static void put(kf_dtype t, void *p, int64_t i, double v) {
+    switch (t) {
+    case KF_T_F32: ((float *)p)[i] = (float)v; break;
+    case KF_T_F64: ((double *)p)[i] = v; break;
+    case KF_T_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case KF_T_I64: ((int64_t *)p)[i] = (int64_t)v; break;
+    case KF_T_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    default: break; /* f16/bf16 belong to the GPU backends */
+    }
+}
+
+double kf_data_get(kf_dtype t, const void *p, int64_t i) {
+    switch (t) {
+    case KF_T_F32: return ((const float *)p)[i];
+    case KF_T_F64: return ((const double *)p)[i];
+    case KF_T_I32: return ((const int32_t *)p)[i];
+    case KF_T_I64: return (double)((const int64_t *)p)[i];
+    case KF_T_U8: return ((const uint8_t *)p)[i];
+    default: return 0;
+    }
+}
+
+int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant,
+                       kf_inputs *in) {
+    memset(in, 0, sizeof *in);
+    double scale = 1.0;
+    if (variant == 2) scale = ldexp(1.0, (int)kf_rng_range(rng, -2, 2));
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        if (!a->is_buffer || a->io == KF_IO_OUT) continue;
+        in->buf[i] = malloc(ex->bytes[i] ? ex->bytes[i] : 1);
+        if (!in->buf[i]) {
+            kf_data_free_inputs(t, in);
+            return -1;
+        }
+        int fl = a->init.dist != KF_DIST_INT;
+        for (int64_t k = 0; k < ex->count[i]; k++) {
+            double v = draw(&a->init, rng);
+            if (fl) v *= scale;
+            put(a->type, in->buf[i], k, v);
+        }
+        if (variant == 1 && fl && ex->count[i] > 0) {
+            /* spikes: a few elements x32, so that one element dominates sums and
+             * maxima, and subsampling or skipped elements show */
+            int64_t nspike = 1 + ex->count[i] / 512;
+            for (int64_t s = 0; s < nspike; s++) {
+                int64_t k = kf_rng_range(rng, 0, ex->count[i] - 1);
+                put(a->type, in->buf[i], k, kf_data_get(a->type, in->buf[i], k) * 32.0);
+            }
+        }
+    }
+    return 0;
+}
+
+void kf_data_free_inputs(const kf_task *t, kf_inputs *in) {
+    for (int i = 0; i < t->nargs && i < KF_MAX_ARGS; i++) {
+        free(in->buf[i]);
+        in->buf[i] = NULL;
+    }
+}
+
+void kf_data_make_poison(const kf_task *t, kf_rng *rng, kf_poison *p) {
+    memset(p, 0, sizeof *p);
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        if (!a->is_buffer || a->io != KF_IO_OUT) continue;
+        uint64_t r = kf_rng_next(rng);
+        switch (a->type) {
+        case KF_T_F32: { /* |x| in [2^124, 2^127): finite, far outside any sane output */
+            uint32_t bits = (uint32_t)((r >> 63) << 31) | (uint32_t)(0xFB + (r >> 40) % 3) << 23 |
+                            (uint32_t)(r & 0x7FFFFF);
+            p->sentinel[i] = bits;
+            break;
+        }
+        case KF_T_F64: {
+            uint64_t bits = ((r >> 63) << 63) | (uint64_t)(0x7F0 + (r >> 52) % 14) << 52 |
+                            (r & 0xFFFFFFFFFFFFFull);
+            p->sentinel[i] = bits;
+            break;
+        }
+        case KF_T_I32: p->sentinel[i] = (uint32_t)(INT32_MIN + (int32_t)(r % 977)); break;
+        case KF_T_I64: p->sentinel[i] = (uint64_t)(INT64_MIN + (int64_t)(r % 977)); break;
+        default: p->sentinel[i] = r & 0xFF; break;
+        }
+    }
+    for (size_t k = 0; k < KF_GUARD_BYTES; k += 8) {
+        uint64_t r = kf_rng_next(rng);
+        memcpy(p->guard + k, &r, 8);
+    }
+}
+
+static void fill_pattern(unsigned char *dst, size_t bytes, uint64_t pat, size_t esz) {
+    if (bytes == 0) return;
+    size_t first = esz < bytes ? esz : bytes;
+    memcpy(dst, &pat, first); /* little-endian: low bytes are the element */
+    size_t done = first;
+    while (done < bytes) { /* doubling copy */
+        size_t n = done < bytes - done ? done : bytes - done;
+        memcpy(dst + done, dst, n);
+        done += n;
+    }
+}
+
+void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
+                   const kf_inputs *in, const kf_poison *p, unsigned char *arena) {
+    for (int g = 0; g < lay->nguards; g++) memcpy(arena + lay->guard_off[g], p->guard, KF_GUARD_BYTES);
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        if (!a->is_buffer) continue;
+        if (a->io == KF_IO_OUT)
+            fill_pattern(arena + lay->off[i], ex->bytes[i], p->sentinel[i], kf_dtype_size(a->type));
+        else if (ex->bytes[i])
+            memcpy(arena + lay->off[i], in->buf[i], ex->bytes[i]);
+    }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+void kf_data_flush(const unsigned char *arena, const kf_layout *lay) {
+    /* clflush from the coordinator evicts the lines from every core's caches; the
+     * candidate's process cannot skip or shorten it */
+    for (size_t p = lay->guard_off[0] & ~(size_t)63; p < lay->end; p += 64)
+        _mm_clflush(arena + p);
+    _mm_mfence();
+}
+#else
+void kf_data_flush(const unsigned char *arena, const kf_layout *lay) {
+    /* no portable line flush: stream through a buffer larger than common LLCs */
+    static unsigned char *junk;
+    static const size_t n = 256u << 20;
+    (void)arena;
+    (void)lay;
+    if (!junk && !(junk = calloc(1, n))) return;
+    for (size_t i = 0; i < n; i += 64) junk[i]++;
+}
+#endif
+
+int kf_data_check_guards(const kf_task *t, const kf_layout *lay, const kf_poison *p,
+                         const unsigned char *arena) {
+    /* guard g sits before buffer number g (and the last one after the last buffer) */
+    int bufidx[KF_MAX_ARGS + 1], nb = 0;
+    for (int i = 0; i < t->nargs; i++)
+        if (t->args[i].is_buffer) bufidx[nb++] = i;
+    for (int g = 0; g < lay->nguards; g++)
+        if (memcmp(arena + lay->guard_off[g], p->guard, KF_GUARD_BYTES))
+            return g < nb ? bufidx[g] : t->nargs;
+    return -1;
+}
+
+int kf_data_check_inputs(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
+                         const kf_inputs *in, const unsigned char *arena) {
+    for (int i = 0; i < t->nargs; i++)
+        if (t->args[i].is_buffer && t->args[i].io == KF_IO_IN && ex->bytes[i] &&
+            memcmp(arena + lay->off[i], in->buf[i], ex->bytes[i]))
+            return i;
+    return -1;
+}
+
+void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n, double rtol,
+                     double atol, const uint64_t *sentinel, kf_cmp *c) {
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    c->first_bad = -1;
+    size_t esz = kf_dtype_size(type);
+    for (int64_t i = 0; i < n; i++) {
+        double g = kf_data_get(type, got, i), w = kf_data_get(type, want, i);
+        int bad = 0;
+        if (sentinel && type != KF_T_U8 &&
+            !memcmp((const unsigned char *)got + (size_t)i * esz, sentinel, esz)) {
+            c->unwritten++;
+            bad = 1;
+        } else if (isnan(w) || isinf(w)) {
+            bad = isnan(w) ? !isnan(g) : g != w;
+            c->wrong += bad;
+        } else if (!isfinite(g)) {
+            c->nonfinite++;
+            bad = 1;
+        } else {
+            double d = fabs(g - w);
+            if (d > c->max_abs) c->max_abs = d;
+            if (w != 0 && d / fabs(w) > c->max_rel) c->max_rel = d / fabs(w);
+            if (d > atol + rtol * fabs(w)) {
+                c->wrong++;
+                bad = 1;
+            }
+        }
+        if (bad && c->first_bad < 0) {
+            c->first_bad = i;
+            c->got = g;
+            c->want = w;
+        }
+    }
+}
+
+int kf_data_same(kf_dtype type, const void *a, const void *b, int64_t n, int exact,
+                 double rtol, double atol) {
+    if (exact) return !memcmp(a, b, (size_t)n * kf_dtype_size(type));
+    kf_cmp c;
+    kf_data_compare(type, a, b, n, rtol, atol, NULL, &c);
+    return c.first_bad < 0;
+}

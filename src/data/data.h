@@ -1,0 +1,87 @@
+/*
+ * data.h - the bytes of one call: where each buffer sits in a worker's shared arena,
+ * fresh secret-seeded input values, finite out-of-range sentinels for outputs, guard
+ * zones, and the elementwise comparison against the reference.
+ *
+ * The coordinator keeps a private master copy of every input; the arena only ever
+ * holds copies, so a candidate can neither alter the inputs the reference sees nor
+ * read the reference's outputs.
+ */
+#ifndef KF_DATA_H
+#define KF_DATA_H
+
+#include "../task/task.h"
+
+#define KF_GUARD_BYTES 1024
+#define KF_ALIGN 64
+
+/* Extents of every argument at one shape. */
+typedef struct {
+    int64_t count[KF_MAX_ARGS]; /* elements, buffers only */
+    size_t bytes[KF_MAX_ARGS];  /* count * dtype size */
+    int64_t ival[KF_MAX_ARGS];  /* scalars */
+    double fval[KF_MAX_ARGS];
+} kf_extents;
+
+int kf_data_extents(const kf_task *t, const kf_shape *s, kf_extents *ex, char *err, size_t n);
+
+/* Placement of every buffer in an arena: [guard][buf0][guard][buf1]...[guard]. */
+typedef struct {
+    size_t off[KF_MAX_ARGS];  /* buffer offsets (KF_ALIGN-aligned) */
+    size_t guard_off[KF_MAX_ARGS + 1];
+    int nguards;
+    size_t end;
+} kf_layout;
+
+/* Bytes one layout of these extents needs. */
+size_t kf_data_layout_size(const kf_task *t, const kf_extents *ex);
+/* Lay buffers out starting at `base` (aligned up). */
+void kf_data_layout(const kf_task *t, const kf_extents *ex, size_t base, kf_layout *lay);
+
+/* One input set: master copies of every in/inout buffer. */
+typedef struct {
+    void *buf[KF_MAX_ARGS];
+} kf_inputs;
+
+/* Input variants: 0 the declared distributions; 1 with spikes (a few elements x32,
+ * one element dominating sums); 2 rescaled by a random power of two in [1/4, 4]. */
+int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant,
+                       kf_inputs *in);
+void kf_data_free_inputs(const kf_task *t, kf_inputs *in);
+
+/* Per-call poison: a sentinel bit pattern per output buffer and the guard bytes. */
+typedef struct {
+    uint64_t sentinel[KF_MAX_ARGS]; /* low dtype-size bytes are the pattern */
+    unsigned char guard[KF_GUARD_BYTES];
+} kf_poison;
+void kf_data_make_poison(const kf_task *t, kf_rng *rng, kf_poison *p);
+
+/* Write the inputs, sentinels and guards of one call into the arena. */
+void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
+                   const kf_inputs *in, const kf_poison *p, unsigned char *arena);
+/* Evict the staged bytes from every cache level (cold-cache timing). */
+void kf_data_flush(const unsigned char *arena, const kf_layout *lay);
+
+/* After a call: index of the first buffer whose guard zone changed (-1: none; the
+ * index nargs means the final guard). `which_side` gets -1 before / +1 after. */
+int kf_data_check_guards(const kf_task *t, const kf_layout *lay, const kf_poison *p,
+                         const unsigned char *arena);
+/* Index of the first `in` buffer whose bytes differ from the master copy, or -1. */
+int kf_data_check_inputs(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
+                         const kf_inputs *in, const unsigned char *arena);
+
+/* Elementwise comparison of one buffer. */
+typedef struct {
+    int64_t n, unwritten, nonfinite, wrong;
+    int64_t first_bad;     /* index of the first mismatch, -1 if none */
+    double got, want;      /* at first_bad */
+    double max_abs, max_rel;
+} kf_cmp;
+void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n, double rtol,
+                     double atol, const uint64_t *sentinel, kf_cmp *c);
+/* Same bytes, or (exact == 0) within tolerance everywhere? */
+int kf_data_same(kf_dtype type, const void *a, const void *b, int64_t n, int exact,
+                 double rtol, double atol);
+double kf_data_get(kf_dtype type, const void *p, int64_t i);
+
+#endif

@@ -1,0 +1,208 @@
+/*
+ * policy.c - self-confinement layers: rlimits, Landlock, seccomp.
+ *
+ * The worker's seccomp filter is an allow-list whose default is to kill the process
+ * (the coordinator reports SIGSYS as sandbox_violation). It forbids process creation
+ * (clone only with CLONE_THREAD; clone3 answers ENOSYS so glibc falls back to clone),
+ * exec, sockets, ptrace and cross-process memory access, signals to any process but
+ * itself, opening files for writing or creating/removing them, W+X mappings,
+ * io_uring, bpf, perf, keyrings, mounts and namespace changes. Landlock restricts which
+ * paths may be read at all. Neither layer depends on the other.
+ */
+#define _GNU_SOURCE
+#include "policy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+
+int kf_policy_rlimits(const kf_limits *l) {
+    struct rlimit r;
+    if (l->cpu_s > 0) {
+        r.rlim_cur = (rlim_t)(l->cpu_s + 0.999);
+        r.rlim_max = r.rlim_cur + 1;
+        if (setrlimit(RLIMIT_CPU, &r)) return -1;
+    }
+    if (l->as) {
+        r.rlim_cur = r.rlim_max = l->as;
+        if (setrlimit(RLIMIT_AS, &r)) return -1;
+    }
+    r.rlim_cur = r.rlim_max = l->fsize;
+    if (setrlimit(RLIMIT_FSIZE, &r)) return -1;
+    if (l->nofile) {
+        r.rlim_cur = r.rlim_max = l->nofile;
+        if (setrlimit(RLIMIT_NOFILE, &r)) return -1;
+    }
+    r.rlim_cur = r.rlim_max = 0;
+    return setrlimit(RLIMIT_CORE, &r);
+}
+
+/* ---- Landlock ------------------------------------------------------------------ */
+
+#ifndef LANDLOCK_ACCESS_FS_REFER
+#define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
+#endif
+
+#define FS_READ (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+#define FS_FILE_RIGHTS (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | \
+                        LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE | \
+                        LANDLOCK_ACCESS_FS_IOCTL_DEV)
+
+/* Landlock ABI 6 adds scopes: signals and abstract unix sockets stay inside the domain. */
+struct kf_ll_ruleset_attr {
+    uint64_t handled_access_fs;
+    uint64_t handled_access_net;
+    uint64_t scoped;
+};
+
+static uint64_t fs_rights_for_abi(int abi) {
+    uint64_t r = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1; /* ABI 1: bits 0..12 */
+    if (abi >= 2) r |= LANDLOCK_ACCESS_FS_REFER;
+    if (abi >= 3) r |= LANDLOCK_ACCESS_FS_TRUNCATE;
+    if (abi >= 5) r |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+    return r;
+}
+
+static int add_rule(int rfd, const char *path, uint64_t want, uint64_t handled) {
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? 0 : -1; /* a missing system dir is fine */
+    struct landlock_path_beneath_attr pb = {0};
+    pb.parent_fd = fd;
+    pb.allowed_access = want & handled;
+    int rc = (int)syscall(SYS_landlock_add_rule, rfd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+    if (rc && errno == EINVAL) { /* a regular file: only file rights apply */
+        pb.allowed_access &= FS_FILE_RIGHTS;
+        rc = (int)syscall(SYS_landlock_add_rule, rfd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+    }
+    close(fd);
+    return rc;
+}
+
+int kf_policy_landlock(const char *const *ro, int nro, const char *const *rw, int nrw) {
+    int abi = (int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+    if (abi < 1) return 0;
+    struct kf_ll_ruleset_attr attr = {0};
+    attr.handled_access_fs = fs_rights_for_abi(abi);
+    size_t attr_size = offsetof(struct kf_ll_ruleset_attr, handled_access_net);
+    if (abi >= 6) {
+        attr.scoped = 0x1 | 0x2; /* ABSTRACT_UNIX_SOCKET | SIGNAL */
+        attr_size = sizeof attr;
+    }
+    int rfd = (int)syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0);
+    if (rfd < 0) return -1;
+    for (int i = 0; i < nro; i++)
+        if (add_rule(rfd, ro[i], FS_READ, attr.handled_access_fs)) goto fail;
+    for (int i = 0; i < nrw; i++)
+        if (add_rule(rfd, rw[i], attr.handled_access_fs, attr.handled_access_fs)) goto fail;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) goto fail;
+    if (syscall(SYS_landlock_restrict_self, rfd, 0)) goto fail;
+    close(rfd);
+    return abi;
+fail:
+    close(rfd);
+    return -1;
+}
+
+/* ---- seccomp ------------------------------------------------------------------- */
+
+static const int allowed[] = {
+    SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev), SCMP_SYS(pread64),
+    SCMP_SYS(close), SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx),
+    SCMP_SYS(lseek), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(brk),
+    SCMP_SYS(access), SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(getcwd),
+    SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(getdents64), SCMP_SYS(fcntl),
+    SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday), SCMP_SYS(time),
+    SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep), SCMP_SYS(sched_yield),
+    SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(getppid), SCMP_SYS(getuid),
+    SCMP_SYS(geteuid), SCMP_SYS(getgid), SCMP_SYS(getegid), SCMP_SYS(uname),
+    SCMP_SYS(sysinfo), SCMP_SYS(getrandom), SCMP_SYS(futex), SCMP_SYS(set_robust_list),
+    SCMP_SYS(get_robust_list), SCMP_SYS(rseq), SCMP_SYS(set_tid_address),
+    SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn),
+    SCMP_SYS(sigaltstack), SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(sched_getaffinity),
+    SCMP_SYS(sched_getparam), SCMP_SYS(sched_getscheduler), SCMP_SYS(membarrier),
+    SCMP_SYS(arch_prctl), SCMP_SYS(getrusage), SCMP_SYS(times), SCMP_SYS(poll),
+    SCMP_SYS(ppoll), SCMP_SYS(sendto), SCMP_SYS(recvfrom), SCMP_SYS(sendmsg),
+    SCMP_SYS(recvmsg), SCMP_SYS(mincore), SCMP_SYS(getcpu), SCMP_SYS(restart_syscall),
+    SCMP_SYS(dup), SCMP_SYS(dup3), SCMP_SYS(pipe2), SCMP_SYS(eventfd2),
+};
+
+/* Harmless calls a library may probe; they fail instead of killing. */
+static const int refused[] = {
+    SCMP_SYS(memfd_create), SCMP_SYS(prctl), SCMP_SYS(setsid), SCMP_SYS(mlock),
+    SCMP_SYS(munlock), SCMP_SYS(sched_setaffinity), SCMP_SYS(setpriority),
+    SCMP_SYS(getpriority), SCMP_SYS(openat2), SCMP_SYS(statfs), SCMP_SYS(fstatfs),
+};
+
+int kf_policy_seccomp_worker(pid_t self) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return -1;
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    scmp_filter_ctx f = seccomp_init(SCMP_ACT_KILL_PROCESS);
+    if (!f) return -1;
+    int rc = 0;
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, allowed[i], 0);
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), refused[i], 0);
+    rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+
+    /* threads only */
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                           SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+    /* never W+X */
+    const uint64_t wx = PROT_WRITE | PROT_EXEC, ok[] = {0, PROT_WRITE, PROT_EXEC};
+    for (int i = 0; i < 3; i++) {
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
+                               SCMP_A2(SCMP_CMP_MASKED_EQ, wx, ok[i]));
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
+                               SCMP_A2(SCMP_CMP_MASKED_EQ, wx, ok[i]));
+    }
+    /* read-only opens only */
+    const uint64_t wr = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+                           SCMP_A2(SCMP_CMP_MASKED_EQ, wr, 0));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(open), 1,
+                           SCMP_A1(SCMP_CMP_MASKED_EQ, wr, 0));
+    /* signals to itself only */
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1,
+                           SCMP_A0(SCMP_CMP_EQ, (uint64_t)self));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
+                           SCMP_A0(SCMP_CMP_EQ, (uint64_t)self));
+    /* getrlimit through prlimit64(0, res, NULL, old) */
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 2,
+                           SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0));
+    /* isatty() and friends */
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+                           SCMP_A1(SCMP_CMP_EQ, TCGETS));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOTTY), SCMP_SYS(ioctl), 1,
+                           SCMP_A1(SCMP_CMP_NE, TCGETS));
+    if (rc) {
+        seccomp_release(f);
+        errno = EINVAL;
+        return -1;
+    }
+    rc = seccomp_load(f);
+    seccomp_release(f);
+    if (rc) {
+        errno = -rc;
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,563 @@
+/*
+ * sandbox.c - spawn and drive kforge-worker processes; run the compiler under limits.
+ *
+ * A worker lives in its own session (so its own process group), receives an empty
+ * environment, a private directory holding only its copy of the built object, a
+ * shared arena, a SOCK_SEQPACKET result channel and two pipes whose output is read
+ * here up to a cap. Every wait has a wall deadline; on expiry the whole group gets
+ * SIGKILL. Death is classified from the wait status and rusage: SIGSYS means the
+ * seccomp filter fired (sandbox_violation), SIGXCPU the CPU limit (timeout), SIGXFSZ
+ * the file-size limit, a fault near the memory limit resource_limit, any other fault
+ * or exit a crash. kf_worker_close always kills and reaps: no candidate process
+ * survives the verdict.
+ */
+#define _GNU_SOURCE
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define OUTPUT_CAP (64u << 10)
+
+struct kf_worker {
+    pid_t pid;
+    int sock, outfd, errfd;
+    unsigned char *arena;
+    size_t arena_size;
+    uint32_t seq;
+    int dead, landlock_abi;
+    uint64_t mem_limit;
+    double cpu_s;
+    kf_buf out;
+    char dir[PATH_MAX];
+};
+
+static char worker_path[PATH_MAX];
+
+const char *kf_sandbox_worker_path(kf_ctx *ctx) {
+    if (worker_path[0]) return worker_path;
+    const char *env = getenv("KFORGE_WORKER");
+    if (env && *env) {
+        snprintf(worker_path, sizeof worker_path, "%s", env);
+    } else {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n > 0) {
+            self[n] = 0;
+            char *slash = strrchr(self, '/');
+            if (slash) *slash = 0;
+            snprintf(worker_path, sizeof worker_path, "%s/kforge-worker", self);
+        }
+        if (access(worker_path, X_OK)) {
+#ifdef KF_WORKER_INSTALL_PATH
+            snprintf(worker_path, sizeof worker_path, "%s", KF_WORKER_INSTALL_PATH);
+#endif
+        }
+    }
+    if (!worker_path[0] || access(worker_path, X_OK)) {
+        kf__err(ctx, KF_EINTERNAL,
+                "kforge-worker not found (looked at '%s'); set KFORGE_WORKER to its path",
+                worker_path);
+        worker_path[0] = 0;
+        return NULL;
+    }
+    return worker_path;
+}
+
+static int copy_file(const char *src, const char *dst) {
+    char *data;
+    size_t n;
+    if (kf__read_file(src, 1u << 30, &data, &n)) return -1;
+    int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0500);
+    if (fd < 0) {
+        free(data);
+        return -1;
+    }
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = write(fd, data + off, n - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+    free(data);
+    return close(fd) || off != n ? -1 : 0;
+}
+
+static void drain(int *fd, kf_buf *b) {
+    char tmp[16384];
+    for (;;) {
+        ssize_t n = read(*fd, tmp, sizeof tmp);
+        if (n > 0) {
+            kf_buf_append(b, tmp, (size_t)n);
+            continue;
+        }
+        if (n < 0 && (errno == EINTR)) continue;
+        if (n == 0) { /* writer closed */
+            close(*fd);
+            *fd = -1;
+        }
+        return;
+    }
+}
+
+/* Read the worker's thread count from /proc, or -1. */
+static int thread_count(pid_t pid) {
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    char *p = strstr(buf, "\nThreads:");
+    return p ? atoi(p + 9) : -1;
+}
+
+static void kill_group(kf_worker *w) {
+    if (w->pid > 0) {
+        kill(-w->pid, SIGKILL);
+        kill(w->pid, SIGKILL);
+    }
+}
+
+static void classify(kf_worker *w, int status, const struct rusage *ru, kf_call_result *r,
+                     const char *phase) {
+    r->st = KF_CALL_FAILED;
+    uint64_t rss = (uint64_t)ru->ru_maxrss * 1024u;
+    uint64_t extra = rss > w->arena_size ? rss - w->arena_size : 0;
+    int near_mem = extra >= w->mem_limit / 10 * 8;
+    double cpu = (double)ru->ru_utime.tv_sec + (double)ru->ru_stime.tv_sec +
+                 (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e6;
+    if (WIFEXITED(status)) {
+        r->reason = KF_REASON_CRASH;
+        snprintf(r->msg, sizeof r->msg, "the process exited with status %d %s",
+                 WEXITSTATUS(status), phase);
+        return;
+    }
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    switch (sig) {
+    case SIGSYS:
+        r->reason = KF_REASON_SANDBOX_VIOLATION;
+        snprintf(r->msg, sizeof r->msg,
+                 "a forbidden system call %s (fork, exec, sockets, ptrace, signals to "
+                 "other processes, file writes and W+X memory are not allowed)", phase);
+        return;
+    case SIGXCPU:
+        r->reason = KF_REASON_TIMEOUT;
+        snprintf(r->msg, sizeof r->msg, "CPU limit of %.0f s reached %s", w->cpu_s, phase);
+        return;
+    case SIGXFSZ:
+        r->reason = KF_REASON_RESOURCE_LIMIT;
+        snprintf(r->msg, sizeof r->msg, "file size limit reached %s", phase);
+        return;
+    case SIGKILL:
+        if (cpu >= w->cpu_s) {
+            r->reason = KF_REASON_TIMEOUT;
+            snprintf(r->msg, sizeof r->msg, "CPU limit of %.0f s reached %s", w->cpu_s, phase);
+            return;
+        }
+        break;
+    default: break;
+    }
+    if (near_mem) {
+        r->reason = KF_REASON_RESOURCE_LIMIT;
+        snprintf(r->msg, sizeof r->msg, "memory limit of %llu MiB reached (%s) %s",
+                 (unsigned long long)(w->mem_limit >> 20), sig ? strsignal(sig) : "?", phase);
+        return;
+    }
+    r->reason = KF_REASON_CRASH;
+    snprintf(r->msg, sizeof r->msg, "killed by %s %s", sig ? strsignal(sig) : "a signal", phase);
+}
+
+/* The worker closed its channel or sent garbage: wait briefly for it to die on its
+ * own (to classify the death), then kill and reap. */
+static void reap(kf_worker *w, kf_call_result *r, const char *phase, int forged) {
+    int status = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    pid_t got = 0;
+    for (int i = 0; i < 200 && !forged; i++) {
+        got = wait4(w->pid, &status, WNOHANG, &ru);
+        if (got == w->pid) break;
+        usleep(1000);
+    }
+    if (got != w->pid) {
+        kill_group(w);
+        while ((got = wait4(w->pid, &status, 0, &ru)) < 0 && errno == EINTR) {
+        }
+        r->st = KF_CALL_FAILED;
+        r->reason = forged ? KF_REASON_SANDBOX_VIOLATION : KF_REASON_CRASH;
+        snprintf(r->msg, sizeof r->msg, "%s %s",
+                 forged ? "forged or malformed bytes on the result channel"
+                        : "the result channel was closed",
+                 phase);
+    } else {
+        kill(-w->pid, SIGKILL); /* a thread group is gone, but be sure of the group */
+        classify(w, status, &ru, r, phase);
+    }
+    w->pid = -1;
+    w->dead = 1;
+}
+
+static void timeout_kill(kf_worker *w, kf_call_result *r, double s, const char *phase) {
+    int status;
+    kill_group(w);
+    while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    w->pid = -1;
+    w->dead = 1;
+    r->st = KF_CALL_FAILED;
+    r->reason = KF_REASON_TIMEOUT;
+    snprintf(r->msg, sizeof r->msg, "no answer within the %.1f s wall deadline %s", s, phase);
+}
+
+/* Wait for one message. 1: *len bytes in buf (unvalidated); 0: the worker died or
+ * misbehaved (reaped, r set); -1: deadline passed (worker still alive). */
+static int await(kf_worker *w, void *buf, size_t cap, size_t *len, uint64_t deadline,
+                 kf_call_result *r, const char *phase) {
+    for (;;) {
+        uint64_t now = kf__now_ns();
+        if (now >= deadline) return -1;
+        struct pollfd p[3] = {{w->sock, POLLIN, 0}, {w->outfd, POLLIN, 0}, {w->errfd, POLLIN, 0}};
+        int ms = (int)((deadline - now) / 1000000u) + 1;
+        int n = poll(p, 3, ms);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        if (p[1].revents) drain(&w->outfd, &w->out);
+        if (p[2].revents) drain(&w->errfd, &w->out);
+        if (p[0].revents & POLLIN) {
+            /* MSG_TRUNC: the real length even when longer than cap */
+            ssize_t got = recv(w->sock, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
+            if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+            if (got > 0 && (size_t)got <= cap) {
+                *len = (size_t)got;
+                return 1;
+            }
+            reap(w, r, phase, got > 0);
+            return 0;
+        }
+        if (p[0].revents & (POLLHUP | POLLERR)) {
+            reap(w, r, phase, 0);
+            return 0;
+        }
+    }
+}
+
+kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
+                          const kf_worker_opts *o, kf_worker **out, kf_call_result *fail) {
+    *out = NULL;
+    memset(fail, 0, sizeof *fail);
+    const char *wpath = kf_sandbox_worker_path(ctx);
+    if (!wpath) return KF_EINTERNAL;
+    kf_worker *w = calloc(1, sizeof *w);
+    if (!w) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    w->pid = -1;
+    w->sock = w->outfd = w->errfd = -1;
+    w->mem_limit = o->mem_limit;
+    w->cpu_s = o->cpu_s;
+    kf_buf_init(&w->out, OUTPUT_CAP);
+    int sv[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1}, memfd = -1, devnull = -1;
+    int hi[5] = {-1, -1, -1, -1, -1};
+    kf_status st = KF_EINTERNAL;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(w->dir, sizeof w->dir, "%s/kforge-w-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(w->dir)) {
+        w->dir[0] = 0;
+        st = kf__err(ctx, KF_EIO, "mkdtemp: %s", strerror(errno));
+        goto fail;
+    }
+    char so_copy[PATH_MAX + 16];
+    snprintf(so_copy, sizeof so_copy, "%s/candidate.so", w->dir);
+    if (copy_file(so_path, so_copy)) {
+        st = kf__err(ctx, KF_EIO, "copying %s: %s", so_path, strerror(errno));
+        goto fail;
+    }
+    arena_size = (arena_size + 4095) & ~(size_t)4095;
+    if (!arena_size) arena_size = 4096;
+    w->arena_size = arena_size;
+    if ((memfd = memfd_create("kforge-arena", MFD_CLOEXEC)) < 0 ||
+        ftruncate(memfd, (off_t)arena_size) ||
+        (w->arena = mmap(NULL, arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0)) ==
+            MAP_FAILED) {
+        w->arena = NULL;
+        st = kf__err(ctx, KF_ENOMEM, "arena of %zu bytes: %s", arena_size, strerror(errno));
+        goto fail;
+    }
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) || pipe2(op, O_CLOEXEC) ||
+        pipe2(ep, O_CLOEXEC) || (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+        st = kf__err(ctx, KF_EIO, "worker channels: %s", strerror(errno));
+        goto fail;
+    }
+    /* move the child's ends above the targets so the dup2 sequence cannot clobber */
+    int src[5] = {devnull, op[1], ep[1], sv[1], memfd};
+    for (int i = 0; i < 5; i++)
+        if ((hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0) {
+            st = kf__err(ctx, KF_EIO, "fcntl: %s", strerror(errno));
+            goto fail;
+        }
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    for (int i = 0; i < 5; i++) posix_spawn_file_actions_adddup2(&fa, hi[i], i);
+    posix_spawnattr_init(&at);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+    char ppid[32], cpu[32], as[32];
+    snprintf(ppid, sizeof ppid, "%d", (int)getpid());
+    snprintf(cpu, sizeof cpu, "%.3f", o->cpu_s);
+    snprintf(as, sizeof as, "%llu",
+             (unsigned long long)(arena_size + o->mem_limit + (512ull << 20)));
+    char *argv[] = {(char *)wpath, so_copy, ppid, cpu, as, w->dir, NULL};
+    char *envp[] = {NULL};
+    int rc = posix_spawn(&w->pid, wpath, &fa, &at, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (rc) {
+        w->pid = -1;
+        st = kf__err(ctx, KF_EINTERNAL, "spawning %s: %s", wpath, strerror(rc));
+        goto fail;
+    }
+    for (int i = 0; i < 5; i++) close(hi[i]);
+    close(devnull);
+    close(op[1]);
+    close(ep[1]);
+    close(sv[1]);
+    close(memfd);
+    w->sock = sv[0];
+    w->outfd = op[0];
+    w->errfd = ep[0];
+    fcntl(w->outfd, F_SETFL, O_NONBLOCK);
+    fcntl(w->errfd, F_SETFL, O_NONBLOCK);
+
+    union {
+        kf_msg_done d;
+        kf_msg_text t;
+    } m;
+    size_t len = 0;
+    uint64_t deadline = kf__now_ns() + (uint64_t)(o->start_timeout_s * 1e9);
+    int ok = await(w, &m, sizeof m, &len, deadline, fail, "while loading the candidate");
+    if (ok < 0) {
+        timeout_kill(w, fail, o->start_timeout_s, "while loading the candidate");
+    } else if (ok > 0 && len == sizeof m.d && m.d.magic == KF_PROTO_MAGIC &&
+               m.d.type == KF_MSG_READY) {
+        w->landlock_abi = (int)m.d.ns;
+        *out = w;
+        return KF_OK;
+    } else if (ok > 0 && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC &&
+               m.t.type == KF_MSG_LOADFAIL) {
+        m.t.text[sizeof m.t.text - 1] = 0;
+        if (!strncmp(m.t.text, "worker setup:", 13)) {
+            st = kf__err(ctx, KF_EINTERNAL, "%s", m.t.text);
+            kf_worker_close(w);
+            return st;
+        }
+        fail->st = KF_CALL_FAILED;
+        fail->reason = KF_REASON_CRASH;
+        snprintf(fail->msg, sizeof fail->msg, "could not load the built object: %s", m.t.text);
+    } else if (ok > 0) {
+        reap(w, fail, "while loading the candidate", 1);
+    }
+    kf_worker_close(w);
+    return KF_OK;
+fail:
+    for (int i = 0; i < 5; i++)
+        if (hi[i] >= 0) close(hi[i]);
+    int fds[] = {sv[0], sv[1], op[0], op[1], ep[0], ep[1], memfd, devnull};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    kf_worker_close(w);
+    return st;
+}
+
+unsigned char *kf_worker_arena(kf_worker *w) { return w->arena; }
+int kf_worker_landlock_abi(const kf_worker *w) { return w->landlock_abi; }
+const char *kf_worker_output(kf_worker *w) { return w->out.p ? w->out.p : ""; }
+
+void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_result *r) {
+    memset(r, 0, sizeof *r);
+    if (w->dead) {
+        r->st = KF_CALL_FAILED;
+        r->reason = KF_REASON_CRASH;
+        snprintf(r->msg, sizeof r->msg, "worker already dead");
+        return;
+    }
+    char junk[64];
+    /* anything waiting before we ask was written by the candidate itself */
+    if (recv(w->sock, junk, sizeof junk, MSG_DONTWAIT | MSG_PEEK) > 0) {
+        reap(w, r, "between calls", 1);
+        return;
+    }
+    msg->magic = KF_PROTO_MAGIC;
+    msg->type = KF_MSG_RUN;
+    msg->seq = ++w->seq;
+    uint64_t t0 = kf__now_ns();
+    if (send(w->sock, msg, sizeof *msg, MSG_NOSIGNAL) != (ssize_t)sizeof *msg) {
+        reap(w, r, "before the call", 0);
+        return;
+    }
+    kf_msg_done d;
+    size_t len = 0;
+    union {
+        kf_msg_done d;
+        char pad[sizeof(kf_msg_text)];
+    } m;
+    int ok = await(w, &m, sizeof m, &len, t0 + (uint64_t)(timeout_s * 1e9), r, "during the call");
+    uint64_t t1 = kf__now_ns();
+    if (ok < 0) {
+        timeout_kill(w, r, timeout_s, "during the call");
+        return;
+    }
+    if (!ok) return;
+    memcpy(&d, &m.d, sizeof d);
+    if (len != sizeof d || d.magic != KF_PROTO_MAGIC || d.type != KF_MSG_DONE || d.seq != msg->seq) {
+        reap(w, r, "during the call", 1);
+        return;
+    }
+    /* Work after return: every thread the call started must be gone. A thread joined
+     * just before return can linger in /proc for microseconds, so allow 2 ms. */
+    int th = thread_count(w->pid);
+    for (int i = 0; th > 1 && i < 100; i++) {
+        usleep(20);
+        th = thread_count(w->pid);
+    }
+    if (th > 1) {
+        kill_group(w);
+        int status;
+        while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        w->pid = -1;
+        w->dead = 1;
+        r->st = KF_CALL_FAILED;
+        r->reason = KF_REASON_SANDBOX_VIOLATION;
+        snprintf(r->msg, sizeof r->msg,
+                 "%d thread(s) still running after the call returned (work after return)",
+                 th - 1);
+        return;
+    }
+    if (recv(w->sock, junk, sizeof junk, MSG_DONTWAIT | MSG_PEEK) > 0) {
+        reap(w, r, "after the call", 1);
+        return;
+    }
+    r->st = KF_CALL_OK;
+    r->worker_ns = d.ns;
+    r->parent_ns = t1 - t0;
+}
+
+void kf_worker_close(kf_worker *w) {
+    if (!w) return;
+    if (w->pid > 0) {
+        kf_msg_run m;
+        memset(&m, 0, sizeof m);
+        m.magic = KF_PROTO_MAGIC;
+        m.type = KF_MSG_EXIT;
+        if (w->sock >= 0) send(w->sock, &m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        int status;
+        for (int i = 0; i < 50; i++) { /* up to 50 ms for a clean exit */
+            if (waitpid(w->pid, &status, WNOHANG) == w->pid) {
+                kill(-w->pid, SIGKILL);
+                w->pid = -1;
+                break;
+            }
+            usleep(1000);
+        }
+        if (w->pid > 0) {
+            kill_group(w);
+            while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
+            }
+        }
+    }
+    if (w->sock >= 0) close(w->sock);
+    if (w->outfd >= 0) close(w->outfd);
+    if (w->errfd >= 0) close(w->errfd);
+    if (w->arena) munmap(w->arena, w->arena_size);
+    if (w->dir[0]) kf__rmtree(w->dir);
+    kf_buf_free(&w->out);
+    free(w);
+}
+
+kf_status kf_sandbox_exec(kf_ctx *ctx, char *const argv[], const char *cwd, char *const env[],
+                          const kf_limits *lim, const char *const *ro, int nro,
+                          const char *const *rw, int nrw, double timeout_s, kf_buf *log,
+                          int *exit_code) {
+    int lp[2];
+    if (pipe2(lp, O_CLOEXEC)) return kf__err(ctx, KF_EIO, "pipe: %s", strerror(errno));
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(lp[0]);
+        close(lp[1]);
+        return kf__err(ctx, KF_EINTERNAL, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        setsid();
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(127);
+        int dn = open("/dev/null", O_RDONLY);
+        if (dn < 0 || dup2(dn, 0) < 0 || dup2(lp[1], 1) < 0 || dup2(lp[1], 2) < 0) _exit(127);
+        if (syscall(SYS_close_range, 3, ~0U, 0))
+            for (int fd = 3; fd < 1024; fd++) close(fd);
+        if (cwd && chdir(cwd)) _exit(127);
+        if (kf_policy_rlimits(lim)) _exit(127);
+        if (kf_policy_landlock(ro, nro, rw, nrw) < 0) {
+            dprintf(2, "kforge: landlock setup failed: %s\n", strerror(errno));
+            _exit(127);
+        }
+        execve(argv[0], argv, env);
+        dprintf(2, "kforge: exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(lp[1]);
+    fcntl(lp[0], F_SETFL, O_NONBLOCK);
+    uint64_t deadline = kf__now_ns() + (uint64_t)(timeout_s * 1e9);
+    int fd = lp[0], status = 0, timed_out = 0;
+    for (;;) {
+        uint64_t now = kf__now_ns();
+        if (now >= deadline) {
+            timed_out = 1;
+            break;
+        }
+        if (fd < 0) {
+            pid_t g = waitpid(pid, &status, WNOHANG);
+            if (g == pid) break;
+            usleep(500);
+            continue;
+        }
+        struct pollfd p = {fd, POLLIN, 0};
+        int n = poll(&p, 1, (int)((deadline - now) / 1000000u) + 1);
+        if (n < 0 && errno != EINTR) break;
+        if (n > 0) drain(&fd, log);
+    }
+    kill(-pid, SIGKILL); /* the group: helpers (cc1, as, ld) included */
+    if (timed_out) {
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    } else if (waitpid(pid, &status, WNOHANG) == 0) {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    }
+    if (fd >= 0) close(fd);
+    *exit_code = timed_out ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return KF_OK;
+}

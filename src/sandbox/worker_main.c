@@ -1,0 +1,115 @@
+/*
+ * worker_main.c - kforge-worker, the trusted runner that executes one candidate.
+ *
+ * The coordinator execs it with: argv = {kforge-worker, SO_PATH, PARENT_PID, CPU_S,
+ * AS_BYTES, SO_DIR}, fd 3 = result socket, fd 4 = arena memfd, fds 0-2 = /dev/null and
+ * two capped pipes, an empty environment, and its own session (so its own process
+ * group). Before any candidate byte is loaded (dlopen runs constructors) it:
+ *   1. sets a parent-death SIGKILL and checks that the parent is still the one it
+ *      was started by;
+ *   2. closes every other inherited descriptor;
+ *   3. maps the arena (prefaulted, so both sides of a comparison start alike);
+ *   4. applies Landlock (read-only system dirs and its own .so directory);
+ *   5. applies rlimits (CPU, address space, file size, descriptors, no core);
+ *   6. sets no_new_privs and not-dumpable, and loads the seccomp allow-list.
+ * Then it loads the candidate and serves RUN requests: one call of the entry each,
+ * timed with CLOCK_MONOTONIC. It computes no verdict; the coordinator distrusts
+ * everything it says and checks the outputs itself.
+ * Built without sanitizers: their runtimes need syscalls the filter forbids.
+ */
+#define _GNU_SOURCE
+#include "policy.h"
+#include "proto.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef void (*kf_shim_fn)(void *const *bufs, const int64_t *ival, const double *fval);
+
+static void send_text(uint32_t type, const char *text) {
+    kf_msg_text m;
+    memset(&m, 0, sizeof m);
+    m.magic = KF_PROTO_MAGIC;
+    m.type = type;
+    snprintf(m.text, sizeof m.text, "%s", text ? text : "");
+    send(KF_WORKER_SOCK_FD, &m, sizeof m, MSG_NOSIGNAL);
+}
+
+static void die(int code, const char *what) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "worker setup: %s: %s", what, strerror(errno));
+    send_text(KF_MSG_LOADFAIL, buf);
+    _exit(code);
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 6) return 111;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL)) return 112;
+    if ((long)getppid() != atol(argv[2])) return 112; /* parent died before the call */
+    if (syscall(SYS_close_range, KF_WORKER_ARENA_FD + 1, ~0U, 0)) {
+        for (int fd = KF_WORKER_ARENA_FD + 1; fd < 1024; fd++) close(fd);
+    }
+
+    struct stat st;
+    if (fstat(KF_WORKER_ARENA_FD, &st)) die(113, "arena");
+    void *arena = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_POPULATE, KF_WORKER_ARENA_FD, 0);
+    if (arena == MAP_FAILED) die(113, "mmap arena");
+    close(KF_WORKER_ARENA_FD);
+
+    const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache",
+                        "/sys/devices/system/cpu", argv[5]};
+    int abi = kf_policy_landlock(ro, (int)(sizeof ro / sizeof ro[0]), NULL, 0);
+    if (abi < 0) die(113, "landlock");
+
+    kf_limits lim = {atof(argv[3]), strtoull(argv[4], NULL, 10), 1 << 20, 64};
+    if (kf_policy_rlimits(&lim)) die(113, "rlimits");
+    if (kf_policy_seccomp_worker(getpid())) die(113, "seccomp");
+
+    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        send_text(KF_MSG_LOADFAIL, dlerror());
+        _exit(0);
+    }
+    kf_shim_fn call = (kf_shim_fn)dlsym(h, "kforge_call__");
+    if (!call) {
+        send_text(KF_MSG_LOADFAIL, "kforge_call__ missing from the built object");
+        _exit(0);
+    }
+    kf_msg_done ready = {KF_PROTO_MAGIC, KF_MSG_READY, 0, 0, (uint64_t)abi};
+    if (send(KF_WORKER_SOCK_FD, &ready, sizeof ready, MSG_NOSIGNAL) != sizeof ready) _exit(114);
+
+    for (;;) {
+        kf_msg_run m;
+        ssize_t n = recv(KF_WORKER_SOCK_FD, &m, sizeof m, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n != (ssize_t)sizeof m || m.magic != KF_PROTO_MAGIC) _exit(n == 0 ? 0 : 115);
+        if (m.type == KF_MSG_EXIT) _exit(0);
+        if (m.type != KF_MSG_RUN || m.nargs > KF_PROTO_MAXARGS) _exit(115);
+        void *bufs[KF_PROTO_MAXARGS];
+        for (uint32_t i = 0; i < m.nargs; i++)
+            bufs[i] = m.off[i] < (uint64_t)st.st_size ? (char *)arena + m.off[i] : NULL;
+        uint64_t t0 = now_ns();
+        call(bufs, m.ival, m.fval);
+        uint64_t t1 = now_ns();
+        kf_msg_done d = {KF_PROTO_MAGIC, KF_MSG_DONE, m.seq, 0, t1 - t0};
+        if (send(KF_WORKER_SOCK_FD, &d, sizeof d, MSG_NOSIGNAL) != sizeof d) _exit(114);
+    }
+}

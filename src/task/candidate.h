@@ -1,0 +1,45 @@
+/*
+ * candidate.h - a candidate source file and its directives:
+ *   kforge:param NAME = v1, v2, v3   template parameter (-DNAME=v; first is default)
+ *   kforge:require EXPR              constraint over the parameters
+ *   kforge:when EXPR                 the shapes the candidate claims (sizes + params)
+ */
+#ifndef KF_CANDIDATE_H
+#define KF_CANDIDATE_H
+
+#include "task.h"
+
+#define KF_MAX_PARAMS 16
+
+typedef struct {
+    char *name;
+    char **values;
+    int nvalues;
+    const char *selected; /* points into values[] or the --param text */
+    int64_t ival;         /* selected value as an integer, when it is one */
+    int is_int;
+} kf_param;
+
+typedef struct {
+    char *path;
+    char *text;
+    size_t len;
+    int nparams;
+    kf_param params[KF_MAX_PARAMS];
+    int nrequire;
+    kf_expr *require[8];
+    kf_expr *when;
+    /* expression view of the selected integer parameters */
+    const char *pnames[KF_MAX_PARAMS];
+    int64_t pvals[KF_MAX_PARAMS];
+    kf_vars pvars;
+} kf_candidate;
+
+/* Read path, parse its directives, apply selections ("NAME=VALUE"), check the
+ * requirements. KF_EIO (missing file), KF_EUSAGE (bad directive, unknown parameter,
+ * value not declared, a failed kforge:require) with detail on ctx. */
+kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
+                            const char **sel, int nsel, kf_candidate **out);
+void kf_candidate_free(kf_candidate *c);
+
+#endif

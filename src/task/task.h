@@ -1,0 +1,97 @@
+/*
+ * task.h - the loaded task: sizes, constraints, arguments, tolerance, visible shapes,
+ * hidden-shape policy and cost model; plus shape drawing and per-shape evaluation of
+ * buffer extents and scalar values.
+ */
+#ifndef KF_TASK_H
+#define KF_TASK_H
+
+#include "../util/util.h"
+
+typedef enum { KF_T_F32, KF_T_F64, KF_T_I32, KF_T_I64, KF_T_U8, KF_T_F16, KF_T_BF16 } kf_dtype;
+typedef enum { KF_IO_IN, KF_IO_OUT, KF_IO_INOUT } kf_io;
+typedef enum { KF_DIST_NORMAL, KF_DIST_UNIFORM, KF_DIST_INT } kf_dist;
+
+size_t kf_dtype_size(kf_dtype t);
+const char *kf_dtype_name(kf_dtype t);
+const char *kf_dtype_ctype(kf_dtype t); /* "float", "int64_t", ... */
+int kf_dtype_is_float(kf_dtype t);
+
+typedef struct {
+    kf_dist dist;
+    double a, b; /* normal: mean, std; uniform/int: lo, hi */
+} kf_init;
+
+typedef struct {
+    char *name;
+    kf_dtype type;
+    int is_buffer;
+    /* buffer */
+    int ndim;
+    kf_expr **shape;
+    kf_io io;
+    kf_init init;
+    /* scalar */
+    kf_expr *value_expr; /* NULL: value_num */
+    double value_num;
+} kf_arg;
+
+typedef enum { KF_SHAPE_VISIBLE, KF_SHAPE_HIDDEN, KF_SHAPE_EDGE } kf_shape_kind;
+
+/* One concrete shape: a value per task size (same order as task->size_names). */
+typedef struct {
+    int64_t *v;
+    kf_shape_kind kind;
+} kf_shape;
+
+struct kf_task {
+    char *dir, *name, *backend, *entry;
+    char *ref_path;
+    int nsizes;
+    char **size_names;
+    int64_t *size_min, *size_max;
+    int ncons;
+    kf_expr **cons;
+    int nargs;
+    kf_arg *args;
+    int has_tol;
+    double rtol, atol;
+    int nshapes;
+    kf_shape *shapes;
+    int hidden_count;
+    kf_expr *cost_flops, *cost_bytes;
+    int determinism_exact; /* 1: bitwise-equal reruns (default); 0: within tolerance */
+    char fingerprint[65];  /* sha256(task.json, reference) */
+};
+
+#define KF_MAX_ARGS 32
+#define KF_MAX_DIMS 8
+
+/* Tolerance for an output of type t (task's, or the type default). */
+void kf_task_tolerance(const kf_task *t, kf_dtype type, double *rtol, double *atol);
+
+/* Evaluate every buffer's element count and every scalar's value at shape s.
+ * counts[i] for buffers, ivals/fvals[i] for scalars. 0, or -1 with err. */
+int kf_task_eval_shape(const kf_task *t, const kf_shape *s, int64_t *counts, int64_t *ivals,
+                       double *fvals, char *err, size_t errlen);
+/* Total bytes of all buffers at s (saturating), or UINT64_MAX on evaluation error. */
+uint64_t kf_task_shape_bytes(const kf_task *t, const kf_shape *s);
+/* Does s satisfy the task's constraints and the extra predicate `when` (may be NULL,
+ * evaluated over sizes plus the given params)? 1 yes, 0 no, -1 error (err set). */
+int kf_task_shape_ok(const kf_task *t, const kf_shape *s, const kf_expr *when,
+                     const kf_vars *params, char *err, size_t errlen);
+/* vars view of a shape (names borrowed from the task) */
+kf_vars kf_task_vars(const kf_task *t, const kf_shape *s);
+/* Format "rows=4, cols=7" into buf. */
+void kf_shape_format(const kf_task *t, const kf_shape *s, char *buf, size_t n);
+
+/* Draw `count` hidden shapes plus edge shapes (minimum sizes, primes, 2^k +/- 1),
+ * all satisfying the constraints, `when`, and the buffer cap. *out is an array of
+ * *nout shapes, freed with kf_shapes_free. Returns 0 or -1 (err set) when the
+ * constraints cannot be met. */
+int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr *when,
+                        const kf_vars *params, uint64_t buffer_cap, kf_shape **out,
+                        int *nout, char *err, size_t errlen);
+void kf_shapes_free(kf_shape *s, int n);
+
+#endif

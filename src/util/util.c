@@ -1,0 +1,247 @@
+/*
+ * util.c - context errors, capped buffers, file reading, RNG, hashing, clocks.
+ *
+ * The RNG draws task inputs. Its seed comes from getrandom() in the coordinator and
+ * never leaves it: workers receive values, never seeds.
+ */
+#define _GNU_SOURCE
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+kf_status kf__err(kf_ctx *ctx, kf_status st, const char *fmt, ...) {
+    if (ctx) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+        va_end(ap);
+        ctx->last = st;
+    }
+    return st;
+}
+
+char *kf__strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+char *kf__asprintf(const char *fmt, ...) {
+    va_list ap;
+    char *p = NULL;
+    va_start(ap, fmt);
+    if (vasprintf(&p, fmt, ap) < 0) p = NULL;
+    va_end(ap);
+    return p;
+}
+
+void kf_buf_init(kf_buf *b, size_t limit) {
+    memset(b, 0, sizeof *b);
+    b->limit = limit;
+}
+
+int kf_buf_append(kf_buf *b, const void *data, size_t n) {
+    if (b->len + n > b->limit) {
+        size_t room = b->limit > b->len ? b->limit - b->len : 0;
+        b->dropped += n - room;
+        n = room;
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return -1;
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->len, data, n);
+    b->len += n;
+    b->p[b->len] = 0;
+    return 0;
+}
+
+int kf_buf_printf(kf_buf *b, const char *fmt, ...) {
+    char tmp[1024], *s = tmp;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return -1;
+    if ((size_t)n >= sizeof tmp) {
+        s = malloc((size_t)n + 1);
+        if (!s) return -1;
+        va_start(ap, fmt);
+        vsnprintf(s, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    int rc = kf_buf_append(b, s, (size_t)n);
+    if (s != tmp) free(s);
+    return rc;
+}
+
+void kf_buf_free(kf_buf *b) {
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+int kf__read_file(const char *path, size_t limit, char **out, size_t *len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        if (!S_ISREG(st.st_mode)) errno = EISDIR;
+        close(fd);
+        return -1;
+    }
+    if ((size_t)st.st_size > limit) {
+        close(fd);
+        errno = EFBIG;
+        return -1;
+    }
+    char *p = malloc((size_t)st.st_size + 1);
+    if (!p) {
+        close(fd);
+        return -1;
+    }
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t r = read(fd, p + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    p[got] = 0;
+    *out = p;
+    if (len) *len = got;
+    return 0;
+}
+
+/* ---- RNG ---------------------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void kf_rng_seed(kf_rng *r, uint64_t seed) {
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t kf_rng_next(kf_rng *r) {
+    uint64_t *s = r->s;
+    uint64_t res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return res;
+}
+
+double kf_rng_uniform(kf_rng *r) { return (double)(kf_rng_next(r) >> 11) * 0x1.0p-53; }
+
+double kf_rng_normal(kf_rng *r) {
+    /* Marsaglia polar method; the spare value is dropped to keep the state simple. */
+    double u, v, s;
+    do {
+        u = 2.0 * kf_rng_uniform(r) - 1.0;
+        v = 2.0 * kf_rng_uniform(r) - 1.0;
+        s = u * u + v * v;
+    } while (s >= 1.0 || s == 0.0);
+    return u * sqrt(-2.0 * log(s) / s);
+}
+
+int64_t kf_rng_range(kf_rng *r, int64_t lo, int64_t hi) {
+    if (hi <= lo) return lo;
+    uint64_t span = (uint64_t)(hi - lo) + 1;
+    if (span == 0) return (int64_t)kf_rng_next(r);
+    return lo + (int64_t)(kf_rng_next(r) % span);
+}
+
+uint64_t kf__secret_u64(void) {
+    uint64_t v = 0;
+    size_t got = 0;
+    while (got < sizeof v) {
+        ssize_t n = getrandom((char *)&v + got, sizeof v - got, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            /* No entropy source: fall back to clocks and addresses (still unknown to
+             * a candidate, which is built before the draw). */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            v ^= (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)&v;
+            break;
+        }
+        got += (size_t)n;
+    }
+    return v;
+}
+
+int kf__sha256_hex(const void *const *parts, const size_t *lens, int n, char out[65]) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    if (!c) return -1;
+    int ok = EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+    for (int i = 0; ok && i < n; i++) ok = EVP_DigestUpdate(c, parts[i], lens[i]);
+    ok = ok && EVP_DigestFinal_ex(c, md, &mdlen);
+    EVP_MD_CTX_free(c);
+    if (!ok) return -1;
+    for (unsigned i = 0; i < mdlen && i < 32; i++) sprintf(out + 2 * i, "%02x", md[i]);
+    out[64] = 0;
+    return 0;
+}
+
+uint64_t kf__now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int kf__mkdirs(const char *path) {
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n >= sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0700) < 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0700) < 0 && errno != EEXIST) return -1;
+    return 0;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(p);
+    return 0;
+}
+
+void kf__rmtree(const char *path) {
+    if (path && *path) nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}

@@ -1,0 +1,89 @@
+/*
+ * util.h - small internal helpers shared by every module: the context and its error
+ * text, a capped growable buffer, integer expressions, the input RNG, hashing, clocks.
+ * Nothing here is exported; names are kf_<module>_ or kf__.
+ */
+#ifndef KF_UTIL_H
+#define KF_UTIL_H
+
+#include "kforge.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define KF_ERRMAX 4096
+
+struct kf_ctx {
+    kf_status last;
+    char err[KF_ERRMAX];
+};
+
+/* Set ctx's error text (printf-style) and return st, so callers write
+ * `return kf__err(ctx, KF_ETASK, "...")`. ctx may be NULL. */
+kf_status kf__err(kf_ctx *ctx, kf_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Allocation that treats failure as fatal is NOT used: these return NULL like malloc. */
+char *kf__strdup(const char *s);
+char *kf__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A growable byte buffer with a hard cap: appends beyond `limit` are dropped and counted
+ * (curl's dynbuf). Always NUL-terminated when p != NULL. */
+typedef struct {
+    char *p;
+    size_t len, cap, limit;
+    size_t dropped;
+} kf_buf;
+void kf_buf_init(kf_buf *b, size_t limit);
+int kf_buf_append(kf_buf *b, const void *data, size_t n); /* 0, or -1 on OOM */
+int kf_buf_printf(kf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kf_buf_free(kf_buf *b);
+
+/* Read a whole file (at most `limit` bytes; larger is an error). Caller frees *out. */
+int kf__read_file(const char *path, size_t limit, char **out, size_t *len);
+
+/* Integer expressions over named variables: integers, names, + - * / % unary - !,
+ * comparisons, && ||, ?:, parentheses, min(a,b), max(a,b). 64-bit signed arithmetic;
+ * overflow and division by zero are evaluation errors. */
+typedef struct kf_expr kf_expr;
+typedef struct {
+    const char *const *names;
+    const int64_t *values;
+    int n;
+} kf_vars;
+/* Parse src. NULL on error with "position N: ..." in err. Caller frees with
+ * kf_expr_free. */
+kf_expr *kf_expr_parse(const char *src, char *err, size_t errlen);
+/* 0 on success; -1 with err set (unknown name, division by zero, overflow). */
+int kf_expr_eval(const kf_expr *e, const kf_vars *vars, int64_t *out, char *err,
+                 size_t errlen);
+/* Every name the expression uses is in `known` (n names)? 0 yes; -1 with err. */
+int kf_expr_check_names(const kf_expr *e, const char *const *known, int n, char *err,
+                        size_t errlen);
+const char *kf_expr_src(const kf_expr *e);
+void kf_expr_free(kf_expr *e);
+
+/* xoshiro256** seeded by splitmix64; not cryptographic, but its seed is secret. */
+typedef struct {
+    uint64_t s[4];
+} kf_rng;
+void kf_rng_seed(kf_rng *r, uint64_t seed);
+uint64_t kf_rng_next(kf_rng *r);
+double kf_rng_uniform(kf_rng *r);          /* [0, 1) */
+double kf_rng_normal(kf_rng *r);           /* N(0, 1) */
+int64_t kf_rng_range(kf_rng *r, int64_t lo, int64_t hi); /* inclusive */
+/* 64 secret bits from the kernel (getrandom). */
+uint64_t kf__secret_u64(void);
+
+/* SHA-256 of the concatenation of n (pointer, length) parts, as 64 hex chars + NUL. */
+int kf__sha256_hex(const void *const *parts, const size_t *lens, int n, char out[65]);
+
+uint64_t kf__now_ns(void); /* CLOCK_MONOTONIC */
+
+/* Make directories along path (mode 0700). 0 or -1 with errno. */
+int kf__mkdirs(const char *path);
+/* Remove a directory tree (best effort). */
+void kf__rmtree(const char *path);
+
+#endif

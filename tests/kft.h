@@ -1,0 +1,51 @@
+/*
+ * kft.h - kforge's test harness: every test runs in a forked child with a timeout
+ * (kernels and the sandbox crash and hang on purpose), may skip with a reason, and the
+ * run ends with "N passed, N failed, N skipped".
+ */
+#ifndef KFT_H
+#define KFT_H
+
+#include "kforge.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef void (*kft_fn)(const void *arg);
+
+/* Register a test (name is copied; arg is borrowed for the run's life). */
+void kft_add(const char *name, kft_fn fn, const void *arg, double timeout_s);
+void kft_fail_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+void kft_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+#define CHECK(c)                                                                        \
+    do {                                                                                \
+        if (!(c)) kft_fail_at(__FILE__, __LINE__, "%s", #c);                            \
+    } while (0)
+#define CHECKF(c, ...)                                                                  \
+    do {                                                                                \
+        if (!(c)) kft_fail_at(__FILE__, __LINE__, __VA_ARGS__);                         \
+    } while (0)
+
+/* Paths */
+const char *kft_src(const char *rel);  /* KF_SOURCE_DIR/rel (static buffer ring) */
+const char *kft_bin(const char *rel);  /* KF_BINARY_DIR/rel */
+
+/* Load a task or fail the test. */
+kf_task *kft_task(kf_ctx *ctx, const char *rel_dir);
+/* Check a candidate with default options (plus params); fail the test on a status. */
+kf_result *kft_check(kf_ctx *ctx, kf_task *t, const char *cand_path, const char **params,
+                     int nparams);
+/* "code1,code2" of a result, in a static buffer. */
+const char *kft_reasons(kf_result *r);
+/* Run a shell command, capture stdout (capped) into out; return exit status. */
+int kft_run(const char *cmd, char *out, size_t n);
+
+void kft_register_unit(void);
+void kft_register_task(void);
+void kft_register_check(void);
+void kft_register_corpus(void);
+void kft_register_cli(void);
+
+#endif

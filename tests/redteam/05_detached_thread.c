@@ -1,0 +1,32 @@
+/* kforge-test: task=saxpy expect=rejected reason=sandbox_violation threat=5 */
+/*
+ * Threat 5, work after return: the call starts a detached thread and returns
+ * at once, so the timed region is empty; the thread sleeps 50 ms (so it is
+ * surely still alive when the call returns) and then fills z, hoping the
+ * harness reads the output later. kforge counts the worker's threads before
+ * and after the call: a thread still running after return is
+ * sandbox_violation (and z is still the sentinel at return).
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+static struct { const float *x, *y; float *z; int64_t n; float a; } job;
+
+static void *late(void *arg)
+{
+    (void)arg;
+    struct timespec ts = { 0, 50 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+    for (int64_t i = 0; i < job.n; i++)
+        job.z[i] = job.a * job.x[i] + job.y[i];
+    return NULL;
+}
+
+void saxpy(const float *x, const float *y, float *z, int64_t n, float a)
+{
+    pthread_t t;
+    job.x = x; job.y = y; job.z = z; job.n = n; job.a = a;
+    if (pthread_create(&t, NULL, late, NULL) == 0)
+        pthread_detach(t);
+}

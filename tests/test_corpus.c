@@ -1,0 +1,2 @@
+#include "kft.h"
+void kft_register_corpus(void) {}
