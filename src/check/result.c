@@ -150,7 +150,7 @@ char *kf_result_text(const kf_result *r) {
     }
     json_t *check = json_object_get(root, "check");
     json_t *shapes = json_object_get(check ? check : root, "shapes");
-    if (json_is_array(shapes) && strcmp(r->kind, "bench")) {
+    if (json_is_array(shapes)) {
         int n[3] = {0, 0, 0}, passed = 0, total = 0;
         json_array_foreach(shapes, i, o) {
             const char *k = json_string_value(json_object_get(o, "kind"));
@@ -163,7 +163,8 @@ char *kf_result_text(const kf_result *r) {
         kf_buf_printf(&b, "  shapes: %d of %d passed (%d visible, %d hidden, %d edge)\n", passed,
                       total, n[0], n[1], n[2]);
     }
-    if (!strcmp(r->kind, "bench") && json_is_array(shapes)) {
+    shapes = json_object_get(root, "shapes");
+    if (check && json_is_array(shapes)) {
         json_array_foreach(shapes, i, o) {
             char c[32], bl[32];
             fmt_ns(json_number_value(json_object_get(o, "candidate_ns")), c, sizeof c);

@@ -141,7 +141,9 @@ static const int allowed[] = {
     SCMP_SYS(arch_prctl), SCMP_SYS(getrusage), SCMP_SYS(times), SCMP_SYS(poll),
     SCMP_SYS(ppoll), SCMP_SYS(sendto), SCMP_SYS(recvfrom), SCMP_SYS(sendmsg),
     SCMP_SYS(recvmsg), SCMP_SYS(mincore), SCMP_SYS(getcpu), SCMP_SYS(restart_syscall),
-    SCMP_SYS(dup), SCMP_SYS(dup3), SCMP_SYS(pipe2), SCMP_SYS(eventfd2),
+    SCMP_SYS(dup), SCMP_SYS(dup3), SCMP_SYS(pipe2), SCMP_SYS(eventfd2), SCMP_SYS(pause),
+    SCMP_SYS(select), SCMP_SYS(pselect6), SCMP_SYS(sched_get_priority_max),
+    SCMP_SYS(sched_get_priority_min), SCMP_SYS(rt_sigtimedwait), SCMP_SYS(rt_sigsuspend),
 };
 
 /* Harmless calls a library may probe; they fail instead of killing. */
