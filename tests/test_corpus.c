@@ -1,2 +1,218 @@
+/*
+ * test_corpus.c - the red-team and honest corpora, the bundled candidates, and the
+ * degenerate tasks. Each file's first line says what must happen:
+ *   / * kforge-test: task=NAME expect=rejected reason=CODE threat=N * /
+ *   / * kforge-test: task=NAME expect=accepted * /
+ *   / * kforge-test: task=NAME expect=not_faster * /   (bench speedup <= 1.2)
+ */
+#define _GNU_SOURCE
 #include "kft.h"
-void kft_register_corpus(void) {}
+
+#include "util/util.h"
+
+#include <dirent.h>
+#include <string.h>
+
+typedef struct {
+    char path[512];
+    char task[64];
+    char expect[32];
+    char reason[64];
+    char param[128];
+} corpus_case;
+
+static int header(const char *path, corpus_case *c) {
+    char *text = NULL;
+    size_t n;
+    if (kf__read_file(path, 1u << 20, &text, &n)) return -1;
+    char *nl = strchr(text, '\n');
+    if (nl) *nl = 0;
+    int ok = strstr(text, "kforge-test:") != NULL;
+    const char *keys[] = {"task=", "expect=", "reason="};
+    char *dst[] = {c->task, c->expect, c->reason};
+    size_t cap[] = {sizeof c->task, sizeof c->expect, sizeof c->reason};
+    for (int k = 0; k < 3; k++) {
+        dst[k][0] = 0;
+        char *p = strstr(text, keys[k]);
+        if (!p) continue;
+        p += strlen(keys[k]);
+        size_t m = strcspn(p, " */");
+        snprintf(dst[k], cap[k], "%.*s", (int)m, p);
+    }
+    free(text);
+    return ok && c->task[0] && c->expect[0] ? 0 : -1;
+}
+
+static kf_opts corpus_opts(void) {
+    kf_opts o;
+    kf_opts_init(&o);
+    o.call_timeout_s = 3; /* honest kernels here take milliseconds */
+    o.cpu_limit_s = 20;
+    o.mem_limit = 512ull << 20; /* memory hogs hit it fast */
+    return o;
+}
+
+static void run_case(const void *arg) {
+    const corpus_case *c = arg;
+    kf_ctx *ctx = kf_ctx_new();
+    char rel[128];
+    snprintf(rel, sizeof rel, "tasks/c/%s", c->task);
+    kf_task *t = kft_task(ctx, rel);
+    kf_opts o = corpus_opts();
+    const char *params[1] = {c->param};
+    if (c->param[0]) {
+        o.params = params;
+        o.nparams = 1;
+    }
+    kf_result *r = NULL;
+    int bench = !strcmp(c->expect, "not_faster");
+    if (bench) {
+        o.bench_min_time_s = 0.05;
+        o.bench_min_runs = 21;
+        o.bench_max_runs = 81;
+    }
+    kf_status st = bench ? kf_bench(ctx, t, c->path, &o, &r) : kf_check(ctx, t, c->path, &o, &r);
+    CHECKF(st == KF_OK, "%s: no verdict: %s", c->path, kf_errmsg(ctx));
+    char *json = kf_result_json(r);
+    if (!strcmp(c->expect, "rejected")) {
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED, "cheat accepted: %s", json);
+        int found = 0;
+        for (int i = 0; i < kf_result_nreasons(r); i++)
+            found |= !strcmp(kf_reason_name(kf_result_reason(r, i)), c->reason);
+        CHECKF(found, "expected reason %s, got %s: %s", c->reason, kft_reasons(r), json);
+    } else {
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "falsely rejected: %s", json);
+        if (bench) {
+            double sp = kf_result_speedup(r);
+            CHECKF(sp > 0 && sp <= 1.2, "timing trick measured a %.3fx speedup: %s", sp, json);
+        }
+    }
+    free(json);
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+static void add_dir(const char *rel, const char *prefix, const char *force_task,
+                    const char *force_expect) {
+    DIR *d = opendir(kft_src(rel));
+    if (!d) return;
+    struct dirent *e;
+    char *names[512];
+    int n = 0;
+    while ((e = readdir(d)) && n < 512) {
+        size_t l = strlen(e->d_name);
+        if (l > 2 && !strcmp(e->d_name + l - 2, ".c")) names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (strcmp(names[i], names[j]) > 0) {
+                char *tmp = names[i];
+                names[i] = names[j];
+                names[j] = tmp;
+            }
+    for (int i = 0; i < n; i++) {
+        corpus_case *c = calloc(1, sizeof *c);
+        char rp[512];
+        snprintf(rp, sizeof rp, "%s/%s", rel, names[i]);
+        snprintf(c->path, sizeof c->path, "%s", kft_src(rp));
+        if (force_task) {
+            snprintf(c->task, sizeof c->task, "%s", force_task);
+            snprintf(c->expect, sizeof c->expect, "%s", force_expect);
+        } else if (header(c->path, c)) {
+            fprintf(stderr, "%s: no kforge-test header; not registered\n", c->path);
+            free(c);
+            continue;
+        }
+        char name[256];
+        snprintf(name, sizeof name, "%s/%s", prefix, names[i]);
+        kft_add(name, run_case, c, 120);
+        free(names[i]);
+    }
+}
+
+/* Every declared value of a template's first parameter is accepted. */
+static void add_param_values(const char *task) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "tasks/c/%s/candidates/param.c", task);
+    char *text = NULL;
+    size_t n;
+    if (kf__read_file(kft_src(rel), 1u << 20, &text, &n)) return;
+    char *p = strstr(text, "kforge:param");
+    if (p) {
+        char name[64];
+        char vals[256];
+        if (sscanf(p, "kforge:param %63[A-Za-z0-9_] = %255[^*\n]", name, vals) == 2) {
+            char *save = NULL;
+            int k = 0;
+            for (char *v = strtok_r(vals, ", ", &save); v; v = strtok_r(NULL, ", ", &save), k++) {
+                if (k == 0) continue; /* the default runs in bundled/ */
+                corpus_case *c = calloc(1, sizeof *c);
+                snprintf(c->path, sizeof c->path, "%s", kft_src(rel));
+                snprintf(c->task, sizeof c->task, "%s", task);
+                snprintf(c->expect, sizeof c->expect, "accepted");
+                snprintf(c->param, sizeof c->param, "%s=%s", name, v);
+                char tn[256];
+                snprintf(tn, sizeof tn, "bundled/%s/param.c %s", task, c->param);
+                kft_add(tn, run_case, c, 120);
+            }
+        }
+    }
+    free(text);
+}
+
+static void validate_case(const void *arg) {
+    const char *rel = arg;
+    int degenerate = strstr(rel, "degenerate") != NULL;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, rel);
+    kf_result *r = NULL;
+    kf_opts o = corpus_opts();
+    kf_status st = kf_validate(ctx, t, &o, &r);
+    CHECKF(st == KF_OK, "%s: %s", rel, kf_errmsg(ctx));
+    char *json = kf_result_json(r);
+    if (degenerate) {
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED, "degenerate task passed: %s", json);
+        CHECK(strstr(json, "degenerate task"));
+        /* check refuses it too (exit 2 path): a trivial candidate cannot be judged */
+        kf_result *r2 = NULL;
+        char ref[512];
+        snprintf(ref, sizeof ref, "%s/reference.c", kft_src(rel));
+        CHECK(kf_check(ctx, t, ref, &o, &r2) == KF_ETASK);
+        CHECK(strstr(kf_errmsg(ctx), "degenerate"));
+    } else {
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "bundled task refused: %s", json);
+    }
+    free(json);
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+void kft_register_corpus(void) {
+    static const char *tasks[] = {"saxpy", "softmax", "rmsnorm", "sum", "transpose", "sgemm"};
+    add_dir("tests/redteam", "redteam", NULL, NULL);
+    add_dir("tests/honest", "honest", NULL, NULL);
+    for (int i = 0; i < 6; i++) {
+        char rel[128], prefix[128];
+        snprintf(rel, sizeof rel, "tasks/c/%s/candidates", tasks[i]);
+        snprintf(prefix, sizeof prefix, "bundled/%s", tasks[i]);
+        add_dir(rel, prefix, tasks[i], "accepted");
+        add_param_values(tasks[i]);
+        char *v = kf__asprintf("tasks/c/%s", tasks[i]);
+        char name[128];
+        snprintf(name, sizeof name, "validate/%s", tasks[i]);
+        kft_add(name, validate_case, v, 60);
+    }
+    DIR *d = opendir(kft_src("tests/redteam/tasks"));
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char *v = kf__asprintf("tests/redteam/tasks/%s", e->d_name);
+        char name[256];
+        snprintf(name, sizeof name, "validate/%s", e->d_name);
+        kft_add(name, validate_case, v, 60);
+    }
+    if (d) closedir(d);
+}

@@ -1,2 +1,282 @@
+/*
+ * test_task.c - the task contract: every bundled task loads; every kind of malformed
+ * task is refused with a message that says where and what; hidden and edge shapes
+ * respect ranges, constraints and a candidate's domain.
+ */
+#define _GNU_SOURCE
 #include "kft.h"
-void kft_register_task(void) {}
+
+#include "task/candidate.h"
+#include "util/util.h"
+
+#include <string.h>
+#include <unistd.h>
+
+static const char *good_ref =
+    "#include <stdint.h>\n"
+    "void twice(const float *x, float *y, int64_t n) { for (int64_t i = 0; i < n; i++) y[i] = 2 * x[i]; }\n";
+
+static const char *good_json =
+    "{\"name\":\"twice\",\"backend\":\"c\",\"entry\":\"twice\",\n"
+    " \"sizes\":{\"n\":[1,4096]},\n"
+    " \"args\":[{\"name\":\"x\",\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"in\"},\n"
+    "          {\"name\":\"y\",\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"out\"},\n"
+    "          {\"name\":\"n\",\"type\":\"i64\",\"value\":\"n\"}],\n"
+    " \"shapes\":[{\"n\":1000}],\"hidden\":{\"count\":3}}\n";
+
+/* Write a task directory; returns its path (static). */
+static const char *mktask(const char *json, const char *ref) {
+    static char dir[256];
+    snprintf(dir, sizeof dir, "/tmp/kft-task-XXXXXX");
+    CHECK(mkdtemp(dir));
+    char p[512];
+    if (json) {
+        snprintf(p, sizeof p, "%s/task.json", dir);
+        FILE *f = fopen(p, "w");
+        CHECK(f);
+        fputs(json, f);
+        fclose(f);
+    }
+    if (ref) {
+        snprintf(p, sizeof p, "%s/reference.c", dir);
+        FILE *f = fopen(p, "w");
+        CHECK(f);
+        fputs(ref, f);
+        fclose(f);
+    }
+    return dir;
+}
+
+/* Load a task expected to fail with status st and a message containing each needle. */
+static void refused(const char *json, const char *ref, kf_status want, const char *n1,
+                    const char *n2) {
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    const char *dir = mktask(json, ref);
+    kf_status st = kf_task_load(ctx, dir, &t);
+    CHECKF(st == want, "want %s, got %s: %s", kf_strstatus(want), kf_strstatus(st), kf_errmsg(ctx));
+    CHECK(t == NULL);
+    CHECKF(!n1 || strstr(kf_errmsg(ctx), n1), "message '%s' lacks '%s'", kf_errmsg(ctx), n1);
+    CHECKF(!n2 || strstr(kf_errmsg(ctx), n2), "message '%s' lacks '%s'", kf_errmsg(ctx), n2);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
+static char *edit(const char *from, const char *to) {
+    const char *p = strstr(good_json, from);
+    CHECKF(p, "test bug: '%s' not in the good task", from);
+    return kf__asprintf("%.*s%s%s", (int)(p - good_json), good_json, to, p + strlen(from));
+}
+
+static void t_bundled_load(const void *arg) {
+    (void)arg;
+    const char *names[] = {"saxpy", "softmax", "rmsnorm", "sum", "transpose", "sgemm"};
+    kf_ctx *ctx = kf_ctx_new();
+    for (int i = 0; i < 6; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "tasks/c/%s", names[i]);
+        kf_task *t = kft_task(ctx, rel);
+        CHECK(t->nshapes >= 1 && strlen(t->fingerprint) == 64);
+        kf_task_free(t);
+    }
+    kf_ctx_free(ctx);
+}
+
+static void t_good_minimal(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    const char *dir = mktask(good_json, good_ref);
+    CHECKF(kf_task_load(ctx, dir, &t) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECK(t->nargs == 3 && t->hidden_count == 3);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
+static void t_malformed_json(const void *arg) {
+    (void)arg;
+    /* a missing comma on line 3: the message names line and column */
+    char *j = edit("\"n\":[1,4096]},", "\"n\":[1,4096]}");
+    refused(j, good_ref, KF_ETASK, "task.json:3:", NULL);
+    free(j);
+    refused("", good_ref, KF_ETASK, "task.json:", NULL);
+}
+
+static void t_unknown_field(const void *arg) {
+    (void)arg;
+    char *j = edit("\"hidden\"", "\"shpes\":[],\"hidden\"");
+    refused(j, good_ref, KF_ETASK, "unknown field 'shpes'", NULL);
+    free(j);
+    j = edit("\"io\":\"in\"}", "\"io\":\"in\",\"initt\":{}}");
+    refused(j, good_ref, KF_ETASK, "args[0]", "initt");
+    free(j);
+}
+
+static void t_bad_types(const void *arg) {
+    (void)arg;
+    char *j = edit("\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"in\"", "\"type\":\"float32\",\"shape\":[\"n\"],\"io\":\"in\"");
+    refused(j, good_ref, KF_ETASK, "args[0].type", "float32");
+    free(j);
+    j = edit("\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"in\"", "\"type\":\"f16\",\"shape\":[\"n\"],\"io\":\"in\"");
+    refused(j, good_ref, KF_ETASK, "GPU", NULL);
+    free(j);
+    j = edit("\"io\":\"out\"", "\"io\":\"output\"");
+    refused(j, good_ref, KF_ETASK, "args[1].io", NULL);
+    free(j);
+    j = edit("\"backend\":\"c\"", "\"backend\":\"fortran\"");
+    refused(j, good_ref, KF_ETASK, "backend", "fortran");
+    free(j);
+}
+
+static void t_bad_expressions(const void *arg) {
+    (void)arg;
+    char *j = edit("\"shape\":[\"n\"],\"io\":\"out\"", "\"shape\":[\"n *\"],\"io\":\"out\"");
+    refused(j, good_ref, KF_ETASK, "args[1].shape[0]", "bad expression");
+    free(j);
+    j = edit("\"shape\":[\"n\"],\"io\":\"out\"", "\"shape\":[\"m\"],\"io\":\"out\"");
+    refused(j, good_ref, KF_ETASK, "unknown name 'm'", NULL);
+    free(j);
+    j = edit("\"hidden\"", "\"constraints\":[\"n % \"],\"hidden\"");
+    refused(j, good_ref, KF_ETASK, "constraints[0]", NULL);
+    free(j);
+}
+
+static void t_missing_files(const void *arg) {
+    (void)arg;
+    refused(NULL, good_ref, KF_EIO, "task.json", NULL);
+    refused(good_json, NULL, KF_EIO, "reference.c", NULL);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t;
+    CHECK(kf_task_load(ctx, "/nonexistent/task", &t) == KF_EIO);
+    CHECK(strstr(kf_errmsg(ctx), "/nonexistent/task"));
+    kf_ctx_free(ctx);
+}
+
+static void t_impossible(const void *arg) {
+    (void)arg;
+    char *j = edit("[1,4096]", "[10,2]");
+    refused(j, good_ref, KF_ETASK, "impossible range", NULL);
+    free(j);
+    j = edit("{\"n\":1000}", "{\"n\":5000}");
+    refused(j, good_ref, KF_ETASK, "outside its range", NULL);
+    free(j);
+    j = edit("\"hidden\"", "\"constraints\":[\"n % 7 == 0\"],\"hidden\"");
+    refused(j, good_ref, KF_ETASK, "violates the task's constraints", NULL);
+    free(j);
+    /* buffers beyond the 1 GiB cap */
+    j = edit("[1,4096]},", "[1,4096], \"m\":[1,100000000]},");
+    char *j2 = kf__asprintf("%s", j);
+    free(j);
+    j = j2;
+    char *k = strstr(j, "\"shape\":[\"n\"],\"io\":\"out\"");
+    CHECK(k);
+    char *j3 = kf__asprintf("%.*s\"shape\":[\"n\",\"m\"],\"io\":\"out\"%s", (int)(k - j), j,
+                            k + strlen("\"shape\":[\"n\"],\"io\":\"out\""));
+    char *j4 = NULL;
+    char *sh = strstr(j3, "{\"n\":1000}");
+    CHECK(sh);
+    j4 = kf__asprintf("%.*s{\"n\":1000,\"m\":100000000}%s", (int)(sh - j3), j3, sh + strlen("{\"n\":1000}"));
+    refused(j4, good_ref, KF_ETASK, "memory cap", NULL);
+    free(j);
+    free(j3);
+    free(j4);
+}
+
+static void t_no_output(const void *arg) {
+    (void)arg;
+    char *j = edit("\"io\":\"out\"", "\"io\":\"in\"");
+    refused(j, good_ref, KF_ETASK, "no out or inout buffer", NULL);
+    free(j);
+}
+
+/* Hidden and edge shapes: in range, satisfying constraints and the candidate's domain,
+ * including the minimum sizes, and different on every draw. */
+static void t_hidden_draws(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sgemm");
+    char err[256];
+    kf_expr *when = kf_expr_parse("m == n && n == k && m % 16 == 0", err, sizeof err);
+    kf_rng r;
+    kf_rng_seed(&r, kf__secret_u64());
+    kf_shape *sh;
+    int n;
+    CHECK(kf_task_draw_hidden(t, &r, 6, NULL, NULL, 1u << 30, &sh, &n, err, sizeof err) == 0);
+    CHECK(n >= 7);
+    int saw_min = 0, saw_odd = 0;
+    for (int i = 0; i < n; i++) {
+        for (int d = 0; d < 3; d++) CHECK(sh[i].v[d] >= 1 && sh[i].v[d] <= 256);
+        saw_min |= sh[i].v[0] == 1 && sh[i].v[1] == 1 && sh[i].v[2] == 1;
+        saw_odd |= sh[i].v[0] % 2 == 1 && sh[i].v[0] > 1;
+    }
+    CHECK(saw_min && saw_odd);
+    kf_shapes_free(sh, n);
+    CHECK(kf_task_draw_hidden(t, &r, 6, when, NULL, 1u << 30, &sh, &n, err, sizeof err) == 0);
+    CHECK(n >= 3);
+    for (int i = 0; i < n; i++)
+        CHECK(sh[i].v[0] == sh[i].v[1] && sh[i].v[1] == sh[i].v[2] && sh[i].v[0] % 16 == 0);
+    kf_shapes_free(sh, n);
+    kf_expr_free(when);
+    when = kf_expr_parse("m > 1000", err, sizeof err);
+    CHECK(kf_task_draw_hidden(t, &r, 6, when, NULL, 1u << 30, &sh, &n, err, sizeof err) != 0);
+    kf_expr_free(when);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+static void t_directives(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sum");
+    const char *path = "/tmp/kft-directives.c";
+    FILE *f = fopen(path, "w");
+    CHECK(f);
+    fputs("/* kforge:param LANES = 16, 8, 32 */\n// kforge:param MODE = fast, slow\n"
+          "/* kforge:require LANES % 8 == 0 && LANES <= 16 */\n/* kforge:when n > LANES */\n", f);
+    fclose(f);
+    kf_candidate *c = NULL;
+    CHECKF(kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECK(c->nparams == 2 && !strcmp(c->params[0].selected, "16") && c->params[0].is_int);
+    CHECK(!strcmp(c->params[1].selected, "fast") && !c->params[1].is_int && c->when);
+    kf_candidate_free(c);
+    const char *sel[] = {"LANES=8"};
+    CHECK(kf_candidate_load(ctx, t, path, sel, 1, &c) == KF_OK && c->params[0].ival == 8);
+    kf_candidate_free(c);
+    const char *bad[] = {"LANES=32"}; /* declared, but fails the require */
+    CHECK(kf_candidate_load(ctx, t, path, bad, 1, &c) == KF_EUSAGE);
+    CHECK(strstr(kf_errmsg(ctx), "kforge:require"));
+    const char *undeclared[] = {"LANES=24"};
+    CHECK(kf_candidate_load(ctx, t, path, undeclared, 1, &c) == KF_EUSAGE);
+    const char *unknown[] = {"WIDTH=4"};
+    CHECK(kf_candidate_load(ctx, t, path, unknown, 1, &c) == KF_EUSAGE);
+    CHECK(strstr(kf_errmsg(ctx), "no such parameter"));
+    f = fopen(path, "w");
+    fputs("/* kforge:when rows > 4 */\n", f); /* sum has no size 'rows' */
+    fclose(f);
+    CHECK(kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_EUSAGE);
+    CHECK(strstr(kf_errmsg(ctx), "rows"));
+    f = fopen(path, "w");
+    fputs("/* kforge:parm X = 1 */\n", f);
+    fclose(f);
+    CHECK(kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_EUSAGE);
+    CHECK(strstr(kf_errmsg(ctx), ":1:") && strstr(kf_errmsg(ctx), "unknown directive"));
+    CHECK(kf_candidate_load(ctx, t, "/tmp/kft-no-such-file.c", NULL, 0, &c) == KF_EIO);
+    unlink(path);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+void kft_register_task(void) {
+    kft_add("task/bundled_load", t_bundled_load, NULL, 10);
+    kft_add("task/good_minimal", t_good_minimal, NULL, 10);
+    kft_add("task/malformed_json", t_malformed_json, NULL, 10);
+    kft_add("task/unknown_field", t_unknown_field, NULL, 10);
+    kft_add("task/bad_types", t_bad_types, NULL, 10);
+    kft_add("task/bad_expressions", t_bad_expressions, NULL, 10);
+    kft_add("task/missing_files", t_missing_files, NULL, 10);
+    kft_add("task/impossible", t_impossible, NULL, 10);
+    kft_add("task/no_output", t_no_output, NULL, 10);
+    kft_add("task/hidden_draws", t_hidden_draws, NULL, 10);
+    kft_add("task/directives", t_directives, NULL, 10);
+}

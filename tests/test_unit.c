@@ -1,2 +1,235 @@
+/*
+ * test_unit.c - expressions, RNG, statistics, comparison, layouts and guards.
+ */
 #include "kft.h"
-void kft_register_unit(void) {}
+
+#include "bench/stats.h"
+#include "data/data.h"
+
+#include <math.h>
+#include <string.h>
+
+static int64_t ev(const char *src, const char *const *names, const int64_t *vals, int n,
+                  int *ok) {
+    char err[256];
+    kf_expr *e = kf_expr_parse(src, err, sizeof err);
+    if (!e) {
+        *ok = 0;
+        return 0;
+    }
+    kf_vars v = {names, vals, n};
+    int64_t out = 0;
+    *ok = kf_expr_eval(e, &v, &out, err, sizeof err) == 0;
+    kf_expr_free(e);
+    return out;
+}
+
+static void t_expr_values(const void *arg) {
+    (void)arg;
+    const char *names[] = {"rows", "cols"};
+    int64_t vals[] = {7, 12};
+    int ok;
+    CHECK(ev("1 + 2 * 3", NULL, NULL, 0, &ok) == 7 && ok);
+    CHECK(ev("(1 + 2) * 3", NULL, NULL, 0, &ok) == 9 && ok);
+    CHECK(ev("rows * cols", names, vals, 2, &ok) == 84 && ok);
+    CHECK(ev("cols % 4 == 0", names, vals, 2, &ok) == 1 && ok);
+    CHECK(ev("rows % 4 == 0 || cols < 3", names, vals, 2, &ok) == 0 && ok);
+    CHECK(ev("-rows + 10", names, vals, 2, &ok) == 3 && ok);
+    CHECK(ev("!(rows > 3) ? 1 : 2", names, vals, 2, &ok) == 2 && ok);
+    CHECK(ev("min(rows, cols) + max(rows, cols)", names, vals, 2, &ok) == 19 && ok);
+    CHECK(ev("rows <= 7 && cols >= 12 && rows != cols", names, vals, 2, &ok) == 1 && ok);
+    CHECK(ev("17 / 5 * 5 + 17 % 5", NULL, NULL, 0, &ok) == 17 && ok);
+}
+
+static void t_expr_errors(const void *arg) {
+    (void)arg;
+    char err[256];
+    CHECK(kf_expr_parse("1 +", err, sizeof err) == NULL);
+    CHECK(strstr(err, "position") != NULL);
+    CHECK(kf_expr_parse("rows * (cols", err, sizeof err) == NULL);
+    CHECK(kf_expr_parse("foo(1, 2)", err, sizeof err) == NULL && strstr(err, "unknown function"));
+    CHECK(kf_expr_parse("1.5 * rows", err, sizeof err) == NULL);
+    CHECK(kf_expr_parse("rows $ 2", err, sizeof err) == NULL);
+    int ok;
+    ev("1 / 0", NULL, NULL, 0, &ok);
+    CHECK(!ok);
+    ev("9223372036854775807 + 1", NULL, NULL, 0, &ok);
+    CHECK(!ok);
+    ev("nosuch + 1", NULL, NULL, 0, &ok);
+    CHECK(!ok);
+    /* deep nesting is refused, not a stack overflow */
+    char deep[2100];
+    memset(deep, '(', 1000);
+    deep[1000] = '1';
+    memset(deep + 1001, ')', 1000);
+    deep[2001] = 0;
+    CHECK(kf_expr_parse(deep, err, sizeof err) == NULL);
+}
+
+static void t_rng(const void *arg) {
+    (void)arg;
+    kf_rng a, b;
+    kf_rng_seed(&a, 42);
+    kf_rng_seed(&b, 42);
+    for (int i = 0; i < 100; i++) CHECK(kf_rng_next(&a) == kf_rng_next(&b));
+    kf_rng_seed(&b, 43);
+    CHECK(kf_rng_next(&a) != kf_rng_next(&b));
+    double s = 0, s2 = 0;
+    int n = 200000;
+    for (int i = 0; i < n; i++) {
+        double x = kf_rng_normal(&a);
+        s += x;
+        s2 += x * x;
+    }
+    CHECK(fabs(s / n) < 0.02);
+    CHECK(fabs(s2 / n - 1.0) < 0.02);
+    for (int i = 0; i < 1000; i++) {
+        int64_t v = kf_rng_range(&a, -3, 5);
+        CHECK(v >= -3 && v <= 5);
+    }
+    CHECK(kf__secret_u64() != kf__secret_u64());
+}
+
+static void t_stats(const void *arg) {
+    (void)arg;
+    double base[41], cand[41];
+    for (int i = 0; i < 41; i++) {
+        base[i] = 2000 + (i % 7) * 3;
+        cand[i] = 1000 + (i % 5) * 2;
+    }
+    kf_ratio q;
+    kf_stats_ratio(cand, base, 41, 0.02, &q);
+    CHECK(q.speedup > 1.9 && q.speedup < 2.1);
+    CHECK(q.lo <= q.speedup && q.hi >= q.speedup && q.win);
+    /* identical sides: no win, speedup 1 */
+    kf_stats_ratio(base, base, 41, 0.02, &q);
+    CHECK(fabs(q.speedup - 1) < 1e-12 && !q.win);
+    /* a 1% gain does not clear a 2% floor */
+    for (int i = 0; i < 41; i++) cand[i] = base[i] / 1.01;
+    kf_stats_ratio(cand, base, 41, 0.02, &q);
+    CHECK(!q.win);
+    double x[] = {5, 1, 4, 2, 3};
+    CHECK(kf_stats_median(x, 5) == 3);
+}
+
+static void t_compare(const void *arg) {
+    (void)arg;
+    float want[6] = {1, 2, 3, NAN, INFINITY, 0};
+    float got[6] = {1, 2.0001f, 3, NAN, INFINITY, 0};
+    kf_cmp c;
+    kf_data_compare(KF_T_F32, got, want, 6, 1e-4, 1e-5, NULL, &c);
+    CHECK(c.first_bad < 0);
+    got[1] = 2.1f;
+    kf_data_compare(KF_T_F32, got, want, 6, 1e-4, 1e-5, NULL, &c);
+    CHECK(c.wrong == 1 && c.first_bad == 1);
+    got[1] = 2;
+    got[3] = 1; /* reference NaN: the candidate must be NaN too */
+    kf_data_compare(KF_T_F32, got, want, 6, 1e-4, 1e-5, NULL, &c);
+    CHECK(c.wrong == 1 && c.first_bad == 3);
+    got[3] = NAN;
+    got[0] = NAN; /* NaN where the reference is finite */
+    kf_data_compare(KF_T_F32, got, want, 6, 1e-4, 1e-5, NULL, &c);
+    CHECK(c.nonfinite == 1);
+    got[0] = 1;
+    uint64_t sent = 0;
+    float sv = 3.0e38f;
+    memcpy(&sent, &sv, 4);
+    got[5] = sv;
+    kf_data_compare(KF_T_F32, got, want, 6, 1e-4, 1e-5, &sent, &c);
+    CHECK(c.unwritten == 1 && c.first_bad == 5);
+    int32_t wi[3] = {1, 2, 3}, gi[3] = {1, 2, 4};
+    kf_data_compare(KF_T_I32, gi, wi, 3, 0, 0, NULL, &c);
+    CHECK(c.wrong == 1);
+}
+
+/* The sentinel is finite, out of range, and changes between calls. */
+static void t_poison(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+    kf_rng r;
+    kf_rng_seed(&r, 1);
+    kf_poison p1, p2;
+    kf_data_make_poison(t, &r, &p1);
+    kf_data_make_poison(t, &r, &p2);
+    float f1, f2;
+    memcpy(&f1, &p1.sentinel[2], 4);
+    memcpy(&f2, &p2.sentinel[2], 4);
+    CHECK(isfinite(f1) && isfinite(f2) && fabsf(f1) > 1e36f && fabsf(f2) > 1e36f);
+    CHECK(f1 != f2);
+    CHECK(memcmp(p1.guard, p2.guard, KF_GUARD_BYTES) != 0);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* Guards detect a one-element overrun and underrun; inputs detect one changed bit. */
+static void t_guards(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+    kf_shape sh = {(int64_t[]){1001}, KF_SHAPE_VISIBLE};
+    kf_extents ex;
+    char err[256];
+    CHECK(kf_data_extents(t, &sh, &ex, err, sizeof err) == 0);
+    CHECK(ex.count[0] == 1001 && ex.bytes[2] == 4004);
+    size_t size = kf_data_layout_size(t, &ex);
+    unsigned char *arena = calloc(1, size + 4096);
+    kf_layout lay;
+    kf_data_layout(t, &ex, 64, &lay);
+    CHECK(lay.off[0] % KF_ALIGN == 0 && lay.end <= size + 64);
+    kf_rng r;
+    kf_rng_seed(&r, 7);
+    kf_inputs in;
+    CHECK(kf_data_gen_inputs(t, &ex, &r, 1, &in) == 0);
+    kf_poison p;
+    kf_data_make_poison(t, &r, &p);
+    kf_data_stage(t, &ex, &lay, &in, &p, arena);
+    CHECK(kf_data_check_guards(t, &lay, &p, arena) == -1);
+    CHECK(kf_data_check_inputs(t, &ex, &lay, &in, arena) == -1);
+    arena[lay.off[2] + 4004] ^= 1; /* z[n] */
+    CHECK(kf_data_check_guards(t, &lay, &p, arena) == t->nargs);
+    arena[lay.off[2] + 4004] ^= 1;
+    arena[lay.off[2] - 1] ^= 0x80; /* z[-1] */
+    CHECK(kf_data_check_guards(t, &lay, &p, arena) == 2);
+    arena[lay.off[2] - 1] ^= 0x80;
+    arena[lay.off[1] + 17] ^= 4; /* one bit of y */
+    CHECK(kf_data_check_inputs(t, &ex, &lay, &in, arena) == 1);
+    kf_data_free_inputs(t, &in);
+    free(arena);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* Fresh inputs are never all zero, and differ between calls. */
+static void t_inputs_fresh(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sum");
+    kf_shape sh = {(int64_t[]){4096}, KF_SHAPE_VISIBLE};
+    kf_extents ex;
+    char err[256];
+    CHECK(kf_data_extents(t, &sh, &ex, err, sizeof err) == 0);
+    kf_rng r;
+    kf_rng_seed(&r, kf__secret_u64());
+    kf_inputs a, b;
+    CHECK(kf_data_gen_inputs(t, &ex, &r, 0, &a) == 0 && kf_data_gen_inputs(t, &ex, &r, 0, &b) == 0);
+    CHECK(memcmp(a.buf[0], b.buf[0], ex.bytes[0]) != 0);
+    int nonzero = 0;
+    for (int i = 0; i < 4096; i++) nonzero += ((float *)a.buf[0])[i] != 0;
+    CHECK(nonzero > 4000);
+    kf_data_free_inputs(t, &a);
+    kf_data_free_inputs(t, &b);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+void kft_register_unit(void) {
+    kft_add("unit/expr_values", t_expr_values, NULL, 10);
+    kft_add("unit/expr_errors", t_expr_errors, NULL, 10);
+    kft_add("unit/rng", t_rng, NULL, 10);
+    kft_add("unit/stats", t_stats, NULL, 10);
+    kft_add("unit/compare", t_compare, NULL, 10);
+    kft_add("unit/poison", t_poison, NULL, 10);
+    kft_add("unit/guards", t_guards, NULL, 10);
+    kft_add("unit/inputs_fresh", t_inputs_fresh, NULL, 10);
+}

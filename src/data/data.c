@@ -24,19 +24,21 @@ int kf_data_extents(const kf_task *t, const kf_shape *s, kf_extents *ex, char *e
 static size_t align_up(size_t x) { return (x + KF_ALIGN - 1) & ~(size_t)(KF_ALIGN - 1); }
 
 void kf_data_layout(const kf_task *t, const kf_extents *ex, size_t base, kf_layout *lay) {
-    size_t p = align_up(base);
+    /* Guards fill every byte between buffers: a write one element before or after any
+     * buffer lands in a guard, whatever the alignment padding. */
+    size_t p = base;
     int g = 0;
     memset(lay, 0, sizeof *lay);
     for (int i = 0; i < t->nargs; i++) {
         if (!t->args[i].is_buffer) continue;
-        lay->guard_off[g++] = p;
-        p = align_up(p + KF_GUARD_BYTES);
-        lay->off[i] = p;
-        p = p + ex->bytes[i];
+        size_t off = align_up(p + KF_GUARD_BYTES);
+        lay->guard_off[g] = p;
+        lay->guard_len[g++] = off - p;
+        lay->off[i] = off;
+        p = off + ex->bytes[i];
     }
-    /* the last guard starts right at the end of the last buffer: an off-by-one write
-     * lands in it even when the buffer's size is not a multiple of the alignment */
-    lay->guard_off[g++] = p;
+    lay->guard_off[g] = p;
+    lay->guard_len[g++] = KF_GUARD_BYTES;
     lay->nguards = g;
     lay->end = p + KF_GUARD_BYTES;
 }
@@ -141,7 +143,7 @@ void kf_data_make_poison(const kf_task *t, kf_rng *rng, kf_poison *p) {
         default: p->sentinel[i] = r & 0xFF; break;
         }
     }
-    for (size_t k = 0; k < KF_GUARD_BYTES; k += 8) {
+    for (size_t k = 0; k < sizeof p->guard; k += 8) {
         uint64_t r = kf_rng_next(rng);
         memcpy(p->guard + k, &r, 8);
     }
@@ -161,7 +163,7 @@ static void fill_pattern(unsigned char *dst, size_t bytes, uint64_t pat, size_t 
 
 void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
                    const kf_inputs *in, const kf_poison *p, unsigned char *arena) {
-    for (int g = 0; g < lay->nguards; g++) memcpy(arena + lay->guard_off[g], p->guard, KF_GUARD_BYTES);
+    for (int g = 0; g < lay->nguards; g++) memcpy(arena + lay->guard_off[g], p->guard, lay->guard_len[g]);
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
         if (!a->is_buffer) continue;
@@ -200,7 +202,7 @@ int kf_data_check_guards(const kf_task *t, const kf_layout *lay, const kf_poison
     for (int i = 0; i < t->nargs; i++)
         if (t->args[i].is_buffer) bufidx[nb++] = i;
     for (int g = 0; g < lay->nguards; g++)
-        if (memcmp(arena + lay->guard_off[g], p->guard, KF_GUARD_BYTES))
+        if (memcmp(arena + lay->guard_off[g], p->guard, lay->guard_len[g]))
             return g < nb ? bufidx[g] : t->nargs;
     return -1;
 }

@@ -28,7 +28,8 @@ int kf_data_extents(const kf_task *t, const kf_shape *s, kf_extents *ex, char *e
 /* Placement of every buffer in an arena: [guard][buf0][guard][buf1]...[guard]. */
 typedef struct {
     size_t off[KF_MAX_ARGS];  /* buffer offsets (KF_ALIGN-aligned) */
-    size_t guard_off[KF_MAX_ARGS + 1];
+    size_t guard_off[KF_MAX_ARGS + 1]; /* guard g spans [guard_off, guard_off + guard_len) */
+    size_t guard_len[KF_MAX_ARGS + 1]; /* KF_GUARD_BYTES .. + KF_ALIGN - 1: no gaps */
     int nguards;
     size_t end;
 } kf_layout;
@@ -52,7 +53,7 @@ void kf_data_free_inputs(const kf_task *t, kf_inputs *in);
 /* Per-call poison: a sentinel bit pattern per output buffer and the guard bytes. */
 typedef struct {
     uint64_t sentinel[KF_MAX_ARGS]; /* low dtype-size bytes are the pattern */
-    unsigned char guard[KF_GUARD_BYTES];
+    unsigned char guard[KF_GUARD_BYTES + KF_ALIGN];
 } kf_poison;
 void kf_data_make_poison(const kf_task *t, kf_rng *rng, kf_poison *p);
 
