@@ -1,2 +1,315 @@
+/*
+ * test_check.c - checker and bench behaviours a user relies on, beyond the corpora:
+ * reproducible seeds, fresh secret draws, rebuilds on changed text, missing entries,
+ * signature mismatches, no surviving processes, domains, bench fields and baselines.
+ */
+#define _GNU_SOURCE
 #include "kft.h"
-void kft_register_check(void) {}
+
+#include "util/util.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *write_tmp(const char *name, const char *text) {
+    static char path[8][256];
+    static int k;
+    char *p = path[k++ & 7];
+    snprintf(p, 256, "/tmp/kft-%d-%s", (int)getpid(), name);
+    FILE *f = fopen(p, "w");
+    CHECK(f);
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+static json_t *as_json(kf_result *r) {
+    char *s = kf_result_json(r);
+    json_error_t e;
+    json_t *j = json_loads(s, 0, &e);
+    CHECKF(j, "result is not JSON: %s", e.text);
+    free(s);
+    return j;
+}
+
+static char *hidden_sizes(json_t *j) {
+    kf_buf b;
+    kf_buf_init(&b, 1 << 16);
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(j, "shapes"), i, o) {
+        if (strcmp(json_string_value(json_object_get(o, "kind")), "visible"))
+            kf_buf_printf(&b, "%lld,", (long long)json_integer_value(json_object_get(json_object_get(o, "sizes"), "n")));
+    }
+    return b.p;
+}
+
+static void t_seeds(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+    const char *cand = kft_src("tasks/c/saxpy/candidates/fast.c");
+    kf_opts o;
+    kf_opts_init(&o);
+    o.seed = 1234;
+    o.has_seed = 1;
+    kf_result *a, *b, *c, *d;
+    CHECK(kf_check(ctx, t, cand, &o, &a) == KF_OK && kf_check(ctx, t, cand, &o, &b) == KF_OK);
+    o.has_seed = 0;
+    CHECK(kf_check(ctx, t, cand, &o, &c) == KF_OK && kf_check(ctx, t, cand, &o, &d) == KF_OK);
+    json_t *ja = as_json(a), *jb = as_json(b), *jc = as_json(c), *jd = as_json(d);
+    char *ha = hidden_sizes(ja), *hb = hidden_sizes(jb), *hc = hidden_sizes(jc), *hd = hidden_sizes(jd);
+    CHECKF(!strcmp(ha, hb), "same seed, different shapes: %s vs %s", ha, hb);
+    CHECKF(strcmp(hc, hd), "two secret seeds drew the same hidden shapes: %s", hc);
+    /* the secret seed is not printed; a chosen one is */
+    CHECK(json_object_get(ja, "seed") && !json_object_get(jc, "seed"));
+    free(ha), free(hb), free(hc), free(hd);
+    json_decref(ja), json_decref(jb), json_decref(jc), json_decref(jd);
+    kf_result_free(a), kf_result_free(b), kf_result_free(c), kf_result_free(d);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+static const char *honest_saxpy =
+    "#include <stdint.h>\nvoid saxpy(const float *x, const float *y, float *z, int64_t n, float a)\n"
+    "{ for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n";
+
+/* THREATS #22: the same path with new text is rebuilt and judged afresh. */
+static void t_rebuild_on_change(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+    const char *p = write_tmp("cand.c", honest_saxpy);
+    kf_result *r = kft_check(ctx, t, p, NULL, 0);
+    CHECK(kf_result_verdict(r) == KF_VERDICT_ACCEPTED);
+    kf_result_free(r);
+    write_tmp("cand.c", "#include <stdint.h>\nvoid saxpy(const float *x, const float *y, float *z, int64_t n, float a)\n"
+                        "{ for (int64_t i = 0; i + 1 < n; i++) z[i] = a * x[i] + y[i]; }\n");
+    r = kft_check(ctx, t, p, NULL, 0);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED, "stale build reused");
+    CHECKF(!strcmp(kft_reasons(r), "unwritten_output"), "%s", kft_reasons(r));
+    kf_result_free(r);
+    unlink(p);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+static void t_missing_entry_and_signature(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+    const char *p = write_tmp("noentry.c", "#include <stdint.h>\nvoid saxpy2(float *z) { z[0] = 0; }\n");
+    kf_result *r = kft_check(ctx, t, p, NULL, 0);
+    CHECKF(!strcmp(kft_reasons(r), "missing_entry"), "%s", kft_reasons(r));
+    kf_result_free(r);
+    p = write_tmp("badsig.c", "#include <stdint.h>\n\nvoid saxpy(const float *x, const float *y, float *z, int n, float a)\n"
+                              "{ for (int i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
+    r = kft_check(ctx, t, p, NULL, 0);
+    CHECKF(!strcmp(kft_reasons(r), "compile_error"), "%s", kft_reasons(r));
+    json_t *j = as_json(r);
+    const char *msg = json_string_value(json_object_get(json_array_get(json_object_get(j, "reasons"), 0), "message"));
+    CHECKF(msg && strstr(msg, "badsig.c:3:"), "message lacks file:line: %s", msg);
+    json_decref(j);
+    kf_result_free(r);
+    p = write_tmp("syntax.c", "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) {\n  z[0] = \n}\n");
+    r = kft_check(ctx, t, p, NULL, 0);
+    CHECKF(!strcmp(kft_reasons(r), "compile_error"), "%s", kft_reasons(r));
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* Children of this process other than the given pid. */
+static int count_children(void) {
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int n = 0;
+    pid_t me = getpid();
+    while (d && (e = readdir(d))) {
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(buf, sizeof buf, f)) {
+            char *rp = strrchr(buf, ')');
+            int ppid = 0;
+            char state;
+            if (rp && sscanf(rp + 2, "%c %d", &state, &ppid) == 2 && ppid == me) n++;
+        }
+        fclose(f);
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* No process of a candidate survives its verdict, whatever it tried. */
+static void t_no_survivors(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    const char *cases[][2] = {{"tasks/c/saxpy", "tests/redteam/05_detached_thread.c"},
+                              {"tasks/c/sum", "tests/redteam/17_sleep_forever.c"},
+                              {"tasks/c/saxpy", "tests/redteam/17_fork_bomb.c"},
+                              {"tasks/c/saxpy", "tests/redteam/16_segfault.c"}};
+    for (int i = 0; i < 4; i++) {
+        if (access(kft_src(cases[i][1]), R_OK)) continue;
+        kf_task *t = kft_task(ctx, cases[i][0]);
+        kf_opts o;
+        kf_opts_init(&o);
+        o.call_timeout_s = 1;
+        kf_result *r;
+        CHECK(kf_check(ctx, t, kft_src(cases[i][1]), &o, &r) == KF_OK);
+        CHECK(kf_result_verdict(r) == KF_VERDICT_REJECTED);
+        CHECKF(count_children() == 0, "a process survived %s", cases[i][1]);
+        kf_result_free(r);
+        kf_task_free(t);
+    }
+    kf_ctx_free(ctx);
+}
+
+static void t_when_domain(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sgemm");
+    const char *p = kft_src("tasks/c/sgemm/candidates/square_when.c");
+    kf_result *r = kft_check(ctx, t, p, NULL, 0);
+    CHECK(kf_result_verdict(r) == KF_VERDICT_ACCEPTED);
+    json_t *j = as_json(r);
+    size_t i;
+    json_t *o;
+    int skipped = 0, checked = 0;
+    json_array_foreach(json_object_get(j, "shapes"), i, o) {
+        json_t *s = json_object_get(o, "sizes");
+        json_int_t m = json_integer_value(json_object_get(s, "m")), n = json_integer_value(json_object_get(s, "n")),
+                   k = json_integer_value(json_object_get(s, "k"));
+        if (!strcmp(json_string_value(json_object_get(o, "status")), "skipped")) {
+            skipped++;
+            CHECK(!(m == n && n == k && m % 16 == 0));
+        } else {
+            checked++;
+            CHECK(m == n && n == k && m % 16 == 0);
+        }
+    }
+    CHECK(skipped == 1 && checked >= 4);
+    json_decref(j);
+    kf_result_free(r);
+    /* the same kernel without its domain claim is wrong on general shapes */
+    char *text = NULL;
+    size_t len;
+    CHECK(kf__read_file(p, 1 << 20, &text, &len) == 0);
+    char *w = strstr(text, "kforge:when");
+    CHECK(w);
+    memcpy(w, "kforge_wh__", 11);
+    r = kft_check(ctx, t, write_tmp("nowhen.c", text), NULL, 0);
+    CHECK(kf_result_verdict(r) == KF_VERDICT_REJECTED);
+    kf_result_free(r);
+    free(text);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+static void t_bench_fields(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sum");
+    kf_opts o;
+    kf_opts_init(&o);
+    o.bench_min_time_s = 0.05;
+    o.bench_min_runs = 21;
+    o.bench_max_runs = 101;
+    kf_result *r;
+    CHECK(kf_bench(ctx, t, kft_src("tasks/c/sum/candidates/fast.c"), &o, &r) == KF_OK);
+    json_t *j = as_json(r);
+    json_t *shapes = json_object_get(j, "shapes");
+    CHECK(json_array_size(shapes) == 2);
+    size_t i;
+    json_t *s;
+    json_array_foreach(shapes, i, s) {
+        const char *keys[] = {"sizes", "candidate_ns", "baseline_ns", "speedup", "noise", "win", "runs", "roofline_fraction"};
+        for (int k = 0; k < 8; k++) CHECKF(json_object_get(s, keys[k]), "missing %s", keys[k]);
+        CHECK(json_number_value(json_object_get(s, "candidate_ns")) > 0);
+        CHECK(json_integer_value(json_object_get(s, "runs")) >= 21);
+    }
+    CHECK(json_number_value(json_object_get(j, "speedup")) > 0);
+    CHECK(json_is_object(json_object_get(j, "check")));
+    CHECK(!strcmp(json_string_value(json_object_get(j, "baseline")), "reference"));
+    json_decref(j);
+    kf_result_free(r);
+    /* a candidate doing the reference's work three times is measured slower */
+    const char *p3 = write_tmp("sum3x.c",
+        "#include <stdint.h>\nvoid reduce_sum(const float *x, float *out, int64_t n) {\n"
+        "  double s[3] = {0, 0, 0};\n  for (int r = 0; r < 3; r++) { double a = 0;\n"
+        "    for (int64_t i = 0; i < n; i++) a += x[i];\n    s[r] = a; __asm__ volatile(\"\" ::: \"memory\"); }\n"
+        "  out[0] = (float)((s[0] + s[1] + s[2]) / 3.0); }\n");
+    CHECK(kf_bench(ctx, t, p3, &o, &r) == KF_OK);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", kft_reasons(r));
+    CHECKF(kf_result_speedup(r) < 0.6, "3x work measured at %.3fx", kf_result_speedup(r));
+    kf_result_free(r);
+    /* --vs: a candidate against another candidate */
+    o.vs_path = kft_src("tasks/c/sum/candidates/fast.c");
+    CHECK(kf_bench(ctx, t, kft_src("tasks/c/sum/reference.c"), &o, &r) == KF_OK);
+    CHECKF(kf_result_speedup(r) < 1.0, "reference vs fast: %.3f", kf_result_speedup(r));
+    kf_result_free(r);
+    /* a wrong baseline is the user's error, not a verdict */
+    o.vs_path = kft_src("tests/redteam/12_sum_half_sample.c");
+    if (!access(o.vs_path, R_OK)) {
+        CHECK(kf_bench(ctx, t, kft_src("tasks/c/sum/candidates/fast.c"), &o, &r) == KF_EUSAGE);
+        CHECK(strstr(kf_errmsg(ctx), "baseline"));
+    }
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+static void t_worker_missing(const void *arg) {
+    (void)arg;
+    setenv("KFORGE_WORKER", "/nonexistent/kforge-worker", 1);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+    kf_result *r = NULL;
+    CHECK(kf_check(ctx, t, kft_src("tasks/c/saxpy/candidates/fast.c"), NULL, &r) == KF_EINTERNAL);
+    CHECK(strstr(kf_errmsg(ctx), "kforge-worker") && r == NULL);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* The reference's outputs never reach a worker's arena; the candidate's process holds
+ * no file from the task directory open and cannot open the task's files for writing. */
+static void t_reference_failure_is_task_error(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-badref-XXXXXX";
+    CHECK(mkdtemp(dir));
+    char p[512];
+    snprintf(p, sizeof p, "%s/task.json", dir);
+    FILE *f = fopen(p, "w");
+    fputs("{\"name\":\"crashy\",\"backend\":\"c\",\"entry\":\"f\",\"sizes\":{\"n\":[1,64]},"
+          "\"args\":[{\"name\":\"x\",\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"in\"},"
+          "{\"name\":\"y\",\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"out\"},"
+          "{\"name\":\"n\",\"type\":\"i64\",\"value\":\"n\"}],\"shapes\":[{\"n\":8}]}", f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/reference.c", dir);
+    f = fopen(p, "w");
+    fputs("#include <stdint.h>\nvoid f(const float *x, float *y, int64_t n) { (void)x; (void)n; *(volatile int *)0 = 1; y[0] = 0; }\n", f);
+    fclose(f);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    CHECK(kf_task_load(ctx, dir, &t) == KF_OK);
+    kf_result *r = NULL;
+    CHECK(kf_check(ctx, t, p, NULL, &r) == KF_ETASK);
+    CHECKF(strstr(kf_errmsg(ctx), "reference failed"), "%s", kf_errmsg(ctx));
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
+void kft_register_check(void) {
+    kft_add("check/seeds", t_seeds, NULL, 60);
+    kft_add("check/rebuild_on_change", t_rebuild_on_change, NULL, 60);
+    kft_add("check/missing_entry_and_signature", t_missing_entry_and_signature, NULL, 60);
+    kft_add("check/no_survivors", t_no_survivors, NULL, 60);
+    kft_add("check/when_domain", t_when_domain, NULL, 60);
+    kft_add("check/bench_fields", t_bench_fields, NULL, 120);
+    kft_add("check/worker_missing", t_worker_missing, NULL, 30);
+    kft_add("check/reference_failure", t_reference_failure_is_task_error, NULL, 30);
+}

@@ -1,2 +1,99 @@
+/*
+ * test_cli.c - the command-line contract: exit codes (0 accepted, 1 rejected, 2 usage
+ * or task error), the JSON fields scripts rely on, and clear errors on bad input.
+ */
+#define _GNU_SOURCE
 #include "kft.h"
-void kft_register_cli(void) {}
+
+#include <jansson.h>
+#include <string.h>
+#include <unistd.h>
+
+static int kforge(const char *args, char *out, size_t n) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s", KF_SOURCE_DIR, kft_bin("kforge"), args);
+    return kft_run(cmd, out, n);
+}
+
+static json_t *parse(const char *s) {
+    json_error_t e;
+    json_t *j = json_loads(s, 0, &e);
+    CHECKF(j, "not JSON (%s): %.300s", e.text, s);
+    return j;
+}
+
+static void t_exit_codes(const void *arg) {
+    (void)arg;
+    static char out[1 << 20];
+    CHECK(kforge("", out, sizeof out) == 2);
+    CHECK(kforge("frobnicate 2>&1", out, sizeof out) == 2 && strstr(out, "unknown command"));
+    CHECK(kforge("check tasks/c/saxpy 2>&1", out, sizeof out) == 2);
+    CHECK(kforge("check tasks/c/saxpy tasks/c/saxpy/candidates/fast.c --bogus 2>&1", out, sizeof out) == 2);
+    CHECK(kforge("check tasks/c/saxpy tasks/c/saxpy/candidates/fast.c", out, sizeof out) == 0);
+    CHECK(strstr(out, "ACCEPTED"));
+    CHECK(kforge("check tasks/c/saxpy tests/redteam/01_write_nothing.c", out, sizeof out) == 1);
+    CHECK(strstr(out, "REJECTED") && strstr(out, "unwritten_output"));
+    CHECK(kforge("check tasks/c/saxpy /nonexistent.c 2>&1", out, sizeof out) == 2);
+    CHECK(strstr(out, "/nonexistent.c"));
+    CHECK(kforge("check /nonexistent tasks/c/saxpy/candidates/fast.c 2>&1", out, sizeof out) == 2);
+    CHECK(kforge("validate tasks/c/sum", out, sizeof out) == 0 && strstr(out, "VALID"));
+    CHECK(kforge("validate tests/redteam/tasks/degenerate_zero 2>&1", out, sizeof out) == 2);
+    CHECK(strstr(out, "degenerate"));
+    CHECK(kforge("check tasks/c/sum tasks/c/sum/candidates/param.c --param LANES=7 2>&1", out, sizeof out) == 2);
+    CHECK(strstr(out, "LANES"));
+    CHECK(kforge("version", out, sizeof out) == 0 && strstr(out, "kforge"));
+}
+
+static void t_json_contract(const void *arg) {
+    (void)arg;
+    static char out[1 << 20];
+    CHECK(kforge("check tasks/c/saxpy tests/redteam/09_write_past_end.c --json", out, sizeof out) == 1);
+    json_t *j = parse(out);
+    CHECK(!strcmp(json_string_value(json_object_get(j, "verdict")), "rejected"));
+    json_t *r0 = json_array_get(json_object_get(j, "reasons"), 0);
+    CHECK(!strcmp(json_string_value(json_object_get(r0, "code")), "out_of_bounds"));
+    CHECK(json_is_string(json_object_get(r0, "message")) && json_is_object(json_object_get(r0, "shape")));
+    CHECK(json_is_array(json_object_get(j, "shapes")) && json_is_number(json_object_get(j, "seconds")));
+    json_decref(j);
+    CHECK(kforge("check tasks/c/saxpy tasks/c/saxpy/candidates/param.c --param UNROLL=4 --json --seed 7", out, sizeof out) == 0);
+    j = parse(out);
+    CHECK(!strcmp(json_string_value(json_object_get(j, "verdict")), "accepted"));
+    CHECK(json_array_size(json_object_get(j, "reasons")) == 0);
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "params"), "UNROLL")) == 4);
+    json_decref(j);
+    CHECK(kforge("bench tasks/c/saxpy tasks/c/saxpy/candidates/fast.c --json --min-time 0.02 --min-runs 11 --max-runs 31", out, sizeof out) == 0);
+    j = parse(out);
+    json_t *s0 = json_array_get(json_object_get(j, "shapes"), 0);
+    CHECK(json_is_object(json_object_get(s0, "sizes")) && json_is_number(json_object_get(s0, "candidate_ns")) &&
+          json_is_number(json_object_get(s0, "baseline_ns")) && json_is_number(json_object_get(s0, "speedup")) &&
+          json_is_number(json_object_get(s0, "noise")));
+    CHECK(json_is_number(json_object_get(j, "speedup")));
+    json_decref(j);
+    /* errors are JSON too under --json, with exit 2 */
+    CHECK(kforge("check /nonexistent tasks/c/saxpy/candidates/fast.c --json 2>/dev/null", out, sizeof out) == 2);
+    j = parse(out);
+    CHECK(!strcmp(json_string_value(json_object_get(j, "verdict")), "error"));
+    CHECK(strstr(json_string_value(json_object_get(j, "error")), "/nonexistent"));
+    json_decref(j);
+}
+
+static void t_bad_task_message(const void *arg) {
+    (void)arg;
+    static char out[1 << 16];
+    char dir[] = "/tmp/kft-cli-XXXXXX";
+    CHECK(mkdtemp(dir));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "printf '{\\n  \"name\": \"x\",\\n  \"backend\": \"c\" \"entry\": \"f\"\\n}\\n' > %s/task.json", dir);
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "validate %s 2>&1", dir);
+    CHECK(kforge(cmd, out, sizeof out) == 2);
+    CHECKF(strstr(out, "task.json:3:"), "no line:column in: %s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+void kft_register_cli(void) {
+    kft_add("cli/exit_codes", t_exit_codes, NULL, 120);
+    kft_add("cli/json_contract", t_json_contract, NULL, 120);
+    kft_add("cli/bad_task_message", t_bad_task_message, NULL, 30);
+}
