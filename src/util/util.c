@@ -245,3 +245,40 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 void kf__rmtree(const char *path) {
     if (path && *path) nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+void kf__cache_dir(char *out, size_t n) {
+    const char *e = getenv("KFORGE_CACHE_DIR");
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (e && *e) snprintf(out, n, "%s", e);
+    else if (xdg && *xdg) snprintf(out, n, "%s/kforge", xdg);
+    else if (home && *home) snprintf(out, n, "%s/.cache/kforge", home);
+    else snprintf(out, n, "/tmp/kforge-cache-%d", (int)getuid());
+}
+
+static int read_stream(const char *path, char *buf, size_t cap) {
+    /* /proc files report size 0: read until EOF */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < cap && (r = read(fd, buf + got, cap - 1 - got)) > 0) got += (size_t)r;
+    close(fd);
+    buf[got] = 0;
+    return 0;
+}
+
+const char *kf__cpu_identity(void) {
+    static char id[65];
+    if (id[0]) return id;
+    static char text[1 << 16];
+    if (read_stream("/proc/cpuinfo", text, sizeof text)) {
+        snprintf(id, sizeof id, "unknown-cpu");
+        return id;
+    }
+    char *model = strstr(text, "model name"), *flags = strstr(text, "\nflags");
+    size_t ml = model ? strcspn(model, "\n") : 0, fl = flags ? strcspn(flags + 1, "\n") : 0;
+    const void *parts[] = {model ? model : "", flags ? flags : ""};
+    size_t lens[] = {ml, fl};
+    if (kf__sha256_hex(parts, lens, 2, id)) snprintf(id, sizeof id, "unknown-cpu");
+    return id;
+}

@@ -81,6 +81,13 @@ int kf__sha256_hex(const void *const *parts, const size_t *lens, int n, char out
 
 uint64_t kf__now_ns(void); /* CLOCK_MONOTONIC */
 
+/* kforge's cache directory: $KFORGE_CACHE_DIR, else $XDG_CACHE_HOME/kforge, else
+ * ~/.cache/kforge. Not created here. */
+void kf__cache_dir(char *out, size_t n);
+/* SHA-256 (hex) of this CPU's model name and flags: what -march=native and measured
+ * ceilings depend on. */
+const char *kf__cpu_identity(void);
+
 /* Make directories along path (mode 0700). 0 or -1 with errno. */
 int kf__mkdirs(const char *path);
 /* Remove a directory tree (best effort). */

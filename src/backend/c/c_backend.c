@@ -78,35 +78,6 @@ static int find_compiler(char *out, size_t n) {
     return rc;
 }
 
-static void cache_dir(char *out, size_t n) {
-    const char *e = getenv("KFORGE_CACHE_DIR");
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (e && *e) snprintf(out, n, "%s/c", e);
-    else if (xdg && *xdg) snprintf(out, n, "%s/kforge/c", xdg);
-    else if (home && *home) snprintf(out, n, "%s/.cache/kforge/c", home);
-    else snprintf(out, n, "/tmp/kforge-cache-%d/c", (int)getuid());
-}
-
-/* The CPU model and flags: -march=native output depends on them. */
-static const char *cpu_identity(void) {
-    static char id[65];
-    if (id[0]) return id;
-    char *text = NULL;
-    size_t len = 0;
-    if (kf__read_file("/proc/cpuinfo", 4u << 20, &text, &len)) {
-        /* /proc/cpuinfo reports size 0 to stat; fall back to the model only */
-        snprintf(id, sizeof id, "unknown-cpu");
-        return id;
-    }
-    char *model = strstr(text, "model name"), *flags = strstr(text, "\nflags");
-    size_t ml = model ? strcspn(model, "\n") : 0, fl = flags ? strcspn(flags + 1, "\n") : 0;
-    const void *parts[] = {model ? model : "", flags ? flags : ""};
-    size_t lens[] = {ml, fl};
-    kf__sha256_hex(parts, lens, 2, id);
-    free(text);
-    return id;
-}
-
 static void sanitize_name(const char *path, char *out, size_t n) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -156,12 +127,12 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     char ccid[PATH_MAX + 64];
     if (stat(cc, &sb)) sb.st_mtime = 0, sb.st_size = 0;
     snprintf(ccid, sizeof ccid, "%s:%lld:%lld", cc, (long long)sb.st_mtime, (long long)sb.st_size);
-    const char *cpu = cpu_identity();
+    const char *cpu = kf__cpu_identity();
     const void *parts[] = {text, "\0", hdr, "\0", flags, "\0", ccid, "\0", cpu};
     size_t lens[] = {len, 1, strlen(hdr), 1, strlen(flags), 1, strlen(ccid), 1, strlen(cpu)};
     kf__sha256_hex(parts, lens, 9, key);
-    cache_dir(cdir, sizeof cdir);
-    char *cached = kf__asprintf("%s/%.2s/%s.so", cdir, key, key);
+    kf__cache_dir(cdir, sizeof cdir);
+    char *cached = kf__asprintf("%s/c/%.2s/%s.so", cdir, key, key);
     if (cached && !access(cached, R_OK)) {
         out->ok = 1;
         out->cached = 1;
