@@ -303,7 +303,34 @@ static void t_reference_failure_is_task_error(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* THREATS #25: a time the machine cannot reach is refused. The ceilings are pinned
+ * far below the real machine, so an honest kernel looks impossibly fast. */
+static void t_impossible_speed(const void *arg) {
+    (void)arg;
+    setenv("KFORGE_CEILINGS", "1e6,1e6", 1);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sum");
+    kf_opts o;
+    kf_opts_init(&o);
+    o.bench_min_time_s = 0.01;
+    o.bench_min_runs = 11;
+    o.bench_max_runs = 21;
+    kf_result *r;
+    CHECK(kf_bench(ctx, t, kft_src("tasks/c/sum/candidates/fast.c"), &o, &r) == KF_OK);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "timing_mismatch"),
+           "%s", kft_reasons(r));
+    json_t *j = as_json(r);
+    CHECK(strstr(json_string_value(json_object_get(json_array_get(json_object_get(j, "reasons"), 0), "message")),
+                 "impossible"));
+    CHECK(!json_object_get(j, "speedup")); /* no speedup is reported for a refused run */
+    json_decref(j);
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 void kft_register_check(void) {
+    kft_add("check/impossible_speed", t_impossible_speed, NULL, 60);
     kft_add("check/seeds", t_seeds, NULL, 60);
     kft_add("check/rebuild_on_change", t_rebuild_on_change, NULL, 60);
     kft_add("check/missing_entry_and_signature", t_missing_entry_and_signature, NULL, 60);

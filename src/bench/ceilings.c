@@ -93,6 +93,16 @@ static double measure_flops(void) {
 
 void kf_bench_ceilings(kf_ceilings *c) {
     static kf_ceilings cached;
+    const char *pin = getenv("KFORGE_CEILINGS"); /* "BYTES_PER_S,FLOPS_PER_S": pinned */
+    if (pin && *pin && !cached.bytes_per_s) {
+        double b = 0, f = 0;
+        if (sscanf(pin, "%lf,%lf", &b, &f) == 2 && b > 0 && f > 0) {
+            cached.bytes_per_s = b;
+            cached.flops_per_s = f;
+            long n = sysconf(_SC_NPROCESSORS_ONLN);
+            cached.cores = n > 0 ? (int)n : 1;
+        }
+    }
     if (!cached.bytes_per_s) {
         cached.bytes_per_s = measure_bw();
         cached.flops_per_s = measure_flops();

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -85,31 +86,42 @@ static json_t *build_json(const kf_build *b) {
     return o;
 }
 
-kf_status kf_sess_build(kf_sess *s, int *cand_ok) {
+kf_status kf_sess_build_ref(kf_sess *s) {
     char *ref = NULL;
     size_t rlen = 0;
-    kf_status st;
     if (kf__read_file(s->t->ref_path, 4u << 20, &ref, &rlen))
         return kf__err(s->ctx, KF_EIO, "%s: %s", s->t->ref_path, strerror(errno));
-    st = kf_backend_compile(s->be, s->ctx, s->t, s->t->ref_path, ref, rlen, NULL, 0, s->workdir,
-                            s->o->compile_timeout_s, &s->rbuild);
+    kf_status st = kf_backend_compile(s->be, s->ctx, s->t, s->t->ref_path, ref, rlen, NULL, 0,
+                                      s->workdir, s->o->compile_timeout_s, &s->rbuild);
     free(ref);
     if (st) return st;
     if (!s->rbuild.ok)
         return kf__err(s->ctx, KF_ETASK, "%s: the reference does not build: %s%s%s",
                        s->t->ref_path, s->rbuild.message ? s->rbuild.message : "",
                        s->rbuild.log ? "\n" : "", s->rbuild.log ? s->rbuild.log : "");
-    *cand_ok = 1;
-    if (!s->cand) return KF_OK;
-    st = kf_backend_compile(s->be, s->ctx, s->t, s->cand->path, s->cand->text, s->cand->len,
-                            s->cand->params, s->cand->nparams, s->workdir,
-                            s->o->compile_timeout_s, &s->cbuild);
-    if (st) return st;
+    return KF_OK;
+}
+
+kf_status kf_sess_build_cand(kf_sess *s, kf_ctx *ctx) {
+    return kf_backend_compile(s->be, ctx, s->t, s->cand->path, s->cand->text, s->cand->len,
+                              s->cand->params, s->cand->nparams, s->workdir,
+                              s->o->compile_timeout_s, &s->cbuild);
+}
+
+/* Record the candidate's build on the result; 1 when it built. */
+static int record_build(kf_sess *s) {
     json_object_set_new(s->res->root, "compile", build_json(&s->cbuild));
-    if (!s->cbuild.ok) {
-        *cand_ok = 0;
-        kf_result_reject(s->res, s->cbuild.reason, NULL, "%s", s->cbuild.message);
-    }
+    if (s->cbuild.ok) return 1;
+    kf_result_reject(s->res, s->cbuild.reason, NULL, "%s", s->cbuild.message);
+    return 0;
+}
+
+kf_status kf_sess_build(kf_sess *s, int *cand_ok) {
+    kf_status st = kf_sess_build_ref(s);
+    *cand_ok = 1;
+    if (st || !s->cand) return st;
+    if ((st = kf_sess_build_cand(s, s->ctx))) return st;
+    *cand_ok = record_build(s);
     return KF_OK;
 }
 
@@ -362,20 +374,63 @@ static kf_status ref_call(kf_sess *s, kf_side *ref, const kf_extents *ex, const 
     return KF_OK;
 }
 
-/* Returns KF_OK; a fatal candidate failure sets *dead. */
-static kf_status check_shape(kf_sess *s, kf_side *ref, kf_side *cand, const kf_shape *sh,
-                             json_t *jshape, int *dead) {
-    const kf_task *t = s->t;
+/* The reference's half of one shape: extents, three fresh input sets and the
+ * reference's outputs for them. Prepared while the candidate compiles. */
+typedef struct {
+    int ready;
     kf_extents ex;
+    kf_inputs in[3];
+    void *refo[3][KF_MAX_ARGS];
+    size_t bytes;
+} shape_prep;
+
+static void prep_free(const kf_task *t, shape_prep *pp) {
+    for (int k = 0; k < 3; k++) {
+        kf_data_free_inputs(t, &pp->in[k]);
+        kf_sess_free_outputs(t, pp->refo[k]);
+    }
+    pp->ready = 0;
+}
+
+static kf_status prep_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, shape_prep *pp) {
+    const kf_task *t = s->t;
     char err[512], txt[512];
     kf_shape_format(t, sh, txt, sizeof txt);
-    if (kf_data_extents(t, sh, &ex, err, sizeof err))
+    memset(pp, 0, sizeof *pp);
+    if (kf_data_extents(t, sh, &pp->ex, err, sizeof err))
         return kf__err(s->ctx, KF_ETASK, "%s: at %s: %s", t->dir, txt, err);
+    for (int k = 0; k < 3; k++) {
+        if (kf_data_gen_inputs(t, &pp->ex, &s->rng, k, &pp->in[k]))
+            return kf__err(s->ctx, KF_ENOMEM, "out of memory generating inputs");
+        kf_sess_place(s, &pp->ex, k == 0 ? 0 : 1, &ref->lay);
+        kf_status st = ref_call(s, ref, &pp->ex, &pp->in[k], &s->rng, pp->refo[k], txt);
+        if (st) return st;
+    }
+    for (int i = 0; i < t->nargs; i++)
+        if (t->args[i].is_buffer) pp->bytes += pp->ex.bytes[i] * (t->args[i].io == KF_IO_INOUT ? 6 : 3);
+    pp->ready = 1;
+    /* a degenerate task is refused, whatever the candidate does */
+    if (sh->kind == KF_SHAPE_VISIBLE) {
+        char *why = kf_degenerate(t, &pp->ex, &pp->in[0], pp->refo[0], pp->refo[1]);
+        if (why) {
+            kf_status st = kf__err(s->ctx, KF_ETASK,
+                                   "%s: degenerate task at %s: %s; it cannot tell a correct "
+                                   "kernel from a trivial one (run kforge validate)",
+                                   t->dir, txt, why);
+            free(why);
+            return st;
+        }
+    }
+    return KF_OK;
+}
+
+/* The candidate's four calls at one shape. A fatal failure sets *dead. */
+static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *jshape,
+                             int *dead) {
+    const kf_task *t = s->t;
+    const kf_extents *ex = &pp->ex;
     json_t *sizes = json_object_get(jshape, "sizes");
-    kf_inputs in[3];
-    void *refo[3][KF_MAX_ARGS], *cando[2][KF_MAX_ARGS];
-    memset(in, 0, sizeof in);
-    memset(refo, 0, sizeof refo);
+    void *cando[2][KF_MAX_ARGS];
     memset(cando, 0, sizeof cando);
     kf_status st = KF_OK;
     int failed = 0, calls = 0;
@@ -386,20 +441,12 @@ static kf_status check_shape(kf_sess *s, kf_side *ref, kf_side *cand, const kf_s
     char when[64];
     for (int trial = 0; trial < 4 && !*dead; trial++) {
         int set = trial < 3 ? trial : 2;
-        if (trial < 3) {
-            if (kf_data_gen_inputs(t, &ex, &s->rng, trial, &in[set])) {
-                st = kf__err(s->ctx, KF_ENOMEM, "out of memory generating inputs");
-                break;
-            }
-            kf_sess_place(s, &ex, half[trial], &ref->lay);
-            if ((st = ref_call(s, ref, &ex, &in[set], &s->rng, refo[set], txt))) break;
-        }
         /* T2 reuses T1's exact buffer addresses: a memo keyed on pointers returns T1 */
-        if (trial != 2) kf_sess_place(s, &ex, half[trial], &cand->lay);
+        if (trial != 2) kf_sess_place(s, ex, half[trial], &cand->lay);
         kf_poison p;
         kf_data_make_poison(t, &s->rng, &p);
         kf_call_result cr;
-        kf_sess_call(s, cand, &ex, &in[set], &p, &cr);
+        kf_sess_call(s, cand, ex, &pp->in[set], &p, &cr);
         calls++;
         snprintf(when, sizeof when, "call %d of 4 at this shape", trial + 1);
         if (cr.st != KF_CALL_OK) {
@@ -419,13 +466,13 @@ static kf_status check_shape(kf_sess *s, kf_side *ref, kf_side *cand, const kf_s
         void **prev[2] = {NULL, NULL};
         int nprev = 0;
         if (trial >= 1 && trial <= 2)
-            for (int k = 0; k < trial; k++) prev[nprev++] = refo[k];
-        int bad = kf_judge(s, cand, &ex, &in[set], &p, refo[set], prev, nprev, sizes, when,
-                           &max_abs, &max_rel);
-        if (trial >= 2) bad_late[trial - 2] = bad;
+            for (int k = 0; k < trial; k++) prev[nprev++] = pp->refo[k];
+        int bad = kf_judge(s, cand, ex, &pp->in[set], &p, pp->refo[set], prev, nprev, sizes,
+                           when, &max_abs, &max_rel);
         if (trial >= 2) {
+            bad_late[trial - 2] = bad;
             /* T2 and T3 saw the same inputs under different poison and buffers */
-            if (kf_sess_take_outputs(s, cand, &ex, cando[trial - 2])) {
+            if (kf_sess_take_outputs(s, cand, ex, cando[trial - 2])) {
                 st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
                 break;
             }
@@ -437,7 +484,7 @@ static kf_status check_shape(kf_sess *s, kf_side *ref, kf_side *cand, const kf_s
                 if (!a->is_buffer || a->io == KF_IO_IN) continue;
                 double rtol, atol;
                 kf_task_tolerance(t, a->type, &rtol, &atol);
-                same = kf_data_same(a->type, cando[0][i], cando[1][i], ex.count[i],
+                same = kf_data_same(a->type, cando[0][i], cando[1][i], ex->count[i],
                                     t->determinism_exact, rtol, atol);
             }
             /* when both calls already failed, their difference is only the poison
@@ -451,60 +498,82 @@ static kf_status check_shape(kf_sess *s, kf_side *ref, kf_side *cand, const kf_s
         }
         failed |= bad;
     }
-    /* a degenerate task is refused, whatever the candidate did */
-    if (!st && sh->kind == KF_SHAPE_VISIBLE) {
-        int have = 0;
-        for (int i = 0; i < t->nargs; i++) have |= refo[0][i] != NULL && refo[1][i] != NULL;
-        char *why = have ? kf_degenerate(t, &ex, &in[0], refo[0], refo[1]) : NULL;
-        if (why) {
-            st = kf__err(s->ctx, KF_ETASK,
-                         "%s: degenerate task at %s: %s; it cannot tell a correct kernel from "
-                         "a trivial one (run kforge validate)", t->dir, txt, why);
-            free(why);
-        }
-    }
     json_object_set_new(jshape, "status", json_string(failed ? "failed" : "passed"));
     json_object_set_new(jshape, "calls", json_integer(calls));
     json_object_set_new(jshape, "max_abs_err", json_real(max_abs));
     json_object_set_new(jshape, "max_rel_err", json_real(max_rel));
     if (best_ns != UINT64_MAX) json_object_set_new(jshape, "best_ns", json_integer((json_int_t)best_ns));
-    for (int k = 0; k < 3; k++) {
-        kf_data_free_inputs(t, &in[k]);
-        kf_sess_free_outputs(t, refo[k]);
-    }
     kf_sess_free_outputs(t, cando[0]);
     kf_sess_free_outputs(t, cando[1]);
     return st;
 }
 
+/* The candidate compiles in a thread (the compiler is a separate process) while the
+ * coordinator prepares the reference's half of every shape. The candidate's text was
+ * read and fixed before any input was drawn, and the compiler cannot see them. */
+typedef struct {
+    kf_sess *s;
+    kf_ctx ctx;
+    kf_status st;
+} compile_job;
+
+static void *compile_main(void *arg) {
+    compile_job *j = arg;
+    j->st = kf_sess_build_cand(j->s, &j->ctx);
+    return NULL;
+}
+
+#define PREP_BUDGET (512ull << 20) /* reference data kept ahead of the candidate */
+
 /* Check the session's candidate on every shape. KF_OK with the verdict on s->res. */
 static kf_status run_check(kf_sess *s) {
-    int cand_ok = 0;
-    kf_status st = kf_sess_build(s, &cand_ok);
-    if (st || !cand_ok) return st;
+    kf_status st = kf_sess_build_ref(s);
+    if (st) return st;
+    compile_job job;
+    memset(&job, 0, sizeof job);
+    job.s = s;
+    pthread_t th;
+    int threaded = pthread_create(&th, NULL, compile_main, &job) == 0;
+    if (!threaded) compile_main(&job);
+
     json_t *jshapes = json_array();
     json_object_set_new(s->res->root, "shapes", jshapes);
     shape_list L = {0};
-    if ((st = gather_shapes(s, &L, jshapes))) return st;
+    shape_prep *prep = NULL;
+    kf_side ref = {0}, cand = {0};
+    kf_call_result fail;
     size_t arena = 0;
+    if ((st = gather_shapes(s, &L, jshapes))) goto join;
+    if (!(prep = calloc((size_t)L.n + 1, sizeof *prep))) {
+        st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+        goto join;
+    }
     for (int i = 0; i < L.n; i++) {
         kf_extents ex;
         char err[512];
         if (kf_data_extents(s->t, &L.all[i], &ex, err, sizeof err)) {
-            free_shapes(&L);
-            return kf__err(s->ctx, KF_ETASK, "%s: %s", s->t->dir, err);
+            st = kf__err(s->ctx, KF_ETASK, "%s: %s", s->t->dir, err);
+            goto join;
         }
         size_t b = kf_sess_arena_bytes(s->t, &ex);
         if (b > arena) arena = b;
     }
-    kf_side ref = {0}, cand = {0};
-    kf_call_result fail;
-    if ((st = kf_sess_spawn(s, &s->rbuild, arena, &ref.w, &fail))) goto out;
+    if ((st = kf_sess_spawn(s, &s->rbuild, arena, &ref.w, &fail))) goto join;
     if (!ref.w) {
         st = kf__err(s->ctx, KF_ETASK, "%s: the reference does not load: %s: %s", s->t->ref_path,
                      kf_reason_name(fail.reason), fail.msg);
-        goto out;
+        goto join;
     }
+    size_t kept = 0;
+    for (int i = 0; i < L.n && !st && kept < PREP_BUDGET; i++) {
+        st = prep_shape(s, &ref, &L.all[i], &prep[i]);
+        kept += prep[i].bytes;
+    }
+join:
+    if (threaded) pthread_join(th, NULL);
+    if (!st && job.st) st = kf__err(s->ctx, job.st, "%s", job.ctx.err);
+    if (st || !record_build(s)) goto out;
+
     if ((st = kf_sess_spawn(s, &s->cbuild, arena, &cand.w, &fail))) goto out;
     if (!cand.w) {
         kf_result_reject(s->res, fail.reason, NULL, "%s", fail.msg);
@@ -529,9 +598,13 @@ static kf_status run_check(kf_sess *s) {
             kf_shape_format(s->t, &L.all[i], txt, sizeof txt);
             fprintf(stderr, "kforge: checking %s (%s)\n", txt, kind_name(L.all[i].kind));
         }
-        st = check_shape(s, &ref, &cand, &L.all[i], o, &dead);
+        if (!prep[i].ready && (st = prep_shape(s, &ref, &L.all[i], &prep[i]))) break;
+        st = check_shape(s, &cand, &prep[i], o, &dead);
+        prep_free(s->t, &prep[i]);
     }
 out:
+    for (int i = 0; prep && i < L.n; i++) prep_free(s->t, &prep[i]);
+    free(prep);
     kf_worker_close(ref.w);
     kf_worker_close(cand.w);
     free_shapes(&L);

@@ -38,6 +38,10 @@ void kf_sess_close(kf_sess *s);
 /* Build the reference (a failure is a task error) and, when the session has one, the
  * candidate (a failure is a rejection recorded on s->res; *cand_ok = 0). */
 kf_status kf_sess_build(kf_sess *s, int *cand_ok);
+kf_status kf_sess_build_ref(kf_sess *s);
+/* Build the candidate into s->cbuild, reporting errors on ctx (thread-safe with respect
+ * to everything but s->cbuild). */
+kf_status kf_sess_build_cand(kf_sess *s, kf_ctx *ctx);
 /* Spawn a worker for a built object with an arena for `bytes` of layouts. *w NULL and
  * a rejection recorded (with `who` in the message) when the object fails to load. */
 kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_worker **w,

@@ -140,6 +140,7 @@ static uint64_t splitmix64(uint64_t *x) {
 
 void kf_rng_seed(kf_rng *r, uint64_t seed) {
     for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+    r->has_spare = 0;
 }
 
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -159,14 +160,21 @@ uint64_t kf_rng_next(kf_rng *r) {
 double kf_rng_uniform(kf_rng *r) { return (double)(kf_rng_next(r) >> 11) * 0x1.0p-53; }
 
 double kf_rng_normal(kf_rng *r) {
-    /* Marsaglia polar method; the spare value is dropped to keep the state simple. */
+    /* Marsaglia polar method: two normals per logarithm */
+    if (r->has_spare) {
+        r->has_spare = 0;
+        return r->spare;
+    }
     double u, v, s;
     do {
         u = 2.0 * kf_rng_uniform(r) - 1.0;
         v = 2.0 * kf_rng_uniform(r) - 1.0;
         s = u * u + v * v;
     } while (s >= 1.0 || s == 0.0);
-    return u * sqrt(-2.0 * log(s) / s);
+    double f = sqrt(-2.0 * log(s) / s);
+    r->spare = v * f;
+    r->has_spare = 1;
+    return u * f;
 }
 
 int64_t kf_rng_range(kf_rng *r, int64_t lo, int64_t hi) {

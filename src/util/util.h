@@ -67,6 +67,8 @@ void kf_expr_free(kf_expr *e);
 /* xoshiro256** seeded by splitmix64; not cryptographic, but its seed is secret. */
 typedef struct {
     uint64_t s[4];
+    double spare; /* the polar method's second normal */
+    int has_spare;
 } kf_rng;
 void kf_rng_seed(kf_rng *r, uint64_t seed);
 uint64_t kf_rng_next(kf_rng *r);
