@@ -4,7 +4,7 @@ ASAN    ?= build-asan
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure test test-asan test-fast demo bench clean
+.PHONY: all deps test test-asan asan-build test-fast demo bench clean
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -21,12 +21,15 @@ $(ASAN)/Makefile:
 # Every test, in the normal build and then under ASan+UBSan; the last line of each
 # run is "N passed, N failed, N skipped".
 test: deps
-	@$(MAKE) --no-print-directory all
-	@$(BUILD)/kf-tests
-	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory all asan-build
+	@sh scripts/check-symbols.sh $(BUILD)
+	@sh scripts/test.sh $(BUILD) $(ASAN)
 
-test-asan: $(ASAN)/Makefile
+asan-build: $(ASAN)/Makefile
 	@cmake --build $(ASAN) -j $(JOBS)
+
+# The ASan+UBSan build's tests alone.
+test-asan: asan-build
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(ASAN)/kf-tests
 
 # The normal build's tests only (quick loop while developing).

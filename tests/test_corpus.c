@@ -3,7 +3,9 @@
  * degenerate tasks. Each file's first line says what must happen:
  *   / * kforge-test: task=NAME expect=rejected reason=CODE threat=N * /
  *   / * kforge-test: task=NAME expect=accepted * /
- *   / * kforge-test: task=NAME expect=not_faster * /   (bench speedup <= 1.2)
+ *   / * kforge-test: task=NAME expect=not_faster * /   (accepted, bench speedup <= 1.2)
+ *   / * kforge-test: task=NAME expect=no_fake_speedup * /   (bench: rejected, or
+ *                                        accepted with a speedup <= 1.2)
  */
 #define _GNU_SOURCE
 #include "kft.h"
@@ -65,7 +67,8 @@ static void run_case(const void *arg) {
         o.nparams = 1;
     }
     kf_result *r = NULL;
-    int bench = !strcmp(c->expect, "not_faster");
+    int nofake = !strcmp(c->expect, "no_fake_speedup");
+    int bench = !strcmp(c->expect, "not_faster") || nofake;
     if (bench) {
         o.bench_min_time_s = 0.05;
         o.bench_min_runs = 21;
@@ -74,7 +77,11 @@ static void run_case(const void *arg) {
     kf_status st = bench ? kf_bench(ctx, t, c->path, &o, &r) : kf_check(ctx, t, c->path, &o, &r);
     CHECKF(st == KF_OK, "%s: no verdict: %s", c->path, kf_errmsg(ctx));
     char *json = kf_result_json(r);
-    if (!strcmp(c->expect, "rejected")) {
+    if (nofake) {
+        double sp = kf_result_speedup(r);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED || (sp > 0 && sp <= 1.2),
+               "a fake speedup of %.3fx was accepted: %s", sp, json);
+    } else if (!strcmp(c->expect, "rejected")) {
         CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED, "cheat accepted: %s", json);
         int found = 0;
         for (int i = 0; i < kf_result_nreasons(r); i++)

@@ -199,7 +199,7 @@ static void t_hidden_draws(const void *arg) {
     char err[256];
     kf_expr *when = kf_expr_parse("m == n && n == k && m % 16 == 0", err, sizeof err);
     kf_rng r;
-    kf_rng_seed(&r, kf__secret_u64());
+    kf_rng_seed_secret(&r);
     kf_shape *sh;
     int n;
     CHECK(kf_task_draw_hidden(t, &r, 6, NULL, NULL, 1u << 30, &sh, &n, err, sizeof err) == 0);
@@ -221,6 +221,7 @@ static void t_hidden_draws(const void *arg) {
     when = kf_expr_parse("m > 1000", err, sizeof err);
     CHECK(kf_task_draw_hidden(t, &r, 6, when, NULL, 1u << 30, &sh, &n, err, sizeof err) != 0);
     kf_expr_free(when);
+    kf_rng_free(&r);
     kf_task_free(t);
     kf_ctx_free(ctx);
 }

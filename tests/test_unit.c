@@ -72,8 +72,17 @@ static void t_rng(const void *arg) {
     kf_rng_seed(&a, 42);
     kf_rng_seed(&b, 42);
     for (int i = 0; i < 100; i++) CHECK(kf_rng_next(&a) == kf_rng_next(&b));
+    kf_rng_free(&b);
     kf_rng_seed(&b, 43);
     CHECK(kf_rng_next(&a) != kf_rng_next(&b));
+    kf_rng_free(&b);
+    /* two secret keys give different streams */
+    kf_rng_seed_secret(&b);
+    kf_rng c;
+    kf_rng_seed_secret(&c);
+    CHECK(kf_rng_next(&b) != kf_rng_next(&c));
+    kf_rng_free(&b);
+    kf_rng_free(&c);
     double s = 0, s2 = 0;
     int n = 200000;
     for (int i = 0; i < n; i++) {
@@ -88,6 +97,7 @@ static void t_rng(const void *arg) {
         CHECK(v >= -3 && v <= 5);
     }
     CHECK(kf__secret_u64() != kf__secret_u64());
+    kf_rng_free(&a);
 }
 
 static void t_stats(const void *arg) {
@@ -158,6 +168,7 @@ static void t_poison(const void *arg) {
     CHECK(isfinite(f1) && isfinite(f2) && fabsf(f1) > 1e36f && fabsf(f2) > 1e36f);
     CHECK(f1 != f2);
     CHECK(memcmp(p1.guard, p2.guard, KF_GUARD_BYTES) != 0);
+    kf_rng_free(&r);
     kf_task_free(t);
     kf_ctx_free(ctx);
 }
@@ -195,6 +206,7 @@ static void t_guards(const void *arg) {
     arena[lay.off[1] + 17] ^= 4; /* one bit of y */
     CHECK(kf_data_check_inputs(t, &ex, &lay, &in, arena) == 1);
     kf_data_free_inputs(t, &in);
+    kf_rng_free(&r);
     free(arena);
     kf_task_free(t);
     kf_ctx_free(ctx);
@@ -210,7 +222,7 @@ static void t_inputs_fresh(const void *arg) {
     char err[256];
     CHECK(kf_data_extents(t, &sh, &ex, err, sizeof err) == 0);
     kf_rng r;
-    kf_rng_seed(&r, kf__secret_u64());
+    kf_rng_seed_secret(&r);
     kf_inputs a, b;
     CHECK(kf_data_gen_inputs(t, &ex, &r, 0, &a) == 0 && kf_data_gen_inputs(t, &ex, &r, 0, &b) == 0);
     CHECK(memcmp(a.buf[0], b.buf[0], ex.bytes[0]) != 0);
@@ -219,6 +231,7 @@ static void t_inputs_fresh(const void *arg) {
     CHECK(nonzero > 4000);
     kf_data_free_inputs(t, &a);
     kf_data_free_inputs(t, &b);
+    kf_rng_free(&r);
     kf_task_free(t);
     kf_ctx_free(ctx);
 }

@@ -37,7 +37,8 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
         return kf__err(ctx, KF_EBACKEND, "%s: the %s backend is not available in this build",
                        t->dir, t->backend);
     /* the input seed: secret and fresh unless the user asks to reproduce one */
-    kf_rng_seed(&s->rng, o->has_seed ? o->seed : kf__secret_u64());
+    if ((o->has_seed ? kf_rng_seed(&s->rng, o->seed) : kf_rng_seed_secret(&s->rng)) != 0)
+        return kf__err(ctx, KF_EINTERNAL, "cannot key the ChaCha20 input stream (OpenSSL)");
     if (cand_path) {
         kf_status st = kf_candidate_load(ctx, t, cand_path, o->params, o->nparams, &s->cand);
         if (st) return st;
@@ -70,6 +71,7 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
 }
 
 void kf_sess_close(kf_sess *s) {
+    kf_rng_free(&s->rng);
     kf_candidate_free(s->cand);
     kf_build_free(&s->cbuild);
     kf_build_free(&s->rbuild);
@@ -570,7 +572,11 @@ static kf_status run_check(kf_sess *s) {
         kept += prep[i].bytes;
     }
 join:
+    if (s->o->verbose)
+        fprintf(stderr, "kforge: [%.1f ms] reference phase done\n", (double)(kf__now_ns() - s->t0) / 1e6);
     if (threaded) pthread_join(th, NULL);
+    if (s->o->verbose)
+        fprintf(stderr, "kforge: [%.1f ms] candidate built\n", (double)(kf__now_ns() - s->t0) / 1e6);
     if (!st && job.st) st = kf__err(s->ctx, job.st, "%s", job.ctx.err);
     if (st || !record_build(s)) goto out;
 
@@ -582,6 +588,8 @@ join:
     json_t *sandbox = json_object();
     json_object_set_new(sandbox, "seccomp", json_true());
     json_object_set_new(sandbox, "landlock_abi", json_integer(kf_worker_landlock_abi(cand.w)));
+    json_object_set_new(sandbox, "mseal", json_boolean(kf_worker_sealed(cand.w)));
+    json_object_set_new(sandbox, "frozen_between_calls", json_true());
     json_object_set_new(s->res->root, "sandbox", sandbox);
     int dead = 0;
     for (int i = 0; i < L.n && !st; i++) {
@@ -596,7 +604,8 @@ join:
         if (s->o->verbose) {
             char txt[256];
             kf_shape_format(s->t, &L.all[i], txt, sizeof txt);
-            fprintf(stderr, "kforge: checking %s (%s)\n", txt, kind_name(L.all[i].kind));
+            fprintf(stderr, "kforge: [%.1f ms] checking %s (%s)\n",
+                    (double)(kf__now_ns() - s->t0) / 1e6, txt, kind_name(L.all[i].kind));
         }
         if (!prep[i].ready && (st = prep_shape(s, &ref, &L.all[i], &prep[i]))) break;
         st = check_shape(s, &cand, &prep[i], o, &dead);

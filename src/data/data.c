@@ -94,8 +94,10 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
             return -1;
         }
         int fl = a->init.dist != KF_DIST_INT;
+        kf_rng fast;
+        kf_rng_fork(rng, &fast);
         for (int64_t k = 0; k < ex->count[i]; k++) {
-            double v = draw(&a->init, rng);
+            double v = draw(&a->init, &fast);
             if (fl) v *= scale;
             put(a->type, in->buf[i], k, v);
         }

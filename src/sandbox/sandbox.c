@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "sandbox.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -39,7 +40,7 @@ struct kf_worker {
     unsigned char *arena;
     size_t arena_size;
     uint32_t seq;
-    int dead, landlock_abi;
+    int dead, stopped, landlock_abi, sealed;
     uint64_t mem_limit;
     double cpu_s;
     kf_buf out;
@@ -115,18 +116,35 @@ static void drain(int *fd, kf_buf *b) {
     }
 }
 
-/* Read the worker's thread count from /proc, or -1. */
-static int thread_count(pid_t pid) {
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return -1;
-    buf[n] = 0;
-    char *p = strstr(buf, "\nThreads:");
-    return p ? atoi(p + 9) : -1;
+/* The CPU time (ns, from /proc/PID/task/TID/schedstat) of every thread of a worker. */
+typedef struct {
+    int n;
+    pid_t tid[256];
+    uint64_t ns[256];
+} thread_times;
+
+static void read_threads(pid_t pid, thread_times *tt) {
+    char path[64];
+    tt->n = 0;
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) && tt->n < 256) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        char sp[96], buf[128];
+        snprintf(sp, sizeof sp, "/proc/%d/task/%s/schedstat", (int)pid, e->d_name);
+        int fd = open(sp, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0) continue;
+        buf[n] = 0;
+        tt->tid[tt->n] = (pid_t)atoi(e->d_name);
+        tt->ns[tt->n] = strtoull(buf, NULL, 10);
+        tt->n++;
+    }
+    closedir(d);
 }
 
 static void kill_group(kf_worker *w) {
@@ -230,7 +248,22 @@ static void timeout_kill(kf_worker *w, kf_call_result *r, double s, const char *
 /* Wait for one message. 1: *len bytes in buf (unvalidated); 0: the worker died or
  * misbehaved (reaped, r set); -1: deadline passed (worker still alive). */
 static int await(kf_worker *w, void *buf, size_t cap, size_t *len, uint64_t deadline,
-                 kf_call_result *r, const char *phase) {
+                 kf_call_result *r, const char *phase, uint64_t spin_ns) {
+    /* Spin first: a coordinator asleep in poll() wakes 15-60 us late depending on how
+     * long it slept, which would make the time it measures depend on the kernel's
+     * length. Spinning keeps the reply latency small and the same for both sides. */
+    uint64_t spin_end = kf__now_ns() + spin_ns;
+    while (spin_ns && kf__now_ns() < spin_end) {
+        ssize_t got = recv(w->sock, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
+        if (got > 0 && (size_t)got <= cap) {
+            *len = (size_t)got;
+            return 1;
+        }
+        if (got == 0 || (got > 0) || (got < 0 && errno != EAGAIN && errno != EINTR)) break;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
     for (;;) {
         uint64_t now = kf__now_ns();
         if (now >= deadline) return -1;
@@ -356,12 +389,13 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     } m;
     size_t len = 0;
     uint64_t deadline = kf__now_ns() + (uint64_t)(o->start_timeout_s * 1e9);
-    int ok = await(w, &m, sizeof m, &len, deadline, fail, "while loading the candidate");
+    int ok = await(w, &m, sizeof m, &len, deadline, fail, "while loading the candidate", 0);
     if (ok < 0) {
         timeout_kill(w, fail, o->start_timeout_s, "while loading the candidate");
     } else if (ok > 0 && len == sizeof m.d && m.d.magic == KF_PROTO_MAGIC &&
                m.d.type == KF_MSG_READY) {
-        w->landlock_abi = (int)m.d.ns;
+        w->landlock_abi = (int)(m.d.ns & 0xff);
+        w->sealed = (int)((m.d.ns >> 8) & 1);
         *out = w;
         return KF_OK;
     } else if (ok > 0 && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC &&
@@ -392,6 +426,7 @@ fail:
 
 unsigned char *kf_worker_arena(kf_worker *w) { return w->arena; }
 int kf_worker_landlock_abi(const kf_worker *w) { return w->landlock_abi; }
+int kf_worker_sealed(const kf_worker *w) { return w->sealed; }
 const char *kf_worker_output(kf_worker *w) { return w->out.p ? w->out.p : ""; }
 
 void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_result *r) {
@@ -411,7 +446,12 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     msg->magic = KF_PROTO_MAGIC;
     msg->type = KF_MSG_RUN;
     msg->seq = ++w->seq;
+    /* the coordinator's clock starts before the worker may run again */
     uint64_t t0 = kf__now_ns();
+    if (w->stopped) { /* frozen since its last reply: nothing of it ran meanwhile */
+        kill(-w->pid, SIGCONT);
+        w->stopped = 0;
+    }
     if (send(w->sock, msg, sizeof *msg, MSG_NOSIGNAL) != (ssize_t)sizeof *msg) {
         reap(w, r, "before the call", 0);
         return;
@@ -422,7 +462,8 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
         kf_msg_done d;
         char pad[sizeof(kf_msg_text)];
     } m;
-    int ok = await(w, &m, sizeof m, &len, t0 + (uint64_t)(timeout_s * 1e9), r, "during the call");
+    int ok = await(w, &m, sizeof m, &len, t0 + (uint64_t)(timeout_s * 1e9), r, "during the call",
+                   50000000ull);
     uint64_t t1 = kf__now_ns();
     if (ok < 0) {
         timeout_kill(w, r, timeout_s, "during the call");
@@ -434,16 +475,42 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
         reap(w, r, "during the call", 1);
         return;
     }
-    /* Work after return: every thread the call started must be gone. A thread joined
-     * just before return can linger in /proc for microseconds, so allow 2 ms. */
-    int th = thread_count(w->pid);
-    for (int i = 0; th > 1 && i < 100; i++) {
-        usleep(20);
-        th = thread_count(w->pid);
+    /* Freeze the whole process the moment it answers: no thread of the candidate may
+     * run after return (work after return, #5), while the other side is timed (#24),
+     * or while the coordinator reads the outputs. Threads that were idle at return
+     * (a sleeping pool) may stay; one that ran after it, or appeared after it, may not. */
+    thread_times before, after;
+    read_threads(w->pid, &before);
+    kill(-w->pid, SIGSTOP);
+    int status = 0;
+    pid_t g;
+    /* SIGSTOP cannot be caught or ignored: the group stops (or dies) promptly */
+    while ((g = waitpid(w->pid, &status, WUNTRACED)) < 0 && errno == EINTR) {
     }
-    if (th > 1) {
+    if (g == w->pid && !WIFSTOPPED(status)) {
+        struct rusage ru;
+        memset(&ru, 0, sizeof ru);
+        kill(-w->pid, SIGKILL);
+        w->pid = -1;
+        w->dead = 1;
+        classify(w, status, &ru, r, "right after the call");
+        return;
+    }
+    w->stopped = 1;
+    read_threads(w->pid, &after);
+    uint64_t ran = 0;
+    int appeared = 0;
+    for (int i = 0; i < after.n; i++) {
+        if (after.tid[i] == w->pid) continue;
+        int k = -1;
+        for (int j = 0; j < before.n; j++)
+            if (before.tid[j] == after.tid[i]) k = j;
+        if (k < 0) appeared = 1;
+        else if (after.ns[i] > before.ns[k]) ran += after.ns[i] - before.ns[k];
+    }
+    /* 50 us in all: the accounting of threads that were parking themselves */
+    if (appeared || ran > 50000) {
         kill_group(w);
-        int status;
         while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
         }
         w->pid = -1;
@@ -451,12 +518,8 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
         r->st = KF_CALL_FAILED;
         r->reason = KF_REASON_SANDBOX_VIOLATION;
         snprintf(r->msg, sizeof r->msg,
-                 "%d thread(s) still running after the call returned (work after return)",
-                 th - 1);
-        return;
-    }
-    if (recv(w->sock, junk, sizeof junk, MSG_DONTWAIT | MSG_PEEK) > 0) {
-        reap(w, r, "after the call", 1);
+                 "a thread kept running after the call returned (work after return); "
+                 "threads must be joined, or idle, before the entry returns");
         return;
     }
     r->st = KF_CALL_OK;
@@ -467,25 +530,12 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
 void kf_worker_close(kf_worker *w) {
     if (!w) return;
     if (w->pid > 0) {
-        kf_msg_run m;
-        memset(&m, 0, sizeof m);
-        m.magic = KF_PROTO_MAGIC;
-        m.type = KF_MSG_EXIT;
-        if (w->sock >= 0) send(w->sock, &m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        /* nothing to finish: kill the group (a stopped process dies of SIGKILL too) */
+        kill_group(w);
         int status;
-        for (int i = 0; i < 50; i++) { /* up to 50 ms for a clean exit */
-            if (waitpid(w->pid, &status, WNOHANG) == w->pid) {
-                kill(-w->pid, SIGKILL);
-                w->pid = -1;
-                break;
-            }
-            usleep(1000);
+        while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
         }
-        if (w->pid > 0) {
-            kill_group(w);
-            while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
-            }
-        }
+        w->pid = -1;
     }
     if (w->sock >= 0) close(w->sock);
     if (w->outfd >= 0) close(w->outfd);

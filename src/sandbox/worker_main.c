@@ -9,9 +9,10 @@
  *      was started by;
  *   2. closes every other inherited descriptor;
  *   3. maps the arena (prefaulted, so both sides of a comparison start alike);
- *   4. applies Landlock (read-only system dirs and its own .so directory);
- *   5. applies rlimits (CPU, address space, file size, descriptors, no core);
- *   6. sets no_new_privs and not-dumpable, and loads the seccomp allow-list.
+ *   4. seals its own image, the arena and the vDSO (mseal) against remapping;
+ *   5. applies Landlock (read-only system dirs and its own .so directory);
+ *   6. applies rlimits (CPU, address space, file size, descriptors, no core);
+ *   7. sets no_new_privs and not-dumpable, and loads the seccomp allow-list.
  * Then it loads the candidate and serves RUN requests: one call of the entry each,
  * timed with CLOCK_MONOTONIC. It computes no verdict; the coordinator distrusts
  * everything it says and checks the outputs itself.
@@ -53,6 +54,38 @@ static void die(int code, const char *what) {
     _exit(code);
 }
 
+#ifndef SYS_mseal
+#define SYS_mseal 462
+#endif
+
+/* Seal every file-backed mapping (this program, libc, the loader, and the arena), the
+ * vDSO and vvar against mprotect, munmap, mremap and mmap-over (mseal, Linux 6.10+):
+ * the candidate cannot make the worker's code or its read-only relocations writable
+ * to hook its clock or its channel, nor swap the arena for other memory. Returns 1
+ * when sealed, 0 when the kernel lacks mseal (the result records it). */
+static int seal_image(void) {
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f) return 0;
+    char line[512];
+    int ok = 1, any = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char path[256] = "";
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %255[^\n]", &lo, &hi, path) < 2) continue;
+        if (!path[0] || !strcmp(path, "[heap]") || !strcmp(path, "[stack]")) continue;
+        if (path[0] == '[' && strcmp(path, "[vdso]") && strcmp(path, "[vvar]") &&
+            strcmp(path, "[vvar_vclock]"))
+            continue;
+        if (syscall(SYS_mseal, lo, hi - lo, 0) != 0) {
+            if (errno == ENOSYS) ok = 0;
+            continue;
+        }
+        any = 1;
+    }
+    fclose(f);
+    return ok && any;
+}
+
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -74,6 +107,8 @@ int main(int argc, char **argv) {
     if (arena == MAP_FAILED) die(113, "mmap arena");
     close(KF_WORKER_ARENA_FD);
 
+    int sealed = seal_image();
+
     const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache",
                         "/sys/devices/system/cpu", argv[5]};
     int abi = kf_policy_landlock(ro, (int)(sizeof ro / sizeof ro[0]), NULL, 0);
@@ -93,7 +128,8 @@ int main(int argc, char **argv) {
         send_text(KF_MSG_LOADFAIL, "kforge_call__ missing from the built object");
         _exit(0);
     }
-    kf_msg_done ready = {KF_PROTO_MAGIC, KF_MSG_READY, 0, 0, (uint64_t)abi};
+    /* READY carries the confinement layers: Landlock ABI, and bit 8 for mseal */
+    kf_msg_done ready = {KF_PROTO_MAGIC, KF_MSG_READY, 0, 0, (uint64_t)abi | (uint64_t)sealed << 8};
     if (send(KF_WORKER_SOCK_FD, &ready, sizeof ready, MSG_NOSIGNAL) != sizeof ready) _exit(114);
 
     for (;;) {

@@ -1,8 +1,9 @@
 /*
  * util.c - context errors, capped buffers, file reading, RNG, hashing, clocks.
  *
- * The RNG draws task inputs. Its seed comes from getrandom() in the coordinator and
- * never leaves it: workers receive values, never seeds.
+ * The RNG draws task inputs, sentinels and guards. It is the ChaCha20 keystream keyed
+ * from getrandom() in the coordinator (or from --seed); the key never leaves it, and no
+ * amount of observed output predicts the next value.
  */
 #define _GNU_SOURCE
 #include "util.h"
@@ -13,6 +14,7 @@
 #include <ftw.h>
 #include <math.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -129,52 +131,127 @@ int kf__read_file(const char *path, size_t limit, char **out, size_t *len) {
     return 0;
 }
 
-/* ---- RNG ---------------------------------------------------------------------- */
+/* ---- RNG: ChaCha20 keystream ------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+static int rng_key(kf_rng *r, const unsigned char key[32]) {
+    static const unsigned char iv[16] = {0};
+    memset(r, 0, sizeof *r);
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    if (!c || !EVP_EncryptInit_ex(c, EVP_chacha20(), NULL, key, iv)) {
+        EVP_CIPHER_CTX_free(c);
+        return -1;
+    }
+    r->evp = c;
+    r->pos = sizeof r->buf; /* empty: refilled on first use */
+    return 0;
 }
 
-void kf_rng_seed(kf_rng *r, uint64_t seed) {
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
-    r->has_spare = 0;
+int kf_rng_seed(kf_rng *r, uint64_t seed) {
+    unsigned char key[32];
+    unsigned int n = 0;
+    unsigned char msg[8 + 16] = "kforge-rng-seed:";
+    memcpy(msg + 16, &seed, 8);
+    if (!EVP_Digest(msg, sizeof msg, key, &n, EVP_sha256(), NULL)) return -1;
+    return rng_key(r, key);
+}
+
+int kf_rng_seed_secret(kf_rng *r) {
+    unsigned char key[32];
+    for (int i = 0; i < 4; i++) {
+        uint64_t v = kf__secret_u64();
+        memcpy(key + 8 * i, &v, 8);
+    }
+    return rng_key(r, key);
+}
+
+void kf_rng_free(kf_rng *r) {
+    if (r && r->evp) EVP_CIPHER_CTX_free(r->evp);
+    if (r) r->evp = NULL;
 }
 
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
+void kf_rng_fork(kf_rng *parent, kf_rng *child) {
+    child->evp = NULL;
+    child->has_spare = 0;
+    do {
+        for (int i = 0; i < 4; i++) child->s[i] = kf_rng_next(parent);
+    } while (!(child->s[0] | child->s[1] | child->s[2] | child->s[3]));
+}
+
 uint64_t kf_rng_next(kf_rng *r) {
-    uint64_t *s = r->s;
-    uint64_t res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return res;
+    if (!r->evp) { /* xoshiro256** */
+        uint64_t *s = r->s;
+        uint64_t res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = rotl(s[3], 45);
+        return res;
+    }
+    if (r->pos + 8 > sizeof r->buf) {
+        static const unsigned char zeros[sizeof r->buf];
+        int outl = 0;
+        if (!r->evp || !EVP_EncryptUpdate(r->evp, r->buf, &outl, zeros, (int)sizeof zeros)) {
+            /* never hand out a predictable stream: fail loudly */
+            fprintf(stderr, "kforge: fatal: the ChaCha20 input stream failed\n");
+            abort();
+        }
+        r->pos = 0;
+    }
+    uint64_t v;
+    memcpy(&v, r->buf + r->pos, 8);
+    r->pos += 8;
+    return v;
 }
 
 double kf_rng_uniform(kf_rng *r) { return (double)(kf_rng_next(r) >> 11) * 0x1.0p-53; }
 
-double kf_rng_normal(kf_rng *r) {
-    /* Marsaglia polar method: two normals per logarithm */
-    if (r->has_spare) {
-        r->has_spare = 0;
-        return r->spare;
+/* Normals by Marsaglia and Tsang's ziggurat (128 layers, 32-bit resolution): about
+ * one random word and no logarithm per value, which matters when a check fills
+ * millions of elements. The tables are built once. */
+static double zig_k[128], zig_w[128], zig_f[128];
+
+static void zig_init(void) {
+    const double m1 = 2147483648.0, vn = 9.91256303526217e-3;
+    double dn = 3.442619855899, tn = dn;
+    double q = vn / exp(-0.5 * dn * dn);
+    zig_k[0] = (dn / q) * m1;
+    zig_k[1] = 0;
+    zig_w[0] = q / m1;
+    zig_w[127] = dn / m1;
+    zig_f[0] = 1.0;
+    zig_f[127] = exp(-0.5 * dn * dn);
+    for (int i = 126; i >= 1; i--) {
+        dn = sqrt(-2.0 * log(vn / dn + exp(-0.5 * dn * dn)));
+        zig_k[i + 1] = (dn / tn) * m1;
+        tn = dn;
+        zig_f[i] = exp(-0.5 * dn * dn);
+        zig_w[i] = dn / m1;
     }
-    double u, v, s;
-    do {
-        u = 2.0 * kf_rng_uniform(r) - 1.0;
-        v = 2.0 * kf_rng_uniform(r) - 1.0;
-        s = u * u + v * v;
-    } while (s >= 1.0 || s == 0.0);
-    double f = sqrt(-2.0 * log(s) / s);
-    r->spare = v * f;
-    r->has_spare = 1;
-    return u * f;
+}
+
+double kf_rng_normal(kf_rng *r) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, zig_init);
+    for (;;) {
+        int32_t hz = (int32_t)(uint32_t)kf_rng_next(r);
+        int iz = hz & 127;
+        double x = (double)hz * zig_w[iz];
+        if (fabs((double)hz) < zig_k[iz]) return x;
+        if (iz == 0) { /* the tail beyond r = 3.4426 */
+            double xx, y;
+            do {
+                xx = -log(1.0 - kf_rng_uniform(r)) * 0.2904764;
+                y = -log(1.0 - kf_rng_uniform(r));
+            } while (y + y < xx * xx);
+            return hz > 0 ? 3.442620 + xx : -3.442620 - xx;
+        }
+        if (zig_f[iz] + kf_rng_uniform(r) * (zig_f[iz - 1] - zig_f[iz]) < exp(-0.5 * x * x))
+            return x;
+    }
 }
 
 int64_t kf_rng_range(kf_rng *r, int64_t lo, int64_t hi) {

@@ -64,13 +64,27 @@ int kf_expr_check_names(const kf_expr *e, const char *const *known, int n, char 
 const char *kf_expr_src(const kf_expr *e);
 void kf_expr_free(kf_expr *e);
 
-/* xoshiro256** seeded by splitmix64; not cryptographic, but its seed is secret. */
+/* The input RNG: the ChaCha20 keystream (OpenSSL). Everything a candidate can see -
+ * inputs, sentinels, guard bytes - comes from it, so observing any amount of it tells
+ * nothing about the next value (a red-team pass recovered a xoshiro state from 128
+ * guard words and predicted every later input). */
 typedef struct {
-    uint64_t s[4];
-    double spare; /* the polar method's second normal */
+    void *evp;                /* EVP_CIPHER_CTX; NULL for a forked stream */
+    unsigned char buf[4096];  /* keystream not yet used */
+    size_t pos;
+    uint64_t s[4];            /* xoshiro256** state of a forked stream */
+    double spare;             /* the polar method's second normal */
     int has_spare;
 } kf_rng;
-void kf_rng_seed(kf_rng *r, uint64_t seed);
+/* Key the stream from a 64-bit seed (reproducible runs) or from 256 secret bits.
+ * 0, or -1 when OpenSSL fails. Free with kf_rng_free. */
+int kf_rng_seed(kf_rng *r, uint64_t seed);
+int kf_rng_seed_secret(kf_rng *r);
+void kf_rng_free(kf_rng *r);
+/* A fast stream (xoshiro256**) keyed with 256 bits of the ChaCha20 stream, for filling
+ * ONE buffer: its values are all visible to the candidate anyway, and a fresh key per
+ * buffer means none of them says anything about any other buffer or call. */
+void kf_rng_fork(kf_rng *parent, kf_rng *child);
 uint64_t kf_rng_next(kf_rng *r);
 double kf_rng_uniform(kf_rng *r);          /* [0, 1) */
 double kf_rng_normal(kf_rng *r);           /* N(0, 1) */

@@ -1,11 +1,12 @@
-/* kforge-test: task=saxpy expect=rejected reason=sandbox_violation threat=5 */
+/* kforge-test: task=saxpy expect=rejected reason=unwritten_output threat=5 */
 /*
  * Threat 5, work after return: the call starts a detached thread and returns
- * at once, so the timed region is empty; the thread sleeps 50 ms (so it is
- * surely still alive when the call returns) and then fills z, hoping the
- * harness reads the output later. kforge counts the worker's threads before
- * and after the call: a thread still running after return is
- * sandbox_violation (and z is still the sentinel at return).
+ * at once, so the timed region is empty; the thread sleeps 50 ms and then
+ * fills z, hoping the harness reads the output later. kforge freezes the
+ * whole worker (SIGSTOP) the moment it answers and judges the outputs as they
+ * are at return: the sleeping thread never gets to write, z still holds the
+ * sentinel (unwritten_output). A thread that is RUNNING after return is
+ * sandbox_violation (05_busy_thread_after_return.c).
  */
 #include <pthread.h>
 #include <stdint.h>
