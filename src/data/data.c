@@ -96,10 +96,16 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
         int fl = a->init.dist != KF_DIST_INT;
         kf_rng fast;
         kf_rng_fork(rng, &fast);
-        for (int64_t k = 0; k < ex->count[i]; k++) {
-            double v = draw(&a->init, &fast);
-            if (fl) v *= scale;
-            put(a->type, in->buf[i], k, v);
+        if (a->type == KF_T_F32 && a->init.dist == KF_DIST_NORMAL) {
+            kf_rng_fill_normal_f32(&fast, in->buf[i], ex->count[i], a->init.a * scale, a->init.b * scale);
+        } else if (a->type == KF_T_F32 && a->init.dist == KF_DIST_UNIFORM) {
+            kf_rng_fill_uniform_f32(&fast, in->buf[i], ex->count[i], a->init.a * scale, a->init.b * scale);
+        } else {
+            for (int64_t k = 0; k < ex->count[i]; k++) {
+                double v = draw(&a->init, &fast);
+                if (fl) v *= scale;
+                put(a->type, in->buf[i], k, v);
+            }
         }
         if (variant == 1 && fl && ex->count[i] > 0) {
             /* spikes: a few elements x32, so that one element dominates sums and

@@ -233,14 +233,11 @@ static void zig_init(void) {
     }
 }
 
-double kf_rng_normal(kf_rng *r) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, zig_init);
+/* Outside the rectangles' cores: the tail (layer 0) or the wedge test, then a new
+ * draw (Marsaglia and Tsang's nfix). */
+static double zig_slow(kf_rng *r, int32_t hz, int iz) {
     for (;;) {
-        int32_t hz = (int32_t)(uint32_t)kf_rng_next(r);
-        int iz = hz & 127;
         double x = (double)hz * zig_w[iz];
-        if (fabs((double)hz) < zig_k[iz]) return x;
         if (iz == 0) { /* the tail beyond r = 3.4426 */
             double xx, y;
             do {
@@ -251,7 +248,40 @@ double kf_rng_normal(kf_rng *r) {
         }
         if (zig_f[iz] + kf_rng_uniform(r) * (zig_f[iz - 1] - zig_f[iz]) < exp(-0.5 * x * x))
             return x;
+        hz = (int32_t)(uint32_t)kf_rng_next(r);
+        iz = hz & 127;
+        if (fabs((double)hz) < zig_k[iz]) return (double)hz * zig_w[iz];
     }
+}
+
+double kf_rng_normal(kf_rng *r) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, zig_init);
+    int32_t hz = (int32_t)(uint32_t)kf_rng_next(r);
+    int iz = hz & 127;
+    if (fabs((double)hz) < zig_k[iz]) return (double)hz * zig_w[iz];
+    return zig_slow(r, hz, iz);
+}
+
+void kf_rng_fill_normal_f32(kf_rng *r, float *out, int64_t n, double mean, double std) {
+    (void)kf_rng_normal(r); /* builds the tables once */
+    int64_t i = 0;
+    while (i < n) {
+        uint64_t w = kf_rng_next(r);
+        /* two 32-bit draws per word: the common case of the ziggurat needs one */
+        for (int h = 0; h < 2 && i < n; h++, i++) {
+            int32_t hz = (int32_t)(uint32_t)(h ? w >> 32 : w);
+            int iz = hz & 127;
+            double x = (double)hz * zig_w[iz];
+            if (fabs((double)hz) >= zig_k[iz]) x = zig_slow(r, hz, iz); /* rare */
+            out[i] = (float)(mean + std * x);
+        }
+    }
+}
+
+void kf_rng_fill_uniform_f32(kf_rng *r, float *out, int64_t n, double lo, double hi) {
+    double span = hi - lo;
+    for (int64_t i = 0; i < n; i++) out[i] = (float)(lo + span * kf_rng_uniform(r));
 }
 
 int64_t kf_rng_range(kf_rng *r, int64_t lo, int64_t hi) {

@@ -89,6 +89,10 @@ uint64_t kf_rng_next(kf_rng *r);
 double kf_rng_uniform(kf_rng *r);          /* [0, 1) */
 double kf_rng_normal(kf_rng *r);           /* N(0, 1) */
 int64_t kf_rng_range(kf_rng *r, int64_t lo, int64_t hi); /* inclusive */
+/* Fill n floats with mean + std * N(0,1), or lo + (hi - lo) * U[0,1): the bulk paths
+ * for large buffers (no per-element call). */
+void kf_rng_fill_normal_f32(kf_rng *r, float *out, int64_t n, double mean, double std);
+void kf_rng_fill_uniform_f32(kf_rng *r, float *out, int64_t n, double lo, double hi);
 /* 64 secret bits from the kernel (getrandom). */
 uint64_t kf__secret_u64(void);
 
