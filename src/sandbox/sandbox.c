@@ -116,34 +116,21 @@ static void drain(int *fd, kf_buf *b) {
     }
 }
 
-/* The CPU time (ns, from /proc/PID/task/TID/schedstat) of every thread of a worker. */
+/* The thread ids of a worker (/proc/PID/task). */
 typedef struct {
     int n;
-    pid_t tid[256];
-    uint64_t ns[256];
-} thread_times;
+    pid_t tid[1024];
+} thread_ids;
 
-static void read_threads(pid_t pid, thread_times *tt) {
+static void read_threads(pid_t pid, thread_ids *tt) {
     char path[64];
     tt->n = 0;
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
     DIR *d = opendir(path);
     if (!d) return;
     struct dirent *e;
-    while ((e = readdir(d)) && tt->n < 256) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-        char sp[96], buf[128];
-        snprintf(sp, sizeof sp, "/proc/%d/task/%s/schedstat", (int)pid, e->d_name);
-        int fd = open(sp, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) continue;
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0) continue;
-        buf[n] = 0;
-        tt->tid[tt->n] = (pid_t)atoi(e->d_name);
-        tt->ns[tt->n] = strtoull(buf, NULL, 10);
-        tt->n++;
-    }
+    while ((e = readdir(d)) && tt->n < 1024)
+        if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tt->tid[tt->n++] = (pid_t)atoi(e->d_name);
     closedir(d);
 }
 
@@ -475,11 +462,14 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
         reap(w, r, "during the call", 1);
         return;
     }
-    /* Freeze the whole process the moment it answers: no thread of the candidate may
-     * run after return (work after return, #5), while the other side is timed (#24),
-     * or while the coordinator reads the outputs. Threads that were idle at return
-     * (a sleeping pool) may stay; one that ran after it, or appeared after it, may not. */
-    thread_times before, after;
+    /* Freeze the whole process the moment it answers: no thread of the candidate runs
+     * after return (work after return, #5), while the other side is timed (#24), or
+     * while the coordinator reads the outputs, which are judged as they are now.
+     * Threads that exist at the answer may stay (a parked pool); the kernel's CPU-time
+     * accounting is a tick stale for running threads, so it cannot tell a pool thread
+     * parking itself from a worker thread, and is not used. A thread that appears
+     * after the answer was started after return: a violation. */
+    thread_ids before, after;
     read_threads(w->pid, &before);
     kill(-w->pid, SIGSTOP);
     int status = 0;
@@ -498,18 +488,13 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     }
     w->stopped = 1;
     read_threads(w->pid, &after);
-    uint64_t ran = 0;
     int appeared = 0;
     for (int i = 0; i < after.n; i++) {
-        if (after.tid[i] == w->pid) continue;
-        int k = -1;
-        for (int j = 0; j < before.n; j++)
-            if (before.tid[j] == after.tid[i]) k = j;
-        if (k < 0) appeared = 1;
-        else if (after.ns[i] > before.ns[k]) ran += after.ns[i] - before.ns[k];
+        int known = after.tid[i] == w->pid;
+        for (int j = 0; j < before.n && !known; j++) known = before.tid[j] == after.tid[i];
+        appeared |= !known;
     }
-    /* 50 us in all: the accounting of threads that were parking themselves */
-    if (appeared || ran > 50000) {
+    if (appeared) {
         kill_group(w);
         while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
         }
@@ -518,8 +503,7 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
         r->st = KF_CALL_FAILED;
         r->reason = KF_REASON_SANDBOX_VIOLATION;
         snprintf(r->msg, sizeof r->msg,
-                 "a thread kept running after the call returned (work after return); "
-                 "threads must be joined, or idle, before the entry returns");
+                 "a thread was started after the call returned (work after return)");
         return;
     }
     r->st = KF_CALL_OK;

@@ -5,8 +5,8 @@
  * fills z, hoping the harness reads the output later. kforge freezes the
  * whole worker (SIGSTOP) the moment it answers and judges the outputs as they
  * are at return: the sleeping thread never gets to write, z still holds the
- * sentinel (unwritten_output). A thread that is RUNNING after return is
- * sandbox_violation (05_busy_thread_after_return.c).
+ * sentinel (unwritten_output). A running thread fares the same
+ * (05_busy_thread_after_return.c).
  */
 #include <pthread.h>
 #include <stdint.h>
