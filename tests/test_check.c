@@ -298,6 +298,10 @@ static void t_reference_failure_is_task_error(const void *arg) {
     kf_result *r = NULL;
     CHECK(kf_check(ctx, t, p, NULL, &r) == KF_ETASK);
     CHECKF(strstr(kf_errmsg(ctx), "reference failed"), "%s", kf_errmsg(ctx));
+    /* validate reports it as the task's fault, with the reason */
+    CHECK(kf_validate(ctx, t, NULL, &r) == KF_OK);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "crash"), "%s", kft_reasons(r));
+    kf_result_free(r);
     kf_task_free(t);
     kf_ctx_free(ctx);
     kf__rmtree(dir);

@@ -268,7 +268,59 @@ static void t_directives(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* Bad input never crashes the loader: 3000 random mutations of a valid task.json
+ * (byte flips, truncations, duplicated spans), each loaded in-process (ASan in CI). */
+static void t_mutations(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    const char *dir = mktask(good_json, good_ref);
+    char path[512];
+    snprintf(path, sizeof path, "%s/task.json", dir);
+    size_t n = strlen(good_json);
+    char *buf = malloc(2 * n + 1);
+    uint64_t x = 88172645463325252ull;
+    int loaded = 0;
+    static const char alphabet[] = "{}[]\":,0123456789-+.eE \n\\abnxyz*%()!<=>";
+    for (int iter = 0; iter < 3000; iter++) {
+        memcpy(buf, good_json, n + 1);
+        size_t len = n;
+        int edits = 1 + (int)((x >> 7) % 4);
+        for (int e = 0; e < edits; e++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            size_t pos = (size_t)(x % len);
+            switch ((x >> 32) % 4) {
+            case 0: buf[pos] = alphabet[(x >> 40) % (sizeof alphabet - 1)]; break;
+            case 1: len = pos; buf[len] = 0; break;
+            case 2: { /* duplicate a span */
+                size_t span = 1 + (size_t)((x >> 20) % 16);
+                if (pos + span > len || len + span > 2 * n) break;
+                memmove(buf + pos + span, buf + pos, len - pos + 1);
+                len += span;
+                break;
+            }
+            default: memmove(buf + pos, buf + pos + 1, len - pos); len--; break;
+            }
+            if (len < 2) break;
+        }
+        FILE *f = fopen(path, "w");
+        CHECK(f);
+        fwrite(buf, 1, len, f);
+        fclose(f);
+        kf_task *t = NULL;
+        kf_status st = kf_task_load(ctx, dir, &t);
+        CHECK((st == KF_OK) == (t != NULL));
+        CHECK(st == KF_OK || strlen(kf_errmsg(ctx)) > 10);
+        loaded += st == KF_OK;
+        kf_task_free(t);
+    }
+    free(buf);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+    CHECK(loaded < 3000); /* the mutations did produce invalid tasks */
+}
+
 void kft_register_task(void) {
+    kft_add("task/mutations", t_mutations, NULL, 60);
     kft_add("task/bundled_load", t_bundled_load, NULL, 10);
     kft_add("task/good_minimal", t_good_minimal, NULL, 10);
     kft_add("task/malformed_json", t_malformed_json, NULL, 10);

@@ -185,6 +185,18 @@ json_t *kf_sess_shape_json(const kf_task *t, const kf_shape *sh) {
     return o;
 }
 
+int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b) {
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *g = &t->args[i];
+        if (!g->is_buffer || g->io == KF_IO_IN) continue;
+        double rtol, atol;
+        kf_task_tolerance(t, g->type, &rtol, &atol);
+        if (!kf_data_same(g->type, a[i], b[i], ex->count[i], t->determinism_exact, rtol, atol))
+            return 0;
+    }
+    return 1;
+}
+
 static const char *io_name(const kf_arg *a) { return a->io == KF_IO_INOUT ? "inout" : "output"; }
 
 int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
@@ -480,15 +492,7 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
             }
         }
         if (trial == 3) {
-            int same = 1;
-            for (int i = 0; i < t->nargs && same; i++) {
-                const kf_arg *a = &t->args[i];
-                if (!a->is_buffer || a->io == KF_IO_IN) continue;
-                double rtol, atol;
-                kf_task_tolerance(t, a->type, &rtol, &atol);
-                same = kf_data_same(a->type, cando[0][i], cando[1][i], ex->count[i],
-                                    t->determinism_exact, rtol, atol);
-            }
+            int same = kf_outputs_same(t, ex, cando[0], cando[1]);
             /* when both calls already failed, their difference is only the poison
              * showing through: the failures say more than "nondeterministic" */
             if (!same && !(bad_late[0] && bad_late[1]))

@@ -66,6 +66,10 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
              const kf_poison *p, void **ref, void ***prev, int nprev, json_t *shape,
              const char *when, double *max_abs, double *max_rel);
 
+/* Do two sets of outputs agree under the task's determinism rule (bitwise, or within
+ * the tolerance)? */
+int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b);
+
 /* Task-level degeneracy at one shape: would zeros, a copied input, or the output of
  * other inputs (ref_other) pass as ref? Returns a description or NULL (caller frees). */
 char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void **ref,

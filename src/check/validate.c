@@ -68,16 +68,7 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
         if (kf_sess_take_outputs(s, ref, &ex, outs[trial])) st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
     }
     if (!st && !problems) {
-        int same = 1;
-        for (int i = 0; i < t->nargs && same; i++) {
-            const kf_arg *a = &t->args[i];
-            if (!a->is_buffer || a->io == KF_IO_IN) continue;
-            double rtol, atol;
-            kf_task_tolerance(t, a->type, &rtol, &atol);
-            same = kf_data_same(a->type, outs[1][i], outs[2][i], ex.count[i], t->determinism_exact,
-                                rtol, atol);
-        }
-        if (!same) {
+        if (!kf_outputs_same(t, &ex, outs[1], outs[2])) {
             kf_result_reject(s->res, KF_REASON_NONDETERMINISTIC, sizes,
                              "the reference gives different outputs for the same inputs");
             problems = 1;
@@ -145,9 +136,8 @@ kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts, kf_
         json_object_set_new(o, "kind", json_string(sh->kind == KF_SHAPE_VISIBLE ? "visible" :
                                                    sh->kind == KF_SHAPE_HIDDEN ? "hidden" : "edge"));
         json_array_append_new(jshapes, o);
-        int before = s.res->nreasons;
         st = validate_shape(&s, &ref, sh, o);
-        if (s.res->nreasons > before && s.res->reasons[before] == KF_REASON_CRASH) break;
+        if (kf_worker_dead(ref.w)) break; /* the rest cannot run */
     }
 out:
     kf_worker_close(ref.w);

@@ -414,6 +414,7 @@ fail:
 unsigned char *kf_worker_arena(kf_worker *w) { return w->arena; }
 int kf_worker_landlock_abi(const kf_worker *w) { return w->landlock_abi; }
 int kf_worker_sealed(const kf_worker *w) { return w->sealed; }
+int kf_worker_dead(const kf_worker *w) { return w->dead; }
 const char *kf_worker_output(kf_worker *w) { return w->out.p ? w->out.p : ""; }
 
 void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_result *r) {

@@ -39,6 +39,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
 unsigned char *kf_worker_arena(kf_worker *w);
 int kf_worker_landlock_abi(const kf_worker *w);
 int kf_worker_sealed(const kf_worker *w); /* 1 when mseal protects the worker's image */
+int kf_worker_dead(const kf_worker *w);   /* 1 after a failed call: only close may follow */
 /* One call. msg's magic/type/seq are filled in here. After FAILED the worker is dead
  * and only kf_worker_close may follow. */
 void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_result *r);
