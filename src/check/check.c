@@ -263,24 +263,27 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
     return bad;
 }
 
-char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void **ref,
-                    void **ref_other) {
-    int all_zero = 1, all_other = 1, all_copy = 1, nout = 0;
-    char copied[256] = "";
+/* One input set: clears *all_zero / *all_copy / *all_other when that trivial strategy
+ * fails on some output. */
+static void degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void **ref,
+                      void **ref_other, int *all_zero, int *all_copy, int *all_other,
+                      char *copied, size_t ncopied) {
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
         if (!a->is_buffer || a->io == KF_IO_IN) continue;
-        nout++;
         double rtol, atol;
         kf_task_tolerance(t, a->type, &rtol, &atol);
         size_t bytes = ex->bytes[i] ? ex->bytes[i] : 1;
         void *zero = calloc(1, bytes);
-        if (!zero) return NULL;
+        if (!zero) {
+            *all_zero = *all_copy = *all_other = 0;
+            return;
+        }
         kf_cmp c;
         kf_data_compare(a->type, zero, ref[i], ex->count[i], rtol, atol, NULL, &c);
-        if (c.first_bad >= 0 || ex->count[i] == 0) all_zero = 0;
+        if (c.first_bad >= 0 || ex->count[i] == 0) *all_zero = 0;
         if (!ref_other || !kf_data_same(a->type, ref_other[i], ref[i], ex->count[i], 0, rtol, atol))
-            all_other = 0;
+            *all_other = 0;
         /* a copy of any input with as many elements, converted to this type */
         int copy_ok = 0;
         for (int j = 0; j < t->nargs && !copy_ok; j++) {
@@ -302,14 +305,23 @@ char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in,
             kf_data_compare(a->type, conv, ref[i], ex->count[i], rtol, atol, NULL, &c);
             if (c.first_bad < 0 && ex->count[i] > 0) {
                 copy_ok = 1;
-                snprintf(copied, sizeof copied, "%s copied into %s", b->name, a->name);
+                snprintf(copied, ncopied, "%s copied into %s", b->name, a->name);
             }
             free(conv);
         }
-        if (!copy_ok) all_copy = 0;
+        if (!copy_ok) *all_copy = 0;
         free(zero);
     }
-    if (!nout) return NULL;
+}
+
+char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void ***ref,
+                    int nsets) {
+    int all_zero = 1, all_other = 1, all_copy = 1;
+    char copied[256] = "";
+    for (int k = 0; k < nsets; k++)
+        degen_set(t, ex, &in[k], ref[k], k + 1 < nsets ? ref[k + 1] : ref[0], &all_zero,
+                  &all_copy, &all_other, copied, sizeof copied);
+    if (nsets < 2) all_other = 0;
     if (all_zero) return kf__strdup("an all-zero output passes the tolerance");
     if (all_copy) return kf__asprintf("copying the inputs passes the tolerance (%s)", copied);
     if (all_other)
@@ -425,7 +437,8 @@ static kf_status prep_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, shape_
     pp->ready = 1;
     /* a degenerate task is refused, whatever the candidate does */
     if (sh->kind == KF_SHAPE_VISIBLE) {
-        char *why = kf_degenerate(t, &pp->ex, &pp->in[0], pp->refo[0], pp->refo[1]);
+        void **sets[3] = {pp->refo[0], pp->refo[1], pp->refo[2]};
+        char *why = kf_degenerate(t, &pp->ex, pp->in, sets, 3);
         if (why) {
             kf_status st = kf__err(s->ctx, KF_ETASK,
                                    "%s: degenerate task at %s: %s; it cannot tell a correct "

@@ -70,10 +70,12 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
  * the tolerance)? */
 int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b);
 
-/* Task-level degeneracy at one shape: would zeros, a copied input, or the output of
- * other inputs (ref_other) pass as ref? Returns a description or NULL (caller frees). */
-char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void **ref,
-                    void **ref_other);
+/* Task-level degeneracy at one shape, judged over nsets input sets and their reference
+ * outputs: would zeros, a copied input, or the output of other inputs pass as the
+ * reference on EVERY set? (One set can pass by chance at tiny shapes.) Returns a
+ * description or NULL (caller frees). */
+char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void ***ref,
+                    int nsets);
 
 kf_status kf_bench_timed(kf_sess *s, const char *vs_path);
 

@@ -189,6 +189,45 @@ static void structured(const kf_task *t, kf_rng *rng, int64_t *v, int i) {
     }
 }
 
+/* The edge shape "minimum sizes": the all-minimum shape when it is valid, otherwise the
+ * smallest valid shape (fewest buffer bytes) found among small values: min .. min+15,
+ * the smallest multiple of each power of two up to 1024, equal sizes, and the visible
+ * shapes' values. A domain such as `cols % 8 == 0` thus gets cols = 8, not a random
+ * multiple. Returns 1 with v filled, 0 when none was found. */
+static int smallest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when,
+                          const kf_vars *params, uint64_t cap, int64_t *v) {
+    int64_t *cand = calloc((size_t)t->nsizes, sizeof *cand);
+    uint64_t best = UINT64_MAX;
+    char err[256];
+    if (!cand) return 0;
+    for (int tries = 0; tries < 3000; tries++) {
+        for (int i = 0; i < t->nsizes; i++) {
+            int64_t lo = t->size_min[i], hi = t->size_max[i], x = lo;
+            double u = kf_rng_uniform(rng);
+            switch (tries ? kf_rng_next(rng) % 4 : 0) {
+            case 0: x = lo + (int64_t)(u * u * u * 16); break;
+            case 1: {
+                int64_t m = INT64_C(1) << kf_rng_range(rng, 1, 10);
+                x = (lo + m - 1) / m * m;
+                break;
+            }
+            case 2: x = i ? cand[kf_rng_range(rng, 0, i - 1)] : lo; break;
+            default: x = t->nshapes ? t->shapes[kf_rng_range(rng, 0, t->nshapes - 1)].v[i] : lo; break;
+            }
+            cand[i] = x < lo ? lo : x > hi ? hi : x;
+        }
+        kf_shape s = {cand, KF_SHAPE_EDGE};
+        if (kf_task_shape_ok(t, &s, when, params, err, sizeof err) != 1) continue;
+        uint64_t b = kf_task_shape_bytes(t, &s);
+        if (b > cap || b >= best) continue;
+        best = b;
+        memcpy(v, cand, (size_t)t->nsizes * sizeof *v);
+        if (tries == 0) break; /* the all-minimum shape itself */
+    }
+    free(cand);
+    return best != UINT64_MAX;
+}
+
 int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr *when,
                         const kf_vars *params, uint64_t buffer_cap, kf_shape **out,
                         int *nout, char *err, size_t errlen) {
@@ -206,7 +245,7 @@ int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr 
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        int found = 0;
+        int found = family == 0 && smallest_shape(t, rng, when, params, buffer_cap, v);
         for (int tries = 0; tries < 2000 && !found; tries++) {
             for (int i = 0; i < t->nsizes; i++) {
                 /* after many failures, mix edge values with free draws per size */
