@@ -12,6 +12,7 @@
 #include "result.h"
 
 #include <limits.h>
+#include <sched.h>
 
 typedef struct {
     kf_ctx *ctx;
@@ -24,6 +25,8 @@ typedef struct {
     kf_build cbuild, rbuild; /* candidate, reference */
     kf_result *res;
     uint64_t t0;
+    int timing;              /* bench: workers spin-waited and kept off our CPU */
+    cpu_set_t worker_cpus;
 } kf_sess;
 
 /* One side of a comparison: a worker and where its current buffers sit. */

@@ -19,8 +19,9 @@ enum {
     KF_MSG_READY = 1, /* worker -> parent: candidate loaded */
     KF_MSG_LOADFAIL,  /* worker -> parent: dlopen/dlsym failed (text) */
     KF_MSG_RUN,       /* parent -> worker: call the entry once */
-    KF_MSG_DONE,      /* worker -> parent: returned; in-process ns */
-    KF_MSG_EXIT       /* parent -> worker: exit now */
+    KF_MSG_DONE,      /* worker -> parent: returned; ns = CLOCK_MONOTONIC after */
+    KF_MSG_EXIT,      /* parent -> worker: exit now */
+    KF_MSG_START      /* worker -> parent: about to call; ns = CLOCK_MONOTONIC before */
 };
 
 typedef struct {

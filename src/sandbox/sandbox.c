@@ -14,11 +14,11 @@
 #define _GNU_SOURCE
 #include "sandbox.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -40,7 +40,7 @@ struct kf_worker {
     unsigned char *arena;
     size_t arena_size;
     uint32_t seq;
-    int dead, stopped, landlock_abi, sealed;
+    int dead, stopped, landlock_abi, sealed, spin;
     uint64_t mem_limit;
     double cpu_s;
     kf_buf out;
@@ -114,24 +114,6 @@ static void drain(int *fd, kf_buf *b) {
         }
         return;
     }
-}
-
-/* The thread ids of a worker (/proc/PID/task). */
-typedef struct {
-    int n;
-    pid_t tid[1024];
-} thread_ids;
-
-static void read_threads(pid_t pid, thread_ids *tt) {
-    char path[64];
-    tt->n = 0;
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) && tt->n < 1024)
-        if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tt->tid[tt->n++] = (pid_t)atoi(e->d_name);
-    closedir(d);
 }
 
 static void kill_group(kf_worker *w) {
@@ -291,6 +273,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     w->sock = w->outfd = w->errfd = -1;
     w->mem_limit = o->mem_limit;
     w->cpu_s = o->cpu_s;
+    w->spin = o->spin;
     kf_buf_init(&w->out, OUTPUT_CAP);
     int sv[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1}, memfd = -1, devnull = -1;
     int hi[5] = {-1, -1, -1, -1, -1};
@@ -358,6 +341,9 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         st = kf__err(ctx, KF_EINTERNAL, "spawning %s: %s", wpath, strerror(rc));
         goto fail;
     }
+    /* timing runs keep workers off the coordinator's CPU, so its spin never delays
+     * them; before exec there is nothing to race: the worker blocks on its channel */
+    if (o->cpus) sched_setaffinity(w->pid, sizeof(cpu_set_t), (const cpu_set_t *)o->cpus);
     for (int i = 0; i < 5; i++) close(hi[i]);
     close(devnull);
     close(op[1]);
@@ -417,6 +403,31 @@ int kf_worker_sealed(const kf_worker *w) { return w->sealed; }
 int kf_worker_dead(const kf_worker *w) { return w->dead; }
 const char *kf_worker_output(kf_worker *w) { return w->out.p ? w->out.p : ""; }
 
+/* Receive one START or DONE message for sequence seq. 1 with *ns set; 0 when the
+ * worker died, lied or timed out (r set, worker dead). */
+static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadline,
+                       double timeout_s, uint64_t *ns, uint64_t *at, kf_call_result *r) {
+    union {
+        kf_msg_done d;
+        char pad[sizeof(kf_msg_text)];
+    } m;
+    size_t len = 0;
+    int ok = await(w, &m, sizeof m, &len, deadline, r, "during the call",
+                   w->spin ? 50000000ull : 0);
+    *at = kf__now_ns();
+    if (ok < 0) {
+        timeout_kill(w, r, timeout_s, "during the call");
+        return 0;
+    }
+    if (!ok) return 0;
+    if (len != sizeof m.d || m.d.magic != KF_PROTO_MAGIC || m.d.type != type || m.d.seq != seq) {
+        reap(w, r, "during the call", 1);
+        return 0;
+    }
+    *ns = m.d.ns;
+    return 1;
+}
+
 void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_result *r) {
     memset(r, 0, sizeof *r);
     if (w->dead) {
@@ -434,49 +445,44 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     msg->magic = KF_PROTO_MAGIC;
     msg->type = KF_MSG_RUN;
     msg->seq = ++w->seq;
-    /* the coordinator's clock starts before the worker may run again */
-    uint64_t t0 = kf__now_ns();
-    if (w->stopped) { /* frozen since its last reply: nothing of it ran meanwhile */
-        kill(-w->pid, SIGCONT);
-        w->stopped = 0;
-    }
+    /* queue the request while the worker is still frozen, then resume it: its main
+     * thread finds the request at once (a worker never called yet is not frozen, so
+     * the clock is read before the request goes out) */
+    uint64_t resumed = kf__now_ns();
     if (send(w->sock, msg, sizeof *msg, MSG_NOSIGNAL) != (ssize_t)sizeof *msg) {
         reap(w, r, "before the call", 0);
         return;
     }
-    kf_msg_done d;
-    size_t len = 0;
-    union {
-        kf_msg_done d;
-        char pad[sizeof(kf_msg_text)];
-    } m;
-    int ok = await(w, &m, sizeof m, &len, t0 + (uint64_t)(timeout_s * 1e9), r, "during the call",
-                   50000000ull);
-    uint64_t t1 = kf__now_ns();
-    if (ok < 0) {
-        timeout_kill(w, r, timeout_s, "during the call");
-        return;
+    if (w->stopped) {
+        kill(-w->pid, SIGCONT);
+        w->stopped = 0;
     }
-    if (!ok) return;
-    memcpy(&d, &m.d, sizeof d);
-    if (len != sizeof d || d.magic != KF_PROTO_MAGIC || d.type != KF_MSG_DONE || d.seq != msg->seq) {
-        reap(w, r, "during the call", 1);
-        return;
-    }
-    /* Freeze the whole process the moment it answers: no thread of the candidate runs
-     * after return (work after return, #5), while the other side is timed (#24), or
-     * while the coordinator reads the outputs, which are judged as they are now.
-     * Threads that exist at the answer may stay (a parked pool); the kernel's CPU-time
-     * accounting is a tick stale for running threads, so it cannot tell a pool thread
-     * parking itself from a worker thread, and is not used. A thread that appears
-     * after the answer was started after return: a violation. */
-    thread_ids before, after;
-    read_threads(w->pid, &before);
-    kill(-w->pid, SIGSTOP);
+    uint64_t deadline = resumed + (uint64_t)(timeout_s * 1e9), t0, t1, p0, p1;
+    if (!await_stamp(w, KF_MSG_START, msg->seq, deadline, timeout_s, &t0, &p0, r)) return;
+    if (!await_stamp(w, KF_MSG_DONE, msg->seq, deadline, timeout_s, &t1, &p1, r)) return;
+    /* The worker stops itself (SIGSTOP to its whole thread group) right after its
+     * answer; wait for that. Nothing of the candidate runs after return (#5), while the
+     * other side is timed (#24), or while the coordinator reads the outputs, which are
+     * judged as they are at this moment. Idle threads (a parked pool) may persist. */
     int status = 0;
-    pid_t g;
-    /* SIGSTOP cannot be caught or ignored: the group stops (or dies) promptly */
-    while ((g = waitpid(w->pid, &status, WUNTRACED)) < 0 && errno == EINTR) {
+    pid_t g = 0;
+    uint64_t stop_by = kf__now_ns() + 200000000ull;
+    while ((g = waitpid(w->pid, &status, WUNTRACED | WNOHANG)) == 0 && kf__now_ns() < stop_by) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    if (g == 0) { /* its own SIGSTOP never came: the worker's code was subverted */
+        kill_group(w);
+        while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        w->pid = -1;
+        w->dead = 1;
+        r->st = KF_CALL_FAILED;
+        r->reason = KF_REASON_SANDBOX_VIOLATION;
+        snprintf(r->msg, sizeof r->msg, "the worker did not stop after answering (its control "
+                                         "flow was subverted)");
+        return;
     }
     if (g == w->pid && !WIFSTOPPED(status)) {
         struct rusage ru;
@@ -488,28 +494,28 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
         return;
     }
     w->stopped = 1;
-    read_threads(w->pid, &after);
-    int appeared = 0;
-    for (int i = 0; i < after.n; i++) {
-        int known = after.tid[i] == w->pid;
-        for (int j = 0; j < before.n && !known; j++) known = before.tid[j] == after.tid[i];
-        appeared |= !known;
+    if (recv(w->sock, junk, sizeof junk, MSG_DONTWAIT | MSG_PEEK) > 0) {
+        reap(w, r, "after the call", 1);
+        return;
     }
-    if (appeared) {
+    /* One clock (CLOCK_MONOTONIC) on both sides: the stamps must fall in order,
+     * resumed <= t0 <= p0 and t0 <= t1 <= p1. */
+    if (t0 < resumed || t0 > p0 || t1 < t0 || t1 > p1) {
         kill_group(w);
         while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
         }
         w->pid = -1;
         w->dead = 1;
         r->st = KF_CALL_FAILED;
-        r->reason = KF_REASON_SANDBOX_VIOLATION;
+        r->reason = KF_REASON_TIMING_MISMATCH;
         snprintf(r->msg, sizeof r->msg,
-                 "a thread was started after the call returned (work after return)");
+                 "the worker's clock stamps are impossible against the coordinator's "
+                 "(start %+lld ns, end %+lld ns)", (long long)(t0 - p0), (long long)(t1 - p1));
         return;
     }
     r->st = KF_CALL_OK;
-    r->worker_ns = d.ns;
-    r->parent_ns = t1 - t0;
+    r->worker_ns = t1 - t0;
+    r->parent_ns = p1 - p0;
 }
 
 void kf_worker_close(kf_worker *w) {

@@ -28,6 +28,8 @@ typedef struct {
     double cpu_s;          /* CPU seconds for the worker's whole life */
     uint64_t mem_limit;    /* address space beyond the arena */
     double start_timeout_s;
+    int spin;              /* spin-wait for replies (timing runs): steady latency */
+    const void *cpus;      /* cpu_set_t the worker may run on, or NULL for any */
 } kf_worker_opts;
 
 /* Spawn a worker for the built object so_path with an arena of arena_size bytes.

@@ -14,7 +14,8 @@
  *   6. applies rlimits (CPU, address space, file size, descriptors, no core);
  *   7. sets no_new_privs and not-dumpable, and loads the seccomp allow-list.
  * Then it loads the candidate and serves RUN requests: one call of the entry each,
- * timed with CLOCK_MONOTONIC. It computes no verdict; the coordinator distrusts
+ * announced by START (the clock before) and answered by DONE (the clock after),
+ * after which it stops itself (SIGSTOP) until the coordinator resumes it. It computes no verdict; the coordinator distrusts
  * everything it says and checks the outputs itself.
  * Built without sanitizers: their runtimes need syscalls the filter forbids.
  */
@@ -142,10 +143,15 @@ int main(int argc, char **argv) {
         void *bufs[KF_PROTO_MAXARGS];
         for (uint32_t i = 0; i < m.nargs; i++)
             bufs[i] = m.off[i] < (uint64_t)st.st_size ? (char *)arena + m.off[i] : NULL;
-        uint64_t t0 = now_ns();
+        /* t0 leaves the process before any candidate code runs in this call, so no
+         * register or stack trick of the candidate can move it */
+        kf_msg_done start = {KF_PROTO_MAGIC, KF_MSG_START, m.seq, 0, now_ns()};
+        if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
         call(bufs, m.ival, m.fval);
-        uint64_t t1 = now_ns();
-        kf_msg_done d = {KF_PROTO_MAGIC, KF_MSG_DONE, m.seq, 0, t1 - t0};
+        kf_msg_done d = {KF_PROTO_MAGIC, KF_MSG_DONE, m.seq, 0, now_ns()};
         if (send(KF_WORKER_SOCK_FD, &d, sizeof d, MSG_NOSIGNAL) != sizeof d) _exit(114);
+        /* freeze the whole process at once; the coordinator sends SIGSTOP too, and
+         * resumes it (SIGCONT) only for the next call */
+        kill(getpid(), SIGSTOP);
     }
 }

@@ -205,7 +205,7 @@ static int smallest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when,
             int64_t lo = t->size_min[i], hi = t->size_max[i], x = lo;
             double u = kf_rng_uniform(rng);
             switch (tries ? kf_rng_next(rng) % 4 : 0) {
-            case 0: x = lo + (int64_t)(u * u * u * 16); break;
+            case 0: x = tries ? lo + (int64_t)(u * u * u * 16) : lo; break;
             case 1: {
                 int64_t m = INT64_C(1) << kf_rng_range(rng, 1, 10);
                 x = (lo + m - 1) / m * m;
