@@ -14,8 +14,8 @@
  *   6. applies rlimits (CPU, address space, file size, descriptors, no core);
  *   7. sets no_new_privs and not-dumpable, and loads the seccomp allow-list.
  * Then it loads the candidate and serves RUN requests: one call of the entry each,
- * announced by START (the clock before) and answered by DONE (the clock after),
- * after which it stops itself (SIGSTOP) until the coordinator resumes it. It computes no verdict; the coordinator distrusts
+ * announced by START (the clock before) and answered by DONE (the clock after). The
+ * coordinator freezes it (SIGSTOP) at each answer and resumes it for the next call. It computes no verdict; the coordinator distrusts
  * everything it says and checks the outputs itself.
  * Built without sanitizers: their runtimes need syscalls the filter forbids.
  */
@@ -150,8 +150,5 @@ int main(int argc, char **argv) {
         call(bufs, m.ival, m.fval);
         kf_msg_done d = {KF_PROTO_MAGIC, KF_MSG_DONE, m.seq, 0, now_ns()};
         if (send(KF_WORKER_SOCK_FD, &d, sizeof d, MSG_NOSIGNAL) != sizeof d) _exit(114);
-        /* freeze the whole process at once; the coordinator sends SIGSTOP too, and
-         * resumes it (SIGCONT) only for the next call */
-        kill(getpid(), SIGSTOP);
     }
 }
