@@ -151,9 +151,11 @@ static const int refused[] = {
     SCMP_SYS(memfd_create), SCMP_SYS(prctl), SCMP_SYS(setsid), SCMP_SYS(mlock),
     SCMP_SYS(munlock), SCMP_SYS(sched_setaffinity), SCMP_SYS(setpriority),
     SCMP_SYS(getpriority), SCMP_SYS(openat2), SCMP_SYS(statfs), SCMP_SYS(fstatfs),
+    SCMP_SYS(sched_setscheduler), SCMP_SYS(sched_setparam), SCMP_SYS(sched_setattr),
+    SCMP_SYS(sched_getattr),
 };
 
-int kf_policy_seccomp_worker(pid_t self) {
+int kf_policy_seccomp_worker(pid_t self, int landlock) {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return -1;
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     scmp_filter_ctx f = seccomp_init(SCMP_ACT_KILL_PROCESS);
@@ -176,20 +178,29 @@ int kf_policy_seccomp_worker(pid_t self) {
         rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
                                SCMP_A2(SCMP_CMP_MASKED_EQ, wx, ok[i]));
     }
-    /* read-only opens only */
+    /* Opens: read-only ones pass. O_RDWR without create/truncate/append (what
+     * pthread_setname_np does on /proc/self/task/N/comm) fails with EACCES: Landlock
+     * grants no write right anywhere, and without Landlock seccomp refuses it itself.
+     * Anything that writes, creates, truncates or appends kills (sandbox_violation). */
     const uint64_t wr = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
     rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
                            SCMP_A2(SCMP_CMP_MASKED_EQ, wr, 0));
     rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(open), 1,
                            SCMP_A1(SCMP_CMP_MASKED_EQ, wr, 0));
+    uint32_t rdwr = landlock ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EACCES);
+    rc |= seccomp_rule_add(f, rdwr, SCMP_SYS(openat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, wr, O_RDWR));
+    rc |= seccomp_rule_add(f, rdwr, SCMP_SYS(open), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, wr, O_RDWR));
     /* signals to itself only */
     rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1,
                            SCMP_A0(SCMP_CMP_EQ, (uint64_t)self));
     rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
                            SCMP_A0(SCMP_CMP_EQ, (uint64_t)self));
-    /* getrlimit through prlimit64(0, res, NULL, old) */
+    /* getrlimit through prlimit64(0, res, NULL, old); setting a limit fails (EPERM) */
     rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 2,
                            SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 1,
+                           SCMP_A2(SCMP_CMP_NE, 0));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setrlimit), 0);
     /* isatty() and friends */
     rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
                            SCMP_A1(SCMP_CMP_EQ, TCGETS));

@@ -25,7 +25,8 @@ int kf_policy_rlimits(const kf_limits *l);
 int kf_policy_landlock(const char *const *ro, int nro, const char *const *rw, int nrw);
 
 /* no_new_privs + not dumpable + the worker's seccomp allow-list (self_pid is the only
- * pid that kill/tgkill may target). 0, or -1 with errno. */
-int kf_policy_seccomp_worker(pid_t self_pid);
+ * pid that kill/tgkill may target; landlock says whether Landlock already denies all
+ * writes). 0, or -1 with errno. */
+int kf_policy_seccomp_worker(pid_t self_pid, int landlock);
 
 #endif

@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
 
     kf_limits lim = {atof(argv[3]), strtoull(argv[4], NULL, 10), 1 << 20, 64};
     if (kf_policy_rlimits(&lim)) die(113, "rlimits");
-    if (kf_policy_seccomp_worker(getpid())) die(113, "seccomp");
+    if (kf_policy_seccomp_worker(getpid(), abi > 0)) die(113, "seccomp");
 
     void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
