@@ -162,7 +162,7 @@ static void t_impossible(const void *arg) {
     refused(j, good_ref, KF_ETASK, "outside its range", NULL);
     free(j);
     j = edit("\"hidden\"", "\"constraints\":[\"n % 7 == 0\"],\"hidden\"");
-    refused(j, good_ref, KF_ETASK, "violates the task's constraints", NULL);
+    refused(j, good_ref, KF_ETASK, "violates the constraint", "n % 7 == 0");
     free(j);
     /* buffers beyond the 1 GiB cap */
     j = edit("[1,4096]},", "[1,4096], \"m\":[1,100000000]},");
@@ -181,6 +181,19 @@ static void t_impossible(const void *arg) {
     free(j);
     free(j3);
     free(j4);
+}
+
+static void t_cost_and_backend(const void *arg) {
+    (void)arg;
+    char *j = edit("\"hidden\"", "\"cost\":{\"flops\":\"n / (n - n)\"},\"hidden\"");
+    refused(j, good_ref, KF_ETASK, "cost.flops", "division by zero");
+    free(j);
+    j = edit("\"hidden\"", "\"cost\":{\"bytes\":\"4 - n\"},\"hidden\"");
+    refused(j, good_ref, KF_ETASK, "cost.bytes", "negative");
+    free(j);
+    j = edit("\"backend\":\"c\"", "\"backend\":\"cuda\"");
+    refused(j, good_ref, KF_EBACKEND, "not available", NULL);
+    free(j);
 }
 
 static void t_no_output(const void *arg) {
@@ -258,6 +271,11 @@ static void t_directives(const void *arg) {
     CHECK(kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_EUSAGE);
     CHECK(strstr(kf_errmsg(ctx), "rows"));
     f = fopen(path, "w");
+    fputs("/* kforge:param n = 4, 8 */\n", f); /* clashes with the size n */
+    fclose(f);
+    CHECK(kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_EUSAGE);
+    CHECK(strstr(kf_errmsg(ctx), "size of that name"));
+    f = fopen(path, "w");
     fputs("/* kforge:parm X = 1 */\n", f);
     fclose(f);
     CHECK(kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_EUSAGE);
@@ -330,6 +348,7 @@ void kft_register_task(void) {
     kft_add("task/missing_files", t_missing_files, NULL, 10);
     kft_add("task/impossible", t_impossible, NULL, 10);
     kft_add("task/no_output", t_no_output, NULL, 10);
+    kft_add("task/cost_and_backend", t_cost_and_backend, NULL, 10);
     kft_add("task/hidden_draws", t_hidden_draws, NULL, 10);
     kft_add("task/directives", t_directives, NULL, 10);
 }

@@ -209,9 +209,13 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
     int bad = 0;
     int g = kf_data_check_guards(t, &side->lay, p, arena);
     if (g >= 0) {
+        int last = -1; /* the guard after the last buffer */
+        for (int i = 0; i < t->nargs; i++)
+            if (t->args[i].is_buffer) last = i;
         kf_result_reject(r, KF_REASON_OUT_OF_BOUNDS, shape,
                          "wrote outside its buffers: the guard zone %s %s changed (%s)",
-                         g < t->nargs ? "before" : "after", g < t->nargs ? t->args[g].name : "the last buffer", when);
+                         g < t->nargs ? "just before" : "just after",
+                         t->args[g < t->nargs ? g : last].name, when);
         bad = 1;
     }
     int m = kf_data_check_inputs(t, ex, &side->lay, in, arena);
@@ -242,23 +246,37 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
             kf_result_reject(r, KF_REASON_STALE_RESULT, shape,
                              "%s %s holds the result of an earlier call's inputs, not this "
                              "call's (memoised or stale output; %s)", io_name(a), a->name, when);
-        } else if (c.unwritten) {
+            continue;
+        }
+        char at[128];
+        if (c.unwritten) {
+            kf_data_format_index(t, ex, i, c.first[KF_CMP_UNWRITTEN], at, sizeof at);
             kf_result_reject(r, KF_REASON_UNWRITTEN_OUTPUT, shape,
-                             "%lld of %lld elements of %s %s were never written (first at "
-                             "index %lld; %s)", (long long)c.unwritten, (long long)c.n,
-                             io_name(a), a->name, (long long)c.first_bad, when);
-        } else if (c.nonfinite) {
+                             "%lld of %lld elements of %s %s were never written (first %s; %s)",
+                             (long long)c.unwritten, (long long)c.n, io_name(a), a->name, at, when);
+        }
+        if (c.nonfinite) {
+            kf_data_format_index(t, ex, i, c.first[KF_CMP_NONFINITE], at, sizeof at);
             kf_result_reject(r, KF_REASON_NONFINITE, shape,
-                             "%lld elements of %s are NaN or Inf where the reference is "
-                             "finite (first %s[%lld] = %g, expected %g; %s)",
-                             (long long)c.nonfinite, a->name, a->name, (long long)c.first_bad,
-                             c.got, c.want, when);
-        } else {
-            kf_result_reject(r, KF_REASON_WRONG_RESULT, shape,
-                             "%lld of %lld elements of %s outside tolerance (first %s[%lld] = "
-                             "%.9g, expected %.9g; allowed |diff| <= %g + %g*|ref|; %s)",
-                             (long long)c.wrong, (long long)c.n, a->name, a->name,
-                             (long long)c.first_bad, c.got, c.want, atol, rtol, when);
+                             "%lld of %lld elements of %s are NaN or Inf where the reference is "
+                             "finite (first %s = %g, expected %.9g; %s)",
+                             (long long)c.nonfinite, (long long)c.n, a->name, at,
+                             c.got[KF_CMP_NONFINITE], c.want[KF_CMP_NONFINITE], when);
+        }
+        if (c.wrong) {
+            kf_data_format_index(t, ex, i, c.first[KF_CMP_WRONG], at, sizeof at);
+            if (kf_dtype_is_float(a->type))
+                kf_result_reject(r, KF_REASON_WRONG_RESULT, shape,
+                                 "%lld of %lld elements of %s outside tolerance (first %s = "
+                                 "%.9g, expected %.9g; allowed |diff| <= %g + %g*|ref|; %s)",
+                                 (long long)c.wrong, (long long)c.n, a->name, at,
+                                 c.got[KF_CMP_WRONG], c.want[KF_CMP_WRONG], atol, rtol, when);
+            else
+                kf_result_reject(r, KF_REASON_WRONG_RESULT, shape,
+                                 "%lld of %lld elements of %s differ (first %s = %lld, expected "
+                                 "%lld; allowed |diff| <= %g + %g*|ref|; %s)",
+                                 (long long)c.wrong, (long long)c.n, a->name, at,
+                                 (long long)c.igot, (long long)c.iwant, atol, rtol, when);
         }
     }
     return bad;
@@ -502,11 +520,26 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
             int same = kf_outputs_same(t, ex, cando[0], cando[1]);
             /* when both calls already failed, their difference is only the poison
              * showing through: the failures say more than "nondeterministic" */
-            if (!same && !(bad_late[0] && bad_late[1]))
+            if (!same && !(bad_late[0] && bad_late[1])) {
+                char at[160] = "";
+                for (int i = 0; i < t->nargs && !at[0]; i++) {
+                    const kf_arg *a = &t->args[i];
+                    if (!a->is_buffer || a->io == KF_IO_IN) continue;
+                    size_t es = kf_dtype_size(a->type);
+                    for (int64_t k = 0; k < ex->count[i]; k++)
+                        if (memcmp((char *)cando[0][i] + k * (int64_t)es, (char *)cando[1][i] + k * (int64_t)es, es)) {
+                            char idx[128];
+                            kf_data_format_index(t, ex, i, k, idx, sizeof idx);
+                            snprintf(at, sizeof at, "first at %s: %.9g then %.9g", idx,
+                                     kf_data_get(a->type, cando[0][i], k), kf_data_get(a->type, cando[1][i], k));
+                            break;
+                        }
+                }
                 kf_result_reject(s->res, KF_REASON_NONDETERMINISTIC, sizes,
                                  "the same inputs gave different outputs under different "
-                                 "poison and buffer addresses (reads uninitialised or "
-                                 "output memory, or races)");
+                                 "poison and buffer addresses (%s; reads uninitialised or "
+                                 "output memory, or races)", at);
+            }
             failed |= !same;
         }
         failed |= bad;

@@ -15,10 +15,28 @@
 int kf_data_extents(const kf_task *t, const kf_shape *s, kf_extents *ex, char *err, size_t n) {
     memset(ex, 0, sizeof *ex);
     if (kf_task_eval_shape(t, s, ex->count, ex->ival, ex->fval, err, n)) return -1;
-    for (int i = 0; i < t->nargs; i++)
-        if (t->args[i].is_buffer)
-            ex->bytes[i] = (size_t)ex->count[i] * kf_dtype_size(t->args[i].type);
+    kf_vars v = kf_task_vars(t, s);
+    for (int i = 0; i < t->nargs; i++) {
+        if (!t->args[i].is_buffer) continue;
+        ex->bytes[i] = (size_t)ex->count[i] * kf_dtype_size(t->args[i].type);
+        for (int d = 0; d < t->args[i].ndim; d++) /* evaluated fine just above */
+            kf_expr_eval(t->args[i].shape[d], &v, &ex->dims[i][d], err, n);
+    }
     return 0;
+}
+
+void kf_data_format_index(const kf_task *t, const kf_extents *ex, int arg, int64_t flat,
+                          char *buf, size_t n) {
+    const kf_arg *a = &t->args[arg];
+    int64_t idx[KF_MAX_DIMS];
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        int64_t e = ex->dims[arg][d] > 0 ? ex->dims[arg][d] : 1;
+        idx[d] = flat % e;
+        flat /= e;
+    }
+    size_t off = (size_t)snprintf(buf, n, "%s", a->name);
+    for (int d = 0; d < a->ndim && off < n; d++)
+        off += (size_t)snprintf(buf + off, n - off, "[%lld]", (long long)idx[d]);
 }
 
 static size_t align_up(size_t x) { return (x + KF_ALIGN - 1) & ~(size_t)(KF_ALIGN - 1); }
@@ -100,6 +118,17 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
             kf_rng_fill_normal_f32(&fast, in->buf[i], ex->count[i], a->init.a * scale, a->init.b * scale);
         } else if (a->type == KF_T_F32 && a->init.dist == KF_DIST_UNIFORM) {
             kf_rng_fill_uniform_f32(&fast, in->buf[i], ex->count[i], a->init.a * scale, a->init.b * scale);
+        } else if (!fl && !kf_dtype_is_float(a->type)) {
+            /* integers exactly, without a trip through double (2^53) */
+            int64_t lo = (int64_t)a->init.a, hi = (int64_t)a->init.b;
+            for (int64_t k = 0; k < ex->count[i]; k++) {
+                int64_t v = kf_rng_range(&fast, lo, hi);
+                switch (a->type) {
+                case KF_T_I32: ((int32_t *)in->buf[i])[k] = (int32_t)v; break;
+                case KF_T_I64: ((int64_t *)in->buf[i])[k] = v; break;
+                default: ((uint8_t *)in->buf[i])[k] = (uint8_t)v; break;
+                }
+            }
         } else {
             for (int64_t k = 0; k < ex->count[i]; k++) {
                 double v = draw(&a->init, &fast);
@@ -229,6 +258,7 @@ void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n
     memset(c, 0, sizeof *c);
     c->n = n;
     c->first_bad = -1;
+    c->first[0] = c->first[1] = c->first[2] = -1;
     size_t esz = kf_dtype_size(type);
     int64_t i = 0;
     if (type == KF_T_F32) {
@@ -246,33 +276,69 @@ void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n
             if (wi != 0 && d / fabs((double)wi) > c->max_rel) c->max_rel = d / fabs((double)wi);
         }
     }
+    if (!kf_dtype_is_float(type)) {
+        /* integers compare as integers: exact unless the task gives a tolerance */
+        for (; i < n; i++) {
+            int64_t g, w;
+            switch (type) {
+            case KF_T_I32: g = ((const int32_t *)got)[i], w = ((const int32_t *)want)[i]; break;
+            case KF_T_I64: g = ((const int64_t *)got)[i], w = ((const int64_t *)want)[i]; break;
+            default: g = ((const uint8_t *)got)[i], w = ((const uint8_t *)want)[i]; break;
+            }
+            int kind = -1;
+            if (sentinel && type != KF_T_U8 &&
+                !memcmp((const unsigned char *)got + (size_t)i * esz, sentinel, esz)) {
+                c->unwritten++;
+                kind = KF_CMP_UNWRITTEN;
+            } else if (g != w) {
+                double d = fabs((double)g - (double)w);
+                if (d > c->max_abs) c->max_abs = d;
+                if (w && d / fabs((double)w) > c->max_rel) c->max_rel = d / fabs((double)w);
+                if ((rtol == 0 && atol == 0) || d > atol + rtol * fabs((double)w)) {
+                    c->wrong++;
+                    kind = KF_CMP_WRONG;
+                    if (c->first[kind] < 0) c->igot = g, c->iwant = w;
+                }
+            }
+            if (kind >= 0 && c->first[kind] < 0) {
+                c->first[kind] = i;
+                c->got[kind] = (double)g;
+                c->want[kind] = (double)w;
+            }
+            if (kind >= 0 && c->first_bad < 0) c->first_bad = i;
+        }
+        return;
+    }
     for (; i < n; i++) {
         double g = kf_data_get(type, got, i), w = kf_data_get(type, want, i);
-        int bad = 0;
+        int kind = -1;
         if (sentinel && type != KF_T_U8 &&
             !memcmp((const unsigned char *)got + (size_t)i * esz, sentinel, esz)) {
             c->unwritten++;
-            bad = 1;
+            kind = KF_CMP_UNWRITTEN;
         } else if (isnan(w) || isinf(w)) {
-            bad = isnan(w) ? !isnan(g) : g != w;
-            c->wrong += bad;
+            if (isnan(w) ? !isnan(g) : g != w) {
+                c->wrong++;
+                kind = KF_CMP_WRONG;
+            }
         } else if (!isfinite(g)) {
             c->nonfinite++;
-            bad = 1;
+            kind = KF_CMP_NONFINITE;
         } else {
             double d = fabs(g - w);
             if (d > c->max_abs) c->max_abs = d;
             if (w != 0 && d / fabs(w) > c->max_rel) c->max_rel = d / fabs(w);
             if (d > atol + rtol * fabs(w)) {
                 c->wrong++;
-                bad = 1;
+                kind = KF_CMP_WRONG;
             }
         }
-        if (bad && c->first_bad < 0) {
-            c->first_bad = i;
-            c->got = g;
-            c->want = w;
+        if (kind >= 0 && c->first[kind] < 0) {
+            c->first[kind] = i;
+            c->got[kind] = g;
+            c->want[kind] = w;
         }
+        if (kind >= 0 && c->first_bad < 0) c->first_bad = i;
     }
 }
 

@@ -18,6 +18,7 @@
 /* Extents of every argument at one shape. */
 typedef struct {
     int64_t count[KF_MAX_ARGS]; /* elements, buffers only */
+    int64_t dims[KF_MAX_ARGS][KF_MAX_DIMS]; /* extents per dimension, buffers only */
     size_t bytes[KF_MAX_ARGS];  /* count * dtype size */
     int64_t ival[KF_MAX_ARGS];  /* scalars */
     double fval[KF_MAX_ARGS];
@@ -72,10 +73,13 @@ int kf_data_check_inputs(const kf_task *t, const kf_extents *ex, const kf_layout
                          const kf_inputs *in, const unsigned char *arena);
 
 /* Elementwise comparison of one buffer. */
+enum { KF_CMP_UNWRITTEN, KF_CMP_NONFINITE, KF_CMP_WRONG };
 typedef struct {
     int64_t n, unwritten, nonfinite, wrong;
-    int64_t first_bad;     /* index of the first mismatch, -1 if none */
-    double got, want;      /* at first_bad */
+    int64_t first_bad;     /* index of the first mismatch of any kind, -1 if none */
+    int64_t first[3];      /* first index per kind (KF_CMP_*), -1 if none */
+    double got[3], want[3];/* values there */
+    int64_t igot, iwant;   /* exact values at first[KF_CMP_WRONG] for integer types */
     double max_abs, max_rel;
 } kf_cmp;
 void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n, double rtol,
@@ -84,5 +88,8 @@ void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n
 int kf_data_same(kf_dtype type, const void *a, const void *b, int64_t n, int exact,
                  double rtol, double atol);
 double kf_data_get(kf_dtype type, const void *p, int64_t i);
+/* "y[3][17]": a flat element index of buffer arg as per-dimension indices. */
+void kf_data_format_index(const kf_task *t, const kf_extents *ex, int arg, int64_t flat,
+                          char *buf, size_t n);
 
 #endif

@@ -59,6 +59,12 @@ static kf_status directive(kf_ctx *ctx, kf_candidate *c, const char *kind, char 
         for (int i = 0; i < c->nparams; i++)
             if (!strcmp(c->params[i].name, name))
                 return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s declared twice", c->path, line, name);
+        for (int i = 0; i < c->task->nsizes; i++)
+            if (!strcmp(c->task->size_names[i], name))
+                return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: the task has a size of that name", c->path, line, name);
+        for (int i = 0; i < c->task->nargs; i++)
+            if (!strcmp(c->task->args[i].name, name) || !strcmp(c->task->entry, name))
+                return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: the task has an argument or entry of that name", c->path, line, name);
         if (c->nparams == KF_MAX_PARAMS)
             return kf__err(ctx, KF_EUSAGE, "%s:%d: more than %d parameters", c->path, line, KF_MAX_PARAMS);
         kf_param *p = &c->params[c->nparams];
@@ -68,6 +74,8 @@ static kf_status directive(kf_ctx *ctx, kf_candidate *c, const char *kind, char 
         for (char *v = strtok_r(eq + 1, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
             v = trim(v);
             if (!*v) continue;
+            if (strlen(v) > 256)
+                return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: a value longer than 256 characters", c->path, line, name);
             for (char *q = v; *q; q++)
                 if (isspace((unsigned char)*q) || *q == '"' || *q == '\\' || *q == '\'')
                     return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: bad value '%s'", c->path, line, name, v);
@@ -105,14 +113,16 @@ kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
                             const char **sel, int nsel, kf_candidate **out) {
     *out = NULL;
     kf_candidate *c = calloc(1, sizeof *c);
+    if (c) c->task = t;
     if (!c || !(c->path = kf__strdup(path))) {
         free(c);
         return kf__err(ctx, KF_ENOMEM, "out of memory");
     }
     kf_status st;
     if (kf__read_file(path, CAND_MAX, &c->text, &c->len)) {
-        st = kf__err(ctx, errno == EFBIG ? KF_EUSAGE : KF_EIO, "%s: %s", path,
-                     errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+        st = kf__err(ctx, errno == EFBIG || errno == EINVAL ? KF_EUSAGE : KF_EIO, "%s: %s", path,
+                     errno == EFBIG ? "larger than 1 MiB" : errno == EINVAL ? "not a regular file"
+                                                                             : strerror(errno));
         goto fail;
     }
     if (memchr(c->text, 0, c->len)) {

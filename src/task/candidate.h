@@ -21,6 +21,7 @@ typedef struct {
 } kf_param;
 
 typedef struct {
+    const kf_task *task;  /* borrowed */
     char *path;
     char *text;
     size_t len;

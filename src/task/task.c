@@ -386,7 +386,18 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
             return st;
         int ok = kf_task_shape_ok(t, &t->shapes[i], NULL, NULL, err, sizeof err);
         if (ok < 0) return bad(l, "%s: %s", w, err);
-        if (!ok) return bad(l, "%s: violates the task's constraints", w);
+        if (!ok) {
+            kf_vars v = kf_task_vars(t, &t->shapes[i]);
+            const char *which = "";
+            for (int c = 0; c < t->ncons; c++) {
+                int64_t x = 1;
+                if (!kf_expr_eval(t->cons[c], &v, &x, err, sizeof err) && !x) {
+                    which = kf_expr_src(t->cons[c]);
+                    break;
+                }
+            }
+            return bad(l, "%s: violates the constraint \"%s\"", w, which);
+        }
         int64_t counts[KF_MAX_ARGS], iv[KF_MAX_ARGS];
         double fv[KF_MAX_ARGS];
         if (kf_task_eval_shape(t, &t->shapes[i], counts, iv, fv, err, sizeof err))
@@ -419,6 +430,22 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
         if (b && (st = parse_expr(l, t, b, "cost.bytes", &t->cost_bytes))) return st;
     }
 
+    /* the cost model must evaluate, to a non-negative number, at every visible shape */
+    for (int i = 0; i < t->nshapes; i++) {
+        kf_vars v = kf_task_vars(t, &t->shapes[i]);
+        kf_expr *ce[2] = {t->cost_flops, t->cost_bytes};
+        for (int k = 0; k < 2; k++) {
+            int64_t x;
+            char err[256];
+            if (!ce[k]) continue;
+            if (kf_expr_eval(ce[k], &v, &x, err, sizeof err))
+                return bad(l, "cost.%s \"%s\" at shapes[%d]: %s", k ? "bytes" : "flops",
+                           kf_expr_src(ce[k]), i, err);
+            if (x < 0)
+                return bad(l, "cost.%s \"%s\" is negative at shapes[%d]", k ? "bytes" : "flops",
+                           kf_expr_src(ce[k]), i);
+        }
+    }
     t->determinism_exact = 1;
     json_t *det = json_object_get(root, "determinism");
     if (det) {
@@ -462,6 +489,11 @@ kf_status kf_task_load(kf_ctx *ctx, const char *dir, kf_task **out) {
         goto fail;
     }
     if ((st = parse_task(&l, t, root, 1ull << 30))) goto fail;
+    if (strcmp(t->backend, "c")) {
+        st = kf__err(ctx, KF_EBACKEND, "%s: backend \"%s\" is not available in this version of "
+                     "kforge (it runs \"c\" tasks)", path, t->backend);
+        goto fail;
+    }
     t->ref_path = kf__asprintf("%s/%s", dir, ref_name(t->backend));
     if (!t->ref_path) {
         st = kf__err(ctx, KF_ENOMEM, "out of memory");

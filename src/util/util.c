@@ -103,7 +103,7 @@ int kf__read_file(const char *path, size_t limit, char **out, size_t *len) {
     if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        if (!S_ISREG(st.st_mode)) errno = EISDIR;
+        if (!S_ISREG(st.st_mode)) errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
         close(fd);
         return -1;
     }

@@ -111,7 +111,8 @@ static int write_file(const char *path, const void *data, size_t n) {
 }
 
 static char *first_error(const char *log, const char *fallback) {
-    const char *p = log ? strstr(log, "error:") : NULL;
+    const char *p = log ? strstr(log, "undefined reference to") : NULL;
+    if (!p && log) p = strstr(log, "error:");
     if (!p) return kf__strdup(fallback);
     const char *s = p;
     while (s > log && s[-1] != '\n') s--;
@@ -124,26 +125,35 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
                            const char *text, size_t len, const kf_param *params, int nparams,
                            const char *workdir, double timeout_s, kf_build *out) {
     (void)b;
-    char cc[PATH_MAX], cdir[PATH_MAX], key[65], flags[4096] = "";
+    char cc[PATH_MAX], cdir[PATH_MAX], key[65], flags[8];
     char *hdr = gen_header(t);
     if (!hdr) return kf__err(ctx, KF_ENOMEM, "out of memory");
     if (find_compiler(cc, sizeof cc)) {
         free(hdr);
         return kf__err(ctx, KF_EBACKEND, "no C compiler found (set CC or install gcc)");
     }
-    size_t fo = 0;
-    for (size_t i = 0; i < sizeof cflags / sizeof cflags[0]; i++)
-        fo += (size_t)snprintf(flags + fo, sizeof flags - fo, "%s ", cflags[i]);
-    for (int i = 0; i < nparams && fo < sizeof flags; i++)
-        fo += (size_t)snprintf(flags + fo, sizeof flags - fo, "-D%s=%s ", params[i].name, params[i].selected);
+    /* every flag goes into the key in full: a truncated key once reused one
+     * parameter value's build for another */
+    kf_buf fb;
+    kf_buf_init(&fb, 1u << 20);
+    for (size_t i = 0; i < sizeof cflags / sizeof cflags[0]; i++) kf_buf_printf(&fb, "%s ", cflags[i]);
+    for (int i = 0; i < nparams; i++) kf_buf_printf(&fb, "-D%s=%s ", params[i].name, params[i].selected);
+    if (!fb.p || fb.dropped) {
+        kf_buf_free(&fb);
+        free(hdr);
+        return kf__err(ctx, KF_EUSAGE, "compiler flags too long");
+    }
+    flags[0] = 0;
+    (void)flags;
     struct stat sb;
     char ccid[PATH_MAX + 64];
     if (stat(cc, &sb)) sb.st_mtime = 0, sb.st_size = 0;
     snprintf(ccid, sizeof ccid, "%s:%lld:%lld", cc, (long long)sb.st_mtime, (long long)sb.st_size);
     const char *cpu = kf__cpu_identity();
-    const void *parts[] = {text, "\0", hdr, "\0", flags, "\0", ccid, "\0", cpu};
-    size_t lens[] = {len, 1, strlen(hdr), 1, strlen(flags), 1, strlen(ccid), 1, strlen(cpu)};
+    const void *parts[] = {text, "\0", hdr, "\0", fb.p, "\0", ccid, "\0", cpu};
+    size_t lens[] = {len, 1, strlen(hdr), 1, fb.len, 1, strlen(ccid), 1, strlen(cpu)};
     kf__sha256_hex(parts, lens, 9, key);
+    kf_buf_free(&fb);
     kf__cache_dir(cdir, sizeof cdir);
     char *cached = kf__asprintf("%s/c/%.2s/%s.so", cdir, key, key);
     if (cached && !access(cached, R_OK)) {
