@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +18,12 @@ typedef struct {
     kf_opts o;
 } args;
 
-static int num(const char *flag, const char *v, double lo, double hi, double *out) {
+static int num(int json, const char *flag, const char *v, double lo, double hi, double *out) {
     char *end;
     errno = 0;
     double d = v ? strtod(v, &end) : 0;
     if (!v || errno || end == v || *end || d < lo || d > hi) {
-        kf_cli_fail(0, "%s needs a number in [%g, %g], got '%s'", flag, lo, hi, v ? v : "");
+        kf_cli_fail(json, "%s needs a number in [%g, %g], got '%s'", flag, lo, hi, v ? v : "");
         return -1;
     }
     *out = d;
@@ -34,6 +35,8 @@ static int parse(int argc, char **argv, int npos_want, int bench, args *a) {
     memset(a, 0, sizeof *a);
     kf_opts_init(&a->o);
     a->o.params = a->params;
+    for (int i = 1; i < argc; i++) /* so that every error below is JSON too */
+        if (!strcmp(argv[i], "--json")) a->json = 1;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         double d;
@@ -43,33 +46,34 @@ static int parse(int argc, char **argv, int npos_want, int bench, args *a) {
             char *end;
             errno = 0;
             unsigned long long v = strtoull(argv[++i], &end, 0);
-            if (errno || *end || end == argv[i]) return kf_cli_fail(0, "--seed needs an integer");
+            if (errno || *end || end == argv[i] || argv[i][0] == '-' || v > (unsigned long long)INT64_MAX)
+                return kf_cli_fail(a->json, "--seed needs an integer in [0, 2^63 - 1]");
             a->o.seed = v;
             a->o.has_seed = 1;
         } else if (!strcmp(s, "--param") && i + 1 < argc && npos_want == 2) {
-            if (a->o.nparams == 64) return kf_cli_fail(0, "too many --param");
+            if (a->o.nparams == 64) return kf_cli_fail(a->json, "too many --param");
             a->params[a->o.nparams++] = argv[++i];
         } else if (!strcmp(s, "--vs") && i + 1 < argc && bench) {
             a->o.vs_path = argv[++i];
         } else if (!strcmp(s, "--hidden") && i + 1 < argc) {
-            if (num(s, argv[++i], 0, 1000, &d)) return KF_EXIT_USAGE;
+            if (num(a->json, s, argv[++i], 0, 1000, &d)) return KF_EXIT_USAGE;
             a->o.hidden_count = (int)d;
         } else if (!strcmp(s, "--timeout") && i + 1 < argc) {
-            if (num(s, argv[++i], 0.01, 3600, &a->o.call_timeout_s)) return KF_EXIT_USAGE;
+            if (num(a->json, s, argv[++i], 0.01, 3600, &a->o.call_timeout_s)) return KF_EXIT_USAGE;
         } else if (!strcmp(s, "--min-time") && i + 1 < argc && bench) {
-            if (num(s, argv[++i], 0, 600, &a->o.bench_min_time_s)) return KF_EXIT_USAGE;
+            if (num(a->json, s, argv[++i], 0, 600, &a->o.bench_min_time_s)) return KF_EXIT_USAGE;
         } else if (!strcmp(s, "--min-runs") && i + 1 < argc && bench) {
-            if (num(s, argv[++i], 1, 100000, &d)) return KF_EXIT_USAGE;
+            if (num(a->json, s, argv[++i], 1, 100000, &d)) return KF_EXIT_USAGE;
             a->o.bench_min_runs = (int)d;
         } else if (!strcmp(s, "--max-runs") && i + 1 < argc && bench) {
-            if (num(s, argv[++i], 1, 100000, &d)) return KF_EXIT_USAGE;
+            if (num(a->json, s, argv[++i], 1, 100000, &d)) return KF_EXIT_USAGE;
             a->o.bench_max_runs = (int)d;
         } else if (s[0] == '-' && s[1]) {
-            return kf_cli_fail(0, "unknown or incomplete option '%s' (see kforge help)", s);
+            return kf_cli_fail(a->json, "unknown or incomplete option '%s' (see kforge help)", s);
         } else if (a->npos < npos_want) {
             a->pos[a->npos++] = s;
         } else {
-            return kf_cli_fail(0, "unexpected argument '%s'", s);
+            return kf_cli_fail(a->json, "unexpected argument '%s'", s);
         }
     }
     if (a->npos != npos_want)

@@ -253,7 +253,36 @@ static void t_inputs_fresh(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* Uniform inputs never leave [lo, hi], in any variant (a kernel may rely on its
+ * domain); normal inputs do get spikes. */
+static void t_inputs_bounds(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/rmsnorm"); /* x normal(0,3), w uniform(0.5,1.5) */
+    kf_shape sh = {(int64_t[]){64, 1000}, KF_SHAPE_VISIBLE};
+    kf_extents ex;
+    char err[256];
+    CHECK(kf_data_extents(t, &sh, &ex, err, sizeof err) == 0);
+    kf_rng r;
+    kf_rng_seed_secret(&r);
+    double xmax[3] = {0, 0, 0};
+    for (int variant = 0; variant < 3; variant++)
+        for (int rep = 0; rep < 20; rep++) {
+            kf_inputs in;
+            CHECK(kf_data_gen_inputs(t, &ex, &r, variant, &in) == 0);
+            const float *w = in.buf[1], *x = in.buf[0];
+            for (int k = 0; k < 1000; k++) CHECKF(w[k] >= 0.5f && w[k] <= 1.5f, "w = %g", w[k]);
+            for (int k = 0; k < 64000; k++) xmax[variant] = fmax(xmax[variant], fabs(x[k]));
+            kf_data_free_inputs(t, &in);
+        }
+    CHECK(xmax[1] > 3 * 3 * 8); /* spikes: well beyond 8 sigma */
+    kf_rng_free(&r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 void kft_register_unit(void) {
+    kft_add("unit/inputs_bounds", t_inputs_bounds, NULL, 10);
     kft_add("unit/expr_values", t_expr_values, NULL, 10);
     kft_add("unit/expr_errors", t_expr_errors, NULL, 10);
     kft_add("unit/rng", t_rng, NULL, 10);

@@ -39,16 +39,29 @@ typedef struct {
     int n;
 } rounds;
 
-static kf_status load_baseline(kf_sess *s, const char *vs, kf_build *b) {
+/* Build the --vs baseline (its template parameters at their first declared values).
+ * *cand keeps its directives (its kforge:when domain); caller frees. */
+static kf_status load_baseline(kf_sess *s, const char *vs, kf_build *b, kf_candidate **cand) {
     kf_candidate *c = NULL;
     kf_status st = kf_candidate_load(s->ctx, s->t, vs, NULL, 0, &c);
     if (st) return st;
     st = kf_backend_compile(s->be, s->ctx, s->t, vs, c->text, c->len, c->params, c->nparams,
                             s->workdir, s->o->compile_timeout_s, b);
-    kf_candidate_free(c);
     if (!st && !b->ok)
         st = kf__err(s->ctx, KF_EUSAGE, "--vs %s does not build: %s", vs, b->message);
+    if (st) kf_candidate_free(c);
+    else *cand = c;
     return st;
+}
+
+/* Is visible shape i timed: inside the candidate's domain and the baseline's? */
+static int timed_shape(kf_sess *s, const kf_candidate *vs, int i) {
+    char err[256];
+    const kf_shape *sh = &s->t->shapes[i];
+    if (kf_task_shape_ok(s->t, sh, s->cand ? s->cand->when : NULL,
+                         s->cand ? &s->cand->pvars : NULL, err, sizeof err) <= 0)
+        return 0;
+    return !vs || kf_task_shape_ok(s->t, sh, vs->when, &vs->pvars, err, sizeof err) > 0;
 }
 
 static double eval_cost(const kf_task *t, const kf_shape *sh, const kf_expr *e) {
@@ -135,9 +148,14 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             if (kf_judge(s, cand, &ex, &in, &pc, cur, prev, r > 0, sizes, "in a timed run", &ma, &mr))
                 *stop = 1;
             if (ref && kf_judge(s, base, &ex, &in, &pb, cur, NULL, 0, sizes, "baseline", &ma, &mr)) {
-                /* a wrong baseline is the user's problem, not the candidate's */
-                st = kf__err(s->ctx, KF_EUSAGE, "the --vs baseline gives wrong results; "
-                                                "fix it or bench against the reference");
+                /* a wrong baseline is the user's problem, not the candidate's: an error,
+                 * with what the judge found (the result is discarded) */
+                json_t *last = json_array_get(s->res->jreasons, json_array_size(s->res->jreasons) - 1);
+                char where[256];
+                kf_shape_format(t, sh, where, sizeof where);
+                st = kf__err(s->ctx, KF_EUSAGE, "the --vs baseline is wrong at %s: %s: %s", where,
+                             json_string_value(json_object_get(last, "code")),
+                             json_string_value(json_object_get(last, "message")));
             }
         }
         kf_data_free_inputs(t, &in);
@@ -198,6 +216,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     json_array_append_new(ci, json_real(q.hi));
     json_object_set_new(jo, "ci95", ci);
     json_object_set_new(jo, "win", json_boolean(q.win));
+    json_object_set_new(jo, "slower", json_boolean(q.slower));
     json_object_set_new(jo, "runs", json_integer(R.n));
     json_object_set_new(jo, "candidate_spread",
                         json_real((kf_stats_quantile(R.cw, (size_t)R.n, 0.75) -
@@ -243,15 +262,25 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     kf_side cand = {0}, base = {0}, ref = {0};
     json_t *jshapes = json_object_get(s->res->root, "shapes");
     json_object_set_new(s->res->root, "baseline", json_string(vs_path ? vs_path : "reference"));
-    if (vs_path && (st = load_baseline(s, vs_path, &vs))) return st;
-    /* the shapes: visible ones in the candidate's domain */
-    const kf_expr *when = s->cand ? s->cand->when : NULL;
+    kf_candidate *vsc = NULL;
+    if (vs_path && (st = load_baseline(s, vs_path, &vs, &vsc))) return st;
+    if (vsc) {
+        json_t *p = json_object();
+        for (int i = 0; i < vsc->nparams; i++)
+            json_object_set_new(p, vsc->params[i].name, json_string(vsc->params[i].selected));
+        json_object_set_new(s->res->root, "baseline_params", p);
+    }
+    /* the shapes: visible ones in the candidate's (and the baseline's) domain */
     size_t arena = 0;
     int ntimed = 0;
     char err[512];
+    json_t *skipped = json_array();
+    json_object_set_new(s->res->root, "untimed_shapes", skipped);
     for (int i = 0; i < t->nshapes; i++) {
-        int ok = kf_task_shape_ok(t, &t->shapes[i], when, s->cand ? &s->cand->pvars : NULL, err, sizeof err);
-        if (ok <= 0) continue;
+        if (!timed_shape(s, vsc, i)) {
+            json_array_append_new(skipped, kf_sess_shape_json(t, &t->shapes[i]));
+            continue;
+        }
         kf_extents ex;
         if (kf_data_extents(t, &t->shapes[i], &ex, err, sizeof err)) continue;
         size_t b = kf_sess_arena_bytes(t, &ex);
@@ -260,8 +289,10 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     }
     if (!ntimed) {
         kf_build_free(&vs);
-        return kf__err(s->ctx, KF_EUSAGE, "no visible shape lies in the candidate's kforge:when "
-                                          "domain: nothing to time");
+        kf_candidate_free(vsc);
+        return kf__err(s->ctx, KF_EUSAGE, "no visible shape lies in the kforge:when domain of "
+                                          "the candidate%s: nothing to time",
+                       vsc ? " and the baseline" : "");
     }
     /* Timing: this thread keeps one CPU and spin-waits for replies (a steady, small
      * reply latency on both sides); the workers get the other CPUs. */
@@ -308,8 +339,7 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     double logsum = 0;
     int n = 0, stop = 0, wins = 0;
     for (int i = 0; i < t->nshapes && !st && !stop; i++) {
-        if (kf_task_shape_ok(t, &t->shapes[i], when, s->cand ? &s->cand->pvars : NULL, err, sizeof err) <= 0)
-            continue;
+        if (!timed_shape(s, vsc, i)) continue;
         json_t *o = json_object();
         json_object_set_new(o, "sizes", kf_sess_shape_json(t, &t->shapes[i]));
         json_array_append_new(jshapes, o);
@@ -344,6 +374,7 @@ out:
     kf_worker_close(base.w);
     kf_worker_close(ref.w);
     kf_build_free(&vs);
+    kf_candidate_free(vsc);
     if (pinned) sched_setaffinity(0, sizeof saved, &saved);
     s->timing = 0;
     return st;

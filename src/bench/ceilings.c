@@ -1,8 +1,8 @@
 /*
  * ceilings.c - this machine's measured ceilings for roofline ratios: single-core copy
  * bandwidth (bytes read + written per second, buffers far larger than the LLC) and
- * single-core peak FLOP rate (independent fused multiply-add chains, using AVX2+FMA
- * when the CPU has them). A ceiling is a maximum, so a measurement taken while the
+ * single-core peak FLOP rate (independent fused multiply-add chains, with the widest
+ * vectors the CPU has: AVX-512, else AVX2+FMA, else scalar). A ceiling is a maximum, so a measurement taken while the
  * machine is busy can only under-estimate it: every bench measures afresh and keeps the
  * best figure ever seen for this CPU in kforge's cache (ceilings-<cpu>.json).
  * Built with -O2 and without sanitizers whatever the build type (CMakeLists.txt).
@@ -56,6 +56,19 @@ __attribute__((target("avx2,fma"), noinline)) static double fma_avx2(long iters)
         for (int j = 0; j < 8; j++) s += acc[k][j];
     return (double)s;
 }
+
+typedef float v16f __attribute__((vector_size(64)));
+__attribute__((target("avx512f"), noinline)) static double fma_avx512(long iters) {
+    v16f acc[12], m, c;
+    for (int j = 0; j < 16; j++) m[j] = 1.0000001f, c[j] = 1e-7f;
+    for (int k = 0; k < 12; k++) acc[k] = c * (float)k;
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < 12; k++) acc[k] = acc[k] * m + c;
+    float s = 0;
+    for (int k = 0; k < 12; k++)
+        for (int j = 0; j < 16; j++) s += acc[k][j];
+    return (double)s;
+}
 #endif
 
 __attribute__((noinline)) static double fma_scalar(long iters) {
@@ -76,7 +89,10 @@ static double measure_flops(void) {
         uint64_t t0 = kf__now_ns();
         double flops;
 #if defined(__x86_64__)
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        if (__builtin_cpu_supports("avx512f")) {
+            sink = fma_avx512(iters);
+            flops = 2.0 * 16 * 12 * (double)iters;
+        } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
             sink = fma_avx2(iters);
             flops = 2.0 * 8 * 10 * (double)iters;
         } else

@@ -48,6 +48,8 @@ void kf_stats_ratio(const double *cand, const double *base, size_t n, double flo
     out->lo = exp(l[lo]);
     out->hi = exp(l[hi]);
     out->noise = (out->hi - out->lo) / 2.0;
-    out->win = out->lo > 1.0 && out->speedup > 1.0 + floor_;
+    /* with fewer than 6 pairs the order-statistics interval degenerates: no verdict */
+    out->win = n >= 6 && out->lo > 1.0 && out->speedup > 1.0 + floor_;
+    out->slower = n >= 6 && out->hi < 1.0 && out->speedup < 1.0 - floor_;
     free(l);
 }

@@ -14,7 +14,8 @@ typedef struct {
     double speedup;   /* exp(median(log(base/cand))) */
     double lo, hi;    /* ~95% interval of that median (order statistics) */
     double noise;     /* (hi - lo) / 2, relative */
-    int win;          /* lo > 1 and speedup > 1 + floor */
+    int win;          /* lo > 1 and speedup > 1 + floor, from at least 6 pairs */
+    int slower;       /* hi < 1 and speedup < 1 - floor, from at least 6 pairs */
 } kf_ratio;
 
 /* Paired comparison of n rounds: base[i] and cand[i] were timed back to back. */

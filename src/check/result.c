@@ -145,7 +145,7 @@ char *kf_result_text(const kf_result *r) {
             kf_buf_printf(&b, "]");
         }
         json_int_t c = json_integer_value(json_object_get(o, "count"));
-        if (c > 1) kf_buf_printf(&b, " (and %lld more)", (long long)c - 1);
+        if (c > 1) kf_buf_printf(&b, " (%lld times in all)", (long long)c);
         kf_buf_printf(&b, "\n");
     }
     json_t *check = json_object_get(root, "check");
@@ -160,8 +160,16 @@ char *kf_result_text(const kf_result *r) {
             passed += s && !strcmp(s, "passed");
             n[k && !strcmp(k, "visible") ? 0 : k && !strcmp(k, "hidden") ? 1 : 2]++;
         }
-        kf_buf_printf(&b, "  shapes: %d of %d passed (%d visible, %d hidden, %d edge)\n", passed,
-                      total, n[0], n[1], n[2]);
+        if (total)
+            kf_buf_printf(&b, "  shapes: %d of %d passed (%d visible, %d hidden, %d edge)\n",
+                          passed, total, n[0], n[1], n[2]);
+        json_array_foreach(shapes, i, o) {
+            const char *w = json_string_value(json_object_get(o, "warning"));
+            if (!w) continue;
+            kf_buf_printf(&b, "  warning at ");
+            sizes_text(json_object_get(o, "sizes"), &b);
+            kf_buf_printf(&b, ": %s\n", w);
+        }
     }
     shapes = json_object_get(root, "shapes");
     if (check && json_is_array(shapes)) {
@@ -174,12 +182,20 @@ char *kf_result_text(const kf_result *r) {
             kf_buf_printf(&b, ": candidate %s, baseline %s, speedup %.3fx +/- %.3f%s",
                           c, bl, json_number_value(json_object_get(o, "speedup")),
                           json_number_value(json_object_get(o, "noise")),
-                          json_is_true(json_object_get(o, "win")) ? " (win)" : " (within noise)");
+                          json_is_true(json_object_get(o, "win"))      ? " (win)"
+                          : json_is_true(json_object_get(o, "slower")) ? " (slower)"
+                                                                       : " (within noise)");
             json_t *rf = json_object_get(o, "roofline_fraction");
             if (json_is_number(rf)) kf_buf_printf(&b, ", %.0f%% of roofline", 100 * json_number_value(rf));
             kf_buf_printf(&b, "\n");
         }
         if (r->speedup > 0) kf_buf_printf(&b, "  geomean speedup %.3fx\n", r->speedup);
+        json_t *un = json_object_get(root, "untimed_shapes");
+        json_array_foreach(un, i, o) {
+            kf_buf_printf(&b, "  not timed (outside a kforge:when domain): ");
+            sizes_text(o, &b);
+            kf_buf_printf(&b, "\n");
+        }
     }
     return b.p;
 }

@@ -111,18 +111,30 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
             kf_data_free_inputs(t, in);
             return -1;
         }
-        int fl = a->init.dist != KF_DIST_INT;
+        kf_init d = a->init;
+        /* Normal inputs have no bounds: variant 2 rescales them by 2^k, k in [-2, 2].
+         * Uniform and int inputs never leave [lo, hi] (a kernel may rely on its domain):
+         * variant 2 draws from a random sub-interval instead. */
+        if (d.dist == KF_DIST_NORMAL) {
+            d.a *= scale;
+            d.b *= scale;
+        } else if (variant == 2) {
+            double lo = d.a, hi = d.b;
+            double nlo = lo + (hi - lo) * 0.5 * kf_rng_uniform(rng);
+            double nhi = nlo + (hi - nlo) * (0.5 + 0.5 * kf_rng_uniform(rng));
+            if (d.dist == KF_DIST_INT) nlo = ceil(nlo), nhi = floor(nhi);
+            if (nlo < nhi) d.a = nlo, d.b = nhi;
+        }
         kf_rng fast;
         kf_rng_fork(rng, &fast);
-        if (a->type == KF_T_F32 && a->init.dist == KF_DIST_NORMAL) {
-            kf_rng_fill_normal_f32(&fast, in->buf[i], ex->count[i], a->init.a * scale, a->init.b * scale);
-        } else if (a->type == KF_T_F32 && a->init.dist == KF_DIST_UNIFORM) {
-            kf_rng_fill_uniform_f32(&fast, in->buf[i], ex->count[i], a->init.a * scale, a->init.b * scale);
-        } else if (!fl && !kf_dtype_is_float(a->type)) {
+        if (a->type == KF_T_F32 && d.dist == KF_DIST_NORMAL) {
+            kf_rng_fill_normal_f32(&fast, in->buf[i], ex->count[i], d.a, d.b);
+        } else if (a->type == KF_T_F32 && d.dist == KF_DIST_UNIFORM) {
+            kf_rng_fill_uniform_f32(&fast, in->buf[i], ex->count[i], d.a, d.b);
+        } else if (d.dist == KF_DIST_INT && !kf_dtype_is_float(a->type)) {
             /* integers exactly, without a trip through double (2^53) */
-            int64_t lo = (int64_t)a->init.a, hi = (int64_t)a->init.b;
             for (int64_t k = 0; k < ex->count[i]; k++) {
-                int64_t v = kf_rng_range(&fast, lo, hi);
+                int64_t v = kf_rng_range(&fast, (int64_t)d.a, (int64_t)d.b);
                 switch (a->type) {
                 case KF_T_I32: ((int32_t *)in->buf[i])[k] = (int32_t)v; break;
                 case KF_T_I64: ((int64_t *)in->buf[i])[k] = v; break;
@@ -130,19 +142,17 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
                 }
             }
         } else {
-            for (int64_t k = 0; k < ex->count[i]; k++) {
-                double v = draw(&a->init, &fast);
-                if (fl) v *= scale;
-                put(a->type, in->buf[i], k, v);
-            }
+            for (int64_t k = 0; k < ex->count[i]; k++) put(a->type, in->buf[i], k, draw(&d, &fast));
         }
-        if (variant == 1 && fl && ex->count[i] > 0) {
-            /* spikes: a few elements x32, so that one element dominates sums and
-             * maxima, and subsampling or skipped elements show */
+        if (variant == 1 && d.dist != KF_DIST_INT && ex->count[i] > 0) {
+            /* spikes, so that one element dominates sums and maxima and subsampling or
+             * skipped elements show: normal inputs x32, uniform ones set to lo or hi */
             int64_t nspike = 1 + ex->count[i] / 512;
-            for (int64_t s = 0; s < nspike; s++) {
+            for (int64_t k2 = 0; k2 < nspike; k2++) {
                 int64_t k = kf_rng_range(rng, 0, ex->count[i] - 1);
-                put(a->type, in->buf[i], k, kf_data_get(a->type, in->buf[i], k) * 32.0);
+                double v = d.dist == KF_DIST_NORMAL ? kf_data_get(a->type, in->buf[i], k) * 32.0
+                           : (kf_rng_next(rng) & 1) ? d.b : d.a;
+                put(a->type, in->buf[i], k, v);
             }
         }
     }

@@ -45,8 +45,10 @@ typedef struct {
     void *buf[KF_MAX_ARGS];
 } kf_inputs;
 
-/* Input variants: 0 the declared distributions; 1 with spikes (a few elements x32,
- * one element dominating sums); 2 rescaled by a random power of two in [1/4, 4]. */
+/* Input variants: 0 the declared distributions; 1 with spikes (normal: a few elements
+ * x32; uniform: a few elements at lo or hi); 2 normal rescaled by 2^k, k in [-2, 2],
+ * uniform and int drawn from a random sub-interval of [lo, hi]. Uniform and int inputs
+ * never leave [lo, hi]. */
 int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant,
                        kf_inputs *in);
 void kf_data_free_inputs(const kf_task *t, kf_inputs *in);
