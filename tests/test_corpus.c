@@ -38,7 +38,7 @@ static int header(const char *path, corpus_case *c) {
         char *p = strstr(text, keys[k]);
         if (!p) continue;
         p += strlen(keys[k]);
-        size_t m = strcspn(p, " */");
+        size_t m = strcspn(p, " *");
         snprintf(dst[k], cap[k], "%.*s", (int)m, p);
     }
     free(text);
@@ -57,8 +57,8 @@ static kf_opts corpus_opts(void) {
 static void run_case(const void *arg) {
     const corpus_case *c = arg;
     kf_ctx *ctx = kf_ctx_new();
-    char rel[128];
-    snprintf(rel, sizeof rel, "tasks/c/%s", c->task);
+    char rel[128]; /* a bundled task's name, or a path from the repository root */
+    snprintf(rel, sizeof rel, strchr(c->task, '/') ? "%s" : "tasks/c/%s", c->task);
     kf_task *t = kft_task(ctx, rel);
     kf_opts o = corpus_opts();
     const char *params[1] = {c->param};
