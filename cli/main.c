@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <jansson.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,6 +46,10 @@ int kf_cli_fail(int json, const char *fmt, ...) {
 }
 
 int main(int argc, char **argv) {
+    /* kforge allocates and frees many large buffers (inputs, outputs): keep them in the
+     * heap instead of fresh mmaps, so each is not faulted in page by page again */
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
     if (argc < 2) {
         usage(stderr);
         return KF_EXIT_USAGE;
