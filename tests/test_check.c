@@ -333,7 +333,31 @@ static void t_impossible_speed(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* A kforge:when that cannot be evaluated is the candidate's usage error, and leaves
+ * the task intact (a code review found a double free of the visible shapes here). */
+static void t_bad_when(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+    const char *p = write_tmp("when0.c", "/* kforge:when 1 / (n - 100003) != 7 */\n" "#include <stdint.h>\n"
+        "void saxpy(const float *x, const float *y, float *z, int64_t n, float a)\n"
+        "{ for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
+    kf_result *r = NULL;
+    CHECK(kf_check(ctx, t, p, NULL, &r) == KF_EUSAGE && !r);
+    CHECK(strstr(kf_errmsg(ctx), "division by zero"));
+    r = kft_check(ctx, t, kft_src("tasks/c/saxpy/candidates/fast.c"), NULL, 0); /* task still whole */
+    CHECK(kf_result_verdict(r) == KF_VERDICT_ACCEPTED);
+    kf_result_free(r);
+    kf_opts o;
+    kf_opts_init(&o);
+    o.mem_limit = 0; /* out of range: refused, not misread */
+    CHECK(kf_check(ctx, t, p, &o, &r) == KF_EUSAGE);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 void kft_register_check(void) {
+    kft_add("check/bad_when", t_bad_when, NULL, 30);
     kft_add("check/impossible_speed", t_impossible_speed, NULL, 60);
     kft_add("check/seeds", t_seeds, NULL, 60);
     kft_add("check/rebuild_on_change", t_rebuild_on_change, NULL, 60);

@@ -33,6 +33,15 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
     s->t = t;
     s->o = o;
     s->t0 = kf__now_ns();
+    if (!(o->mem_limit >= (16u << 20) && o->mem_limit <= (1ull << 44)) ||
+        !(o->buffer_cap >= 1 && o->buffer_cap <= (1ull << 40)) ||
+        !(o->call_timeout_s > 0 && o->call_timeout_s <= 86400) ||
+        !(o->cpu_limit_s > 0 && o->cpu_limit_s <= 86400) ||
+        !(o->compile_timeout_s > 0 && o->compile_timeout_s <= 86400) ||
+        o->bench_min_runs < 0 || o->bench_max_runs < 0 || o->hidden_count > 1000 ||
+        !(o->bench_min_time_s >= 0 && o->bench_min_time_s <= 3600) || !(o->win_floor >= 0))
+        return kf__err(ctx, KF_EUSAGE, "kf_opts out of range (mem_limit 16 MiB..16 TiB, "
+                                       "timeouts in (0, 86400] s, hidden_count <= 1000)");
     if (!(s->be = kf_backend_get(t->backend)))
         return kf__err(ctx, KF_EBACKEND, "%s: the %s backend is not available in this build",
                        t->dir, t->backend);
@@ -389,8 +398,11 @@ static kf_status gather_shapes(kf_sess *s, shape_list *L, json_t *jshapes) {
     for (int i = 0; i < t->nshapes; i++) {
         int ok = kf_task_shape_ok(t, &t->shapes[i], when, pv, err, sizeof err);
         if (ok < 0) {
+            /* L->all borrows the task's visible shapes: free only the array */
             kf_shapes_free(drawn, ndrawn);
-            return kf__err(s->ctx, KF_EUSAGE, "%s", err);
+            free(L->all);
+            memset(L, 0, sizeof *L);
+            return kf__err(s->ctx, KF_EUSAGE, "%s: %s", s->cand->path, err);
         }
         if (!ok) {
             json_t *o = json_object();

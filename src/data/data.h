@@ -66,8 +66,8 @@ void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
 /* Evict the staged bytes from every cache level (cold-cache timing). */
 void kf_data_flush(const unsigned char *arena, const kf_layout *lay);
 
-/* After a call: index of the first buffer whose guard zone changed (-1: none; the
- * index nargs means the final guard). `which_side` gets -1 before / +1 after. */
+/* After a call: the argument index of the buffer whose preceding guard zone changed
+ * first, t->nargs for the guard after the last buffer, or -1 when all are intact. */
 int kf_data_check_guards(const kf_task *t, const kf_layout *lay, const kf_poison *p,
                          const unsigned char *arena);
 /* Index of the first `in` buffer whose bytes differ from the master copy, or -1. */

@@ -128,7 +128,7 @@ static const int allowed[] = {
     SCMP_SYS(close), SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx),
     SCMP_SYS(lseek), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(brk),
     SCMP_SYS(access), SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(getcwd),
-    SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(getdents64), SCMP_SYS(fcntl),
+    SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(getdents64),
     SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday), SCMP_SYS(time),
     SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep), SCMP_SYS(sched_yield),
     SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(getppid), SCMP_SYS(getuid),
@@ -201,6 +201,24 @@ int kf_policy_seccomp_worker(pid_t self, int landlock) {
     rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 1,
                            SCMP_A2(SCMP_CMP_NE, 0));
     rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setrlimit), 0);
+    /* fcntl: descriptor flags and duplication only. F_SETOWN/F_SETSIG/O_ASYNC would have
+     * the kernel signal another process (the coordinator) on channel activity; leases,
+     * locks and notifications are channels between processes. */
+    static const int fcntl_ok[] = {F_GETFD, F_SETFD, F_GETFL, F_DUPFD, F_DUPFD_CLOEXEC};
+    for (size_t i = 0; i < sizeof fcntl_ok / sizeof fcntl_ok[0]; i++)
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
+                               SCMP_A1(SCMP_CMP_EQ, (uint64_t)fcntl_ok[i]));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 2, SCMP_A1(SCMP_CMP_EQ, F_SETFL),
+                           SCMP_A2(SCMP_CMP_MASKED_EQ, O_ASYNC, 0));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 2,
+                           SCMP_A1(SCMP_CMP_EQ, F_SETFL), SCMP_A2(SCMP_CMP_MASKED_EQ, O_ASYNC, O_ASYNC));
+    static const int fcntl_no[] = {F_SETOWN, F_GETOWN, F_SETSIG, F_GETSIG, F_SETLEASE, F_GETLEASE,
+                                   F_NOTIFY, F_SETLK, F_SETLKW, F_GETLK, F_OFD_SETLK,
+                                   F_OFD_SETLKW, F_OFD_GETLK, F_SETOWN_EX, F_GETOWN_EX,
+                                   F_SETPIPE_SZ, F_GETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS};
+    for (size_t i = 0; i < sizeof fcntl_no / sizeof fcntl_no[0]; i++)
+        rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1,
+                               SCMP_A1(SCMP_CMP_EQ, (uint64_t)fcntl_no[i]));
     /* isatty() and friends */
     rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
                            SCMP_A1(SCMP_CMP_EQ, TCGETS));

@@ -21,7 +21,8 @@ enum {
     KF_MSG_RUN,       /* parent -> worker: call the entry once */
     KF_MSG_DONE,      /* worker -> parent: returned; ns = CLOCK_MONOTONIC after */
     KF_MSG_EXIT,      /* parent -> worker: exit now */
-    KF_MSG_START      /* worker -> parent: about to call; ns = CLOCK_MONOTONIC before */
+    KF_MSG_START,     /* worker -> parent: about to call; ns = CLOCK_MONOTONIC before */
+    KF_MSG_SETUP_OK   /* worker -> parent: confined; ns = layers; the candidate loads next */
 };
 
 typedef struct {

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -49,31 +50,33 @@ struct kf_worker {
 
 static char worker_path[PATH_MAX];
 
-const char *kf_sandbox_worker_path(kf_ctx *ctx) {
-    if (worker_path[0]) return worker_path;
+static void find_worker(void) {
     const char *env = getenv("KFORGE_WORKER");
     if (env && *env) {
         snprintf(worker_path, sizeof worker_path, "%s", env);
-    } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n > 0) {
-            self[n] = 0;
-            char *slash = strrchr(self, '/');
-            if (slash) *slash = 0;
-            snprintf(worker_path, sizeof worker_path, "%s/kforge-worker", self);
-        }
-        if (access(worker_path, X_OK)) {
-#ifdef KF_WORKER_INSTALL_PATH
-            snprintf(worker_path, sizeof worker_path, "%s", KF_WORKER_INSTALL_PATH);
-#endif
-        }
+        return;
     }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) *slash = 0;
+        snprintf(worker_path, sizeof worker_path, "%s/kforge-worker", self);
+    }
+#ifdef KF_WORKER_INSTALL_PATH
+    if (access(worker_path, X_OK))
+        snprintf(worker_path, sizeof worker_path, "%s", KF_WORKER_INSTALL_PATH);
+#endif
+}
+
+const char *kf_sandbox_worker_path(kf_ctx *ctx) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, find_worker);
     if (!worker_path[0] || access(worker_path, X_OK)) {
         kf__err(ctx, KF_EINTERNAL,
                 "kforge-worker not found (looked at '%s'); set KFORGE_WORKER to its path",
                 worker_path);
-        worker_path[0] = 0;
         return NULL;
     }
     return worker_path;
@@ -121,6 +124,36 @@ static void kill_group(kf_worker *w) {
         kill(-w->pid, SIGKILL);
         kill(w->pid, SIGKILL);
     }
+}
+
+/* Kill the whole group, then reap the leader (with its rusage). The leader is never
+ * reaped before the group is killed: until then its pid and process group id cannot be
+ * reused, so the kill cannot reach an unrelated process. */
+static void kill_and_reap(kf_worker *w, int *status, struct rusage *ru) {
+    kill_group(w);
+    while (wait4(w->pid, status, 0, ru) < 0 && errno == EINTR) {
+    }
+    w->pid = -1;
+    w->dead = 1;
+}
+
+/* Has the worker died? Waits up to ms milliseconds; never reaps. */
+static int wait_dead(pid_t pid, int ms) {
+    for (int i = 0;; i++) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+            return 1;
+        if (i >= ms) return 0;
+        usleep(1000);
+    }
+}
+
+/* After recv() returned 0 on the channel: did the worker close it (1), or send a
+ * zero-length datagram (0)? */
+static int peer_closed(int sock) {
+    struct pollfd p = {sock, POLLIN | POLLRDHUP, 0};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP));
 }
 
 static void classify(kf_worker *w, int status, const struct rusage *ru, kf_call_result *r,
@@ -178,37 +211,34 @@ static void reap(kf_worker *w, kf_call_result *r, const char *phase, int forged)
     int status = 0;
     struct rusage ru;
     memset(&ru, 0, sizeof ru);
-    pid_t got = 0;
-    for (int i = 0; i < 200 && !forged; i++) {
-        got = wait4(w->pid, &status, WNOHANG, &ru);
-        if (got == w->pid) break;
-        usleep(1000);
-    }
-    if (got != w->pid) {
-        kill_group(w);
-        while ((got = wait4(w->pid, &status, 0, &ru)) < 0 && errno == EINTR) {
-        }
-        r->st = KF_CALL_FAILED;
-        r->reason = forged ? KF_REASON_SANDBOX_VIOLATION : KF_REASON_CRASH;
-        snprintf(r->msg, sizeof r->msg, "%s %s",
-                 forged ? "forged or malformed bytes on the result channel"
-                        : "the result channel was closed",
-                 phase);
-    } else {
-        kill(-w->pid, SIGKILL); /* a thread group is gone, but be sure of the group */
+    int dead = !forged && wait_dead(w->pid, 200);
+    kill_and_reap(w, &status, &ru);
+    if (dead) {
         classify(w, status, &ru, r, phase);
+        return;
     }
-    w->pid = -1;
-    w->dead = 1;
+    r->st = KF_CALL_FAILED;
+    r->reason = forged ? KF_REASON_SANDBOX_VIOLATION : KF_REASON_CRASH;
+    snprintf(r->msg, sizeof r->msg, "%s %s",
+             forged ? "forged or malformed bytes on the result channel"
+                    : "the result channel was closed",
+             phase);
+}
+
+/* Anything waiting on the channel when nothing should be: 1 (and the worker reaped,
+ * r set), else 0. */
+static int stray_bytes(kf_worker *w, kf_call_result *r, const char *phase) {
+    char junk[64];
+    ssize_t n = recv(w->sock, junk, sizeof junk, MSG_DONTWAIT | MSG_PEEK);
+    if (n < 0) return 0; /* EAGAIN: nothing */
+    reap(w, r, phase, n > 0 || !peer_closed(w->sock));
+    return 1;
 }
 
 static void timeout_kill(kf_worker *w, kf_call_result *r, double s, const char *phase) {
     int status;
-    kill_group(w);
-    while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    w->pid = -1;
-    w->dead = 1;
+    struct rusage ru;
+    kill_and_reap(w, &status, &ru);
     r->st = KF_CALL_FAILED;
     r->reason = KF_REASON_TIMEOUT;
     snprintf(r->msg, sizeof r->msg, "no answer within the %.1f s wall deadline %s", s, phase);
@@ -228,7 +258,11 @@ static int await(kf_worker *w, void *buf, size_t cap, size_t *len, uint64_t dead
             *len = (size_t)got;
             return 1;
         }
-        if (got == 0 || (got > 0) || (got < 0 && errno != EAGAIN && errno != EINTR)) break;
+        if (got > 0 || (got == 0 && !peer_closed(w->sock))) { /* oversized or empty */
+            reap(w, r, phase, 1);
+            return 0;
+        }
+        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) break;
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
@@ -251,7 +285,7 @@ static int await(kf_worker *w, void *buf, size_t cap, size_t *len, uint64_t dead
                 *len = (size_t)got;
                 return 1;
             }
-            reap(w, r, phase, got > 0);
+            reap(w, r, phase, got > 0 || !peer_closed(w->sock));
             return 0;
         }
         if (p[0].revents & (POLLHUP | POLLERR)) {
@@ -331,7 +365,15 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     snprintf(cpu, sizeof cpu, "%.3f", o->cpu_s);
     snprintf(as, sizeof as, "%llu",
              (unsigned long long)(arena_size + o->mem_limit + (512ull << 20)));
-    char *argv[] = {(char *)wpath, so_copy, ppid, cpu, as, w->dir, NULL};
+    char cpus[4096] = "-";
+    if (o->cpus) {
+        size_t off = 0;
+        for (int c = 0; c < CPU_SETSIZE && off + 8 < sizeof cpus; c++)
+            if (CPU_ISSET(c, (const cpu_set_t *)o->cpus))
+                off += (size_t)snprintf(cpus + off, sizeof cpus - off, "%s%d", off ? "," : "", c);
+        if (!off) snprintf(cpus, sizeof cpus, "-");
+    }
+    char *argv[] = {(char *)wpath, so_copy, ppid, cpu, as, w->dir, cpus, NULL};
     char *envp[] = {NULL};
     int rc = posix_spawn(&w->pid, wpath, &fa, &at, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
@@ -341,9 +383,6 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         st = kf__err(ctx, KF_EINTERNAL, "spawning %s: %s", wpath, strerror(rc));
         goto fail;
     }
-    /* timing runs keep workers off the coordinator's CPU, so its spin never delays
-     * them; before exec there is nothing to race: the worker blocks on its channel */
-    if (o->cpus) sched_setaffinity(w->pid, sizeof(cpu_set_t), (const cpu_set_t *)o->cpus);
     for (int i = 0; i < 5; i++) close(hi[i]);
     close(devnull);
     close(op[1]);
@@ -362,23 +401,34 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     } m;
     size_t len = 0;
     uint64_t deadline = kf__now_ns() + (uint64_t)(o->start_timeout_s * 1e9);
-    int ok = await(w, &m, sizeof m, &len, deadline, fail, "while loading the candidate", 0);
+    /* 1. the trusted setup: a failure here is the environment's, not the candidate's */
+    int ok = await(w, &m, sizeof m, &len, deadline, fail, "while setting up the worker", 0);
+    if (ok > 0 && len == sizeof m.d && m.d.magic == KF_PROTO_MAGIC && m.d.type == KF_MSG_SETUP_OK) {
+        w->landlock_abi = (int)(m.d.ns & 0xff);
+        w->sealed = (int)((m.d.ns >> 8) & 1);
+    } else {
+        if (ok > 0 && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_LOADFAIL) {
+            m.t.text[sizeof m.t.text - 1] = 0;
+            st = kf__err(ctx, KF_EINTERNAL, "%s", m.t.text);
+        } else {
+            st = kf__err(ctx, KF_EINTERNAL, "kforge-worker failed to set up its sandbox%s%s",
+                         ok == 0 ? ": " : "", ok == 0 ? fail->msg : "");
+        }
+        memset(fail, 0, sizeof *fail);
+        kf_worker_close(w);
+        return st;
+    }
+    /* 2. loading the candidate: from here on, every byte may come from it */
+    ok = await(w, &m, sizeof m, &len, deadline, fail, "while loading the candidate", 0);
     if (ok < 0) {
         timeout_kill(w, fail, o->start_timeout_s, "while loading the candidate");
     } else if (ok > 0 && len == sizeof m.d && m.d.magic == KF_PROTO_MAGIC &&
                m.d.type == KF_MSG_READY) {
-        w->landlock_abi = (int)(m.d.ns & 0xff);
-        w->sealed = (int)((m.d.ns >> 8) & 1);
         *out = w;
         return KF_OK;
     } else if (ok > 0 && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC &&
                m.t.type == KF_MSG_LOADFAIL) {
         m.t.text[sizeof m.t.text - 1] = 0;
-        if (!strncmp(m.t.text, "worker setup:", 13)) {
-            st = kf__err(ctx, KF_EINTERNAL, "%s", m.t.text);
-            kf_worker_close(w);
-            return st;
-        }
         fail->st = KF_CALL_FAILED;
         fail->reason = KF_REASON_CRASH;
         snprintf(fail->msg, sizeof fail->msg, "could not load the built object: %s", m.t.text);
@@ -436,12 +486,8 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
         snprintf(r->msg, sizeof r->msg, "worker already dead");
         return;
     }
-    char junk[64];
     /* anything waiting before we ask was written by the candidate itself */
-    if (recv(w->sock, junk, sizeof junk, MSG_DONTWAIT | MSG_PEEK) > 0) {
-        reap(w, r, "between calls", 1);
-        return;
-    }
+    if (stray_bytes(w, r, "between calls")) return;
     msg->magic = KF_PROTO_MAGIC;
     msg->type = KF_MSG_RUN;
     msg->seq = ++w->seq;
@@ -467,31 +513,26 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
      * now. Idle threads (a parked pool) may persist, frozen with the rest. */
     kill(-w->pid, SIGSTOP);
     int status = 0;
-    pid_t g;
-    while ((g = waitpid(w->pid, &status, WUNTRACED)) < 0 && errno == EINTR) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    while (waitid(P_PID, (id_t)w->pid, &si, WEXITED | WSTOPPED | WNOWAIT) < 0 && errno == EINTR) {
     }
-    if (g == w->pid && !WIFSTOPPED(status)) {
+    if (si.si_code != CLD_STOPPED) { /* it died instead */
         struct rusage ru;
         memset(&ru, 0, sizeof ru);
-        kill(-w->pid, SIGKILL);
-        w->pid = -1;
-        w->dead = 1;
+        kill_and_reap(w, &status, &ru);
         classify(w, status, &ru, r, "right after the call");
         return;
     }
-    w->stopped = 1;
-    if (recv(w->sock, junk, sizeof junk, MSG_DONTWAIT | MSG_PEEK) > 0) {
-        reap(w, r, "after the call", 1);
-        return;
+    while (waitid(P_PID, (id_t)w->pid, &si, WSTOPPED) < 0 && errno == EINTR) { /* consume */
     }
+    w->stopped = 1;
+    if (stray_bytes(w, r, "after the call")) return;
     /* One clock (CLOCK_MONOTONIC) on both sides: the stamps must fall in order,
      * resumed <= t0 <= p0 and t0 <= t1 <= p1. */
     if (t0 < resumed || t0 > p0 || t1 < t0 || t1 > p1) {
-        kill_group(w);
-        while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        w->pid = -1;
-        w->dead = 1;
+        struct rusage ru;
+        kill_and_reap(w, &status, &ru);
         r->st = KF_CALL_FAILED;
         r->reason = KF_REASON_TIMING_MISMATCH;
         snprintf(r->msg, sizeof r->msg,
@@ -501,7 +542,9 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     }
     r->st = KF_CALL_OK;
     r->worker_ns = t1 - t0;
-    r->parent_ns = p1 - p0;
+    /* from the resume, not from START: a candidate that took over the channel chooses
+     * when START goes out, but not when the coordinator resumed it */
+    r->parent_ns = p1 - resumed;
 }
 
 void kf_worker_close(kf_worker *w) {
@@ -564,9 +607,11 @@ kf_status kf_sandbox_exec(kf_ctx *ctx, char *const argv[], const char *cwd, char
             timed_out = 1;
             break;
         }
-        if (fd < 0) {
-            pid_t g = waitpid(pid, &status, WNOHANG);
-            if (g == pid) break;
+        if (fd < 0) { /* output closed: wait for the exit, without reaping yet */
+            siginfo_t si;
+            memset(&si, 0, sizeof si);
+            if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+                break;
             usleep(500);
             continue;
         }
@@ -575,14 +620,10 @@ kf_status kf_sandbox_exec(kf_ctx *ctx, char *const argv[], const char *cwd, char
         if (n < 0 && errno != EINTR) break;
         if (n > 0) drain(&fd, log);
     }
-    kill(-pid, SIGKILL); /* the group: helpers (cc1, as, ld) included */
-    if (timed_out) {
-        kill(pid, SIGKILL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-    } else if (waitpid(pid, &status, WNOHANG) == 0) {
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
+    /* the group (helpers such as cc1, as, ld included), while the leader is unreaped */
+    kill(-pid, SIGKILL);
+    if (timed_out) kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (fd >= 0) close(fd);
     *exit_code = timed_out ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -2,7 +2,7 @@
  * worker_main.c - kforge-worker, the trusted runner that executes one candidate.
  *
  * The coordinator execs it with: argv = {kforge-worker, SO_PATH, PARENT_PID, CPU_S,
- * AS_BYTES, SO_DIR}, fd 3 = result socket, fd 4 = arena memfd, fds 0-2 = /dev/null and
+ * AS_BYTES, SO_DIR, CPUS ("0,2,3" or "-")}, fd 3 = result socket, fd 4 = arena memfd, fds 0-2 = /dev/null and
  * two capped pipes, an empty environment, and its own session (so its own process
  * group). Before any candidate byte is loaded (dlopen runs constructors) it:
  *   1. sets a parent-death SIGKILL and checks that the parent is still the one it
@@ -24,6 +24,7 @@
 #include "proto.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -94,7 +95,7 @@ static uint64_t now_ns(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 6) return 111;
+    if (argc != 7) return 111;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL)) return 112;
     if ((long)getppid() != atol(argv[2])) return 112; /* parent died before the call */
     if (syscall(SYS_close_range, KF_WORKER_ARENA_FD + 1, ~0U, 0)) {
@@ -108,6 +109,20 @@ int main(int argc, char **argv) {
     if (arena == MAP_FAILED) die(113, "mmap arena");
     close(KF_WORKER_ARENA_FD);
 
+    /* the CPUs it may use (timing runs), before any thread exists: all inherit it */
+    if (strcmp(argv[6], "-")) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        for (char *p = argv[6]; *p;) {
+            char *end;
+            long c = strtol(p, &end, 10);
+            if (end == p || c < 0 || c >= CPU_SETSIZE) die(113, "cpu list");
+            CPU_SET((int)c, &set);
+            p = *end == ',' ? end + 1 : end;
+            if (*end && *end != ',') die(113, "cpu list");
+        }
+        if (sched_setaffinity(0, sizeof set, &set)) die(113, "sched_setaffinity");
+    }
     int sealed = seal_image();
 
     const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache",
@@ -118,6 +133,10 @@ int main(int argc, char **argv) {
     kf_limits lim = {atof(argv[3]), strtoull(argv[4], NULL, 10), 1 << 20, 64};
     if (kf_policy_rlimits(&lim)) die(113, "rlimits");
     if (kf_policy_seccomp_worker(getpid(), abi > 0)) die(113, "seccomp");
+    /* from here on every message may come from the candidate: announce the end of the
+     * trusted setup, with the confinement layers (Landlock ABI, bit 8 mseal) */
+    kf_msg_done ok = {KF_PROTO_MAGIC, KF_MSG_SETUP_OK, 0, 0, (uint64_t)abi | (uint64_t)sealed << 8};
+    if (send(KF_WORKER_SOCK_FD, &ok, sizeof ok, MSG_NOSIGNAL) != sizeof ok) _exit(114);
 
     void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
@@ -129,8 +148,7 @@ int main(int argc, char **argv) {
         send_text(KF_MSG_LOADFAIL, "kforge_call__ missing from the built object");
         _exit(0);
     }
-    /* READY carries the confinement layers: Landlock ABI, and bit 8 for mseal */
-    kf_msg_done ready = {KF_PROTO_MAGIC, KF_MSG_READY, 0, 0, (uint64_t)abi | (uint64_t)sealed << 8};
+    kf_msg_done ready = {KF_PROTO_MAGIC, KF_MSG_READY, 0, 0, 0};
     if (send(KF_WORKER_SOCK_FD, &ready, sizeof ready, MSG_NOSIGNAL) != sizeof ready) _exit(114);
 
     for (;;) {

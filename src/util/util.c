@@ -382,18 +382,24 @@ static int read_stream(const char *path, char *buf, size_t cap) {
     return 0;
 }
 
-const char *kf__cpu_identity(void) {
-    static char id[65];
-    if (id[0]) return id;
+static char cpu_id[65];
+
+static void cpu_identity_init(void) {
     static char text[1 << 16];
+    char *id = cpu_id;
     if (read_stream("/proc/cpuinfo", text, sizeof text)) {
-        snprintf(id, sizeof id, "unknown-cpu");
-        return id;
+        snprintf(id, sizeof cpu_id, "unknown-cpu");
+        return;
     }
     char *model = strstr(text, "model name"), *flags = strstr(text, "\nflags");
     size_t ml = model ? strcspn(model, "\n") : 0, fl = flags ? strcspn(flags + 1, "\n") : 0;
     const void *parts[] = {model ? model : "", flags ? flags : ""};
     size_t lens[] = {ml, fl};
-    if (kf__sha256_hex(parts, lens, 2, id)) snprintf(id, sizeof id, "unknown-cpu");
-    return id;
+    if (kf__sha256_hex(parts, lens, 2, id)) snprintf(id, sizeof cpu_id, "unknown-cpu");
+}
+
+const char *kf__cpu_identity(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, cpu_identity_init);
+    return cpu_id;
 }
