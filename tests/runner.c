@@ -191,8 +191,14 @@ static const char *join(const char *base, const char *rel) {
     snprintf(b, 4096, "%s/%s", base, rel);
     return b;
 }
-const char *kft_src(const char *rel) { return join(KF_SOURCE_DIR, rel); }
-const char *kft_bin(const char *rel) { return join(KF_BINARY_DIR, rel); }
+/* KFT_SOURCE_DIR / KFT_BINARY_DIR override the build-time paths (a copy of the tree
+ * run on another machine). */
+static const char *dir_of(const char *env, const char *dflt) {
+    const char *e = getenv(env);
+    return e && *e ? e : dflt;
+}
+const char *kft_src(const char *rel) { return join(dir_of("KFT_SOURCE_DIR", KF_SOURCE_DIR), rel); }
+const char *kft_bin(const char *rel) { return join(dir_of("KFT_BINARY_DIR", KF_BINARY_DIR), rel); }
 
 kf_task *kft_task(kf_ctx *ctx, const char *rel) {
     kf_task *t = NULL;

@@ -11,7 +11,7 @@
 
 static int kforge(const char *args, char *out, size_t n) {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s", KF_SOURCE_DIR, kft_bin("kforge"), args);
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s", kft_src("."), kft_bin("kforge"), args);
     return kft_run(cmd, out, n);
 }
 

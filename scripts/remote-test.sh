@@ -1,0 +1,9 @@
+#!/bin/sh
+# Run the prebuilt test suite from a copy of the tree on another machine (the GPU host):
+# same binaries, that machine's kernel, glibc and compiler. Usage: scripts/remote-test.sh
+set -u
+cd "$(dirname "$0")/.."
+uname -a
+ldd --version | head -1
+cc --version | head -1
+KFT_SOURCE_DIR=$PWD KFT_BINARY_DIR=$PWD/build ./build/kf-tests -j 4 "$@"
