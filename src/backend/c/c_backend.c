@@ -199,16 +199,26 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     argv[ac] = NULL;
     char tmpenv[PATH_MAX + 16];
     snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", bdir);
-    char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", "LC_ALL=C", tmpenv, NULL};
+    /* the toolchain's own prefix too (a compiler under /opt/gcc/bin reads /opt/gcc) */
+    char prefix[PATH_MAX];
+    snprintf(prefix, sizeof prefix, "%s", cc);
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(prefix, '/');
+        if (slash && slash != prefix) *slash = 0;
+    }
+    char pathenv[PATH_MAX + 64];
+    snprintf(pathenv, sizeof pathenv, "PATH=%s/bin:/usr/local/bin:/usr/bin:/bin", prefix);
+    char *env[] = {pathenv, "LANG=C", "LC_ALL=C", tmpenv, NULL};
     const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/etc/ld.so.cache",
-                        "/etc/alternatives", "/dev/null"};
+                        "/etc/alternatives", "/dev/null", prefix};
     const char *rw[] = {bdir};
     kf_limits lim = {timeout_s + 1, 4ull << 30, 256u << 20, 256};
     kf_buf log;
     kf_buf_init(&log, LOG_CAP);
     int code = 0;
     uint64_t t0 = kf__now_ns();
-    st = kf_sandbox_exec(ctx, argv, bdir, env, &lim, ro, 8, rw, 1, timeout_s, &log, &code);
+    st = kf_sandbox_exec(ctx, argv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 1,
+                         timeout_s, &log, &code);
     out->seconds = (double)(kf__now_ns() - t0) / 1e9;
     for (int i = 0; i < KF_MAX_PARAMS; i++) free(defs[i]);
     if (st) {
