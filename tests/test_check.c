@@ -356,7 +356,28 @@ static void t_bad_when(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* What a candidate prints reaches the result (capped), even though its worker is
+ * killed at the end rather than exiting. */
+static void t_candidate_output(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+    const char *p = write_tmp("print.c", "#include <stdint.h>\n#include <stdio.h>\n"
+        "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) {\n"
+        "    static int once; if (!once++) printf(\"debug: n=%lld\\n\", (long long)n);\n"
+        "    for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
+    kf_result *r = kft_check(ctx, t, p, NULL, 0);
+    json_t *j = as_json(r);
+    const char *out = json_string_value(json_object_get(j, "candidate_output"));
+    CHECKF(out && strstr(out, "debug: n=65536"), "output: %s", out ? out : "(none)");
+    json_decref(j);
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 void kft_register_check(void) {
+    kft_add("check/candidate_output", t_candidate_output, NULL, 30);
     kft_add("check/bad_when", t_bad_when, NULL, 30);
     kft_add("check/impossible_speed", t_impossible_speed, NULL, 60);
     kft_add("check/seeds", t_seeds, NULL, 60);

@@ -676,6 +676,8 @@ join:
         prep_free(s->t, &prep[i]);
     }
 out:
+    if (cand.w && *kf_worker_output(cand.w)) /* what the candidate printed (capped) */
+        json_object_set_new(s->res->root, "candidate_output", json_string(kf_worker_output(cand.w)));
     for (int i = 0; prep && i < L.n; i++) prep_free(s->t, &prep[i]);
     free(prep);
     kf_worker_close(ref.w);

@@ -451,7 +451,11 @@ unsigned char *kf_worker_arena(kf_worker *w) { return w->arena; }
 int kf_worker_landlock_abi(const kf_worker *w) { return w->landlock_abi; }
 int kf_worker_sealed(const kf_worker *w) { return w->sealed; }
 int kf_worker_dead(const kf_worker *w) { return w->dead; }
-const char *kf_worker_output(kf_worker *w) { return w->out.p ? w->out.p : ""; }
+const char *kf_worker_output(kf_worker *w) {
+    if (w->outfd >= 0) drain(&w->outfd, &w->out); /* whatever is still in the pipes */
+    if (w->errfd >= 0) drain(&w->errfd, &w->out);
+    return w->out.p ? w->out.p : "";
+}
 
 /* Receive one START or DONE message for sequence seq. 1 with *ns set; 0 when the
  * worker died, lied or timed out (r set, worker dead). */

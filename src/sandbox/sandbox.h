@@ -45,7 +45,7 @@ int kf_worker_dead(const kf_worker *w);   /* 1 after a failed call: only close m
 /* One call. msg's magic/type/seq are filled in here. After FAILED the worker is dead
  * and only kf_worker_close may follow. */
 void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_result *r);
-/* Captured stdout/stderr (capped), for logs. */
+/* Captured stdout/stderr (capped at 64 KiB; the rest is read and dropped), for logs. */
 const char *kf_worker_output(kf_worker *w);
 /* Kill the worker's process group, reap it, remove its directory. Accepts NULL. */
 void kf_worker_close(kf_worker *w);

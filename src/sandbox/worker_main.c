@@ -138,6 +138,9 @@ int main(int argc, char **argv) {
     kf_msg_done ok = {KF_PROTO_MAGIC, KF_MSG_SETUP_OK, 0, 0, (uint64_t)abi | (uint64_t)sealed << 8};
     if (send(KF_WORKER_SOCK_FD, &ok, sizeof ok, MSG_NOSIGNAL) != sizeof ok) _exit(114);
 
+    /* the candidate's prints reach the coordinator's capped log even when the worker is
+     * killed, not sitting in a stdio buffer */
+    setvbuf(stdout, NULL, _IONBF, 0);
     void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         send_text(KF_MSG_LOADFAIL, dlerror());

@@ -125,7 +125,7 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
                            const char *text, size_t len, const kf_param *params, int nparams,
                            const char *workdir, double timeout_s, kf_build *out) {
     (void)b;
-    char cc[PATH_MAX], cdir[PATH_MAX], key[65], flags[8];
+    char cc[PATH_MAX], cdir[PATH_MAX], key[65];
     char *hdr = gen_header(t);
     if (!hdr) return kf__err(ctx, KF_ENOMEM, "out of memory");
     if (find_compiler(cc, sizeof cc)) {
@@ -143,8 +143,6 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
         free(hdr);
         return kf__err(ctx, KF_EUSAGE, "compiler flags too long");
     }
-    flags[0] = 0;
-    (void)flags;
     struct stat sb;
     char ccid[PATH_MAX + 64];
     if (stat(cc, &sb)) sb.st_mtime = 0, sb.st_size = 0;
