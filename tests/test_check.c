@@ -372,6 +372,17 @@ static void t_candidate_output(const void *arg) {
     CHECKF(out && strstr(out, "debug: n=65536"), "output: %s", out ? out : "(none)");
     json_decref(j);
     kf_result_free(r);
+    /* bytes that are not UTF-8 still give valid JSON */
+    p = write_tmp("print8.c", "#include <stdint.h>\n#include <stdio.h>\n"
+        "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) {\n"
+        "    printf(\"\\xff\\xfe\\n\");\n"
+        "    for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
+    r = kft_check(ctx, t, p, NULL, 0);
+    j = as_json(r);
+    out = json_string_value(json_object_get(j, "candidate_output"));
+    CHECKF(out && !strncmp(out, "??\n", 3), "output: %s", out ? out : "(none)");
+    json_decref(j);
+    kf_result_free(r);
     kf_task_free(t);
     kf_ctx_free(ctx);
 }

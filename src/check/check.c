@@ -62,10 +62,10 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
     }
     if (!(s->res = kf_result_new(kind))) return kf__err(ctx, KF_ENOMEM, "out of memory");
     json_t *root = s->res->root;
-    json_object_set_new(root, "task", json_string(t->name));
+    json_object_set_new(root, "task", kf_result_text_json(t->name));
     json_object_set_new(root, "fingerprint", json_string(t->fingerprint));
     if (s->cand) {
-        json_object_set_new(root, "candidate", json_string(cand_path));
+        json_object_set_new(root, "candidate", kf_result_text_json(cand_path));
         json_t *params = json_object();
         for (int i = 0; i < s->cand->nparams; i++)
             json_object_set_new(params, s->cand->params[i].name,
@@ -93,7 +93,7 @@ static json_t *build_json(const kf_build *b) {
     json_object_set_new(o, "ok", json_boolean(b->ok));
     json_object_set_new(o, "cached", json_boolean(b->cached));
     json_object_set_new(o, "seconds", json_real(b->seconds));
-    if (b->log && *b->log) json_object_set_new(o, "log", json_string(b->log));
+    if (b->log && *b->log) json_object_set_new(o, "log", kf_result_text_json(b->log));
     return o;
 }
 
@@ -677,7 +677,7 @@ join:
     }
 out:
     if (cand.w && *kf_worker_output(cand.w)) /* what the candidate printed (capped) */
-        json_object_set_new(s->res->root, "candidate_output", json_string(kf_worker_output(cand.w)));
+        json_object_set_new(s->res->root, "candidate_output", kf_result_text_json(kf_worker_output(cand.w)));
     for (int i = 0; prep && i < L.n; i++) prep_free(s->t, &prep[i]);
     free(prep);
     kf_worker_close(ref.w);

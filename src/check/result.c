@@ -46,6 +46,24 @@ void kf_opts_init(kf_opts *o) {
     o->win_floor = 0.02;
 }
 
+json_t *kf_result_text_json(const char *text) {
+    json_t *j = json_string(text ? text : "");
+    if (j) return j;
+    /* not valid UTF-8 (a candidate's output, a compiler's echo of its source): keep
+     * printable ASCII, replace every other byte with '?' */
+    size_t n = strlen(text);
+    char *copy = malloc(n + 1);
+    if (!copy) return json_string("");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)text[i];
+        copy[i] = (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t' ? (char)c : '?';
+    }
+    copy[n] = 0;
+    j = json_string(copy);
+    free(copy);
+    return j;
+}
+
 kf_result *kf_result_new(const char *kind) {
     kf_result *r = calloc(1, sizeof *r);
     if (!r) return NULL;
@@ -87,7 +105,7 @@ void kf_result_reject(kf_result *r, kf_reason code, json_t *shape, const char *f
     va_end(ap);
     json_t *o = json_object();
     json_object_set_new(o, "code", json_string(kf_reason_name(code)));
-    json_object_set_new(o, "message", json_string(msg));
+    json_object_set_new(o, "message", kf_result_text_json(msg));
     json_object_set_new(o, "shape", shape ? json_deep_copy(shape) : json_null());
     json_object_set_new(o, "count", json_integer(1));
     json_array_append_new(r->jreasons, o);
