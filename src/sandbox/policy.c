@@ -5,7 +5,8 @@
  * (the coordinator reports SIGSYS as sandbox_violation). It forbids process creation
  * (clone only with CLONE_THREAD; clone3 answers ENOSYS so glibc falls back to clone),
  * exec, sockets, ptrace and cross-process memory access, signals to any process but
- * itself, opening files for writing or creating/removing them, W+X mappings,
+ * itself (and job-control signals even to itself), opening files for writing or
+ * creating/removing them, W+X mappings,
  * io_uring, bpf, perf, keyrings, mounts and namespace changes. Landlock restricts which
  * paths may be read at all. Neither layer depends on the other.
  */
@@ -190,11 +191,17 @@ int kf_policy_seccomp_worker(pid_t self, int landlock) {
     uint32_t rdwr = landlock ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EACCES);
     rc |= seccomp_rule_add(f, rdwr, SCMP_SYS(openat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, wr, O_RDWR));
     rc |= seccomp_rule_add(f, rdwr, SCMP_SYS(open), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, wr, O_RDWR));
-    /* signals to itself only */
-    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1,
-                           SCMP_A0(SCMP_CMP_EQ, (uint64_t)self));
-    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
-                           SCMP_A0(SCMP_CMP_EQ, (uint64_t)self));
+    /* Signals to itself only, and never the job-control ones: a SIGCONT to itself
+     * cancels the coordinator's freeze (a red-team pass did exactly that, to keep working
+     * after its answer and to hang the coordinator), and stopping itself would fake one. */
+    for (int sig = 0; sig <= 64; sig++) {
+        if (sig == SIGCONT || sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+            continue;
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(kill), 2,
+                               SCMP_A0(SCMP_CMP_EQ, (uint64_t)self), SCMP_A1(SCMP_CMP_EQ, (uint64_t)sig));
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 2,
+                               SCMP_A0(SCMP_CMP_EQ, (uint64_t)self), SCMP_A2(SCMP_CMP_EQ, (uint64_t)sig));
+    }
     /* getrlimit through prlimit64(0, res, NULL, old); setting a limit fails (EPERM) */
     rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 2,
                            SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0));

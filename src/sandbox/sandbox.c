@@ -518,8 +518,25 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     kill(-w->pid, SIGSTOP);
     int status = 0;
     siginfo_t si;
-    memset(&si, 0, sizeof si);
-    while (waitid(P_PID, (id_t)w->pid, &si, WEXITED | WSTOPPED | WNOWAIT) < 0 && errno == EINTR) {
+    /* A stop cannot be refused (and SIGCONT to itself is forbidden), but never wait for
+     * one without a deadline: a worker that neither stops nor dies in 2 s is killed. */
+    uint64_t stop_by = kf__now_ns() + 2000000000ull;
+    for (;;) {
+        memset(&si, 0, sizeof si);
+        int rc = waitid(P_PID, (id_t)w->pid, &si, WEXITED | WSTOPPED | WNOWAIT | WNOHANG);
+        if (rc == 0 && si.si_pid == w->pid) break;
+        if (rc < 0 && errno != EINTR) break;
+        if (kf__now_ns() > stop_by) {
+            struct rusage ru;
+            kill_and_reap(w, &status, &ru);
+            r->st = KF_CALL_FAILED;
+            r->reason = KF_REASON_SANDBOX_VIOLATION;
+            snprintf(r->msg, sizeof r->msg, "the worker resisted being frozen after its answer");
+            return;
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
     }
     if (si.si_code != CLD_STOPPED) { /* it died instead */
         struct rusage ru;
