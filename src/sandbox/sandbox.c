@@ -86,7 +86,7 @@ static int copy_file(const char *src, const char *dst) {
     char *data;
     size_t n;
     if (kf__read_file(src, 1u << 30, &data, &n)) return -1;
-    int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0500);
+    int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
     if (fd < 0) {
         free(data);
         return -1;
@@ -317,6 +317,10 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     if (!mkdtemp(w->dir)) {
         w->dir[0] = 0;
         st = kf__err(ctx, KF_EIO, "mkdtemp: %s", strerror(errno));
+        goto fail;
+    }
+    if (chmod(w->dir, 0755)) { /* a worker started by root runs as an unprivileged user */
+        st = kf__err(ctx, KF_EIO, "chmod %s: %s", w->dir, strerror(errno));
         goto fail;
     }
     char so_copy[PATH_MAX + 16];

@@ -24,6 +24,8 @@
 #include "proto.h"
 
 #include <dlfcn.h>
+#include <grp.h>
+#include <sys/resource.h>
 #include <sched.h>
 #include <errno.h>
 #include <signal.h>
@@ -96,6 +98,17 @@ static uint64_t now_ns(void) {
 
 int main(int argc, char **argv) {
     if (argc != 7) return 111;
+    /* Started by root (CI, a GPU host): become an unprivileged user of its own first, so
+     * the candidate holds no privilege at all and RLIMIT_NPROC (which root ignores, and
+     * which counts per user) bounds its threads without touching any other worker. The
+     * ids come from a high range no account uses, one per worker pid. A credential change
+     * clears the parent-death signal: it is set after. */
+    int dropped = 0;
+    if (geteuid() == 0) {
+        uid_t id = (uid_t)(0x70000000u + ((unsigned)getpid() & 0x0fffffffu));
+        if (setgroups(0, NULL) || setresgid(id, id, id) || setresuid(id, id, id)) return 113;
+        dropped = 1;
+    }
     if (prctl(PR_SET_PDEATHSIG, SIGKILL)) return 112;
     if ((long)getppid() != atol(argv[2])) return 112; /* parent died before the call */
     if (syscall(SYS_close_range, KF_WORKER_ARENA_FD + 1, ~0U, 0)) {
@@ -132,6 +145,10 @@ int main(int argc, char **argv) {
 
     kf_limits lim = {atof(argv[3]), strtoull(argv[4], NULL, 10), 1 << 20, 64};
     if (kf_policy_rlimits(&lim)) die(113, "rlimits");
+    if (dropped) { /* a thread bomb stops here, whatever other workers do */
+        struct rlimit np = {4096, 4096};
+        if (setrlimit(RLIMIT_NPROC, &np)) die(113, "rlimit nproc");
+    }
     if (kf_policy_seccomp_worker(getpid(), abi > 0)) die(113, "seccomp");
     /* from here on every message may come from the candidate: announce the end of the
      * trusted setup, with the confinement layers (Landlock ABI, bit 8 mseal) */
