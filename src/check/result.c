@@ -140,7 +140,21 @@ static void sizes_text(json_t *sizes, kf_buf *b) {
     }
 }
 
+/* The human report carries compiler and candidate text: no terminal control bytes. */
+static void defang(char *p) {
+    for (; p && *p; p++)
+        if (((unsigned char)*p < 0x20 && *p != '\n') || *p == 0x7f) *p = '?';
+}
+
+static char *result_text_raw(const kf_result *r);
+
 char *kf_result_text(const kf_result *r) {
+    char *t = result_text_raw(r);
+    defang(t);
+    return t;
+}
+
+static char *result_text_raw(const kf_result *r) {
     kf_buf b;
     kf_buf_init(&b, 1u << 20);
     json_t *root = r->root;
