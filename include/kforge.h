@@ -109,7 +109,7 @@ typedef struct kf_opts {
     double bench_min_time_s;/* bench: minimum timed seconds per shape and side (0.3) */
     int bench_min_runs;     /* bench: minimum timed rounds per shape (15) */
     int bench_max_runs;     /* bench: maximum timed rounds per shape (400) */
-    double win_floor;       /* bench: relative noise floor a win must clear (0.02) */
+    double win_floor;       /* bench: relative noise floor a win must clear (0.05) */
     int verbose;            /* progress lines on stderr */
 } kf_opts;
 

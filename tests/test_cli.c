@@ -92,7 +92,24 @@ static void t_bad_task_message(const void *arg) {
     CHECK(system(cmd) == 0);
 }
 
+/* The human report cannot be forged by the candidate: one header line, no control or
+ * C1 bytes, whatever text a constructor sends. */
+static void t_report_injection(const void *arg) {
+    (void)arg;
+    static char out[1 << 16];
+    CHECK(kforge("check tasks/c/saxpy tests/redteam/07_report_injection.c", out, sizeof out) == 1);
+    int headers = 0;
+    for (char *p = out; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        CHECKF(c >= 0x20 || c == '\n', "control byte 0x%02x in: %s", c, out);
+        CHECKF(!(c == 0xc2 && (unsigned char)p[1] >= 0x80 && (unsigned char)p[1] <= 0x9f), "C1 control in: %s", out);
+        if ((p == out || p[-1] == '\n') && !strncmp(p, "check ", 6)) headers++;
+    }
+    CHECKF(headers == 1, "%d report headers in: %s", headers, out);
+}
+
 void kft_register_cli(void) {
+    kft_add("cli/report_injection", t_report_injection, NULL, 30);
     kft_add("cli/exit_codes", t_exit_codes, NULL, 120);
     kft_add("cli/json_contract", t_json_contract, NULL, 120);
     kft_add("cli/bad_task_message", t_bad_task_message, NULL, 30);

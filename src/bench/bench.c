@@ -36,6 +36,7 @@
 
 typedef struct {
     double *cw, *bw, *cp, *bp; /* worker and coordinator ns per round */
+    double *rg;                /* the trusted reference's gaps, when it is not the baseline */
     int n;
 } rounds;
 
@@ -85,11 +86,12 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         return kf__err(s->ctx, KF_ETASK, "%s: %s", t->dir, err);
     int max = s->o->bench_max_runs > 0 ? s->o->bench_max_runs : 400;
     rounds R = {calloc((size_t)max, 8), calloc((size_t)max, 8), calloc((size_t)max, 8),
-                calloc((size_t)max, 8), 0};
+                calloc((size_t)max, 8), calloc((size_t)max + 8, 8), 0};
     void *refo[2][KF_MAX_ARGS];
     memset(refo, 0, sizeof refo);
     kf_status st = KF_OK;
-    if (!R.cw || !R.bw || !R.cp || !R.bp) {
+    int nrg = 0;
+    if (!R.cw || !R.bw || !R.cp || !R.bp || !R.rg) {
         st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
         goto out;
     }
@@ -136,6 +138,8 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             kf_data_make_poison(t, &s->rng, &pr);
             kf_sess_place(s, &ex, r & 1, &ref->lay);
             kf_sess_call(s, ref, &ex, &in, &pr, &cr);
+            if (cr.st == KF_CALL_OK && nrg < max + 8)
+                R.rg[nrg++] = (double)cr.parent_ns - (double)cr.worker_ns;
             if (cr.st != KF_CALL_OK)
                 st = kf__err(s->ctx, KF_ETASK, "the reference failed in a timed run: %s", cr.msg);
             else if (kf_sess_take_outputs(s, ref, &ex, cur))
@@ -252,6 +256,7 @@ out:
     free(R.bw);
     free(R.cp);
     free(R.bp);
+    free(R.rg);
     return st;
 }
 

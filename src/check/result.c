@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void defang_text(char *p, int keep_nl);
+
 static const char *const reason_names[] = {
 #define KF_X(n, s) s,
     KF_REASON_MAP(KF_X)
@@ -43,7 +45,7 @@ void kf_opts_init(kf_opts *o) {
     o->bench_min_time_s = 0.3;
     o->bench_min_runs = 15;
     o->bench_max_runs = 400;
-    o->win_floor = 0.02;
+    o->win_floor = 0.05;
 }
 
 json_t *kf_result_text_json(const char *text) {
@@ -103,6 +105,7 @@ void kf_result_reject(kf_result *r, kf_reason code, json_t *shape, const char *f
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    defang_text(msg, 0); /* one line, no control bytes: it may quote the candidate */
     json_t *o = json_object();
     json_object_set_new(o, "code", json_string(kf_reason_name(code)));
     json_object_set_new(o, "message", kf_result_text_json(msg));
@@ -140,11 +143,26 @@ static void sizes_text(json_t *sizes, kf_buf *b) {
     }
 }
 
-/* The human report carries compiler and candidate text: no terminal control bytes. */
-static void defang(char *p) {
-    for (; p && *p; p++)
-        if (((unsigned char)*p < 0x20 && *p != '\n') || *p == 0x7f) *p = '?';
+/* Text from compilers and candidates reaches terminals: replace C0 controls (newlines
+ * too unless keep_nl), DEL, C1 controls (U+0080-U+009F, "\xc2\x80".."\xc2\x9f") and the
+ * bidirectional overrides (U+202A-U+202E, U+2066-U+2069) with '?', in place. */
+static void defang_text(char *p, int keep_nl) {
+    for (unsigned char *u = (unsigned char *)p; u && *u; u++) {
+        if ((*u < 0x20 && !(keep_nl && *u == '\n')) || *u == 0x7f) {
+            *u = '?';
+        } else if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f) {
+            u[0] = '?', u[1] = '?';
+            u++;
+        } else if (u[0] == 0xe2 && u[1] && u[2] &&
+                   ((u[1] == 0x80 && u[2] >= 0xaa && u[2] <= 0xae) ||
+                    (u[1] == 0x81 && u[2] >= 0xa6 && u[2] <= 0xa9))) {
+            u[0] = u[1] = u[2] = '?';
+            u += 2;
+        }
+    }
 }
+
+static void defang(char *p) { defang_text(p, 1); }
 
 static char *result_text_raw(const kf_result *r);
 

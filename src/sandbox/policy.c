@@ -136,7 +136,7 @@ static const int allowed[] = {
     SCMP_SYS(geteuid), SCMP_SYS(getgid), SCMP_SYS(getegid), SCMP_SYS(uname),
     SCMP_SYS(sysinfo), SCMP_SYS(getrandom), SCMP_SYS(futex), SCMP_SYS(set_robust_list),
     SCMP_SYS(get_robust_list), SCMP_SYS(rseq), SCMP_SYS(set_tid_address),
-    SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn),
+    SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn),
     SCMP_SYS(sigaltstack), SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(sched_getaffinity),
     SCMP_SYS(sched_getparam), SCMP_SYS(sched_getscheduler), SCMP_SYS(membarrier),
     SCMP_SYS(arch_prctl), SCMP_SYS(getrusage), SCMP_SYS(times), SCMP_SYS(poll),
@@ -191,6 +191,14 @@ int kf_policy_seccomp_worker(pid_t self, int landlock) {
     uint32_t rdwr = landlock ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EACCES);
     rc |= seccomp_rule_add(f, rdwr, SCMP_SYS(openat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, wr, O_RDWR));
     rc |= seccomp_rule_add(f, rdwr, SCMP_SYS(open), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, wr, O_RDWR));
+    /* No handler for SIGCONT: it would run the candidate's code at the resume, before
+     * the worker stamps START (reading the queued request and working untimed). */
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), 1,
+                           SCMP_A0(SCMP_CMP_NE, SIGCONT));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), 2,
+                           SCMP_A0(SCMP_CMP_EQ, SIGCONT), SCMP_A1(SCMP_CMP_EQ, 0));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(rt_sigaction), 2,
+                           SCMP_A0(SCMP_CMP_EQ, SIGCONT), SCMP_A1(SCMP_CMP_NE, 0));
     /* Signals to itself only, and never the job-control ones: a SIGCONT to itself
      * cancels the coordinator's freeze (a red-team pass did exactly that, to keep working
      * after its answer and to hang the coordinator), and stopping itself would fake one. */

@@ -86,7 +86,7 @@ static int copy_file(const char *src, const char *dst) {
     char *data;
     size_t n;
     if (kf__read_file(src, 1u << 30, &data, &n)) return -1;
-    int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+    int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0400);
     if (fd < 0) {
         free(data);
         return -1;
@@ -117,6 +117,20 @@ static void drain(int *fd, kf_buf *b) {
         }
         return;
     }
+}
+
+/* Threads of a process, from /proc/PID/status, or -1. */
+static int thread_count(pid_t pid) {
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    char *p = strstr(buf, "\nThreads:");
+    return p ? atoi(p + 9) : -1;
 }
 
 static void kill_group(kf_worker *w) {
@@ -319,10 +333,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         st = kf__err(ctx, KF_EIO, "mkdtemp: %s", strerror(errno));
         goto fail;
     }
-    if (chmod(w->dir, 0755)) { /* a worker started by root runs as an unprivileged user */
-        st = kf__err(ctx, KF_EIO, "chmod %s: %s", w->dir, strerror(errno));
-        goto fail;
-    }
+
     char so_copy[PATH_MAX + 16];
     snprintf(so_copy, sizeof so_copy, "%s/candidate.so", w->dir);
     if (copy_file(so_path, so_copy)) {
@@ -377,7 +388,18 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
                 off += (size_t)snprintf(cpus + off, sizeof cpus - off, "%s%d", off ? "," : "", c);
         if (!off) snprintf(cpus, sizeof cpus, "-");
     }
-    char *argv[] = {(char *)wpath, so_copy, ppid, cpu, as, w->dir, cpus, NULL};
+    /* As root, the worker becomes a user of its own: a random high uid (not one derived
+     * from a pid: pids repeat across pid namespaces), owner of its directory. */
+    char uidarg[32] = "-";
+    if (geteuid() == 0) {
+        uid_t id = (uid_t)(0x70000000u + (uint32_t)(kf__secret_u64() & 0x0fffffffu));
+        snprintf(uidarg, sizeof uidarg, "%u", (unsigned)id);
+        if (chown(w->dir, id, id) || chown(so_copy, id, id) || chmod(w->dir, 0500)) {
+            st = kf__err(ctx, KF_EIO, "chown %s: %s", w->dir, strerror(errno));
+            goto fail;
+        }
+    }
+    char *argv[] = {(char *)wpath, so_copy, ppid, cpu, as, w->dir, cpus, uidarg, NULL};
     char *envp[] = {NULL};
     int rc = posix_spawn(&w->pid, wpath, &fa, &at, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
@@ -550,6 +572,26 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
         return;
     }
     while (waitid(P_PID, (id_t)w->pid, &si, WSTOPPED) < 0 && errno == EINTR) { /* consume */
+    }
+    /* No thread may outlive the call. A parked pool would resume with the process at
+     * the next SIGCONT and could start on the (already staged) inputs before the START
+     * stamp, untimed. Threads joined just before return may still be finishing their
+     * exit: allow them 2 ms. */
+    int nth = thread_count(w->pid);
+    for (int i = 0; nth > 1 && i < 40; i++) {
+        usleep(50);
+        nth = thread_count(w->pid);
+    }
+    if (nth > 1) {
+        struct rusage ru;
+        kill_and_reap(w, &status, &ru);
+        r->st = KF_CALL_FAILED;
+        r->reason = KF_REASON_SANDBOX_VIOLATION;
+        snprintf(r->msg, sizeof r->msg,
+                 "%d thread(s) still exist after the call returned: start threads inside the "
+                 "call and join them before returning (persistent pools are not supported)",
+                 nth - 1);
+        return;
     }
     w->stopped = 1;
     if (stray_bytes(w, r, "after the call")) return;

@@ -2,7 +2,7 @@
  * worker_main.c - kforge-worker, the trusted runner that executes one candidate.
  *
  * The coordinator execs it with: argv = {kforge-worker, SO_PATH, PARENT_PID, CPU_S,
- * AS_BYTES, SO_DIR, CPUS ("0,2,3" or "-")}, fd 3 = result socket, fd 4 = arena memfd, fds 0-2 = /dev/null and
+ * AS_BYTES, SO_DIR, CPUS ("0,2,3" or "-"), UID (used when started as root, or "-")}, fd 3 = result socket, fd 4 = arena memfd, fds 0-2 = /dev/null and
  * two capped pipes, an empty environment, and its own session (so its own process
  * group). Before any candidate byte is loaded (dlopen runs constructors) it:
  *   1. sets a parent-death SIGKILL and checks that the parent is still the one it
@@ -97,16 +97,21 @@ static uint64_t now_ns(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 7) return 111;
+    if (argc != 8) return 111;
     /* Started by root (CI, a GPU host): become an unprivileged user of its own first, so
      * the candidate holds no privilege at all and RLIMIT_NPROC (which root ignores, and
      * which counts per user) bounds its threads without touching any other worker. The
-     * ids come from a high range no account uses, one per worker pid. A credential change
-     * clears the parent-death signal: it is set after. */
+     * coordinator draws the id at random from a high range no account uses, and makes
+     * the worker's directory that user's alone. A credential change clears the
+     * parent-death signal: it is set after. */
     int dropped = 0;
     if (geteuid() == 0) {
-        uid_t id = (uid_t)(0x70000000u + ((unsigned)getpid() & 0x0fffffffu));
-        if (setgroups(0, NULL) || setresgid(id, id, id) || setresuid(id, id, id)) return 113;
+        char *end;
+        unsigned long id = strtoul(argv[7], &end, 10);
+        if (*end || id < 0x70000000ul || id > 0x7ffffffful) return 113;
+        if (setgroups(0, NULL) || setresgid((gid_t)id, (gid_t)id, (gid_t)id) ||
+            setresuid((uid_t)id, (uid_t)id, (uid_t)id))
+            return 113;
         dropped = 1;
     }
     if (prctl(PR_SET_PDEATHSIG, SIGKILL)) return 112;

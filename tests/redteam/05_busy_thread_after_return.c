@@ -1,10 +1,11 @@
-/* kforge-test: task=sgemm expect=rejected reason=unwritten_output threat=5 */
+/* kforge-test: task=sgemm expect=rejected reason=sandbox_violation threat=5 */
 /*
  * Threat 5, work after return, the busy kind: the call starts a detached thread
  * that computes C and returns at once. The thread is running when the worker
- * answers; kforge freezes the whole process (SIGSTOP) the moment it answers and
- * judges C as it is then: unwritten. (Found by a red-team pass: an earlier design
- * gave such a thread a 2 ms grace to exit, during which it finished C unmeasured.)
+ * answers; kforge freezes the whole process (SIGSTOP) the moment it answers, judges C
+ * as it is then, and refuses any thread that outlives the call: sandbox_violation.
+ * (Found by a red-team pass: an earlier design gave such a thread a 2 ms grace to exit,
+ * during which it finished C unmeasured.)
  */
 #include <pthread.h>
 #include <stdint.h>

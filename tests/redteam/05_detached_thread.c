@@ -1,12 +1,10 @@
-/* kforge-test: task=saxpy expect=rejected reason=unwritten_output threat=5 */
+/* kforge-test: task=saxpy expect=rejected reason=sandbox_violation threat=5 */
 /*
  * Threat 5, work after return: the call starts a detached thread and returns
  * at once, so the timed region is empty; the thread sleeps 50 ms and then
  * fills z, hoping the harness reads the output later. kforge freezes the
- * whole worker (SIGSTOP) the moment it answers and judges the outputs as they
- * are at return: the sleeping thread never gets to write, z still holds the
- * sentinel (unwritten_output). A running thread fares the same
- * (05_busy_thread_after_return.c).
+ * whole worker (SIGSTOP) the moment it answers, judges the outputs as they are at
+ * return, and refuses any thread that outlives the call: sandbox_violation.
  */
 #include <pthread.h>
 #include <stdint.h>

@@ -1,12 +1,12 @@
-/* kforge-test: task=saxpy expect=rejected reason=unwritten_output threat=17 */
+/* kforge-test: task=saxpy expect=rejected reason=sandbox_violation threat=17 */
 /*
  * Threat 17, a thread bomb: threads with tiny stacks, each parked forever, until the
  * machine runs out of process ids (other users' programs then fail to start). The
  * address-space limit does not stop it (16 KiB stacks), and RLIMIT_NPROC is ignored for
  * root. kforge's worker, when started by root, runs as an unprivileged user of its own
  * with RLIMIT_NPROC 4096: thread creation fails long before the machine is hurt, and
- * no other worker is affected. The kernel writes its output
- * only if the bomb got past 20000 threads, so a bounded bomb shows as unwritten_output.
+ * no other worker is affected. The parked threads outlive the call: sandbox_violation
+ * (reported with how many thread creation allowed: at most 4095).
  * (Run as a non-root user, the user's own process limit applies instead.)
  */
 #include <pthread.h>

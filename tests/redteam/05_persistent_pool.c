@@ -1,4 +1,8 @@
-/* kforge-test: task=saxpy expect=accepted */
+/* kforge-test: task=saxpy expect=rejected reason=sandbox_violation threat=5 */
+/* Not a cheat: an honest persistent pool, parked on a condition variable between calls.
+ * Refused by policy since a red-team pass: threads that outlive a call resume with the
+ * process at the next call and could start on the already staged inputs before the
+ * worker's START stamp, untimed. Kernels must join their threads before returning. */
 /* HONEST: a persistent 2-thread pool (created once, parked on a condition
  * variable between calls) -- a common way to avoid thread-creation cost. */
 #include <pthread.h>
