@@ -167,6 +167,15 @@ static void t_compare(const void *arg) {
     int32_t wi[3] = {1, 2, 3}, gi[3] = {1, 2, 4};
     kf_data_compare(KF_T_I32, gi, wi, 3, 0, 0, NULL, &c);
     CHECK(c.wrong == 1);
+    /* a right answer that equals the sentinel is not "unwritten" (INT32_MIN from a
+     * saturating add); the sentinel where the answer differs is */
+    int32_t wmin[2] = {INT32_MIN, 5}, gmin[2] = {INT32_MIN, INT32_MIN};
+    uint64_t s32 = (uint32_t)INT32_MIN;
+    kf_data_compare(KF_T_I32, gmin, wmin, 2, 0, 0, &s32, &c);
+    CHECK(c.unwritten == 1 && c.first[KF_CMP_UNWRITTEN] == 1 && c.wrong == 0);
+    int64_t w64 = INT64_MAX - 3, g64 = INT64_MAX - 2; /* exact, beyond 2^53 */
+    kf_data_compare(KF_T_I64, &g64, &w64, 1, 0, 0, NULL, &c);
+    CHECK(c.wrong == 1 && c.igot == INT64_MAX - 2 && c.iwant == INT64_MAX - 3);
 }
 
 /* The sentinel is finite, out of range, and changes between calls. */
@@ -276,6 +285,30 @@ static void t_inputs_bounds(const void *arg) {
             kf_data_free_inputs(t, &in);
         }
     CHECK(xmax[1] > 3 * 3 * 8); /* spikes: well beyond 8 sigma */
+    /* variant 2 has exact zeros (a whole row of x), never an all-zero buffer */
+    for (int rep = 0; rep < 5; rep++) {
+        kf_inputs in;
+        CHECK(kf_data_gen_inputs(t, &ex, &r, 2, &in) == 0);
+        const float *x = in.buf[0];
+        int zeros = 0, zrow = 0;
+        for (int k = 0; k < 64000; k++) zeros += x[k] == 0.0f;
+        for (int row = 0; row < 64 && !zrow; row++) {
+            int all = 1;
+            for (int c = 0; c < 1000; c++) all &= x[row * 1000 + c] == 0.0f;
+            zrow |= all;
+        }
+        CHECK(zrow && zeros < 64000);
+        kf_data_free_inputs(t, &in);
+    }
+    kf_shape one = {(int64_t[]){1, 1}, KF_SHAPE_VISIBLE};
+    kf_extents ex1;
+    CHECK(kf_data_extents(t, &one, &ex1, err, sizeof err) == 0);
+    for (int rep = 0; rep < 50; rep++) {
+        kf_inputs in;
+        CHECK(kf_data_gen_inputs(t, &ex1, &r, 2, &in) == 0);
+        CHECK(((float *)in.buf[0])[0] != 0.0f);
+        kf_data_free_inputs(t, &in);
+    }
     kf_rng_free(&r);
     kf_task_free(t);
     kf_ctx_free(ctx);

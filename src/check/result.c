@@ -183,6 +183,8 @@ static char *result_text_raw(const kf_result *r) {
                                         ? (!strcmp(r->kind, "validate") ? "VALID" : "ACCEPTED")
                                         : (!strcmp(r->kind, "validate") ? "REFUSED" : "REJECTED"),
                   json_real_value(json_object_get(root, "seconds")));
+    const char *when = json_string_value(json_object_get(root, "when"));
+    if (when) kf_buf_printf(&b, "  claims only the shapes where: %s (kforge:when)\n", when);
     size_t i;
     json_t *o;
     json_array_foreach(r->jreasons, i, o) {

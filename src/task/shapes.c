@@ -4,7 +4,8 @@
  *
  * Hidden shapes are drawn log-uniformly in each size's range (small sizes, where tails
  * and boundary bugs live, get as much weight as large ones). Edge shapes add the
- * minimum sizes, primes, and 2^k +/- 1 (non-multiples of every power-of-two tile).
+ * minimum sizes, primes, 2^k +/- 1 (non-multiples of every power-of-two tile), the
+ * maximum sizes, and (with several sizes) all sizes equal.
  * Every drawn shape satisfies the task's constraints, the candidate's `when` domain and
  * the buffer cap; a draw that cannot satisfy them after many tries is skipped, and only
  * when no shape at all can be found is it an error.
@@ -154,6 +155,8 @@ static int64_t edge_value(const kf_task *t, int i, int family, kf_rng *r) {
         for (int64_t p = x; p <= hi && p < x + 10000; p++)
             if (is_prime(p)) return p;
         return x;
+    case 4: /* equal sizes (square matrices): filled in by the caller */
+        return x;
     default: { /* 2^k - 1 or 2^k + 1 */
         int64_t p = 1;
         while (p * 2 <= x && p < (INT64_C(1) << 61)) p *= 2;
@@ -228,10 +231,52 @@ static int smallest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when,
     return best != UINT64_MAX;
 }
 
+/* The edge shape "maximum sizes": the all-maximum shape when it is valid and under the
+ * cap, otherwise the largest valid shape (most buffer bytes) found near the top of each
+ * range: max, max - 1 .. - 15, the largest multiple of each power of two, equal sizes.
+ * Bugs that start above some size (a fixed buffer, an index overflow, a blocking path)
+ * live here, and log-uniform draws reach the top octave of a range rarely. */
+static int largest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when,
+                         const kf_vars *params, uint64_t cap, int64_t *v) {
+    int64_t *cand = calloc((size_t)t->nsizes, sizeof *cand);
+    uint64_t best = 0;
+    int found = 0;
+    char err[256];
+    if (!cand) return 0;
+    for (int tries = 0; tries < 3000; tries++) {
+        for (int i = 0; i < t->nsizes; i++) {
+            int64_t lo = t->size_min[i], hi = t->size_max[i], x = hi;
+            double u = kf_rng_uniform(rng);
+            switch (tries ? kf_rng_next(rng) % 4 : 0) {
+            case 0: x = tries ? hi - (int64_t)(u * u * u * 16) : hi; break;
+            case 1: {
+                int64_t m = INT64_C(1) << kf_rng_range(rng, 1, 10);
+                x = hi / m * m;
+                break;
+            }
+            case 2: x = i ? cand[kf_rng_range(rng, 0, i - 1)] : hi; break;
+            default: x = hi - (int64_t)((double)(hi - lo) * u * u * 0.5); break;
+            }
+            cand[i] = x < lo ? lo : x > hi ? hi : x;
+        }
+        kf_shape s = {cand, KF_SHAPE_EDGE};
+        if (kf_task_shape_ok(t, &s, when, params, err, sizeof err) != 1) continue;
+        uint64_t b = kf_task_shape_bytes(t, &s);
+        if (b > cap || (found && b <= best)) continue;
+        best = b;
+        found = 1;
+        memcpy(v, cand, (size_t)t->nsizes * sizeof *v);
+        if (tries == 0) break; /* the all-maximum shape itself */
+    }
+    free(cand);
+    return found;
+}
+
 int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr *when,
                         const kf_vars *params, uint64_t buffer_cap, kf_shape **out,
                         int *nout, char *err, size_t errlen) {
-    int want = count + 3, n = 0;
+    int nedge = t->nsizes > 1 ? 5 : 4; /* min, primes, 2^k +/- 1, max, equal sizes */
+    int want = count + nedge, n = 0;
     kf_shape *sh = calloc((size_t)want, sizeof *sh);
     if (!sh) {
         snprintf(err, errlen, "out of memory");
@@ -245,7 +290,8 @@ int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr 
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        int found = family == 0 && smallest_shape(t, rng, when, params, buffer_cap, v);
+        int found = (family == 0 && smallest_shape(t, rng, when, params, buffer_cap, v)) ||
+                    (family == 3 && largest_shape(t, rng, when, params, buffer_cap, v));
         for (int tries = 0; tries < 2000 && !found; tries++) {
             for (int i = 0; i < t->nsizes; i++) {
                 /* after many failures, mix edge values with free draws per size */
@@ -253,6 +299,8 @@ int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr 
                 if (fam >= 0 && tries > 200 && (kf_rng_next(rng) & 1)) fam = -1;
                 v[i] = fam < 0 ? log_uniform(rng, t->size_min[i], t->size_max[i])
                                : edge_value(t, i, fam, rng);
+                if (fam == 4 && i > 0 && v[0] >= t->size_min[i] && v[0] <= t->size_max[i])
+                    v[i] = v[0]; /* every size equal to the first */
                 if (tries >= 100) structured(t, rng, v, i);
             }
             kf_shape s = {v, family < 0 ? KF_SHAPE_HIDDEN : KF_SHAPE_EDGE};
@@ -280,7 +328,7 @@ int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr 
         sh[n].kind = family < 0 ? KF_SHAPE_HIDDEN : KF_SHAPE_EDGE;
         n++;
     }
-    if (n == 0 && want > 3) {
+    if (n == 0 && want > nedge) {
         free(sh);
         snprintf(err, errlen, "no shape satisfies the constraints%s within the buffer cap",
                  when ? " and the candidate's kforge:when domain" : "");

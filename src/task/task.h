@@ -85,7 +85,8 @@ kf_vars kf_task_vars(const kf_task *t, const kf_shape *s);
 /* Format "rows=4, cols=7" into buf. */
 void kf_shape_format(const kf_task *t, const kf_shape *s, char *buf, size_t n);
 
-/* Draw `count` hidden shapes plus edge shapes (minimum sizes, primes, 2^k +/- 1),
+/* Draw `count` hidden shapes plus edge shapes (minimum sizes, primes, 2^k +/- 1,
+ * maximum sizes, equal sizes),
  * all satisfying the constraints, `when`, and the buffer cap. *out is an array of
  * *nout shapes, freed with kf_shapes_free. Returns 0 or -1 (err set) when the
  * constraints cannot be met. */
