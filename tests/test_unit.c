@@ -204,7 +204,7 @@ static void t_guards(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, "tasks/c/saxpy");
-    kf_shape sh = {(int64_t[]){1001}, KF_SHAPE_VISIBLE};
+    kf_shape sh = {(int64_t[]){1001}, KF_SHAPE_VISIBLE, 0};
     kf_extents ex;
     char err[256];
     CHECK(kf_data_extents(t, &sh, &ex, err, sizeof err) == 0);
@@ -243,7 +243,7 @@ static void t_inputs_fresh(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, "tasks/c/sum");
-    kf_shape sh = {(int64_t[]){4096}, KF_SHAPE_VISIBLE};
+    kf_shape sh = {(int64_t[]){4096}, KF_SHAPE_VISIBLE, 0};
     kf_extents ex;
     char err[256];
     CHECK(kf_data_extents(t, &sh, &ex, err, sizeof err) == 0);
@@ -268,7 +268,7 @@ static void t_inputs_bounds(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, "tasks/c/rmsnorm"); /* x normal(0,3), w uniform(0.5,1.5) */
-    kf_shape sh = {(int64_t[]){64, 1000}, KF_SHAPE_VISIBLE};
+    kf_shape sh = {(int64_t[]){64, 1000}, KF_SHAPE_VISIBLE, 0};
     kf_extents ex;
     char err[256];
     CHECK(kf_data_extents(t, &sh, &ex, err, sizeof err) == 0);
@@ -300,7 +300,7 @@ static void t_inputs_bounds(const void *arg) {
         CHECK(zrow && zeros < 64000);
         kf_data_free_inputs(t, &in);
     }
-    kf_shape one = {(int64_t[]){1, 1}, KF_SHAPE_VISIBLE};
+    kf_shape one = {(int64_t[]){1, 1}, KF_SHAPE_VISIBLE, 0};
     kf_extents ex1;
     CHECK(kf_data_extents(t, &one, &ex1, err, sizeof err) == 0);
     for (int rep = 0; rep < 50; rep++) {

@@ -443,6 +443,7 @@ static kf_status ref_call(kf_sess *s, kf_side *ref, const kf_extents *ex, const 
  * reference's outputs for them. Prepared while the candidate compiles. */
 typedef struct {
     int ready;
+    int calls; /* 4, or 1 for a light shape */
     kf_extents ex;
     kf_inputs in[3];
     void *refo[3][KF_MAX_ARGS];
@@ -464,7 +465,8 @@ static kf_status prep_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, shape_
     memset(pp, 0, sizeof *pp);
     if (kf_data_extents(t, sh, &pp->ex, err, sizeof err))
         return kf__err(s->ctx, KF_ETASK, "%s: at %s: %s", t->dir, txt, err);
-    for (int k = 0; k < 3; k++) {
+    pp->calls = sh->light ? 1 : 4;
+    for (int k = 0; k < (sh->light ? 1 : 3); k++) {
         if (kf_data_gen_inputs(t, &pp->ex, &s->rng, k, &pp->in[k]))
             return kf__err(s->ctx, KF_ENOMEM, "out of memory generating inputs");
         kf_sess_place(s, &pp->ex, k == 0 ? 0 : 1, &ref->lay);
@@ -505,7 +507,7 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
     static const int half[4] = {0, 1, 1, 0};
     int bad_late[2] = {0, 0};
     char when[64];
-    for (int trial = 0; trial < 4 && !*dead; trial++) {
+    for (int trial = 0; trial < pp->calls && !*dead; trial++) {
         int set = trial < 3 ? trial : 2;
         /* T2 reuses T1's exact buffer addresses: a memo keyed on pointers returns T1 */
         if (trial != 2) kf_sess_place(s, ex, half[trial], &cand->lay);
@@ -514,7 +516,7 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
         kf_call_result cr;
         kf_sess_call(s, cand, ex, &pp->in[set], &p, &cr);
         calls++;
-        snprintf(when, sizeof when, "call %d of 4 at this shape", trial + 1);
+        snprintf(when, sizeof when, "call %d of %d at this shape", trial + 1, pp->calls);
         if (cr.st != KF_CALL_OK) {
             kf_result_reject(s->res, cr.reason, sizes, "%s (%s)", cr.msg, when);
             *dead = 1;

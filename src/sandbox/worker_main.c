@@ -8,7 +8,7 @@
  *   1. sets a parent-death SIGKILL and checks that the parent is still the one it
  *      was started by;
  *   2. closes every other inherited descriptor;
- *   3. maps the arena (prefaulted, so both sides of a comparison start alike);
+ *   3. maps the arena (not prefaulted: the bench's warm-up rounds touch both halves);
  *   4. seals its own image, the arena and the vDSO (mseal) against remapping;
  *   5. applies Landlock (read-only system dirs and its own .so directory);
  *   6. applies rlimits (CPU, address space, file size, descriptors, no core);
@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
     struct stat st;
     if (fstat(KF_WORKER_ARENA_FD, &st)) die(113, "arena");
     void *arena = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
-                       MAP_SHARED | MAP_POPULATE, KF_WORKER_ARENA_FD, 0);
+                       MAP_SHARED, KF_WORKER_ARENA_FD, 0);
     if (arena == MAP_FAILED) die(113, "mmap arena");
     close(KF_WORKER_ARENA_FD);
 

@@ -219,7 +219,7 @@ static int smallest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when,
             }
             cand[i] = x < lo ? lo : x > hi ? hi : x;
         }
-        kf_shape s = {cand, KF_SHAPE_EDGE};
+        kf_shape s = {cand, KF_SHAPE_EDGE, 0};
         if (kf_task_shape_ok(t, &s, when, params, err, sizeof err) != 1) continue;
         uint64_t b = kf_task_shape_bytes(t, &s);
         if (b > cap || b >= best) continue;
@@ -259,7 +259,7 @@ static int largest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when,
             }
             cand[i] = x < lo ? lo : x > hi ? hi : x;
         }
-        kf_shape s = {cand, KF_SHAPE_EDGE};
+        kf_shape s = {cand, KF_SHAPE_EDGE, 0};
         if (kf_task_shape_ok(t, &s, when, params, err, sizeof err) != 1) continue;
         uint64_t b = kf_task_shape_bytes(t, &s);
         if (b > cap || (found && b <= best)) continue;
@@ -303,7 +303,7 @@ int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr 
                     v[i] = v[0]; /* every size equal to the first */
                 if (tries >= 100) structured(t, rng, v, i);
             }
-            kf_shape s = {v, family < 0 ? KF_SHAPE_HIDDEN : KF_SHAPE_EDGE};
+            kf_shape s = {v, family < 0 ? KF_SHAPE_HIDDEN : KF_SHAPE_EDGE, 0};
             int ok = kf_task_shape_ok(t, &s, when, params, err, errlen);
             if (ok < 0) {
                 free(v);
@@ -326,6 +326,7 @@ int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr 
         }
         sh[n].v = v;
         sh[n].kind = family < 0 ? KF_SHAPE_HIDDEN : KF_SHAPE_EDGE;
+        sh[n].light = family == 3;
         n++;
     }
     if (n == 0 && want > nedge) {
