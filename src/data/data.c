@@ -296,18 +296,28 @@ void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n
     size_t esz = kf_dtype_size(type);
     int64_t i = 0;
     if (type == KF_T_F32) {
-        /* fast path: skip the leading run of finite elements within tolerance */
+        /* Fast path, in blocks the compiler vectorises: a block is clean when every
+         * element is within HALF the tolerance in float arithmetic (NaN and Inf fail the
+         * comparison) and none holds the sentinel. The first block that is not clean, and
+         * everything after it, takes the exact double-precision path below. */
         const float *g = got, *w = want;
-        uint32_t sb = sentinel ? (uint32_t)*sentinel : 0;
-        for (; i < n; i++) {
-            float gi = g[i], wi = w[i];
-            uint32_t bits;
-            memcpy(&bits, &gi, 4);
-            if ((sentinel && bits == sb) || !isfinite(gi) || !isfinite(wi)) break;
-            double d = fabs((double)gi - (double)wi);
-            if (d > atol + rtol * fabs((double)wi)) break;
-            if (d > c->max_abs) c->max_abs = d;
-            if (wi != 0 && d / fabs((double)wi) > c->max_rel) c->max_rel = d / fabs((double)wi);
+        const uint32_t *gb = got;
+        uint32_t sb = sentinel ? (uint32_t)*sentinel : 0x7fc00001u; /* a NaN: never seen */
+        const float ha = (float)(atol * 0.5), hr = (float)(rtol * 0.5);
+        while (i + 256 <= n) {
+            int bad = 0;
+            float mabs = 0, mrel = 0;
+            for (int64_t k = i; k < i + 256; k++) {
+                float d = fabsf(g[k] - w[k]), aw = fabsf(w[k]);
+                bad |= !(d <= ha + hr * aw) | (gb[k] == sb);
+                mabs = d > mabs ? d : mabs;
+                float rel = aw > 0 ? d / aw : 0.0f;
+                mrel = rel > mrel ? rel : mrel;
+            }
+            if (bad) break;
+            if (mabs > c->max_abs) c->max_abs = mabs;
+            if (mrel > c->max_rel) c->max_rel = mrel;
+            i += 256;
         }
     }
     if (!kf_dtype_is_float(type)) {
