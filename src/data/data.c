@@ -287,6 +287,15 @@ int kf_data_check_inputs(const kf_task *t, const kf_extents *ex, const kf_layout
     return -1;
 }
 
+/* Element i still holds the sentinel, and the right answer is not that very value
+ * (a saturating add may return INT32_MIN). u8 has no usable sentinel. */
+static int unwritten(const void *got, const void *want, const uint64_t *sentinel, kf_dtype type,
+                     size_t esz, int64_t i) {
+    return sentinel && type != KF_T_U8 &&
+           !memcmp((const unsigned char *)got + (size_t)i * esz, sentinel, esz) &&
+           memcmp((const unsigned char *)want + (size_t)i * esz, sentinel, esz);
+}
+
 void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n, double rtol,
                      double atol, const uint64_t *sentinel, kf_cmp *c) {
     memset(c, 0, sizeof *c);
@@ -331,9 +340,7 @@ void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n
             }
             int kind = -1;
             /* the sentinel, unless the right answer happens to be that very value */
-            if (sentinel && type != KF_T_U8 &&
-                !memcmp((const unsigned char *)got + (size_t)i * esz, sentinel, esz) &&
-                memcmp((const unsigned char *)want + (size_t)i * esz, sentinel, esz)) {
+            if (unwritten(got, want, sentinel, type, esz, i)) {
                 c->unwritten++;
                 kind = KF_CMP_UNWRITTEN;
             } else if (g != w) {
@@ -358,9 +365,7 @@ void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n
     for (; i < n; i++) {
         double g = kf_data_get(type, got, i), w = kf_data_get(type, want, i);
         int kind = -1;
-        if (sentinel && type != KF_T_U8 &&
-            !memcmp((const unsigned char *)got + (size_t)i * esz, sentinel, esz) &&
-            memcmp((const unsigned char *)want + (size_t)i * esz, sentinel, esz)) {
+        if (unwritten(got, want, sentinel, type, esz, i)) {
             c->unwritten++;
             kind = KF_CMP_UNWRITTEN;
         } else if (isnan(w) || isinf(w)) {

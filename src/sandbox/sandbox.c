@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,21 @@ static void kill_and_reap(kf_worker *w, int *status, struct rusage *ru) {
     }
     w->pid = -1;
     w->dead = 1;
+}
+
+/* Kill the worker and fail the call with reason and a message. */
+static void fail_kill(kf_worker *w, kf_call_result *r, kf_reason reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fail_kill(kf_worker *w, kf_call_result *r, kf_reason reason, const char *fmt, ...) {
+    int status;
+    struct rusage ru;
+    kill_and_reap(w, &status, &ru);
+    r->st = KF_CALL_FAILED;
+    r->reason = reason;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->msg, sizeof r->msg, fmt, ap);
+    va_end(ap);
 }
 
 /* Has the worker died? Waits up to ms milliseconds; never reaps. */
@@ -553,11 +569,7 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
         if (rc == 0 && si.si_pid == w->pid) break;
         if (rc < 0 && errno != EINTR) break;
         if (kf__now_ns() > stop_by) {
-            struct rusage ru;
-            kill_and_reap(w, &status, &ru);
-            r->st = KF_CALL_FAILED;
-            r->reason = KF_REASON_SANDBOX_VIOLATION;
-            snprintf(r->msg, sizeof r->msg, "the worker resisted being frozen after its answer");
+            fail_kill(w, r, KF_REASON_SANDBOX_VIOLATION, "the worker resisted being frozen after its answer");
             return;
         }
 #if defined(__x86_64__) || defined(__i386__)
@@ -583,14 +595,10 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
         nth = thread_count(w->pid);
     }
     if (nth > 1) {
-        struct rusage ru;
-        kill_and_reap(w, &status, &ru);
-        r->st = KF_CALL_FAILED;
-        r->reason = KF_REASON_SANDBOX_VIOLATION;
-        snprintf(r->msg, sizeof r->msg,
-                 "%d thread(s) still exist after the call returned: start threads inside the "
-                 "call and join them before returning (persistent pools are not supported)",
-                 nth - 1);
+        fail_kill(w, r, KF_REASON_SANDBOX_VIOLATION,
+                  "%d thread(s) still exist after the call returned: start threads inside the "
+                  "call and join them before returning (persistent pools are not supported)",
+                  nth - 1);
         return;
     }
     w->stopped = 1;
@@ -598,13 +606,9 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     /* One clock (CLOCK_MONOTONIC) on both sides: the stamps must fall in order,
      * resumed <= t0 <= p0 and t0 <= t1 <= p1. */
     if (t0 < resumed || t0 > p0 || t1 < t0 || t1 > p1) {
-        struct rusage ru;
-        kill_and_reap(w, &status, &ru);
-        r->st = KF_CALL_FAILED;
-        r->reason = KF_REASON_TIMING_MISMATCH;
-        snprintf(r->msg, sizeof r->msg,
-                 "the worker's clock stamps are impossible against the coordinator's "
-                 "(start %+lld ns, end %+lld ns)", (long long)(t0 - p0), (long long)(t1 - p1));
+        fail_kill(w, r, KF_REASON_TIMING_MISMATCH,
+                  "the worker's clock stamps are impossible against the coordinator's "
+                  "(start %+lld ns, end %+lld ns)", (long long)(t0 - p0), (long long)(t1 - p1));
         return;
     }
     r->st = KF_CALL_OK;
