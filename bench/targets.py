@@ -104,7 +104,7 @@ def main():
     print("machine: %s, %d cores; date: %s" % (model.group(1) if model else "?", os.cpu_count(),
                                                time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
     ks, cs, ratios = verdict_time(build, reps)
-    print("\n## 1. time to a trusted verdict (saxpy fast.c, 2 visible + 4 hidden + 3 edge shapes, compile included)\n")
+    print("\n## 1. time to a trusted verdict (saxpy fast.c, 2 visible + 4 hidden + the edge shapes, compile included)\n")
     print("| measure | median | IQR | runs |")
     print("|---|---|---|---|")
     print("| `kforge check` | %.1f ms | %.1f ms | %d |" % (1e3 * statistics.median(ks), 1e3 * spread(ks), reps))
