@@ -9,7 +9,7 @@
 
 Usage: bench/targets.py BUILD_DIR [--reps N]. Prints a Markdown table for BENCHMARKS.md.
 """
-import json, os, re, statistics, subprocess, sys, tempfile, time
+import json, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TASKS = ["saxpy", "softmax", "rmsnorm", "sum", "transpose", "sgemm"]
@@ -53,6 +53,7 @@ def verdict_time(build, reps):
         ks.append(tk)
         cs.append(tc)
     ratios = [k / c for k, c in zip(ks, cs)]
+    shutil.rmtree(tmp, ignore_errors=True)
     return ks, cs, ratios
 
 
@@ -134,6 +135,7 @@ def main():
             ok &= good
             print("| %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f |%s" % (t, sz, s["speedup"], s["noise"],
                   x["speedup"], x["noise"], xn["speedup"], "" if good else " OUT OF TARGET"))
+    shutil.rmtree(tmp, ignore_errors=True)
     print("\nall targets met" if ok and statistics.median(ratios) <= 3 else "\nSOME TARGETS MISSED")
 
 
