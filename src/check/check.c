@@ -636,8 +636,15 @@ static kf_status run_check(kf_sess *s) {
     }
     size_t kept = 0;
     for (int i = 0; i < L.n && !st && kept < PREP_BUDGET; i++) {
+        uint64_t p0 = kf__now_ns();
         st = prep_shape(s, &ref, &L.all[i], &prep[i]);
         kept += prep[i].bytes;
+        if (s->o->verbose) {
+            char txt[256];
+            kf_shape_format(s->t, &L.all[i], txt, sizeof txt);
+            fprintf(stderr, "kforge: [%.1f ms] reference for %s took %.1f ms\n",
+                    (double)(kf__now_ns() - s->t0) / 1e6, txt, (double)(kf__now_ns() - p0) / 1e6);
+        }
     }
 join:
     if (s->o->verbose)
