@@ -83,12 +83,6 @@ kf_result *kf_result_new(const char *kind) {
     return r;
 }
 
-int kf_result_has(const kf_result *r, kf_reason code) {
-    for (int i = 0; i < r->nreasons; i++)
-        if (r->reasons[i] == code) return 1;
-    return 0;
-}
-
 void kf_result_reject(kf_result *r, kf_reason code, json_t *shape, const char *fmt, ...) {
     r->verdict = KF_VERDICT_REJECTED;
     json_object_set_new(r->root, "verdict", json_string("rejected"));

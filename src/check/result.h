@@ -27,7 +27,6 @@ kf_result *kf_result_new(const char *kind);
  * borrowed (copied). */
 void kf_result_reject(kf_result *r, kf_reason code, json_t *shape, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-int kf_result_has(const kf_result *r, kf_reason code);
 /* A JSON string for untrusted text: as is when valid UTF-8, else with every byte that
  * is not printable ASCII replaced by '?'. */
 json_t *kf_result_text_json(const char *text);

@@ -21,19 +21,18 @@
 #define REF_MAX (4u << 20)
 
 static const struct {
-    const char *name, *ctype;
+    const char *name;
     size_t size;
     int is_float;
 } dtypes[] = {
-    [KF_T_F32] = {"f32", "float", 4, 1},    [KF_T_F64] = {"f64", "double", 8, 1},
-    [KF_T_I32] = {"i32", "int32_t", 4, 0},  [KF_T_I64] = {"i64", "int64_t", 8, 0},
-    [KF_T_U8] = {"u8", "uint8_t", 1, 0},    [KF_T_F16] = {"f16", "uint16_t", 2, 1},
-    [KF_T_BF16] = {"bf16", "uint16_t", 2, 1},
+    [KF_T_F32] = {"f32", 4, 1},    [KF_T_F64] = {"f64", 8, 1},
+    [KF_T_I32] = {"i32", 4, 0},  [KF_T_I64] = {"i64", 8, 0},
+    [KF_T_U8] = {"u8", 1, 0},    [KF_T_F16] = {"f16", 2, 1},
+    [KF_T_BF16] = {"bf16", 2, 1},
 };
 
 size_t kf_dtype_size(kf_dtype t) { return dtypes[t].size; }
 const char *kf_dtype_name(kf_dtype t) { return dtypes[t].name; }
-const char *kf_dtype_ctype(kf_dtype t) { return dtypes[t].ctype; }
 int kf_dtype_is_float(kf_dtype t) { return dtypes[t].is_float; }
 
 void kf_task_tolerance(const kf_task *t, kf_dtype type, double *rtol, double *atol) {

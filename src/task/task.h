@@ -14,7 +14,6 @@ typedef enum { KF_DIST_NORMAL, KF_DIST_UNIFORM, KF_DIST_INT } kf_dist;
 
 size_t kf_dtype_size(kf_dtype t);
 const char *kf_dtype_name(kf_dtype t);
-const char *kf_dtype_ctype(kf_dtype t); /* "float", "int64_t", ... */
 int kf_dtype_is_float(kf_dtype t);
 
 typedef struct {
