@@ -303,6 +303,27 @@ static void t_reference_failure_is_task_error(const void *arg) {
     CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "crash"), "%s", kft_reasons(r));
     kf_result_free(r);
     kf_task_free(t);
+    /* a reference that fails only at the maximum edge shape, which is prepared while an
+     * honest candidate is already being checked on the earlier shapes: still the task's
+     * fault, never a verdict */
+    snprintf(p, sizeof p, "%s/reference.c", dir);
+    f = fopen(p, "w");
+    fputs("#include <stdint.h>\nvoid f(const float *x, float *y, int64_t n) {\n"
+          "  if (n == 64) *(volatile int *)0 = 1;\n"
+          "  for (int64_t i = 0; i < n; i++) y[i] = 2 * x[i];\n}\n", f);
+    fclose(f);
+    char c[512];
+    snprintf(c, sizeof c, "%s/cand.c", dir);
+    f = fopen(c, "w");
+    fputs("#include <stdint.h>\nvoid f(const float *x, float *y, int64_t n) {\n"
+          "  for (int64_t i = 0; i < n; i++) y[i] = x[i] + x[i];\n}\n", f);
+    fclose(f);
+    CHECK(kf_task_load(ctx, dir, &t) == KF_OK);
+    r = NULL;
+    CHECK(kf_check(ctx, t, c, NULL, &r) == KF_ETASK && r == NULL);
+    CHECKF(strstr(kf_errmsg(ctx), "reference failed") && strstr(kf_errmsg(ctx), "n=64"), "%s",
+           kf_errmsg(ctx));
+    kf_task_free(t);
     kf_ctx_free(ctx);
     kf__rmtree(dir);
 }

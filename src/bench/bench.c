@@ -114,8 +114,8 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         kf_poison pc, pb;
         kf_data_make_poison(t, &s->rng, &pc);
         kf_data_make_poison(t, &s->rng, &pb);
-        kf_sess_place(s, &ex, r & 1, &cand->lay);
-        kf_sess_place(s, &ex, r & 1, &base->lay);
+        kf_sess_place(s, &s->rng, &ex, r & 1, &cand->lay);
+        kf_sess_place(s, &s->rng, &ex, r & 1, &base->lay);
         kf_call_result cc, cb;
         if (r & 1) {
             kf_sess_call(s, base, &ex, &in, &pb, &cb);
@@ -136,7 +136,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             kf_poison pr;
             kf_call_result cr;
             kf_data_make_poison(t, &s->rng, &pr);
-            kf_sess_place(s, &ex, r & 1, &ref->lay);
+            kf_sess_place(s, &s->rng, &ex, r & 1, &ref->lay);
             kf_sess_call(s, ref, &ex, &in, &pr, &cr);
             if (cr.st == KF_CALL_OK && nrg < max + 8)
                 R.rg[nrg++] = (double)cr.parent_ns - (double)cr.worker_ns;

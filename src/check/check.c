@@ -46,7 +46,8 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
         return kf__err(ctx, KF_EBACKEND, "%s: the %s backend is not available in this build",
                        t->dir, t->backend);
     /* the input seed: secret and fresh unless the user asks to reproduce one */
-    if ((o->has_seed ? kf_rng_seed(&s->rng, o->seed) : kf_rng_seed_secret(&s->rng)) != 0)
+    if ((o->has_seed ? kf_rng_seed(&s->rng, o->seed) : kf_rng_seed_secret(&s->rng)) != 0 ||
+        (o->has_seed ? kf_rng_seed(&s->crng, ~o->seed) : kf_rng_seed_secret(&s->crng)) != 0)
         return kf__err(ctx, KF_EINTERNAL, "cannot key the ChaCha20 input stream (OpenSSL)");
     if (cand_path) {
         kf_status st = kf_candidate_load(ctx, t, cand_path, o->params, o->nparams, &s->cand);
@@ -81,6 +82,7 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
 
 void kf_sess_close(kf_sess *s) {
     kf_rng_free(&s->rng);
+    kf_rng_free(&s->crng);
     kf_candidate_free(s->cand);
     kf_build_free(&s->cbuild);
     kf_build_free(&s->rbuild);
@@ -147,9 +149,9 @@ size_t kf_sess_arena_bytes(const kf_task *t, const kf_extents *ex) {
     return 2 * (kf_data_layout_size(t, ex) + JITTER_MAX);
 }
 
-void kf_sess_place(kf_sess *s, const kf_extents *ex, int half, kf_layout *lay) {
+void kf_sess_place(kf_sess *s, kf_rng *rng, const kf_extents *ex, int half, kf_layout *lay) {
     size_t halfsz = kf_data_layout_size(s->t, ex) + JITTER_MAX;
-    size_t jitter = (size_t)kf_rng_range(&s->rng, 0, JITTER_MAX / KF_ALIGN - 1) * KF_ALIGN;
+    size_t jitter = (size_t)kf_rng_range(rng, 0, JITTER_MAX / KF_ALIGN - 1) * KF_ALIGN;
     kf_data_layout(s->t, ex, (size_t)half * halfsz + jitter, lay);
 }
 
@@ -426,16 +428,16 @@ static void free_shapes(shape_list *L) {
     free(L->all);
 }
 
-static kf_status ref_call(kf_sess *s, kf_side *ref, const kf_extents *ex, const kf_inputs *in,
-                          kf_rng *rng, void **outs, const char *shape_txt) {
+static kf_status ref_call(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extents *ex,
+                          const kf_inputs *in, kf_rng *rng, void **outs, const char *shape_txt) {
     kf_poison p;
     kf_call_result cr;
     kf_data_make_poison(s->t, rng, &p);
     kf_sess_call(s, ref, ex, in, &p, &cr);
     if (cr.st != KF_CALL_OK)
-        return kf__err(s->ctx, KF_ETASK, "%s: the reference failed at %s: %s: %s",
+        return kf__err(ctx, KF_ETASK, "%s: the reference failed at %s: %s: %s",
                        s->t->ref_path, shape_txt, kf_reason_name(cr.reason), cr.msg);
-    if (kf_sess_take_outputs(s, ref, ex, outs)) return kf__err(s->ctx, KF_ENOMEM, "out of memory");
+    if (kf_sess_take_outputs(s, ref, ex, outs)) return kf__err(ctx, KF_ENOMEM, "out of memory");
     return KF_OK;
 }
 
@@ -458,30 +460,29 @@ static void prep_free(const kf_task *t, shape_prep *pp) {
     pp->ready = 0;
 }
 
-static kf_status prep_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, shape_prep *pp) {
+static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shape *sh, shape_prep *pp) {
     const kf_task *t = s->t;
     char err[512], txt[512];
     kf_shape_format(t, sh, txt, sizeof txt);
     memset(pp, 0, sizeof *pp);
     if (kf_data_extents(t, sh, &pp->ex, err, sizeof err))
-        return kf__err(s->ctx, KF_ETASK, "%s: at %s: %s", t->dir, txt, err);
+        return kf__err(ctx, KF_ETASK, "%s: at %s: %s", t->dir, txt, err);
     pp->calls = sh->light ? 1 : 4;
     for (int k = 0; k < (sh->light ? 1 : 3); k++) {
         if (kf_data_gen_inputs(t, &pp->ex, &s->rng, k, &pp->in[k]))
-            return kf__err(s->ctx, KF_ENOMEM, "out of memory generating inputs");
-        kf_sess_place(s, &pp->ex, k == 0 ? 0 : 1, &ref->lay);
-        kf_status st = ref_call(s, ref, &pp->ex, &pp->in[k], &s->rng, pp->refo[k], txt);
+            return kf__err(ctx, KF_ENOMEM, "out of memory generating inputs");
+        kf_sess_place(s, &s->rng, &pp->ex, k == 0 ? 0 : 1, &ref->lay);
+        kf_status st = ref_call(s, ctx, ref, &pp->ex, &pp->in[k], &s->rng, pp->refo[k], txt);
         if (st) return st;
     }
     for (int i = 0; i < t->nargs; i++)
         if (t->args[i].is_buffer) pp->bytes += pp->ex.bytes[i] * (t->args[i].io == KF_IO_INOUT ? 6 : 3);
-    pp->ready = 1;
     /* a degenerate task is refused, whatever the candidate does */
     if (sh->kind == KF_SHAPE_VISIBLE) {
         void **sets[3] = {pp->refo[0], pp->refo[1], pp->refo[2]};
         char *why = kf_degenerate(t, &pp->ex, pp->in, sets, 3);
         if (why) {
-            kf_status st = kf__err(s->ctx, KF_ETASK,
+            kf_status st = kf__err(ctx, KF_ETASK,
                                    "%s: degenerate task at %s: %s; it cannot tell a correct "
                                    "kernel from a trivial one (run kforge validate)",
                                    t->dir, txt, why);
@@ -489,6 +490,7 @@ static kf_status prep_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, shape_
             return st;
         }
     }
+    pp->ready = 1;
     return KF_OK;
 }
 
@@ -510,9 +512,9 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
     for (int trial = 0; trial < pp->calls && !*dead; trial++) {
         int set = trial < 3 ? trial : 2;
         /* T2 reuses T1's exact buffer addresses: a memo keyed on pointers returns T1 */
-        if (trial != 2) kf_sess_place(s, ex, half[trial], &cand->lay);
+        if (trial != 2) kf_sess_place(s, &s->crng, ex, half[trial], &cand->lay);
         kf_poison p;
-        kf_data_make_poison(t, &s->rng, &p);
+        kf_data_make_poison(t, &s->crng, &p);
         kf_call_result cr;
         kf_sess_call(s, cand, ex, &pp->in[set], &p, &cr);
         calls++;
@@ -576,34 +578,74 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
     return st;
 }
 
-/* The candidate compiles in a thread (the compiler is a separate process) while the
- * coordinator prepares the reference's half of every shape. The candidate's text was
- * read and fixed before any input was drawn, and the compiler cannot see them. */
+/* The reference's half of every shape is prepared in a thread while the candidate
+ * compiles (the compiler is a separate process) and then while the candidate is checked
+ * on the shapes already prepared: on two CPUs the reference's worker and the
+ * candidate's run side by side. The candidate's text was read and fixed before any
+ * input was drawn, and the compiler cannot see them. The thread owns s->rng and the
+ * reference's side; the main thread owns s->crng, the candidate's side and the result. */
 typedef struct {
     kf_sess *s;
-    kf_ctx ctx;
+    kf_side *ref;
+    const shape_list *L;
+    shape_prep *prep;
+    kf_ctx ctx;           /* the thread's errors */
     kf_status st;
-} compile_job;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int next;             /* shapes [0, next) are prepared */
+    int done, stop;
+} ref_job;
 
-static void *compile_main(void *arg) {
-    compile_job *j = arg;
-    j->st = kf_sess_build_cand(j->s, &j->ctx);
+#define PREP_BUDGET (512ull << 20) /* reference data kept ahead of the candidate */
+
+static void *ref_main(void *arg) {
+    ref_job *j = arg;
+    kf_sess *s = j->s;
+    size_t kept = 0;
+    kf_status st = KF_OK;
+    for (int i = 0; i < j->L->n && kept < PREP_BUDGET; i++) {
+        pthread_mutex_lock(&j->mu);
+        int stop = j->stop;
+        pthread_mutex_unlock(&j->mu);
+        if (stop) break;
+        uint64_t p0 = kf__now_ns();
+        st = prep_shape(s, &j->ctx, j->ref, &j->L->all[i], &j->prep[i]);
+        kept += j->prep[i].bytes;
+        if (s->o->verbose) {
+            char txt[256];
+            kf_shape_format(s->t, &j->L->all[i], txt, sizeof txt);
+            fprintf(stderr, "kforge: [%.1f ms] reference for %s took %.1f ms%s\n",
+                    (double)(kf__now_ns() - s->t0) / 1e6, txt, (double)(kf__now_ns() - p0) / 1e6,
+                    st ? " (failed)" : "");
+        }
+        pthread_mutex_lock(&j->mu);
+        if (!st) j->next = i + 1;
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+        if (st) break;
+    }
+    pthread_mutex_lock(&j->mu);
+    j->st = st;
+    j->done = 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
     return NULL;
 }
 
-#define PREP_BUDGET (512ull << 20) /* reference data kept ahead of the candidate */
+/* Wait until shape i is prepared (1) or the thread has stopped short of it (0). */
+static int ref_wait(ref_job *j, int i) {
+    pthread_mutex_lock(&j->mu);
+    while (!j->done && j->next <= i) pthread_cond_wait(&j->cv, &j->mu);
+    int ready = j->next > i;
+    pthread_mutex_unlock(&j->mu);
+    return ready;
+}
 
 /* Check the session's candidate on every shape. KF_OK with the verdict on s->res. */
 static kf_status run_check(kf_sess *s) {
     kf_status st = kf_sess_build_ref(s);
     if (st) return st;
-    compile_job job;
-    memset(&job, 0, sizeof job);
-    job.s = s;
-    pthread_t th;
-    int threaded = pthread_create(&th, NULL, compile_main, &job) == 0;
-    if (!threaded) compile_main(&job);
-
     json_t *jshapes = json_array();
     json_object_set_new(s->res->root, "shapes", jshapes);
     shape_list L = {0};
@@ -611,50 +653,46 @@ static kf_status run_check(kf_sess *s) {
     kf_side ref = {0}, cand = {0};
     kf_call_result fail;
     size_t arena = 0;
-    if ((st = gather_shapes(s, &L, jshapes))) goto join;
+    ref_job job;
+    memset(&job, 0, sizeof job);
+    pthread_mutex_init(&job.mu, NULL);
+    pthread_cond_init(&job.cv, NULL);
+    pthread_t th;
+    int threaded = 0;
+    if ((st = gather_shapes(s, &L, jshapes))) goto out;
     if (!(prep = calloc((size_t)L.n + 1, sizeof *prep))) {
         st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
-        goto join;
+        goto out;
     }
     for (int i = 0; i < L.n; i++) {
         kf_extents ex;
         char err[512];
         if (kf_data_extents(s->t, &L.all[i], &ex, err, sizeof err)) {
             st = kf__err(s->ctx, KF_ETASK, "%s: %s", s->t->dir, err);
-            goto join;
+            goto out;
         }
         /* a light shape makes one call: one half is enough (its layout starts at 0) */
         size_t b = L.all[i].light ? kf_sess_arena_bytes(s->t, &ex) / 2
                                   : kf_sess_arena_bytes(s->t, &ex);
         if (b > arena) arena = b;
     }
-    if ((st = kf_sess_spawn(s, &s->rbuild, arena, &ref.w, &fail))) goto join;
+    if ((st = kf_sess_spawn(s, &s->rbuild, arena, &ref.w, &fail))) goto out;
     if (!ref.w) {
         st = kf__err(s->ctx, KF_ETASK, "%s: the reference does not load: %s: %s", s->t->ref_path,
                      kf_reason_name(fail.reason), fail.msg);
-        goto join;
+        goto out;
     }
-    size_t kept = 0;
-    for (int i = 0; i < L.n && !st && kept < PREP_BUDGET; i++) {
-        uint64_t p0 = kf__now_ns();
-        st = prep_shape(s, &ref, &L.all[i], &prep[i]);
-        kept += prep[i].bytes;
-        if (s->o->verbose) {
-            char txt[256];
-            kf_shape_format(s->t, &L.all[i], txt, sizeof txt);
-            fprintf(stderr, "kforge: [%.1f ms] reference for %s took %.1f ms\n",
-                    (double)(kf__now_ns() - s->t0) / 1e6, txt, (double)(kf__now_ns() - p0) / 1e6);
-        }
-    }
-join:
-    if (s->o->verbose)
-        fprintf(stderr, "kforge: [%.1f ms] reference phase done\n", (double)(kf__now_ns() - s->t0) / 1e6);
-    if (threaded) pthread_join(th, NULL);
+    job.s = s;
+    job.ref = &ref;
+    job.L = &L;
+    job.prep = prep;
+    threaded = pthread_create(&th, NULL, ref_main, &job) == 0;
+    if (!threaded) ref_main(&job); /* no thread: prepare everything first */
+
+    st = kf_sess_build_cand(s, s->ctx);
     if (s->o->verbose)
         fprintf(stderr, "kforge: [%.1f ms] candidate built\n", (double)(kf__now_ns() - s->t0) / 1e6);
-    if (!st && job.st) st = kf__err(s->ctx, job.st, "%s", job.ctx.err);
     if (st || !record_build(s)) goto out;
-
     if ((st = kf_sess_spawn(s, &s->cbuild, arena, &cand.w, &fail))) goto out;
     if (!cand.w) {
         kf_result_reject(s->res, fail.reason, NULL, "%s", fail.msg);
@@ -676,21 +714,38 @@ join:
             json_object_set_new(o, "status", json_string("not_run"));
             continue;
         }
+        if (!ref_wait(&job, i)) {
+            if (job.st) break; /* the reference failed: reported below, after the join */
+            /* past the budget: the thread has stopped, this thread prepares the rest */
+            if ((st = prep_shape(s, s->ctx, &ref, &L.all[i], &prep[i]))) break;
+        }
         if (s->o->verbose) {
             char txt[256];
             kf_shape_format(s->t, &L.all[i], txt, sizeof txt);
             fprintf(stderr, "kforge: [%.1f ms] checking %s (%s)\n",
                     (double)(kf__now_ns() - s->t0) / 1e6, txt, kind_name(L.all[i].kind));
         }
-        if (!prep[i].ready && (st = prep_shape(s, &ref, &L.all[i], &prep[i]))) break;
         st = check_shape(s, &cand, &prep[i], o, &dead);
         prep_free(s->t, &prep[i]);
     }
 out:
+    if (threaded) {
+        pthread_mutex_lock(&job.mu);
+        job.stop = 1; /* a verdict is in: no more reference work is needed */
+        pthread_mutex_unlock(&job.mu);
+        pthread_join(th, NULL);
+    }
+    /* a reference that failed on a shape makes the task broken, whatever the candidate did
+     * on the shapes before it; the thread's error outranks the verdict */
+    if (job.st && !st) st = kf__err(s->ctx, job.st, "%s", job.ctx.err);
+    if (s->o->verbose)
+        fprintf(stderr, "kforge: [%.1f ms] reference phase done\n", (double)(kf__now_ns() - s->t0) / 1e6);
     if (cand.w && *kf_worker_output(cand.w)) /* what the candidate printed (capped) */
         json_object_set_new(s->res->root, "candidate_output", kf_result_text_json(kf_worker_output(cand.w)));
     for (int i = 0; prep && i < L.n; i++) prep_free(s->t, &prep[i]);
     free(prep);
+    pthread_mutex_destroy(&job.mu);
+    pthread_cond_destroy(&job.cv);
     kf_worker_close(ref.w);
     kf_worker_close(cand.w);
     free_shapes(&L);

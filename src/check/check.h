@@ -19,7 +19,9 @@ typedef struct {
     const kf_task *t;
     const kf_opts *o;
     kf_backend *be;
-    kf_rng rng;
+    kf_rng rng;              /* inputs, shapes, the reference's poison and places */
+    kf_rng crng;             /* the candidate's poison and places (its own stream: the
+                                reference is prepared in another thread meanwhile) */
     char workdir[PATH_MAX];
     kf_candidate *cand;      /* NULL for validate */
     kf_build cbuild, rbuild; /* candidate, reference */
@@ -52,7 +54,7 @@ kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_worker *
 /* Arena bytes for two layouts of ex plus placement jitter. */
 size_t kf_sess_arena_bytes(const kf_task *t, const kf_extents *ex);
 /* Place the buffers in half `half` (0/1) of the arena, with a random jitter. */
-void kf_sess_place(kf_sess *s, const kf_extents *ex, int half, kf_layout *lay);
+void kf_sess_place(kf_sess *s, kf_rng *rng, const kf_extents *ex, int half, kf_layout *lay);
 /* The one call path: stage inputs and poison, flush caches, call once. */
 void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
                   const kf_poison *p, kf_call_result *cr);

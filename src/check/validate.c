@@ -32,7 +32,7 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
             st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
             break;
         }
-        kf_sess_place(s, &ex, trial & 1, &ref->lay);
+        kf_sess_place(s, &s->rng, &ex, trial & 1, &ref->lay);
         kf_poison p;
         kf_call_result cr;
         kf_data_make_poison(t, &s->rng, &p);
