@@ -32,6 +32,13 @@ void kft_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretur
 const char *kft_src(const char *rel);  /* KF_SOURCE_DIR/rel (static buffer ring) */
 const char *kft_bin(const char *rel);  /* KF_BINARY_DIR/rel */
 
+void kft_register_cuda(void);
+
+/* 1 when a CUDA driver and a device are usable; 0 with the reason in why. */
+int kft_have_gpu(char *why, size_t n);
+/* The bundled CUDA tasks (NULL-terminated). */
+extern const char *const kft_cuda_tasks[];
+
 /* Load a task or fail the test. */
 kf_task *kft_task(kf_ctx *ctx, const char *rel_dir);
 /* Check a candidate with default options (plus params); fail the test on a status. */

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "kft.h"
+#include "backend/cuda/cuda_api.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -130,6 +131,7 @@ int main(int argc, char **argv) {
     kft_register_check();
     kft_register_corpus();
     kft_register_cli();
+    kft_register_cuda();
     int passed = 0, failed = 0, skipped = 0, next = 0, running = 0;
     test *run[64] = {0};
     for (;;) {
@@ -199,6 +201,24 @@ static const char *dir_of(const char *env, const char *dflt) {
 }
 const char *kft_src(const char *rel) { return join(dir_of("KFT_SOURCE_DIR", KF_SOURCE_DIR), rel); }
 const char *kft_bin(const char *rel) { return join(dir_of("KFT_BINARY_DIR", KF_BINARY_DIR), rel); }
+
+const char *const kft_cuda_tasks[] = {"softmax", "rmsnorm", "sum", "transpose", "sgemm",
+                                      "bgemm", "gdn_decode", NULL};
+
+int kft_have_gpu(char *why, size_t n) {
+    const kf_cu_api *cu = kf_cu_load(why, n);
+    if (!cu) return 0;
+    int r = cu->Init(0), count = 0;
+    if (r) {
+        snprintf(why, n, "cuInit: %s", kf_cu_errname(cu, r));
+        return 0;
+    }
+    if ((r = cu->DeviceGetCount(&count)) || count < 1) {
+        snprintf(why, n, "no CUDA device (%s)", r ? kf_cu_errname(cu, r) : "count 0");
+        return 0;
+    }
+    return 1;
+}
 
 kf_task *kft_task(kf_ctx *ctx, const char *rel) {
     kf_task *t = NULL;

@@ -11,6 +11,7 @@
 #include "kft.h"
 
 #include "util/util.h"
+#include "task/task.h"
 
 #include <dirent.h>
 #include <string.h>
@@ -60,6 +61,9 @@ static void run_case(const void *arg) {
     char rel[128]; /* a bundled task's name, or a path from the repository root */
     snprintf(rel, sizeof rel, strchr(c->task, '/') ? "%s" : "tasks/c/%s", c->task);
     kf_task *t = kft_task(ctx, rel);
+    char why[512];
+    if (!strcmp(t->backend, "cuda") && !kft_have_gpu(why, sizeof why))
+        kft_skip("needs a GPU: %s", why);
     kf_opts o = corpus_opts();
     const char *params[1] = {c->param};
     if (c->param[0]) {
@@ -109,7 +113,8 @@ static void add_dir(const char *rel, const char *prefix, const char *force_task,
     int n = 0;
     while ((e = readdir(d)) && n < 512) {
         size_t l = strlen(e->d_name);
-        if (l > 2 && !strcmp(e->d_name + l - 2, ".c")) names[n++] = strdup(e->d_name);
+        if ((l > 2 && !strcmp(e->d_name + l - 2, ".c")) || (l > 3 && !strcmp(e->d_name + l - 3, ".cu")))
+            names[n++] = strdup(e->d_name);
     }
     closedir(d);
     for (int i = 0; i < n; i++)
@@ -140,9 +145,10 @@ static void add_dir(const char *rel, const char *prefix, const char *force_task,
 }
 
 /* Every declared value of a template's first parameter is accepted. */
-static void add_param_values(const char *task) {
+static void add_param_values(const char *backend, const char *task) {
     char rel[128];
-    snprintf(rel, sizeof rel, "tasks/c/%s/candidates/param.c", task);
+    snprintf(rel, sizeof rel, "tasks/%s/%s/candidates/param.%s", backend, task,
+             strcmp(backend, "c") ? "cu" : "c");
     char *text = NULL;
     size_t n;
     if (kf__read_file(kft_src(rel), 1u << 20, &text, &n)) return;
@@ -157,11 +163,12 @@ static void add_param_values(const char *task) {
                 if (k == 0) continue; /* the default runs in bundled/ */
                 corpus_case *c = calloc(1, sizeof *c);
                 snprintf(c->path, sizeof c->path, "%s", kft_src(rel));
-                snprintf(c->task, sizeof c->task, "%s", task);
+                snprintf(c->task, sizeof c->task, "tasks/%s/%s", backend, task);
                 snprintf(c->expect, sizeof c->expect, "accepted");
                 snprintf(c->param, sizeof c->param, "%s=%s", name, v);
                 char tn[256];
-                snprintf(tn, sizeof tn, "bundled/%s/param.c %s", task, c->param);
+                snprintf(tn, sizeof tn, "bundled/%s%s%s/param %s", strcmp(backend, "c") ? backend : "",
+                         strcmp(backend, "c") ? "/" : "", task, c->param);
                 kft_add(tn, run_case, c, 120);
             }
         }
@@ -174,6 +181,9 @@ static void validate_case(const void *arg) {
     int degenerate = strstr(rel, "degenerate") != NULL;
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, rel);
+    char why[512];
+    if (!strcmp(t->backend, "cuda") && !kft_have_gpu(why, sizeof why))
+        kft_skip("needs a GPU: %s", why);
     kf_result *r = NULL;
     kf_opts o = corpus_opts();
     kf_status st = kf_validate(ctx, t, &o, &r);
@@ -206,11 +216,25 @@ void kft_register_corpus(void) {
         snprintf(rel, sizeof rel, "tasks/c/%s/candidates", tasks[i]);
         snprintf(prefix, sizeof prefix, "bundled/%s", tasks[i]);
         add_dir(rel, prefix, tasks[i], "accepted");
-        add_param_values(tasks[i]);
+        add_param_values("c", tasks[i]);
         char *v = kf__asprintf("tasks/c/%s", tasks[i]);
         char name[128];
         snprintf(name, sizeof name, "validate/%s", tasks[i]);
         kft_add(name, validate_case, v, 60);
+    }
+    add_dir("tests/redteam/cuda", "redteam/cuda", NULL, NULL);
+    add_dir("tests/honest/cuda", "honest/cuda", NULL, NULL);
+    for (int i = 0; kft_cuda_tasks[i]; i++) {
+        char rel[128], prefix[128], task[128];
+        snprintf(rel, sizeof rel, "tasks/cuda/%s/candidates", kft_cuda_tasks[i]);
+        snprintf(prefix, sizeof prefix, "bundled/cuda/%s", kft_cuda_tasks[i]);
+        snprintf(task, sizeof task, "tasks/cuda/%s", kft_cuda_tasks[i]);
+        add_dir(rel, prefix, task, "accepted");
+        add_param_values("cuda", kft_cuda_tasks[i]);
+        char *v = kf__asprintf("tasks/cuda/%s", kft_cuda_tasks[i]);
+        char name[128];
+        snprintf(name, sizeof name, "validate/cuda/%s", kft_cuda_tasks[i]);
+        kft_add(name, validate_case, v, 120);
     }
     DIR *d = opendir(kft_src("tests/redteam/tasks"));
     struct dirent *e;

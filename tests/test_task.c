@@ -191,7 +191,7 @@ static void t_cost_and_backend(const void *arg) {
     j = edit("\"hidden\"", "\"cost\":{\"bytes\":\"4 - n\"},\"hidden\"");
     refused(j, good_ref, KF_ETASK, "cost.bytes", "negative");
     free(j);
-    j = edit("\"backend\":\"c\"", "\"backend\":\"cuda\"");
+    j = edit("\"backend\":\"c\"", "\"backend\":\"opencl\"");
     refused(j, good_ref, KF_EBACKEND, "not available", NULL);
     free(j);
 }

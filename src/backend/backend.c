@@ -3,11 +3,14 @@
  */
 #include "backend.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 kf_backend *kf_backend_get(const char *name) {
     if (name && !strcmp(name, "c")) return kf_backend_c();
+    if (name && !strcmp(name, "cuda")) return kf_backend_cuda();
     return NULL;
 }
 
@@ -27,5 +30,46 @@ void kf_build_free(kf_build *b) {
     free(b->so_path);
     free(b->message);
     free(b->log);
+    for (int i = 0; i < b->nlaunch; i++)
+        for (int d = 0; d < 7; d++) kf_expr_free(b->launch[i].dim[d]);
+    for (int i = 0; i < b->nkernels; i++) free(b->kernels[i].name);
+    for (int i = 0; i < b->nparams; i++) free(b->pnames[i]);
     memset(b, 0, sizeof *b);
+}
+
+int kf_build_eval_launches(const kf_build *b, const kf_task *t, const int64_t *sizes,
+                           uint32_t lx[][7], char *err, size_t n) {
+    const char *names[64];
+    int64_t vals[64];
+    int nv = 0;
+    for (int i = 0; i < t->nsizes && nv < 64; i++, nv++) names[nv] = t->size_names[i], vals[nv] = sizes[i];
+    for (int i = 0; i < b->nparams && nv < 64; i++, nv++) names[nv] = b->pnames[i], vals[nv] = b->pvals[i];
+    kf_vars v = {names, vals, nv};
+    static const char *const what[7] = {"grid.x", "grid.y", "grid.z", "block.x", "block.y",
+                                        "block.z", "smem"};
+    for (int i = 0; i < b->nlaunch; i++) {
+        int64_t threads = 1;
+        for (int d = 0; d < 7; d++) {
+            int64_t x = d == 6 ? 0 : 1;
+            char e[256];
+            if (b->launch[i].dim[d] && kf_expr_eval(b->launch[i].dim[d], &v, &x, e, sizeof e)) {
+                snprintf(err, n, "line %d: kforge:launch %s: %s", b->launch[i].line, what[d], e);
+                return -1;
+            }
+            int64_t lim = d == 6 ? (int64_t)1 << 30 : d == 0 ? INT32_MAX : d < 3 ? 65535 : 1024;
+            if (x < (d == 6 ? 0 : 1) || x > lim) {
+                snprintf(err, n, "line %d: kforge:launch %s = %lld is out of range [%d, %lld]",
+                         b->launch[i].line, what[d], (long long)x, d == 6 ? 0 : 1, (long long)lim);
+                return -1;
+            }
+            if (d >= 3 && d < 6) threads *= x;
+            lx[i][d] = (uint32_t)x;
+        }
+        if (threads > 1024) {
+            snprintf(err, n, "line %d: kforge:launch block has %lld threads (at most 1024)",
+                     b->launch[i].line, (long long)threads);
+            return -1;
+        }
+    }
+    return 0;
 }

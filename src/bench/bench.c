@@ -165,8 +165,10 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         kf_data_free_inputs(t, &in);
         if (st || *stop) break;
         if (timed) {
-            R.cw[R.n] = (double)cc.worker_ns;
-            R.bw[R.n] = (double)cb.worker_ns;
+            /* GPU: the launches' event time; the host spans are cross-checked per call */
+            int gpu = cand->b && cand->b->nlaunch;
+            R.cw[R.n] = (double)(gpu ? cc.dev_ns : cc.worker_ns);
+            R.bw[R.n] = (double)(gpu ? cb.dev_ns : cb.worker_ns);
             R.cp[R.n] = (double)cc.parent_ns;
             R.bp[R.n] = (double)cb.parent_ns;
             sum_c += R.cw[R.n];
@@ -321,18 +323,18 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     json_object_set_new(cpus, "worker_cpus", json_integer(pinned ? CPU_COUNT(&s->worker_cpus) : 0));
     json_object_set_new(s->res->root, "timing_cpus", cpus);
     kf_call_result fail;
-    if ((st = kf_sess_spawn(s, &s->cbuild, arena, &cand.w, &fail))) goto out;
+    if ((st = kf_sess_spawn(s, &s->cbuild, arena, &cand, &fail))) goto out;
     if (!cand.w) {
         kf_result_reject(s->res, fail.reason, NULL, "%s (on a fresh worker for timing)", fail.msg);
         goto out;
     }
-    if ((st = kf_sess_spawn(s, vs_path ? &vs : &s->rbuild, arena, &base.w, &fail))) goto out;
+    if ((st = kf_sess_spawn(s, vs_path ? &vs : &s->rbuild, arena, &base, &fail))) goto out;
     if (!base.w) {
         st = kf__err(s->ctx, vs_path ? KF_EUSAGE : KF_ETASK, "the baseline does not load: %s", fail.msg);
         goto out;
     }
     if (vs_path) {
-        if ((st = kf_sess_spawn(s, &s->rbuild, arena, &ref.w, &fail))) goto out;
+        if ((st = kf_sess_spawn(s, &s->rbuild, arena, &ref, &fail))) goto out;
         if (!ref.w) {
             st = kf__err(s->ctx, KF_ETASK, "the reference does not load: %s", fail.msg);
             goto out;
@@ -340,6 +342,8 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     }
     kf_ceilings ceil;
     int have_cost = t->cost_flops || t->cost_bytes;
+    /* GPU ceilings come from kforge device-info (not built yet): no roofline there */
+    if (s->cbuild.nlaunch) have_cost = 0;
     if (have_cost) kf_bench_ceilings(&ceil);
     double logsum = 0;
     int n = 0, stop = 0, wins = 0;

@@ -138,11 +138,13 @@ kf_status kf_sess_build(kf_sess *s, int *cand_ok) {
     return KF_OK;
 }
 
-kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_worker **w,
+kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_side *side,
                         kf_call_result *fail) {
     kf_worker_opts wo = {s->o->cpu_limit_s, s->o->mem_limit, s->o->call_timeout_s, s->timing,
-                         s->timing ? (const void *)&s->worker_cpus : NULL};
-    return kf_worker_spawn(s->ctx, b->so_path, bytes, &wo, w, fail);
+                         s->timing ? (const void *)&s->worker_cpus : NULL, b->nlaunch > 0};
+    if (wo.gpu && wo.start_timeout_s < 60) wo.start_timeout_s = 60; /* driver and context set-up */
+    side->b = b;
+    return kf_worker_spawn(s->ctx, b->so_path, bytes, &wo, &side->w, fail);
 }
 
 size_t kf_sess_arena_bytes(const kf_task *t, const kf_extents *ex) {
@@ -159,7 +161,7 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
                   const kf_poison *p, kf_call_result *cr) {
     unsigned char *arena = kf_worker_arena(side->w);
     kf_data_stage(s->t, ex, &side->lay, in, p, arena);
-    kf_data_flush(arena, &side->lay);
+    if (!(side->b && side->b->nlaunch)) kf_data_flush(arena, &side->lay); /* GPU: L2 in the worker */
     kf_msg_run m;
     memset(&m, 0, sizeof m);
     m.nargs = (uint32_t)s->t->nargs;
@@ -167,6 +169,34 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
         m.off[i] = side->lay.off[i];
         m.ival[i] = ex->ival[i];
         m.fval[i] = ex->fval[i];
+    }
+    if (side->b && side->b->nlaunch) {
+        /* a GPU worker: the span it copies, the parameter kinds, the launches */
+        m.span_lo = side->lay.guard_off[0];
+        m.span_hi = side->lay.end;
+        for (int i = 0; i < s->t->nargs; i++) {
+            const kf_arg *a = &s->t->args[i];
+            m.kind[i] = a->is_buffer ? KF_ARG_BUF
+                        : a->type == KF_T_I32 ? KF_ARG_I32
+                        : a->type == KF_T_I64 ? KF_ARG_I64
+                        : a->type == KF_T_F32 ? KF_ARG_F32
+                        : a->type == KF_T_F64 ? KF_ARG_F64 : KF_ARG_U8;
+        }
+        char err[300];
+        uint32_t lx[KF_MAX_LAUNCH][7];
+        if (kf_build_eval_launches(side->b, s->t, ex->size, lx, err, sizeof err)) {
+            memset(cr, 0, sizeof *cr);
+            cr->st = KF_CALL_FAILED;
+            cr->reason = KF_REASON_CRASH;
+            snprintf(cr->msg, sizeof cr->msg, "%s", err);
+            return;
+        }
+        m.nlaunch = (uint32_t)side->b->nlaunch;
+        for (int l = 0; l < side->b->nlaunch; l++) {
+            m.kernel[l] = (uint32_t)side->b->launch[l].kernel;
+            memcpy(m.dims[l], lx[l], sizeof m.dims[l]);
+        }
+        if (s->timing) m.flags |= KF_RUN_FLUSH_L2;
     }
     kf_worker_call(side->w, &m, s->o->call_timeout_s, cr);
 }
@@ -202,7 +232,7 @@ int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b) 
         const kf_arg *g = &t->args[i];
         if (!g->is_buffer || g->io == KF_IO_IN) continue;
         double rtol, atol;
-        kf_task_tolerance(t, g->type, &rtol, &atol);
+        kf_task_tolerance(t, g, &rtol, &atol);
         if (!kf_data_same(g->type, a[i], b[i], ex->count[i], t->determinism_exact, rtol, atol))
             return 0;
     }
@@ -239,7 +269,7 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
         const kf_arg *a = &t->args[i];
         if (!a->is_buffer || a->io == KF_IO_IN) continue;
         double rtol, atol;
-        kf_task_tolerance(t, a->type, &rtol, &atol);
+        kf_task_tolerance(t, a, &rtol, &atol);
         const void *got = arena + side->lay.off[i];
         kf_cmp c;
         kf_data_compare(a->type, got, ref[i], ex->count[i], rtol, atol,
@@ -302,7 +332,7 @@ static void degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *i
         const kf_arg *a = &t->args[i];
         if (!a->is_buffer || a->io == KF_IO_IN) continue;
         double rtol, atol;
-        kf_task_tolerance(t, a->type, &rtol, &atol);
+        kf_task_tolerance(t, a, &rtol, &atol);
         size_t bytes = ex->bytes[i] ? ex->bytes[i] : 1;
         void *zero = *all_zero ? calloc(1, bytes) : NULL;
         if (*all_zero && !zero) {
@@ -676,7 +706,7 @@ static kf_status run_check(kf_sess *s) {
                                   : kf_sess_arena_bytes(s->t, &ex);
         if (b > arena) arena = b;
     }
-    if ((st = kf_sess_spawn(s, &s->rbuild, arena, &ref.w, &fail))) goto out;
+    if ((st = kf_sess_spawn(s, &s->rbuild, arena, &ref, &fail))) goto out;
     if (!ref.w) {
         st = kf__err(s->ctx, KF_ETASK, "%s: the reference does not load: %s: %s", s->t->ref_path,
                      kf_reason_name(fail.reason), fail.msg);
@@ -693,7 +723,7 @@ static kf_status run_check(kf_sess *s) {
     if (s->o->verbose)
         fprintf(stderr, "kforge: [%.1f ms] candidate built\n", (double)(kf__now_ns() - s->t0) / 1e6);
     if (st || !record_build(s)) goto out;
-    if ((st = kf_sess_spawn(s, &s->cbuild, arena, &cand.w, &fail))) goto out;
+    if ((st = kf_sess_spawn(s, &s->cbuild, arena, &cand, &fail))) goto out;
     if (!cand.w) {
         kf_result_reject(s->res, fail.reason, NULL, "%s", fail.msg);
         goto out;

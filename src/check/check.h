@@ -35,6 +35,7 @@ typedef struct {
 typedef struct {
     kf_worker *w;
     kf_layout lay;
+    const kf_build *b; /* what it runs (GPU builds carry their launches) */
 } kf_side;
 
 kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path,
@@ -49,7 +50,7 @@ kf_status kf_sess_build_ref(kf_sess *s);
 kf_status kf_sess_build_cand(kf_sess *s, kf_ctx *ctx);
 /* Spawn a worker for a built object with an arena for `bytes` of layouts. *w NULL and
  * a rejection recorded (with `who` in the message) when the object fails to load. */
-kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_worker **w,
+kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_side *side,
                         kf_call_result *fail);
 /* Arena bytes for two layouts of ex plus placement jitter. */
 size_t kf_sess_arena_bytes(const kf_task *t, const kf_extents *ex);

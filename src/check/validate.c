@@ -129,7 +129,7 @@ kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts, kf_
         if (b > arena) arena = b;
     }
     kf_call_result fail;
-    if ((st = kf_sess_spawn(&s, &s.rbuild, arena, &ref.w, &fail))) goto out;
+    if ((st = kf_sess_spawn(&s, &s.rbuild, arena, &ref, &fail))) goto out;
     if (!ref.w) {
         kf_result_reject(s.res, fail.reason, NULL, "the reference does not load: %s", fail.msg);
         goto out;

@@ -14,6 +14,7 @@
 
 int kf_data_extents(const kf_task *t, const kf_shape *s, kf_extents *ex, char *err, size_t n) {
     memset(ex, 0, sizeof *ex);
+    for (int i = 0; i < t->nsizes && i < KF_MAX_SIZES; i++) ex->size[i] = s->v[i];
     if (kf_task_eval_shape(t, s, ex->count, ex->ival, ex->fval, err, n)) return -1;
     kf_vars v = kf_task_vars(t, s);
     for (int i = 0; i < t->nargs; i++) {
@@ -76,6 +77,52 @@ static double draw(const kf_init *in, kf_rng *r) {
     return 0;
 }
 
+/* IEEE half and bfloat16, round to nearest even (the GPU backends' 16-bit types) */
+static uint16_t f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return sign | (ax > 0x7f800000u ? 0x7e00 : 0x7c00);
+    if (ax >= 0x477ff000u) return sign | 0x7c00; /* rounds to infinity */
+    if (ax < 0x38800000u) {                      /* below 2^-14: a subnormal half */
+        float v;
+        memcpy(&v, &ax, 4);
+        return sign | (uint16_t)lrintf(v * 16777216.0f);
+    }
+    uint32_t h = (((ax >> 23) - 112) << 10) | ((ax & 0x7fffffu) >> 13);
+    uint32_t rem = ax & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
+    return sign | (uint16_t)h;
+}
+
+static float f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, b;
+    float v;
+    if (e == 0) {
+        v = ldexpf((float)m, -24);
+        return sign ? -v : v;
+    }
+    b = e == 31 ? sign | 0x7f800000u | (m << 13) : sign | ((e + 112) << 23) | (m << 13);
+    memcpy(&v, &b, 4);
+    return v;
+}
+
+static uint16_t f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
+    x += 0x7fffu + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+static float bf16_to_f32(uint16_t h) {
+    uint32_t b = (uint32_t)h << 16;
+    float v;
+    memcpy(&v, &b, 4);
+    return v;
+}
+
 static void put(kf_dtype t, void *p, int64_t i, double v) {
     switch (t) {
     case KF_T_F32: ((float *)p)[i] = (float)v; break;
@@ -83,7 +130,8 @@ static void put(kf_dtype t, void *p, int64_t i, double v) {
     case KF_T_I32: ((int32_t *)p)[i] = (int32_t)v; break;
     case KF_T_I64: ((int64_t *)p)[i] = (int64_t)v; break;
     case KF_T_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    default: break; /* f16/bf16 belong to the GPU backends */
+    case KF_T_F16: ((uint16_t *)p)[i] = f32_to_f16((float)v); break;
+    case KF_T_BF16: ((uint16_t *)p)[i] = f32_to_bf16((float)v); break;
     }
 }
 
@@ -94,8 +142,10 @@ double kf_data_get(kf_dtype t, const void *p, int64_t i) {
     case KF_T_I32: return ((const int32_t *)p)[i];
     case KF_T_I64: return (double)((const int64_t *)p)[i];
     case KF_T_U8: return ((const uint8_t *)p)[i];
-    default: return 0;
+    case KF_T_F16: return f16_to_f32(((const uint16_t *)p)[i]);
+    case KF_T_BF16: return bf16_to_f32(((const uint16_t *)p)[i]);
     }
+    return 0;
 }
 
 int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant,
@@ -127,7 +177,22 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
         }
         kf_rng fast;
         kf_rng_fork(rng, &fast);
-        if (a->type == KF_T_F32 && d.dist == KF_DIST_NORMAL) {
+        if ((a->type == KF_T_F16 || a->type == KF_T_BF16) && d.dist != KF_DIST_INT) {
+            /* the bulk f32 streams, rounded once */
+            float *tmp = malloc(ex->count[i] ? (size_t)ex->count[i] * sizeof(float) : 1);
+            if (!tmp) {
+                kf_data_free_inputs(t, in);
+                return -1;
+            }
+            if (d.dist == KF_DIST_NORMAL) kf_rng_fill_normal_f32(&fast, tmp, ex->count[i], d.a, d.b);
+            else kf_rng_fill_uniform_f32(&fast, tmp, ex->count[i], d.a, d.b);
+            uint16_t *o16 = in->buf[i];
+            if (a->type == KF_T_F16)
+                for (int64_t k = 0; k < ex->count[i]; k++) o16[k] = f32_to_f16(tmp[k]);
+            else
+                for (int64_t k = 0; k < ex->count[i]; k++) o16[k] = f32_to_bf16(tmp[k]);
+            free(tmp);
+        } else if (a->type == KF_T_F32 && d.dist == KF_DIST_NORMAL) {
             kf_rng_fill_normal_f32(&fast, in->buf[i], ex->count[i], d.a, d.b);
         } else if (a->type == KF_T_F32 && d.dist == KF_DIST_UNIFORM) {
             kf_rng_fill_uniform_f32(&fast, in->buf[i], ex->count[i], d.a, d.b);
@@ -211,6 +276,12 @@ void kf_data_make_poison(const kf_task *t, kf_rng *rng, kf_poison *p) {
         }
         case KF_T_I32: p->sentinel[i] = (uint32_t)(INT32_MIN + (int32_t)(r % 977)); break;
         case KF_T_I64: p->sentinel[i] = (uint64_t)(INT64_MIN + (int64_t)(r % 977)); break;
+        case KF_T_F16: /* |x| in [2^15, 65504]: finite, the top binade */
+            p->sentinel[i] = (uint64_t)(((r >> 63) << 15) | 0x7800u | (r & 0x3ffu));
+            break;
+        case KF_T_BF16: /* |x| ~ 2^120 */
+            p->sentinel[i] = (uint64_t)(((r >> 63) << 15) | 0x7b80u | (r & 0x7fu));
+            break;
         default: p->sentinel[i] = r & 0xFF; break;
         }
     }

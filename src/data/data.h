@@ -22,6 +22,7 @@ typedef struct {
     size_t bytes[KF_MAX_ARGS];  /* count * dtype size */
     int64_t ival[KF_MAX_ARGS];  /* scalars */
     double fval[KF_MAX_ARGS];
+    int64_t size[KF_MAX_SIZES]; /* the shape's sizes (task order) */
 } kf_extents;
 
 int kf_data_extents(const kf_task *t, const kf_shape *s, kf_extents *ex, char *err, size_t n);

@@ -22,19 +22,35 @@ enum {
     KF_MSG_DONE,      /* worker -> parent: returned; ns = CLOCK_MONOTONIC after */
     KF_MSG_EXIT,      /* parent -> worker: exit now */
     KF_MSG_START,     /* worker -> parent: about to call; ns = CLOCK_MONOTONIC before */
-    KF_MSG_SETUP_OK   /* worker -> parent: confined; ns = layers; the candidate loads next */
+    KF_MSG_SETUP_OK,  /* worker -> parent: confined; ns = layers; the candidate loads next */
+    KF_MSG_FAIL,      /* worker -> parent: the call failed (text: a CUDA error); it exits */
+    KF_MSG_INFO       /* worker -> parent: text about the loaded code (GPU: resources) */
 };
+
+#define KF_PROTO_MAXLAUNCH 8
+/* argument kinds for GPU workers (kernel parameters) */
+enum { KF_ARG_BUF = 0, KF_ARG_I32, KF_ARG_I64, KF_ARG_F32, KF_ARG_F64, KF_ARG_U8 };
+#define KF_RUN_FLUSH_L2 1u /* GPU: write a scratch buffer larger than L2 before the call */
 
 typedef struct {
     uint32_t magic, type, seq, nargs;
     uint64_t off[KF_PROTO_MAXARGS]; /* arena offsets of buffers */
     int64_t ival[KF_PROTO_MAXARGS]; /* integer scalars */
     double fval[KF_PROTO_MAXARGS];  /* float scalars */
+    /* GPU workers: the arena span the call uses (copied to and from the device), the
+     * parameter kinds, and the launches (grid x y z, block x y z, dynamic smem) */
+    uint64_t span_lo, span_hi;
+    uint8_t kind[KF_PROTO_MAXARGS];
+    uint32_t nlaunch, flags;
+    uint32_t kernel[KF_PROTO_MAXLAUNCH];
+    uint32_t dims[KF_PROTO_MAXLAUNCH][7];
 } kf_msg_run;
 
 typedef struct {
     uint32_t magic, type, seq, pad;
     uint64_t ns;
+    uint64_t dev_ns;                    /* GPU: event time of the launches */
+    uint32_t occ[KF_PROTO_MAXLAUNCH];   /* GPU: resident blocks per SM of each launch */
 } kf_msg_done;
 
 typedef struct {

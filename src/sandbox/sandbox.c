@@ -42,8 +42,9 @@ struct kf_worker {
     unsigned char *arena;
     size_t arena_size;
     uint32_t seq;
-    int dead, stopped, landlock_abi, sealed, spin;
+    int dead, stopped, landlock_abi, sealed, spin, gpu;
     uint64_t mem_limit;
+    char info[1024];    /* GPU: what the worker reported about the loaded kernels */
     double cpu_s;
     kf_buf out;
     char dir[PATH_MAX];
@@ -338,6 +339,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     w->mem_limit = o->mem_limit;
     w->cpu_s = o->cpu_s;
     w->spin = o->spin;
+    w->gpu = o->gpu;
     kf_buf_init(&w->out, OUTPUT_CAP);
     int sv[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1}, memfd = -1, devnull = -1;
     int hi[5] = {-1, -1, -1, -1, -1};
@@ -416,7 +418,11 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         }
     }
     char *argv[] = {(char *)wpath, so_copy, ppid, cpu, as, w->dir, cpus, uidarg, NULL};
-    char *envp[] = {NULL};
+    /* a GPU worker sees the devices the user chose, nothing else of the environment */
+    char cvd[256] = "";
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (o->gpu && vis) snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", vis);
+    char *envp[] = {cvd[0] ? cvd : NULL, NULL};
     int rc = posix_spawn(&w->pid, wpath, &fa, &at, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
@@ -451,7 +457,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     } else {
         if (ok > 0 && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_LOADFAIL) {
             m.t.text[sizeof m.t.text - 1] = 0;
-            st = kf__err(ctx, KF_EINTERNAL, "%s", m.t.text);
+            st = kf__err(ctx, o->gpu ? KF_EBACKEND : KF_EINTERNAL, "%s", m.t.text);
         } else {
             st = kf__err(ctx, KF_EINTERNAL, "kforge-worker failed to set up its sandbox%s%s",
                          ok == 0 ? ": " : "", ok == 0 ? fail->msg : "");
@@ -462,6 +468,11 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     }
     /* 2. loading the candidate: from here on, every byte may come from it */
     ok = await(w, &m, sizeof m, &len, deadline, fail, "while loading the candidate", 0);
+    if (ok > 0 && w->gpu && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_INFO) {
+        m.t.text[sizeof m.t.text - 1] = 0;
+        snprintf(w->info, sizeof w->info, "%s", m.t.text);
+        ok = await(w, &m, sizeof m, &len, deadline, fail, "while loading the candidate", 0);
+    }
     if (ok < 0) {
         timeout_kill(w, fail, o->start_timeout_s, "while loading the candidate");
     } else if (ok > 0 && len == sizeof m.d && m.d.magic == KF_PROTO_MAGIC &&
@@ -493,6 +504,7 @@ unsigned char *kf_worker_arena(kf_worker *w) { return w->arena; }
 int kf_worker_landlock_abi(const kf_worker *w) { return w->landlock_abi; }
 int kf_worker_sealed(const kf_worker *w) { return w->sealed; }
 int kf_worker_dead(const kf_worker *w) { return w->dead; }
+const char *kf_worker_info(const kf_worker *w) { return w->info; }
 const char *kf_worker_output(kf_worker *w) {
     if (w->outfd >= 0) drain(&w->outfd, &w->out); /* whatever is still in the pipes */
     if (w->errfd >= 0) drain(&w->errfd, &w->out);
@@ -505,7 +517,7 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
                        double timeout_s, uint64_t *ns, uint64_t *at, kf_call_result *r) {
     union {
         kf_msg_done d;
-        char pad[sizeof(kf_msg_text)];
+        kf_msg_text t;
     } m;
     size_t len = 0;
     int ok = await(w, &m, sizeof m, &len, deadline, r, "during the call",
@@ -516,11 +528,22 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
         return 0;
     }
     if (!ok) return 0;
+    if (w->gpu && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_FAIL) {
+        /* the GPU worker's own report (no candidate host code runs there): a CUDA error,
+         * sticky or not, ends this worker */
+        m.t.text[sizeof m.t.text - 1] = 0;
+        fail_kill(w, r, KF_REASON_CRASH, "%s", m.t.text);
+        return 0;
+    }
     if (len != sizeof m.d || m.d.magic != KF_PROTO_MAGIC || m.d.type != type || m.d.seq != seq) {
         reap(w, r, "during the call", 1);
         return 0;
     }
     *ns = m.d.ns;
+    if (type == KF_MSG_DONE) {
+        r->dev_ns = m.d.dev_ns;
+        memcpy(r->occ, m.d.occ, sizeof r->occ);
+    }
     return 1;
 }
 
@@ -589,7 +612,7 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
      * the next SIGCONT and could start on the (already staged) inputs before the START
      * stamp, untimed. Threads joined just before return may still be finishing their
      * exit: allow them 2 ms. */
-    int nth = thread_count(w->pid);
+    int nth = w->gpu ? 1 : thread_count(w->pid); /* the CUDA driver's own threads */
     for (int i = 0; nth > 1 && i < 40; i++) {
         usleep(50);
         nth = thread_count(w->pid);
@@ -609,6 +632,14 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
         fail_kill(w, r, KF_REASON_TIMING_MISMATCH,
                   "the worker's clock stamps are impossible against the coordinator's "
                   "(start %+lld ns, end %+lld ns)", (long long)(t0 - p0), (long long)(t1 - p1));
+        return;
+    }
+    /* the device's clock against the host's: the launches' event time cannot exceed the
+     * host span around them and the synchronise (50 us of slack for clock granularity) */
+    if (w->gpu && r->dev_ns > (t1 - t0) + 50000) {
+        fail_kill(w, r, KF_REASON_TIMING_MISMATCH,
+                  "the kernels' event time (%.1f us) exceeds the host clock around them (%.1f us)",
+                  (double)r->dev_ns / 1e3, (double)(t1 - t0) / 1e3);
         return;
     }
     r->st = KF_CALL_OK;

@@ -22,6 +22,8 @@ typedef struct {
     char msg[512];
     uint64_t worker_ns;    /* the worker's own clock around the call */
     uint64_t parent_ns;    /* the coordinator's clock, send to receive */
+    uint64_t dev_ns;       /* GPU: the launches' CUDA event time */
+    uint32_t occ[KF_PROTO_MAXLAUNCH]; /* GPU: resident blocks per SM, per launch */
 } kf_call_result;
 
 typedef struct {
@@ -30,6 +32,7 @@ typedef struct {
     double start_timeout_s;
     int spin;              /* spin-wait for replies (timing runs): steady latency */
     const void *cpus;      /* cpu_set_t the worker may run on, or NULL for any */
+    int gpu;               /* a GPU kernel-mode artifact: driver threads allowed */
 } kf_worker_opts;
 
 /* Spawn a worker for the built object so_path with an arena of arena_size bytes.
@@ -42,6 +45,7 @@ unsigned char *kf_worker_arena(kf_worker *w);
 int kf_worker_landlock_abi(const kf_worker *w);
 int kf_worker_sealed(const kf_worker *w); /* 1 when mseal protects the worker's image */
 int kf_worker_dead(const kf_worker *w);   /* 1 after a failed call: only close may follow */
+const char *kf_worker_info(const kf_worker *w); /* GPU: device and kernel attributes */
 /* One call. msg's magic/type/seq are filled in here. After FAILED the worker is dead
  * and only kf_worker_close may follow. */
 void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_result *r);

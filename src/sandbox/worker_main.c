@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include "policy.h"
 #include "proto.h"
+#include "worker.h"
 
 #include <dlfcn.h>
 #include <grp.h>
@@ -42,7 +43,7 @@
 
 typedef void (*kf_shim_fn)(void *const *bufs, const int64_t *ival, const double *fval);
 
-static void send_text(uint32_t type, const char *text) {
+void kf_wk_send_text(uint32_t type, const char *text) {
     kf_msg_text m;
     memset(&m, 0, sizeof m);
     m.magic = KF_PROTO_MAGIC;
@@ -51,12 +52,14 @@ static void send_text(uint32_t type, const char *text) {
     send(KF_WORKER_SOCK_FD, &m, sizeof m, MSG_NOSIGNAL);
 }
 
-static void die(int code, const char *what) {
+void kf_wk_die(int code, const char *what) {
     char buf[512];
     snprintf(buf, sizeof buf, "worker setup: %s: %s", what, strerror(errno));
-    send_text(KF_MSG_LOADFAIL, buf);
+    kf_wk_send_text(KF_MSG_LOADFAIL, buf);
     _exit(code);
 }
+#define die kf_wk_die
+#define send_text kf_wk_send_text
 
 #ifndef SYS_mseal
 #define SYS_mseal 462
@@ -67,7 +70,7 @@ static void die(int code, const char *what) {
  * the candidate cannot make the worker's code or its read-only relocations writable
  * to hook its clock or its channel, nor swap the arena for other memory. Returns 1
  * when sealed, 0 when the kernel lacks mseal (the result records it). */
-static int seal_image(void) {
+int kf_wk_seal_image(void) {
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f) return 0;
     char line[512];
@@ -90,30 +93,33 @@ static int seal_image(void) {
     return ok && any;
 }
 
-static uint64_t now_ns(void) {
+uint64_t kf_wk_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* Started by root (CI, a GPU host): become an unprivileged user of its own, so the
+ * candidate holds no privilege at all and RLIMIT_NPROC (which root ignores, and which
+ * counts per user) bounds its threads without touching any other worker. The
+ * coordinator draws the id at random from a high range no account uses, and makes the
+ * worker's directory that user's alone. A credential change clears the parent-death
+ * signal: it is set again after. Returns 1 when it dropped, 0 when not root. */
+int kf_wk_drop_root(const char *uidarg, const char *ppid) {
+    if (geteuid() != 0) return 0;
+    char *end;
+    unsigned long id = strtoul(uidarg, &end, 10);
+    if (*end || id < 0x70000000ul || id > 0x7ffffffful) _exit(113);
+    if (setgroups(0, NULL) || setresgid((gid_t)id, (gid_t)id, (gid_t)id) ||
+        setresuid((uid_t)id, (uid_t)id, (uid_t)id))
+        _exit(113);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL)) _exit(112);
+    if ((long)getppid() != atol(ppid)) _exit(112);
+    return 1;
+}
+
 int main(int argc, char **argv) {
     if (argc != 8) return 111;
-    /* Started by root (CI, a GPU host): become an unprivileged user of its own first, so
-     * the candidate holds no privilege at all and RLIMIT_NPROC (which root ignores, and
-     * which counts per user) bounds its threads without touching any other worker. The
-     * coordinator draws the id at random from a high range no account uses, and makes
-     * the worker's directory that user's alone. A credential change clears the
-     * parent-death signal: it is set after. */
-    int dropped = 0;
-    if (geteuid() == 0) {
-        char *end;
-        unsigned long id = strtoul(argv[7], &end, 10);
-        if (*end || id < 0x70000000ul || id > 0x7ffffffful) return 113;
-        if (setgroups(0, NULL) || setresgid((gid_t)id, (gid_t)id, (gid_t)id) ||
-            setresuid((uid_t)id, (uid_t)id, (uid_t)id))
-            return 113;
-        dropped = 1;
-    }
     if (prctl(PR_SET_PDEATHSIG, SIGKILL)) return 112;
     if ((long)getppid() != atol(argv[2])) return 112; /* parent died before the call */
     if (syscall(SYS_close_range, KF_WORKER_ARENA_FD + 1, ~0U, 0)) {
@@ -126,6 +132,12 @@ int main(int argc, char **argv) {
                        MAP_SHARED, KF_WORKER_ARENA_FD, 0);
     if (arena == MAP_FAILED) die(113, "mmap arena");
     close(KF_WORKER_ARENA_FD);
+
+    /* A GPU kernel-mode artifact: no candidate host code at all; the GPU worker sets up
+     * the device before it drops root (the device files must be opened first) */
+    if (kf_wk_is_gpu_artifact(argv[1]))
+        return kf_gpu_worker_main(argv, arena, (size_t)st.st_size);
+    int dropped = kf_wk_drop_root(argv[7], argv[2]);
 
     /* the CPUs it may use (timing runs), before any thread exists: all inherit it */
     if (strcmp(argv[6], "-")) {
@@ -141,7 +153,7 @@ int main(int argc, char **argv) {
         }
         if (sched_setaffinity(0, sizeof set, &set)) die(113, "sched_setaffinity");
     }
-    int sealed = seal_image();
+    int sealed = kf_wk_seal_image();
 
     const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache",
                         "/sys/devices/system/cpu", argv[5]};
@@ -157,7 +169,7 @@ int main(int argc, char **argv) {
     if (kf_policy_seccomp_worker(getpid(), abi > 0)) die(113, "seccomp");
     /* from here on every message may come from the candidate: announce the end of the
      * trusted setup, with the confinement layers (Landlock ABI, bit 8 mseal) */
-    kf_msg_done ok = {KF_PROTO_MAGIC, KF_MSG_SETUP_OK, 0, 0, (uint64_t)abi | (uint64_t)sealed << 8};
+    kf_msg_done ok = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_SETUP_OK, .ns = (uint64_t)abi | (uint64_t)sealed << 8};
     if (send(KF_WORKER_SOCK_FD, &ok, sizeof ok, MSG_NOSIGNAL) != sizeof ok) _exit(114);
 
     /* the candidate's prints reach the coordinator's capped log even when the worker is
@@ -173,7 +185,7 @@ int main(int argc, char **argv) {
         send_text(KF_MSG_LOADFAIL, "kforge_call__ missing from the built object");
         _exit(0);
     }
-    kf_msg_done ready = {KF_PROTO_MAGIC, KF_MSG_READY, 0, 0, 0};
+    kf_msg_done ready = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_READY};
     if (send(KF_WORKER_SOCK_FD, &ready, sizeof ready, MSG_NOSIGNAL) != sizeof ready) _exit(114);
 
     for (;;) {
@@ -188,10 +200,10 @@ int main(int argc, char **argv) {
             bufs[i] = m.off[i] < (uint64_t)st.st_size ? (char *)arena + m.off[i] : NULL;
         /* t0 leaves the process before any candidate code runs in this call, so no
          * register or stack trick of the candidate can move it */
-        kf_msg_done start = {KF_PROTO_MAGIC, KF_MSG_START, m.seq, 0, now_ns()};
+        kf_msg_done start = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
         call(bufs, m.ival, m.fval);
-        kf_msg_done d = {KF_PROTO_MAGIC, KF_MSG_DONE, m.seq, 0, now_ns()};
+        kf_msg_done d = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_DONE, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &d, sizeof d, MSG_NOSIGNAL) != sizeof d) _exit(114);
     }
 }

@@ -35,7 +35,13 @@ size_t kf_dtype_size(kf_dtype t) { return dtypes[t].size; }
 const char *kf_dtype_name(kf_dtype t) { return dtypes[t].name; }
 int kf_dtype_is_float(kf_dtype t) { return dtypes[t].is_float; }
 
-void kf_task_tolerance(const kf_task *t, kf_dtype type, double *rtol, double *atol) {
+void kf_task_tolerance(const kf_task *t, const kf_arg *a, double *rtol, double *atol) {
+    kf_dtype type = a->type;
+    if (a->has_tol) {
+        *rtol = a->rtol;
+        *atol = a->atol;
+        return;
+    }
     if (t->has_tol) {
         *rtol = t->rtol;
         *atol = t->atol;
@@ -171,8 +177,23 @@ static kf_status parse_init(lctx *l, json_t *v, const char *where, kf_arg *a) {
     return KF_OK;
 }
 
+static kf_status parse_tol(lctx *l, json_t *tol, const char *where, double *rtol, double *atol) {
+    static const char *const kt[] = {"rtol", "atol", 0};
+    kf_status st;
+    if (!json_is_object(tol)) return bad(l, "%s: expected {\"rtol\": r, \"atol\": a}", where);
+    if ((st = only_keys(l, tol, where, kt))) return st;
+    json_t *r = json_object_get(tol, "rtol"), *a = json_object_get(tol, "atol");
+    if (!json_is_number(r) || !json_is_number(a))
+        return bad(l, "%s: rtol and atol are both required numbers", where);
+    *rtol = json_number_value(r);
+    *atol = json_number_value(a);
+    if (!(*rtol >= 0) || !(*atol >= 0) || !isfinite(*rtol) || !isfinite(*atol))
+        return bad(l, "%s: rtol and atol must be finite and >= 0", where);
+    return KF_OK;
+}
+
 static kf_status parse_arg(lctx *l, kf_task *t, json_t *v, int i, kf_arg *a) {
-    static const char *const kbuf[] = {"name", "type", "shape", "io", "init", 0};
+    static const char *const kbuf[] = {"name", "type", "shape", "io", "init", "tolerance", 0};
     static const char *const ksc[] = {"name", "type", "value", 0};
     char where[64];
     snprintf(where, sizeof where, "args[%d]", i);
@@ -223,6 +244,14 @@ static kf_status parse_arg(lctx *l, kf_task *t, json_t *v, int i, kf_arg *a) {
             char w[96];
             snprintf(w, sizeof w, "%s.init", where);
             if ((st = parse_init(l, init, w, a))) return st;
+        }
+        json_t *tol = json_object_get(v, "tolerance");
+        if (tol) {
+            if (a->io == KF_IO_IN) return bad(l, "%s.tolerance: an in buffer is not compared", where);
+            char w[96];
+            snprintf(w, sizeof w, "%s.tolerance", where);
+            if ((st = parse_tol(l, tol, w, &a->rtol, &a->atol))) return st;
+            a->has_tol = 1;
         }
     } else {
         if ((st = only_keys(l, v, where, ksc))) return st;
@@ -296,6 +325,7 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
     if (!json_is_object(sizes) || json_object_size(sizes) == 0)
         return bad(l, "sizes: missing or empty (object of name -> [min, max])");
     t->nsizes = (int)json_object_size(sizes);
+    if (t->nsizes > KF_MAX_SIZES) return bad(l, "sizes: at most %d sizes", KF_MAX_SIZES);
     t->size_names = calloc((size_t)t->nsizes, sizeof *t->size_names);
     t->size_min = calloc((size_t)t->nsizes, sizeof *t->size_min);
     t->size_max = calloc((size_t)t->nsizes, sizeof *t->size_max);
@@ -358,17 +388,8 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
 
     json_t *tol = json_object_get(root, "tolerance");
     if (tol) {
-        static const char *const kt[] = {"rtol", "atol", 0};
-        if (!json_is_object(tol)) return bad(l, "tolerance: expected {\"rtol\": r, \"atol\": a}");
-        if ((st = only_keys(l, tol, "tolerance", kt))) return st;
-        json_t *r = json_object_get(tol, "rtol"), *a = json_object_get(tol, "atol");
-        if (!json_is_number(r) || !json_is_number(a))
-            return bad(l, "tolerance: rtol and atol are both required numbers");
+        if ((st = parse_tol(l, tol, "tolerance", &t->rtol, &t->atol))) return st;
         t->has_tol = 1;
-        t->rtol = json_number_value(r);
-        t->atol = json_number_value(a);
-        if (!(t->rtol >= 0) || !(t->atol >= 0) || !isfinite(t->rtol) || !isfinite(t->atol))
-            return bad(l, "tolerance: rtol and atol must be finite and >= 0");
     }
 
     json_t *shapes = json_object_get(root, "shapes");
@@ -488,9 +509,9 @@ kf_status kf_task_load(kf_ctx *ctx, const char *dir, kf_task **out) {
         goto fail;
     }
     if ((st = parse_task(&l, t, root, 1ull << 30))) goto fail;
-    if (strcmp(t->backend, "c")) {
+    if (strcmp(t->backend, "c") && strcmp(t->backend, "cuda")) {
         st = kf__err(ctx, KF_EBACKEND, "%s: backend \"%s\" is not available in this version of "
-                     "kforge (it runs \"c\" tasks)", path, t->backend);
+                     "kforge (it runs \"c\" and \"cuda\" tasks)", path, t->backend);
         goto fail;
     }
     t->ref_path = kf__asprintf("%s/%s", dir, ref_name(t->backend));

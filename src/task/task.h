@@ -30,6 +30,8 @@ typedef struct {
     kf_expr **shape;
     kf_io io;
     kf_init init;
+    int has_tol;         /* the buffer's own tolerance (outputs), over the task's */
+    double rtol, atol;
     /* scalar */
     kf_expr *value_expr; /* NULL: value_num */
     double value_num;
@@ -66,10 +68,11 @@ struct kf_task {
 };
 
 #define KF_MAX_ARGS 32
+#define KF_MAX_SIZES 16
 #define KF_MAX_DIMS 8
 
-/* Tolerance for an output of type t (task's, or the type default). */
-void kf_task_tolerance(const kf_task *t, kf_dtype type, double *rtol, double *atol);
+/* Tolerance for an output: its own, else the task's, else its type's default. */
+void kf_task_tolerance(const kf_task *t, const kf_arg *a, double *rtol, double *atol);
 
 /* Evaluate every buffer's element count and every scalar's value at shape s.
  * counts[i] for buffers, ivals/fvals[i] for scalars. 0, or -1 with err. */

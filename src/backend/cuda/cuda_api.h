@@ -1,0 +1,95 @@
+/*
+ * cuda_api.h - the CUDA driver API and NVRTC, loaded at run time with dlopen, so one
+ * kforge binary runs (and says so clearly) on machines without a GPU or a toolkit.
+ * Only the types and entry points kforge uses are declared here; their values match
+ * the CUDA headers (cuda.h, nvrtc.h), whose ABI is stable.
+ */
+#ifndef KF_CUDA_API_H
+#define KF_CUDA_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef unsigned long long CUdeviceptr;
+typedef struct _nvrtcProgram *nvrtcProgram;
+
+enum {
+    KF_CU_ATTR_MAX_THREADS_PER_BLOCK = 1,
+    KF_CU_ATTR_SM_COUNT = 16,
+    KF_CU_ATTR_L2_SIZE = 38,
+    KF_CU_ATTR_MAX_THREADS_PER_SM = 39,
+    KF_CU_ATTR_CC_MAJOR = 75,
+    KF_CU_ATTR_CC_MINOR = 76,
+    KF_CU_FUNC_MAX_THREADS = 0,
+    KF_CU_FUNC_SHARED = 1,
+    KF_CU_FUNC_LOCAL = 3,
+    KF_CU_FUNC_REGS = 4,
+};
+
+/* The driver API (libcuda.so.1). */
+typedef struct {
+    void *lib;
+    CUresult (*Init)(unsigned);
+    CUresult (*DriverGetVersion)(int *);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*DeviceTotalMem)(size_t *, CUdevice);
+    CUresult (*PrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*FuncGetAttribute)(int *, int, CUfunction);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+    CUresult (*StreamCreate)(CUstream *, unsigned);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
+    CUresult (*GetErrorName)(CUresult, const char **);
+} kf_cu_api;
+
+/* NVRTC (libnvrtc.so). */
+typedef struct {
+    void *lib;
+    int (*Version)(int *, int *);
+    int (*CreateProgram)(nvrtcProgram *, const char *, const char *, int, const char *const *,
+                         const char *const *);
+    int (*CompileProgram)(nvrtcProgram, int, const char *const *);
+    int (*GetProgramLogSize)(nvrtcProgram, size_t *);
+    int (*GetProgramLog)(nvrtcProgram, char *);
+    int (*GetCUBINSize)(nvrtcProgram, size_t *);
+    int (*GetCUBIN)(nvrtcProgram, char *);
+    int (*DestroyProgram)(nvrtcProgram *);
+    const char *(*GetErrorString)(int);
+    char path[512];     /* the library that was loaded */
+    char include[512];  /* the toolkit's include directory, or "" */
+} kf_nvrtc_api;
+
+/* Load the driver API (KFORGE_LIBCUDA or libcuda.so.1). NULL with a reason in err. */
+const kf_cu_api *kf_cu_load(char *err, size_t n);
+/* Load NVRTC (KFORGE_NVRTC, or libnvrtc.so* under CUDA_HOME, /usr/local/cuda*, or the
+ * loader's path). NULL with a reason in err. Thread-safe; loaded once. */
+const kf_nvrtc_api *kf_nvrtc_load(char *err, size_t n);
+/* "CUDA_ERROR_ILLEGAL_ADDRESS" etc.; never NULL. */
+const char *kf_cu_errname(const kf_cu_api *cu, CUresult r);
+
+#endif

@@ -1,0 +1,428 @@
+/*
+ * cuda_backend.c - the CUDA backend, kernel mode: a candidate is CUDA C with
+ * extern "C" __global__ kernels and kforge:launch directives; NVRTC compiles it for the
+ * device's architecture into a cubin, which a GPU worker loads with the driver API.
+ *
+ * The artifact is one file: "KFCUBIN1", the number of launched kernels, their names
+ * (NUL-terminated), the cubin's size and the cubin. Builds are cached by SHA-256 of the
+ * text, the prelude, the options, the NVRTC version and the architecture (THREATS.md
+ * #22). NVRTC runs inside the coordinator: its time limit is not enforced (docs/cuda.md).
+ */
+#define _GNU_SOURCE
+#include "../backend.h"
+#include "cuda_api.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LOG_CAP (64u << 10)
+
+static const char prelude[] =
+#include "prelude.inc"
+    ;
+
+/* The architecture to compile for: KFORGE_CUDA_ARCH, else the first device's compute
+ * capability, else sm_90 (a machine without a driver compiles for the H200). */
+static void pick_arch(char *out, size_t n) {
+    const char *env = getenv("KFORGE_CUDA_ARCH");
+    if (env && *env) {
+        snprintf(out, n, "%s", env);
+        return;
+    }
+    char err[256];
+    const kf_cu_api *cu = kf_cu_load(err, sizeof err);
+    CUdevice dev;
+    int maj = 0, min = 0;
+    if (cu && cu->Init(0) == 0 && cu->DeviceGet(&dev, 0) == 0 &&
+        cu->DeviceGetAttribute(&maj, KF_CU_ATTR_CC_MAJOR, dev) == 0 &&
+        cu->DeviceGetAttribute(&min, KF_CU_ATTR_CC_MINOR, dev) == 0 && maj > 0) {
+        snprintf(out, n, "sm_%d%d", maj, min);
+        return;
+    }
+    snprintf(out, n, "sm_90");
+}
+
+static int is_ident(const char *s, size_t n) {
+    if (!n || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_') return 0;
+    return 1;
+}
+
+/* Parse "(e1,e2,e3)" (1 to 3 comma-separated expressions at depth 0) starting at *p. */
+static int parse_tuple(const char **pp, kf_expr **dim, const char *const *names, int nnames,
+                       char *err, size_t n) {
+    const char *p = *pp;
+    if (*p != '(') {
+        snprintf(err, n, "expected '(' after '='");
+        return -1;
+    }
+    p++;
+    for (int k = 0; k < 3; k++) {
+        const char *s = p;
+        int depth = 0;
+        while (*p && *p != '\n' && !(depth == 0 && (*p == ',' || *p == ')'))) {
+            if (*p == '(') depth++;
+            if (*p == ')') depth--;
+            p++;
+        }
+        if (!*p || *p == '\n') {
+            snprintf(err, n, "unclosed '('");
+            return -1;
+        }
+        char *txt = strndup(s, (size_t)(p - s));
+        char e[256];
+        dim[k] = txt ? kf_expr_parse(txt, e, sizeof e) : NULL;
+        if (!dim[k] || kf_expr_check_names(dim[k], names, nnames, e, sizeof e)) {
+            snprintf(err, n, "'%s': %s", txt ? txt : "", e);
+            free(txt);
+            return -1;
+        }
+        free(txt);
+        if (*p == ')') {
+            *pp = p + 1;
+            return 0;
+        }
+        p++; /* ',' */
+    }
+    snprintf(err, n, "more than 3 dimensions");
+    return -1;
+}
+
+/* Every "kforge:launch" line of text into out. 0, or -1 with "line N: ..." in err. */
+static int parse_launches(const kf_task *t, const char *text, size_t len, const kf_param *params,
+                          int nparams, kf_build *out, char *err, size_t n) {
+    const char *names[64];
+    int nn = 0;
+    for (int i = 0; i < t->nsizes && nn < 64; i++) names[nn++] = t->size_names[i];
+    for (int i = 0; i < nparams && nn < 64; i++)
+        if (params[i].is_int) names[nn++] = params[i].name;
+    const char *end = text + len;
+    int line = 1;
+    for (const char *p = text; p < end; line++) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol) eol = end;
+        const char *d = memmem(p, (size_t)(eol - p), "kforge:launch", 13);
+        if (d) {
+            if (out->nlaunch == KF_MAX_LAUNCH) {
+                snprintf(err, n, "line %d: more than %d kforge:launch lines", line, KF_MAX_LAUNCH);
+                return -1;
+            }
+            kf_launch *L = &out->launch[out->nlaunch++];
+            L->line = line;
+            L->kernel = -1;
+            char *buf = strndup(d + 13, (size_t)(eol - d - 13));
+            if (!buf) return -1;
+            const char *q = buf;
+            char e[300] = "";
+            int seen[4] = {0, 0, 0, 0};
+            while (!e[0]) {
+                while (*q == ' ' || *q == '\t') q++;
+                if (!*q || (q[0] == '*' && q[1] == '/')) break;
+                const char *k = q;
+                while (*q && *q != '=' && *q != ' ') q++;
+                size_t kl = (size_t)(q - k);
+                if (*q != '=') {
+                    snprintf(e, sizeof e, "expected key=value, got '%.*s'", (int)kl, k);
+                    break;
+                }
+                q++;
+                if (kl == 6 && !strncmp(k, "kernel", 6)) {
+                    const char *v = q;
+                    while (*q && !isspace((unsigned char)*q) && !(q[0] == '*' && q[1] == '/')) q++;
+                    if (!is_ident(v, (size_t)(q - v))) {
+                        snprintf(e, sizeof e, "kernel=%.*s is not a C identifier", (int)(q - v), v);
+                        break;
+                    }
+                    int ki = -1;
+                    for (int j = 0; j < out->nkernels; j++)
+                        if (strlen(out->kernels[j].name) == (size_t)(q - v) &&
+                            !strncmp(out->kernels[j].name, v, (size_t)(q - v)))
+                            ki = j;
+                    if (ki < 0) {
+                        ki = out->nkernels++;
+                        out->kernels[ki].name = strndup(v, (size_t)(q - v));
+                        out->kernels[ki].regs = out->kernels[ki].spill_stores = -1;
+                        out->kernels[ki].spill_loads = out->kernels[ki].smem_static = -1;
+                        out->kernels[ki].stack = -1;
+                    }
+                    L->kernel = ki;
+                    seen[0] = 1;
+                } else if ((kl == 4 && !strncmp(k, "grid", 4)) || (kl == 5 && !strncmp(k, "block", 5))) {
+                    int off = k[0] == 'g' ? 0 : 3;
+                    if (seen[off ? 2 : 1]++) {
+                        snprintf(e, sizeof e, "%.*s given twice", (int)kl, k);
+                        break;
+                    }
+                    char pe[256];
+                    if (parse_tuple(&q, L->dim + off, names, nn, pe, sizeof pe))
+                        snprintf(e, sizeof e, "%.*s: %s", (int)kl, k, pe);
+                } else if (kl == 4 && !strncmp(k, "smem", 4)) {
+                    const char *v = q;
+                    while (*q && !isspace((unsigned char)*q) && !(q[0] == '*' && q[1] == '/')) q++;
+                    char *txt = strndup(v, (size_t)(q - v)), pe[256];
+                    L->dim[6] = txt ? kf_expr_parse(txt, pe, sizeof pe) : NULL;
+                    if (!L->dim[6] || kf_expr_check_names(L->dim[6], names, nn, pe, sizeof pe))
+                        snprintf(e, sizeof e, "smem=%s: %s", txt ? txt : "", pe);
+                    free(txt);
+                    seen[3] = 1;
+                } else {
+                    snprintf(e, sizeof e, "unknown key '%.*s' (kernel, grid, block, smem)", (int)kl, k);
+                }
+            }
+            free(buf);
+            if (!e[0] && !seen[0]) snprintf(e, sizeof e, "kernel= is missing");
+            if (!e[0] && (!seen[1] || !seen[2])) snprintf(e, sizeof e, "grid= and block= are required");
+            if (e[0]) {
+                snprintf(err, n, "line %d: kforge:launch: %s", line, e);
+                return -1;
+            }
+        }
+        p = eol + 1;
+    }
+    if (!out->nlaunch) {
+        snprintf(err, n, "no kforge:launch line: a CUDA kernel-mode file names its launches, e.g. "
+                         "// kforge:launch kernel=NAME grid=((n+255)/256) block=(256)");
+        return -1;
+    }
+    for (int i = 0; i < nparams && out->nparams < KF_MAX_PARAMS; i++)
+        if (params[i].is_int) {
+            out->pnames[out->nparams] = kf__strdup(params[i].name);
+            out->pvals[out->nparams++] = params[i].ival;
+        }
+    return 0;
+}
+
+/* Registers, spills, static shared memory and stack per kernel from ptxas -v. */
+static void parse_ptxas(const char *log, kf_build *b) {
+    const char *p = log;
+    kf_kernel_info *cur = NULL;
+    while (p && *p) {
+        const char *eol = strchr(p, '\n');
+        size_t ln = eol ? (size_t)(eol - p) : strlen(p);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(ln < 1023 ? ln : 1023), p);
+        char *f = strstr(line, "Compiling entry function '");
+        if (f) {
+            f += 26;
+            char *q = strchr(f, '\'');
+            if (q) *q = 0;
+            cur = NULL;
+            for (int i = 0; i < b->nkernels; i++)
+                if (!strcmp(b->kernels[i].name, f)) cur = &b->kernels[i];
+        } else if (cur) {
+            char *s;
+            if ((s = strstr(line, "bytes stack frame"))) {
+                int st = 0, ss = 0, sl = 0;
+                char *pl = strstr(line, "ptxas");
+                if (pl && sscanf(strchr(pl, '.') ? strchr(pl, '.') + 1 : pl,
+                                 " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
+                                 &st, &ss, &sl) == 3) {
+                    cur->stack = st, cur->spill_stores = ss, cur->spill_loads = sl;
+                }
+            }
+            if ((s = strstr(line, "Used "))) {
+                int r = 0;
+                if (sscanf(s, "Used %d registers", &r) == 1) cur->regs = r;
+                char *sm = strstr(line, "bytes smem");
+                if (sm) {
+                    char *q = sm;
+                    while (q > line && q[-1] == ' ') q--;
+                    while (q > line && isdigit((unsigned char)q[-1])) q--;
+                    cur->smem_static = atoi(q);
+                } else {
+                    cur->smem_static = 0;
+                }
+            }
+        }
+        p = eol ? eol + 1 : NULL;
+    }
+}
+
+static int write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t w = fwrite(data, 1, n, f);
+    return (fclose(f) || w != n) ? -1 : 0;
+}
+
+/* The first error line of an NVRTC log, "file(12): error: ..." */
+static char *first_error(const char *log) {
+    const char *p = log ? strstr(log, "error") : NULL;
+    if (!p) return kf__strdup("NVRTC failed");
+    const char *s = p;
+    while (s > log && s[-1] != '\n') s--;
+    size_t n = strcspn(s, "\n");
+    if (n > 400) n = 400;
+    return strndup(s, n);
+}
+
+static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, const char *path,
+                              const char *text, size_t len, const kf_param *params, int nparams,
+                              const char *workdir, double timeout_s, kf_build *out) {
+    (void)be;
+    (void)timeout_s;
+    char err[1024];
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (parse_launches(t, text, len, params, nparams, out, err, sizeof err)) {
+        out->ok = 0;
+        out->reason = KF_REASON_COMPILE_ERROR;
+        out->message = kf__asprintf("%s:%s", base, err);
+        out->log = kf__strdup("");
+        return KF_OK;
+    }
+    const kf_nvrtc_api *rtc = kf_nvrtc_load(err, sizeof err);
+    if (!rtc) return kf__err(ctx, KF_EBACKEND, "the cuda backend needs NVRTC: %s", err);
+    pick_arch(out->arch, sizeof out->arch);
+    int vmaj = 0, vmin = 0;
+    rtc->Version(&vmaj, &vmin);
+
+    /* options */
+    char *opts[32 + KF_MAX_PARAMS];
+    int no = 0;
+    opts[no++] = kf__asprintf("--gpu-architecture=%s", out->arch);
+    opts[no++] = kf__strdup("-default-device");
+    opts[no++] = kf__strdup("-std=c++17");
+    opts[no++] = kf__strdup("-lineinfo");
+    opts[no++] = kf__strdup("--ptxas-options=-v");
+    if (rtc->include[0]) opts[no++] = kf__asprintf("-I%s", rtc->include);
+    for (int i = 0; i < nparams && i < KF_MAX_PARAMS; i++)
+        opts[no++] = kf__asprintf("-D%s=%s", params[i].name, params[i].selected);
+    kf_buf ob;
+    kf_buf_init(&ob, 1u << 20);
+    for (int i = 0; i < no; i++) kf_buf_printf(&ob, "%s ", opts[i] ? opts[i] : "");
+    kf_buf_printf(&ob, "nvrtc %d.%d", vmaj, vmin);
+    char key[65], cdir[PATH_MAX];
+    const void *parts[] = {text, "\0", prelude, "\0", ob.p ? ob.p : ""};
+    size_t lens[] = {len, 1, strlen(prelude), 1, ob.p ? ob.len : 0};
+    kf__sha256_hex(parts, lens, 5, key);
+    kf_buf_free(&ob);
+    kf__cache_dir(cdir, sizeof cdir);
+    char *cached = kf__asprintf("%s/cuda/%.2s/%s.kfc", cdir, key, key);
+    char *cached_log = kf__asprintf("%s/cuda/%.2s/%s.log", cdir, key, key);
+    kf_status st = KF_OK;
+    char *src = NULL, *log = NULL, *cubin = NULL;
+    nvrtcProgram prog = NULL;
+    size_t loglen = 0;
+    if (cached && cached_log && !access(cached, R_OK) &&
+        !kf__read_file(cached_log, LOG_CAP, &log, &loglen)) {
+        out->ok = 1;
+        out->cached = 1;
+        out->so_path = cached;
+        cached = NULL;
+        out->log = log;
+        log = NULL;
+        parse_ptxas(out->log, out);
+        goto done;
+    }
+
+    src = kf__asprintf("%s#line 1 \"%s\"\n%.*s", prelude, base, (int)len, text);
+    if (!src) {
+        st = kf__err(ctx, KF_ENOMEM, "out of memory");
+        goto done;
+    }
+    uint64_t t0 = kf__now_ns();
+    int rc = rtc->CreateProgram(&prog, src, base, 0, NULL, NULL);
+    if (rc) {
+        st = kf__err(ctx, KF_EBACKEND, "nvrtcCreateProgram: %s", rtc->GetErrorString(rc));
+        goto done;
+    }
+    rc = rtc->CompileProgram(prog, no, (const char *const *)opts);
+    out->seconds = (double)(kf__now_ns() - t0) / 1e9;
+    size_t ls = 0;
+    rtc->GetProgramLogSize(prog, &ls);
+    log = calloc(1, ls + 1);
+    if (log && ls) rtc->GetProgramLog(prog, log);
+    if (log && strlen(log) > LOG_CAP) log[LOG_CAP] = 0;
+    out->log = log ? log : kf__strdup("");
+    log = NULL;
+    if (rc) {
+        out->ok = 0;
+        out->reason = KF_REASON_COMPILE_ERROR;
+        out->message = first_error(out->log);
+        goto done;
+    }
+    parse_ptxas(out->log, out);
+    for (int i = 0; i < out->nkernels; i++)
+        if (out->kernels[i].regs < 0) { /* ptxas never compiled it: not an entry */
+            out->ok = 0;
+            out->reason = KF_REASON_MISSING_ENTRY;
+            out->message = kf__asprintf("%s: kforge:launch names kernel %s, which is not an "
+                                        "extern \"C\" __global__ function of the file",
+                                        base, out->kernels[i].name);
+            goto done;
+        }
+    size_t cs = 0;
+    rtc->GetCUBINSize(prog, &cs);
+    kf_buf art;
+    kf_buf_init(&art, 1u << 30);
+    kf_buf_printf(&art, "KFCUBIN1");
+    uint32_t nk = (uint32_t)out->nkernels, csz = (uint32_t)cs;
+    cubin = malloc(cs ? cs : 1);
+    if (!cubin || rtc->GetCUBIN(prog, cubin)) {
+        kf_buf_free(&art);
+        st = kf__err(ctx, KF_EBACKEND, "nvrtcGetCUBIN failed");
+        goto done;
+    }
+    /* binary parts through a second buffer: kf_buf is text-oriented */
+    size_t hdr = 8 + 4;
+    for (int i = 0; i < out->nkernels; i++) hdr += strlen(out->kernels[i].name) + 1;
+    hdr += 4;
+    unsigned char *blob = malloc(hdr + cs);
+    if (!blob) {
+        kf_buf_free(&art);
+        st = kf__err(ctx, KF_ENOMEM, "out of memory");
+        goto done;
+    }
+    size_t o = 0;
+    memcpy(blob, "KFCUBIN1", 8), o = 8;
+    memcpy(blob + o, &nk, 4), o += 4;
+    for (int i = 0; i < out->nkernels; i++) {
+        size_t l = strlen(out->kernels[i].name) + 1;
+        memcpy(blob + o, out->kernels[i].name, l), o += l;
+    }
+    memcpy(blob + o, &csz, 4), o += 4;
+    memcpy(blob + o, cubin, cs), o += cs;
+    kf_buf_free(&art);
+    char local[PATH_MAX + 64];
+    snprintf(local, sizeof local, "%s/%.16s.kfc", workdir, key);
+    char *dir = cached ? kf__strdup(cached) : NULL;
+    if (dir) *strrchr(dir, '/') = 0;
+    char *tmp = cached ? kf__asprintf("%s.%d.tmp", cached, (int)getpid()) : NULL;
+    char *tmpl = cached_log ? kf__asprintf("%s.%d.tmp", cached_log, (int)getpid()) : NULL;
+    if (dir && tmp && tmpl && !kf__mkdirs(dir) && !write_file(tmpl, out->log, strlen(out->log)) &&
+        !rename(tmpl, cached_log) && !write_file(tmp, blob, o) && !rename(tmp, cached)) {
+        out->so_path = cached;
+        cached = NULL;
+    } else if (!write_file(local, blob, o)) {
+        if (tmp) unlink(tmp);
+        out->so_path = kf__strdup(local);
+    } else {
+        st = kf__err(ctx, KF_EIO, "writing %s: %s", local, strerror(errno));
+    }
+    free(blob);
+    free(dir);
+    free(tmp);
+    free(tmpl);
+    if (!st) out->ok = 1;
+done:
+    if (prog) rtc->DestroyProgram(&prog);
+    for (int i = 0; i < no; i++) free(opts[i]);
+    free(src);
+    free(log);
+    free(cubin);
+    free(cached);
+    free(cached_log);
+    return st;
+}
+
+kf_backend *kf_backend_cuda(void) {
+    static kf_backend b = {{"cuda", cuda_compile}, NULL};
+    return &b;
+}

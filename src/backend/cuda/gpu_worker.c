@@ -1,0 +1,246 @@
+/*
+ * gpu_worker.c - kforge-worker's GPU mode: runs one kernel-mode artifact (a cubin and
+ * the names of its launched kernels) on the device. There is no candidate host code:
+ * everything on the host side here is kforge's own, and the coordinator still checks
+ * everything it reports.
+ *
+ * Setup (before SETUP_OK): load libcuda, retain the primary context of device 0, load
+ * the cubin, resolve the kernels, allocate the device mirror of the arena and an L2
+ * flush buffer, poison the whole mirror, then drop root, set rlimits (no address-space
+ * limit: the driver reserves terabytes of virtual space) and no_new_privs, and seal the
+ * image. Each RUN copies the call's arena span to the mirror, launches, synchronises
+ * the context, copies the span back, and re-poisons it on the device. A CUDA error
+ * ends the worker with FAIL and the error's name (a sticky error poisons the context).
+ */
+#define _GNU_SOURCE
+#include "../../sandbox/policy.h"
+#include "../../sandbox/proto.h"
+#include "../../sandbox/worker.h"
+#include "cuda_api.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAXK KF_PROTO_MAXLAUNCH
+
+int kf_wk_is_gpu_artifact(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char m[8];
+    int ok = read(fd, m, 8) == 8 && !memcmp(m, "KFCUBIN1", 8);
+    close(fd);
+    return ok;
+}
+
+static const kf_cu_api *cu;
+
+static void fail_msg(uint32_t type, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail_msg(uint32_t type, const char *fmt, ...) {
+    char buf[1000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    kf_wk_send_text(type, buf);
+    _exit(0);
+}
+
+#define CK(call, what)                                                                      \
+    do {                                                                                    \
+        CUresult r_ = (call);                                                               \
+        if (r_) fail_msg(KF_MSG_LOADFAIL, "%s: %s", what, kf_cu_errname(cu, r_));           \
+    } while (0)
+#define CKRUN(call, what)                                                                   \
+    do {                                                                                    \
+        CUresult r_ = (call);                                                               \
+        if (r_) fail_msg(KF_MSG_FAIL, "%s: %s", what, kf_cu_errname(cu, r_));               \
+    } while (0)
+
+static uint32_t rand32(void) {
+    uint32_t v = 0;
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) v = (uint32_t)kf_wk_now_ns() * 2654435761u;
+    return v;
+}
+
+/* A finite, out-of-range word: f32 lanes read as |x| ~ 2^100 with a random mantissa. */
+static uint32_t poison_word(void) { return 0x71800000u | (rand32() & 0x007fffffu) | (rand32() & 0x80000000u); }
+
+int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
+    /* the artifact */
+    int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) || sb.st_size < 16 || sb.st_size > (1 << 28)) kf_wk_die(113, "artifact");
+    unsigned char *art = malloc((size_t)sb.st_size + 1);
+    if (!art || read(fd, art, (size_t)sb.st_size) != sb.st_size) kf_wk_die(113, "read artifact");
+    close(fd);
+    art[sb.st_size] = 0;
+    uint32_t nk;
+    memcpy(&nk, art + 8, 4);
+    if (nk == 0 || nk > MAXK) fail_msg(KF_MSG_LOADFAIL, "bad artifact: %u kernels", nk);
+    const char *names[MAXK];
+    size_t o = 12;
+    for (uint32_t i = 0; i < nk; i++) {
+        names[i] = (const char *)art + o;
+        o += strnlen(names[i], (size_t)sb.st_size - o) + 1;
+        if (o + 4 > (size_t)sb.st_size) fail_msg(KF_MSG_LOADFAIL, "bad artifact: truncated");
+    }
+    uint32_t cs;
+    memcpy(&cs, art + o, 4);
+    o += 4;
+    if (o + cs > (size_t)sb.st_size) fail_msg(KF_MSG_LOADFAIL, "bad artifact: truncated cubin");
+    const unsigned char *cubin = art + o;
+
+    /* the device */
+    char err[512];
+    if (!(cu = kf_cu_load(err, sizeof err))) fail_msg(KF_MSG_LOADFAIL, "%s", err);
+    CUdevice dev;
+    CUcontext ctx;
+    CK(cu->Init(0), "cuInit");
+    int ndev = 0;
+    CK(cu->DeviceGetCount(&ndev), "cuDeviceGetCount");
+    if (ndev < 1) fail_msg(KF_MSG_LOADFAIL, "no CUDA device");
+    CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
+    CK(cu->PrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
+    int sms = 0, l2 = 0, maxthr_sm = 0, maj = 0, min = 0;
+    cu->DeviceGetAttribute(&sms, KF_CU_ATTR_SM_COUNT, dev);
+    cu->DeviceGetAttribute(&l2, KF_CU_ATTR_L2_SIZE, dev);
+    cu->DeviceGetAttribute(&maxthr_sm, KF_CU_ATTR_MAX_THREADS_PER_SM, dev);
+    cu->DeviceGetAttribute(&maj, KF_CU_ATTR_CC_MAJOR, dev);
+    cu->DeviceGetAttribute(&min, KF_CU_ATTR_CC_MINOR, dev);
+    CUmodule mod;
+    CUresult lr = cu->ModuleLoadData(&mod, cubin);
+    if (lr) fail_msg(KF_MSG_LOADFAIL, "cuModuleLoadData: %s (built for another architecture? the device is sm_%d%d)",
+                     kf_cu_errname(cu, lr), maj, min);
+    CUfunction fn[MAXK];
+    for (uint32_t i = 0; i < nk; i++)
+        if (cu->ModuleGetFunction(&fn[i], mod, names[i]))
+            fail_msg(KF_MSG_LOADFAIL, "kernel %s is not in the module", names[i]);
+    CUstream stream;
+    CK(cu->StreamCreate(&stream, 1 /* non-blocking */), "cuStreamCreate");
+    CUevent ev0, ev1;
+    CK(cu->EventCreate(&ev0, 0), "cuEventCreate");
+    CK(cu->EventCreate(&ev1, 0), "cuEventCreate");
+    CUdeviceptr mirror = 0, scratch = 0;
+    size_t msize = (arena_size + 255) & ~(size_t)255;
+    CK(cu->MemAlloc(&mirror, msize), "cuMemAlloc (the arena's mirror)");
+    size_t ssize = (size_t)(l2 > 0 ? l2 : 64 << 20) * 2;
+    CK(cu->MemAlloc(&scratch, ssize), "cuMemAlloc (the L2 flush buffer)");
+    /* whatever the memory held before (another process's data) is never visible */
+    CK(cu->MemsetD32Async(mirror, poison_word(), msize / 4, stream), "poisoning the mirror");
+    CK(cu->StreamSynchronize(stream), "poisoning the mirror");
+
+    /* confinement: the device files are open; drop root, limits, no new privileges */
+    kf_wk_drop_root(argv[7], argv[2]);
+    kf_limits lim = {atof(argv[3]), 0, 1 << 20, 256};
+    if (kf_policy_rlimits(&lim)) kf_wk_die(113, "rlimits");
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) kf_wk_die(113, "no_new_privs");
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    int sealed = kf_wk_seal_image();
+    kf_msg_done ok = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_SETUP_OK, .ns = (uint64_t)sealed << 8};
+    if (send(KF_WORKER_SOCK_FD, &ok, sizeof ok, MSG_NOSIGNAL) != sizeof ok) _exit(114);
+
+    /* what the coordinator reports about the kernels */
+    char info[1000];
+    size_t io = (size_t)snprintf(info, sizeof info, "device sm_%d%d sms=%d max_threads_per_sm=%d l2=%d\n",
+                                 maj, min, sms, maxthr_sm, l2);
+    for (uint32_t i = 0; i < nk && io < sizeof info; i++) {
+        int regs = 0, local = 0, shared = 0, maxt = 0;
+        cu->FuncGetAttribute(&regs, KF_CU_FUNC_REGS, fn[i]);
+        cu->FuncGetAttribute(&local, KF_CU_FUNC_LOCAL, fn[i]);
+        cu->FuncGetAttribute(&shared, KF_CU_FUNC_SHARED, fn[i]);
+        cu->FuncGetAttribute(&maxt, KF_CU_FUNC_MAX_THREADS, fn[i]);
+        io += (size_t)snprintf(info + io, sizeof info - io, "kernel %u regs=%d local=%d shared=%d max_threads=%d\n",
+                               i, regs, local, shared, maxt);
+    }
+    kf_wk_send_text(KF_MSG_INFO, info);
+    kf_msg_done ready = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_READY};
+    if (send(KF_WORKER_SOCK_FD, &ready, sizeof ready, MSG_NOSIGNAL) != sizeof ready) _exit(114);
+
+    for (;;) {
+        kf_msg_run m;
+        ssize_t n = recv(KF_WORKER_SOCK_FD, &m, sizeof m, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n != (ssize_t)sizeof m || m.magic != KF_PROTO_MAGIC) _exit(n == 0 ? 0 : 115);
+        if (m.type == KF_MSG_EXIT) {
+            cu->MemsetD32Async(mirror, poison_word(), msize / 4, stream);
+            cu->StreamSynchronize(stream);
+            _exit(0);
+        }
+        if (m.type != KF_MSG_RUN || m.nargs > KF_PROTO_MAXARGS || m.nlaunch == 0 ||
+            m.nlaunch > MAXK || m.span_lo > m.span_hi || m.span_hi > arena_size)
+            _exit(115);
+        /* the kernels' parameters: device addresses in the mirror, scalars by value */
+        CUdeviceptr ptr[KF_PROTO_MAXARGS];
+        int32_t i32[KF_PROTO_MAXARGS];
+        int64_t i64[KF_PROTO_MAXARGS];
+        float f32[KF_PROTO_MAXARGS];
+        double f64[KF_PROTO_MAXARGS];
+        uint8_t u8[KF_PROTO_MAXARGS];
+        void *params[KF_PROTO_MAXARGS + 1];
+        for (uint32_t i = 0; i < m.nargs; i++) {
+            switch (m.kind[i]) {
+            case KF_ARG_BUF:
+                if (m.off[i] < m.span_lo || m.off[i] > m.span_hi) _exit(115);
+                ptr[i] = mirror + m.off[i];
+                params[i] = &ptr[i];
+                break;
+            case KF_ARG_I32: i32[i] = (int32_t)m.ival[i]; params[i] = &i32[i]; break;
+            case KF_ARG_I64: i64[i] = m.ival[i]; params[i] = &i64[i]; break;
+            case KF_ARG_F32: f32[i] = (float)m.fval[i]; params[i] = &f32[i]; break;
+            case KF_ARG_F64: f64[i] = m.fval[i]; params[i] = &f64[i]; break;
+            case KF_ARG_U8: u8[i] = (uint8_t)m.ival[i]; params[i] = &u8[i]; break;
+            default: _exit(115);
+            }
+        }
+        params[m.nargs] = NULL;
+        for (uint32_t l = 0; l < m.nlaunch; l++)
+            if (m.kernel[l] >= nk) _exit(115);
+        size_t span = (size_t)(m.span_hi - m.span_lo);
+        CKRUN(cu->MemcpyHtoD(mirror + m.span_lo, (char *)arena + m.span_lo, span), "copying the inputs to the device");
+        if (m.flags & KF_RUN_FLUSH_L2) {
+            CKRUN(cu->MemsetD32Async(scratch, rand32(), ssize / 4, stream), "flushing L2");
+            CKRUN(cu->StreamSynchronize(stream), "flushing L2");
+        }
+        kf_msg_done start = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
+        if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
+        CKRUN(cu->EventRecord(ev0, stream), "cuEventRecord");
+        for (uint32_t l = 0; l < m.nlaunch; l++) {
+            const uint32_t *d = m.dims[l];
+            CUresult r = cu->LaunchKernel(fn[m.kernel[l]], d[0], d[1], d[2], d[3], d[4], d[5], d[6],
+                                          stream, params, NULL);
+            if (r)
+                fail_msg(KF_MSG_FAIL, "launch %u (kernel %s, grid (%u,%u,%u), block (%u,%u,%u), smem %u): %s",
+                         l + 1, names[m.kernel[l]], d[0], d[1], d[2], d[3], d[4], d[5], d[6],
+                         kf_cu_errname(cu, r));
+        }
+        CKRUN(cu->EventRecord(ev1, stream), "cuEventRecord");
+        /* the whole context, not the stream: nothing may still run after DONE */
+        CKRUN(cu->CtxSynchronize(), "running the kernels");
+        uint64_t t1 = kf_wk_now_ns();
+        float ms = 0;
+        CKRUN(cu->EventElapsedTime(&ms, ev0, ev1), "cuEventElapsedTime");
+        kf_msg_done d = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_DONE, .seq = m.seq, .ns = t1,
+                         .dev_ns = (uint64_t)((double)ms * 1e6)};
+        for (uint32_t l = 0; l < m.nlaunch; l++) {
+            int nb = 0;
+            const uint32_t *dd = m.dims[l];
+            if (!cu->OccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn[m.kernel[l]], (int)(dd[3] * dd[4] * dd[5]), dd[6]))
+                d.occ[l] = (uint32_t)nb;
+        }
+        CKRUN(cu->MemcpyDtoH((char *)arena + m.span_lo, mirror + m.span_lo, span), "copying the outputs back");
+        /* nothing of this call stays readable on the device for the next one */
+        CKRUN(cu->MemsetD32Async(mirror + m.span_lo, poison_word(), span / 4, stream), "re-poisoning");
+        CKRUN(cu->StreamSynchronize(stream), "re-poisoning");
+        if (send(KF_WORKER_SOCK_FD, &d, sizeof d, MSG_NOSIGNAL) != sizeof d) _exit(114);
+    }
+}
