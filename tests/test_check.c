@@ -324,6 +324,15 @@ static void t_reference_failure_is_task_error(const void *arg) {
     CHECKF(strstr(kf_errmsg(ctx), "reference failed") && strstr(kf_errmsg(ctx), "n=64"), "%s",
            kf_errmsg(ctx));
     kf_task_free(t);
+    /* a reference that leaves outputs at the sentinel is the task's fault too */
+    f = fopen(p, "w");
+    fputs("#include <stdint.h>\nvoid f(const float *x, float *y, int64_t n) {\n"
+          "  for (int64_t i = 0; i < (n + 1) / 2; i++) y[i] = 2 * x[i];\n}\n", f);
+    fclose(f);
+    CHECK(kf_task_load(ctx, dir, &t) == KF_OK);
+    CHECK(kf_check(ctx, t, c, NULL, &r) == KF_ETASK && r == NULL);
+    CHECKF(strstr(kf_errmsg(ctx), "left 4 of 8 elements of y unwritten"), "%s", kf_errmsg(ctx));
+    kf_task_free(t);
     kf_ctx_free(ctx);
     kf__rmtree(dir);
 }

@@ -218,7 +218,8 @@ static void t_cache(const void *arg) {
     build_text(&b, "tasks/cuda/softmax", "c.cu", text, NULL, 0);
     text[strlen(text) - 2] ^= 1;
     build_text(&c, "tasks/cuda/softmax", "c.cu", text, NULL, 0);
-    CHECK(a.b.ok && b.b.ok && c.b.ok);
+    CHECKF(a.b.ok && b.b.ok && c.b.ok, "%s | %s | %s", a.b.message ? a.b.message : "ok",
+           b.b.message ? b.b.message : "ok", c.b.message ? c.b.message : "ok");
     CHECK(!a.b.cached && b.b.cached && !c.b.cached);
     CHECK(!strcmp(a.b.so_path, b.b.so_path) && strcmp(a.b.so_path, c.b.so_path));
     CHECK(b.b.kernels[0].regs == a.b.kernels[0].regs);

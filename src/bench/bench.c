@@ -233,6 +233,13 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     json_object_set_new(jo, "candidate_wall_ns", json_real(kf_stats_median(R.cp, (size_t)R.n)));
     json_object_set_new(jo, "baseline_wall_ns", json_real(kf_stats_median(R.bp, (size_t)R.n)));
     *speedup = q.speedup;
+    if (!ceil && cand->b && cand->b->nlaunch && (t->cost_flops || t->cost_bytes)) {
+        /* GPU: rates from the task's cost model (no measured device ceilings yet) */
+        double fl = eval_cost(t, sh, t->cost_flops), by = eval_cost(t, sh, t->cost_bytes);
+        json_object_set_new(jo, "gflops", json_real(fl / cmed));
+        json_object_set_new(jo, "gbytes_per_s", json_real(by / cmed));
+        json_object_set_new(jo, "baseline_gbytes_per_s", json_real(by / bmed));
+    }
     if (ceil && (t->cost_flops || t->cost_bytes)) {
         double fl = eval_cost(t, sh, t->cost_flops), by = eval_cost(t, sh, t->cost_bytes);
         double tmin = fmax(ceil->flops_per_s > 0 ? fl / ceil->flops_per_s : 0,

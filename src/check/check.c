@@ -468,6 +468,20 @@ static kf_status ref_call(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extent
         return kf__err(ctx, KF_ETASK, "%s: the reference failed at %s: %s: %s",
                        s->t->ref_path, shape_txt, kf_reason_name(cr.reason), cr.msg);
     if (kf_sess_take_outputs(s, ref, ex, outs)) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    /* the reference is trusted, but not blindly: an output it left at this call's
+     * sentinel would make every candidate "wrong" (or right by writing nothing) */
+    for (int i = 0; i < s->t->nargs; i++) {
+        const kf_arg *a = &s->t->args[i];
+        if (!a->is_buffer || a->io != KF_IO_OUT || a->type == KF_T_U8) continue;
+        size_t es = kf_dtype_size(a->type);
+        int64_t left = 0;
+        for (int64_t k = 0; k < ex->count[i]; k++)
+            left += !memcmp((const char *)outs[i] + (size_t)k * es, &p.sentinel[i], es);
+        if (left)
+            return kf__err(ctx, KF_ETASK, "%s: the reference left %lld of %lld elements of %s "
+                           "unwritten at %s", s->t->ref_path, (long long)left,
+                           (long long)ex->count[i], a->name, shape_txt);
+    }
     return KF_OK;
 }
 

@@ -126,7 +126,10 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         if (cu->ModuleGetFunction(&fn[i], mod, names[i]))
             fail_msg(KF_MSG_LOADFAIL, "kernel %s is not in the module", names[i]);
     CUstream stream;
-    CK(cu->StreamCreate(&stream, 1 /* non-blocking */), "cuStreamCreate");
+    /* a blocking stream: it orders after the legacy stream's copies (cuMemcpyHtoD from
+     * pageable memory may return before its DMA lands; the context sync below makes
+     * that certain too) */
+    CK(cu->StreamCreate(&stream, 0), "cuStreamCreate");
     CUevent ev0, ev1;
     CK(cu->EventCreate(&ev0, 0), "cuEventCreate");
     CK(cu->EventCreate(&ev1, 0), "cuEventCreate");
@@ -207,6 +210,7 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             if (m.kernel[l] >= nk) _exit(115);
         size_t span = (size_t)(m.span_hi - m.span_lo);
         CKRUN(cu->MemcpyHtoD(mirror + m.span_lo, (char *)arena + m.span_lo, span), "copying the inputs to the device");
+        CKRUN(cu->CtxSynchronize(), "copying the inputs to the device");
         if (m.flags & KF_RUN_FLUSH_L2) {
             CKRUN(cu->MemsetD32Async(scratch, rand32(), ssize / 4, stream), "flushing L2");
             CKRUN(cu->StreamSynchronize(stream), "flushing L2");

@@ -1,35 +1,29 @@
-/* Template gdn_decode: one Gated DeltaNet decode step (K = V = 128), the math of the
+/* Fast gdn_decode: one Gated DeltaNet decode step (K = V = 128), the math of the
  * reference (q, k l2-normalised with eps 1e-6, q scaled by 1/sqrt(128), S = exp(g) * state,
  * kv = S^T k, delta = (v - kv) * beta, S += k delta^T written back, o = bf16(S^T q)).
  *
  * Columns j of the state are independent once q and k are normalised, so a block handles
- * JB columns of one (bb, h): grid (128/JB, hv, b). Its JB/4 * RG threads form RG row groups
- * of JB/4 threads; thread (rg, cg) owns the 4 consecutive columns jb*JB + cg*4 .. +3 of
- * rows rg, rg + RG, ..., i.e. 128/RG float4s of the state, read once (all loads issued
- * first) and written once; consecutive threads touch consecutive 16 bytes of a row.
- * (float4 only when the state pointer is 16-byte aligned, which makes every float4 aligned:
- * row length 128 and column offsets are multiples of 4; scalar otherwise.)
+ * JB = 32 columns of one (bb, h): grid (4, hv, b), i.e. 4x the blocks of the reference.
+ * Its 256 threads form RG = 32 row groups of 8 threads; thread (rg, cg) owns the 4
+ * consecutive columns jb*32 + cg*4 .. +3 of rows rg, rg + 32, rg + 64, rg + 96: 4 float4s of
+ * the state, read once (all loads issued first) and written once; 8 consecutive threads
+ * cover 128 contiguous bytes of a row. (float4 only when the state pointer is 16-byte
+ * aligned, which makes every float4 aligned: row length 128 and column offsets are
+ * multiples of 4; scalar otherwise.)
  * Norms: q and k go to shared memory as float; after a barrier warp 0 sums the squares
  * (strided by 32, then an xor butterfly) and publishes them; a second barrier.
- * kv and o: each thread sums its rows for its 4 columns; an xor butterfly over the lanes
- * holding the same columns (offsets JB/4 .. 16) combines the row groups of a warp; lanes
- * 0 .. JB/4-1 (row group 0 of the warp, cg = lane) store the warp sums to shared memory;
- * after a barrier the warp sums are added in warp order. kv and o use separate shared
- * arrays, so no barrier is needed between reading one and writing the other. Every
- * reduction has a fixed order: results are deterministic. */
+ * kv and o: each thread sums its 4 rows for its 4 columns; an xor butterfly over the lanes
+ * holding the same columns (offsets 8, 16) combines the 4 row groups of a warp; lanes 0..7
+ * (row group 0 of the warp, cg = lane) store the warp sums to shared memory; after a
+ * barrier the 8 warp sums are added in warp order. kv and o use separate shared arrays, so
+ * no barrier is needed between reading one and writing the other. Every reduction has a
+ * fixed order: results are deterministic. (candidates/param.cu is the same kernel with JB
+ * and RG as parameters.) */
 
-// kforge:param JB = 32, 16, 64, 128
-// kforge:param RG = 32, 16, 64
-// kforge:require 128 % JB == 0 && 128 % RG == 0 && JB % 16 == 0 && (JB / 4) * RG <= 1024
-// kforge:launch kernel=gdn_decode_param grid=(128/JB,hv,b) block=((JB/4)*RG,1,1) smem=0
+// kforge:launch kernel=gdn_decode_fast grid=(4,hv,b) block=(256,1,1) smem=0
 
-#ifndef JB
-#define JB 32
-#endif
-#ifndef RG
-#define RG 32
-#endif
-
+#define JB 32                /* columns per block; 128 / JB = 4 blocks per (bb, h) */
+#define RG 32                /* row groups */
 #define DK 128
 #define DV 128
 #define CW (JB / 4)          /* threads per row group; divides 32 */
@@ -38,7 +32,7 @@
 #define RPT (DK / RG)        /* rows per thread */
 
 extern "C" __global__ void __launch_bounds__(NT)
-gdn_decode_param(const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ g,
+gdn_decode_fast(const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ g,
                  const float *__restrict__ beta, float *__restrict__ state,
                  __nv_bfloat16 *__restrict__ o, int64_t b, int64_t hk, int64_t hv)
 {

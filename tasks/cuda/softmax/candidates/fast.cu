@@ -10,8 +10,9 @@
  * every thread combines in the same fixed order (deterministic, no second barrier).
  * __expf is off the critical path; its relative error (< ~1e-5 wherever y exceeds atol)
  * is far inside rtol 1e-4.
- * Bandwidth: 64 bytes in flight per thread, about 5 resident 16 KiB-row blocks per SM and
- * 4 waves of rows at 4096 x 4096: expect ~85-90% of copy bandwidth (one read, one write). */
+ * Bandwidth: one read and one write per element, 64 bytes in flight per thread, 32
+ * registers so 8 blocks (rows) resident per SM; measured ~90% of copy bandwidth at
+ * 4096 x 4096 on an H200 (cold L2), ~55% at 1000 x 3001 (launch latency dominates). */
 // kforge:launch kernel=softmax_fast grid=(rows,1,1) block=(256,1,1) smem=0
 
 #define THREADS 256

@@ -7,12 +7,13 @@
  * shuffles and one shared-memory exchange of the 8 warp values; thread 0 of each block
  * then does ONE atomicAdd into out[0]. The grid is capped at 528 blocks of 256 (4 per SM on
  * 132 SMs, all resident at once by the launch bounds, so the grid-stride loop has no tail
- * wave); float
- * rounding of <= 528 atomic adds bounds the relative error by ~3e-5 at worst (sums of
- * uniform [0, 1) values are positive), inside rtol 1e-4. The order of the atomics varies,
- * hence the task's determinism "tolerance".
- * Bandwidth: 64 bytes in flight per thread, 1024 threads per SM: expect ~90% of copy
- * bandwidth at n = 2^24 (64 MiB read once), less the few us of the second launch's start. */
+ * wave); float rounding of <= 528 atomic adds bounds the relative error by ~3e-5 at worst
+ * (sums of uniform [0, 1) values are positive), inside rtol 1e-4. The order of the atomics
+ * varies, hence the task's determinism "tolerance".
+ * Bandwidth: 64 bytes in flight per thread, 1024 threads per SM. Measured on an H200 at
+ * n = 2^24 after an L2 flush by writing (as kforge does): 27.6 us, ~58% of copy bandwidth,
+ * of which ~2 us is the first launch and ~6 us the write-back of the flush's dirty L2 lines
+ * that the reads evict; after a flush by reading, the reduction alone runs at ~87%. */
 // kforge:launch kernel=sum_zero grid=(1,1,1) block=(1,1,1) smem=0
 // kforge:launch kernel=sum_fast grid=(min((n+1023)/1024,528),1,1) block=(256,1,1) smem=0
 

@@ -8,17 +8,17 @@
  * written once. Padding rows to TILE + 1 floats keeps a warp's column read (32 consecutive
  * tx, one j) on 32 different banks, since (tx * (TILE + 1) + j) % 32 = (tx + j) % 32 for
  * TILE a multiple of 32. Shared memory: TILE * (TILE + 1) * 4 bytes (16.6 KiB at 64). */
-// kforge:param TILE = 32, 64
-// kforge:param BROWS = 8, 4, 16, 32
+// kforge:param TILE = 64, 32
+// kforge:param BROWS = 4, 8, 16, 32
 // kforge:require TILE == 32 || TILE == 64
 // kforge:require (BROWS == 4 || BROWS == 8 || BROWS == 16 || BROWS == 32) && TILE * BROWS <= 1024
 // kforge:launch kernel=transpose_param grid=((cols+TILE-1)/TILE,(rows+TILE-1)/TILE,1) block=(TILE,BROWS,1) smem=0
 
 #ifndef TILE
-#define TILE 32
+#define TILE 64
 #endif
 #ifndef BROWS
-#define BROWS 8
+#define BROWS 4
 #endif
 
 extern "C" __global__ void __launch_bounds__(TILE * BROWS)

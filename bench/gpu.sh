@@ -1,0 +1,66 @@
+#!/bin/sh
+# bench/gpu.sh - the GPU half of kforge's tests and benchmarks, in one go on a machine
+# with an NVIDIA GPU (the H200 host). It runs the prebuilt binaries in build/ (built on
+# the development machine: `make`), because the GPU host has the runtime libraries but
+# not their headers; with headers present it builds first.
+#   bench/gpu.sh [tests|verdict|bench|all] [OUTDIR]
+# Prints a summary; full JSON and logs go to OUTDIR (default /tmp/kforge-gpu).
+set -u
+cd "$(dirname "$0")/.."
+MODE=${1:-all}
+OUT=${2:-/tmp/kforge-gpu}
+mkdir -p "$OUT"
+[ -x build/kforge ] || make
+export KFT_SOURCE_DIR=$PWD KFT_BINARY_DIR=$PWD/build
+echo "== machine"
+uname -r; nvidia-smi -L 2>/dev/null; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
+TASKS=${TASKS:-"softmax rmsnorm sum transpose sgemm bgemm gdn_decode"}
+RUNS=${RUNS:-5}
+BENCH_ARGS=${BENCH_ARGS:-}
+rc=0
+if [ "$MODE" = tests ] || [ "$MODE" = all ]; then
+    echo "== GPU test suite (cuda/, redteam/cuda, honest/cuda, bundled/cuda, validate/cuda)"
+    ./build/kf-tests -j 4 cuda/ redteam/cuda honest/cuda bundled/cuda validate/cuda > "$OUT/tests.txt" 2>&1
+    rc=$?
+    grep -E "^(FAIL|skip)|FAIL at|skipped:" "$OUT/tests.txt" | cut -c1-400 | head -80
+    tail -1 "$OUT/tests.txt"
+fi
+if [ "$MODE" = verdict ] || [ "$MODE" = all ]; then
+    echo "== time to a trusted verdict (kforge check, fresh candidate text, compile included)"
+    for t in $TASKS; do
+        for i in $(seq 1 "$RUNS"); do
+            f="$OUT/v_${t}_$i.cu"
+            cp "tasks/cuda/$t/candidates/fast.cu" "$f"; echo "// run $i $(date +%s%N)" >> "$f"
+            s=$(date +%s%N)
+            timeout 120 ./build/kforge check "tasks/cuda/$t" "$f" --hidden 4 --json > "$OUT/v_${t}_$i.json" 2> "$OUT/v_${t}_$i.err"
+            e=$(date +%s%N)
+            echo "$t run $i: $(( (e - s) / 1000000 )) ms, verdict $(python3 -c "import json,sys;d=json.load(open('$OUT/v_${t}_$i.json'));print(d.get('verdict'), d.get('compile',{}).get('seconds'))" 2>/dev/null)"
+        done
+    done
+fi
+if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
+    echo "== bench: fast candidate vs reference, and reference vs itself (A/A)"
+    for t in $TASKS; do
+        timeout 300 ./build/kforge bench "tasks/cuda/$t" "tasks/cuda/$t/candidates/fast.cu" $BENCH_ARGS --json > "$OUT/b_${t}_fast.json" 2> "$OUT/b_${t}_fast.err"
+        timeout 300 ./build/kforge bench "tasks/cuda/$t" "tasks/cuda/$t/reference.cu" $BENCH_ARGS --json > "$OUT/b_${t}_aa.json" 2> "$OUT/b_${t}_aa.err"
+    done
+    python3 - "$OUT" $TASKS <<'PY'
+import json, sys
+out = sys.argv[1]
+print("| task | shape | fast us | ref us | speedup | noise | fast GB/s | A/A speedup |")
+print("|---|---|---|---|---|---|---|---|")
+for t in sys.argv[2:]:
+    try:
+        f = json.load(open("%s/b_%s_fast.json" % (out, t))); a = json.load(open("%s/b_%s_aa.json" % (out, t)))
+    except Exception as e:
+        print("| %s | error: %s |" % (t, open("%s/b_%s_fast.err" % (out, t)).read()[-300:].replace("\n", " "))); continue
+    if f.get("verdict") != "accepted":
+        print("| %s | verdict %s: %s |" % (t, f.get("verdict"), json.dumps(f.get("reasons"))[:300])); continue
+    for s, s2 in zip(f["shapes"], a.get("shapes", [])):
+        sz = " ".join("%s=%d" % kv for kv in s["sizes"].items())
+        print("| %s | %s | %.1f | %.1f | %.3f | %.3f | %.0f | %.3f |" % (t, sz, s["candidate_ns"] / 1e3, s["baseline_ns"] / 1e3,
+              s["speedup"], s["noise"], s.get("gbytes_per_s", 0), s2.get("speedup", 0)))
+PY
+fi
+tar czf "$OUT.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>/dev/null
+exit $rc
