@@ -570,6 +570,10 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
             break;
         }
         if (cr.worker_ns < best_ns) best_ns = cr.worker_ns;
+        if (!s->have_occ && cand->b && cand->b->nlaunch) {
+            memcpy(s->occ, cr.occ, sizeof s->occ);
+            s->have_occ = 1;
+        }
         void **prev[2] = {NULL, NULL};
         int nprev = 0;
         if (trial >= 1 && trial <= 2)
@@ -677,6 +681,59 @@ static void *ref_main(void *arg) {
     return NULL;
 }
 
+/* GPU: the per-kernel resource report. Registers, spills and static shared memory from
+ * the compiler (or the driver), dynamic shared memory and an occupancy estimate for
+ * each launch at the first visible shape. */
+static void resources_json(kf_sess *s, kf_side *cand, const kf_shape *sh) {
+    const kf_build *b = &s->cbuild;
+    const char *info = kf_worker_info(cand->w);
+    int maxthr = 0;
+    const char *p = strstr(info, "max_threads_per_sm=");
+    if (p) maxthr = atoi(p + 19);
+    json_t *ks = json_array();
+    for (int k = 0; k < b->nkernels; k++) {
+        const kf_kernel_info *ki = &b->kernels[k];
+        int regs = ki->regs, local = -1, shared = ki->smem_static;
+        char key[32];
+        snprintf(key, sizeof key, "kernel %d ", k);
+        if ((p = strstr(info, key)))
+            sscanf(p + strlen(key), "regs=%d local=%d shared=%d", &regs, &local, &shared);
+        json_t *o = json_object();
+        json_object_set_new(o, "kernel", json_string(ki->name));
+        json_object_set_new(o, "registers", json_integer(regs));
+        if (ki->spill_stores >= 0) json_object_set_new(o, "spill_store_bytes", json_integer(ki->spill_stores));
+        if (ki->spill_loads >= 0) json_object_set_new(o, "spill_load_bytes", json_integer(ki->spill_loads));
+        json_object_set_new(o, "static_smem_bytes", json_integer(shared));
+        if (local >= 0) json_object_set_new(o, "local_bytes_per_thread", json_integer(local));
+        json_array_append_new(ks, o);
+    }
+    json_t *ls = json_array();
+    uint32_t lx[KF_MAX_LAUNCH][7];
+    char err[256];
+    kf_extents ex;
+    if (!kf_data_extents(s->t, sh, &ex, err, sizeof err) &&
+        !kf_build_eval_launches(b, s->t, ex.size, lx, err, sizeof err))
+        for (int l = 0; l < b->nlaunch; l++) {
+            json_t *o = json_object();
+            uint32_t thr = lx[l][3] * lx[l][4] * lx[l][5];
+            json_object_set_new(o, "kernel", json_string(b->kernels[b->launch[l].kernel].name));
+            json_object_set_new(o, "grid", json_pack("[i,i,i]", lx[l][0], lx[l][1], lx[l][2]));
+            json_object_set_new(o, "block", json_pack("[i,i,i]", lx[l][3], lx[l][4], lx[l][5]));
+            json_object_set_new(o, "dynamic_smem_bytes", json_integer(lx[l][6]));
+            if (s->have_occ && maxthr > 0) {
+                json_object_set_new(o, "blocks_per_sm", json_integer(s->occ[l]));
+                json_object_set_new(o, "occupancy", json_real((double)s->occ[l] * thr / maxthr));
+            }
+            json_array_append_new(ls, o);
+        }
+    json_t *r = json_object();
+    json_object_set_new(r, "arch", json_string(b->arch));
+    json_object_set_new(r, "kernels", ks);
+    json_object_set_new(r, "launches", ls);
+    json_object_set_new(r, "at", kf_sess_shape_json(s->t, sh));
+    json_object_set_new(s->res->root, "resources", r);
+}
+
 /* Wait until shape i is prepared (1) or the thread has stopped short of it (0). */
 static int ref_wait(ref_job *j, int i) {
     pthread_mutex_lock(&j->mu);
@@ -743,7 +800,10 @@ static kf_status run_check(kf_sess *s) {
         goto out;
     }
     json_t *sandbox = json_object();
-    json_object_set_new(sandbox, "seccomp", json_true());
+    /* a GPU kernel-mode worker runs no candidate host code; it has no seccomp filter
+     * or Landlock (the driver needs its devices), only its own uid and rlimits */
+    json_object_set_new(sandbox, "seccomp", json_boolean(!s->cbuild.nlaunch));
+    if (s->cbuild.nlaunch) json_object_set_new(sandbox, "gpu_kernel_mode", json_true());
     json_object_set_new(sandbox, "landlock_abi", json_integer(kf_worker_landlock_abi(cand.w)));
     json_object_set_new(sandbox, "mseal", json_boolean(kf_worker_sealed(cand.w)));
     json_object_set_new(sandbox, "frozen_between_calls", json_true());
@@ -772,6 +832,7 @@ static kf_status run_check(kf_sess *s) {
         st = check_shape(s, &cand, &prep[i], o, &dead);
         prep_free(s->t, &prep[i]);
     }
+    if (!st && s->cbuild.nlaunch && cand.w && L.n > 0) resources_json(s, &cand, &L.all[0]);
 out:
     if (threaded) {
         pthread_mutex_lock(&job.mu);

@@ -348,16 +348,7 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
         out->message = first_error(out->log);
         goto done;
     }
-    parse_ptxas(out->log, out);
-    for (int i = 0; i < out->nkernels; i++)
-        if (out->kernels[i].regs < 0) { /* ptxas never compiled it: not an entry */
-            out->ok = 0;
-            out->reason = KF_REASON_MISSING_ENTRY;
-            out->message = kf__asprintf("%s: kforge:launch names kernel %s, which is not an "
-                                        "extern \"C\" __global__ function of the file",
-                                        base, out->kernels[i].name);
-            goto done;
-        }
+    parse_ptxas(out->log, out); /* the resource report, when ptxas printed one */
     size_t cs = 0;
     rtc->GetCUBINSize(prog, &cs);
     kf_buf art;
@@ -369,6 +360,21 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
         kf_buf_free(&art);
         st = kf__err(ctx, KF_EBACKEND, "nvrtcGetCUBIN failed");
         goto done;
+    }
+    /* every launched kernel is an entry of the cubin: its code section ".text.NAME"
+     * (the ptxas report is not always there to say so) */
+    for (int i = 0; i < out->nkernels; i++) {
+        char sec[300];
+        int sl = snprintf(sec, sizeof sec, ".text.%s", out->kernels[i].name);
+        if (!memmem(cubin, cs, sec, (size_t)sl + 1)) {
+            kf_buf_free(&art);
+            out->ok = 0;
+            out->reason = KF_REASON_MISSING_ENTRY;
+            out->message = kf__asprintf("%s: kforge:launch names kernel %s, which is not an "
+                                        "extern \"C\" __global__ function of the file",
+                                        base, out->kernels[i].name);
+            goto done;
+        }
     }
     /* binary parts through a second buffer: kf_buf is text-oriented */
     size_t hdr = 8 + 4;

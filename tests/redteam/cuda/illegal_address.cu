@@ -16,6 +16,7 @@
  * 0 is never mapped in the device's address space), the worker reports the
  * error's name and exits, and the verdict is crash on the first call of the
  * first shape. The next worker gets a clean device.
+ * Seen on an H200: CUDA_ERROR_ILLEGAL_ADDRESS at call 1 of the first shape.
  */
 // kforge:launch kernel=transpose grid=((cols+31)/32,(rows+31)/32,1) block=(32,8,1)
 

@@ -13,9 +13,12 @@
  * What catches it: T2 puts fresh inputs into exactly T1's buffer addresses.
  * The memo hits and returns T1's sum, which is T1's reference output and not
  * T2's (T2's values come from a sub-interval of [0, 1], so its sum differs by
- * far more than rtol): stale_result. T0, T1 and T3 (new addresses) are
- * computed honestly (one block, per-thread double sums, tree in double), so
- * stale_result is the only reason.
+ * far more than rtol): stale_result, the first reason reported. T0, T1 and T3
+ * (new addresses) are computed honestly (one block, per-thread double sums,
+ * tree in double). Because T3 is right and T2 was not, the determinism pair
+ * (same inputs) differs while only one of its calls failed, so
+ * nondeterministic is listed after stale_result at every shape (seen on an
+ * H200: stale_result at call 3, nondeterministic at call 4).
  */
 // kforge:launch kernel=reduce_sum grid=(1,1,1) block=(1024,1,1)
 

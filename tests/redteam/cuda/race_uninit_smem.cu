@@ -23,6 +23,9 @@
  * Both calls of the determinism pair then fail, which suppresses
  * nondeterministic. (If the leftover bits happened to be NaN or Inf patterns,
  * nonfinite would be listed too; leftovers from this kernel are finite.)
+ * Seen on an H200: edge tiles wrote other elements of a (leftovers of
+ * earlier blocks) and 0 at rows = cols = 1; the leftovers differed between
+ * the determinism pair, but both calls were wrong, as argued above.
  */
 // kforge:launch kernel=transpose grid=((cols+31)/32,(rows+31)/32,1) block=(32,8,1)
 

@@ -16,6 +16,7 @@
  * no DONE arrives; at the call's wall deadline the coordinator kills the
  * worker's process group (the driver tears the context down, the next worker
  * gets a clean device): timeout, on the first call.
+ * Seen on an H200 (5 s call deadline): timeout at call 1.
  */
 // kforge:launch kernel=reduce_sum grid=(1,1,1) block=(1024,1,1)
 

@@ -11,12 +11,15 @@
  * (then the estimate is exact) pass it, and it is "32x faster".
  *
  * What catches it: rtol 1e-4, four calls per shape with fresh draws (T1 with
- * spikes, T2 on a random sub-interval) and many sizes. At n = 100003 the
- * error's standard deviation is ~1e-2 relative, 100x the tolerance; every
- * call at every shape with n > 32 fails with overwhelming probability
- * (n == 1 is exact; 2 <= n <= 32 uses one sample times n): wrong_result.
- * The output is always written, finite and deterministic (one block, fixed
- * order), so wrong_result is the only reason.
+ * spikes, T2 on a random sub-interval) and many sizes. Not every call fails:
+ * at n = 2^24 a call lands inside the tolerance about 1 time in 10 (seen on
+ * an H200: T0 and T1 passed there, T2 and T3 failed). But at n = 100003 (the
+ * second visible shape) the error's standard deviation is ~1e-2 relative,
+ * 100x the tolerance, so each call there passes with probability < 1% and
+ * all four (T3 repeats T2's inputs) with < 1e-6; smaller hidden sizes are
+ * worse still (n == 1 is exact; 2 <= n <= 32 uses one sample times n):
+ * wrong_result. The output is always written, finite and deterministic (one
+ * block, fixed order), so wrong_result is the only reason.
  */
 // kforge:launch kernel=reduce_sum grid=(1,1,1) block=(1024,1,1)
 

@@ -13,6 +13,7 @@
  * visible shape (n = 16777216) is summed correctly (one block, per-thread
  * double sums, double tree), so the crash at the second visible shape
  * (n = 100003, first call) is the only reason.
+ * Seen on an H200: the synchronise returns CUDA_ERROR_LAUNCH_FAILED.
  */
 // kforge:launch kernel=reduce_sum grid=(1,1,1) block=(1024,1,1)
 
