@@ -163,6 +163,12 @@ static void t_errors(const void *arg) {
         {"// kforge:launch grid=(1) block=(32)\n", "kernel= is missing"},
         {"// kforge:launch kernel=k grid=(1) block=(32) colour=red\n", "unknown key"},
         {"// nothing here\n", "no kforge:launch line"},
+        /* NVRTC runs in the coordinator: no file outside the toolkit's headers */
+        {"#include \"/etc/passwd\"\n// kforge:launch kernel=k grid=(1) block=(32)\n", "allows #include only"},
+        {"#  include </etc/passwd>\n// kforge:launch kernel=k grid=(1) block=(32)\n", "allows #include only"},
+        {"%:include \"/dev/zero\"\n// kforge:launch kernel=k grid=(1) block=(32)\n", "allows #include only"},
+        {"#inc\\\nlude \"x.h\"\n// kforge:launch kernel=k grid=(1) block=(32)\n", "allows #include only"},
+        {"#define P \"/etc/passwd\"\n#include P\n// kforge:launch kernel=k grid=(1) block=(32)\n", "allows #include only"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[512];

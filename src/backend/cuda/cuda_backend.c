@@ -262,6 +262,64 @@ static char *first_error(const char *log) {
     return strndup(s, n);
 }
 
+/* NVRTC runs inside the coordinator, outside any sandbox: a file it includes is read
+ * with kforge's rights and quoted in its log (#include "/etc/shadow"), and a device file
+ * could hang it (#include "/dev/zero"). Kernel mode therefore allows #include only of
+ * the toolkit's own headers, by name in angle brackets. 0, or -1 with err. */
+static int check_includes(const char *text, size_t len, char *err, size_t n) {
+    static const char *const allowed[] = {"cuda_fp16.h", "cuda_bf16.h", "mma.h",
+                                          "cuda_pipeline.h", "cuda_awbarrier.h", "cooperative_groups.h",
+                                          "cooperative_groups/reduce.h", "cooperative_groups/memcpy_async.h",
+                                          "cuda_fp8.h", NULL};
+    /* logical lines: backslash-newline joins lines, as the preprocessor does */
+    char *buf = malloc(len + 1);
+    if (!buf) return -1;
+    size_t m = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\\' && i + 1 < len && text[i + 1] == '\n') {
+            i++;
+            continue;
+        }
+        if (text[i] == '\\' && i + 2 < len && text[i + 1] == '\r' && text[i + 2] == '\n') {
+            i += 2;
+            continue;
+        }
+        buf[m++] = text[i];
+    }
+    buf[m] = 0;
+    int line = 1, bad = 0;
+    for (char *p = buf; *p && !bad; line++) {
+        char *eol = strchr(p, '\n');
+        if (eol) *eol = 0;
+        char *q = p;
+        while (*q == ' ' || *q == '\t') q++;
+        int hash = *q == '#' ? 1 : (q[0] == '%' && q[1] == ':') ? 2 : 0;
+        if (hash) {
+            q += hash;
+            while (*q == ' ' || *q == '\t') q++;
+            if (!strncmp(q, "include", 7) || !strncmp(q, "import", 6) || !strncmp(q, "embed", 5)) {
+                char *a = q + (q[1] == 'n' ? 7 : q[1] == 'm' && q[2] == 'p' ? 6 : 5);
+                while (*a == ' ' || *a == '\t') a++;
+                int ok = 0;
+                if (*a == '<' && !strncmp(q, "include", 7)) {
+                    char *z = strchr(a, '>');
+                    for (int k = 0; z && allowed[k] && !ok; k++)
+                        ok = (size_t)(z - a - 1) == strlen(allowed[k]) && !strncmp(a + 1, allowed[k], strlen(allowed[k]));
+                }
+                if (!ok) {
+                    snprintf(err, n, "line %d: kernel mode allows #include only of the CUDA toolkit's "
+                             "headers by name (<cuda_fp16.h>, <cuda_bf16.h>, <mma.h>, ...): %.80s",
+                             line, p);
+                    bad = 1;
+                }
+            }
+        }
+        p = eol ? eol + 1 : p + strlen(p);
+    }
+    free(buf);
+    return bad ? -1 : 0;
+}
+
 static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, const char *path,
                               const char *text, size_t len, const kf_param *params, int nparams,
                               const char *workdir, double timeout_s, kf_build *out) {
@@ -270,7 +328,8 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     char err[1024];
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    if (parse_launches(t, text, len, params, nparams, out, err, sizeof err)) {
+    if (check_includes(text, len, err, sizeof err) ||
+        parse_launches(t, text, len, params, nparams, out, err, sizeof err)) {
         out->ok = 0;
         out->reason = KF_REASON_COMPILE_ERROR;
         out->message = kf__asprintf("%s:%s", base, err);
