@@ -110,8 +110,11 @@ static void t_bundled_build(const void *arg) {
                 CHECKF(st == KF_OK, "%s: %s", fp, kf_errmsg(ctx));
                 CHECKF(b.ok, "%s %s: %s\n%s", fp, c0->nparams ? selb : "", b.message, b.log);
                 CHECK(b.nlaunch >= 1 && !strcmp(b.arch, "sm_90"));
-                for (int q = 0; q < b.nkernels; q++) /* the report, where ptxas gave one */
-                    CHECKF(b.kernels[q].regs != 0, "%s: no registers for %s", fp, b.kernels[q].name);
+                /* ptxas's report, whenever the log carries one (on the H200 it was
+                 * sometimes empty; kernel presence is then checked from the cubin) */
+                int reported = b.log && strstr(b.log, "Compiling entry function");
+                for (int q = 0; q < b.nkernels && reported; q++)
+                    CHECKF(b.kernels[q].regs > 0, "%s: no registers for %s", fp, b.kernels[q].name);
                 kf_build_free(&b);
                 kf_candidate_free(c);
                 kf__rmtree(wd);
@@ -228,7 +231,7 @@ static void t_cache(const void *arg) {
            b.b.message ? b.b.message : "ok", c.b.message ? c.b.message : "ok");
     CHECK(!a.b.cached && b.b.cached && !c.b.cached);
     CHECK(!strcmp(a.b.so_path, b.b.so_path) && strcmp(a.b.so_path, c.b.so_path));
-    CHECK(b.b.kernels[0].regs == a.b.kernels[0].regs || b.b.kernels[0].regs == -1);
+    CHECK(b.b.kernels[0].regs == a.b.kernels[0].regs); /* the report comes from the cache too */
     built_free(&a);
     built_free(&b);
     built_free(&c);

@@ -473,10 +473,7 @@ static kf_status ref_call(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extent
     for (int i = 0; i < s->t->nargs; i++) {
         const kf_arg *a = &s->t->args[i];
         if (!a->is_buffer || a->io != KF_IO_OUT || a->type == KF_T_U8) continue;
-        size_t es = kf_dtype_size(a->type);
-        int64_t left = 0;
-        for (int64_t k = 0; k < ex->count[i]; k++)
-            left += !memcmp((const char *)outs[i] + (size_t)k * es, &p.sentinel[i], es);
+        int64_t left = kf_data_count_pattern(outs[i], ex->count[i], p.sentinel[i], kf_dtype_size(a->type));
         if (left)
             return kf__err(ctx, KF_ETASK, "%s: the reference left %lld of %lld elements of %s "
                            "unwritten at %s", s->t->ref_path, (long long)left,

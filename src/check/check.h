@@ -29,7 +29,7 @@ typedef struct {
     uint64_t t0;
     int timing;              /* bench: workers spin-waited and kept off our CPU */
     int have_occ;            /* GPU: resident blocks per SM of each launch, first call */
-    uint32_t occ[8];
+    uint32_t occ[KF_PROTO_MAXLAUNCH];
     cpu_set_t worker_cpus;
 } kf_sess;
 

@@ -291,6 +291,17 @@ void kf_data_make_poison(const kf_task *t, kf_rng *rng, kf_poison *p) {
     }
 }
 
+int64_t kf_data_count_pattern(const void *buf, int64_t n, uint64_t pat, size_t esz) {
+    int64_t k = 0;
+    switch (esz) {
+    case 2: for (int64_t i = 0; i < n; i++) k += ((const uint16_t *)buf)[i] == (uint16_t)pat; break;
+    case 4: for (int64_t i = 0; i < n; i++) k += ((const uint32_t *)buf)[i] == (uint32_t)pat; break;
+    case 8: for (int64_t i = 0; i < n; i++) k += ((const uint64_t *)buf)[i] == pat; break;
+    default: for (int64_t i = 0; i < n; i++) k += ((const uint8_t *)buf)[i] == (uint8_t)pat; break;
+    }
+    return k;
+}
+
 static void fill_pattern(unsigned char *dst, size_t bytes, uint64_t pat, size_t esz) {
     if (bytes == 0) return;
     size_t first = esz < bytes ? esz : bytes;

@@ -61,6 +61,9 @@ typedef struct {
 } kf_poison;
 void kf_data_make_poison(const kf_task *t, kf_rng *rng, kf_poison *p);
 
+/* Elements of an n-element buffer of esz-byte elements equal to the low esz bytes of pat. */
+int64_t kf_data_count_pattern(const void *buf, int64_t n, uint64_t pat, size_t esz);
+
 /* Write the inputs, sentinels and guards of one call into the arena. */
 void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
                    const kf_inputs *in, const kf_poison *p, unsigned char *arena);

@@ -58,8 +58,7 @@ void kf_wk_die(int code, const char *what) {
     kf_wk_send_text(KF_MSG_LOADFAIL, buf);
     _exit(code);
 }
-#define die kf_wk_die
-#define send_text kf_wk_send_text
+
 
 #ifndef SYS_mseal
 #define SYS_mseal 462
@@ -127,10 +126,10 @@ int main(int argc, char **argv) {
     }
 
     struct stat st;
-    if (fstat(KF_WORKER_ARENA_FD, &st)) die(113, "arena");
+    if (fstat(KF_WORKER_ARENA_FD, &st)) kf_wk_die(113, "arena");
     void *arena = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
                        MAP_SHARED, KF_WORKER_ARENA_FD, 0);
-    if (arena == MAP_FAILED) die(113, "mmap arena");
+    if (arena == MAP_FAILED) kf_wk_die(113, "mmap arena");
     close(KF_WORKER_ARENA_FD);
 
     /* A GPU kernel-mode artifact: no candidate host code at all; the GPU worker sets up
@@ -146,27 +145,27 @@ int main(int argc, char **argv) {
         for (char *p = argv[6]; *p;) {
             char *end;
             long c = strtol(p, &end, 10);
-            if (end == p || c < 0 || c >= CPU_SETSIZE) die(113, "cpu list");
+            if (end == p || c < 0 || c >= CPU_SETSIZE) kf_wk_die(113, "cpu list");
             CPU_SET((int)c, &set);
             p = *end == ',' ? end + 1 : end;
-            if (*end && *end != ',') die(113, "cpu list");
+            if (*end && *end != ',') kf_wk_die(113, "cpu list");
         }
-        if (sched_setaffinity(0, sizeof set, &set)) die(113, "sched_setaffinity");
+        if (sched_setaffinity(0, sizeof set, &set)) kf_wk_die(113, "sched_setaffinity");
     }
     int sealed = kf_wk_seal_image();
 
     const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache",
                         "/sys/devices/system/cpu", argv[5]};
     int abi = kf_policy_landlock(ro, (int)(sizeof ro / sizeof ro[0]), NULL, 0);
-    if (abi < 0) die(113, "landlock");
+    if (abi < 0) kf_wk_die(113, "landlock");
 
     kf_limits lim = {atof(argv[3]), strtoull(argv[4], NULL, 10), 1 << 20, 64};
-    if (kf_policy_rlimits(&lim)) die(113, "rlimits");
+    if (kf_policy_rlimits(&lim)) kf_wk_die(113, "rlimits");
     if (dropped) { /* a thread bomb stops here, whatever other workers do */
         struct rlimit np = {4096, 4096};
-        if (setrlimit(RLIMIT_NPROC, &np)) die(113, "rlimit nproc");
+        if (setrlimit(RLIMIT_NPROC, &np)) kf_wk_die(113, "rlimit nproc");
     }
-    if (kf_policy_seccomp_worker(getpid(), abi > 0)) die(113, "seccomp");
+    if (kf_policy_seccomp_worker(getpid(), abi > 0)) kf_wk_die(113, "seccomp");
     /* from here on every message may come from the candidate: announce the end of the
      * trusted setup, with the confinement layers (Landlock ABI, bit 8 mseal) */
     kf_msg_done ok = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_SETUP_OK, .ns = (uint64_t)abi | (uint64_t)sealed << 8};
@@ -177,12 +176,12 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        send_text(KF_MSG_LOADFAIL, dlerror());
+        kf_wk_send_text(KF_MSG_LOADFAIL, dlerror());
         _exit(0);
     }
     kf_shim_fn call = (kf_shim_fn)dlsym(h, "kforge_call__");
     if (!call) {
-        send_text(KF_MSG_LOADFAIL, "kforge_call__ missing from the built object");
+        kf_wk_send_text(KF_MSG_LOADFAIL, "kforge_call__ missing from the built object");
         _exit(0);
     }
     kf_msg_done ready = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_READY};

@@ -138,13 +138,6 @@ static void rtc_load_once(void) {
                 globfree(&g);
             }
         }
-        if (a->lib) {
-            char inc[512];
-            snprintf(inc, sizeof inc, "%s/include", roots[i]);
-            char probe[600];
-            snprintf(probe, sizeof probe, "%s/cuda_fp16.h", inc);
-            if (access(probe, R_OK) == 0) snprintf(a->include, sizeof a->include, "%s", inc);
-        }
     }
     if (!a->lib && !(env && *env)) {
         a->lib = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
@@ -157,15 +150,12 @@ static void rtc_load_once(void) {
         rtc_state = -1;
         return;
     }
-    if (!a->include[0]) /* the toolkit next to the library: .../lib64/libnvrtc.so -> .../include */
-        for (int i = 0; i < nroots; i++) {
-            char probe[600];
-            snprintf(probe, sizeof probe, "%s/include/cuda_fp16.h", roots[i]);
-            if (access(probe, R_OK) == 0) {
-                snprintf(a->include, sizeof a->include, "%s/include", roots[i]);
-                break;
-            }
-        }
+    /* the toolkit's headers (cuda_fp16.h and friends), from the first root that has them */
+    for (int i = 0; i < nroots && !a->include[0]; i++) {
+        char probe[600];
+        snprintf(probe, sizeof probe, "%s/include/cuda_fp16.h", roots[i]);
+        if (access(probe, R_OK) == 0) snprintf(a->include, sizeof a->include, "%s/include", roots[i]);
+    }
     char *e = rtc_err;
     size_t n = sizeof rtc_err;
 #define S(f, name) if (sym(a->lib, &a->f, name, NULL, e, n)) goto fail

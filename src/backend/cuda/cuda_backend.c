@@ -217,15 +217,12 @@ static void parse_ptxas(const char *log, kf_build *b) {
                 if (!strcmp(b->kernels[i].name, f)) cur = &b->kernels[i];
         } else if (cur) {
             char *s;
-            if ((s = strstr(line, "bytes stack frame"))) {
-                int st = 0, ss = 0, sl = 0;
-                char *pl = strstr(line, "ptxas");
-                if (pl && sscanf(strchr(pl, '.') ? strchr(pl, '.') + 1 : pl,
-                                 " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
-                                 &st, &ss, &sl) == 3) {
-                    cur->stack = st, cur->spill_stores = ss, cur->spill_loads = sl;
-                }
-            }
+            /* "ptxas         .     0 bytes stack frame, 0 bytes spill stores, ..." */
+            const char *dot = strstr(line, "bytes stack frame") ? strchr(line, '.') : NULL;
+            int st = 0, ss = 0, sl = 0;
+            if (dot && sscanf(dot + 1, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
+                              &st, &ss, &sl) == 3)
+                cur->stack = st, cur->spill_stores = ss, cur->spill_loads = sl;
             if ((s = strstr(line, "Used "))) {
                 int r = 0;
                 if (sscanf(s, "Used %d registers", &r) == 1) cur->regs = r;
@@ -410,13 +407,9 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     parse_ptxas(out->log, out); /* the resource report, when ptxas printed one */
     size_t cs = 0;
     rtc->GetCUBINSize(prog, &cs);
-    kf_buf art;
-    kf_buf_init(&art, 1u << 30);
-    kf_buf_printf(&art, "KFCUBIN1");
     uint32_t nk = (uint32_t)out->nkernels, csz = (uint32_t)cs;
     cubin = malloc(cs ? cs : 1);
     if (!cubin || rtc->GetCUBIN(prog, cubin)) {
-        kf_buf_free(&art);
         st = kf__err(ctx, KF_EBACKEND, "nvrtcGetCUBIN failed");
         goto done;
     }
@@ -426,7 +419,6 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
         char sec[300];
         int sl = snprintf(sec, sizeof sec, ".text.%s", out->kernels[i].name);
         if (!memmem(cubin, cs, sec, (size_t)sl + 1)) {
-            kf_buf_free(&art);
             out->ok = 0;
             out->reason = KF_REASON_MISSING_ENTRY;
             out->message = kf__asprintf("%s: kforge:launch names kernel %s, which is not an "
@@ -435,13 +427,11 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
             goto done;
         }
     }
-    /* binary parts through a second buffer: kf_buf is text-oriented */
     size_t hdr = 8 + 4;
     for (int i = 0; i < out->nkernels; i++) hdr += strlen(out->kernels[i].name) + 1;
     hdr += 4;
     unsigned char *blob = malloc(hdr + cs);
     if (!blob) {
-        kf_buf_free(&art);
         st = kf__err(ctx, KF_ENOMEM, "out of memory");
         goto done;
     }
@@ -454,7 +444,6 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     }
     memcpy(blob + o, &csz, 4), o += 4;
     memcpy(blob + o, cubin, cs), o += cs;
-    kf_buf_free(&art);
     char local[PATH_MAX + 64];
     snprintf(local, sizeof local, "%s/%.16s.kfc", workdir, key);
     char *dir = cached ? kf__strdup(cached) : NULL;
