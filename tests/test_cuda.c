@@ -10,6 +10,8 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_api.h"
+#include "backend/cuda/host.h"
+#include "check/check.h"
 #include "data/data.h"
 #include "task/candidate.h"
 #include "task/task.h"
@@ -23,6 +25,11 @@
 static void need_nvrtc(void) {
     char why[512];
     if (!kf_nvrtc_load(why, sizeof why)) kft_skip("needs NVRTC: %s", why);
+}
+
+static void need_nvcc(void) {
+    char why[512];
+    if (!kf__cuda_have_nvcc(why, sizeof why)) kft_skip("needs nvcc (host mode): %s", why);
 }
 
 typedef struct {
@@ -102,6 +109,12 @@ static void t_bundled_build(const void *arg) {
                 kf_candidate *c = NULL;
                 if (kf_candidate_load(ctx, t, kft_src(fp), sel, c0->nparams ? 1 : 0, &c) != KF_OK)
                     continue; /* a combination its kforge:require refuses */
+                char why[256];
+                if (kf__cuda_host_mode(t, c->text, c->len) && !kf__cuda_have_nvcc(why, sizeof why)) {
+                    fprintf(stderr, "    %s: host mode, not built: %s\n", fp, why);
+                    kf_candidate_free(c);
+                    continue;
+                }
                 char wd[] = "/tmp/kft-cudab-XXXXXX";
                 CHECK(mkdtemp(wd));
                 kf_build b;
@@ -109,7 +122,7 @@ static void t_bundled_build(const void *arg) {
                                                   c->len, c->params, c->nparams, wd, 60, &b);
                 CHECKF(st == KF_OK, "%s: %s", fp, kf_errmsg(ctx));
                 CHECKF(b.ok, "%s %s: %s\n%s", fp, c0->nparams ? selb : "", b.message, b.log);
-                CHECK(b.nlaunch >= 1 && !strcmp(b.arch, "sm_90"));
+                CHECK((b.nlaunch >= 1 || b.host) && !strcmp(b.arch, "sm_90"));
                 /* ptxas's report, whenever the log carries one (on the H200 it was
                  * sometimes empty; kernel presence is then checked from the cubin) */
                 int reported = b.log && strstr(b.log, "Compiling entry function");
@@ -297,7 +310,171 @@ static void t_half_types(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* Host mode: every honest and red-team host-mode file of the corpora builds with nvcc
+ * (their verdicts need a GPU: test_corpus.c), and the libraries they link are named. */
+static void t_host_build(const void *arg) {
+    (void)arg;
+    need_nvcc();
+    setenv("KFORGE_CUDA_ARCH", "sm_90", 1);
+    const char *dirs[] = {"tests/honest/cuda", "tests/redteam/cuda"};
+    int built_n = 0;
+    for (int di = 0; di < 2; di++) {
+        DIR *d = opendir(kft_src(dirs[di]));
+        CHECK(d);
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (strncmp(e->d_name, "host_", 5) || !strstr(e->d_name, ".cu")) continue;
+            char fp[300], task[128] = "";
+            snprintf(fp, sizeof fp, "%s/%s", dirs[di], e->d_name);
+            char *text = NULL;
+            size_t len = 0;
+            CHECK(kf__read_file(kft_src(fp), 1 << 20, &text, &len) == 0);
+            const char *tk = strstr(text, "task=");
+            CHECKF(tk, "%s: no task=", fp);
+            sscanf(tk + 5, "%127s", task);
+            free(text);
+            built o;
+            memset(&o, 0, sizeof o);
+            o.ctx = kf_ctx_new();
+            o.t = kft_task(o.ctx, task);
+            kf_candidate *c = NULL;
+            CHECKF(kf_candidate_load(o.ctx, o.t, kft_src(fp), NULL, 0, &c) == KF_OK, "%s", kf_errmsg(o.ctx));
+            snprintf(o.dir, sizeof o.dir, "/tmp/kft-host-XXXXXX");
+            CHECK(mkdtemp(o.dir));
+            CHECKF(kf_backend_compile(kf_backend_get("cuda"), o.ctx, o.t, kft_src(fp), c->text, c->len,
+                                      c->params, c->nparams, o.dir, 120, &o.b) == KF_OK, "%s", kf_errmsg(o.ctx));
+            CHECKF(o.b.ok && o.b.host, "%s: %s\n%s", fp, o.b.message ? o.b.message : "", o.b.log ? o.b.log : "");
+            if (strstr(c->text, "kforge:link cublas"))
+                CHECKF(o.b.libraries && strstr(o.b.libraries, "cublas") && strstr(o.b.libraries, "libcublas.so"),
+                       "%s: libraries '%s'", fp, o.b.libraries ? o.b.libraries : "");
+            kf_candidate_free(c);
+            built_free(&o);
+            built_n++;
+        }
+        closedir(d);
+    }
+    CHECKF(built_n >= 8, "only %d host-mode corpus files", built_n);
+    fprintf(stderr, "    %d host-mode files built\n", built_n);
+}
+
+static const char host_ok[] =
+    "// kforge:host\n"
+    "__global__ void cp(const float *x, float *y, int64_t n) {\n"
+    "  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i];\n}\n"
+    "extern \"C\" int kforge_launch(const float *x, float *y, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+    "  cp<<<(unsigned)((rows * cols + 255) / 256), 256, 0, s>>>(x, y, rows * cols);\n  return 0;\n}\n";
+
+/* Host mode's errors: file:line from nvcc, a wrong signature, a missing kforge_launch,
+ * a library outside the allow-list, kforge:launch in a host file; the task-level
+ * launch_mode; the cache. */
+static void t_host_errors(const void *arg) {
+    (void)arg;
+    need_nvcc();
+    setenv("KFORGE_CUDA_ARCH", "sm_90", 1);
+    char tmp[] = "/tmp/kft-hostcache-XXXXXX";
+    CHECK(mkdtemp(tmp));
+    setenv("KFORGE_CACHE_DIR", tmp, 1);
+    built o;
+    build_text(&o, "tasks/cuda/softmax", "ok.cu", host_ok, NULL, 0);
+    CHECKF(o.b.ok && o.b.host && o.b.nlaunch == 0 && !o.b.cached, "%s\n%s", o.b.message, o.b.log);
+    CHECKF(o.b.libraries && !o.b.libraries[0], "libraries '%s'", o.b.libraries);
+    built_free(&o);
+    build_text(&o, "tasks/cuda/softmax", "ok.cu", host_ok, NULL, 0);
+    CHECK(o.b.ok && o.b.cached);
+    built_free(&o);
+
+    static const struct { const char *text, *want; kf_reason why; } bad[] = {
+        {"// kforge:host\nextern \"C\" int kforge_launch(const float *x, float *y, int64_t r, int64_t c, cudaStream_t s) {\n"
+         "  return r +;\n}\n", "syn.cu(3)", KF_REASON_COMPILE_ERROR},
+        /* y is an output: float *, not const float * */
+        {"// kforge:host\nextern \"C\" int kforge_launch(const float *x, const float *y, int64_t r, int64_t c, cudaStream_t s) {\n"
+         "  return 0;\n}\n", "syn.cu(2)", KF_REASON_COMPILE_ERROR},
+        {"// kforge:host\nextern \"C\" void kforge_launch(const float *x, float *y, int64_t r, int64_t c, cudaStream_t s) {\n"
+         "}\n", "syn.cu(2)", KF_REASON_COMPILE_ERROR},
+        {"// kforge:host\nextern \"C\" int kforge_other(void) { return 0; }\n", "kforge_launch", KF_REASON_MISSING_ENTRY},
+        {"// kforge:host\n// kforge:link cudnn\nextern \"C\" int kforge_launch(const float *x, float *y, int64_t r, int64_t c, cudaStream_t s) { return 0; }\n",
+         "syn.cu:line 2: kforge:link 'cudnn' is not allowed", KF_REASON_COMPILE_ERROR},
+        {"// kforge:host\n// kforge:launch kernel=k grid=(1) block=(1)\n", "line 2: kforge:launch in a host-mode file",
+         KF_REASON_COMPILE_ERROR},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        build_text(&o, "tasks/cuda/softmax", "syn.cu", bad[i].text, NULL, 0);
+        CHECKF(!o.b.ok && o.b.reason == bad[i].why && o.b.message && strstr(o.b.message, bad[i].want),
+               "case %zu: want '%s', got %s: %s", i, bad[i].want, kf_reason_name(o.b.reason),
+               o.b.message ? o.b.message : "(built)");
+        built_free(&o);
+    }
+    unsetenv("KFORGE_CACHE_DIR");
+    kf__rmtree(tmp);
+}
+
+/* The directive and the task-level default pick the mode; the generated signature
+ * follows the task's types. */
+static void t_host_mode_select(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/bgemm");
+    const char *k = "// kforge:launch kernel=k grid=(1) block=(1)\n", *h = "// kforge:host\n", *none = "int x;\n";
+    CHECK(!kf__cuda_host_mode(t, k, strlen(k)));
+    CHECK(kf__cuda_host_mode(t, h, strlen(h)));
+    CHECK(!kf__cuda_host_mode(t, none, strlen(none)));
+    const char *hostile = "// kforge:hostile\n";
+    CHECK(!kf__cuda_host_mode(t, hostile, strlen(hostile)));
+    t->launch_host = 1; /* "launch_mode": "host" */
+    CHECK(kf__cuda_host_mode(t, none, strlen(none)));
+    CHECK(!kf__cuda_host_mode(t, k, strlen(k))); /* the reference may stay in kernel mode */
+    char *hdr = kf__cuda_host_header(t);
+    CHECKF(strstr(hdr, "kforge_launch(const __nv_bfloat16 *, const __nv_bfloat16 *, __nv_bfloat16 *, "
+                       "int64_t, int64_t, int64_t, cudaStream_t)"), "%s", hdr);
+    free(hdr);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* The fairness rule (docs/cuda.md): a graph-replaying candidate against a baseline
+ * launched kernel by kernel is unfair; unknown graph use is noted; the host protocol
+ * applies to both sides when either is host mode. */
+static void t_fairness(const void *arg) {
+    (void)arg;
+    char why[400];
+    CHECK(kf_launch_fair(KF_MODE_KERNEL, KF_MODE_KERNEL, 1, why, sizeof why) == 1 && !why[0]);
+    CHECK(kf_launch_fair(KF_MODE_HOST, KF_MODE_KERNEL, 1, why, sizeof why) == 1 && !why[0]);
+    CHECK(kf_launch_fair(KF_MODE_GRAPH, KF_MODE_KERNEL, 1, why, sizeof why) == 0 && strstr(why, "graph"));
+    CHECK(kf_launch_fair(KF_MODE_GRAPH, KF_MODE_HOST, 1, why, sizeof why) == 0 && strstr(why, "host code"));
+    CHECK(kf_launch_fair(KF_MODE_GRAPH, KF_MODE_GRAPH, 1, why, sizeof why) == 1);
+    CHECK(kf_launch_fair(KF_MODE_KERNEL, KF_MODE_GRAPH, 1, why, sizeof why) == 1);
+    CHECK(kf_launch_fair(KF_MODE_HOST, KF_MODE_KERNEL, 0, why, sizeof why) == 1 && strstr(why, "unknown"));
+    kf_build a = {0}, b = {0};
+    CHECK(!kf_launch_host_timing(&a, &b));
+    b.host = 1;
+    CHECK(kf_launch_host_timing(&a, &b) && kf_launch_host_timing(&b, &a));
+    CHECK(!strcmp(kf_launch_mode_name(KF_MODE_GRAPH), "graph"));
+    /* library kernels by name */
+    CHECK(kf_library_kernel("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32"));
+    CHECK(kf_library_kernel("cutlass::Kernel2<cutlass_80_simt_sgemm>"));
+    CHECK(!kf_library_kernel("softmax_fast"));
+    /* per-shape JSON with and without CUPTI */
+    kf_call_result cr;
+    memset(&cr, 0, sizeof cr);
+    json_t *j = json_object();
+    kf_sess_launch_json(j, &cr);
+    CHECK(json_is_null(json_object_get(j, "launch_count")) && json_object_get(j, "launch_note"));
+    json_decref(j);
+    cr.cupti = 1, cr.nlaunch = 3, cr.ngraph = 0, cr.nnames = 2, cr.nlib = 1;
+    snprintf(cr.names[0], sizeof cr.names[0], "row_stats");
+    snprintf(cr.names[1], sizeof cr.names[1], "cutlass_80_tensorop_s1688gemm");
+    j = json_object();
+    kf_sess_launch_json(j, &cr);
+    CHECK(json_integer_value(json_object_get(j, "launches_per_call")) == 3);
+    CHECK(json_array_size(json_object_get(j, "kernels")) == 2 && json_array_size(json_object_get(j, "library_kernels")) == 1);
+    json_decref(j);
+}
+
 void kft_register_cuda(void) {
+    kft_add("cuda/host_build", t_host_build, NULL, 900);
+    kft_add("cuda/host_errors", t_host_errors, NULL, 300);
+    kft_add("cuda/host_mode_select", t_host_mode_select, NULL, 30);
+    kft_add("cuda/fairness", t_fairness, NULL, 30);
     kft_add("cuda/bundled_build", t_bundled_build, NULL, 600);
     kft_add("cuda/errors", t_errors, NULL, 120);
     kft_add("cuda/launch_eval", t_launch_eval, NULL, 60);

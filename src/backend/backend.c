@@ -30,6 +30,7 @@ void kf_build_free(kf_build *b) {
     free(b->so_path);
     free(b->message);
     free(b->log);
+    free(b->libraries);
     for (int i = 0; i < b->nlaunch; i++)
         for (int d = 0; d < 7; d++) kf_expr_free(b->launch[i].dim[d]);
     for (int i = 0; i < b->nkernels; i++) free(b->kernels[i].name);
@@ -72,4 +73,27 @@ int kf_build_eval_launches(const kf_build *b, const kf_task *t, const int64_t *s
         }
     }
     return 0;
+}
+
+const char *kf_launch_mode_name(kf_launch_mode m) {
+    static const char *const n[] = {"cpu", "kernel", "host", "graph"};
+    return (unsigned)m < 4 ? n[m] : "?";
+}
+
+int kf_launch_host_timing(const kf_build *a, const kf_build *b) {
+    return (a && a->host) || (b && b->host);
+}
+
+int kf_launch_fair(kf_launch_mode cand, kf_launch_mode base, int graph_known, char *why, size_t n) {
+    if (n) why[0] = 0;
+    if (cand == KF_MODE_GRAPH && base != KF_MODE_GRAPH) {
+        snprintf(why, n, "the candidate replays a CUDA graph and the baseline is launched %s; "
+                         "a graph baseline is not built, so the launch overhead it saves is "
+                         "not a kernel speedup", base == KF_MODE_HOST ? "by its own host code" : "kernel by kernel");
+        return 0;
+    }
+    if (cand == KF_MODE_HOST && !graph_known)
+        snprintf(why, n, "graph use unknown (CUPTI not available): a speedup may include launch "
+                         "overhead saved by a CUDA graph");
+    return 1;
 }

@@ -44,7 +44,31 @@ typedef struct {
     char *pnames[KF_MAX_PARAMS];
     int64_t pvals[KF_MAX_PARAMS];
     char arch[16];   /* "sm_90" */
+    /* GPU host mode (docs/cuda.md): kforge_launch in a shared object built by nvcc */
+    int host;
+    char *libraries; /* owned: "cublas,libcublas.so.13" (kforge:link, then DT_NEEDED) or "" */
 } kf_build;
+
+/* 1 for a GPU artifact (kernel or host mode), which a GPU worker runs. */
+static inline int kf_build_gpu(const kf_build *b) { return b && (b->nlaunch > 0 || b->host); }
+
+/* How one side's calls reach the device, for kforge bench's fairness rule. */
+typedef enum {
+    KF_MODE_CPU = 0, /* the C backend */
+    KF_MODE_KERNEL,  /* GPU kernel mode: kforge launches the kernels */
+    KF_MODE_HOST,    /* GPU host mode: the candidate's kforge_launch, no graph seen */
+    KF_MODE_GRAPH    /* GPU host mode that launched a CUDA graph */
+} kf_launch_mode;
+
+const char *kf_launch_mode_name(kf_launch_mode m); /* "cpu", "kernel", "host", "graph" */
+/* 1 when a comparison of a and b uses the host-mode timing protocol (a device-wide
+ * synchronise inside the timed span, on both sides): either is in host mode. */
+int kf_launch_host_timing(const kf_build *a, const kf_build *b);
+/* Is timing cand against base a fair comparison? graph_known: whether the candidate's
+ * graph use is known (CUPTI ran). 1 fair; 0 unfair with why. A candidate replaying a
+ * graph saves the per-launch overhead a kernel-by-kernel baseline pays: unfair, since
+ * graph baselines are not built. Unknown graph use stays fair, with a note in why. */
+int kf_launch_fair(kf_launch_mode cand, kf_launch_mode base, int graph_known, char *why, size_t n);
 
 typedef struct kf_backend kf_backend;
 

@@ -97,6 +97,8 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     }
     double sum_c = 0, sum_b = 0;
     uint64_t started = kf__now_ns();
+    /* GPU host mode: what the timed calls launched (CUPTI; unknown without it) */
+    int c_graph = 0, b_graph = 0, c_known = 1, b_known = 1, c_launch = -1;
     for (int r = 0; !*stop; r++) {
         int timed = r >= WARMUP;
         if (timed) {
@@ -166,7 +168,10 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         if (st || *stop) break;
         if (timed) {
             /* GPU: the launches' event time; the host spans are cross-checked per call */
-            int gpu = cand->b && cand->b->nlaunch;
+            int gpu = kf_build_gpu(cand->b);
+            c_graph |= cc.ngraph > 0, b_graph |= cb.ngraph > 0;
+            c_known &= cc.cupti, b_known &= cb.cupti;
+            if (cc.cupti && cc.nlaunch > c_launch) c_launch = cc.nlaunch;
             R.cw[R.n] = (double)(gpu ? cc.dev_ns : cc.worker_ns);
             R.bw[R.n] = (double)(gpu ? cb.dev_ns : cb.worker_ns);
             R.cp[R.n] = (double)cc.parent_ns;
@@ -221,6 +226,26 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     json_array_append_new(ci, json_real(q.lo));
     json_array_append_new(ci, json_real(q.hi));
     json_object_set_new(jo, "ci95", ci);
+    /* the launch modes, and whether comparing them is fair (docs/cuda.md) */
+    int fair = 1;
+    if (kf_build_gpu(cand->b)) {
+        kf_launch_mode cm = cand->b->host ? (c_graph ? KF_MODE_GRAPH : KF_MODE_HOST) : KF_MODE_KERNEL;
+        kf_launch_mode bm = base->b->host ? (b_graph ? KF_MODE_GRAPH : KF_MODE_HOST) : KF_MODE_KERNEL;
+        char why[400];
+        fair = kf_launch_fair(cm, bm, !cand->b->host || c_known, why, sizeof why);
+        json_t *lm = json_object();
+        json_object_set_new(lm, "candidate", json_string(kf_launch_mode_name(cm)));
+        json_object_set_new(lm, "baseline", json_string(kf_launch_mode_name(bm)));
+        json_object_set_new(jo, "launch_mode", lm);
+        if (cand->b->host) {
+            json_object_set_new(jo, "graph_use", json_string(!c_known ? "unknown" : c_graph ? "yes" : "no"));
+            if (c_launch >= 0) json_object_set_new(jo, "launches_per_call", json_integer(c_launch));
+        }
+        json_object_set_new(jo, "fair", json_boolean(fair));
+        if (why[0]) json_object_set_new(jo, fair ? "fair_note" : "fair_reason", json_string(why));
+        if (!fair) q.win = 0;
+        (void)b_known;
+    }
     json_object_set_new(jo, "win", json_boolean(q.win));
     json_object_set_new(jo, "slower", json_boolean(q.slower));
     json_object_set_new(jo, "runs", json_integer(R.n));
@@ -232,8 +257,8 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
                                    kf_stats_quantile(R.bw, (size_t)R.n, 0.25)) / bmed));
     json_object_set_new(jo, "candidate_wall_ns", json_real(kf_stats_median(R.cp, (size_t)R.n)));
     json_object_set_new(jo, "baseline_wall_ns", json_real(kf_stats_median(R.bp, (size_t)R.n)));
-    *speedup = q.speedup;
-    if (!ceil && cand->b && cand->b->nlaunch && (t->cost_flops || t->cost_bytes)) {
+    *speedup = fair ? q.speedup : 0; /* an unfair shape stays out of the geomean */
+    if (!ceil && kf_build_gpu(cand->b) && (t->cost_flops || t->cost_bytes)) {
         /* GPU: rates from the task's cost model (no measured device ceilings yet) */
         double fl = eval_cost(t, sh, t->cost_flops), by = eval_cost(t, sh, t->cost_bytes);
         json_object_set_new(jo, "gflops", json_real(fl / cmed));
@@ -350,7 +375,10 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     kf_ceilings ceil;
     int have_cost = t->cost_flops || t->cost_bytes;
     /* GPU ceilings come from kforge device-info (not built yet): no roofline there */
-    if (s->cbuild.nlaunch) have_cost = 0;
+    if (kf_build_gpu(&s->cbuild)) have_cost = 0;
+    /* GPU: one timing protocol for both sides; host mode on either side puts a
+     * device-wide synchronise inside both timed spans */
+    s->host_timing = kf_launch_host_timing(&s->cbuild, vs_path ? &vs : &s->rbuild);
     if (have_cost) kf_bench_ceilings(&ceil);
     double logsum = 0;
     int n = 0, stop = 0, wins = 0;
@@ -393,5 +421,6 @@ out:
     kf_candidate_free(vsc);
     if (pinned) sched_setaffinity(0, sizeof saved, &saved);
     s->timing = 0;
+    s->host_timing = 0;
     return st;
 }

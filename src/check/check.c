@@ -121,9 +121,49 @@ kf_status kf_sess_build_cand(kf_sess *s, kf_ctx *ctx) {
                               s->o->compile_timeout_s, &s->cbuild);
 }
 
+int kf_library_kernel(const char *name) {
+    static const char *const pre[] = {"cublas", "cutlass", "cudnn", "cufft", "cusparse", "cusolver",
+                                      "sm80_xmma", "sm90_xmma", "sm100_xmma", "xmma_", "gemv2",
+                                      "gemmSN", "gemmk1", "nvjet", "ampere_", "hopper_", "volta_",
+                                      "turing_", "_ZN8cublas", "_ZN7cutlass", NULL};
+    for (int i = 0; pre[i]; i++)
+        if (strstr(name, pre[i])) return 1;
+    return 0;
+}
+
+void kf_sess_launch_json(json_t *jshape, const kf_call_result *cr) {
+    if (!cr->cupti) {
+        json_object_set_new(jshape, "launch_count", json_null());
+        json_object_set_new(jshape, "launch_note", json_string("CUPTI not available: launches not counted"));
+        return;
+    }
+    json_object_set_new(jshape, "launches_per_call", json_integer(cr->nlaunch));
+    json_object_set_new(jshape, "graph_launches", json_integer(cr->ngraph));
+    json_object_set_new(jshape, "memory_ops", json_integer(cr->nmemop));
+    json_t *k = json_array(), *lib = json_array();
+    for (int i = 0; i < cr->nnames; i++) {
+        json_array_append_new(k, kf_result_text_json(cr->names[i]));
+        if (kf_library_kernel(cr->names[i])) json_array_append_new(lib, kf_result_text_json(cr->names[i]));
+    }
+    json_object_set_new(jshape, "kernels", k);
+    if (cr->nlib > (int)json_array_size(lib)) json_object_set_new(jshape, "library_kernel_count", json_integer(cr->nlib));
+    json_object_set_new(jshape, "library_kernels", lib);
+}
+
 /* Record the candidate's build on the result; 1 when it built. */
 static int record_build(kf_sess *s) {
     json_object_set_new(s->res->root, "compile", build_json(&s->cbuild));
+    if (kf_build_gpu(&s->cbuild)) {
+        json_object_set_new(s->res->root, "launch_mode", json_string(s->cbuild.host ? "host" : "kernel"));
+        if (s->cbuild.host) {
+            json_t *libs = json_array();
+            char *dup = kf__strdup(s->cbuild.libraries ? s->cbuild.libraries : ""), *save = NULL;
+            for (char *l = dup ? strtok_r(dup, ",", &save) : NULL; l; l = strtok_r(NULL, ",", &save))
+                json_array_append_new(libs, kf_result_text_json(l));
+            free(dup);
+            json_object_set_new(s->res->root, "libraries", libs);
+        }
+    }
     if (s->cbuild.ok) return 1;
     kf_result_reject(s->res, s->cbuild.reason, NULL, "%s", s->cbuild.message);
     return 0;
@@ -141,7 +181,7 @@ kf_status kf_sess_build(kf_sess *s, int *cand_ok) {
 kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_side *side,
                         kf_call_result *fail) {
     kf_worker_opts wo = {s->o->cpu_limit_s, s->o->mem_limit, s->o->call_timeout_s, s->timing,
-                         s->timing ? (const void *)&s->worker_cpus : NULL, b->nlaunch > 0};
+                         s->timing ? (const void *)&s->worker_cpus : NULL, kf_build_gpu(b)};
     if (wo.gpu && wo.start_timeout_s < 60) wo.start_timeout_s = 60; /* driver and context set-up */
     side->b = b;
     return kf_worker_spawn(s->ctx, b->so_path, bytes, &wo, &side->w, fail);
@@ -161,7 +201,7 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
                   const kf_poison *p, kf_call_result *cr) {
     unsigned char *arena = kf_worker_arena(side->w);
     kf_data_stage(s->t, ex, &side->lay, in, p, arena);
-    if (!(side->b && side->b->nlaunch)) kf_data_flush(arena, &side->lay); /* GPU: L2 in the worker */
+    if (!kf_build_gpu(side->b)) kf_data_flush(arena, &side->lay); /* GPU: L2 in the worker */
     kf_msg_run m;
     memset(&m, 0, sizeof m);
     m.nargs = (uint32_t)s->t->nargs;
@@ -170,8 +210,9 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
         m.ival[i] = ex->ival[i];
         m.fval[i] = ex->fval[i];
     }
-    if (side->b && side->b->nlaunch) {
-        /* a GPU worker: the span it copies, the parameter kinds, the launches */
+    if (kf_build_gpu(side->b)) {
+        /* a GPU worker: the span it copies, the parameter kinds, the launches (none in
+         * host mode: the candidate's kforge_launch makes them) */
         m.span_lo = side->lay.guard_off[0];
         m.span_hi = side->lay.end;
         for (int i = 0; i < s->t->nargs; i++) {
@@ -184,7 +225,7 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
         }
         char err[300];
         uint32_t lx[KF_MAX_LAUNCH][7];
-        if (kf_build_eval_launches(side->b, s->t, ex->size, lx, err, sizeof err)) {
+        if (side->b->nlaunch && kf_build_eval_launches(side->b, s->t, ex->size, lx, err, sizeof err)) {
             memset(cr, 0, sizeof *cr);
             cr->st = KF_CALL_FAILED;
             cr->reason = KF_REASON_CRASH;
@@ -197,6 +238,7 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
             memcpy(m.dims[l], lx[l], sizeof m.dims[l]);
         }
         if (s->timing) m.flags |= KF_RUN_FLUSH_L2;
+        if (s->host_timing || side->b->host) m.flags |= KF_RUN_HOST_TIMING;
     }
     kf_worker_call(side->w, &m, s->o->call_timeout_s, cr);
 }
@@ -567,6 +609,7 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
             break;
         }
         if (cr.worker_ns < best_ns) best_ns = cr.worker_ns;
+        if (trial == 0 && cand->b && cand->b->host) kf_sess_launch_json(jshape, &cr);
         if (!s->have_occ && cand->b && cand->b->nlaunch) {
             memcpy(s->occ, cr.occ, sizeof s->occ);
             s->have_occ = 1;
@@ -799,8 +842,9 @@ static kf_status run_check(kf_sess *s) {
     json_t *sandbox = json_object();
     /* a GPU kernel-mode worker runs no candidate host code; it has no seccomp filter
      * or Landlock (the driver needs its devices), only its own uid and rlimits */
-    json_object_set_new(sandbox, "seccomp", json_boolean(!s->cbuild.nlaunch));
+    json_object_set_new(sandbox, "seccomp", json_boolean(!kf_build_gpu(&s->cbuild)));
     if (s->cbuild.nlaunch) json_object_set_new(sandbox, "gpu_kernel_mode", json_true());
+    if (s->cbuild.host) json_object_set_new(sandbox, "gpu_host_mode", json_true());
     json_object_set_new(sandbox, "landlock_abi", json_integer(kf_worker_landlock_abi(cand.w)));
     json_object_set_new(sandbox, "mseal", json_boolean(kf_worker_sealed(cand.w)));
     json_object_set_new(sandbox, "frozen_between_calls", json_true());

@@ -29,6 +29,7 @@ typedef struct {
     uint64_t t0;
     int timing;              /* bench: workers spin-waited and kept off our CPU */
     int have_occ;            /* GPU: resident blocks per SM of each launch, first call */
+    int host_timing;         /* GPU: the host-mode timing protocol on every side */
     uint32_t occ[KF_PROTO_MAXLAUNCH];
     cpu_set_t worker_cpus;
 } kf_sess;
@@ -73,6 +74,12 @@ json_t *kf_sess_shape_json(const kf_task *t, const kf_shape *sh);
 int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
              const kf_poison *p, void **ref, void ***prev, int nprev, json_t *shape,
              const char *when, double *max_abs, double *max_rel);
+
+/* GPU host mode: CUPTI's counts of one call onto a shape's JSON (launches_per_call,
+ * kernels, graph_launches, library_kernels; launch_count null without CUPTI). */
+void kf_sess_launch_json(json_t *jshape, const kf_call_result *cr);
+/* 1 when a kernel name looks like a library's (cuBLAS, cuDNN, CUTLASS, ...). */
+int kf_library_kernel(const char *name);
 
 /* Do two sets of outputs agree under the task's determinism rule (bitwise, or within
  * the tolerance)? */

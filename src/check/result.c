@@ -228,9 +228,17 @@ static char *result_text_raw(const kf_result *r) {
             kf_buf_printf(&b, ": candidate %s, baseline %s, speedup %.3fx +/- %.3f%s",
                           c, bl, json_number_value(json_object_get(o, "speedup")),
                           json_number_value(json_object_get(o, "noise")),
-                          json_is_true(json_object_get(o, "win"))      ? " (win)"
+                          json_is_false(json_object_get(o, "fair"))    ? " (NOT a fair comparison)"
+                          : json_is_true(json_object_get(o, "win"))    ? " (win)"
                           : json_is_true(json_object_get(o, "slower")) ? " (slower)"
                                                                        : " (within noise)");
+            json_t *lm = json_object_get(o, "launch_mode");
+            if (json_is_object(lm))
+                kf_buf_printf(&b, ", launched %s vs %s", json_string_value(json_object_get(lm, "candidate")),
+                              json_string_value(json_object_get(lm, "baseline")));
+            json_t *fr = json_object_get(o, "fair_reason"), *fn = json_object_get(o, "fair_note");
+            if (json_is_string(fr)) kf_buf_printf(&b, "\n    unfair: %s", json_string_value(fr));
+            if (json_is_string(fn)) kf_buf_printf(&b, "\n    note: %s", json_string_value(fn));
             json_t *rf = json_object_get(o, "roofline_fraction");
             if (json_is_number(rf)) kf_buf_printf(&b, ", %.0f%% of roofline", 100 * json_number_value(rf));
             kf_buf_printf(&b, "\n");

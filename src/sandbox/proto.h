@@ -28,9 +28,13 @@ enum {
 };
 
 #define KF_PROTO_MAXLAUNCH 8
+#define KF_PROTO_MAXNAMES 8
 /* argument kinds for GPU workers (kernel parameters) */
 enum { KF_ARG_BUF = 0, KF_ARG_I32, KF_ARG_I64, KF_ARG_F32, KF_ARG_F64, KF_ARG_U8 };
 #define KF_RUN_FLUSH_L2 1u /* GPU: write a scratch buffer larger than L2 before the call */
+/* GPU: the host-mode timing protocol (either side of a comparison is in host mode):
+ * event 0, the call, a device-wide synchronise, event 1 */
+#define KF_RUN_HOST_TIMING 2u
 
 typedef struct {
     uint32_t magic, type, seq, nargs;
@@ -51,6 +55,9 @@ typedef struct {
     uint64_t ns;
     uint64_t dev_ns;                    /* GPU: event time of the launches */
     uint32_t occ[KF_PROTO_MAXLAUNCH];   /* GPU: resident blocks per SM of each launch */
+    /* GPU host mode: what CUPTI saw during the call (cupti 0: not available) */
+    int32_t cupti, nlaunch, ngraph, nmemop, nlib, nnames;
+    char names[KF_PROTO_MAXNAMES][64];  /* the first kernels' names, NUL-terminated */
 } kf_msg_done;
 
 typedef struct {

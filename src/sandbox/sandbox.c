@@ -543,6 +543,13 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
     if (type == KF_MSG_DONE) {
         r->dev_ns = m.d.dev_ns;
         memcpy(r->occ, m.d.occ, sizeof r->occ);
+        r->cupti = m.d.cupti != 0;
+        r->nlaunch = m.d.nlaunch, r->ngraph = m.d.ngraph, r->nmemop = m.d.nmemop, r->nlib = m.d.nlib;
+        r->nnames = m.d.nnames < 0 ? 0 : m.d.nnames > KF_PROTO_MAXNAMES ? KF_PROTO_MAXNAMES : m.d.nnames;
+        for (int i = 0; i < KF_PROTO_MAXNAMES; i++) {
+            memcpy(r->names[i], m.d.names[i], sizeof r->names[i]);
+            r->names[i][sizeof r->names[i] - 1] = 0;
+        }
     }
     return 1;
 }

@@ -24,6 +24,10 @@ typedef struct {
     uint64_t parent_ns;    /* the coordinator's clock, send to receive */
     uint64_t dev_ns;       /* GPU: the launches' CUDA event time */
     uint32_t occ[KF_PROTO_MAXLAUNCH]; /* GPU: resident blocks per SM, per launch */
+    /* GPU host mode: CUPTI's counts for the call (cupti 0: unknown). Reported by the
+     * worker, so by the candidate's process: information, never a verdict. */
+    int cupti, nlaunch, ngraph, nmemop, nlib, nnames;
+    char names[KF_PROTO_MAXNAMES][64];
 } kf_call_result;
 
 typedef struct {
@@ -32,7 +36,7 @@ typedef struct {
     double start_timeout_s;
     int spin;              /* spin-wait for replies (timing runs): steady latency */
     const void *cpus;      /* cpu_set_t the worker may run on, or NULL for any */
-    int gpu;               /* a GPU kernel-mode artifact: driver threads allowed */
+    int gpu;               /* a GPU artifact (kernel or host mode): driver threads allowed */
 } kf_worker_opts;
 
 /* Spawn a worker for the built object so_path with an arena of arena_size bytes.

@@ -148,7 +148,7 @@ kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
             if (*body) *body++ = 0;
             if (!strcmp(kind, "param") || !strcmp(kind, "require") || !strcmp(kind, "when")) {
                 if ((st = directive(ctx, c, kind, trim(body), line))) goto fail;
-            } else if (strcmp(kind, "test") && strcmp(kind, "launch")) {
+            } else if (strcmp(kind, "test") && strcmp(kind, "launch") && strcmp(kind, "host") && strcmp(kind, "link")) {
                 st = kf__err(ctx, KF_EUSAGE, "%s:%d: unknown directive kforge:%s (param, require, when)", path, line, kind);
                 goto fail;
             }

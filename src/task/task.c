@@ -304,7 +304,7 @@ static const char *ref_name(const char *backend) {
 static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
     static const char *const top[] = {"name", "backend", "entry", "sizes", "constraints",
                                       "args", "tolerance", "shapes", "hidden", "cost",
-                                      "determinism", "description", 0};
+                                      "determinism", "description", "launch_mode", 0};
     kf_status st;
     if (!json_is_object(root)) return bad(l, "top level: expected an object");
     if ((st = only_keys(l, root, "top level", top))) return st;
@@ -473,6 +473,15 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
         if (!d || (strcmp(d, "exact") && strcmp(d, "tolerance")))
             return bad(l, "determinism: expected \"exact\" or \"tolerance\"");
         t->determinism_exact = !strcmp(d, "exact");
+    }
+    json_t *lm = json_object_get(root, "launch_mode");
+    if (lm) {
+        const char *m = json_string_value(lm);
+        if (!m || (strcmp(m, "kernel") && strcmp(m, "host")))
+            return bad(l, "launch_mode: expected \"kernel\" or \"host\"");
+        if (strcmp(t->backend, "cuda"))
+            return bad(l, "launch_mode: only for the cuda backend");
+        t->launch_host = !strcmp(m, "host");
     }
     if (json_object_get(root, "description") &&
         !json_is_string(json_object_get(root, "description")))

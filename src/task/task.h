@@ -64,6 +64,7 @@ struct kf_task {
     int hidden_count;
     kf_expr *cost_flops, *cost_bytes;
     int determinism_exact; /* 1: bitwise-equal reruns (default); 0: within tolerance */
+    int launch_host;       /* cuda: "launch_mode": "host" (files without kforge:launch) */
     char fingerprint[65];  /* sha256(task.json, reference) */
 };
 

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "../backend.h"
 #include "cuda_api.h"
+#include "host.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -321,10 +322,13 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
                               const char *text, size_t len, const kf_param *params, int nparams,
                               const char *workdir, double timeout_s, kf_build *out) {
     (void)be;
-    (void)timeout_s;
     char err[1024];
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
+    if (kf__cuda_host_mode(t, text, len)) {
+        pick_arch(out->arch, sizeof out->arch);
+        return kf__cuda_host_compile(ctx, t, path, text, len, params, nparams, workdir, timeout_s, out);
+    }
     if (check_includes(text, len, err, sizeof err) ||
         parse_launches(t, text, len, params, nparams, out, err, sizeof err)) {
         out->ok = 0;

@@ -1,8 +1,10 @@
 /*
  * gpu_worker.c - kforge-worker's GPU mode: runs one kernel-mode artifact (a cubin and
- * the names of its launched kernels) on the device. There is no candidate host code:
- * everything on the host side here is kforge's own, and the coordinator still checks
- * everything it reports.
+ * the names of its launched kernels) or one host-mode artifact (a shared object with
+ * kforge_launch, built by nvcc) on the device. In kernel mode there is no candidate host
+ * code; in host mode the candidate's code runs in this process, loaded only after the
+ * confinement below, and may forge anything this process says: the coordinator checks
+ * the outputs itself and cross-checks the reported time against its own clock.
  *
  * Setup (before SETUP_OK): load libcuda, retain the primary context of device 0, load
  * the cubin, resolve the kernels, allocate the device mirror of the arena and an L2
@@ -18,6 +20,7 @@
 #include "../../sandbox/worker.h"
 #include "cuda_api.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -25,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,14 +36,35 @@
 
 #define MAXK KF_PROTO_MAXLAUNCH
 
+/* CUPTI's launch counter (cupti.c, which loads libcupti at run time). Weak: a worker
+ * built without it reports "not available", never fails. */
+#if __has_include("../cuda/cupti.h") /* ours, not the toolkit's cupti.h */
+#include "../cuda/cupti.h"
+#else
+typedef struct kf_launch_log {
+    int available, nlaunch, ngraph, nmemop, nnames;
+    char names[16][96];
+    int nlib;
+} kf_launch_log;
+int kf_cupti_init(char *err, size_t n);
+void kf_cupti_begin(void);
+void kf_cupti_end(kf_launch_log *out);
+void kf_cupti_shutdown(void);
+#endif
+#pragma weak kf_cupti_init
+#pragma weak kf_cupti_begin
+#pragma weak kf_cupti_end
+
 int kf_wk_is_gpu_artifact(const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     char m[8];
-    int ok = read(fd, m, 8) == 8 && !memcmp(m, "KFCUBIN1", 8);
+    int ok = read(fd, m, 8) == 8 && (!memcmp(m, "KFCUBIN1", 8) || !memcmp(m, "KFHOST01", 8));
     close(fd);
     return ok;
 }
+
+typedef int (*kf_host_fn)(void *const *bufs, const int64_t *ival, const double *fval, void *stream);
 
 static const kf_cu_api *cu;
 
@@ -83,21 +108,37 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     if (!art || read(fd, art, (size_t)sb.st_size) != sb.st_size) kf_wk_die(113, "read artifact");
     close(fd);
     art[sb.st_size] = 0;
-    uint32_t nk;
-    memcpy(&nk, art + 8, 4);
-    if (nk == 0 || nk > MAXK) fail_msg(KF_MSG_LOADFAIL, "bad artifact: %u kernels", nk);
+    int host = !memcmp(art, "KFHOST01", 8);
+    uint32_t nk = 0;
     const char *names[MAXK];
-    size_t o = 12;
-    for (uint32_t i = 0; i < nk; i++) {
-        names[i] = (const char *)art + o;
-        o += strnlen(names[i], (size_t)sb.st_size - o) + 1;
-        if (o + 4 > (size_t)sb.st_size) fail_msg(KF_MSG_LOADFAIL, "bad artifact: truncated");
+    const unsigned char *cubin = NULL;
+    int sofd = -1;
+    if (host) {
+        /* the object goes into a memfd now (before the file-size limit) and is loaded
+         * only after the confinement: its constructors are candidate code */
+        sofd = memfd_create("kforge-candidate", MFD_CLOEXEC);
+        size_t left = (size_t)sb.st_size - 8;
+        for (const unsigned char *q = art + 8; sofd >= 0 && left;) {
+            ssize_t w = write(sofd, q, left);
+            if (w <= 0) kf_wk_die(113, "writing the candidate's object");
+            q += w, left -= (size_t)w;
+        }
+        if (sofd < 0) kf_wk_die(113, "memfd_create");
+    } else {
+        memcpy(&nk, art + 8, 4);
+        if (nk == 0 || nk > MAXK) fail_msg(KF_MSG_LOADFAIL, "bad artifact: %u kernels", nk);
+        size_t o = 12;
+        for (uint32_t i = 0; i < nk; i++) {
+            names[i] = (const char *)art + o;
+            o += strnlen(names[i], (size_t)sb.st_size - o) + 1;
+            if (o + 4 > (size_t)sb.st_size) fail_msg(KF_MSG_LOADFAIL, "bad artifact: truncated");
+        }
+        uint32_t cs;
+        memcpy(&cs, art + o, 4);
+        o += 4;
+        if (o + cs > (size_t)sb.st_size) fail_msg(KF_MSG_LOADFAIL, "bad artifact: truncated cubin");
+        cubin = art + o;
     }
-    uint32_t cs;
-    memcpy(&cs, art + o, 4);
-    o += 4;
-    if (o + cs > (size_t)sb.st_size) fail_msg(KF_MSG_LOADFAIL, "bad artifact: truncated cubin");
-    const unsigned char *cubin = art + o;
 
     /* the device */
     char err[512];
@@ -118,13 +159,15 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     cu->DeviceGetAttribute(&maj, KF_CU_ATTR_CC_MAJOR, dev);
     cu->DeviceGetAttribute(&min, KF_CU_ATTR_CC_MINOR, dev);
     CUmodule mod;
-    CUresult lr = cu->ModuleLoadData(&mod, cubin);
-    if (lr) fail_msg(KF_MSG_LOADFAIL, "cuModuleLoadData: %s (built for another architecture? the device is sm_%d%d)",
-                     kf_cu_errname(cu, lr), maj, min);
     CUfunction fn[MAXK];
-    for (uint32_t i = 0; i < nk; i++)
-        if (cu->ModuleGetFunction(&fn[i], mod, names[i]))
-            fail_msg(KF_MSG_LOADFAIL, "kernel %s is not in the module", names[i]);
+    if (!host) {
+        CUresult lr = cu->ModuleLoadData(&mod, cubin);
+        if (lr) fail_msg(KF_MSG_LOADFAIL, "cuModuleLoadData: %s (built for another architecture? the device is sm_%d%d)",
+                         kf_cu_errname(cu, lr), maj, min);
+        for (uint32_t i = 0; i < nk; i++)
+            if (cu->ModuleGetFunction(&fn[i], mod, names[i]))
+                fail_msg(KF_MSG_LOADFAIL, "kernel %s is not in the module", names[i]);
+    }
     CUstream stream;
     /* a blocking stream: it orders after the legacy stream's copies (cuMemcpyHtoD from
      * pageable memory may return before its DMA lands; the context sync below makes
@@ -141,6 +184,11 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     /* whatever the memory held before (another process's data) is never visible */
     CK(cu->MemsetD32Async(mirror, poison_word(), msize / 4, stream), "poisoning the mirror");
     CK(cu->StreamSynchronize(stream), "poisoning the mirror");
+    /* host mode: CUPTI's callbacks are registered before any candidate code runs */
+    int cupti = 0;
+    char cupti_err[256] = "not built in";
+    if (host && kf_cupti_init && kf_cupti_begin && kf_cupti_end)
+        cupti = kf_cupti_init(cupti_err, sizeof cupti_err) == 0;
 
     /* confinement: the device files are open; drop root, limits, no new privileges */
     kf_wk_drop_root(argv[7], argv[2]);
@@ -165,6 +213,21 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         io += (size_t)snprintf(info + io, sizeof info - io, "kernel %u regs=%d local=%d shared=%d max_threads=%d\n",
                                i, regs, local, shared, maxt);
     }
+    kf_host_fn hcall = NULL;
+    if (host) {
+        /* the candidate's object, unprivileged; RTLD_LOCAL: it cannot interpose this
+         * program's symbols (its clock, its channel) */
+        setvbuf(stdout, NULL, _IONBF, 0);
+        char sopath[64];
+        snprintf(sopath, sizeof sopath, "/proc/self/fd/%d", sofd);
+        void *h = dlopen(sopath, RTLD_NOW | RTLD_LOCAL);
+        if (!h) fail_msg(KF_MSG_LOADFAIL, "%s", dlerror());
+        close(sofd);
+        hcall = (kf_host_fn)dlsym(h, "kforge_host_call__");
+        if (!hcall) fail_msg(KF_MSG_LOADFAIL, "kforge_host_call__ missing from the built object");
+        io += (size_t)snprintf(info + io, sizeof info - io, "host mode cupti=%s\n",
+                               cupti ? "yes" : cupti_err);
+    }
     kf_wk_send_text(KF_MSG_INFO, info);
     kf_msg_done ready = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_READY};
     if (send(KF_WORKER_SOCK_FD, &ready, sizeof ready, MSG_NOSIGNAL) != sizeof ready) _exit(114);
@@ -179,11 +242,12 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             cu->StreamSynchronize(stream);
             _exit(0);
         }
-        if (m.type != KF_MSG_RUN || m.nargs > KF_PROTO_MAXARGS || m.nlaunch == 0 ||
+        if (m.type != KF_MSG_RUN || m.nargs > KF_PROTO_MAXARGS || (!host && m.nlaunch == 0) ||
             m.nlaunch > MAXK || m.span_lo > m.span_hi || m.span_hi > arena_size)
             _exit(115);
         /* the kernels' parameters: device addresses in the mirror, scalars by value */
         CUdeviceptr ptr[KF_PROTO_MAXARGS];
+        void *hbuf[KF_PROTO_MAXARGS];
         int32_t i32[KF_PROTO_MAXARGS];
         int64_t i64[KF_PROTO_MAXARGS];
         float f32[KF_PROTO_MAXARGS];
@@ -196,6 +260,7 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
                 if (m.off[i] < m.span_lo || m.off[i] > m.span_hi) _exit(115);
                 ptr[i] = mirror + m.off[i];
                 params[i] = &ptr[i];
+                hbuf[i] = (void *)(uintptr_t)ptr[i];
                 break;
             case KF_ARG_I32: i32[i] = (int32_t)m.ival[i]; params[i] = &i32[i]; break;
             case KF_ARG_I64: i64[i] = m.ival[i]; params[i] = &i64[i]; break;
@@ -218,7 +283,15 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         kf_msg_done start = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
         CKRUN(cu->EventRecord(ev0, stream), "cuEventRecord");
-        for (uint32_t l = 0; l < m.nlaunch; l++) {
+        kf_launch_log lg;
+        memset(&lg, 0, sizeof lg);
+        if (host) {
+            if (cupti) kf_cupti_begin();
+            int rc = hcall(hbuf, m.ival, m.fval, stream);
+            if (cupti) kf_cupti_end(&lg);
+            if (rc) fail_msg(KF_MSG_FAIL, "kforge_launch returned %d", rc);
+        }
+        for (uint32_t l = 0; !host && l < m.nlaunch; l++) {
             const uint32_t *d = m.dims[l];
             CUresult r = cu->LaunchKernel(fn[m.kernel[l]], d[0], d[1], d[2], d[3], d[4], d[5], d[6],
                                           stream, params, NULL);
@@ -227,15 +300,28 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
                          l + 1, names[m.kernel[l]], d[0], d[1], d[2], d[3], d[4], d[5], d[6],
                          kf_cu_errname(cu, r));
         }
-        CKRUN(cu->EventRecord(ev1, stream), "cuEventRecord");
-        /* the whole context, not the stream: nothing may still run after DONE */
-        CKRUN(cu->CtxSynchronize(), "running the kernels");
+        if (host || (m.flags & KF_RUN_HOST_TIMING)) {
+            /* the host-mode protocol: the device-wide synchronise inside the timed span
+             * (side streams, the legacy stream, graphs and work queued after return all
+             * finish before event 1) */
+            CKRUN(cu->CtxSynchronize(), "running the kernels");
+            CKRUN(cu->EventRecord(ev1, stream), "cuEventRecord");
+            CKRUN(cu->EventSynchronize(ev1), "cuEventSynchronize");
+        } else {
+            CKRUN(cu->EventRecord(ev1, stream), "cuEventRecord");
+            /* the whole context, not the stream: nothing may still run after DONE */
+            CKRUN(cu->CtxSynchronize(), "running the kernels");
+        }
         uint64_t t1 = kf_wk_now_ns();
         float ms = 0;
         CKRUN(cu->EventElapsedTime(&ms, ev0, ev1), "cuEventElapsedTime");
         kf_msg_done d = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_DONE, .seq = m.seq, .ns = t1,
                          .dev_ns = (uint64_t)((double)ms * 1e6)};
-        for (uint32_t l = 0; l < m.nlaunch; l++) {
+        d.cupti = cupti && lg.available;
+        d.nlaunch = lg.nlaunch, d.ngraph = lg.ngraph, d.nmemop = lg.nmemop, d.nlib = lg.nlib;
+        d.nnames = lg.nnames < KF_PROTO_MAXNAMES ? lg.nnames : KF_PROTO_MAXNAMES;
+        for (int i = 0; i < d.nnames && i < 16; i++) snprintf(d.names[i], sizeof d.names[i], "%.63s", lg.names[i]);
+        for (uint32_t l = 0; !host && l < m.nlaunch; l++) {
             int nb = 0;
             const uint32_t *dd = m.dims[l];
             if (!cu->OccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn[m.kernel[l]], (int)(dd[3] * dd[4] * dd[5]), dd[6]))
