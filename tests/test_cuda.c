@@ -404,6 +404,19 @@ static void t_host_errors(const void *arg) {
                o.b.message ? o.b.message : "(built)");
         built_free(&o);
     }
+    /* no nvcc: an error of the environment (exit 2), never a rejection */
+    setenv("KFORGE_NVCC", "/nonexistent/nvcc", 1);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/softmax");
+    kf_build b;
+    memset(&b, 0, sizeof b);
+    kf_status st = kf_backend_compile(kf_backend_get("cuda"), ctx, t, "x.cu", host_ok, strlen(host_ok), NULL, 0,
+                                      tmp, 60, &b);
+    CHECKF(st == KF_EBACKEND && strstr(kf_errmsg(ctx), "nvcc"), "status %d: %s", (int)st, kf_errmsg(ctx));
+    unsetenv("KFORGE_NVCC");
+    kf_build_free(&b);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
     unsetenv("KFORGE_CACHE_DIR");
     kf__rmtree(tmp);
 }
@@ -470,7 +483,80 @@ static void t_fairness(const void *arg) {
     json_decref(j);
 }
 
+/* On a GPU: what a host-mode result reports. sgemm through cuBLAS: launch_mode host,
+ * libraries with cublas, the host-mode sandbox flag, and per shape either CUPTI's
+ * counts with cuBLAS's kernels flagged or launch_count null. bgemm replayed as a graph,
+ * benched: launch modes per side, and a graph against the kernel-mode reference is
+ * never a win (fair false), or graph use is "unknown" without CUPTI. */
+static void t_host_gpu_report(const void *arg) {
+    (void)arg;
+    char why[512];
+    if (!kft_have_gpu(why, sizeof why)) kft_skip("needs a GPU: %s", why);
+    need_nvcc();
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/sgemm");
+    kf_opts o;
+    kf_opts_init(&o);
+    o.call_timeout_s = 10;
+    o.hidden_count = 1;
+    kf_result *r = NULL;
+    CHECKF(kf_check(ctx, t, kft_src("tasks/cuda/sgemm/candidates/host.cu"), &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
+    char *js = kf_result_json(r);
+    json_error_t je;
+    json_t *root = json_loads(js, 0, &je);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", js);
+    CHECKF(!strcmp(json_string_value(json_object_get(root, "launch_mode")), "host"), "%s", js);
+    json_t *libs = json_object_get(root, "libraries"), *v;
+    size_t i;
+    int cub = 0;
+    json_array_foreach(libs, i, v) cub |= strstr(json_string_value(v), "cublas") != NULL;
+    CHECKF(cub, "no cublas in libraries: %s", js);
+    CHECKF(json_is_true(json_object_get(json_object_get(root, "sandbox"), "gpu_host_mode")), "%s", js);
+    json_t *sh0 = json_array_get(json_object_get(root, "shapes"), 0);
+    if (json_object_get(sh0, "launches_per_call")) {
+        CHECKF(json_integer_value(json_object_get(sh0, "launches_per_call")) >= 1, "%s", js);
+        CHECKF(json_array_size(json_object_get(sh0, "library_kernels")) >= 1, "cuBLAS kernels not flagged: %s", js);
+        fprintf(stderr, "    CUPTI: %lld launches per call\n",
+                (long long)json_integer_value(json_object_get(sh0, "launches_per_call")));
+    } else {
+        CHECKF(json_is_null(json_object_get(sh0, "launch_count")), "%s", js);
+        fprintf(stderr, "    no CUPTI: launch_count null\n");
+    }
+    json_decref(root);
+    free(js);
+    kf_result_free(r);
+    kf_task_free(t);
+
+    t = kft_task(ctx, "tasks/cuda/bgemm");
+    o.bench_min_time_s = 0.05;
+    o.bench_min_runs = 11;
+    o.bench_max_runs = 31;
+    CHECKF(kf_bench(ctx, t, kft_src("tasks/cuda/bgemm/candidates/host.cu"), &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
+    js = kf_result_json(r);
+    root = json_loads(js, 0, &je);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", js);
+    json_array_foreach(json_object_get(root, "shapes"), i, v) {
+        json_t *lm = json_object_get(v, "launch_mode");
+        if (!lm) continue; /* the check's shapes carry no timing */
+        const char *gu = json_string_value(json_object_get(v, "graph_use"));
+        CHECKF(!strcmp(json_string_value(json_object_get(lm, "baseline")), "kernel"), "%s", js);
+        CHECKF(gu && (!strcmp(gu, "yes") || !strcmp(gu, "unknown")), "graph_use %s: %s", gu ? gu : "-", js);
+        if (!strcmp(gu, "yes")) {
+            CHECKF(!strcmp(json_string_value(json_object_get(lm, "candidate")), "graph"), "%s", js);
+            CHECKF(json_is_false(json_object_get(v, "fair")) && json_is_false(json_object_get(v, "win")), "%s", js);
+        } else {
+            CHECKF(json_object_get(v, "fair_note"), "%s", js);
+        }
+    }
+    json_decref(root);
+    free(js);
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 void kft_register_cuda(void) {
+    kft_add("cuda/host_gpu_report", t_host_gpu_report, NULL, 600);
     kft_add("cuda/host_build", t_host_build, NULL, 900);
     kft_add("cuda/host_errors", t_host_errors, NULL, 300);
     kft_add("cuda/host_mode_select", t_host_mode_select, NULL, 30);
