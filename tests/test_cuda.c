@@ -17,9 +17,19 @@
 #include "task/task.h"
 #include "util/util.h"
 
+#include "sandbox/policy.h"
+
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void need_nvrtc(void) {
@@ -555,7 +565,59 @@ static void t_host_gpu_report(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* GPU host mode's seccomp filter, without a GPU: it loads (its rules do not conflict),
+ * lets through what the driver uses (any ioctl but TIOCSTI, read-write opens of
+ * existing files, epoll, threads), and a forbidden call traps with its number, which
+ * the coordinator names. Which calls the real driver needs is for the GPU run to show. */
+static int sigsys_pipe = -1;
+static void on_sys(int sig, siginfo_t *si, void *uc) {
+    (void)sig;
+    (void)uc;
+    int nr = si->si_syscall;
+    if (write(sigsys_pipe, &nr, sizeof nr) != (ssize_t)sizeof nr) _exit(3);
+    _exit(0);
+}
+
+static void t_gpu_seccomp(const void *arg) {
+    (void)arg;
+    int p[2];
+    CHECK(pipe(p) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(p[0]);
+        sigsys_pipe = p[1];
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_sys;
+        sa.sa_flags = SA_SIGINFO;
+        if (sigaction(SIGSYS, &sa, NULL) || kf_policy_seccomp_gpu_host(getpid())) _exit(10);
+        int fd = open("/dev/null", O_RDWR);
+        if (fd < 0) _exit(11);
+        int nb = 0;
+        if (ioctl(fd, FIONREAD, &nb) && errno != ENOTTY && errno != EINVAL) _exit(12);
+        char c = 'x';
+        if (ioctl(fd, TIOCSTI, &c) == 0 || errno != EPERM) _exit(13);
+        int ep = epoll_create1(EPOLL_CLOEXEC);
+        if (ep < 0) _exit(14);
+        if (open("/tmp/kft-should-not-exist", O_WRONLY | O_CREAT, 0600) >= 0) _exit(15); /* traps first */
+        _exit(16);
+    }
+    close(p[1]);
+    int nr = -1, status = 0;
+    ssize_t got = read(p[0], &nr, sizeof nr);
+    close(p[0]);
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d (10: the filter did not load; "
+           "11-14: an allowed call failed; 16: the forbidden open was not trapped)", WEXITSTATUS(status));
+    CHECKF(got == (ssize_t)sizeof nr && nr == SYS_openat, "trapped %d", nr);
+    char *name = kf_policy_syscall_name(nr);
+    CHECKF(name && !strcmp(name, "openat"), "%s", name ? name : "(null)");
+    free(name);
+}
+
 void kft_register_cuda(void) {
+    kft_add("cuda/gpu_seccomp", t_gpu_seccomp, NULL, 30);
     kft_add("cuda/host_gpu_report", t_host_gpu_report, NULL, 600);
     kft_add("cuda/host_build", t_host_build, NULL, 900);
     kft_add("cuda/host_errors", t_host_errors, NULL, 300);

@@ -194,6 +194,13 @@ static void t_cost_and_backend(const void *arg) {
     j = edit("\"backend\":\"c\"", "\"backend\":\"opencl\"");
     refused(j, good_ref, KF_EBACKEND, "not available", NULL);
     free(j);
+    /* launch_mode: CUDA only, and only "kernel" or "host" */
+    j = edit("\"hidden\"", "\"launch_mode\":\"host\",\"hidden\"");
+    refused(j, good_ref, KF_ETASK, "launch_mode", "only for the cuda backend");
+    free(j);
+    j = edit("\"hidden\"", "\"launch_mode\":\"graph\",\"hidden\"");
+    refused(j, good_ref, KF_ETASK, "launch_mode", "\"kernel\" or \"host\"");
+    free(j);
 }
 
 static void t_no_output(const void *arg) {

@@ -842,7 +842,8 @@ static kf_status run_check(kf_sess *s) {
     json_t *sandbox = json_object();
     /* a GPU kernel-mode worker runs no candidate host code; it has no seccomp filter
      * or Landlock (the driver needs its devices), only its own uid and rlimits */
-    json_object_set_new(sandbox, "seccomp", json_boolean(!kf_build_gpu(&s->cbuild)));
+    json_object_set_new(sandbox, "seccomp", json_boolean(!kf_build_gpu(&s->cbuild) ||
+                                                         (s->cbuild.host && cand.w && kf_worker_filtered(cand.w))));
     if (s->cbuild.nlaunch) json_object_set_new(sandbox, "gpu_kernel_mode", json_true());
     if (s->cbuild.host) json_object_set_new(sandbox, "gpu_host_mode", json_true());
     json_object_set_new(sandbox, "landlock_abi", json_integer(kf_worker_landlock_abi(cand.w)));

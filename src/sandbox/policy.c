@@ -9,6 +9,10 @@
  * creating/removing them, W+X mappings,
  * io_uring, bpf, perf, keyrings, mounts and namespace changes. Landlock restricts which
  * paths may be read at all. Neither layer depends on the other.
+ * The GPU host-mode variant (candidate host code next to the CUDA driver) also allows
+ * any ioctl but TIOCSTI, read-write opens of existing files, epoll, mlock and NUMA
+ * calls, applies to every thread, and traps instead of killing so that the worker can
+ * name the forbidden call.
  */
 #define _GNU_SOURCE
 #include "policy.h"
@@ -156,16 +160,31 @@ static const int refused[] = {
     SCMP_SYS(sched_getattr),
 };
 
-int kf_policy_seccomp_worker(pid_t self, int landlock) {
+/* GPU host mode adds what the CUDA driver and runtime use after their set-up: event
+ * loops, pinned memory, NUMA placement. UNVERIFIED on a GPU when written: the filter
+ * traps (SIGSYS with the number) instead of killing, so a missing call is named. */
+static const int gpu_allowed[] = {
+    SCMP_SYS(epoll_create1), SCMP_SYS(epoll_ctl), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
+    SCMP_SYS(mlock), SCMP_SYS(munlock), SCMP_SYS(get_mempolicy), SCMP_SYS(set_mempolicy),
+    SCMP_SYS(mbind), SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime),
+    SCMP_SYS(timerfd_gettime), SCMP_SYS(pwrite64),
+};
+
+static int build_filter(pid_t self, int landlock, int gpu) {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return -1;
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    scmp_filter_ctx f = seccomp_init(SCMP_ACT_KILL_PROCESS);
+    scmp_filter_ctx f = seccomp_init(gpu ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS);
     if (!f) return -1;
     int rc = 0;
+    /* GPU: every thread, the driver's included (created before the filter) */
+    if (gpu) rc |= seccomp_attr_set(f, SCMP_FLTATR_CTL_TSYNC, 1);
     for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
         rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, allowed[i], 0);
+    for (size_t i = 0; gpu && i < sizeof gpu_allowed / sizeof gpu_allowed[0]; i++)
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, gpu_allowed[i], 0);
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
-        rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), refused[i], 0);
+        if (!gpu || (refused[i] != SCMP_SYS(mlock) && refused[i] != SCMP_SYS(munlock)))
+            rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), refused[i], 0);
     rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 
     /* threads only */
@@ -188,7 +207,9 @@ int kf_policy_seccomp_worker(pid_t self, int landlock) {
                            SCMP_A2(SCMP_CMP_MASKED_EQ, wr, 0));
     rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(open), 1,
                            SCMP_A1(SCMP_CMP_MASKED_EQ, wr, 0));
-    uint32_t rdwr = landlock ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EACCES);
+    /* GPU: the driver opens its device files read-write (no Landlock there yet: an
+     * existing file writable by the worker's own uid could be written; docs/cuda.md) */
+    uint32_t rdwr = landlock || gpu ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EACCES);
     rc |= seccomp_rule_add(f, rdwr, SCMP_SYS(openat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, wr, O_RDWR));
     rc |= seccomp_rule_add(f, rdwr, SCMP_SYS(open), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, wr, O_RDWR));
     /* No handler for SIGCONT: it would run the candidate's code at the resume, before
@@ -234,11 +255,19 @@ int kf_policy_seccomp_worker(pid_t self, int landlock) {
     for (size_t i = 0; i < sizeof fcntl_no / sizeof fcntl_no[0]; i++)
         rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1,
                                SCMP_A1(SCMP_CMP_EQ, (uint64_t)fcntl_no[i]));
-    /* isatty() and friends */
-    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-                           SCMP_A1(SCMP_CMP_EQ, TCGETS));
-    rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOTTY), SCMP_SYS(ioctl), 1,
-                           SCMP_A1(SCMP_CMP_NE, TCGETS));
+    if (gpu) {
+        /* the driver talks to /dev/nvidia* through ioctl, with request numbers of its
+         * own (nvidia-uvm's are not even _IOC-encoded): any request but TIOCSTI (typing
+         * into a terminal; the worker has none, but never) */
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_NE, TIOCSTI));
+        rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_EQ, TIOCSTI));
+    } else {
+        /* isatty() and friends */
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+                               SCMP_A1(SCMP_CMP_EQ, TCGETS));
+        rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOTTY), SCMP_SYS(ioctl), 1,
+                               SCMP_A1(SCMP_CMP_NE, TCGETS));
+    }
     if (rc) {
         seccomp_release(f);
         errno = EINVAL;
@@ -251,4 +280,12 @@ int kf_policy_seccomp_worker(pid_t self, int landlock) {
         return -1;
     }
     return 0;
+}
+
+int kf_policy_seccomp_worker(pid_t self, int landlock) { return build_filter(self, landlock, 0); }
+
+int kf_policy_seccomp_gpu_host(pid_t self) { return build_filter(self, 0, 1); }
+
+char *kf_policy_syscall_name(int nr) {
+    return seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
 }

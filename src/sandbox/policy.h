@@ -28,5 +28,11 @@ int kf_policy_landlock(const char *const *ro, int nro, const char *const *rw, in
  * pid that kill/tgkill may target; landlock says whether Landlock already denies all
  * writes). 0, or -1 with errno. */
 int kf_policy_seccomp_worker(pid_t self_pid, int landlock);
+/* The GPU host-mode worker's filter (policy.c): the worker's list plus what the CUDA
+ * driver needs; every thread; a forbidden call raises SIGSYS (the worker reports its
+ * number) instead of killing. 0, or -1 with errno. */
+int kf_policy_seccomp_gpu_host(pid_t self_pid);
+/* The name of system call nr on this architecture, or NULL; caller frees. */
+char *kf_policy_syscall_name(int nr);
 
 #endif

@@ -42,7 +42,7 @@ struct kf_worker {
     unsigned char *arena;
     size_t arena_size;
     uint32_t seq;
-    int dead, stopped, landlock_abi, sealed, spin, gpu;
+    int dead, stopped, landlock_abi, sealed, spin, gpu, filtered;
     uint64_t mem_limit;
     char info[1024];    /* GPU: what the worker reported about the loaded kernels */
     double cpu_s;
@@ -326,6 +326,21 @@ static int await(kf_worker *w, void *buf, size_t cap, size_t *len, uint64_t dead
     }
 }
 
+/* A GPU host-mode worker's seccomp report, "sandbox_violation: forbidden system call N",
+ * with the call's name added. 1 when text is one. (Host code may forge it: it can only
+ * get itself rejected.) */
+static int gpu_violation(const char *text, char *out, size_t n) {
+    static const char pre[] = "sandbox_violation: forbidden system call ";
+    if (strncmp(text, pre, sizeof pre - 1)) return 0;
+    int nr = atoi(text + sizeof pre - 1);
+    char *name = kf_policy_syscall_name(nr);
+    snprintf(out, n, "a forbidden system call in GPU host mode: %d (%s); if the CUDA driver "
+             "or runtime made it, add it to policy.c's GPU list, or set KFORGE_GPU_SECCOMP=0",
+             nr, name ? name : "unknown");
+    free(name);
+    return 1;
+}
+
 kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
                           const kf_worker_opts *o, kf_worker **out, kf_call_result *fail) {
     *out = NULL;
@@ -422,7 +437,11 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     char cvd[256] = "";
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
     if (o->gpu && vis) snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", vis);
-    char *envp[] = {cvd[0] ? cvd : NULL, NULL};
+    /* and the host-mode seccomp switch, when the user turned it off */
+    const char *sw = getenv("KFORGE_GPU_SECCOMP");
+    char *envp[] = {cvd, "KFORGE_GPU_SECCOMP=0", NULL};
+    if (!o->gpu || !sw || strcmp(sw, "0")) envp[1] = NULL;
+    if (!cvd[0]) envp[0] = envp[1], envp[1] = NULL;
     int rc = posix_spawn(&w->pid, wpath, &fa, &at, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
@@ -454,6 +473,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     if (ok > 0 && len == sizeof m.d && m.d.magic == KF_PROTO_MAGIC && m.d.type == KF_MSG_SETUP_OK) {
         w->landlock_abi = (int)(m.d.ns & 0xff);
         w->sealed = (int)((m.d.ns >> 8) & 1);
+        w->filtered = (int)((m.d.ns >> 9) & 1);
     } else {
         if (ok > 0 && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_LOADFAIL) {
             m.t.text[sizeof m.t.text - 1] = 0;
@@ -484,7 +504,13 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         m.t.text[sizeof m.t.text - 1] = 0;
         fail->st = KF_CALL_FAILED;
         fail->reason = KF_REASON_CRASH;
-        snprintf(fail->msg, sizeof fail->msg, "could not load the built object: %s", m.t.text);
+        char named[700];
+        if (w->gpu && gpu_violation(m.t.text, named, sizeof named)) {
+            fail->reason = KF_REASON_SANDBOX_VIOLATION;
+            snprintf(fail->msg, sizeof fail->msg, "while loading the candidate: %s", named);
+        } else {
+            snprintf(fail->msg, sizeof fail->msg, "could not load the built object: %s", m.t.text);
+        }
     } else if (ok > 0) {
         reap(w, fail, "while loading the candidate", 1);
     }
@@ -503,6 +529,7 @@ fail:
 unsigned char *kf_worker_arena(kf_worker *w) { return w->arena; }
 int kf_worker_landlock_abi(const kf_worker *w) { return w->landlock_abi; }
 int kf_worker_sealed(const kf_worker *w) { return w->sealed; }
+int kf_worker_filtered(const kf_worker *w) { return w->filtered; }
 int kf_worker_dead(const kf_worker *w) { return w->dead; }
 const char *kf_worker_info(const kf_worker *w) { return w->info; }
 const char *kf_worker_output(kf_worker *w) {
@@ -532,7 +559,11 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
         /* the GPU worker's own report (no candidate host code runs there): a CUDA error,
          * sticky or not, ends this worker */
         m.t.text[sizeof m.t.text - 1] = 0;
-        fail_kill(w, r, KF_REASON_CRASH, "%s", m.t.text);
+        char named[700];
+        if (gpu_violation(m.t.text, named, sizeof named))
+            fail_kill(w, r, KF_REASON_SANDBOX_VIOLATION, "%s", named);
+        else
+            fail_kill(w, r, KF_REASON_CRASH, "%s", m.t.text);
         return 0;
     }
     if (len != sizeof m.d || m.d.magic != KF_PROTO_MAGIC || m.d.type != type || m.d.seq != seq) {

@@ -48,6 +48,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
 unsigned char *kf_worker_arena(kf_worker *w);
 int kf_worker_landlock_abi(const kf_worker *w);
 int kf_worker_sealed(const kf_worker *w); /* 1 when mseal protects the worker's image */
+int kf_worker_filtered(const kf_worker *w); /* GPU host mode: 1 when its seccomp filter is on */
 int kf_worker_dead(const kf_worker *w);   /* 1 after a failed call: only close may follow */
 const char *kf_worker_info(const kf_worker *w); /* GPU: device and kernel attributes */
 /* One call. msg's magic/type/seq are filled in here. After FAILED the worker is dead

@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,29 @@ int kf_wk_is_gpu_artifact(const char *path) {
 }
 
 typedef int (*kf_host_fn)(void *const *bufs, const int64_t *ival, const double *fval, void *stream);
+
+/* Host mode's seccomp filter traps: this handler names the forbidden call to the
+ * coordinator ("sandbox_violation: system call N") and exits. Async-signal-safe: no
+ * stdio, one send. A candidate may replace the handler; the forbidden call still does
+ * not run (it then only loses the report). */
+static volatile sig_atomic_t g_ready;
+static void on_sigsys(int sig, siginfo_t *si, void *uc) {
+    (void)sig;
+    (void)uc;
+    kf_msg_text m;
+    memset(&m, 0, sizeof m);
+    m.magic = KF_PROTO_MAGIC;
+    m.type = g_ready ? KF_MSG_FAIL : KF_MSG_LOADFAIL;
+    static const char pre[] = "sandbox_violation: forbidden system call ";
+    memcpy(m.text, pre, sizeof pre - 1);
+    char dig[16];
+    int nd = 0, nr = si->si_syscall;
+    unsigned v = nr < 0 ? 0u : (unsigned)nr;
+    do dig[nd++] = (char)('0' + v % 10); while ((v /= 10) && nd < 15);
+    for (int i = 0; i < nd; i++) m.text[sizeof pre - 1 + (size_t)i] = dig[nd - 1 - i];
+    send(KF_WORKER_SOCK_FD, &m, sizeof m, MSG_NOSIGNAL);
+    _exit(0);
+}
 
 static const kf_cu_api *cu;
 
@@ -197,7 +221,22 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) kf_wk_die(113, "no_new_privs");
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     int sealed = kf_wk_seal_image();
-    kf_msg_done ok = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_SETUP_OK, .ns = (uint64_t)sealed << 8};
+    /* host mode: the seccomp filter, before any candidate byte is loaded (its
+     * constructors run at dlopen). Default on; KFORGE_GPU_SECCOMP=0 (passed on by the
+     * coordinator) turns it off while its allow-list is being completed on real GPUs. */
+    int filtered = 0;
+    const char *sw = getenv("KFORGE_GPU_SECCOMP");
+    if (host && !(sw && !strcmp(sw, "0"))) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_sigsys;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGSYS, &sa, NULL) || kf_policy_seccomp_gpu_host(getpid())) kf_wk_die(113, "seccomp (GPU host mode)");
+        filtered = 1;
+    }
+    kf_msg_done ok = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_SETUP_OK,
+                      .ns = (uint64_t)sealed << 8 | (uint64_t)filtered << 9};
     if (send(KF_WORKER_SOCK_FD, &ok, sizeof ok, MSG_NOSIGNAL) != sizeof ok) _exit(114);
 
     /* what the coordinator reports about the kernels */
@@ -231,6 +270,7 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     kf_wk_send_text(KF_MSG_INFO, info);
     kf_msg_done ready = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_READY};
     if (send(KF_WORKER_SOCK_FD, &ready, sizeof ready, MSG_NOSIGNAL) != sizeof ready) _exit(114);
+    g_ready = 1;
 
     for (;;) {
         kf_msg_run m;
