@@ -541,26 +541,58 @@ static void t_host_gpu_report(const void *arg) {
     o.bench_min_time_s = 0.05;
     o.bench_min_runs = 11;
     o.bench_max_runs = 31;
-    CHECKF(kf_bench(ctx, t, kft_src("tasks/cuda/bgemm/candidates/host.cu"), &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
-    js = kf_result_json(r);
-    root = json_loads(js, 0, &je);
-    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", js);
-    json_array_foreach(json_object_get(root, "shapes"), i, v) {
-        json_t *lm = json_object_get(v, "launch_mode");
-        if (!lm) continue; /* the check's shapes carry no timing */
-        const char *gu = json_string_value(json_object_get(v, "graph_use"));
-        CHECKF(!strcmp(json_string_value(json_object_get(lm, "baseline")), "kernel"), "%s", js);
-        CHECKF(gu && (!strcmp(gu, "yes") || !strcmp(gu, "unknown")), "graph_use %s: %s", gu ? gu : "-", js);
-        if (!strcmp(gu, "yes")) {
-            CHECKF(!strcmp(json_string_value(json_object_get(lm, "candidate")), "graph"), "%s", js);
-            CHECKF(json_is_false(json_object_get(v, "fair")) && json_is_false(json_object_get(v, "win")), "%s", js);
-        } else {
-            CHECKF(json_object_get(v, "fair_note"), "%s", js);
+    /* against the kernel-mode reference (a graph baseline when CUPTI saw the graph),
+     * then against a host-mode baseline, which cannot be captured: unfair */
+    char vsdir[] = "/tmp/kft-hostvs-XXXXXX", vs[64];
+    CHECK(mkdtemp(vsdir));
+    snprintf(vs, sizeof vs, "%s/vs.cu", vsdir);
+    FILE *f = fopen(vs, "w");
+    CHECK(f);
+    fputs("// kforge:host\n"
+          "__global__ void g(const __nv_bfloat16 *a, const __nv_bfloat16 *b, __nv_bfloat16 *c, int64_t m, int64_t n, int64_t k) {\n"
+          "  int64_t col = blockIdx.x * 16 + threadIdx.x, row = blockIdx.y * 16 + threadIdx.y;\n"
+          "  if (row >= m || col >= n) return;\n  float acc = 0;\n"
+          "  for (int64_t p = 0; p < k; p++) acc += __bfloat162float(a[row * k + p]) * __bfloat162float(b[p * n + col]);\n"
+          "  c[row * n + col] = __float2bfloat16(acc);\n}\n"
+          "extern \"C\" int kforge_launch(const __nv_bfloat16 *a, const __nv_bfloat16 *b, __nv_bfloat16 *c, int64_t m,\n"
+          "    int64_t n, int64_t k, cudaStream_t s) {\n"
+          "  g<<<dim3((unsigned)((n + 15) / 16), (unsigned)((m + 15) / 16)), dim3(16, 16), 0, s>>>(a, b, c, m, n, k);\n"
+          "  return 0;\n}\n", f);
+    fclose(f);
+    for (int pass = 0; pass < 2; pass++) {
+        o.vs_path = pass ? vs : NULL;
+        CHECKF(kf_bench(ctx, t, kft_src("tasks/cuda/bgemm/candidates/host.cu"), &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
+        js = kf_result_json(r);
+        root = json_loads(js, 0, &je);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", js);
+        int timed = 0;
+        json_array_foreach(json_object_get(root, "shapes"), i, v) {
+            json_t *lm = json_object_get(v, "launch_mode");
+            if (!lm) continue; /* the check's shapes carry no timing */
+            timed++;
+            const char *gu = json_string_value(json_object_get(v, "graph_use"));
+            const char *cm = json_string_value(json_object_get(lm, "candidate"));
+            const char *bm = json_string_value(json_object_get(lm, "baseline"));
+            CHECKF(gu && (!strcmp(gu, "yes") || !strcmp(gu, "unknown")), "graph_use %s: %s", gu ? gu : "-", js);
+            if (!strcmp(gu, "unknown")) {
+                CHECKF(json_object_get(v, "fair_note") && !strcmp(bm, pass ? "host" : "kernel"), "%s", js);
+            } else if (!pass) {
+                CHECKF(!strcmp(cm, "graph") && !strcmp(bm, "graph") && json_is_true(json_object_get(v, "fair")),
+                       "a graph candidate needs a graph baseline: %s", js);
+            } else {
+                CHECKF(!strcmp(cm, "graph") && !strcmp(bm, "host") && json_is_false(json_object_get(v, "fair")) &&
+                       json_is_false(json_object_get(v, "win")) && json_object_get(v, "fair_reason"),
+                       "graph vs host baseline must be unfair: %s", js);
+            }
         }
+        CHECKF(timed >= 1, "no timed shape: %s", js);
+        fprintf(stderr, "    bgemm graph vs %s: speedup %.3f, %d timed shape(s)\n",
+                pass ? "host-mode baseline" : "reference", kf_result_speedup(r), timed);
+        json_decref(root);
+        free(js);
+        kf_result_free(r);
     }
-    json_decref(root);
-    free(js);
-    kf_result_free(r);
+    kf__rmtree(vsdir);
     kf_task_free(t);
     kf_ctx_free(ctx);
 }

@@ -87,9 +87,10 @@ int kf_launch_host_timing(const kf_build *a, const kf_build *b) {
 int kf_launch_fair(kf_launch_mode cand, kf_launch_mode base, int graph_known, char *why, size_t n) {
     if (n) why[0] = 0;
     if (cand == KF_MODE_GRAPH && base != KF_MODE_GRAPH) {
-        snprintf(why, n, "the candidate replays a CUDA graph and the baseline is launched %s; "
-                         "a graph baseline is not built, so the launch overhead it saves is "
-                         "not a kernel speedup", base == KF_MODE_HOST ? "by its own host code" : "kernel by kernel");
+        snprintf(why, n, "the candidate replays a CUDA graph and the baseline is launched %s, "
+                         "so the launch overhead the graph saves is not a kernel speedup",
+                 base == KF_MODE_HOST ? "by its own host code (which kforge cannot capture as a graph)"
+                                      : "kernel by kernel (no graph use was seen during the check)");
         return 0;
     }
     if (cand == KF_MODE_HOST && !graph_known)

@@ -66,8 +66,9 @@ const char *kf_launch_mode_name(kf_launch_mode m); /* "cpu", "kernel", "host", "
 int kf_launch_host_timing(const kf_build *a, const kf_build *b);
 /* Is timing cand against base a fair comparison? graph_known: whether the candidate's
  * graph use is known (CUPTI ran). 1 fair; 0 unfair with why. A candidate replaying a
- * graph saves the per-launch overhead a kernel-by-kernel baseline pays: unfair, since
- * graph baselines are not built. Unknown graph use stays fair, with a note in why. */
+ * graph saves the per-launch overhead a kernel-by-kernel baseline pays: fair only
+ * against a graph baseline (KF_MODE_GRAPH: a kernel-mode baseline bench captured as a
+ * graph). Unknown graph use stays fair, with a note in why. */
 int kf_launch_fair(kf_launch_mode cand, kf_launch_mode base, int graph_known, char *why, size_t n);
 
 typedef struct kf_backend kf_backend;

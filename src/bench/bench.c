@@ -230,7 +230,8 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     int fair = 1;
     if (kf_build_gpu(cand->b)) {
         kf_launch_mode cm = cand->b->host ? (c_graph ? KF_MODE_GRAPH : KF_MODE_HOST) : KF_MODE_KERNEL;
-        kf_launch_mode bm = base->b->host ? (b_graph ? KF_MODE_GRAPH : KF_MODE_HOST) : KF_MODE_KERNEL;
+        kf_launch_mode bm = base->b->host ? (b_graph ? KF_MODE_GRAPH : KF_MODE_HOST)
+                            : base->graph ? KF_MODE_GRAPH : KF_MODE_KERNEL;
         char why[400];
         fair = kf_launch_fair(cm, bm, !cand->b->host || c_known, why, sizeof why);
         json_t *lm = json_object();
@@ -361,6 +362,10 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
         goto out;
     }
     if ((st = kf_sess_spawn(s, vs_path ? &vs : &s->rbuild, arena, &base, &fail))) goto out;
+    /* a candidate that replayed CUDA graphs in its check is compared with a baseline
+     * replaying a graph of its own launches (kernel mode; a host-mode baseline cannot
+     * be captured, and the shapes are then marked unfair) */
+    base.graph = s->cand_graph && base.b->nlaunch > 0;
     if (!base.w) {
         st = kf__err(s->ctx, vs_path ? KF_EUSAGE : KF_ETASK, "the baseline does not load: %s", fail.msg);
         goto out;

@@ -239,6 +239,7 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
         }
         if (s->timing) m.flags |= KF_RUN_FLUSH_L2;
         if (s->host_timing || side->b->host) m.flags |= KF_RUN_HOST_TIMING;
+        if (side->graph && side->b->nlaunch) m.flags |= KF_RUN_GRAPH;
     }
     kf_worker_call(side->w, &m, s->o->call_timeout_s, cr);
 }
@@ -610,6 +611,7 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
         }
         if (cr.worker_ns < best_ns) best_ns = cr.worker_ns;
         if (trial == 0 && cand->b && cand->b->host) kf_sess_launch_json(jshape, &cr);
+        if (cr.cupti && cr.ngraph > 0) s->cand_graph = 1;
         if (!s->have_occ && cand->b && cand->b->nlaunch) {
             memcpy(s->occ, cr.occ, sizeof s->occ);
             s->have_occ = 1;

@@ -30,6 +30,7 @@ typedef struct {
     int timing;              /* bench: workers spin-waited and kept off our CPU */
     int have_occ;            /* GPU: resident blocks per SM of each launch, first call */
     int host_timing;         /* GPU: the host-mode timing protocol on every side */
+    int cand_graph;          /* GPU host mode: CUPTI saw the candidate launch a graph */
     uint32_t occ[KF_PROTO_MAXLAUNCH];
     cpu_set_t worker_cpus;
 } kf_sess;
@@ -39,6 +40,7 @@ typedef struct {
     kf_worker *w;
     kf_layout lay;
     const kf_build *b; /* what it runs (GPU builds carry their launches) */
+    int graph;         /* GPU kernel mode: timed as a captured graph (a graph baseline) */
 } kf_side;
 
 kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path,

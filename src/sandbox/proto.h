@@ -35,6 +35,9 @@ enum { KF_ARG_BUF = 0, KF_ARG_I32, KF_ARG_I64, KF_ARG_F32, KF_ARG_F64, KF_ARG_U8
 /* GPU: the host-mode timing protocol (either side of a comparison is in host mode):
  * event 0, the call, a device-wide synchronise, event 1 */
 #define KF_RUN_HOST_TIMING 2u
+/* GPU kernel mode: capture the launches into a CUDA graph before the timed span and
+ * time one graph launch (the baseline of a graph-replaying candidate) */
+#define KF_RUN_GRAPH 4u
 
 typedef struct {
     uint32_t magic, type, seq, nargs;

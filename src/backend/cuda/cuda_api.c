@@ -70,6 +70,13 @@ static void cu_load_once(void) {
     S(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL);
     S(GetErrorName, "cuGetErrorName", NULL);
 #undef S
+    /* optional: graph baselines only */
+    *(void **)&a->StreamBeginCapture = dlsym(a->lib, "cuStreamBeginCapture_v2");
+    *(void **)&a->StreamEndCapture = dlsym(a->lib, "cuStreamEndCapture");
+    *(void **)&a->GraphInstantiate = dlsym(a->lib, "cuGraphInstantiateWithFlags");
+    *(void **)&a->GraphLaunch = dlsym(a->lib, "cuGraphLaunch");
+    *(void **)&a->GraphExecDestroy = dlsym(a->lib, "cuGraphExecDestroy");
+    *(void **)&a->GraphDestroy = dlsym(a->lib, "cuGraphDestroy");
     cu_state = 1;
     return;
 fail:

@@ -18,6 +18,8 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct _nvrtcProgram *nvrtcProgram;
 
 enum {
@@ -65,7 +67,16 @@ typedef struct {
                              unsigned, unsigned, CUstream, void **, void **);
     CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
     CUresult (*GetErrorName)(CUresult, const char **);
+    /* CUDA graphs (graph baselines); NULL when the driver lacks them */
+    CUresult (*StreamBeginCapture)(CUstream, int);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*GraphDestroy)(CUgraph);
 } kf_cu_api;
+
+#define KF_CU_CAPTURE_THREAD_LOCAL 1
 
 /* NVRTC (libnvrtc.so). */
 typedef struct {

@@ -320,6 +320,21 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             CKRUN(cu->MemsetD32Async(scratch, rand32(), ssize / 4, stream), "flushing L2");
             CKRUN(cu->StreamSynchronize(stream), "flushing L2");
         }
+        /* a graph baseline: the same launches captured (not run) before the timed span */
+        CUgraph graph = NULL;
+        CUgraphExec gexec = NULL;
+        if (!host && (m.flags & KF_RUN_GRAPH)) {
+            if (!cu->StreamBeginCapture || !cu->StreamEndCapture || !cu->GraphInstantiate || !cu->GraphLaunch)
+                fail_msg(KF_MSG_FAIL, "this CUDA driver has no graph API (graph baseline)");
+            CKRUN(cu->StreamBeginCapture(stream, KF_CU_CAPTURE_THREAD_LOCAL), "cuStreamBeginCapture");
+            for (uint32_t l = 0; l < m.nlaunch; l++) {
+                const uint32_t *d = m.dims[l];
+                CKRUN(cu->LaunchKernel(fn[m.kernel[l]], d[0], d[1], d[2], d[3], d[4], d[5], d[6], stream, params, NULL),
+                      "capturing the baseline's launches");
+            }
+            CKRUN(cu->StreamEndCapture(stream, &graph), "cuStreamEndCapture");
+            CKRUN(cu->GraphInstantiate(&gexec, graph, 0), "cuGraphInstantiate");
+        }
         kf_msg_done start = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
         CKRUN(cu->EventRecord(ev0, stream), "cuEventRecord");
@@ -331,7 +346,8 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             if (cupti) kf_cupti_end(&lg);
             if (rc) fail_msg(KF_MSG_FAIL, "kforge_launch returned %d", rc);
         }
-        for (uint32_t l = 0; !host && l < m.nlaunch; l++) {
+        if (gexec) CKRUN(cu->GraphLaunch(gexec, stream), "cuGraphLaunch");
+        for (uint32_t l = 0; !host && !gexec && l < m.nlaunch; l++) {
             const uint32_t *d = m.dims[l];
             CUresult r = cu->LaunchKernel(fn[m.kernel[l]], d[0], d[1], d[2], d[3], d[4], d[5], d[6],
                                           stream, params, NULL);
@@ -353,6 +369,10 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             CKRUN(cu->CtxSynchronize(), "running the kernels");
         }
         uint64_t t1 = kf_wk_now_ns();
+        if (gexec) {
+            cu->GraphExecDestroy(gexec);
+            cu->GraphDestroy(graph);
+        }
         float ms = 0;
         CKRUN(cu->EventElapsedTime(&ms, ev0, ev1), "cuEventElapsedTime");
         kf_msg_done d = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_DONE, .seq = m.seq, .ns = t1,
