@@ -437,11 +437,17 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     char cvd[256] = "";
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
     if (o->gpu && vis) snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", vis);
-    /* and the host-mode seccomp switch, when the user turned it off */
-    const char *sw = getenv("KFORGE_GPU_SECCOMP");
-    char *envp[] = {cvd, "KFORGE_GPU_SECCOMP=0", NULL};
-    if (!o->gpu || !sw || strcmp(sw, "0")) envp[1] = NULL;
-    if (!cvd[0]) envp[0] = envp[1], envp[1] = NULL;
+    /* and, for host mode, the seccomp switch when the user turned it off and where
+     * CUPTI is (paths only: nothing else of the environment) */
+    const char *sw = getenv("KFORGE_GPU_SECCOMP"), *cupti = getenv("KFORGE_LIBCUPTI");
+    char cup[PATH_MAX + 32] = "";
+    if (o->gpu && cupti && *cupti && strlen(cupti) < PATH_MAX) snprintf(cup, sizeof cup, "KFORGE_LIBCUPTI=%s", cupti);
+    char *envp[4];
+    int ne = 0;
+    if (cvd[0]) envp[ne++] = cvd;
+    if (o->gpu && sw && !strcmp(sw, "0")) envp[ne++] = "KFORGE_GPU_SECCOMP=0";
+    if (cup[0]) envp[ne++] = cup;
+    envp[ne] = NULL;
     int rc = posix_spawn(&w->pid, wpath, &fa, &at, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);

@@ -343,7 +343,6 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         if (host) {
             if (cupti) kf_cupti_begin();
             int rc = hcall(hbuf, m.ival, m.fval, stream);
-            if (cupti) kf_cupti_end(&lg);
             if (rc) fail_msg(KF_MSG_FAIL, "kforge_launch returned %d", rc);
         }
         if (gexec) CKRUN(cu->GraphLaunch(gexec, stream), "cuGraphLaunch");
@@ -363,6 +362,8 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             CKRUN(cu->CtxSynchronize(), "running the kernels");
             CKRUN(cu->EventRecord(ev1, stream), "cuEventRecord");
             CKRUN(cu->EventSynchronize(ev1), "cuEventSynchronize");
+            /* launches made by other threads up to the synchronise count too */
+            if (cupti) kf_cupti_end(&lg);
         } else {
             CKRUN(cu->EventRecord(ev1, stream), "cuEventRecord");
             /* the whole context, not the stream: nothing may still run after DONE */
