@@ -3,7 +3,7 @@
 # with an NVIDIA GPU (the H200 host). It runs the prebuilt binaries in build/ (built on
 # the development machine: `make`), because the GPU host has the runtime libraries but
 # not their headers; with headers present it builds first.
-#   bench/gpu.sh [tests|verdict|bench|all] [OUTDIR]
+#   bench/gpu.sh [tests|verdict|bench|host|all] [OUTDIR]
 # Prints a summary; full JSON and logs go to OUTDIR (default /tmp/kforge-gpu).
 set -u
 cd "$(dirname "$0")/.."
@@ -61,6 +61,25 @@ for t in sys.argv[2:]:
         print("| %s | %s | %.1f | %.1f | %.3f | %.3f | %.0f | %.3f |" % (t, sz, s["candidate_ns"] / 1e3, s["baseline_ns"] / 1e3,
               s["speedup"], s["noise"], s.get("gbytes_per_s", 0), s2.get("speedup", 0)))
 PY
+fi
+if [ "$MODE" = host ] || [ "$MODE" = all ]; then
+    echo "== host mode (nvcc, kforge_launch): check and bench of each host.cu, with the seccomp filter on"
+    for t in softmax sgemm bgemm; do
+        timeout 300 ./build/kforge bench "tasks/cuda/$t" "tasks/cuda/$t/candidates/host.cu" $BENCH_ARGS --json > "$OUT/h_${t}.json" 2> "$OUT/h_${t}.err"
+        python3 - "$OUT/h_${t}.json" "$t" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("%s: no JSON (%s); see %s" % (sys.argv[2], e, sys.argv[1].replace(".json", ".err"))); sys.exit(0)
+c = d.get("check", {})
+print("%s: %s %s seccomp=%s libraries=%s" % (sys.argv[2], d.get("verdict"), [r.get("message", "")[:200] for r in d.get("reasons", [])],
+      d.get("sandbox", c.get("sandbox", {})).get("seccomp"), d.get("libraries", c.get("libraries"))))
+for s in d.get("shapes", []):
+    print("  %s: speedup %.3f fair=%s win=%s modes=%s graph_use=%s launches=%s %s" % (s.get("sizes"), s.get("speedup", 0), s.get("fair"),
+          s.get("win"), s.get("launch_mode"), s.get("graph_use"), s.get("launches_per_call"), s.get("fair_reason", s.get("fair_note", ""))[:120]))
+PY
+    done
 fi
 tar czf "$OUT.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>/dev/null
 exit $rc

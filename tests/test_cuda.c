@@ -446,6 +446,15 @@ static void t_host_mode_select(const void *arg) {
     t->launch_host = 1; /* "launch_mode": "host" */
     CHECK(kf__cuda_host_mode(t, none, strlen(none)));
     CHECK(!kf__cuda_host_mode(t, k, strlen(k))); /* the reference may stay in kernel mode */
+    /* the library list comes from DT_NEEDED, minus the C/C++ runtime (this test binary
+     * needs jansson and libc) */
+    char *elf = NULL, libs[512];
+    size_t elen = 0;
+    CHECK(kf__read_file("/proc/self/exe", 1u << 30, &elf, &elen) == 0);
+    CHECK(kf__elf_needed((unsigned char *)elf, elen, libs, sizeof libs) == 0);
+    CHECKF(strstr(libs, "libjansson") && !strstr(libs, "libc.so"), "%s", libs);
+    CHECK(kf__elf_needed((unsigned char *)"KFHOST01", 8, libs, sizeof libs) == -1);
+    free(elf);
     char *hdr = kf__cuda_host_header(t);
     CHECKF(strstr(hdr, "kforge_launch(const __nv_bfloat16 *, const __nv_bfloat16 *, __nv_bfloat16 *, "
                        "int64_t, int64_t, int64_t, cudaStream_t)"), "%s", hdr);
