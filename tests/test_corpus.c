@@ -12,6 +12,7 @@
 
 #include "util/util.h"
 #include "task/task.h"
+#include "backend/cuda/host.h"
 
 #include <dirent.h>
 #include <string.h>
@@ -64,7 +65,20 @@ static void run_case(const void *arg) {
     char why[512];
     if (!strcmp(t->backend, "cuda") && !kft_have_gpu(why, sizeof why))
         kft_skip("needs a GPU: %s", why);
+    int hostmode = 0;
+    if (!strcmp(t->backend, "cuda")) { /* host mode builds with nvcc */
+        char *text = NULL;
+        size_t len = 0;
+        int host = !kf__read_file(c->path, 1 << 20, &text, &len) && kf__cuda_host_mode(t, text, len);
+        free(text);
+        if (host && !kf__cuda_have_nvcc(why, sizeof why)) kft_skip("host mode: %s", why);
+        hostmode = host;
+    }
     kf_opts o = corpus_opts();
+    if (hostmode) { /* the first call starts the CUDA runtime and cuBLAS */
+        o.call_timeout_s = 20;
+        o.cpu_limit_s = 60;
+    }
     const char *params[1] = {c->param};
     if (c->param[0]) {
         o.params = params;
