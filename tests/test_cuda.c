@@ -485,6 +485,12 @@ static void t_fairness(const void *arg) {
     CHECK(kf_library_kernel("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32"));
     CHECK(kf_library_kernel("cutlass::Kernel2<cutlass_80_simt_sgemm>"));
     CHECK(!kf_library_kernel("softmax_fast"));
+    /* libraries mapped at run time against those declared */
+    char bad[256];
+    CHECK(kf_library_undeclared("libcublas.so.13,libcublasLt.so.13,libfoo.so", "cublas,libcublas.so.13", bad, sizeof bad) == 0);
+    CHECK(kf_library_undeclared("libcublas.so.13,libcublasLt.so.13", "", bad, sizeof bad) == 2 && strstr(bad, "libcublasLt"));
+    CHECK(kf_library_undeclared("libcublas.so.13", "cublasLt", bad, sizeof bad) == 1 && !strcmp(bad, "libcublas.so.13"));
+    CHECK(kf_library_undeclared("libcudnn.so.9,libz.so.1", "cublas", bad, sizeof bad) == 1 && !strcmp(bad, "libcudnn.so.9"));
     /* per-shape JSON with and without CUPTI */
     kf_call_result cr;
     memset(&cr, 0, sizeof cr);
@@ -530,6 +536,12 @@ static void t_host_gpu_report(const void *arg) {
     int cub = 0;
     json_array_foreach(libs, i, v) cub |= strstr(json_string_value(v), "cublas") != NULL;
     CHECKF(cub, "no cublas in libraries: %s", js);
+    json_t *ll = json_object_get(root, "libraries_loaded");
+    if (json_is_array(ll)) { /* the coordinator reads the worker's maps as root */
+        cub = 0;
+        json_array_foreach(ll, i, v) cub |= strstr(json_string_value(v), "libcublas") != NULL;
+        CHECKF(cub, "libcublas not among the mapped libraries: %s", js);
+    }
     CHECKF(json_is_true(json_object_get(json_object_get(root, "sandbox"), "gpu_host_mode")), "%s", js);
     json_t *sh0 = json_array_get(json_object_get(root, "shapes"), 0);
     if (json_object_get(sh0, "launches_per_call")) {
@@ -545,6 +557,42 @@ static void t_host_gpu_report(const void *arg) {
     free(js);
     kf_result_free(r);
     kf_task_free(t);
+
+    /* cuBLAS behind the allow-list's back (dlopen, no kforge:link): the worker's mapped
+     * libraries (read by the coordinator, as root) name it: sandbox_violation */
+    char dldir[] = "/tmp/kft-hostdl-XXXXXX", dl[64];
+    CHECK(mkdtemp(dldir));
+    snprintf(dl, sizeof dl, "%s/dl.cu", dldir);
+    FILE *df = fopen(dl, "w");
+    CHECK(df);
+    fputs("// kforge:host\n#include <dlfcn.h>\n#include <cublas_v2.h>\n"
+          "extern \"C\" int kforge_launch(const float *a, const float *b, float *c, int64_t m, int64_t n, int64_t k, cudaStream_t s) {\n"
+          "  static void *h; static cublasHandle_t hd;\n"
+          "  if (!h && !(h = dlopen(\"libcublas.so.13\", RTLD_NOW)) && !(h = dlopen(\"libcublas.so\", RTLD_NOW))) return 1;\n"
+          "  auto cr = (cublasStatus_t (*)(cublasHandle_t *))dlsym(h, \"cublasCreate_v2\");\n"
+          "  auto ss = (cublasStatus_t (*)(cublasHandle_t, cudaStream_t))dlsym(h, \"cublasSetStream_v2\");\n"
+          "  auto mm = (cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *,\n"
+          "      const float *, int, const float *, int, const float *, float *, int))dlsym(h, \"cublasSgemm_v2\");\n"
+          "  if (!cr || !ss || !mm || (!hd && cr(&hd))) return 2;\n  ss(hd, s);\n  const float one = 1, zero = 0;\n"
+          "  return mm(hd, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b, (int)n, a, (int)k, &zero, c, (int)n) ? 3 : 0;\n}\n", df);
+    fclose(df);
+    t = kft_task(ctx, "tasks/cuda/sgemm");
+    CHECKF(kf_check(ctx, t, dl, &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
+    js = kf_result_json(r);
+    root = json_loads(js, 0, &je);
+    if (json_is_array(json_object_get(root, "libraries_loaded"))) {
+        int found = 0;
+        for (int q = 0; q < kf_result_nreasons(r); q++)
+            found |= kf_result_reason(r, q) == KF_REASON_SANDBOX_VIOLATION;
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && found, "an undeclared cuBLAS passed: %s", js);
+    } else {
+        fprintf(stderr, "    libraries_loaded unreadable (not root): the dlopen case is not judged\n");
+    }
+    json_decref(root);
+    free(js);
+    kf_result_free(r);
+    kf_task_free(t);
+    kf__rmtree(dldir);
 
     t = kft_task(ctx, "tasks/cuda/bgemm");
     o.bench_min_time_s = 0.05;

@@ -785,6 +785,59 @@ static int ref_wait(ref_job *j, int i) {
     return ready;
 }
 
+int kf_library_undeclared(const char *loaded, const char *declared, char *out, size_t n) {
+    static const char *const vendor[] = {"libcublasLt", "libcublas", "libcudnn", "libcufft", "libcurand",
+                                         "libcusparse", "libcusolver", "libnccl", "libcutensor", "libnvblas",
+                                         "libnpp", "libnvjpeg", NULL};
+    out[0] = 0;
+    int cnt = 0;
+    char *dup = kf__strdup(loaded ? loaded : ""), *save = NULL;
+    for (char *l = dup ? strtok_r(dup, ",", &save) : NULL; l; l = strtok_r(NULL, ",", &save)) {
+        int v = -1;
+        for (int i = 0; vendor[i] && v < 0; i++)
+            if (!strncmp(l, vendor[i], strlen(vendor[i]))) v = i;
+        if (v < 0) continue;
+        /* declared: named by kforge:link ("cublas") or DT_NEEDED ("libcublas.so.13");
+         * cublasLt comes with cublas (libcublas needs it) */
+        char name[64];
+        snprintf(name, sizeof name, "%s", vendor[v] + 3);
+        const char *d = declared ? declared : "";
+        int ok = strstr(d, vendor[v]) != NULL;
+        for (const char *q = d; !ok && (q = strstr(q, name)); q++) {
+            size_t nl = strlen(name);
+            ok = (q == d || q[-1] == ',') && (q[nl] == 0 || q[nl] == ',');
+        }
+        if (!ok && v == 0) ok = strstr(d, "cublas") != NULL;
+        if (ok) continue;
+        size_t o = strlen(out);
+        snprintf(out + o, n - o, "%s%s", o ? ", " : "", l);
+        cnt++;
+    }
+    free(dup);
+    return cnt;
+}
+
+/* GPU host mode: the libraries the worker has mapped (the kernel's view, read while it
+ * is frozen); a vendor compute library the candidate did not declare (kforge:link) was
+ * loaded behind the allow-list's back (dlopen): sandbox_violation. */
+static void libraries_check(kf_sess *s, kf_side *cand) {
+    char loaded[4096], bad[1024];
+    if (kf_worker_libraries(cand->w, loaded, sizeof loaded)) {
+        json_object_set_new(s->res->root, "libraries_loaded", json_null());
+        return;
+    }
+    json_t *a = json_array();
+    char *dup = kf__strdup(loaded), *save = NULL;
+    for (char *l = dup ? strtok_r(dup, ",", &save) : NULL; l; l = strtok_r(NULL, ",", &save))
+        json_array_append_new(a, kf_result_text_json(l));
+    free(dup);
+    json_object_set_new(s->res->root, "libraries_loaded", a);
+    if (kf_library_undeclared(loaded, s->cbuild.libraries, bad, sizeof bad))
+        kf_result_reject(s->res, KF_REASON_SANDBOX_VIOLATION, NULL,
+                         "loaded %s at run time without declaring it (kforge:link allows cublas and "
+                         "cublasLt, declared in the file)", bad);
+}
+
 /* Check the session's candidate on every shape. KF_OK with the verdict on s->res. */
 static kf_status run_check(kf_sess *s) {
     kf_status st = kf_sess_build_ref(s);
@@ -877,6 +930,7 @@ static kf_status run_check(kf_sess *s) {
         prep_free(s->t, &prep[i]);
     }
     if (!st && s->cbuild.nlaunch && cand.w && L.n > 0) resources_json(s, &cand, &L.all[0]);
+    if (!st && s->cbuild.host && cand.w) libraries_check(s, &cand);
 out:
     if (threaded) {
         pthread_mutex_lock(&job.mu);

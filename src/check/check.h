@@ -82,6 +82,10 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
 void kf_sess_launch_json(json_t *jshape, const kf_call_result *cr);
 /* 1 when a kernel name looks like a library's (cuBLAS, cuDNN, CUTLASS, ...). */
 int kf_library_kernel(const char *name);
+/* The vendor compute libraries in loaded (comma-separated file names) that declared
+ * (kforge:link names and DT_NEEDED entries) does not cover, ", "-separated into out;
+ * returns how many. */
+int kf_library_undeclared(const char *loaded, const char *declared, char *out, size_t n);
 
 /* Do two sets of outputs agree under the task's determinism rule (bitwise, or within
  * the tolerance)? */

@@ -135,6 +135,41 @@ static int thread_count(pid_t pid) {
     return p ? atoi(p + 9) : -1;
 }
 
+int kf_worker_libraries(const kf_worker *w, char *out, size_t n) {
+    out[0] = 0;
+    if (w->pid <= 0 || w->dead) return -1;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)w->pid);
+    FILE *f = fopen(path, "re"); /* a non-dumpable worker: readable by root only */
+    if (!f) return -1;
+    static const char *const skip[] = {"libc.so", "libm.so", "libstdc++.so", "libgcc_s.so", "ld-linux",
+                                       "libpthread.so", "libdl.so", "librt.so", "libcuda.so", "libnvidia-",
+                                       "libcupti.so", "libseccomp.so", NULL};
+    char line[1024];
+    int any = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *p = strchr(line, '/');
+        if (!p) continue;
+        p[strcspn(p, "\n")] = 0;
+        char *base = strrchr(p, '/') + 1;
+        if (!strstr(base, ".so")) continue;
+        int drop = 0;
+        for (int i = 0; skip[i] && !drop; i++) drop = !strncmp(base, skip[i], strlen(skip[i]));
+        /* once each: "," + name + "," not already in the list */
+        char key[300];
+        snprintf(key, sizeof key, ",%s,", base);
+        char have[4200];
+        snprintf(have, sizeof have, ",%s,", out);
+        if (drop || strstr(have, key)) continue;
+        size_t o = strlen(out);
+        if (o + strlen(base) + 2 < n) snprintf(out + o, n - o, "%s%s", o ? "," : "", base);
+        any = 1;
+    }
+    fclose(f);
+    (void)any;
+    return 0;
+}
+
 static void kill_group(kf_worker *w) {
     if (w->pid > 0) {
         kill(-w->pid, SIGKILL);

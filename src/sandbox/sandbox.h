@@ -49,6 +49,11 @@ unsigned char *kf_worker_arena(kf_worker *w);
 int kf_worker_landlock_abi(const kf_worker *w);
 int kf_worker_sealed(const kf_worker *w); /* 1 when mseal protects the worker's image */
 int kf_worker_filtered(const kf_worker *w); /* GPU host mode: 1 when its seccomp filter is on */
+/* The shared libraries mapped in a live worker, from /proc/PID/maps (the kernel's view:
+ * the candidate cannot forge it), outside the C/C++ runtime, the CUDA driver and CUPTI,
+ * comma-separated into out. 0, or -1 when the worker is dead or its maps unreadable
+ * (a non-dumpable worker's maps are readable by root only). */
+int kf_worker_libraries(const kf_worker *w, char *out, size_t n);
 int kf_worker_dead(const kf_worker *w);   /* 1 after a failed call: only close may follow */
 const char *kf_worker_info(const kf_worker *w); /* GPU: device and kernel attributes */
 /* One call. msg's magic/type/seq are filled in here. After FAILED the worker is dead
