@@ -167,7 +167,7 @@ static const int gpu_allowed[] = {
     SCMP_SYS(epoll_create1), SCMP_SYS(epoll_ctl), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
     SCMP_SYS(mlock), SCMP_SYS(munlock), SCMP_SYS(get_mempolicy), SCMP_SYS(set_mempolicy),
     SCMP_SYS(mbind), SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime),
-    SCMP_SYS(timerfd_gettime), SCMP_SYS(pwrite64),
+    SCMP_SYS(timerfd_gettime), SCMP_SYS(pwrite64), SCMP_SYS(mlock2),
 };
 
 static int build_filter(pid_t self, int landlock, int gpu) {
@@ -255,6 +255,8 @@ static int build_filter(pid_t self, int landlock, int gpu) {
     for (size_t i = 0; i < sizeof fcntl_no / sizeof fcntl_no[0]; i++)
         rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1,
                                SCMP_A1(SCMP_CMP_EQ, (uint64_t)fcntl_no[i]));
+    if (gpu) /* NUMA page placement, of its own pages only */
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(move_pages), 1, SCMP_A0(SCMP_CMP_EQ, 0));
     if (gpu) {
         /* the driver talks to /dev/nvidia* through ioctl, with request numbers of its
          * own (nvidia-uvm's are not even _IOC-encoded): any request but TIOCSTI (typing
