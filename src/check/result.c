@@ -209,6 +209,24 @@ static char *result_text_raw(const kf_result *r) {
         if (total)
             kf_buf_printf(&b, "  shapes: %d of %d passed (%d visible, %d hidden, %d edge)\n",
                           passed, total, n[0], n[1], n[2]);
+        /* CUDA host mode: what the candidate's own host code used */
+        const char *lm = json_string_value(json_object_get(root, "launch_mode"));
+        if (lm && !strcmp(lm, "host")) {
+            kf_buf_printf(&b, "  host mode: libraries [");
+            json_t *l;
+            size_t k;
+            json_array_foreach(json_object_get(root, "libraries"), k, l)
+                kf_buf_printf(&b, "%s%s", k ? ", " : "", json_string_value(l));
+            json_t *s0 = json_array_get(shapes, 0);
+            json_t *lp = json_object_get(s0, "launches_per_call");
+            if (json_is_integer(lp))
+                kf_buf_printf(&b, "], %lld launches and %lld graph launches per call (first shape), %zu library kernels\n",
+                              (long long)json_integer_value(lp),
+                              (long long)json_integer_value(json_object_get(s0, "graph_launches")),
+                              json_array_size(json_object_get(s0, "library_kernels")));
+            else
+                kf_buf_printf(&b, "], launches not counted (no CUPTI)\n");
+        }
         json_array_foreach(shapes, i, o) {
             const char *w = json_string_value(json_object_get(o, "warning"));
             if (!w) continue;
