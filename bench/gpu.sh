@@ -3,7 +3,7 @@
 # with an NVIDIA GPU (the H200 host). It runs the prebuilt binaries in build/ (built on
 # the development machine: `make`), because the GPU host has the runtime libraries but
 # not their headers; with headers present it builds first.
-#   bench/gpu.sh [tests|verdict|bench|all] [OUTDIR]
+#   bench/gpu.sh [tests|verdict|profile|bench|all] [OUTDIR]
 # Prints a summary; full JSON and logs go to OUTDIR (default /tmp/kforge-gpu).
 set -u
 cd "$(dirname "$0")/.."
@@ -36,6 +36,18 @@ if [ "$MODE" = verdict ] || [ "$MODE" = all ]; then
             e=$(date +%s%N)
             echo "$t run $i: $(( (e - s) / 1000000 )) ms, verdict $(python3 -c "import json,sys;d=json.load(open('$OUT/v_${t}_$i.json'));print(d.get('verdict'), d.get('compile',{}).get('seconds'))" 2>/dev/null)"
         done
+    done
+fi
+if [ "$MODE" = profile ]; then
+    echo "== where a verdict's time goes (kforge check -v, fresh candidate text)"
+    for t in $TASKS; do
+        f="$OUT/p_$t.cu"
+        cp "tasks/cuda/$t/candidates/fast.cu" "$f"; echo "// profile $(date +%s%N)" >> "$f"
+        s=$(date +%s%N)
+        timeout 120 ./build/kforge check "tasks/cuda/$t" "$f" --hidden 4 --json -v > "$OUT/p_$t.json" 2> "$OUT/p_$t.err"
+        e=$(date +%s%N)
+        echo "-- $t: $(( (e - s) / 1000000 )) ms"
+        grep "^kforge: \[" "$OUT/p_$t.err" | cut -c1-160
     done
 fi
 if [ "$MODE" = bench ] || [ "$MODE" = all ]; then

@@ -56,6 +56,7 @@ static void cu_load_once(void) {
     S(FuncGetAttribute, "cuFuncGetAttribute", NULL);
     S(MemAlloc, "cuMemAlloc_v2", NULL);
     S(MemFree, "cuMemFree_v2", NULL);
+    S(MemHostRegister, "cuMemHostRegister_v2", "cuMemHostRegister");
     S(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL);
     S(MemcpyDtoH, "cuMemcpyDtoH_v2", NULL);
     S(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", NULL);
