@@ -79,9 +79,11 @@ static _Thread_local struct {
 /* ---- pure helpers ------------------------------------------------------------ */
 
 int kf_cupti_is_library(const char *name) {
-    static const char *const sub[] = {"cublas",   "cutlass", "xmma",        "nvjet",
-                                      "cudnn",    "cufft",   "regular_fft", "vector_fft",
-                                      "cusparse", "curand",  "cusolver",    "nccl"};
+    /* not "curand": a candidate's own kernel taking a curandState has it in its mangled
+     * name; not a bare "gemm" or "fft": candidates name their kernels that way */
+    static const char *const sub[] = {"cublas",   "cutlass",  "xmma",        "nvjet",
+                                      "cudnn",    "cufft",    "regular_fft", "vector_fft",
+                                      "cusparse", "cusolver", "nccl"};
     static const char *const pre[] = {"ampere_", "volta_",  "turing_",   "maxwell_",
                                       "kepler_", "hopper_", "blackwell_"};
     if (!name) return 0;

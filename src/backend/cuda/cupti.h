@@ -38,7 +38,7 @@ void kf_cupti_end(kf_launch_log *out);
 /* Unsubscribe. libcupti stays loaded (its threads make dlclose unsafe). */
 void kf_cupti_shutdown(void);
 /* 1 if a kernel name (mangled or not) looks like a vendor library's kernel: it contains
- * cublas, cutlass, xmma, nvjet, cudnn, cufft, regular_fft, vector_fft, cusparse, curand,
+ * cublas, cutlass, xmma, nvjet, cudnn, cufft, regular_fft, vector_fft, cusparse,
  * cusolver or nccl (any case), or starts with ampere_, volta_, turing_, maxwell_, kepler_,
  * hopper_ or blackwell_ (also after a mangled name's length digits). Pure. */
 int kf_cupti_is_library(const char *name);
