@@ -12,6 +12,7 @@
 #include "backend/cuda/cuda_api.h"
 #include "backend/cuda/cupti.h"
 #include "backend/cuda/cupti_abi.h"
+#include "util/util.h"
 
 #include <dlfcn.h>
 #include <glob.h>
@@ -269,6 +270,106 @@ static void t_init_no_gpu(const void *arg) {
     kf_cupti_begin();
     kf_cupti_end(&l);
     CHECK(l.available == 0);
+}
+
+/* A stand-in libcupti (compiled here) exercises kf_cupti_init's success path without a
+ * GPU: which callbacks it enables, that a record reaching the subscribed callback counts,
+ * that a second subscriber is refused with the reason, and that a subscription torn down
+ * behind kforge's back (cuptiFinalize) makes the log unavailable. */
+static const char stub_src[] =
+    "typedef void (*cb)(void *, int, unsigned, const void *);\n"
+    "static cb fn; static unsigned on[3][2048];\n"
+    "int cuptiSubscribe(void **h, cb f, void *u) { (void)u; if (fn) return 39; fn = f; *h = &fn; "
+    "return 0; }\n"
+    "int cuptiUnsubscribe(void *h) { (void)h; fn = 0; return 0; }\n"
+    "int cuptiEnableCallback(unsigned v, void *h, int d, unsigned id) {\n"
+    "  if (h != &fn || !fn || d < 1 || d > 2 || id >= 2048) return 1; on[d][id] = v; return 0; }\n"
+    "int cuptiGetCallbackState(unsigned *v, void *h, int d, unsigned id) {\n"
+    "  if (h != &fn || !fn || d < 1 || d > 2 || id >= 2048) return 1; *v = on[d][id]; return 0; }\n"
+    "int cuptiGetResultString(int r, const char **s) {\n"
+    "  *s = r == 39 ? \"CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED\" : "
+    "\"CUPTI_ERROR_UNKNOWN\"; return 0; }\n"
+    "int cuptiGetCallbackName(int d, unsigned id, const char **s) {\n"
+    "  if (d == 1 && id == 276) { *s = \"cuMemcpyHtoD_v2\"; return 0; }\n"
+    "  if (d == 2 && id == 41) { *s = \"cudaMemcpyAsync_v3020\"; return 0; }\n"
+    "  if (d == 1 && id == 307) { *s = \"cuLaunchKernel\"; return 0; }\n"
+    "  return 1; }\n"
+    "int cuptiFinalize(void) { fn = 0; return 0; }\n"
+    "unsigned stub_enabled(int d, unsigned id) { return on[d][id]; }\n"
+    "void stub_fire(int d, unsigned id, const void *data) { if (fn) fn(0, d, id, data); }\n";
+
+static void t_init_stub(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-cupti-XXXXXX";
+    CHECK(mkdtemp(dir));
+    char src[128], so[128], cmd[512], out[4096];
+    snprintf(src, sizeof src, "%s/stub.c", dir);
+    snprintf(so, sizeof so, "%s/libcupti.so", dir);
+    FILE *f = fopen(src, "w");
+    CHECK(f);
+    fputs(stub_src, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cc -shared -fPIC -o %s %s 2>&1", so, src);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    CHECK(h);
+    unsigned (*enabled)(int, unsigned) = (unsigned (*)(int, unsigned))dlsym(h, "stub_enabled");
+    void (*fire)(int, unsigned, const void *) =
+        (void (*)(int, unsigned, const void *))dlsym(h, "stub_fire");
+    int (*other)(void **, void *, void *) =
+        (int (*)(void **, void *, void *))dlsym(h, "cuptiSubscribe");
+    int (*unsub)(void *) = (int (*)(void *))dlsym(h, "cuptiUnsubscribe");
+    int (*finalize)(void) = (int (*)(void))dlsym(h, "cuptiFinalize");
+    CHECK(enabled && fire && other && unsub && finalize);
+    setenv("KFORGE_LIBCUPTI", so, 1);
+    char err[512] = "";
+
+    /* another client got there first: refused, and the message says so */
+    void *theirs = NULL;
+    CHECK(other(&theirs, h /* any non-NULL callback */, NULL) == 0);
+    CHECK(kf_cupti_init(err, sizeof err) == -1);
+    CHECKF(strstr(err, "MULTIPLE_SUBSCRIBERS") && strstr(err, "another CUPTI client"), "%s", err);
+    unsub(theirs);
+
+    CHECKF(kf_cupti_init(err, sizeof err) == 0, "%s", err);
+    CHECK(kf_cupti_init(err, sizeof err) == 0); /* idempotent */
+    static const unsigned drv[] = {KF_CUPTI_DRV_cuLaunchKernel,
+                                   KF_CUPTI_DRV_cuLaunchKernel_ptsz,
+                                   KF_CUPTI_DRV_cuLaunchKernelEx,
+                                   KF_CUPTI_DRV_cuLaunchCooperativeKernel,
+                                   KF_CUPTI_DRV_cuGraphLaunch,
+                                   KF_CUPTI_DRV_cuGraphLaunch_ptsz,
+                                   276};
+    static const unsigned rt[] = {
+        KF_CUPTI_RT_cudaLaunchKernel_v7000, KF_CUPTI_RT_cudaLaunchKernelExC_v11060,
+        KF_CUPTI_RT___cudaLaunchKernel_v13000, KF_CUPTI_RT_cudaGraphLaunch_v10000, 41};
+    for (size_t i = 0; i < sizeof drv / sizeof drv[0]; i++)
+        CHECKF(enabled(1, drv[i]), "driver %u", drv[i]);
+    for (size_t i = 0; i < sizeof rt / sizeof rt[0]; i++)
+        CHECKF(enabled(2, rt[i]), "runtime %u", rt[i]);
+    /* only what is counted: not every driver call */
+    CHECK(!enabled(1, 1) && !enabled(1, KF_CUPTI_DRV_cuMemcpyDtoH_v2) && !enabled(2, 1));
+
+    kf_launch_log l;
+    int ok = 0;
+    kf_cupti_cbdata d = {.callbackSite = KF_CUPTI_API_EXIT,
+                         .symbolName = "ampere_sgemm_128x64_nn",
+                         .functionReturnValue = &ok};
+    kf_cupti_begin();
+    fire(1, KF_CUPTI_DRV_cuLaunchKernel, &d);
+    fire(1, 276, &(kf_cupti_cbdata){.callbackSite = KF_CUPTI_API_EXIT, .functionReturnValue = &ok});
+    kf_cupti_end(&l);
+    CHECKF(l.available && l.nlaunch == 1 && l.nlib == 1 && l.nmemop == 1 && l.nnames == 1,
+           "available %d launch %d lib %d memop %d", l.available, l.nlaunch, l.nlib, l.nmemop);
+
+    /* torn down behind our back: unavailable, not "no launches" */
+    kf_cupti_begin();
+    finalize();
+    kf_cupti_end(&l);
+    CHECK(l.available == 0 && l.nlaunch == 0);
+    kf_cupti_shutdown();
+    unsetenv("KFORGE_LIBCUPTI");
+    kf__rmtree(dir);
 }
 
 /* ---- with a GPU -------------------------------------------------------------- */
@@ -599,6 +700,7 @@ void kft_register_cupti(void) {
     kft_add("cupti/threads", t_threads, NULL, 60);
     kft_add("cupti/init_missing", t_init_missing, NULL, 30);
     kft_add("cupti/init_no_gpu", t_init_no_gpu, NULL, 60);
+    kft_add("cupti/init_stub", t_init_stub, NULL, 60);
     kft_add("cupti/gpu_driver", t_gpu_driver, NULL, 120);
     kft_add("cupti/gpu_threads", t_gpu_threads, NULL, 120);
     kft_add("cupti/gpu_graph", t_gpu_graph, NULL, 120);
