@@ -8,10 +8,11 @@
  * the call returned success (a failed launch counts in nfail), so the function handle is
  * known to be valid before cuFuncGetName is asked for a name CUPTI did not give.
  *
- * Counting once: a runtime launch may or may not also surface as a driver callback
- * (the CUDA runtime reaches the driver through internal entry points; NVIDIA's nsys skips
- * such nested driver calls, while cms-sw/cmssw's CuptiKernelLoggerService observed both
- * cudaLaunchKernel and cuLaunchKernel firing for one launch on CUDA 13). So the driver
+ * Counting once: CUPTI's documentation does not say whether a runtime launch also
+ * surfaces as a driver callback, and reports differ (an NVIDIA engineer on the developer
+ * forum: nsys skips driver calls made under a runtime call; cms-sw/cmssw's
+ * CuptiKernelLoggerService notes both cudaLaunchKernel and cuLaunchKernel firing for one
+ * launch, CUDA 13). So the driver
  * level counts, and runtime callbacks only track nesting per thread: a runtime call
  * counts at its exit only if no driver call of the same kind was counted inside it (and
  * only the outermost runtime call: CUDA 13's __cudaLaunchKernel nests cudaLaunchKernel).
