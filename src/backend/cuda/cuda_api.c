@@ -97,8 +97,7 @@ static int rtc_state;
 static char rtc_err[512];
 static pthread_once_t rtc_once = PTHREAD_ONCE_INIT;
 
-/* Directories where a toolkit may live, most specific first. */
-static void toolkit_roots(char roots[][256], int *nroots) {
+void kf_cu_toolkit_roots(char roots[][256], int *nroots) {
     *nroots = 0;
     const char *env[] = {"CUDA_HOME", "CUDA_PATH"};
     for (int i = 0; i < 2; i++) {
@@ -118,7 +117,7 @@ static void rtc_load_once(void) {
     kf_nvrtc_api *a = &rtc_api;
     char roots[8][256];
     int nroots;
-    toolkit_roots(roots, &nroots);
+    kf_cu_toolkit_roots(roots, &nroots);
     const char *env = getenv("KFORGE_NVRTC");
     if (env && *env) {
         a->lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);

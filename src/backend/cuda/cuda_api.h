@@ -90,6 +90,9 @@ const kf_cu_api *kf_cu_load(char *err, size_t n);
 /* Load NVRTC (KFORGE_NVRTC, or libnvrtc.so* under CUDA_HOME, /usr/local/cuda*, or the
  * loader's path). NULL with a reason in err. Thread-safe; loaded once. */
 const kf_nvrtc_api *kf_nvrtc_load(char *err, size_t n);
+/* Directories where a CUDA toolkit may live, most specific first: CUDA_HOME, CUDA_PATH,
+ * /usr/local/cuda, then /usr/local/cuda-* newest first. Fills at most 8 roots. */
+void kf_cu_toolkit_roots(char roots[][256], int *nroots);
 /* "CUDA_ERROR_ILLEGAL_ADDRESS" etc.; never NULL. */
 const char *kf_cu_errname(const kf_cu_api *cu, CUresult r);
 
