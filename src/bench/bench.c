@@ -9,7 +9,7 @@
  *     from every cache level (clflush from the coordinator), then calls both sides
  *     back to back in alternating order (ABBA);
  *   - two warm-up rounds, then at least bench_min_runs rounds and bench_min_time_s per
- *     side, at most bench_max_runs;
+ *     side, at most bench_max_runs (GPU: GPU_ROUNDS rounds are enough);
  *   - every timed output is verified exactly as in the check (same call path);
  *   - the in-worker clock is cross-checked against the coordinator's clock: it must
  *     nest inside it, and the candidate's overhead (wall minus reported) must match
@@ -73,6 +73,8 @@ static double eval_cost(const kf_task *t, const kf_shape *sh, const kf_expr *e) 
     return kf_expr_eval(e, &v, &x, err, sizeof err) ? 0 : (double)x;
 }
 
+#define GPU_ROUNDS 60
+
 /* Time one shape. KF_OK; a rejection (wrong timed output, clock tampering) is recorded
  * on s->res and sets *stop. */
 static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *ref,
@@ -103,6 +105,9 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             int n = R.n;
             int enough = n >= s->o->bench_min_runs && sum_c >= s->o->bench_min_time_s * 1e9 &&
                          sum_b >= s->o->bench_min_time_s * 1e9;
+            /* a GPU round costs milliseconds of staging and copies around microseconds of
+             * kernel: kernel time alone would take thousands of rounds to add up */
+            if (cand->b && cand->b->nlaunch && n >= s->o->bench_min_runs && n >= GPU_ROUNDS) enough = 1;
             if (enough || n >= max || (n >= 5 && kf__now_ns() - started > 60ull * 1000000000ull))
                 break;
         }
