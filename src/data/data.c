@@ -371,7 +371,9 @@ static void copy_chunk(void *p, int64_t k) {
     memcpy(j->dst + lo, j->src + lo, n);
 }
 
-static void big_copy(unsigned char *dst, const unsigned char *src, size_t bytes) {
+void kf_data_copy(void *dst_, const void *src_, size_t bytes) {
+    unsigned char *dst = dst_;
+    const unsigned char *src = src_;
     if (bytes <= 2 * COPY_CHUNK) {
         memcpy(dst, src, bytes);
         return;
@@ -411,7 +413,7 @@ void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
         if (a->io == KF_IO_OUT)
             big_fill(arena + lay->off[i], ex->bytes[i], p->sentinel[i], kf_dtype_size(a->type));
         else if (ex->bytes[i])
-            big_copy(arena + lay->off[i], in->buf[i], ex->bytes[i]);
+            kf_data_copy(arena + lay->off[i], in->buf[i], ex->bytes[i]);
     }
 }
 
