@@ -561,7 +561,8 @@ static void t_gpu_roofline_bundled(const void *arg) {
         json_t *sh = json_array_get(shapes, i);
         double frac = jnum(sh, "roofline_fraction", NULL);
         CHECKF(frac > 0 && json_is_string(json_object_get(sh, "roofline_flops_ceiling")), "%s", js);
-        CHECKF(jnum(sh, "candidate_ns", NULL) >= jnum(sh, "floor_ns", NULL), "%s", js);
+        /* honest times stay above the floor (the refusal forgives 2 us of timer slack) */
+        CHECKF(jnum(sh, "candidate_ns", NULL) + 2000 >= jnum(sh, "floor_ns", NULL), "%s", js);
         fprintf(stderr, "    shape %zu: %.0f ns, roofline %.2f (%s), floor %.0f ns\n", i,
                 jnum(sh, "candidate_ns", NULL), frac,
                 json_string_value(json_object_get(sh, "roofline_flops_ceiling")), jnum(sh, "floor_ns", NULL));

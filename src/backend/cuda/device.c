@@ -455,9 +455,9 @@ kf_status kf_device_get(kf_ctx *ctx, int dev, int refresh, kf_devinfo *d) {
     cu->DeviceGetAttribute(&l2, KF_CU_ATTR_L2_SIZE, h);
     d->l2_bytes = l2;
     d->total_mem = (int64_t)mem;
+    /* NVRTC only compiles the probes: a cached description does not need it */
     const kf_nvrtc_api *rtc = kf_nvrtc_load(err, sizeof err);
-    if (!rtc) return kf__err(ctx, KF_EBACKEND, "measuring device ceilings needs NVRTC: %s", err);
-    rtc->Version(&d->nvrtc_major, &d->nvrtc_minor);
+    if (rtc) rtc->Version(&d->nvrtc_major, &d->nvrtc_minor);
 
     char path[4400];
     kf_device_cache_path(d, path, sizeof path);
@@ -465,6 +465,7 @@ kf_status kf_device_get(kf_ctx *ctx, int dev, int refresh, kf_devinfo *d) {
         d->from_cache = 1;
         return KF_OK;
     }
+    if (!rtc) return kf__err(ctx, KF_EBACKEND, "measuring device ceilings needs NVRTC: %s", err);
     if (measure(cu, h, d, err, sizeof err))
         return kf__err(ctx, KF_EBACKEND, "measuring device %d's ceilings: %s", dev, err);
     kf_device_cache_save(path, d); /* a read-only cache only costs the next call a measurement */
