@@ -407,10 +407,11 @@ static void t_roofline_floor(const void *arg) {
     CHECK(kf_device_roofline(&u, fl, gb, 1, fl / 4e15 * 1e9, &r) == 0);
     CHECKF(fabs(r.hard_flops - 1.1 * 8 * u.tensor_flops_per_s) < 1e9, "%g", r.hard_flops);
     CHECK(kf_device_roofline(&u, fl, gb, 1, fl / 1e16 * 1e9, &r) == 1);
-    /* no memory clock: the measured bandwidth alone, with the margin */
+    /* no memory clock: the measured bandwidth alone, with a wider margin (a kernel
+     * that only reads can beat a copy) */
     u.mem_clock_khz = 0;
-    kf_device_roofline(&u, 0, (60 << 20) + by, 0, 1, &r);
-    CHECKF(fabs(r.hard_bw - 1.1 * u.copy_bytes_per_s) < 1e6, "%g", r.hard_bw);
+    CHECK(kf_device_roofline(&u, 0, (60 << 20) + by, 0, by / (1.2 * u.copy_bytes_per_s) * 1e9, &r) == 0);
+    CHECKF(fabs(r.hard_bw - 1.25 * u.copy_bytes_per_s) < 1e6, "%g", r.hard_bw);
     /* nothing measured and nothing known: no floor, nothing refused */
     kf_devinfo z;
     memset(&z, 0, sizeof z);
@@ -524,7 +525,7 @@ static void t_gpu_device_info(const void *arg) {
     /* the table */
     CHECKF(kforge_cli(env, "device-info", out, sizeof out) == 0 && strstr(out, "bf16 tensor") &&
            strstr(out, "from the cache"), "%s", out);
-    CHECK(kforge_cli(env, "device-info --device 4096 2>&1", out, sizeof out) == 2);
+    CHECKF(kforge_cli(env, "device-info --device 64 2>&1", out, sizeof out) == 2 && strstr(out, "CUDA device"), "%s", out);
     json_decref(a);
     json_decref(b);
     json_decref(c);

@@ -250,7 +250,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             kf_result_reject(s->res, KF_REASON_TIMING_MISMATCH, sizes,
                              "impossible: %.0f ns measured, but %.3g bytes (%.3g beyond the L2) "
                              "at %.3g B/s and %.3g FLOP at %.3g FLOP/s (the device's best, with "
-                             "10%% margin) take at least %.0f ns; or the task's cost model "
+                             "margin) take at least %.0f ns; or the task's cost model "
                              "overstates the work",
                              cmed, by, roof.hard_bytes, roof.hard_bw, fl, roof.hard_flops, roof.floor_ns);
             *stop = 1;

@@ -34,6 +34,7 @@
 
 #define MARGIN 1.10           /* on every rate of the hard floor */
 #define UNKNOWN_ARCH_FACTOR 8 /* unknown arch: fp8/fp4 paths and wgmma over mma.sync */
+#define MEASURED_BW_MARGIN 1.25 /* no datasheet figure: reads alone can beat a copy */
 #define EVENT_SLACK_NS 2000.0 /* CUDA events resolve about 0.5 us */
 
 int kf_device_arch_peaks(int maj, int min, kf_device_peaks *p) {
@@ -86,7 +87,8 @@ int kf_device_roofline(const kf_devinfo *d, double flops, double bytes, int half
     /* bytes: written outputs may still sit in L2 when the last kernel ends (inputs
      * were flushed out of it before the call) */
     out->hard_bytes = fmax(0, bytes - (double)(d->l2_bytes > 0 ? d->l2_bytes : 0));
-    out->hard_bw = MARGIN * fmax(d->copy_bytes_per_s, th.mem_bytes_per_s);
+    out->hard_bw = th.mem_bytes_per_s > 0 ? MARGIN * fmax(d->copy_bytes_per_s, th.mem_bytes_per_s)
+                                          : MEASURED_BW_MARGIN * d->copy_bytes_per_s;
     double measured = fmax(d->tensor_flops_per_s, d->fp32_flops_per_s);
     out->hard_flops = MARGIN * (th.peak > 0 ? fmax(th.peak, measured) : UNKNOWN_ARCH_FACTOR * measured);
     out->floor_ns = 1e9 * fmax(out->hard_bw > 0 ? out->hard_bytes / out->hard_bw : 0,

@@ -44,7 +44,7 @@ typedef struct {
     double tmin_ns;        /* max(flops / flops ceiling, bytes / copy bandwidth), measured */
     const char *flops_ceiling; /* "tensor" or "fp32": which measured rate tmin used */
     double hard_bytes;     /* bytes that must cross DRAM: max(0, bytes - L2 size) */
-    double hard_bw;        /* 1.10 x max(measured, theoretical bandwidth) */
+    double hard_bw;        /* 1.10 x max(measured, theoretical); 1.25 x measured alone */
     double hard_flops;     /* 1.10 x the fastest dense rate (or 8x measured, arch unknown) */
     double floor_ns;       /* no honest kernel is faster than this (0: no floor) */
 } kf_device_roof;
