@@ -347,6 +347,77 @@ static void t_device_info_no_driver(const void *arg) {
     CHECK(kforge_cli("", "help", out, sizeof out) == 0 && strstr(out, "device-info"));
 }
 
+static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-300); }
+
+/* device-info's host side against a stand-in driver (tests/fake_libcuda.c: an H200
+ * whose kernels do nothing and whose events are FAKECUDA_MS apart): the probes are
+ * compiled, launched and timed, the rates follow from the work and the time, the
+ * cache serves the second call and keeps the maxima, and driver errors exit 2. */
+static void t_device_info_fake_driver(const void *arg) {
+    (void)arg;
+    need_nvrtc();
+    char tmp[] = "/tmp/kft-devfake-XXXXXX", env[1024];
+    CHECK(mkdtemp(tmp));
+    static char out[1 << 16];
+    snprintf(env, sizeof env, "KFORGE_CACHE_DIR=%s KFORGE_LIBCUDA=%s", tmp, kft_bin("libkft_fakecuda.so"));
+    CHECKF(kforge_cli(env, "device-info --json 2>&1", out, sizeof out) == 0, "%s", out);
+    json_t *a = json_loads(out, 0, NULL);
+    CHECKF(a && !strcmp(json_string_value(json_object_get(a, "source")), "measured"), "%s", out);
+    CHECK(!strcmp(json_string_value(json_object_get(a, "name")), "Fake H200"));
+    CHECK(!strcmp(json_string_value(json_object_get(a, "uuid")), "GPU-f0f1f2f3-f4f5-f6f7-f8f9-fafbfcfdfeff"));
+    CHECK(!strcmp(json_string_value(json_object_get(a, "arch")), "sm_90"));
+    CHECK(json_integer_value(json_object_get(a, "sms")) == 132 &&
+          json_integer_value(json_object_get(a, "l2_bytes")) == 60 << 20 &&
+          json_integer_value(json_object_get(a, "driver_version")) == 13000);
+    /* copy: two buffers of 8 x L2, read + written in 25 ms; compute: 8 blocks of 256
+     * per SM, 64 iterations (the first launch already took 20 ms or more) */
+    double bytes = 8.0 * (60 << 20), threads = 132.0 * 8 * 256;
+    json_t *m = json_object_get(a, "measured");
+    CHECKF(rel(json_number_value(json_object_get(m, "copy_bytes_per_s")), 2 * bytes / 0.025) < 1e-5, "%s", out);
+    CHECKF(rel(json_number_value(json_object_get(m, "fp32_flops_per_s")), 256 * threads * 64 / 0.025) < 1e-5, "%s", out);
+    CHECKF(rel(json_number_value(json_object_get(m, "bf16_tensor_flops_per_s")), 1024 * threads * 64 / 0.025) < 1e-5,
+           "%s", out);
+    json_t *th = json_object_get(a, "theoretical");
+    CHECK(rel(json_number_value(json_object_get(th, "mem_bytes_per_s")), 3201e6 * 6144 * 2 / 8) < 1e-5);
+    CHECK(rel(json_number_value(json_object_get(th, "bf16_flops_per_s")), 132 * 1.98e9 * 4096) < 1e-5);
+    CHECK(rel(json_number_value(json_object_get(th, "peak_flops_per_s")), 132 * 1.98e9 * 8192) < 1e-5);
+    CHECK(json_is_null(json_object_get(th, "fp4_flops_per_s")));
+    /* cached: the same figures, no measurement (a failing launch would show) */
+    char env2[1200];
+    snprintf(env2, sizeof env2, "%s FAKECUDA_FAIL=cuLaunchKernel", env);
+    CHECKF(kforge_cli(env2, "device-info --json 2>&1", out, sizeof out) == 0, "%s", out);
+    json_t *b = json_loads(out, 0, NULL);
+    CHECKF(b && !strcmp(json_string_value(json_object_get(b, "source")), "cache"), "%s", out);
+    CHECK(json_equal(json_object_get(a, "measured"), json_object_get(b, "measured")));
+    /* --refresh on a "busy" device (50 ms) keeps the best; a faster one (20 ms) raises it */
+    snprintf(env2, sizeof env2, "%s FAKECUDA_MS=50", env);
+    CHECKF(kforge_cli(env2, "device-info --json --refresh 2>&1", out, sizeof out) == 0, "%s", out);
+    json_t *c = json_loads(out, 0, NULL);
+    CHECKF(c && !strcmp(json_string_value(json_object_get(c, "source")), "measured") &&
+           json_equal(json_object_get(a, "measured"), json_object_get(c, "measured")), "%s", out);
+    snprintf(env2, sizeof env2, "%s FAKECUDA_MS=20", env);
+    CHECKF(kforge_cli(env2, "device-info --json --refresh 2>&1", out, sizeof out) == 0, "%s", out);
+    json_t *d = json_loads(out, 0, NULL);
+    CHECKF(d && rel(json_number_value(json_object_get(json_object_get(d, "measured"), "copy_bytes_per_s")),
+                    2 * bytes / 0.020) < 1e-5, "%s", out);
+    /* the table */
+    CHECKF(kforge_cli(env, "device-info", out, sizeof out) == 0 && strstr(out, "Fake H200") &&
+           strstr(out, "sm_90") && strstr(out, "bf16 tensor") && strstr(out, "from the cache"), "%s", out);
+    /* errors: exit 2 with what failed */
+    snprintf(env2, sizeof env2, "%s FAKECUDA_FAIL=cuMemAlloc_v2", env);
+    CHECKF(kforge_cli(env2, "device-info --refresh 2>&1", out, sizeof out) == 2 &&
+           strstr(out, "cuMemAlloc") && strstr(out, "CUDA_ERROR_OUT_OF_MEMORY"), "%s", out);
+    snprintf(env2, sizeof env2, "%s FAKECUDA_FAIL=cuInit", env);
+    CHECKF(kforge_cli(env2, "device-info 2>&1", out, sizeof out) == 2 && strstr(out, "no usable CUDA device: cuInit"),
+           "%s", out);
+    CHECKF(kforge_cli(env, "device-info --device 1 2>&1", out, sizeof out) == 2 && strstr(out, "1 CUDA device"), "%s", out);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    json_decref(d);
+    kf__rmtree(tmp);
+}
+
 /* An H200 as device-info would see it, with ceilings near what it measures. */
 static kf_devinfo fake_h200(void) {
     kf_devinfo d;
@@ -584,6 +655,7 @@ void kft_register_cuda(void) {
     kft_add("cuda/half_types", t_half_types, NULL, 60);
     kft_add("cuda/device_probes_build", t_device_probes_build, NULL, 120);
     kft_add("cuda/device_info_no_driver", t_device_info_no_driver, NULL, 60);
+    kft_add("cuda/device_info_fake_driver", t_device_info_fake_driver, NULL, 120);
     kft_add("cuda/roofline_floor", t_roofline_floor, NULL, 30);
     kft_add("cuda/device_cache", t_device_cache, NULL, 30);
     kft_add("cuda/gpu_device_info", t_gpu_device_info, NULL, 300);
