@@ -532,6 +532,21 @@ static void t_device_cache(const void *arg) {
     CHECK(json_number_value(json_object_get(json_object_get(j, "theoretical"), "bf16_flops_per_s")) > 1e15);
     CHECK(!json_object_get(j, "source"));
     json_decref(j);
+    /* another kernel driver release with the same CUDA version: another file */
+    kf_device_kernel_driver("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  "
+                            "Release Build  (dvs-builder@U16-I3-B03-4-3)  Thu Jul 10 2025\n",
+                            other.kernel_driver, sizeof other.kernel_driver);
+    CHECKF(!strcmp(other.kernel_driver, "580.159.04"), "%s", other.kernel_driver);
+    other = fake_h200();
+    kf_device_kernel_driver("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 22:20:39 UTC 2023\n",
+                            other.kernel_driver, sizeof other.kernel_driver);
+    CHECKF(!strcmp(other.kernel_driver, "535.54.03"), "%s", other.kernel_driver);
+    char opath[4400];
+    kf_device_cache_path(&other, opath, sizeof opath);
+    CHECKF(strcmp(opath, path) && strstr(opath, "-13000-535.54.03.json"), "%s", opath);
+    CHECK(kf_device_cache_load(path, &other) == -1);
+    kf_device_kernel_driver("garbage", other.kernel_driver, sizeof other.kernel_driver);
+    CHECK(other.kernel_driver[0] == 0);
     /* a damaged file is ignored (measured again), not believed */
     FILE *f = fopen(path, "w");
     fputs("{\"uuid\": \"GPU-01234567-89ab-cdef-0123-456789abcdef\", \"driver_version\": 13000, "

@@ -101,7 +101,33 @@ int kf_device_roofline(const kf_devinfo *d, double flops, double bytes, int half
 void kf_device_cache_path(const kf_devinfo *d, char *out, size_t n) {
     char dir[4096];
     kf__cache_dir(dir, sizeof dir);
-    snprintf(out, n, "%s/gpu-%s-%d.json", dir, d->uuid, d->driver_version);
+    snprintf(out, n, "%s/gpu-%s-%d%s%s.json", dir, d->uuid, d->driver_version,
+             d->kernel_driver[0] ? "-" : "", d->kernel_driver);
+}
+
+void kf_device_kernel_driver(const char *line, char *out, size_t n) {
+    out[0] = 0;
+    const char *p = strstr(line, "Module");
+    /* the first word after "Module" made of digits and dots, with a dot ("x86_64" is not) */
+    while (p && *p && *p != '\n') {
+        while (*p == ' ' || *p == '\t') p++;
+        size_t k = strspn(p, "0123456789."), w = strcspn(p, " \t\n");
+        if (k && k == w && memchr(p, '.', k) && k < n) {
+            snprintf(out, n, "%.*s", (int)k, p);
+            return;
+        }
+        p += w;
+    }
+}
+
+/* cuDriverGetVersion only says which CUDA version the driver supports, which many
+ * driver releases share: the kernel module's version tells them apart. */
+static void kernel_driver(char *out, size_t n) {
+    char line[512] = "";
+    FILE *f = fopen("/proc/driver/nvidia/version", "re");
+    if (f && !fgets(line, sizeof line, f)) line[0] = 0;
+    if (f) fclose(f);
+    kf_device_kernel_driver(line, out, n);
 }
 
 static double measured_field(json_t *o, const char *k) {
@@ -112,8 +138,10 @@ static double measured_field(json_t *o, const char *k) {
 int kf_device_cache_load(const char *path, kf_devinfo *d) {
     json_t *o = json_load_file(path, 0, NULL);
     const char *uuid = json_string_value(json_object_get(o, "uuid"));
+    const char *kd = json_string_value(json_object_get(o, "kernel_driver"));
     int ok = o && uuid && !strcmp(uuid, d->uuid) &&
-             json_integer_value(json_object_get(o, "driver_version")) == d->driver_version;
+             json_integer_value(json_object_get(o, "driver_version")) == d->driver_version &&
+             !strcmp(kd ? kd : "", d->kernel_driver);
     double c = measured_field(o, "copy_bytes_per_s"), f = measured_field(o, "fp32_flops_per_s");
     double tc = measured_field(o, "bf16_tensor_flops_per_s");
     /* a device without bf16 mma (before sm_80) has no tensor figure */
@@ -184,6 +212,7 @@ json_t *kf_device_json(const kf_devinfo *d) {
     json_object_set_new(o, "l2_bytes", json_integer(d->l2_bytes));
     json_object_set_new(o, "total_mem_bytes", json_integer(d->total_mem));
     json_object_set_new(o, "driver_version", json_integer(d->driver_version));
+    json_object_set_new(o, "kernel_driver", d->kernel_driver[0] ? json_string(d->kernel_driver) : json_null());
     json_object_set_new(o, "nvrtc_version", json_string(nv));
     json_object_set_new(o, "measured", m);
     json_object_set_new(o, "theoretical", th);
@@ -457,6 +486,7 @@ kf_status kf_device_get(kf_ctx *ctx, int dev, int refresh, kf_devinfo *d) {
     cu->DeviceGetAttribute(&l2, KF_CU_ATTR_L2_SIZE, h);
     d->l2_bytes = l2;
     d->total_mem = (int64_t)mem;
+    kernel_driver(d->kernel_driver, sizeof d->kernel_driver);
     /* NVRTC only compiles the probes: a cached description does not need it */
     const kf_nvrtc_api *rtc = kf_nvrtc_load(err, sizeof err);
     if (rtc) rtc->Version(&d->nvrtc_major, &d->nvrtc_minor);

@@ -25,6 +25,7 @@ typedef struct {
     int sm_clock_khz, mem_clock_khz, bus_width_bits; /* 0: not reported */
     int64_t l2_bytes, total_mem;
     int driver_version, nvrtc_major, nvrtc_minor;
+    char kernel_driver[32]; /* "580.159.04" from /proc/driver/nvidia/version, or "" */
     /* measured ceilings: the best ever seen for this device and driver (0: none) */
     double copy_bytes_per_s;   /* device-to-device copy, bytes read + written */
     double fp32_flops_per_s;   /* independent FMA chains on every SM */
@@ -65,14 +66,18 @@ int kf_device_roofline(const kf_devinfo *d, double flops, double bytes, int half
  * NVRTC; KF_EUSAGE for a device number out of range. Detail on ctx. */
 kf_status kf_device_get(kf_ctx *ctx, int dev, int refresh, kf_devinfo *out);
 
-/* The cache file for d: <cache dir>/gpu-<uuid>-<driver>.json. */
+/* The cache file for d: <cache dir>/gpu-<uuid>-<driver>[-<kernel driver>].json. */
 void kf_device_cache_path(const kf_devinfo *d, char *out, size_t n);
 /* Fill d's measured ceilings from the file at path when it is for the same UUID and
- * driver and has all three. 0, or -1. */
+ * drivers and has all three. 0, or -1. */
 int kf_device_cache_load(const char *path, kf_devinfo *d);
 /* Merge d's ceilings with the file's (the maxima, into d too) and write it atomically.
  * 0, or -1. */
 int kf_device_cache_save(const char *path, kf_devinfo *d);
+
+/* The driver's version ("580.159.04") from the first line of /proc/driver/nvidia/version
+ * into out ("" when the line has none). */
+void kf_device_kernel_driver(const char *line, char *out, size_t n);
 
 /* d as a JSON object (docs/cli.md, device-info). New reference. */
 json_t *kf_device_json(const kf_devinfo *d);
