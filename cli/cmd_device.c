@@ -31,9 +31,10 @@ static void print_table(json_t *o) {
     printf("  SMs %lld, SM clock %lld kHz, memory clock %lld kHz, bus %lld bits\n",
            (long long)num(o, "sms"), (long long)num(o, "sm_clock_khz"),
            (long long)num(o, "mem_clock_khz"), (long long)num(o, "mem_bus_width_bits"));
-    printf("  L2 %.1f MiB, memory %.1f GiB, driver %lld, NVRTC %s\n", num(o, "l2_bytes") / 1048576.0,
-           num(o, "total_mem_bytes") / 1073741824.0, (long long)num(o, "driver_version"),
-           json_string_value(json_object_get(o, "nvrtc_version")));
+    const char *kd = json_string_value(json_object_get(o, "kernel_driver"));
+    printf("  L2 %.1f MiB, memory %.1f GiB, driver %lld%s%s%s, NVRTC %s\n", num(o, "l2_bytes") / 1048576.0,
+           num(o, "total_mem_bytes") / 1073741824.0, (long long)num(o, "driver_version"), kd ? " (" : "",
+           kd ? kd : "", kd ? ")" : "", json_string_value(json_object_get(o, "nvrtc_version")));
     printf("  %-22s %-14s %s\n", "ceiling", "measured", "theoretical");
     printf("  %-22s %-14s %s\n", "copy bandwidth", rate(num(m, "copy_bytes_per_s"), "B/s", a, sizeof a),
            rate(num(t, "mem_bytes_per_s"), "B/s", b, sizeof b));

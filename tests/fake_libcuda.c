@@ -4,11 +4,12 @@
  * without a GPU. One device that looks like an H200; kernels, copies and memsets do
  * nothing; every event pair is FAKECUDA_MS milliseconds apart (default 25).
  * FAKECUDA_FAIL=NAME makes entry point NAME (e.g. cuMemAlloc_v2) fail with
- * CUDA_ERROR_OUT_OF_MEMORY. Test code only: never loaded by kforge otherwise.
+ * CUDA_ERROR_OUT_OF_MEMORY; FAKECUDA_SLEEP_US makes every event wait that long. Test code only: never loaded by kforge otherwise.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -80,7 +81,12 @@ API CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
 API CUresult cuStreamDestroy_v2(void *s) { (void)s; return 0; }
 API CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = heap + 3; return 0; }
 API CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; return 0; }
-API CUresult cuEventSynchronize(void *e) { (void)e; return 0; }
+API CUresult cuEventSynchronize(void *e) {
+    (void)e;
+    const char *v = getenv("FAKECUDA_SLEEP_US");
+    if (v) usleep((useconds_t)atoi(v));
+    return 0;
+}
 API CUresult cuEventElapsedTime_v2(float *ms, void *a, void *b) {
     (void)a; (void)b;
     const char *v = getenv("FAKECUDA_MS");

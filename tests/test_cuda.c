@@ -411,6 +411,15 @@ static void t_device_info_fake_driver(const void *arg) {
     CHECKF(kforge_cli(env2, "device-info 2>&1", out, sizeof out) == 2 && strstr(out, "no usable CUDA device: cuInit"),
            "%s", out);
     CHECKF(kforge_cli(env, "device-info --device 1 2>&1", out, sizeof out) == 2 && strstr(out, "1 CUDA device"), "%s", out);
+    /* two at once on a fresh cache: one measures, the other waits and reads its figures */
+    char tmp2[] = "/tmp/kft-devfake2-XXXXXX", cmd[2048];
+    CHECK(mkdtemp(tmp2));
+    snprintf(env2, sizeof env2, "KFORGE_CACHE_DIR=%s KFORGE_LIBCUDA=%s FAKECUDA_SLEEP_US=20000", tmp2,
+             kft_bin("libkft_fakecuda.so"));
+    snprintf(cmd, sizeof cmd, "device-info --json & %s %s device-info --json; wait", env2, kft_bin("kforge"));
+    CHECK(kforge_cli(env2, cmd, out, sizeof out) == 0);
+    CHECKF(strstr(out, "\"source\":\"measured\"") && strstr(out, "\"source\":\"cache\""), "%s", out);
+    kf__rmtree(tmp2);
     json_decref(a);
     json_decref(b);
     json_decref(c);
@@ -591,9 +600,9 @@ static void t_gpu_device_info(const void *arg) {
     if (jnum(a, "theoretical", "mem_bytes_per_s") > 0) /* measured below the datasheet */
         CHECKF(bw < 1.05 * jnum(a, "theoretical", "mem_bytes_per_s"), "%s", out);
     if (jnum(a, "theoretical", "fp32_flops_per_s") > 0)
-        CHECKF(f32 < 1.05 * jnum(a, "theoretical", "fp32_flops_per_s") && f32 > 0.5 * jnum(a, "theoretical", "fp32_flops_per_s"), "%s", out);
-    if (jnum(a, "theoretical", "bf16_flops_per_s") > 0)
-        CHECKF(tc > 0.2 * jnum(a, "theoretical", "bf16_flops_per_s") && tc < 1.05 * jnum(a, "theoretical", "bf16_flops_per_s"), "%s", out);
+        CHECKF(f32 < 1.05 * jnum(a, "theoretical", "fp32_flops_per_s") && f32 > 0.25 * jnum(a, "theoretical", "fp32_flops_per_s"), "%s", out);
+    if (jnum(a, "theoretical", "bf16_flops_per_s") > 0) /* lows: another test may share the GPU */
+        CHECKF(tc > 0.1 * jnum(a, "theoretical", "bf16_flops_per_s") && tc < 1.05 * jnum(a, "theoretical", "bf16_flops_per_s"), "%s", out);
     /* the second call: the same figures, from the cache */
     t0 = kf__now_ns();
     CHECKF(kforge_cli(env, "device-info --json", out, sizeof out) == 0, "%s", out);

@@ -26,10 +26,12 @@
 #include "../../util/util.h"
 #include "cuda_api.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #define MARGIN 1.10           /* on every rate of the hard floor */
@@ -491,17 +493,26 @@ kf_status kf_device_get(kf_ctx *ctx, int dev, int refresh, kf_devinfo *d) {
     const kf_nvrtc_api *rtc = kf_nvrtc_load(err, sizeof err);
     if (rtc) rtc->Version(&d->nvrtc_major, &d->nvrtc_minor);
 
-    char path[4400];
+    char path[4400], lock[4500], dir[4096];
     kf_device_cache_path(d, path, sizeof path);
+    /* one measurement at a time per device: two at once would each see half the device
+     * (and the second process finds the first one's figures in the cache) */
+    kf__cache_dir(dir, sizeof dir);
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    int lfd = kf__mkdirs(dir) ? -1 : open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lfd >= 0) flock(lfd, LOCK_EX);
+    kf_status st = KF_OK;
     if (!refresh && !kf_device_cache_load(path, d)) {
         d->from_cache = 1;
-        return KF_OK;
+    } else if (!rtc) {
+        st = kf__err(ctx, KF_EBACKEND, "measuring device ceilings needs NVRTC: %s", err);
+    } else if (measure(cu, h, d, err, sizeof err)) {
+        st = kf__err(ctx, KF_EBACKEND, "measuring device %d's ceilings: %s", dev, err);
+    } else {
+        kf_device_cache_save(path, d); /* a read-only cache only costs the next call a measurement */
     }
-    if (!rtc) return kf__err(ctx, KF_EBACKEND, "measuring device ceilings needs NVRTC: %s", err);
-    if (measure(cu, h, d, err, sizeof err))
-        return kf__err(ctx, KF_EBACKEND, "measuring device %d's ceilings: %s", dev, err);
-    kf_device_cache_save(path, d); /* a read-only cache only costs the next call a measurement */
-    return KF_OK;
+    if (lfd >= 0) close(lfd); /* releases the lock */
+    return st;
 }
 
 kf_status kf_device_info(kf_ctx *ctx, int device, int refresh, char **json) {
