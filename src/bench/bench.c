@@ -329,29 +329,9 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
                                           "the candidate%s: nothing to time",
                        vsc ? " and the baseline" : "");
     }
-    /* Timing: this thread keeps one CPU and spin-waits for replies (a steady, small
-     * reply latency on both sides); the workers get the other CPUs. */
-    cpu_set_t saved;
-    int pinned = 0;
-    if (!sched_getaffinity(0, sizeof saved, &saved) && CPU_COUNT(&saved) >= 2) {
-        int me = sched_getcpu();
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        if (me >= 0 && CPU_ISSET(me, &saved)) {
-            CPU_SET(me, &one);
-            s->worker_cpus = saved;
-            CPU_CLR(me, &s->worker_cpus);
-            pinned = !sched_setaffinity(0, sizeof one, &one);
-        }
-    }
-    s->timing = pinned ? 1 : 0;
-    if (!pinned) CPU_ZERO(&s->worker_cpus);
-    json_t *cpus = json_object();
-    json_object_set_new(cpus, "coordinator_pinned", json_boolean(pinned));
-    json_object_set_new(cpus, "worker_cpus", json_integer(pinned ? CPU_COUNT(&s->worker_cpus) : 0));
-    json_object_set_new(s->res->root, "timing_cpus", cpus);
-    /* GPU ceilings (kforge device-info): from the cache, or measured now while no
-     * worker holds the device; without them bench still reports GB/s and GFLOP/s */
+    /* GPU ceilings (kforge device-info): from the cache, or measured now, while no
+     * worker holds the device and before this thread is pinned; without them bench
+     * still reports GB/s and GFLOP/s */
     kf_devinfo gpu;
     int have_gpu = 0;
     if (s->cbuild.nlaunch && (t->cost_flops || t->cost_bytes)) {
@@ -374,6 +354,27 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
         }
         json_object_set_new(s->res->root, "ceilings", c);
     }
+    /* Timing: this thread keeps one CPU and spin-waits for replies (a steady, small
+     * reply latency on both sides); the workers get the other CPUs. */
+    cpu_set_t saved;
+    int pinned = 0;
+    if (!sched_getaffinity(0, sizeof saved, &saved) && CPU_COUNT(&saved) >= 2) {
+        int me = sched_getcpu();
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        if (me >= 0 && CPU_ISSET(me, &saved)) {
+            CPU_SET(me, &one);
+            s->worker_cpus = saved;
+            CPU_CLR(me, &s->worker_cpus);
+            pinned = !sched_setaffinity(0, sizeof one, &one);
+        }
+    }
+    s->timing = pinned ? 1 : 0;
+    if (!pinned) CPU_ZERO(&s->worker_cpus);
+    json_t *cpus = json_object();
+    json_object_set_new(cpus, "coordinator_pinned", json_boolean(pinned));
+    json_object_set_new(cpus, "worker_cpus", json_integer(pinned ? CPU_COUNT(&s->worker_cpus) : 0));
+    json_object_set_new(s->res->root, "timing_cpus", cpus);
     kf_call_result fail;
     if ((st = kf_sess_spawn(s, &s->cbuild, arena, &cand, &fail))) goto out;
     if (!cand.w) {
