@@ -48,11 +48,14 @@ static void cu_load_once(void) {
     S(DeviceGetName, "cuDeviceGetName", NULL);
     S(DeviceGetAttribute, "cuDeviceGetAttribute", NULL);
     S(DeviceTotalMem, "cuDeviceTotalMem_v2", "cuDeviceTotalMem");
+    S(DeviceGetUuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid");
     S(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL);
+    S(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
     S(CtxSetCurrent, "cuCtxSetCurrent", NULL);
     S(CtxSynchronize, "cuCtxSynchronize", NULL);
     S(ModuleLoadData, "cuModuleLoadData", NULL);
     S(ModuleGetFunction, "cuModuleGetFunction", NULL);
+    S(ModuleUnload, "cuModuleUnload", NULL);
     S(FuncGetAttribute, "cuFuncGetAttribute", NULL);
     S(MemAlloc, "cuMemAlloc_v2", NULL);
     S(MemFree, "cuMemFree_v2", NULL);
@@ -63,10 +66,12 @@ static void cu_load_once(void) {
     S(MemsetD32Async, "cuMemsetD32Async", NULL);
     S(StreamCreate, "cuStreamCreate", NULL);
     S(StreamSynchronize, "cuStreamSynchronize", NULL);
+    S(StreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy");
     S(EventCreate, "cuEventCreate", NULL);
     S(EventRecord, "cuEventRecord", NULL);
     S(EventSynchronize, "cuEventSynchronize", NULL);
     S(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
+    S(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy");
     S(LaunchKernel, "cuLaunchKernel", NULL);
     S(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL);
     S(GetErrorName, "cuGetErrorName", NULL);

@@ -22,7 +22,10 @@ typedef struct _nvrtcProgram *nvrtcProgram;
 
 enum {
     KF_CU_ATTR_MAX_THREADS_PER_BLOCK = 1,
+    KF_CU_ATTR_CLOCK_RATE = 13,     /* kHz, the maximum SM clock */
     KF_CU_ATTR_SM_COUNT = 16,
+    KF_CU_ATTR_MEM_CLOCK_RATE = 36, /* kHz */
+    KF_CU_ATTR_MEM_BUS_WIDTH = 37,  /* bits */
     KF_CU_ATTR_L2_SIZE = 38,
     KF_CU_ATTR_MAX_THREADS_PER_SM = 39,
     KF_CU_ATTR_CC_MAJOR = 75,
@@ -43,11 +46,14 @@ typedef struct {
     CUresult (*DeviceGetName)(char *, int, CUdevice);
     CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
     CUresult (*DeviceTotalMem)(size_t *, CUdevice);
+    CUresult (*DeviceGetUuid)(unsigned char *, CUdevice); /* 16 bytes */
     CUresult (*PrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*PrimaryCtxRelease)(CUdevice);
     CUresult (*CtxSetCurrent)(CUcontext);
     CUresult (*CtxSynchronize)(void);
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*ModuleUnload)(CUmodule);
     CUresult (*FuncGetAttribute)(int *, int, CUfunction);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
     CUresult (*MemFree)(CUdeviceptr);
@@ -58,10 +64,12 @@ typedef struct {
     CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
     CUresult (*StreamCreate)(CUstream *, unsigned);
     CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*StreamDestroy)(CUstream);
     CUresult (*EventCreate)(CUevent *, unsigned);
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventSynchronize)(CUevent);
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*EventDestroy)(CUevent);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void **, void **);
     CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
