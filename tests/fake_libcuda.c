@@ -66,6 +66,7 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
     return 0;
 }
 API CUresult cuMemFree_v2(CUdeviceptr p) { (void)p; return 0; }
+API CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned f) { (void)p; (void)n; (void)f; return 0; }
 API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { (void)d; (void)s; (void)n; return 0; }
 API CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { (void)d; (void)s; (void)n; return 0; }
 API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
