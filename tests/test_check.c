@@ -262,6 +262,25 @@ static void t_bench_fields(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* The reference's worker is started by the thread that prepares the reference, and a
+ * worker's parent-death signal fires when that THREAD ends. With the preparation budget
+ * spent at once, the main thread prepares the remaining shapes on that same worker
+ * after the thread has finished its part: the worker must still be alive. */
+static void t_prep_budget_spent(const void *arg) {
+    (void)arg;
+    setenv("KFORGE_PREP_BUDGET", "1", 1);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+    kf_result *r = NULL;
+    kf_status st = kf_check(ctx, t, kft_src("tasks/c/saxpy/candidates/fast.c"), NULL, &r);
+    unsetenv("KFORGE_PREP_BUDGET");
+    CHECKF(st == KF_OK, "%s", kf_errmsg(ctx));
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", kft_reasons(r));
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 static void t_worker_missing(const void *arg) {
     (void)arg;
     setenv("KFORGE_WORKER", "/nonexistent/kforge-worker", 1);
@@ -470,5 +489,6 @@ void kft_register_check(void) {
     kft_add("check/bench_fields", t_bench_fields, NULL, 120);
     kft_add("check/worker_missing", t_worker_missing, NULL, 30);
     kft_add("check/reference_failure", t_reference_failure_is_task_error, NULL, 30);
+    kft_add("check/prep_budget_spent", t_prep_budget_spent, NULL, 60);
     kft_add("check/reference_sentinel_values", t_reference_sentinel_values, NULL, 60);
 }

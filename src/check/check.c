@@ -682,6 +682,8 @@ typedef struct {
     const shape_list *L;
     shape_prep *prep;
     size_t arena;         /* the reference worker's arena */
+    size_t budget;        /* bytes of reference data prepared ahead at most */
+    int threaded;         /* ref_main runs in its own thread */
     kf_ctx ctx;           /* the thread's errors */
     kf_status st;
     pthread_mutex_t mu;
@@ -705,7 +707,7 @@ static void *ref_main(void *arg) {
                      kf_reason_name(fail.reason), fail.msg);
     if (!st && s->o->verbose)
         fprintf(stderr, "kforge: [%.1f ms] reference worker ready\n", (double)(kf__now_ns() - s->t0) / 1e6);
-    for (int i = 0; i < j->L->n && kept < PREP_BUDGET && !st; i++) {
+    for (int i = 0; i < j->L->n && kept < j->budget && !st; i++) {
         pthread_mutex_lock(&j->mu);
         int stop = j->stop;
         pthread_mutex_unlock(&j->mu);
@@ -730,6 +732,9 @@ static void *ref_main(void *arg) {
     j->st = st;
     j->done = 1;
     pthread_cond_broadcast(&j->cv);
+    /* the reference's worker was started by this thread, and its parent-death signal
+     * fires when this THREAD ends: stay until the main thread is done with it */
+    while (j->threaded && !j->stop) pthread_cond_wait(&j->cv, &j->mu);
     pthread_mutex_unlock(&j->mu);
     return NULL;
 }
@@ -831,12 +836,18 @@ static kf_status run_check(kf_sess *s) {
         if (b > arena) arena = b;
     }
     job.arena = arena;
+    const char *pb = getenv("KFORGE_PREP_BUDGET"); /* tests: bytes */
+    job.budget = pb && *pb ? (size_t)strtoull(pb, NULL, 10) : PREP_BUDGET;
     job.s = s;
     job.ref = &ref;
     job.L = &L;
     job.prep = prep;
+    job.threaded = 1;
     threaded = pthread_create(&th, NULL, ref_main, &job) == 0;
-    if (!threaded) ref_main(&job); /* no thread: prepare everything first */
+    if (!threaded) { /* no thread: prepare everything first */
+        job.threaded = 0;
+        ref_main(&job);
+    }
 
     st = kf_sess_build_cand(s, s->ctx);
     if (s->o->verbose)
@@ -888,6 +899,7 @@ out:
     if (threaded) {
         pthread_mutex_lock(&job.mu);
         job.stop = 1; /* a verdict is in: no more reference work is needed */
+        pthread_cond_broadcast(&job.cv);
         pthread_mutex_unlock(&job.mu);
         pthread_join(th, NULL);
     }
