@@ -3,13 +3,31 @@
 # with an NVIDIA GPU (the H200 host). It runs the prebuilt binaries in build/ (built on
 # the development machine: `make`), because the GPU host has the runtime libraries but
 # not their headers; with headers present it builds first.
-#   bench/gpu.sh [tests|verdict|bench|host|all] [OUTDIR]
+#   bench/gpu.sh [tests|verdict|profile|bench|host|all] [OUTDIR]
+#   bench/gpu.sh torch [OUTDIR]   # PyTorch load_inline verdict time and cuBLAS, for the record
+#                                 # (bench/torch_compare.py; needs python3 with torch, not build/)
 # Prints a summary; full JSON and logs go to OUTDIR (default /tmp/kforge-gpu).
 set -u
 cd "$(dirname "$0")/.."
 MODE=${1:-all}
 OUT=${2:-/tmp/kforge-gpu}
 mkdir -p "$OUT"
+if [ "$MODE" = torch ]; then
+    # Not part of "all": it needs PyTorch and takes minutes of load_inline compiles.
+    # TORCH_ARGS passes options through (e.g. "--tasks softmax,bgemm --reps 50");
+    # TORCH_TIMEOUT bounds the whole run (the script's own --budget stops new compiles first).
+    echo "== machine"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
+    echo "== PyTorch load_inline verdict time and cuBLAS (bench/torch_compare.py)"
+    TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} \
+        timeout -k 10 "${TORCH_TIMEOUT:-540}" python3 bench/torch_compare.py --out "$OUT/torch.json" \
+        ${TORCH_ARGS:-} > "$OUT/torch.txt" 2>&1
+    rc=$?
+    [ $rc -eq 124 ] && echo "(timed out after ${TORCH_TIMEOUT:-540} s)"
+    tail -n 120 "$OUT/torch.txt"
+    tar czf "$OUT.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>/dev/null
+    exit $rc
+fi
 [ -x build/kforge ] || make
 export KFT_SOURCE_DIR=$PWD KFT_BINARY_DIR=$PWD/build
 echo "== machine"
@@ -36,6 +54,18 @@ if [ "$MODE" = verdict ] || [ "$MODE" = all ]; then
             e=$(date +%s%N)
             echo "$t run $i: $(( (e - s) / 1000000 )) ms, verdict $(python3 -c "import json,sys;d=json.load(open('$OUT/v_${t}_$i.json'));print(d.get('verdict'), d.get('compile',{}).get('seconds'))" 2>/dev/null)"
         done
+    done
+fi
+if [ "$MODE" = profile ]; then
+    echo "== where a verdict's time goes (kforge check -v, fresh candidate text)"
+    for t in $TASKS; do
+        f="$OUT/p_$t.cu"
+        cp "tasks/cuda/$t/candidates/fast.cu" "$f"; echo "// profile $(date +%s%N)" >> "$f"
+        s=$(date +%s%N)
+        timeout 120 ./build/kforge check "tasks/cuda/$t" "$f" --hidden 4 --json -v > "$OUT/p_$t.json" 2> "$OUT/p_$t.err"
+        e=$(date +%s%N)
+        echo "-- $t: $(( (e - s) / 1000000 )) ms"
+        grep "^kforge: \[" "$OUT/p_$t.err" | cut -c1-160
     done
 fi
 if [ "$MODE" = bench ] || [ "$MODE" = all ]; then

@@ -21,6 +21,9 @@ static void usage(FILE *f) {
             "        check, then time against the reference (or FILE) on the visible shapes\n"
             "  validate TASK [--json]\n"
             "        check the task itself: the reference runs and trivial outputs fail\n"
+            "  device-info [--json] [--refresh] [--device N]\n"
+            "        a CUDA device's attributes and measured ceilings (cached; --refresh\n"
+            "        measures again)\n"
             "  version\n"
             "\n"
             "options: --hidden N (hidden shapes to draw), --timeout S (per call),\n"
@@ -58,6 +61,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "check")) return kf_cli_check(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "bench")) return kf_cli_check(argc - 1, argv + 1, 1);
     if (!strcmp(cmd, "validate")) return kf_cli_validate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "device-info")) return kf_cli_device_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kforge %s\n", KF_VERSION);
         return 0;

@@ -152,6 +152,14 @@ KF_API kf_status kf_bench(kf_ctx *ctx, const kf_task *task, const char *candidat
 KF_API kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts,
                              kf_result **out);
 
+/* Describe CUDA device `device` (0 is the one kernel mode uses) as one JSON object
+ * (docs/cli.md, device-info): its attributes, ceilings measured on it (copy bandwidth,
+ * f32 FMA and bf16 tensor rates) and theoretical figures. Measured ceilings are cached
+ * per device UUID and driver version, keeping the best ever seen; refresh measures
+ * again. KF_EBACKEND without a driver, a device or NVRTC; KF_EUSAGE for a device
+ * number out of range. On KF_OK the caller frees *json with free(). */
+KF_API kf_status kf_device_info(kf_ctx *ctx, int device, int refresh, char **json);
+
 KF_API kf_verdict kf_result_verdict(const kf_result *r);
 /* Number of rejection reasons and the code of the i-th. */
 KF_API int kf_result_nreasons(const kf_result *r);

@@ -33,6 +33,8 @@ const char *kft_src(const char *rel);  /* KF_SOURCE_DIR/rel (static buffer ring)
 const char *kft_bin(const char *rel);  /* KF_BINARY_DIR/rel */
 
 void kft_register_cuda(void);
+void kft_register_cupti(void);
+void kft_register_cupti_abi(void);
 
 /* 1 when a CUDA driver and a device are usable; 0 with the reason in why. */
 int kft_have_gpu(char *why, size_t n);

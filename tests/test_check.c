@@ -262,6 +262,25 @@ static void t_bench_fields(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* The reference's worker is started by the thread that prepares the reference, and a
+ * worker's parent-death signal fires when that THREAD ends. With the preparation budget
+ * spent at once, the main thread prepares the remaining shapes on that same worker
+ * after the thread has finished its part: the worker must still be alive. */
+static void t_prep_budget_spent(const void *arg) {
+    (void)arg;
+    setenv("KFORGE_PREP_BUDGET", "1", 1);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+    kf_result *r = NULL;
+    kf_status st = kf_check(ctx, t, kft_src("tasks/c/saxpy/candidates/fast.c"), NULL, &r);
+    unsetenv("KFORGE_PREP_BUDGET");
+    CHECKF(st == KF_OK, "%s", kf_errmsg(ctx));
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", kft_reasons(r));
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 static void t_worker_missing(const void *arg) {
     (void)arg;
     setenv("KFORGE_WORKER", "/nonexistent/kforge-worker", 1);
@@ -332,6 +351,47 @@ static void t_reference_failure_is_task_error(const void *arg) {
     CHECK(kf_task_load(ctx, dir, &t) == KF_OK);
     CHECK(kf_check(ctx, t, c, NULL, &r) == KF_ETASK && r == NULL);
     CHECKF(strstr(kf_errmsg(ctx), "left 4 of 8 elements of y unwritten"), "%s", kf_errmsg(ctx));
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
+/* A right answer may equal the sentinel: here the reference's outputs cover every
+ * value an i32 sentinel can take (INT32_MIN + 0..976), so every call sees "its"
+ * sentinel among the outputs. The second call under another sentinel clears it; the
+ * task is not broken and the same candidate is accepted. */
+static void t_reference_sentinel_values(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-sentref-XXXXXX";
+    CHECK(mkdtemp(dir));
+    char p[512], c[512];
+    snprintf(p, sizeof p, "%s/task.json", dir);
+    FILE *f = fopen(p, "w");
+    fputs("{\"name\":\"satlow\",\"backend\":\"c\",\"entry\":\"f\",\"sizes\":{\"n\":[1,40000]},"
+          "\"args\":[{\"name\":\"x\",\"type\":\"i32\",\"shape\":[\"n\"],\"io\":\"in\","
+          "\"init\":{\"dist\":\"int\",\"lo\":-1000,\"hi\":1000}},"
+          "{\"name\":\"y\",\"type\":\"i32\",\"shape\":[\"n\"],\"io\":\"out\"},"
+          "{\"name\":\"n\",\"type\":\"i64\",\"value\":\"n\"}],\"shapes\":[{\"n\":39080}],"
+          "\"hidden\":{\"count\":1}}", f);
+    fclose(f);
+    static const char body[] =
+        "#include <stdint.h>\nvoid f(const int32_t *x, int32_t *y, int64_t n) {\n"
+        "  for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? INT32_MIN + (int32_t)(i % 977) : x[i];\n}\n";
+    snprintf(p, sizeof p, "%s/reference.c", dir);
+    f = fopen(p, "w");
+    fputs(body, f);
+    fclose(f);
+    snprintf(c, sizeof c, "%s/cand.c", dir);
+    f = fopen(c, "w");
+    fputs(body, f);
+    fclose(f);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    CHECK(kf_task_load(ctx, dir, &t) == KF_OK);
+    kf_result *r = NULL;
+    CHECKF(kf_check(ctx, t, c, NULL, &r) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", kft_reasons(r));
+    kf_result_free(r);
     kf_task_free(t);
     kf_ctx_free(ctx);
     kf__rmtree(dir);
@@ -429,4 +489,6 @@ void kft_register_check(void) {
     kft_add("check/bench_fields", t_bench_fields, NULL, 120);
     kft_add("check/worker_missing", t_worker_missing, NULL, 30);
     kft_add("check/reference_failure", t_reference_failure_is_task_error, NULL, 30);
+    kft_add("check/prep_budget_spent", t_prep_budget_spent, NULL, 60);
+    kft_add("check/reference_sentinel_values", t_reference_sentinel_values, NULL, 60);
 }

@@ -108,9 +108,26 @@ static void t_report_injection(const void *arg) {
     CHECKF(headers == 1, "%d report headers in: %s", headers, out);
 }
 
+/* bench/torch_compare.py --dry-run (no torch needed): every bundled CUDA task's launch
+ * directives and kforge:param defaults parse, their expressions evaluate at the visible
+ * shapes, and the load_inline wrappers generate. The GPU run itself is bench/gpu.sh torch. */
+static void t_torch_compare_dry_run(const void *arg) {
+    (void)arg;
+    static char out[1 << 16];
+    char cmd[4096];
+    if (system("command -v python3 >/dev/null 2>&1") != 0) kft_skip("needs python3");
+    snprintf(cmd, sizeof cmd, "cd %s && python3 bench/torch_compare.py --dry-run 2>&1", kft_src("."));
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "dry run failed: %.2000s", out);
+    CHECKF(strstr(out, "build shared:") && !strstr(out, "ERROR"), "%.2000s", out);
+    snprintf(cmd, sizeof cmd, "cd %s && python3 bench/torch_compare.py --dry-run --candidate param.cu 2>&1",
+             kft_src("."));
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "dry run (param.cu) failed: %.2000s", out);
+}
+
 void kft_register_cli(void) {
     kft_add("cli/report_injection", t_report_injection, NULL, 30);
     kft_add("cli/exit_codes", t_exit_codes, NULL, 120);
     kft_add("cli/json_contract", t_json_contract, NULL, 120);
     kft_add("cli/bad_task_message", t_bad_task_message, NULL, 30);
+    kft_add("cli/torch_compare_dry_run", t_torch_compare_dry_run, NULL, 60);
 }

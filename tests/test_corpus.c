@@ -6,6 +6,8 @@
  *   / * kforge-test: task=NAME expect=not_faster * /   (accepted, bench speedup <= 1.2)
  *   / * kforge-test: task=NAME expect=no_fake_speedup * /   (bench: rejected, or
  *                                        accepted with a speedup <= 1.2)
+ *   / * kforge-test: task=NAME expect=bench_rejected reason=CODE * /   (passes the
+ *                                        check, rejected by bench with CODE)
  */
 #define _GNU_SOURCE
 #include "kft.h"
@@ -15,6 +17,7 @@
 #include "backend/cuda/host.h"
 
 #include <dirent.h>
+#include <jansson.h>
 #include <string.h>
 
 typedef struct {
@@ -86,7 +89,8 @@ static void run_case(const void *arg) {
     }
     kf_result *r = NULL;
     int nofake = !strcmp(c->expect, "no_fake_speedup");
-    int bench = !strcmp(c->expect, "not_faster") || nofake;
+    int bench_rej = !strcmp(c->expect, "bench_rejected");
+    int bench = !strcmp(c->expect, "not_faster") || nofake || bench_rej;
     if (bench) {
         o.bench_min_time_s = 0.05;
         o.bench_min_runs = 21;
@@ -99,8 +103,14 @@ static void run_case(const void *arg) {
         double sp = kf_result_speedup(r);
         CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED || (sp > 0 && sp <= 1.2),
                "a fake speedup of %.3fx was accepted: %s", sp, json);
-    } else if (!strcmp(c->expect, "rejected")) {
+    } else if (!strcmp(c->expect, "rejected") || bench_rej) {
         CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED, "cheat accepted: %s", json);
+        if (bench_rej) { /* the check passed: bench's timing is what refused it */
+            json_t *j = json_loads(json, 0, NULL);
+            const char *v = json_string_value(json_object_get(json_object_get(j, "check"), "verdict"));
+            CHECKF(v && !strcmp(v, "accepted"), "rejected at check: %s", json);
+            json_decref(j);
+        }
         int found = 0;
         for (int i = 0; i < kf_result_nreasons(r); i++)
             found |= !strcmp(kf_reason_name(kf_result_reason(r, i)), c->reason);

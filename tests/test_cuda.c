@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_api.h"
+#include "backend/cuda/device.h"
 #include "backend/cuda/host.h"
 #include "check/check.h"
 #include "data/data.h"
@@ -22,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <math.h>
 #include <signal.h>
 #include <string.h>
@@ -316,6 +318,377 @@ static void t_half_types(const void *arg) {
         }
     }
     kf_task_free(g);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+
+/* ---- device-info and the GPU roofline ------------------------------------------ */
+
+/* The measurement kernels build for every architecture kforge may meet; sm_75 has no
+ * bf16 mma (the probe is compiled out there, and not measured). */
+static void t_device_probes_build(const void *arg) {
+    (void)arg;
+    need_nvrtc();
+    static const char *const archs[] = {"sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100"};
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        char *cubin = NULL, err[1024];
+        size_t n = 0;
+        CHECKF(kf_device_probe_compile(archs[i], &cubin, &n, err, sizeof err) == 0, "%s: %s", archs[i], err);
+        static const char *const k[] = {".text.kf_probe_copy", ".text.kf_probe_fma", ".text.kf_probe_mma"};
+        for (int j = 0; j < 3; j++)
+            CHECKF(memmem(cubin, n, k[j], strlen(k[j]) + 1), "%s: %s missing", archs[i], k[j]);
+        free(cubin);
+    }
+    char *cubin = NULL, err[1024];
+    size_t n;
+    CHECK(kf_device_probe_compile("sm_1", &cubin, &n, err, sizeof err) == -1 && !cubin);
+    CHECKF(strstr(err, "sm_1"), "%s", err);
+}
+
+static int kforge_cli(const char *env, const char *args, char *out, size_t n) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s %s", kft_src("."), env, kft_bin("kforge"), args);
+    return kft_run(cmd, out, n);
+}
+
+/* Without a driver, device-info says so and exits 2 (JSON too); bad options are usage
+ * errors. */
+static void t_device_info_no_driver(const void *arg) {
+    (void)arg;
+    static char out[1 << 16];
+    const char *nodrv = "KFORGE_LIBCUDA=/nonexistent/libcuda.so.1";
+    CHECK(kforge_cli(nodrv, "device-info 2>&1", out, sizeof out) == 2);
+    CHECKF(strstr(out, "no CUDA driver") && strstr(out, "/nonexistent/libcuda.so.1"), "%s", out);
+    CHECK(kforge_cli(nodrv, "device-info --json --refresh 2>/dev/null", out, sizeof out) == 2);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(j && !strcmp(json_string_value(json_object_get(j, "verdict")), "error") &&
+           strstr(json_string_value(json_object_get(j, "error")), "no CUDA driver"), "%s", out);
+    json_decref(j);
+    CHECK(kforge_cli(nodrv, "device-info --device x 2>&1", out, sizeof out) == 2 && strstr(out, "--device"));
+    CHECK(kforge_cli(nodrv, "device-info --colour 2>&1", out, sizeof out) == 2 && strstr(out, "--colour"));
+    CHECK(kforge_cli("", "help", out, sizeof out) == 0 && strstr(out, "device-info"));
+}
+
+static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-300); }
+
+/* device-info's host side against a stand-in driver (tests/fake_libcuda.c: an H200
+ * whose kernels do nothing and whose events are FAKECUDA_MS apart): the probes are
+ * compiled, launched and timed, the rates follow from the work and the time, the
+ * cache serves the second call and keeps the maxima, and driver errors exit 2. */
+static void t_device_info_fake_driver(const void *arg) {
+    (void)arg;
+    need_nvrtc();
+    char tmp[] = "/tmp/kft-devfake-XXXXXX", env[1024];
+    CHECK(mkdtemp(tmp));
+    static char out[1 << 16];
+    snprintf(env, sizeof env, "KFORGE_CACHE_DIR=%s KFORGE_LIBCUDA=%s", tmp, kft_bin("libkft_fakecuda.so"));
+    CHECKF(kforge_cli(env, "device-info --json 2>&1", out, sizeof out) == 0, "%s", out);
+    json_t *a = json_loads(out, 0, NULL);
+    CHECKF(a && !strcmp(json_string_value(json_object_get(a, "source")), "measured"), "%s", out);
+    CHECK(!strcmp(json_string_value(json_object_get(a, "name")), "Fake H200"));
+    CHECK(!strcmp(json_string_value(json_object_get(a, "uuid")), "GPU-f0f1f2f3-f4f5-f6f7-f8f9-fafbfcfdfeff"));
+    CHECK(!strcmp(json_string_value(json_object_get(a, "arch")), "sm_90"));
+    CHECK(json_integer_value(json_object_get(a, "sms")) == 132 &&
+          json_integer_value(json_object_get(a, "l2_bytes")) == 60 << 20 &&
+          json_integer_value(json_object_get(a, "driver_version")) == 13000);
+    /* copy: two buffers of 8 x L2, read + written in 25 ms; compute: 8 blocks of 256
+     * per SM, 64 iterations (the first launch already took 20 ms or more) */
+    double bytes = 8.0 * (60 << 20), threads = 132.0 * 8 * 256;
+    json_t *m = json_object_get(a, "measured");
+    CHECKF(rel(json_number_value(json_object_get(m, "copy_bytes_per_s")), 2 * bytes / 0.025) < 1e-5, "%s", out);
+    CHECKF(rel(json_number_value(json_object_get(m, "fp32_flops_per_s")), 256 * threads * 64 / 0.025) < 1e-5, "%s", out);
+    CHECKF(rel(json_number_value(json_object_get(m, "bf16_tensor_flops_per_s")), 1024 * threads * 64 / 0.025) < 1e-5,
+           "%s", out);
+    json_t *th = json_object_get(a, "theoretical");
+    CHECK(rel(json_number_value(json_object_get(th, "mem_bytes_per_s")), 3201e6 * 6144 * 2 / 8) < 1e-5);
+    CHECK(rel(json_number_value(json_object_get(th, "bf16_flops_per_s")), 132 * 1.98e9 * 4096) < 1e-5);
+    CHECK(rel(json_number_value(json_object_get(th, "peak_flops_per_s")), 132 * 1.98e9 * 8192) < 1e-5);
+    CHECK(json_is_null(json_object_get(th, "fp4_flops_per_s")));
+    /* cached: the same figures, no measurement (a failing launch would show) */
+    char env2[1200];
+    snprintf(env2, sizeof env2, "%s FAKECUDA_FAIL=cuLaunchKernel", env);
+    CHECKF(kforge_cli(env2, "device-info --json 2>&1", out, sizeof out) == 0, "%s", out);
+    json_t *b = json_loads(out, 0, NULL);
+    CHECKF(b && !strcmp(json_string_value(json_object_get(b, "source")), "cache"), "%s", out);
+    CHECK(json_equal(json_object_get(a, "measured"), json_object_get(b, "measured")));
+    /* --refresh on a "busy" device (50 ms) keeps the best; a faster one (20 ms) raises it */
+    snprintf(env2, sizeof env2, "%s FAKECUDA_MS=50", env);
+    CHECKF(kforge_cli(env2, "device-info --json --refresh 2>&1", out, sizeof out) == 0, "%s", out);
+    json_t *c = json_loads(out, 0, NULL);
+    CHECKF(c && !strcmp(json_string_value(json_object_get(c, "source")), "measured") &&
+           json_equal(json_object_get(a, "measured"), json_object_get(c, "measured")), "%s", out);
+    snprintf(env2, sizeof env2, "%s FAKECUDA_MS=20", env);
+    CHECKF(kforge_cli(env2, "device-info --json --refresh 2>&1", out, sizeof out) == 0, "%s", out);
+    json_t *d = json_loads(out, 0, NULL);
+    CHECKF(d && rel(json_number_value(json_object_get(json_object_get(d, "measured"), "copy_bytes_per_s")),
+                    2 * bytes / 0.020) < 1e-5, "%s", out);
+    /* the table */
+    CHECKF(kforge_cli(env, "device-info", out, sizeof out) == 0 && strstr(out, "Fake H200") &&
+           strstr(out, "sm_90") && strstr(out, "bf16 tensor") && strstr(out, "from the cache"), "%s", out);
+    /* errors: exit 2 with what failed */
+    snprintf(env2, sizeof env2, "%s FAKECUDA_FAIL=cuMemAlloc_v2", env);
+    CHECKF(kforge_cli(env2, "device-info --refresh 2>&1", out, sizeof out) == 2 &&
+           strstr(out, "cuMemAlloc") && strstr(out, "CUDA_ERROR_OUT_OF_MEMORY"), "%s", out);
+    snprintf(env2, sizeof env2, "%s FAKECUDA_FAIL=cuInit", env);
+    CHECKF(kforge_cli(env2, "device-info 2>&1", out, sizeof out) == 2 && strstr(out, "no usable CUDA device: cuInit"),
+           "%s", out);
+    CHECKF(kforge_cli(env, "device-info --device 1 2>&1", out, sizeof out) == 2 && strstr(out, "1 CUDA device"), "%s", out);
+    /* two at once on a fresh cache: one measures, the other waits and reads its figures */
+    char tmp2[] = "/tmp/kft-devfake2-XXXXXX", cmd[2048];
+    CHECK(mkdtemp(tmp2));
+    snprintf(env2, sizeof env2, "KFORGE_CACHE_DIR=%s KFORGE_LIBCUDA=%s FAKECUDA_SLEEP_US=20000", tmp2,
+             kft_bin("libkft_fakecuda.so"));
+    snprintf(cmd, sizeof cmd, "device-info --json & %s %s device-info --json; wait", env2, kft_bin("kforge"));
+    CHECK(kforge_cli(env2, cmd, out, sizeof out) == 0);
+    CHECKF(strstr(out, "\"source\":\"measured\"") && strstr(out, "\"source\":\"cache\""), "%s", out);
+    kf__rmtree(tmp2);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    json_decref(d);
+    kf__rmtree(tmp);
+}
+
+/* An H200 as device-info would see it, with ceilings near what it measures. */
+static kf_devinfo fake_h200(void) {
+    kf_devinfo d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "NVIDIA H200");
+    snprintf(d.uuid, sizeof d.uuid, "GPU-01234567-89ab-cdef-0123-456789abcdef");
+    d.cc_major = 9, d.cc_minor = 0, d.sms = 132;
+    d.sm_clock_khz = 1980000, d.mem_clock_khz = 3201000, d.bus_width_bits = 6144;
+    d.l2_bytes = 60 << 20, d.total_mem = 150000000000ll;
+    d.driver_version = 13000;
+    d.copy_bytes_per_s = 4.25e12, d.fp32_flops_per_s = 6.0e13, d.tensor_flops_per_s = 6.5e14;
+    return d;
+}
+
+/* The hard floor: honest figures pass (even beyond the measured ceilings), impossible
+ * ones are refused, one L2 of bytes is forgiven, an unknown architecture keeps a wide
+ * margin, and missing ceilings refuse nothing. */
+static void t_roofline_floor(const void *arg) {
+    (void)arg;
+    kf_devinfo d = fake_h200();
+    kf_device_theory th;
+    kf_device_theory_of(&d, &th);
+    CHECKF(fabs(th.mem_bytes_per_s - 4.917e12) < 1e10, "%g", th.mem_bytes_per_s);
+    CHECKF(fabs(th.bf16 - 132 * 1.98e9 * 4096) < 1e9 && th.peak == th.fp8, "%g %g", th.bf16, th.peak);
+    kf_device_roof r;
+    /* a copy of 1 GB: at the measured bandwidth, and 10% beyond the theoretical one */
+    double by = 1e9, t = by / d.copy_bytes_per_s * 1e9;
+    CHECK(kf_device_roofline(&d, 0, by, 0, t, &r) == 0);
+    CHECKF(fabs(r.tmin_ns / t - 1) < 1e-9 && !strcmp(r.flops_ceiling, "fp32"), "%g", r.tmin_ns);
+    CHECKF(fabs(r.hard_bytes - (by - (60 << 20))) < 1 && fabs(r.hard_bw - 1.1 * th.mem_bytes_per_s) < 1e6,
+           "%g %g", r.hard_bytes, r.hard_bw);
+    double beyond = (by - (60 << 20)) / (1.05 * th.mem_bytes_per_s) * 1e9;
+    CHECK(kf_device_roofline(&d, 0, by, 0, beyond, &r) == 0);
+    /* the same kernel under a cost model that says 100x the bytes */
+    CHECK(kf_device_roofline(&d, 0, 100 * by, 0, t, &r) == 1);
+    CHECKF(r.floor_ns > 50 * t, "%g vs %g", r.floor_ns, t);
+    /* L2: 50 MiB of traffic may never reach DRAM; L2 + 1 GB must */
+    CHECK(kf_device_roofline(&d, 0, 50 << 20, 0, 100, &r) == 0 && r.floor_ns == 0);
+    CHECK(kf_device_roofline(&d, 0, (60 << 20) + by, 0, 1000, &r) == 1);
+    CHECKF(fabs(r.floor_ns - by / (1.1 * th.mem_bytes_per_s) * 1e9) < 1, "%g", r.floor_ns);
+    /* the event timer's slack: just under the floor is not refused */
+    CHECK(kf_device_roofline(&d, 0, (60 << 20) + by, 0, r.floor_ns - 1000, &r) == 0);
+    /* bf16 GEMM 4096^3: 790 TFLOP/s is above the measured mma.sync rate (fraction > 1)
+     * but honest; 3 PFLOP/s is beyond even fp8 */
+    double fl = 2.0 * 4096 * 4096 * 4096, gb = 2.0 * 3 * 4096 * 4096;
+    CHECK(kf_device_roofline(&d, fl, gb, 1, fl / 790e12 * 1e9, &r) == 0);
+    CHECKF(!strcmp(r.flops_ceiling, "tensor") && r.tmin_ns / (fl / 790e12 * 1e9) > 1.0, "%g", r.tmin_ns);
+    CHECK(kf_device_roofline(&d, fl, gb, 1, fl / 3e15 * 1e9, &r) == 1);
+    CHECKF(fabs(r.hard_flops - 1.1 * th.fp8) < 1e9, "%g", r.hard_flops);
+    /* f32 buffers: the roofline uses the FMA rate, the floor still the fastest path
+     * (a kernel may use tf32 or bf16 tensor cores and pass the tolerance) */
+    CHECK(kf_device_roofline(&d, fl, gb, 0, fl / 500e12 * 1e9, &r) == 0 && !strcmp(r.flops_ceiling, "fp32"));
+    /* an architecture kforge does not know: measured figures only, 8x on the rates */
+    kf_devinfo u = d;
+    u.cc_major = 12, u.cc_minor = 7;
+    kf_device_theory_of(&u, &th);
+    CHECK(th.peak == 0 && th.mem_bytes_per_s > 0);
+    CHECK(kf_device_roofline(&u, fl, gb, 1, fl / 4e15 * 1e9, &r) == 0);
+    CHECKF(fabs(r.hard_flops - 1.1 * 8 * u.tensor_flops_per_s) < 1e9, "%g", r.hard_flops);
+    CHECK(kf_device_roofline(&u, fl, gb, 1, fl / 1e16 * 1e9, &r) == 1);
+    /* no memory clock: the measured bandwidth alone, with a wider margin (a kernel
+     * that only reads can beat a copy) */
+    u.mem_clock_khz = 0;
+    CHECK(kf_device_roofline(&u, 0, (60 << 20) + by, 0, by / (1.2 * u.copy_bytes_per_s) * 1e9, &r) == 0);
+    CHECKF(fabs(r.hard_bw - 1.25 * u.copy_bytes_per_s) < 1e6, "%g", r.hard_bw);
+    /* nothing measured and nothing known: no floor, nothing refused */
+    kf_devinfo z;
+    memset(&z, 0, sizeof z);
+    CHECK(kf_device_roofline(&z, fl, 100 * by, 1, 1, &r) == 0 && r.floor_ns == 0 && r.tmin_ns == 0);
+    /* no tensor figure (before sm_80): the FMA rate is the ceiling even for bf16 */
+    u = d;
+    u.tensor_flops_per_s = 0;
+    kf_device_roofline(&u, fl, gb, 1, 1e9, &r);
+    CHECK(!strcmp(r.flops_ceiling, "fp32"));
+}
+
+/* The cache file round-trips, is keyed by UUID and driver, and keeps the maxima. */
+static void t_device_cache(const void *arg) {
+    (void)arg;
+    char tmp[] = "/tmp/kft-devcache-XXXXXX";
+    CHECK(mkdtemp(tmp));
+    setenv("KFORGE_CACHE_DIR", tmp, 1);
+    kf_devinfo d = fake_h200();
+    char path[4400];
+    kf_device_cache_path(&d, path, sizeof path);
+    CHECKF(strstr(path, tmp) && strstr(path, d.uuid) && strstr(path, "13000"), "%s", path);
+    kf_devinfo e = fake_h200();
+    e.copy_bytes_per_s = e.fp32_flops_per_s = e.tensor_flops_per_s = 0;
+    CHECK(kf_device_cache_load(path, &e) == -1); /* nothing there yet */
+    CHECK(kf_device_cache_save(path, &d) == 0);
+    CHECK(kf_device_cache_load(path, &e) == 0);
+    CHECK(e.copy_bytes_per_s == d.copy_bytes_per_s && e.fp32_flops_per_s == d.fp32_flops_per_s &&
+          e.tensor_flops_per_s == d.tensor_flops_per_s);
+    /* another driver or another device does not read it */
+    kf_devinfo other = fake_h200();
+    other.driver_version = 13010;
+    CHECK(kf_device_cache_load(path, &other) == -1);
+    other = fake_h200();
+    other.uuid[5] ^= 1;
+    CHECK(kf_device_cache_load(path, &other) == -1);
+    /* a slower measurement (a busy device) does not lower the ceilings; a faster one
+     * raises them */
+    kf_devinfo slow = fake_h200();
+    slow.copy_bytes_per_s = 3e12;
+    slow.tensor_flops_per_s = 7e14;
+    CHECK(kf_device_cache_save(path, &slow) == 0);
+    CHECK(slow.copy_bytes_per_s == 4.25e12 && slow.tensor_flops_per_s == 7e14);
+    CHECK(kf_device_cache_load(path, &e) == 0 && e.copy_bytes_per_s == 4.25e12 && e.tensor_flops_per_s == 7e14);
+    /* the file is the documented JSON */
+    json_t *j = json_load_file(path, 0, NULL);
+    CHECK(j && !strcmp(json_string_value(json_object_get(j, "uuid")), d.uuid));
+    CHECK(json_number_value(json_object_get(json_object_get(j, "theoretical"), "bf16_flops_per_s")) > 1e15);
+    CHECK(!json_object_get(j, "source"));
+    json_decref(j);
+    /* another kernel driver release with the same CUDA version: another file */
+    kf_device_kernel_driver("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  "
+                            "Release Build  (dvs-builder@U16-I3-B03-4-3)  Thu Jul 10 2025\n",
+                            other.kernel_driver, sizeof other.kernel_driver);
+    CHECKF(!strcmp(other.kernel_driver, "580.159.04"), "%s", other.kernel_driver);
+    other = fake_h200();
+    kf_device_kernel_driver("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 22:20:39 UTC 2023\n",
+                            other.kernel_driver, sizeof other.kernel_driver);
+    CHECKF(!strcmp(other.kernel_driver, "535.54.03"), "%s", other.kernel_driver);
+    char opath[4400];
+    kf_device_cache_path(&other, opath, sizeof opath);
+    CHECKF(strcmp(opath, path) && strstr(opath, "-13000-535.54.03.json"), "%s", opath);
+    CHECK(kf_device_cache_load(path, &other) == -1);
+    kf_device_kernel_driver("garbage", other.kernel_driver, sizeof other.kernel_driver);
+    CHECK(other.kernel_driver[0] == 0);
+    /* a damaged file is ignored (measured again), not believed */
+    FILE *f = fopen(path, "w");
+    fputs("{\"uuid\": \"GPU-01234567-89ab-cdef-0123-456789abcdef\", \"driver_version\": 13000, "
+          "\"measured\": {\"copy_bytes_per_s\": -1, \"fp32_flops_per_s\": 1e13}}", f);
+    fclose(f);
+    CHECK(kf_device_cache_load(path, &e) == -1);
+    unsetenv("KFORGE_CACHE_DIR");
+    kf__rmtree(tmp);
+}
+
+static void need_gpu(void) {
+    char why[512];
+    if (!kft_have_gpu(why, sizeof why)) kft_skip("needs a GPU: %s", why);
+}
+
+static double jnum(json_t *o, const char *a, const char *b) {
+    json_t *x = json_object_get(o, a);
+    return json_number_value(b ? json_object_get(x, b) : x);
+}
+
+/* GPU: device-info measures sane ceilings once, then serves them from the cache;
+ * --refresh measures again and keeps the best. */
+static void t_gpu_device_info(const void *arg) {
+    (void)arg;
+    need_gpu();
+    char tmp[] = "/tmp/kft-devinfo-XXXXXX", env[128];
+    CHECK(mkdtemp(tmp));
+    snprintf(env, sizeof env, "KFORGE_CACHE_DIR=%s", tmp);
+    static char out[1 << 16];
+    uint64_t t0 = kf__now_ns();
+    CHECKF(kforge_cli(env, "device-info --json", out, sizeof out) == 0, "%s", out);
+    double first = (double)(kf__now_ns() - t0) / 1e9;
+    json_t *a = json_loads(out, 0, NULL);
+    CHECKF(a && !strcmp(json_string_value(json_object_get(a, "source")), "measured"), "%s", out);
+    fprintf(stderr, "    %s\n", out);
+    double bw = jnum(a, "measured", "copy_bytes_per_s"), f32 = jnum(a, "measured", "fp32_flops_per_s");
+    double tc = jnum(a, "measured", "bf16_tensor_flops_per_s");
+    CHECKF(bw > 1e11 && bw < 2e13, "copy %g B/s", bw);
+    CHECKF(f32 > 1e12 && f32 < 1e15, "fp32 %g FLOP/s", f32);
+    CHECKF(jnum(a, "sms", NULL) > 0 && jnum(a, "l2_bytes", NULL) > 0 && jnum(a, "total_mem_bytes", NULL) > 0, "%s", out);
+    CHECKF(!strncmp(json_string_value(json_object_get(a, "uuid")), "GPU-", 4), "%s", out);
+    if (jnum(a, "theoretical", "mem_bytes_per_s") > 0) /* measured below the datasheet */
+        CHECKF(bw < 1.05 * jnum(a, "theoretical", "mem_bytes_per_s"), "%s", out);
+    if (jnum(a, "theoretical", "fp32_flops_per_s") > 0)
+        CHECKF(f32 < 1.05 * jnum(a, "theoretical", "fp32_flops_per_s") && f32 > 0.25 * jnum(a, "theoretical", "fp32_flops_per_s"), "%s", out);
+    if (jnum(a, "theoretical", "bf16_flops_per_s") > 0) /* lows: another test may share the GPU */
+        CHECKF(tc > 0.1 * jnum(a, "theoretical", "bf16_flops_per_s") && tc < 1.05 * jnum(a, "theoretical", "bf16_flops_per_s"), "%s", out);
+    /* the second call: the same figures, from the cache */
+    t0 = kf__now_ns();
+    CHECKF(kforge_cli(env, "device-info --json", out, sizeof out) == 0, "%s", out);
+    double second = (double)(kf__now_ns() - t0) / 1e9;
+    json_t *b = json_loads(out, 0, NULL);
+    CHECKF(b && !strcmp(json_string_value(json_object_get(b, "source")), "cache"), "%s", out);
+    CHECK(jnum(b, "measured", "copy_bytes_per_s") == bw && jnum(b, "measured", "bf16_tensor_flops_per_s") == tc);
+    CHECKF(second < first, "cached call %.2f s, measuring call %.2f s", second, first);
+    fprintf(stderr, "    measured in %.2f s, cached in %.2f s\n", first, second);
+    /* --refresh measures again and keeps the best */
+    CHECKF(kforge_cli(env, "device-info --json --refresh", out, sizeof out) == 0, "%s", out);
+    json_t *c = json_loads(out, 0, NULL);
+    CHECKF(c && !strcmp(json_string_value(json_object_get(c, "source")), "measured"), "%s", out);
+    CHECK(jnum(c, "measured", "copy_bytes_per_s") >= bw && jnum(c, "measured", "fp32_flops_per_s") >= f32);
+    /* the table */
+    CHECKF(kforge_cli(env, "device-info", out, sizeof out) == 0 && strstr(out, "bf16 tensor") &&
+           strstr(out, "from the cache"), "%s", out);
+    CHECKF(kforge_cli(env, "device-info --device 64 2>&1", out, sizeof out) == 2 && strstr(out, "CUDA device"), "%s", out);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    kf__rmtree(tmp);
+}
+
+/* GPU: the bundled tasks' fast candidates are benched with the roofline, and none is
+ * refused as impossible. */
+static void t_gpu_roofline_bundled(const void *arg) {
+    const char *task = arg;
+    need_gpu();
+    char rel[128], cand[160];
+    snprintf(rel, sizeof rel, "tasks/cuda/%s", task);
+    snprintf(cand, sizeof cand, "%s/candidates/fast.cu", rel);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, rel);
+    kf_opts o;
+    kf_opts_init(&o);
+    o.bench_min_time_s = 0.05;
+    o.bench_min_runs = 11;
+    o.bench_max_runs = 41;
+    kf_result *r = NULL;
+    CHECKF(kf_bench(ctx, t, kft_src(cand), &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
+    char *js = kf_result_json(r);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "honest %s refused: %s", cand, js);
+    json_t *j = json_loads(js, 0, NULL);
+    json_t *ceil = json_object_get(j, "ceilings");
+    const char *src = json_string_value(json_object_get(ceil, "source"));
+    CHECKF(src && (!strcmp(src, "cache") || !strcmp(src, "measured")), "%s", js);
+    CHECK(jnum(j, "ceilings", "bytes_per_s") > 1e11 && jnum(j, "ceilings", "tensor_flops_per_s") > 0);
+    json_t *shapes = json_object_get(j, "shapes");
+    CHECK(json_array_size(shapes) > 0);
+    for (size_t i = 0; i < json_array_size(shapes); i++) {
+        json_t *sh = json_array_get(shapes, i);
+        double frac = jnum(sh, "roofline_fraction", NULL);
+        CHECKF(frac > 0 && json_is_string(json_object_get(sh, "roofline_flops_ceiling")), "%s", js);
+        /* honest times stay above the floor (the refusal forgives 2 us of timer slack) */
+        CHECKF(jnum(sh, "candidate_ns", NULL) + 2000 >= jnum(sh, "floor_ns", NULL), "%s", js);
+        fprintf(stderr, "    shape %zu: %.0f ns, roofline %.2f (%s), floor %.0f ns\n", i,
+                jnum(sh, "candidate_ns", NULL), frac,
+                json_string_value(json_object_get(sh, "roofline_flops_ceiling")), jnum(sh, "floor_ns", NULL));
+    }
+    json_decref(j);
+    free(js);
+    kf_result_free(r);
     kf_task_free(t);
     kf_ctx_free(ctx);
 }
@@ -718,4 +1091,15 @@ void kft_register_cuda(void) {
     kft_add("cuda/cache", t_cache, NULL, 60);
     kft_add("cuda/no_gpu_is_clear", t_no_gpu_is_clear, NULL, 60);
     kft_add("cuda/half_types", t_half_types, NULL, 60);
+    kft_add("cuda/device_probes_build", t_device_probes_build, NULL, 120);
+    kft_add("cuda/device_info_no_driver", t_device_info_no_driver, NULL, 60);
+    kft_add("cuda/device_info_fake_driver", t_device_info_fake_driver, NULL, 120);
+    kft_add("cuda/roofline_floor", t_roofline_floor, NULL, 30);
+    kft_add("cuda/device_cache", t_device_cache, NULL, 30);
+    kft_add("cuda/gpu_device_info", t_gpu_device_info, NULL, 300);
+    for (int i = 0; kft_cuda_tasks[i]; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "cuda/gpu_roofline/%s", kft_cuda_tasks[i]);
+        kft_add(name, t_gpu_roofline_bundled, kft_cuda_tasks[i], 300);
+    }
 }

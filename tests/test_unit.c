@@ -5,8 +5,10 @@
 
 #include "bench/stats.h"
 #include "data/data.h"
+#include "util/util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int64_t ev(const char *src, const char *const *names, const int64_t *vals, int n,
@@ -178,6 +180,95 @@ static void t_compare(const void *arg) {
     CHECK(c.wrong == 1 && c.igot == INT64_MAX - 2 && c.iwant == INT64_MAX - 3);
 }
 
+/* Large buffers: a marginal element (inside the tolerance, outside half of it) does not
+ * hide later failures, the per-chunk results on several threads merge into the
+ * single-pass answer, and 16-bit types take the same path. */
+static void t_compare_large(const void *arg) {
+    (void)arg;
+    const int64_t n = 3 * (1 << 20) + 17;
+    float *w = malloc((size_t)n * 4), *g = malloc((size_t)n * 4);
+    uint16_t *w16 = malloc((size_t)n * 2), *g16 = malloc((size_t)n * 2);
+    CHECK(w && g && w16 && g16);
+    for (int64_t i = 0; i < n; i++) w[i] = (float)((i % 1000) - 500) * 0.25f + 0.125f;
+    memcpy(g, w, (size_t)n * 4);
+    g[10] = w[10] * (1 + 0.8e-4f);          /* marginal: right */
+    g[2500001] = w[2500001] + 1;            /* wrong */
+    g[2600000] = NAN;                       /* nonfinite */
+    uint64_t sent = 0;
+    float sv = 3.0e38f;
+    memcpy(&sent, &sv, 4);
+    g[n - 5] = sv;                          /* unwritten */
+    for (int threads = 1; threads <= 4; threads += 3) {
+        kf__set_nthreads(threads);
+        kf_cmp c;
+        kf_data_compare(KF_T_F32, g, w, n, 1e-4, 1e-6, &sent, &c);
+        CHECKF(c.wrong == 1 && c.first[KF_CMP_WRONG] == 2500001, "threads %d: wrong %lld at %lld", threads,
+              (long long)c.wrong, (long long)c.first[KF_CMP_WRONG]);
+        CHECK(c.nonfinite == 1 && c.first[KF_CMP_NONFINITE] == 2600000);
+        CHECK(c.unwritten == 1 && c.first[KF_CMP_UNWRITTEN] == n - 5);
+        CHECK(c.first_bad == 2500001 && c.got[KF_CMP_WRONG] == w[2500001] + 1);
+    }
+    /* bf16 and f16: the same values are exact in both (multiples of 1/8 below 64) */
+    for (int ty = 0; ty < 2; ty++) {
+        kf_dtype dt = ty ? KF_T_F16 : KF_T_BF16;
+        for (int64_t i = 0; i < n; i++) {
+            float v = (float)((i % 200) - 100) * 0.125f;
+            uint32_t b;
+            memcpy(&b, &v, 4);
+            w16[i] = ty ? (uint16_t)(((b >> 16) & 0x8000) | (v == 0 ? 0 : ((((b >> 23) & 0xff) - 112) << 10) | ((b >> 13) & 0x3ff)))
+                        : (uint16_t)(b >> 16);
+        }
+        memcpy(g16, w16, (size_t)n * 2);
+        g16[3000000] ^= 0x0200; /* wrong */
+        uint64_t s16 = 0x7bff;  /* f16 max / a large bf16: never a right answer here */
+        g16[7] = (uint16_t)s16;  /* unwritten, early */
+        for (int threads = 1; threads <= 4; threads += 3) {
+            kf__set_nthreads(threads);
+            kf_cmp c;
+            kf_data_compare(dt, g16, w16, n, 1e-2, 1e-3, &s16, &c);
+            CHECKF(c.unwritten == 1 && c.first[KF_CMP_UNWRITTEN] == 7, "%s: unwritten %lld", ty ? "f16" : "bf16",
+                  (long long)c.unwritten);
+            CHECKF(c.wrong == 1 && c.first[KF_CMP_WRONG] == 3000000, "%s: wrong %lld at %lld", ty ? "f16" : "bf16",
+                  (long long)c.wrong, (long long)c.first[KF_CMP_WRONG]);
+            CHECK(kf_data_get(dt, w16, 3000000) == (float)((3000000 % 200) - 100) * 0.125f);
+        }
+    }
+    kf__set_nthreads(0);
+    free(w);
+    free(g);
+    free(w16);
+    free(g16);
+}
+
+/* Inputs drawn from one seed are the same whatever the number of threads. */
+static void t_inputs_threads(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sum");
+    kf_shape sh = {(int64_t[]){3 * (1 << 20) + 5}, KF_SHAPE_VISIBLE, 0};
+    kf_extents ex;
+    char err[256];
+    CHECK(kf_data_extents(t, &sh, &ex, err, sizeof err) == 0);
+    kf_inputs a, b;
+    kf_rng r;
+    kf__set_nthreads(1);
+    kf_rng_seed(&r, 42);
+    CHECK(kf_data_gen_inputs(t, &ex, &r, 1, &a) == 0);
+    kf_rng_free(&r);
+    kf__set_nthreads(4);
+    kf_rng_seed(&r, 42);
+    CHECK(kf_data_gen_inputs(t, &ex, &r, 1, &b) == 0);
+    kf_rng_free(&r);
+    kf__set_nthreads(0);
+    CHECK(memcmp(a.buf[0], b.buf[0], ex.bytes[0]) == 0);
+    /* and the chunks are not copies of each other */
+    CHECK(memcmp(a.buf[0], (char *)a.buf[0] + (4 << 20), 4096) != 0);
+    kf_data_free_inputs(t, &a);
+    kf_data_free_inputs(t, &b);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 /* The sentinel is finite, out of range, and changes between calls. */
 static void t_poison(const void *arg) {
     (void)arg;
@@ -321,6 +412,8 @@ void kft_register_unit(void) {
     kft_add("unit/rng", t_rng, NULL, 10);
     kft_add("unit/stats", t_stats, NULL, 10);
     kft_add("unit/compare", t_compare, NULL, 10);
+    kft_add("unit/compare_large", t_compare_large, NULL, 30);
+    kft_add("unit/inputs_threads", t_inputs_threads, NULL, 30);
     kft_add("unit/poison", t_poison, NULL, 10);
     kft_add("unit/guards", t_guards, NULL, 10);
     kft_add("unit/inputs_fresh", t_inputs_fresh, NULL, 10);

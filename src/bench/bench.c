@@ -9,7 +9,7 @@
  *     from every cache level (clflush from the coordinator), then calls both sides
  *     back to back in alternating order (ABBA);
  *   - two warm-up rounds, then at least bench_min_runs rounds and bench_min_time_s per
- *     side, at most bench_max_runs;
+ *     side, at most bench_max_runs (GPU: GPU_ROUNDS rounds are enough);
  *   - every timed output is verified exactly as in the check (same call path);
  *   - the in-worker clock is cross-checked against the coordinator's clock: it must
  *     nest inside it, and the candidate's overhead (wall minus reported) must match
@@ -20,11 +20,13 @@
  *     a win must have the interval's low end above 1 and clear the noise floor;
  *   - with a cost model, the fraction of the measured roofline; beyond twice the
  *     machine's all-core ceiling (a margin for ceilings measured on a busy machine)
- *     the result is refused as impossible.
+ *     the result is refused as impossible. On a GPU the ceilings are the device's
+ *     (kforge device-info) and the refusal uses a hard floor (kf_device_roofline).
  */
 #define _GNU_SOURCE
 #include "bench.h"
 
+#include "../backend/cuda/device.h"
 #include "../check/check.h"
 
 #include <math.h>
@@ -73,11 +75,13 @@ static double eval_cost(const kf_task *t, const kf_shape *sh, const kf_expr *e) 
     return kf_expr_eval(e, &v, &x, err, sizeof err) ? 0 : (double)x;
 }
 
+#define GPU_ROUNDS 60
+
 /* Time one shape. KF_OK; a rejection (wrong timed output, clock tampering) is recorded
  * on s->res and sets *stop. */
 static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *ref,
-                            const kf_shape *sh, const kf_ceilings *ceil, json_t *jo,
-                            double *speedup, int *stop) {
+                            const kf_shape *sh, const kf_ceilings *ceil, const kf_devinfo *dev,
+                            json_t *jo, double *speedup, int *stop) {
     const kf_task *t = s->t;
     kf_extents ex;
     char err[512];
@@ -105,6 +109,9 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             int n = R.n;
             int enough = n >= s->o->bench_min_runs && sum_c >= s->o->bench_min_time_s * 1e9 &&
                          sum_b >= s->o->bench_min_time_s * 1e9;
+            /* a GPU round costs milliseconds of staging and copies around microseconds of
+             * kernel: kernel time alone would take thousands of rounds to add up */
+            if (kf_build_gpu(cand->b) && n >= s->o->bench_min_runs && n >= GPU_ROUNDS) enough = 1;
             if (enough || n >= max || (n >= 5 && kf__now_ns() - started > 60ull * 1000000000ull))
                 break;
         }
@@ -260,11 +267,30 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     json_object_set_new(jo, "baseline_wall_ns", json_real(kf_stats_median(R.bp, (size_t)R.n)));
     *speedup = fair ? q.speedup : 0; /* an unfair shape stays out of the geomean */
     if (!ceil && kf_build_gpu(cand->b) && (t->cost_flops || t->cost_bytes)) {
-        /* GPU: rates from the task's cost model (no measured device ceilings yet) */
+        /* GPU: rates from the task's cost model; the roofline when the device's
+         * ceilings are known */
         double fl = eval_cost(t, sh, t->cost_flops), by = eval_cost(t, sh, t->cost_bytes);
         json_object_set_new(jo, "gflops", json_real(fl / cmed));
         json_object_set_new(jo, "gbytes_per_s", json_real(by / cmed));
         json_object_set_new(jo, "baseline_gbytes_per_s", json_real(by / bmed));
+        int half = 0;
+        for (int i = 0; i < t->nargs; i++)
+            half |= t->args[i].is_buffer && (t->args[i].type == KF_T_F16 || t->args[i].type == KF_T_BF16);
+        kf_device_roof roof = {0};
+        if (dev && kf_device_roofline(dev, fl, by, half, cmed, &roof)) {
+            kf_result_reject(s->res, KF_REASON_TIMING_MISMATCH, sizes,
+                             "impossible: %.0f ns measured, but %.3g bytes (%.3g beyond the L2) "
+                             "at %.3g B/s and %.3g FLOP at %.3g FLOP/s (the device's best, with "
+                             "margin) take at least %.0f ns; or the task's cost model "
+                             "overstates the work",
+                             cmed, by, roof.hard_bytes, roof.hard_bw, fl, roof.hard_flops, roof.floor_ns);
+            *stop = 1;
+        }
+        if (dev && roof.tmin_ns > 0) {
+            json_object_set_new(jo, "roofline_fraction", json_real(roof.tmin_ns / cmed));
+            json_object_set_new(jo, "roofline_flops_ceiling", json_string(roof.flops_ceiling));
+            json_object_set_new(jo, "floor_ns", json_real(roof.floor_ns));
+        }
     }
     if (ceil && (t->cost_flops || t->cost_bytes)) {
         double fl = eval_cost(t, sh, t->cost_flops), by = eval_cost(t, sh, t->cost_bytes);
@@ -334,6 +360,31 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
                                           "the candidate%s: nothing to time",
                        vsc ? " and the baseline" : "");
     }
+    /* GPU ceilings (kforge device-info): from the cache, or measured now, while no
+     * worker holds the device and before this thread is pinned; without them bench
+     * still reports GB/s and GFLOP/s */
+    kf_devinfo gpu;
+    int have_gpu = 0;
+    if (kf_build_gpu(&s->cbuild) && (t->cost_flops || t->cost_bytes)) {
+        have_gpu = kf_device_get(s->ctx, 0, 0, &gpu) == KF_OK;
+        json_t *c = json_object();
+        if (have_gpu) {
+            kf_device_theory th;
+            kf_device_theory_of(&gpu, &th);
+            json_object_set_new(c, "bytes_per_s", json_real(gpu.copy_bytes_per_s));
+            json_object_set_new(c, "flops_per_s", json_real(gpu.fp32_flops_per_s));
+            json_object_set_new(c, "tensor_flops_per_s", json_real(gpu.tensor_flops_per_s));
+            json_object_set_new(c, "theoretical_bytes_per_s", json_real(th.mem_bytes_per_s));
+            json_object_set_new(c, "peak_flops_per_s", json_real(th.peak));
+            json_object_set_new(c, "l2_bytes", json_integer(gpu.l2_bytes));
+            json_object_set_new(c, "device", json_string(gpu.name));
+            json_object_set_new(c, "uuid", json_string(gpu.uuid));
+            json_object_set_new(c, "source", json_string(gpu.from_cache ? "cache" : "measured"));
+        } else {
+            json_object_set_new(c, "error", json_string(kf_errmsg(s->ctx)));
+        }
+        json_object_set_new(s->res->root, "ceilings", c);
+    }
     /* Timing: this thread keeps one CPU and spin-waits for replies (a steady, small
      * reply latency on both sides); the workers get the other CPUs. */
     cpu_set_t saved;
@@ -379,8 +430,7 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     }
     kf_ceilings ceil;
     int have_cost = t->cost_flops || t->cost_bytes;
-    /* GPU ceilings come from kforge device-info (not built yet): no roofline there */
-    if (kf_build_gpu(&s->cbuild)) have_cost = 0;
+    if (kf_build_gpu(&s->cbuild)) have_cost = 0; /* GPU: the device's ceilings (above) */
     /* GPU: one timing protocol for both sides; host mode on either side puts a
      * device-wide synchronise inside both timed spans */
     s->host_timing = kf_launch_host_timing(&s->cbuild, vs_path ? &vs : &s->rbuild);
@@ -399,7 +449,7 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
         }
         double sp = 0;
         st = time_shape(s, &cand, &base, vs_path ? &ref : NULL, &t->shapes[i],
-                        have_cost ? &ceil : NULL, o, &sp, &stop);
+                        have_cost ? &ceil : NULL, have_gpu ? &gpu : NULL, o, &sp, &stop);
         if (!st && !stop && sp > 0) {
             logsum += log(sp);
             n++;

@@ -14,6 +14,10 @@
 #include <limits.h>
 #include <sched.h>
 
+/* -v's phase clock: the reference thread and the main thread write disjoint slots */
+enum { KF_PROF_REF_GEN, KF_PROF_REF_CALL, KF_PROF_REF_CHECK, KF_PROF_CAND_STAGE, KF_PROF_CAND_CALL,
+       KF_PROF_CAND_JUDGE, KF_PROF_N };
+
 typedef struct {
     kf_ctx *ctx;
     const kf_task *t;
@@ -31,6 +35,8 @@ typedef struct {
     int have_occ;            /* GPU: resident blocks per SM of each launch, first call */
     int host_timing;         /* GPU: the host-mode timing protocol on every side */
     int cand_graph;          /* GPU host mode: CUPTI saw the candidate launch a graph */
+    const void *cand_side;   /* -v: the check's candidate side (a kf_side), for prof */
+    uint64_t prof[KF_PROF_N]; /* -v: nanoseconds per phase (KF_PROF_*) */
     uint32_t occ[KF_PROTO_MAXLAUNCH];
     cpu_set_t worker_cpus;
 } kf_sess;

@@ -9,6 +9,7 @@
 #include "data.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +149,77 @@ double kf_data_get(kf_dtype t, const void *p, int64_t i) {
     return 0;
 }
 
+/* Bulk generation in chunks of GEN_CHUNK elements, each from its own stream forked in
+ * order from the call's generator: the values do not depend on how many threads fill
+ * them. */
+#define GEN_CHUNK ((int64_t)1 << 20)
+
+typedef struct {
+    const kf_arg *a;
+    const kf_init *d;
+    void *buf;
+    int64_t n;
+    kf_rng *rngs;
+    _Atomic int failed;
+} gen_job;
+
+static void gen_range(const kf_arg *a, const kf_init *d, void *buf, int64_t lo, int64_t hi,
+                      kf_rng *r, int *failed) {
+    int64_t m = hi - lo;
+    if ((a->type == KF_T_F16 || a->type == KF_T_BF16) && d->dist != KF_DIST_INT) {
+        /* the bulk f32 streams, rounded once */
+        float *tmp = malloc(m ? (size_t)m * sizeof(float) : 1);
+        if (!tmp) {
+            *failed = 1;
+            return;
+        }
+        if (d->dist == KF_DIST_NORMAL) kf_rng_fill_normal_f32(r, tmp, m, d->a, d->b);
+        else kf_rng_fill_uniform_f32(r, tmp, m, d->a, d->b);
+        uint16_t *o16 = (uint16_t *)buf + lo;
+        if (a->type == KF_T_F16)
+            for (int64_t k = 0; k < m; k++) o16[k] = f32_to_f16(tmp[k]);
+        else
+            for (int64_t k = 0; k < m; k++) o16[k] = f32_to_bf16(tmp[k]);
+        free(tmp);
+    } else if (a->type == KF_T_F32 && d->dist == KF_DIST_NORMAL) {
+        kf_rng_fill_normal_f32(r, (float *)buf + lo, m, d->a, d->b);
+    } else if (a->type == KF_T_F32 && d->dist == KF_DIST_UNIFORM) {
+        kf_rng_fill_uniform_f32(r, (float *)buf + lo, m, d->a, d->b);
+    } else if (d->dist == KF_DIST_INT && !kf_dtype_is_float(a->type)) {
+        /* integers exactly, without a trip through double (2^53) */
+        for (int64_t k = lo; k < hi; k++) {
+            int64_t v = kf_rng_range(r, (int64_t)d->a, (int64_t)d->b);
+            switch (a->type) {
+            case KF_T_I32: ((int32_t *)buf)[k] = (int32_t)v; break;
+            case KF_T_I64: ((int64_t *)buf)[k] = v; break;
+            default: ((uint8_t *)buf)[k] = (uint8_t)v; break;
+            }
+        }
+    } else {
+        for (int64_t k = lo; k < hi; k++) put(a->type, buf, k, draw(d, r));
+    }
+}
+
+static void gen_chunk(void *p, int64_t c) {
+    gen_job *j = p;
+    int64_t lo = c * GEN_CHUNK, hi = lo + GEN_CHUNK < j->n ? lo + GEN_CHUNK : j->n;
+    int failed = 0;
+    gen_range(j->a, j->d, j->buf, lo, hi, &j->rngs[c], &failed);
+    if (failed) j->failed = 1; /* any thread: a plain flag, read after the join */
+}
+
+static int gen_buffer(const kf_arg *a, const kf_init *d, void *buf, int64_t n, kf_rng *rng) {
+    int64_t nc = n > 0 ? (n + GEN_CHUNK - 1) / GEN_CHUNK : 1;
+    gen_job j = {a, d, buf, n, malloc((size_t)nc * sizeof(kf_rng)), 0};
+
+    if (!j.rngs) return -1;
+    for (int64_t c = 0; c < nc; c++) kf_rng_fork(rng, &j.rngs[c]);
+    if (nc == 1) gen_chunk(&j, 0);
+    else kf__parallel(nc, gen_chunk, &j);
+    free(j.rngs);
+    return j.failed ? -1 : 0;
+}
+
 int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant,
                        kf_inputs *in) {
     memset(in, 0, sizeof *in);
@@ -175,39 +247,9 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
             if (d.dist == KF_DIST_INT) nlo = ceil(nlo), nhi = floor(nhi);
             if (nlo < nhi) d.a = nlo, d.b = nhi;
         }
-        kf_rng fast;
-        kf_rng_fork(rng, &fast);
-        if ((a->type == KF_T_F16 || a->type == KF_T_BF16) && d.dist != KF_DIST_INT) {
-            /* the bulk f32 streams, rounded once */
-            float *tmp = malloc(ex->count[i] ? (size_t)ex->count[i] * sizeof(float) : 1);
-            if (!tmp) {
-                kf_data_free_inputs(t, in);
-                return -1;
-            }
-            if (d.dist == KF_DIST_NORMAL) kf_rng_fill_normal_f32(&fast, tmp, ex->count[i], d.a, d.b);
-            else kf_rng_fill_uniform_f32(&fast, tmp, ex->count[i], d.a, d.b);
-            uint16_t *o16 = in->buf[i];
-            if (a->type == KF_T_F16)
-                for (int64_t k = 0; k < ex->count[i]; k++) o16[k] = f32_to_f16(tmp[k]);
-            else
-                for (int64_t k = 0; k < ex->count[i]; k++) o16[k] = f32_to_bf16(tmp[k]);
-            free(tmp);
-        } else if (a->type == KF_T_F32 && d.dist == KF_DIST_NORMAL) {
-            kf_rng_fill_normal_f32(&fast, in->buf[i], ex->count[i], d.a, d.b);
-        } else if (a->type == KF_T_F32 && d.dist == KF_DIST_UNIFORM) {
-            kf_rng_fill_uniform_f32(&fast, in->buf[i], ex->count[i], d.a, d.b);
-        } else if (d.dist == KF_DIST_INT && !kf_dtype_is_float(a->type)) {
-            /* integers exactly, without a trip through double (2^53) */
-            for (int64_t k = 0; k < ex->count[i]; k++) {
-                int64_t v = kf_rng_range(&fast, (int64_t)d.a, (int64_t)d.b);
-                switch (a->type) {
-                case KF_T_I32: ((int32_t *)in->buf[i])[k] = (int32_t)v; break;
-                case KF_T_I64: ((int64_t *)in->buf[i])[k] = v; break;
-                default: ((uint8_t *)in->buf[i])[k] = (uint8_t)v; break;
-                }
-            }
-        } else {
-            for (int64_t k = 0; k < ex->count[i]; k++) put(a->type, in->buf[i], k, draw(&d, &fast));
+        if (gen_buffer(a, &d, in->buf[i], ex->count[i], rng)) {
+            kf_data_free_inputs(t, in);
+            return -1;
         }
         if (variant == 1 && ex->count[i] > 0) {
             /* spikes, so that one element dominates sums and maxima and subsampling or
@@ -314,6 +356,54 @@ static void fill_pattern(unsigned char *dst, size_t bytes, uint64_t pat, size_t 
     }
 }
 
+/* Large copies in chunks on several threads (memory bandwidth is per core). */
+#define COPY_CHUNK ((size_t)4 << 20)
+
+typedef struct {
+    unsigned char *dst;
+    const unsigned char *src;
+    size_t bytes;
+} copy_job;
+
+static void copy_chunk(void *p, int64_t k) {
+    const copy_job *j = p;
+    size_t lo = (size_t)k * COPY_CHUNK, n = j->bytes - lo < COPY_CHUNK ? j->bytes - lo : COPY_CHUNK;
+    memcpy(j->dst + lo, j->src + lo, n);
+}
+
+void kf_data_copy(void *dst_, const void *src_, size_t bytes) {
+    unsigned char *dst = dst_;
+    const unsigned char *src = src_;
+    if (bytes <= 2 * COPY_CHUNK) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+    copy_job j = {dst, src, bytes};
+    kf__parallel((int64_t)((bytes + COPY_CHUNK - 1) / COPY_CHUNK), copy_chunk, &j);
+}
+
+/* A sentinel fill: the first chunk by doubling, then copies of it. */
+typedef struct {
+    unsigned char *dst;
+    size_t bytes;
+} rep_job;
+
+static void rep_chunk(void *p, int64_t k) {
+    const rep_job *j = p;
+    size_t lo = (size_t)(k + 1) * COPY_CHUNK, n = j->bytes - lo < COPY_CHUNK ? j->bytes - lo : COPY_CHUNK;
+    memcpy(j->dst + lo, j->dst, n);
+}
+
+static void big_fill(unsigned char *dst, size_t bytes, uint64_t pat, size_t esz) {
+    if (bytes <= 2 * COPY_CHUNK) {
+        fill_pattern(dst, bytes, pat, esz);
+        return;
+    }
+    fill_pattern(dst, COPY_CHUNK, pat, esz); /* a multiple of every element size */
+    rep_job j = {dst, bytes};
+    kf__parallel((int64_t)((bytes - 1) / COPY_CHUNK), rep_chunk, &j);
+}
+
 void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
                    const kf_inputs *in, const kf_poison *p, unsigned char *arena) {
     for (int g = 0; g < lay->nguards; g++) memcpy(arena + lay->guard_off[g], p->guard, lay->guard_len[g]);
@@ -321,9 +411,9 @@ void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
         const kf_arg *a = &t->args[i];
         if (!a->is_buffer) continue;
         if (a->io == KF_IO_OUT)
-            fill_pattern(arena + lay->off[i], ex->bytes[i], p->sentinel[i], kf_dtype_size(a->type));
+            big_fill(arena + lay->off[i], ex->bytes[i], p->sentinel[i], kf_dtype_size(a->type));
         else if (ex->bytes[i])
-            memcpy(arena + lay->off[i], in->buf[i], ex->bytes[i]);
+            kf_data_copy(arena + lay->off[i], in->buf[i], ex->bytes[i]);
     }
 }
 
@@ -378,93 +468,57 @@ static int unwritten(const void *got, const void *want, const uint64_t *sentinel
            memcmp((const unsigned char *)want + (size_t)i * esz, sentinel, esz);
 }
 
-void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n, double rtol,
-                     double atol, const uint64_t *sentinel, kf_cmp *c) {
-    memset(c, 0, sizeof *c);
-    c->n = n;
-    c->first_bad = -1;
-    c->first[0] = c->first[1] = c->first[2] = -1;
+/* The exact path over [lo, hi): double precision, every kind of failure counted. */
+static void cmp_exact(kf_dtype type, const void *got, const void *want, int64_t lo, int64_t hi,
+                      double rtol, double atol, const uint64_t *sentinel, kf_cmp *c) {
     size_t esz = kf_dtype_size(type);
-    int64_t i = 0;
-    if (type == KF_T_F32) {
-        /* Fast path, in blocks the compiler vectorises: a block is clean when every
-         * element is within HALF the tolerance in float arithmetic (NaN and Inf fail the
-         * comparison) and none holds the sentinel. The first block that is not clean, and
-         * everything after it, takes the exact double-precision path below. */
-        const float *g = got, *w = want;
-        const uint32_t *gb = got;
-        uint32_t sb = sentinel ? (uint32_t)*sentinel : 0x7fc00001u; /* a NaN: never seen */
-        const float ha = (float)(atol * 0.5), hr = (float)(rtol * 0.5);
-        while (i + 256 <= n) {
-            int bad = 0;
-            float mabs = 0, mrel = 0;
-            for (int64_t k = i; k < i + 256; k++) {
-                float d = fabsf(g[k] - w[k]), aw = fabsf(w[k]);
-                bad |= !(d <= ha + hr * aw) | (gb[k] == sb);
-                mabs = d > mabs ? d : mabs;
-                float rel = aw > 0 ? d / aw : 0.0f;
-                mrel = rel > mrel ? rel : mrel;
-            }
-            if (bad) break;
-            if (mabs > c->max_abs) c->max_abs = mabs;
-            if (mrel > c->max_rel) c->max_rel = mrel;
-            i += 256;
-        }
-    }
-    if (!kf_dtype_is_float(type)) {
-        /* integers compare as integers: exact unless the task gives a tolerance */
-        for (; i < n; i++) {
-            int64_t g, w;
+    for (int64_t i = lo; i < hi; i++) {
+        int kind = -1;
+        double g, w;
+        if (!kf_dtype_is_float(type)) {
+            /* integers compare as integers: exact unless the task gives a tolerance */
+            int64_t ig, iw;
             switch (type) {
-            case KF_T_I32: g = ((const int32_t *)got)[i], w = ((const int32_t *)want)[i]; break;
-            case KF_T_I64: g = ((const int64_t *)got)[i], w = ((const int64_t *)want)[i]; break;
-            default: g = ((const uint8_t *)got)[i], w = ((const uint8_t *)want)[i]; break;
+            case KF_T_I32: ig = ((const int32_t *)got)[i], iw = ((const int32_t *)want)[i]; break;
+            case KF_T_I64: ig = ((const int64_t *)got)[i], iw = ((const int64_t *)want)[i]; break;
+            default: ig = ((const uint8_t *)got)[i], iw = ((const uint8_t *)want)[i]; break;
             }
-            int kind = -1;
+            g = (double)ig, w = (double)iw;
             /* the sentinel, unless the right answer happens to be that very value */
             if (unwritten(got, want, sentinel, type, esz, i)) {
                 c->unwritten++;
                 kind = KF_CMP_UNWRITTEN;
-            } else if (g != w) {
-                double d = fabs((double)g - (double)w);
+            } else if (ig != iw) {
+                double d = fabs(g - w);
                 if (d > c->max_abs) c->max_abs = d;
-                if (w && d / fabs((double)w) > c->max_rel) c->max_rel = d / fabs((double)w);
-                if ((rtol == 0 && atol == 0) || d > atol + rtol * fabs((double)w)) {
+                if (iw && d / fabs(w) > c->max_rel) c->max_rel = d / fabs(w);
+                if ((rtol == 0 && atol == 0) || d > atol + rtol * fabs(w)) {
                     c->wrong++;
                     kind = KF_CMP_WRONG;
-                    if (c->first[kind] < 0) c->igot = g, c->iwant = w;
+                    if (c->first[kind] < 0) c->igot = ig, c->iwant = iw;
                 }
             }
-            if (kind >= 0 && c->first[kind] < 0) {
-                c->first[kind] = i;
-                c->got[kind] = (double)g;
-                c->want[kind] = (double)w;
-            }
-            if (kind >= 0 && c->first_bad < 0) c->first_bad = i;
-        }
-        return;
-    }
-    for (; i < n; i++) {
-        double g = kf_data_get(type, got, i), w = kf_data_get(type, want, i);
-        int kind = -1;
-        if (unwritten(got, want, sentinel, type, esz, i)) {
-            c->unwritten++;
-            kind = KF_CMP_UNWRITTEN;
-        } else if (isnan(w) || isinf(w)) {
-            if (isnan(w) ? !isnan(g) : g != w) {
-                c->wrong++;
-                kind = KF_CMP_WRONG;
-            }
-        } else if (!isfinite(g)) {
-            c->nonfinite++;
-            kind = KF_CMP_NONFINITE;
         } else {
-            double d = fabs(g - w);
-            if (d > c->max_abs) c->max_abs = d;
-            if (w != 0 && d / fabs(w) > c->max_rel) c->max_rel = d / fabs(w);
-            if (d > atol + rtol * fabs(w)) {
-                c->wrong++;
-                kind = KF_CMP_WRONG;
+            g = kf_data_get(type, got, i), w = kf_data_get(type, want, i);
+            if (unwritten(got, want, sentinel, type, esz, i)) {
+                c->unwritten++;
+                kind = KF_CMP_UNWRITTEN;
+            } else if (isnan(w) || isinf(w)) {
+                if (isnan(w) ? !isnan(g) : g != w) {
+                    c->wrong++;
+                    kind = KF_CMP_WRONG;
+                }
+            } else if (!isfinite(g)) {
+                c->nonfinite++;
+                kind = KF_CMP_NONFINITE;
+            } else {
+                double d = fabs(g - w);
+                if (d > c->max_abs) c->max_abs = d;
+                if (w != 0 && d / fabs(w) > c->max_rel) c->max_rel = d / fabs(w);
+                if (d > atol + rtol * fabs(w)) {
+                    c->wrong++;
+                    kind = KF_CMP_WRONG;
+                }
             }
         }
         if (kind >= 0 && c->first[kind] < 0) {
@@ -474,6 +528,124 @@ void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n
         }
         if (kind >= 0 && c->first_bad < 0) c->first_bad = i;
     }
+}
+
+#define CMP_BLOCK 256
+
+/* Float blocks the compiler vectorises: a block is clean when every element is within
+ * HALF the tolerance in float arithmetic (NaN and Inf fail the comparison) and none
+ * holds the sentinel's bits. A block that is not clean takes the exact path; the next
+ * block tries the fast one again. 16-bit types are widened first (exactly). */
+static void cmp_fast(kf_dtype type, const void *got, const void *want, int64_t lo, int64_t hi,
+                     double rtol, double atol, const uint64_t *sentinel, kf_cmp *c) {
+    const float ha = (float)(atol * 0.5), hr = (float)(rtol * 0.5);
+    float gw[CMP_BLOCK], ww[CMP_BLOCK];
+    uint32_t sb = sentinel ? (uint32_t)*sentinel : 0x7fc00001u; /* f32: a NaN never seen */
+    uint16_t sh = sentinel ? (uint16_t)*sentinel : 0;
+    int has16 = sentinel != NULL;
+    int64_t i = lo;
+    for (; i + CMP_BLOCK <= hi; i += CMP_BLOCK) {
+        const float *g, *w;
+        int bad = 0;
+        if (type == KF_T_F32) {
+            g = (const float *)got + i, w = (const float *)want + i;
+            const uint32_t *gb = (const uint32_t *)got + i;
+            for (int k = 0; k < CMP_BLOCK; k++) bad |= gb[k] == sb;
+        } else {
+            const uint16_t *g16 = (const uint16_t *)got + i, *w16 = (const uint16_t *)want + i;
+            for (int k = 0; k < CMP_BLOCK; k++) bad |= has16 & (g16[k] == sh);
+            if (type == KF_T_BF16) {
+                for (int k = 0; k < CMP_BLOCK; k++) {
+                    uint32_t a = (uint32_t)g16[k] << 16, b = (uint32_t)w16[k] << 16;
+                    memcpy(&gw[k], &a, 4);
+                    memcpy(&ww[k], &b, 4);
+                }
+            } else {
+                for (int k = 0; k < CMP_BLOCK; k++) gw[k] = f16_to_f32(g16[k]), ww[k] = f16_to_f32(w16[k]);
+            }
+            g = gw, w = ww;
+        }
+        float mabs = 0, mrel = 0;
+        for (int k = 0; k < CMP_BLOCK; k++) {
+            float d = fabsf(g[k] - w[k]), aw = fabsf(w[k]);
+            bad |= !(d <= ha + hr * aw);
+            mabs = d > mabs ? d : mabs;
+            float rel = aw > 0 ? d / aw : 0.0f;
+            mrel = rel > mrel ? rel : mrel;
+        }
+        if (bad) {
+            cmp_exact(type, got, want, i, i + CMP_BLOCK, rtol, atol, sentinel, c);
+            continue;
+        }
+        if (mabs > c->max_abs) c->max_abs = mabs;
+        if (mrel > c->max_rel) c->max_rel = mrel;
+    }
+    cmp_exact(type, got, want, i, hi, rtol, atol, sentinel, c);
+}
+
+static void cmp_range(kf_dtype type, const void *got, const void *want, int64_t lo, int64_t hi,
+                      double rtol, double atol, const uint64_t *sentinel, kf_cmp *c) {
+    if (type == KF_T_F32 || type == KF_T_F16 || type == KF_T_BF16)
+        cmp_fast(type, got, want, lo, hi, rtol, atol, sentinel, c);
+    else
+        cmp_exact(type, got, want, lo, hi, rtol, atol, sentinel, c);
+}
+
+static void cmp_init(kf_cmp *c, int64_t n) {
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    c->first_bad = -1;
+    c->first[0] = c->first[1] = c->first[2] = -1;
+}
+
+#define CMP_CHUNK ((int64_t)1 << 20)
+
+typedef struct {
+    kf_dtype type;
+    const void *got, *want;
+    int64_t n;
+    double rtol, atol;
+    const uint64_t *sentinel;
+    kf_cmp *part;
+} cmp_job;
+
+static void cmp_chunk(void *p, int64_t k) {
+    cmp_job *j = p;
+    int64_t lo = k * CMP_CHUNK, hi = lo + CMP_CHUNK < j->n ? lo + CMP_CHUNK : j->n;
+    cmp_init(&j->part[k], j->n);
+    cmp_range(j->type, j->got, j->want, lo, hi, j->rtol, j->atol, j->sentinel, &j->part[k]);
+}
+
+void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n, double rtol,
+                     double atol, const uint64_t *sentinel, kf_cmp *c) {
+    cmp_init(c, n);
+    int64_t nc = (n + CMP_CHUNK - 1) / CMP_CHUNK;
+    kf_cmp *part = nc > 1 && kf__nthreads() > 1 ? malloc((size_t)nc * sizeof *part) : NULL;
+    if (!part) {
+        cmp_range(type, got, want, 0, n, rtol, atol, sentinel, c);
+        return;
+    }
+    /* large buffers in chunks on several threads; merged in index order, so the result
+     * is the one a single pass gives */
+    cmp_job j = {type, got, want, n, rtol, atol, sentinel, part};
+    kf__parallel(nc, cmp_chunk, &j);
+    for (int64_t k = 0; k < nc; k++) {
+        const kf_cmp *q = &part[k];
+        c->unwritten += q->unwritten;
+        c->nonfinite += q->nonfinite;
+        c->wrong += q->wrong;
+        if (q->max_abs > c->max_abs) c->max_abs = q->max_abs;
+        if (q->max_rel > c->max_rel) c->max_rel = q->max_rel;
+        for (int kind = 0; kind < 3; kind++)
+            if (c->first[kind] < 0 && q->first[kind] >= 0) {
+                c->first[kind] = q->first[kind];
+                c->got[kind] = q->got[kind];
+                c->want[kind] = q->want[kind];
+                if (kind == KF_CMP_WRONG) c->igot = q->igot, c->iwant = q->iwant;
+            }
+        if (c->first_bad < 0) c->first_bad = q->first_bad;
+    }
+    free(part);
 }
 
 int kf_data_same(kf_dtype type, const void *a, const void *b, int64_t n, int exact,

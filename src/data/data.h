@@ -94,6 +94,8 @@ void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n
 int kf_data_same(kf_dtype type, const void *a, const void *b, int64_t n, int exact,
                  double rtol, double atol);
 double kf_data_get(kf_dtype type, const void *p, int64_t i);
+/* memcpy, in chunks on several threads when large. */
+void kf_data_copy(void *dst, const void *src, size_t bytes);
 /* "y[3][17]": a flat element index of buffer arg as per-dimension indices. */
 void kf_data_format_index(const kf_task *t, const kf_extents *ex, int arg, int64_t flat,
                           char *buf, size_t n);

@@ -14,6 +14,8 @@
 #include <ftw.h>
 #include <math.h>
 #include <openssl/evp.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,4 +404,48 @@ const char *kf__cpu_identity(void) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, cpu_identity_init);
     return cpu_id;
+}
+
+static int nthreads;
+
+void kf__set_nthreads(int v) { nthreads = v < 1 ? 0 : v > 16 ? 16 : v; }
+
+int kf__nthreads(void) {
+    int n = nthreads;
+    if (n) return n;
+    int v = 0;
+    const char *e = getenv("KFORGE_THREADS");
+    if (e && *e) v = atoi(e);
+    if (v <= 0) {
+        cpu_set_t set;
+        v = sched_getaffinity(0, sizeof set, &set) ? 1 : CPU_COUNT(&set);
+    }
+    n = v < 1 ? 1 : v > 16 ? 16 : v;
+    nthreads = n;
+    return n;
+}
+
+typedef struct {
+    void (*fn)(void *, int64_t);
+    void *arg;
+    int64_t n;
+    _Atomic int64_t next;
+} par_job;
+
+static void *par_main(void *p) {
+    par_job *j = p;
+    for (int64_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) j->fn(j->arg, i);
+    return NULL;
+}
+
+void kf__parallel(int64_t n, void (*fn)(void *arg, int64_t i), void *arg) {
+    par_job j = {fn, arg, n, 0};
+    int nt = kf__nthreads();
+    if (nt > n) nt = (int)n;
+    pthread_t th[16];
+    int started = 0;
+    for (; started < nt - 1; started++) /* a thread that cannot start: fewer helpers */
+        if (pthread_create(&th[started], NULL, par_main, &j)) break;
+    par_main(&j);
+    for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
 }

@@ -101,6 +101,16 @@ int kf__sha256_hex(const void *const *parts, const size_t *lens, int n, char out
 
 uint64_t kf__now_ns(void); /* CLOCK_MONOTONIC */
 
+/* Data parallelism for the coordinator's bulk work (input generation, staging,
+ * comparison of large buffers): fn(arg, i) for every i in [0, n), on up to
+ * kf__nthreads() threads (the caller's included), started for this call and joined
+ * before it returns. Items must be independent; results must not depend on which
+ * thread runs which item. */
+void kf__parallel(int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
+/* CPUs this process may use (sched_getaffinity), at most 16; $KFORGE_THREADS overrides. */
+int kf__nthreads(void);
+void kf__set_nthreads(int n); /* tests: 0 = back to the default */
+
 /* kforge's cache directory: $KFORGE_CACHE_DIR, else $XDG_CACHE_HOME/kforge, else
  * ~/.cache/kforge. Not created here. */
 void kf__cache_dir(char *out, size_t n);

@@ -48,24 +48,30 @@ static void cu_load_once(void) {
     S(DeviceGetName, "cuDeviceGetName", NULL);
     S(DeviceGetAttribute, "cuDeviceGetAttribute", NULL);
     S(DeviceTotalMem, "cuDeviceTotalMem_v2", "cuDeviceTotalMem");
+    S(DeviceGetUuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid");
     S(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL);
+    S(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
     S(CtxSetCurrent, "cuCtxSetCurrent", NULL);
     S(CtxSynchronize, "cuCtxSynchronize", NULL);
     S(ModuleLoadData, "cuModuleLoadData", NULL);
     S(ModuleGetFunction, "cuModuleGetFunction", NULL);
+    S(ModuleUnload, "cuModuleUnload", NULL);
     S(FuncGetAttribute, "cuFuncGetAttribute", NULL);
     S(MemAlloc, "cuMemAlloc_v2", NULL);
     S(MemFree, "cuMemFree_v2", NULL);
+    S(MemHostRegister, "cuMemHostRegister_v2", "cuMemHostRegister");
     S(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL);
     S(MemcpyDtoH, "cuMemcpyDtoH_v2", NULL);
     S(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", NULL);
     S(MemsetD32Async, "cuMemsetD32Async", NULL);
     S(StreamCreate, "cuStreamCreate", NULL);
     S(StreamSynchronize, "cuStreamSynchronize", NULL);
+    S(StreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy");
     S(EventCreate, "cuEventCreate", NULL);
     S(EventRecord, "cuEventRecord", NULL);
     S(EventSynchronize, "cuEventSynchronize", NULL);
     S(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
+    S(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy");
     S(LaunchKernel, "cuLaunchKernel", NULL);
     S(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL);
     S(GetErrorName, "cuGetErrorName", NULL);
@@ -103,8 +109,7 @@ static int rtc_state;
 static char rtc_err[512];
 static pthread_once_t rtc_once = PTHREAD_ONCE_INIT;
 
-/* Directories where a toolkit may live, most specific first. */
-static void toolkit_roots(char roots[][256], int *nroots) {
+void kf_cu_toolkit_roots(char roots[][256], int *nroots) {
     *nroots = 0;
     const char *env[] = {"CUDA_HOME", "CUDA_PATH"};
     for (int i = 0; i < 2; i++) {
@@ -124,7 +129,7 @@ static void rtc_load_once(void) {
     kf_nvrtc_api *a = &rtc_api;
     char roots[8][256];
     int nroots;
-    toolkit_roots(roots, &nroots);
+    kf_cu_toolkit_roots(roots, &nroots);
     const char *env = getenv("KFORGE_NVRTC");
     if (env && *env) {
         a->lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);

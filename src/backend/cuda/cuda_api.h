@@ -24,7 +24,10 @@ typedef struct _nvrtcProgram *nvrtcProgram;
 
 enum {
     KF_CU_ATTR_MAX_THREADS_PER_BLOCK = 1,
+    KF_CU_ATTR_CLOCK_RATE = 13,     /* kHz, the maximum SM clock */
     KF_CU_ATTR_SM_COUNT = 16,
+    KF_CU_ATTR_MEM_CLOCK_RATE = 36, /* kHz */
+    KF_CU_ATTR_MEM_BUS_WIDTH = 37,  /* bits */
     KF_CU_ATTR_L2_SIZE = 38,
     KF_CU_ATTR_MAX_THREADS_PER_SM = 39,
     KF_CU_ATTR_CC_MAJOR = 75,
@@ -45,24 +48,30 @@ typedef struct {
     CUresult (*DeviceGetName)(char *, int, CUdevice);
     CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
     CUresult (*DeviceTotalMem)(size_t *, CUdevice);
+    CUresult (*DeviceGetUuid)(unsigned char *, CUdevice); /* 16 bytes */
     CUresult (*PrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*PrimaryCtxRelease)(CUdevice);
     CUresult (*CtxSetCurrent)(CUcontext);
     CUresult (*CtxSynchronize)(void);
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*ModuleUnload)(CUmodule);
     CUresult (*FuncGetAttribute)(int *, int, CUfunction);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
     CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemHostRegister)(void *, size_t, unsigned);
     CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
     CUresult (*StreamCreate)(CUstream *, unsigned);
     CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*StreamDestroy)(CUstream);
     CUresult (*EventCreate)(CUevent *, unsigned);
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventSynchronize)(CUevent);
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*EventDestroy)(CUevent);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void **, void **);
     CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
@@ -100,6 +109,9 @@ const kf_cu_api *kf_cu_load(char *err, size_t n);
 /* Load NVRTC (KFORGE_NVRTC, or libnvrtc.so* under CUDA_HOME, /usr/local/cuda*, or the
  * loader's path). NULL with a reason in err. Thread-safe; loaded once. */
 const kf_nvrtc_api *kf_nvrtc_load(char *err, size_t n);
+/* Directories where a CUDA toolkit may live, most specific first: CUDA_HOME, CUDA_PATH,
+ * /usr/local/cuda, then /usr/local/cuda-* newest first. Fills at most 8 roots. */
+void kf_cu_toolkit_roots(char roots[][256], int *nroots);
 /* "CUDA_ERROR_ILLEGAL_ADDRESS" etc.; never NULL. */
 const char *kf_cu_errname(const kf_cu_api *cu, CUresult r);
 

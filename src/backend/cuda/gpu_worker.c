@@ -8,7 +8,7 @@
  *
  * Setup (before SETUP_OK): load libcuda, retain the primary context of device 0, load
  * the cubin, resolve the kernels, allocate the device mirror of the arena and an L2
- * flush buffer, poison the whole mirror, then drop root, set rlimits (no address-space
+ * flush buffer (and its read kernel), poison the whole mirror, then drop root, set rlimits (no address-space
  * limit: the driver reserves terabytes of virtual space) and no_new_privs, and seal the
  * image. Each RUN copies the call's arena span to the mirror, launches, synchronises
  * the context, copies the span back, and re-poisons it on the device. A CUDA error
@@ -19,6 +19,7 @@
 #include "../../sandbox/proto.h"
 #include "../../sandbox/worker.h"
 #include "cuda_api.h"
+#include "cupti.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -37,24 +38,6 @@
 
 #define MAXK KF_PROTO_MAXLAUNCH
 
-/* CUPTI's launch counter (cupti.c, which loads libcupti at run time). Weak: a worker
- * built without it reports "not available", never fails. */
-#if __has_include("../cuda/cupti.h") /* ours, not the toolkit's cupti.h */
-#include "../cuda/cupti.h"
-#else
-typedef struct kf_launch_log {
-    int available, nlaunch, ngraph, nmemop, nnames;
-    char names[16][96];
-    int nlib;
-} kf_launch_log;
-int kf_cupti_init(char *err, size_t n);
-void kf_cupti_begin(void);
-void kf_cupti_end(kf_launch_log *out);
-void kf_cupti_shutdown(void);
-#endif
-#pragma weak kf_cupti_init
-#pragma weak kf_cupti_begin
-#pragma weak kf_cupti_end
 
 int kf_wk_is_gpu_artifact(const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -123,6 +106,29 @@ static uint32_t rand32(void) {
 /* A finite, out-of-range word: f32 lanes read as |x| ~ 2^100 with a random mantissa. */
 static uint32_t poison_word(void) { return 0x71800000u | (rand32() & 0x007fffffu) | (rand32() & 0x80000000u); }
 
+/* The L2 flush: a kernel that READS a buffer twice the L2 size, so the timed kernel
+ * starts with L2 full of clean lines of that buffer. A write-based flush (a memset)
+ * leaves the L2 full of dirty lines, and the timed kernel then pays for writing them
+ * back: about a quarter of a 4096x4096 softmax's time on an H200. Hand-kept PTX (from
+ * nvcc -ptx of a grid-stride XOR loop), JIT-compiled by the driver at load, so the
+ * worker needs no compiler and the candidate's module cannot see or replace it. */
+static const char flush_ptx[] =
+    ".version 7.0\n.target sm_70\n.address_size 64\n"
+    ".visible .entry kf_l2_read(.param .u64 p0, .param .u64 p1, .param .u64 p2)\n{\n"
+    ".reg .pred %p<4>;\n.reg .b32 %r<21>;\n.reg .b64 %rd<17>;\n"
+    "ld.param.u64 %rd8, [p0];\nld.param.u64 %rd9, [p1];\nld.param.u64 %rd10, [p2];\n"
+    "mov.u32 %r3, %ctaid.x;\nmov.u32 %r4, %ntid.x;\ncvt.u64.u32 %rd1, %r4;\n"
+    "mul.wide.u32 %rd11, %r3, %r4;\nmov.u32 %r5, %tid.x;\ncvt.u64.u32 %rd12, %r5;\n"
+    "add.s64 %rd16, %rd11, %rd12;\nsetp.ge.u64 %p1, %rd16, %rd9;\n@%p1 bra L5;\n"
+    "mov.u32 %r7, %nctaid.x;\ncvt.u64.u32 %rd13, %r7;\nmul.lo.s64 %rd3, %rd13, %rd1;\n"
+    "cvta.to.global.u64 %rd4, %rd10;\ncvta.to.global.u64 %rd5, %rd8;\nmov.u32 %r20, 0;\n"
+    "L2:\nshl.b64 %rd14, %rd16, 4;\nadd.s64 %rd15, %rd5, %rd14;\n"
+    "ld.global.v4.u32 {%r8, %r9, %r10, %r11}, [%rd15];\n"
+    "xor.b32 %r16, %r9, %r20;\nxor.b32 %r17, %r16, %r8;\nxor.b32 %r18, %r17, %r10;\n"
+    "xor.b32 %r20, %r18, %r11;\nadd.s64 %rd16, %rd16, %rd3;\nsetp.lt.u64 %p2, %rd16, %rd9;\n"
+    "@%p2 bra L2;\nsetp.ne.s32 %p3, %r20, -1640531527;\n@%p3 bra L5;\n"
+    "mov.u32 %r19, -1640531527;\nst.global.u32 [%rd4], %r19;\nL5:\nret;\n}\n";
+
 int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     /* the artifact */
     int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
@@ -182,6 +188,12 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     cu->DeviceGetAttribute(&maxthr_sm, KF_CU_ATTR_MAX_THREADS_PER_SM, dev);
     cu->DeviceGetAttribute(&maj, KF_CU_ATTR_CC_MAJOR, dev);
     cu->DeviceGetAttribute(&min, KF_CU_ATTR_CC_MINOR, dev);
+    /* The arena page-locked: the copies run by DMA at the link's speed instead of
+     * through the driver's pageable staging (5-8x slower for the 100+ MB spans of large
+     * shapes). It is then in the device's address space too (UVA), at a random host
+     * address no kernel parameter reveals; it holds only this candidate's own staged
+     * data. Without it, pageable copies still work. */
+    int pinned = cu->MemHostRegister(arena, arena_size, 0) == 0;
     CUmodule mod;
     CUfunction fn[MAXK];
     if (!host) {
@@ -204,15 +216,22 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     size_t msize = (arena_size + 255) & ~(size_t)255;
     CK(cu->MemAlloc(&mirror, msize), "cuMemAlloc (the arena's mirror)");
     size_t ssize = (size_t)(l2 > 0 ? l2 : 64 << 20) * 2;
-    CK(cu->MemAlloc(&scratch, ssize), "cuMemAlloc (the L2 flush buffer)");
+    CK(cu->MemAlloc(&scratch, ssize + 256), "cuMemAlloc (the L2 flush buffer)");
+    CK(cu->MemsetD32Async(scratch, rand32(), (ssize + 256) / 4, stream), "filling the L2 flush buffer");
+    CUmodule fmod;
+    CUfunction flush_fn;
+    CK(cu->ModuleLoadData(&fmod, flush_ptx), "loading the L2 flush kernel");
+    CK(cu->ModuleGetFunction(&flush_fn, fmod, "kf_l2_read"), "the L2 flush kernel");
+    CUdeviceptr flush_sink = scratch + ssize;
+    unsigned long long flush_n = ssize / 16;
+    void *flush_params[] = {&scratch, &flush_n, &flush_sink, NULL};
     /* whatever the memory held before (another process's data) is never visible */
     CK(cu->MemsetD32Async(mirror, poison_word(), msize / 4, stream), "poisoning the mirror");
     CK(cu->StreamSynchronize(stream), "poisoning the mirror");
     /* host mode: CUPTI's callbacks are registered before any candidate code runs */
     int cupti = 0;
-    char cupti_err[256] = "not built in";
-    if (host && kf_cupti_init && kf_cupti_begin && kf_cupti_end)
-        cupti = kf_cupti_init(cupti_err, sizeof cupti_err) == 0;
+    char cupti_err[256] = "";
+    if (host) cupti = kf_cupti_init(cupti_err, sizeof cupti_err) == 0;
 
     /* confinement: the device files are open; drop root, limits, no new privileges */
     kf_wk_drop_root(argv[7], argv[2]);
@@ -241,8 +260,8 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
 
     /* what the coordinator reports about the kernels */
     char info[1000];
-    size_t io = (size_t)snprintf(info, sizeof info, "device sm_%d%d sms=%d max_threads_per_sm=%d l2=%d\n",
-                                 maj, min, sms, maxthr_sm, l2);
+    size_t io = (size_t)snprintf(info, sizeof info, "device sm_%d%d sms=%d max_threads_per_sm=%d l2=%d pinned=%d\n",
+                                 maj, min, sms, maxthr_sm, l2, pinned);
     for (uint32_t i = 0; i < nk && io < sizeof info; i++) {
         int regs = 0, local = 0, shared = 0, maxt = 0;
         cu->FuncGetAttribute(&regs, KF_CU_FUNC_REGS, fn[i]);
@@ -316,8 +335,13 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         size_t span = (size_t)(m.span_hi - m.span_lo);
         CKRUN(cu->MemcpyHtoD(mirror + m.span_lo, (char *)arena + m.span_lo, span), "copying the inputs to the device");
         CKRUN(cu->CtxSynchronize(), "copying the inputs to the device");
-        if (m.flags & KF_RUN_FLUSH_L2) {
-            CKRUN(cu->MemsetD32Async(scratch, rand32(), ssize / 4, stream), "flushing L2");
+        /* The host-mode protocol (either side in host mode) waits for the flush before
+         * the call: host code may launch on streams of its own, which do not queue behind
+         * the flush on this stream and would run, untimed, while it does. */
+        int hostproto = host || (m.flags & KF_RUN_HOST_TIMING);
+        if ((m.flags & KF_RUN_FLUSH_L2) && hostproto) {
+            CKRUN(cu->LaunchKernel(flush_fn, (unsigned)(sms > 0 ? sms * 4 : 512), 1, 1, 512, 1, 1, 0, stream,
+                                   flush_params, NULL), "flushing L2");
             CKRUN(cu->StreamSynchronize(stream), "flushing L2");
         }
         /* a graph baseline: the same launches captured (not run) before the timed span */
@@ -337,6 +361,14 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         }
         kf_msg_done start = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
+        /* Timed: the flush is queued, not waited for, so the events and launches are
+         * queued behind it while it runs and the kernels start the moment it ends: the
+         * time is the device's, not the host's launch path (a kernel launched onto an
+         * idle device would be timed from the event, before the launch had arrived).
+         * Both sides of a comparison are timed this way. */
+        if ((m.flags & KF_RUN_FLUSH_L2) && !hostproto)
+            CKRUN(cu->LaunchKernel(flush_fn, (unsigned)(sms > 0 ? sms * 4 : 512), 1, 1, 512, 1, 1, 0, stream,
+                                   flush_params, NULL), "flushing L2");
         CKRUN(cu->EventRecord(ev0, stream), "cuEventRecord");
         kf_launch_log lg;
         memset(&lg, 0, sizeof lg);
@@ -355,7 +387,7 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
                          l + 1, names[m.kernel[l]], d[0], d[1], d[2], d[3], d[4], d[5], d[6],
                          kf_cu_errname(cu, r));
         }
-        if (host || (m.flags & KF_RUN_HOST_TIMING)) {
+        if (hostproto) {
             /* the host-mode protocol: the device-wide synchronise inside the timed span
              * (side streams, the legacy stream, graphs and work queued after return all
              * finish before event 1) */

@@ -1,0 +1,27 @@
+#!/bin/sh
+# scripts/gpu-session.sh STEPS OUTDIR - one batched call on the GPU machine: the steps
+# named (devinfo profile verdict tests bench torch), each under its own time limit, all
+# output under OUTDIR and packed into OUTDIR.tgz.
+set -u
+cd "$(dirname "$0")/.."
+STEPS=$1
+O=$2
+mkdir -p "$O"
+export KFT_SOURCE_DIR=$PWD KFT_BINARY_DIR=$PWD/build
+for s in $STEPS; do
+    t0=$(date +%s)
+    echo "=== $s"
+    case $s in
+    devinfo) timeout 60 ./build/kforge device-info --refresh --json > "$O/devinfo.json" 2>&1
+             timeout 30 ./build/kforge device-info 2>&1 | tee "$O/devinfo.txt" ;;
+    profile) timeout ${PROFILE_T:-90} bench/gpu.sh profile "$O/p" | grep -v "^kforge: \[.*reference for" ;;
+    verdict) RUNS=${RUNS:-3} timeout ${VERDICT_T:-90} bench/gpu.sh verdict "$O/v" ;;
+    tests)   timeout ${TESTS_T:-200} ./build/kf-tests -j 4 ${TEST_FILTERS:-cuda/ cupti/ redteam/cuda honest/cuda bundled/cuda validate/cuda overstated_cost} > "$O/tests.txt" 2>&1
+             grep -E "^(FAIL|skip)|FAIL at|skipped:" "$O/tests.txt" | sort | uniq -c | sort -rn | cut -c1-300 | head -40
+             tail -1 "$O/tests.txt" ;;
+    bench)   TASKS=${BENCH_TASKS:-"softmax rmsnorm sum transpose"} timeout ${BENCH_T:-200} bench/gpu.sh bench "$O/b" | tail -30 ;;
+    torch)   TORCH_TIMEOUT=${TORCH_T:-300} bench/gpu.sh torch "$O/t" | tail -60 ;;
+    esac
+    echo "=== $s: $(( $(date +%s) - t0 )) s"
+done
+tar czf "$O.tgz" -C "$(dirname "$O")" "$(basename "$O")" 2>/dev/null
