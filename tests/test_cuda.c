@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void need_nvrtc(void) {
@@ -60,6 +61,99 @@ static void built_free(built *o) {
     kf_task_free(o->t);
     kf_ctx_free(o->ctx);
     kf__rmtree(o->dir);
+}
+
+static const char good[] =
+    "// kforge:launch kernel=sm grid=(rows) block=(min(256, cols + 31) / 32 * 32) smem=0\n"
+    "extern \"C\" __global__ void sm(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+    "  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) y[blockIdx.x * cols + c] = x[blockIdx.x * cols + c];\n"
+    "}\n";
+
+/* One build in a child process with env (NAME=VALUE pairs); its target architecture,
+ * or "" when the build failed. */
+static void arch_in_child(char *const *env, char out[16]) {
+    int pfd[2];
+    CHECK(pipe(pfd) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        unsetenv("KFORGE_CUDA_ARCH");
+        for (int i = 0; env[i]; i++) putenv(env[i]);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_task *t = kft_task(ctx, "tasks/cuda/softmax");
+        char dir[] = "/tmp/kft-arch-XXXXXX";
+        char path[128], arch[16] = "";
+        if (mkdtemp(dir)) {
+            snprintf(path, sizeof path, "%s/c.cu", dir);
+            FILE *f = fopen(path, "w");
+            fputs(good, f);
+            fclose(f);
+            kf_candidate *c = NULL;
+            kf_build b;
+            memset(&b, 0, sizeof b);
+            if (kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_OK &&
+                kf_backend_compile(kf_backend_get("cuda"), ctx, t, path, c->text, c->len, c->params,
+                                   c->nparams, dir, 60, &b) == KF_OK)
+                snprintf(arch, sizeof arch, "%s", b.arch);
+            kf_candidate_free(c);
+            kf__rmtree(dir);
+        }
+        if (write(pfd[1], arch, sizeof arch) != (ssize_t)sizeof arch) _exit(1);
+        _exit(0);
+    }
+    close(pfd[1]);
+    memset(out, 0, 16);
+    CHECK(read(pfd[0], out, 16) == 16);
+    close(pfd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    out[15] = 0;
+}
+
+/* The device's architecture is asked of the driver once per set of GPUs and driver
+ * (initialising the driver costs a check 0.1-0.3 s), then read from the cache; other
+ * GPUs or another driver ask again; without /proc/driver/nvidia nothing is cached. */
+static void t_arch_cache(const void *arg) {
+    (void)arg;
+    need_nvrtc();
+    char tmp[] = "/tmp/kft-archc-XXXXXX", p[256], lib[512], proc[300], cache[300];
+    CHECK(mkdtemp(tmp));
+    snprintf(p, sizeof p, "%s/proc/gpus/0000:01:00.0", tmp);
+    CHECK(kf__mkdirs(p) == 0);
+    snprintf(p, sizeof p, "%s/proc/version", tmp);
+    FILE *f = fopen(p, "w");
+    fputs("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04\n", f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/proc/gpus/0000:01:00.0/information", tmp);
+    f = fopen(p, "w");
+    fputs("Model: \t\t NVIDIA RTX A6000\nBus Location: \t 0000:01:00.0\n", f);
+    fclose(f);
+    snprintf(lib, sizeof lib, "KFORGE_LIBCUDA=%s", kft_bin("libkft_fakecuda.so"));
+    snprintf(proc, sizeof proc, "KFORGE_NVIDIA_PROC=%s/proc", tmp);
+    snprintf(cache, sizeof cache, "KFORGE_CACHE_DIR=%s/cache", tmp);
+    char a[16];
+    char *e1[] = {lib, proc, cache, "FAKECUDA_CC=86", NULL};
+    arch_in_child(e1, a);
+    CHECKF(!strcmp(a, "sm_86"), "asked the driver: %s", a);
+    /* the driver now fails: the cache answers */
+    char *e2[] = {lib, proc, cache, "FAKECUDA_CC=75", "FAKECUDA_FAIL=cuInit", NULL};
+    arch_in_child(e2, a);
+    CHECKF(!strcmp(a, "sm_86"), "from the cache: %s", a);
+    /* another GPU in the same slot: asked again */
+    f = fopen(p, "w");
+    fputs("Model: \t\t Tesla T4\nBus Location: \t 0000:01:00.0\n", f);
+    fclose(f);
+    char *e3[] = {lib, proc, cache, "FAKECUDA_CC=75", NULL};
+    arch_in_child(e3, a);
+    CHECKF(!strcmp(a, "sm_75"), "after a GPU change: %s", a);
+    /* no /proc/driver/nvidia: no cache, the driver every time (here it fails: sm_90) */
+    char noproc[300];
+    snprintf(noproc, sizeof noproc, "KFORGE_NVIDIA_PROC=%s/none", tmp);
+    char *e4[] = {lib, noproc, cache, "FAKECUDA_CC=75", "FAKECUDA_FAIL=cuInit", NULL};
+    arch_in_child(e4, a);
+    CHECKF(!strcmp(a, "sm_90"), "without /proc: %s", a);
+    kf__rmtree(tmp);
 }
 
 /* Every bundled CUDA file, and every value of each template's parameters, builds. */
@@ -132,11 +226,6 @@ static void t_bundled_build(const void *arg) {
     fprintf(stderr, "    %d files, %d builds\n", files, builds);
 }
 
-static const char good[] =
-    "// kforge:launch kernel=sm grid=(rows) block=(min(256, cols + 31) / 32 * 32) smem=0\n"
-    "extern \"C\" __global__ void sm(const float *x, float *y, int64_t rows, int64_t cols) {\n"
-    "  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) y[blockIdx.x * cols + c] = x[blockIdx.x * cols + c];\n"
-    "}\n";
 
 /* Errors say where: NVRTC's line numbers are the file's own (the prelude does not
  * shift them); directive errors name their line. */
@@ -674,6 +763,7 @@ void kft_register_cuda(void) {
     kft_add("cuda/bundled_build", t_bundled_build, NULL, 600);
     kft_add("cuda/errors", t_errors, NULL, 120);
     kft_add("cuda/launch_eval", t_launch_eval, NULL, 60);
+    kft_add("cuda/arch_cache", t_arch_cache, NULL, 120);
     kft_add("cuda/cache", t_cache, NULL, 60);
     kft_add("cuda/no_gpu_is_clear", t_no_gpu_is_clear, NULL, 60);
     kft_add("cuda/half_types", t_half_types, NULL, 60);

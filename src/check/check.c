@@ -805,6 +805,8 @@ static int ref_wait(ref_job *j, int i) {
 static kf_status run_check(kf_sess *s) {
     kf_status st = kf_sess_build_ref(s);
     if (st) return st;
+    if (s->o->verbose)
+        fprintf(stderr, "kforge: [%.1f ms] reference built\n", (double)(kf__now_ns() - s->t0) / 1e6);
     json_t *jshapes = json_array();
     json_object_set_new(s->res->root, "shapes", jshapes);
     shape_list L = {0};
@@ -919,9 +921,13 @@ out:
     free(prep);
     pthread_mutex_destroy(&job.mu);
     pthread_cond_destroy(&job.cv);
+    kf_worker_kill(ref.w);
+    kf_worker_kill(cand.w);
     kf_worker_close(ref.w);
     kf_worker_close(cand.w);
     s->cand_side = NULL;
+    if (s->o->verbose)
+        fprintf(stderr, "kforge: [%.1f ms] workers closed\n", (double)(kf__now_ns() - s->t0) / 1e6);
     free_shapes(&L);
     return st;
 }

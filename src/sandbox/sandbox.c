@@ -649,6 +649,10 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     r->parent_ns = p1 - resumed;
 }
 
+void kf_worker_kill(kf_worker *w) {
+    if (w) kill_group(w);
+}
+
 void kf_worker_close(kf_worker *w) {
     if (!w) return;
     if (w->pid > 0) {

@@ -53,6 +53,9 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
 const char *kf_worker_output(kf_worker *w);
 /* Kill the worker's process group, reap it, remove its directory. Accepts NULL. */
 void kf_worker_close(kf_worker *w);
+/* Kill a worker's process group without waiting (kf_worker_close still reaps it):
+ * several GPU workers then tear their contexts down at the same time. */
+void kf_worker_kill(kf_worker *w);
 
 /* Path of the kforge-worker executable, or NULL (detail on ctx). */
 const char *kf_sandbox_worker_path(kf_ctx *ctx);
