@@ -60,6 +60,8 @@ static int parse(int argc, char **argv, int npos_want, int bench, args *a) {
             a->o.hidden_count = (int)d;
         } else if (!strcmp(s, "--timeout") && i + 1 < argc) {
             if (num(a->json, s, argv[++i], 0.01, 3600, &a->o.call_timeout_s)) return KF_EXIT_USAGE;
+        } else if (!strcmp(s, "--compile-timeout") && i + 1 < argc) {
+            if (num(a->json, s, argv[++i], 0.01, 3600, &a->o.compile_timeout_s)) return KF_EXIT_USAGE;
         } else if (!strcmp(s, "--min-time") && i + 1 < argc && bench) {
             if (num(a->json, s, argv[++i], 0, 600, &a->o.bench_min_time_s)) return KF_EXIT_USAGE;
         } else if (!strcmp(s, "--min-runs") && i + 1 < argc && bench) {

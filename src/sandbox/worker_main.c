@@ -118,6 +118,9 @@ int kf_wk_drop_root(const char *uidarg, const char *ppid) {
 }
 
 int main(int argc, char **argv) {
+    /* compile mode (backend/cuda/nvrtc_child.c): started by kf_sandbox_exec, which has
+     * already confined it; it runs no candidate code, only NVRTC on candidate text */
+    if (argc >= 2 && !strcmp(argv[1], "--nvrtc")) return kf_nvrtc_child_main(argc, argv);
     if (argc != 8) return 111;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL)) return 112;
     if ((long)getppid() != atol(argv[2])) return 112; /* parent died before the call */
