@@ -900,6 +900,8 @@ kf_status kf_bench(kf_ctx *ctx, const kf_task *task, const char *candidate, cons
     *out = NULL;
     kf_opts dflt;
     if (!opts) kf_opts_init(&dflt), opts = &dflt;
+    if (opts->sanitize)
+        return kf__err(ctx, KF_EUSAGE, "--sanitize applies to kforge check, not bench");
     if (opts->vs_path && access(opts->vs_path, R_OK))
         return kf__err(ctx, KF_EIO, "--vs %s: %s", opts->vs_path, strerror(errno));
     kf_sess s;

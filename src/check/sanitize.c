@@ -13,13 +13,14 @@
  * there) and initcheck sees output memory that was never written. Inputs are fresh,
  * staged as always.
  *
- * Guarantees: a finding (an error count in the report, or the tool's error exit code)
- * always rejects; a tool that could not run or did not finish (no device support, a
- * worker that failed to start, a call past the scaled deadline without a finding) is
- * reported as not run, with the reason, and does not reject. Not done: synccheck, leak
- * checks (the worker's own allocations), and no defence against a kernel that behaves
- * well only under instrumentation (it can measure its own slowdown): a clean report
- * is evidence, not proof.
+ * Guarantees: a finding once the worker is ready (an error count in the report, or the
+ * tool's error exit code when the report has no summary) always rejects; a tool that
+ * could not run or did not finish (no device support, a worker that failed to start, a
+ * call past the scaled deadline without a finding) is reported as not run, with the
+ * reason, and does not reject. Not done: synccheck, leak checks (the worker's own
+ * allocations), hidden and edge shapes, and any defence against a kernel that behaves
+ * well only under instrumentation (it can measure its own slowdown): a clean report is
+ * evidence, not proof.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -178,14 +179,14 @@ void kf_sanitize_parse(const char *log, int exit_code, kf_san_report *r) {
         }
         p = eol ? eol + 1 : p + len;
     }
-    r->errors = summary_errors > 0 ? summary_errors : 0;
-    if (race_errors > r->errors) r->errors = race_errors;
-    if (r->errors == 0 && exit_code == SAN_EXIT) {
-        /* the tool says it found errors, even if its report could not be read */
+    /* racecheck's own summary counts errors apart from warnings: it decides for racecheck */
+    r->errors = race_errors >= 0 ? race_errors : summary_errors > 0 ? summary_errors : 0;
+    if (!r->summary && exit_code == SAN_EXIT) {
+        /* no summary, but the tool says it found errors: believed */
         r->errors = 1;
         if (!r->first[0])
             snprintf(r->first, sizeof r->first, "compute-sanitizer exited with its error exit code "
-                                                "(%d) and no readable report", SAN_EXIT);
+                                                "(%d) and no readable summary", SAN_EXIT);
     }
     if (r->errors == 0) r->first[0] = 0;
 }
@@ -270,8 +271,11 @@ static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *c
     kf_san_report r;
     kf_sanitize_parse(log, status, &r);
     free(log);
-    /* a finding counts whatever else happened; without one, a run that did not finish
-     * (or left no summary) proves nothing */
+    /* no kernel ran before the worker was ready: whatever the tool counted then is its
+     * own failure to start (an unsupported device...), not the candidate's */
+    if (!started) r.errors = 0, r.first[0] = 0;
+    /* after that, a finding counts whatever else happened; without one, a run that did
+     * not finish (or left no summary) proves nothing */
     int ran = r.errors > 0 || (started && !note[0] && r.summary);
     if (!ran && !note[0])
         snprintf(note, sizeof note, "compute-sanitizer left no summary (exit status %d)", status);
