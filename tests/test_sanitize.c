@@ -191,6 +191,87 @@ static void t_wrapper(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* A stand-in for compute-sanitizer: finds --log-file, runs the worker command after
+ * it (when run_target), then writes the fixture `report` there and exits with code. */
+static void fake_tool(const char *path, const char *report, int run_target, int code) {
+    char *text = report ? fixture(report) : NULL;
+    FILE *f = fopen(path, "w");
+    CHECK(f);
+    fprintf(f, "#!/bin/sh\nwhile [ \"$1\" != --log-file ]; do shift; done\nlog=$2; shift 2\n%s\n"
+               "cat > \"$log\" <<'KF_EOF'\n%sKF_EOF\nexit %d\n",
+            run_target ? "\"$@\" > /dev/null" : "", text ? text : "", code);
+    fclose(f);
+    free(text);
+    CHECK(chmod(path, 0755) == 0);
+}
+
+/* kf_sanitize_run end to end, with stand-in tools around a C candidate's worker (the
+ * flow, the JSON and the verdict; the GPU specifics are the GPU tests' business). */
+static void t_run_flow(const void *arg) {
+    (void)arg;
+    static const struct {
+        const char *report;
+        int run_target, code;
+        int ran, errors, rejected;
+        const char *note; /* substring, or NULL: no note */
+    } cases[] = {
+        {"memcheck_clean.log", 1, 0, 1, 0, 0, NULL},
+        {"memcheck_oob_read.log", 1, 86, 1, 1, 1, NULL},
+        {"unsupported.log", 0, 1, 0, 0, 0, "did not start"},
+        /* what a tool counts before the worker is ready is not the candidate's */
+        {"initcheck_uninit.log", 0, 86, 0, 0, 0, "did not start"},
+    };
+    char dir[] = "/tmp/kft-sanrun-XXXXXX";
+    CHECK(mkdtemp(dir));
+    chmod(dir, 0755);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char tool[128];
+        snprintf(tool, sizeof tool, "%s/tool%zu", dir, i);
+        fake_tool(tool, cases[i].report, cases[i].run_target, cases[i].code);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+        kf_opts o;
+        kf_opts_init(&o);
+        o.sanitize = KF_SANITIZE_MEMCHECK;
+        kf_sess s;
+        CHECKF(kf_sess_open(&s, ctx, t, kft_src("tasks/c/saxpy/candidates/fast.c"), &o, "check") == KF_OK, "%s", kf_errmsg(ctx));
+        int ok = 0;
+        CHECKF(kf_sess_build(&s, &ok) == KF_OK && ok, "%s", kf_errmsg(ctx));
+        CHECKF(kf_sanitize_run(&s, tool) == KF_OK, "%s", kf_errmsg(ctx));
+        char *json = kf_result_json(s.res);
+        json_error_t e;
+        json_t *j = json_loads(json, 0, &e), *m = json_object_get(json_object_get(j, "sanitizer"), "memcheck");
+        CHECKF(json_is_boolean(json_object_get(m, "ran")) && json_is_true(json_object_get(m, "ran")) == cases[i].ran &&
+                   json_integer_value(json_object_get(m, "errors")) == cases[i].errors,
+               "%s: %s", cases[i].report, json);
+        CHECKF((kf_result_verdict(s.res) == KF_VERDICT_REJECTED) == cases[i].rejected, "%s: %s", cases[i].report, json);
+        const char *note = json_string_value(json_object_get(m, "note"));
+        CHECKF(cases[i].note ? note && strstr(note, cases[i].note) : !note, "%s: %s", cases[i].report, json);
+        if (cases[i].run_target) /* the worker served every visible shape */
+            CHECKF(json_integer_value(json_object_get(m, "calls")) == t->nshapes, "%s", json);
+        if (cases[i].rejected) {
+            const char *msg = json_string_value(json_object_get(json_array_get(json_object_get(j, "reasons"), 0), "message"));
+            CHECKF(kf_result_reason(s.res, 0) == KF_REASON_SANITIZER && msg && strstr(msg, "memcheck") &&
+                       strstr(msg, "Invalid __global__ read") && strstr(msg, "sum_oob_read.cu:36"),
+                   "%s", json);
+            char *txt = kf_result_text(s.res);
+            CHECKF(strstr(txt, "sanitizer memcheck: 1 error"), "%s", txt);
+            free(txt);
+        } else if (!cases[i].ran) {
+            char *txt = kf_result_text(s.res);
+            CHECKF(strstr(txt, "sanitizer memcheck: NOT RUN"), "%s", txt);
+            free(txt);
+        }
+        json_decref(j);
+        free(json);
+        kf_result_free(s.res);
+        kf_sess_close(&s);
+        kf_task_free(t);
+        kf_ctx_free(ctx);
+    }
+    kf__rmtree(dir);
+}
+
 /* The red-team kernels build (NVRTC, no GPU needed): the GPU cases below cannot fail
  * for a typo the lead would only see on the device. */
 static void t_redteam_build(const void *arg) {
@@ -339,6 +420,7 @@ void kft_register_sanitize(void) {
     kft_add("sanitize/parse", t_parse, NULL, 30);
     kft_add("sanitize/cli", t_cli, NULL, 60);
     kft_add("sanitize/wrapper", t_wrapper, NULL, 60);
+    kft_add("sanitize/run_flow", t_run_flow, NULL, 120);
     kft_add("sanitize/redteam_build", t_redteam_build, NULL, 120);
     add_redteam();
     for (int i = 0; kft_cuda_tasks[i]; i++) {

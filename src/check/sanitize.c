@@ -215,9 +215,11 @@ static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *c
     snprintf(exitcode, sizeof exitcode, "%d", SAN_EXIT);
     unlink(logpath);
     /* API errors are the worker's own business (it reports them); only device findings
-     * count. --print-limit keeps a flood of one error short. */
+     * count. --print-limit keeps a flood of one error short; --launch-timeout (default
+     * 10 s for the worker to reach cuInit) is generous on a loaded host. */
     const char *wrap[] = {san, "--tool", name, "--error-exitcode", exitcode, "--print-limit", "20",
-                          "--report-api-errors", "no", "--log-file", logpath, NULL};
+                          "--report-api-errors", "no", "--launch-timeout", "60",
+                          "--log-file", logpath, NULL};
     double cpu = s->o->cpu_limit_s * 30 > 600 ? s->o->cpu_limit_s * 30 : 600;
     kf_worker_opts wo = {cpu, s->o->mem_limit, 300, 0, NULL, 1, wrap, 60};
     kf_side side;
