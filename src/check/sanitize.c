@@ -217,9 +217,18 @@ static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *c
     /* API errors are the worker's own business (it reports them); only device findings
      * count. --print-limit keeps a flood of one error short; --launch-timeout (default
      * 10 s for the worker to reach cuInit) is generous on a loaded host. */
-    const char *wrap[] = {san, "--tool", name, "--error-exitcode", exitcode, "--print-limit", "20",
-                          "--report-api-errors", "no", "--launch-timeout", "60",
-                          "--log-file", logpath, NULL};
+    const char *wrap[16] = {san, "--tool", name, "--error-exitcode", exitcode, "--print-limit", "20",
+                            "--report-api-errors", "no", "--launch-timeout", "60"};
+    int nw = 11;
+    /* memcheck: a padding buffer after every allocation, so that an input whose size is a
+     * multiple of the allocation granularity is not followed directly by another buffer
+     * (a read past its end would land in valid memory) */
+    if (tools[ti].bit == KF_SANITIZE_MEMCHECK) {
+        wrap[nw++] = "--padding";
+        wrap[nw++] = "4096";
+    }
+    wrap[nw++] = "--log-file";
+    wrap[nw++] = logpath;
     double cpu = s->o->cpu_limit_s * 30 > 600 ? s->o->cpu_limit_s * 30 : 600;
     kf_worker_opts wo = {cpu, s->o->mem_limit, 300, 0, NULL, 1, wrap, 60};
     kf_side side;
