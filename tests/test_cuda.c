@@ -35,9 +35,10 @@ typedef struct {
     char dir[64];
 } built;
 
-/* Compile text for the task at rel (or path) with the selections sel. */
-static void build_text(built *o, const char *task_rel, const char *name, const char *text,
-                       const char **sel, int nsel) {
+/* Compile text for the task at rel (or path) with the selections sel, under a compile
+ * deadline of timeout_s. */
+static void build_text_t(built *o, const char *task_rel, const char *name, const char *text,
+                         const char **sel, int nsel, double timeout_s) {
     memset(o, 0, sizeof *o);
     o->ctx = kf_ctx_new();
     o->t = kft_task(o->ctx, task_rel);
@@ -51,9 +52,14 @@ static void build_text(built *o, const char *task_rel, const char *name, const c
     kf_candidate *c = NULL;
     CHECKF(kf_candidate_load(o->ctx, o->t, path, sel, nsel, &c) == KF_OK, "%s", kf_errmsg(o->ctx));
     kf_status st = kf_backend_compile(kf_backend_get("cuda"), o->ctx, o->t, path, c->text, c->len,
-                                      c->params, c->nparams, o->dir, 60, &o->b);
+                                      c->params, c->nparams, o->dir, timeout_s, &o->b);
     CHECKF(st == KF_OK, "%s", kf_errmsg(o->ctx));
     kf_candidate_free(c);
+}
+
+static void build_text(built *o, const char *task_rel, const char *name, const char *text,
+                       const char **sel, int nsel) {
+    build_text_t(o, task_rel, name, text, sel, nsel, 60);
 }
 
 static void built_free(built *o) {
@@ -326,6 +332,44 @@ static void t_cache(const void *arg) {
     built_free(&a);
     built_free(&b);
     built_free(&c);
+    unsetenv("KFORGE_CACHE_DIR");
+    kf__rmtree(tmp);
+}
+
+/* NVRTC runs in a child under the compile deadline: a text that keeps it busy for
+ * minutes (16384 dependent statements, macro-expanded: about 50 s for 4096 on a
+ * 2-core machine) is a compile_error at the deadline, and the next compile works. */
+static void t_compile_timeout(const void *arg) {
+    (void)arg;
+    need_nvrtc();
+    setenv("KFORGE_CUDA_ARCH", "sm_90", 1);
+    static const char slow[] =
+        "#define S1(i) a = a * x[((i) * 7 + (int)a) & 1023] + (float)(i);\n"
+        "#define S4(i) S1(i) S1(i + 1) S1(i + 2) S1(i + 3)\n"
+        "#define S16(i) S4(i) S4(i + 4) S4(i + 8) S4(i + 12)\n"
+        "#define S64(i) S16(i) S16(i + 16) S16(i + 32) S16(i + 48)\n"
+        "#define S256(i) S64(i) S64(i + 64) S64(i + 128) S64(i + 192)\n"
+        "#define S1K(i) S256(i) S256(i + 256) S256(i + 512) S256(i + 768)\n"
+        "#define S4K(i) S1K(i) S1K(i + 1024) S1K(i + 2048) S1K(i + 3072)\n"
+        "#define S16K(i) S4K(i) S4K(i + 4096) S4K(i + 8192) S4K(i + 12288)\n"
+        "// kforge:launch kernel=k grid=(rows) block=(32)\n"
+        "extern \"C\" __global__ void k(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+        "  float a = x[threadIdx.x];\n  S16K(0)\n  y[threadIdx.x] = a;\n}\n";
+    char tmp[] = "/tmp/kft-cudato-XXXXXX";
+    CHECK(mkdtemp(tmp));
+    setenv("KFORGE_CACHE_DIR", tmp, 1);
+    built o;
+    uint64_t t0 = kf__now_ns();
+    build_text_t(&o, "tasks/cuda/softmax", "slow.cu", slow, NULL, 0, 1.0);
+    double s = (double)(kf__now_ns() - t0) / 1e9;
+    CHECKF(!o.b.ok && o.b.reason == KF_REASON_COMPILE_ERROR, "%s", o.b.message ? o.b.message : "(built)");
+    CHECKF(strstr(o.b.message, "deadline") && strstr(o.b.message, "NVRTC"), "%s", o.b.message);
+    CHECKF(s < 5, "the deadline of 1 s took %.1f s to act", s);
+    built_free(&o);
+    /* nothing of the killed compile is left behind: the next one builds */
+    build_text(&o, "tasks/cuda/softmax", "good.cu", good, NULL, 0);
+    CHECKF(o.b.ok && !o.b.cached, "%s", o.b.message ? o.b.message : "");
+    built_free(&o);
     unsetenv("KFORGE_CACHE_DIR");
     kf__rmtree(tmp);
 }
@@ -765,6 +809,7 @@ void kft_register_cuda(void) {
     kft_add("cuda/launch_eval", t_launch_eval, NULL, 60);
     kft_add("cuda/arch_cache", t_arch_cache, NULL, 120);
     kft_add("cuda/cache", t_cache, NULL, 60);
+    kft_add("cuda/compile_timeout", t_compile_timeout, NULL, 60);
     kft_add("cuda/no_gpu_is_clear", t_no_gpu_is_clear, NULL, 60);
     kft_add("cuda/half_types", t_half_types, NULL, 60);
     kft_add("cuda/device_probes_build", t_device_probes_build, NULL, 120);

@@ -141,7 +141,8 @@ kf_status kf_sess_build(kf_sess *s, int *cand_ok) {
 static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t bytes, kf_side *side,
                             kf_call_result *fail) {
     kf_worker_opts wo = {s->o->cpu_limit_s, s->o->mem_limit, s->o->call_timeout_s, s->timing,
-                         s->timing ? (const void *)&s->worker_cpus : NULL, b->nlaunch > 0};
+                         s->timing ? (const void *)&s->worker_cpus : NULL, b->nlaunch > 0,
+                         NULL, 0};
     if (wo.gpu && wo.start_timeout_s < 60) wo.start_timeout_s = 60; /* driver and context set-up */
     side->b = b;
     return kf_worker_spawn(ctx, b->so_path, bytes, &wo, &side->w, fail);
@@ -204,9 +205,18 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
             memcpy(m.dims[l], lx[l], sizeof m.dims[l]);
         }
         if (s->timing) m.flags |= KF_RUN_FLUSH_L2;
+        if (s->precise) { /* under compute-sanitizer: one allocation per buffer */
+            m.flags |= KF_RUN_PRECISE;
+            for (int i = 0; i < s->t->nargs; i++) {
+                const kf_arg *a = &s->t->args[i];
+                m.len[i] = a->is_buffer ? ex->bytes[i] : 0;
+                m.io[i] = a->io == KF_IO_IN ? KF_IO_ARG_IN : a->io == KF_IO_OUT ? KF_IO_ARG_OUT
+                                                                                : KF_IO_ARG_INOUT;
+            }
+        }
     }
     uint64_t t1 = kf__now_ns();
-    kf_worker_call(side->w, &m, s->o->call_timeout_s, cr);
+    kf_worker_call(side->w, &m, s->call_timeout_s > 0 ? s->call_timeout_s : s->o->call_timeout_s, cr);
     if (side == s->cand_side) s->prof[KF_PROF_CAND_CALL] += kf__now_ns() - t1;
 }
 
@@ -951,9 +961,14 @@ kf_status kf_check(kf_ctx *ctx, const kf_task *task, const char *candidate, cons
     *out = NULL;
     kf_opts dflt;
     if (!opts) kf_opts_init(&dflt), opts = &dflt;
+    char san[PATH_MAX];
+    kf_status st = kf_sanitize_prepare(ctx, task, opts, san, sizeof san);
+    if (st) return st;
     kf_sess s;
-    kf_status st = kf_sess_open(&s, ctx, task, candidate, opts, "check");
+    st = kf_sess_open(&s, ctx, task, candidate, opts, "check");
     if (!st) st = run_check(&s);
+    /* a rejected candidate needs no sanitizer */
+    if (!st && opts->sanitize && s.res->verdict == KF_VERDICT_ACCEPTED) st = kf_sanitize_run(&s, san);
     return finish(&s, st, out);
 }
 
@@ -963,6 +978,8 @@ kf_status kf_bench(kf_ctx *ctx, const kf_task *task, const char *candidate, cons
     *out = NULL;
     kf_opts dflt;
     if (!opts) kf_opts_init(&dflt), opts = &dflt;
+    if (opts->sanitize)
+        return kf__err(ctx, KF_EUSAGE, "--sanitize applies to kforge check, not bench");
     if (opts->vs_path && access(opts->vs_path, R_OK))
         return kf__err(ctx, KF_EIO, "--vs %s: %s", opts->vs_path, strerror(errno));
     kf_sess s;

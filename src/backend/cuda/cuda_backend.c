@@ -6,11 +6,13 @@
  * The artifact is one file: "KFCUBIN1", the number of launched kernels, their names
  * (NUL-terminated), the cubin's size and the cubin. Builds are cached by SHA-256 of the
  * text, the prelude, the options, the NVRTC version and the architecture (THREATS.md
- * #22). NVRTC runs inside the coordinator: its time limit is not enforced (docs/cuda.md).
+ * #22). NVRTC runs in a kforge-worker of its own (nvrtc_child.c) under the compile
+ * deadline, rlimits and Landlock; the coordinator loads NVRTC only to read its version.
  */
 #define _GNU_SOURCE
 #include "../backend.h"
 #include "cuda_api.h"
+#include "../../sandbox/sandbox.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -353,10 +355,11 @@ static char *first_error(const char *log) {
     return strndup(s, n);
 }
 
-/* NVRTC runs inside the coordinator, outside any sandbox: a file it includes is read
- * with kforge's rights and quoted in its log (#include "/etc/shadow"), and a device file
- * could hang it (#include "/dev/zero"). Kernel mode therefore allows #include only of
- * the toolkit's own headers, by name in angle brackets. 0, or -1 with err. */
+/* NVRTC reads the files a text includes and quotes them in its log (#include
+ * "/etc/shadow"), and a device file could hang it (#include "/dev/zero"). Its child's
+ * Landlock rules already confine it to the system and the toolkit; as a second layer,
+ * kernel mode allows #include only of the toolkit's own headers, by name in angle
+ * brackets. 0, or -1 with err. */
 static int check_includes(const char *text, size_t len, char *err, size_t n) {
     static const char *const allowed[] = {"cuda_fp16.h", "cuda_bf16.h", "mma.h",
                                           "cuda_pipeline.h", "cuda_awbarrier.h", "cooperative_groups.h",
@@ -411,6 +414,104 @@ static int check_includes(const char *text, size_t len, char *err, size_t n) {
     return bad ? -1 : 0;
 }
 
+/* Compile src in a kforge-worker of its own (nvrtc_child.c) under a wall deadline,
+ * rlimits and Landlock: NVRTC reads only the toolkit, the system libraries and its
+ * private directory, and a text that makes it run too long is killed with its process
+ * group. The fresh process costs about 20 ms per compile over NVRTC in-process
+ * (BENCHMARKS.md). *built = 1 with *cubin (caller frees) and out->log set; *built = 0
+ * with out->reason/message/log for a compile error or a compile past its deadline.
+ * Another status: the child could not run at all (detail on ctx). */
+static kf_status nvrtc_child(kf_ctx *ctx, const kf_nvrtc_api *rtc, const char *src,
+                             const char *name, char **opts, int no, const char *workdir,
+                             double timeout_s, kf_build *out, char **cubin, size_t *cs,
+                             int *built) {
+    *built = 0;
+    const char *wpath = kf_sandbox_worker_path(ctx);
+    if (!wpath) return KF_EINTERNAL;
+    char bdir[PATH_MAX], p_src[PATH_MAX + 16], p_cubin[PATH_MAX + 16], p_log[PATH_MAX + 16];
+    snprintf(bdir, sizeof bdir, "%s/nvrtc-XXXXXX", workdir);
+    if (!mkdtemp(bdir)) return kf__err(ctx, KF_EIO, "mkdtemp in %s: %s", workdir, strerror(errno));
+    snprintf(p_src, sizeof p_src, "%s/src.cu", bdir);
+    snprintf(p_cubin, sizeof p_cubin, "%s/out.cubin", bdir);
+    snprintf(p_log, sizeof p_log, "%s/out.log", bdir);
+    kf_status st = KF_OK;
+    kf_buf clog;
+    kf_buf_init(&clog, LOG_CAP);
+    char *argv[8 + 32 + KF_MAX_PARAMS];
+    int ac = 0;
+    argv[ac++] = (char *)wpath;
+    argv[ac++] = "--nvrtc";
+    argv[ac++] = "src.cu";
+    argv[ac++] = (char *)name;
+    argv[ac++] = "out.cubin";
+    argv[ac++] = "out.log";
+    for (int i = 0; i < no; i++) argv[ac++] = opts[i];
+    argv[ac] = NULL;
+    char libenv[600], tmpenv[PATH_MAX + 16], wdir[PATH_MAX], libroot[PATH_MAX];
+    snprintf(libenv, sizeof libenv, "KFORGE_NVRTC=%s", rtc->path);
+    snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", bdir);
+    char *env[] = {libenv, tmpenv, "LANG=C", NULL};
+    /* the worker's directory (to exec it), and the toolkit the library lives in (two
+     * levels up: lib64/ or targets/<arch>/lib/), which NVRTC reads builtins from */
+    snprintf(wdir, sizeof wdir, "%s", wpath);
+    snprintf(libroot, sizeof libroot, "%s", rtc->path);
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(libroot, '/');
+        if (slash && slash != libroot) *slash = 0;
+    }
+    if (strrchr(wdir, '/') && strrchr(wdir, '/') != wdir) *strrchr(wdir, '/') = 0;
+    const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/dev/null",
+                        wdir, libroot, rtc->include[0] ? rtc->include : "/usr"};
+    const char *rw[] = {bdir};
+    kf_limits lim = {timeout_s + 1, 16ull << 30, 256u << 20, 256};
+    int code = 0;
+    if (write_file(p_src, src, strlen(src))) {
+        st = kf__err(ctx, KF_EIO, "writing %s: %s", p_src, strerror(errno));
+        goto out;
+    }
+    uint64_t t0 = kf__now_ns();
+    st = kf_sandbox_exec(ctx, argv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 1,
+                         timeout_s, &clog, &code);
+    out->seconds = (double)(kf__now_ns() - t0) / 1e9;
+    if (st) goto out;
+    if (code == 0 || code == 1) {
+        char *log = NULL;
+        size_t n = 0;
+        if (kf__read_file(p_log, 64u << 20, &log, &n)) {
+            st = kf__err(ctx, KF_EBACKEND, "the NVRTC child wrote no log: %s", strerror(errno));
+            goto out;
+        }
+        if (strlen(log) > LOG_CAP) log[LOG_CAP] = 0;
+        out->log = log;
+    }
+    if (code == 0) {
+        if (kf__read_file(p_cubin, 1u << 30, cubin, cs)) {
+            st = kf__err(ctx, KF_EBACKEND, "the NVRTC child wrote no cubin: %s", strerror(errno));
+            goto out;
+        }
+        *built = 1;
+        goto out;
+    }
+    out->ok = 0;
+    out->reason = KF_REASON_COMPILE_ERROR;
+    if (code == 1) {
+        out->message = first_error(out->log);
+    } else if (code == -1) {
+        out->message = kf__asprintf("NVRTC ran past its %g s deadline (--compile-timeout)", timeout_s);
+    } else if (code >= 128) {
+        out->message = kf__asprintf("NVRTC was killed by signal %d (memory or CPU limit)", code - 128);
+    } else {
+        st = kf__err(ctx, KF_EBACKEND, "the NVRTC compile child failed (exit %d): %s", code,
+                     clog.p ? clog.p : "");
+        goto out;
+    }
+    if (!out->log) out->log = kf__strdup(clog.p ? clog.p : "");
+out:
+    kf_buf_free(&clog);
+    kf__rmtree(bdir);
+    return st;
+}
+
 static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, const char *path,
                               const char *text, size_t len, const kf_param *params, int nparams,
                               const char *workdir, double timeout_s, kf_build *out) {
@@ -458,8 +559,7 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     char *cached_log = kf__asprintf("%s/cuda/%.2s/%s.log", cdir, key, key);
     kf_status st = KF_OK;
     char *src = NULL, *log = NULL, *cubin = NULL;
-    nvrtcProgram prog = NULL;
-    size_t loglen = 0;
+    size_t loglen = 0, cs = 0;
     if (cached && cached_log && !access(cached, R_OK) &&
         !kf__read_file(cached_log, LOG_CAP, &log, &loglen)) {
         out->ok = 1;
@@ -477,36 +577,12 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
         st = kf__err(ctx, KF_ENOMEM, "out of memory");
         goto done;
     }
-    uint64_t t0 = kf__now_ns();
-    int rc = rtc->CreateProgram(&prog, src, base, 0, NULL, NULL);
-    if (rc) {
-        st = kf__err(ctx, KF_EBACKEND, "nvrtcCreateProgram: %s", rtc->GetErrorString(rc));
+    int built = 0;
+    if ((st = nvrtc_child(ctx, rtc, src, base, opts, no, workdir, timeout_s, out, &cubin, &cs,
+                          &built)) || !built)
         goto done;
-    }
-    rc = rtc->CompileProgram(prog, no, (const char *const *)opts);
-    out->seconds = (double)(kf__now_ns() - t0) / 1e9;
-    size_t ls = 0;
-    rtc->GetProgramLogSize(prog, &ls);
-    log = calloc(1, ls + 1);
-    if (log && ls) rtc->GetProgramLog(prog, log);
-    if (log && strlen(log) > LOG_CAP) log[LOG_CAP] = 0;
-    out->log = log ? log : kf__strdup("");
-    log = NULL;
-    if (rc) {
-        out->ok = 0;
-        out->reason = KF_REASON_COMPILE_ERROR;
-        out->message = first_error(out->log);
-        goto done;
-    }
     parse_ptxas(out->log, out); /* the resource report, when ptxas printed one */
-    size_t cs = 0;
-    rtc->GetCUBINSize(prog, &cs);
     uint32_t nk = (uint32_t)out->nkernels, csz = (uint32_t)cs;
-    cubin = malloc(cs ? cs : 1);
-    if (!cubin || rtc->GetCUBIN(prog, cubin)) {
-        st = kf__err(ctx, KF_EBACKEND, "nvrtcGetCUBIN failed");
-        goto done;
-    }
     /* every launched kernel is an entry of the cubin: its code section ".text.NAME"
      * (the ptxas report is not always there to say so) */
     for (int i = 0; i < out->nkernels; i++) {
@@ -560,7 +636,6 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     free(tmpl);
     if (!st) out->ok = 1;
 done:
-    if (prog) rtc->DestroyProgram(&prog);
     for (int i = 0; i < no; i++) free(opts[i]);
     free(src);
     free(log);
