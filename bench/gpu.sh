@@ -3,7 +3,7 @@
 # with an NVIDIA GPU (the H200 host). It runs the prebuilt binaries in build/ (built on
 # the development machine: `make`), because the GPU host has the runtime libraries but
 # not their headers; with headers present it builds first.
-#   bench/gpu.sh [tests|verdict|profile|bench|host|all] [OUTDIR]
+#   bench/gpu.sh [tests|sanitize|verdict|profile|bench|host|all] [OUTDIR]
 #   bench/gpu.sh torch [OUTDIR]   # PyTorch load_inline verdict time and cuBLAS, for the record
 #                                 # (bench/torch_compare.py; needs python3 with torch, not build/)
 # Prints a summary; full JSON and logs go to OUTDIR (default /tmp/kforge-gpu).
@@ -42,6 +42,12 @@ if [ "$MODE" = tests ] || [ "$MODE" = all ]; then
     rc=$?
     grep -E "^(FAIL|skip)|FAIL at|skipped:" "$OUT/tests.txt" | cut -c1-400 | head -80
     tail -1 "$OUT/tests.txt"
+fi
+if [ "$MODE" = sanitize ] || [ "$MODE" = all ]; then
+    echo "== kforge check --sanitize (needs compute-sanitizer; KFORGE_SANITIZER to point at it)"
+    ./build/kf-tests -j 2 -v sanitize/ > "$OUT/sanitize.txt" 2>&1 || rc=1
+    grep -E "^(FAIL|skip)|FAIL at|skipped:" "$OUT/sanitize.txt" | cut -c1-400 | head -40
+    tail -1 "$OUT/sanitize.txt"
 fi
 if [ "$MODE" = verdict ] || [ "$MODE" = all ]; then
     echo "== time to a trusted verdict (kforge check, fresh candidate text, compile included)"

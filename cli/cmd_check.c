@@ -18,6 +18,22 @@ typedef struct {
     kf_opts o;
 } args;
 
+/* "memcheck,racecheck" -> KF_SANITIZE_* bits, 0 when a name is unknown or the list empty */
+static unsigned sanitize_tools(const char *list) {
+    static const struct { const char *name; unsigned bit; } t[] = {
+        {"memcheck", KF_SANITIZE_MEMCHECK}, {"racecheck", KF_SANITIZE_RACECHECK},
+        {"initcheck", KF_SANITIZE_INITCHECK}};
+    unsigned bits = 0;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ","), k = 0;
+        while (k < 3 && !(strlen(t[k].name) == n && !strncmp(p, t[k].name, n))) k++;
+        if (k == 3) return 0;
+        bits |= t[k].bit;
+        p += n + (p[n] == ',');
+    }
+    return bits;
+}
+
 static int num(int json, const char *flag, const char *v, double lo, double hi, double *out) {
     char *end;
     errno = 0;
@@ -60,6 +76,13 @@ static int parse(int argc, char **argv, int npos_want, int bench, args *a) {
             a->o.hidden_count = (int)d;
         } else if (!strcmp(s, "--timeout") && i + 1 < argc) {
             if (num(a->json, s, argv[++i], 0.01, 3600, &a->o.call_timeout_s)) return KF_EXIT_USAGE;
+        } else if ((!strcmp(s, "--sanitize") || !strncmp(s, "--sanitize=", 11)) && npos_want == 2 && !bench) {
+            a->o.sanitize = s[10] ? sanitize_tools(s + 11) : KF_SANITIZE_ALL;
+            if (!a->o.sanitize)
+                return kf_cli_fail(a->json, "--sanitize=%s: expected a comma-separated list of "
+                                   "memcheck, racecheck, initcheck", s + 11);
+        } else if (!strcmp(s, "--compile-timeout") && i + 1 < argc) {
+            if (num(a->json, s, argv[++i], 0.01, 3600, &a->o.compile_timeout_s)) return KF_EXIT_USAGE;
         } else if (!strcmp(s, "--min-time") && i + 1 < argc && bench) {
             if (num(a->json, s, argv[++i], 0, 600, &a->o.bench_min_time_s)) return KF_EXIT_USAGE;
         } else if (!strcmp(s, "--min-runs") && i + 1 < argc && bench) {

@@ -14,9 +14,11 @@ static void usage(FILE *f) {
             "usage: kforge <command> [options]\n"
             "\n"
             "commands:\n"
-            "  check TASK CANDIDATE [--json] [--seed N] [--param K=V]...\n"
+            "  check TASK CANDIDATE [--json] [--seed N] [--param K=V]... [--sanitize[=TOOLS]]\n"
             "        check a candidate against the task's reference on visible, hidden and\n"
-            "        edge shapes; exit 0 accepted, 1 rejected, 2 usage or task error\n"
+            "        edge shapes; exit 0 accepted, 1 rejected, 2 usage or task error.\n"
+            "        --sanitize (CUDA): then run it under compute-sanitizer (memcheck,\n"
+            "        racecheck, initcheck, or the comma-separated TOOLS)\n"
             "  bench TASK CANDIDATE [--vs FILE] [--json] [check options]\n"
             "        check, then time against the reference (or FILE) on the visible shapes\n"
             "  validate TASK [--json]\n"
@@ -27,6 +29,7 @@ static void usage(FILE *f) {
             "  version\n"
             "\n"
             "options: --hidden N (hidden shapes to draw), --timeout S (per call),\n"
+            "         --compile-timeout S (per compile, default 60),\n"
             "         --min-time S, --min-runs N, --max-runs N (bench), -v (progress)\n"
             "docs: docs/cli.md, docs/tasks.md\n");
 }

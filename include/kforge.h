@@ -77,7 +77,8 @@ typedef enum {
     X(CRASH, "crash")                                                           \
     X(TIMEOUT, "timeout")                                                       \
     X(RESOURCE_LIMIT, "resource_limit")                                         \
-    X(SANDBOX_VIOLATION, "sandbox_violation")
+    X(SANDBOX_VIOLATION, "sandbox_violation")                                   \
+    X(SANITIZER, "sanitizer")
 
 typedef enum {
 #define KF_X(n, s) KF_REASON_##n,
@@ -111,7 +112,15 @@ typedef struct kf_opts {
     int bench_max_runs;     /* bench: maximum timed rounds per shape (400) */
     double win_floor;       /* bench: relative noise floor a win must clear (0.05) */
     int verbose;            /* progress lines on stderr */
+    unsigned sanitize;      /* check, CUDA tasks: KF_SANITIZE_* tools to run after an
+                               accepted check (0: none) */
 } kf_opts;
+
+/* compute-sanitizer tools for kf_opts.sanitize (docs/cuda.md) */
+#define KF_SANITIZE_MEMCHECK 1u
+#define KF_SANITIZE_RACECHECK 2u
+#define KF_SANITIZE_INITCHECK 4u
+#define KF_SANITIZE_ALL 7u
 
 KF_API void kf_opts_init(kf_opts *o);
 

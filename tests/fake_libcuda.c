@@ -4,7 +4,7 @@
  * without a GPU. One device that looks like an H200; kernels, copies and memsets do
  * nothing; every event pair is FAKECUDA_MS milliseconds apart (default 25).
  * FAKECUDA_FAIL=NAME makes entry point NAME (e.g. cuMemAlloc_v2) fail with
- * CUDA_ERROR_OUT_OF_MEMORY; FAKECUDA_SLEEP_US makes every event wait that long. Test code only: never loaded by kforge otherwise.
+ * CUDA_ERROR_OUT_OF_MEMORY; FAKECUDA_CC=86 reports compute capability 8.6; FAKECUDA_SLEEP_US makes every event wait that long. Test code only: never loaded by kforge otherwise.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +39,8 @@ API CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
     case 37: *v = 6144; break;      /* bus width */
     case 38: *v = 60 << 20; break;  /* L2 */
     case 39: *v = 2048; break;
-    case 75: *v = 9; break;
-    case 76: *v = 0; break;
+    case 75: *v = getenv("FAKECUDA_CC") ? atoi(getenv("FAKECUDA_CC")) / 10 : 9; break;
+    case 76: *v = getenv("FAKECUDA_CC") ? atoi(getenv("FAKECUDA_CC")) % 10 : 0; break;
     default: *v = 0;
     }
     return 0;

@@ -56,5 +56,6 @@ void kft_register_task(void);
 void kft_register_check(void);
 void kft_register_corpus(void);
 void kft_register_cli(void);
+void kft_register_sanitize(void);
 
 #endif

@@ -51,9 +51,10 @@ typedef struct {
     char dir[64];
 } built;
 
-/* Compile text for the task at rel (or path) with the selections sel. */
-static void build_text(built *o, const char *task_rel, const char *name, const char *text,
-                       const char **sel, int nsel) {
+/* Compile text for the task at rel (or path) with the selections sel, under a compile
+ * deadline of timeout_s. */
+static void build_text_t(built *o, const char *task_rel, const char *name, const char *text,
+                         const char **sel, int nsel, double timeout_s) {
     memset(o, 0, sizeof *o);
     o->ctx = kf_ctx_new();
     o->t = kft_task(o->ctx, task_rel);
@@ -67,9 +68,14 @@ static void build_text(built *o, const char *task_rel, const char *name, const c
     kf_candidate *c = NULL;
     CHECKF(kf_candidate_load(o->ctx, o->t, path, sel, nsel, &c) == KF_OK, "%s", kf_errmsg(o->ctx));
     kf_status st = kf_backend_compile(kf_backend_get("cuda"), o->ctx, o->t, path, c->text, c->len,
-                                      c->params, c->nparams, o->dir, 60, &o->b);
+                                      c->params, c->nparams, o->dir, timeout_s, &o->b);
     CHECKF(st == KF_OK, "%s", kf_errmsg(o->ctx));
     kf_candidate_free(c);
+}
+
+static void build_text(built *o, const char *task_rel, const char *name, const char *text,
+                       const char **sel, int nsel) {
+    build_text_t(o, task_rel, name, text, sel, nsel, 60);
 }
 
 static void built_free(built *o) {
@@ -77,6 +83,99 @@ static void built_free(built *o) {
     kf_task_free(o->t);
     kf_ctx_free(o->ctx);
     kf__rmtree(o->dir);
+}
+
+static const char good[] =
+    "// kforge:launch kernel=sm grid=(rows) block=(min(256, cols + 31) / 32 * 32) smem=0\n"
+    "extern \"C\" __global__ void sm(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+    "  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) y[blockIdx.x * cols + c] = x[blockIdx.x * cols + c];\n"
+    "}\n";
+
+/* One build in a child process with env (NAME=VALUE pairs); its target architecture,
+ * or "" when the build failed. */
+static void arch_in_child(char *const *env, char out[16]) {
+    int pfd[2];
+    CHECK(pipe(pfd) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        unsetenv("KFORGE_CUDA_ARCH");
+        for (int i = 0; env[i]; i++) putenv(env[i]);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_task *t = kft_task(ctx, "tasks/cuda/softmax");
+        char dir[] = "/tmp/kft-arch-XXXXXX";
+        char path[128], arch[16] = "";
+        if (mkdtemp(dir)) {
+            snprintf(path, sizeof path, "%s/c.cu", dir);
+            FILE *f = fopen(path, "w");
+            fputs(good, f);
+            fclose(f);
+            kf_candidate *c = NULL;
+            kf_build b;
+            memset(&b, 0, sizeof b);
+            if (kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_OK &&
+                kf_backend_compile(kf_backend_get("cuda"), ctx, t, path, c->text, c->len, c->params,
+                                   c->nparams, dir, 60, &b) == KF_OK)
+                snprintf(arch, sizeof arch, "%s", b.arch);
+            kf_candidate_free(c);
+            kf__rmtree(dir);
+        }
+        if (write(pfd[1], arch, sizeof arch) != (ssize_t)sizeof arch) _exit(1);
+        _exit(0);
+    }
+    close(pfd[1]);
+    memset(out, 0, 16);
+    CHECK(read(pfd[0], out, 16) == 16);
+    close(pfd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    out[15] = 0;
+}
+
+/* The device's architecture is asked of the driver once per set of GPUs and driver
+ * (initialising the driver costs a check 0.1-0.3 s), then read from the cache; other
+ * GPUs or another driver ask again; without /proc/driver/nvidia nothing is cached. */
+static void t_arch_cache(const void *arg) {
+    (void)arg;
+    need_nvrtc();
+    char tmp[] = "/tmp/kft-archc-XXXXXX", p[256], lib[512], proc[300], cache[300];
+    CHECK(mkdtemp(tmp));
+    snprintf(p, sizeof p, "%s/proc/gpus/0000:01:00.0", tmp);
+    CHECK(kf__mkdirs(p) == 0);
+    snprintf(p, sizeof p, "%s/proc/version", tmp);
+    FILE *f = fopen(p, "w");
+    fputs("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04\n", f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/proc/gpus/0000:01:00.0/information", tmp);
+    f = fopen(p, "w");
+    fputs("Model: \t\t NVIDIA RTX A6000\nBus Location: \t 0000:01:00.0\n", f);
+    fclose(f);
+    snprintf(lib, sizeof lib, "KFORGE_LIBCUDA=%s", kft_bin("libkft_fakecuda.so"));
+    snprintf(proc, sizeof proc, "KFORGE_NVIDIA_PROC=%s/proc", tmp);
+    snprintf(cache, sizeof cache, "KFORGE_CACHE_DIR=%s/cache", tmp);
+    char a[16];
+    char *e1[] = {lib, proc, cache, "FAKECUDA_CC=86", NULL};
+    arch_in_child(e1, a);
+    CHECKF(!strcmp(a, "sm_86"), "asked the driver: %s", a);
+    /* the driver now fails: the cache answers */
+    char *e2[] = {lib, proc, cache, "FAKECUDA_CC=75", "FAKECUDA_FAIL=cuInit", NULL};
+    arch_in_child(e2, a);
+    CHECKF(!strcmp(a, "sm_86"), "from the cache: %s", a);
+    /* another GPU in the same slot: asked again */
+    f = fopen(p, "w");
+    fputs("Model: \t\t Tesla T4\nBus Location: \t 0000:01:00.0\n", f);
+    fclose(f);
+    char *e3[] = {lib, proc, cache, "FAKECUDA_CC=75", NULL};
+    arch_in_child(e3, a);
+    CHECKF(!strcmp(a, "sm_75"), "after a GPU change: %s", a);
+    /* no /proc/driver/nvidia: no cache, the driver every time (here it fails: sm_90) */
+    char noproc[300];
+    snprintf(noproc, sizeof noproc, "KFORGE_NVIDIA_PROC=%s/none", tmp);
+    char *e4[] = {lib, noproc, cache, "FAKECUDA_CC=75", "FAKECUDA_FAIL=cuInit", NULL};
+    arch_in_child(e4, a);
+    CHECKF(!strcmp(a, "sm_90"), "without /proc: %s", a);
+    kf__rmtree(tmp);
 }
 
 /* Every bundled CUDA file, and every value of each template's parameters, builds. */
@@ -155,11 +254,6 @@ static void t_bundled_build(const void *arg) {
     fprintf(stderr, "    %d files, %d builds\n", files, builds);
 }
 
-static const char good[] =
-    "// kforge:launch kernel=sm grid=(rows) block=(min(256, cols + 31) / 32 * 32) smem=0\n"
-    "extern \"C\" __global__ void sm(const float *x, float *y, int64_t rows, int64_t cols) {\n"
-    "  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) y[blockIdx.x * cols + c] = x[blockIdx.x * cols + c];\n"
-    "}\n";
 
 /* Errors say where: NVRTC's line numbers are the file's own (the prelude does not
  * shift them); directive errors name their line. */
@@ -260,6 +354,44 @@ static void t_cache(const void *arg) {
     built_free(&a);
     built_free(&b);
     built_free(&c);
+    unsetenv("KFORGE_CACHE_DIR");
+    kf__rmtree(tmp);
+}
+
+/* NVRTC runs in a child under the compile deadline: a text that keeps it busy for
+ * minutes (16384 dependent statements, macro-expanded: about 50 s for 4096 on a
+ * 2-core machine) is a compile_error at the deadline, and the next compile works. */
+static void t_compile_timeout(const void *arg) {
+    (void)arg;
+    need_nvrtc();
+    setenv("KFORGE_CUDA_ARCH", "sm_90", 1);
+    static const char slow[] =
+        "#define S1(i) a = a * x[((i) * 7 + (int)a) & 1023] + (float)(i);\n"
+        "#define S4(i) S1(i) S1(i + 1) S1(i + 2) S1(i + 3)\n"
+        "#define S16(i) S4(i) S4(i + 4) S4(i + 8) S4(i + 12)\n"
+        "#define S64(i) S16(i) S16(i + 16) S16(i + 32) S16(i + 48)\n"
+        "#define S256(i) S64(i) S64(i + 64) S64(i + 128) S64(i + 192)\n"
+        "#define S1K(i) S256(i) S256(i + 256) S256(i + 512) S256(i + 768)\n"
+        "#define S4K(i) S1K(i) S1K(i + 1024) S1K(i + 2048) S1K(i + 3072)\n"
+        "#define S16K(i) S4K(i) S4K(i + 4096) S4K(i + 8192) S4K(i + 12288)\n"
+        "// kforge:launch kernel=k grid=(rows) block=(32)\n"
+        "extern \"C\" __global__ void k(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+        "  float a = x[threadIdx.x];\n  S16K(0)\n  y[threadIdx.x] = a;\n}\n";
+    char tmp[] = "/tmp/kft-cudato-XXXXXX";
+    CHECK(mkdtemp(tmp));
+    setenv("KFORGE_CACHE_DIR", tmp, 1);
+    built o;
+    uint64_t t0 = kf__now_ns();
+    build_text_t(&o, "tasks/cuda/softmax", "slow.cu", slow, NULL, 0, 1.0);
+    double s = (double)(kf__now_ns() - t0) / 1e9;
+    CHECKF(!o.b.ok && o.b.reason == KF_REASON_COMPILE_ERROR, "%s", o.b.message ? o.b.message : "(built)");
+    CHECKF(strstr(o.b.message, "deadline") && strstr(o.b.message, "NVRTC"), "%s", o.b.message);
+    CHECKF(s < 5, "the deadline of 1 s took %.1f s to act", s);
+    built_free(&o);
+    /* nothing of the killed compile is left behind: the next one builds */
+    build_text(&o, "tasks/cuda/softmax", "good.cu", good, NULL, 0);
+    CHECKF(o.b.ok && !o.b.cached, "%s", o.b.message ? o.b.message : "");
+    built_free(&o);
     unsetenv("KFORGE_CACHE_DIR");
     kf__rmtree(tmp);
 }
@@ -1088,7 +1220,9 @@ void kft_register_cuda(void) {
     kft_add("cuda/bundled_build", t_bundled_build, NULL, 600);
     kft_add("cuda/errors", t_errors, NULL, 120);
     kft_add("cuda/launch_eval", t_launch_eval, NULL, 60);
+    kft_add("cuda/arch_cache", t_arch_cache, NULL, 120);
     kft_add("cuda/cache", t_cache, NULL, 60);
+    kft_add("cuda/compile_timeout", t_compile_timeout, NULL, 60);
     kft_add("cuda/no_gpu_is_clear", t_no_gpu_is_clear, NULL, 60);
     kft_add("cuda/half_types", t_half_types, NULL, 60);
     kft_add("cuda/device_probes_build", t_device_probes_build, NULL, 120);

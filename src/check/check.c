@@ -174,7 +174,8 @@ kf_status kf_sess_build(kf_sess *s, int *cand_ok) {
 static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t bytes, kf_side *side,
                             kf_call_result *fail) {
     kf_worker_opts wo = {s->o->cpu_limit_s, s->o->mem_limit, s->o->call_timeout_s, s->timing,
-                         s->timing ? (const void *)&s->worker_cpus : NULL, kf_build_gpu(b)};
+                         s->timing ? (const void *)&s->worker_cpus : NULL, kf_build_gpu(b),
+                         NULL, 0};
     if (wo.gpu && wo.start_timeout_s < 60) wo.start_timeout_s = 60; /* driver and context set-up */
     side->b = b;
     return kf_worker_spawn(ctx, b->so_path, bytes, &wo, &side->w, fail);
@@ -240,9 +241,18 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
         if (s->timing) m.flags |= KF_RUN_FLUSH_L2;
         if (s->host_timing || side->b->host) m.flags |= KF_RUN_HOST_TIMING;
         if (side->graph && side->b->nlaunch) m.flags |= KF_RUN_GRAPH;
+        if (s->precise) { /* under compute-sanitizer: one allocation per buffer */
+            m.flags |= KF_RUN_PRECISE;
+            for (int i = 0; i < s->t->nargs; i++) {
+                const kf_arg *a = &s->t->args[i];
+                m.len[i] = a->is_buffer ? ex->bytes[i] : 0;
+                m.io[i] = a->io == KF_IO_IN ? KF_IO_ARG_IN : a->io == KF_IO_OUT ? KF_IO_ARG_OUT
+                                                                                : KF_IO_ARG_INOUT;
+            }
+        }
     }
     uint64_t t1 = kf__now_ns();
-    kf_worker_call(side->w, &m, s->o->call_timeout_s, cr);
+    kf_worker_call(side->w, &m, s->call_timeout_s > 0 ? s->call_timeout_s : s->o->call_timeout_s, cr);
     if (side == s->cand_side) s->prof[KF_PROF_CAND_CALL] += kf__now_ns() - t1;
 }
 
@@ -896,6 +906,8 @@ static void libraries_check(kf_sess *s, kf_side *cand) {
 static kf_status run_check(kf_sess *s) {
     kf_status st = kf_sess_build_ref(s);
     if (st) return st;
+    if (s->o->verbose)
+        fprintf(stderr, "kforge: [%.1f ms] reference built\n", (double)(kf__now_ns() - s->t0) / 1e6);
     json_t *jshapes = json_array();
     json_object_set_new(s->res->root, "shapes", jshapes);
     shape_list L = {0};
@@ -1013,9 +1025,13 @@ out:
     free(prep);
     pthread_mutex_destroy(&job.mu);
     pthread_cond_destroy(&job.cv);
+    kf_worker_kill(ref.w);
+    kf_worker_kill(cand.w);
     kf_worker_close(ref.w);
     kf_worker_close(cand.w);
     s->cand_side = NULL;
+    if (s->o->verbose)
+        fprintf(stderr, "kforge: [%.1f ms] workers closed\n", (double)(kf__now_ns() - s->t0) / 1e6);
     free_shapes(&L);
     return st;
 }
@@ -1039,9 +1055,14 @@ kf_status kf_check(kf_ctx *ctx, const kf_task *task, const char *candidate, cons
     *out = NULL;
     kf_opts dflt;
     if (!opts) kf_opts_init(&dflt), opts = &dflt;
+    char san[PATH_MAX];
+    kf_status st = kf_sanitize_prepare(ctx, task, opts, san, sizeof san);
+    if (st) return st;
     kf_sess s;
-    kf_status st = kf_sess_open(&s, ctx, task, candidate, opts, "check");
+    st = kf_sess_open(&s, ctx, task, candidate, opts, "check");
     if (!st) st = run_check(&s);
+    /* a rejected candidate needs no sanitizer */
+    if (!st && opts->sanitize && s.res->verdict == KF_VERDICT_ACCEPTED) st = kf_sanitize_run(&s, san);
     return finish(&s, st, out);
 }
 
@@ -1051,6 +1072,8 @@ kf_status kf_bench(kf_ctx *ctx, const kf_task *task, const char *candidate, cons
     *out = NULL;
     kf_opts dflt;
     if (!opts) kf_opts_init(&dflt), opts = &dflt;
+    if (opts->sanitize)
+        return kf__err(ctx, KF_EUSAGE, "--sanitize applies to kforge check, not bench");
     if (opts->vs_path && access(opts->vs_path, R_OK))
         return kf__err(ctx, KF_EIO, "--vs %s: %s", opts->vs_path, strerror(errno));
     kf_sess s;

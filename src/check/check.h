@@ -37,6 +37,8 @@ typedef struct {
     int cand_graph;          /* GPU host mode: CUPTI saw the candidate launch a graph */
     const void *cand_side;   /* -v: the check's candidate side (a kf_side), for prof */
     uint64_t prof[KF_PROF_N]; /* -v: nanoseconds per phase (KF_PROF_*) */
+    int precise;             /* GPU calls with one allocation per buffer (sanitize.c) */
+    double call_timeout_s;   /* overrides o->call_timeout_s when > 0 (sanitize.c) */
     uint32_t occ[KF_PROTO_MAXLAUNCH];
     cpu_set_t worker_cpus;
 } kf_sess;
@@ -105,5 +107,34 @@ char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in,
                     int nsets);
 
 kf_status kf_bench_timed(kf_sess *s, const char *vs_path);
+
+/* ---- compute-sanitizer (sanitize.c) ---- */
+
+/* What one compute-sanitizer report says. */
+typedef struct {
+    int errors;       /* findings that reject: the error summary, racecheck's errors, or
+                         1 when the tool exited with its error code and nothing parsed */
+    int warnings;     /* racecheck's warnings (warp-synchronous hazards): reported only */
+    int summary;      /* 1 when the report has a summary line (the tool finished) */
+    char first[512];  /* the first finding's headline and location, when errors > 0 */
+    char report[4096];/* the report's first 40 lines, capped */
+} kf_san_report;
+
+/* "memcheck,racecheck" -> KF_SANITIZE_* bits; 0 for an empty list or an unknown tool. */
+unsigned kf_sanitize_parse_tools(const char *list);
+/* Locate compute-sanitizer: KFORGE_SANITIZER (only it, when set), then $CUDA_HOME,
+ * $CUDA_PATH, /usr/local/cuda and /usr/local/cuda-* (compute-sanitizer/ and bin/), then
+ * PATH. 0 with the path in out, or -1 with what was tried in why. */
+int kf_sanitize_find(char *out, size_t n, char *why, size_t wn);
+/* Parse a report (log may be NULL: no report) and the tool's exit status (-1 unknown). */
+void kf_sanitize_parse(const char *log, int exit_code, kf_san_report *r);
+/* Before a check with o->sanitize: a usage error for a non-CUDA task or unknown bits,
+ * KF_EBACKEND when compute-sanitizer is missing; KF_OK with its path in path. */
+kf_status kf_sanitize_prepare(kf_ctx *ctx, const kf_task *t, const kf_opts *o, char *path,
+                              size_t n);
+/* After an accepted check: run each selected tool over the visible shapes, record the
+ * "sanitizer" object and reject with KF_REASON_SANITIZER on any finding. A tool that
+ * cannot run is recorded as not run; the status is for the session's own failures. */
+kf_status kf_sanitize_run(kf_sess *s, const char *sanitizer_path);
 
 #endif

@@ -235,6 +235,17 @@ static char *result_text_raw(const kf_result *r) {
             kf_buf_printf(&b, ": %s\n", w);
         }
     }
+    const char *tool;
+    json_object_foreach(json_object_get(root, "sanitizer"), tool, o) {
+        json_int_t errs = json_integer_value(json_object_get(o, "errors"));
+        const char *note = json_string_value(json_object_get(o, "note"));
+        if (json_is_true(json_object_get(o, "ran")) || errs > 0)
+            kf_buf_printf(&b, "  sanitizer %s: %lld error%s (%lld calls, %.1f s)\n", tool, (long long)errs,
+                          errs == 1 ? "" : "s", (long long)json_integer_value(json_object_get(o, "calls")),
+                          json_number_value(json_object_get(o, "seconds")));
+        else
+            kf_buf_printf(&b, "  sanitizer %s: NOT RUN (%s)\n", tool, note ? note : "?");
+    }
     shapes = json_object_get(root, "shapes");
     if (check && json_is_array(shapes)) {
         json_array_foreach(shapes, i, o) {

@@ -32,12 +32,20 @@ enum {
 /* argument kinds for GPU workers (kernel parameters) */
 enum { KF_ARG_BUF = 0, KF_ARG_I32, KF_ARG_I64, KF_ARG_F32, KF_ARG_F64, KF_ARG_U8 };
 #define KF_RUN_FLUSH_L2 1u /* GPU: write a scratch buffer larger than L2 before the call */
+/* GPU, under compute-sanitizer: every buffer gets its own device allocation of exactly
+ * len[] bytes (no mirror, no guard zones around it), so memcheck sees its bounds; in and
+ * inout buffers are copied in, out buffers are left uninitialised for initcheck */
+#define KF_RUN_PRECISE 2u
+/* on EXIT: leave through exit(), not _exit(), so a tool injected into the worker
+ * (compute-sanitizer) finishes its report */
+#define KF_EXIT_CLEAN 4u
+enum { KF_IO_ARG_IN = 0, KF_IO_ARG_OUT, KF_IO_ARG_INOUT };
 /* GPU: the host-mode timing protocol (either side of a comparison is in host mode):
  * event 0, the call, a device-wide synchronise, event 1 */
-#define KF_RUN_HOST_TIMING 2u
+#define KF_RUN_HOST_TIMING 8u
 /* GPU kernel mode: capture the launches into a CUDA graph before the timed span and
  * time one graph launch (the baseline of a graph-replaying candidate) */
-#define KF_RUN_GRAPH 4u
+#define KF_RUN_GRAPH 16u
 
 typedef struct {
     uint32_t magic, type, seq, nargs;
@@ -51,6 +59,9 @@ typedef struct {
     uint32_t nlaunch, flags;
     uint32_t kernel[KF_PROTO_MAXLAUNCH];
     uint32_t dims[KF_PROTO_MAXLAUNCH][7];
+    /* KF_RUN_PRECISE: each buffer's bytes and direction (KF_IO_ARG_*) */
+    uint64_t len[KF_PROTO_MAXARGS];
+    uint8_t io[KF_PROTO_MAXARGS];
 } kf_msg_run;
 
 typedef struct {

@@ -43,6 +43,8 @@ struct kf_worker {
     size_t arena_size;
     uint32_t seq;
     int dead, stopped, landlock_abi, sealed, spin, gpu, filtered;
+    int wrapped, end_status;  /* started through a wrapper; its exit status, or -1 */
+    double grace_s;
     uint64_t mem_limit;
     char info[1024];    /* GPU: what the worker reported about the loaded kernels */
     double cpu_s;
@@ -177,13 +179,43 @@ static void kill_group(kf_worker *w) {
     }
 }
 
+/* Has the worker died? Waits up to ms milliseconds; never reaps. */
+static int wait_dead(pid_t pid, int ms) {
+    for (int i = 0;; i++) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+            return 1;
+        if (i >= ms) return 0;
+        usleep(1000);
+    }
+}
+
+/* A wrapped worker's wrapper (compute-sanitizer) writes its report after the worker
+ * ends: give it up to grace_s to exit on its own, resumed if frozen. Never reaps. */
+static void wrapper_grace(kf_worker *w) {
+    if (!w->wrapped || w->grace_s <= 0 || w->pid <= 0) return;
+    if (w->stopped) {
+        kill(-w->pid, SIGCONT);
+        w->stopped = 0;
+    }
+    wait_dead(w->pid, (int)(w->grace_s * 1000));
+}
+
 /* Kill the whole group, then reap the leader (with its rusage). The leader is never
  * reaped before the group is killed: until then its pid and process group id cannot be
  * reused, so the kill cannot reach an unrelated process. */
 static void kill_and_reap(kf_worker *w, int *status, struct rusage *ru) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    /* did it exit by itself (not by our kill)? that is the end status a wrapper reports */
+    int exited = waitid(P_PID, (id_t)w->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                 si.si_pid == w->pid;
     kill_group(w);
     while (wait4(w->pid, status, 0, ru) < 0 && errno == EINTR) {
     }
+    if (exited)
+        w->end_status = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
     w->pid = -1;
     w->dead = 1;
 }
@@ -201,18 +233,6 @@ static void fail_kill(kf_worker *w, kf_call_result *r, kf_reason reason, const c
     va_start(ap, fmt);
     vsnprintf(r->msg, sizeof r->msg, fmt, ap);
     va_end(ap);
-}
-
-/* Has the worker died? Waits up to ms milliseconds; never reaps. */
-static int wait_dead(pid_t pid, int ms) {
-    for (int i = 0;; i++) {
-        siginfo_t si;
-        memset(&si, 0, sizeof si);
-        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
-            return 1;
-        if (i >= ms) return 0;
-        usleep(1000);
-    }
 }
 
 /* After recv() returned 0 on the channel: did the worker close it (1), or send a
@@ -277,6 +297,7 @@ static void reap(kf_worker *w, kf_call_result *r, const char *phase, int forged)
     int status = 0;
     struct rusage ru;
     memset(&ru, 0, sizeof ru);
+    if (!forged) wrapper_grace(w);
     int dead = !forged && wait_dead(w->pid, 200);
     kill_and_reap(w, &status, &ru);
     if (dead) {
@@ -390,6 +411,9 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     w->cpu_s = o->cpu_s;
     w->spin = o->spin;
     w->gpu = o->gpu;
+    w->wrapped = o->wrap && o->wrap[0];
+    w->grace_s = o->wrap_grace_s;
+    w->end_status = -1;
     kf_buf_init(&w->out, OUTPUT_CAP);
     int sv[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1}, memfd = -1, devnull = -1;
     int hi[5] = {-1, -1, -1, -1, -1};
@@ -467,7 +491,17 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
             goto fail;
         }
     }
-    char *argv[] = {(char *)wpath, so_copy, ppid, cpu, as, w->dir, cpus, uidarg, NULL};
+    char *wargv[] = {(char *)wpath, so_copy, w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus, uidarg, NULL};
+    /* through a wrapper: its arguments, then the worker's command line */
+    char *argv[64 + 9], **av = wargv;
+    const char *exe = wpath;
+    if (w->wrapped) {
+        int n = 0;
+        for (; o->wrap[n] && n < 64; n++) argv[n] = (char *)o->wrap[n];
+        memcpy(argv + n, wargv, sizeof wargv);
+        av = argv;
+        exe = o->wrap[0];
+    }
     /* a GPU worker sees the devices the user chose, nothing else of the environment */
     char cvd[256] = "";
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
@@ -483,12 +517,12 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     if (o->gpu && sw && !strcmp(sw, "0")) envp[ne++] = "KFORGE_GPU_SECCOMP=0";
     if (cup[0]) envp[ne++] = cup;
     envp[ne] = NULL;
-    int rc = posix_spawn(&w->pid, wpath, &fa, &at, argv, envp);
+    int rc = posix_spawn(&w->pid, exe, &fa, &at, av, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     if (rc) {
         w->pid = -1;
-        st = kf__err(ctx, KF_EINTERNAL, "spawning %s: %s", wpath, strerror(rc));
+        st = kf__err(ctx, KF_EINTERNAL, "spawning %s: %s", exe, strerror(rc));
         goto fail;
     }
     for (int i = 0; i < 5; i++) close(hi[i]);
@@ -600,6 +634,7 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
         /* the GPU worker's own report (no candidate host code runs there): a CUDA error,
          * sticky or not, ends this worker */
         m.t.text[sizeof m.t.text - 1] = 0;
+        wrapper_grace(w); /* the worker exits after FAIL: let a wrapper report it */
         char named[700];
         if (gpu_violation(m.t.text, named, sizeof named))
             fail_kill(w, r, KF_REASON_SANDBOX_VIOLATION, "%s", named);
@@ -654,56 +689,60 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     uint64_t deadline = resumed + (uint64_t)(timeout_s * 1e9), t0, t1, p0, p1;
     if (!await_stamp(w, KF_MSG_START, msg->seq, deadline, timeout_s, &t0, &p0, r)) return;
     if (!await_stamp(w, KF_MSG_DONE, msg->seq, deadline, timeout_s, &t1, &p1, r)) return;
-    /* Freeze the whole process at once, before anything else: nothing of the candidate
-     * runs after return (#5) beyond the freeze's own latency (about a microsecond when
-     * the coordinator spin-waits on its own CPU, as when timing), nor while the other
-     * side is timed (#24), nor while the outputs are read: they are judged as they are
-     * now. Idle threads (a parked pool) may persist, frozen with the rest. */
-    kill(-w->pid, SIGSTOP);
-    int status = 0;
-    siginfo_t si;
-    /* A stop cannot be refused (and SIGCONT to itself is forbidden), but never wait for
-     * one without a deadline: a worker that neither stops nor dies in 2 s is killed. */
-    uint64_t stop_by = kf__now_ns() + 2000000000ull;
-    for (;;) {
-        memset(&si, 0, sizeof si);
-        int rc = waitid(P_PID, (id_t)w->pid, &si, WEXITED | WSTOPPED | WNOWAIT | WNOHANG);
-        if (rc == 0 && si.si_pid == w->pid) break;
-        if (rc < 0 && errno != EINTR) break;
-        if (kf__now_ns() > stop_by) {
-            fail_kill(w, r, KF_REASON_SANDBOX_VIOLATION, "the worker resisted being frozen after its answer");
+    /* A wrapped worker (compute-sanitizer around a GPU worker: no candidate host code)
+     * is not frozen: the tool's own process must keep running, and may trace the worker. */
+    if (!w->wrapped) {
+        /* Freeze the whole process at once, before anything else: nothing of the candidate
+         * runs after return (#5) beyond the freeze's own latency (about a microsecond when
+         * the coordinator spin-waits on its own CPU, as when timing), nor while the other
+         * side is timed (#24), nor while the outputs are read: they are judged as they are
+         * now. Idle threads (a parked pool) may persist, frozen with the rest. */
+        kill(-w->pid, SIGSTOP);
+        int status = 0;
+        siginfo_t si;
+        /* A stop cannot be refused (and SIGCONT to itself is forbidden), but never wait for
+         * one without a deadline: a worker that neither stops nor dies in 2 s is killed. */
+        uint64_t stop_by = kf__now_ns() + 2000000000ull;
+        for (;;) {
+            memset(&si, 0, sizeof si);
+            int rc = waitid(P_PID, (id_t)w->pid, &si, WEXITED | WSTOPPED | WNOWAIT | WNOHANG);
+            if (rc == 0 && si.si_pid == w->pid) break;
+            if (rc < 0 && errno != EINTR) break;
+            if (kf__now_ns() > stop_by) {
+                fail_kill(w, r, KF_REASON_SANDBOX_VIOLATION, "the worker resisted being frozen after its answer");
+                return;
+            }
+    #if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+    #endif
+        }
+        if (si.si_code != CLD_STOPPED) { /* it died instead */
+            struct rusage ru;
+            memset(&ru, 0, sizeof ru);
+            kill_and_reap(w, &status, &ru);
+            classify(w, status, &ru, r, "right after the call");
             return;
         }
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        while (waitid(P_PID, (id_t)w->pid, &si, WSTOPPED) < 0 && errno == EINTR) { /* consume */
+        }
+        /* No thread may outlive the call. A parked pool would resume with the process at
+         * the next SIGCONT and could start on the (already staged) inputs before the START
+         * stamp, untimed. Threads joined just before return may still be finishing their
+         * exit: allow them 2 ms. */
+        int nth = w->gpu ? 1 : thread_count(w->pid); /* the CUDA driver's own threads */
+        for (int i = 0; nth > 1 && i < 40; i++) {
+            usleep(50);
+            nth = thread_count(w->pid);
+        }
+        if (nth > 1) {
+            fail_kill(w, r, KF_REASON_SANDBOX_VIOLATION,
+                      "%d thread(s) still exist after the call returned: start threads inside the "
+                      "call and join them before returning (persistent pools are not supported)",
+                      nth - 1);
+            return;
+        }
+        w->stopped = 1;
     }
-    if (si.si_code != CLD_STOPPED) { /* it died instead */
-        struct rusage ru;
-        memset(&ru, 0, sizeof ru);
-        kill_and_reap(w, &status, &ru);
-        classify(w, status, &ru, r, "right after the call");
-        return;
-    }
-    while (waitid(P_PID, (id_t)w->pid, &si, WSTOPPED) < 0 && errno == EINTR) { /* consume */
-    }
-    /* No thread may outlive the call. A parked pool would resume with the process at
-     * the next SIGCONT and could start on the (already staged) inputs before the START
-     * stamp, untimed. Threads joined just before return may still be finishing their
-     * exit: allow them 2 ms. */
-    int nth = w->gpu ? 1 : thread_count(w->pid); /* the CUDA driver's own threads */
-    for (int i = 0; nth > 1 && i < 40; i++) {
-        usleep(50);
-        nth = thread_count(w->pid);
-    }
-    if (nth > 1) {
-        fail_kill(w, r, KF_REASON_SANDBOX_VIOLATION,
-                  "%d thread(s) still exist after the call returned: start threads inside the "
-                  "call and join them before returning (persistent pools are not supported)",
-                  nth - 1);
-        return;
-    }
-    w->stopped = 1;
     if (stray_bytes(w, r, "after the call")) return;
     /* One clock (CLOCK_MONOTONIC) on both sides: the stamps must fall in order,
      * resumed <= t0 <= p0 and t0 <= t1 <= p1. */
@@ -726,6 +765,38 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     /* from the resume, not from START: a candidate that took over the channel chooses
      * when START goes out, but not when the coordinator resumed it */
     r->parent_ns = p1 - resumed;
+}
+
+void kf_worker_kill(kf_worker *w) {
+    if (w) kill_group(w);
+}
+
+int kf_worker_finish(kf_worker *w, double timeout_s) {
+    if (w->dead || w->pid <= 0) return w->end_status;
+    if (w->stopped) {
+        kill(-w->pid, SIGCONT);
+        w->stopped = 0;
+    }
+    kf_msg_run m;
+    memset(&m, 0, sizeof m);
+    m.magic = KF_PROTO_MAGIC;
+    m.type = KF_MSG_EXIT;
+    m.flags = KF_EXIT_CLEAN;
+    m.seq = ++w->seq;
+    send(w->sock, &m, sizeof m, MSG_NOSIGNAL);
+    uint64_t deadline = kf__now_ns() + (uint64_t)(timeout_s * 1e9);
+    while (!wait_dead(w->pid, 0) && kf__now_ns() < deadline) {
+        /* keep the pipes drained: a wrapper blocked on a full pipe never exits */
+        struct pollfd p[2] = {{w->outfd, POLLIN, 0}, {w->errfd, POLLIN, 0}};
+        if (poll(p, 2, 20) > 0) {
+            if (p[0].revents) drain(&w->outfd, &w->out);
+            if (p[1].revents) drain(&w->errfd, &w->out);
+        }
+    }
+    int status = 0;
+    struct rusage ru;
+    kill_and_reap(w, &status, &ru);
+    return w->end_status;
 }
 
 void kf_worker_close(kf_worker *w) {

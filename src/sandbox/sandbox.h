@@ -37,6 +37,13 @@ typedef struct {
     int spin;              /* spin-wait for replies (timing runs): steady latency */
     const void *cpus;      /* cpu_set_t the worker may run on, or NULL for any */
     int gpu;               /* a GPU artifact (kernel or host mode): driver threads allowed */
+    /* A wrapper program and its arguments (NULL-terminated), or NULL: the worker is
+     * started as wrap[0] wrap[1].. kforge-worker ARGS, in the same session, and the
+     * wrapper is the process waited for (compute-sanitizer). When a wrapped worker fails
+     * or closes its channel, the wrapper gets wrap_grace_s to exit on its own (and finish
+     * its report) before its group is killed. */
+    const char *const *wrap;
+    double wrap_grace_s;
 } kf_worker_opts;
 
 /* Spawn a worker for the built object so_path with an arena of arena_size bytes.
@@ -61,8 +68,17 @@ const char *kf_worker_info(const kf_worker *w); /* GPU: device and kernel attrib
 void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_result *r);
 /* Captured stdout/stderr (capped at 64 KiB; the rest is read and dropped), for logs. */
 const char *kf_worker_output(kf_worker *w);
+/* End a worker in order: ask it to exit cleanly (KF_EXIT_CLEAN), then wait up to
+ * timeout_s for its process (the wrapper, when there is one) to exit. Returns its exit
+ * status (0-255), 128 + signal, or -1 when it had to be killed or its end is unknown;
+ * for a worker already dead after a failed call, the status it ended with. Only
+ * kf_worker_close may follow. */
+int kf_worker_finish(kf_worker *w, double timeout_s);
 /* Kill the worker's process group, reap it, remove its directory. Accepts NULL. */
 void kf_worker_close(kf_worker *w);
+/* Kill a worker's process group without waiting (kf_worker_close still reaps it):
+ * several GPU workers then tear their contexts down at the same time. */
+void kf_worker_kill(kf_worker *w);
 
 /* Path of the kforge-worker executable, or NULL (detail on ctx). */
 const char *kf_sandbox_worker_path(kf_ctx *ctx);

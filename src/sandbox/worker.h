@@ -17,5 +17,7 @@ int kf_wk_drop_root(const char *uidarg, const char *ppid);
 /* GPU mode (backend/cuda/gpu_worker.c) */
 int kf_wk_is_gpu_artifact(const char *path);
 int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size);
+/* compile mode: one NVRTC compile (backend/cuda/nvrtc_child.c) */
+int kf_nvrtc_child_main(int argc, char **argv);
 
 #endif

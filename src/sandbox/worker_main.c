@@ -1,7 +1,8 @@
 /*
  * worker_main.c - kforge-worker, the trusted runner that executes one candidate.
  *
- * The coordinator execs it with: argv = {kforge-worker, SO_PATH, PARENT_PID, CPU_S,
+ * The coordinator execs it with: argv = {kforge-worker, SO_PATH, PARENT_PID (or "-"
+ * when started through a wrapper program), CPU_S,
  * AS_BYTES, SO_DIR, CPUS ("0,2,3" or "-"), UID (used when started as root, or "-")}, fd 3 = result socket, fd 4 = arena memfd, fds 0-2 = /dev/null and
  * two capped pipes, an empty environment, and its own session (so its own process
  * group). Before any candidate byte is loaded (dlopen runs constructors) it:
@@ -113,14 +114,19 @@ int kf_wk_drop_root(const char *uidarg, const char *ppid) {
         setresuid((uid_t)id, (uid_t)id, (uid_t)id))
         _exit(113);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL)) _exit(112);
-    if ((long)getppid() != atol(ppid)) _exit(112);
+    if (strcmp(ppid, "-") && (long)getppid() != atol(ppid)) _exit(112);
     return 1;
 }
 
 int main(int argc, char **argv) {
+    /* compile mode (backend/cuda/nvrtc_child.c): started by kf_sandbox_exec, which has
+     * already confined it; it runs no candidate code, only NVRTC on candidate text */
+    if (argc >= 2 && !strcmp(argv[1], "--nvrtc")) return kf_nvrtc_child_main(argc, argv);
     if (argc != 8) return 111;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL)) return 112;
-    if ((long)getppid() != atol(argv[2])) return 112; /* parent died before the call */
+    /* parent died before the call; "-": started through a wrapper (compute-sanitizer),
+     * whose death kills it; the coordinator's death closes the channel, which ends it */
+    if (strcmp(argv[2], "-") && (long)getppid() != atol(argv[2])) return 112;
     if (syscall(SYS_close_range, KF_WORKER_ARENA_FD + 1, ~0U, 0)) {
         for (int fd = KF_WORKER_ARENA_FD + 1; fd < 1024; fd++) close(fd);
     }

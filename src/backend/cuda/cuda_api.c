@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <glob.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,6 +182,14 @@ static void rtc_load_once(void) {
     S(DestroyProgram, "nvrtcDestroyProgram");
     S(GetErrorString, "nvrtcGetErrorString");
 #undef S
+    /* the file actually loaded (a bare soname was resolved by the loader): the compile
+     * child loads exactly this one */
+    Dl_info di;
+    char real[PATH_MAX];
+    void *fn;
+    memcpy(&fn, &a->Version, sizeof fn);
+    if (dladdr(fn, &di) && di.dli_fname && realpath(di.dli_fname, real))
+        snprintf(a->path, sizeof a->path, "%s", real);
     rtc_state = 1;
     return;
 fail:

@@ -6,14 +6,18 @@
  * The artifact is one file: "KFCUBIN1", the number of launched kernels, their names
  * (NUL-terminated), the cubin's size and the cubin. Builds are cached by SHA-256 of the
  * text, the prelude, the options, the NVRTC version and the architecture (THREATS.md
- * #22). NVRTC runs inside the coordinator: its time limit is not enforced (docs/cuda.md).
+ * #22). NVRTC runs in a kforge-worker of its own (nvrtc_child.c) under the compile
+ * deadline, rlimits and Landlock; the coordinator loads NVRTC only to read its version.
  */
 #define _GNU_SOURCE
 #include "../backend.h"
 #include "cuda_api.h"
 #include "host.h"
+#include "../../sandbox/sandbox.h"
 
 #include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -27,13 +31,94 @@ static const char prelude[] =
 #include "prelude.inc"
     ;
 
+/* A key for "the same GPUs under the same driver": the kernel driver's version line and
+ * every GPU's /proc information (model, bus location, ...). 0 when there is no
+ * /proc/driver/nvidia (then the driver is asked every time). */
+#define KF_CU_MAXKEY 17
+
+/* A /proc file (its size reads as 0): up to 16 KiB, NUL-terminated. NULL if absent. */
+static char *read_proc(const char *path, size_t *len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    char *b = malloc(16384 + 1);
+    size_t got = 0;
+    while (b && got < 16384) {
+        ssize_t r = read(fd, b + got, 16384 - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (b) b[got] = 0;
+    *len = got;
+    return b;
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
+
+/* A key for "the same GPUs under the same driver": the kernel driver's version line and
+ * every GPU's /proc information (model, bus location, ...). 0 when there is no
+ * /proc/driver/nvidia (then the driver is asked every time). */
+static int gpu_key(char key[65]) {
+    char *txt[KF_CU_MAXKEY] = {0};
+    size_t len[KF_CU_MAXKEY] = {0};
+    const void *parts[KF_CU_MAXKEY];
+    int np = 0;
+    const char *root = getenv("KFORGE_NVIDIA_PROC"); /* tests: a stand-in directory */
+    if (!root || !*root) root = "/proc/driver/nvidia";
+    char p[600];
+    snprintf(p, sizeof p, "%s/version", root);
+    if (!(txt[np] = read_proc(p, &len[np]))) return 0;
+    np++;
+    snprintf(p, sizeof p, "%s/gpus", root);
+    DIR *d = opendir(p);
+    struct dirent *e;
+    char names[KF_CU_MAXKEY][256];
+    int nn = 0;
+    while (d && (e = readdir(d)) && nn < KF_CU_MAXKEY - 1)
+        if (e->d_name[0] != '.') snprintf(names[nn++], sizeof names[0], "%s", e->d_name);
+    if (d) closedir(d);
+    qsort(names, (size_t)nn, sizeof names[0], cmp_name);
+    for (int i = 0; i < nn; i++) {
+        snprintf(p, sizeof p, "%s/gpus/%s/information", root, names[i]);
+        if ((txt[np] = read_proc(p, &len[np]))) np++;
+    }
+    for (int i = 0; i < np; i++) parts[i] = txt[i];
+    int ok = nn > 0 && kf__sha256_hex(parts, len, np, key) == 0;
+    for (int i = 0; i < np; i++) free(txt[i]);
+    return ok;
+}
+
 /* The architecture to compile for: KFORGE_CUDA_ARCH, else the first device's compute
- * capability, else sm_90 (a machine without a driver compiles for the H200). */
+ * capability, else sm_90 (a machine without a driver compiles for the H200). The
+ * driver's answer is cached under a key of the GPUs and the driver (gpu_key): asking
+ * initialises the driver in this process, 0.1-0.3 s of every check on an H200. */
 static void pick_arch(char *out, size_t n) {
     const char *env = getenv("KFORGE_CUDA_ARCH");
     if (env && *env) {
         snprintf(out, n, "%s", env);
         return;
+    }
+    static char memo[32];
+    if (memo[0]) {
+        snprintf(out, n, "%s", memo);
+        return;
+    }
+    char key[65], dir[4096], path[4300];
+    int keyed = gpu_key(key);
+    if (keyed) {
+        kf__cache_dir(dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/cuda/arch-%.32s", dir, key);
+        char *txt = NULL;
+        size_t len = 0;
+        if (!kf__read_file(path, 64, &txt, &len) && len > 3 && len < sizeof memo &&
+            !strncmp(txt, "sm_", 3) && isdigit((unsigned char)txt[3])) {
+            snprintf(memo, sizeof memo, "%.*s", (int)strcspn(txt, "\n"), txt);
+            free(txt);
+            snprintf(out, n, "%s", memo);
+            return;
+        }
+        free(txt);
     }
     char err[256];
     const kf_cu_api *cu = kf_cu_load(err, sizeof err);
@@ -42,7 +127,18 @@ static void pick_arch(char *out, size_t n) {
     if (cu && cu->Init(0) == 0 && cu->DeviceGet(&dev, 0) == 0 &&
         cu->DeviceGetAttribute(&maj, KF_CU_ATTR_CC_MAJOR, dev) == 0 &&
         cu->DeviceGetAttribute(&min, KF_CU_ATTR_CC_MINOR, dev) == 0 && maj > 0) {
-        snprintf(out, n, "sm_%d%d", maj, min);
+        snprintf(memo, sizeof memo, "sm_%d%d", maj, min);
+        snprintf(out, n, "%s", memo);
+        if (keyed) { /* written whole or not at all */
+            char tmp[4400], sub[4200];
+            snprintf(sub, sizeof sub, "%s/cuda", dir);
+            snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+            FILE *f = kf__mkdirs(sub) ? NULL : fopen(tmp, "w");
+            if (f) {
+                int bad = fprintf(f, "%s\n", memo) < 0;
+                if (fclose(f) || bad || rename(tmp, path)) unlink(tmp);
+            }
+        }
         return;
     }
     snprintf(out, n, "sm_90");
@@ -260,10 +356,11 @@ static char *first_error(const char *log) {
     return strndup(s, n);
 }
 
-/* NVRTC runs inside the coordinator, outside any sandbox: a file it includes is read
- * with kforge's rights and quoted in its log (#include "/etc/shadow"), and a device file
- * could hang it (#include "/dev/zero"). Kernel mode therefore allows #include only of
- * the toolkit's own headers, by name in angle brackets. 0, or -1 with err. */
+/* NVRTC reads the files a text includes and quotes them in its log (#include
+ * "/etc/shadow"), and a device file could hang it (#include "/dev/zero"). Its child's
+ * Landlock rules already confine it to the system and the toolkit; as a second layer,
+ * kernel mode allows #include only of the toolkit's own headers, by name in angle
+ * brackets. 0, or -1 with err. */
 static int check_includes(const char *text, size_t len, char *err, size_t n) {
     static const char *const allowed[] = {"cuda_fp16.h", "cuda_bf16.h", "mma.h",
                                           "cuda_pipeline.h", "cuda_awbarrier.h", "cooperative_groups.h",
@@ -318,6 +415,104 @@ static int check_includes(const char *text, size_t len, char *err, size_t n) {
     return bad ? -1 : 0;
 }
 
+/* Compile src in a kforge-worker of its own (nvrtc_child.c) under a wall deadline,
+ * rlimits and Landlock: NVRTC reads only the toolkit, the system libraries and its
+ * private directory, and a text that makes it run too long is killed with its process
+ * group. The fresh process costs about 20 ms per compile over NVRTC in-process
+ * (BENCHMARKS.md). *built = 1 with *cubin (caller frees) and out->log set; *built = 0
+ * with out->reason/message/log for a compile error or a compile past its deadline.
+ * Another status: the child could not run at all (detail on ctx). */
+static kf_status nvrtc_child(kf_ctx *ctx, const kf_nvrtc_api *rtc, const char *src,
+                             const char *name, char **opts, int no, const char *workdir,
+                             double timeout_s, kf_build *out, char **cubin, size_t *cs,
+                             int *built) {
+    *built = 0;
+    const char *wpath = kf_sandbox_worker_path(ctx);
+    if (!wpath) return KF_EINTERNAL;
+    char bdir[PATH_MAX], p_src[PATH_MAX + 16], p_cubin[PATH_MAX + 16], p_log[PATH_MAX + 16];
+    snprintf(bdir, sizeof bdir, "%s/nvrtc-XXXXXX", workdir);
+    if (!mkdtemp(bdir)) return kf__err(ctx, KF_EIO, "mkdtemp in %s: %s", workdir, strerror(errno));
+    snprintf(p_src, sizeof p_src, "%s/src.cu", bdir);
+    snprintf(p_cubin, sizeof p_cubin, "%s/out.cubin", bdir);
+    snprintf(p_log, sizeof p_log, "%s/out.log", bdir);
+    kf_status st = KF_OK;
+    kf_buf clog;
+    kf_buf_init(&clog, LOG_CAP);
+    char *argv[8 + 32 + KF_MAX_PARAMS];
+    int ac = 0;
+    argv[ac++] = (char *)wpath;
+    argv[ac++] = "--nvrtc";
+    argv[ac++] = "src.cu";
+    argv[ac++] = (char *)name;
+    argv[ac++] = "out.cubin";
+    argv[ac++] = "out.log";
+    for (int i = 0; i < no; i++) argv[ac++] = opts[i];
+    argv[ac] = NULL;
+    char libenv[600], tmpenv[PATH_MAX + 16], wdir[PATH_MAX], libroot[PATH_MAX];
+    snprintf(libenv, sizeof libenv, "KFORGE_NVRTC=%s", rtc->path);
+    snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", bdir);
+    char *env[] = {libenv, tmpenv, "LANG=C", NULL};
+    /* the worker's directory (to exec it), and the toolkit the library lives in (two
+     * levels up: lib64/ or targets/<arch>/lib/), which NVRTC reads builtins from */
+    snprintf(wdir, sizeof wdir, "%s", wpath);
+    snprintf(libroot, sizeof libroot, "%s", rtc->path);
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(libroot, '/');
+        if (slash && slash != libroot) *slash = 0;
+    }
+    if (strrchr(wdir, '/') && strrchr(wdir, '/') != wdir) *strrchr(wdir, '/') = 0;
+    const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/dev/null",
+                        wdir, libroot, rtc->include[0] ? rtc->include : "/usr"};
+    const char *rw[] = {bdir};
+    kf_limits lim = {timeout_s + 1, 16ull << 30, 256u << 20, 256};
+    int code = 0;
+    if (write_file(p_src, src, strlen(src))) {
+        st = kf__err(ctx, KF_EIO, "writing %s: %s", p_src, strerror(errno));
+        goto out;
+    }
+    uint64_t t0 = kf__now_ns();
+    st = kf_sandbox_exec(ctx, argv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 1,
+                         timeout_s, &clog, &code);
+    out->seconds = (double)(kf__now_ns() - t0) / 1e9;
+    if (st) goto out;
+    if (code == 0 || code == 1) {
+        char *log = NULL;
+        size_t n = 0;
+        if (kf__read_file(p_log, 64u << 20, &log, &n)) {
+            st = kf__err(ctx, KF_EBACKEND, "the NVRTC child wrote no log: %s", strerror(errno));
+            goto out;
+        }
+        if (strlen(log) > LOG_CAP) log[LOG_CAP] = 0;
+        out->log = log;
+    }
+    if (code == 0) {
+        if (kf__read_file(p_cubin, 1u << 30, cubin, cs)) {
+            st = kf__err(ctx, KF_EBACKEND, "the NVRTC child wrote no cubin: %s", strerror(errno));
+            goto out;
+        }
+        *built = 1;
+        goto out;
+    }
+    out->ok = 0;
+    out->reason = KF_REASON_COMPILE_ERROR;
+    if (code == 1) {
+        out->message = first_error(out->log);
+    } else if (code == -1) {
+        out->message = kf__asprintf("NVRTC ran past its %g s deadline (--compile-timeout)", timeout_s);
+    } else if (code >= 128) {
+        out->message = kf__asprintf("NVRTC was killed by signal %d (memory or CPU limit)", code - 128);
+    } else {
+        st = kf__err(ctx, KF_EBACKEND, "the NVRTC compile child failed (exit %d): %s", code,
+                     clog.p ? clog.p : "");
+        goto out;
+    }
+    if (!out->log) out->log = kf__strdup(clog.p ? clog.p : "");
+out:
+    kf_buf_free(&clog);
+    kf__rmtree(bdir);
+    return st;
+}
+
 static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, const char *path,
                               const char *text, size_t len, const kf_param *params, int nparams,
                               const char *workdir, double timeout_s, kf_build *out) {
@@ -368,8 +563,7 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     char *cached_log = kf__asprintf("%s/cuda/%.2s/%s.log", cdir, key, key);
     kf_status st = KF_OK;
     char *src = NULL, *log = NULL, *cubin = NULL;
-    nvrtcProgram prog = NULL;
-    size_t loglen = 0;
+    size_t loglen = 0, cs = 0;
     if (cached && cached_log && !access(cached, R_OK) &&
         !kf__read_file(cached_log, LOG_CAP, &log, &loglen)) {
         out->ok = 1;
@@ -387,36 +581,12 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
         st = kf__err(ctx, KF_ENOMEM, "out of memory");
         goto done;
     }
-    uint64_t t0 = kf__now_ns();
-    int rc = rtc->CreateProgram(&prog, src, base, 0, NULL, NULL);
-    if (rc) {
-        st = kf__err(ctx, KF_EBACKEND, "nvrtcCreateProgram: %s", rtc->GetErrorString(rc));
+    int built = 0;
+    if ((st = nvrtc_child(ctx, rtc, src, base, opts, no, workdir, timeout_s, out, &cubin, &cs,
+                          &built)) || !built)
         goto done;
-    }
-    rc = rtc->CompileProgram(prog, no, (const char *const *)opts);
-    out->seconds = (double)(kf__now_ns() - t0) / 1e9;
-    size_t ls = 0;
-    rtc->GetProgramLogSize(prog, &ls);
-    log = calloc(1, ls + 1);
-    if (log && ls) rtc->GetProgramLog(prog, log);
-    if (log && strlen(log) > LOG_CAP) log[LOG_CAP] = 0;
-    out->log = log ? log : kf__strdup("");
-    log = NULL;
-    if (rc) {
-        out->ok = 0;
-        out->reason = KF_REASON_COMPILE_ERROR;
-        out->message = first_error(out->log);
-        goto done;
-    }
     parse_ptxas(out->log, out); /* the resource report, when ptxas printed one */
-    size_t cs = 0;
-    rtc->GetCUBINSize(prog, &cs);
     uint32_t nk = (uint32_t)out->nkernels, csz = (uint32_t)cs;
-    cubin = malloc(cs ? cs : 1);
-    if (!cubin || rtc->GetCUBIN(prog, cubin)) {
-        st = kf__err(ctx, KF_EBACKEND, "nvrtcGetCUBIN failed");
-        goto done;
-    }
     /* every launched kernel is an entry of the cubin: its code section ".text.NAME"
      * (the ptxas report is not always there to say so) */
     for (int i = 0; i < out->nkernels; i++) {
@@ -470,7 +640,6 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     free(tmpl);
     if (!st) out->ok = 1;
 done:
-    if (prog) rtc->DestroyProgram(&prog);
     for (int i = 0; i < no; i++) free(opts[i]);
     free(src);
     free(log);

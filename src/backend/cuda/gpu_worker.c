@@ -11,7 +11,9 @@
  * flush buffer (and its read kernel), poison the whole mirror, then drop root, set rlimits (no address-space
  * limit: the driver reserves terabytes of virtual space) and no_new_privs, and seal the
  * image. Each RUN copies the call's arena span to the mirror, launches, synchronises
- * the context, copies the span back, and re-poisons it on the device. A CUDA error
+ * the context, copies the span back, and re-poisons it on the device. A RUN marked
+ * KF_RUN_PRECISE (only under compute-sanitizer) gives every buffer an allocation of
+ * its own instead, so the tools see exact bounds and real uninitialised memory. A CUDA error
  * ends the worker with FAIL and the error's name (a sticky error poisons the context).
  */
 #define _GNU_SOURCE
@@ -74,6 +76,9 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc) {
 }
 
 static const kf_cu_api *cu;
+/* started through a wrapper (compute-sanitizer, parent pid "-"): leave through exit(),
+ * so the tool's handlers in this process run and its report is complete */
+static int wrapped;
 
 static void fail_msg(uint32_t type, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail_msg(uint32_t type, const char *fmt, ...) {
@@ -83,6 +88,7 @@ static void fail_msg(uint32_t type, const char *fmt, ...) {
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     kf_wk_send_text(type, buf);
+    if (wrapped) exit(0);
     _exit(0);
 }
 
@@ -130,6 +136,7 @@ static const char flush_ptx[] =
     "mov.u32 %r19, -1640531527;\nst.global.u32 [%rd4], %r19;\nL5:\nret;\n}\n";
 
 int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
+    wrapped = !strcmp(argv[2], "-");
     /* the artifact */
     int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
     struct stat sb;
@@ -245,7 +252,9 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
      * coordinator) turns it off while its allow-list is being completed on real GPUs. */
     int filtered = 0;
     const char *sw = getenv("KFORGE_GPU_SECCOMP");
-    if (host && !(sw && !strcmp(sw, "0"))) {
+    /* (not under a wrapping tool: compute-sanitizer works inside this process with
+     * calls of its own) */
+    if (host && !wrapped && !(sw && !strcmp(sw, "0"))) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_sigaction = on_sigsys;
@@ -299,14 +308,18 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         if (m.type == KF_MSG_EXIT) {
             cu->MemsetD32Async(mirror, poison_word(), msize / 4, stream);
             cu->StreamSynchronize(stream);
+            if (m.flags & KF_EXIT_CLEAN) exit(0); /* a wrapping tool's exit handlers run */
             _exit(0);
         }
         if (m.type != KF_MSG_RUN || m.nargs > KF_PROTO_MAXARGS || (!host && m.nlaunch == 0) ||
             m.nlaunch > MAXK || m.span_lo > m.span_hi || m.span_hi > arena_size)
             _exit(115);
-        /* the kernels' parameters: device addresses in the mirror, scalars by value */
-        CUdeviceptr ptr[KF_PROTO_MAXARGS];
-        void *hbuf[KF_PROTO_MAXARGS];
+        /* the kernels' parameters: device addresses in the mirror (or, precise, in
+         * allocations of their own), scalars by value */
+        int precise = (m.flags & KF_RUN_PRECISE) != 0;
+        CUdeviceptr ptr[KF_PROTO_MAXARGS], own[KF_PROTO_MAXARGS];
+        memset(own, 0, sizeof own);
+        void *hbuf[KF_PROTO_MAXARGS]; /* host mode: the same addresses, as pointers */
         int32_t i32[KF_PROTO_MAXARGS];
         int64_t i64[KF_PROTO_MAXARGS];
         float f32[KF_PROTO_MAXARGS];
@@ -318,6 +331,14 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             case KF_ARG_BUF:
                 if (m.off[i] < m.span_lo || m.off[i] > m.span_hi) _exit(115);
                 ptr[i] = mirror + m.off[i];
+                if (precise) {
+                    if (m.len[i] > m.span_hi - m.off[i] || m.io[i] > KF_IO_ARG_INOUT) _exit(115);
+                    /* a zero-length buffer still gets a (1-byte) allocation of its own */
+                    CKRUN(cu->MemAlloc(&own[i], m.len[i] ? m.len[i] : 1), "cuMemAlloc (a buffer of its own)");
+                    if (m.io[i] != KF_IO_ARG_OUT && m.len[i])
+                        CKRUN(cu->MemcpyHtoD(own[i], (char *)arena + m.off[i], m.len[i]), "copying the inputs to the device");
+                    ptr[i] = own[i];
+                }
                 params[i] = &ptr[i];
                 hbuf[i] = (void *)(uintptr_t)ptr[i];
                 break;
@@ -333,7 +354,8 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         for (uint32_t l = 0; l < m.nlaunch; l++)
             if (m.kernel[l] >= nk) _exit(115);
         size_t span = (size_t)(m.span_hi - m.span_lo);
-        CKRUN(cu->MemcpyHtoD(mirror + m.span_lo, (char *)arena + m.span_lo, span), "copying the inputs to the device");
+        if (!precise)
+            CKRUN(cu->MemcpyHtoD(mirror + m.span_lo, (char *)arena + m.span_lo, span), "copying the inputs to the device");
         CKRUN(cu->CtxSynchronize(), "copying the inputs to the device");
         /* The host-mode protocol (either side in host mode) waits for the flush before
          * the call: host code may launch on streams of its own, which do not queue behind
@@ -420,10 +442,19 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             if (!cu->OccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn[m.kernel[l]], (int)(dd[3] * dd[4] * dd[5]), dd[6]))
                 d.occ[l] = (uint32_t)nb;
         }
-        CKRUN(cu->MemcpyDtoH((char *)arena + m.span_lo, mirror + m.span_lo, span), "copying the outputs back");
-        /* nothing of this call stays readable on the device for the next one */
-        CKRUN(cu->MemsetD32Async(mirror + m.span_lo, poison_word(), span / 4, stream), "re-poisoning");
-        CKRUN(cu->StreamSynchronize(stream), "re-poisoning");
+        if (precise) {
+            for (uint32_t i = 0; i < m.nargs; i++) {
+                if (!own[i]) continue;
+                if (m.io[i] != KF_IO_ARG_IN && m.len[i])
+                    CKRUN(cu->MemcpyDtoH((char *)arena + m.off[i], own[i], m.len[i]), "copying the outputs back");
+                CKRUN(cu->MemFree(own[i]), "cuMemFree");
+            }
+        } else {
+            CKRUN(cu->MemcpyDtoH((char *)arena + m.span_lo, mirror + m.span_lo, span), "copying the outputs back");
+            /* nothing of this call stays readable on the device for the next one */
+            CKRUN(cu->MemsetD32Async(mirror + m.span_lo, poison_word(), span / 4, stream), "re-poisoning");
+            CKRUN(cu->StreamSynchronize(stream), "re-poisoning");
+        }
         if (send(KF_WORKER_SOCK_FD, &d, sizeof d, MSG_NOSIGNAL) != sizeof d) _exit(114);
     }
 }
