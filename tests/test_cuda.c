@@ -19,6 +19,7 @@
 #include "util/util.h"
 
 #include "sandbox/policy.h"
+#include "sandbox/sandbox.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -176,6 +177,54 @@ static void t_arch_cache(const void *arg) {
     arch_in_child(e4, a);
     CHECKF(!strcmp(a, "sm_90"), "without /proc: %s", a);
     kf__rmtree(tmp);
+}
+
+/* A GPU worker started before its artifact exists (against the stand-in driver): it
+ * waits, takes the artifact at LOAD, loads it and answers calls; one never given its
+ * artifact is closed cleanly. The stand-in's events are 25 ms apart, which the
+ * coordinator refuses against its own clock: the call reached the launches and back. */
+static void t_deferred_worker(const void *arg) {
+    (void)arg;
+    setenv("KFORGE_LIBCUDA", kft_bin("libkft_fakecuda.so"), 1);
+    char dir[] = "/tmp/kft-defer-XXXXXX", art[256];
+    CHECK(mkdtemp(dir));
+    snprintf(art, sizeof art, "%s/k.kfc", dir);
+    FILE *f = fopen(art, "wb");
+    uint32_t nk = 1, cs = 8;
+    fwrite("KFCUBIN1", 1, 8, f);
+    fwrite(&nk, 4, 1, f);
+    fwrite("k", 1, 2, f);
+    fwrite(&cs, 4, 1, f);
+    fwrite("notcubin", 1, 8, f);
+    fclose(f);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_worker_opts wo = {10, 1ull << 30, 10, 0, NULL, 1, NULL, 0};
+    wo.start_timeout_s = 30;
+    kf_call_result fail;
+    kf_worker *w = NULL;
+    CHECKF(kf_worker_spawn(ctx, NULL, 1 << 20, &wo, &w, &fail) == KF_OK && w, "%s", kf_errmsg(ctx));
+    usleep(100000); /* it sets up meanwhile */
+    CHECKF(kf_worker_attach(ctx, &w, art, &fail) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECKF(w, "did not load: %s", fail.msg);
+    CHECKF(strstr(kf_worker_info(w), "pinned=1"), "%s", kf_worker_info(w));
+    kf_msg_run m;
+    memset(&m, 0, sizeof m);
+    m.nargs = 0;
+    m.nlaunch = 1;
+    m.kernel[0] = 0;
+    for (int d = 0; d < 6; d++) m.dims[0][d] = 1;
+    m.span_lo = 0;
+    m.span_hi = 4096;
+    kf_call_result r;
+    kf_worker_call(w, &m, 10, &r);
+    CHECKF(r.reason == KF_REASON_TIMING_MISMATCH, "%s: %s", kf_reason_name(r.reason), r.msg);
+    kf_worker_close(w);
+    /* never attached */
+    w = NULL;
+    CHECK(kf_worker_spawn(ctx, NULL, 1 << 20, &wo, &w, &fail) == KF_OK && w);
+    kf_worker_close(w);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
 }
 
 /* Every bundled CUDA file, and every value of each template's parameters, builds. */
@@ -1221,6 +1270,7 @@ void kft_register_cuda(void) {
     kft_add("cuda/errors", t_errors, NULL, 120);
     kft_add("cuda/launch_eval", t_launch_eval, NULL, 60);
     kft_add("cuda/arch_cache", t_arch_cache, NULL, 120);
+    kft_add("cuda/deferred_worker", t_deferred_worker, NULL, 60);
     kft_add("cuda/cache", t_cache, NULL, 60);
     kft_add("cuda/compile_timeout", t_compile_timeout, NULL, 60);
     kft_add("cuda/no_gpu_is_clear", t_no_gpu_is_clear, NULL, 60);

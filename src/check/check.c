@@ -913,6 +913,7 @@ static kf_status run_check(kf_sess *s) {
     shape_list L = {0};
     shape_prep *prep = NULL;
     kf_side ref = {0}, cand = {0};
+    kf_worker *pre = NULL; /* the candidate's GPU worker, started before its build */
     kf_call_result fail;
     size_t arena = 0;
     ref_job job;
@@ -952,11 +953,30 @@ static kf_status run_check(kf_sess *s) {
         ref_main(&job);
     }
 
+    /* a CUDA candidate's worker starts while the candidate compiles: the driver and
+     * context set-up overlaps the compile; it gets its artifact once built */
+    if (!strcmp(s->t->backend, "cuda")) {
+        kf_build gpu = {0};
+        gpu.host = 1; /* only kf_build_gpu's answer matters here */
+        kf_ctx *quiet = kf_ctx_new();
+        if (quiet && sess_spawn(s, quiet, &gpu, arena, &cand, &fail) == KF_OK) pre = cand.w;
+        cand.w = NULL;
+        cand.b = NULL;
+        kf_ctx_free(quiet); /* no early worker: the normal start below says why */
+    }
     st = kf_sess_build_cand(s, s->ctx);
     if (s->o->verbose)
         fprintf(stderr, "kforge: [%.1f ms] candidate built\n", (double)(kf__now_ns() - s->t0) / 1e6);
     if (st || !record_build(s)) goto out;
-    if ((st = kf_sess_spawn(s, &s->cbuild, arena, &cand, &fail))) goto out;
+    if (pre && kf_build_gpu(&s->cbuild)) {
+        cand.b = &s->cbuild;
+        cand.w = pre;
+        pre = NULL;
+        st = kf_worker_attach(s->ctx, &cand.w, s->cbuild.so_path, &fail);
+    } else {
+        st = kf_sess_spawn(s, &s->cbuild, arena, &cand, &fail);
+    }
+    if (st) goto out;
     s->cand_side = &cand;
     if (s->o->verbose)
         fprintf(stderr, "kforge: [%.1f ms] candidate worker ready\n", (double)(kf__now_ns() - s->t0) / 1e6);
@@ -1025,6 +1045,7 @@ out:
     free(prep);
     pthread_mutex_destroy(&job.mu);
     pthread_cond_destroy(&job.cv);
+    kf_worker_close(pre); /* a started worker whose candidate never built */
     kf_worker_kill(ref.w);
     kf_worker_kill(cand.w);
     kf_worker_close(ref.w);

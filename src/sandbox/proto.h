@@ -24,7 +24,8 @@ enum {
     KF_MSG_START,     /* worker -> parent: about to call; ns = CLOCK_MONOTONIC before */
     KF_MSG_SETUP_OK,  /* worker -> parent: confined; ns = layers; the candidate loads next */
     KF_MSG_FAIL,      /* worker -> parent: the call failed (text: a CUDA error); it exits */
-    KF_MSG_INFO       /* worker -> parent: text about the loaded code (GPU: resources) */
+    KF_MSG_INFO,      /* worker -> parent: text about the loaded code (GPU: resources) */
+    KF_MSG_LOAD       /* parent -> deferred GPU worker: its artifact is in place now */
 };
 
 #define KF_PROTO_MAXLAUNCH 8

@@ -46,6 +46,9 @@ struct kf_worker {
     int dead, stopped, landlock_abi, sealed, spin, gpu, filtered;
     int wrapped, end_status;  /* started through a wrapper; its exit status, or -1 */
     double grace_s;
+    int deferred;       /* a GPU worker started before its artifact existed (kf_worker_attach) */
+    long uid;           /* the worker's own uid when started as root, else -1 */
+    double start_timeout_s;
     uint64_t mem_limit;
     char info[1024];    /* GPU: what the worker reported about the loaded kernels */
     double cpu_s;
@@ -398,6 +401,8 @@ static int gpu_violation(const char *text, char *out, size_t n) {
     return 1;
 }
 
+static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int gpu, kf_worker **out, kf_call_result *fail);
+
 kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
                           const kf_worker_opts *o, kf_worker **out, kf_call_result *fail) {
     *out = NULL;
@@ -427,9 +432,12 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         goto fail;
     }
 
+    w->uid = -1;
+    w->start_timeout_s = o->start_timeout_s;
+    w->deferred = !so_path && o->gpu && !w->wrapped;
     char so_copy[PATH_MAX + 16];
     snprintf(so_copy, sizeof so_copy, "%s/candidate.so", w->dir);
-    if (copy_file(so_path, so_copy)) {
+    if (!w->deferred && copy_file(so_path, so_copy)) {
         st = kf__err(ctx, KF_EIO, "copying %s: %s", so_path, strerror(errno));
         goto fail;
     }
@@ -487,12 +495,14 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     if (geteuid() == 0) {
         uid_t id = (uid_t)(0x70000000u + (uint32_t)(kf__secret_u64() & 0x0fffffffu));
         snprintf(uidarg, sizeof uidarg, "%u", (unsigned)id);
-        if (chown(w->dir, id, id) || chown(so_copy, id, id) || chmod(w->dir, 0500)) {
+        w->uid = (long)id;
+        if (chown(w->dir, id, id) || (!w->deferred && chown(so_copy, id, id)) ||
+            (!w->deferred && chmod(w->dir, 0500))) {
             st = kf__err(ctx, KF_EIO, "chown %s: %s", w->dir, strerror(errno));
             goto fail;
         }
     }
-    char *wargv[] = {(char *)wpath, so_copy, w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus, uidarg, NULL};
+    char *wargv[] = {(char *)wpath, w->deferred ? "-" : so_copy, w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus, uidarg, NULL};
     /* through a wrapper: its arguments, then the worker's command line */
     char *argv[64 + 9], **av = wargv;
     const char *exe = wpath;
@@ -512,9 +522,14 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     const char *sw = getenv("KFORGE_GPU_SECCOMP"), *cupti = getenv("KFORGE_LIBCUPTI");
     char cup[PATH_MAX + 32] = "";
     if (o->gpu && cupti && *cupti && strlen(cupti) < PATH_MAX) snprintf(cup, sizeof cup, "KFORGE_LIBCUPTI=%s", cupti);
-    char *envp[4];
+    /* the driver the coordinator uses, if the user named one */
+    const char *lcu = getenv("KFORGE_LIBCUDA");
+    char lcuda[PATH_MAX + 32] = "";
+    if (o->gpu && lcu && *lcu && strlen(lcu) < PATH_MAX) snprintf(lcuda, sizeof lcuda, "KFORGE_LIBCUDA=%s", lcu);
+    char *envp[5];
     int ne = 0;
     if (cvd[0]) envp[ne++] = cvd;
+    if (lcuda[0]) envp[ne++] = lcuda;
     if (o->gpu && sw && !strcmp(sw, "0")) envp[ne++] = "KFORGE_GPU_SECCOMP=0";
     if (cup[0]) envp[ne++] = cup;
     envp[ne] = NULL;
@@ -537,13 +552,52 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     w->errfd = ep[0];
     fcntl(w->outfd, F_SETFL, O_NONBLOCK);
     fcntl(w->errfd, F_SETFL, O_NONBLOCK);
+    if (w->deferred) { /* kf_worker_attach finishes the start */
+        *out = w;
+        return KF_OK;
+    }
+    return spawn_finish(ctx, w, o->gpu, out, fail);
+fail:
+    for (int i = 0; i < 5; i++)
+        if (hi[i] >= 0) close(hi[i]);
+    int fds[] = {sv[0], sv[1], op[0], op[1], ep[0], ep[1], memfd, devnull};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    kf_worker_close(w);
+    return st;
+}
 
+kf_status kf_worker_attach(kf_ctx *ctx, kf_worker **wp, const char *so_path, kf_call_result *fail) {
+    kf_worker *w = *wp;
+    *wp = NULL;
+    memset(fail, 0, sizeof *fail);
+    char so_copy[PATH_MAX + 16];
+    snprintf(so_copy, sizeof so_copy, "%s/candidate.so", w->dir);
+    if (!w->deferred || copy_file(so_path, so_copy) ||
+        (w->uid >= 0 && (chown(so_copy, (uid_t)w->uid, (uid_t)w->uid) || chmod(w->dir, 0500)))) {
+        kf_status st = kf__err(ctx, KF_EIO, "copying %s: %s", so_path, w->deferred ? strerror(errno) : "not a deferred worker");
+        kf_worker_close(w);
+        return st;
+    }
+    w->deferred = 0;
+    kf_msg_run m;
+    memset(&m, 0, sizeof m);
+    m.magic = KF_PROTO_MAGIC;
+    m.type = KF_MSG_LOAD;
+    /* a worker that died meanwhile (its set-up failed) has left its reason queued */
+    send(w->sock, &m, sizeof m, MSG_NOSIGNAL);
+    return spawn_finish(ctx, w, 1, wp, fail);
+}
+
+/* The start's second half: SETUP_OK (the trusted set-up), then the candidate's load. */
+static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int gpu, kf_worker **out, kf_call_result *fail) {
+    kf_status st;
     union {
         kf_msg_done d;
         kf_msg_text t;
     } m;
     size_t len = 0;
-    uint64_t deadline = kf__now_ns() + (uint64_t)(o->start_timeout_s * 1e9);
+    uint64_t deadline = kf__now_ns() + (uint64_t)(w->start_timeout_s * 1e9);
     /* 1. the trusted setup: a failure here is the environment's, not the candidate's */
     int ok = await(w, &m, sizeof m, &len, deadline, fail, "while setting up the worker", 0);
     if (ok > 0 && len == sizeof m.d && m.d.magic == KF_PROTO_MAGIC && m.d.type == KF_MSG_SETUP_OK) {
@@ -553,7 +607,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     } else {
         if (ok > 0 && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_LOADFAIL) {
             m.t.text[sizeof m.t.text - 1] = 0;
-            st = kf__err(ctx, o->gpu ? KF_EBACKEND : KF_EINTERNAL, "%s", m.t.text);
+            st = kf__err(ctx, gpu ? KF_EBACKEND : KF_EINTERNAL, "%s", m.t.text);
         } else {
             st = kf__err(ctx, KF_EINTERNAL, "kforge-worker failed to set up its sandbox%s%s",
                          ok == 0 ? ": " : "", ok == 0 ? fail->msg : "");
@@ -570,7 +624,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         ok = await(w, &m, sizeof m, &len, deadline, fail, "while loading the candidate", 0);
     }
     if (ok < 0) {
-        timeout_kill(w, fail, o->start_timeout_s, "while loading the candidate");
+        timeout_kill(w, fail, w->start_timeout_s, "while loading the candidate");
     } else if (ok > 0 && len == sizeof m.d && m.d.magic == KF_PROTO_MAGIC &&
                m.d.type == KF_MSG_READY) {
         *out = w;
@@ -592,14 +646,6 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     }
     kf_worker_close(w);
     return KF_OK;
-fail:
-    for (int i = 0; i < 5; i++)
-        if (hi[i] >= 0) close(hi[i]);
-    int fds[] = {sv[0], sv[1], op[0], op[1], ep[0], ep[1], memfd, devnull};
-    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
-        if (fds[i] >= 0) close(fds[i]);
-    kf_worker_close(w);
-    return st;
 }
 
 unsigned char *kf_worker_arena(kf_worker *w) { return w->arena; }

@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
 
     /* A GPU kernel-mode artifact: no candidate host code at all; the GPU worker sets up
      * the device before it drops root (the device files must be opened first) */
-    if (kf_wk_is_gpu_artifact(argv[1]))
+    if (!strcmp(argv[1], "-") || kf_wk_is_gpu_artifact(argv[1])) /* "-": a deferred GPU worker */
         return kf_gpu_worker_main(argv, arena, (size_t)st.st_size);
     int dropped = kf_wk_drop_root(argv[7], argv[2]);
 

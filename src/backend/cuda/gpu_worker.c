@@ -136,8 +136,41 @@ static const char flush_ptx[] =
     "@%p2 bra L2;\nsetp.ne.s32 %p3, %r20, -1640531527;\n@%p3 bra L5;\n"
     "mov.u32 %r19, -1640531527;\nst.global.u32 [%rd4], %r19;\nL5:\nret;\n}\n";
 
+/* A deferred worker (argv[1] "-") is started while the candidate still compiles: it
+ * initialises the driver, retains the context and page-locks the arena (most of a GPU
+ * worker's start), then waits for LOAD, after which its artifact is <dir>/candidate.so.
+ * Nothing of the candidate exists before LOAD. Returns whether the arena is pinned. */
+static int prewarm(void *arena, size_t arena_size) {
+    char err[512];
+    if (!(cu = kf_cu_load(err, sizeof err))) fail_msg(KF_MSG_LOADFAIL, "%s", err);
+    CUdevice dev;
+    CUcontext ctx;
+    CK(cu->Init(0), "cuInit");
+    CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
+    CK(cu->PrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
+    int pinned = cu->MemHostRegister(arena, arena_size, 0) == 0;
+    for (;;) {
+        kf_msg_run m;
+        ssize_t n = recv(KF_WORKER_SOCK_FD, &m, sizeof m, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n != (ssize_t)sizeof m || m.magic != KF_PROTO_MAGIC) _exit(n == 0 ? 0 : 115);
+        if (m.type == KF_MSG_EXIT) _exit(0);
+        if (m.type != KF_MSG_LOAD) _exit(115);
+        return pinned;
+    }
+}
+
 int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     wrapped = !strcmp(argv[2], "-");
+    int prepinned = 0;
+    char deferred_path[4200];
+    if (!strcmp(argv[1], "-")) {
+        prepinned = prewarm(arena, arena_size);
+        snprintf(deferred_path, sizeof deferred_path, "%s/candidate.so", argv[5]);
+        argv[1] = deferred_path;
+        if (!kf_wk_is_gpu_artifact(argv[1])) kf_wk_die(113, "artifact");
+    }
     /* the artifact */
     int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
     struct stat sb;
@@ -201,7 +234,7 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
      * shapes). It is then in the device's address space too (UVA), at a random host
      * address no kernel parameter reveals; it holds only this candidate's own staged
      * data. Without it, pageable copies still work. */
-    int pinned = cu->MemHostRegister(arena, arena_size, 0) == 0;
+    int pinned = prepinned || cu->MemHostRegister(arena, arena_size, 0) == 0;
     CUmodule mod;
     CUfunction fn[MAXK];
     if (!host) {
