@@ -456,7 +456,7 @@ static void t_no_gpu_is_clear(const void *arg) {
     kf_task *t = kft_task(ctx, "tasks/cuda/softmax");
     kf_result *r = NULL;
     kf_status st = kf_check(ctx, t, kft_src("tasks/cuda/softmax/reference.cu"), NULL, &r);
-    CHECKF(st == KF_EBACKEND && r == NULL, "status %d", (int)st);
+    CHECKF(st == KF_EBACKEND && r == NULL, "status %d: %s", (int)st, kf_errmsg(ctx));
     CHECKF(strstr(kf_errmsg(ctx), "CUDA") || strstr(kf_errmsg(ctx), "cuda"), "%s", kf_errmsg(ctx));
     kf_task_free(t);
     kf_ctx_free(ctx);

@@ -358,6 +358,7 @@ static int await(kf_worker *w, void *buf, size_t cap, size_t *len, uint64_t dead
         __builtin_ia32_pause();
 #endif
     }
+    int reset_seen = 0;
     for (;;) {
         uint64_t now = kf__now_ns();
         if (now >= deadline) return -1;
@@ -375,6 +376,12 @@ static int await(kf_worker *w, void *buf, size_t cap, size_t *len, uint64_t dead
             if (got > 0 && (size_t)got <= cap) {
                 *len = (size_t)got;
                 return 1;
+            }
+            /* a worker that exits with a message of ours unread makes the first recv
+             * report ECONNRESET, once, ahead of what it sent before exiting: read on */
+            if (got < 0 && errno == ECONNRESET && !reset_seen) {
+                reset_seen = 1;
+                continue;
             }
             reap(w, r, phase, got > 0 || !peer_closed(w->sock));
             return 0;
@@ -584,8 +591,12 @@ kf_status kf_worker_attach(kf_ctx *ctx, kf_worker **wp, const char *so_path, kf_
     memset(&m, 0, sizeof m);
     m.magic = KF_PROTO_MAGIC;
     m.type = KF_MSG_LOAD;
-    /* a worker that died meanwhile (its set-up failed) has left its reason queued */
-    send(w->sock, &m, sizeof m, MSG_NOSIGNAL);
+    /* a worker whose set-up failed meanwhile has left its reason queued and gone: then
+     * nothing is sent (a send to the closed peer may drop what it queued) */
+    char peek;
+    ssize_t q = recv(w->sock, &peek, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (q < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        send(w->sock, &m, sizeof m, MSG_NOSIGNAL);
     return spawn_finish(ctx, w, 1, wp, fail);
 }
 
