@@ -506,6 +506,10 @@ static void t_agent_specs(const void *arg) {
     CHECKSTR(kf_errmsg(ctx), "empty model");
     kf_agent_opts o;
     kf_agent_opts_init(&o);
+    o.timeout_s = 0;
+    CHECK(kf_agent_new(ctx, "cmd:true", &o, &a) == KF_EUSAGE);
+    CHECKSTR(kf_errmsg(ctx), "must be positive");
+    kf_agent_opts_init(&o);
     o.base_url = "ftp://example.com";
     CHECK(kf_agent_new(ctx, "openai:m", &o, &a) == KF_EUSAGE);
     CHECKSTR(kf_errmsg(ctx), "not http:// or https://");

@@ -94,6 +94,11 @@ kf_status kf_agent_new(kf_ctx *ctx, const char *spec, const kf_agent_opts *opts,
     if (lead == n)
         return kf__err(ctx, KF_EUSAGE, "agent '%s': empty %s", spec,
                        kind == KF_AGENT_CMD ? "command" : "model");
+    if (opts && (!(opts->timeout_s > 0) || !(opts->connect_timeout_s > 0) ||
+                 opts->max_attempts < 1 || opts->backoff_s < 0 || opts->backoff_max_s < 0 ||
+                 !opts->reply_cap || !opts->out_cap || !opts->log_cap))
+        return kf__err(ctx, KF_EUSAGE, "agent '%s': timeouts, attempts and caps must be "
+                                       "positive (start from kf_agent_opts_init)", spec);
     kf_agent *a = calloc(1, sizeof *a);
     if (!a) return kf__err(ctx, KF_ENOMEM, "out of memory");
     a->ctx = ctx;
