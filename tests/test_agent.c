@@ -557,7 +557,7 @@ static void t_agent_specs(const void *arg) {
 
 typedef enum {
     S_GOOD, S_429, S_500_TWICE, S_500_ALWAYS, S_GARBAGE, S_NOCODE, S_NOCONTENT, S_HUGE,
-    S_HUGE_STREAM, S_SLOW, S_401, S_NOUSAGE
+    S_HUGE_STREAM, S_SLOW, S_401, S_NOUSAGE, S_PARTS
 } smode;
 
 typedef struct {
@@ -662,7 +662,15 @@ static void *stub_main(void *arg) {
             free(b);
             break;
         }
-        case S_NOCONTENT: reply(c, "200 OK", NULL, "{\"id\": \"x\", \"choices\": []}"); break;
+        case S_NOCONTENT:
+            reply(c, "200 OK", NULL,
+                  "{\"id\": \"x\", \"choices\": [], \"error\": {\"message\": \"model overloaded\"}}");
+            break;
+        case S_PARTS:
+            reply(c, "200 OK", NULL,
+                  "{\"choices\": [{\"message\": {\"content\": [{\"type\": \"text\", \"text\": "
+                  "\"```c\\nint \"}, {\"type\": \"text\", \"text\": \"y;\\n```\"}]}}]}");
+            break;
         case S_HUGE:
         case S_HUGE_STREAM: {
             size_t n = 5u << 20;
@@ -893,7 +901,14 @@ static void t_openai_bad_replies(const void *arg) {
     static stub s3;
     c.mode = S_NOCONTENT;
     ask(&s3, &c, &o, &p, base, sizeof base);
-    CHECKSTR(p.error, "openai: the reply has no choices[0].message.content");
+    CHECKSTR(p.error, "openai: the reply has no choices[0].message.content: model overloaded");
+    kf_proposal_free(&p);
+
+    /* content as an array of text parts */
+    static stub s7;
+    c.mode = S_PARTS;
+    ask(&s7, &c, &o, &p, base, sizeof base);
+    CHECKF(p.text && !strcmp(p.text, "int y;\n"), "%s", p.error ? p.error : p.text);
     kf_proposal_free(&p);
 
     /* too big, announced (Content-Length) and streamed (no length): both refused at the

@@ -130,6 +130,20 @@ static void take_reply(kf_agent *a, const kf_pack *pack, const sink *s, const ch
     }
     json_t *c0 = json_array_get(json_object_get(j, "choices"), 0);
     json_t *content = json_object_get(json_object_get(c0, "message"), "content");
+    json_t *joined = NULL;
+    if (json_is_array(content)) { /* content parts: [{"type": "text", "text": ...}, ...] */
+        kf_buf b;
+        kf_buf_init(&b, s->cap);
+        size_t i;
+        json_t *part;
+        json_array_foreach(content, i, part) {
+            json_t *t = json_object_get(part, "text");
+            if (json_is_string(t)) kf_buf_append(&b, json_string_value(t), json_string_length(t));
+        }
+        if (b.p) joined = json_stringn(b.p, b.len);
+        kf_buf_free(&b);
+        if (joined) content = joined;
+    }
     const char *finish = json_string_value(json_object_get(c0, "finish_reason"));
     json_t *usage = json_object_get(j, "usage");
     json_t *pt = json_object_get(usage, "prompt_tokens"), *ct = json_object_get(usage, "completion_tokens");
@@ -144,9 +158,9 @@ static void take_reply(kf_agent *a, const kf_pack *pack, const sink *s, const ch
     if (!json_is_string(content)) {
         char msg[MSG_CAP + 8] = "";
         if (json_object_get(j, "error")) server_message(s, msg, sizeof msg);
-        out->error = dupf("openai: the reply has no choices[0].message.content%s%s%s%s",
+        out->error = dupf("openai: the reply has no choices[0].message.content%s%s%s%s%s",
                           finish ? " (finish_reason " : "", finish ? finish : "", finish ? ")" : "",
-                          *msg ? msg : "");
+                          *msg ? ": " : "", msg);
         json_decref(j);
         return;
     }
@@ -173,6 +187,7 @@ static void take_reply(kf_agent *a, const kf_pack *pack, const sink *s, const ch
         out->len = n;
         if (!out->text) out->error = dupf("openai: out of memory");
     }
+    json_decref(joined);
     json_decref(j);
 }
 
