@@ -357,6 +357,10 @@ static kf_status cmd_propose(kf_agent *a, const kf_pack *pack, kf_proposal *out)
         if (syscall(SYS_close_range, 3, ~0U, 0))
             for (int fd = 3; fd < 1024; fd++) close(fd);
         if (chdir(dir)) _exit(127);
+        /* a clean slate: kforge may ignore SIGPIPE or block signals in this thread */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         signal(SIGPIPE, SIG_DFL);
         execve("/bin/sh", argv, env);
         dprintf(2, "kforge: exec /bin/sh: %s\n", strerror(errno));
