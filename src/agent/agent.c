@@ -12,6 +12,10 @@
  * string on the proposal; only kforge's own failures (no temp dir, fork, memory) are a
  * status.
  *
+ * It follows kf_sandbox_exec's approach (own session, a deadline, the group killed while
+ * the leader is unreaped) without reusing it: that one gives the compiler an empty
+ * environment, Landlock and rlimits, and merges stdout with stderr.
+ *
  * The openai agent is in openai.c.
  */
 #define _GNU_SOURCE
