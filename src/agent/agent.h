@@ -1,0 +1,177 @@
+/*
+ * agent.h - proposers that ask something outside kforge for a candidate: the context
+ * pack they read (pack.c) and the agents that answer it (agent.c: cmd:'COMMAND';
+ * openai.c: openai:MODEL). docs/run.md, "Proposers", is the design.
+ *
+ * An agent never judges anything: it turns a pack into a candidate text or an error
+ * string, and the loop hands the text to kf_check/kf_bench like any other file.
+ */
+#ifndef KF_AGENT_H
+#define KF_AGENT_H
+
+#include "../util/util.h"
+
+/* ------------------------------------------------------------------------------------
+ * The context pack: what an agent is told. Built from plain inputs (the loop reads them
+ * from the store), as one JSON object and as prompt text, each section under its own
+ * token allowance. Tokens are ESTIMATED, never counted with a model's tokenizer:
+ * kf_pack_tokens(bytes) = ceil(bytes / 4), which is close for English and code with
+ * BPE tokenizers and errs high on dense JSON. A section larger than its allowance is
+ * cut to fit (head and tail kept, cut at line ends where near) with a marker
+ * "[kforge: truncated, N of M tokens omitted]" in the middle; list sections drop whole
+ * items from the end and say how many.
+ * ---------------------------------------------------------------------------------- */
+
+/* X(id, name, default allowance in tokens) */
+#define KF_PACK_SECTION_MAP(X)                                                          \
+    X(TASK, "task", 2000)                                                               \
+    X(SHAPES, "shapes", 1000)                                                           \
+    X(PARENT, "parent", 8000)                                                           \
+    X(VERDICT, "verdict", 1500)                                                         \
+    X(TIMINGS, "timings", 1000)                                                         \
+    X(FAILURES, "failures", 1500)                                                       \
+    X(CONSTRAINTS, "constraints", 800)                                                  \
+    X(LESSONS, "lessons", 1000)
+
+typedef enum {
+#define KF_X(id, name, budget) KF_PACK_##id,
+    KF_PACK_SECTION_MAP(KF_X)
+#undef KF_X
+    KF_PACK_NSECTIONS
+} kf_pack_section;
+
+/* A recent failure of a related node (a sibling, the parent's other children). */
+typedef struct {
+    int64_t id;
+    const char *reasons;  /* "wrong_result,timeout" */
+    const char *message;  /* the first reason's message, or the proposer's error */
+} kf_pack_failure;
+
+/* The pack's inputs. Every pointer is borrowed and may be NULL (the section is then
+ * empty). JSON-valued inputs are embedded as JSON when they parse and were not cut,
+ * else as strings. */
+typedef struct {
+    const char *task_dir;      /* for the record */
+    const char *task_json;     /* task.json's text */
+    const char *shapes_json;   /* the visible shapes, a JSON array */
+    int64_t parent_id;         /* the node to improve; 0: the reference */
+    const char *parent_src;    /* its source text (NUL-terminated) */
+    const char *ext;           /* the candidate's extension: "c" or "cu" (NULL: "c") */
+    const char *category;      /* the move asked for ("tiling"), or NULL: any */
+    const char *verdict_json;  /* the parent's check, as `kforge check --json` prints it */
+    const char *timings_json;  /* the parent's timings and resources */
+    const kf_pack_failure *failures;
+    int nfailures;             /* most relevant first: the last ones are dropped first */
+    const char *const *constraints;
+    int nconstraints;
+    const char *const *lessons; /* issue 5 fills this slot; empty until then */
+    int nlessons;
+    int64_t budget[KF_PACK_NSECTIONS]; /* tokens per section; 0: the default */
+} kf_pack_in;
+
+typedef struct kf_pack {
+    char *json;      /* the pack: one JSON object (docs/run.md, "The context pack") */
+    char *system;    /* the system message */
+    char *prompt;    /* the user message: every section, then what to do */
+    char ext[8];
+    char category[32];   /* the move asked for, "" for any */
+    int64_t tokens[KF_PACK_NSECTIONS];      /* estimated tokens of each section as sent */
+    int64_t full_tokens[KF_PACK_NSECTIONS]; /* ... before any cut */
+    int truncated[KF_PACK_NSECTIONS];
+    int64_t tokens_prompt;                  /* estimate over system + prompt */
+} kf_pack;
+
+/* Build a pack. KF_OK with *out filled (free with kf_pack_free); KF_EUSAGE for a bad
+ * extension or a negative allowance; KF_ENOMEM. */
+kf_status kf_pack_build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out);
+void kf_pack_free(kf_pack *p); /* accepts a zeroed or freed pack */
+int64_t kf_pack_tokens(size_t bytes); /* the estimator: ceil(bytes / 4) */
+const char *kf_pack_section_name(kf_pack_section s);
+int64_t kf_pack_default_budget(kf_pack_section s);
+
+/* ------------------------------------------------------------------------------------
+ * Proposals and agents.
+ * ---------------------------------------------------------------------------------- */
+
+/* What a proposer returns: a candidate, or the error that says why none came. */
+typedef struct {
+    char *text; size_t len; char ext[8];   /* the candidate */
+    char *params_json;                     /* builtin: the parameter point */
+    char category[32];
+    int64_t tokens_in, tokens_out;
+    char *error;                           /* why no candidate came (recorded on the node) */
+    /* set by the agents */
+    int tokens_estimated;  /* 1: tokens are kf_pack_tokens estimates, not reported counts */
+    int attempts;          /* openai: HTTP requests made; cmd: 1 */
+    double elapsed_s;      /* wall seconds spent proposing */
+    char *log;             /* for the record, capped: cmd: its stdout and stderr;
+                              openai: the reply's content. NULL when there is none */
+} kf_proposal;
+
+/* Free what a proposal owns and zero it. Accepts NULL and a zeroed proposal. */
+void kf_proposal_free(kf_proposal *p);
+
+typedef struct {
+    double timeout_s;          /* cmd: the command's wall time; openai: one request (300) */
+    double connect_timeout_s;  /* openai: connecting (10) */
+    int max_attempts;          /* openai: requests at most, the first included (4) */
+    double backoff_s;          /* openai: first retry delay (1); doubled each retry, with
+                                  jitter: each wait is uniform in [d/2, d] */
+    double backoff_max_s;      /* openai: cap on one wait, Retry-After included (60) */
+    size_t reply_cap;          /* openai: largest reply body in bytes (4 MiB) */
+    size_t out_cap;            /* largest candidate in bytes (1 MiB) */
+    size_t log_cap;            /* cmd: bytes kept of stdout and of stderr (64 KiB each) */
+    const char *base_url;      /* openai: NULL: $OPENAI_BASE_URL, else
+                                  https://api.openai.com/v1 */
+    const char *api_key;       /* openai: NULL: $OPENAI_API_KEY (sent as Bearer; never
+                                  logged); none: no Authorization header */
+    double temperature;        /* openai: < 0: not sent (-1) */
+    int max_tokens;            /* openai: 0: not sent */
+    const char *tmp_dir;       /* cmd: where its private directory goes (NULL: $TMPDIR,
+                                  else /tmp) */
+} kf_agent_opts;
+
+void kf_agent_opts_init(kf_agent_opts *o);
+
+typedef struct kf_agent kf_agent;
+
+/* Make an agent from a spec: "cmd:COMMAND" (COMMAND run with /bin/sh -c; one pair of
+ * quotes around it is removed) or "openai:MODEL". opts may be NULL (the defaults); its
+ * strings are copied. KF_EUSAGE for an unknown or empty spec, a base URL that is not
+ * http(s), or openai's own endpoint without a key; KF_ENOMEM. Free with kf_agent_free. */
+kf_status kf_agent_new(kf_ctx *ctx, const char *spec, const kf_agent_opts *opts,
+                       kf_agent **out);
+
+/* Ask for one candidate. KF_OK: *out is filled (zeroed first) with either a candidate
+ * (text, len, ext) or an error string saying what went wrong with the agent (a command
+ * that failed, an endpoint that did not answer, a reply without code): that is an
+ * outcome to record, not a failure of kforge. Another status: kforge itself could not
+ * ask (no temp directory, out of memory), detail on the agent's ctx. Either way free
+ * *out with kf_proposal_free. */
+kf_status kf_agent_propose(kf_agent *a, const kf_pack *pack, kf_proposal *out);
+
+/* "cmd" or "openai": the proposer's name for the store. */
+const char *kf_agent_kind(const kf_agent *a);
+void kf_agent_free(kf_agent *a); /* accepts NULL */
+
+/* The candidate in a model's reply: the first fenced block tagged c, cu, cuda, cpp,
+ * c++, cc, cxx, h, hpp or untagged; else the whole reply when it looks like code
+ * (braces, semicolons, an #include or a function); else -1 with why set. 0 with
+ * [*start, *start + *n) inside content. */
+int kf_agent_extract_code(const char *content, size_t len, const char **start, size_t *n,
+                          char *why, size_t whylen);
+
+/* internal: agent.c <-> openai.c */
+struct kf_agent {
+    kf_ctx *ctx;
+    int kind;                  /* KF_AGENT_CMD or KF_AGENT_OPENAI */
+    char *arg;                 /* the command, or the model */
+    char *base_url, *api_key;  /* openai */
+    char *tmp_dir;             /* cmd: NULL: $TMPDIR, else /tmp */
+    kf_agent_opts o;           /* its string fields point at the copies above */
+};
+enum { KF_AGENT_CMD = 1, KF_AGENT_OPENAI = 2 };
+kf_status kf_agent_openai_check(kf_agent *a);
+kf_status kf_agent_openai_propose(kf_agent *a, const kf_pack *pack, kf_proposal *out);
+
+#endif
