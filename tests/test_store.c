@@ -384,6 +384,20 @@ static void t_sources(const void *arg) {
     CHECK(kf_store_read_source(s, h1, "c", &text, &len) == KF_EIO && text == NULL);
     HAS(ctx, "damaged");
     kf_store_close(s);
+    /* opening removes the temporary files of dead writers, not of live ones */
+    pid_t dead = fork();
+    CHECK(dead >= 0);
+    if (dead == 0) _exit(0);
+    CHECK(waitpid(dead, NULL, 0) == dead);
+    snprintf(p, sizeof p, "%s/.tmp-%d-%d-0123456789abcdef", src, (int)dead, (int)dead);
+    write_text(p, "half a candidate", "w");
+    snprintf(p, sizeof p, "%s/.tmp-%d-%d-0123456789abcdef", src, (int)getpid(), (int)getpid());
+    write_text(p, "being written", "w");
+    CHECK(count_files(src, "\\.tmp-") == 2);
+    s = must_open(ctx, sc.run, t);
+    CHECK(count_files(src, "\\.tmp-") == 1);
+    CHECK(access(p, F_OK) == 0);
+    kf_store_close(s);
     kf_task_free(t);
     kf_ctx_free(ctx);
     kf__rmtree(sc.root);
@@ -731,6 +745,11 @@ static void t_crash(const void *arg) {
     printf("%lld nodes, %lld finished by the writer, %lld by resume\n", (long long)max_id,
            (long long)total_finished_by_writer, (long long)resumed);
     CHECK(total_finished_by_writer > 0);
+    /* a writer killed between writing a source and renaming it left a temporary file:
+     * the next open removed it */
+    char src[256];
+    snprintf(src, sizeof src, "%s/src", sc.run);
+    CHECK(count_files(src, "\\.tmp-") == 0);
     free(b);
     kf_task_free(t);
     kf_ctx_free(ctx);

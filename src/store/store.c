@@ -24,10 +24,13 @@
 #define _GNU_SOURCE
 #include "store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -398,6 +401,26 @@ static kf_status prepare_all(kf_store *s) {
     return KF_OK;
 }
 
+/* Remove RUN/src/.tmp-PID-* files whose writer is dead (killed between write and rename):
+ * a live writer's file, in this process or another, is left alone. Best effort. */
+static void sweep_tmp(kf_store *s) {
+    int fd = dup(s->srcfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long pid;
+        if (strncmp(e->d_name, ".tmp-", 5) || sscanf(e->d_name + 5, "%ld-", &pid) != 1 ||
+            pid <= 0)
+            continue;
+        if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) unlinkat(s->srcfd, e->d_name, 0);
+    }
+    closedir(d);
+}
+
 static kf_status open_src(kf_store *s, int create) {
     char *src = kf__asprintf("%s/src", s->dir);
     if (!src) return kf__err(s->ctx, KF_ENOMEM, "out of memory");
@@ -410,6 +433,7 @@ static kf_status open_src(kf_store *s, int create) {
     kf_status st = s->srcfd < 0 ? kf__err(s->ctx, KF_EIO, "%s: %s (the run's candidate "
                                           "sources)", src, strerror(errno)) : KF_OK;
     free(src);
+    if (!st && !create) sweep_tmp(s);
     return st;
 }
 

@@ -87,7 +87,8 @@ kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
 /* Open an existing run (resume). An older schema is migrated (one transaction); a newer
  * one is refused (KF_EIO). With a task, its fingerprint must be the run's: KF_ETASK
  * "RUN: the task changed since this run started (fingerprint A, now B)" otherwise. task
- * NULL skips that check (reading a run: tree, best). */
+ * NULL skips that check (reading a run: tree, best). Temporary files in RUN/src left by a
+ * writer that was killed are removed. */
 kf_status kf_store_open(kf_ctx *ctx, const char *dir, const kf_task *task, kf_store **out);
 void kf_store_close(kf_store *s); /* accepts NULL */
 
