@@ -594,10 +594,16 @@ static void crash_writer(const scratch *sc, int round, int wfd) {
         if (kf_store_add_node(s, &n)) break;
         snprintf(line, sizeof line, "A %lld %d %d\n", (long long)n.id, round, i);
         if (write(wfd, line, strlen(line)) < 0) _exit(4);
+        /* an evaluation takes time between the node and its outcome (in a real run,
+         * most of it): 0-2 ms here, so kills land there too */
+        uint64_t until = kf__now_ns() + (uint64_t)(i % 3) * 1000000u;
         if (i % 3 == 0) { /* built first, like a real evaluation sometimes records */
             kf_node b = n;
             b.state = KF_NODE_BUILT;
             if (kf_store_finish_node(s, &b)) break;
+            until = kf__now_ns() + 1000000u;
+        }
+        while (kf__now_ns() < until) {
         }
         outcome(&n, n.id, v, sizeof v, sh, sizeof sh, note, sizeof note);
         if (kf_store_finish_node(s, &n)) break;
