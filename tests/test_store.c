@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1045,6 +1046,113 @@ static void t_bad_input(const void *arg) {
     kf__rmtree(sc.root);
 }
 
+/* ---- failing writes ------------------------------------------------------------------ */
+
+/* In a child limited to 1 MiB per file (RLIMIT_FSIZE): a source too large to write, then
+ * nodes until the WAL cannot grow. Each failure is a clear KF_EIO, leaves nothing half
+ * written, and the run opens intact afterwards. */
+static void full_writer(const scratch *sc, int wfd) {
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    kf_store *s = NULL;
+    char line[600];
+    int bad = 0;
+#define EXPECT(c)                                                                       \
+    do {                                                                                \
+        if (!(c) && !bad) {                                                             \
+            snprintf(line, sizeof line, "E line %d: %s: %s\n", __LINE__, #c, kf_errmsg(ctx)); \
+            bad = 1;                                                                    \
+        }                                                                               \
+    } while (0)
+    EXPECT(kf_task_load(ctx, sc->task, &t) == KF_OK && kf_store_open(ctx, sc->run, t, &s) == KF_OK);
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {1u << 20, 1u << 20};
+    EXPECT(setrlimit(RLIMIT_FSIZE, &rl) == 0);
+    size_t big = 2u << 20;
+    char *text = malloc(big), h[65];
+    EXPECT(text);
+    if (!bad) {
+        memset(text, 'x', big);
+        EXPECT(kf_store_put_source(s, text, big, "c", h) == KF_EIO);
+        EXPECT(strstr(kf_errmsg(ctx), "write: File too large"));
+    }
+    int64_t finished = 0;
+    static char verdict[8192];
+    memset(verdict, 'v', sizeof verdict - 1);
+    for (int i = 0; !bad && i < 10000; i++) {
+        kf_node n = {0};
+        EXPECT(kf_store_put_source(s, "small", 5, "c", n.src_hash) == KF_OK);
+        strcpy(n.ext, "c");
+        strcpy(n.proposer, "p");
+        strcpy(n.category, "c");
+        n.verdict_json = verdict;
+        kf_status st = bad ? KF_OK : kf_store_add_node(s, &n);
+        if (st == KF_OK) {
+            n.state = KF_NODE_MEASURED;
+            st = kf_store_finish_node(s, &n);
+        }
+        if (st == KF_OK) {
+            finished = n.id;
+            continue;
+        }
+        EXPECT(st == KF_EIO);
+        EXPECT(strstr(kf_errmsg(ctx), "/run.db: recording") ||
+               strstr(kf_errmsg(ctx), "/run.db: adding"));
+        break;
+    }
+    EXPECT(finished > 10);
+    if (!bad) snprintf(line, sizeof line, "F %lld (%.500s)\n", (long long)finished, kf_errmsg(ctx));
+#undef EXPECT
+    if (write(wfd, line, strlen(line)) < 0) _exit(4);
+    _exit(bad ? 3 : 0);
+}
+
+static void t_write_failures(const void *arg) {
+    (void)arg;
+    scratch sc;
+    scratch_make(&sc);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = load(ctx, sc.task);
+    kf_store *s = NULL;
+    CHECK(kf_store_create(ctx, sc.run, t, NULL, &s) == KF_OK);
+    kf_store_close(s);
+    int p[2];
+    CHECK(pipe(p) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(p[0]);
+        full_writer(&sc, p[1]);
+    }
+    close(p[1]);
+    char buf[700] = "";
+    ssize_t r = read(p[0], buf, sizeof buf - 1);
+    buf[r > 0 ? r : 0] = 0;
+    close(p[0]);
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer: %s", buf);
+    long long last;
+    CHECK(sscanf(buf, "F %lld", &last) == 1);
+    printf("%s", buf);
+    s = must_open(ctx, sc.run, t);
+    CHECK(kf_store_check(s) == KF_OK);
+    for (int64_t id = 1; id <= last; id++) {
+        kf_node g;
+        CHECK(kf_store_get_node(s, id, &g) == KF_OK && g.state == KF_NODE_MEASURED);
+        CHECK(g.verdict_json && strlen(g.verdict_json) == 8191);
+        kf_node_free(&g);
+    }
+    char src[256];
+    snprintf(src, sizeof src, "%s/src", sc.run);
+    CHECK(count_files(src, "") == 1); /* "small": neither the big text nor its temporary */
+    kf_store_close(s);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    kf__rmtree(sc.root);
+}
+
 void kft_register_store(void) {
     kft_add("store/roundtrip", t_roundtrip, NULL, 30);
     kft_add("store/each_order", t_each, NULL, 30);
@@ -1055,4 +1163,5 @@ void kft_register_store(void) {
     kft_add("store/threads", t_threads, NULL, 120);
     kft_add("store/processes", t_processes, NULL, 120);
     kft_add("store/bad_input", t_bad_input, NULL, 30);
+    kft_add("store/write_failures", t_write_failures, NULL, 60);
 }

@@ -167,8 +167,12 @@ static kf_status db_err(kf_ctx *ctx, sqlite3 *db, const char *dbpath, int rc, co
     if (base == SQLITE_NOTADB)
         return kf__err(ctx, KF_EIO, "%s: %s: not a SQLite database (a damaged file, or not a "
                        "kforge run)", dbpath, what);
-    return kf__err(ctx, KF_EIO, "%s: %s: %s", dbpath, what,
-                   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    /* for an I/O failure, what the system said ("disk I/O error" alone says little) */
+    int sys = db && (base == SQLITE_IOERR || base == SQLITE_FULL || base == SQLITE_CANTOPEN)
+                  ? sqlite3_system_errno(db) : 0;
+    return kf__err(ctx, KF_EIO, "%s: %s: %s%s%s%s", dbpath, what,
+                   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), sys ? " (" : "",
+                   sys ? strerror(sys) : "", sys ? ")" : "");
 }
 
 static kf_status serr(kf_store *s, int rc, const char *what) {
