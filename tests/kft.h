@@ -58,5 +58,6 @@ void kft_register_corpus(void);
 void kft_register_cli(void);
 void kft_register_sanitize(void);
 void kft_register_agent(void);
+void kft_register_store(void);
 
 #endif

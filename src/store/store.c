@@ -1,0 +1,977 @@
+/*
+ * store.c - the run store: a run directory holding run.db (SQLite) and the candidate
+ * sources it refers to (docs/run.md, "The run store").
+ *
+ * A kf_store is one SQLite connection with its statements prepared once, the run's row
+ * (id, task fingerprint, config) and an open descriptor of RUN/src.
+ *
+ * Guarantees:
+ *  - WAL journal, synchronous=NORMAL: a killed process loses nothing it committed and
+ *    never leaves a damaged database (a power cut may lose the last commits, not
+ *    consistency). Foreign keys are on: a node's parent exists.
+ *  - A source is written tmp + fsync + rename + fsync(RUN/src) before add_node accepts
+ *    a node naming it (add_node checks that the file is there).
+ *  - Every change is one statement or one transaction: a node's outcome is one UPDATE;
+ *    creating a run (schema + its row) and each migration are one transaction each.
+ *  - The schema version is in meta; older databases are migrated forward in one
+ *    transaction under a write lock (BEGIN IMMEDIATE), newer ones refused.
+ *  - Concurrent writers (threads with a store each, or processes) wait for each other
+ *    up to 5 s per statement; write transactions start IMMEDIATE, so a waiting writer
+ *    never has to fail on a stale snapshot.
+ *
+ * It does not judge, schedule or interpret anything: the JSON columns are kept as given.
+ */
+#define _GNU_SOURCE
+#include "store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUSY_MS 5000
+#define SRC_MAX (64u << 20)   /* a candidate text larger than this is not a kernel */
+#define TASK_FILE_MAX (64u << 20)
+
+/* ---- schema ------------------------------------------------------------------- */
+
+/* migrations[i] takes schema version i to i + 1; meta.schema_version is set after each.
+ * Append only: a released step never changes. */
+static const char *const builtin_migrations[] = {
+    /* 0 -> 1 */
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE runs(id INTEGER PRIMARY KEY, task_dir TEXT NOT NULL,"
+    "  task_fingerprint TEXT NOT NULL, backend TEXT NOT NULL, config_json TEXT,"
+    "  created REAL NOT NULL, status TEXT NOT NULL);"
+    "CREATE TABLE nodes(id INTEGER PRIMARY KEY, run INTEGER NOT NULL REFERENCES runs(id),"
+    "  parent INTEGER REFERENCES nodes(id), src_hash TEXT NOT NULL, ext TEXT NOT NULL,"
+    "  params_json TEXT, proposer TEXT NOT NULL, category TEXT NOT NULL,"
+    "  state TEXT NOT NULL, reasons TEXT, verdict_json TEXT, shapes_json TEXT,"
+    "  speedup REAL NOT NULL DEFAULT 0, cost_s REAL NOT NULL DEFAULT 0,"
+    "  tokens_in INTEGER NOT NULL DEFAULT 0, tokens_out INTEGER NOT NULL DEFAULT 0,"
+    "  created REAL NOT NULL, finished REAL, note TEXT);"
+    "CREATE INDEX nodes_parent ON nodes(parent);"
+    "CREATE INDEX nodes_unfinished ON nodes(state) WHERE state IN ('proposed', 'built');"
+    "CREATE TABLE constraints(id INTEGER PRIMARY KEY,"
+    "  run INTEGER NOT NULL REFERENCES runs(id), node INTEGER REFERENCES nodes(id),"
+    "  scope INTEGER REFERENCES nodes(id), category TEXT, text TEXT NOT NULL,"
+    "  predicate_json TEXT, created REAL NOT NULL);"
+    "CREATE TABLE savepoints(id INTEGER PRIMARY KEY,"
+    "  run INTEGER NOT NULL REFERENCES runs(id), node INTEGER REFERENCES nodes(id),"
+    "  label TEXT NOT NULL, created REAL NOT NULL);"
+    "CREATE TABLE events(id INTEGER PRIMARY KEY, run INTEGER NOT NULL REFERENCES runs(id),"
+    "  node INTEGER REFERENCES nodes(id), kind TEXT NOT NULL, json TEXT,"
+    "  created REAL NOT NULL);"
+    "CREATE INDEX events_node ON events(node);",
+};
+
+static const char *const *migrations = builtin_migrations;
+static int nmigrations = (int)(sizeof builtin_migrations / sizeof builtin_migrations[0]);
+
+void kf_store__set_migrations(const char *const *steps, int n) {
+    if (steps) {
+        migrations = steps;
+        nmigrations = n;
+    } else {
+        migrations = builtin_migrations;
+        nmigrations = (int)(sizeof builtin_migrations / sizeof builtin_migrations[0]);
+    }
+}
+
+#define NODE_COLS                                                                       \
+    "id, parent, src_hash, ext, params_json, proposer, category, state, reasons,"       \
+    " verdict_json, shapes_json, speedup, cost_s, tokens_in, tokens_out, created,"      \
+    " finished, note"
+
+enum { Q_ADD, Q_FINISH, Q_GET, Q_EACH, Q_UNFINISHED, Q_CONSTRAINT, Q_EACH_CONSTRAINT,
+       Q_SAVEPOINT, Q_EVENT, Q_STATUS, Q_COUNT };
+
+static const char *const queries[Q_COUNT] = {
+    [Q_ADD] = "INSERT INTO nodes(run, parent, src_hash, ext, params_json, proposer, category,"
+              " state, cost_s, tokens_in, tokens_out, created, note)"
+              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 'proposed', ?8, ?9, ?10, ?11, ?12)",
+    [Q_FINISH] = "UPDATE nodes SET state = ?1, reasons = ?2, verdict_json = ?3,"
+                 " shapes_json = ?4, speedup = ?5, cost_s = ?6, tokens_in = ?7,"
+                 " tokens_out = ?8, finished = ?9, note = coalesce(?10, note)"
+                 " WHERE id = ?11 AND run = ?12",
+    [Q_GET] = "SELECT " NODE_COLS " FROM nodes WHERE id = ?1 AND run = ?2",
+    [Q_EACH] = "SELECT " NODE_COLS " FROM nodes WHERE run = ?1 ORDER BY id",
+    [Q_UNFINISHED] = "SELECT id FROM nodes WHERE state IN ('proposed', 'built') AND run = ?1"
+                     " ORDER BY id",
+    [Q_CONSTRAINT] = "INSERT INTO constraints(run, node, scope, category, text, predicate_json,"
+                     " created) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [Q_EACH_CONSTRAINT] = "SELECT id, node, scope, category, text, predicate_json, created"
+                          " FROM constraints WHERE run = ?1 ORDER BY id",
+    [Q_SAVEPOINT] = "INSERT INTO savepoints(run, node, label, created) VALUES(?1, ?2, ?3, ?4)",
+    [Q_EVENT] = "INSERT INTO events(run, node, kind, json, created) VALUES(?1, ?2, ?3, ?4, ?5)",
+    [Q_STATUS] = "UPDATE runs SET status = ?1 WHERE id = ?2",
+};
+
+struct kf_store {
+    kf_ctx *ctx;
+    sqlite3 *db;
+    char *dir, *dbpath, *task_dir, *config;
+    char fingerprint[65];
+    int64_t run;
+    int srcfd; /* RUN/src */
+    sqlite3_stmt *q[Q_COUNT];
+};
+
+/* ---- node states ---------------------------------------------------------------- */
+
+static const char *const state_names[] = {
+#define KF_X(n, s) s,
+    KF_NODE_STATE_MAP(KF_X)
+#undef KF_X
+};
+
+const char *kf_node_state_name(kf_node_state s) {
+    return (unsigned)s < KF_NODE_STATE_COUNT ? state_names[s] : "unknown";
+}
+
+int kf_node_state_parse(const char *name, kf_node_state *out) {
+    for (int i = 0; name && i < KF_NODE_STATE_COUNT; i++)
+        if (!strcmp(name, state_names[i])) {
+            *out = (kf_node_state)i;
+            return 0;
+        }
+    return -1;
+}
+
+int kf_node_state_unfinished(kf_node_state s) {
+    return s == KF_NODE_PROPOSED || s == KF_NODE_BUILT;
+}
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* An SQLite failure as an error on the context: the database's path, what was being
+ * done, and SQLite's own message. */
+static kf_status db_err(kf_ctx *ctx, sqlite3 *db, const char *dbpath, int rc, const char *what) {
+    int base = rc & 0xff;
+    if (base == SQLITE_NOMEM) return kf__err(ctx, KF_ENOMEM, "%s: %s: out of memory", dbpath, what);
+    if (base == SQLITE_NOTADB)
+        return kf__err(ctx, KF_EIO, "%s: %s: not a SQLite database (a damaged file, or not a "
+                       "kforge run)", dbpath, what);
+    /* for an I/O failure, what the system said ("disk I/O error" alone says little) */
+    int sys = db && (base == SQLITE_IOERR || base == SQLITE_FULL || base == SQLITE_CANTOPEN)
+                  ? sqlite3_system_errno(db) : 0;
+    return kf__err(ctx, KF_EIO, "%s: %s: %s%s%s%s", dbpath, what,
+                   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), sys ? " (" : "",
+                   sys ? strerror(sys) : "", sys ? ")" : "");
+}
+
+static kf_status serr(kf_store *s, int rc, const char *what) {
+    return db_err(s->ctx, s->db, s->dbpath, rc, what);
+}
+
+static int is_hex64(const char *h) {
+    if (!h || strlen(h) != 64) return 0;
+    for (int i = 0; i < 64; i++)
+        if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f'))) return 0;
+    return 1;
+}
+
+static int ext_ok(const char *e) {
+    size_t n = e ? strlen(e) : 0;
+    if (n < 1 || n > 7) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((e[i] >= 'a' && e[i] <= 'z') || (e[i] >= '0' && e[i] <= '9'))) return 0;
+    return 1;
+}
+
+static int bind_text(sqlite3_stmt *q, int i, const char *t) {
+    return t ? sqlite3_bind_text(q, i, t, -1, SQLITE_STATIC) : sqlite3_bind_null(q, i);
+}
+
+static int bind_id(sqlite3_stmt *q, int i, int64_t id) { /* 0: NULL */
+    return id ? sqlite3_bind_int64(q, i, id) : sqlite3_bind_null(q, i);
+}
+
+/* Step a bound write statement once and reset it. */
+static int step_done(sqlite3_stmt *q) {
+    int rc = sqlite3_step(q);
+    sqlite3_reset(q);
+    sqlite3_clear_bindings(q);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int exec1(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL); }
+
+/* ---- fingerprint ---------------------------------------------------------------- */
+
+kf_status kf_store_fingerprint(kf_ctx *ctx, const kf_task *t, char hex[65]) {
+    if (!t || !t->dir || !t->ref_path || !hex)
+        return kf__err(ctx, KF_EUSAGE, "kf_store_fingerprint: NULL argument");
+    char *path = kf__asprintf("%s/task.json", t->dir), *json = NULL, *ref = NULL;
+    size_t jlen = 0, rlen = 0;
+    kf_status st = KF_OK;
+    if (!path) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    if (kf__read_file(path, TASK_FILE_MAX, &json, &jlen)) {
+        st = kf__err(ctx, KF_EIO, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (kf__read_file(t->ref_path, TASK_FILE_MAX, &ref, &rlen)) {
+        st = kf__err(ctx, KF_EIO, "%s: %s", t->ref_path, strerror(errno));
+        goto out;
+    }
+    /* the same bytes kf_task_load hashes: the run's fingerprint is the verdicts' */
+    const void *parts[] = {json, "\0", ref};
+    size_t lens[] = {jlen, 1, rlen};
+    if (kf__sha256_hex(parts, lens, 3, hex)) {
+        st = kf__err(ctx, KF_EINTERNAL, "sha256 failed");
+        goto out;
+    }
+    if (t->fingerprint[0] && strcmp(hex, t->fingerprint))
+        st = kf__err(ctx, KF_ETASK, "%s: the task's files changed since it was loaded "
+                     "(fingerprint %.12s, now %.12s)", t->dir, t->fingerprint, hex);
+out:
+    free(path);
+    free(json);
+    free(ref);
+    return st;
+}
+
+/* ---- open, create, close ----------------------------------------------------------- */
+
+void kf_store_close(kf_store *s) {
+    if (!s) return;
+    for (int i = 0; i < Q_COUNT; i++) sqlite3_finalize(s->q[i]);
+    if (s->db) sqlite3_close(s->db);
+    if (s->srcfd >= 0) close(s->srcfd);
+    free(s->dir);
+    free(s->dbpath);
+    free(s->task_dir);
+    free(s->config);
+    free(s);
+}
+
+static kf_store *store_new(kf_ctx *ctx, const char *dir) {
+    kf_store *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->ctx = ctx;
+    s->srcfd = -1;
+    s->dir = kf__strdup(dir);
+    s->dbpath = kf__asprintf("%s/run.db", dir);
+    if (!s->dir || !s->dbpath) {
+        kf_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Open the connection and set it up: WAL (persistent in the file), synchronous=NORMAL,
+ * foreign keys, the busy timeout. */
+static kf_status db_open(kf_store *s, int create) {
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+    int rc = sqlite3_open_v2(s->dbpath, &s->db, flags, NULL);
+    if (rc != SQLITE_OK) return serr(s, rc, "opening");
+    sqlite3_extended_result_codes(s->db, 1);
+    sqlite3_busy_timeout(s->db, BUSY_MS);
+    sqlite3_stmt *q = NULL;
+    rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &q, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(q);
+    const char *mode = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
+    int wal = mode && !strcmp(mode, "wal");
+    if (rc != SQLITE_ROW) {
+        kf_status st = serr(s, rc, "setting WAL mode");
+        sqlite3_finalize(q);
+        return st;
+    }
+    sqlite3_finalize(q);
+    if (!wal)
+        return kf__err(s->ctx, KF_EIO, "%s: the database cannot use WAL mode (journal mode "
+                       "stays \"%s\"): is the run directory on a network file system?",
+                       s->dbpath, mode ? mode : "?");
+    if ((rc = exec1(s->db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON")))
+        return serr(s, rc, "setting pragmas");
+    return KF_OK;
+}
+
+/* *ver = meta.schema_version, or 0 for a database without tables. An error for a
+ * database that is not a kforge run (tables but no meta) or cannot be read. */
+static kf_status schema_version(kf_store *s, int *ver) {
+    sqlite3_stmt *q = NULL;
+    *ver = 0;
+    int rc = sqlite3_prepare_v2(s->db,
+        "SELECT (SELECT count(*) FROM sqlite_master),"
+        " (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta')",
+        -1, &q, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(q);
+    if (rc != SQLITE_ROW) {
+        kf_status st = serr(s, rc, "reading the schema");
+        sqlite3_finalize(q);
+        return st;
+    }
+    int64_t objects = sqlite3_column_int64(q, 0), meta = sqlite3_column_int64(q, 1);
+    sqlite3_finalize(q);
+    if (!objects) return KF_OK;
+    if (!meta) return kf__err(s->ctx, KF_EIO, "%s: not a kforge run database (no meta table)",
+                              s->dbpath);
+    rc = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &q,
+                            NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        kf_status st = serr(s, rc, "reading meta.schema_version");
+        sqlite3_finalize(q);
+        return st;
+    }
+    const char *v = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
+    char *end = NULL;
+    long n = v ? strtol(v, &end, 10) : -1;
+    kf_status st = KF_OK;
+    if (!v || !*v || *end || n < 1 || n > 1000000)
+        st = kf__err(s->ctx, KF_EIO, "%s: meta.schema_version is %s%s%s", s->dbpath,
+                     v ? "\"" : "missing", v ? v : "", v ? "\"" : "");
+    else
+        *ver = (int)n;
+    sqlite3_finalize(q);
+    return st;
+}
+
+/* Run the migrations from version `from` to the current one, inside the caller's
+ * transaction. */
+static kf_status migrate_steps(kf_store *s, int from) {
+    for (int v = from; v < nmigrations; v++) {
+        int rc = exec1(s->db, migrations[v]);
+        if (rc == SQLITE_OK) {
+            char sql[128];
+            snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key, value) VALUES"
+                     "('schema_version', '%d')", v + 1);
+            rc = exec1(s->db, sql);
+        }
+        if (rc != SQLITE_OK) {
+            char what[96];
+            snprintf(what, sizeof what, "migrating the schema from version %d to %d", v, v + 1);
+            return serr(s, rc, what);
+        }
+    }
+    return KF_OK;
+}
+
+static kf_status rollback(kf_store *s, kf_status st) {
+    if (!sqlite3_get_autocommit(s->db)) exec1(s->db, "ROLLBACK");
+    return st;
+}
+
+static kf_status newer(kf_store *s, int ver) {
+    return kf__err(s->ctx, KF_EIO, "%s: schema version %d is newer than this kforge (%s) "
+                   "understands (%d): open the run with a newer kforge", s->dbpath, ver,
+                   KF_VERSION, nmigrations);
+}
+
+/* Bring an existing database to the current schema (open). */
+static kf_status migrate(kf_store *s) {
+    int ver;
+    kf_status st = schema_version(s, &ver);
+    if (st) return st;
+    if (ver == 0)
+        return kf__err(s->ctx, KF_EIO, "%s: an empty database: no run was ever recorded here "
+                       "(its creation was interrupted; remove the directory and start again)",
+                       s->dbpath);
+    if (ver > nmigrations) return newer(s, ver);
+    if (ver == nmigrations) return KF_OK;
+    int rc = exec1(s->db, "BEGIN IMMEDIATE");
+    if (rc) return serr(s, rc, "starting the migration");
+    /* another process may have migrated it meanwhile */
+    if ((st = schema_version(s, &ver))) return rollback(s, st);
+    if (ver > nmigrations) return rollback(s, newer(s, ver));
+    st = migrate_steps(s, ver);
+    if (st) return rollback(s, st);
+    if ((rc = exec1(s->db, "COMMIT"))) return rollback(s, serr(s, rc, "committing the migration"));
+    return KF_OK;
+}
+
+static kf_status prepare_all(kf_store *s) {
+    for (int i = 0; i < Q_COUNT; i++) {
+        int rc = sqlite3_prepare_v3(s->db, queries[i], -1, SQLITE_PREPARE_PERSISTENT, &s->q[i],
+                                    NULL);
+        if (rc) return serr(s, rc, "preparing statements");
+    }
+    return KF_OK;
+}
+
+/* Remove RUN/src/.tmp-PID-* files whose writer is dead (killed between write and rename):
+ * a live writer's file, in this process or another, is left alone. Best effort. */
+static void sweep_tmp(kf_store *s) {
+    int fd = dup(s->srcfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long pid;
+        if (strncmp(e->d_name, ".tmp-", 5) || sscanf(e->d_name + 5, "%ld-", &pid) != 1 ||
+            pid <= 0)
+            continue;
+        if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) unlinkat(s->srcfd, e->d_name, 0);
+    }
+    closedir(d);
+}
+
+static kf_status open_src(kf_store *s, int create) {
+    char *src = kf__asprintf("%s/src", s->dir);
+    if (!src) return kf__err(s->ctx, KF_ENOMEM, "out of memory");
+    if (create && mkdir(src, 0755) < 0 && errno != EEXIST) {
+        kf_status st = kf__err(s->ctx, KF_EIO, "%s: %s", src, strerror(errno));
+        free(src);
+        return st;
+    }
+    s->srcfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    kf_status st = s->srcfd < 0 ? kf__err(s->ctx, KF_EIO, "%s: %s (the run's candidate "
+                                          "sources)", src, strerror(errno)) : KF_OK;
+    free(src);
+    if (!st && !create) sweep_tmp(s);
+    return st;
+}
+
+/* Read the run's row. */
+static kf_status load_run(kf_store *s) {
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT id, task_dir, task_fingerprint, config_json"
+                                " FROM runs ORDER BY id LIMIT 1", -1, &q, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(q);
+    kf_status st = KF_OK;
+    if (rc == SQLITE_DONE) {
+        st = kf__err(s->ctx, KF_EIO, "%s: holds no run", s->dbpath);
+    } else if (rc != SQLITE_ROW) {
+        st = serr(s, rc, "reading the run");
+    } else {
+        const char *fp = (const char *)sqlite3_column_text(q, 2);
+        const char *td = (const char *)sqlite3_column_text(q, 1);
+        const char *cf = (const char *)sqlite3_column_text(q, 3);
+        s->run = sqlite3_column_int64(q, 0);
+        if (!is_hex64(fp)) {
+            st = kf__err(s->ctx, KF_EIO, "%s: the run's task fingerprint is damaged", s->dbpath);
+        } else {
+            memcpy(s->fingerprint, fp, 65);
+            s->task_dir = kf__strdup(td ? td : "");
+            s->config = cf ? kf__strdup(cf) : NULL;
+            if (!s->task_dir || (cf && !s->config)) st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+        }
+    }
+    sqlite3_finalize(q);
+    return st;
+}
+
+kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
+                          const char *config_json, kf_store **out) {
+    if (!dir || !*dir || !task || !out) return kf__err(ctx, KF_EUSAGE, "kf_store_create: NULL argument");
+    *out = NULL;
+    char fp[65];
+    kf_status st = kf_store_fingerprint(ctx, task, fp);
+    if (st) return st;
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return kf__err(ctx, KF_EIO, "%s: not a directory (a run is a directory)", dir);
+    if (kf__mkdirs(dir)) return kf__err(ctx, KF_EIO, "%s: %s", dir, strerror(errno));
+    kf_store *s = store_new(ctx, dir);
+    if (!s) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    /* claim run.db: exactly one creator wins, an existing run is never touched */
+    int fd = open(s->dbpath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        st = errno == EEXIST
+                 ? kf__err(ctx, KF_EUSAGE, "%s: already holds a run (run.db): resume it, or "
+                           "choose another run directory", dir)
+                 : kf__err(ctx, KF_EIO, "%s: %s", s->dbpath, strerror(errno));
+        kf_store_close(s);
+        return st;
+    }
+    close(fd);
+    char *abs = realpath(task->dir, NULL);
+    if ((st = open_src(s, 1)) || (st = db_open(s, 0))) goto fail;
+    int rc = exec1(s->db, "BEGIN IMMEDIATE");
+    if (rc) {
+        st = serr(s, rc, "starting the run");
+        goto fail;
+    }
+    if ((st = migrate_steps(s, 0))) goto fail;
+    sqlite3_stmt *q = NULL;
+    rc = sqlite3_prepare_v2(s->db, "INSERT INTO runs(task_dir, task_fingerprint, backend,"
+                            " config_json, created, status) VALUES(?1, ?2, ?3, ?4, ?5, 'running')",
+                            -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        bind_text(q, 1, abs ? abs : task->dir);
+        bind_text(q, 2, fp);
+        bind_text(q, 3, task->backend ? task->backend : "");
+        bind_text(q, 4, config_json);
+        sqlite3_bind_double(q, 5, now_s());
+        rc = sqlite3_step(q);
+        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(q);
+    if (rc == SQLITE_OK) {
+        char sql[160];
+        snprintf(sql, sizeof sql, "INSERT INTO meta(key, value) VALUES('created_by', 'kforge %s')",
+                 KF_VERSION);
+        rc = exec1(s->db, sql);
+    }
+    if (rc == SQLITE_OK) rc = exec1(s->db, "COMMIT");
+    if (rc) {
+        st = serr(s, rc, "recording the run");
+        goto fail;
+    }
+    if ((st = load_run(s)) || (st = prepare_all(s))) goto fail;
+    free(abs);
+    *out = s;
+    return KF_OK;
+fail:
+    if (s->db) rollback(s, st);
+    free(abs);
+    /* nothing was recorded: give the directory back as it was, so a retry can work */
+    char *dbp = kf__strdup(s->dbpath);
+    kf_store_close(s);
+    if (dbp) {
+        char side[4200];
+        unlink(dbp);
+        snprintf(side, sizeof side, "%s-wal", dbp);
+        unlink(side);
+        snprintf(side, sizeof side, "%s-shm", dbp);
+        unlink(side);
+        free(dbp);
+    }
+    return st;
+}
+
+kf_status kf_store_open(kf_ctx *ctx, const char *dir, const kf_task *task, kf_store **out) {
+    if (!dir || !*dir || !out) return kf__err(ctx, KF_EUSAGE, "kf_store_open: NULL argument");
+    *out = NULL;
+    struct stat sb;
+    if (stat(dir, &sb) < 0)
+        return kf__err(ctx, KF_EIO, "%s: %s (no run here)", dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return kf__err(ctx, KF_EIO, "%s: not a directory (a run is a directory holding run.db)", dir);
+    kf_store *s = store_new(ctx, dir);
+    if (!s) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    kf_status st;
+    if (stat(s->dbpath, &sb) < 0) {
+        st = kf__err(ctx, KF_EIO, "%s: %s (not a kforge run directory)", s->dbpath, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = kf__err(ctx, KF_EIO, "%s: not a regular file", s->dbpath);
+        goto fail;
+    }
+    if ((st = db_open(s, 0)) || (st = migrate(s)) || (st = load_run(s)) ||
+        (st = open_src(s, 0)) || (st = prepare_all(s)))
+        goto fail;
+    if (task) {
+        char fp[65];
+        if ((st = kf_store_fingerprint(ctx, task, fp))) goto fail;
+        if (strcmp(fp, s->fingerprint)) {
+            st = kf__err(ctx, KF_ETASK, "%s: the task changed since this run started "
+                         "(fingerprint %.12s, now %.12s)", dir, s->fingerprint, fp);
+            goto fail;
+        }
+    }
+    *out = s;
+    return KF_OK;
+fail:
+    kf_store_close(s);
+    return st;
+}
+
+const char *kf_store_dir(const kf_store *s) { return s ? s->dir : NULL; }
+const char *kf_store_task_dir(const kf_store *s) { return s ? s->task_dir : NULL; }
+const char *kf_store_task_fingerprint(const kf_store *s) { return s ? s->fingerprint : NULL; }
+const char *kf_store_config(const kf_store *s) { return s ? s->config : NULL; }
+
+kf_status kf_store_set_status(kf_store *s, const char *status) {
+    if (!s || !status) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_set_status: NULL argument");
+    sqlite3_stmt *q = s->q[Q_STATUS];
+    bind_text(q, 1, status);
+    sqlite3_bind_int64(q, 2, s->run);
+    int rc = step_done(q);
+    return rc ? serr(s, rc, "setting the run's status") : KF_OK;
+}
+
+kf_status kf_store_check(kf_store *s) {
+    if (!s) return KF_EUSAGE;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA integrity_check", -1, &q, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(q);
+    kf_status st = KF_OK;
+    if (rc != SQLITE_ROW) {
+        st = serr(s, rc, "integrity_check");
+    } else {
+        const char *r = (const char *)sqlite3_column_text(q, 0);
+        if (!r || strcmp(r, "ok"))
+            st = kf__err(s->ctx, KF_EIO, "%s: integrity_check: %s", s->dbpath, r ? r : "?");
+    }
+    sqlite3_finalize(q);
+    return st;
+}
+
+/* ---- sources ---------------------------------------------------------------------- */
+
+static int write_all(int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+kf_status kf_store_put_source(kf_store *s, const char *text, size_t len, const char *ext,
+                              char hash[65]) {
+    if (!s || (!text && len) || !hash)
+        return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_put_source: NULL argument");
+    if (!ext_ok(ext))
+        return kf__err(s->ctx, KF_EUSAGE, "kf_store_put_source: extension \"%s\" (expected 1-7 "
+                       "of a-z, 0-9)", ext ? ext : "(null)");
+    if (len > SRC_MAX)
+        return kf__err(s->ctx, KF_EUSAGE, "a candidate of %zu bytes (at most %u)", len, SRC_MAX);
+    const void *parts[] = {text ? text : ""};
+    size_t lens[] = {len};
+    if (kf__sha256_hex(parts, lens, 1, hash)) return kf__err(s->ctx, KF_EINTERNAL, "sha256 failed");
+    char name[80], tmp[128];
+    snprintf(name, sizeof name, "%s.%s", hash, ext);
+    struct stat sb;
+    /* a final name only ever appears by rename of a complete, synced file */
+    if (fstatat(s->srcfd, name, &sb, 0) == 0 && S_ISREG(sb.st_mode) && (size_t)sb.st_size == len)
+        return KF_OK;
+    /* unique per thread: concurrent writers of one text each rename a whole copy */
+    snprintf(tmp, sizeof tmp, ".tmp-%d-%ld-%.16s", (int)getpid(), (long)syscall(SYS_gettid), hash);
+    int fd = openat(s->srcfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return kf__err(s->ctx, KF_EIO, "%s/src/%s: %s", s->dir, tmp, strerror(errno));
+    const char *what = NULL;
+    int e = 0;
+    if (write_all(fd, text, len)) what = "write", e = errno;
+    else if (fsync(fd)) what = "fsync", e = errno;
+    if (close(fd) && !what) what = "close", e = errno;
+    if (!what && renameat(s->srcfd, tmp, s->srcfd, name)) what = "rename", e = errno;
+    if (what) {
+        unlinkat(s->srcfd, tmp, 0);
+        return kf__err(s->ctx, KF_EIO, "%s/src/%s: %s: %s", s->dir, name, what, strerror(e));
+    }
+    /* the directory entry too: the file outlives a power cut before the node does */
+    if (fsync(s->srcfd))
+        return kf__err(s->ctx, KF_EIO, "%s/src: fsync: %s", s->dir, strerror(errno));
+    return KF_OK;
+}
+
+kf_status kf_store_read_source(kf_store *s, const char *hash, const char *ext, char **text,
+                               size_t *len) {
+    if (!s || !text) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_read_source: NULL argument");
+    *text = NULL;
+    if (!is_hex64(hash) || !ext_ok(ext))
+        return kf__err(s->ctx, KF_EUSAGE, "kf_store_read_source: bad name \"%s.%s\"",
+                       hash ? hash : "(null)", ext ? ext : "(null)");
+    char *path = kf__asprintf("%s/src/%s.%s", s->dir, hash, ext);
+    if (!path) return kf__err(s->ctx, KF_ENOMEM, "out of memory");
+    char *p = NULL, got[65];
+    size_t n = 0;
+    kf_status st = KF_OK;
+    if (kf__read_file(path, SRC_MAX, &p, &n)) {
+        st = kf__err(s->ctx, KF_EIO, "%s: %s", path, strerror(errno));
+    } else {
+        const void *parts[] = {p};
+        size_t lens[] = {n};
+        if (kf__sha256_hex(parts, lens, 1, got) || strcmp(got, hash))
+            st = kf__err(s->ctx, KF_EIO, "%s: damaged (its SHA-256 is %.12s)", path, got);
+    }
+    free(path);
+    if (st) {
+        free(p);
+        return st;
+    }
+    *text = p;
+    if (len) *len = n;
+    return KF_OK;
+}
+
+/* ---- nodes ------------------------------------------------------------------------- */
+
+static const char *col_text(sqlite3_stmt *q, int i) {
+    return (const char *)sqlite3_column_text(q, i);
+}
+
+/* Fill n from the current row of a NODE_COLS statement. copy: strings are strdup'ed
+ * (the caller's), else borrowed from the statement. */
+static kf_status row_node(kf_store *s, sqlite3_stmt *q, kf_node *n, int copy) {
+    memset(n, 0, sizeof *n);
+    n->id = sqlite3_column_int64(q, 0);
+    n->parent = sqlite3_column_int64(q, 1); /* NULL reads as 0: the root */
+    const char *h = col_text(q, 2), *e = col_text(q, 3), *state = col_text(q, 7);
+    if (!is_hex64(h) || !ext_ok(e))
+        return kf__err(s->ctx, KF_EIO, "%s: node %lld: damaged source name", s->dbpath,
+                       (long long)n->id);
+    memcpy(n->src_hash, h, 65);
+    snprintf(n->ext, sizeof n->ext, "%s", e);
+    snprintf(n->proposer, sizeof n->proposer, "%s", col_text(q, 5) ? col_text(q, 5) : "");
+    snprintf(n->category, sizeof n->category, "%s", col_text(q, 6) ? col_text(q, 6) : "");
+    if (kf_node_state_parse(state, &n->state))
+        return kf__err(s->ctx, KF_EIO, "%s: node %lld: unknown state \"%s\"", s->dbpath,
+                       (long long)n->id, state ? state : "(null)");
+    n->speedup = sqlite3_column_double(q, 11);
+    n->cost_s = sqlite3_column_double(q, 12);
+    n->tokens_in = sqlite3_column_int64(q, 13);
+    n->tokens_out = sqlite3_column_int64(q, 14);
+    n->created = sqlite3_column_double(q, 15);
+    n->finished = sqlite3_column_double(q, 16);
+    static const int cols[] = {4, 8, 9, 10, 17};
+    char **dst[] = {&n->params_json, &n->reasons, &n->verdict_json, &n->shapes_json, &n->note};
+    for (int i = 0; i < 5; i++) {
+        const char *t = col_text(q, cols[i]);
+        if (!t && sqlite3_errcode(s->db) == SQLITE_NOMEM) goto oom;
+        if (!t) continue;
+        if (!copy) {
+            *dst[i] = (char *)t;
+        } else if (!(*dst[i] = kf__strdup(t))) {
+            goto oom;
+        }
+    }
+    return KF_OK;
+oom:
+    if (copy) kf_node_free(n);
+    return kf__err(s->ctx, KF_ENOMEM, "out of memory");
+}
+
+void kf_node_free(kf_node *n) {
+    if (!n) return;
+    free(n->params_json);
+    free(n->reasons);
+    free(n->verdict_json);
+    free(n->shapes_json);
+    free(n->note);
+    n->params_json = n->reasons = n->verdict_json = n->shapes_json = n->note = NULL;
+}
+
+static int fixed_ok(const char *p, size_t cap) { return memchr(p, 0, cap) != NULL; }
+
+kf_status kf_store_add_node(kf_store *s, kf_node *n) {
+    if (!s || !n) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_add_node: NULL argument");
+    if (!fixed_ok(n->src_hash, sizeof n->src_hash) || !is_hex64(n->src_hash) ||
+        !fixed_ok(n->ext, sizeof n->ext) || !ext_ok(n->ext) ||
+        !fixed_ok(n->proposer, sizeof n->proposer) || !fixed_ok(n->category, sizeof n->category))
+        return kf__err(s->ctx, KF_EUSAGE, "kf_store_add_node: a malformed source name, "
+                       "proposer or category");
+    if (n->parent < 0 || !isfinite(n->cost_s) || !isfinite(n->created))
+        return kf__err(s->ctx, KF_EUSAGE, "kf_store_add_node: parent %lld, cost %g, created %g",
+                       (long long)n->parent, n->cost_s, n->created);
+    char name[80];
+    struct stat sb;
+    snprintf(name, sizeof name, "%s.%s", n->src_hash, n->ext);
+    if (fstatat(s->srcfd, name, &sb, 0) < 0)
+        return kf__err(s->ctx, KF_EUSAGE, "%s/src/%s: %s (store the source before its node)",
+                       s->dir, name, strerror(errno));
+    double created = n->created > 0 ? n->created : now_s();
+    sqlite3_stmt *q = s->q[Q_ADD];
+    sqlite3_bind_int64(q, 1, s->run);
+    bind_id(q, 2, n->parent);
+    bind_text(q, 3, n->src_hash);
+    bind_text(q, 4, n->ext);
+    bind_text(q, 5, n->params_json);
+    bind_text(q, 6, n->proposer);
+    bind_text(q, 7, n->category);
+    sqlite3_bind_double(q, 8, n->cost_s);
+    sqlite3_bind_int64(q, 9, n->tokens_in);
+    sqlite3_bind_int64(q, 10, n->tokens_out);
+    sqlite3_bind_double(q, 11, created);
+    bind_text(q, 12, n->note);
+    int rc = step_done(q);
+    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        return kf__err(s->ctx, KF_EUSAGE, "%s: adding a node: parent %lld: no such node",
+                       s->dbpath, (long long)n->parent);
+    if (rc) return serr(s, rc, "adding a node");
+    n->id = sqlite3_last_insert_rowid(s->db);
+    n->state = KF_NODE_PROPOSED;
+    n->created = created;
+    n->finished = 0;
+    return KF_OK;
+}
+
+kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
+    if (!s || !n) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_finish_node: NULL argument");
+    if ((unsigned)n->state >= KF_NODE_STATE_COUNT || !isfinite(n->speedup) ||
+        !isfinite(n->cost_s) || !isfinite(n->finished))
+        return kf__err(s->ctx, KF_EUSAGE, "kf_store_finish_node: node %lld: state %d, speedup "
+                       "%g, cost %g, finished %g", (long long)n->id, (int)n->state, n->speedup,
+                       n->cost_s, n->finished);
+    sqlite3_stmt *q = s->q[Q_FINISH];
+    bind_text(q, 1, state_names[n->state]);
+    bind_text(q, 2, n->reasons);
+    bind_text(q, 3, n->verdict_json);
+    bind_text(q, 4, n->shapes_json);
+    sqlite3_bind_double(q, 5, n->speedup);
+    sqlite3_bind_double(q, 6, n->cost_s);
+    sqlite3_bind_int64(q, 7, n->tokens_in);
+    sqlite3_bind_int64(q, 8, n->tokens_out);
+    if (kf_node_state_unfinished(n->state)) sqlite3_bind_null(q, 9);
+    else sqlite3_bind_double(q, 9, n->finished > 0 ? n->finished : now_s());
+    bind_text(q, 10, n->note);
+    sqlite3_bind_int64(q, 11, n->id);
+    sqlite3_bind_int64(q, 12, s->run);
+    int rc = step_done(q);
+    if (rc) return serr(s, rc, "recording a node's outcome");
+    if (sqlite3_changes(s->db) != 1)
+        return kf__err(s->ctx, KF_EUSAGE, "%s: recording an outcome: node %lld: no such node",
+                       s->dbpath, (long long)n->id);
+    return KF_OK;
+}
+
+kf_status kf_store_get_node(kf_store *s, int64_t id, kf_node *out) {
+    if (!s || !out) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_get_node: NULL argument");
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *q = s->q[Q_GET];
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, s->run);
+    int rc = sqlite3_step(q);
+    kf_status st;
+    if (rc == SQLITE_ROW) st = row_node(s, q, out, 1);
+    else if (rc == SQLITE_DONE) st = kf__err(s->ctx, KF_EUSAGE, "%s: node %lld: no such node",
+                                             s->dbpath, (long long)id);
+    else st = serr(s, rc, "reading a node");
+    sqlite3_reset(q);
+    return st;
+}
+
+kf_status kf_store_each_node(kf_store *s, int (*fn)(void *, const kf_node *), void *arg) {
+    if (!s || !fn) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_each_node: NULL argument");
+    sqlite3_stmt *q = s->q[Q_EACH];
+    if (sqlite3_stmt_busy(q))
+        return kf__err(s->ctx, KF_EUSAGE, "kf_store_each_node: called from its own callback");
+    sqlite3_bind_int64(q, 1, s->run);
+    kf_status st = KF_OK;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        kf_node n;
+        if ((st = row_node(s, q, &n, 0))) break;
+        if (fn(arg, &n)) break;
+    }
+    if (!st && rc != SQLITE_ROW && rc != SQLITE_DONE) st = serr(s, rc, "reading the nodes");
+    sqlite3_reset(q);
+    return st;
+}
+
+kf_status kf_store_unfinished(kf_store *s, int64_t **ids, size_t *n) {
+    if (!s || !ids || !n) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_unfinished: NULL argument");
+    *ids = NULL;
+    *n = 0;
+    sqlite3_stmt *q = s->q[Q_UNFINISHED];
+    sqlite3_bind_int64(q, 1, s->run);
+    int64_t *v = NULL;
+    size_t len = 0, cap = 0;
+    int rc;
+    kf_status st = KF_OK;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (len == cap) {
+            size_t nc = cap ? 2 * cap : 16;
+            int64_t *p = realloc(v, nc * sizeof *v);
+            if (!p) {
+                st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+                break;
+            }
+            v = p;
+            cap = nc;
+        }
+        v[len++] = sqlite3_column_int64(q, 0);
+    }
+    if (!st && rc != SQLITE_DONE) st = serr(s, rc, "listing unfinished nodes");
+    sqlite3_reset(q);
+    if (st) {
+        free(v);
+        return st;
+    }
+    *ids = v;
+    *n = len;
+    return KF_OK;
+}
+
+/* ---- constraints, savepoints, events ---------------------------------------------- */
+
+kf_status kf_store_add_constraint(kf_store *s, int64_t node, int64_t scope,
+                                  const char *category, const char *text,
+                                  const char *predicate_json) {
+    if (!s || !text || node < 0 || scope < 0)
+        return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_add_constraint: bad argument");
+    sqlite3_stmt *q = s->q[Q_CONSTRAINT];
+    sqlite3_bind_int64(q, 1, s->run);
+    bind_id(q, 2, node);
+    bind_id(q, 3, scope);
+    bind_text(q, 4, category);
+    bind_text(q, 5, text);
+    bind_text(q, 6, predicate_json);
+    sqlite3_bind_double(q, 7, now_s());
+    int rc = step_done(q);
+    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        return kf__err(s->ctx, KF_EUSAGE, "%s: adding a constraint: node %lld or scope %lld: "
+                       "no such node", s->dbpath, (long long)node, (long long)scope);
+    return rc ? serr(s, rc, "adding a constraint") : KF_OK;
+}
+
+kf_status kf_store_each_constraint(kf_store *s, int (*fn)(void *, const kf_constraint *),
+                                   void *arg) {
+    if (!s || !fn) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_each_constraint: NULL argument");
+    sqlite3_stmt *q = s->q[Q_EACH_CONSTRAINT];
+    if (sqlite3_stmt_busy(q))
+        return kf__err(s->ctx, KF_EUSAGE, "kf_store_each_constraint: called from its own callback");
+    sqlite3_bind_int64(q, 1, s->run);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        kf_constraint c = {
+            .id = sqlite3_column_int64(q, 0),
+            .node = sqlite3_column_int64(q, 1),
+            .scope = sqlite3_column_int64(q, 2),
+            .category = col_text(q, 3),
+            .text = col_text(q, 4),
+            .predicate_json = col_text(q, 5),
+            .created = sqlite3_column_double(q, 6),
+        };
+        if (!c.text) c.text = "";
+        if (fn(arg, &c)) break;
+    }
+    kf_status st = rc == SQLITE_ROW || rc == SQLITE_DONE ? KF_OK : serr(s, rc, "reading constraints");
+    sqlite3_reset(q);
+    return st;
+}
+
+kf_status kf_store_savepoint(kf_store *s, int64_t node, const char *label) {
+    if (!s || !label || node < 0)
+        return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_savepoint: bad argument");
+    sqlite3_stmt *q = s->q[Q_SAVEPOINT];
+    sqlite3_bind_int64(q, 1, s->run);
+    bind_id(q, 2, node);
+    bind_text(q, 3, label);
+    sqlite3_bind_double(q, 4, now_s());
+    int rc = step_done(q);
+    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        return kf__err(s->ctx, KF_EUSAGE, "%s: savepoint \"%s\": node %lld: no such node",
+                       s->dbpath, label, (long long)node);
+    return rc ? serr(s, rc, "adding a savepoint") : KF_OK;
+}
+
+kf_status kf_store_event(kf_store *s, int64_t node, const char *kind, const char *json) {
+    if (!s || !kind || node < 0)
+        return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_event: bad argument");
+    sqlite3_stmt *q = s->q[Q_EVENT];
+    sqlite3_bind_int64(q, 1, s->run);
+    bind_id(q, 2, node);
+    bind_text(q, 3, kind);
+    bind_text(q, 4, json);
+    sqlite3_bind_double(q, 5, now_s());
+    int rc = step_done(q);
+    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        return kf__err(s->ctx, KF_EUSAGE, "%s: event \"%s\": node %lld: no such node",
+                       s->dbpath, kind, (long long)node);
+    return rc ? serr(s, rc, "logging an event") : KF_OK;
+}

@@ -1,0 +1,161 @@
+/*
+ * store.h - the run store: one run of the optimisation loop as a directory (docs/run.md).
+ *
+ *     RUN/run.db                 SQLite (WAL, synchronous=NORMAL, foreign keys on)
+ *     RUN/src/<sha256>.<ext>     every candidate text, content-addressed
+ *
+ * Guarantees: a source file is complete on disk (tmp + fsync + rename + directory fsync)
+ * before a node can refer to it; a node's outcome is written in one transaction; a
+ * process killed at any moment leaves a database that passes `PRAGMA integrity_check`,
+ * with every recorded outcome intact and every unrecorded one listed by
+ * kf_store_unfinished.
+ *
+ * Threads: a kf_store (one SQLite connection) and the kf_ctx it was opened with belong to
+ * one thread at a time. Several threads or processes write the same run by opening a
+ * kf_store each (each with its own kf_ctx); writes are short transactions that wait for
+ * one another (busy timeout 5 s).
+ */
+#ifndef KF_STORE_H
+#define KF_STORE_H
+
+#include "../task/task.h"
+
+#include <stdint.h>
+
+#define KF_STORE_SCHEMA_VERSION 1
+
+/* Node states. X(name, text): the text is what the database stores. */
+#define KF_NODE_STATE_MAP(X)                                                    \
+    X(PROPOSED, "proposed")                                                     \
+    X(BUILT, "built")                                                           \
+    X(COMPILE_FAILED, "compile_failed")                                         \
+    X(REJECTED, "rejected")                                                     \
+    X(MEASURED, "measured")                                                     \
+    X(KEPT, "kept")                                                             \
+    X(REVERTED, "reverted")                                                     \
+    X(CRASHED, "crashed")                                                       \
+    X(PRUNED, "pruned")
+
+typedef enum {
+#define KF_X(n, s) KF_NODE_##n,
+    KF_NODE_STATE_MAP(KF_X)
+#undef KF_X
+    KF_NODE_STATE_COUNT
+} kf_node_state;
+
+/* "proposed", ... or "unknown" */
+const char *kf_node_state_name(kf_node_state s);
+/* 0 and *out set, or -1 for a name that is not a state. */
+int kf_node_state_parse(const char *name, kf_node_state *out);
+/* 1 for the states whose outcome is not recorded yet (proposed, built): resume evaluates
+ * such a node again. */
+int kf_node_state_unfinished(kf_node_state s);
+
+typedef struct kf_store kf_store;
+
+typedef struct {
+    int64_t id, parent;            /* parent 0: the root (the reference) */
+    char src_hash[65], ext[8];     /* the text is RUN/src/<src_hash>.<ext> */
+    char proposer[32], category[32];
+    kf_node_state state;
+    char *params_json;             /* {"BLOCK": 256} or NULL */
+    char *reasons;                 /* "wrong_result,timeout" or NULL */
+    char *verdict_json;            /* the check's JSON, as `kforge check --json` prints it */
+    char *shapes_json;             /* per visible shape: sizes, speedup, ci95, win, ns */
+    double speedup;                /* geometric mean over visible shapes, 0 if none */
+    double cost_s;                 /* wall seconds of proposing + evaluating */
+    int64_t tokens_in, tokens_out;
+    double created, finished;      /* Unix seconds; finished 0 while unfinished */
+    char *note;
+} kf_node;
+
+/* A constraint learnt from a failure (docs/run.md). scope 0: the whole run; N > 0: the
+ * children of node N. */
+typedef struct {
+    int64_t id, node, scope;       /* node 0: not learnt at a node */
+    const char *category, *text, *predicate_json; /* category, predicate_json may be NULL */
+    double created;
+} kf_constraint;
+
+/* Create a new run in dir (made if missing; it must not hold a run already) for task,
+ * locking the task's fingerprint. config_json (may be NULL) is kept as given, for resume.
+ * KF_EUSAGE when dir already holds a run, KF_EIO with the path and the system's or
+ * SQLite's message otherwise. On KF_OK *out is the caller's: kf_store_close. ctx must
+ * outlive the store; errors of later calls are set on it. */
+kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
+                          const char *config_json, kf_store **out);
+/* Open an existing run (resume). An older schema is migrated (one transaction); a newer
+ * one is refused (KF_EIO). With a task, its fingerprint must be the run's: KF_ETASK
+ * "RUN: the task changed since this run started (fingerprint A, now B)" otherwise. task
+ * NULL skips that check (reading a run: tree, best). Temporary files in RUN/src left by a
+ * writer that was killed are removed. */
+kf_status kf_store_open(kf_ctx *ctx, const char *dir, const kf_task *task, kf_store **out);
+void kf_store_close(kf_store *s); /* accepts NULL */
+
+/* The fingerprint of the task's files as they are on disk now: SHA-256 over task.json,
+ * a NUL byte and the reference's text (the value kf_task_load computes, so it matches
+ * the "fingerprint" of every verdict). A task names no other files today; when it does,
+ * they are appended here. KF_ETASK when the files differ from what task was loaded
+ * from; KF_EIO when one cannot be read. */
+kf_status kf_store_fingerprint(kf_ctx *ctx, const kf_task *task, char hex[65]);
+
+/* The run's directory, task directory (as given at create), fingerprint and config
+ * (NULL when none); owned by the store. */
+const char *kf_store_dir(const kf_store *s);
+const char *kf_store_task_dir(const kf_store *s);
+const char *kf_store_task_fingerprint(const kf_store *s);
+const char *kf_store_config(const kf_store *s);
+/* runs.status: "running" from create; the loop sets "done", "stopped", ... */
+kf_status kf_store_set_status(kf_store *s, const char *status);
+
+/* Store a candidate text as RUN/src/<sha256>.<ext> (ext: 1-7 of [a-z0-9], e.g. "c",
+ * "cu"); hash receives the hex SHA-256. Idempotent: an existing file is kept. */
+kf_status kf_store_put_source(kf_store *s, const char *text, size_t len, const char *ext,
+                              char hash[65]);
+/* Read a stored text back, verifying its hash (KF_EIO when it does not match). The
+ * caller frees *text (NUL-terminated; *len excludes the NUL). */
+kf_status kf_store_read_source(kf_store *s, const char *hash, const char *ext, char **text,
+                               size_t *len);
+
+/* Insert n as a proposed node: parent, src_hash/ext (the source must have been stored),
+ * params_json, proposer, category, cost_s, tokens, note, created (0: now). Sets n->id,
+ * n->state = KF_NODE_PROPOSED and n->created. KF_EUSAGE for a missing source or an
+ * unknown parent. */
+kf_status kf_store_add_node(kf_store *s, kf_node *n);
+/* Record node n->id's evaluation in one transaction: state, reasons, verdict_json,
+ * shapes_json, speedup, cost_s, tokens_in/out, note, finished (0: now; stays unset for
+ * an unfinished state). May be called again (the Critic turns measured into kept or
+ * reverted). KF_EUSAGE for an unknown node. */
+kf_status kf_store_finish_node(kf_store *s, const kf_node *n);
+/* Read node id into *out (strings are the caller's: kf_node_free). KF_EUSAGE when there
+ * is no such node. */
+kf_status kf_store_get_node(kf_store *s, int64_t id, kf_node *out);
+/* Call fn for every node in id order (a parent before its children) until it returns
+ * non-zero. The node and its strings are borrowed: valid during the call only. */
+kf_status kf_store_each_node(kf_store *s, int (*fn)(void *arg, const kf_node *n), void *arg);
+/* The ids of the nodes resume must evaluate again (state proposed or built), ascending.
+ * *ids (NULL when *n is 0) is the caller's: free(). */
+kf_status kf_store_unfinished(kf_store *s, int64_t **ids, size_t *n);
+/* Frees the strings of a node filled by kf_store_get_node (not the struct); NULL ok. */
+void kf_node_free(kf_node *n);
+
+/* scope: 0 the run, else a node id (its children). node 0: none. category and
+ * predicate_json may be NULL. */
+kf_status kf_store_add_constraint(kf_store *s, int64_t node, int64_t scope,
+                                  const char *category, const char *text,
+                                  const char *predicate_json);
+/* Call fn for every constraint in id order; borrowed as in kf_store_each_node. */
+kf_status kf_store_each_constraint(kf_store *s, int (*fn)(void *arg, const kf_constraint *c),
+                                   void *arg);
+kf_status kf_store_savepoint(kf_store *s, int64_t node, const char *label);
+/* Append to the event log. node 0: a run-wide event. json may be NULL. */
+kf_status kf_store_event(kf_store *s, int64_t node, const char *kind, const char *json);
+
+/* PRAGMA integrity_check: KF_OK, or KF_EIO with SQLite's first complaint. */
+kf_status kf_store_check(kf_store *s);
+
+/* Tests only: replace the migrations (steps[i] takes schema version i to i + 1) with
+ * n given steps; NULL restores kforge's own. Not thread-safe. */
+void kf_store__set_migrations(const char *const *steps, int n);
+
+#endif
