@@ -11,6 +11,8 @@ enum { KF_EXIT_OK = 0, KF_EXIT_REJECTED = 1, KF_EXIT_USAGE = 2 };
 int kf_cli_check(int argc, char **argv, int bench);
 int kf_cli_validate(int argc, char **argv);
 int kf_cli_device_info(int argc, char **argv);
+int kf_cli_run(int argc, char **argv);
+int kf_cli_tree(int argc, char **argv, int best);
 /* Report an error (and a JSON object on stdout when json), return KF_EXIT_USAGE. */
 int kf_cli_fail(int json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -26,6 +26,12 @@ static void usage(FILE *f) {
             "  device-info [--json] [--refresh] [--device N]\n"
             "        a CUDA device's attributes and measured ceilings (cached; --refresh\n"
             "        measures again)\n"
+            "  run TASK [--budget N] [--run DIR] [--seed N] [--target X] [--patience K]\n"
+            "      [--search K=V]... | run --resume RUN\n"
+            "        the optimisation loop (builtin proposer): every evaluation recorded in\n"
+            "        RUN's store, survives being killed (docs/run.md)\n"
+            "  tree RUN [--json]    the run's lineage\n"
+            "  best RUN [--json]    the best verified node per visible shape\n"
             "  version\n"
             "\n"
             "options: --hidden N (hidden shapes to draw), --timeout S (per call),\n"
@@ -65,6 +71,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench")) return kf_cli_check(argc - 1, argv + 1, 1);
     if (!strcmp(cmd, "validate")) return kf_cli_validate(argc - 1, argv + 1);
     if (!strcmp(cmd, "device-info")) return kf_cli_device_info(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run")) return kf_cli_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tree")) return kf_cli_tree(argc - 1, argv + 1, 0);
+    if (!strcmp(cmd, "best")) return kf_cli_tree(argc - 1, argv + 1, 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kforge %s\n", KF_VERSION);
         return 0;

@@ -169,6 +169,36 @@ KF_API kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *op
  * number out of range. On KF_OK the caller frees *json with free(). */
 KF_API kf_status kf_device_info(kf_ctx *ctx, int device, int refresh, char **json);
 
+/* kforge run (docs/run.md): the optimisation loop. Initialise with kf_run_opts_init. */
+typedef struct kf_run_opts {
+    const char *task_dir;   /* NULL with resume: the run's own task */
+    const char *run_dir;    /* NULL: runs/<task>-<date> */
+    const char *agent;      /* "builtin" (default) */
+    int budget;             /* evaluations in all, the run's earlier ones included (20) */
+    double wall_s;          /* 0: no wall-time budget */
+    int resume;             /* continue the run in run_dir */
+    uint64_t seed;          /* the builtin proposer's and the inputs' seed, when has_seed */
+    int has_seed;
+    double target;          /* stop at this geometric-mean speedup (0: none) */
+    int patience;           /* stop after this many evaluations without a better one (0: none) */
+    double keep_margin;     /* a node beats its parent by more than this, besides the noise (0) */
+    const char *search[16]; /* "KEY=VALUE" settings of the search policy */
+    int nsearch;
+    int hidden;             /* hidden shapes per check (-1: the task's) */
+    int min_runs, max_runs; /* bench rounds (0: the defaults) */
+    double min_time_s;
+} kf_run_opts;
+
+KF_API void kf_run_opts_init(kf_run_opts *o);
+/* Run (or resume) the loop. KF_OK when it stopped by a rule (summary: one JSON object,
+ * caller frees); another status when it could not run (detail on ctx). Every finished
+ * evaluation is in the run's store whatever happens to this process. */
+KF_API kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary);
+/* The run's lineage as an indented tree (json 0) or one JSON object; caller frees. */
+KF_API kf_status kf_run_tree(kf_ctx *ctx, const char *run_dir, int json, char **out);
+/* The best verified node per visible shape; caller frees. */
+KF_API kf_status kf_run_best(kf_ctx *ctx, const char *run_dir, int json, char **out);
+
 KF_API kf_verdict kf_result_verdict(const kf_result *r);
 /* Number of rejection reasons and the code of the i-th. */
 KF_API int kf_result_nreasons(const kf_result *r);

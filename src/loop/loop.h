@@ -1,0 +1,17 @@
+/*
+ * loop.h - kforge run (docs/run.md): the optimisation loop over the run store, the
+ * search policy and the proposers. Its public face is kf_run, kf_run_tree and
+ * kf_run_best in kforge.h.
+ */
+#ifndef KF_LOOP_H
+#define KF_LOOP_H
+
+#include "kforge.h"
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* The template with each kforge:param list cut to the value point gives its name. */
+char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *outlen);
+
+#endif
