@@ -57,5 +57,6 @@ void kft_register_check(void);
 void kft_register_corpus(void);
 void kft_register_cli(void);
 void kft_register_sanitize(void);
+void kft_register_search(void);
 
 #endif
