@@ -69,7 +69,8 @@ static void t_search_terms(const void *arg) {
     CHECK(kf_search_score(s, 1, KF_CAT_TILING, 0, &a) == 0);
     /* tiling: 3 tries, 1 crash, 2 measured with gains 0.5 and 0 (0.9 clipped) */
     CHECK_NEAR(a.gain, 0.5 * 0.2 + 0.5 * 0.25);
-    CHECK_NEAR(a.share, 1 - 1.5 / 2);
+    CHECK_NEAR(a.share, 1 - 1.5 / 2); /* the best so far: 1.5 against the target 2 */
+    CHECK_NEAR(a.quality, 1);
     CHECK_NEAR(a.g, 0.225 * 0.25);
     CHECK_NEAR(a.c, 15.0 / 20.0); /* tiling's mean cost over the mean of all */
     CHECK_NEAR(a.r_fail, 1.0 / 5);
@@ -79,16 +80,19 @@ static void t_search_terms(const void *arg) {
     CHECK_NEAR(a.decay, 1);
     double h1 = 0.05625 / 0.75 * 0.8 * 0.6 * (4.0 / 3) + 0.6 * sqrt(log(4) / 4);
     CHECK_NEAR(a.h, h1);
-    /* the root had one child kept: keep_decay once */
+    /* the root had one child kept: keep_decay once; it is 1/1.5 as fast as the best */
     CHECK(kf_search_score(s, 0, KF_CAT_TILING, 0, &a) == 0);
     CHECK_NEAR(a.decay, 0.7);
-    CHECK_NEAR(a.h, (0.1125 / 0.75 * 0.48 * (4.0 / 3) + 0.6 * sqrt(log(4) / 4)) * 0.7);
+    CHECK_NEAR(a.quality, 1 / 1.5);
+    CHECK_NEAR(a.g, 0.225 * 0.25 / 1.5);
+    CHECK_NEAR(a.h, (0.0375 / 0.75 * 0.48 * (4.0 / 3) + 0.6 * sqrt(log(4) / 4)) * 0.7);
     CHECK(kf_search_score(s, 0, KF_CAT_UNROLLING, 0, &a) == 0);
     CHECK_NEAR(a.c, 30.0 / 20.0);
     CHECK_NEAR(a.r_fail, 2.0 / 3);
     CHECK_NEAR(a.r_crash, 1.0 / 3);
     CHECK_NEAR(a.bonus, 0.6 * sqrt(log(4) / 2));
-    CHECK_NEAR(a.h, (0.1 / 1.5 * (1.0 / 3) * (2.0 / 3) * (4.0 / 3) + 0.6 * sqrt(log(4) / 2)) * 0.7);
+    CHECK_NEAR(a.g, 0.2 * 0.25 / 1.5);
+    CHECK_NEAR(a.h, (0.2 * 0.25 / 1.5 / 1.5 * (1.0 / 3) * (2.0 / 3) * (4.0 / 3) + 0.6 * sqrt(log(4) / 2)) * 0.7);
 
     /* tiling's streak (measured, crashed) reaches 3 and 4: fail_penalty once, twice */
     obs(s, 7, 0, KF_CAT_TILING, KF_SOBS_MEASURED, 1.0, 20);
@@ -104,6 +108,7 @@ static void t_search_terms(const void *arg) {
     CHECK_NEAR(a.share, 0.05);
     CHECK(kf_search_score(s, 1, KF_CAT_TILING, 0, &a) == 0);
     CHECK_NEAR(a.decay, 0.7);
+    CHECK_NEAR(a.quality, 1.5 / 2.5);
     kf_search_free(s);
 }
 
@@ -128,6 +133,8 @@ static void t_search_pick(const void *arg) {
         /* the picked action's wait resets; the others waited one more pick */
         CHECK(kf_search_score(s, p.parent, p.category, 0, &a) == 0);
         CHECK_NEAR(a.age, 0);
+        CHECK(kf_search_score(s, p.parent == 0 ? 1 : 0, p.category, 0, &a) == 0);
+        CHECK_NEAR(a.age, 0); /* waits are per (proposer, category), whatever the parent */
     }
     CHECK(kf_search_score(s, 0, KF_CAT_PRECISION, 0, &a) == 0);
     CHECKF(a.age > 0, "a waiting action ages (%g)", a.age);

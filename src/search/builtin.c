@@ -207,6 +207,12 @@ int kf_builtin_nparams(const kf_builtin *b) { return b->np; }
 const char *kf_builtin_param_name(const kf_builtin *b, int i) {
     return i >= 0 && i < b->np ? b->cand->params[i].name : NULL;
 }
+int kf_builtin_param_nvalues(const kf_builtin *b, int i) {
+    return i >= 0 && i < b->np ? b->nvals[i] : 0;
+}
+const char *kf_builtin_param_value(const kf_builtin *b, int i, int j) {
+    return i >= 0 && i < b->np && j >= 0 && j < b->nvals[i] ? b->cand->params[i].values[j] : NULL;
+}
 int kf_builtin_param_category(const kf_builtin *b, int i) {
     return i >= 0 && i < b->np ? b->cat[i] : -1;
 }
@@ -336,6 +342,14 @@ int kf_builtin_next(kf_builtin *b, const kf_point *from, int category, kf_point 
     *out = p;
     if (move) *move = mv;
     if (move_cat) *move_cat = mv == KF_MOVE_NEIGHBOUR ? mc : KF_CAT_OTHER;
+    return 0;
+}
+
+int kf_builtin_restart(kf_builtin *b, kf_point *out) {
+    uint64_t rng = b->seed ^ (0xd1b54a32d192ed03ULL * (b->ntried + 1));
+    kf_point p;
+    if (restart(b, &rng, &p) || set_add(b, encode(b, &p))) return -1;
+    *out = p;
     return 0;
 }
 

@@ -38,6 +38,9 @@ void kf_builtin_free(kf_builtin *b);
 
 int kf_builtin_nparams(const kf_builtin *b);
 const char *kf_builtin_param_name(const kf_builtin *b, int i);
+/* How many values parameter i declares, and the j-th as declared (NULL out of range). */
+int kf_builtin_param_nvalues(const kf_builtin *b, int i);
+const char *kf_builtin_param_value(const kf_builtin *b, int i, int j);
 /* The search category of moves along parameter i ("# category", else from the name). */
 int kf_builtin_param_category(const kf_builtin *b, int i);
 /* Bit c set when some parameter's moves are of category c (for kf_search_offer). */
@@ -56,6 +59,10 @@ uint64_t kf_builtin_space(const kf_builtin *b);
  * *move_cat (may be NULL) say what it was. 0, or -1 when nothing is left. */
 int kf_builtin_next(kf_builtin *b, const kf_point *from, int category, kf_point *out,
                     kf_move *move, int *move_cat);
+/* A random untried allowed point (a child of the root, not of a tried point): the move the
+ * loop makes for a (root, category) action or when every action is exhausted. 0, or -1
+ * when nothing is left. */
+int kf_builtin_restart(kf_builtin *b, kf_point *out);
 /* Record the outcome at p (proposed or not); times: nshapes per visible shape when OK,
  * the same count every time. 0, or -1 on a shape-count mismatch or out of memory. */
 int kf_builtin_observe(kf_builtin *b, const kf_point *p, kf_builtin_outcome o,

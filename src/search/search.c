@@ -3,7 +3,7 @@
  *
  * Data: a statistics cell per (proposer, category) - tries, rejections, crashes, measured
  * gains, costs, the current failure streak - and a hash table of nodes (id -> speedup,
- * children kept, exhausted actions, the pick at which each of its actions last ran).
+ * children kept, exhausted actions).
  * Candidate parents are the root, the best kept nodes (max_parents) and the best measured
  * nodes of each category (parents_per_cat), maintained on observe, so a pick costs
  * O(candidate parents x categories x proposers) whatever the tree's size.
@@ -147,6 +147,7 @@ int kf_search_cfg_set(kf_search_cfg *cfg, const char *kv, char *err, size_t errl
 typedef struct {
     double tries, fails, crashes, measured, gain_sum, cost_sum, cost_n;
     int streak;
+    uint32_t last_pick; /* s->picks when this (proposer, category) last ran */
 } cell;
 
 typedef struct {
@@ -155,8 +156,6 @@ typedef struct {
     int kept_children;
     int used;
     uint16_t exhausted[KF_SEARCH_MAX_PROPOSERS]; /* bit per category */
-    uint32_t *last;  /* [proposer][category] pick of the last run; NULL until needed */
-    uint32_t born;   /* picks when it was observed */
 } node;
 
 struct kf_search {
@@ -210,7 +209,6 @@ static node *insert(kf_search *s, int64_t id) {
     memset(&s->tab[i], 0, sizeof s->tab[i]);
     s->tab[i].used = 1;
     s->tab[i].id = id;
-    s->tab[i].born = s->picks;
     s->count++;
     return &s->tab[i];
 }
@@ -240,7 +238,6 @@ kf_search *kf_search_new(const kf_search_cfg *cfg) {
 
 void kf_search_free(kf_search *s) {
     if (!s) return;
-    for (size_t i = 0; s->tab && i < s->cap; i++) free(s->tab[i].last);
     free(s->tab);
     free(s->kept);
     free(s->cat_top);
@@ -331,9 +328,14 @@ static void score(const kf_search *s, const node *par, int cat, int prop, kf_act
     double w = c->measured + cfg->k0 > 0 ? c->measured / (c->measured + cfg->k0) : 1;
     double mean = c->measured > 0 ? c->gain_sum / c->measured : 0;
     a->gain = (1 - w) * (cfg->gain_prior[cat] - 1) + w * mean;
-    double share = 1 - par->speedup / cfg->target;
+    /* Arbor applies every action to the current baseline. Here a parent is chosen too, so
+     * the share is the incumbent's (the best time so far above the target) and each parent
+     * is weighted by its speed relative to the incumbent: with the parent's own share, the
+     * slowest parents scored highest and the replay wandered (bench/README.md). */
+    double share = 1 - s->best / cfg->target;
     a->share = share > 0.05 ? share : 0.05;
-    a->g = a->gain * a->share;
+    a->quality = par->speedup / s->best;
+    a->g = a->gain * a->share * a->quality;
     /* Cost relative to the mean over all measured tries: seconds would make the
      * exploitation term's scale (against C) depend on how long one evaluation takes. */
     if (c->cost_n > 0 && s->cost_n > 0 && s->cost_sum > 0)
@@ -348,8 +350,10 @@ static void score(const kf_search *s, const node *par, int cat, int prop, kf_act
     a->bonus = s->n_actions > 1 ? cfg->C * sqrt(log(s->n_actions) / (1 + c->tries)) : 0;
     a->decay = pow(cfg->keep_decay, par->kept_children);
     if (c->streak >= cfg->fail_streak) a->decay *= pow(cfg->fail_penalty, c->streak - cfg->fail_streak + 1);
-    uint32_t last = par->last ? par->last[prop * KF_CAT_COUNT + cat] : par->born;
-    a->age = cfg->aging * (double)(s->picks - last);
+    /* Aging is per (proposer, category): what must not starve is a kind of move. Per
+     * (parent, category) it forces a round-robin over every candidate parent (hundreds of
+     * actions), which the replay showed to be slower than random search. */
+    a->age = cfg->aging * (double)(s->picks - c->last_pick);
     a->h = (a->g / a->c * (1 - a->r_fail) * (1 - a->r_crash) * a->m_gap + a->bonus) * a->decay + a->age;
 }
 
@@ -376,7 +380,6 @@ int kf_search_pick(kf_search *s, kf_action *out) {
         }
     kf_action best;
     int found = 0;
-    node *bn = NULL;
     for (int i = 0; i < nc; i++) {
         node *n = find(s, cand[i]);
         if (!n || n->speedup <= 0) continue;
@@ -387,19 +390,14 @@ int kf_search_pick(kf_search *s, kf_action *out) {
                 score(s, n, c, p, &a);
                 if (a.h >= s->cfg.floor && (!found || a.h > best.h)) {
                     best = a;
-                    bn = n;
+
                     found = 1;
                 }
             }
     }
     if (!found) return -1;
-    if (!bn->last) {
-        bn->last = malloc(sizeof *bn->last * KF_SEARCH_MAX_PROPOSERS * KF_CAT_COUNT);
-        if (!bn->last) return -1;
-        for (int i = 0; i < KF_SEARCH_MAX_PROPOSERS * KF_CAT_COUNT; i++) bn->last[i] = bn->born;
-    }
     s->picks++;
-    bn->last[best.proposer * KF_CAT_COUNT + best.category] = s->picks;
+    s->cells[best.proposer][best.category].last_pick = s->picks;
     *out = best;
     return 0;
 }
@@ -409,9 +407,9 @@ char *kf_search_explain(const kf_action *a, char *buf, size_t n) {
     snprintf(buf, n,
              "{\"parent\":%lld,\"category\":\"%s\",\"proposer\":%d,\"h\":%.6g,\"g\":%.6g,"
              "\"gain\":%.6g,\"share\":%.6g,\"c\":%.6g,\"r_fail\":%.6g,\"r_crash\":%.6g,"
-             "\"m_gap\":%.6g,\"bonus\":%.6g,\"decay\":%.6g,\"age\":%.6g}",
+             "\"m_gap\":%.6g,\"bonus\":%.6g,\"decay\":%.6g,\"age\":%.6g,\"quality\":%.6g}",
              (long long)a->parent, kf_search_category_name(a->category) ? kf_search_category_name(a->category) : "?",
              a->proposer, a->h, a->g, a->gain, a->share, a->c, a->r_fail, a->r_crash, a->m_gap,
-             a->bonus, a->decay, a->age);
+             a->bonus, a->decay, a->age, a->quality);
     return buf;
 }

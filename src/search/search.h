@@ -4,7 +4,10 @@
  *
  *   h(a) = [g/c * (1 - r_fail) * (1 - r_crash) * m_gap + C * sqrt(ln N / (1 + n_cat))]
  *          * keep_decay^kept(parent) * fail_penalty^max(0, streak - fail_streak + 1)
- *          + aging * waited(a)
+ *          + aging * picks since (proposer, category) last ran
+ *   g = gain(category) * max(0.05, 1 - best/target) * speedup(parent)/best
+ *
+ * Statistics (rates, gains, costs, n_cat, streaks, waits) are per (proposer, category).
  *
  * Search is pure memory of outcomes: it never evaluates anything. The loop feeds it every
  * recorded outcome in order (kf_search_observe) and asks for the next action.
@@ -79,7 +82,8 @@ typedef struct {
     double h, g, c, r_fail, r_crash, m_gap, bonus;
     double decay;  /* keep_decay and fail_penalty factors applied */
     double age;    /* aging * picks waited */
-    double share;  /* g's share of the parent's time above the target */
+    double share;  /* g's share: the best time so far above the target (at least 0.05) */
+    double quality; /* g's parent weight: its speedup over the best so far's */
     double gain;   /* g's blended expected gain (speedup - 1) */
 } kf_action;
 
