@@ -331,7 +331,7 @@ static void score(const kf_search *s, const node *par, int cat, int prop, kf_act
     /* Arbor applies every action to the current baseline. Here a parent is chosen too, so
      * the share is the incumbent's (the best time so far above the target) and each parent
      * is weighted by its speed relative to the incumbent: with the parent's own share, the
-     * slowest parents scored highest and the replay wandered (bench/README.md). */
+     * slowest parents scored highest and the replay wandered (docs/run.md "Search efficiency"). */
     double share = 1 - s->best / cfg->target;
     a->share = share > 0.05 ? share : 0.05;
     a->quality = par->speedup / s->best;
