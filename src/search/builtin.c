@@ -125,11 +125,8 @@ void kf_builtin_free(kf_builtin *b) {
     free(b);
 }
 
-static const kf_builtin *sort_b; /* qsort has no context argument; sorting is not reentrant */
-static int sort_param;
-
-static int by_value(const void *x, const void *y) {
-    const kf_param *p = &sort_b->cand->params[sort_param];
+static int by_value(const void *x, const void *y, void *arg) {
+    const kf_param *p = arg;
     int a = *(const int *)x, c = *(const int *)y;
     char *e1, *e2;
     double va = strtod(p->values[a], &e1), vc = strtod(p->values[c], &e2);
@@ -184,11 +181,7 @@ kf_status kf_builtin_new(kf_ctx *ctx, const kf_task *t, const char *path, uint64
             numeric &= *e == 0;
             b->order[i][j] = j;
         }
-        if (numeric) {
-            sort_b = b;
-            sort_param = i;
-            qsort(b->order[i], (size_t)p->nvalues, sizeof(int), by_value);
-        }
+        if (numeric) qsort_r(b->order[i], (size_t)p->nvalues, sizeof(int), by_value, (void *)p);
         for (int r = 0; r < p->nvalues; r++) b->rank[i][b->order[i][r]] = r;
     }
     b->setcap = 64;
@@ -290,9 +283,9 @@ static int restart(const kf_builtin *b, uint64_t *rng, kf_point *out) {
     return -1;
 }
 
-static const kf_builtin *geo_b;
-static int by_geo(const void *x, const void *y) {
-    double a = geo_b->rec[*(const size_t *)x].geo, c = geo_b->rec[*(const size_t *)y].geo;
+static int by_geo(const void *x, const void *y, void *arg) {
+    const kf_builtin *b = arg;
+    double a = b->rec[*(const size_t *)x].geo, c = b->rec[*(const size_t *)y].geo;
     if (a != c) return a < c ? -1 : 1;
     return *(const size_t *)x < *(const size_t *)y ? -1 : 1;
 }
@@ -316,8 +309,7 @@ int kf_builtin_next(kf_builtin *b, const kf_point *from, int category, kf_point 
             if (!idx) return -1;
             for (size_t i = 0; i < b->nrec; i++)
                 if (b->rec[i].o == KF_BUILTIN_OK) idx[n++] = i;
-            geo_b = b;
-            qsort(idx, n, sizeof *idx, by_geo);
+            qsort_r(idx, n, sizeof *idx, by_geo, b);
             size_t m = n;
             for (int s = 0; s < b->nshapes && n; s++) {
                 size_t w = idx[0];
