@@ -59,5 +59,6 @@ void kft_register_cli(void);
 void kft_register_sanitize(void);
 void kft_register_agent(void);
 void kft_register_store(void);
+void kft_register_search(void);
 
 #endif

@@ -35,6 +35,7 @@ void kf_candidate_free(kf_candidate *c) {
     if (!c) return;
     for (int i = 0; i < c->nparams; i++) {
         free(c->params[i].name);
+        free(c->params[i].category);
         for (int j = 0; j < c->params[i].nvalues; j++) free(c->params[i].values[j]);
         free(c->params[i].values);
     }
@@ -70,6 +71,16 @@ static kf_status directive(kf_ctx *ctx, kf_candidate *c, const char *kind, char 
         kf_param *p = &c->params[c->nparams];
         if (!(p->name = kf__strdup(name))) return kf__err(ctx, KF_ENOMEM, "out of memory");
         c->nparams++;
+        /* "v1, v2 # category": the search category of moves along this parameter */
+        char *hash = strchr(eq + 1, '#');
+        if (hash) {
+            *hash = 0;
+            char *cat = trim(hash + 1);
+            int cok = *cat != 0;
+            for (char *q = cat; *q; q++) cok &= islower((unsigned char)*q) || *q == '_';
+            if (!cok) return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: '# %s' is not a category name", c->path, line, name, cat);
+            if (!(p->category = kf__strdup(cat))) return kf__err(ctx, KF_ENOMEM, "out of memory");
+        }
         char *save = NULL;
         for (char *v = strtok_r(eq + 1, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
             v = trim(v);

@@ -1,6 +1,7 @@
 /*
  * candidate.h - a candidate source file and its directives:
  *   kforge:param NAME = v1, v2, v3   template parameter (-DNAME=v; first is default)
+ *   kforge:param NAME = v1, v2 # cat  ... whose moves are of search category cat
  *   kforge:require EXPR              constraint over the parameters
  *   kforge:when EXPR                 the shapes the candidate claims (sizes + params)
  */
@@ -18,6 +19,7 @@ typedef struct {
     const char *selected; /* points into values[] or the --param text */
     int64_t ival;         /* selected value as an integer, when it is one */
     int is_int;
+    char *category;       /* "# category" after the values, or NULL */
 } kf_param;
 
 typedef struct {
