@@ -1,6 +1,7 @@
 #!/bin/sh
 # make demo: the main job on a bundled task. Validate the task, check and time an
-# honest faster candidate against the reference, then show a cheat being caught.
+# honest faster candidate against the reference, show a cheat being caught, then run the
+# optimisation loop on the task's template and print its lineage.
 set -u
 B=${1:-build}
 K="$B/kforge"
@@ -19,4 +20,13 @@ echo
 echo "A cheat that skips every other row is caught, with the reason and the shape:"
 run "$K" check "$T" tests/redteam/12_softmax_every_other_row.c
 echo
+echo "The optimisation loop: the builtin proposer walks the template's kforge:param space;"
+echo "every evaluation is checked, timed against its parent and recorded (docs/run.md):"
+R=$(mktemp -d)/run
+run "$K" run "$T" --budget 6 --run "$R" --min-runs 8 --max-runs 20 --min-time 0.05
+run "$K" tree "$R"
+run "$K" best "$R"
+echo
+echo "Kill it at any moment and 'kforge run --resume RUN' carries on."
+rm -rf "$(dirname "$R")"
 echo "Machine-readable: add --json (docs/cli.md). Exit codes: 0 accepted, 1 rejected, 2 error."

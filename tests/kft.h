@@ -60,5 +60,6 @@ void kft_register_sanitize(void);
 void kft_register_agent(void);
 void kft_register_store(void);
 void kft_register_search(void);
+void kft_register_loop(void);
 
 #endif

@@ -591,6 +591,9 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     }
     kf_search_cfg cfg;
     kf_search_defaults(&cfg);
+    /* with no --target the gap never closes: the run goes on to its budget (search's own
+     * default target, 2x, would stop it once 2x is reached); --search target=X still sets it */
+    cfg.target = 1e6;
     for (int i = 0; i < o->nsearch; i++) {
         char err[256];
         if (kf_search_cfg_set(&cfg, o->search[i], err, sizeof err)) {
@@ -756,14 +759,17 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
             size_t j;
             json_t *e, *slot = NULL;
             json_array_foreach(best, j, e) if (json_equal(json_object_get(e, "sizes"), sizes)) slot = e;
+            char srcp[4400];
+            snprintf(srcp, sizeof srcp, "%s/src/%s.%s", dir, n->src_hash, n->ext);
             if (!slot) {
-                slot = json_pack("{s:O, s:I, s:f, s:b}", "sizes", sizes, "node", (json_int_t)n->id, "speedup", sp,
-                                 "win", json_is_true(json_object_get(sv, "win")));
+                slot = json_pack("{s:O, s:I, s:f, s:b, s:s}", "sizes", sizes, "node", (json_int_t)n->id, "speedup", sp,
+                                 "win", json_is_true(json_object_get(sv, "win")), "source", srcp);
                 json_array_append_new(best, slot);
             } else if (sp > json_number_value(json_object_get(slot, "speedup"))) {
                 json_object_set_new(slot, "node", json_integer(n->id));
                 json_object_set_new(slot, "speedup", json_real(sp));
                 json_object_set_new(slot, "win", json_boolean(json_is_true(json_object_get(sv, "win"))));
+                json_object_set_new(slot, "source", json_string(srcp));
             }
         }
         json_decref(sh);
@@ -787,9 +793,13 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
                 first = 0;
             }
             long long id = (long long)json_integer_value(json_object_get(e, "node"));
-            kf_buf_printf(&b, ": node %lld, %.3fx%s  (%s/src/...: kforge tree %s)\n", id,
+            const kf_node *bn = NULL;
+            for (size_t k = 0; k < a.n; k++)
+                if (a.v[k].id == id) bn = &a.v[k];
+            kf_buf_printf(&b, ": node %lld, %.3fx%s, %s/src/%s.%s\n", id,
                           json_number_value(json_object_get(e, "speedup")),
-                          json_is_true(json_object_get(e, "win")) ? " (a win)" : "", dir, dir);
+                          json_is_true(json_object_get(e, "win")) ? " (a win)" : "", dir, bn ? bn->src_hash : "?",
+                          bn ? bn->ext : "?");
         }
         *out = b.p;
     }

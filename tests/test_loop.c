@@ -1,0 +1,155 @@
+/*
+ * test_loop.c - kforge run (docs/run.md): a node's source is self-contained, a run on a
+ * bundled task records a lineage with verified speedups, and a run killed with SIGKILL
+ * at random moments resumes without losing or repeating a recorded evaluation.
+ */
+#define _GNU_SOURCE
+#include "kft.h"
+
+#include "loop/loop.h"
+#include "store/store.h"
+#include "util/util.h"
+
+#include <jansson.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The template with each kforge:param list cut to the chosen value; other lines,
+ * line numbers and unnamed parameters untouched. */
+static void t_materialize(const void *arg) {
+    (void)arg;
+    const char *t = "/* kforge:param UNROLL = 8, 1, 4 */\n// kforge:param BM = 32, 64 # tiling\n"
+                    "/* kforge:param KEEP = a, b */\nint x;\n";
+    json_t *p = json_pack("{s:s, s:s}", "UNROLL", "4", "BM", "64");
+    size_t n = 0;
+    char *s = kf_loop_materialize(t, strlen(t), p, &n);
+    json_decref(p);
+    CHECKF(s && !strcmp(s, "/* kforge:param UNROLL = 4 */\n// kforge:param BM = 64 \n"
+                           "/* kforge:param KEEP = a, b */\nint x;\n"),
+           "%s", s ? s : "(null)");
+    CHECK(n == strlen(s));
+    free(s);
+}
+
+static int cli(const char *args, char *out, size_t n) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s", kft_src("."), kft_bin("kforge"), args);
+    return kft_run(cmd, out, n);
+}
+
+static const char quick[] = "--min-runs 5 --max-runs 8 --min-time 0.01 --hidden 1";
+
+/* A run on a bundled C task: every evaluation recorded, the first (the template's
+ * defaults) checked and timed against the reference, tree and best agree. */
+static void t_run_saxpy(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-run-XXXXXX", args[1024], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 3 --seed 7 --run %s/r --json %s 2>&1", dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "tree %s/r --json", dir);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    json_t *nodes = json_object_get(j, "nodes");
+    CHECKF(json_array_size(nodes) == 3, "%s", out);
+    json_t *first = json_array_get(nodes, 0);
+    CHECK(json_integer_value(json_object_get(first, "parent")) == 0);
+    CHECK(!strcmp(json_string_value(json_object_get(first, "proposer")), "builtin"));
+    const char *st = json_string_value(json_object_get(first, "state"));
+    CHECKF(!strcmp(st, "kept") || !strcmp(st, "reverted"), "%s", st);
+    CHECK(json_array_size(json_object_get(first, "shapes")) == 2); /* saxpy's visible shapes */
+    /* three distinct points */
+    for (size_t a = 0; a < 3; a++)
+        for (size_t b = a + 1; b < 3; b++)
+            CHECK(!json_equal(json_object_get(json_array_get(nodes, a), "params"),
+                              json_object_get(json_array_get(nodes, b), "params")));
+    json_decref(j);
+    snprintf(args, sizeof args, "best %s/r --json", dir);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    j = json_loads(out, 0, NULL);
+    CHECKF(json_array_size(json_object_get(j, "best")) == 2, "%s", out);
+    json_decref(j);
+    /* bad input: no such run, no such task */
+    snprintf(args, sizeof args, "tree %s/none 2>&1", dir);
+    CHECK(cli(args, out, sizeof out) == 2 && strstr(out, "none"));
+    CHECK(cli("run tasks/c/nonexistent --budget 1 2>&1", out, sizeof out) == 2 && strstr(out, "nonexistent"));
+    kf__rmtree(dir);
+}
+
+/* SIGKILL at random moments, then --resume: the run ends with exactly its budget of
+ * finished evaluations, no point evaluated twice, an intact database. */
+static void t_kill_resume(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-kill-XXXXXX", run[256], out[1 << 16], args[1024];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    srand((unsigned)time(NULL));
+    const int budget = 4;
+    for (int round = 0; round < 4; round++) {
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            int nul = open("/dev/null", 1);
+            dup2(nul, 1);
+            dup2(nul, 2);
+            if (chdir(kft_src(".")) != 0) _exit(99);
+            char b[16];
+            snprintf(b, sizeof b, "%d", budget);
+            if (round == 0)
+                execl(kft_bin("kforge"), "kforge", "run", "tasks/c/sum", "--budget", b, "--seed", "3", "--run", run,
+                      "--min-runs", "5", "--max-runs", "8", "--min-time", "0.01", "--hidden", "1", (char *)NULL);
+            else
+                execl(kft_bin("kforge"), "kforge", "run", "--resume", run, "--budget", b, "--min-runs", "5",
+                      "--max-runs", "8", "--min-time", "0.01", "--hidden", "1", (char *)NULL);
+            _exit(98);
+        }
+        usleep((useconds_t)(100000 + rand() % 900000));
+        kill(pid, SIGKILL);
+        int status;
+        waitpid(pid, &status, 0);
+    }
+    /* whatever happened, a last resume finishes the run (or the first run never created it) */
+    kf_ctx *ctx = kf_ctx_new();
+    kf_store *st = NULL;
+    int exists = kf_store_open(ctx, run, NULL, &st) == KF_OK;
+    if (exists) {
+        CHECK(kf_store_check(st) == KF_OK);
+        kf_store_close(st);
+        snprintf(args, sizeof args, "run --resume %s --budget %d %s 2>&1", run, budget, quick);
+    } else {
+        snprintf(args, sizeof args, "run tasks/c/sum --budget %d --seed 3 --run %s %s 2>&1", budget, run, quick);
+    }
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECK(kf_store_open(ctx, run, NULL, &st) == KF_OK);
+    CHECK(kf_store_check(st) == KF_OK);
+    int64_t *ids = NULL;
+    size_t nun = 0;
+    CHECK(kf_store_unfinished(st, &ids, &nun) == KF_OK);
+    CHECKF(nun == 0, "%zu unfinished after the last resume", nun);
+    free(ids);
+    kf_store_close(st);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "tree %s --json", run);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    json_t *nodes = json_object_get(j, "nodes");
+    CHECKF(json_array_size(nodes) == (size_t)budget, "%zu nodes, budget %d: %s", json_array_size(nodes), budget, out);
+    for (size_t a = 0; a < json_array_size(nodes); a++)
+        for (size_t b = a + 1; b < json_array_size(nodes); b++)
+            CHECKF(!json_equal(json_object_get(json_array_get(nodes, a), "params"),
+                               json_object_get(json_array_get(nodes, b), "params")),
+                   "point evaluated twice: %s", out);
+    json_decref(j);
+    kf__rmtree(dir);
+}
+
+void kft_register_loop(void) {
+    kft_add("loop/materialize", t_materialize, NULL, 10);
+    kft_add("loop/run_saxpy", t_run_saxpy, NULL, 120);
+    kft_add("loop/kill_resume", t_kill_resume, NULL, 240);
+}
