@@ -240,6 +240,40 @@ static void t_compare_large(const void *arg) {
     free(g16);
 }
 
+/* Where the reference is +-Inf, only the same Inf is right: the fast path must not let
+ * 0, a finite value or the opposite Inf through (found by a red-team review: a block of
+ * 256 with Inf in the reference passed "|g - w| <= atol + rtol*|w|" as Inf <= Inf). */
+static void t_compare_inf(const void *arg) {
+    (void)arg;
+    const int64_t n = 1024;
+    float w[1024], g[1024];
+    uint16_t w16[1024], g16[1024];
+    for (int64_t i = 0; i < n; i++) w[i] = g[i] = 1.0f + (float)(i % 7);
+    const float bad[3] = {0.0f, 123.0f, -INFINITY};
+    for (int b = 0; b < 3; b++) {
+        memcpy(g, w, sizeof g);
+        w[300] = INFINITY, g[300] = bad[b];
+        w[800] = -INFINITY, g[800] = -INFINITY; /* right (another block) */
+        kf_cmp c;
+        kf_data_compare(KF_T_F32, g, w, n, 1e-4, 1e-5, NULL, &c);
+        CHECKF(c.wrong == 1 && c.first[KF_CMP_WRONG] == 300, "f32, candidate %g: wrong %lld", bad[b], (long long)c.wrong);
+        CHECK(kf_data_same(KF_T_F32, g, w, n, 0, 1e-4, 1e-5) == 0);
+        w[300] = 1.0f;
+        w[800] = 1.0f;
+    }
+    /* bf16 and f16: +Inf is 0x7f80 / 0x7c00 */
+    for (int ty = 0; ty < 2; ty++) {
+        kf_dtype dt = ty ? KF_T_F16 : KF_T_BF16;
+        uint16_t one = ty ? 0x3c00 : 0x3f80, inf = ty ? 0x7c00 : 0x7f80;
+        for (int64_t i = 0; i < n; i++) w16[i] = g16[i] = one;
+        w16[700] = inf;
+        g16[700] = 0; /* zero where the reference is +Inf */
+        kf_cmp c;
+        kf_data_compare(dt, g16, w16, n, 1e-2, 1e-3, NULL, &c);
+        CHECKF(c.wrong == 1 && c.first[KF_CMP_WRONG] == 700, "%s: wrong %lld", ty ? "f16" : "bf16", (long long)c.wrong);
+    }
+}
+
 /* Inputs drawn from one seed are the same whatever the number of threads. */
 static void t_inputs_threads(const void *arg) {
     (void)arg;
@@ -413,6 +447,7 @@ void kft_register_unit(void) {
     kft_add("unit/stats", t_stats, NULL, 10);
     kft_add("unit/compare", t_compare, NULL, 10);
     kft_add("unit/compare_large", t_compare_large, NULL, 30);
+    kft_add("unit/compare_inf", t_compare_inf, NULL, 10);
     kft_add("unit/inputs_threads", t_inputs_threads, NULL, 30);
     kft_add("unit/poison", t_poison, NULL, 10);
     kft_add("unit/guards", t_guards, NULL, 10);
