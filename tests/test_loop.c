@@ -68,12 +68,40 @@ static void t_run_saxpy(const void *arg) {
         for (size_t b = a + 1; b < 3; b++)
             CHECK(!json_equal(json_object_get(json_array_get(nodes, a), "params"),
                               json_object_get(json_array_get(nodes, b), "params")));
+    int kept = 0;
+    for (size_t a = 0; a < 3; a++)
+        kept += !strcmp(json_string_value(json_object_get(json_array_get(nodes, a), "state")), "kept");
     json_decref(j);
+    /* best: per shape, only what the Critic kept */
     snprintf(args, sizeof args, "best %s/r --json", dir);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     j = json_loads(out, 0, NULL);
-    CHECKF(json_array_size(json_object_get(j, "best")) == 2, "%s", out);
+    CHECKF(json_array_size(json_object_get(j, "best")) == (kept ? 2u : 0u), "kept %d: %s", kept, out);
     json_decref(j);
+    /* a tampered source (same name, other bytes) is refused, not reported */
+    if (kept) {
+        snprintf(args, sizeof args, "tree %s/r --json", dir);
+        cli(args, out, sizeof out);
+        j = json_loads(out, 0, NULL);
+        char src[600];
+        size_t a;
+        json_t *nd;
+        json_array_foreach(json_object_get(j, "nodes"), a, nd)
+            if (!strcmp(json_string_value(json_object_get(nd, "state")), "kept")) break;
+        CHECK(a < 3);
+        json_decref(j);
+        snprintf(args, sizeof args, "best %s/r --json", dir);
+        cli(args, out, sizeof out);
+        j = json_loads(out, 0, NULL);
+        snprintf(src, sizeof src, "%s", json_string_value(json_object_get(json_array_get(json_object_get(j, "best"), 0), "source")));
+        json_decref(j);
+        FILE *f = fopen(src, "r+");
+        CHECK(f);
+        fputc(' ', f); /* one byte changed, same size */
+        fclose(f);
+        snprintf(args, sizeof args, "best %s/r 2>&1", dir);
+        CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "damaged"), "%s", out);
+    }
     /* bad input: no such run, no such task */
     snprintf(args, sizeof args, "tree %s/none 2>&1", dir);
     CHECK(cli(args, out, sizeof out) == 2 && strstr(out, "none"));

@@ -646,9 +646,18 @@ kf_status kf_store_put_source(kf_store *s, const char *text, size_t len, const c
     char name[80], tmp[128];
     snprintf(name, sizeof name, "%s.%s", hash, ext);
     struct stat sb;
-    /* a final name only ever appears by rename of a complete, synced file */
-    if (fstatat(s->srcfd, name, &sb, 0) == 0 && S_ISREG(sb.st_mode) && (size_t)sb.st_size == len)
-        return KF_OK;
+    /* a final name only ever appears by rename of a complete, synced file; one already
+     * there is kept only when its bytes are these (a planted file of the same size under
+     * a predictable name is replaced) */
+    if (fstatat(s->srcfd, name, &sb, 0) == 0 && S_ISREG(sb.st_mode) && (size_t)sb.st_size == len) {
+        char *have = NULL;
+        size_t hl = 0;
+        if (kf_store_read_source(s, hash, ext, &have, &hl) == KF_OK && hl == len && !memcmp(have, text, len)) {
+            free(have);
+            return KF_OK;
+        }
+        free(have);
+    }
     /* unique per thread: concurrent writers of one text each rename a whole copy */
     snprintf(tmp, sizeof tmp, ".tmp-%d-%ld-%.16s", (int)getpid(), (long)syscall(SYS_gettid), hash);
     int fd = openat(s->srcfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
