@@ -96,6 +96,8 @@ typedef struct {
     int64_t best_id;
     uint64_t t0;
     int tty;
+    uint64_t bench_ns; /* time inside kf_bench (compiles, checks, timing) */
+    int fresh;         /* evaluations made by this process (not replayed) */
     char last[160];    /* the last verdict, for the progress line */
 } run_state;
 
@@ -158,7 +160,9 @@ static json_t *bench_json(run_state *r, const char *path, const char *vs, char *
     kf_opts o;
     bench_opts(r, &o, vs);
     kf_result *res = NULL;
+    uint64_t b0 = kf__now_ns();
     kf_status s = kf_bench(r->ctx, r->t, path, &o, &res);
+    r->bench_ns += kf__now_ns() - b0;
     if (s) {
         snprintf(err, n, "%s: %s", kf_strstatus(s), kf_errmsg(r->ctx));
         return NULL;
@@ -532,6 +536,7 @@ static kf_status finish_one(run_state *r, kf_search *se, kf_builtin *bi, point_m
     if (!st) {
         observe(se, bi, pm, &n);
         r->evals++;
+        r->fresh++;
         if (n.state == KF_NODE_KEPT && n.speedup > r->best) {
             r->best = n.speedup;
             r->best_id = n.id;
@@ -719,9 +724,12 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         char best[64] = "none kept";
         if (r.best_id) snprintf(best, sizeof best, "best %.3fx (node %lld)", r.best, (long long)r.best_id);
         fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, %s; %s\n", r.run_dir, r.evals, r.kept, best, why);
+        /* the loop's own cost: everything but kf_bench (compile, check, timing) */
+        double over_ms = r.fresh ? ((double)(kf__now_ns() - r.t0 - r.bench_ns) / 1e6) / r.fresh : 0;
         if (summary) {
-            json_t *j = json_pack("{s:s, s:i, s:i, s:f, s:I, s:s}", "run", r.run_dir, "evaluations", r.evals, "kept",
-                                  r.kept, "best_speedup", r.best, "best_node", (json_int_t)r.best_id, "stopped", why);
+            json_t *j = json_pack("{s:s, s:i, s:i, s:f, s:I, s:s, s:f}", "run", r.run_dir, "evaluations", r.evals,
+                                  "kept", r.kept, "best_speedup", r.best, "best_node", (json_int_t)r.best_id,
+                                  "stopped", why, "overhead_ms_per_evaluation", over_ms);
             *summary = json_dumps(j, JSON_COMPACT);
             json_decref(j);
         }
