@@ -984,10 +984,15 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (r.tty) fputc('\n', stderr);
     if (!st) {
         kf_store_set_status(r.st, "done");
-        fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, best %.3fx (node %lld)", r.run_dir, r.evals, r.kept,
-                r.best, (long long)r.best_id);
-        if (ag) fprintf(stderr, ", %lld tokens", (long long)r.tokens);
-        fprintf(stderr, "; %s\n", why);
+        if (o->budget == 0 && !r.evals && !o->resume)
+            fprintf(stderr, "kforge run: created %s, empty (--budget 0): `kforge next %s` gives the first action\n",
+                    r.run_dir, r.run_dir);
+        else {
+            char tok[64] = "";
+            if (ag) snprintf(tok, sizeof tok, ", %lld tokens", (long long)r.tokens);
+            fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, best %.3fx (node %lld)%s; %s\n", r.run_dir,
+                    r.evals, r.kept, r.best, (long long)r.best_id, tok, why);
+        }
         if (summary) {
             json_t *j = json_pack("{s:s, s:i, s:i, s:f, s:I, s:I, s:s}", "run", r.run_dir, "evaluations", r.evals,
                                   "kept", r.kept, "best_speedup", r.best, "best_node", (json_int_t)r.best_id, "tokens",
