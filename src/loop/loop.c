@@ -6,6 +6,11 @@
  *   -> kf_bench checks and times it against its parent -> the Critic decides `kept`
  *   -> the store records the outcome in one transaction -> search observes it.
  *
+ * Proposers, numbered for search: the builtin (0), an agent (1: cmd or openai, given the
+ * context pack of the picked parent), tool mode (2: kforge next/submit, a model outside
+ * driving the loop). A proposal that gives no text is still a node (no_candidate), so
+ * nothing an agent was asked is lost. Tool mode's pending actions are `pending` events.
+ *
  * A node's source is self-contained: a builtin point is the template with each
  * kforge:param list cut to the chosen value, so it can be re-checked, used as a parent
  * baseline and exported without remembering any --param.
