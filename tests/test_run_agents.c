@@ -432,9 +432,25 @@ static void t_tool(const void *arg) {
     json_t *t = tree(run);
     CHECK(json_array_size(json_object_get(t, "nodes")) == 2);
     json_decref(t);
-    /* the next action may start from the accepted node */
-    snprintf(args, sizeof args, "next %s --json", run);
-    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    /* four agents asking at once get four different actions */
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && for i in 1 2 3 4; do %s next %s --json > %s/next$i.json 2>&1 & done; wait", kft_src("."),
+             kft_bin("kforge"), run, dir);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+    char seen[4][64];
+    for (int i = 0; i < 4; i++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/next%d.json", dir, i + 1);
+        char *txt = slurp(p);
+        json_t *j = txt ? json_loads(txt, 0, NULL) : NULL;
+        CHECKF(j && json_object_get(j, "pending"), "%s", txt ? txt : p);
+        snprintf(seen[i], sizeof seen[i], "%lld/%s", (long long)json_integer_value(json_object_get(j, "parent")),
+                 sget(j, "category"));
+        for (int k = 0; k < i; k++) CHECKF(strcmp(seen[k], seen[i]), "two agents got %s", seen[i]);
+        json_decref(j);
+        free(txt);
+    }
     json_decref(a1);
     json_decref(a2);
     json_decref(s1);

@@ -1060,14 +1060,22 @@ static kf_status pendings(run_state *r, pending_set *p) {
     memset(p, 0, sizeof *p);
     kf_status st = kf_store_each_event(r->st, "pending", collect_pending, p);
     if (!st) st = kf_store_each_event(r->st, "submit", close_submitted, p);
+    if (!st) st = kf_store_each_event(r->st, "withdrawn", close_submitted, p);
     double now = now_s();
     for (int i = 0; i < p->n; i++)
         if (now - p->v[i].created > PENDING_TTL_S || p->v[i].category < 0) p->v[i].open = 0;
     return st;
 }
 
-static int last_id(void *arg, int64_t id, int64_t node, const char *js, double created) {
-    *(int64_t *)arg = id;
+typedef struct {
+    char nonce[24];
+    int64_t id;
+} mine_ctx;
+
+/* The id of the pending event carrying this call's nonce (other callers write too). */
+static int find_mine(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    mine_ctx *m = arg;
+    if (js && strstr(js, m->nonce)) m->id = id;
     return 0;
 }
 
@@ -1086,30 +1094,46 @@ kf_status kf_run_next(kf_ctx *ctx, const kf_run_opts *o, int json, char **out) {
     kf_search_offer(se, P_TOOL, (1u << KF_CAT_COUNT) - 1);
     rc = (replay_ctx){se, NULL, NULL, NULL, 0, 0, &r};
     if ((st = kf_store_each_node(r.st, replay_one, &rc))) goto out;
-    /* an action someone is working on is not offered again until it is submitted or expires */
-    if ((st = pendings(&r, &ps))) goto out;
-    for (int i = 0; i < ps.n; i++)
-        if (ps.v[i].open) kf_search_exhaust(se, ps.v[i].parent, ps.v[i].category, P_TOOL);
+    /* An action someone is working on is not offered again until it is submitted or
+     * expires. Another `next` may record the same action between our read and our write:
+     * then the earlier record stands and ours is withdrawn, and we choose again. */
     kf_action a;
-    if (kf_search_pick(se, &a)) {
-        st = kf__err(ctx, KF_EUSAGE, "%s: no action left to offer (every action scores under the floor or is pending)",
-                     r.run_dir);
-        goto out;
+    const char *cat = NULL;
+    int64_t pid = 0;
+    for (int attempt = 0; !pid; attempt++) {
+        if ((st = pendings(&r, &ps))) goto out;
+        for (int i = 0; i < ps.n; i++)
+            if (ps.v[i].open) kf_search_exhaust(se, ps.v[i].parent, ps.v[i].category, P_TOOL);
+        if (attempt == 8 || kf_search_pick(se, &a)) {
+            st = kf__err(ctx, KF_EUSAGE, "%s: no action left to offer (every action scores under the floor or is "
+                                         "pending)", r.run_dir);
+            goto out;
+        }
+        cat = kf_search_category_name(a.category);
+        mine_ctx m = {"", 0};
+        snprintf(m.nonce, sizeof m.nonce, "%016llx", (unsigned long long)kf__secret_u64());
+        json_t *ev = json_pack("{s:I, s:s, s:s, s:f, s:s}", "parent", (json_int_t)a.parent, "category", cat,
+                               "proposer", "tool", "score", a.h, "nonce", m.nonce);
+        char *evs = json_dumps(ev, JSON_COMPACT);
+        json_decref(ev);
+        st = kf_store_event(r.st, 0, "pending", evs);
+        free(evs);
+        if (!st) st = kf_store_each_event(r.st, "pending", find_mine, &m);
+        if (!st) st = pendings(&r, &ps);
+        if (st) goto out;
+        pid = m.id;
+        for (int i = 0; i < ps.n && pid; i++)
+            if (ps.v[i].open && ps.v[i].id < m.id && ps.v[i].parent == a.parent && ps.v[i].category == a.category) {
+                char w[64];
+                snprintf(w, sizeof w, "{\"pending\": %lld}", (long long)m.id);
+                if ((st = kf_store_event(r.st, 0, "withdrawn", w))) goto out;
+                pid = 0;
+            }
     }
-    const char *cat = kf_search_category_name(a.category);
     if ((st = pack_for(&r, a.parent, cat, &pk))) goto out;
     char expl[2048];
     kf_search_explain(&a, expl, sizeof expl);
     ej = json_loads(expl, 0, NULL);
-    json_t *ev = json_pack("{s:I, s:s, s:s, s:f}", "parent", (json_int_t)a.parent, "category", cat, "proposer", "tool",
-                           "score", a.h);
-    char *evs = json_dumps(ev, JSON_COMPACT);
-    json_decref(ev);
-    st = kf_store_event(r.st, 0, "pending", evs);
-    free(evs);
-    int64_t pid = 0;
-    if (!st) st = kf_store_each_event(r.st, "pending", last_id, &pid);
-    if (st) goto out;
     char submit[4600];
     snprintf(submit, sizeof submit, "kforge submit %s --parent %lld --category %s FILE", r.run_dir,
              (long long)a.parent, cat);
