@@ -1,6 +1,7 @@
 /*
  * cmd_run.c - `kforge run`, `kforge tree`, `kforge best` (docs/run.md): the optimisation
- * loop over a run directory, and its lineage and winners.
+ * loop over a run directory, and its lineage and winners; `kforge next` and `kforge
+ * submit`, the loop driven from outside (docs/agents.md).
  */
 #include "cli.h"
 
@@ -21,6 +22,40 @@ static int number(const char *opt, const char *s, double lo, double hi, double *
     return 0;
 }
 
+/* Options shared by run, next and submit: search, bench and seed settings. 1: argv[*i]
+ * (and its value) taken; 0: not one of them; -1: a bad value (reported). */
+static int common_opt(kf_run_opts *o, int argc, char **argv, int *i, int json) {
+    const char *a = argv[*i];
+    double v;
+    if (*i + 1 >= argc) return 0;
+    const char *val = argv[*i + 1];
+    if (!strcmp(a, "--seed")) {
+        if (number(a, val, 0, 1.8e19, &v)) return -1;
+        o->seed = (uint64_t)v;
+        o->has_seed = 1;
+    } else if (!strcmp(a, "--target")) {
+        if (number(a, val, 1, 1e6, &o->target)) return -1;
+    } else if (!strcmp(a, "--search")) {
+        if (o->nsearch == 16) return kf_cli_fail(json, "--search: at most 16 settings"), -1;
+        o->search[o->nsearch++] = val;
+    } else if (!strcmp(a, "--hidden")) {
+        if (number(a, val, 0, 1000, &v)) return -1;
+        o->hidden = (int)v;
+    } else if (!strcmp(a, "--min-runs")) {
+        if (number(a, val, 1, 1e6, &v)) return -1;
+        o->min_runs = (int)v;
+    } else if (!strcmp(a, "--max-runs")) {
+        if (number(a, val, 1, 1e6, &v)) return -1;
+        o->max_runs = (int)v;
+    } else if (!strcmp(a, "--min-time")) {
+        if (number(a, val, 0, 600, &o->min_time_s)) return -1;
+    } else {
+        return 0;
+    }
+    (*i)++;
+    return 1;
+}
+
 int kf_cli_run(int argc, char **argv) {
     kf_run_opts o;
     kf_run_opts_init(&o);
@@ -28,39 +63,29 @@ int kf_cli_run(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         double v;
-        int more = i + 1 < argc;
+        int more = i + 1 < argc, c;
         if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--resume")) o.resume = 1;
+        else if ((c = common_opt(&o, argc, argv, &i, json))) {
+            if (c < 0) return KF_EXIT_USAGE;
+        } else if (!strcmp(a, "--resume")) o.resume = 1;
+        else if (!strcmp(a, "--with-builtin")) o.with_builtin = 1;
         else if (!strcmp(a, "--agent") && more) o.agent = argv[++i];
+        else if (!strcmp(a, "--base-url") && more) o.base_url = argv[++i];
+        else if (!strcmp(a, "--api-key-env") && more) o.api_key_env = argv[++i];
         else if (!strcmp(a, "--run") && more) o.run_dir = argv[++i];
         else if (!strcmp(a, "--budget") && more) {
-            if (number(a, argv[++i], 1, 1e7, &v)) return KF_EXIT_USAGE;
+            if (number(a, argv[++i], 0, 1e7, &v)) return KF_EXIT_USAGE;
             o.budget = (int)v;
+        } else if (!strcmp(a, "--tokens") && more) {
+            if (number(a, argv[++i], 1, 1e15, &v)) return KF_EXIT_USAGE;
+            o.tokens = (int64_t)v;
+        } else if (!strcmp(a, "--agent-timeout") && more) {
+            if (number(a, argv[++i], 1, 86400, &o.agent_timeout_s)) return KF_EXIT_USAGE;
         } else if (!strcmp(a, "--wall") && more) {
             if (number(a, argv[++i], 1, 1e7, &o.wall_s)) return KF_EXIT_USAGE;
-        } else if (!strcmp(a, "--seed") && more) {
-            if (number(a, argv[++i], 0, 1.8e19, &v)) return KF_EXIT_USAGE;
-            o.seed = (uint64_t)v;
-            o.has_seed = 1;
-        } else if (!strcmp(a, "--target") && more) {
-            if (number(a, argv[++i], 1, 1e6, &o.target)) return KF_EXIT_USAGE;
         } else if (!strcmp(a, "--patience") && more) {
             if (number(a, argv[++i], 1, 1e7, &v)) return KF_EXIT_USAGE;
             o.patience = (int)v;
-        } else if (!strcmp(a, "--search") && more) {
-            if (o.nsearch == 16) return kf_cli_fail(json, "--search: at most 16 settings");
-            o.search[o.nsearch++] = argv[++i];
-        } else if (!strcmp(a, "--hidden") && more) {
-            if (number(a, argv[++i], 0, 1000, &v)) return KF_EXIT_USAGE;
-            o.hidden = (int)v;
-        } else if (!strcmp(a, "--min-runs") && more) {
-            if (number(a, argv[++i], 1, 1e6, &v)) return KF_EXIT_USAGE;
-            o.min_runs = (int)v;
-        } else if (!strcmp(a, "--max-runs") && more) {
-            if (number(a, argv[++i], 1, 1e6, &v)) return KF_EXIT_USAGE;
-            o.max_runs = (int)v;
-        } else if (!strcmp(a, "--min-time") && more) {
-            if (number(a, argv[++i], 0, 600, &o.min_time_s)) return KF_EXIT_USAGE;
         } else if (a[0] == '-') {
             return kf_cli_fail(json, "kforge run: unknown option %s", a);
         } else if (!o.task_dir && !o.resume) {
@@ -80,6 +105,48 @@ int kf_cli_run(int argc, char **argv) {
     if (st) rc = kf_cli_fail(json, "%s", kf_errmsg(ctx));
     else if (json && summary) printf("%s\n", summary);
     free(summary);
+    kf_ctx_free(ctx);
+    return rc;
+}
+
+/* kforge next RUN [--json] [search and bench options]
+ * kforge submit RUN --parent N FILE [--category C] [--json] [bench options] (docs/agents.md) */
+int kf_cli_tool(int argc, char **argv, int submit) {
+    kf_run_opts o;
+    kf_run_opts_init(&o);
+    int json = 0, c;
+    const char *file = NULL, *category = NULL;
+    double parent = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int more = i + 1 < argc;
+        if (!strcmp(a, "--json")) json = 1;
+        else if ((c = common_opt(&o, argc, argv, &i, json))) {
+            if (c < 0) return KF_EXIT_USAGE;
+        } else if (submit && !strcmp(a, "--parent") && more) {
+            if (number(a, argv[++i], 0, 9e15, &parent)) return KF_EXIT_USAGE;
+        } else if (submit && !strcmp(a, "--category") && more) category = argv[++i];
+        else if (a[0] == '-') return kf_cli_fail(json, "kforge %s: unknown option %s", argv[0], a);
+        else if (!o.run_dir) o.run_dir = a;
+        else if (submit && !file) file = a;
+        else return kf_cli_fail(json, "kforge %s: unexpected argument %s", argv[0], a);
+    }
+    if (!o.run_dir || (submit && (!file || parent < 0)))
+        return kf_cli_fail(json, submit ? "usage: kforge submit RUN --parent N FILE [--category C] [--json]"
+                                        : "usage: kforge next RUN [--json]");
+    kf_ctx *ctx = kf_ctx_new();
+    char *out = NULL;
+    int outcome = 0;
+    kf_status st = submit ? kf_run_submit(ctx, &o, (int64_t)parent, file, category, json, &out, &outcome)
+                          : kf_run_next(ctx, &o, json, &out);
+    int rc = KF_EXIT_OK;
+    if (st) rc = kf_cli_fail(json, "%s", kf_errmsg(ctx));
+    else {
+        fputs(out, stdout);
+        if (json) fputc('\n', stdout);
+        rc = outcome == 0 ? KF_EXIT_OK : outcome == 1 ? KF_EXIT_REJECTED : KF_EXIT_USAGE;
+    }
+    free(out);
     kf_ctx_free(ctx);
     return rc;
 }

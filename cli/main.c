@@ -27,11 +27,16 @@ static void usage(FILE *f) {
             "        a CUDA device's attributes and measured ceilings (cached; --refresh\n"
             "        measures again)\n"
             "  run TASK [--budget N] [--run DIR] [--seed N] [--target X] [--patience K]\n"
-            "      [--search K=V]... | run --resume RUN\n"
-            "        the optimisation loop (builtin proposer): every evaluation recorded in\n"
-            "        RUN's store, survives being killed (docs/run.md)\n"
+            "      [--search K=V]... [--agent cmd:'COMMAND' | openai:MODEL] [--tokens N]\n"
+            "      | run --resume RUN\n"
+            "        the optimisation loop (builtin proposer, or an agent): every evaluation\n"
+            "        recorded in RUN's store, survives being killed (docs/run.md)\n"
             "  tree RUN [--json]    the run's lineage\n"
             "  best RUN [--json]    the best verified node per visible shape\n"
+            "  next RUN [--json]    tool mode: the context pack of the next action (docs/agents.md)\n"
+            "  submit RUN --parent N FILE [--category C] [--json]\n"
+            "        tool mode: check, time and record FILE as a child of node N;\n"
+            "        exit 0 passed, 1 rejected, 2 error\n"
             "  version\n"
             "\n"
             "options: --hidden N (hidden shapes to draw), --timeout S (per call),\n"
@@ -74,6 +79,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "run")) return kf_cli_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "tree")) return kf_cli_tree(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "best")) return kf_cli_tree(argc - 1, argv + 1, 1);
+    if (!strcmp(cmd, "next")) return kf_cli_tool(argc - 1, argv + 1, 0);
+    if (!strcmp(cmd, "submit")) return kf_cli_tool(argc - 1, argv + 1, 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kforge %s\n", KF_VERSION);
         return 0;

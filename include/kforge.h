@@ -173,7 +173,15 @@ KF_API kf_status kf_device_info(kf_ctx *ctx, int device, int refresh, char **jso
 typedef struct kf_run_opts {
     const char *task_dir;   /* NULL with resume: the run's own task */
     const char *run_dir;    /* NULL: runs/<task>-<date> */
-    const char *agent;      /* "builtin" (default) */
+    const char *agent;      /* "builtin", "cmd:COMMAND", "openai:MODEL"; NULL: builtin, or
+                               on resume the run's own (docs/agents.md) */
+    int with_builtin;       /* an agent run: the builtin proposer too, when the task has
+                               a template */
+    const char *base_url;   /* openai: NULL: $OPENAI_BASE_URL, else OpenAI's */
+    const char *api_key_env; /* openai: the variable holding the key (NULL: OPENAI_API_KEY);
+                               only its name is recorded, never the key */
+    double agent_timeout_s; /* one proposal's wall time (0: the agent's default) */
+    int64_t tokens;         /* stop once the recorded tokens (in + out) reach this (0: none) */
     int budget;             /* evaluations in all, the run's earlier ones included (20) */
     double wall_s;          /* 0: no wall-time budget */
     int resume;             /* continue the run in run_dir */
@@ -198,6 +206,21 @@ KF_API kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary);
 KF_API kf_status kf_run_tree(kf_ctx *ctx, const char *run_dir, int json, char **out);
 /* The best verified node per visible shape; caller frees. */
 KF_API kf_status kf_run_best(kf_ctx *ctx, const char *run_dir, int json, char **out);
+/* Tool mode (docs/agents.md): the context pack of the best-scoring action for the "tool"
+ * proposer in o->run_dir (o's search and bench fields apply), recorded as a pending
+ * action; while it is pending (not submitted, under 30 minutes old) later calls offer
+ * other actions. *out: text or one JSON object, caller frees. KF_EUSAGE when no action
+ * is left. */
+KF_API kf_status kf_run_next(kf_ctx *ctx, const kf_run_opts *o, int json, char **out);
+/* Tool mode: evaluate the file at path as a child of node parent (0: the root) in
+ * o->run_dir, with the loop's check, timing and Critic, and record it (proposer "tool";
+ * category NULL: the pending action's for this parent, else "other"). *outcome: 0 the
+ * candidate passed the check (measured, kept or reverted), 1 it was rejected or did not
+ * build, 2 the evaluation itself failed (recorded as crashed). *out as kf_run_next.
+ * KF_EUSAGE for an unknown parent, a parent that did not pass the check, an unreadable
+ * file or an unknown category (nothing recorded). */
+KF_API kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const char *path,
+                               const char *category, int json, char **out, int *outcome);
 
 KF_API kf_verdict kf_result_verdict(const kf_result *r);
 /* Number of rejection reasons and the code of the i-th. */

@@ -6,12 +6,18 @@
  *   -> kf_bench checks and times it against its parent -> the Critic decides `kept`
  *   -> the store records the outcome in one transaction -> search observes it.
  *
+ * Proposers, numbered for search: the builtin (0), an agent (1: cmd or openai, given the
+ * context pack of the picked parent), tool mode (2: kforge next/submit, a model outside
+ * driving the loop). A proposal that gives no text is still a node (no_candidate), so
+ * nothing an agent was asked is lost. Tool mode's pending actions are `pending` events.
+ *
  * A node's source is self-contained: a builtin point is the template with each
  * kforge:param list cut to the chosen value, so it can be re-checked, used as a parent
  * baseline and exported without remembering any --param.
  */
 #include "loop.h"
 
+#include "../agent/agent.h"
 #include "../search/builtin.h"
 #include "../search/search.h"
 #include "../store/store.h"
@@ -92,6 +98,8 @@ typedef struct {
     kf_store *st;
     char run_dir[4096];
     int evals, kept, since_improve;
+    int64_t tokens;    /* tokens recorded on the run's nodes, in + out */
+    int agent_fails;   /* proposals in a row that gave no candidate */
     double best;       /* best geometric-mean speedup over the reference so far */
     int64_t best_id;
     uint64_t t0;
@@ -450,13 +458,27 @@ static kf_search_state sobs_state(kf_node_state s) {
     case KF_NODE_COMPILE_FAILED: return KF_SOBS_COMPILE_FAILED;
     case KF_NODE_CRASHED: return KF_SOBS_CRASHED;
     case KF_NODE_PRUNED: return KF_SOBS_PRUNED;
+    /* the (proposer, category) action gave nothing to check: search.h counts that as a
+     * failure to build for that proposer's statistics, never as a checker rejection */
+    case KF_NODE_NO_CANDIDATE: return KF_SOBS_COMPILE_FAILED;
     default: return KF_SOBS_REJECTED;
     }
 }
 
+/* Search's proposer numbers: fixed, so a run's statistics mean the same whoever reads
+ * them (kforge run, kforge next). */
+enum { P_BUILTIN = 0, P_AGENT = 1, P_TOOL = 2, P_COUNT = 3 };
+
+static int proposer_index(const char *name) {
+    if (!strcmp(name, "builtin")) return P_BUILTIN;
+    if (!strcmp(name, "tool")) return P_TOOL;
+    return P_AGENT; /* cmd, openai */
+}
+
 /* Tell search and the builtin what a finished node gave. */
 static void observe(kf_search *se, kf_builtin *bi, point_map *pm, const kf_node *n) {
-    kf_search_obs o = {n->id, n->parent, kf_search_category_parse(n->category), 0, sobs_state(n->state),
+    kf_search_obs o = {n->id, n->parent, kf_search_category_parse(n->category), proposer_index(n->proposer),
+                       sobs_state(n->state),
                        n->speedup, n->cost_s};
     if (o.category < 0) o.category = KF_CAT_OTHER;
     kf_search_observe(se, &o);
@@ -509,7 +531,10 @@ static int replay_one(void *arg, const kf_node *n) {
         return 0;
     }
     observe(c->se, c->bi, c->pm, n);
+    c->r->tokens += n->tokens_in + n->tokens_out;
+    if (n->state == KF_NODE_NO_CANDIDATE) return 0; /* a proposal, not an evaluation */
     c->r->evals++;
+    c->r->kept += n->state == KF_NODE_KEPT;
     if (n->speedup > c->r->best && n->state == KF_NODE_KEPT) {
         c->r->best = n->speedup;
         c->r->best_id = n->id;
@@ -519,7 +544,7 @@ static int replay_one(void *arg, const kf_node *n) {
 
 void kf_run_opts_init(kf_run_opts *o) {
     memset(o, 0, sizeof *o);
-    o->agent = "builtin";
+    o->agent = NULL;
     o->budget = 20;
     o->hidden = -1;
     o->keep_margin = 0.0;
@@ -565,12 +590,267 @@ static int template_path(const kf_task *t, char *out, size_t n) {
     return -1;
 }
 
+/* ---- the context pack of an action -------------------------------------------------- */
+
+#define PACK_FAILURES 8       /* recent failures of related nodes told to an agent */
+#define PACK_CONSTRAINTS 32
+#define AGENT_FAIL_STOP 3     /* proposals in a row without a candidate that stop a run */
+#define PENDING_TTL_S 1800.0  /* tool mode: a pending action older than this no longer blocks */
+
+static int failed_state(kf_node_state s) {
+    return s == KF_NODE_REJECTED || s == KF_NODE_COMPILE_FAILED || s == KF_NODE_CRASHED ||
+           s == KF_NODE_NO_CANDIDATE;
+}
+
+typedef struct {
+    int64_t parent, grand;    /* the action's parent and the parent's own parent (-1: none) */
+    kf_pack_failure f[PACK_FAILURES];
+    char *own[PACK_FAILURES][2];
+    int n, next;              /* a ring of the latest PACK_FAILURES */
+} fail_ctx;
+
+/* The first reason's message of a verdict, else the node's note; caller frees. */
+static char *first_message(const kf_node *n) {
+    json_t *v = n->verdict_json ? json_loads(n->verdict_json, 0, NULL) : NULL;
+    json_t *m = json_object_get(json_array_get(json_object_get(v, "reasons"), 0), "message");
+    char *out = json_is_string(m) ? strdup(json_string_value(m))
+                : m               ? json_dumps(m, JSON_COMPACT | JSON_ENCODE_ANY)
+                : n->note         ? strdup(n->note)
+                                  : NULL;
+    json_decref(v);
+    return out;
+}
+
+static int collect_failure(void *arg, const kf_node *n) {
+    fail_ctx *c = arg;
+    /* children of the parent (the new node's siblings) and siblings of the parent */
+    int related = n->parent == c->parent || (c->grand >= 0 && n->parent == c->grand && n->id != c->parent);
+    if (!related || !failed_state(n->state)) return 0;
+    int k = c->next;
+    free(c->own[k][0]);
+    free(c->own[k][1]);
+    c->own[k][0] = strdup(n->reasons ? n->reasons : kf_node_state_name(n->state));
+    c->own[k][1] = first_message(n);
+    c->f[k] = (kf_pack_failure){n->id, c->own[k][0], c->own[k][1]};
+    c->next = (k + 1) % PACK_FAILURES;
+    if (c->n < PACK_FAILURES) c->n++;
+    return 0;
+}
+
+typedef struct {
+    char *text[PACK_CONSTRAINTS];
+    int n;
+} cons_ctx;
+
+static int collect_constraint(void *arg, const kf_constraint *c) {
+    cons_ctx *k = arg;
+    if (k->n == PACK_CONSTRAINTS) return 1;
+    k->text[k->n] = strdup(c->text);
+    if (k->text[k->n]) k->n++;
+    return 0;
+}
+
+static const char *task_ext(const kf_task *t) { return !strcmp(t->backend, "cuda") ? "cu" : "c"; }
+
+/* The pack for improving node parent (0: the reference) along category (NULL: any):
+ * task.json, the visible shapes, the parent's source, its verdict and per-shape timings,
+ * recent failures of its children and siblings (latest first), the run's constraints. */
+static kf_status pack_for(run_state *r, int64_t parent, const char *category, kf_pack *out) {
+    kf_ctx *ctx = r->ctx;
+    char path[4200], *task_json = NULL, *src = NULL, *shapes = NULL;
+    size_t len;
+    kf_node pn;
+    memset(&pn, 0, sizeof pn);
+    fail_ctx fc;
+    memset(&fc, 0, sizeof fc);
+    cons_ctx cc;
+    memset(&cc, 0, sizeof cc);
+    kf_status st = KF_OK;
+    snprintf(path, sizeof path, "%s/task.json", r->t->dir);
+    if (kf__read_file(path, 4u << 20, &task_json, &len)) {
+        st = kf__err(ctx, KF_EIO, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    json_t *tj = json_loads(task_json, 0, NULL);
+    shapes = json_object_get(tj, "shapes") ? json_dumps(json_object_get(tj, "shapes"), JSON_COMPACT) : NULL;
+    json_decref(tj);
+    fc.parent = parent;
+    fc.grand = -1;
+    if (parent == 0) {
+        if (kf__read_file(r->t->ref_path, 4u << 20, &src, &len)) {
+            st = kf__err(ctx, KF_EIO, "%s: %s", r->t->ref_path, strerror(errno));
+            goto out;
+        }
+    } else {
+        if ((st = kf_store_get_node(r->st, parent, &pn))) goto out;
+        if ((st = kf_store_read_source(r->st, pn.src_hash, pn.ext, &src, &len))) goto out;
+        fc.grand = pn.parent;
+    }
+    if ((st = kf_store_each_node(r->st, collect_failure, &fc))) goto out;
+    if ((st = kf_store_each_constraint(r->st, collect_constraint, &cc))) goto out;
+    kf_pack_failure fl[PACK_FAILURES];
+    for (int i = 0; i < fc.n; i++) fl[i] = fc.f[((fc.next - 1 - i) % PACK_FAILURES + PACK_FAILURES) % PACK_FAILURES];
+    kf_pack_in in;
+    memset(&in, 0, sizeof in);
+    in.task_dir = r->t->dir;
+    in.task_json = task_json;
+    in.shapes_json = shapes;
+    in.parent_id = parent;
+    in.parent_src = src;
+    in.ext = task_ext(r->t);
+    in.category = category;
+    in.verdict_json = pn.verdict_json;
+    in.timings_json = pn.shapes_json;
+    in.failures = fl;
+    in.nfailures = fc.n;
+    in.constraints = (const char *const *)cc.text;
+    in.nconstraints = cc.n;
+    st = kf_pack_build(ctx, &in, out);
+out:
+    for (int i = 0; i < PACK_FAILURES; i++) free(fc.own[i][0]), free(fc.own[i][1]);
+    for (int i = 0; i < cc.n; i++) free(cc.text[i]);
+    kf_node_free(&pn);
+    free(task_json);
+    free(shapes);
+    free(src);
+    return st;
+}
+
+/* ---- the run -------------------------------------------------------------------------- */
+
+/* Ask the agent for a child of a.parent and record it: a candidate is evaluated like a
+ * builtin node; no candidate is a node in state no_candidate (an empty source, reason
+ * "no_candidate", the agent's error as its note), so a failed proposal is never lost. It
+ * is not an evaluation (the budget counts those) but its tokens count. *stop is set to
+ * a reason when AGENT_FAIL_STOP proposals in a row gave nothing. */
+static kf_status agent_step(run_state *r, kf_agent *ag, kf_search *se, kf_builtin *bi, point_map *pm,
+                            const kf_action *a, const char **stop) {
+    static char why[700];
+    const char *cat = kf_search_category_name(a->category);
+    kf_pack pk;
+    memset(&pk, 0, sizeof pk);
+    kf_status st = pack_for(r, a->parent, cat, &pk);
+    if (st) return st;
+    kf_proposal pr;
+    memset(&pr, 0, sizeof pr);
+    st = kf_agent_propose(ag, &pk, &pr);
+    if (st) goto out; /* kforge could not ask (no temp dir, no memory): detail on ctx */
+    kf_node n;
+    memset(&n, 0, sizeof n);
+    n.parent = a->parent;
+    snprintf(n.ext, sizeof n.ext, "%s", pr.text && pr.ext[0] ? pr.ext : pk.ext);
+    snprintf(n.proposer, sizeof n.proposer, "%s", kf_agent_kind(ag));
+    snprintf(n.category, sizeof n.category, "%s", cat ? cat : "other");
+    n.tokens_in = pr.tokens_in;
+    n.tokens_out = pr.tokens_out;
+    n.cost_s = pr.elapsed_s;
+    n.created = now_s();
+    r->tokens += pr.tokens_in + pr.tokens_out;
+    if (pr.text) {
+        st = kf_store_put_source(r->st, pr.text, pr.len, n.ext, n.src_hash);
+    } else {
+        st = kf_store_put_source(r->st, "", 0, n.ext, n.src_hash);
+        n.note = strdup(pr.error ? pr.error : "the agent gave no candidate");
+    }
+    if (!st) st = kf_store_add_node(r->st, &n);
+    if (!st) {
+        json_t *ev = json_pack("{s:s, s:i, s:b, s:f, s:s%}", "agent", kf_agent_kind(ag), "attempts", pr.attempts,
+                               "tokens_estimated", pr.tokens_estimated, "elapsed_s", pr.elapsed_s, "log",
+                               pr.log ? pr.log : "", pr.log ? strlen(pr.log) < 4096 ? strlen(pr.log) : 4096 : 0);
+        char *evs = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+        kf_store_event(r->st, n.id, "proposal", evs);
+        free(evs);
+        json_decref(ev);
+    }
+    if (!st && pr.text) {
+        r->agent_fails = 0;
+        st = finish_one(r, se, bi, pm, n.id);
+    } else if (!st) {
+        n.state = KF_NODE_NO_CANDIDATE;
+        n.reasons = strdup("no_candidate");
+        n.finished = now_s();
+        st = kf_store_finish_node(r->st, &n);
+        if (!st) {
+            observe(se, bi, pm, &n);
+            progress(r, &n);
+            if (!r->tty) fprintf(stderr, "kforge run: node %lld: no candidate: %s\n", (long long)n.id, n.note);
+            if (++r->agent_fails >= AGENT_FAIL_STOP) {
+                snprintf(why, sizeof why, "the agent gave no candidate %d times in a row (last: %.500s)",
+                         AGENT_FAIL_STOP, n.note);
+                *stop = why;
+            }
+        }
+    }
+    kf_node_free(&n);
+out:
+    kf_proposal_free(&pr);
+    kf_pack_free(&pk);
+    return st;
+}
+
+/* The run's config as recorded at create: the proposer, its endpoint settings (never a
+ * key: only the name of the variable holding it), the budgets. */
+static char *config_json(const kf_run_opts *o, const char *agent) {
+    json_t *cfg = json_pack("{s:s, s:i, s:I, s:b}", "agent", agent, "budget", o->budget, "seed", (json_int_t)o->seed,
+                            "with_builtin", o->with_builtin);
+    if (o->base_url) json_object_set_new(cfg, "base_url", json_string(o->base_url));
+    if (o->api_key_env) json_object_set_new(cfg, "api_key_env", json_string(o->api_key_env));
+    if (o->agent_timeout_s > 0) json_object_set_new(cfg, "agent_timeout_s", json_real(o->agent_timeout_s));
+    if (o->tokens > 0) json_object_set_new(cfg, "tokens", json_integer(o->tokens));
+    char *cs = json_dumps(cfg, JSON_COMPACT);
+    json_decref(cfg);
+    return cs;
+}
+
+/* Open an existing run for tool mode or resume: the task from the run, its fingerprint
+ * checked. */
+static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, run_state *r) {
+    memset(r, 0, sizeof *r);
+    r->ctx = ctx;
+    r->o = o;
+    r->t0 = kf__now_ns();
+    if (!o->run_dir) return kf__err(ctx, KF_EUSAGE, "which run?");
+    kf_store *peek = NULL;
+    kf_status st = kf_store_open(ctx, o->run_dir, NULL, &peek);
+    if (st) return st;
+    char td[4096];
+    snprintf(td, sizeof td, "%s", kf_store_task_dir(peek));
+    kf_store_close(peek);
+    if ((st = kf_task_load(ctx, td, &r->t))) return st;
+    snprintf(r->run_dir, sizeof r->run_dir, "%s", o->run_dir);
+    if ((st = kf_store_open(ctx, r->run_dir, r->t, &r->st))) {
+        kf_task_free(r->t);
+        r->t = NULL;
+    }
+    return st;
+}
+
+static void close_run(run_state *r) {
+    kf_store_close(r->st);
+    kf_task_free(r->t);
+}
+
+/* Search over the run's proposers, every setting from o. */
+static kf_status new_search(run_state *r, kf_search **out) {
+    kf_search_cfg cfg;
+    kf_search_defaults(&cfg);
+    /* with no --target the gap never closes: the run goes on to its budget (search's own
+     * default target, 2x, would stop it once 2x is reached); --search target=X still sets it */
+    cfg.target = 1e6;
+    for (int i = 0; i < r->o->nsearch; i++) {
+        char err[256];
+        if (kf_search_cfg_set(&cfg, r->o->search[i], err, sizeof err))
+            return kf__err(r->ctx, KF_EUSAGE, "--search %s: %s", r->o->search[i], err);
+    }
+    if (r->o->target > 0) cfg.target = r->o->target;
+    cfg.nproposers = P_COUNT;
+    if (!(*out = kf_search_new(&cfg))) return kf__err(r->ctx, KF_ENOMEM, "out of memory");
+    for (int p = 0; p < P_COUNT; p++) kf_search_offer(*out, p, 0); /* the caller offers */
+    return KF_OK;
+}
+
 kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (summary) *summary = NULL;
-    if (strcmp(o->agent ? o->agent : "builtin", "builtin"))
-        return kf__err(ctx, KF_EUSAGE, "--agent %s: only the builtin proposer drives kforge run so far "
-                                       "(cmd: and openai: are built as modules, not yet wired: docs/run.md)",
-                       o->agent);
     run_state r;
     memset(&r, 0, sizeof r);
     r.ctx = ctx;
@@ -580,22 +860,50 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     kf_status st = KF_OK;
     kf_search *se = NULL;
     kf_builtin *bi = NULL;
+    kf_agent *ag = NULL;
     point_map pm = {0};
     replay_ctx rc = {0};
     char *tmpl = NULL;
     size_t tlen = 0;
+    json_t *rcfg = NULL; /* the run's recorded config, on resume */
     const char *task_dir = o->task_dir;
-    /* resume: the task comes from the run */
+    kf_run_opts eo = *o;  /* the options in effect: the command's, else the run's */
+    /* resume: the task comes from the run, and so does what the command does not say */
     if (o->resume) {
         kf_store *peek = NULL;
         if ((st = kf_store_open(ctx, o->run_dir, NULL, &peek))) return st;
         static char td[4096];
         snprintf(td, sizeof td, "%s", kf_store_task_dir(peek));
+        rcfg = kf_store_config(peek) ? json_loads(kf_store_config(peek), 0, NULL) : NULL;
         kf_store_close(peek);
         if (!task_dir) task_dir = td;
+        if (!eo.agent) eo.agent = json_string_value(json_object_get(rcfg, "agent"));
+        if (!eo.base_url) eo.base_url = json_string_value(json_object_get(rcfg, "base_url"));
+        if (!eo.api_key_env) eo.api_key_env = json_string_value(json_object_get(rcfg, "api_key_env"));
+        if (!eo.agent_timeout_s) eo.agent_timeout_s = json_number_value(json_object_get(rcfg, "agent_timeout_s"));
+        if (!eo.tokens) eo.tokens = json_integer_value(json_object_get(rcfg, "tokens"));
+        eo.with_builtin |= json_is_true(json_object_get(rcfg, "with_builtin"));
     }
-    if (!task_dir) return kf__err(ctx, KF_EUSAGE, "kforge run: no task (kforge run TASK, or --resume RUN)");
-    if ((st = kf_task_load(ctx, task_dir, &r.t))) return st;
+    o = &eo;
+    r.o = o;
+    const char *spec = o->agent ? o->agent : "builtin";
+    int agent = strcmp(spec, "builtin") != 0;
+    if (!task_dir) {
+        json_decref(rcfg);
+        return kf__err(ctx, KF_EUSAGE, "kforge run: no task (kforge run TASK, or --resume RUN)");
+    }
+    if (agent) {
+        kf_agent_opts ao;
+        kf_agent_opts_init(&ao);
+        if (o->agent_timeout_s > 0) ao.timeout_s = o->agent_timeout_s;
+        ao.base_url = o->base_url;
+        if (o->api_key_env && !(ao.api_key = getenv(o->api_key_env))) {
+            st = kf__err(ctx, KF_EUSAGE, "--api-key-env %s: %s is not set", o->api_key_env, o->api_key_env);
+            goto out;
+        }
+        if ((st = kf_agent_new(ctx, spec, &ao, &ag))) goto out;
+    }
+    if ((st = kf_task_load(ctx, task_dir, &r.t))) goto out;
     if (o->run_dir) {
         snprintf(r.run_dir, sizeof r.run_dir, "%s", o->run_dir);
     } else {
@@ -607,47 +915,31 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         snprintf(r.run_dir, sizeof r.run_dir, "runs/%s-%s", kf_task_name(r.t), stamp);
         kf__mkdirs("runs");
     }
-    if (o->resume) {
-        st = kf_store_open(ctx, r.run_dir, r.t, &r.st);
-    } else {
-        json_t *cfg = json_pack("{s:s, s:i, s:I}", "agent", "builtin", "budget", o->budget, "seed",
-                                (json_int_t)o->seed);
-        char *cs = json_dumps(cfg, JSON_COMPACT);
-        json_decref(cfg);
-        st = kf_store_create(ctx, r.run_dir, r.t, cs, &r.st);
-        free(cs);
-    }
-    if (st) goto out;
     char tpath[4200];
     int ti = template_path(r.t, tpath, sizeof tpath);
-    if (ti < 0) {
+    if (!agent && ti < 0 && o->budget > 0) {
         st = kf__err(ctx, KF_EUSAGE, "%s: no template candidate (candidates/param.c or param.cu) for the "
                                      "builtin proposer", r.t->dir);
         goto out;
     }
-    if ((st = kf_builtin_new(ctx, r.t, tpath, o->has_seed ? o->seed : kf__secret_u64(), &bi))) goto out;
-    if (kf__read_file(tpath, 4u << 20, &tmpl, &tlen)) {
-        st = kf__err(ctx, KF_EIO, "%s: %s", tpath, strerror(errno));
-        goto out;
+    if (o->resume) {
+        st = kf_store_open(ctx, r.run_dir, r.t, &r.st);
+    } else {
+        char *cs = config_json(o, spec);
+        st = kf_store_create(ctx, r.run_dir, r.t, cs, &r.st);
+        free(cs);
     }
-    kf_search_cfg cfg;
-    kf_search_defaults(&cfg);
-    /* with no --target the gap never closes: the run goes on to its budget (search's own
-     * default target, 2x, would stop it once 2x is reached); --search target=X still sets it */
-    cfg.target = 1e6;
-    for (int i = 0; i < o->nsearch; i++) {
-        char err[256];
-        if (kf_search_cfg_set(&cfg, o->search[i], err, sizeof err)) {
-            st = kf__err(ctx, KF_EUSAGE, "--search %s: %s", o->search[i], err);
+    if (st) goto out;
+    if (ti >= 0 && (!agent || o->with_builtin)) {
+        if ((st = kf_builtin_new(ctx, r.t, tpath, o->has_seed ? o->seed : kf__secret_u64(), &bi))) goto out;
+        if (kf__read_file(tpath, 4u << 20, &tmpl, &tlen)) {
+            st = kf__err(ctx, KF_EIO, "%s: %s", tpath, strerror(errno));
             goto out;
         }
     }
-    if (o->target > 0) cfg.target = o->target;
-    if (!(se = kf_search_new(&cfg))) {
-        st = kf__err(ctx, KF_ENOMEM, "out of memory");
-        goto out;
-    }
-    kf_search_offer(se, 0, kf_builtin_categories(bi));
+    if ((st = new_search(&r, &se))) goto out;
+    if (bi) kf_search_offer(se, P_BUILTIN, kf_builtin_categories(bi));
+    if (ag) kf_search_offer(se, P_AGENT, (1u << KF_CAT_COUNT) - 1);
     /* what the run already knows, then whatever was left unfinished */
     rc = (replay_ctx){se, bi, &pm, NULL, 0, 0, &r};
     if ((st = kf_store_each_node(r.st, replay_one, &rc))) goto out;
@@ -659,6 +951,10 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if (r.evals >= o->budget) break;
         if (o->wall_s > 0 && (double)(kf__now_ns() - r.t0) / 1e9 >= o->wall_s) {
             why = "wall time spent";
+            break;
+        }
+        if (o->tokens > 0 && r.tokens >= o->tokens) {
+            why = "token budget spent";
             break;
         }
         if (o->target > 0 && r.best >= o->target) {
@@ -674,6 +970,15 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
             why = "every action scores under the floor";
             break;
         }
+        if (a.proposer == P_AGENT) {
+            const char *stop = NULL;
+            st = agent_step(&r, ag, se, bi, &pm, &a, &stop);
+            if (stop) {
+                why = stop;
+                break;
+            }
+            continue;
+        }
         kf_point pt;
         kf_move mv;
         int mcat = a.category, got;
@@ -684,9 +989,13 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
             got = from ? kf_builtin_next(bi, from, a.category, &pt, &mv, &mcat) : -1;
         if (got) {
             /* nothing left along this action: search stops offering it */
-            kf_search_exhaust(se, a.parent, a.category, 0);
+            kf_search_exhaust(se, a.parent, a.category, P_BUILTIN);
             if (a.parent != 0) continue; /* choose again */
             if (kf_builtin_next(bi, NULL, -1, &pt, &mv, &mcat)) {
+                if (ag) { /* the agent may still have something to say */
+                    kf_search_offer(se, P_BUILTIN, 0);
+                    continue;
+                }
                 why = "the parameter space is exhausted";
                 break;
             }
@@ -721,15 +1030,22 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (r.tty) fputc('\n', stderr);
     if (!st) {
         kf_store_set_status(r.st, "done");
-        char best[64] = "none kept";
-        if (r.best_id) snprintf(best, sizeof best, "best %.3fx (node %lld)", r.best, (long long)r.best_id);
-        fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, %s; %s\n", r.run_dir, r.evals, r.kept, best, why);
+        if (o->budget == 0 && !r.evals && !o->resume)
+            fprintf(stderr, "kforge run: created %s, empty (--budget 0): `kforge next %s` gives the first action\n",
+                    r.run_dir, r.run_dir);
+        else {
+            char tok[64] = "", best[64] = "none kept";
+            if (ag) snprintf(tok, sizeof tok, ", %lld tokens", (long long)r.tokens);
+            if (r.best_id) snprintf(best, sizeof best, "best %.3fx (node %lld)", r.best, (long long)r.best_id);
+            fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, %s%s; %s\n", r.run_dir, r.evals, r.kept, best,
+                    tok, why);
+        }
         /* the loop's own cost: everything but kf_bench (compile, check, timing) */
         double over_ms = r.fresh ? ((double)(kf__now_ns() - r.t0 - r.bench_ns) / 1e6) / r.fresh : 0;
         if (summary) {
-            json_t *j = json_pack("{s:s, s:i, s:i, s:f, s:I, s:s, s:f}", "run", r.run_dir, "evaluations", r.evals,
-                                  "kept", r.kept, "best_speedup", r.best, "best_node", (json_int_t)r.best_id,
-                                  "stopped", why, "overhead_ms_per_evaluation", over_ms);
+            json_t *j = json_pack("{s:s, s:i, s:i, s:f, s:I, s:I, s:s, s:f}", "run", r.run_dir, "evaluations",
+                                  r.evals, "kept", r.kept, "best_speedup", r.best, "best_node", (json_int_t)r.best_id,
+                                  "tokens", (json_int_t)r.tokens, "stopped", why, "overhead_ms_per_evaluation", over_ms);
             *summary = json_dumps(j, JSON_COMPACT);
             json_decref(j);
         }
@@ -741,8 +1057,245 @@ out:
     free(tmpl);
     kf_search_free(se);
     kf_builtin_free(bi);
+    kf_agent_free(ag);
     kf_store_close(r.st);
     kf_task_free(r.t);
+    json_decref(rcfg);
+    return st;
+}
+
+/* ---- tool mode: next and submit ------------------------------------------------------- */
+
+typedef struct {
+    int64_t id, parent;
+    int category;
+    double created;
+    int open;
+} pending;
+
+typedef struct {
+    pending v[256];  /* the latest pending actions; older ones have expired long ago */
+    int n;
+} pending_set;
+
+static int collect_pending(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    pending_set *p = arg;
+    json_t *j = js ? json_loads(js, 0, NULL) : NULL;
+    if (j && p->n == 256) memmove(p->v, p->v + 1, sizeof p->v - sizeof *p->v), p->n--;
+    if (j)
+        p->v[p->n++] = (pending){id, json_integer_value(json_object_get(j, "parent")),
+                                 kf_search_category_parse(json_string_value(json_object_get(j, "category"))), created, 1};
+    json_decref(j);
+    return 0;
+}
+
+static int close_submitted(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    pending_set *p = arg;
+    json_t *j = js ? json_loads(js, 0, NULL) : NULL;
+    int64_t pid = json_integer_value(json_object_get(j, "pending"));
+    for (int i = 0; pid && i < p->n; i++)
+        if (p->v[i].id == pid) p->v[i].open = 0;
+    json_decref(j);
+    return 0;
+}
+
+/* The open pending actions: not submitted, younger than PENDING_TTL_S. */
+static kf_status pendings(run_state *r, pending_set *p) {
+    memset(p, 0, sizeof *p);
+    kf_status st = kf_store_each_event(r->st, "pending", collect_pending, p);
+    if (!st) st = kf_store_each_event(r->st, "submit", close_submitted, p);
+    if (!st) st = kf_store_each_event(r->st, "withdrawn", close_submitted, p);
+    double now = now_s();
+    for (int i = 0; i < p->n; i++)
+        if (now - p->v[i].created > PENDING_TTL_S || p->v[i].category < 0) p->v[i].open = 0;
+    return st;
+}
+
+typedef struct {
+    char nonce[24];
+    int64_t id;
+} mine_ctx;
+
+/* The id of the pending event carrying this call's nonce (other callers write too). */
+static int find_mine(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    mine_ctx *m = arg;
+    if (js && strstr(js, m->nonce)) m->id = id;
+    return 0;
+}
+
+kf_status kf_run_next(kf_ctx *ctx, const kf_run_opts *o, int json, char **out) {
+    *out = NULL;
+    run_state r;
+    kf_status st = open_run(ctx, o, &r);
+    if (st) return st;
+    kf_search *se = NULL;
+    replay_ctx rc = {0};
+    kf_pack pk;
+    memset(&pk, 0, sizeof pk);
+    pending_set ps;
+    json_t *ej = NULL;
+    if ((st = new_search(&r, &se))) goto out;
+    kf_search_offer(se, P_TOOL, (1u << KF_CAT_COUNT) - 1);
+    rc = (replay_ctx){se, NULL, NULL, NULL, 0, 0, &r};
+    if ((st = kf_store_each_node(r.st, replay_one, &rc))) goto out;
+    /* An action someone is working on is not offered again until it is submitted or
+     * expires. Another `next` may record the same action between our read and our write:
+     * then the earlier record stands and ours is withdrawn, and we choose again. */
+    kf_action a;
+    const char *cat = NULL;
+    int64_t pid = 0;
+    for (int attempt = 0; !pid; attempt++) {
+        if ((st = pendings(&r, &ps))) goto out;
+        for (int i = 0; i < ps.n; i++)
+            if (ps.v[i].open) kf_search_exhaust(se, ps.v[i].parent, ps.v[i].category, P_TOOL);
+        if (attempt == 8 || kf_search_pick(se, &a)) {
+            st = kf__err(ctx, KF_EUSAGE, "%s: no action left to offer (every action scores under the floor or is "
+                                         "pending)", r.run_dir);
+            goto out;
+        }
+        cat = kf_search_category_name(a.category);
+        mine_ctx m = {"", 0};
+        snprintf(m.nonce, sizeof m.nonce, "%016llx", (unsigned long long)kf__secret_u64());
+        json_t *ev = json_pack("{s:I, s:s, s:s, s:f, s:s}", "parent", (json_int_t)a.parent, "category", cat,
+                               "proposer", "tool", "score", a.h, "nonce", m.nonce);
+        char *evs = json_dumps(ev, JSON_COMPACT);
+        json_decref(ev);
+        st = kf_store_event(r.st, 0, "pending", evs);
+        free(evs);
+        if (!st) st = kf_store_each_event(r.st, "pending", find_mine, &m);
+        if (!st) st = pendings(&r, &ps);
+        if (st) goto out;
+        pid = m.id;
+        for (int i = 0; i < ps.n && pid; i++)
+            if (ps.v[i].open && ps.v[i].id < m.id && ps.v[i].parent == a.parent && ps.v[i].category == a.category) {
+                char w[64];
+                snprintf(w, sizeof w, "{\"pending\": %lld}", (long long)m.id);
+                if ((st = kf_store_event(r.st, 0, "withdrawn", w))) goto out;
+                pid = 0;
+            }
+    }
+    if ((st = pack_for(&r, a.parent, cat, &pk))) goto out;
+    char expl[2048];
+    kf_search_explain(&a, expl, sizeof expl);
+    ej = json_loads(expl, 0, NULL);
+    char submit[4600];
+    snprintf(submit, sizeof submit, "kforge submit %s --parent %lld --category %s FILE", r.run_dir,
+             (long long)a.parent, cat);
+    if (json) {
+        json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:f, s:o, s:s, s:o, s:s, s:s}", "run", r.run_dir, "pending",
+                              (json_int_t)pid, "parent", (json_int_t)a.parent, "category", cat, "score", a.h, "explain",
+                              ej ? json_incref(ej) : json_null(), "submit", submit,
+                              "pack", json_loads(pk.json, 0, NULL), "system", pk.system, "prompt", pk.prompt);
+        *out = j ? json_dumps(j, JSON_INDENT(1)) : NULL;
+        json_decref(j);
+    } else {
+        kf_buf b;
+        kf_buf_init(&b, 64u << 20);
+        kf_buf_printf(&b,
+                      "kforge next: pending action %lld: improve node %lld (%s), category %s, score %.3f\n"
+                      "write the whole candidate file, then: %s\n\n---- system ----\n%s\n\n---- prompt ----\n%s\n",
+                      (long long)pid, (long long)a.parent, a.parent ? "a node of the run" : "the reference", cat, a.h,
+                      submit, pk.system, pk.prompt);
+        *out = b.p;
+    }
+    if (!*out) st = kf__err(ctx, KF_ENOMEM, "out of memory");
+out:
+    json_decref(ej);
+    kf_pack_free(&pk);
+    free(rc.unfinished);
+    kf_search_free(se);
+    close_run(&r);
+    return st;
+}
+
+kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const char *path, const char *category,
+                        int json, char **out, int *outcome) {
+    *out = NULL;
+    *outcome = 2;
+    if (category && kf_search_category_parse(category) < 0)
+        return kf__err(ctx, KF_EUSAGE, "--category %s: not a category (tiling, vectorisation, unrolling, "
+                                       "memory_layout, launch_config, algorithm, specialisation, precision, other)",
+                       category);
+    if (parent < 0) return kf__err(ctx, KF_EUSAGE, "--parent %lld: a node id, 0 for the root", (long long)parent);
+    run_state r;
+    kf_status st = open_run(ctx, o, &r);
+    if (st) return st;
+    kf_node pn, n;
+    memset(&pn, 0, sizeof pn);
+    memset(&n, 0, sizeof n);
+    char *text = NULL;
+    size_t len = 0;
+    int hasp = 0;
+    if (parent > 0) {
+        if (kf_store_get_node(r.st, parent, &pn)) {
+            st = kf__err(ctx, KF_EUSAGE, "%s: no node %lld (kforge tree %s lists them; 0 is the root)", r.run_dir,
+                         (long long)parent, r.run_dir);
+            goto out;
+        }
+        hasp = 1;
+        if (!(pn.state == KF_NODE_MEASURED || pn.state == KF_NODE_KEPT || pn.state == KF_NODE_REVERTED)) {
+            st = kf__err(ctx, KF_EUSAGE, "%s: node %lld is %s: a parent is the root (0) or a node that passed the check",
+                         r.run_dir, (long long)parent, kf_node_state_name(pn.state));
+            goto out;
+        }
+    }
+    errno = 0;
+    if (kf__read_file(path, 1u << 20, &text, &len)) {
+        st = kf__err(ctx, KF_EUSAGE, "%s: %s", path, errno ? strerror(errno) : "larger than 1 MiB");
+        goto out;
+    }
+    /* the category: as given, else the pending action's for this parent, else other */
+    pending_set ps;
+    if ((st = pendings(&r, &ps))) goto out;
+    int64_t pid = 0;
+    int want = category ? kf_search_category_parse(category) : -1;
+    for (int i = 0; i < ps.n && !pid; i++)
+        if (ps.v[i].open && ps.v[i].parent == parent && (want < 0 || ps.v[i].category == want)) {
+            pid = ps.v[i].id;
+            if (want < 0) want = ps.v[i].category;
+        }
+    const char *dot = strrchr(path, '.');
+    snprintf(n.ext, sizeof n.ext, "%s", dot && (!strcmp(dot, ".c") || !strcmp(dot, ".cu")) ? dot + 1 : task_ext(r.t));
+    n.parent = parent;
+    snprintf(n.proposer, sizeof n.proposer, "tool");
+    snprintf(n.category, sizeof n.category, "%s", want >= 0 ? kf_search_category_name(want) : "other");
+    n.created = now_s();
+    if ((st = kf_store_put_source(r.st, text, len, n.ext, n.src_hash))) goto out;
+    if ((st = kf_store_add_node(r.st, &n))) goto out;
+    json_t *ev = json_pack("{s:I, s:s}", "parent", (json_int_t)parent, "category", n.category);
+    json_object_set_new(ev, "pending", pid ? json_integer(pid) : json_null());
+    char *evs = json_dumps(ev, JSON_COMPACT);
+    json_decref(ev);
+    st = kf_store_event(r.st, n.id, "submit", evs);
+    free(evs);
+    if (st || (st = evaluate(&r, &n, hasp ? &pn : NULL))) goto out;
+    if (n.state == KF_NODE_KEPT) kf_store_savepoint(r.st, n.id, "kept");
+    int passed = n.state == KF_NODE_MEASURED || n.state == KF_NODE_KEPT || n.state == KF_NODE_REVERTED;
+    *outcome = passed ? 0 : n.state == KF_NODE_CRASHED ? 2 : 1;
+    char *msg = passed ? NULL : first_message(&n);
+    if (json) {
+        json_t *j = node_json(&n);
+        json_object_set_new(j, "run", json_string(r.run_dir));
+        json_object_set_new(j, "pending", pid ? json_integer(pid) : json_null());
+        json_object_set_new(j, "message", msg ? json_string(msg) : json_null());
+        *out = json_dumps(j, JSON_INDENT(1));
+        json_decref(j);
+    } else {
+        kf_buf b;
+        kf_buf_init(&b, 1u << 20);
+        node_vec one = {&n, 1, 1};
+        kf_buf_printf(&b, "kforge submit: ");
+        tree_text(&b, &one, parent, 0);
+        if (msg) kf_buf_printf(&b, "  %s\n", msg);
+        *out = b.p;
+    }
+    free(msg);
+    if (!*out) st = kf__err(ctx, KF_ENOMEM, "out of memory");
+out:
+    free(text);
+    kf_node_free(&n);
+    if (hasp) kf_node_free(&pn);
+    close_run(&r);
     return st;
 }
 

@@ -984,3 +984,24 @@ kf_status kf_store_event(kf_store *s, int64_t node, const char *kind, const char
                        s->dbpath, kind, (long long)node);
     return rc ? serr(s, rc, "logging an event") : KF_OK;
 }
+
+kf_status kf_store_each_event(kf_store *s, const char *kind,
+                              int (*fn)(void *, int64_t, int64_t, const char *, double), void *arg) {
+    if (!s || !fn) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_each_event: NULL argument");
+    /* rare (tool mode reads its pending actions): prepared per call, not kept */
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT id, node, json, created FROM events WHERE run = ?1 AND"
+                                " (?2 IS NULL OR kind = ?2) ORDER BY id",
+                                -1, &q, NULL);
+    if (rc) return serr(s, rc, "reading events");
+    sqlite3_bind_int64(q, 1, s->run);
+    bind_text(q, 2, kind);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+        if (fn(arg, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), col_text(q, 2),
+               sqlite3_column_double(q, 3)))
+            break;
+    kf_status st = rc == SQLITE_ROW || rc == SQLITE_DONE ? KF_OK : serr(s, rc, "reading events");
+    sqlite3_finalize(q);
+    return st;
+}

@@ -34,7 +34,8 @@
     X(KEPT, "kept")                                                             \
     X(REVERTED, "reverted")                                                     \
     X(CRASHED, "crashed")                                                       \
-    X(PRUNED, "pruned")
+    X(PRUNED, "pruned")                                                         \
+    X(NO_CANDIDATE, "no_candidate")
 
 typedef enum {
 #define KF_X(n, s) KF_NODE_##n,
@@ -150,6 +151,13 @@ kf_status kf_store_each_constraint(kf_store *s, int (*fn)(void *arg, const kf_co
 kf_status kf_store_savepoint(kf_store *s, int64_t node, const char *label);
 /* Append to the event log. node 0: a run-wide event. json may be NULL. */
 kf_status kf_store_event(kf_store *s, int64_t node, const char *kind, const char *json);
+/* Call fn for every event of this kind (NULL: all) in id order, with its id, node (0:
+ * run-wide), json (NULL when none; borrowed for the call) and time; a non-zero return
+ * stops. Not from inside another store callback. */
+kf_status kf_store_each_event(kf_store *s, const char *kind,
+                              int (*fn)(void *arg, int64_t id, int64_t node, const char *json,
+                                        double created),
+                              void *arg);
 
 /* PRAGMA integrity_check: KF_OK, or KF_EIO with SQLite's first complaint. */
 kf_status kf_store_check(kf_store *s);
