@@ -12,6 +12,8 @@
 #include <jansson.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *write_tmp(const char *name, const char *text) {
@@ -281,6 +283,26 @@ static void t_prep_budget_spent(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* A coordinator killed with SIGKILL leaves its workers' directories behind; the next
+ * kforge removes those of dead coordinators (named by pid), never a live one's. */
+static void t_sweep_dead_dirs(const void *arg) {
+    (void)arg;
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    char d1[128], d2[128], cmd[512];
+    snprintf(d1, sizeof d1, "/tmp/kforge-w-%d-kftAAA", (int)dead);
+    snprintf(d2, sizeof d2, "/tmp/kforge-w-%d-kftBBB", (int)getpid()); /* alive: this test */
+    CHECK(mkdir(d1, 0700) == 0 && mkdir(d2, 0700) == 0);
+    snprintf(cmd, sizeof cmd, "cd %s && %s check tasks/c/saxpy tasks/c/saxpy/candidates/fast.c >/dev/null 2>&1",
+             kft_src("."), kft_bin("kforge"));
+    kft_run(cmd, NULL, 0);
+    struct stat sb;
+    CHECKF(stat(d1, &sb) != 0, "%s (a dead coordinator's) is still there", d1);
+    CHECKF(stat(d2, &sb) == 0, "%s (a live one's) was removed", d2);
+    rmdir(d2);
+}
+
 static void t_worker_missing(const void *arg) {
     (void)arg;
     setenv("KFORGE_WORKER", "/nonexistent/kforge-worker", 1);
@@ -490,5 +512,6 @@ void kft_register_check(void) {
     kft_add("check/worker_missing", t_worker_missing, NULL, 30);
     kft_add("check/reference_failure", t_reference_failure_is_task_error, NULL, 30);
     kft_add("check/prep_budget_spent", t_prep_budget_spent, NULL, 60);
+    kft_add("check/sweep_dead_dirs", t_sweep_dead_dirs, NULL, 60);
     kft_add("check/reference_sentinel_values", t_reference_sentinel_values, NULL, 60);
 }
