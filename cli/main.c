@@ -32,6 +32,9 @@ static void usage(FILE *f) {
             "        RUN's store, survives being killed (docs/run.md)\n"
             "  tree RUN [--json]    the run's lineage\n"
             "  best RUN [--json]    the best verified node per visible shape\n"
+            "  export RUN -o DIR [--json]\n"
+            "        write the winners and a dispatcher by shape, re-verified first\n"
+            "        (exit 1: the dispatcher was rejected and not written)\n"
             "  version\n"
             "\n"
             "options: --hidden N (hidden shapes to draw), --timeout S (per call),\n"
@@ -74,6 +77,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "run")) return kf_cli_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "tree")) return kf_cli_tree(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "best")) return kf_cli_tree(argc - 1, argv + 1, 1);
+    if (!strcmp(cmd, "export")) return kf_cli_export(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kforge %s\n", KF_VERSION);
         return 0;
