@@ -115,8 +115,8 @@ static void t_softmax(const void *arg) {
     j = json_loads(out, 0, NULL);
     CHECKF(json_array_size(json_object_get(j, "nodes")) == 3, "the export added a node: %s", out);
     json_decref(j);
-    /* again, onto the earlier export: replaced */
-    snprintf(args, sizeof args, "export %s/r -o %s %s 2>&1", dir, ex, quick);
+    /* again, onto the earlier export (named with a trailing slash): replaced */
+    snprintf(args, sizeof args, "export %s/r -o %s/ %s 2>&1", dir, ex, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     CHECK(exists(ex, "EXPORT.json") && exists(ex, "softmax_dispatch.c"));
     CHECK(leftovers(dir) == 0);
@@ -329,7 +329,52 @@ static void t_none(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* A CUDA task: the winners and EXPORT.json, no dispatcher, and it says why (exit 0). No
+ * GPU is needed: the run is fabricated and nothing is run. */
+static void t_cuda(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export5-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/softmax");
+    kf_store *st = NULL;
+    CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+    char *src = NULL;
+    size_t len = 0;
+    CHECK(kf__read_file(kft_src("tasks/cuda/softmax/candidates/fast.cu"), 1 << 20, &src, &len) ==
+          0);
+    kf_node n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.ext, sizeof n.ext, "cu");
+    snprintf(n.proposer, sizeof n.proposer, "builtin");
+    snprintf(n.category, sizeof n.category, "other");
+    CHECK(kf_store_put_source(st, src, len, "cu", n.src_hash) == KF_OK);
+    free(src);
+    CHECK(kf_store_add_node(st, &n) == KF_OK);
+    n.state = KF_NODE_KEPT;
+    n.shapes_json =
+        strdup("[{\"sizes\": {\"rows\": 4, \"cols\": 4}, \"speedup\": 2.0, \"win\": true}]");
+    n.speedup = 2.0;
+    CHECK(kf_store_finish_node(st, &n) == KF_OK);
+    kf_node_free(&n);
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "export %s -o %s --json 2>/dev/null", run, ex);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(json_is_null(json_object_get(j, "dispatcher")), "%s", out);
+    CHECKF(strstr(json_string_value(json_object_get(j, "why")), "CUDA"), "%s", out);
+    json_decref(j);
+    CHECK(exists(ex, "softmax_1.cu") && exists(ex, "EXPORT.json") &&
+          !exists(ex, "softmax_dispatch.c"));
+    kf__rmtree(dir);
+}
+
 void kft_register_export(void) {
+    kft_add("export/cuda_winners_only", t_cuda, NULL, 60);
     kft_add("export/softmax", t_softmax, NULL, 180);
     kft_add("export/two_winners", t_two_winners, NULL, 120);
     kft_add("export/rejected", t_rejected, NULL, 120);

@@ -868,11 +868,15 @@ static int timing_only(json_t *ver) {
     return 1;
 }
 
-kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_dir,
+kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_arg,
                              const kf_opts *opts, char **json) {
+    /* DIR without trailing slashes: DIR.tmp-XXXXXX must lie beside it, not inside */
+    char out_dir[4096];
+    snprintf(out_dir, sizeof out_dir, "%s", out_arg ? out_arg : "");
+    for (size_t l = strlen(out_dir); l > 1 && out_dir[l - 1] == '/'; l--)
+        out_dir[l - 1] = 0;
     if (json) *json = NULL;
-    if (!run_dir || !out_dir || !*out_dir)
-        return kf__err(ctx, KF_EUSAGE, "kforge export RUN -o DIR");
+    if (!run_dir || !*out_dir) return kf__err(ctx, KF_EUSAGE, "kforge export RUN -o DIR");
     kf_store *st = NULL;
     kf_task *t = NULL;
     nvec a = {0};
@@ -1087,7 +1091,10 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_d
         json_t *ver = json_object_get(doc, "verification");
         if (ver) json_object_set(ev, "verification", ver);
         char *evs = json_dumps(ev, JSON_COMPACT);
-        if (evs) kf_store_event(st, 0, "export", evs);
+        if (!evs || kf_store_event(st, 0, "export", evs))
+            fprintf(stderr,
+                    "kforge export: warning: the export was written but not recorded in %s: %s\n",
+                    run_dir, evs ? kf_errmsg(ctx) : "out of memory");
         free(evs);
         json_decref(ev);
         if (json) *json = txt, txt = NULL;
