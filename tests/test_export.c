@@ -9,6 +9,7 @@
 
 #include "loop/loop.h"
 #include "store/store.h"
+#include "task/candidate.h"
 #include "util/util.h"
 
 #include <glob.h>
@@ -373,7 +374,149 @@ static void t_cuda(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* Every bundled C task: its template at the defaults wins the first visible shape, its
+ * fast.c the second; the dispatcher joining the two (different helpers, macros,
+ * parameters) is accepted by the checker. */
+static void t_bundled(const void *arg) {
+    (void)arg;
+    static const char *const tasks[] = {"rmsnorm", "saxpy", "sgemm", "softmax", "sum", "transpose"};
+    for (size_t ti = 0; ti < sizeof tasks / sizeof *tasks; ti++) {
+        char dir[] = "/tmp/kft-export6-XXXXXX", run[512], ex[512], args[2048], out[1 << 16],
+             td[256];
+        CHECK(mkdtemp(dir));
+        snprintf(run, sizeof run, "%s/r", dir);
+        snprintf(ex, sizeof ex, "%s/ex", dir);
+        snprintf(td, sizeof td, "tasks/c/%s", tasks[ti]);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_task *t = kft_task(ctx, td);
+        CHECK(t->nshapes >= 2);
+        kf_store *st = NULL;
+        CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+        char path[512];
+        snprintf(path, sizeof path, "%s/candidates/param.c", kft_src(td));
+        kf_candidate *c = NULL;
+        CHECKF(kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_OK, "%s", kf_errmsg(ctx));
+        json_t *pt = json_object();
+        for (int i = 0; i < c->nparams; i++)
+            json_object_set_new(pt, c->params[i].name, json_string(c->params[i].values[0]));
+        size_t n = 0;
+        char *a = kf_loop_materialize(c->text, c->len, pt, &n);
+        char *pj = json_dumps(pt, JSON_COMPACT);
+        json_decref(pt);
+        kf_candidate_free(c);
+        char *b = NULL;
+        size_t bl = 0;
+        snprintf(path, sizeof path, "%s/candidates/fast.c", kft_src(td));
+        CHECK(kf__read_file(path, 1 << 20, &b, &bl) == 0);
+        for (int k = 0; k < 2; k++) {
+            kf_node nd;
+            memset(&nd, 0, sizeof nd);
+            snprintf(nd.ext, sizeof nd.ext, "c");
+            snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+            snprintf(nd.category, sizeof nd.category, "other");
+            nd.params_json = k == 0 ? strdup(pj) : NULL;
+            const char *src = k == 0 ? a : b;
+            CHECK(kf_store_put_source(st, src, strlen(src), "c", nd.src_hash) == KF_OK);
+            CHECK(kf_store_add_node(st, &nd) == KF_OK);
+            nd.state = KF_NODE_KEPT;
+            json_t *sh = json_array();
+            for (int s = 0; s < 2; s++) {
+                json_t *sz = json_object();
+                for (int z = 0; z < t->nsizes; z++)
+                    json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
+                json_array_append_new(sh,
+                                      json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup",
+                                                (s == k) ? 3.0 : (k == 0 ? 2.0 : 1.0), "win", 1));
+            }
+            nd.shapes_json = json_dumps(sh, JSON_COMPACT);
+            json_decref(sh);
+            nd.speedup = k == 0 ? sqrt(6.0) : sqrt(3.0);
+            CHECK(kf_store_finish_node(st, &nd) == KF_OK);
+            kf_node_free(&nd);
+        }
+        free(a);
+        free(b);
+        free(pj);
+        kf_store_close(st);
+        kf_task_free(t);
+        kf_ctx_free(ctx);
+        snprintf(args, sizeof args, "export %s -o %s --json %s 2>&1", run, ex, quick);
+        CHECKF(cli(args, out, sizeof out) == 0, "%s: %s", td, out);
+        json_t *j = json_loads(out, 0, NULL);
+        CHECKF(json_array_size(json_object_get(j, "routes")) == 1, "%s: %s", td, out);
+        json_decref(j);
+        kf__rmtree(dir);
+    }
+}
+
+/* sgemm: square_when.c (kforge:when m == n && n == k && m % 16 == 0) has the best
+ * geometric mean over the shapes it was timed on and wins 128^3; fast.c wins the other
+ * shape. The fallback is fast.c (a node with a kforge:when claims only its domain), and
+ * square_when is routed to at m == n == k == 128 only. */
+static void t_when(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export7-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sgemm");
+    kf_store *st = NULL;
+    CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+    int64_t ids[2];
+    for (int k = 0; k < 2; k++) {
+        char *src = NULL;
+        size_t len = 0;
+        CHECK(kf__read_file(kft_src(k ? "tasks/c/sgemm/candidates/square_when.c"
+                                      : "tasks/c/sgemm/candidates/fast.c"),
+                            1 << 20, &src, &len) == 0);
+        kf_node nd;
+        memset(&nd, 0, sizeof nd);
+        snprintf(nd.ext, sizeof nd.ext, "c");
+        snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+        snprintf(nd.category, sizeof nd.category, "specialisation");
+        CHECK(kf_store_put_source(st, src, len, "c", nd.src_hash) == KF_OK);
+        free(src);
+        CHECK(kf_store_add_node(st, &nd) == KF_OK);
+        nd.state = KF_NODE_KEPT;
+        nd.shapes_json = strdup(
+            k ? "[{\"sizes\": {\"m\": 128, \"n\": 128, \"k\": 128}, \"speedup\": 9.0, \"win\": "
+                "true}]"
+              : "[{\"sizes\": {\"m\": 128, \"n\": 128, \"k\": 128}, \"speedup\": 4.0, \"win\": "
+                "true}, {\"sizes\": {\"m\": 96, \"n\": 160, \"k\": 72}, \"speedup\": 4.0, \"win\": "
+                "true}]");
+        nd.speedup = k ? 9.0 : 4.0;
+        CHECK(kf_store_finish_node(st, &nd) == KF_OK);
+        ids[k] = nd.id;
+        kf_node_free(&nd);
+    }
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "export %s -o %s --json %s 2>&1", run, ex, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(j, "fallback")) == ids[0], "%s", out);
+    json_t *r = json_array_get(json_object_get(j, "routes"), 0);
+    CHECKF(json_integer_value(json_object_get(r, "node")) == ids[1], "%s", out);
+    CHECKF(!strcmp(json_string_value(json_object_get(r, "predicate")),
+                   "m == 128 && n == 128 && k == 128"),
+           "%s", out);
+    json_decref(j);
+    char p[1024], *txt = NULL;
+    size_t len = 0;
+    snprintf(p, sizeof p, "%s/sgemm_dispatch.c", ex);
+    CHECK(kf__read_file(p, 1 << 20, &txt, &len) == 0);
+    CHECKF(!strstr(txt, "kforge:when"), "the dispatcher claims every shape: %s", txt);
+    free(txt);
+    snprintf(args, sizeof args, "check tasks/c/sgemm %s --hidden 3 2>&1", p);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    kf__rmtree(dir);
+}
+
 void kft_register_export(void) {
+    kft_add("export/when_winner", t_when, NULL, 120);
+    kft_add("export/bundled_c_tasks", t_bundled, NULL, 240);
     kft_add("export/cuda_winners_only", t_cuda, NULL, 60);
     kft_add("export/softmax", t_softmax, NULL, 180);
     kft_add("export/two_winners", t_two_winners, NULL, 120);

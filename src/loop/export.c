@@ -5,8 +5,9 @@
  * Winners: per visible shape, the verified node (kept, measured or reverted: accepted by
  * the checker on visible, hidden and edge shapes) with the highest speedup there
  * (kf_loop_best_shapes, which `kforge best` uses too). Fallback: the verified node with
- * the best geometric mean over the visible shapes; every shape no predicate claims goes
- * to it.
+ * the best geometric mean over the visible shapes, among the nodes without a kforge:when
+ * when there is one (a node with one is timed on its domain only); every shape no
+ * predicate claims goes to it.
  *
  * The C dispatcher is one file: each winner's text with its kforge: directives
  * neutralised, its parameters as #define before it and #undef after (with every macro it
@@ -899,10 +900,28 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     }
     if ((s = kf_store_each_node(st, gather, &a))) goto out;
     best = kf_loop_best_shapes(a.v, a.n);
-    double fb = -1;
+    /* the fallback: the best geometric mean among the nodes that claim every shape (no
+     * kforge:when; a node with one is timed on its domain only), else the best of all */
     int64_t fb_id = 0;
-    for (size_t i = 0; i < a.n; i++)
-        if (verified(a.v[i].state) && a.v[i].speedup > fb) fb = a.v[i].speedup, fb_id = a.v[i].id;
+    for (int pass = 0; pass < 2 && !fb_id && !s; pass++) {
+        double fb = -1;
+        for (size_t i = 0; i < a.n && !s; i++) {
+            if (!verified(a.v[i].state) || a.v[i].speedup <= fb) continue;
+            if (pass == 0) {
+                char *txt = NULL;
+                size_t tl = 0;
+                if ((s = kf_store_read_source(st, a.v[i].src_hash, a.v[i].ext, &txt, &tl))) break;
+                char *wh = when_of(txt);
+                free(txt);
+                if (wh) {
+                    free(wh);
+                    continue;
+                }
+            }
+            fb = a.v[i].speedup, fb_id = a.v[i].id;
+        }
+    }
+    if (s) goto out;
     if (!best || !fb_id || !json_array_size(best)) {
         s = kf__err(ctx, KF_EUSAGE,
                     "%s: no verified node (none was accepted by the checker): nothing to export",
