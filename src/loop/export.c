@@ -295,7 +295,7 @@ static int is_group_kw(const char *s, size_t len) {
 typedef struct {
     const char *s;
     const toks *t;
-    names *rename, *declared_fn, *macros;
+    names *rename, *macros;
 } scan;
 
 static int tis(const scan *c, size_t i, const char *w) {
@@ -366,12 +366,11 @@ static int end_decl(scan *c, const size_t *d, size_t n, int fn_body) {
         if (k >= 0) {
             const tok *t = &c->t->v[k];
             const char *nm = c->s + t->off;
-            int r = 0;
-            if (td || fn_body || (!is_fn && !ext) || (is_fn && stat))
-                r = names_add(c->rename, nm, t->len);
-            else if (is_fn)
-                r = names_add(c->declared_fn, nm, t->len);
-            if (r) return -1;
+            /* an extern declaration or a non-static prototype may name a library
+             * symbol: renamed only when the file defines it too (seen then) */
+            if ((td || fn_body || (!is_fn && !ext) || (is_fn && stat)) &&
+                names_add(c->rename, nm, t->len))
+                return -1;
         }
         if (fn_body) break;
         a = b + 1;
@@ -442,7 +441,6 @@ static int scan_names(scan *c) {
         }
         decl[nd++] = idx[i++];
     }
-    /* a prototype of a function the file also defines (it is in rename already) */
     rc = 0;
 out:
     free(idx);
@@ -651,11 +649,7 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
         kf_buf_init(&wb, 1u << 16);
         kf_buf_printf(&wb, "%s", fw);
         toks tw = {0};
-        names pn = {0};
         json_t *pj = w[fallback].params_json ? json_loads(w[fallback].params_json, 0, NULL) : NULL;
-        const char *k;
-        json_t *v;
-        json_object_foreach(pj, k, v) names_add(&pn, k, strlen(k));
         kf_buf out;
         kf_buf_init(&out, 1u << 16);
         if (!tokenize(wb.p, wb.len, &tw)) {
@@ -675,7 +669,6 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
         kf_buf_printf(b, "/* kforge:when %s */\n", out.p ? out.p : fw);
         kf_buf_free(&out);
         json_decref(pj);
-        names_free(&pn);
         free(tw.v);
         kf_buf_free(&wb);
     }
@@ -694,8 +687,8 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
     for (int i = 0; i < nw && !st; i++) {
         if (!used[i]) continue;
         toks tk = {0};
-        names ren = {0}, dfn = {0}, mac = {0};
-        scan c = {w[i].text, &tk, &ren, &dfn, &mac};
+        names ren = {0}, mac = {0};
+        scan c = {w[i].text, &tk, &ren, &mac};
         char prefix[64];
         snprintf(prefix, sizeof prefix, "kf_n%lld_", (long long)w[i].id);
         if (tokenize(w[i].text, w[i].len, &tk) || scan_names(&c)) {
@@ -721,7 +714,6 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
         }
         free(tk.v);
         names_free(&ren);
-        names_free(&dfn);
         names_free(&mac);
     }
     /* the entry */
