@@ -514,7 +514,48 @@ static void t_when(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* Every node claims a domain (kforge:when cols >= W, W a parameter): the fallback's
+ * domain becomes the dispatcher's, its parameter replaced by its value. */
+static void t_all_when(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export8-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    kf_store *st = fab_run(ctx, &t, run);
+    char *a = point("8"), *b = point("16");
+    char *aw = kf__asprintf("/* kforge:when cols >= W */\n%s", a);
+    char *bw = kf__asprintf("/* kforge:when cols >= W */\n%s", b);
+    int64_t ida = fab_node(st, aw, "{\"W\": 8}", 6.0, 2.0, KF_NODE_KEPT);
+    int64_t idb = fab_node(st, bw, "{\"W\": 16}", 1.5, 3.0, KF_NODE_KEPT);
+    free(a), free(b), free(aw), free(bw);
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "export %s -o %s --json %s 2>&1", run, ex, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(j, "fallback")) == ida, "%s", out);
+    CHECKF(json_integer_value(
+               json_object_get(json_array_get(json_object_get(j, "routes"), 0), "node")) == idb,
+           "%s", out);
+    json_decref(j);
+    char p[1024], *txt = NULL;
+    size_t len = 0;
+    snprintf(p, sizeof p, "%s/softmax_dispatch.c", ex);
+    CHECK(kf__read_file(p, 1 << 20, &txt, &len) == 0);
+    CHECKF(strstr(txt, "/* kforge:when cols >= 8 */"), "%s", txt);
+    free(txt);
+    snprintf(args, sizeof args, "check tasks/c/softmax %s --hidden 3 --json", p);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECKF(strstr(out, "\"when\":\"cols >= 8\""), "the checker reads the domain: %s", out);
+    kf__rmtree(dir);
+}
+
 void kft_register_export(void) {
+    kft_add("export/all_when", t_all_when, NULL, 120);
     kft_add("export/when_winner", t_when, NULL, 120);
     kft_add("export/bundled_c_tasks", t_bundled, NULL, 240);
     kft_add("export/cuda_winners_only", t_cuda, NULL, 60);
