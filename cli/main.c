@@ -37,6 +37,9 @@ static void usage(FILE *f) {
             "  submit RUN --parent N FILE [--category C] [--json]\n"
             "        tool mode: check, time and record FILE as a child of node N;\n"
             "        exit 0 passed, 1 rejected, 2 error\n"
+            "  export RUN -o DIR [--json]\n"
+            "        write the winners and a dispatcher by shape, re-verified first\n"
+            "        (exit 1: the dispatcher was rejected and not written)\n"
             "  version\n"
             "\n"
             "options: --hidden N (hidden shapes to draw), --timeout S (per call),\n"
@@ -81,6 +84,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "best")) return kf_cli_tree(argc - 1, argv + 1, 1);
     if (!strcmp(cmd, "next")) return kf_cli_tool(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "submit")) return kf_cli_tool(argc - 1, argv + 1, 1);
+    if (!strcmp(cmd, "export")) return kf_cli_export(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kforge %s\n", KF_VERSION);
         return 0;

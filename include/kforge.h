@@ -221,6 +221,17 @@ KF_API kf_status kf_run_next(kf_ctx *ctx, const kf_run_opts *o, int json, char *
  * file or an unknown category (nothing recorded). */
 KF_API kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const char *path,
                                const char *category, int json, char **out, int *outcome);
+/* kforge export (docs/run.md): write the run's per-shape winners to out_dir as
+ * <task>_<node>.<ext>, and for C tasks <task>_dispatch.c, one file that calls the right
+ * winner by shape (else the best all-shape node), checked and timed (kf_bench with opts;
+ * NULL: the defaults) before it is written; EXPORT.json describes it all and *json gets
+ * its text (caller frees). KF_OK also when the dispatcher was rejected: it is then not
+ * written, and EXPORT.json has "dispatcher": null and the verification's reasons.
+ * KF_EUSAGE: no verified node, out_dir is a file or a foreign non-empty directory;
+ * KF_EIO, KF_ETASK (the task changed since the run): nothing is written. */
+KF_API kf_status kf_run_export(kf_ctx *ctx, const char *run_dir, const char *out_dir, char **json);
+KF_API kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_dir,
+                                    const kf_opts *opts, char **json);
 
 KF_API kf_verdict kf_result_verdict(const kf_result *r);
 /* Number of rejection reasons and the code of the i-th. */

@@ -27,6 +27,10 @@ run "$K" run "$T" --budget 6 --run "$R" --min-runs 8 --max-runs 20 --min-time 0.
 run "$K" tree "$R"
 run "$K" best "$R"
 echo
+echo "Export the winners and a dispatcher that picks one by shape; the dispatcher is checked"
+echo "and timed like any candidate before it is written:"
+run "$K" export "$R" -o "$(dirname "$R")/export" --min-runs 8 --max-runs 20 --min-time 0.05
+echo
 echo "Kill it at any moment and 'kforge run --resume RUN' carries on."
 rm -rf "$(dirname "$R")"
 echo "Machine-readable: add --json (docs/cli.md). Exit codes: 0 accepted, 1 rejected, 2 error."

@@ -62,5 +62,6 @@ void kft_register_store(void);
 void kft_register_search(void);
 void kft_register_loop(void);
 void kft_register_run_agents(void);
+void kft_register_export(void);
 
 #endif

@@ -140,6 +140,7 @@ int main(int argc, char **argv) {
     kft_register_search();
     kft_register_loop();
     kft_register_run_agents();
+    kft_register_export();
     int passed = 0, failed = 0, skipped = 0, next = 0, running = 0;
     test *run[64] = {0};
     for (;;) {

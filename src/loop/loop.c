@@ -1343,44 +1343,25 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
     kf_store *st = NULL;
     kf_status s = load_nodes(ctx, dir, &a, &st);
     if (s) return s;
-    /* per visible shape: the verified node with the highest speedup there */
-    json_t *best = json_array();
-    for (size_t i = 0; i < a.n; i++) {
-        const kf_node *n = &a.v[i];
-        /* only what the Critic confirmed: the largest of many single measurements is
-         * biased upwards (identical code "wins" 1.04x that way) */
-        if (n->state != KF_NODE_KEPT) continue;
-        char *txt = NULL;
-        if (kf_store_read_source(st, n->src_hash, n->ext, &txt, NULL)) {
-            vec_free(&a);
-            json_decref(best);
-            kf_store_close(st);
-            return KF_EIO; /* the detail is on ctx: a source that is not what the node names */
-        }
-        free(txt);
-        json_t *sh = n->shapes_json ? json_loads(n->shapes_json, 0, NULL) : NULL;
-        size_t k;
-        json_t *sv;
-        json_array_foreach(sh, k, sv) {
-            json_t *sizes = json_object_get(sv, "sizes");
-            double sp = json_number_value(json_object_get(sv, "speedup"));
-            size_t j;
-            json_t *e, *slot = NULL;
-            json_array_foreach(best, j, e) if (json_equal(json_object_get(e, "sizes"), sizes)) slot = e;
-            char srcp[4400];
-            snprintf(srcp, sizeof srcp, "%s/src/%s.%s", dir, n->src_hash, n->ext);
-            if (!slot) {
-                slot = json_pack("{s:O, s:I, s:f, s:b, s:s}", "sizes", sizes, "node", (json_int_t)n->id, "speedup", sp,
-                                 "win", json_is_true(json_object_get(sv, "win")), "source", srcp);
-                json_array_append_new(best, slot);
-            } else if (sp > json_number_value(json_object_get(slot, "speedup"))) {
-                json_object_set_new(slot, "node", json_integer(n->id));
-                json_object_set_new(slot, "speedup", json_real(sp));
-                json_object_set_new(slot, "win", json_boolean(json_is_true(json_object_get(sv, "win"))));
-                json_object_set_new(slot, "source", json_string(srcp));
+    /* per visible shape: the kept node with the highest speedup there (export.c); a
+     * source whose bytes are not what the node names is refused, never reported */
+    json_t *best = kf_loop_best_shapes(a.v, a.n);
+    size_t bi;
+    json_t *be;
+    json_array_foreach(best, bi, be) {
+        int64_t id = json_integer_value(json_object_get(be, "node"));
+        for (size_t k = 0; k < a.n; k++)
+            if (a.v[k].id == id) {
+                char *txt = NULL;
+                if (kf_store_read_source(st, a.v[k].src_hash, a.v[k].ext, &txt, NULL)) {
+                    vec_free(&a);
+                    json_decref(best);
+                    kf_store_close(st);
+                    return KF_EIO; /* the detail is on ctx */
+                }
+                free(txt);
+                json_object_set_new(be, "source", json_sprintf("%s/src/%s.%s", dir, a.v[k].src_hash, a.v[k].ext));
             }
-        }
-        json_decref(sh);
     }
     if (json) {
         json_t *o = json_pack("{s:s, s:O}", "run", dir, "best", best);

@@ -7,11 +7,17 @@
 #define KF_LOOP_H
 
 #include "kforge.h"
+#include "../store/store.h"
 
 #include <jansson.h>
 #include <stddef.h>
 
 /* The template with each kforge:param list cut to the value point gives its name. */
 char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *outlen);
+
+/* Per visible shape, the verified node (kept, measured, reverted) with the highest
+ * speedup there: [{sizes, node, speedup, win}] in the order shapes are first seen, or
+ * NULL when out of memory (caller decrefs). `best` and `export` both use it. */
+json_t *kf_loop_best_shapes(const kf_node *nodes, size_t n);
 
 #endif

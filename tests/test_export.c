@@ -1,0 +1,566 @@
+/*
+ * test_export.c - kforge export (docs/run.md): a run's per-shape winners and a dispatcher
+ * that picks among them by shape, checked before it is written. Runs built by the loop
+ * and runs fabricated with the store API (two nodes that win different shapes, a node
+ * whose claimed win is wrong, no verified node).
+ */
+#define _GNU_SOURCE
+#include "kft.h"
+
+#include "loop/loop.h"
+#include "store/store.h"
+#include "task/candidate.h"
+#include "util/util.h"
+
+#include <glob.h>
+#include <math.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char quick[] = "--min-runs 6 --max-runs 12 --min-time 0.02 --hidden 1";
+
+static int cli(const char *args, char *out, size_t n) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s", kft_src("."), kft_bin("kforge"), args);
+    return kft_run(cmd, out, n);
+}
+
+static int exists(const char *dir, const char *name) {
+    char p[4096];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &sb) == 0;
+}
+
+static json_t *load_json(const char *dir, const char *name) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return json_load_file(p, 0, NULL);
+}
+
+/* No DIR.tmp-* or DIR.old-* left beside the export. */
+static int leftovers(const char *parent) {
+    char pat[4096];
+    glob_t g;
+    snprintf(pat, sizeof pat, "%s/*.tmp-*", parent);
+    int n = glob(pat, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+    globfree(&g);
+    snprintf(pat, sizeof pat, "%s/*.old-*", parent);
+    n += glob(pat, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+    globfree(&g);
+    return n;
+}
+
+static int export_events(const char *run) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/run.db", run);
+    sqlite3 *db = NULL;
+    int n = -1;
+    if (sqlite3_open_v2(p, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(db, "SELECT count(*) FROM events WHERE kind = 'export'", -1, &q,
+                               NULL) == SQLITE_OK &&
+            sqlite3_step(q) == SQLITE_ROW)
+            n = sqlite3_column_int(q, 0);
+        sqlite3_finalize(q);
+    }
+    sqlite3_close(db);
+    return n;
+}
+
+/* A run of the loop on softmax, exported: the winners and the dispatcher are written,
+ * the dispatcher passes `kforge check` on its own, EXPORT.json says what was done and the
+ * run's store records it as an event (not a node). Exporting again replaces the export. */
+static void t_softmax(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export-XXXXXX", args[2048], out[1 << 16], ex[512];
+    CHECK(mkdtemp(dir));
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    snprintf(args, sizeof args, "run tasks/c/softmax --budget 3 --seed 5 --run %s/r %s 2>&1", dir,
+             quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "export %s/r -o %s --json %s", dir, ex, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    json_t *f = load_json(ex, "EXPORT.json");
+    CHECKF(j && f && json_equal(j, f), "--json prints EXPORT.json: %s", out);
+    CHECK(!strcmp(json_string_value(json_object_get(j, "dispatcher")), "softmax_dispatch.c"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(j, "verification"), "verdict")),
+                  "accepted"));
+    CHECK(json_array_size(json_object_get(json_object_get(j, "verification"), "shapes")) == 2);
+    json_t *wins = json_object_get(j, "winners");
+    CHECK(json_array_size(wins) >= 1);
+    int fallbacks = 0;
+    size_t i;
+    json_t *w;
+    json_array_foreach(wins, i, w) {
+        CHECK(exists(ex, json_string_value(json_object_get(w, "file"))));
+        fallbacks += json_is_true(json_object_get(w, "fallback"));
+        if (json_is_true(json_object_get(w, "fallback")))
+            CHECK(json_integer_value(json_object_get(w, "node")) ==
+                  json_integer_value(json_object_get(j, "fallback")));
+    }
+    CHECK(fallbacks == 1);
+    json_decref(f);
+    json_decref(j);
+    snprintf(args, sizeof args, "check tasks/c/softmax %s/softmax_dispatch.c --hidden 2 2>&1", ex);
+    CHECKF(cli(args, out, sizeof out) == 0, "the written dispatcher is not accepted: %s", out);
+    snprintf(args, sizeof args, "%s/r", dir);
+    CHECK(export_events(args) == 1);
+    snprintf(args, sizeof args, "tree %s/r --json", dir);
+    CHECK(cli(args, out, sizeof out) == 0);
+    j = json_loads(out, 0, NULL);
+    CHECKF(json_array_size(json_object_get(j, "nodes")) == 3, "the export added a node: %s", out);
+    json_decref(j);
+    /* again, onto the earlier export (named with a trailing slash): replaced */
+    snprintf(args, sizeof args, "export %s/r -o %s/ %s 2>&1", dir, ex, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECK(exists(ex, "EXPORT.json") && exists(ex, "softmax_dispatch.c"));
+    CHECK(leftovers(dir) == 0);
+    /* -o naming a file, or a directory of other files: refused, nothing written */
+    snprintf(args, sizeof args, "export %s/r -o %s/EXPORT.json 2>&1", dir, ex);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "not a directory"), "%s", out);
+    snprintf(args, sizeof args, "%s/r", dir);
+    snprintf(args, sizeof args, "export %s/r -o %s/r 2>&1", dir, dir);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "no EXPORT.json"), "%s", out);
+    snprintf(args, sizeof args, "export %s/none -o %s/x 2>&1", dir, dir);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "none"), "%s", out);
+    CHECK(!exists(dir, "x") && leftovers(dir) == 0);
+    kf__rmtree(dir);
+}
+
+/* ---- fabricated runs ---------------------------------------------------------------- */
+
+/* The template at a point. */
+static char *point(const char *w) {
+    char *t = NULL;
+    size_t tl = 0, n = 0;
+    CHECK(kf__read_file(kft_src("tasks/c/softmax/candidates/param.c"), 1 << 20, &t, &tl) == 0);
+    json_t *p = json_pack("{s:s}", "W", w);
+    char *s = kf_loop_materialize(t, tl, p, &n);
+    json_decref(p);
+    free(t);
+    CHECK(s);
+    return s;
+}
+
+/* A second, hand-written softmax whose file-scope names collide with the template's
+ * (vload, vf as a different type) and use what the renamer must follow: an enum, a
+ * struct typedef, a static table, a function pointer, a prototype. */
+static const char other_src[] =
+    "#include <math.h>\n#include <stdint.h>\n"
+    "typedef struct acc { float m, s; } vf;\n"
+    "enum { BLK = 4 };\n"
+    "static const float one[BLK] = {1, 1, 1, 1};\n"
+    "static float vload(const float *p, int64_t i);\n"
+    "static float vload(const float *p, int64_t i) { return p[i] * one[i % BLK]; }\n"
+    "static float (*load)(const float *, int64_t) = vload;\n"
+    "void softmax(const float *x, float *y, int64_t rows, int64_t cols)\n{\n"
+    "    for (int64_t r = 0; r < rows; r++) {\n"
+    "        vf a = {-INFINITY, 0.0f};\n"
+    "        for (int64_t c = 0; c < cols; c++) a.m = fmaxf(a.m, load(x + r * cols, c));\n"
+    "        for (int64_t c = 0; c < cols; c++) {\n"
+    "            y[r * cols + c] = expf(x[r * cols + c] - a.m);\n"
+    "            a.s += y[r * cols + c];\n"
+    "        }\n"
+    "        for (int64_t c = 0; c < cols; c++) y[r * cols + c] /= a.s;\n"
+    "    }\n}\n";
+
+static int64_t fab_node(kf_store *st, const char *src, const char *params, double s1, double s2,
+                        kf_node_state state) {
+    kf_node n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.ext, sizeof n.ext, "c");
+    snprintf(n.proposer, sizeof n.proposer, "builtin");
+    snprintf(n.category, sizeof n.category, "other");
+    n.params_json = params ? strdup(params) : NULL;
+    CHECK(kf_store_put_source(st, src, strlen(src), "c", n.src_hash) == KF_OK);
+    CHECK(kf_store_add_node(st, &n) == KF_OK);
+    n.state = state;
+    if (state != KF_NODE_REJECTED) {
+        json_t *sh = json_pack("[{s:{s:i, s:i}, s:f, s:b}, {s:{s:i, s:i}, s:f, s:b}]", "sizes",
+                               "rows", 256, "cols", 1024, "speedup", s1, "win", 1, "sizes", "rows",
+                               100, "cols", 777, "speedup", s2, "win", 1);
+        n.shapes_json = json_dumps(sh, JSON_COMPACT);
+        json_decref(sh);
+        n.speedup = sqrt(s1 * s2);
+    } else {
+        n.reasons = strdup("wrong_result");
+    }
+    CHECK(kf_store_finish_node(st, &n) == KF_OK);
+    int64_t id = n.id;
+    kf_node_free(&n);
+    return id;
+}
+
+static kf_store *fab_run(kf_ctx *ctx, kf_task **t, const char *dir) {
+    *t = kft_task(ctx, "tasks/c/softmax");
+    kf_store *st = NULL;
+    CHECKF(kf_store_create(ctx, dir, *t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+    return st;
+}
+
+/* Node A wins the first shape, node B the second: the dispatcher routes the second
+ * shape to B by its sizes and everything else (the first shape, hidden and edge shapes)
+ * to A, and passes the checker. B's helpers share names with A's and are kept apart. */
+static void t_two_winners(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export2-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    kf_store *st = fab_run(ctx, &t, run);
+    char *a = point("16");
+    int64_t ida = fab_node(st, a, "{\"W\": 16}", 6.0, 2.0, KF_NODE_KEPT);
+    int64_t idb = fab_node(st, other_src, NULL, 1.5, 3.0, KF_NODE_KEPT);
+    fab_node(st, "void softmax(void) {}\n", NULL, 0, 0, KF_NODE_REJECTED); /* never a winner */
+    free(a);
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "export %s -o %s --json %s", run, ex, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(j, "fallback")) == ida, "%s", out);
+    json_t *routes = json_object_get(j, "routes");
+    CHECKF(json_array_size(routes) == 1, "%s", out);
+    json_t *r = json_array_get(routes, 0);
+    CHECK(json_integer_value(json_object_get(r, "node")) == idb);
+    CHECKF(
+        !strcmp(json_string_value(json_object_get(r, "predicate")), "rows == 100 && cols == 777"),
+        "%s", out);
+    CHECK(json_array_size(json_object_get(j, "winners")) == 2);
+    json_decref(j);
+    char name[64];
+    snprintf(name, sizeof name, "softmax_%lld.c", (long long)ida);
+    CHECK(exists(ex, name));
+    snprintf(name, sizeof name, "softmax_%lld.c", (long long)idb);
+    CHECK(exists(ex, name));
+    /* both helpers named vload, renamed apart; one entry; no directive left from A */
+    char p[1024], *txt = NULL;
+    size_t len = 0;
+    snprintf(p, sizeof p, "%s/softmax_dispatch.c", ex);
+    CHECK(kf__read_file(p, 1 << 20, &txt, &len) == 0);
+    char want[64];
+    snprintf(want, sizeof want, "kf_n%lld_vload", (long long)ida);
+    CHECK(strstr(txt, want));
+    snprintf(want, sizeof want, "kf_n%lld_vload", (long long)idb);
+    CHECK(strstr(txt, want));
+    CHECK(!strstr(txt, "kforge:param") && !strstr(txt, "kforge:require"));
+    free(txt);
+    snprintf(args, sizeof args, "check tasks/c/softmax %s --hidden 3 2>&1", p);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECK(leftovers(dir) == 0);
+    kf__rmtree(dir);
+}
+
+/* A node that claims the second shape and is wrong there: the dispatcher routes that
+ * shape to it, the checker rejects it, it is not written (exit 1); the winners are. */
+static void t_rejected(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export3-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    kf_store *st = fab_run(ctx, &t, run);
+    char *a = point("8");
+    fab_node(st, a, "{\"W\": 8}", 6.0, 2.0, KF_NODE_KEPT);
+    /* B: A's text, wrong at rows=100, cols=777 only */
+    const char *e = strstr(a, "void softmax(");
+    CHECK(e);
+    kf_buf b;
+    kf_buf_init(&b, 1 << 20);
+    kf_buf_append(&b, a, (size_t)(e - a));
+    kf_buf_printf(
+        &b,
+        "static void good(const float *restrict x, float *restrict y, int64_t rows, int64_t "
+        "cols);\n"
+        "void softmax(const float *restrict x, float *restrict y, int64_t rows, int64_t cols)\n{\n"
+        "    good(x, y, rows, cols);\n    if (rows == 100 && cols == 777) y[5] += 1.0f;\n}\n"
+        "static void good(%s",
+        e + strlen("void softmax("));
+    fab_node(st, b.p, "{\"W\": 8}", 1.5, 9.0, KF_NODE_KEPT);
+    kf_buf_free(&b);
+    free(a);
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "export %s -o %s --json %s", run, ex, quick);
+    CHECKF(cli(args, out, sizeof out) == 1, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(json_is_null(json_object_get(j, "dispatcher")), "%s", out);
+    json_t *v = json_object_get(j, "verification");
+    CHECK(!strcmp(json_string_value(json_object_get(v, "verdict")), "rejected"));
+    CHECKF(strstr(out, "wrong_result"), "%s", out);
+    CHECK(json_array_size(json_object_get(j, "winners")) == 2);
+    json_decref(j);
+    CHECK(exists(ex, "EXPORT.json") && exists(ex, "softmax_1.c") && exists(ex, "softmax_2.c"));
+    CHECK(!exists(ex, "softmax_dispatch.c"));
+    CHECK(export_events(run) == 1);
+    CHECK(leftovers(dir) == 0);
+    kf__rmtree(dir);
+}
+
+/* A run with no verified node: exit 2, nothing written. */
+static void t_none(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export4-XXXXXX", run[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    kf_store *st = fab_run(ctx, &t, run);
+    fab_node(st, "void softmax(void) {}\n", NULL, 0, 0, KF_NODE_REJECTED);
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "export %s -o %s/ex 2>&1", run, dir);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "no kept node"), "%s", out);
+    CHECK(!exists(dir, "ex") && leftovers(dir) == 0);
+    snprintf(args, sizeof args, "export %s 2>&1", run);
+    CHECK(cli(args, out, sizeof out) == 2);
+    kf__rmtree(dir);
+}
+
+/* A CUDA task: the winners and EXPORT.json, no dispatcher, and it says why (exit 0). No
+ * GPU is needed: the run is fabricated and nothing is run. */
+static void t_cuda(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export5-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/softmax");
+    kf_store *st = NULL;
+    CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+    char *src = NULL;
+    size_t len = 0;
+    CHECK(kf__read_file(kft_src("tasks/cuda/softmax/candidates/fast.cu"), 1 << 20, &src, &len) ==
+          0);
+    kf_node n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.ext, sizeof n.ext, "cu");
+    snprintf(n.proposer, sizeof n.proposer, "builtin");
+    snprintf(n.category, sizeof n.category, "other");
+    CHECK(kf_store_put_source(st, src, len, "cu", n.src_hash) == KF_OK);
+    free(src);
+    CHECK(kf_store_add_node(st, &n) == KF_OK);
+    n.state = KF_NODE_KEPT;
+    n.shapes_json =
+        strdup("[{\"sizes\": {\"rows\": 4, \"cols\": 4}, \"speedup\": 2.0, \"win\": true}]");
+    n.speedup = 2.0;
+    CHECK(kf_store_finish_node(st, &n) == KF_OK);
+    kf_node_free(&n);
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "export %s -o %s --json 2>/dev/null", run, ex);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(json_is_null(json_object_get(j, "dispatcher")), "%s", out);
+    CHECKF(strstr(json_string_value(json_object_get(j, "why")), "CUDA"), "%s", out);
+    json_decref(j);
+    CHECK(exists(ex, "softmax_1.cu") && exists(ex, "EXPORT.json") &&
+          !exists(ex, "softmax_dispatch.c"));
+    kf__rmtree(dir);
+}
+
+/* Every bundled C task: its template at the defaults wins the first visible shape, its
+ * fast.c the second; the dispatcher joining the two (different helpers, macros,
+ * parameters) is accepted by the checker. */
+static void t_bundled(const void *arg) {
+    (void)arg;
+    static const char *const tasks[] = {"rmsnorm", "saxpy", "sgemm", "softmax", "sum", "transpose"};
+    for (size_t ti = 0; ti < sizeof tasks / sizeof *tasks; ti++) {
+        char dir[] = "/tmp/kft-export6-XXXXXX", run[512], ex[512], args[2048], out[1 << 16],
+             td[256];
+        CHECK(mkdtemp(dir));
+        snprintf(run, sizeof run, "%s/r", dir);
+        snprintf(ex, sizeof ex, "%s/ex", dir);
+        snprintf(td, sizeof td, "tasks/c/%s", tasks[ti]);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_task *t = kft_task(ctx, td);
+        CHECK(t->nshapes >= 2);
+        kf_store *st = NULL;
+        CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+        char path[512];
+        snprintf(path, sizeof path, "%s/candidates/param.c", kft_src(td));
+        kf_candidate *c = NULL;
+        CHECKF(kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_OK, "%s", kf_errmsg(ctx));
+        json_t *pt = json_object();
+        for (int i = 0; i < c->nparams; i++)
+            json_object_set_new(pt, c->params[i].name, json_string(c->params[i].values[0]));
+        size_t n = 0;
+        char *a = kf_loop_materialize(c->text, c->len, pt, &n);
+        char *pj = json_dumps(pt, JSON_COMPACT);
+        json_decref(pt);
+        kf_candidate_free(c);
+        char *b = NULL;
+        size_t bl = 0;
+        snprintf(path, sizeof path, "%s/candidates/fast.c", kft_src(td));
+        CHECK(kf__read_file(path, 1 << 20, &b, &bl) == 0);
+        for (int k = 0; k < 2; k++) {
+            kf_node nd;
+            memset(&nd, 0, sizeof nd);
+            snprintf(nd.ext, sizeof nd.ext, "c");
+            snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+            snprintf(nd.category, sizeof nd.category, "other");
+            nd.params_json = k == 0 ? strdup(pj) : NULL;
+            const char *src = k == 0 ? a : b;
+            CHECK(kf_store_put_source(st, src, strlen(src), "c", nd.src_hash) == KF_OK);
+            CHECK(kf_store_add_node(st, &nd) == KF_OK);
+            nd.state = KF_NODE_KEPT;
+            json_t *sh = json_array();
+            for (int s = 0; s < 2; s++) {
+                json_t *sz = json_object();
+                for (int z = 0; z < t->nsizes; z++)
+                    json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
+                json_array_append_new(sh,
+                                      json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup",
+                                                (s == k) ? 3.0 : (k == 0 ? 2.0 : 1.0), "win", 1));
+            }
+            nd.shapes_json = json_dumps(sh, JSON_COMPACT);
+            json_decref(sh);
+            nd.speedup = k == 0 ? sqrt(6.0) : sqrt(3.0);
+            CHECK(kf_store_finish_node(st, &nd) == KF_OK);
+            kf_node_free(&nd);
+        }
+        free(a);
+        free(b);
+        free(pj);
+        kf_store_close(st);
+        kf_task_free(t);
+        kf_ctx_free(ctx);
+        snprintf(args, sizeof args, "export %s -o %s --json %s 2>&1", run, ex, quick);
+        CHECKF(cli(args, out, sizeof out) == 0, "%s: %s", td, out);
+        json_t *j = json_loads(out, 0, NULL);
+        CHECKF(json_array_size(json_object_get(j, "routes")) == 1, "%s: %s", td, out);
+        json_decref(j);
+        kf__rmtree(dir);
+    }
+}
+
+/* sgemm: square_when.c (kforge:when m == n && n == k && m % 16 == 0) has the best
+ * geometric mean over the shapes it was timed on and wins 128^3; fast.c wins the other
+ * shape. The fallback is fast.c (a node with a kforge:when claims only its domain), and
+ * square_when is routed to at m == n == k == 128 only. */
+static void t_when(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export7-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sgemm");
+    kf_store *st = NULL;
+    CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+    int64_t ids[2];
+    for (int k = 0; k < 2; k++) {
+        char *src = NULL;
+        size_t len = 0;
+        CHECK(kf__read_file(kft_src(k ? "tasks/c/sgemm/candidates/square_when.c"
+                                      : "tasks/c/sgemm/candidates/fast.c"),
+                            1 << 20, &src, &len) == 0);
+        kf_node nd;
+        memset(&nd, 0, sizeof nd);
+        snprintf(nd.ext, sizeof nd.ext, "c");
+        snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+        snprintf(nd.category, sizeof nd.category, "specialisation");
+        CHECK(kf_store_put_source(st, src, len, "c", nd.src_hash) == KF_OK);
+        free(src);
+        CHECK(kf_store_add_node(st, &nd) == KF_OK);
+        nd.state = KF_NODE_KEPT;
+        nd.shapes_json = strdup(
+            k ? "[{\"sizes\": {\"m\": 128, \"n\": 128, \"k\": 128}, \"speedup\": 9.0, \"win\": "
+                "true}]"
+              : "[{\"sizes\": {\"m\": 128, \"n\": 128, \"k\": 128}, \"speedup\": 4.0, \"win\": "
+                "true}, {\"sizes\": {\"m\": 96, \"n\": 160, \"k\": 72}, \"speedup\": 4.0, \"win\": "
+                "true}]");
+        nd.speedup = k ? 9.0 : 4.0;
+        CHECK(kf_store_finish_node(st, &nd) == KF_OK);
+        ids[k] = nd.id;
+        kf_node_free(&nd);
+    }
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "export %s -o %s --json %s 2>&1", run, ex, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(j, "fallback")) == ids[0], "%s", out);
+    json_t *r = json_array_get(json_object_get(j, "routes"), 0);
+    CHECKF(json_integer_value(json_object_get(r, "node")) == ids[1], "%s", out);
+    CHECKF(!strcmp(json_string_value(json_object_get(r, "predicate")),
+                   "m == 128 && n == 128 && k == 128"),
+           "%s", out);
+    json_decref(j);
+    char p[1024], *txt = NULL;
+    size_t len = 0;
+    snprintf(p, sizeof p, "%s/sgemm_dispatch.c", ex);
+    CHECK(kf__read_file(p, 1 << 20, &txt, &len) == 0);
+    CHECKF(!strstr(txt, "kforge:when"), "the dispatcher claims every shape: %s", txt);
+    free(txt);
+    snprintf(args, sizeof args, "check tasks/c/sgemm %s --hidden 3 2>&1", p);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    kf__rmtree(dir);
+}
+
+/* Every node claims a domain (kforge:when cols >= W, W a parameter): the fallback's
+ * domain becomes the dispatcher's, its parameter replaced by its value. */
+static void t_all_when(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export8-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    kf_store *st = fab_run(ctx, &t, run);
+    char *a = point("8"), *b = point("16");
+    char *aw = kf__asprintf("/* kforge:when cols >= W */\n%s", a);
+    char *bw = kf__asprintf("/* kforge:when cols >= W */\n%s", b);
+    int64_t ida = fab_node(st, aw, "{\"W\": 8}", 6.0, 2.0, KF_NODE_KEPT);
+    int64_t idb = fab_node(st, bw, "{\"W\": 16}", 1.5, 3.0, KF_NODE_KEPT);
+    free(a), free(b), free(aw), free(bw);
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "export %s -o %s --json %s 2>&1", run, ex, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(j, "fallback")) == ida, "%s", out);
+    CHECKF(json_integer_value(
+               json_object_get(json_array_get(json_object_get(j, "routes"), 0), "node")) == idb,
+           "%s", out);
+    json_decref(j);
+    char p[1024], *txt = NULL;
+    size_t len = 0;
+    snprintf(p, sizeof p, "%s/softmax_dispatch.c", ex);
+    CHECK(kf__read_file(p, 1 << 20, &txt, &len) == 0);
+    CHECKF(strstr(txt, "/* kforge:when cols >= 8 */"), "%s", txt);
+    free(txt);
+    snprintf(args, sizeof args, "check tasks/c/softmax %s --hidden 3 --json", p);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECKF(strstr(out, "\"when\":\"cols >= 8\""), "the checker reads the domain: %s", out);
+    kf__rmtree(dir);
+}
+
+void kft_register_export(void) {
+    kft_add("export/all_when", t_all_when, NULL, 120);
+    kft_add("export/when_winner", t_when, NULL, 120);
+    kft_add("export/bundled_c_tasks", t_bundled, NULL, 240);
+    kft_add("export/cuda_winners_only", t_cuda, NULL, 60);
+    kft_add("export/softmax", t_softmax, NULL, 180);
+    kft_add("export/two_winners", t_two_winners, NULL, 120);
+    kft_add("export/rejected", t_rejected, NULL, 120);
+    kft_add("export/no_verified", t_none, NULL, 60);
+}
