@@ -16,11 +16,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Files written by this test process, removed when it exits after passing (a failing
+ * test _exits and leaves them for a look). */
+static char written[64][256];
+static int nwritten;
+
+static void remove_written(void) {
+    for (int i = 0; i < nwritten && i < 64; i++) unlink(written[i]);
+}
+
 static const char *write_tmp(const char *name, const char *text) {
     static char path[8][256];
     static int k;
     char *p = path[k++ & 7];
     snprintf(p, 256, "/tmp/kft-%d-%s", (int)getpid(), name);
+    if (nwritten == 0) atexit(remove_written);
+    if (nwritten < 64) snprintf(written[nwritten++], sizeof written[0], "%s", p);
     FILE *f = fopen(p, "w");
     CHECK(f);
     fputs(text, f);

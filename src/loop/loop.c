@@ -162,6 +162,20 @@ static int any_win(json_t *shapes) {
     return 0;
 }
 
+/* A rejected result whose every reason is timing_mismatch. */
+static int timing_only(json_t *res) {
+    const char *v = json_string_value(json_object_get(res, "verdict"));
+    json_t *rs = json_object_get(res, "reasons");
+    if (!v || strcmp(v, "rejected") || !json_array_size(rs)) return 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(rs, i, x) {
+        const char *c = json_string_value(json_object_get(x, "code"));
+        if (!c || strcmp(c, "timing_mismatch")) return 0;
+    }
+    return 1;
+}
+
 /* kf_bench of the node's source against vs (NULL: the reference): the result JSON, or
  * NULL with *err set when no verdict was reached (the evaluation itself failed). */
 static json_t *bench_json(run_state *r, const char *path, const char *vs, char *err, size_t n) {
@@ -223,6 +237,16 @@ static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
     double t0 = now_s();
     json_t *res = private_copy(r, n, path, sizeof path, err, sizeof err) ? NULL
                                                                           : bench_json(r, path, NULL, err, sizeof err);
+    /* a rejection for timing_mismatch alone (the two clocks disagreed: a loaded machine
+     * or a forged stamp) is timed once more in fresh workers; the second verdict counts,
+     * so a forger is rejected again */
+    if (res && timing_only(res)) {
+        json_t *again = bench_json(r, path, NULL, err, sizeof err);
+        if (again) {
+            json_decref(res);
+            res = again;
+        }
+    }
     json_t *shapes = NULL;
     if (!res) {
         n->state = KF_NODE_CRASHED;
