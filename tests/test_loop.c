@@ -118,8 +118,10 @@ static void t_kill_resume(const void *arg) {
     snprintf(run, sizeof run, "%s/r", dir);
     srand((unsigned)time(NULL));
     const int budget = 4;
+    pid_t killed[4];
     for (int round = 0; round < 4; round++) {
         pid_t pid = fork();
+        killed[round] = pid;
         CHECK(pid >= 0);
         if (pid == 0) {
             int nul = open("/dev/null", 1);
@@ -173,6 +175,14 @@ static void t_kill_resume(const void *arg) {
                                json_object_get(json_array_get(nodes, b), "params")),
                    "point evaluated twice: %s", out);
     json_decref(j);
+    /* the killed runs' private copies are gone: the last resume swept them */
+    for (int k = 0; k < 4; k++) {
+        char pat[128];
+        snprintf(pat, sizeof pat, "ls -d /tmp/kforge-run-%d-* /tmp/kforge-w-%d-* 2>/dev/null | wc -l", (int)killed[k],
+                 (int)killed[k]);
+        CHECKF(kft_run(pat, out, sizeof out) == 0 && atoi(out) == 0, "%d leftovers of killed run %d", atoi(out),
+               (int)killed[k]);
+    }
     kf__rmtree(dir);
 }
 

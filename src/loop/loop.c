@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,8 @@ static json_t *bench_json(run_state *r, const char *path, const char *vs, char *
 /* The node's text, verified against its SHA-256 (kf_store_read_source), copied to a
  * private file that only this evaluation uses: what is checked and timed is exactly the
  * text the node names, whatever is done to RUN/src meanwhile. 0, or -1 with err set. */
+static void sweep_runs(void) { kf__sweep_dead_dirs("kforge-run-"); }
+
 static int private_copy(run_state *r, const kf_node *n, char *out, size_t len, char *err, size_t en) {
     char *text = NULL;
     size_t tl = 0;
@@ -209,7 +212,9 @@ static int private_copy(run_state *r, const kf_node *n, char *out, size_t len, c
     }
     const char *tmp = getenv("TMPDIR");
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/kforge-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    static pthread_once_t swept = PTHREAD_ONCE_INIT;
+    pthread_once(&swept, sweep_runs);
+    snprintf(dir, sizeof dir, "%s/kforge-run-%d-XXXXXX", tmp && *tmp ? tmp : "/tmp", (int)getpid());
     int rc = -1;
     if (mkdtemp(dir)) {
         snprintf(out, len, "%s/n%lld.%s", dir, (long long)n->id, n->ext);

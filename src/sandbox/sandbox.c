@@ -411,29 +411,7 @@ static int gpu_violation(const char *text, char *out, size_t n) {
 
 static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int gpu, kf_worker **out, kf_call_result *fail);
 
-/* Worker directories are named after the coordinator's pid: those of a coordinator that
- * was killed (SIGKILL leaves no chance to clean up) are removed by the next one, once
- * per process. Only directories of ours whose coordinator no longer exists. */
-static void sweep_dead_dirs(void) {
-    const char *tmp = getenv("TMPDIR");
-    const char *root = tmp && *tmp ? tmp : "/tmp";
-    DIR *d = opendir(root);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int pid = 0, used = 0;
-        if (sscanf(e->d_name, "kforge-w-%d-%*6[A-Za-z0-9]%n", &pid, &used) < 1 || used != (int)strlen(e->d_name) ||
-            pid <= 0 || pid == (int)getpid())
-            continue;
-        if (kill(pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
-        struct stat sb;
-        if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(sb.st_mode)) continue;
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", root, e->d_name);
-        kf__rmtree(path);
-    }
-    closedir(d);
-}
+static void sweep_dead_dirs(void) { kf__sweep_dead_dirs("kforge-w-"); }
 
 kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
                           const kf_worker_opts *o, kf_worker **out, kf_call_result *fail) {

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <openssl/evp.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -448,4 +449,27 @@ void kf__parallel(int64_t n, void (*fn)(void *arg, int64_t i), void *arg) {
         if (pthread_create(&th[started], NULL, par_main, &j)) break;
     par_main(&j);
     for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
+}
+
+void kf__sweep_dead_dirs(const char *prefix) {
+    const char *tmp = getenv("TMPDIR");
+    const char *root = tmp && *tmp ? tmp : "/tmp";
+    size_t pl = strlen(prefix);
+    DIR *d = opendir(root);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, prefix, pl)) continue;
+        int pid = 0, used = 0;
+        if (sscanf(e->d_name + pl, "%d-%*6[A-Za-z0-9]%n", &pid, &used) < 1 || used != (int)strlen(e->d_name + pl) ||
+            pid <= 0 || pid == (int)getpid())
+            continue;
+        if (kill(pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
+        struct stat sb;
+        if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(sb.st_mode)) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", root, e->d_name);
+        kf__rmtree(path);
+    }
+    closedir(d);
 }

@@ -111,6 +111,11 @@ void kf__parallel(int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
 int kf__nthreads(void);
 void kf__set_nthreads(int n); /* tests: 0 = back to the default */
 
+/* Scratch directories are named $TMPDIR/<prefix><pid>-XXXXXX after the process that made
+ * them: remove those whose process no longer exists (a SIGKILLed kforge cannot clean up).
+ * Never a live process's. */
+void kf__sweep_dead_dirs(const char *prefix);
+
 /* kforge's cache directory: $KFORGE_CACHE_DIR, else $XDG_CACHE_HOME/kforge, else
  * ~/.cache/kforge. Not created here. */
 void kf__cache_dir(char *out, size_t n);
