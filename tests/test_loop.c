@@ -186,7 +186,47 @@ static void t_kill_resume(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* A parameter value that never builds is learnt as a constraint, stored in the run and
+ * shown by tree; no later candidate uses it. */
+static void t_learnt_constraint(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-learn-XXXXXX", p[512], args[1024], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(p, sizeof p, "cp -r %s %s/saxpy && rm -f %s/saxpy/candidates/*", kft_src("tasks/c/saxpy"), dir, dir);
+    CHECK(system(p) == 0);
+    snprintf(p, sizeof p, "%s/saxpy/candidates/param.c", dir);
+    FILE *f = fopen(p, "w");
+    fputs("/* kforge:param UNROLL = 4, 1, 2, 3 */\n#include <stdint.h>\n#if UNROLL == 3\n#error three\n#endif\n"
+          "void saxpy(const float *restrict x, const float *restrict y, float *restrict z, int64_t n, float a) {\n"
+          "    int64_t i = 0;\n    for (; i + UNROLL <= n; i += UNROLL)\n"
+          "        for (int u = 0; u < UNROLL; u++) z[i + u] = a * x[i + u] + y[i + u];\n"
+          "    for (; i < n; i++) z[i] = a * x[i] + y[i];\n}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "run %s/saxpy --budget 4 --seed 2 --run %s/r %s 2>&1", dir, dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "tree %s/r --json", dir);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    json_t *cs = json_object_get(j, "constraints");
+    CHECKF(json_array_size(cs) == 1 && strstr(json_string_value(json_object_get(json_array_get(cs, 0), "text")), "UNROLL"),
+           "%s", out);
+    int failed3 = 0;
+    size_t i;
+    json_t *nd;
+    json_array_foreach(json_object_get(j, "nodes"), i, nd) {
+        json_t *u = json_object_get(json_object_get(nd, "params"), "UNROLL");
+        if (json_integer_value(u) == 3 || (json_is_string(u) && !strcmp(json_string_value(u), "3")))
+            failed3 += !strcmp(json_string_value(json_object_get(nd, "state")), "compile_failed");
+    }
+    CHECKF(failed3 == 1, "%s", out);
+    json_decref(j);
+    snprintf(args, sizeof args, "tree %s/r", dir);
+    CHECK(cli(args, out, sizeof out) == 0 && strstr(out, "constraints learnt from failures"));
+    kf__rmtree(dir);
+}
+
 void kft_register_loop(void) {
+    kft_add("loop/learnt_constraint", t_learnt_constraint, NULL, 120);
     kft_add("loop/materialize", t_materialize, NULL, 10);
     kft_add("loop/run_saxpy", t_run_saxpy, NULL, 120);
     kft_add("loop/kill_resume", t_kill_resume, NULL, 240);

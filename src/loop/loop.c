@@ -106,6 +106,7 @@ typedef struct {
     uint64_t t0;
     int tty;
     uint64_t bench_ns; /* time inside kf_bench (compiles, checks, timing) */
+    int nlearnt;       /* the builtin's learnt constraints already in the store */
     int fresh;         /* evaluations made by this process (not replayed) */
     char last[160];    /* the last verdict, for the progress line */
 } run_state;
@@ -397,6 +398,26 @@ static json_t *node_json(const kf_node *n) {
     return o;
 }
 
+typedef struct {
+    kf_buf *b;
+    int n;
+} ctext;
+
+static int constraint_text(void *arg, const kf_constraint *c) {
+    ctext *t = arg;
+    kf_buf *b = t->b;
+    if (!t->n++) kf_buf_printf(b, "constraints learnt from failures (no later candidate breaks them):\n");
+    kf_buf_printf(b, "  %s  (from node %lld%s%s)\n", c->text, (long long)c->node, c->category ? ", " : "",
+                  c->category ? c->category : "");
+    return 0;
+}
+
+static int constraint_json(void *arg, const kf_constraint *c) {
+    json_array_append_new(arg, json_pack("{s:I, s:I, s:s, s:s?}", "id", (json_int_t)c->id, "node",
+                                         (json_int_t)c->node, "text", c->text, "category", c->category));
+    return 0;
+}
+
 static void tree_text(kf_buf *b, const node_vec *a, int64_t parent, int depth) {
     for (size_t i = 0; i < a->n; i++) {
         const kf_node *n = &a->v[i];
@@ -589,6 +610,14 @@ static kf_status finish_one(run_state *r, kf_search *se, kf_builtin *bi, point_m
     st = evaluate(r, &n, hasp ? &parent : NULL);
     if (!st) {
         observe(se, bi, pm, &n);
+        /* what the builtin learnt from this outcome ("BM != 64": a value that never
+         * builds) becomes a constraint of the run, shown by tree */
+        int nl = bi ? kf_builtin_nlearnt(bi) : 0;
+        for (; r->nlearnt < nl; r->nlearnt++) {
+            char txt[256];
+            kf_builtin_learnt(bi, r->nlearnt, txt, sizeof txt);
+            kf_store_add_constraint(r->st, n.id, 0, n.category, txt, NULL);
+        }
         r->evals++;
         r->fresh++;
         if (n.state == KF_NODE_KEPT && n.speedup > r->best) {
@@ -972,6 +1001,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     /* what the run already knows, then whatever was left unfinished */
     rc = (replay_ctx){se, bi, &pm, NULL, 0, 0, &r};
     if ((st = kf_store_each_node(r.st, replay_one, &rc))) goto out;
+    r.nlearnt = bi ? kf_builtin_nlearnt(bi) : 0; /* relearnt from the replay: already stored */
     if (r.evals)
         fprintf(stderr, "kforge run: resuming %s: %d evaluations recorded, %zu to finish\n", r.run_dir, r.evals, rc.nun);
     for (size_t i = 0; i < rc.nun && !st; i++) st = finish_one(&r, se, bi, &pm, rc.unfinished[i]);
@@ -1350,7 +1380,10 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     if (json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < a.n; i++) json_array_append_new(arr, node_json(&a.v[i]));
-        json_t *o = json_pack("{s:s, s:s, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes", arr);
+        json_t *cs = json_array();
+        kf_store_each_constraint(st, constraint_json, cs);
+        json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes", arr,
+                              "constraints", cs);
         *out = json_dumps(o, JSON_INDENT(1));
         json_decref(o);
     } else {
@@ -1360,6 +1393,8 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
                       kf_store_task_dir(st), a.n);
         kf_buf_printf(&b, "#0 root: the reference\n");
         tree_text(&b, &a, 0, 1);
+        ctext ct = {&b, 0};
+        kf_store_each_constraint(st, constraint_text, &ct);
         *out = b.p;
     }
     vec_free(&a);
