@@ -4,7 +4,7 @@
  *
  * Winners: per visible shape, the kept node (accepted by the checker on visible, hidden
  * and edge shapes, and confirmed by the Critic) with the highest speedup there
- * (kf_loop_best_shapes, which `kforge best` uses too). Fallback: the verified node with
+ * (kf_loop_best_shapes, which `kforge best` uses too). Fallback: the kept node with
  * the best geometric mean over the visible shapes, among the nodes without a kforge:when
  * when there is one (a node with one is timed on its domain only); every shape no
  * predicate claims goes to it.
@@ -638,7 +638,7 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
     char *fw = when_of(w[fallback].text);
     kf_buf_printf(b,
                   "/* %s_dispatch.c - written by `kforge export` from run %s.\n"
-                  " * Picks the fastest verified kernel of the run for each visible shape, else "
+                  " * Picks the fastest kept kernel of the run for each visible shape, else "
                   "node %lld (the\n"
                   " * best over all shapes). Each kernel below is its node's source with its "
                   "file-scope names\n"

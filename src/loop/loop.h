@@ -1,7 +1,7 @@
 /*
  * loop.h - kforge run (docs/run.md): the optimisation loop over the run store, the
- * search policy and the proposers. Its public face is kf_run, kf_run_tree and
- * kf_run_best in kforge.h.
+ * search policy and the proposers. Its public face is kf_run, kf_run_tree, kf_run_best,
+ * kf_run_next, kf_run_submit and kf_run_export in kforge.h.
  */
 #ifndef KF_LOOP_H
 #define KF_LOOP_H
@@ -15,8 +15,8 @@
 /* The template with each kforge:param list cut to the value point gives its name. */
 char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *outlen);
 
-/* Per visible shape, the verified node (kept, measured, reverted) with the highest
- * speedup there: [{sizes, node, speedup, win}] in the order shapes are first seen, or
+/* Per visible shape, the kept node (confirmed by the Critic) with the highest speedup
+ * there: [{sizes, node, speedup, win}] in the order shapes are first seen, or
  * NULL when out of memory (caller decrefs). `best` and `export` both use it. */
 json_t *kf_loop_best_shapes(const kf_node *nodes, size_t n);
 
