@@ -302,6 +302,9 @@ static void t_sweep_dead_dirs(const void *arg) {
     if (dead == 0) _exit(0);
     waitpid(dead, NULL, 0);
     char d1[128], d2[128], cmd[512];
+    char d3[128];
+    snprintf(d3, sizeof d3, "/tmp/kforge-%d-kftCCC", (int)dead); /* a check's work directory */
+    CHECK(mkdir(d3, 0700) == 0);
     snprintf(d1, sizeof d1, "/tmp/kforge-w-%d-kftAAA", (int)dead);
     snprintf(d2, sizeof d2, "/tmp/kforge-w-%d-kftBBB", (int)getpid()); /* alive: this test */
     CHECK(mkdir(d1, 0700) == 0 && mkdir(d2, 0700) == 0);
@@ -310,6 +313,7 @@ static void t_sweep_dead_dirs(const void *arg) {
     kft_run(cmd, NULL, 0);
     struct stat sb;
     CHECKF(stat(d1, &sb) != 0, "%s (a dead coordinator's) is still there", d1);
+    CHECKF(stat(d3, &sb) != 0, "%s (a dead coordinator's) is still there", d3);
     CHECKF(stat(d2, &sb) == 0, "%s (a live one's) was removed", d2);
     rmdir(d2);
 }

@@ -27,6 +27,8 @@
 
 #define JITTER_MAX 4096
 
+static void sweep_workdirs(void) { kf__sweep_dead_dirs("kforge-"); }
+
 kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path,
                        const kf_opts *o, const char *kind) {
     memset(s, 0, sizeof *s);
@@ -57,7 +59,11 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
         return kf__err(ctx, KF_EUSAGE, "--param needs a candidate");
     }
     const char *tmp = getenv("TMPDIR");
-    snprintf(s->workdir, sizeof s->workdir, "%s/kforge-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    /* named after this process, so a kforge killed mid-check leaves nothing for good:
+     * the next one removes the directories of processes that no longer exist */
+    static pthread_once_t swept = PTHREAD_ONCE_INIT;
+    pthread_once(&swept, sweep_workdirs);
+    snprintf(s->workdir, sizeof s->workdir, "%s/kforge-%d-XXXXXX", tmp && *tmp ? tmp : "/tmp", (int)getpid());
     if (!mkdtemp(s->workdir)) {
         s->workdir[0] = 0;
         return kf__err(ctx, KF_EIO, "mkdtemp: %s", strerror(errno));
