@@ -107,6 +107,7 @@ typedef struct {
     int tty;
     uint64_t bench_ns; /* time inside kf_bench (compiles, checks, timing) */
     int nlearnt;       /* the builtin's learnt constraints already in the store */
+    const char *display; /* submit: the file's own name, for the evaluated copy (messages) */
     int fresh;         /* evaluations made by this process (not replayed) */
     char last[160];    /* the last verdict, for the progress line */
 } run_state;
@@ -218,7 +219,11 @@ static int private_copy(run_state *r, const kf_node *n, char *out, size_t len, c
     snprintf(dir, sizeof dir, "%s/kforge-run-%d-XXXXXX", tmp && *tmp ? tmp : "/tmp", (int)getpid());
     int rc = -1;
     if (mkdtemp(dir)) {
-        snprintf(out, len, "%s/n%lld.%s", dir, (long long)n->id, n->ext);
+        /* compiler messages name this file: a submitted file keeps its own name */
+        const char *base = r->display ? strrchr(r->display, '/') : NULL;
+        base = base ? base + 1 : r->display;
+        if (base && *base && !strchr(base, '/')) snprintf(out, len, "%s/%s", dir, base);
+        else snprintf(out, len, "%s/n%lld.%s", dir, (long long)n->id, n->ext);
         FILE *f = fopen(out, "wb");
         if (f && fwrite(text, 1, tl, f) == tl && !fclose(f)) rc = 0;
         else if (f) fclose(f);
@@ -296,7 +301,11 @@ static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
         }
         json_decref(pshapes);
         const char *why = "no shape beats the parent by more than the noise";
-        if (better && parent && private_copy(r, parent, ppath, sizeof ppath, err, sizeof err)) {
+        const char *disp = r->display;
+        r->display = NULL; /* the parent's copy keeps its node name */
+        int pfail = better && parent && private_copy(r, parent, ppath, sizeof ppath, err, sizeof err);
+        r->display = disp;
+        if (pfail) {
             why = "the parent's source could not be read back for the re-timing";
             better = 0;
         }
@@ -344,7 +353,7 @@ static void progress(run_state *r, const kf_node *n) {
     snprintf(r->last, sizeof r->last, "#%lld %s%s%s", (long long)n->id, kf_node_state_name(n->state),
              n->reasons ? " " : "", n->reasons ? n->reasons : "");
     char best[64] = "none kept yet";
-    if (r->best_id) snprintf(best, sizeof best, "%.3fx (node %lld)", r->best, (long long)r->best_id);
+    if (r->best_id) snprintf(best, sizeof best, "%.3fx geomean (node %lld)", r->best, (long long)r->best_id);
     if (r->tty)
         fprintf(stderr, "\r\033[K[%d/%d] best %s  last %s  %02d:%02d  ETA %02d:%02d", r->evals, budget, best,
                 r->last, (int)el / 60, (int)el % 60, (int)eta / 60, (int)eta % 60);
@@ -977,7 +986,9 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     int ti = template_path(r.t, tpath, sizeof tpath);
     if (!agent && ti < 0 && o->budget > 0) {
         st = kf__err(ctx, KF_EUSAGE, "%s: no template candidate (candidates/param.c or param.cu) for the "
-                                     "builtin proposer", r.t->dir);
+                                     "builtin proposer: give the task one with kforge:param lines (docs/tasks.md), "
+                                     "use --agent, or create an empty run for tool mode with --budget 0",
+                     r.t->dir);
         goto out;
     }
     if (o->resume) {
@@ -1003,7 +1014,8 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if ((st = kf_store_each_node(r.st, replay_one, &rc))) goto out;
     r.nlearnt = bi ? kf_builtin_nlearnt(bi) : 0; /* relearnt from the replay: already stored */
     if (r.evals)
-        fprintf(stderr, "kforge run: resuming %s: %d evaluations recorded, %zu to finish\n", r.run_dir, r.evals, rc.nun);
+        fprintf(stderr, "kforge run: resuming %s: %d evaluation%s recorded, %zu interrupted (evaluated again)\n",
+                r.run_dir, r.evals, r.evals == 1 ? "" : "s", rc.nun);
     for (size_t i = 0; i < rc.nun && !st; i++) st = finish_one(&r, se, bi, &pm, rc.unfinished[i]);
     const char *why = "budget spent";
     while (!st) {
@@ -1095,7 +1107,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         else {
             char tok[64] = "", best[64] = "none kept";
             if (ag) snprintf(tok, sizeof tok, ", %lld tokens", (long long)r.tokens);
-            if (r.best_id) snprintf(best, sizeof best, "best %.3fx (node %lld)", r.best, (long long)r.best_id);
+            if (r.best_id) snprintf(best, sizeof best, "best %.3fx geomean (node %lld)", r.best, (long long)r.best_id);
             fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, %s%s; %s\n", r.run_dir, r.evals, r.kept, best,
                     tok, why);
         }
@@ -1327,6 +1339,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
     json_decref(ev);
     st = kf_store_event(r.st, n.id, "submit", evs);
     free(evs);
+    r.display = path; /* the node's copy carries the submitted file's name */
     if (st || (st = evaluate(&r, &n, hasp ? &pn : NULL))) goto out;
     if (n.state == KF_NODE_KEPT) kf_store_savepoint(r.st, n.id, "kept");
     int passed = n.state == KF_NODE_MEASURED || n.state == KF_NODE_KEPT || n.state == KF_NODE_REVERTED;
