@@ -125,6 +125,9 @@ static void t_missing_entry_and_signature(const void *arg) {
     json_t *j = as_json(r);
     const char *msg = json_string_value(json_object_get(json_array_get(json_object_get(j, "reasons"), 0), "message"));
     CHECKF(msg && strstr(msg, "badsig.c:3:"), "message lacks file:line: %s", msg);
+    /* and it says which signature the task wants */
+    CHECKF(strstr(msg, "the task's entry is: void saxpy(const float *x, const float *y, float *z, int64_t n, float a)"),
+           "message lacks the expected prototype: %s", msg);
     json_decref(j);
     kf_result_free(r);
     p = write_tmp("syntax.c", "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) {\n  z[0] = \n}\n");

@@ -41,6 +41,31 @@ static const char *builtin_type(kf_dtype t) {
     }
 }
 
+static const char *display_type(kf_dtype t) {
+    switch (t) {
+    case KF_T_F32: return "float";
+    case KF_T_F64: return "double";
+    case KF_T_I32: return "int32_t";
+    case KF_T_I64: return "int64_t";
+    case KF_T_U8: return "uint8_t";
+    default: return "uint16_t";
+    }
+}
+
+/* The entry's prototype as a user writes it, for messages. Caller frees. */
+static char *display_proto(const kf_task *t) {
+    kf_buf b;
+    kf_buf_init(&b, 4096);
+    kf_buf_printf(&b, "void %s(", t->entry);
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        kf_buf_printf(&b, "%s%s%s%s%s", i ? ", " : "", a->is_buffer && a->io == KF_IO_IN ? "const " : "",
+                      display_type(a->type), a->is_buffer ? " *" : " ", a->name);
+    }
+    kf_buf_printf(&b, ")");
+    return b.p;
+}
+
 static char *gen_header(const kf_task *t) {
     kf_buf b;
     kf_buf_init(&b, 1u << 20);
@@ -260,6 +285,18 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     } else {
         out->reason = KF_REASON_COMPILE_ERROR;
         out->message = first_error(out->log, "the compiler failed");
+        /* a wrong signature: say which one the task wants */
+        char conflict[300];
+        snprintf(conflict, sizeof conflict, "conflicting types for '%s'", t->entry);
+        char *proto = strstr(out->log, conflict) ? display_proto(t) : NULL;
+        if (proto && out->message) {
+            char *m = kf__asprintf("%s (the task's entry is: %s)", out->message, proto);
+            if (m) {
+                free(out->message);
+                out->message = m;
+            }
+        }
+        free(proto);
     }
 done:
     free(cached);
