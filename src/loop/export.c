@@ -791,27 +791,6 @@ static kf_status out_ok(kf_ctx *ctx, const char *out, int *exists) {
     return KF_OK;
 }
 
-typedef struct {
-    kf_node *v;
-    size_t n, cap;
-} nvec;
-
-static int gather(void *arg, const kf_node *n) {
-    nvec *a = arg;
-    if (a->n == a->cap) {
-        size_t c = a->cap ? a->cap * 2 : 64;
-        kf_node *p = realloc(a->v, c * sizeof *p);
-        if (!p) return -1;
-        a->v = p, a->cap = c;
-    }
-    kf_node *d = &a->v[a->n++];
-    *d = *n;
-    d->params_json = n->params_json ? strdup(n->params_json) : NULL;
-    d->shapes_json = n->shapes_json ? strdup(n->shapes_json) : NULL;
-    d->reasons = d->verdict_json = d->note = NULL;
-    return 0;
-}
-
 /* The bench result's per-shape part, as EXPORT.json keeps it. */
 static json_t *verification(json_t *res) {
     json_t *v = json_pack("{s:O}", "verdict", json_object_get(res, "verdict"));
@@ -852,16 +831,6 @@ static kf_status bench_verify(kf_ctx *ctx, const kf_task *t, const char *path, c
 }
 
 /* Rejected for timing_mismatch and nothing else. */
-static int timing_only(json_t *ver) {
-    json_t *rs = json_object_get(ver, "reasons");
-    size_t i;
-    json_t *x;
-    if (!json_array_size(rs)) return 0;
-    json_array_foreach(rs, i, x) if (strcmp(json_string_value(json_object_get(x, "code")),
-                                            "timing_mismatch")) return 0;
-    return 1;
-}
-
 kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_arg,
                              const kf_opts *opts, char **json) {
     /* DIR without trailing slashes: DIR.tmp-XXXXXX must lie beside it, not inside */
@@ -873,7 +842,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     if (!run_dir || !*out_dir) return kf__err(ctx, KF_EUSAGE, "kforge export RUN -o DIR");
     kf_store *st = NULL;
     kf_task *t = NULL;
-    nvec a = {0};
+    kf_node_vec a = {0};
     winner *w = NULL;
     int nw = 0, fallback = -1, exists = 0;
     json_t *best = NULL, *doc = NULL, *routes = json_array(), *notes = json_array(),
@@ -891,7 +860,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
                     run_dir, kf_store_task_fingerprint(st), t->fingerprint);
         goto out;
     }
-    if ((s = kf_store_each_node(st, gather, &a))) goto out;
+    if ((s = kf_store_each_node(st, kf_loop_collect, &a))) goto out;
     best = kf_loop_best_shapes(a.v, a.n);
     /* the fallback: the best geometric mean among the nodes that claim every shape (no
      * kforge:when; a node with one is timed on its domain only), else the best of all */
@@ -1044,7 +1013,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
                 goto out;
             }
             attempt++;
-        } while (attempt < 2 && timing_only(ver));
+        } while (attempt < 2 && kf_loop_timing_only(ver));
         json_object_set_new(ver, "attempts", json_integer(attempt));
         rejected = strcmp(json_string_value(json_object_get(ver, "verdict")), "accepted") != 0;
         if (rejected) {
@@ -1117,9 +1086,7 @@ out:
     for (int i = 0; i < nw; i++)
         free(w[i].text);
     free(w);
-    for (size_t i = 0; i < a.n; i++)
-        kf_node_free(&a.v[i]);
-    free(a.v);
+    kf_loop_vec_free(&a);
     kf_buf_free(&disp);
     json_decref(best);
     json_decref(doc);

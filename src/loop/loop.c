@@ -165,8 +165,7 @@ static int any_win(json_t *shapes) {
     return 0;
 }
 
-/* A rejected result whose every reason is timing_mismatch. */
-static int timing_only(json_t *res) {
+int kf_loop_timing_only(json_t *res) {
     const char *v = json_string_value(json_object_get(res, "verdict"));
     json_t *rs = json_object_get(res, "reasons");
     if (!v || strcmp(v, "rejected") || !json_array_size(rs)) return 0;
@@ -251,7 +250,7 @@ static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
     /* a rejection for timing_mismatch alone (the two clocks disagreed: a loaded machine
      * or a forged stamp) is timed once more in fresh workers; the second verdict counts,
      * so a forger is rejected again */
-    if (res && timing_only(res)) {
+    if (res && kf_loop_timing_only(res)) {
         json_t *again = bench_json(r, path, NULL, err, sizeof err);
         if (again) {
             json_decref(res);
@@ -364,13 +363,8 @@ static void progress(run_state *r, const kf_node *n) {
 
 /* ---- tree and best ------------------------------------------------------------------- */
 
-typedef struct {
-    kf_node *v;
-    size_t n, cap;
-} node_vec;
-
-static int collect(void *arg, const kf_node *n) {
-    node_vec *a = arg;
+int kf_loop_collect(void *arg, const kf_node *n) {
+    kf_node_vec *a = arg;
     if (a->n == a->cap) {
         size_t c = a->cap ? a->cap * 2 : 64;
         kf_node *p = realloc(a->v, c * sizeof *p);
@@ -387,7 +381,7 @@ static int collect(void *arg, const kf_node *n) {
     return 0;
 }
 
-static void vec_free(node_vec *a) {
+void kf_loop_vec_free(kf_node_vec *a) {
     for (size_t i = 0; i < a->n; i++) kf_node_free(&a->v[i]);
     free(a->v);
 }
@@ -427,7 +421,7 @@ static int constraint_json(void *arg, const kf_constraint *c) {
     return 0;
 }
 
-static void tree_text(kf_buf *b, const node_vec *a, int64_t parent, int depth) {
+static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth) {
     for (size_t i = 0; i < a->n; i++) {
         const kf_node *n = &a->v[i];
         if (n->parent != parent) continue;
@@ -1355,7 +1349,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
     } else {
         kf_buf b;
         kf_buf_init(&b, 1u << 20);
-        node_vec one = {&n, 1, 1};
+        kf_node_vec one = {&n, 1, 1};
         kf_buf_printf(&b, "kforge submit: ");
         tree_text(&b, &one, parent, 0);
         if (msg) kf_buf_printf(&b, "  %s\n", msg);
@@ -1373,11 +1367,11 @@ out:
 
 /* ---- tree and best, public ------------------------------------------------------------- */
 
-static kf_status load_nodes(kf_ctx *ctx, const char *dir, node_vec *a, kf_store **stp) {
+static kf_status load_nodes(kf_ctx *ctx, const char *dir, kf_node_vec *a, kf_store **stp) {
     kf_store *st = NULL;
     kf_status s = kf_store_open(ctx, dir, NULL, &st);
     if (s) return s;
-    if ((s = kf_store_each_node(st, collect, a))) {
+    if ((s = kf_store_each_node(st, kf_loop_collect, a))) {
         kf_store_close(st);
         return s;
     }
@@ -1386,7 +1380,7 @@ static kf_status load_nodes(kf_ctx *ctx, const char *dir, node_vec *a, kf_store 
 }
 
 kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
-    node_vec a = {0};
+    kf_node_vec a = {0};
     kf_store *st = NULL;
     kf_status s = load_nodes(ctx, dir, &a, &st);
     if (s) return s;
@@ -1410,13 +1404,13 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_store_each_constraint(st, constraint_text, &ct);
         *out = b.p;
     }
-    vec_free(&a);
+    kf_loop_vec_free(&a);
     kf_store_close(st);
     return *out ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
 }
 
 kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
-    node_vec a = {0};
+    kf_node_vec a = {0};
     kf_store *st = NULL;
     kf_status s = load_nodes(ctx, dir, &a, &st);
     if (s) return s;
@@ -1431,7 +1425,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
             if (a.v[k].id == id) {
                 char *txt = NULL;
                 if (kf_store_read_source(st, a.v[k].src_hash, a.v[k].ext, &txt, NULL)) {
-                    vec_free(&a);
+                    kf_loop_vec_free(&a);
                     json_decref(best);
                     kf_store_close(st);
                     return KF_EIO; /* the detail is on ctx */
@@ -1470,7 +1464,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
         *out = b.p;
     }
     json_decref(best);
-    vec_free(&a);
+    kf_loop_vec_free(&a);
     kf_store_close(st);
     return *out ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
 }

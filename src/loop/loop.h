@@ -20,4 +20,17 @@ char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *o
  * NULL when out of memory (caller decrefs). `best` and `export` both use it. */
 json_t *kf_loop_best_shapes(const kf_node *nodes, size_t n);
 
+/* Every node of a run, copied (verdict_json left out: large and unused by readers of
+ * the whole tree): kf_store_each_node(st, kf_loop_collect, &vec), then kf_loop_vec_free. */
+typedef struct {
+    kf_node *v;
+    size_t n, cap;
+} kf_node_vec;
+int kf_loop_collect(void *vec, const kf_node *n);
+void kf_loop_vec_free(kf_node_vec *a);
+
+/* 1 for a rejected bench result (or verification) whose every reason is
+ * timing_mismatch: the two clocks disagreed, and one more timing in fresh workers decides. */
+int kf_loop_timing_only(json_t *res);
+
 #endif
