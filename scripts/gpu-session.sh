@@ -1,6 +1,6 @@
 #!/bin/sh
 # scripts/gpu-session.sh STEPS OUTDIR - one batched call on the GPU machine: the steps
-# named (devinfo profile verdict tests bench torch), each under its own time limit, all
+# named (devinfo profile verdict tests bench loop torch), each under its own time limit, all
 # output under OUTDIR and packed into OUTDIR.tgz.
 set -u
 cd "$(dirname "$0")/.."
@@ -20,6 +20,12 @@ for s in $STEPS; do
              grep -E "^(FAIL|skip)|FAIL at|skipped:" "$O/tests.txt" | sort | uniq -c | sort -rn | cut -c1-300 | head -40
              tail -1 "$O/tests.txt" ;;
     bench)   TASKS=${BENCH_TASKS:-"softmax rmsnorm sum transpose"} timeout ${BENCH_T:-200} bench/gpu.sh bench "$O/b" | tail -30 ;;
+    loop)    # the optimisation loop on the GPU: builtin proposer over LOOP_TASK's template
+             rm -rf "$O/run"
+             timeout ${LOOP_T:-150} ./build/kforge run "tasks/cuda/${LOOP_TASK:-sum}" --budget ${LOOP_BUDGET:-20} --run "$O/run" > "$O/loop.txt" 2>&1
+             tail -3 "$O/loop.txt"
+             timeout 30 ./build/kforge tree "$O/run" 2>&1 | head -60
+             timeout 30 ./build/kforge best "$O/run" 2>&1 | head -20 ;;
     torch)   TORCH_TIMEOUT=${TORCH_T:-300} bench/gpu.sh torch "$O/t" | tail -60 ;;
     esac
     echo "=== $s: $(( $(date +%s) - t0 )) s"

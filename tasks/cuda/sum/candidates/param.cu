@@ -1,17 +1,20 @@
-/* Template sum: the fast kernel (a one-thread launch sets out[0] = 0, then a grid-stride
- * reduction with four independent float4 loads per iteration, warp shuffles, and ONE
- * atomicAdd per block) with the block size BLOCK and the resident threads per SM RES as
- * parameters. The grid is min(blocks for one float4 a thread, 132 * RES / BLOCK): at most
- * RES / BLOCK blocks per SM of the H200's 132, and __launch_bounds__(BLOCK, RES / BLOCK)
- * makes that many fit at once (RES = 2048 caps the registers at 32), so the grid-stride
- * loop has no tail wave. More blocks mean more float atomic adds: at most 132 * 2048 / 256
- * = 1056 (BLOCK >= 256 for that reason), a relative rounding error of at most ~6e-5 for
- * these positive inputs, ~1e-6 in practice, inside rtol 1e-4. */
-// kforge:param BLOCK = 256, 512, 1024
+/* Template sum: the one-launch deterministic reduction of fast.cu with its shape as
+ * parameters. BLOCK threads per block; RES resident threads per SM (the grid is at most
+ * 132 * RES / BLOCK blocks, all resident at once on the H200's 132 SMs by
+ * __launch_bounds__(BLOCK, RES / BLOCK), so the grid-stride loop has no tail wave); ILP
+ * independent 16-byte loads in flight per thread per iteration; LOAD the load flavour
+ * (0 plain, 1 __ldcs: streaming, evict first, 2 __ldg: the read-only path). Block b
+ * stores its sum in partials[b]; the last block to finish (a counter bumped after a
+ * fence) adds the partials in index order, writes out[0] and resets the counter, so the
+ * result is deterministic and no zeroing launch is needed. */
+// kforge:param ILP = 4, 8, 2
 // kforge:param RES = 1024, 2048
+// kforge:param BLOCK = 256, 512, 1024
+// kforge:param LOAD = 0, 1, 2
 // kforge:require BLOCK == 256 || BLOCK == 512 || BLOCK == 1024
 // kforge:require RES == 1024 || RES == 2048
-// kforge:launch kernel=sum_zero grid=(1,1,1) block=(1,1,1) smem=0
+// kforge:require BLOCK <= RES
+// kforge:require ILP * RES <= 8192
 // kforge:launch kernel=sum_param grid=(min((n+4*BLOCK-1)/(4*BLOCK),132*RES/BLOCK),1,1) block=(BLOCK,1,1) smem=0
 
 #ifndef BLOCK
@@ -20,11 +23,27 @@
 #ifndef RES
 #define RES 1024
 #endif
+#ifndef ILP
+#define ILP 4
+#endif
+#ifndef LOAD
+#define LOAD 0
+#endif
 #define NWARPS (BLOCK / 32)
+#define MAXBLOCKS (132 * 2048 / 256)
 
-extern "C" __global__ void sum_zero(const float *__restrict__ x, float *__restrict__ out, int64_t n)
+__device__ float partials[MAXBLOCKS];
+__device__ unsigned int finished;
+
+static __device__ __forceinline__ float4 load4(const float4 *p)
 {
-    out[0] = 0.0f;
+#if LOAD == 1
+    return __ldcs(p);
+#elif LOAD == 2
+    return __ldg(p);
+#else
+    return *p;
+#endif
 }
 
 static __device__ __forceinline__ float hsum4(float4 q)
@@ -32,50 +51,87 @@ static __device__ __forceinline__ float hsum4(float4 q)
     return (q.x + q.y) + (q.z + q.w);
 }
 
+/* the block's sum of v, valid in thread 0 (red is reused: a barrier first) */
+static __device__ __forceinline__ float block_sum(float v, float *red)
+{
+    const int t = threadIdx.x;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    }
+    __syncthreads();
+    if ((t & 31) == 0) {
+        red[t >> 5] = v;
+    }
+    __syncthreads();
+    float b = 0.0f;
+    if (t == 0) {
+        b = red[0];
+#pragma unroll
+        for (int w = 1; w < NWARPS; w++) {
+            b += red[w];
+        }
+    }
+    return b;
+}
+
 extern "C" __global__ void __launch_bounds__(BLOCK, RES / BLOCK)
 sum_param(const float *__restrict__ x, float *__restrict__ out, int64_t n)
 {
     __shared__ float red[NWARPS];
+    __shared__ bool last;
     const int t = threadIdx.x;
     const int64_t g = (int64_t)blockIdx.x * BLOCK + t;
     const int64_t stride = (int64_t)gridDim.x * BLOCK;
     const int64_t n4 = n >> 2;
     const float4 *x4 = reinterpret_cast<const float4 *>(x);
 
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    float a[ILP];
+#pragma unroll
+    for (int k = 0; k < ILP; k++) {
+        a[k] = 0.0f;
+    }
     int64_t i = g;
-    for (; i + 3 * stride < n4; i += 4 * stride) {
-        const float4 q0 = x4[i];
-        const float4 q1 = x4[i + stride];
-        const float4 q2 = x4[i + 2 * stride];
-        const float4 q3 = x4[i + 3 * stride];
-        a0 += hsum4(q0);
-        a1 += hsum4(q1);
-        a2 += hsum4(q2);
-        a3 += hsum4(q3);
+    for (; i + (ILP - 1) * stride < n4; i += ILP * stride) {
+        float4 q[ILP];
+#pragma unroll
+        for (int k = 0; k < ILP; k++) {
+            q[k] = load4(x4 + i + k * stride);
+        }
+#pragma unroll
+        for (int k = 0; k < ILP; k++) {
+            a[k] += hsum4(q[k]);
+        }
     }
     for (; i < n4; i += stride) {
-        a0 += hsum4(x4[i]);
+        a[0] += hsum4(load4(x4 + i));
     }
     if (g < n - 4 * n4) {
-        a1 += x[4 * n4 + g];
+        a[ILP - 1] += x[4 * n4 + g];
     }
-    float s = (a0 + a1) + (a2 + a3);
-
+    float s = 0.0f;
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        s += __shfl_xor_sync(0xffffffffu, s, o);
+    for (int k = 0; k < ILP; k++) {
+        s += a[k];
     }
-    if ((t & 31) == 0) {
-        red[t >> 5] = s;
+    const float b = block_sum(s, red);
+    if (t == 0) {
+        partials[blockIdx.x] = b;
+        __threadfence(); /* the partial is visible before the count says so */
+        last = atomicAdd(&finished, 1u) == gridDim.x - 1;
     }
     __syncthreads();
+    if (!last) {
+        return;
+    }
+    __threadfence();
+    float v = 0.0f;
+    for (unsigned k = t; k < gridDim.x; k += BLOCK) {
+        v += ((volatile float *)partials)[k];
+    }
+    const float total = block_sum(v, red);
     if (t == 0) {
-        float b = red[0];
-#pragma unroll
-        for (int w = 1; w < NWARPS; w++) {
-            b += red[w];
-        }
-        atomicAdd(out, b);
+        out[0] = total;
+        finished = 0; /* every other block has counted: ready for the next launch */
     }
 }
