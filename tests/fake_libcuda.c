@@ -54,7 +54,12 @@ API CUresult cuDeviceGetUuid_v2(unsigned char *u, int d) {
 API CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; F("cuDevicePrimaryCtxRetain"); *c = heap; return 0; }
 API CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }
 API CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }
-API CUresult cuCtxSynchronize(void) { return 0; }
+/* FAKECUDA_HANG_S: a kernel that never finishes (the wait spins, as the real one does) */
+API CUresult cuCtxSynchronize(void) {
+    const char *v = getenv("FAKECUDA_HANG_S");
+    if (v) sleep((unsigned)atoi(v));
+    return 0;
+}
 API CUresult cuModuleLoadData(void **m, const void *img) { (void)img; F("cuModuleLoadData"); *m = heap; return 0; }
 API CUresult cuModuleGetFunction(void **f, void *m, const char *n) { (void)m; (void)n; *f = heap + 1; return 0; }
 API CUresult cuModuleUnload(void *m) { (void)m; return 0; }

@@ -28,6 +28,7 @@
 #include <math.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -223,6 +224,82 @@ static void t_deferred_worker(const void *arg) {
     w = NULL;
     CHECK(kf_worker_spawn(ctx, NULL, 1 << 20, &wo, &w, &fail) == KF_OK && w);
     kf_worker_close(w);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
+/* A GPU worker started through a wrapper (compute-sanitizer) has the tool's launcher
+ * for a parent, so no parent-death signal reaches it; when its kernel never finishes
+ * it never reads the channel either. Its watch thread must end it once the coordinator
+ * is gone: here the stand-in driver "hangs" in cuCtxSynchronize for 10 minutes, the
+ * stand-in tool puts the worker in a session of its own (as the real launcher does),
+ * and the call times out and closes the worker. */
+static void t_wrapped_orphan(const void *arg) {
+    (void)arg;
+    setenv("KFORGE_LIBCUDA", kft_bin("libkft_fakecuda.so"), 1);
+    char dir[] = "/tmp/kft-orphan-XXXXXX", art[256], script[256], pidf[256];
+    CHECK(mkdtemp(dir));
+    chmod(dir, 0755);
+    snprintf(art, sizeof art, "%s/k.kfc", dir);
+    snprintf(script, sizeof script, "%s/fake-sanitizer", dir);
+    snprintf(pidf, sizeof pidf, "%s/worker.pid", dir);
+    FILE *f = fopen(art, "wb");
+    CHECK(f);
+    uint32_t nk = 1, cs = 8;
+    fwrite("KFCUBIN1", 1, 8, f);
+    fwrite(&nk, 4, 1, f);
+    fwrite("k", 1, 2, f);
+    fwrite(&cs, 4, 1, f);
+    fwrite("notcubin", 1, 8, f);
+    fclose(f);
+    f = fopen(script, "w");
+    CHECK(f);
+    /* like the real tool's launcher: an intermediate in a session of its own is the
+     * worker's parent, and outlives the tool's death */
+    fprintf(f, "#!/bin/sh\n# stands in for compute-sanitizer and its launcher\n"
+               "pidf=$1; shift\nexport FAKECUDA_HANG_S=600 pidf\n"
+               "setsid /bin/sh -c '\"$@\" & echo $! > \"$pidf\"; wait' sh \"$@\" &\n"
+               "while [ ! -s \"$pidf\" ]; do sleep 0.01; done\nwait\n");
+    fclose(f);
+    CHECK(chmod(script, 0755) == 0);
+    kf_ctx *ctx = kf_ctx_new();
+    const char *wrap[] = {script, pidf, NULL};
+    kf_worker_opts wo = {10, 1ull << 30, 10, 0, NULL, 1, wrap, 1};
+    kf_call_result fail;
+    kf_worker *w = NULL;
+    CHECKF(kf_worker_spawn(ctx, art, 1 << 20, &wo, &w, &fail) == KF_OK && w, "%s / %s", kf_errmsg(ctx),
+           w ? "" : fail.msg);
+    char *txt = NULL;
+    size_t n = 0;
+    CHECK(kf__read_file(pidf, 64, &txt, &n) == 0);
+    pid_t wp = (pid_t)atol(txt);
+    free(txt);
+    CHECKF(wp > 0 && kill(wp, 0) == 0, "no worker pid (%d)", (int)wp);
+    kf_msg_run m;
+    memset(&m, 0, sizeof m);
+    m.nlaunch = 1;
+    for (int d = 0; d < 6; d++) m.dims[0][d] = 1;
+    m.span_hi = 4096;
+    kf_call_result r;
+    kf_worker_call(w, &m, 1, &r);
+    CHECKF(r.reason == KF_REASON_TIMEOUT, "%s: %s", kf_reason_name(r.reason), r.msg);
+    kf_worker_close(w);
+    /* gone (or a zombie waiting for its reaper) within 5 s */
+    int gone = 0;
+    for (int i = 0; i < 100 && !gone; i++) {
+        char sp[64], st = 0;
+        snprintf(sp, sizeof sp, "/proc/%d/stat", (int)wp);
+        FILE *ps = fopen(sp, "r");
+        if (!ps) {
+            gone = 1;
+            break;
+        }
+        if (fscanf(ps, "%*d (%*[^)]) %c", &st) == 1 && st == 'Z') gone = 1;
+        fclose(ps);
+        if (!gone) usleep(50000);
+    }
+    if (!gone) kill(wp, SIGKILL);
+    CHECKF(gone, "the wrapped worker %d outlived its coordinator's close by 5 s", (int)wp);
     kf_ctx_free(ctx);
     kf__rmtree(dir);
 }
@@ -1271,6 +1348,7 @@ void kft_register_cuda(void) {
     kft_add("cuda/launch_eval", t_launch_eval, NULL, 60);
     kft_add("cuda/arch_cache", t_arch_cache, NULL, 120);
     kft_add("cuda/deferred_worker", t_deferred_worker, NULL, 60);
+    kft_add("cuda/wrapped_orphan", t_wrapped_orphan, NULL, 60);
     kft_add("cuda/cache", t_cache, NULL, 60);
     kft_add("cuda/compile_timeout", t_compile_timeout, NULL, 60);
     kft_add("cuda/no_gpu_is_clear", t_no_gpu_is_clear, NULL, 60);

@@ -26,6 +26,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -161,8 +163,28 @@ static int prewarm(void *arena, size_t arena_size) {
     }
 }
 
+/* Under a wrapper the worker's parent is the tool's launcher, not the coordinator,
+ * so no parent-death signal comes when the coordinator dies; and a main thread waiting
+ * on a kernel that never finishes never reads the channel. This thread watches the
+ * channel and ends the worker once the coordinator's end is closed (a SIGKILLed
+ * kforge left workers spinning on the GPU under compute-sanitizer). */
+static void *watch_channel(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct pollfd p = {KF_WORKER_SOCK_FD, POLLRDHUP, 0};
+        int n = poll(&p, 1, -1);
+        if (n > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) _exit(0);
+        if (n < 0 && errno != EINTR) _exit(0);
+    }
+    return NULL;
+}
+
 int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     wrapped = !strcmp(argv[2], "-");
+    if (wrapped) {
+        pthread_t th;
+        if (pthread_create(&th, NULL, watch_channel, NULL) == 0) pthread_detach(th);
+    }
     int prepinned = 0;
     char deferred_path[4200];
     if (!strcmp(argv[1], "-")) {
@@ -277,13 +299,19 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     char cupti_err[256] = "";
     if (host) cupti = kf_cupti_init(cupti_err, sizeof cupti_err) == 0;
 
-    /* confinement: the device files are open; drop root, limits, no new privileges */
-    kf_wk_drop_root(argv[7], argv[2]);
+    /* confinement: the device files are open; drop root, limits, no new privileges.
+     * Under compute-sanitizer in kernel mode the process keeps its user, stays dumpable
+     * and unsealed: on a memcheck or initcheck finding the tool stops the kernel and
+     * inspects it from inside this process, which hung for good (the kernel never
+     * finished) once the process had changed user and become undumpable (seen on the
+     * H200). The candidate is device code only there: it makes no system call. */
+    int plain = !(wrapped && !host);
+    if (plain) kf_wk_drop_root(argv[7], argv[2]);
     kf_limits lim = {atof(argv[3]), 0, 1 << 20, 256};
     if (kf_policy_rlimits(&lim)) kf_wk_die(113, "rlimits");
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) kf_wk_die(113, "no_new_privs");
-    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    int sealed = kf_wk_seal_image();
+    if (plain) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    int sealed = plain ? kf_wk_seal_image() : 0;
     /* host mode: the seccomp filter, before any candidate byte is loaded (its
      * constructors run at dlopen). Default on; KFORGE_GPU_SECCOMP=0 (passed on by the
      * coordinator) turns it off while its allow-list is being completed on real GPUs. */
