@@ -1,0 +1,393 @@
+/*
+ * retrieve.c - retrieval of lessons for a context pack, in three stages
+ * (docs/lessons.md, "Retrieval"):
+ *
+ *  1. hard filter: a lesson passes when its scope covers the query - same backend and
+ *     architecture (or none given on either side), one of its op tags is one of the
+ *     query's or an ancestor ("op/norm" covers "op/norm/rmsnorm"), it carries a tag at or
+ *     under every tag filter, and its shape predicate holds for at least one query shape.
+ *     A predicate that names a size the shape does not have is false for that shape (it
+ *     cannot be shown to apply; lessons of other tasks use other names), never an error.
+ *  2. ranking: BM25 over FTS5 (situation x2, action x1, boundaries x0.5, tags x1.5) and
+ *     cosine similarity of embeddings, each list cut at KF_LESSONS_LIST_N, fused by
+ *     reciprocal rank: score = sum over lists of 1 / (60 + rank).
+ *  3. trust: only lessons whose trust is at least min_trust pass (applied with stage 1,
+ *     so a distrusted lesson takes no rank from another); retired lessons never do.
+ *
+ * Stage 1 and the vector ranking run over an in-memory cache of every lesson's scope and
+ * vector, loaded once and reloaded when the database changes (PRAGMA data_version for
+ * other connections, our own writes drop it). Ties are broken by trust, then by id.
+ */
+#define _GNU_SOURCE
+#include "lessons.h"
+#include "../agent/agent.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TERMS 64
+
+void kf_lessons__cache_drop(kf_lessons *db) {
+    for (size_t i = 0; i < db->n; i++) {
+        kf_lesson_entry *e = &db->ents[i];
+        free(e->backend);
+        free(e->arch);
+        for (int k = 0; k < e->nops; k++) free(e->ops[k]);
+        for (int k = 0; k < e->ntags; k++) free(e->tags[k]);
+        free(e->ops);
+        free(e->tags);
+        kf_expr_free(e->shape);
+    }
+    free(db->ents);
+    free(db->vecs);
+    db->ents = NULL;
+    db->vecs = NULL;
+    db->n = 0;
+    db->cache_ok = 0;
+}
+
+static int64_t data_version(kf_lessons *db) {
+    sqlite3_stmt *q = NULL;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db->db, "PRAGMA data_version", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return v;
+}
+
+static char **strings(const char *json, int *n) {
+    *n = 0;
+    if (!json) return NULL;
+    json_t *a = json_loads(json, 0, NULL);
+    size_t m = json_array_size(a);
+    char **v = m ? calloc(m, sizeof *v) : NULL;
+    for (size_t i = 0; v && i < m; i++) {
+        const char *s = json_string_value(json_array_get(a, i));
+        if (s) v[(*n)++] = strdup(s);
+    }
+    json_decref(a);
+    return v;
+}
+
+static kf_status cache_load(kf_lessons *db) {
+    int64_t dv = data_version(db);
+    if (db->cache_ok && dv == db->data_version) return KF_OK;
+    kf_lessons__cache_drop(db);
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db->db,
+                           "SELECT id, uid, backend, arch, ops, tags, shape, confirmations,"
+                           " refutations, retired, embed FROM lessons ORDER BY id",
+                           -1, &q, NULL) != SQLITE_OK)
+        return kf__err(db->ctx, KF_EIO, "%s: reading lessons: %s", db->path, sqlite3_errmsg(db->db));
+    size_t cap = 0;
+    kf_status st = KF_OK;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (db->n == cap) {
+            cap = cap ? cap * 2 : 256;
+            kf_lesson_entry *e = realloc(db->ents, cap * sizeof *e);
+            float *v = e ? realloc(db->vecs, cap * (size_t)db->dim * sizeof *v) : NULL;
+            if (e) db->ents = e;
+            if (v) db->vecs = v;
+            if (!e || !v) {
+                st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+                break;
+            }
+        }
+        kf_lesson_entry *e = &db->ents[db->n];
+        memset(e, 0, sizeof *e);
+        e->rowid = sqlite3_column_int64(q, 0);
+        snprintf(e->id, sizeof e->id, "%s", (const char *)sqlite3_column_text(q, 1));
+        const char *t = (const char *)sqlite3_column_text(q, 2);
+        e->backend = t ? strdup(t) : NULL;
+        t = (const char *)sqlite3_column_text(q, 3);
+        e->arch = t ? strdup(t) : NULL;
+        e->ops = strings((const char *)sqlite3_column_text(q, 4), &e->nops);
+        e->tags = strings((const char *)sqlite3_column_text(q, 5), &e->ntags);
+        t = (const char *)sqlite3_column_text(q, 6);
+        if (t) {
+            char err[128];
+            e->shape = kf_expr_parse(t, err, sizeof err);
+            if (!e->shape) e->retired = 1; /* validated on the way in: a damaged row */
+        }
+        e->trust = kf_lessons__trust(sqlite3_column_int64(q, 7), sqlite3_column_int64(q, 8));
+        e->retired |= sqlite3_column_int(q, 9);
+        float *v = db->vecs + db->n * (size_t)db->dim;
+        const void *blob = sqlite3_column_blob(q, 10);
+        int bytes = sqlite3_column_bytes(q, 10);
+        if (blob && bytes == (int)(sizeof(float) * (size_t)db->dim)) memcpy(v, blob, (size_t)bytes);
+        else memset(v, 0, sizeof(float) * (size_t)db->dim); /* never embedded: no vector rank */
+        db->n++;
+    }
+    if (!st && rc != SQLITE_DONE)
+        st = kf__err(db->ctx, KF_EIO, "%s: reading lessons: %s", db->path, sqlite3_errmsg(db->db));
+    sqlite3_finalize(q);
+    if (st) {
+        kf_lessons__cache_drop(db);
+        return st;
+    }
+    db->cache_ok = 1;
+    db->data_version = dv;
+    return KF_OK;
+}
+
+/* Stage 1 and 3 for one lesson. */
+static int passes(const kf_lesson_entry *e, const kf_lesson_query *q, double min_trust) {
+    if (e->retired || e->trust < min_trust) return 0;
+    if (e->backend && q->backend && strcmp(e->backend, q->backend)) return 0;
+    if (e->arch && q->arch && strcmp(e->arch, q->arch)) return 0;
+    if (e->nops && q->nops) {
+        int hit = 0;
+        for (int i = 0; i < e->nops && !hit; i++)
+            for (int j = 0; j < q->nops && !hit; j++) hit = kf_lessons__tag_under(q->ops[j], e->ops[i]);
+        if (!hit) return 0;
+    }
+    for (int f = 0; f < q->ntags; f++) {
+        int hit = 0;
+        for (int i = 0; i < e->ntags && !hit; i++) hit = kf_lessons__tag_under(e->tags[i], q->tags[f]);
+        if (!hit) return 0;
+    }
+    if (e->shape && q->nshapes) {
+        int hit = 0;
+        for (int s = 0; s < q->nshapes && !hit; s++) {
+            kf_vars vars = {q->shape_names, q->shapes + (size_t)s * (size_t)q->nshape_names, q->nshape_names};
+            int64_t v;
+            char err[128];
+            hit = kf_expr_eval(e->shape, &vars, &v, err, sizeof err) == 0 && v != 0;
+        }
+        if (!hit) return 0;
+    }
+    return 1;
+}
+
+static size_t find(const kf_lessons *db, int64_t rowid) {
+    size_t lo = 0, hi = db->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (db->ents[mid].rowid < rowid) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < db->n && db->ents[lo].rowid == rowid ? lo : (size_t)-1;
+}
+
+typedef struct {
+    kf_buf b;
+    int nterms;
+} fts_query;
+
+static void on_term(void *arg, const char *w, size_t n) {
+    fts_query *f = arg;
+    if (f->nterms >= MAX_TERMS) return;
+    char quoted[80];
+    snprintf(quoted, sizeof quoted, "\"%.*s\"", (int)n, w);
+    if (f->b.p && strstr(f->b.p, quoted)) return;
+    kf_buf_printf(&f->b, "%s%s", f->nterms ? " OR " : "", quoted);
+    f->nterms++;
+}
+
+/* The keyword list: passing lessons matching any word of the text, by BM25. */
+static kf_status keyword_list(kf_lessons *db, const char *text, const unsigned char *pass,
+                              size_t *list, double *score, int *n) {
+    *n = 0;
+    fts_query f = {.nterms = 0};
+    kf_buf_init(&f.b, 1 << 16);
+    kf_lessons__words(text ? text : "", on_term, &f);
+    if (!f.nterms) {
+        kf_buf_free(&f.b);
+        return KF_OK;
+    }
+    sqlite3_stmt *q = NULL;
+    kf_status st = KF_OK;
+    if (sqlite3_prepare_v2(db->db,
+                           "SELECT rowid, bm25(lessons_fts, 2.0, 1.0, 0.5, 1.5) AS r FROM lessons_fts"
+                           " WHERE lessons_fts MATCH ?1 ORDER BY r",
+                           -1, &q, NULL) != SQLITE_OK) {
+        kf_buf_free(&f.b);
+        return kf__err(db->ctx, KF_EIO, "%s: keyword search: %s", db->path, sqlite3_errmsg(db->db));
+    }
+    sqlite3_bind_text(q, 1, f.b.p, -1, SQLITE_STATIC);
+    int rc;
+    while (*n < KF_LESSONS_LIST_N && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        size_t i = find(db, sqlite3_column_int64(q, 0));
+        if (i == (size_t)-1 || !pass[i]) continue;
+        list[*n] = i;
+        score[*n] = -sqlite3_column_double(q, 1);
+        (*n)++;
+    }
+    if (*n < KF_LESSONS_LIST_N && rc != SQLITE_DONE)
+        st = kf__err(db->ctx, KF_EIO, "%s: keyword search: %s", db->path, sqlite3_errmsg(db->db));
+    sqlite3_finalize(q);
+    kf_buf_free(&f.b);
+    return st;
+}
+
+typedef struct {
+    size_t i;
+    double s;
+} scored;
+
+static int by_score(const void *a, const void *b) {
+    const scored *x = a, *y = b;
+    if (x->s != y->s) return x->s < y->s ? 1 : -1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* The vector list: passing lessons by cosine with the text's embedding. */
+static kf_status vector_list(kf_lessons *db, const char *text, const unsigned char *pass,
+                             size_t *list, double *score, int *n) {
+    *n = 0;
+    if (!text || !*text || !db->dim) return KF_OK;
+    float *qv = malloc(sizeof(float) * (size_t)(db->embed_url ? 65536 : db->dim));
+    scored *all = malloc(sizeof *all * (db->n ? db->n : 1));
+    kf_status st = KF_OK;
+    if (!qv || !all) {
+        st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+        goto out;
+    }
+    const char *t[1] = {text};
+    if ((st = kf_lessons__embed(db, t, 1, qv))) goto out;
+    size_t m = 0;
+    int dim = db->dim;
+    for (size_t i = 0; i < db->n; i++) {
+        if (!pass[i]) continue;
+        const float *v = db->vecs + i * (size_t)dim;
+        float d = 0;
+        for (int k = 0; k < dim; k++) d += v[k] * qv[k];
+        if (d <= 0) continue; /* nothing in common */
+        all[m].i = i;
+        all[m].s = d;
+        m++;
+    }
+    qsort(all, m, sizeof *all, by_score);
+    for (size_t k = 0; k < m && *n < KF_LESSONS_LIST_N; k++) {
+        list[*n] = all[k].i;
+        score[*n] = all[k].s;
+        (*n)++;
+    }
+out:
+    free(qv);
+    free(all);
+    return st;
+}
+
+kf_status kf_lessons_retrieve(kf_lessons *db, const kf_lesson_query *q, int k, double min_trust,
+                              kf_lesson_hit *hits, int *nhits) {
+    *nhits = 0;
+    if (k < 1) return kf__err(db->ctx, KF_EUSAGE, "lessons: retrieve k must be at least 1");
+    if (q->nshapes && q->nshape_names < 1)
+        return kf__err(db->ctx, KF_EUSAGE, "lessons: query shapes without size names");
+    kf_status st = cache_load(db);
+    if (st) return st;
+    unsigned char *pass = calloc(db->n ? db->n : 1, 1);
+    size_t kl[KF_LESSONS_LIST_N], vl[KF_LESSONS_LIST_N];
+    double ks[KF_LESSONS_LIST_N], vs[KF_LESSONS_LIST_N];
+    int nk = 0, nv = 0;
+    scored *fused = NULL;
+    if (!pass) return kf__err(db->ctx, KF_ENOMEM, "out of memory");
+    for (size_t i = 0; i < db->n; i++) pass[i] = (unsigned char)passes(&db->ents[i], q, min_trust);
+    if (q->rank != KF_LESSON_RANK_VECTOR && (st = keyword_list(db, q->text, pass, kl, ks, &nk))) goto out;
+    if (q->rank != KF_LESSON_RANK_KEYWORD && (st = vector_list(db, q->text, pass, vl, vs, &nv))) goto out;
+    fused = calloc((size_t)(nk + nv) + 1, sizeof *fused);
+    int *krank = calloc((size_t)(nk + nv) + 1, sizeof *krank), *vrank = calloc((size_t)(nk + nv) + 1, sizeof *vrank);
+    if (!fused || !krank || !vrank) {
+        free(krank);
+        free(vrank);
+        st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+        goto out;
+    }
+    int m = 0;
+    for (int list = 0; list < 2; list++) {
+        int n = list ? nv : nk;
+        for (int r = 0; r < n; r++) {
+            size_t i = list ? vl[r] : kl[r];
+            int at = 0;
+            while (at < m && fused[at].i != i) at++;
+            if (at == m) {
+                fused[m].i = i;
+                fused[m].s = 0;
+                m++;
+            }
+            if (q->rank == KF_LESSON_RANK_HYBRID) fused[at].s += 1.0 / (KF_LESSONS_RRF_K + r + 1);
+            else fused[at].s = list ? vs[r] : ks[r];
+            (list ? vrank : krank)[at] = r + 1;
+        }
+    }
+    /* order by score, then trust, then id: a stable, explainable order */
+    for (int a = 1; a < m; a++)
+        for (int b = a; b > 0; b--) {
+            scored *x = &fused[b - 1], *y = &fused[b];
+            double tx = db->ents[x->i].trust, ty = db->ents[y->i].trust;
+            int swap = y->s > x->s || (y->s == x->s && (ty > tx || (ty == tx && y->i < x->i)));
+            if (!swap) break;
+            scored t = *x;
+            *x = *y;
+            *y = t;
+            int tk = krank[b - 1], tv = vrank[b - 1];
+            krank[b - 1] = krank[b];
+            vrank[b - 1] = vrank[b];
+            krank[b] = tk;
+            vrank[b] = tv;
+        }
+    for (int r = 0; r < m && r < k; r++) {
+        kf_lesson_hit *h = &hits[r];
+        const kf_lesson_entry *e = &db->ents[fused[r].i];
+        snprintf(h->id, sizeof h->id, "%s", e->id);
+        h->score = fused[r].s;
+        h->trust = e->trust;
+        h->keyword_rank = krank[r];
+        h->vector_rank = vrank[r];
+        (*nhits)++;
+    }
+    free(krank);
+    free(vrank);
+out:
+    free(fused);
+    free(pass);
+    return st;
+}
+
+/* ---- rendering ------------------------------------------------------------------------ */
+
+kf_status kf_lessons_render(kf_lessons *db, const kf_lesson_hit *hits, int nhits, int64_t max_tokens,
+                            char **text, int64_t *tokens, int *used) {
+    kf_buf b;
+    kf_buf_init(&b, 16u << 20);
+    static const char head[] =
+        "Lessons from earlier runs (advice, not rules; trust = confirmations against refutations):\n";
+    int u = 0;
+    kf_status st = KF_OK;
+    for (int i = 0; i < nhits; i++) {
+        kf_lesson l;
+        if ((st = kf_lessons__get(db, hits[i].id, &l))) break;
+        char *item = kf__asprintf("- [%s, trust %.2f: %lld+ %lld-] When: %s\n  Do: %s\n%s%s%s", l.id,
+                                  kf_lessons__trust(l.confirmations, l.refutations),
+                                  (long long)l.confirmations, (long long)l.refutations, l.situation, l.action,
+                                  l.boundaries ? "  Not when: " : "", l.boundaries ? l.boundaries : "",
+                                  l.boundaries ? "\n" : "");
+        kf_lesson_free(&l);
+        if (!item) {
+            st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+            break;
+        }
+        size_t len = b.len + (b.len ? 0 : sizeof head - 1) + strlen(item);
+        if (kf_pack_tokens(len) > max_tokens) { /* whole lessons only; a later shorter one may fit */
+            free(item);
+            continue;
+        }
+        if (!b.len) kf_buf_append(&b, head, sizeof head - 1);
+        kf_buf_append(&b, item, strlen(item));
+        free(item);
+        u++;
+    }
+    if (!st && !b.p && kf_buf_append(&b, "", 0)) st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+    if (st) {
+        kf_buf_free(&b);
+        return st;
+    }
+    *text = b.p;
+    if (tokens) *tokens = kf_pack_tokens(b.len);
+    if (used) *used = u;
+    return KF_OK;
+}
