@@ -97,6 +97,13 @@ void kf_lessons__hash_embed(const char *text, float *v);
  * each once; fn is called per word. */
 void kf_lessons__words(const char *text, void (*fn)(void *arg, const char *w, size_t n), void *arg);
 
+/* Reciprocal rank fusion (retrieve.c) of two ranked lists of items (a[0] best): each
+ * item scores the sum over the lists it is in of 1 / (KF_LESSONS_RRF_K + rank), rank
+ * from 1. out (room for na + nb) gets the items by score, ties by tie[item] (higher
+ * first; tie may be NULL), then by the smaller item; score their scores. Returns how
+ * many. */
+int kf_lessons__rrf(const size_t *a, int na, const size_t *b, int nb, const double *tie, size_t *out,
+                    double *score);
 /* The retrieval cache (retrieve.c). */
 void kf_lessons__cache_drop(kf_lessons *db);
 

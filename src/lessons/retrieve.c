@@ -228,6 +228,7 @@ typedef struct {
     double s;
 } scored;
 
+
 static int by_score(const void *a, const void *b) {
     const scored *x = a, *y = b;
     if (x->s != y->s) return x->s < y->s ? 1 : -1;
@@ -272,78 +273,89 @@ out:
     return st;
 }
 
+int kf_lessons__rrf(const size_t *a, int na, const size_t *b, int nb, const double *tie, size_t *out,
+                    double *score) {
+    int m = 0;
+    for (int list = 0; list < 2; list++) {
+        const size_t *l = list ? b : a;
+        int n = list ? nb : na;
+        for (int r = 0; r < n; r++) {
+            int at = 0;
+            while (at < m && out[at] != l[r]) at++;
+            if (at == m) {
+                out[m] = l[r];
+                score[m++] = 0;
+            }
+            score[at] += 1.0 / (KF_LESSONS_RRF_K + r + 1);
+        }
+    }
+    /* by score, then tie (trust), then item: a stable, explainable order */
+    for (int i = 1; i < m; i++)
+        for (int j = i; j > 0; j--) {
+            double tx = tie ? tie[out[j - 1]] : 0, ty = tie ? tie[out[j]] : 0;
+            int swap = score[j] > score[j - 1] ||
+                       (score[j] == score[j - 1] && (ty > tx || (ty == tx && out[j] < out[j - 1])));
+            if (!swap) break;
+            size_t t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+            double u = score[j];
+            score[j] = score[j - 1];
+            score[j - 1] = u;
+        }
+    return m;
+}
+
+static int rank_in(const size_t *l, int n, size_t i) {
+    for (int r = 0; r < n; r++)
+        if (l[r] == i) return r + 1;
+    return 0;
+}
+
 kf_status kf_lessons_retrieve(kf_lessons *db, const kf_lesson_query *q, int k, double min_trust,
                               kf_lesson_hit *hits, int *nhits) {
     *nhits = 0;
     if (k < 1) return kf__err(db->ctx, KF_EUSAGE, "lessons: retrieve k must be at least 1");
     if (q->nshapes && q->nshape_names < 1)
         return kf__err(db->ctx, KF_EUSAGE, "lessons: query shapes without size names");
+    if (q->rank < KF_LESSON_RANK_HYBRID || q->rank > KF_LESSON_RANK_VECTOR)
+        return kf__err(db->ctx, KF_EUSAGE, "lessons: unknown rank mode %d", q->rank);
     kf_status st = cache_load(db);
     if (st) return st;
     unsigned char *pass = calloc(db->n ? db->n : 1, 1);
-    size_t kl[KF_LESSONS_LIST_N], vl[KF_LESSONS_LIST_N];
-    double ks[KF_LESSONS_LIST_N], vs[KF_LESSONS_LIST_N];
-    int nk = 0, nv = 0;
-    scored *fused = NULL;
-    if (!pass) return kf__err(db->ctx, KF_ENOMEM, "out of memory");
-    for (size_t i = 0; i < db->n; i++) pass[i] = (unsigned char)passes(&db->ents[i], q, min_trust);
-    if (q->rank != KF_LESSON_RANK_VECTOR && (st = keyword_list(db, q->text, pass, kl, ks, &nk))) goto out;
-    if (q->rank != KF_LESSON_RANK_KEYWORD && (st = vector_list(db, q->text, pass, vl, vs, &nv))) goto out;
-    fused = calloc((size_t)(nk + nv) + 1, sizeof *fused);
-    int *krank = calloc((size_t)(nk + nv) + 1, sizeof *krank), *vrank = calloc((size_t)(nk + nv) + 1, sizeof *vrank);
-    if (!fused || !krank || !vrank) {
-        free(krank);
-        free(vrank);
+    double *trust = calloc(db->n ? db->n : 1, sizeof *trust);
+    size_t kl[KF_LESSONS_LIST_N], vl[KF_LESSONS_LIST_N], fused[2 * KF_LESSONS_LIST_N];
+    double ks[KF_LESSONS_LIST_N], vs[KF_LESSONS_LIST_N], fs[2 * KF_LESSONS_LIST_N];
+    int nk = 0, nv = 0, m = 0;
+    if (!pass || !trust) {
         st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
         goto out;
     }
-    int m = 0;
-    for (int list = 0; list < 2; list++) {
-        int n = list ? nv : nk;
-        for (int r = 0; r < n; r++) {
-            size_t i = list ? vl[r] : kl[r];
-            int at = 0;
-            while (at < m && fused[at].i != i) at++;
-            if (at == m) {
-                fused[m].i = i;
-                fused[m].s = 0;
-                m++;
-            }
-            if (q->rank == KF_LESSON_RANK_HYBRID) fused[at].s += 1.0 / (KF_LESSONS_RRF_K + r + 1);
-            else fused[at].s = list ? vs[r] : ks[r];
-            (list ? vrank : krank)[at] = r + 1;
-        }
+    for (size_t i = 0; i < db->n; i++) {
+        pass[i] = (unsigned char)passes(&db->ents[i], q, min_trust);
+        trust[i] = db->ents[i].trust;
     }
-    /* order by score, then trust, then id: a stable, explainable order */
-    for (int a = 1; a < m; a++)
-        for (int b = a; b > 0; b--) {
-            scored *x = &fused[b - 1], *y = &fused[b];
-            double tx = db->ents[x->i].trust, ty = db->ents[y->i].trust;
-            int swap = y->s > x->s || (y->s == x->s && (ty > tx || (ty == tx && y->i < x->i)));
-            if (!swap) break;
-            scored t = *x;
-            *x = *y;
-            *y = t;
-            int tk = krank[b - 1], tv = vrank[b - 1];
-            krank[b - 1] = krank[b];
-            vrank[b - 1] = vrank[b];
-            krank[b] = tk;
-            vrank[b] = tv;
-        }
+    if (q->rank != KF_LESSON_RANK_VECTOR && (st = keyword_list(db, q->text, pass, kl, ks, &nk))) goto out;
+    if (q->rank != KF_LESSON_RANK_KEYWORD && (st = vector_list(db, q->text, pass, vl, vs, &nv))) goto out;
+    if (q->rank == KF_LESSON_RANK_HYBRID) {
+        m = kf_lessons__rrf(kl, nk, vl, nv, trust, fused, fs);
+    } else { /* one list: its own order and scores */
+        m = q->rank == KF_LESSON_RANK_KEYWORD ? nk : nv;
+        memcpy(fused, q->rank == KF_LESSON_RANK_KEYWORD ? kl : vl, sizeof(size_t) * (size_t)m);
+        memcpy(fs, q->rank == KF_LESSON_RANK_KEYWORD ? ks : vs, sizeof(double) * (size_t)m);
+    }
     for (int r = 0; r < m && r < k; r++) {
         kf_lesson_hit *h = &hits[r];
-        const kf_lesson_entry *e = &db->ents[fused[r].i];
+        const kf_lesson_entry *e = &db->ents[fused[r]];
         snprintf(h->id, sizeof h->id, "%s", e->id);
-        h->score = fused[r].s;
+        h->score = fs[r];
         h->trust = e->trust;
-        h->keyword_rank = krank[r];
-        h->vector_rank = vrank[r];
+        h->keyword_rank = rank_in(kl, nk, fused[r]);
+        h->vector_rank = rank_in(vl, nv, fused[r]);
         (*nhits)++;
     }
-    free(krank);
-    free(vrank);
 out:
-    free(fused);
+    free(trust);
     free(pass);
     return st;
 }
