@@ -55,12 +55,12 @@ void kf_lessons__words(const char *text, void (*fn)(void *, const char *, size_t
             if (n < sizeof w - 1) w[n++] = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
             p++;
         }
-        size_t s = 0;
-        while (s < n && w[s] == '_') s++; /* "__syncthreads" is syncthreads */
-        while (n > s && w[n - 1] == '_') n--;
-        if (n - s >= 2 && !is_stop(w + s, n - s)) {
+        size_t s = 0, e = n;
+        while (s < n && w[s] == '_') s++;
+        while (e > s && w[e - 1] == '_') e--;
+        if (e - s >= 2 && !is_stop(w + s, e - s)) {
             w[n] = 0;
-            fn(arg, w + s, n - s);
+            fn(arg, w, n);
         }
     }
 }
@@ -109,6 +109,11 @@ static void grams(float *v, const char *w, size_t n) {
 
 static void on_word(void *arg, const char *w, size_t n) {
     hstate *s = arg;
+    while (n && *w == '_') { /* "__syncthreads" is syncthreads */
+        w++;
+        n--;
+    }
+    while (n && w[n - 1] == '_') n--;
     add(s->v, fnv(0xcbf29ce484222325ull, w, n), 1.0f);
     grams(s->v, w, n);
     if (s->nprev) {

@@ -93,8 +93,8 @@ char *kf_lessons__doc_text(const kf_lesson *l);
 kf_status kf_lessons__embed(kf_lessons *db, const char *const *texts, int n, float *out);
 /* The built-in embedding of one text into v[KF_LESSONS_HASH_DIM]. */
 void kf_lessons__hash_embed(const char *text, float *v);
-/* The words of text for a keyword query: lower-case [a-z0-9_] runs, no stop words,
- * each once; fn is called per word. */
+/* The words of text: lower-case [a-z0-9_] runs (at most 63 bytes) of 2+ characters
+ * besides leading and trailing '_', not stop words; fn is called per word, in order. */
 void kf_lessons__words(const char *text, void (*fn)(void *arg, const char *w, size_t n), void *arg);
 
 /* Reciprocal rank fusion (retrieve.c) of two ranked lists of items (a[0] best): each

@@ -177,14 +177,23 @@ typedef struct {
     int nterms;
 } fts_query;
 
-static void on_term(void *arg, const char *w, size_t n) {
-    fts_query *f = arg;
+static void term(fts_query *f, const char *w, size_t n) {
     if (f->nterms >= MAX_TERMS) return;
     char quoted[80];
     snprintf(quoted, sizeof quoted, "\"%.*s\"", (int)n, w);
     if (f->b.p && strstr(f->b.p, quoted)) return;
     kf_buf_printf(&f->b, "%s%s", f->nterms ? " OR " : "", quoted);
     f->nterms++;
+}
+
+/* The word as written ("__syncthreads", one FTS token) and without its outer '_'. */
+static void on_term(void *arg, const char *w, size_t n) {
+    fts_query *f = arg;
+    term(f, w, n);
+    size_t s = 0;
+    while (s < n && w[s] == '_') s++;
+    while (n > s && w[n - 1] == '_') n--;
+    if (s || n < strlen(w)) term(f, w + s, n - s);
 }
 
 /* The keyword list: passing lessons matching any word of the text, by BM25. */
