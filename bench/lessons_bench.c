@@ -10,7 +10,8 @@
  *      recombined from their sentences, scopes and tags): one kf_lessons_retrieve (k 5,
  *      hybrid) plus kf_lessons_render into 800 tokens, for every query, REPS times.
  *
- * Usage: kf-lessons-bench [DATA_DIR] [-v] [--reps N] [--total N]
+ * Usage: kf-lessons-bench [DATA_DIR] [-v] [--reps N] [--total N] [--keep]
+ * (-v: the misses of each ranking on stderr; --keep: leave the databases for a look)
  * Prints Markdown. Not a test: nothing is asserted.
  */
 #define _GNU_SOURCE
@@ -109,9 +110,10 @@ static char *synthetic(json_t *base, int total, unsigned seed) {
 
 int main(int argc, char **argv) {
     const char *data = KF_SOURCE_DIR "/bench/data/lessons";
-    int verbose = 0, reps = 20, total = 10000;
+    int verbose = 0, reps = 20, total = 10000, keep = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v")) verbose = 1;
+        else if (!strcmp(argv[i], "--keep")) keep = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--total") && i + 1 < argc) total = atoi(argv[++i]);
         else data = argv[i];
@@ -235,12 +237,29 @@ int main(int argc, char **argv) {
     printf("| median | %.2f |\n| p10 | %.2f |\n| p90 | %.2f |\n| p99 | %.2f |\n| max | %.2f |\n", lat[m / 2],
            lat[m / 10], lat[m * 9 / 10], lat[m * 99 / 100], lat[m - 1]);
     printf("| first pack after open (loads the cache) | %.2f |\n", cold);
+    for (int mode = KF_LESSON_RANK_KEYWORD; mode <= KF_LESSON_RANK_VECTOR; mode++) {
+        size_t k = 0;
+        for (int r = 0; r < reps / 4 + 1; r++)
+            for (size_t i = 0; i < nq && k < nt; i++) {
+                Q[i].q.rank = mode;
+                double a = ms();
+                if (kf_lessons_retrieve(db, &Q[i].q, 5, 0.4, h, &n)) die(ctx, "retrieve");
+                lat[k++] = ms() - a;
+            }
+        qsort(lat, k, sizeof *lat, cmp_d);
+        printf("| median, retrieval alone, %s only | %.2f |\n", mode == KF_LESSON_RANK_KEYWORD ? "keyword" : "vector",
+               lat[k / 2]);
+    }
     printf("| import of all %d lessons (one transaction, embedding each) | %.0f |\n", total, load);
     printf("\nEach pack: kf_lessons_retrieve (hybrid, k = 5, min_trust 0.4) + kf_lessons_render (800 tokens;"
            " mean %.0f tokens rendered).\n",
            (double)tokens / (double)m);
     kf_lessons_close(db);
     kf_ctx_free(ctx);
+    if (keep) {
+        fprintf(stderr, "lessons_bench: the databases are in %s\n", dir);
+        return 0;
+    }
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) return 1;

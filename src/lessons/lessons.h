@@ -16,6 +16,7 @@
 #define KF_LESSONS_HASH_DIM 512    /* the built-in embedding's dimensions */
 #define KF_LESSONS_HASH_NAME "hashgram-v1-512"
 #define KF_LESSONS_TEXT_MAX 16384  /* bytes of one text field of a lesson */
+#define KF_LESSONS_DF_SLOTS 8192   /* cached document frequencies of query words */
 
 /* One lesson as stored. Strings are owned (kf_lesson_free); NULL for an empty field. */
 typedef struct {
@@ -62,6 +63,7 @@ struct kf_lessons {
     size_t n;
     int cache_ok;
     int64_t data_version;
+    struct { char w[64]; int64_t df; } *df; /* KF_LESSONS_DF_SLOTS, open addressing */
 };
 
 void kf_lesson_free(kf_lesson *l); /* the strings, not the struct; NULL ok */
