@@ -26,7 +26,7 @@
 #include <string.h>
 
 #define REPLY_CAP (64u << 20)
-#define MAX_DIM 65536
+#define MAX_DIM KF_LESSONS_MAX_DIM
 
 static const char *const stop_words[] = {
     "a", "an", "the", "and", "or", "of", "to", "in", "on", "for", "with", "is", "are", "be",

@@ -376,37 +376,22 @@ static void bind_s(sqlite3_stmt *q, int i, const char *s) {
 }
 
 kf_status kf_lessons__put(kf_lessons *db, kf_lesson *l) {
-    float *vec = NULL;
+    /* an endpoint's dimensions are known from its first answer: room for its maximum */
+    float *vec = malloc(sizeof(float) * (db->embed_url ? KF_LESSONS_MAX_DIM : (size_t)db->dim));
     char *doc = kf_lessons__doc_text(l);
-    if (!doc) return kf__err(db->ctx, KF_ENOMEM, "out of memory");
-    int dim = db->dim ? db->dim : KF_LESSONS_HASH_DIM;
-    /* an endpoint's dimension is known after its first answer: embed one to learn it */
-    if (db->embed_url && !db->dim) {
-        float *probe = NULL;
-        const char *t[1] = {doc};
-        kf_status st = KF_OK;
-        /* the vector size is not known before the answer: embed into a large scratch */
-        probe = malloc(sizeof(float) * 65536);
-        if (!probe) st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
-        else st = kf_lessons__embed(db, t, 1, probe);
-        if (st) {
-            free(probe);
-            free(doc);
-            return st;
-        }
-        vec = probe;
-        dim = db->dim;
-    } else {
-        vec = malloc(sizeof(float) * (size_t)dim);
-        const char *t[1] = {doc};
-        kf_status st = vec ? kf_lessons__embed(db, t, 1, vec) : kf__err(db->ctx, KF_ENOMEM, "out of memory");
-        if (st) {
-            free(vec);
-            free(doc);
-            return st;
-        }
+    if (!vec || !doc) {
+        free(vec);
+        free(doc);
+        return kf__err(db->ctx, KF_ENOMEM, "out of memory");
     }
+    const char *t[1] = {doc};
+    kf_status st = kf_lessons__embed(db, t, 1, vec);
     free(doc);
+    if (st) {
+        free(vec);
+        return st;
+    }
+    int dim = db->dim;
     double now = now_s();
     if (!l->created) l->created = now;
     l->updated = l->updated ? l->updated : now;
@@ -424,7 +409,6 @@ kf_status kf_lessons__put(kf_lessons *db, kf_lesson *l) {
         " retired = excluded.retired, created = excluded.created, updated = excluded.updated,"
         " embed = excluded.embed RETURNING id",
         -1, &q, NULL);
-    kf_status st = KF_OK;
     if (rc != SQLITE_OK) {
         st = dberr(db, "preparing the insert");
         goto out;
@@ -584,7 +568,7 @@ static kf_status reembed(kf_lessons *db) {
         row(q, &l);
         char *doc = kf_lessons__doc_text(&l);
         const char *t[1] = {doc};
-        float *v = malloc(sizeof(float) * 65536);
+        float *v = malloc(sizeof(float) * KF_LESSONS_MAX_DIM);
         st = doc && v ? kf_lessons__embed(db, t, 1, v) : kf__err(db->ctx, KF_ENOMEM, "out of memory");
         if (!st) {
             sqlite3_bind_blob(u, 1, v, (int)(sizeof(float) * (size_t)db->dim), SQLITE_STATIC);

@@ -16,6 +16,7 @@
 #define KF_LESSONS_HASH_DIM 512    /* the built-in embedding's dimensions */
 #define KF_LESSONS_HASH_NAME "hashgram-v1-512"
 #define KF_LESSONS_TEXT_MAX 16384  /* bytes of one text field of a lesson */
+#define KF_LESSONS_MAX_DIM 65536   /* dimensions an endpoint may answer with */
 #define KF_LESSONS_DF_SLOTS 8192   /* cached document frequencies of query words */
 
 /* One lesson as stored. Strings are owned (kf_lesson_free); NULL for an empty field. */

@@ -315,7 +315,7 @@ static kf_status vector_list(kf_lessons *db, const char *text, const unsigned ch
                              size_t *list, double *score, int *n) {
     *n = 0;
     if (!text || !*text || !db->dim) return KF_OK;
-    float *qv = malloc(sizeof(float) * (size_t)(db->embed_url ? 65536 : db->dim));
+    float *qv = malloc(sizeof(float) * (size_t)(db->embed_url ? KF_LESSONS_MAX_DIM : db->dim));
     scored *all = malloc(sizeof *all * (db->n ? db->n : 1));
     kf_status st = KF_OK;
     if (!qv || !all) {
