@@ -633,7 +633,56 @@ static void t_render(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* ---- the command line ------------------------------------------------------------------------ */
+
+static int cli(const char *dir, const char *args, char *out, size_t n) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && %s lessons %s --lessons %s/l.db 2>&1", dir, kft_bin("kforge"), args, dir);
+    return kft_run(cmd, out, n);
+}
+
+static void t_cli(const void *arg) {
+    (void)arg;
+    char *dir = scratch(), out[16384];
+    int rc = cli(dir, "add --action 'use float4'", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "field 'situation': missing"), "rc %d: %s", rc, out);
+    rc = cli(dir, "add --situation 'long rows' --action 'one block per row' --backend cuda --op op/softmax"
+                  " --shape 'cols > 1024' --tag cuda/block --id sm-long",
+             out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "added sm-long"), "rc %d: %s", rc, out);
+    rc = cli(dir, "add --situation s --action a --shape 'cols >' ", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "situation.shape"), "rc %d: %s", rc, out);
+    /* scope: the shape decides */
+    rc = cli(dir, "search long rows --backend cuda --op op/softmax --shape rows=8,cols=512 --json", out, sizeof out);
+    CHECKF(rc == 0 && !strstr(out, "sm-long"), "rc %d: %s", rc, out);
+    rc = cli(dir, "search long rows --backend cuda --op op/softmax --shape rows=8,cols=512 --shape rows=8,cols=4096 --json",
+             out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "\"sm-long\"") && strstr(out, "\"keyword_rank\": 1"), "rc %d: %s", rc, out);
+    rc = cli(dir, "search long rows --shape rows=8 --shape cols=1", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "in its order"), "rc %d: %s", rc, out);
+    rc = cli(dir, "search long --tokens 200", out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "[sm-long, trust 0.50: 0+ 0-] When: long rows"), "rc %d: %s", rc, out);
+    rc = cli(dir, "show sm-long", out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "shape: cols > 1024"), "rc %d: %s", rc, out);
+    rc = cli(dir, "show nope", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "no lesson 'nope'"), "rc %d: %s", rc, out);
+    rc = cli(dir, "export -o ex.jsonl", out, sizeof out);
+    CHECK(rc == 0);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cd %s && %s lessons import ex.jsonl --lessons %s/two.db --json 2>&1", dir, kft_bin("kforge"),
+             dir);
+    rc = kft_run(cmd, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "{\"added\": 1, \"updated\": 0}"), "rc %d: %s", rc, out);
+    rc = cli(dir, "distill /nonexistent-run", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "nonexistent-run"), "rc %d: %s", rc, out);
+    rc = cli(dir, "frobnicate", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "unknown command 'frobnicate'"), "rc %d: %s", rc, out);
+    rc = cli(dir, "list --json", out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "\"sm-long\""), "rc %d: %s", rc, out);
+}
+
 void kft_register_lessons(void) {
+    kft_add("lessons_cli", t_cli, NULL, 60);
     kft_add("lessons_refuse", t_refuse, NULL, 30);
     kft_add("lessons_tags", t_tags, NULL, 30);
     kft_add("lessons_scope", t_scope, NULL, 30);
