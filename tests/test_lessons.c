@@ -16,10 +16,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Scratch directories, removed when the test passes (a failure leaves them to look at). */
+static char dirs[8][64];
+static int ndirs;
+
+static void remove_dirs(void) {
+    for (int i = 0; i < ndirs; i++) kf__rmtree(dirs[i]);
+}
+
 static char *scratch(void) {
-    static char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/kft-lessons-XXXXXX");
+    CHECK(ndirs < 8);
+    char *dir = dirs[ndirs];
+    snprintf(dir, sizeof dirs[0], "/tmp/kft-lessons-XXXXXX");
     CHECK(mkdtemp(dir));
+    if (!ndirs++) atexit(remove_dirs);
     return dir;
 }
 
