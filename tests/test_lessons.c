@@ -368,8 +368,8 @@ static void write_file(const char *path, const char *text) {
 }
 
 /* Record a finished node: params, state, and (sp1000, win1000, sp4000, win4000). */
-static int64_t node(kf_store *s, int64_t parent, const char *params, kf_node_state state, double s1, int w1,
-                    double s4, int w4, const char *reasons) {
+static int64_t node_as(kf_store *s, const char *category, int64_t parent, const char *params, kf_node_state state,
+                       double s1, int w1, double s4, int w4, const char *reasons) {
     static int serial;
     char text[128], h[65];
     snprintf(text, sizeof text, "/* node %d */\n", ++serial);
@@ -378,7 +378,7 @@ static int64_t node(kf_store *s, int64_t parent, const char *params, kf_node_sta
     memcpy(n.src_hash, h, 65);
     strcpy(n.ext, "c");
     strcpy(n.proposer, "builtin");
-    strcpy(n.category, "param");
+    snprintf(n.category, sizeof n.category, "%s", category);
     n.parent = parent;
     n.params_json = (char *)params;
     CHECK(kf_store_add_node(s, &n) == KF_OK);
@@ -395,6 +395,11 @@ static int64_t node(kf_store *s, int64_t parent, const char *params, kf_node_sta
     n.reasons = (char *)reasons;
     CHECK(kf_store_finish_node(s, &n) == KF_OK);
     return n.id;
+}
+
+static int64_t node(kf_store *s, int64_t parent, const char *params, kf_node_state state, double s1, int w1,
+                    double s4, int w4, const char *reasons) {
+    return node_as(s, "tiling", parent, params, state, s1, w1, s4, w4, reasons);
 }
 
 static json_t *lesson_with(kf_lessons *db, const char *needle) {
@@ -522,6 +527,19 @@ static void t_distill(const void *arg) {
     CHECK(kf_lessons_retrieve(db, &q, 10, 0, h, &n) == KF_OK);
     for (int i = 0; i < n; i++) CHECK(strcmp(h[i].id, json_string_value(json_object_get(lose, "id"))));
     json_decref(lose);
+    /* an agent's rewrite (no template parameters) that won: a lesson about its technique */
+    CHECK(kf_store_open(ctx, run, NULL, &s) == KF_OK);
+    node_as(s, "vectorisation", n1, NULL, KF_NODE_KEPT, 1.9, 1, 2.4, 1, NULL);
+    node_as(s, "other", n1, NULL, KF_NODE_KEPT, 1.9, 1, 2.4, 1, NULL); /* no technique named */
+    kf_store_close(s);
+    distill(db, ctx, run, "added 1 confirmed 0 unchanged 5 refuted 0 retired 0");
+    json_t *tech = lesson_with(db, "Use vectorisation");
+    CHECKF(strstr(json_string_value(json_object_get(json_object_get(tech, "situation"), "text")),
+                  "the technique vectorisation"), "%s", json_string_value(json_object_get(json_object_get(tech, "situation"), "text")));
+    tags = json_dumps(json_object_get(tech, "tags"), JSON_COMPACT);
+    CHECKF(strstr(tags, "\"technique/vectorisation\""), "%s", tags);
+    free(tags);
+    json_decref(tech);
     /* a directory that is not a run */
     CHECK(kf_lessons_distill(db, dir, NULL) != KF_OK);
     kf_lessons_close(db);

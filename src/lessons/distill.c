@@ -4,7 +4,9 @@
  * changes it, and nothing in the per-candidate path calls it.
  *
  * A node's change is the template parameters it sets differently from its parent (all
- * of them under the root). Per change K=V over the whole run:
+ * of them under the root), or, for a node that changes none (an agent's rewrite), its
+ * technique: "technique=CATEGORY" (tiling, vectorisation, ...; not "other"). Per change
+ * K=V over the whole run:
  *  - it was in kept nodes that won (a "win" at a shape) at 2+ shapes: a "win" lesson
  *    scoped by the bounds of those shapes ("rows >= 256 && rows <= 4096 && ...");
  *  - at exactly one shape: a "shape" lesson scoped to that shape ("rows == 256 && ...");
@@ -32,6 +34,7 @@ typedef struct {
     kf_node_state state;
     json_t *params, *shapes;
     char *reasons;
+    char category[32];
 } dnode;
 
 typedef struct {
@@ -55,6 +58,7 @@ static int collect(void *arg, const kf_node *n) {
     d->params = n->params_json ? json_loads(n->params_json, 0, NULL) : NULL;
     d->shapes = n->shapes_json ? json_loads(n->shapes_json, 0, NULL) : NULL;
     d->reasons = n->reasons ? strdup(n->reasons) : NULL;
+    memcpy(d->category, n->category, sizeof d->category);
     return 0;
 }
 
@@ -284,6 +288,18 @@ static kf_status put_lesson(dctx *d, const char *kind, const char *setting, cons
     return st;
 }
 
+/* What a setting is, in words: "the technique tiling" or "the template parameter BLOCK". */
+static char *subject(const char *setting) {
+    if (!strncmp(setting, "technique=", 10)) return kf__asprintf("the technique %s", setting + 10);
+    return kf__asprintf("the template parameter %.*s", (int)strcspn(setting, "="), setting);
+}
+
+/* The imperative: "Use tiling" or "Set BLOCK=256". */
+static char *doing(const char *setting) {
+    if (!strncmp(setting, "technique=", 10)) return kf__asprintf("Use %s", setting + 10);
+    return kf__asprintf("Set %s", setting);
+}
+
 static json_t *base_tags(dctx *d, const char *setting, const char *what) {
     char low[200];
     size_t i = 0;
@@ -293,6 +309,8 @@ static json_t *base_tags(dctx *d, const char *setting, const char *what) {
         if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.=+-", low[i])) low[i] = '_';
     }
     low[i] = 0;
+    if (!strncmp(low, "technique=", 10)) /* technique/tiling */
+        return json_pack("[s, s++, s+]", d->op, d->backend, "/tuning/", what, "technique/", low + 10);
     return json_pack("[s, s++, s+]", d->op, d->backend, "/tuning/", what, "param/", low);
 }
 
@@ -323,15 +341,17 @@ static kf_status emit(dctx *d, change *c) {
         char *pred = predicate(sizes);
         char *ids = json_dumps(nodes, JSON_COMPACT);
         int one = nwon == 1;
-        char *situation = kf__asprintf("%s kernels (task %s, %s backend) on %s %s: the template parameter %.*s",
-                                       d->op, d->task, d->backend, one ? "the shape" : "shapes with", pred,
-                                       (int)strcspn(c->setting, "="), c->setting);
+        char *subj = subject(c->setting), *verb = doing(c->setting);
+        char *situation = kf__asprintf("%s kernels (task %s, %s backend) on %s %s: %s", d->op, d->task, d->backend,
+                                       one ? "the shape" : "shapes with", pred, subj);
         char *action =
-            one ? kf__asprintf("Set %s for this shape: it won there at %.2fx over the reference (nodes %s); a "
+            one ? kf__asprintf("%s for this shape: it won there at %.2fx over the reference (nodes %s); a "
                                "shape-specific win, dispatch it by shape",
-                               c->setting, hi, ids)
-                : kf__asprintf("Set %s: it won at %zu shapes, %.2fx to %.2fx over the reference (nodes %s)",
-                               c->setting, nwon, lo, hi, ids);
+                               verb, hi, ids)
+                : kf__asprintf("%s: it won at %zu shapes, %.2fx to %.2fx over the reference (nodes %s)", verb, nwon,
+                               lo, hi, ids);
+        free(subj);
+        free(verb);
         char *bound = json_array_size(c->failed) || json_array_size(c->lost)
                           ? kf__asprintf("Other nodes with %s lost or failed (%zu lost, %zu failed); only measured on %s",
                                          c->setting, json_array_size(c->lost), json_array_size(c->failed), pred)
@@ -382,8 +402,9 @@ static kf_status emit(dctx *d, change *c) {
     const char *k;
     json_t *v;
     json_object_foreach(c->reasons, k, v) kf_buf_printf(&rb, "%s%s x%lld", rb.len ? ", " : "", k, (long long)json_integer_value(v));
-    char *situation = kf__asprintf("%s kernels (task %s, %s backend): the template parameter %.*s", d->op, d->task,
-                                   d->backend, (int)strcspn(c->setting, "="), c->setting);
+    char *subj = subject(c->setting);
+    char *situation = kf__asprintf("%s kernels (task %s, %s backend): %s", d->op, d->task, d->backend, subj);
+    free(subj);
     char *action = failed ? kf__asprintf("Avoid %s: %zu of its candidates failed (%s; nodes %s) and none won", c->setting,
                                          json_array_size(c->failed), rb.p ? rb.p : "no reason recorded", ids)
                           : kf__asprintf("Do not expect %s to help: %zu candidates with it did not beat their parent "
@@ -412,13 +433,57 @@ static kf_status emit(dctx *d, change *c) {
     return st;
 }
 
-static void add_change(dctx *d, cvec *cv, const dvec *a, const dnode *n) {
-    (void)d;
-    if (!json_is_object(n->params)) return;
+/* Record what became of node n under one setting. */
+static void record(change *c, const dnode *n) {
+    json_t *idj = json_integer(n->id);
+    if (n->state == KF_NODE_KEPT) {
+        int won = 0;
+        size_t i;
+        json_t *s;
+        json_array_foreach(n->shapes, i, s) {
+            if (!json_is_true(json_object_get(s, "win"))) continue;
+            won = 1;
+            json_t *sizes = json_object_get(s, "sizes");
+            char *key = json_dumps(sizes, JSON_COMPACT | JSON_SORT_KEYS);
+            double sp = json_number_value(json_object_get(s, "speedup"));
+            json_t *w = key ? json_object_get(c->won, key) : NULL;
+            if (key && !w) {
+                w = json_pack("{s:O, s:f, s:[]}", "sizes", sizes, "speedup", sp, "nodes");
+                json_object_set_new(c->won, key, w);
+            } else if (w && sp > json_number_value(json_object_get(w, "speedup"))) {
+                json_object_set_new(w, "speedup", json_real(sp));
+            }
+            if (w) json_array_append(json_object_get(w, "nodes"), idj);
+            free(key);
+        }
+        if (!won) json_array_append(c->lost, idj);
+    } else if (n->state == KF_NODE_MEASURED || n->state == KF_NODE_REVERTED) {
+        json_array_append(c->lost, idj);
+        size_t i;
+        json_t *s;
+        json_array_foreach(n->shapes, i, s) {
+            double sp = json_number_value(json_object_get(s, "speedup"));
+            if (sp > c->best_lost) c->best_lost = sp;
+        }
+    } else if (n->state == KF_NODE_COMPILE_FAILED || n->state == KF_NODE_REJECTED || n->state == KF_NODE_CRASHED) {
+        json_array_append(c->failed, idj);
+        char r[256];
+        snprintf(r, sizeof r, "%s", n->reasons ? n->reasons : kf_node_state_name(n->state));
+        for (char *save = NULL, *t = strtok_r(r, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            json_t *cnt = json_object_get(c->reasons, t);
+            json_object_set_new(c->reasons, t, json_integer(cnt ? json_integer_value(cnt) + 1 : 1));
+        }
+    }
+    json_decref(idj);
+}
+
+static void add_change(cvec *cv, const dvec *a, const dnode *n) {
+    if (!n->id) return;
     const dnode *p = n->parent ? find_node(a, n->parent) : NULL;
+    int changed = 0;
     const char *k;
     json_t *v;
-    json_object_foreach(n->params, k, v) {
+    if (json_is_object(n->params)) json_object_foreach(n->params, k, v) {
         json_t *pv = p && json_is_object(p->params) ? json_object_get(p->params, k) : NULL;
         if (pv && json_equal(pv, v)) continue; /* not this node's change */
         char val[96], setting[160];
@@ -426,48 +491,15 @@ static void add_change(dctx *d, cvec *cv, const dvec *a, const dnode *n) {
         snprintf(setting, sizeof setting, "%s=%s", k, val);
         change *c = change_get(cv, setting);
         if (!c) return;
-        json_t *idj = json_integer(n->id);
-        if (n->state == KF_NODE_KEPT) {
-            int won = 0;
-            size_t i;
-            json_t *s;
-            json_array_foreach(n->shapes, i, s) {
-                if (!json_is_true(json_object_get(s, "win"))) continue;
-                won = 1;
-                json_t *sizes = json_object_get(s, "sizes");
-                char *key = json_dumps(sizes, JSON_COMPACT | JSON_SORT_KEYS);
-                double sp = json_number_value(json_object_get(s, "speedup"));
-                json_t *w = json_object_get(c->won, key);
-                if (!w) {
-                    w = json_pack("{s:O, s:f, s:[]}", "sizes", sizes, "speedup", sp, "nodes");
-                    json_object_set_new(c->won, key, w);
-                } else if (sp > json_number_value(json_object_get(w, "speedup"))) {
-                    json_object_set_new(w, "speedup", json_real(sp));
-                }
-                json_array_append(json_object_get(w, "nodes"), idj);
-                free(key);
-            }
-            if (!won) json_array_append(c->lost, idj);
-        } else if (n->state == KF_NODE_MEASURED || n->state == KF_NODE_REVERTED) {
-            json_array_append(c->lost, idj);
-            if (n->shapes) {
-                size_t i;
-                json_t *s;
-                json_array_foreach(n->shapes, i, s) {
-                    double sp = json_number_value(json_object_get(s, "speedup"));
-                    if (sp > c->best_lost) c->best_lost = sp;
-                }
-            }
-        } else if (n->state == KF_NODE_COMPILE_FAILED || n->state == KF_NODE_REJECTED || n->state == KF_NODE_CRASHED) {
-            json_array_append(c->failed, idj);
-            char r[256];
-            snprintf(r, sizeof r, "%s", n->reasons ? n->reasons : kf_node_state_name(n->state));
-            for (char *t = strtok(r, ","); t; t = strtok(NULL, ",")) {
-                json_t *cnt = json_object_get(c->reasons, t);
-                json_object_set_new(c->reasons, t, json_integer(cnt ? json_integer_value(cnt) + 1 : 1));
-            }
-        }
-        json_decref(idj);
+        record(c, n);
+        changed = 1;
+    }
+    int templated = json_is_object(n->params) && json_object_size(n->params);
+    if (!changed && !templated && n->category[0] && strcmp(n->category, "other")) { /* a rewrite: its technique */
+        char setting[160];
+        snprintf(setting, sizeof setting, "technique=%s", n->category);
+        change *c = change_get(cv, setting);
+        if (c) record(c, n);
     }
 }
 
@@ -510,7 +542,7 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
     dctx d = {db, run, op, backend, task_name, kf_store_task_fingerprint(s), NULL};
     d.summary = json_pack("{s:s, s:s, s:s, s:[], s:[], s:[], s:[], s:[]}", "run", run, "task", task_name, "backend",
                           backend, "added", "confirmed", "unchanged", "refuted", "retired");
-    for (size_t i = 0; i < a.n; i++) add_change(&d, &cv, &a, &a.v[i]);
+    for (size_t i = 0; i < a.n; i++) add_change(&cv, &a, &a.v[i]);
     if ((st = kf_lessons__exec(db, "BEGIN IMMEDIATE"))) goto out;
     for (size_t i = 0; i < cv.n && !st; i++) st = emit(&d, &cv.v[i]);
     if (st) {
