@@ -405,11 +405,12 @@ static kf_status emit(dctx *d, change *c) {
     char *subj = subject(c->setting);
     char *situation = kf__asprintf("%s kernels (task %s, %s backend): %s", d->op, d->task, d->backend, subj);
     free(subj);
+    size_t nf = json_array_size(c->failed), nl = json_array_size(c->lost);
     char *action = failed ? kf__asprintf("Avoid %s: %zu of its candidates failed (%s; nodes %s) and none won", c->setting,
-                                         json_array_size(c->failed), rb.p ? rb.p : "no reason recorded", ids)
-                          : kf__asprintf("Do not expect %s to help: %zu candidates with it did not beat their parent "
+                                         nf, rb.p ? rb.p : "no reason recorded", ids)
+                          : kf__asprintf("Do not expect %s to help: %zu candidate%s with it did not beat %s parent "
                                          "(best %.2fx over the reference; nodes %s)",
-                                         c->setting, json_array_size(c->lost), c->best_lost, ids);
+                                         c->setting, nl, nl == 1 ? "" : "s", nl == 1 ? "its" : "their", c->best_lost, ids);
     json_t *tags = base_tags(d, c->setting, failed ? "fail" : "lose");
     json_t *items = json_array(), *effects = json_array();
     size_t i;
