@@ -1,7 +1,9 @@
 #!/bin/sh
 # make bench: kforge's speed targets on this machine (bench/targets.py), then what the
-# run store costs the loop (bench/store_bench.c).
+# run store costs the loop (bench/store_bench.c), then lessons retrieval quality and
+# latency (bench/lessons_bench.c).
 set -eu
 B=${1:-build}
 python3 "$(dirname "$0")/targets.py" "$B" --reps 15
 "$B/kf-store-bench"
+"$B/kf-lessons-bench"

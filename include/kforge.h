@@ -233,6 +233,98 @@ KF_API kf_status kf_run_export(kf_ctx *ctx, const char *run_dir, const char *out
 KF_API kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_dir,
                                     const kf_opts *opts, char **json);
 
+/* Lessons (docs/lessons.md): scoped advice distilled from runs or written by an agent or a
+ * person, kept in a lessons database (SQLite + FTS5) and retrieved for a context pack in
+ * three stages: a hard filter by scope and tags, a hybrid ranking (BM25 and an embedding,
+ * fused by reciprocal rank), a trust threshold. Lessons travel as JSON objects (one per
+ * line in export/import); the format is in docs/lessons.md. */
+typedef struct kf_lessons kf_lessons;
+
+typedef struct kf_lessons_opts {
+    const char *embed_url;   /* NULL: the built-in offline embedding; else the base URL of an
+                                OpenAI-compatible server: POST {embed_url}/embeddings */
+    const char *embed_model; /* the model named in that request (required with embed_url) */
+    const char *api_key_env; /* the variable holding its key (NULL: OPENAI_API_KEY; unset: none) */
+    double timeout_s;        /* one embeddings request (default 30) */
+} kf_lessons_opts;
+
+KF_API void kf_lessons_opts_init(kf_lessons_opts *o);
+/* The shared lessons database: $XDG_DATA_HOME/kforge/lessons.db, else
+ * ~/.local/share/kforge/lessons.db (written to out, n bytes). */
+KF_API void kf_lessons_default_path(char *out, size_t n);
+/* Open (creating it and its directory when missing) the lessons database at path; o NULL:
+ * the defaults. When the database was embedded by another embedding than o's, every
+ * lesson is embedded again (one transaction). KF_EIO with the path and SQLite's message,
+ * KF_EBACKEND when the embeddings endpoint fails, KF_EUSAGE for bad options. On KF_OK
+ * *out is the caller's: kf_lessons_close. ctx must outlive it (errors go there). */
+KF_API kf_status kf_lessons_open(kf_ctx *ctx, const char *path, const kf_lessons_opts *o,
+                                 kf_lessons **out);
+KF_API void kf_lessons_close(kf_lessons *db); /* accepts NULL */
+/* The embedding in use ("hashgram-v1-512" or "openai:MODEL@URL"); owned by db. */
+KF_API const char *kf_lessons_embedding(const kf_lessons *db);
+
+/* Add one lesson given as a JSON object (docs/lessons.md). KF_EUSAGE, naming the field,
+ * when it has no situation or no action or a field is malformed (nothing stored). A
+ * lesson whose "id" exists already replaces it. id (64 bytes, may be NULL) receives the
+ * lesson's id. */
+KF_API kf_status kf_lessons_add_json(kf_lessons *db, const char *json, char id[64]);
+/* One lesson as a JSON object (caller frees). KF_EUSAGE for an unknown id. */
+KF_API kf_status kf_lessons_get_json(kf_lessons *db, const char *id, char **json);
+/* Every lesson (retired ones too when all), matching every tag filter of tags (a filter
+ * matches the tag and its descendants: "cuda/memory" matches "cuda/memory/coalescing"),
+ * as one JSON array in id order (caller frees). */
+KF_API kf_status kf_lessons_list_json(kf_lessons *db, const char *const *tags, int ntags, int all,
+                                      char **json);
+/* Export every lesson as JSON Lines (caller frees *jsonl). */
+KF_API kf_status kf_lessons_export(kf_lessons *db, char **jsonl);
+/* Import JSON Lines text (blank lines skipped): all lines or none. A malformed line is
+ * KF_EUSAGE "NAME:LINE: field 'F': ..." (name: what to call the input in messages). An
+ * existing id is replaced (counted in *updated). added/updated may be NULL. */
+KF_API kf_status kf_lessons_import(kf_lessons *db, const char *jsonl, size_t len, const char *name,
+                                   int *added, int *updated);
+
+/* What a context pack is about: every field may be left empty (NULL / 0), which does not
+ * constrain (docs/lessons.md, "Retrieval"). */
+typedef struct kf_lesson_query {
+    const char *backend;           /* "c", "cuda" */
+    const char *arch;              /* "sm_90", "x86_64" */
+    const char *const *ops;        /* the task's operation tags, e.g. "op/norm/rmsnorm" */
+    int nops;
+    const char *const *tags;       /* tag filters: a lesson must match each (or a descendant) */
+    int ntags;
+    const char *const *shape_names; /* the size names of the task's shapes ("rows", "cols") */
+    int nshape_names;
+    const int64_t *shapes;         /* nshapes rows of nshape_names values each */
+    int nshapes;
+    const char *text;              /* free text: the task, the parent's idea, its feedback */
+    int rank;                      /* KF_LESSON_RANK_* */
+} kf_lesson_query;
+
+enum { KF_LESSON_RANK_HYBRID = 0, KF_LESSON_RANK_KEYWORD = 1, KF_LESSON_RANK_VECTOR = 2 };
+
+typedef struct kf_lesson_hit {
+    char id[64];
+    double score;                  /* hybrid: the RRF sum; keyword: -bm25; vector: cosine */
+    double trust;                  /* (confirmations + 1) / (confirmations + refutations + 2) */
+    int keyword_rank, vector_rank; /* 1-based ranks in each list; 0: not in that list */
+} kf_lesson_hit;
+
+/* Retrieve the best k lessons for q whose trust is at least min_trust into hits (room for
+ * k), best first; *nhits gets how many. KF_EUSAGE for k < 1 or a bad query, KF_EBACKEND
+ * when the embeddings endpoint fails. */
+KF_API kf_status kf_lessons_retrieve(kf_lessons *db, const kf_lesson_query *q, int k,
+                                     double min_trust, kf_lesson_hit *hits, int *nhits);
+/* Render hits (in their order) as the lessons section of a context pack, adding whole
+ * lessons while the text stays within max_tokens estimated tokens (bytes / 4, as
+ * packs count). *text is the caller's (empty when none fits); *tokens (may be NULL) its
+ * estimate; *used (may be NULL) the number of lessons rendered. */
+KF_API kf_status kf_lessons_render(kf_lessons *db, const kf_lesson_hit *hits, int nhits,
+                                   int64_t max_tokens, char **text, int64_t *tokens, int *used);
+/* Distil the run in run_dir into lessons (docs/lessons.md, "Distillation"): merge them
+ * with those already in db, raise or lower trust, retire refuted ones. *summary (may be
+ * NULL; caller frees) is a JSON object listing what changed. Never changes the run. */
+KF_API kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary);
+
 KF_API kf_verdict kf_result_verdict(const kf_result *r);
 /* Number of rejection reasons and the code of the i-th. */
 KF_API int kf_result_nreasons(const kf_result *r);

@@ -63,5 +63,6 @@ void kft_register_search(void);
 void kft_register_loop(void);
 void kft_register_run_agents(void);
 void kft_register_export(void);
+void kft_register_lessons(void);
 
 #endif

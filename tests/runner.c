@@ -141,6 +141,7 @@ int main(int argc, char **argv) {
     kft_register_loop();
     kft_register_run_agents();
     kft_register_export();
+    kft_register_lessons();
     int passed = 0, failed = 0, skipped = 0, next = 0, running = 0;
     test *run[64] = {0};
     for (;;) {

@@ -1,0 +1,574 @@
+/*
+ * distill.c - `kforge lessons distill RUN`: turn a run's tree into lessons
+ * (docs/lessons.md, "Distillation"). Its own step: it reads the run store and never
+ * changes it, and nothing in the per-candidate path calls it.
+ *
+ * A node's change is the template parameters it sets differently from its parent (all
+ * of them under the root), or, for a node that changes none (an agent's rewrite), its
+ * technique: "technique=CATEGORY" (tiling, vectorisation, ...; not "other"). Per change
+ * K=V over the whole run:
+ *  - it was in kept nodes that won (a "win" at a shape) at 2+ shapes: a "win" lesson
+ *    scoped by the bounds of those shapes ("rows >= 256 && rows <= 4096 && ...");
+ *  - at exactly one shape: a "shape" lesson scoped to that shape ("rows == 256 && ...");
+ *  - never won, and some of its nodes failed (compile_failed, rejected, crashed): a
+ *    "fail" lesson (avoid it) naming the reasons;
+ *  - never won and only lost (measured or reverted, not kept): a "lose" lesson.
+ * Each lesson has a merge key (distill|backend|op|kind|K=V|scope). A key already in the
+ * database is the same lesson: evidence this run adds (nodes not seen before) confirms
+ * it once. A win and a fail/lose of the same K=V for the same backend and op contradict:
+ * new evidence for one refutes the others once. A lesson refuted more often than
+ * confirmed is retired. Distilling the same run twice changes nothing.
+ */
+#define _GNU_SOURCE
+#include "lessons.h"
+#include "../store/store.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EVIDENCE_MAX 64 /* node ids and effects kept per lesson */
+
+typedef struct {
+    int64_t id, parent;
+    kf_node_state state;
+    json_t *params, *shapes;
+    char *reasons;
+    char category[32];
+} dnode;
+
+typedef struct {
+    dnode *v;
+    size_t n, cap;
+} dvec;
+
+static int collect(void *arg, const kf_node *n) {
+    dvec *a = arg;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 64;
+        dnode *v = realloc(a->v, cap * sizeof *v);
+        if (!v) return 1;
+        a->v = v;
+        a->cap = cap;
+    }
+    dnode *d = &a->v[a->n++];
+    d->id = n->id;
+    d->parent = n->parent;
+    d->state = n->state;
+    d->params = n->params_json ? json_loads(n->params_json, 0, NULL) : NULL;
+    d->shapes = n->shapes_json ? json_loads(n->shapes_json, 0, NULL) : NULL;
+    d->reasons = n->reasons ? strdup(n->reasons) : NULL;
+    memcpy(d->category, n->category, sizeof d->category);
+    return 0;
+}
+
+/* One K=V change and what became of the nodes that made it. */
+typedef struct {
+    char setting[160];       /* "BLOCK=256" */
+    json_t *won;             /* sizes (compact JSON text) -> {sizes, speedup, nodes[]} */
+    json_t *lost, *failed;   /* arrays of node ids */
+    json_t *reasons;         /* reason -> count */
+    double best_lost;        /* the best speedup among the lost nodes */
+} change;
+
+typedef struct {
+    change *v;
+    size_t n, cap;
+} cvec;
+
+static change *change_get(cvec *c, const char *setting) {
+    for (size_t i = 0; i < c->n; i++)
+        if (!strcmp(c->v[i].setting, setting)) return &c->v[i];
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 32;
+        change *v = realloc(c->v, cap * sizeof *v);
+        if (!v) return NULL;
+        c->v = v;
+        c->cap = cap;
+    }
+    change *x = &c->v[c->n++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->setting, sizeof x->setting, "%s", setting);
+    x->won = json_object();
+    x->lost = json_array();
+    x->failed = json_array();
+    x->reasons = json_object();
+    return x;
+}
+
+static void value_text(json_t *v, char *out, size_t n) {
+    if (json_is_string(v)) snprintf(out, n, "%s", json_string_value(v));
+    else if (json_is_integer(v)) snprintf(out, n, "%lld", (long long)json_integer_value(v));
+    else {
+        char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        snprintf(out, n, "%s", s ? s : "?");
+        free(s);
+    }
+}
+
+static const dnode *find_node(const dvec *a, int64_t id) {
+    for (size_t i = 0; i < a->n; i++)
+        if (a->v[i].id == id) return &a->v[i];
+    return NULL;
+}
+
+/* The predicate covering these sizes objects: a bound per size (== when one value). */
+static char *predicate(json_t *sizes_list) {
+    json_t *first = json_array_get(sizes_list, 0);
+    const char *names[32];
+    int nn = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(first, k, v) if (nn < 32) names[nn++] = k;
+    for (int i = 1; i < nn; i++) /* sorted: the same shapes give the same text */
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            const char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
+        }
+    kf_buf b;
+    kf_buf_init(&b, 1 << 16);
+    for (int i = 0; i < nn; i++) {
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        size_t s;
+        json_t *x;
+        json_array_foreach(sizes_list, s, x) {
+            int64_t val = json_integer_value(json_object_get(x, names[i]));
+            if (val < lo) lo = val;
+            if (val > hi) hi = val;
+        }
+        if (lo == hi) kf_buf_printf(&b, "%s%s == %lld", b.len ? " && " : "", names[i], (long long)lo);
+        else kf_buf_printf(&b, "%s%s >= %lld && %s <= %lld", b.len ? " && " : "", names[i], (long long)lo, names[i],
+                           (long long)hi);
+    }
+    if (!b.p) kf_buf_append(&b, "", 0);
+    return b.p;
+}
+
+typedef struct {
+    kf_lessons *db;
+    const char *run, *op, *backend, *task, *fingerprint;
+    json_t *summary;
+} dctx;
+
+/* The evidence items ("RUN#id") of a lesson's evidence object. */
+static int has_node(json_t *ev, const char *item) {
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(ev, "nodes"), i, x) if (!strcmp(json_string_value(x), item)) return 1;
+    return 0;
+}
+
+static void append_capped(json_t *ev, const char *field, json_t *item) {
+    json_t *a = json_object_get(ev, field);
+    if (!a) {
+        a = json_array();
+        json_object_set_new(ev, field, a);
+    }
+    if (json_array_size(a) < EVIDENCE_MAX) json_array_append(a, item);
+    json_decref(item);
+}
+
+/* Refute (once) every lesson of the other direction for this setting. */
+static kf_status refute(dctx *d, const char *setting, int win, json_t *new_nodes) {
+    static const char *const kinds_win[] = {"fail", "lose", NULL}, *const kinds_bad[] = {"win", "shape", NULL};
+    const char *const *kinds = win ? kinds_win : kinds_bad;
+    kf_status st = KF_OK;
+    for (int k = 0; kinds[k] && !st; k++) {
+        char *prefix = kf__asprintf("distill|%s|%s|%s|%s|", d->backend, d->op, kinds[k], setting);
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(d->db->db, "SELECT uid FROM lessons WHERE substr(key, 1, length(?1)) = ?1", -1, &q,
+                               NULL) != SQLITE_OK) {
+            free(prefix);
+            return kf__err(d->db->ctx, KF_EIO, "%s: %s", d->db->path, sqlite3_errmsg(d->db->db));
+        }
+        sqlite3_bind_text(q, 1, prefix, -1, SQLITE_STATIC);
+        json_t *ids = json_array();
+        while (sqlite3_step(q) == SQLITE_ROW) json_array_append_new(ids, json_string((const char *)sqlite3_column_text(q, 0)));
+        sqlite3_finalize(q);
+        free(prefix);
+        size_t i;
+        json_t *x;
+        json_array_foreach(ids, i, x) {
+            kf_lesson l;
+            if ((st = kf_lessons__get(d->db, json_string_value(x), &l))) break;
+            json_t *ev = l.evidence_json ? json_loads(l.evidence_json, 0, NULL) : json_object();
+            int fresh = 0;
+            size_t j;
+            json_t *y;
+            json_array_foreach(new_nodes, j, y) {
+                int seen = 0;
+                size_t m;
+                json_t *z;
+                json_array_foreach(json_object_get(ev, "refuted_by"), m, z) seen |= !strcmp(json_string_value(z), json_string_value(y));
+                if (!seen) {
+                    fresh = 1;
+                    append_capped(ev, "refuted_by", json_incref(y));
+                }
+            }
+            if (fresh && !l.retired) {
+                l.refutations++;
+                free(l.evidence_json);
+                l.evidence_json = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
+                l.updated = 0;
+                int retire = l.refutations > l.confirmations;
+                l.retired = retire;
+                st = kf_lessons__put(d->db, &l);
+                json_array_append_new(json_object_get(d->summary, retire ? "retired" : "refuted"), json_string(l.id));
+            }
+            json_decref(ev);
+            kf_lesson_free(&l);
+            if (st) break;
+        }
+        json_decref(ids);
+    }
+    return st;
+}
+
+/* Add a lesson or merge it into the one with the same key. */
+static kf_status put_lesson(dctx *d, const char *kind, const char *setting, const char *shape,
+                            const char *situation, const char *action, const char *boundaries, json_t *tags,
+                            json_t *nodes, json_t *effects) {
+    char *key = kf__asprintf("distill|%s|%s|%s|%s|%s", d->backend, d->op, kind, setting, shape ? shape : "*");
+    kf_lesson l;
+    int found = 0;
+    kf_status st = kf_lessons__get_by_key(d->db, key, &l, &found);
+    if (st) {
+        free(key);
+        return st;
+    }
+    json_t *ev;
+    int fresh = 0;
+    size_t i;
+    json_t *x;
+    if (found) {
+        ev = l.evidence_json ? json_loads(l.evidence_json, 0, NULL) : json_object();
+        json_array_foreach(nodes, i, x) if (!has_node(ev, json_string_value(x))) {
+            fresh = 1;
+            append_capped(ev, "nodes", json_incref(x));
+        }
+        if (fresh) {
+            json_array_foreach(effects, i, x) append_capped(ev, "effects", json_incref(x));
+            int known = 0;
+            size_t j;
+            json_t *y;
+            json_array_foreach(json_object_get(ev, "fingerprints"), j, y) known |= !strcmp(json_string_value(y), d->fingerprint);
+            if (!known) append_capped(ev, "fingerprints", json_string(d->fingerprint));
+            l.confirmations++;
+            if (l.retired && l.confirmations >= l.refutations) l.retired = 0;
+            free(l.evidence_json);
+            l.evidence_json = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
+            free(l.action);
+            l.action = strdup(action); /* the newest numbers */
+            l.updated = 0;
+            st = kf_lessons__put(d->db, &l);
+        }
+        json_array_append_new(json_object_get(d->summary, fresh ? "confirmed" : "unchanged"), json_string(l.id));
+        json_decref(ev);
+    } else {
+        ev = json_pack("{s:O, s:O, s:[s]}", "nodes", nodes, "effects", effects, "fingerprints", d->fingerprint);
+        json_t *sit = json_pack("{s:s, s:s, s:[s]}", "text", situation, "backend", d->backend, "ops", d->op);
+        if (shape) json_object_set_new(sit, "shape", json_string(shape));
+        json_t *o = json_pack("{s:o, s:s, s:o, s:{s:i, s:i}, s:s, s:O, s:s}", "situation", sit, "action", action,
+                              "evidence", ev, "trust", "confirmations", 1, "refutations", 0, "source", "distilled",
+                              "tags", tags, "key", key);
+        if (boundaries) json_object_set_new(o, "boundaries", json_string(boundaries));
+        char err[512];
+        st = kf_lessons__from_json(o, &l, err, sizeof err);
+        json_decref(o);
+        if (st) st = kf__err(d->db->ctx, KF_EINTERNAL, "distill made a bad lesson: %s", err);
+        else st = kf_lessons__put(d->db, &l);
+        if (!st) json_array_append_new(json_object_get(d->summary, "added"), json_string(l.id));
+        found = 1;
+        fresh = 1;
+    }
+    if (found) kf_lesson_free(&l);
+    free(key);
+    if (!st && fresh) st = refute(d, setting, !strcmp(kind, "win") || !strcmp(kind, "shape"), nodes);
+    return st;
+}
+
+/* What a setting is, in words: "the technique tiling" or "the template parameter BLOCK". */
+static char *subject(const char *setting) {
+    if (!strncmp(setting, "technique=", 10)) return kf__asprintf("the technique %s", setting + 10);
+    return kf__asprintf("the template parameter %.*s", (int)strcspn(setting, "="), setting);
+}
+
+/* The imperative: "Use tiling" or "Set BLOCK=256". */
+static char *doing(const char *setting) {
+    if (!strncmp(setting, "technique=", 10)) return kf__asprintf("Use %s", setting + 10);
+    return kf__asprintf("Set %s", setting);
+}
+
+static json_t *base_tags(dctx *d, const char *setting, const char *what) {
+    char low[200];
+    size_t i = 0;
+    for (; setting[i] && i < sizeof low - 1; i++) {
+        char c = setting[i];
+        low[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.=+-", low[i])) low[i] = '_';
+    }
+    low[i] = 0;
+    if (!strncmp(low, "technique=", 10)) /* technique/tiling */
+        return json_pack("[s, s++, s+]", d->op, d->backend, "/tuning/", what, "technique/", low + 10);
+    return json_pack("[s, s++, s+]", d->op, d->backend, "/tuning/", what, "param/", low);
+}
+
+static kf_status emit(dctx *d, change *c) {
+    kf_status st = KF_OK;
+    size_t nwon = json_object_size(c->won);
+    if (nwon) {
+        json_t *sizes = json_array(), *nodes = json_array(), *effects = json_array();
+        double lo = 1e300, hi = 0;
+        const char *k;
+        json_t *w;
+        json_object_foreach(c->won, k, w) {
+            json_array_append(sizes, json_object_get(w, "sizes"));
+            double s = json_number_value(json_object_get(w, "speedup"));
+            lo = s < lo ? s : lo;
+            hi = s > hi ? s : hi;
+            size_t i;
+            json_t *x;
+            json_array_foreach(json_object_get(w, "nodes"), i, x) {
+                int dup = 0;
+                size_t j;
+                json_t *y;
+                json_array_foreach(nodes, j, y) dup |= json_equal(x, y);
+                if (!dup) json_array_append(nodes, x);
+            }
+            json_array_append_new(effects, json_pack("{s:O, s:f}", "sizes", json_object_get(w, "sizes"), "speedup", s));
+        }
+        char *pred = predicate(sizes);
+        char *ids = json_dumps(nodes, JSON_COMPACT);
+        int one = nwon == 1;
+        char *subj = subject(c->setting), *verb = doing(c->setting);
+        char *situation = kf__asprintf("%s kernels (task %s, %s backend) on %s %s: %s", d->op, d->task, d->backend,
+                                       one ? "the shape" : "shapes with", pred, subj);
+        char *action =
+            one ? kf__asprintf("%s for this shape: it won there at %.2fx over the reference (nodes %s); a "
+                               "shape-specific win, dispatch it by shape",
+                               verb, hi, ids)
+                : kf__asprintf("%s: it won at %zu shapes, %.2fx to %.2fx over the reference (nodes %s)", verb, nwon,
+                               lo, hi, ids);
+        free(subj);
+        free(verb);
+        char *bound = json_array_size(c->failed) || json_array_size(c->lost)
+                          ? kf__asprintf("Other nodes with %s lost or failed (%zu lost, %zu failed); only measured on %s",
+                                         c->setting, json_array_size(c->lost), json_array_size(c->failed), pred)
+                          : kf__asprintf("Only measured on %s; not evidence for other shapes", pred);
+        json_t *tags = base_tags(d, c->setting, "win");
+        if (one) {
+            json_t *s0 = json_array_get(sizes, 0);
+            const char *name;
+            json_t *v;
+            json_object_foreach(s0, name, v) {
+                char t[128], low[64];
+                size_t i = 0;
+                for (; name[i] && i < sizeof low - 1; i++) low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+                low[i] = 0;
+                snprintf(t, sizeof t, "shape/%s=%lld", low, (long long)json_integer_value(v));
+                json_array_append_new(tags, json_string(t));
+            }
+        }
+        char *nodes_text = NULL;
+        /* the node ids as evidence items of this run */
+        json_t *items = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach(nodes, i, x) {
+            nodes_text = kf__asprintf("%s#%lld", d->run, (long long)json_integer_value(x));
+            json_array_append_new(items, json_string(nodes_text));
+            free(nodes_text);
+        }
+        st = put_lesson(d, one ? "shape" : "win", c->setting, pred, situation, action, bound, tags, items, effects);
+        json_decref(items);
+        json_decref(tags);
+        free(situation);
+        free(action);
+        free(bound);
+        free(ids);
+        free(pred);
+        json_decref(sizes);
+        json_decref(nodes);
+        json_decref(effects);
+        return st;
+    }
+    int failed = json_array_size(c->failed) > 0;
+    json_t *which = failed ? c->failed : c->lost;
+    if (!json_array_size(which)) return KF_OK;
+    char *ids = json_dumps(which, JSON_COMPACT);
+    kf_buf rb;
+    kf_buf_init(&rb, 4096);
+    const char *k;
+    json_t *v;
+    json_object_foreach(c->reasons, k, v) kf_buf_printf(&rb, "%s%s x%lld", rb.len ? ", " : "", k, (long long)json_integer_value(v));
+    char *subj = subject(c->setting);
+    char *situation = kf__asprintf("%s kernels (task %s, %s backend): %s", d->op, d->task, d->backend, subj);
+    free(subj);
+    size_t nf = json_array_size(c->failed), nl = json_array_size(c->lost);
+    char *action = failed ? kf__asprintf("Avoid %s: %zu of its candidates failed (%s; nodes %s) and none won", c->setting,
+                                         nf, rb.p ? rb.p : "no reason recorded", ids)
+                          : kf__asprintf("Do not expect %s to help: %zu candidate%s with it did not beat %s parent "
+                                         "(best %.2fx over the reference; nodes %s)",
+                                         c->setting, nl, nl == 1 ? "" : "s", nl == 1 ? "its" : "their", c->best_lost, ids);
+    json_t *tags = base_tags(d, c->setting, failed ? "fail" : "lose");
+    json_t *items = json_array(), *effects = json_array();
+    size_t i;
+    json_t *x;
+    json_array_foreach(which, i, x) {
+        char *t = kf__asprintf("%s#%lld", d->run, (long long)json_integer_value(x));
+        json_array_append_new(items, json_string(t));
+        free(t);
+    }
+    if (!failed) json_array_append_new(effects, json_pack("{s:f}", "best_speedup", c->best_lost));
+    else json_array_append_new(effects, json_pack("{s:s}", "reasons", rb.p ? rb.p : ""));
+    st = put_lesson(d, failed ? "fail" : "lose", c->setting, NULL, situation, action,
+                    "Seen on this task's shapes only", tags, items, effects);
+    json_decref(items);
+    json_decref(effects);
+    json_decref(tags);
+    free(situation);
+    free(action);
+    kf_buf_free(&rb);
+    free(ids);
+    return st;
+}
+
+/* Record what became of node n under one setting. */
+static void record(change *c, const dnode *n) {
+    json_t *idj = json_integer(n->id);
+    if (n->state == KF_NODE_KEPT) {
+        int won = 0;
+        size_t i;
+        json_t *s;
+        json_array_foreach(n->shapes, i, s) {
+            if (!json_is_true(json_object_get(s, "win"))) continue;
+            won = 1;
+            json_t *sizes = json_object_get(s, "sizes");
+            char *key = json_dumps(sizes, JSON_COMPACT | JSON_SORT_KEYS);
+            double sp = json_number_value(json_object_get(s, "speedup"));
+            json_t *w = key ? json_object_get(c->won, key) : NULL;
+            if (key && !w) {
+                w = json_pack("{s:O, s:f, s:[]}", "sizes", sizes, "speedup", sp, "nodes");
+                json_object_set_new(c->won, key, w);
+            } else if (w && sp > json_number_value(json_object_get(w, "speedup"))) {
+                json_object_set_new(w, "speedup", json_real(sp));
+            }
+            if (w) json_array_append(json_object_get(w, "nodes"), idj);
+            free(key);
+        }
+        if (!won) json_array_append(c->lost, idj);
+    } else if (n->state == KF_NODE_MEASURED || n->state == KF_NODE_REVERTED) {
+        json_array_append(c->lost, idj);
+        size_t i;
+        json_t *s;
+        json_array_foreach(n->shapes, i, s) {
+            double sp = json_number_value(json_object_get(s, "speedup"));
+            if (sp > c->best_lost) c->best_lost = sp;
+        }
+    } else if (n->state == KF_NODE_COMPILE_FAILED || n->state == KF_NODE_REJECTED || n->state == KF_NODE_CRASHED) {
+        json_array_append(c->failed, idj);
+        char r[256];
+        snprintf(r, sizeof r, "%s", n->reasons ? n->reasons : kf_node_state_name(n->state));
+        for (char *save = NULL, *t = strtok_r(r, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            json_t *cnt = json_object_get(c->reasons, t);
+            json_object_set_new(c->reasons, t, json_integer(cnt ? json_integer_value(cnt) + 1 : 1));
+        }
+    }
+    json_decref(idj);
+}
+
+static void add_change(cvec *cv, const dvec *a, const dnode *n) {
+    if (!n->id) return;
+    const dnode *p = n->parent ? find_node(a, n->parent) : NULL;
+    int changed = 0;
+    const char *k;
+    json_t *v;
+    if (json_is_object(n->params)) json_object_foreach(n->params, k, v) {
+        json_t *pv = p && json_is_object(p->params) ? json_object_get(p->params, k) : NULL;
+        if (pv && json_equal(pv, v)) continue; /* not this node's change */
+        char val[96], setting[160];
+        value_text(v, val, sizeof val);
+        snprintf(setting, sizeof setting, "%s=%s", k, val);
+        change *c = change_get(cv, setting);
+        if (!c) return;
+        record(c, n);
+        changed = 1;
+    }
+    int templated = json_is_object(n->params) && json_object_size(n->params);
+    if (!changed && !templated && n->category[0] && strcmp(n->category, "other")) { /* a rewrite: its technique */
+        char setting[160];
+        snprintf(setting, sizeof setting, "technique=%s", n->category);
+        change *c = change_get(cv, setting);
+        if (c) record(c, n);
+    }
+}
+
+kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary) {
+    if (summary) *summary = NULL;
+    kf_store *s = NULL;
+    kf_status st = kf_store_open(db->ctx, run_dir, NULL, &s);
+    if (st) return st;
+    dvec a = {0};
+    cvec cv = {0};
+    kf_task *task = NULL;
+    char op[160], backend[32], run[4096], task_name[128];
+    if ((st = kf_store_each_node(s, collect, &a))) goto out;
+    /* the run's name in evidence: its directory as given, without trailing slashes */
+    snprintf(run, sizeof run, "%s", run_dir);
+    for (size_t n = strlen(run); n > 1 && run[n - 1] == '/'; n--) run[n - 1] = 0;
+    const char *td = kf_store_task_dir(s);
+    const char *base = strrchr(td, '/');
+    snprintf(task_name, sizeof task_name, "%s", base && base[1] ? base + 1 : td);
+    snprintf(backend, sizeof backend, "c");
+    for (size_t i = 0; i < a.n; i++) /* the backend follows from the sources */
+        if (a.v[i].id) {
+            kf_node n;
+            if (!kf_store_get_node(s, a.v[i].id, &n)) {
+                if (!strcmp(n.ext, "cu")) snprintf(backend, sizeof backend, "cuda");
+                kf_node_free(&n);
+            }
+            break;
+        }
+    {
+        kf_ctx *tctx = kf_ctx_new(); /* a task that moved or changed still names its run */
+        if (tctx && kf_task_load(tctx, td, &task) == KF_OK) snprintf(task_name, sizeof task_name, "%s", kf_task_name(task));
+        kf_ctx_free(tctx);
+    }
+    for (char *p = task_name; *p; p++) {
+        *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+        if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.=+-", *p)) *p = '_';
+    }
+    snprintf(op, sizeof op, "op/%s", task_name);
+    dctx d = {db, run, op, backend, task_name, kf_store_task_fingerprint(s), NULL};
+    d.summary = json_pack("{s:s, s:s, s:s, s:[], s:[], s:[], s:[], s:[]}", "run", run, "task", task_name, "backend",
+                          backend, "added", "confirmed", "unchanged", "refuted", "retired");
+    for (size_t i = 0; i < a.n; i++) add_change(&cv, &a, &a.v[i]);
+    if ((st = kf_lessons__exec(db, "BEGIN IMMEDIATE"))) goto out;
+    for (size_t i = 0; i < cv.n && !st; i++) st = emit(&d, &cv.v[i]);
+    if (st) {
+        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+        kf_lessons__cache_drop(db);
+    } else if (!(st = kf_lessons__exec(db, "COMMIT")) && summary) {
+        json_object_set_new(d.summary, "nodes", json_integer((json_int_t)a.n));
+        *summary = json_dumps(d.summary, JSON_INDENT(1));
+    }
+    json_decref(d.summary);
+out:
+    for (size_t i = 0; i < a.n; i++) {
+        json_decref(a.v[i].params);
+        json_decref(a.v[i].shapes);
+        free(a.v[i].reasons);
+    }
+    free(a.v);
+    for (size_t i = 0; i < cv.n; i++) {
+        json_decref(cv.v[i].won);
+        json_decref(cv.v[i].lost);
+        json_decref(cv.v[i].failed);
+        json_decref(cv.v[i].reasons);
+    }
+    free(cv.v);
+    kf_task_free(task);
+    kf_store_close(s);
+    return st;
+}

@@ -1,0 +1,838 @@
+/*
+ * lessons.c - the lessons database (docs/lessons.md): one SQLite file holding lessons,
+ * their FTS5 index and their embeddings; adding, reading, listing, export and import.
+ *
+ * A lesson is a row of `lessons` (its JSON form is the interface: kf_lessons__from_json
+ * validates it, kf_lessons__to_json writes it). `lessons_fts` is an external-content FTS5
+ * index over situation, action, boundaries and tags, kept in step by triggers. `embed`
+ * holds the lesson's vector under the embedding named in meta.
+ *
+ * Guarantees: WAL, synchronous=NORMAL, a busy timeout of 5 s; the schema version is in
+ * meta and older files are migrated forward in one transaction, newer ones refused; an
+ * import is one transaction (all lines or none); a lesson without a situation or an
+ * action never reaches the table (validated here, and NOT NULL there).
+ *
+ * Not here: ranking (retrieve.c), embeddings (embed.c), distillation (distill.c).
+ */
+#define _GNU_SOURCE
+#include "lessons.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BUSY_MS 5000
+
+static const char *const migrations[] = {
+    /* 0 -> 1 */
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE lessons(id INTEGER PRIMARY KEY, uid TEXT NOT NULL UNIQUE, key TEXT UNIQUE,"
+    "  situation TEXT NOT NULL, backend TEXT, arch TEXT, ops TEXT, shape TEXT,"
+    "  action TEXT NOT NULL, boundaries TEXT, evidence TEXT,"
+    "  confirmations INTEGER NOT NULL DEFAULT 0, refutations INTEGER NOT NULL DEFAULT 0,"
+    "  source TEXT NOT NULL CHECK(source IN ('distilled', 'agent', 'person')),"
+    "  tags TEXT, retired INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL,"
+    "  updated REAL NOT NULL, embed BLOB);"
+    "CREATE VIRTUAL TABLE lessons_fts USING fts5(situation, action, boundaries, tags,"
+    "  content='lessons', content_rowid='id', tokenize=\"porter unicode61 tokenchars '_'\");"
+    "CREATE TRIGGER lessons_ai AFTER INSERT ON lessons BEGIN"
+    "  INSERT INTO lessons_fts(rowid, situation, action, boundaries, tags)"
+    "  VALUES(new.id, new.situation, new.action, new.boundaries, new.tags); END;"
+    "CREATE TRIGGER lessons_ad AFTER DELETE ON lessons BEGIN"
+    "  INSERT INTO lessons_fts(lessons_fts, rowid, situation, action, boundaries, tags)"
+    "  VALUES('delete', old.id, old.situation, old.action, old.boundaries, old.tags); END;"
+    "CREATE TRIGGER lessons_au AFTER UPDATE OF situation, action, boundaries, tags ON lessons"
+    "  BEGIN"
+    "  INSERT INTO lessons_fts(lessons_fts, rowid, situation, action, boundaries, tags)"
+    "  VALUES('delete', old.id, old.situation, old.action, old.boundaries, old.tags);"
+    "  INSERT INTO lessons_fts(rowid, situation, action, boundaries, tags)"
+    "  VALUES(new.id, new.situation, new.action, new.boundaries, new.tags); END;",
+};
+#define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+
+#define COLS                                                                            \
+    "id, uid, key, situation, backend, arch, ops, shape, action, boundaries, evidence," \
+    " confirmations, refutations, source, tags, retired, created, updated"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static kf_status dberr(kf_lessons *db, const char *what) {
+    return kf__err(db->ctx, KF_EIO, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->db));
+}
+
+kf_status kf_lessons__exec(kf_lessons *db, const char *sql) {
+    if (sqlite3_exec(db->db, sql, NULL, NULL, NULL) != SQLITE_OK) return dberr(db, sql);
+    return KF_OK;
+}
+
+double kf_lessons__trust(int64_t c, int64_t r) {
+    return ((double)c + 1.0) / ((double)c + (double)r + 2.0);
+}
+
+void kf_lesson_free(kf_lesson *l) {
+    if (!l) return;
+    free(l->key);
+    free(l->situation);
+    free(l->backend);
+    free(l->arch);
+    free(l->shape);
+    free(l->ops_json);
+    free(l->action);
+    free(l->boundaries);
+    free(l->evidence_json);
+    free(l->tags_json);
+    memset(l, 0, sizeof *l);
+}
+
+int kf_lessons__tag_under(const char *tag, const char *filter) {
+    size_t n = strlen(filter);
+    while (n && filter[n - 1] == '/') n--;
+    return !strncmp(tag, filter, n) && (tag[n] == 0 || tag[n] == '/');
+}
+
+/* ---- the JSON form ------------------------------------------------------------------ */
+
+/* A tag: segments of [a-z0-9_.=+-] separated by single '/'. */
+static int tag_ok(const char *t) {
+    size_t n = strlen(t);
+    if (!n || n > 128 || t[0] == '/' || t[n - 1] == '/') return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)t[i];
+        if (c == '/' && t[i + 1] == '/') return 0;
+        if (!(islower(c) || isdigit(c) || strchr("_.=+-/", c))) return 0;
+    }
+    return 1;
+}
+
+static int name_ok(const char *s, size_t max, const char *extra) {
+    size_t n = strlen(s);
+    if (!n || n >= max) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr(extra, s[i])) return 0;
+    return 1;
+}
+
+/* An optional string field: *out stays NULL when absent or empty. */
+static int opt_text(json_t *o, const char *field, const char *label, char **out, char *err,
+                    size_t errlen) {
+    json_t *v = json_object_get(o, field);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_string(v)) {
+        snprintf(err, errlen, "field '%s': expected a string", label);
+        return -1;
+    }
+    const char *s = json_string_value(v);
+    if (strlen(s) > KF_LESSONS_TEXT_MAX) {
+        snprintf(err, errlen, "field '%s': longer than %d bytes", label, KF_LESSONS_TEXT_MAX);
+        return -1;
+    }
+    if (*s && !(*out = strdup(s))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static int tag_array(json_t *o, const char *field, const char *label, char **out, char *err,
+                     size_t errlen) {
+    json_t *v = json_object_get(o, field);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_array(v)) {
+        snprintf(err, errlen, "field '%s': expected an array of tags", label);
+        return -1;
+    }
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x) {
+        if (!json_is_string(x) || !tag_ok(json_string_value(x))) {
+            snprintf(err, errlen,
+                     "field '%s': element %zu is not a tag (segments of a-z 0-9 _ . = + -"
+                     " separated by '/', like \"cuda/memory/coalescing\")",
+                     label, i);
+            return -1;
+        }
+    }
+    if (json_array_size(v) && !(*out = json_dumps(v, JSON_COMPACT))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static int check_keys(json_t *o, const char *const *known, const char *where, char *err,
+                      size_t errlen) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+        int ok = 0;
+        for (int i = 0; known[i]; i++) ok |= !strcmp(k, known[i]);
+        if (!ok) {
+            snprintf(err, errlen, "field '%s%s': unknown field", where, k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int count(json_t *o, const char *field, const char *label, int64_t *out, char *err,
+                 size_t errlen) {
+    json_t *v = json_object_get(o, field);
+    if (!v) return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0) {
+        snprintf(err, errlen, "field '%s': expected a non-negative integer", label);
+        return -1;
+    }
+    *out = json_integer_value(v);
+    return 0;
+}
+
+kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errlen) {
+    static const char *const top[] = {"id", "key", "situation", "action", "boundaries",
+                                      "evidence", "trust", "source", "tags", "status",
+                                      "created", "updated", NULL};
+    static const char *const sit[] = {"text", "backend", "arch", "ops", "shape", NULL};
+    static const char *const tr[] = {"confirmations", "refutations", "value", NULL};
+    memset(l, 0, sizeof *l);
+    snprintf(l->source, sizeof l->source, "person");
+    if (!json_is_object(o)) {
+        snprintf(err, errlen, "a lesson is a JSON object");
+        return KF_EUSAGE;
+    }
+    if (check_keys(o, top, "", err, errlen)) goto bad;
+    json_t *v = json_object_get(o, "id");
+    if (v && !json_is_null(v)) {
+        if (!json_is_string(v) || !name_ok(json_string_value(v), sizeof l->id, "._-")) {
+            snprintf(err, errlen, "field 'id': 1 to 63 of A-Z a-z 0-9 . _ -");
+            goto bad;
+        }
+        snprintf(l->id, sizeof l->id, "%s", json_string_value(v));
+    }
+    json_t *s = json_object_get(o, "situation");
+    if (json_is_string(s)) { /* a situation in words only: no scope */
+        if (opt_text(o, "situation", "situation", &l->situation, err, errlen)) goto bad;
+    } else if (json_is_object(s)) {
+        if (check_keys(s, sit, "situation.", err, errlen) ||
+            opt_text(s, "text", "situation.text", &l->situation, err, errlen) ||
+            opt_text(s, "backend", "situation.backend", &l->backend, err, errlen) ||
+            opt_text(s, "arch", "situation.arch", &l->arch, err, errlen) ||
+            opt_text(s, "shape", "situation.shape", &l->shape, err, errlen) ||
+            tag_array(s, "ops", "situation.ops", &l->ops_json, err, errlen))
+            goto bad;
+        if (l->backend && !name_ok(l->backend, 32, "_")) {
+            snprintf(err, errlen, "field 'situation.backend': a backend name such as \"cuda\" or \"c\"");
+            goto bad;
+        }
+        if (l->arch && !name_ok(l->arch, 64, "_.-")) {
+            snprintf(err, errlen, "field 'situation.arch': a name such as \"sm_90\" or \"x86_64\"");
+            goto bad;
+        }
+        if (l->shape) {
+            char e[256];
+            kf_expr *x = kf_expr_parse(l->shape, e, sizeof e);
+            if (!x) {
+                snprintf(err, errlen, "field 'situation.shape': %s", e);
+                goto bad;
+            }
+            kf_expr_free(x);
+        }
+    } else if (s && !json_is_null(s)) {
+        snprintf(err, errlen, "field 'situation': expected an object or a string");
+        goto bad;
+    }
+    if (!l->situation) {
+        snprintf(err, errlen, "field 'situation': missing (a lesson needs the situation it applies "
+                              "to, in words: situation.text, and an action)");
+        goto bad;
+    }
+    if (opt_text(o, "action", "action", &l->action, err, errlen)) goto bad;
+    if (!l->action) {
+        snprintf(err, errlen, "field 'action': missing (a lesson needs an action: what to do)");
+        goto bad;
+    }
+    if (opt_text(o, "boundaries", "boundaries", &l->boundaries, err, errlen) ||
+        opt_text(o, "key", "key", &l->key, err, errlen) ||
+        tag_array(o, "tags", "tags", &l->tags_json, err, errlen))
+        goto bad;
+    v = json_object_get(o, "evidence");
+    if (v && !json_is_null(v)) {
+        if (!json_is_object(v)) {
+            snprintf(err, errlen, "field 'evidence': expected an object (nodes, effects, fingerprints)");
+            goto bad;
+        }
+        l->evidence_json = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+    }
+    v = json_object_get(o, "trust");
+    if (v && !json_is_null(v)) {
+        if (!json_is_object(v)) {
+            snprintf(err, errlen, "field 'trust': expected {\"confirmations\": N, \"refutations\": N}");
+            goto bad;
+        }
+        if (check_keys(v, tr, "trust.", err, errlen) ||
+            count(v, "confirmations", "trust.confirmations", &l->confirmations, err, errlen) ||
+            count(v, "refutations", "trust.refutations", &l->refutations, err, errlen))
+            goto bad;
+    }
+    v = json_object_get(o, "source");
+    if (v && !json_is_null(v)) {
+        const char *src = json_string_value(v);
+        if (!src || (strcmp(src, "distilled") && strcmp(src, "agent") && strcmp(src, "person"))) {
+            snprintf(err, errlen, "field 'source': one of \"distilled\", \"agent\", \"person\"");
+            goto bad;
+        }
+        snprintf(l->source, sizeof l->source, "%s", src);
+    }
+    v = json_object_get(o, "status");
+    if (v && !json_is_null(v)) {
+        const char *st = json_string_value(v);
+        if (!st || (strcmp(st, "active") && strcmp(st, "retired"))) {
+            snprintf(err, errlen, "field 'status': \"active\" or \"retired\"");
+            goto bad;
+        }
+        l->retired = !strcmp(st, "retired");
+    }
+    v = json_object_get(o, "created");
+    if (v) l->created = json_number_value(v);
+    v = json_object_get(o, "updated");
+    if (v) l->updated = json_number_value(v);
+    if (!l->id[0]) { /* the same situation and action are the same lesson */
+        const void *parts[4] = {l->situation, "", l->action, l->backend ? l->backend : ""};
+        size_t lens[4] = {strlen(l->situation), 1, strlen(l->action), l->backend ? strlen(l->backend) : 0};
+        char hex[65];
+        kf__sha256_hex(parts, lens, 4, hex);
+        snprintf(l->id, sizeof l->id, "L-%.12s", hex);
+    }
+    return KF_OK;
+bad:
+    kf_lesson_free(l);
+    return KF_EUSAGE;
+}
+
+json_t *kf_lessons__to_json(const kf_lesson *l) {
+    json_t *sit = json_pack("{s:s}", "text", l->situation);
+    if (l->backend) json_object_set_new(sit, "backend", json_string(l->backend));
+    if (l->arch) json_object_set_new(sit, "arch", json_string(l->arch));
+    if (l->ops_json) json_object_set_new(sit, "ops", json_loads(l->ops_json, 0, NULL));
+    if (l->shape) json_object_set_new(sit, "shape", json_string(l->shape));
+    json_t *o = json_pack("{s:s, s:o, s:s}", "id", l->id, "situation", sit, "action", l->action);
+    if (l->boundaries) json_object_set_new(o, "boundaries", json_string(l->boundaries));
+    if (l->evidence_json) json_object_set_new(o, "evidence", json_loads(l->evidence_json, 0, NULL));
+    json_object_set_new(o, "trust",
+                        json_pack("{s:I, s:I, s:f}", "confirmations", (json_int_t)l->confirmations,
+                                  "refutations", (json_int_t)l->refutations, "value",
+                                  kf_lessons__trust(l->confirmations, l->refutations)));
+    json_object_set_new(o, "source", json_string(l->source));
+    json_object_set_new(o, "tags", l->tags_json ? json_loads(l->tags_json, 0, NULL) : json_array());
+    json_object_set_new(o, "status", json_string(l->retired ? "retired" : "active"));
+    if (l->key) json_object_set_new(o, "key", json_string(l->key));
+    json_object_set_new(o, "created", json_real(l->created));
+    json_object_set_new(o, "updated", json_real(l->updated));
+    return o;
+}
+
+char *kf_lessons__doc_text(const kf_lesson *l) {
+    return kf__asprintf("%s\n%s\n%s\n%s %s", l->situation, l->action,
+                        l->boundaries ? l->boundaries : "", l->tags_json ? l->tags_json : "",
+                        l->ops_json ? l->ops_json : "");
+}
+
+/* ---- rows ------------------------------------------------------------------------ */
+
+static char *col(sqlite3_stmt *q, int i) {
+    const unsigned char *t = sqlite3_column_text(q, i);
+    return t && *t ? strdup((const char *)t) : NULL;
+}
+
+static void row(sqlite3_stmt *q, kf_lesson *l) {
+    memset(l, 0, sizeof *l);
+    l->rowid = sqlite3_column_int64(q, 0);
+    snprintf(l->id, sizeof l->id, "%s", (const char *)sqlite3_column_text(q, 1));
+    l->key = col(q, 2);
+    l->situation = col(q, 3);
+    l->backend = col(q, 4);
+    l->arch = col(q, 5);
+    l->ops_json = col(q, 6);
+    l->shape = col(q, 7);
+    l->action = col(q, 8);
+    l->boundaries = col(q, 9);
+    l->evidence_json = col(q, 10);
+    l->confirmations = sqlite3_column_int64(q, 11);
+    l->refutations = sqlite3_column_int64(q, 12);
+    snprintf(l->source, sizeof l->source, "%s", (const char *)sqlite3_column_text(q, 13));
+    l->tags_json = col(q, 14);
+    l->retired = sqlite3_column_int(q, 15);
+    l->created = sqlite3_column_double(q, 16);
+    l->updated = sqlite3_column_double(q, 17);
+}
+
+static void bind_s(sqlite3_stmt *q, int i, const char *s) {
+    if (s) sqlite3_bind_text(q, i, s, -1, SQLITE_STATIC);
+    else sqlite3_bind_null(q, i);
+}
+
+kf_status kf_lessons__put(kf_lessons *db, kf_lesson *l) {
+    /* an endpoint's dimensions are known from its first answer: room for its maximum */
+    float *vec = malloc(sizeof(float) * (db->embed_url ? KF_LESSONS_MAX_DIM : (size_t)db->dim));
+    char *doc = kf_lessons__doc_text(l);
+    if (!vec || !doc) {
+        free(vec);
+        free(doc);
+        return kf__err(db->ctx, KF_ENOMEM, "out of memory");
+    }
+    const char *t[1] = {doc};
+    kf_status st = kf_lessons__embed(db, t, 1, vec);
+    free(doc);
+    if (st) {
+        free(vec);
+        return st;
+    }
+    int dim = db->dim;
+    double now = now_s();
+    if (!l->created) l->created = now;
+    l->updated = l->updated ? l->updated : now;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(
+        db->db,
+        "INSERT INTO lessons(uid, key, situation, backend, arch, ops, shape, action, boundaries,"
+        " evidence, confirmations, refutations, source, tags, retired, created, updated, embed)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
+        " ON CONFLICT(uid) DO UPDATE SET key = excluded.key, situation = excluded.situation,"
+        " backend = excluded.backend, arch = excluded.arch, ops = excluded.ops,"
+        " shape = excluded.shape, action = excluded.action, boundaries = excluded.boundaries,"
+        " evidence = excluded.evidence, confirmations = excluded.confirmations,"
+        " refutations = excluded.refutations, source = excluded.source, tags = excluded.tags,"
+        " retired = excluded.retired, created = excluded.created, updated = excluded.updated,"
+        " embed = excluded.embed RETURNING id",
+        -1, &q, NULL);
+    if (rc != SQLITE_OK) {
+        st = dberr(db, "preparing the insert");
+        goto out;
+    }
+    bind_s(q, 1, l->id);
+    bind_s(q, 2, l->key);
+    bind_s(q, 3, l->situation);
+    bind_s(q, 4, l->backend);
+    bind_s(q, 5, l->arch);
+    bind_s(q, 6, l->ops_json);
+    bind_s(q, 7, l->shape);
+    bind_s(q, 8, l->action);
+    bind_s(q, 9, l->boundaries);
+    bind_s(q, 10, l->evidence_json);
+    sqlite3_bind_int64(q, 11, l->confirmations);
+    sqlite3_bind_int64(q, 12, l->refutations);
+    bind_s(q, 13, l->source);
+    bind_s(q, 14, l->tags_json);
+    sqlite3_bind_int(q, 15, l->retired);
+    sqlite3_bind_double(q, 16, l->created);
+    sqlite3_bind_double(q, 17, l->updated);
+    sqlite3_bind_blob(q, 18, vec, (int)(sizeof(float) * (size_t)dim), SQLITE_STATIC);
+    rc = sqlite3_step(q);
+    if (rc != SQLITE_ROW) {
+        st = dberr(db, "storing a lesson");
+        goto out;
+    }
+    l->rowid = sqlite3_column_int64(q, 0);
+    sqlite3_step(q);
+    kf_lessons__cache_drop(db);
+out:
+    sqlite3_finalize(q);
+    free(vec);
+    return st;
+}
+
+static kf_status get_where(kf_lessons *db, const char *where, const char *val, kf_lesson *l,
+                           int *found) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT " COLS " FROM lessons WHERE %s = ?1", where);
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db->db, sql, -1, &q, NULL) != SQLITE_OK) return dberr(db, "reading a lesson");
+    sqlite3_bind_text(q, 1, val, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    kf_status st = KF_OK;
+    *found = rc == SQLITE_ROW;
+    if (rc == SQLITE_ROW) row(q, l);
+    else if (rc != SQLITE_DONE) st = dberr(db, "reading a lesson");
+    sqlite3_finalize(q);
+    return st;
+}
+
+kf_status kf_lessons__get(kf_lessons *db, const char *id, kf_lesson *l) {
+    int found;
+    kf_status st = get_where(db, "uid", id, l, &found);
+    if (!st && !found) return kf__err(db->ctx, KF_EUSAGE, "%s: no lesson '%s'", db->path, id);
+    return st;
+}
+
+kf_status kf_lessons__get_by_key(kf_lessons *db, const char *key, kf_lesson *l, int *found) {
+    return get_where(db, "key", key, l, found);
+}
+
+kf_status kf_lessons__each(kf_lessons *db, int (*fn)(void *, kf_lesson *), void *arg) {
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db->db, "SELECT " COLS " FROM lessons ORDER BY id", -1, &q, NULL))
+        return dberr(db, "listing lessons");
+    int rc;
+    kf_status st = KF_OK;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        kf_lesson l;
+        row(q, &l);
+        int stop = fn(arg, &l);
+        kf_lesson_free(&l);
+        if (stop) break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) st = dberr(db, "listing lessons");
+    sqlite3_finalize(q);
+    return st;
+}
+
+/* ---- open ------------------------------------------------------------------------- */
+
+static kf_status meta_get(kf_lessons *db, const char *key, char **out) {
+    *out = NULL;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db->db, "SELECT value FROM meta WHERE key = ?1", -1, &q, NULL))
+        return dberr(db, "reading meta");
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(q) == SQLITE_ROW) *out = col(q, 0);
+    sqlite3_finalize(q);
+    return KF_OK;
+}
+
+static kf_status meta_set(kf_lessons *db, const char *key, const char *val) {
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db->db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", -1,
+                           &q, NULL))
+        return dberr(db, "writing meta");
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, val, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? KF_OK : dberr(db, "writing meta");
+}
+
+static kf_status migrate(kf_lessons *db) {
+    kf_status st = kf_lessons__exec(db, "BEGIN IMMEDIATE");
+    if (st) return st;
+    int ver = 0, tables = 0;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db->db, "SELECT count(*) FROM sqlite_master WHERE name = 'meta'", -1, &q, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        tables = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    if (tables) {
+        char *v = NULL;
+        if ((st = meta_get(db, "schema_version", &v))) goto fail;
+        ver = v ? atoi(v) : 0;
+        free(v);
+    }
+    if (ver > NMIGRATIONS) {
+        st = kf__err(db->ctx, KF_EIO, "%s: lessons schema version %d is newer than this kforge (%s) knows (%d)",
+                     db->path, ver, KF_VERSION, NMIGRATIONS);
+        goto fail;
+    }
+    for (int v = ver; v < NMIGRATIONS; v++) {
+        if (sqlite3_exec(db->db, migrations[v], NULL, NULL, NULL) != SQLITE_OK) {
+            char what[96];
+            snprintf(what, sizeof what, "migrating the lessons schema from version %d", v);
+            st = dberr(db, what);
+            goto fail;
+        }
+        char num[16];
+        snprintf(num, sizeof num, "%d", v + 1);
+        if ((st = meta_set(db, "schema_version", num))) goto fail;
+    }
+    return kf_lessons__exec(db, "COMMIT");
+fail:
+    sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+    return st;
+}
+
+/* Embed every lesson again under db's embedding (it changed since they were stored). */
+static kf_status reembed(kf_lessons *db) {
+    kf_status st = kf_lessons__exec(db, "BEGIN IMMEDIATE");
+    if (st) return st;
+    sqlite3_stmt *q = NULL, *u = NULL;
+    if (sqlite3_prepare_v2(db->db, "SELECT " COLS " FROM lessons ORDER BY id", -1, &q, NULL) ||
+        sqlite3_prepare_v2(db->db, "UPDATE lessons SET embed = ?1 WHERE id = ?2", -1, &u, NULL)) {
+        st = dberr(db, "re-embedding");
+        goto out;
+    }
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        kf_lesson l;
+        row(q, &l);
+        char *doc = kf_lessons__doc_text(&l);
+        const char *t[1] = {doc};
+        float *v = malloc(sizeof(float) * KF_LESSONS_MAX_DIM);
+        st = doc && v ? kf_lessons__embed(db, t, 1, v) : kf__err(db->ctx, KF_ENOMEM, "out of memory");
+        if (!st) {
+            sqlite3_bind_blob(u, 1, v, (int)(sizeof(float) * (size_t)db->dim), SQLITE_STATIC);
+            sqlite3_bind_int64(u, 2, l.rowid);
+            if (sqlite3_step(u) != SQLITE_DONE) st = dberr(db, "re-embedding");
+            sqlite3_reset(u);
+        }
+        free(v);
+        free(doc);
+        kf_lesson_free(&l);
+        if (st) goto out;
+    }
+    char num[16];
+    snprintf(num, sizeof num, "%d", db->dim);
+    if ((st = meta_set(db, "embedding", db->embed_name)) || (st = meta_set(db, "embed_dim", num))) goto out;
+out:
+    sqlite3_finalize(q);
+    sqlite3_finalize(u);
+    if (st) sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+    else st = kf_lessons__exec(db, "COMMIT");
+    return st;
+}
+
+void kf_lessons_opts_init(kf_lessons_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->timeout_s = 30;
+}
+
+void kf_lessons_default_path(char *out, size_t n) {
+    const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg) snprintf(out, n, "%s/kforge/lessons.db", xdg);
+    else if (home && *home) snprintf(out, n, "%s/.local/share/kforge/lessons.db", home);
+    else snprintf(out, n, "lessons.db");
+}
+
+const char *kf_lessons_embedding(const kf_lessons *db) { return db->embed_name; }
+
+kf_status kf_lessons_open(kf_ctx *ctx, const char *path, const kf_lessons_opts *o, kf_lessons **out) {
+    *out = NULL;
+    kf_lessons_opts def;
+    if (!o) {
+        kf_lessons_opts_init(&def);
+        o = &def;
+    }
+    if (!path || !*path) return kf__err(ctx, KF_EUSAGE, "lessons: no database path");
+    if (o->embed_url && (strncmp(o->embed_url, "http://", 7) && strncmp(o->embed_url, "https://", 8)))
+        return kf__err(ctx, KF_EUSAGE, "lessons: embeddings URL '%s' is not http:// or https://", o->embed_url);
+    if (o->embed_url && (!o->embed_model || !*o->embed_model))
+        return kf__err(ctx, KF_EUSAGE, "lessons: an embeddings URL needs a model name");
+    kf_lessons *db = calloc(1, sizeof *db);
+    if (!db) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    db->ctx = ctx;
+    db->path = strdup(path);
+    db->timeout_s = o->timeout_s > 0 ? o->timeout_s : 30;
+    if (o->embed_url) {
+        db->embed_url = strdup(o->embed_url);
+        size_t n = strlen(db->embed_url);
+        while (n > 8 && db->embed_url[n - 1] == '/') db->embed_url[--n] = 0;
+        db->embed_model = strdup(o->embed_model);
+        db->embed_name = kf__asprintf("openai:%s@%s", o->embed_model, db->embed_url);
+        const char *k = getenv(o->api_key_env ? o->api_key_env : "OPENAI_API_KEY");
+        if (k && *k) db->api_key = strdup(k);
+    } else {
+        db->embed_name = strdup(KF_LESSONS_HASH_NAME);
+        db->dim = KF_LESSONS_HASH_DIM;
+    }
+    kf_status st = KF_OK;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        if (kf__mkdirs(dir) && errno != EEXIST) {
+            st = kf__err(ctx, KF_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
+            goto fail;
+        }
+    }
+    if (sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        st = db->db ? dberr(db, "opening") : kf__err(ctx, KF_ENOMEM, "out of memory");
+        goto fail;
+    }
+    sqlite3_busy_timeout(db->db, BUSY_MS);
+    sqlite3_extended_result_codes(db->db, 1);
+    if ((st = kf_lessons__exec(db, "PRAGMA journal_mode=WAL")) ||
+        (st = kf_lessons__exec(db, "PRAGMA synchronous=NORMAL")) || (st = migrate(db)))
+        goto fail;
+    char *name = NULL, *dim = NULL;
+    if ((st = meta_get(db, "embedding", &name)) || (st = meta_get(db, "embed_dim", &dim))) goto fail;
+    if (name && !strcmp(name, db->embed_name)) {
+        db->dim = dim ? atoi(dim) : db->dim;
+    } else {
+        st = reembed(db);
+    }
+    free(name);
+    free(dim);
+    if (st) goto fail;
+    *out = db;
+    return KF_OK;
+fail:
+    kf_lessons_close(db);
+    return st;
+}
+
+void kf_lessons_close(kf_lessons *db) {
+    if (!db) return;
+    kf_lessons__cache_drop(db);
+    sqlite3_close(db->db);
+    free(db->path);
+    free(db->embed_name);
+    free(db->embed_url);
+    free(db->embed_model);
+    free(db->api_key);
+    free(db);
+}
+
+/* ---- the public calls ---------------------------------------------------------------- */
+
+kf_status kf_lessons_add_json(kf_lessons *db, const char *json, char id[64]) {
+    json_error_t je;
+    json_t *o = json_loads(json, 0, &je);
+    if (!o) return kf__err(db->ctx, KF_EUSAGE, "lesson: not JSON: %s (column %d)", je.text, je.column);
+    kf_lesson l;
+    char err[512];
+    kf_status st = kf_lessons__from_json(o, &l, err, sizeof err);
+    json_decref(o);
+    if (st) return kf__err(db->ctx, st, "lesson refused: %s", err);
+    st = kf_lessons__put(db, &l);
+    if (!st && id) snprintf(id, 64, "%s", l.id);
+    kf_lesson_free(&l);
+    return st;
+}
+
+kf_status kf_lessons_get_json(kf_lessons *db, const char *id, char **json) {
+    kf_lesson l;
+    kf_status st = kf_lessons__get(db, id, &l);
+    if (st) return st;
+    json_t *o = kf_lessons__to_json(&l);
+    *json = json_dumps(o, JSON_INDENT(1));
+    json_decref(o);
+    kf_lesson_free(&l);
+    return *json ? KF_OK : kf__err(db->ctx, KF_ENOMEM, "out of memory");
+}
+
+typedef struct {
+    json_t *arr;
+    const char *const *tags;
+    int ntags, all;
+    kf_buf *b;
+} lister;
+
+static int tags_match(const char *tags_json, const char *const *filters, int n) {
+    if (!n) return 1;
+    json_t *t = tags_json ? json_loads(tags_json, 0, NULL) : NULL;
+    int ok = 1;
+    for (int f = 0; f < n && ok; f++) {
+        int hit = 0;
+        size_t i;
+        json_t *x;
+        json_array_foreach(t, i, x) hit |= kf_lessons__tag_under(json_string_value(x), filters[f]);
+        ok = hit;
+    }
+    json_decref(t);
+    return ok;
+}
+
+static int list_one(void *arg, kf_lesson *l) {
+    lister *ls = arg;
+    if ((!ls->all && l->retired) || !tags_match(l->tags_json, ls->tags, ls->ntags)) return 0;
+    json_t *o = kf_lessons__to_json(l);
+    if (ls->arr) {
+        json_array_append_new(ls->arr, o);
+    } else {
+        char *s = json_dumps(o, JSON_COMPACT);
+        if (s) kf_buf_printf(ls->b, "%s\n", s);
+        free(s);
+        json_decref(o);
+    }
+    return 0;
+}
+
+kf_status kf_lessons_list_json(kf_lessons *db, const char *const *tags, int ntags, int all, char **json) {
+    lister ls = {json_array(), tags, ntags, all, NULL};
+    kf_status st = kf_lessons__each(db, list_one, &ls);
+    if (!st) {
+        *json = json_dumps(ls.arr, JSON_INDENT(1));
+        if (!*json) st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+    }
+    json_decref(ls.arr);
+    return st;
+}
+
+kf_status kf_lessons_export(kf_lessons *db, char **jsonl) {
+    kf_buf b;
+    kf_buf_init(&b, (size_t)1 << 32);
+    lister ls = {NULL, NULL, 0, 1, &b};
+    kf_status st = kf_lessons__each(db, list_one, &ls);
+    if (!st && !b.p) kf_buf_append(&b, "", 0);
+    if (!st && (!b.p || b.dropped)) st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+    if (st) {
+        kf_buf_free(&b);
+        return st;
+    }
+    *jsonl = b.p;
+    return KF_OK;
+}
+
+kf_status kf_lessons_import(kf_lessons *db, const char *text, size_t len, const char *name,
+                            int *added, int *updated) {
+    int na = 0, nu = 0;
+    if (!name) name = "import";
+    kf_status st = kf_lessons__exec(db, "BEGIN IMMEDIATE");
+    if (st) return st;
+    size_t pos = 0;
+    int line = 0;
+    while (pos < len) {
+        const char *p = text + pos;
+        const char *nl = memchr(p, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - p) : len - pos;
+        pos += n + 1;
+        line++;
+        size_t k = 0;
+        while (k < n && isspace((unsigned char)p[k])) k++;
+        if (k == n) continue;
+        json_error_t je;
+        json_t *o = json_loadb(p, n, 0, &je);
+        if (!o) {
+            st = kf__err(db->ctx, KF_EUSAGE, "%s:%d: not a JSON object: %s (column %d)", name, line, je.text,
+                         je.column);
+            break;
+        }
+        kf_lesson l;
+        char err[512];
+        st = kf_lessons__from_json(o, &l, err, sizeof err);
+        json_decref(o);
+        if (st) {
+            st = kf__err(db->ctx, st, "%s:%d: %s", name, line, err);
+            break;
+        }
+        kf_lesson old;
+        int found = 0;
+        if ((st = get_where(db, "uid", l.id, &old, &found))) {
+            kf_lesson_free(&l);
+            break;
+        }
+        if (found) kf_lesson_free(&old);
+        st = kf_lessons__put(db, &l);
+        kf_lesson_free(&l);
+        if (st) {
+            char msg[KF_ERRMAX];
+            snprintf(msg, sizeof msg, "%s", kf_errmsg(db->ctx));
+            st = kf__err(db->ctx, st, "%s:%d: %s", name, line, msg);
+            break;
+        }
+        if (found) nu++;
+        else na++;
+    }
+    if (st) {
+        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+        kf_lessons__cache_drop(db);
+        return st;
+    }
+    if ((st = kf_lessons__exec(db, "COMMIT"))) return st;
+    if (added) *added = na;
+    if (updated) *updated = nu;
+    return KF_OK;
+}

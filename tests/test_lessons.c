@@ -1,0 +1,724 @@
+/*
+ * test_lessons.c - the lessons module (docs/lessons.md): refusal of a lesson without a
+ * situation or an action, the scope filter (tags, ops, backend, shape predicates), the
+ * trust threshold, reciprocal rank fusion, export -> import, malformed imports,
+ * distillation of a synthetic run store, and an embeddings endpoint (a stub server).
+ */
+#define _GNU_SOURCE
+#include "kft.h"
+#include "kft_http.h"
+#include "lessons/lessons.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Scratch directories, removed when the test passes (a failure leaves them to look at). */
+static char dirs[8][64];
+static int ndirs;
+
+static void remove_dirs(void) {
+    for (int i = 0; i < ndirs; i++) kf__rmtree(dirs[i]);
+}
+
+static char *scratch(void) {
+    CHECK(ndirs < 8);
+    char *dir = dirs[ndirs];
+    snprintf(dir, sizeof dirs[0], "/tmp/kft-lessons-XXXXXX");
+    CHECK(mkdtemp(dir));
+    if (!ndirs++) atexit(remove_dirs);
+    return dir;
+}
+
+static kf_lessons *open_db(kf_ctx *ctx, const char *dir, const char *name) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    kf_lessons *db = NULL;
+    CHECKF(kf_lessons_open(ctx, p, NULL, &db) == KF_OK, "%s", kf_errmsg(ctx));
+    return db;
+}
+
+static void add(kf_lessons *db, kf_ctx *ctx, const char *json) {
+    CHECKF(kf_lessons_add_json(db, json, NULL) == KF_OK, "%s: %s", json, kf_errmsg(ctx));
+}
+
+/* The ids retrieved for q (k 50, min_trust), space-separated, in order. */
+static const char *ids(kf_lessons *db, kf_ctx *ctx, const kf_lesson_query *q, double min_trust) {
+    static char out[4096];
+    kf_lesson_hit h[50];
+    int n = 0;
+    CHECKF(kf_lessons_retrieve(db, q, 50, min_trust, h, &n) == KF_OK, "%s", kf_errmsg(ctx));
+    out[0] = 0;
+    for (int i = 0; i < n; i++) snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", i ? " " : "", h[i].id);
+    return out;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The same, sorted by id (when the filter, not the order, is under test). */
+static const char *sorted_ids(kf_lessons *db, kf_ctx *ctx, const kf_lesson_query *q) {
+    static char out[4096];
+    char buf[4096], *v[64];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", ids(db, ctx, q, 0));
+    for (char *save = NULL, *t = strtok_r(buf, " ", &save); t && n < 64; t = strtok_r(NULL, " ", &save)) v[n++] = t;
+    qsort(v, (size_t)n, sizeof *v, cmp_str);
+    out[0] = 0;
+    for (int i = 0; i < n; i++) snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", i ? " " : "", v[i]);
+    return out;
+}
+
+static int count_lessons(kf_lessons *db, int all) {
+    char *j = NULL;
+    CHECK(kf_lessons_list_json(db, NULL, 0, all, &j) == KF_OK);
+    json_t *a = json_loads(j, 0, NULL);
+    int n = (int)json_array_size(a);
+    json_decref(a);
+    free(j);
+    return n;
+}
+
+/* ---- refusal -------------------------------------------------------------------------- */
+
+static void t_refuse(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_lessons *db = open_db(ctx, scratch(), "l.db");
+    static const struct {
+        const char *json, *field;
+    } bad[] = {
+        {"{\"action\": \"use float4 loads\"}", "field 'situation': missing"},
+        {"{\"situation\": {\"backend\": \"cuda\", \"ops\": [\"op/softmax\"]}, \"action\": \"x\"}",
+         "field 'situation': missing"},
+        {"{\"situation\": \"long rows\"}", "field 'action': missing"},
+        {"{\"situation\": \"long rows\", \"action\": \"\"}", "field 'action': missing"},
+        {"{\"situation\": {\"text\": \"t\", \"shape\": \"rows >= \"}, \"action\": \"a\"}", "field 'situation.shape'"},
+        {"{\"situation\": \"t\", \"action\": \"a\", \"tags\": [\"Cuda//x\"]}", "field 'tags'"},
+        {"{\"situation\": \"t\", \"action\": \"a\", \"source\": \"oracle\"}", "field 'source'"},
+        {"{\"situation\": \"t\", \"action\": \"a\", \"acton\": \"typo\"}", "field 'acton': unknown"},
+        {"{\"situation\": \"t\", \"action\": \"a\", \"trust\": {\"confirmations\": -1}}", "trust.confirmations"},
+        {"[1, 2]", "a JSON object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        kf_status st = kf_lessons_add_json(db, bad[i].json, NULL);
+        CHECKF(st == KF_EUSAGE, "%s: accepted", bad[i].json);
+        CHECKF(strstr(kf_errmsg(ctx), bad[i].field), "%s: %s", bad[i].json, kf_errmsg(ctx));
+    }
+    CHECK(count_lessons(db, 1) == 0);
+    char id[64];
+    CHECK(kf_lessons_add_json(db, "{\"situation\": \"long rows\", \"action\": \"one warp per row\"}", id) == KF_OK);
+    CHECK(!strncmp(id, "L-", 2) && count_lessons(db, 1) == 1);
+    /* the same situation and action again is the same lesson */
+    CHECK(kf_lessons_add_json(db, "{\"situation\": \"long rows\", \"action\": \"one warp per row\"}", NULL) == KF_OK);
+    CHECK(count_lessons(db, 1) == 1);
+    kf_lessons_close(db);
+    kf_ctx_free(ctx);
+}
+
+/* ---- the filter ----------------------------------------------------------------------- */
+
+static void t_tags(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_lessons *db = open_db(ctx, scratch(), "l.db");
+    add(db, ctx, "{\"id\": \"a\", \"situation\": \"s\", \"action\": \"coalesce loads\", \"tags\": [\"cuda/memory/coalescing\"]}");
+    add(db, ctx, "{\"id\": \"b\", \"situation\": \"s\", \"action\": \"pad shared memory\", \"tags\": [\"cuda/memory\"]}");
+    add(db, ctx, "{\"id\": \"c\", \"situation\": \"s\", \"action\": \"warp shuffles\", \"tags\": [\"cuda/warp\", \"op/reduce\"]}");
+    add(db, ctx, "{\"id\": \"d\", \"situation\": \"s\", \"action\": \"memory pool\", \"tags\": [\"cuda/memoryx\"]}");
+    add(db, ctx, "{\"id\": \"e\", \"situation\": \"s\", \"action\": \"no tags\"}");
+    kf_lesson_query q = {0};
+    q.text = "loads memory shuffles pool shared tags";
+    const char *f1[] = {"cuda/memory"};
+    q.tags = f1;
+    q.ntags = 1;
+    const char *got = ids(db, ctx, &q, 0);
+    CHECKF(!strcmp(got, "a b") || !strcmp(got, "b a"), "cuda/memory -> %s", got); /* not cuda/memoryx */
+    const char *f2[] = {"cuda"};
+    q.tags = f2;
+    got = ids(db, ctx, &q, 0);
+    CHECKF(strlen(got) == 7 && !strstr(got, "e"), "cuda -> %s", got);
+    const char *f3[] = {"cuda", "op/reduce"}; /* every filter must match */
+    q.tags = f3;
+    q.ntags = 2;
+    CHECK(!strcmp(ids(db, ctx, &q, 0), "c"));
+    const char *f4[] = {"cuda/memory/coalescing/deeper"};
+    q.tags = f4;
+    q.ntags = 1;
+    CHECK(!strcmp(ids(db, ctx, &q, 0), ""));
+    /* list filters the same way */
+    char *j = NULL;
+    CHECK(kf_lessons_list_json(db, f1, 1, 0, &j) == KF_OK);
+    CHECK(strstr(j, "\"a\"") && strstr(j, "\"b\"") && !strstr(j, "\"d\"") && !strstr(j, "\"c\""));
+    free(j);
+    kf_lessons_close(db);
+    kf_ctx_free(ctx);
+}
+
+static void t_scope(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_lessons *db = open_db(ctx, scratch(), "l.db");
+    add(db, ctx, "{\"id\": \"long\", \"situation\": {\"text\": \"long rows\", \"shape\": \"cols >= 1024\"}, \"action\": \"apply\"}");
+    add(db, ctx, "{\"id\": \"short8\", \"situation\": {\"text\": \"short rows\", \"shape\": \"rows % 8 == 0 && cols < 1024\"},"
+                 " \"action\": \"apply\"}");
+    add(db, ctx, "{\"id\": \"batch1\", \"situation\": {\"text\": \"decode\", \"shape\": \"batch == 1\"}, \"action\": \"apply\"}");
+    add(db, ctx, "{\"id\": \"any\", \"situation\": \"any shape\", \"action\": \"apply\"}");
+    add(db, ctx, "{\"id\": \"norm\", \"situation\": {\"text\": \"norms\", \"ops\": [\"op/norm\"], \"backend\": \"cuda\"},"
+                 " \"action\": \"apply\"}");
+    add(db, ctx, "{\"id\": \"rms\", \"situation\": {\"text\": \"rmsnorm\", \"ops\": [\"op/norm/rmsnorm\"],"
+                 " \"arch\": \"sm_90\"}, \"action\": \"apply\"}");
+    kf_lesson_query q = {0};
+    q.text = "apply"; /* every lesson matches; the filter decides */
+    const char *names[] = {"rows", "cols"};
+    int64_t one[] = {64, 512}, two[] = {64, 512, 64, 4096};
+    q.shape_names = names;
+    q.nshape_names = 2;
+    q.shapes = one;
+    q.nshapes = 1;
+    q.rank = KF_LESSON_RANK_KEYWORD;
+    /* batch is not a size of this task: its predicate cannot hold, the lesson is out */
+    CHECKF(!strcmp(sorted_ids(db, ctx, &q), "any norm rms short8"), "%s", sorted_ids(db, ctx, &q));
+    q.shapes = two;
+    q.nshapes = 2; /* a predicate true for one of the shapes is enough */
+    CHECKF(!strcmp(sorted_ids(db, ctx, &q), "any long norm rms short8"), "%s", sorted_ids(db, ctx, &q));
+    q.nshapes = 0; /* no shapes known: no predicate is evaluated */
+    CHECK(!strcmp(sorted_ids(db, ctx, &q), "any batch1 long norm rms short8"));
+    const char *rms[] = {"op/norm/rmsnorm"}, *ln[] = {"op/norm/layernorm"}, *sm[] = {"op/softmax"};
+    q.ops = rms;
+    q.nops = 1;
+    q.backend = "cuda";
+    q.arch = "sm_90";
+    CHECK(!strcmp(sorted_ids(db, ctx, &q), "any batch1 long norm rms short8")); /* op/norm covers rmsnorm */
+    q.ops = ln;
+    CHECK(!strcmp(sorted_ids(db, ctx, &q), "any batch1 long norm short8"));
+    q.ops = sm;
+    q.arch = "sm_80";
+    CHECK(!strcmp(sorted_ids(db, ctx, &q), "any batch1 long short8"));
+    q.ops = rms;
+    q.backend = "c";
+    CHECK(!strcmp(sorted_ids(db, ctx, &q), "any batch1 long short8"));
+    kf_lessons_close(db);
+    kf_ctx_free(ctx);
+}
+
+static void t_trust(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_lessons *db = open_db(ctx, scratch(), "l.db");
+    add(db, ctx, "{\"id\": \"refuted\", \"situation\": \"tile\", \"action\": \"tile 64\", \"trust\": {\"confirmations\": 0,"
+                 " \"refutations\": 3}}");
+    add(db, ctx, "{\"id\": \"trusted\", \"situation\": \"tile\", \"action\": \"tile 128\", \"trust\": {\"confirmations\": 3,"
+                 " \"refutations\": 0}}");
+    add(db, ctx, "{\"id\": \"new\", \"situation\": \"tile\", \"action\": \"tile 32\"}");
+    add(db, ctx, "{\"id\": \"retired\", \"situation\": \"tile\", \"action\": \"tile 16\", \"status\": \"retired\","
+                 " \"trust\": {\"confirmations\": 9}}");
+    kf_lesson_query q = {0};
+    q.text = "tile";
+    kf_lesson_hit h[8];
+    int n;
+    CHECK(kf_lessons_retrieve(db, &q, 8, 0.0, h, &n) == KF_OK && n == 3); /* never the retired one */
+    CHECK(kf_lessons_retrieve(db, &q, 8, 0.5, h, &n) == KF_OK && n == 2);
+    CHECK(strcmp(h[0].id, "refuted") && strcmp(h[1].id, "refuted"));
+    CHECK(kf_lessons_retrieve(db, &q, 8, 0.6, h, &n) == KF_OK && n == 1 && !strcmp(h[0].id, "trusted"));
+    CHECK(fabs(h[0].trust - 0.8) < 1e-12); /* (3 + 1) / (3 + 0 + 2) */
+    CHECK(kf_lessons_retrieve(db, &q, 8, 0.81, h, &n) == KF_OK && n == 0);
+    CHECK(kf_lessons_retrieve(db, &q, 1, 0.0, h, &n) == KF_OK && n == 1); /* k caps */
+    CHECK(kf_lessons_retrieve(db, &q, 0, 0.0, h, &n) == KF_EUSAGE);
+    kf_lessons_close(db);
+    kf_ctx_free(ctx);
+}
+
+/* ---- fusion ----------------------------------------------------------------------------- */
+
+static void t_rrf(const void *arg) {
+    (void)arg;
+    /* keyword: 7, 3, 9; vector: 3, 5, 7. By hand, with k = 60:
+     *   3: 1/62 + 1/61 = 0.032522   7: 1/61 + 1/63 = 0.032266
+     *   5: 1/62 = 0.016129          9: 1/63 = 0.015873 */
+    size_t kw[] = {7, 3, 9}, vec[] = {3, 5, 7}, out[6];
+    double sc[6];
+    int m = kf_lessons__rrf(kw, 3, vec, 3, NULL, out, sc);
+    CHECK(m == 4);
+    CHECKF(out[0] == 3 && out[1] == 7 && out[2] == 5 && out[3] == 9, "%zu %zu %zu %zu", out[0], out[1], out[2], out[3]);
+    CHECK(fabs(sc[0] - (1.0 / 62 + 1.0 / 61)) < 1e-15 && fabs(sc[3] - 1.0 / 63) < 1e-15);
+    /* a tie (rank 1 in one list each) goes to the more trusted, then the smaller item */
+    size_t a[] = {4}, b[] = {2};
+    double trust[8] = {0};
+    trust[4] = 0.9;
+    trust[2] = 0.5;
+    m = kf_lessons__rrf(a, 1, b, 1, trust, out, sc);
+    CHECK(m == 2 && out[0] == 4 && out[1] == 2 && sc[0] == sc[1]);
+    m = kf_lessons__rrf(a, 1, b, 1, NULL, out, sc);
+    CHECK(m == 2 && out[0] == 2 && out[1] == 4);
+
+    /* end to end: a lesson that both rankings place high beats one that only keyword
+     * search finds first */
+    kf_ctx *ctx = kf_ctx_new();
+    kf_lessons *db = open_db(ctx, scratch(), "l.db");
+    add(db, ctx, "{\"id\": \"kw\", \"situation\": \"softmax\", \"action\": \"coalesce coalesce coalesce\"}");
+    add(db, ctx, "{\"id\": \"both\", \"situation\": \"softmax rows coalescing\", \"action\": \"coalesced row loads\"}");
+    add(db, ctx, "{\"id\": \"other\", \"situation\": \"gemm\", \"action\": \"tensor cores\"}");
+    kf_lesson_query q = {0};
+    q.text = "coalesced row loads";
+    kf_lesson_hit h[4];
+    int n;
+    CHECK(kf_lessons_retrieve(db, &q, 4, 0, h, &n) == KF_OK && n >= 2);
+    CHECKF(!strcmp(h[0].id, "both") && h[0].keyword_rank && h[0].vector_rank, "%s", h[0].id);
+    double want = 1.0 / (60 + h[0].keyword_rank) + 1.0 / (60 + h[0].vector_rank);
+    CHECK(fabs(h[0].score - want) < 1e-12);
+    kf_lessons_close(db);
+    kf_ctx_free(ctx);
+}
+
+/* ---- export, import ------------------------------------------------------------------------ */
+
+static void t_roundtrip(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    char *dir = scratch();
+    kf_lessons *db = open_db(ctx, dir, "a.db");
+    add(db, ctx, "{\"id\": \"sm-warp\", \"situation\": {\"text\": \"row softmax, long rows\", \"backend\": \"cuda\","
+                 " \"arch\": \"sm_90\", \"ops\": [\"op/softmax\"], \"shape\": \"cols >= 1024\"},"
+                 " \"action\": \"one warp per row, __shfl_xor_sync\", \"boundaries\": \"cols < 32\","
+                 " \"evidence\": {\"nodes\": [\"runs/sm#4\"], \"effects\": [{\"speedup\": 2.5}]},"
+                 " \"trust\": {\"confirmations\": 2, \"refutations\": 1}, \"source\": \"agent\","
+                 " \"tags\": [\"cuda/warp/shuffle\", \"shape/cols=4096\"]}");
+    add(db, ctx, "{\"situation\": \"unicode \\u00e9 and \\\"quotes\\\"\\nnewline\", \"action\": \"keep\", \"status\": \"retired\"}");
+    char *a = NULL, *b = NULL;
+    CHECK(kf_lessons_export(db, &a) == KF_OK);
+    CHECK(strchr(a, '\n') && strchr(strchr(a, '\n') + 1, '\n')); /* two lines */
+    kf_lessons *db2 = open_db(ctx, dir, "b.db");
+    int added = -1, updated = -1;
+    CHECKF(kf_lessons_import(db2, a, strlen(a), "x.jsonl", &added, &updated) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECK(added == 2 && updated == 0);
+    CHECK(kf_lessons_export(db2, &b) == KF_OK);
+    CHECKF(!strcmp(a, b), "\n%s\n%s", a, b);
+    free(b);
+    CHECK(kf_lessons_import(db2, a, strlen(a), "x.jsonl", &added, &updated) == KF_OK && added == 0 && updated == 2);
+    CHECK(kf_lessons_export(db2, &b) == KF_OK && !strcmp(a, b));
+    /* the imported lesson is retrievable with its scope */
+    kf_lesson_query q = {0};
+    q.text = "warp shuffle softmax";
+    const char *names[] = {"rows", "cols"};
+    int64_t sh[] = {8, 4096};
+    q.shape_names = names;
+    q.nshape_names = 2;
+    q.shapes = sh;
+    q.nshapes = 1;
+    CHECK(!strcmp(ids(db2, ctx, &q, 0.5), "sm-warp"));
+    free(a);
+    free(b);
+    kf_lessons_close(db);
+    kf_lessons_close(db2);
+    kf_ctx_free(ctx);
+}
+
+static void t_import_bad(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_lessons *db = open_db(ctx, scratch(), "l.db");
+    static const struct {
+        const char *text, *msg;
+    } bad[] = {
+        {"{\"situation\": \"s\", \"action\": \"a\"}\n\n{\"situation\": \"s2\"}\n", "in.jsonl:3: field 'action': missing"},
+        {"{\"situation\": \"s\", \"action\": \"a\"}\n{\"situation\": \"s\", \"action\": \n", "in.jsonl:2: not a JSON object"},
+        {"{\"situation\": \"s\", \"action\": \"a\", \"tags\": \"cuda\"}\n", "in.jsonl:1: field 'tags'"},
+        {"{\"situation\": {\"text\": \"s\", \"shape\": \"rows >>\"}, \"action\": \"a\"}", "in.jsonl:1: field 'situation.shape'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int added = -1;
+        CHECK(kf_lessons_import(db, bad[i].text, strlen(bad[i].text), "in.jsonl", &added, NULL) == KF_EUSAGE);
+        CHECKF(strstr(kf_errmsg(ctx), bad[i].msg), "%s", kf_errmsg(ctx));
+        CHECK(added == -1);
+        CHECK(count_lessons(db, 1) == 0); /* all or nothing */
+    }
+    kf_lessons_close(db);
+    kf_ctx_free(ctx);
+    /* the command line names the line and exits 2 */
+    char *dir = scratch(), cmd[1024], out[4096];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && printf '{\"situation\": \"s\", \"action\": \"a\"}\\n{\"action\": \"b\"}\\n' > in.jsonl && "
+             "%s lessons import in.jsonl --lessons %s/l.db 2>&1",
+             dir, kft_bin("kforge"), dir);
+    int rc = kft_run(cmd, out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "in.jsonl:2: field 'situation': missing"), "rc %d: %s", rc, out);
+}
+
+/* ---- distill -------------------------------------------------------------------------------- */
+
+static const char task_json[] =
+    "{\"name\":\"twice\",\"backend\":\"c\",\"entry\":\"twice\",\n"
+    " \"sizes\":{\"n\":[1,8192]},\n"
+    " \"args\":[{\"name\":\"x\",\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"in\"},\n"
+    "          {\"name\":\"y\",\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"out\"},\n"
+    "          {\"name\":\"n\",\"type\":\"i64\",\"value\":\"n\"}],\n"
+    " \"shapes\":[{\"n\":1000},{\"n\":4000}],\"hidden\":{\"count\":3}}\n";
+static const char task_ref[] =
+    "#include <stdint.h>\n"
+    "void twice(const float *x, float *y, int64_t n) { for (int64_t i = 0; i < n; i++) y[i] = 2 * x[i]; }\n";
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    CHECKF(f, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    CHECK(fclose(f) == 0);
+}
+
+/* Record a finished node: params, state, and (sp1000, win1000, sp4000, win4000). */
+static int64_t node_as(kf_store *s, const char *category, int64_t parent, const char *params, kf_node_state state,
+                       double s1, int w1, double s4, int w4, const char *reasons) {
+    static int serial;
+    char text[128], h[65];
+    snprintf(text, sizeof text, "/* node %d */\n", ++serial);
+    CHECK(kf_store_put_source(s, text, strlen(text), "c", h) == KF_OK);
+    kf_node n = {0};
+    memcpy(n.src_hash, h, 65);
+    strcpy(n.ext, "c");
+    strcpy(n.proposer, "builtin");
+    snprintf(n.category, sizeof n.category, "%s", category);
+    n.parent = parent;
+    n.params_json = (char *)params;
+    CHECK(kf_store_add_node(s, &n) == KF_OK);
+    n.state = state;
+    char shapes[512];
+    if (s1 > 0) {
+        snprintf(shapes, sizeof shapes,
+                 "[{\"sizes\": {\"n\": 1000}, \"speedup\": %g, \"win\": %s}, {\"sizes\": {\"n\": 4000}, \"speedup\": %g,"
+                 " \"win\": %s}]",
+                 s1, w1 ? "true" : "false", s4, w4 ? "true" : "false");
+        n.shapes_json = shapes;
+        n.speedup = sqrt(s1 * s4);
+    }
+    n.reasons = (char *)reasons;
+    CHECK(kf_store_finish_node(s, &n) == KF_OK);
+    return n.id;
+}
+
+static int64_t node(kf_store *s, int64_t parent, const char *params, kf_node_state state, double s1, int w1,
+                    double s4, int w4, const char *reasons) {
+    return node_as(s, "tiling", parent, params, state, s1, w1, s4, w4, reasons);
+}
+
+static json_t *lesson_with(kf_lessons *db, const char *needle) {
+    char *j = NULL;
+    CHECK(kf_lessons_list_json(db, NULL, 0, 1, &j) == KF_OK);
+    json_t *a = json_loads(j, 0, NULL), *found = NULL;
+    free(j);
+    size_t i;
+    json_t *l;
+    json_array_foreach(a, i, l) {
+        char *s = json_dumps(l, JSON_COMPACT);
+        if (strstr(s, needle)) {
+            CHECKF(!found, "two lessons with %s", needle);
+            found = json_incref(l);
+        }
+        free(s);
+    }
+    json_decref(a);
+    CHECKF(found, "no lesson with %s", needle);
+    return found;
+}
+
+static int64_t conf(json_t *l, const char *which) {
+    return json_integer_value(json_object_get(json_object_get(l, "trust"), which));
+}
+
+static void distill(kf_lessons *db, kf_ctx *ctx, const char *run, const char *expect) {
+    char *sum = NULL;
+    CHECKF(kf_lessons_distill(db, run, &sum) == KF_OK, "%s", kf_errmsg(ctx));
+    json_t *j = json_loads(sum, 0, NULL);
+    char got[256];
+    snprintf(got, sizeof got, "added %zu confirmed %zu unchanged %zu refuted %zu retired %zu",
+             json_array_size(json_object_get(j, "added")), json_array_size(json_object_get(j, "confirmed")),
+             json_array_size(json_object_get(j, "unchanged")), json_array_size(json_object_get(j, "refuted")),
+             json_array_size(json_object_get(j, "retired")));
+    CHECKF(!strcmp(got, expect), "distill: %s, expected %s\n%s", got, expect, sum);
+    json_decref(j);
+    free(sum);
+}
+
+static void t_distill(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    char *dir = scratch(), task[128], run[128], p[256];
+    snprintf(task, sizeof task, "%s/twice", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    CHECK(mkdir(task, 0755) == 0);
+    snprintf(p, sizeof p, "%s/task.json", task);
+    write_file(p, task_json);
+    snprintf(p, sizeof p, "%s/reference.c", task);
+    write_file(p, task_ref);
+    kf_task *t = NULL;
+    CHECKF(kf_task_load(ctx, task, &t) == KF_OK, "%s", kf_errmsg(ctx));
+    kf_store *s = NULL;
+    CHECKF(kf_store_create(ctx, run, t, NULL, &s) == KF_OK, "%s", kf_errmsg(ctx));
+    int64_t n1 = node(s, 0, "{\"BLOCK\": 256}", KF_NODE_KEPT, 1.5, 1, 1.8, 1, NULL);
+    /* UNROLL=4 is this node's change (BLOCK is its parent's): it won at n=4000 only */
+    node(s, n1, "{\"BLOCK\": 256, \"UNROLL\": 4}", KF_NODE_KEPT, 1.4, 0, 2.2, 1, NULL);
+    node(s, n1, "{\"BLOCK\": 256, \"UNROLL\": 16}", KF_NODE_COMPILE_FAILED, 0, 0, 0, 0, "compile_error");
+    node(s, 0, "{\"BLOCK\": 32}", KF_NODE_REVERTED, 0.9, 0, 0.8, 0, NULL);
+    kf_store_close(s);
+    kf_lessons *db = open_db(ctx, dir, "l.db");
+    distill(db, ctx, run, "added 4 confirmed 0 unchanged 0 refuted 0 retired 0");
+    json_t *win = lesson_with(db, "BLOCK=256");
+    json_t *sit = json_object_get(win, "situation");
+    CHECKF(!strcmp(json_string_value(json_object_get(sit, "shape")), "n >= 1000 && n <= 4000"), "%s",
+           json_string_value(json_object_get(sit, "shape")));
+    CHECK(!strcmp(json_string_value(json_object_get(sit, "backend")), "c"));
+    CHECK(!strcmp(json_string_value(json_array_get(json_object_get(sit, "ops"), 0)), "op/twice"));
+    CHECK(!strcmp(json_string_value(json_object_get(win, "source")), "distilled") && conf(win, "confirmations") == 1);
+    char *tags = json_dumps(json_object_get(win, "tags"), JSON_COMPACT);
+    CHECKF(strstr(tags, "\"param/block=256\"") && strstr(tags, "\"c/tuning/win\""), "%s", tags);
+    free(tags);
+    char *ev = json_dumps(json_object_get(win, "evidence"), JSON_COMPACT);
+    CHECKF(strstr(ev, "#1\"") && strstr(ev, t->fingerprint) && strstr(ev, "1.8"), "%s", ev);
+    free(ev);
+    json_decref(win);
+    json_t *shape = lesson_with(db, "UNROLL=4");
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(shape, "situation"), "shape")), "n == 4000"));
+    tags = json_dumps(json_object_get(shape, "tags"), 0);
+    CHECKF(strstr(tags, "\"shape/n=4000\""), "%s", tags);
+    free(tags);
+    json_decref(shape);
+    json_t *fail = lesson_with(db, "UNROLL=16");
+    CHECK(strstr(json_string_value(json_object_get(fail, "action")), "Avoid UNROLL=16"));
+    CHECK(strstr(json_string_value(json_object_get(fail, "action")), "compile_error"));
+    json_decref(fail);
+    json_t *lose = lesson_with(db, "BLOCK=32");
+    CHECK(strstr(json_string_value(json_object_get(lose, "action")), "did not beat"));
+    json_decref(lose);
+
+    /* the same run again: nothing new */
+    distill(db, ctx, run, "added 0 confirmed 0 unchanged 4 refuted 0 retired 0");
+    CHECK(count_lessons(db, 1) == 4);
+
+    /* new evidence: BLOCK=256 wins again (confirmed, merged), BLOCK=32 now wins at both
+     * shapes: a new win lesson, and the lose lesson is refuted */
+    CHECK(kf_store_open(ctx, run, NULL, &s) == KF_OK);
+    node(s, 0, "{\"BLOCK\": 256}", KF_NODE_KEPT, 1.6, 1, 1.7, 1, NULL);
+    int64_t n6 = node(s, 0, "{\"BLOCK\": 32}", KF_NODE_KEPT, 1.2, 1, 1.3, 1, NULL);
+    kf_store_close(s);
+    distill(db, ctx, run, "added 1 confirmed 1 unchanged 2 refuted 1 retired 0");
+    CHECK(count_lessons(db, 1) == 5);
+    win = lesson_with(db, "Set BLOCK=256");
+    CHECK(conf(win, "confirmations") == 2 && conf(win, "refutations") == 0);
+    ev = json_dumps(json_object_get(win, "evidence"), JSON_COMPACT);
+    CHECKF(strstr(ev, "#1\"") && strstr(ev, "#5\""), "%s", ev);
+    free(ev);
+    json_decref(win);
+    lose = lesson_with(db, "Do not expect BLOCK=32");
+    CHECK(conf(lose, "refutations") == 1 && !strcmp(json_string_value(json_object_get(lose, "status")), "active"));
+    json_decref(lose);
+    /* once more: refuted more often than confirmed, it is retired and no longer retrieved */
+    CHECK(kf_store_open(ctx, run, NULL, &s) == KF_OK);
+    node(s, n6, "{\"BLOCK\": 32, \"UNROLL\": 2}", KF_NODE_REVERTED, 1.1, 0, 1.2, 0, NULL);
+    node(s, 0, "{\"BLOCK\": 32}", KF_NODE_KEPT, 1.25, 1, 1.35, 1, NULL);
+    kf_store_close(s);
+    distill(db, ctx, run, "added 1 confirmed 1 unchanged 3 refuted 0 retired 1");
+    lose = lesson_with(db, "Do not expect BLOCK=32");
+    CHECK(!strcmp(json_string_value(json_object_get(lose, "status")), "retired"));
+    kf_lesson_query q = {0};
+    q.text = "BLOCK 32 did not beat";
+    kf_lesson_hit h[10];
+    int n;
+    CHECK(kf_lessons_retrieve(db, &q, 10, 0, h, &n) == KF_OK);
+    for (int i = 0; i < n; i++) CHECK(strcmp(h[i].id, json_string_value(json_object_get(lose, "id"))));
+    json_decref(lose);
+    /* an agent's rewrite (no template parameters) that won: a lesson about its technique */
+    CHECK(kf_store_open(ctx, run, NULL, &s) == KF_OK);
+    node_as(s, "vectorisation", n1, NULL, KF_NODE_KEPT, 1.9, 1, 2.4, 1, NULL);
+    node_as(s, "other", n1, NULL, KF_NODE_KEPT, 1.9, 1, 2.4, 1, NULL); /* no technique named */
+    kf_store_close(s);
+    distill(db, ctx, run, "added 1 confirmed 0 unchanged 5 refuted 0 retired 0");
+    json_t *tech = lesson_with(db, "Use vectorisation");
+    CHECKF(strstr(json_string_value(json_object_get(json_object_get(tech, "situation"), "text")),
+                  "the technique vectorisation"), "%s", json_string_value(json_object_get(json_object_get(tech, "situation"), "text")));
+    tags = json_dumps(json_object_get(tech, "tags"), JSON_COMPACT);
+    CHECKF(strstr(tags, "\"technique/vectorisation\""), "%s", tags);
+    free(tags);
+    json_decref(tech);
+    /* a directory that is not a run */
+    CHECK(kf_lessons_distill(db, dir, NULL) != KF_OK);
+    kf_lessons_close(db);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* ---- an embeddings endpoint ----------------------------------------------------------------- */
+
+/* A 3-dimensional embedding: (count of "warp", count of "tile", 0.1), per input. */
+static char *embed_reply(kft_http *s, const char *req, char *status, size_t n) {
+    (void)s;
+    const char *body = strstr(req, "\r\n\r\n");
+    json_t *j = body ? json_loads(body + 4, 0, NULL) : NULL;
+    json_t *in = json_object_get(j, "input");
+    if (!strstr(req, "POST /v1/embeddings ") || !json_is_array(in)) {
+        snprintf(status, n, "404 Not Found");
+        json_decref(j);
+        return strdup("{\"error\": {\"message\": \"no such route\"}}");
+    }
+    json_t *data = json_array();
+    size_t i;
+    json_t *x;
+    json_array_foreach(in, i, x) {
+        const char *t = json_string_value(x);
+        int w = 0, tl = 0;
+        for (const char *p = t; (p = strstr(p, "warp")); p++) w++;
+        for (const char *p = t; (p = strstr(p, "tile")); p++) tl++;
+        json_array_append_new(data, json_pack("{s:s, s:i, s:[f, f, f]}", "object", "embedding", "index", (int)i,
+                                              "embedding", (double)w, (double)tl, 0.1));
+    }
+    json_t *r = json_pack("{s:s, s:o, s:s}", "object", "list", "data", data, "model", "stub-embed");
+    char *out = json_dumps(r, JSON_COMPACT);
+    json_decref(r);
+    json_decref(j);
+    return out;
+}
+
+static void t_endpoint(const void *arg) {
+    (void)arg;
+    kft_http_no_proxy();
+    static kft_http srv;
+    kft_http_start(&srv, embed_reply, NULL);
+    char url[128], path[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/", srv.port);
+    char *dir = scratch();
+    snprintf(path, sizeof path, "%s/l.db", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    /* a database made with the built-in embedding is embedded again on open */
+    kf_lessons *db = open_db(ctx, dir, "l.db");
+    add(db, ctx, "{\"id\": \"w\", \"situation\": \"reductions\", \"action\": \"warp warp shuffle\"}");
+    CHECK(!strcmp(kf_lessons_embedding(db), "hashgram-v1-512"));
+    kf_lessons_close(db);
+    setenv("KFT_EMBED_KEY", "sk-embed-SECRET", 1);
+    kf_lessons_opts o;
+    kf_lessons_opts_init(&o);
+    o.embed_url = url;
+    o.embed_model = "stub-embed";
+    o.api_key_env = "KFT_EMBED_KEY";
+    o.timeout_s = 5;
+    CHECKF(kf_lessons_open(ctx, path, &o, &db) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECK(atomic_load(&srv.requests) == 1); /* the one lesson, embedded again */
+    CHECKF(strstr(srv.first, "\"model\":\"stub-embed\"") && strstr(srv.first, "Bearer sk-embed-SECRET"), "%s", srv.first);
+    CHECK(strstr(kf_lessons_embedding(db), "openai:stub-embed@http://127.0.0.1:"));
+    add(db, ctx, "{\"id\": \"t\", \"situation\": \"gemm\", \"action\": \"tile tile tile\"}");
+    add(db, ctx, "{\"id\": \"wt\", \"situation\": \"mixed\", \"action\": \"warp tile\"}");
+    kf_lesson_query q = {0};
+    q.rank = KF_LESSON_RANK_VECTOR;
+    q.text = "tile";
+    CHECKF(!strcmp(ids(db, ctx, &q, 0), "t wt w"), "%s", ids(db, ctx, &q, 0)); /* by the stub's vectors */
+    q.text = "warp";
+    CHECKF(!strcmp(ids(db, ctx, &q, 0), "w wt t"), "%s", ids(db, ctx, &q, 0));
+    kf_lessons_close(db);
+    /* a dead endpoint: opening a database embedded by it needs no request; adding does,
+     * and fails with the URL in the message */
+    char dead[128];
+    snprintf(dead, sizeof dead, "http://127.0.0.1:%d/v1", kft_http_dead_port());
+    o.embed_url = dead;
+    char path2[256];
+    snprintf(path2, sizeof path2, "%s/dead.db", dir);
+    CHECKF(kf_lessons_open(ctx, path2, &o, &db) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECK(kf_lessons_add_json(db, "{\"situation\": \"s\", \"action\": \"a\"}", NULL) == KF_EBACKEND);
+    CHECKF(strstr(kf_errmsg(ctx), "embeddings endpoint") && strstr(kf_errmsg(ctx), dead) &&
+               !strstr(kf_errmsg(ctx), "SECRET"),
+           "%s", kf_errmsg(ctx));
+    CHECK(count_lessons(db, 1) == 0);
+    kf_lessons_close(db);
+    /* the database embedded by the live stub cannot be opened with the dead one */
+    CHECK(kf_lessons_open(ctx, path, &o, &db) == KF_EBACKEND);
+    CHECK(strstr(kf_errmsg(ctx), "embeddings endpoint"));
+    kf_ctx_free(ctx);
+}
+
+/* ---- rendering ---------------------------------------------------------------------------- */
+
+static void t_render(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_lessons *db = open_db(ctx, scratch(), "l.db");
+    add(db, ctx, "{\"id\": \"a\", \"situation\": \"long rows\", \"action\": \"one warp per row\", \"boundaries\": \"cols < 32\"}");
+    add(db, ctx, "{\"id\": \"b\", \"situation\": \"rows\", \"action\": \"a very long action about rows that takes many tokens"
+                 " to say, more than the allowance left after the first lesson, by a long way, yes indeed\"}");
+    add(db, ctx, "{\"id\": \"c\", \"situation\": \"rows\", \"action\": \"short\"}");
+    kf_lesson_hit h[3] = {{.id = "a"}, {.id = "b"}, {.id = "c"}};
+    char *text = NULL;
+    int64_t tokens = 0;
+    int used = 0;
+    CHECK(kf_lessons_render(db, h, 3, 10000, &text, &tokens, &used) == KF_OK && used == 3);
+    CHECK(strstr(text, "[a, trust 0.50: 0+ 0-] When: long rows\n  Do: one warp per row\n  Not when: cols < 32\n"));
+    free(text);
+    CHECK(kf_lessons_render(db, h, 3, 70, &text, &tokens, &used) == KF_OK);
+    CHECKF(used == 2 && tokens <= 70 && strstr(text, "[a,") && !strstr(text, "[b,") && strstr(text, "[c,"),
+           "%d %lld\n%s", used, (long long)tokens, text);
+    CHECK(tokens == (int64_t)((strlen(text) + 3) / 4));
+    free(text);
+    CHECK(kf_lessons_render(db, h, 3, 5, &text, &tokens, &used) == KF_OK && used == 0 && !*text && tokens == 0);
+    free(text);
+    kf_lessons_close(db);
+    kf_ctx_free(ctx);
+}
+
+/* ---- the command line ------------------------------------------------------------------------ */
+
+static int cli(const char *dir, const char *args, char *out, size_t n) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && %s lessons %s --lessons %s/l.db 2>&1", dir, kft_bin("kforge"), args, dir);
+    return kft_run(cmd, out, n);
+}
+
+static void t_cli(const void *arg) {
+    (void)arg;
+    char *dir = scratch(), out[16384];
+    int rc = cli(dir, "add --action 'use float4'", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "field 'situation': missing"), "rc %d: %s", rc, out);
+    rc = cli(dir, "add --situation 'long rows' --action 'one block per row' --backend cuda --op op/softmax"
+                  " --shape 'cols > 1024' --tag cuda/block --id sm-long",
+             out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "added sm-long"), "rc %d: %s", rc, out);
+    rc = cli(dir, "add --situation s --action a --shape 'cols >' ", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "situation.shape"), "rc %d: %s", rc, out);
+    /* scope: the shape decides */
+    rc = cli(dir, "search long rows --backend cuda --op op/softmax --shape rows=8,cols=512 --json", out, sizeof out);
+    CHECKF(rc == 0 && !strstr(out, "sm-long"), "rc %d: %s", rc, out);
+    rc = cli(dir, "search long rows --backend cuda --op op/softmax --shape rows=8,cols=512 --shape rows=8,cols=4096 --json",
+             out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "\"sm-long\"") && strstr(out, "\"keyword_rank\": 1"), "rc %d: %s", rc, out);
+    rc = cli(dir, "search long rows --shape rows=8 --shape cols=1", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "in its order"), "rc %d: %s", rc, out);
+    rc = cli(dir, "search long --tokens 200", out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "[sm-long, trust 0.50: 0+ 0-] When: long rows"), "rc %d: %s", rc, out);
+    rc = cli(dir, "show sm-long", out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "shape: cols > 1024"), "rc %d: %s", rc, out);
+    rc = cli(dir, "show nope", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "no lesson 'nope'"), "rc %d: %s", rc, out);
+    rc = cli(dir, "export -o ex.jsonl", out, sizeof out);
+    CHECK(rc == 0);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cd %s && %s lessons import ex.jsonl --lessons %s/two.db --json 2>&1", dir, kft_bin("kforge"),
+             dir);
+    rc = kft_run(cmd, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "{\"added\": 1, \"updated\": 0}"), "rc %d: %s", rc, out);
+    rc = cli(dir, "distill /nonexistent-run", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "nonexistent-run"), "rc %d: %s", rc, out);
+    rc = cli(dir, "frobnicate", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "unknown command 'frobnicate'"), "rc %d: %s", rc, out);
+    rc = cli(dir, "list --json", out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "\"sm-long\""), "rc %d: %s", rc, out);
+}
+
+void kft_register_lessons(void) {
+    kft_add("lessons_cli", t_cli, NULL, 60);
+    kft_add("lessons_refuse", t_refuse, NULL, 30);
+    kft_add("lessons_tags", t_tags, NULL, 30);
+    kft_add("lessons_scope", t_scope, NULL, 30);
+    kft_add("lessons_trust", t_trust, NULL, 30);
+    kft_add("lessons_rrf", t_rrf, NULL, 30);
+    kft_add("lessons_roundtrip", t_roundtrip, NULL, 30);
+    kft_add("lessons_import_bad", t_import_bad, NULL, 30);
+    kft_add("lessons_distill", t_distill, NULL, 60);
+    kft_add("lessons_endpoint", t_endpoint, NULL, 60);
+    kft_add("lessons_render", t_render, NULL, 30);
+}
