@@ -192,6 +192,9 @@ typedef struct kf_run_opts {
     double keep_margin;     /* a node beats its parent by more than this, besides the noise (0) */
     const char *search[16]; /* "KEY=VALUE" settings of the search policy */
     int nsearch;
+    const char *critic[8];  /* "KEY=VALUE" settings of the Critic (docs/run.md); recorded in
+                               the run and reused by --resume when none is given */
+    int ncritic;
     int hidden;             /* hidden shapes per check (-1: the task's) */
     int min_runs, max_runs; /* bench rounds (0: the defaults) */
     double min_time_s;

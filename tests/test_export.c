@@ -191,7 +191,7 @@ static int64_t fab_node(kf_store *st, const char *src, const char *params, doubl
     } else {
         n.reasons = strdup("wrong_result");
     }
-    CHECK(kf_store_finish_node(st, &n) == KF_OK);
+    CHECK(kft_finish_node(st, &n) == KF_OK);
     int64_t id = n.id;
     kf_node_free(&n);
     return id;
@@ -358,7 +358,7 @@ static void t_cuda(const void *arg) {
     n.shapes_json =
         strdup("[{\"sizes\": {\"rows\": 4, \"cols\": 4}, \"speedup\": 2.0, \"win\": true}]");
     n.speedup = 2.0;
-    CHECK(kf_store_finish_node(st, &n) == KF_OK);
+    CHECK(kft_finish_node(st, &n) == KF_OK);
     kf_node_free(&n);
     kf_store_close(st);
     kf_task_free(t);
@@ -431,7 +431,7 @@ static void t_bundled(const void *arg) {
             nd.shapes_json = json_dumps(sh, JSON_COMPACT);
             json_decref(sh);
             nd.speedup = k == 0 ? sqrt(6.0) : sqrt(3.0);
-            CHECK(kf_store_finish_node(st, &nd) == KF_OK);
+            CHECK(kft_finish_node(st, &nd) == KF_OK);
             kf_node_free(&nd);
         }
         free(a);
@@ -486,7 +486,7 @@ static void t_when(const void *arg) {
                 "true}, {\"sizes\": {\"m\": 96, \"n\": 160, \"k\": 72}, \"speedup\": 4.0, \"win\": "
                 "true}]");
         nd.speedup = k ? 9.0 : 4.0;
-        CHECK(kf_store_finish_node(st, &nd) == KF_OK);
+        CHECK(kft_finish_node(st, &nd) == KF_OK);
         ids[k] = nd.id;
         kf_node_free(&nd);
     }

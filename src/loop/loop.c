@@ -90,7 +90,6 @@ char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *o
 
 /* ---- one evaluation ---------------------------------------------------------------- */
 
-#define RETIMES 2 /* the Critic's confirmations, each in fresh workers */
 
 typedef struct {
     kf_ctx *ctx;
@@ -110,6 +109,8 @@ typedef struct {
     const char *display; /* submit: the file's own name, for the evaluated copy (messages) */
     int fresh;         /* evaluations made by this process (not replayed) */
     char last[160];    /* the last verdict, for the progress line */
+    kf_critic_opts critic; /* the Critic's settings (--critic) */
+    double noise_floor;    /* a kept win's 95% interval starts above 1 + this */
 } run_state;
 
 static double now_s(void) {
@@ -157,14 +158,6 @@ static double speedup_at(json_t *shapes, json_t *sizes) {
     return 0;
 }
 
-static int any_win(json_t *shapes) {
-    size_t i;
-    json_t *s;
-    json_array_foreach(shapes, i, s)
-        if (json_is_true(json_object_get(s, "win"))) return 1;
-    return 0;
-}
-
 int kf_loop_timing_only(json_t *res) {
     const char *v = json_string_value(json_object_get(res, "verdict"));
     json_t *rs = json_object_get(res, "reasons");
@@ -180,9 +173,14 @@ int kf_loop_timing_only(json_t *res) {
 
 /* kf_bench of the node's source against vs (NULL: the reference): the result JSON, or
  * NULL with *err set when no verdict was reached (the evaluation itself failed). */
-static json_t *bench_json(run_state *r, const char *path, const char *vs, char *err, size_t n) {
+static json_t *bench_json_ex(run_state *r, const char *path, const char *vs, int stricter, char *err, size_t n) {
     kf_opts o;
     bench_opts(r, &o, vs);
+    if (stricter) {
+        o.hidden_count = (o.hidden_count >= 0 ? o.hidden_count : r->t->hidden_count) * 2 + 4;
+        o.bench_min_runs *= 2;
+        if (o.bench_max_runs < o.bench_min_runs) o.bench_max_runs = o.bench_min_runs;
+    }
     kf_result *res = NULL;
     uint64_t b0 = kf__now_ns();
     kf_status s = kf_bench(r->ctx, r->t, path, &o, &res);
@@ -197,6 +195,10 @@ static json_t *bench_json(run_state *r, const char *path, const char *vs, char *
     free(txt);
     if (!j) snprintf(err, n, "out of memory");
     return j;
+}
+
+static json_t *bench_json(run_state *r, const char *path, const char *vs, char *err, size_t n) {
+    return bench_json_ex(r, path, vs, 0, err, n);
 }
 
 /* The node's text, verified against its SHA-256 (kf_store_read_source), copied to a
@@ -242,6 +244,18 @@ static void private_drop(const char *path) {
 
 /* Evaluate node n (recorded as proposed): check and time it against the reference,
  * let the Critic decide whether it is kept, record the outcome in one transaction. */
+/* The Critic's callbacks: the task's fingerprint as on disk now, and one more timing
+ * (stricter: twice the hidden shapes plus four, twice the rounds, fresh inputs). */
+static int critic_fingerprint(void *arg, char hex[65]) {
+    run_state *r = arg;
+    return kf_store_fingerprint(r->ctx, r->t, hex) ? -1 : 0;
+}
+
+static json_t *critic_bench(void *arg, const char *path, const char *vs, int stricter, char *err, size_t n) {
+    run_state *r = arg;
+    return bench_json_ex(r, path, vs, stricter, err, n);
+}
+
 static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
     char path[4400] = "", ppath[4400] = "", err[1200] = "";
     double t0 = now_s();
@@ -285,9 +299,10 @@ static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
             n->state = compile ? KF_NODE_COMPILE_FAILED : KF_NODE_REJECTED;
         }
     }
-    /* The Critic: a measured node is kept only when it beats its parent on some shape
-     * (against the reference: its own win; against a node: a higher speedup there) and a
-     * second, direct timing in fresh workers against the parent confirms it. */
+    /* The Critic (critic.c): a measured node is kept only when it beats its parent on
+     * some shape (against the reference: its own win; against a node: a higher speedup
+     * there) and the Critic approves: task integrity, plausibility, re-timings against
+     * the parent in fresh workers, a second look at a large gain from a tiny change. */
     if (n->state == KF_NODE_MEASURED) {
         json_t *pshapes = parent && parent->shapes_json ? json_loads(parent->shapes_json, 0, NULL) : NULL;
         int better = 0;
@@ -299,40 +314,32 @@ static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
             if (json_is_true(json_object_get(s, "win")) && mine > theirs * (1 + r->o->keep_margin)) better = 1;
         }
         json_decref(pshapes);
-        const char *why = "no shape beats the parent by more than the noise";
         const char *disp = r->display;
         r->display = NULL; /* the parent's copy keeps its node name */
         int pfail = better && parent && private_copy(r, parent, ppath, sizeof ppath, err, sizeof err);
         r->display = disp;
-        if (pfail) {
-            why = "the parent's source could not be read back for the re-timing";
-            better = 0;
-        }
-        /* RETIMES fresh worker pairs, each must show a win: a speed that depends on the
-         * process (placement, an address bit) is not confirmed by one lucky pair */
-        for (int k = 0; better && k < RETIMES; k++) {
-            json_t *again = bench_json(r, path, parent ? ppath : NULL, err, sizeof err);
-            json_t *ash = again ? shapes_of(again) : NULL;
-            const char *av = again ? json_string_value(json_object_get(again, "verdict")) : NULL;
-            if (!(again && av && !strcmp(av, "accepted") && any_win(ash))) {
-                better = 0;
-                why = again ? "a re-timing against its parent in fresh workers did not confirm the win"
-                            : "the re-timing failed";
-            }
-            json_decref(ash);
-            json_decref(again);
-        }
+        char *src = NULL, *psrc = NULL;
+        size_t sl = 0;
         if (better) {
-            n->state = KF_NODE_KEPT;
-            why = "re-timed against its parent in fresh workers, twice: a win each time";
+            if (kf__read_file(path, 16u << 20, &src, &sl)) src = NULL;
+            if (!pfail && parent && kf__read_file(ppath, 16u << 20, &psrc, &sl)) psrc = NULL;
         }
-        if (n->state != KF_NODE_KEPT) n->state = KF_NODE_REVERTED;
-        json_t *ev = json_pack("{s:s, s:s}", "decision", n->state == KF_NODE_KEPT ? "approve" : "reject",
-                               "why", why);
-        char *evs = json_dumps(ev, JSON_COMPACT);
-        kf_store_event(r->st, n->id, "critic", evs);
+        json_t *pres = parent && parent->verdict_json ? json_loads(parent->verdict_json, 0, NULL) : NULL;
+        kf_critic_env env = {&r->critic, r->noise_floor, kf_store_task_fingerprint(r->st), critic_fingerprint,
+                             critic_bench, r};
+        kf_critic_case cc = {n->category, res, pres, better, parent ? parent->id : 0, path,
+                             parent && !pfail ? ppath : NULL, src, psrc};
+        json_t *rep = NULL;
+        kf_critic_decision d = kf_critic_judge(&env, &cc, &rep);
+        free(src);
+        free(psrc);
+        json_decref(pres);
+        n->state = d == KF_CRITIC_APPROVE ? KF_NODE_KEPT : KF_NODE_REVERTED;
+        char *evs = json_dumps(rep, JSON_COMPACT);
+        kf_status est = kf_store_event(r->st, n->id, "critic", evs);
+        if (est) n->state = KF_NODE_REVERTED; /* no recorded approval, no keep */
         free(evs);
-        json_decref(ev);
+        json_decref(rep);
     }
     json_decref(shapes);
     json_decref(res);
@@ -386,7 +393,26 @@ void kf_loop_vec_free(kf_node_vec *a) {
     free(a->v);
 }
 
-static json_t *node_json(const kf_node *n) {
+/* The Critic's last decision per node: {"ID": {decision, why}} from the critic events. */
+static int critic_event(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    (void)id;
+    (void)created;
+    json_t *j = json_loads(js, 0, NULL);
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)node);
+    if (j) json_object_set_new(arg, key, json_pack("{s:O?, s:O?}", "decision", json_object_get(j, "decision"), "why",
+                                                   json_object_get(j, "why")));
+    json_decref(j);
+    return 0;
+}
+
+static json_t *critic_of(json_t *critics, int64_t node) {
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)node);
+    return json_object_get(critics, key);
+}
+
+static json_t *node_json(const kf_node *n, json_t *critics) {
     json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:s, s:f}", "id", (json_int_t)n->id, "parent",
                           (json_int_t)n->parent, "state", kf_node_state_name(n->state), "proposer",
                           n->proposer, "category", n->category, "speedup", n->speedup);
@@ -394,6 +420,8 @@ static json_t *node_json(const kf_node *n) {
     if (n->reasons) json_object_set_new(o, "reasons", json_string(n->reasons));
     if (n->shapes_json) json_object_set_new(o, "shapes", json_loads(n->shapes_json, 0, NULL));
     if (n->note) json_object_set_new(o, "note", json_string(n->note));
+    json_t *cr = critic_of(critics, n->id);
+    if (cr) json_object_set(o, "critic", cr);
     /* a node that passed the check is safe on every shape of the task's ranges in its
      * kforge:when domain (hidden and edge shapes included) */
     int ok = n->state == KF_NODE_MEASURED || n->state == KF_NODE_KEPT || n->state == KF_NODE_REVERTED;
@@ -421,7 +449,7 @@ static int constraint_json(void *arg, const kf_constraint *c) {
     return 0;
 }
 
-static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth) {
+static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth, json_t *critics) {
     for (size_t i = 0; i < a->n; i++) {
         const kf_node *n = &a->v[i];
         if (n->parent != parent) continue;
@@ -446,8 +474,14 @@ static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth
         json_decref(sh);
         if (n->reasons) kf_buf_printf(b, "  (%s)", n->reasons);
         if (n->note) kf_buf_printf(b, "  note: %.120s", n->note);
+        /* a veto beyond "no better than its parent" is worth a look */
+        json_t *cr = critic_of(critics, n->id);
+        const char *cd = json_string_value(json_object_get(cr, "decision"));
+        const char *cw = json_string_value(json_object_get(cr, "why"));
+        if (cd && strcmp(cd, "approve") && cw && !strstr(cw, "beats the parent by more than the noise"))
+            kf_buf_printf(b, "  critic: %s: %.200s", cd, cw);
         kf_buf_printf(b, "\n");
-        tree_text(b, a, n->id, depth + 1);
+        tree_text(b, a, n->id, depth + 1, critics);
     }
 }
 
@@ -858,9 +892,28 @@ static char *config_json(const kf_run_opts *o, const char *agent) {
     if (o->api_key_env) json_object_set_new(cfg, "api_key_env", json_string(o->api_key_env));
     if (o->agent_timeout_s > 0) json_object_set_new(cfg, "agent_timeout_s", json_real(o->agent_timeout_s));
     if (o->tokens > 0) json_object_set_new(cfg, "tokens", json_integer(o->tokens));
+    if (o->ncritic > 0) {
+        json_t *ca = json_array();
+        for (int i = 0; i < o->ncritic; i++) json_array_append_new(ca, json_string(o->critic[i]));
+        json_object_set_new(cfg, "critic", ca);
+    }
     char *cs = json_dumps(cfg, JSON_COMPACT);
     json_decref(cfg);
     return cs;
+}
+
+/* The Critic's settings: its defaults, then each --critic KEY=VALUE; the noise floor is
+ * the checker's own (kf_opts.win_floor). */
+static kf_status critic_setup(run_state *r) {
+    kf_critic_opts_init(&r->critic);
+    kf_opts ko;
+    kf_opts_init(&ko);
+    r->noise_floor = ko.win_floor;
+    for (int i = 0; i < r->o->ncritic; i++) {
+        char err[300];
+        if (kf_critic_set(&r->critic, r->o->critic[i], err, sizeof err)) return kf__err(r->ctx, KF_EUSAGE, "%s", err);
+    }
+    return KF_OK;
 }
 
 /* Open an existing run for tool mode or resume: the task from the run, its fingerprint
@@ -871,6 +924,8 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, run_state *r) {
     r->o = o;
     r->t0 = kf__now_ns();
     if (!o->run_dir) return kf__err(ctx, KF_EUSAGE, "which run?");
+    kf_status cst = critic_setup(r);
+    if (cst) return cst;
     kf_store *peek = NULL;
     kf_status st = kf_store_open(ctx, o->run_dir, NULL, &peek);
     if (st) return st;
@@ -944,9 +999,20 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if (!eo.agent_timeout_s) eo.agent_timeout_s = json_number_value(json_object_get(rcfg, "agent_timeout_s"));
         if (!eo.tokens) eo.tokens = json_integer_value(json_object_get(rcfg, "tokens"));
         eo.with_builtin |= json_is_true(json_object_get(rcfg, "with_builtin"));
+        if (!eo.ncritic) { /* the Critic judges a resumed run as it judged the rest */
+            size_t ci;
+            json_t *cv;
+            json_array_foreach(json_object_get(rcfg, "critic"), ci, cv) {
+                if (eo.ncritic < 8 && json_string_value(cv)) eo.critic[eo.ncritic++] = json_string_value(cv);
+            }
+        }
     }
     o = &eo;
     r.o = o;
+    if ((st = critic_setup(&r))) {
+        json_decref(rcfg);
+        return st;
+    }
     const char *spec = o->agent ? o->agent : "builtin";
     int agent = strcmp(spec, "builtin") != 0;
     if (!task_dir) {
@@ -1339,8 +1405,10 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
     int passed = n.state == KF_NODE_MEASURED || n.state == KF_NODE_KEPT || n.state == KF_NODE_REVERTED;
     *outcome = passed ? 0 : n.state == KF_NODE_CRASHED ? 2 : 1;
     char *msg = passed ? NULL : first_message(&n);
+    json_t *critics = json_object();
+    kf_store_each_event(r.st, "critic", critic_event, critics);
     if (json) {
-        json_t *j = node_json(&n);
+        json_t *j = node_json(&n, critics);
         json_object_set_new(j, "run", json_string(r.run_dir));
         json_object_set_new(j, "pending", pid ? json_integer(pid) : json_null());
         json_object_set_new(j, "message", msg ? json_string(msg) : json_null());
@@ -1351,10 +1419,11 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
         kf_buf_init(&b, 1u << 20);
         kf_node_vec one = {&n, 1, 1};
         kf_buf_printf(&b, "kforge submit: ");
-        tree_text(&b, &one, parent, 0);
+        tree_text(&b, &one, parent, 0, critics);
         if (msg) kf_buf_printf(&b, "  %s\n", msg);
         *out = b.p;
     }
+    json_decref(critics);
     free(msg);
     if (!*out) st = kf__err(ctx, KF_ENOMEM, "out of memory");
 out:
@@ -1384,9 +1453,11 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     kf_store *st = NULL;
     kf_status s = load_nodes(ctx, dir, &a, &st);
     if (s) return s;
+    json_t *critics = json_object();
+    kf_store_each_event(st, "critic", critic_event, critics);
     if (json) {
         json_t *arr = json_array();
-        for (size_t i = 0; i < a.n; i++) json_array_append_new(arr, node_json(&a.v[i]));
+        for (size_t i = 0; i < a.n; i++) json_array_append_new(arr, node_json(&a.v[i], critics));
         json_t *cs = json_array();
         kf_store_each_constraint(st, constraint_json, cs);
         json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes", arr,
@@ -1399,11 +1470,12 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_buf_printf(&b, "run %s (task %s): %zu nodes; speedups against the reference, * = a win\n", dir,
                       kf_store_task_dir(st), a.n);
         kf_buf_printf(&b, "#0 root: the reference\n");
-        tree_text(&b, &a, 0, 1);
+        tree_text(&b, &a, 0, 1, critics);
         ctext ct = {&b, 0};
         kf_store_each_constraint(st, constraint_text, &ct);
         *out = b.p;
     }
+    json_decref(critics);
     kf_loop_vec_free(&a);
     kf_store_close(st);
     return *out ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
