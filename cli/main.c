@@ -27,7 +27,7 @@ static void usage(FILE *f) {
             "        a CUDA device's attributes and measured ceilings (cached; --refresh\n"
             "        measures again)\n"
             "  run TASK [--budget N] [--run DIR] [--seed N] [--target X] [--patience K]\n"
-            "      [--search K=V]... [--agent cmd:'COMMAND' | openai:MODEL] [--tokens N]\n"
+            "      [--jobs N] [--search K=V]... [--agent cmd:'COMMAND' | openai:MODEL] [--tokens N]\n"
             "      | run --resume RUN\n"
             "        the optimisation loop (builtin proposer, or an agent): every evaluation\n"
             "        recorded in RUN's store, survives being killed (docs/run.md)\n"
