@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""kforge run --jobs 1 against --jobs 2: wall time of a whole run on a bundled task.
+
+Each run starts with an empty compile cache (every candidate compiles, as in a fresh run)
+and the default timing options; the CPU ceilings are measured once by a warm-up run that
+is not counted. The order of the two settings alternates between repetitions, so that a
+drift in the machine's load does not favour one. The same --seed is given to both
+settings of a repetition.
+
+    python3 bench/jobs.py [BUILD] [--reps 3] [--task tasks/c/sgemm] [--budget 9] [--jobs 2]
+"""
+import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
+
+
+def one(kf, task, budget, jobs, seed, tmp, cache):
+    run = os.path.join(tmp, "run")
+    shutil.rmtree(run, ignore_errors=True)
+    shutil.rmtree(os.path.join(cache, "c"), ignore_errors=True)  # compiled candidates
+    env = dict(os.environ, KFORGE_CACHE_DIR=cache)
+    t0 = time.monotonic()
+    p = subprocess.run([kf, "run", task, "--budget", str(budget), "--seed", str(seed), "--jobs", str(jobs),
+                        "--run", run, "--json"], env=env, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    if p.returncode:
+        sys.exit(f"kforge run --jobs {jobs} failed ({p.returncode}): {p.stderr[-2000:]}")
+    return wall, json.loads(p.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build", nargs="?", default="build")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--task", default="tasks/c/sgemm")
+    ap.add_argument("--budget", type=int, default=9)
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args()
+    kf = os.path.join(a.build, "kforge")
+    tmp = tempfile.mkdtemp(prefix="kf-jobs-bench-")
+    cache = os.path.join(tmp, "cache")
+    settings = [1, a.jobs]
+    res = {j: [] for j in settings}
+    try:
+        one(kf, a.task, 1, 1, 1, tmp, cache)  # warm-up: CPU ceilings into the cache
+        for r in range(a.reps):
+            for j in settings if r % 2 == 0 else settings[::-1]:
+                wall, s = one(kf, a.task, a.budget, j, r + 1, tmp, cache)
+                res[j].append((wall, s))
+                print(f"rep {r + 1} --jobs {j}: {wall:.2f} s, {s['evaluations']} evaluations, {s['kept']} kept, "
+                      f"best {s['best_speedup']:.3f}x, max_concurrent_timing {s['max_concurrent_timing']}",
+                      flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"\n{a.task}, --budget {a.budget}, default timing options, {a.reps} runs each, empty compile cache per run")
+    print("| --jobs | median wall (s) | min - max (s) | evaluations | kept (per run) |")
+    print("|---|---|---|---|---|")
+    for j in settings:
+        w = [x[0] for x in res[j]]
+        print(f"| {j} | {statistics.median(w):.2f} | {min(w):.2f} - {max(w):.2f} | "
+              f"{res[j][0][1]['evaluations']} | {', '.join(str(x[1]['kept']) for x in res[j])} |")
+    m1, mj = statistics.median(x[0] for x in res[1]), statistics.median(x[0] for x in res[a.jobs])
+    print(f"\nspeedup of --jobs {a.jobs} over --jobs 1 (medians): {m1 / mj:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
