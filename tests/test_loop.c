@@ -253,6 +253,24 @@ static void t_jobs(const void *arg) {
            "%s", out);
     CHECKF(json_integer_value(json_object_get(j, "max_concurrent_timing")) == 1, "%s", out);
     json_decref(j);
+    /* a stop rule stops new work and waits for what is in flight, which is recorded: the
+     * first outcome reaches the target while the other two are being evaluated */
+    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 9 --seed 5 --jobs 3 --target 2 --run %s/t --json %s "
+             "2>/dev/null", dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    j = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(j, "evaluations")) == 3 &&
+               !strcmp(json_string_value(json_object_get(j, "stopped")), "target reached"),
+           "%s", out);
+    json_decref(j);
+    snprintf(args, sizeof args, "%s/t", dir);
+    CHECK(kf_store_open(ctx, args, NULL, &st) == KF_OK);
+    int64_t *ids = NULL;
+    size_t nun = 9;
+    CHECK(kf_store_unfinished(st, &ids, &nun) == KF_OK);
+    CHECKF(nun == 0, "%zu nodes left in flight after a stop rule", nun);
+    free(ids);
+    kf_store_close(st);
     kf_ctx_free(ctx);
     static const char *const bad[] = {"0", "abc", "1000", "2.5", "-3"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
