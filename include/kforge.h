@@ -198,7 +198,11 @@ typedef struct kf_run_opts {
     int hidden;             /* hidden shapes per check (-1: the task's) */
     int min_runs, max_runs; /* bench rounds (0: the defaults) */
     double min_time_s;
+    int jobs;               /* evaluations at once, 1..KF_RUN_MAX_JOBS (0: 1, or on resume
+                               the run's own) */
 } kf_run_opts;
+
+#define KF_RUN_MAX_JOBS 64
 
 KF_API void kf_run_opts_init(kf_run_opts *o);
 /* Run (or resume) the loop. KF_OK when it stopped by a rule (summary: one JSON object,

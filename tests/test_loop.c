@@ -112,13 +112,16 @@ static void t_run_saxpy(const void *arg) {
 /* SIGKILL at random moments, then --resume: the run ends with exactly its budget of
  * finished evaluations, no point evaluated twice, an intact database. */
 static void t_kill_resume(const void *arg) {
-    (void)arg;
+    const char *jobs = arg; /* NULL: --jobs 1; else the first run's --jobs, which resumes keep */
     char dir[] = "/tmp/kft-kill-XXXXXX", run[256], out[1 << 16], args[1024];
     CHECK(mkdtemp(dir));
     snprintf(run, sizeof run, "%s/r", dir);
     srand((unsigned)time(NULL));
     const int budget = 4;
     pid_t killed[4];
+    /* with --jobs, slower timings so that the kills find several evaluations in flight */
+    const char *mt = jobs ? "0.15" : "0.01", *mr = jobs ? "400" : "8";
+    size_t most = 0; /* the most unfinished nodes a kill left */
     for (int round = 0; round < 4; round++) {
         pid_t pid = fork();
         killed[round] = pid;
@@ -132,17 +135,30 @@ static void t_kill_resume(const void *arg) {
             snprintf(b, sizeof b, "%d", budget);
             if (round == 0)
                 execl(kft_bin("kforge"), "kforge", "run", "tasks/c/sum", "--budget", b, "--seed", "3", "--run", run,
-                      "--min-runs", "5", "--max-runs", "8", "--min-time", "0.01", "--hidden", "1", (char *)NULL);
+                      "--min-runs", "5", "--max-runs", mr, "--min-time", mt, "--hidden", "1", "--jobs",
+                      jobs ? jobs : "1", (char *)NULL);
             else
                 execl(kft_bin("kforge"), "kforge", "run", "--resume", run, "--budget", b, "--min-runs", "5",
-                      "--max-runs", "8", "--min-time", "0.01", "--hidden", "1", (char *)NULL);
+                      "--max-runs", mr, "--min-time", mt, "--hidden", "1", (char *)NULL);
             _exit(98);
         }
         usleep((useconds_t)(100000 + rand() % 900000));
         kill(pid, SIGKILL);
         int status;
         waitpid(pid, &status, 0);
+        kf_ctx *c = kf_ctx_new();
+        kf_store *s = NULL;
+        if (kf_store_open(c, run, NULL, &s) == KF_OK) {
+            int64_t *ids = NULL;
+            size_t nun = 0;
+            if (kf_store_unfinished(s, &ids, &nun) == KF_OK && nun > most) most = nun;
+            free(ids);
+            kf_store_close(s);
+        }
+        kf_ctx_free(c);
     }
+    /* a test of --jobs that never killed two evaluations in flight tested little */
+    if (jobs) CHECKF(most >= 2, "the kills left at most %zu unfinished node(s)", most);
     /* whatever happened, a last resume finishes the run (or the first run never created it) */
     kf_ctx *ctx = kf_ctx_new();
     kf_store *st = NULL;
@@ -152,7 +168,8 @@ static void t_kill_resume(const void *arg) {
         kf_store_close(st);
         snprintf(args, sizeof args, "run --resume %s --budget %d %s 2>&1", run, budget, quick);
     } else {
-        snprintf(args, sizeof args, "run tasks/c/sum --budget %d --seed 3 --run %s %s 2>&1", budget, run, quick);
+        snprintf(args, sizeof args, "run tasks/c/sum --budget %d --seed 3 --run %s --jobs %s %s 2>&1", budget, run,
+                 jobs ? jobs : "1", quick);
     }
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     CHECK(kf_store_open(ctx, run, NULL, &st) == KF_OK);
@@ -162,6 +179,10 @@ static void t_kill_resume(const void *arg) {
     CHECK(kf_store_unfinished(st, &ids, &nun) == KF_OK);
     CHECKF(nun == 0, "%zu unfinished after the last resume", nun);
     free(ids);
+    /* the run remembers its --jobs */
+    char want[32];
+    snprintf(want, sizeof want, "\"jobs\":%s", jobs ? jobs : "1");
+    CHECKF(kf_store_config(st) && strstr(kf_store_config(st), want), "%s", kf_store_config(st));
     kf_store_close(st);
     kf_ctx_free(ctx);
     snprintf(args, sizeof args, "tree %s --json", run);
@@ -183,6 +204,82 @@ static void t_kill_resume(const void *arg) {
         CHECKF(kft_run(pat, out, sizeof out) == 0 && atoi(out) == 0, "%d leftovers of killed run %d", atoi(out),
                (int)killed[k]);
     }
+    kf__rmtree(dir);
+}
+
+/* --jobs 3: exactly the budget of evaluations, no point twice, evaluations that did run
+ * at once, timed phases that never did (the timing lock's count), an intact store;
+ * --resume keeps the run's --jobs; bad values are usage errors. */
+static void t_jobs(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-jobs-XXXXXX", args[1024], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    /* sgemm's template: 9 points, more than the budget */
+    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 6 --seed 5 --jobs 3 --run %s/r --json %s 2>/dev/null", dir,
+             quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(j, "evaluations")) == 6, "%s", out);
+    CHECKF(json_integer_value(json_object_get(j, "jobs")) == 3, "%s", out);
+    CHECKF(json_integer_value(json_object_get(j, "max_concurrent_timing")) == 1, "timed phases overlapped: %s", out);
+    CHECKF(!strcmp(json_string_value(json_object_get(j, "stopped")), "budget spent"), "%s", out);
+    json_decref(j);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_store *st = NULL;
+    snprintf(args, sizeof args, "%s/r", dir);
+    CHECK(kf_store_open(ctx, args, NULL, &st) == KF_OK);
+    CHECK(kf_store_check(st) == KF_OK);
+    kf_node_vec a = {0};
+    CHECK(kf_store_each_node(st, kf_loop_collect, &a) == KF_OK);
+    CHECKF(a.n == 6, "%zu nodes", a.n);
+    int overlap = 0;
+    for (size_t x = 0; x < a.n; x++) {
+        CHECKF(a.v[x].finished > 0, "node %lld unfinished", (long long)a.v[x].id);
+        for (size_t y = x + 1; y < a.n; y++) {
+            CHECKF(strcmp(a.v[x].params_json, a.v[y].params_json), "point evaluated twice: %s", a.v[x].params_json);
+            /* proposed before the other's outcome was recorded: both were in flight */
+            overlap += a.v[y].created < a.v[x].finished;
+        }
+    }
+    CHECKF(overlap >= 2, "only %d pairs of evaluations ran at once with --jobs 3", overlap);
+    kf_loop_vec_free(&a);
+    CHECKF(strstr(kf_store_config(st), "\"jobs\":3"), "%s", kf_store_config(st));
+    kf_store_close(st);
+    /* --resume without --jobs takes the run's */
+    snprintf(args, sizeof args, "run --resume %s/r --budget 8 --json %s 2>/dev/null", dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    j = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(j, "jobs")) == 3 && json_integer_value(json_object_get(j, "evaluations")) == 8,
+           "%s", out);
+    CHECKF(json_integer_value(json_object_get(j, "max_concurrent_timing")) == 1, "%s", out);
+    json_decref(j);
+    /* a stop rule stops new work and waits for what is in flight, which is recorded: the
+     * first outcome reaches the target while the other two are being evaluated */
+    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 9 --seed 5 --jobs 3 --target 2 --run %s/t --json %s "
+             "2>/dev/null", dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    j = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(j, "evaluations")) == 3 &&
+               !strcmp(json_string_value(json_object_get(j, "stopped")), "target reached"),
+           "%s", out);
+    json_decref(j);
+    snprintf(args, sizeof args, "%s/t", dir);
+    CHECK(kf_store_open(ctx, args, NULL, &st) == KF_OK);
+    int64_t *ids = NULL;
+    size_t nun = 9;
+    CHECK(kf_store_unfinished(st, &ids, &nun) == KF_OK);
+    CHECKF(nun == 0, "%zu nodes left in flight after a stop rule", nun);
+    free(ids);
+    kf_store_close(st);
+    kf_ctx_free(ctx);
+    static const char *const bad[] = {"0", "abc", "1000", "2.5", "-3"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(args, sizeof args, "run tasks/c/sgemm --budget 1 --run %s/bad --jobs %s 2>&1", dir, bad[i]);
+        CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "--jobs") && strstr(out, "1 to 64"), "--jobs %s: %s",
+               bad[i], out);
+    }
+    snprintf(args, sizeof args, "%s/bad", dir);
+    CHECKF(access(args, F_OK) != 0, "a run was created for a bad --jobs");
     kf__rmtree(dir);
 }
 
@@ -230,4 +327,7 @@ void kft_register_loop(void) {
     kft_add("loop/materialize", t_materialize, NULL, 10);
     kft_add("loop/run_saxpy", t_run_saxpy, NULL, 120);
     kft_add("loop/kill_resume", t_kill_resume, NULL, 240);
+    kft_add("loop/kill_resume_jobs2", t_kill_resume, "2", 240);
+    kft_add("loop/kill_resume_jobs3", t_kill_resume, "3", 240);
+    kft_add("loop/jobs", t_jobs, NULL, 240);
 }

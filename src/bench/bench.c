@@ -22,6 +22,14 @@
  *     machine's all-core ceiling (a margin for ceilings measured on a busy machine)
  *     the result is refused as impossible. On a GPU the ceilings are the device's
  *     (kforge device-info) and the refusal uses a hard floor (kf_device_roofline).
+ *
+ * The timing lock: at most one timed phase runs in the process at a time, whichever
+ * thread asks (kforge run --jobs N benches several candidates at once). The timed phase
+ * is everything after the --vs baseline's compile: the GPU and CPU ceilings, pinning,
+ * the fresh timing workers and every timed round of every shape. Compiles and the
+ * correctness check (kf_check's part of kf_bench) of other candidates are not under
+ * it and do run beside a timing; the ABBA pairing puts their load on both sides of a
+ * ratio, but noise on a small machine rises (docs/run.md "Several evaluations").
  */
 #define _GNU_SOURCE
 #include "bench.h"
@@ -30,11 +38,20 @@
 #include "../check/check.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define WARMUP 2
+
+static pthread_mutex_t timing_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Timed phases inside the shape loop now, and the most seen at once: counted apart from
+ * the lock, so an overlap shows if the lock ever stops covering the rounds. */
+static atomic_int timing_now, timing_max;
+
+int kf_bench_timing_max(void) { return atomic_load(&timing_max); }
 
 typedef struct {
     double *cw, *bw, *cp, *bp; /* worker and coordinator ns per round */
@@ -360,6 +377,7 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
                                           "the candidate%s: nothing to time",
                        vsc ? " and the baseline" : "");
     }
+    pthread_mutex_lock(&timing_mu);
     /* GPU ceilings (kforge device-info): from the cache, or measured now, while no
      * worker holds the device and before this thread is pinned; without them bench
      * still reports GB/s and GFLOP/s */
@@ -437,6 +455,9 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     if (have_cost) kf_bench_ceilings(&ceil);
     double logsum = 0;
     int n = 0, stop = 0, wins = 0;
+    int inside = atomic_fetch_add(&timing_now, 1) + 1, seen = atomic_load(&timing_max);
+    while (inside > seen && !atomic_compare_exchange_weak(&timing_max, &seen, inside)) {
+    }
     for (int i = 0; i < t->nshapes && !st && !stop; i++) {
         if (!timed_shape(s, vsc, i)) continue;
         json_t *o = json_object();
@@ -456,6 +477,7 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
             wins += json_is_true(json_object_get(o, "win"));
         }
     }
+    atomic_fetch_sub(&timing_now, 1);
     if (!st && !stop && n) {
         s->res->speedup = exp(logsum / n);
         json_object_set_new(s->res->root, "speedup", json_real(s->res->speedup));
@@ -477,5 +499,6 @@ out:
     if (pinned) sched_setaffinity(0, sizeof saved, &saved);
     s->timing = 0;
     s->host_timing = 0;
+    pthread_mutex_unlock(&timing_mu);
     return st;
 }

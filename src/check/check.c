@@ -953,6 +953,8 @@ static kf_status run_check(kf_sess *s) {
     job.L = &L;
     job.prep = prep;
     job.threaded = 1;
+    /* set before the reference's thread starts: it reads it (kf_sess_call) */
+    s->cand_side = &cand;
     threaded = pthread_create(&th, NULL, ref_main, &job) == 0;
     if (!threaded) { /* no thread: prepare everything first */
         job.threaded = 0;
@@ -983,7 +985,6 @@ static kf_status run_check(kf_sess *s) {
         st = kf_sess_spawn(s, &s->cbuild, arena, &cand, &fail);
     }
     if (st) goto out;
-    s->cand_side = &cand;
     if (s->o->verbose)
         fprintf(stderr, "kforge: [%.1f ms] candidate worker ready\n", (double)(kf__now_ns() - s->t0) / 1e6);
     if (!cand.w) {

@@ -18,6 +18,7 @@
 #include "loop.h"
 
 #include "../agent/agent.h"
+#include "../bench/bench.h"
 #include "../search/builtin.h"
 #include "../search/search.h"
 #include "../store/store.h"
@@ -111,6 +112,8 @@ typedef struct {
     char last[160];    /* the last verdict, for the progress line */
     kf_critic_opts critic; /* the Critic's settings (--critic) */
     double noise_floor;    /* a kept win's 95% interval starts above 1 + this */
+    struct sched *sched; /* kf_run: where proposals go to be evaluated (--jobs) */
+    int running;         /* evaluations in flight (--jobs), for the progress line */
 } run_state;
 
 static double now_s(void) {
@@ -358,13 +361,15 @@ static void progress(run_state *r, const kf_node *n) {
     double eta = r->evals > 0 && budget > r->evals ? el / r->evals * (budget - r->evals) : 0;
     snprintf(r->last, sizeof r->last, "#%lld %s%s%s", (long long)n->id, kf_node_state_name(n->state),
              n->reasons ? " " : "", n->reasons ? n->reasons : "");
-    char best[64] = "none kept yet";
+    char best[64] = "none kept yet", run[32] = "";
     if (r->best_id) snprintf(best, sizeof best, "%.3fx geomean (node %lld)", r->best, (long long)r->best_id);
+    if (r->running) snprintf(run, sizeof run, r->tty ? "  %d running" : ", %d running", r->running);
     if (r->tty)
-        fprintf(stderr, "\r\033[K[%d/%d] best %s  last %s  %02d:%02d  ETA %02d:%02d", r->evals, budget, best,
-                r->last, (int)el / 60, (int)el % 60, (int)eta / 60, (int)eta % 60);
+        fprintf(stderr, "\r\033[K[%d/%d] best %s  last %s%s  %02d:%02d  ETA %02d:%02d", r->evals, budget, best,
+                r->last, run, (int)el / 60, (int)el % 60, (int)eta / 60, (int)eta % 60);
     else
-        fprintf(stderr, "kforge run: %d/%d evaluations, best %s, last %s, %.0f s\n", r->evals, budget, best, r->last, el);
+        fprintf(stderr, "kforge run: %d/%d evaluations, best %s, last %s%s, %.0f s\n", r->evals, budget, best, r->last,
+                run, el);
     fflush(stderr);
 }
 
@@ -638,41 +643,245 @@ void kf_run_opts_init(kf_run_opts *o) {
     o->patience = 0;
 }
 
-static kf_status finish_one(run_state *r, kf_search *se, kf_builtin *bi, point_map *pm, int64_t id) {
-    kf_node n, parent;
+/* Evaluate node id, recorded as proposed, with r's store: its outcome into *n (caller
+ * frees with kf_node_free, also on error). An evaluator thread's work (--jobs). */
+static kf_status eval_node(run_state *r, int64_t id, kf_node *n) {
+    kf_node parent;
     memset(&parent, 0, sizeof parent);
-    kf_status st = kf_store_get_node(r->st, id, &n);
+    memset(n, 0, sizeof *n);
+    kf_status st = kf_store_get_node(r->st, id, n);
     if (st) return st;
-    int hasp = n.parent > 0 && kf_store_get_node(r->st, n.parent, &parent) == KF_OK;
-    st = evaluate(r, &n, hasp ? &parent : NULL);
-    if (!st) {
-        observe(se, bi, pm, &n);
-        /* what the builtin learnt from this outcome ("BM != 64": a value that never
-         * builds) becomes a constraint of the run, shown by tree */
-        int nl = bi ? kf_builtin_nlearnt(bi) : 0;
-        for (; r->nlearnt < nl; r->nlearnt++) {
-            char txt[256];
-            kf_builtin_learnt(bi, r->nlearnt, txt, sizeof txt);
-            kf_store_add_constraint(r->st, n.id, 0, n.category, txt, NULL);
-        }
-        r->evals++;
-        r->fresh++;
-        if (n.state == KF_NODE_KEPT && n.speedup > r->best) {
-            r->best = n.speedup;
-            r->best_id = n.id;
-            r->since_improve = 0;
-        } else {
-            r->since_improve++;
-        }
-        if (n.state == KF_NODE_KEPT) {
-            r->kept++;
-            kf_store_savepoint(r->st, n.id, "kept");
-        }
-        progress(r, &n);
-    }
-    kf_node_free(&n);
+    int hasp = n->parent > 0 && kf_store_get_node(r->st, n->parent, &parent) == KF_OK;
+    st = evaluate(r, n, hasp ? &parent : NULL);
     if (hasp) kf_node_free(&parent);
     return st;
+}
+
+/* The main thread's bookkeeping of an evaluated node, in the order outcomes arrive:
+ * search and the builtin observe it, learnt constraints, counters, the progress line. */
+static void record_one(run_state *r, kf_search *se, kf_builtin *bi, point_map *pm, const kf_node *n) {
+    observe(se, bi, pm, n);
+    /* what the builtin learnt from this outcome ("BM != 64": a value that never
+     * builds) becomes a constraint of the run, shown by tree */
+    int nl = bi ? kf_builtin_nlearnt(bi) : 0;
+    for (; r->nlearnt < nl; r->nlearnt++) {
+        char txt[256];
+        kf_builtin_learnt(bi, r->nlearnt, txt, sizeof txt);
+        kf_store_add_constraint(r->st, n->id, 0, n->category, txt, NULL);
+    }
+    r->evals++;
+    r->fresh++;
+    if (n->state == KF_NODE_KEPT && n->speedup > r->best) {
+        r->best = n->speedup;
+        r->best_id = n->id;
+        r->since_improve = 0;
+    } else {
+        r->since_improve++;
+    }
+    if (n->state == KF_NODE_KEPT) {
+        r->kept++;
+        kf_store_savepoint(r->st, n->id, "kept");
+    }
+    progress(r, n);
+}
+
+static kf_status finish_one(run_state *r, kf_search *se, kf_builtin *bi, point_map *pm, int64_t id) {
+    kf_node n;
+    kf_status st = eval_node(r, id, &n);
+    if (!st) record_one(r, se, bi, pm, &n);
+    kf_node_free(&n);
+    return st;
+}
+
+/* ---- several evaluations at once (--jobs N) -------------------------------------------
+ *
+ * The main thread selects, proposes and records every node, and does all the bookkeeping
+ * (search's and the builtin's observations, learnt constraints, counters, progress, stop
+ * rules) in the order outcomes arrive. N evaluator threads each own a kf_ctx, a loaded
+ * task and a store connection (WAL: writers queue under the busy timeout, store.c) and
+ * run eval_node: the private copy, kf_bench (compiles and checks overlap; timed phases
+ * run one at a time under bench.c's timing lock), the Critic's re-timings and the
+ * outcome's transaction. With --jobs 1 there is no thread: each node is evaluated where
+ * it is proposed, exactly as before. */
+
+typedef struct {
+    int64_t id;
+    int category, proposer; /* search's pending try, undone when the outcome arrives */
+    kf_point pt;            /* a builtin node's point, while it is in flight */
+    int haspt;
+} flight;
+
+typedef struct {
+    int64_t id;
+    kf_status st;
+    kf_node n;      /* the outcome as recorded (st KF_OK) */
+    char err[1024]; /* the evaluator's message (st not KF_OK) */
+} eval_outcome;
+
+typedef struct evaluator {
+    struct sched *s;
+    run_state r; /* the main thread's, with its own ctx, task and store */
+    pthread_t th;
+} evaluator;
+
+typedef struct sched {
+    run_state *r;
+    kf_search *se;
+    kf_builtin *bi;
+    point_map *pm;
+    int jobs;
+    flight fl[KF_RUN_MAX_JOBS]; /* in flight: main thread only */
+    int n;
+    pthread_mutex_t mu;         /* guards todo, done, quit */
+    pthread_cond_t cv;
+    int64_t todo[KF_RUN_MAX_JOBS];
+    int ntodo;
+    eval_outcome done[KF_RUN_MAX_JOBS];
+    int ndone, quit;
+    evaluator *ev;
+    int nev;                    /* evaluators started */
+    uint64_t wait_ns;           /* the main thread's time waiting for outcomes */
+} sched;
+
+static void *evaluator_main(void *arg) {
+    evaluator *e = arg;
+    sched *s = e->s;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->ntodo && !s->quit) pthread_cond_wait(&s->cv, &s->mu);
+        if (!s->ntodo) break;
+        int64_t id = s->todo[0];
+        memmove(s->todo, s->todo + 1, (size_t)--s->ntodo * sizeof *s->todo);
+        pthread_mutex_unlock(&s->mu);
+        eval_outcome o;
+        memset(&o, 0, sizeof o);
+        o.id = id;
+        if ((o.st = eval_node(&e->r, id, &o.n)))
+            snprintf(o.err, sizeof o.err, "node %lld: %s", (long long)id, kf_errmsg(e->r.ctx));
+        pthread_mutex_lock(&s->mu);
+        s->done[s->ndone++] = o; /* room: never more than jobs ids are out */
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static void evaluator_close(evaluator *e) {
+    kf_store_close(e->r.st);
+    kf_task_free(e->r.t);
+    kf_ctx_free(e->r.ctx);
+}
+
+/* Start the evaluators (none for jobs 1). KF_OK, or a status with the detail on r->ctx
+ * (sched_stop then still frees what was made). */
+static kf_status sched_start(sched *s, run_state *r, kf_search *se, kf_builtin *bi, point_map *pm, int jobs) {
+    *s = (sched){.r = r, .se = se, .bi = bi, .pm = pm, .jobs = jobs < 1 ? 1 : jobs};
+    r->sched = s;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (s->jobs == 1) return KF_OK;
+    if (!(s->ev = calloc((size_t)s->jobs, sizeof *s->ev))) return kf__err(r->ctx, KF_ENOMEM, "out of memory");
+    for (int i = 0; i < s->jobs; i++) {
+        evaluator *e = &s->ev[i];
+        e->s = s;
+        e->r = *r;
+        e->r.ctx = kf_ctx_new();
+        e->r.t = NULL;
+        e->r.st = NULL;
+        e->r.sched = NULL;
+        e->r.display = NULL;
+        e->r.bench_ns = 0;
+        kf_status st = e->r.ctx ? KF_OK : kf__err(r->ctx, KF_ENOMEM, "out of memory");
+        if (!st && ((st = kf_task_load(e->r.ctx, r->t->dir, &e->r.t)) ||
+                    (st = kf_store_open(e->r.ctx, r->run_dir, e->r.t, &e->r.st))))
+            kf__err(r->ctx, st, "evaluator %d of --jobs %d: %s", i + 1, s->jobs, kf_errmsg(e->r.ctx));
+        if (!st && pthread_create(&e->th, NULL, evaluator_main, e))
+            st = kf__err(r->ctx, KF_EINTERNAL, "evaluator %d of --jobs %d: pthread_create failed", i + 1, s->jobs);
+        if (st) {
+            evaluator_close(e);
+            return st;
+        }
+        s->nev++;
+    }
+    return KF_OK;
+}
+
+/* Wait for the evaluators to finish what they were given, then free them. */
+static void sched_stop(sched *s) {
+    pthread_mutex_lock(&s->mu);
+    s->quit = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < s->nev; i++) {
+        pthread_join(s->ev[i].th, NULL);
+        s->r->bench_ns += s->ev[i].r.bench_ns;
+        evaluator_close(&s->ev[i]);
+    }
+    for (int i = 0; i < s->ndone; i++) kf_node_free(&s->done[i].n);
+    free(s->ev);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    s->r->sched = NULL;
+    s->r = NULL;
+}
+
+/* Wait for the next outcome and record it (record_one). Its status: an evaluation that
+ * reached no outcome stops the run as with --jobs 1 (detail on r->ctx). */
+static kf_status sched_wait(sched *s) {
+    uint64_t t0 = kf__now_ns();
+    pthread_mutex_lock(&s->mu);
+    while (!s->ndone) pthread_cond_wait(&s->cv, &s->mu);
+    eval_outcome o = s->done[0];
+    memmove(s->done, s->done + 1, (size_t)--s->ndone * sizeof *s->done);
+    pthread_mutex_unlock(&s->mu);
+    s->wait_ns += kf__now_ns() - t0;
+    for (int k = 0; k < s->n; k++)
+        if (s->fl[k].id == o.id) {
+            kf_search_pending(s->se, s->fl[k].category, s->fl[k].proposer, -1);
+            s->fl[k] = s->fl[--s->n];
+            break;
+        }
+    s->r->running = s->n;
+    kf_status st = o.st;
+    if (st) kf__err(s->r->ctx, st, "%s", o.err);
+    else record_one(s->r, s->se, s->bi, s->pm, &o.n);
+    kf_node_free(&o.n);
+    return st;
+}
+
+/* Evaluate node id: here and now with --jobs 1, else by an evaluator (after waiting for a
+ * free one); search counts it as a pending try until its outcome is recorded. */
+static kf_status sched_put(sched *s, int64_t id) {
+    run_state *r = s->r;
+    if (s->jobs == 1) return finish_one(r, s->se, s->bi, s->pm, id);
+    kf_status st = KF_OK;
+    if (s->n == s->jobs && (st = sched_wait(s))) return st;
+    kf_node n;
+    if ((st = kf_store_get_node(r->st, id, &n))) return st;
+    flight *f = &s->fl[s->n++];
+    memset(f, 0, sizeof *f);
+    f->id = id;
+    f->category = kf_search_category_parse(n.category);
+    if (f->category < 0) f->category = KF_CAT_OTHER;
+    f->proposer = proposer_index(n.proposer);
+    f->haspt = s->bi && !point_of(s->bi, n.params_json, &f->pt);
+    kf_node_free(&n);
+    kf_search_pending(s->se, f->category, f->proposer, +1);
+    r->running = s->n;
+    pthread_mutex_lock(&s->mu);
+    s->todo[s->ntodo++] = id;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return KF_OK;
+}
+
+/* 1 when a builtin node at point p is in flight (a resumed run's interrupted nodes are
+ * evaluated again while the builtin, which has not seen them yet, proposes). */
+static int sched_flying(const sched *s, const kf_point *p) {
+    int np = kf_builtin_nparams(s->bi);
+    for (int k = 0; k < s->n; k++)
+        if (s->fl[k].haspt && !memcmp(s->fl[k].pt.v, p->v, (size_t)np * sizeof p->v[0])) return 1;
+    return 0;
 }
 
 /* The template the builtin proposer walks: candidates/param.<c|cu>. */
@@ -859,7 +1068,7 @@ static kf_status agent_step(run_state *r, kf_agent *ag, kf_search *se, kf_builti
     }
     if (!st && pr.text) {
         r->agent_fails = 0;
-        st = finish_one(r, se, bi, pm, n.id);
+        st = sched_put(r->sched, n.id);
     } else if (!st) {
         n.state = KF_NODE_NO_CANDIDATE;
         n.reasons = strdup("no_candidate");
@@ -897,6 +1106,7 @@ static char *config_json(const kf_run_opts *o, const char *agent) {
         for (int i = 0; i < o->ncritic; i++) json_array_append_new(ca, json_string(o->critic[i]));
         json_object_set_new(cfg, "critic", ca);
     }
+    json_object_set_new(cfg, "jobs", json_integer(o->jobs > 0 ? o->jobs : 1));
     char *cs = json_dumps(cfg, JSON_COMPACT);
     json_decref(cfg);
     return cs;
@@ -979,6 +1189,8 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     kf_agent *ag = NULL;
     point_map pm = {0};
     replay_ctx rc = {0};
+    static const sched no_sched;
+    sched sc = no_sched; /* sc.r set: started */
     char *tmpl = NULL;
     size_t tlen = 0;
     json_t *rcfg = NULL; /* the run's recorded config, on resume */
@@ -1006,6 +1218,12 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
                 if (eo.ncritic < 8 && json_string_value(cv)) eo.critic[eo.ncritic++] = json_string_value(cv);
             }
         }
+        if (!eo.jobs) eo.jobs = (int)json_integer_value(json_object_get(rcfg, "jobs"));
+    }
+    if (eo.jobs < 1) eo.jobs = 1;
+    if (eo.jobs > KF_RUN_MAX_JOBS) {
+        json_decref(rcfg);
+        return kf__err(ctx, KF_EUSAGE, "--jobs %d: at most %d", eo.jobs, KF_RUN_MAX_JOBS);
     }
     o = &eo;
     r.o = o;
@@ -1076,10 +1294,13 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (r.evals)
         fprintf(stderr, "kforge run: resuming %s: %d evaluation%s recorded, %zu interrupted (evaluated again)\n",
                 r.run_dir, r.evals, r.evals == 1 ? "" : "s", rc.nun);
-    for (size_t i = 0; i < rc.nun && !st; i++) st = finish_one(&r, se, bi, &pm, rc.unfinished[i]);
+    if ((st = sched_start(&sc, &r, se, bi, &pm, o->jobs))) goto out;
+    for (size_t i = 0; i < rc.nun && !st; i++) st = sched_put(&sc, rc.unfinished[i]);
     const char *why = "budget spent";
+    /* Stop rules stop the issuing of new work; what is in flight is waited for and
+     * recorded after the loop. The budget counts evaluations in flight. */
     while (!st) {
-        if (r.evals >= o->budget) break;
+        if (r.evals + sc.n >= o->budget) break;
         if (o->wall_s > 0 && (double)(kf__now_ns() - r.t0) / 1e9 >= o->wall_s) {
             why = "wall time spent";
             break;
@@ -1096,8 +1317,16 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
             why = "no improvement in the last --patience evaluations";
             break;
         }
+        if (sc.n == sc.jobs) { /* every evaluator busy: the next outcome first */
+            st = sched_wait(&sc);
+            continue;
+        }
         kf_action a;
         if (kf_search_pick(se, &a)) {
+            if (sc.n) { /* what is in flight may open new actions */
+                st = sched_wait(&sc);
+                continue;
+            }
             why = "every action scores under the floor";
             break;
         }
@@ -1115,7 +1344,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         int mcat = a.category, got;
         const kf_point *from = pm_get(&pm, a.parent);
         if (a.parent == 0)
-            got = r.evals == 0 ? kf_builtin_next(bi, NULL, -1, &pt, &mv, &mcat) : kf_builtin_restart(bi, &pt);
+            got = r.evals + sc.n == 0 ? kf_builtin_next(bi, NULL, -1, &pt, &mv, &mcat) : kf_builtin_restart(bi, &pt);
         else
             got = from ? kf_builtin_next(bi, from, a.category, &pt, &mv, &mcat) : -1;
         if (got) {
@@ -1131,6 +1360,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
                 break;
             }
         }
+        if (sched_flying(&sc, &pt)) continue; /* an interrupted node's point, being evaluated again */
         char pj[1024];
         kf_builtin_json(bi, &pt, pj, sizeof pj);
         json_t *pjson = json_loads(pj, 0, NULL);
@@ -1156,8 +1386,14 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if (!st) st = kf_store_add_node(r.st, &n);
         int64_t id = n.id;
         kf_node_free(&n);
-        if (!st) st = finish_one(&r, se, bi, &pm, id);
+        if (!st) st = sched_put(&sc, id);
     }
+    /* what is in flight is recorded, whatever stopped the loop */
+    while (sc.n) {
+        kf_status ws = sched_wait(&sc);
+        if (!st) st = ws;
+    }
+    sched_stop(&sc);
     if (r.tty) fputc('\n', stderr);
     if (!st) {
         kf_store_set_status(r.st, "done");
@@ -1172,16 +1408,21 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
                     tok, why);
         }
         /* the loop's own cost: everything but kf_bench (compile, check, timing) */
-        double over_ms = r.fresh ? ((double)(kf__now_ns() - r.t0 - r.bench_ns) / 1e6) / r.fresh : 0;
+        /* --jobs N: the main thread's time outside waiting for outcomes */
+        uint64_t inside = o->jobs > 1 ? sc.wait_ns : r.bench_ns;
+        double over_ms = r.fresh ? ((double)(kf__now_ns() - r.t0 - inside) / 1e6) / r.fresh : 0;
         if (summary) {
-            json_t *j = json_pack("{s:s, s:i, s:i, s:f, s:I, s:I, s:s, s:f}", "run", r.run_dir, "evaluations",
-                                  r.evals, "kept", r.kept, "best_speedup", r.best, "best_node", (json_int_t)r.best_id,
-                                  "tokens", (json_int_t)r.tokens, "stopped", why, "overhead_ms_per_evaluation", over_ms);
+            json_t *j = json_pack("{s:s, s:i, s:i, s:f, s:I, s:I, s:s, s:f, s:i, s:i}", "run", r.run_dir,
+                                  "evaluations", r.evals, "kept", r.kept, "best_speedup", r.best, "best_node",
+                                  (json_int_t)r.best_id, "tokens", (json_int_t)r.tokens, "stopped", why,
+                                  "overhead_ms_per_evaluation", over_ms, "jobs", o->jobs, "max_concurrent_timing",
+                                  kf_bench_timing_max());
             *summary = json_dumps(j, JSON_COMPACT);
             json_decref(j);
         }
     }
 out:
+    if (sc.r) sched_stop(&sc);
     free(rc.unfinished);
     free(pm.p);
     free(pm.has);
