@@ -377,7 +377,17 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
                                           "the candidate%s: nothing to time",
                        vsc ? " and the baseline" : "");
     }
+#define PHASE(...)                                                                              \
+    do {                                                                                        \
+        if (s->o->verbose) {                                                                    \
+            fprintf(stderr, "kforge: [%.1f ms] ", (double)(kf__now_ns() - s->t0) / 1e6);        \
+            fprintf(stderr, __VA_ARGS__);                                                       \
+            fputc('\n', stderr);                                                                \
+        }                                                                                       \
+    } while (0)
+    PHASE("timing: waiting for the timing lock");
     pthread_mutex_lock(&timing_mu);
+    PHASE("timing: lock held");
     /* GPU ceilings (kforge device-info): from the cache, or measured now, while no
      * worker holds the device and before this thread is pinned; without them bench
      * still reports GB/s and GFLOP/s */
@@ -446,6 +456,7 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
             goto out;
         }
     }
+    PHASE("timing: fresh workers ready");
     kf_ceilings ceil;
     int have_cost = t->cost_flops || t->cost_bytes;
     if (kf_build_gpu(&s->cbuild)) have_cost = 0; /* GPU: the device's ceilings (above) */
@@ -463,14 +474,13 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
         json_t *o = json_object();
         json_object_set_new(o, "sizes", kf_sess_shape_json(t, &t->shapes[i]));
         json_array_append_new(jshapes, o);
-        if (s->o->verbose) {
-            char txt[256];
-            kf_shape_format(t, &t->shapes[i], txt, sizeof txt);
-            fprintf(stderr, "kforge: timing %s\n", txt);
-        }
+        char txt[256];
+        kf_shape_format(t, &t->shapes[i], txt, sizeof txt);
+        PHASE("timing %s", txt);
         double sp = 0;
         st = time_shape(s, &cand, &base, vs_path ? &ref : NULL, &t->shapes[i],
                         have_cost ? &ceil : NULL, have_gpu ? &gpu : NULL, o, &sp, &stop);
+        PHASE("timed %s: %lld rounds", txt, (long long)json_integer_value(json_object_get(o, "runs")));
         if (!st && !stop && sp > 0) {
             logsum += log(sp);
             n++;
@@ -494,6 +504,8 @@ out:
     kf_worker_close(cand.w);
     kf_worker_close(base.w);
     kf_worker_close(ref.w);
+    PHASE("timing: workers closed");
+#undef PHASE
     kf_build_free(&vs);
     kf_candidate_free(vsc);
     if (pinned) sched_setaffinity(0, sizeof saved, &saved);
