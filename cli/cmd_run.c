@@ -38,6 +38,8 @@ static int common_opt(kf_run_opts *o, int argc, char **argv, int *i, int json) {
     } else if (!strcmp(a, "--search")) {
         if (o->nsearch == 16) return kf_cli_fail(json, "--search: at most 16 settings"), -1;
         o->search[o->nsearch++] = val;
+    } else if (!strcmp(a, "--critic-agent")) {
+        o->critic_agent = val;
     } else if (!strcmp(a, "--critic")) {
         if (o->ncritic == 8) return kf_cli_fail(json, "--critic: at most 8 settings"), -1;
         o->critic[o->ncritic++] = val;

@@ -195,6 +195,9 @@ typedef struct kf_run_opts {
     const char *critic[8];  /* "KEY=VALUE" settings of the Critic (docs/run.md); recorded in
                                the run and reused by --resume when none is given */
     int ncritic;
+    const char *critic_agent; /* "cmd:COMMAND" or "openai:MODEL": a second, advisory opinion
+                               on each node the Critic approves (never deciding); recorded
+                               in the run and reused by --resume */
     int hidden;             /* hidden shapes per check (-1: the task's) */
     int min_runs, max_runs; /* bench rounds (0: the defaults) */
     double min_time_s;

@@ -353,6 +353,52 @@ static void t_narrowed_domain(const void *arg) {
     kf__rmtree(dir);
 }
 
+
+/* The advisory critic: an agent's second opinion on an approved node is recorded and
+ * shown, and never changes the decision (a concern does not un-keep; a broken advisor
+ * does not either). */
+static void t_advisory(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-advise-XXXXXX", args[4096], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 0 --run %s/r 2>&1", dir);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    const char *quickb = "--min-runs 5 --max-runs 8 --min-time 0.01 --hidden 1";
+    /* a reviewer that voices a concern, and checks it was shown both sources */
+    snprintf(args, sizeof args,
+             "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --json %s --critic-agent "
+             "\"cmd:grep -q 'The candidate' \\\"\\$KFORGE_PROMPT\\\" && printf 'CONCERN\\nthe k loop assumes k %%%% 4 == 0\\n' > "
+             "\\\"\\$KFORGE_OUT\\\"\" 2>&1",
+             dir, quickb);
+    int rc = cli(args, out, sizeof out);
+    CHECKF(rc == 0, "submit: %d: %s", rc, out);
+    json_t *j = json_loads(out, 0, NULL);
+    const char *st = json_string_value(json_object_get(j, "state"));
+    json_t *adv = json_object_get(json_object_get(j, "critic"), "advisory");
+    CHECKF(st && !strcmp(st, "kept"), "a 10x sgemm against the naive reference was not kept: %s", out);
+    CHECKF(!strcmp(json_string_value(json_object_get(adv, "opinion")), "concern") &&
+               strstr(json_string_value(json_object_get(adv, "text")), "k loop"),
+           "the concern was not recorded: %s", out);
+    json_decref(j);
+    snprintf(args, sizeof args, "tree %s/r", dir);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "advisory concern: CONCERN the k loop"), "%s", out);
+    /* a reviewer that fails: recorded as such, the node kept all the same */
+    snprintf(args, sizeof args,
+             "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --json %s --critic-agent 'cmd:exit 3' 2>&1", dir,
+             quickb);
+    rc = cli(args, out, sizeof out);
+    j = json_loads(out, 0, NULL);
+    adv = json_object_get(json_object_get(j, "critic"), "advisory");
+    CHECKF(rc == 0 && !strcmp(json_string_value(json_object_get(j, "state")), "kept") &&
+               !strcmp(json_string_value(json_object_get(adv, "opinion")), "none") && json_object_get(adv, "error"),
+           "%s", out);
+    json_decref(j);
+    /* a bad spec is a usage error, before anything runs */
+    snprintf(args, sizeof args, "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --critic-agent nope 2>&1", dir);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "--critic-agent"), "%s", out);
+    kf__rmtree(dir);
+}
+
 void kft_register_critic(void) {
     kft_add("critic/honest", t_honest, NULL, 10);
     kft_add("critic/integrity", t_integrity, NULL, 10);
@@ -361,4 +407,5 @@ void kft_register_critic(void) {
     kft_add("critic/suspicious", t_suspicious, NULL, 10);
     kft_add("critic/settings", t_settings, NULL, 10);
     kft_add("critic/narrowed_domain", t_narrowed_domain, NULL, 180);
+    kft_add("critic/advisory", t_advisory, NULL, 180);
 }

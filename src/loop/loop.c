@@ -111,6 +111,7 @@ typedef struct {
     int fresh;         /* evaluations made by this process (not replayed) */
     char last[160];    /* the last verdict, for the progress line */
     kf_critic_opts critic; /* the Critic's settings (--critic) */
+    kf_advisor *advisor;   /* --critic-agent: a second opinion on approved nodes */
     double noise_floor;    /* a kept win's 95% interval starts above 1 + this */
     struct sched *sched; /* kf_run: where proposals go to be evaluated (--jobs) */
     int running;         /* evaluations in flight (--jobs), for the progress line */
@@ -334,6 +335,19 @@ static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
                              parent && !pfail ? ppath : NULL, src, psrc};
         json_t *rep = NULL;
         kf_critic_decision d = kf_critic_judge(&env, &cc, &rep);
+        if (d == KF_CRITIC_APPROVE && r->advisor) {
+            kf_advisor_case ac = {n->id, parent ? parent->id : 0, r->t->dir, NULL, src, psrc, shapes, rep};
+            char *tj = NULL;
+            size_t tl = 0;
+            char tp[4200];
+            snprintf(tp, sizeof tp, "%s/task.json", r->t->dir);
+            if (!kf__read_file(tp, 1u << 20, &tj, &tl)) ac.task_json = tj;
+            int64_t used = 0;
+            json_object_set_new(rep, "advisory", kf_advisor_review(r->advisor, &ac, &used));
+            n->tokens_in += used; /* the run's token budget counts the reviews */
+            n->review_tokens += used;
+            free(tj);
+        }
         free(src);
         free(psrc);
         json_decref(pres);
@@ -405,8 +419,12 @@ static int critic_event(void *arg, int64_t id, int64_t node, const char *js, dou
     json_t *j = json_loads(js, 0, NULL);
     char key[32];
     snprintf(key, sizeof key, "%lld", (long long)node);
-    if (j) json_object_set_new(arg, key, json_pack("{s:O?, s:O?}", "decision", json_object_get(j, "decision"), "why",
-                                                   json_object_get(j, "why")));
+    if (j) {
+        json_t *c = json_pack("{s:O?, s:O?}", "decision", json_object_get(j, "decision"), "why", json_object_get(j, "why"));
+        json_t *adv = json_object_get(j, "advisory");
+        if (adv) json_object_set(c, "advisory", adv);
+        json_object_set_new(arg, key, c);
+    }
     json_decref(j);
     return 0;
 }
@@ -485,6 +503,20 @@ static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth
         const char *cw = json_string_value(json_object_get(cr, "why"));
         if (cd && strcmp(cd, "approve") && cw && !strstr(cw, "beats the parent by more than the noise"))
             kf_buf_printf(b, "  critic: %s: %.200s", cd, cw);
+        /* the advisory critic's concern (it never decides) */
+        json_t *adv = json_object_get(cr, "advisory");
+        const char *op = json_string_value(json_object_get(adv, "opinion"));
+        if (op && strcmp(op, "approve")) {
+            const char *at = json_string_value(json_object_get(adv, "text"));
+            const char *ae = json_string_value(json_object_get(adv, "error"));
+            char line[200] = "";
+            const char *src = at ? at : ae ? ae : "";
+            while (*src == '`' || *src == ' ' || *src == '\n') src++;
+            snprintf(line, sizeof line, "%s", src);
+            for (char *q = line; *q; q++)
+                if (*q == '\n') *q = ' ';
+            kf_buf_printf(b, "  advisory %s: %s", op, line);
+        }
         kf_buf_printf(b, "\n");
         tree_text(b, a, n->id, depth + 1, critics);
     }
@@ -671,6 +703,7 @@ static void record_one(run_state *r, kf_search *se, kf_builtin *bi, point_map *p
     }
     r->evals++;
     r->fresh++;
+    r->tokens += n->review_tokens;
     if (n->state == KF_NODE_KEPT && n->speedup > r->best) {
         r->best = n->speedup;
         r->best_id = n->id;
@@ -1101,6 +1134,7 @@ static char *config_json(const kf_run_opts *o, const char *agent) {
     if (o->api_key_env) json_object_set_new(cfg, "api_key_env", json_string(o->api_key_env));
     if (o->agent_timeout_s > 0) json_object_set_new(cfg, "agent_timeout_s", json_real(o->agent_timeout_s));
     if (o->tokens > 0) json_object_set_new(cfg, "tokens", json_integer(o->tokens));
+    if (o->critic_agent) json_object_set_new(cfg, "critic_agent", json_string(o->critic_agent));
     if (o->ncritic > 0) {
         json_t *ca = json_array();
         for (int i = 0; i < o->ncritic; i++) json_array_append_new(ca, json_string(o->critic[i]));
@@ -1123,6 +1157,7 @@ static kf_status critic_setup(run_state *r) {
         char err[300];
         if (kf_critic_set(&r->critic, r->o->critic[i], err, sizeof err)) return kf__err(r->ctx, KF_EUSAGE, "%s", err);
     }
+    if (r->o->critic_agent) return kf_advisor_new(r->ctx, r->o->critic_agent, r->o->agent_timeout_s, &r->advisor);
     return KF_OK;
 }
 
@@ -1134,8 +1169,6 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, run_state *r) {
     r->o = o;
     r->t0 = kf__now_ns();
     if (!o->run_dir) return kf__err(ctx, KF_EUSAGE, "which run?");
-    kf_status cst = critic_setup(r);
-    if (cst) return cst;
     kf_store *peek = NULL;
     kf_status st = kf_store_open(ctx, o->run_dir, NULL, &peek);
     if (st) return st;
@@ -1144,7 +1177,9 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, run_state *r) {
     kf_store_close(peek);
     if ((st = kf_task_load(ctx, td, &r->t))) return st;
     snprintf(r->run_dir, sizeof r->run_dir, "%s", o->run_dir);
-    if ((st = kf_store_open(ctx, r->run_dir, r->t, &r->st))) {
+    if ((st = kf_store_open(ctx, r->run_dir, r->t, &r->st)) || (st = critic_setup(r))) {
+        kf_store_close(r->st);
+        r->st = NULL;
         kf_task_free(r->t);
         r->t = NULL;
     }
@@ -1152,6 +1187,8 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, run_state *r) {
 }
 
 static void close_run(run_state *r) {
+    kf_advisor_free(r->advisor);
+    r->advisor = NULL;
     kf_store_close(r->st);
     kf_task_free(r->t);
 }
@@ -1211,6 +1248,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if (!eo.agent_timeout_s) eo.agent_timeout_s = json_number_value(json_object_get(rcfg, "agent_timeout_s"));
         if (!eo.tokens) eo.tokens = json_integer_value(json_object_get(rcfg, "tokens"));
         eo.with_builtin |= json_is_true(json_object_get(rcfg, "with_builtin"));
+        if (!eo.critic_agent) eo.critic_agent = json_string_value(json_object_get(rcfg, "critic_agent"));
         if (!eo.ncritic) { /* the Critic judges a resumed run as it judged the rest */
             size_t ci;
             json_t *cv;
@@ -1430,6 +1468,7 @@ out:
     kf_search_free(se);
     kf_builtin_free(bi);
     kf_agent_free(ag);
+    kf_advisor_free(r.advisor);
     kf_store_close(r.st);
     kf_task_free(r.t);
     json_decref(rcfg);

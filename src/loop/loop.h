@@ -73,4 +73,20 @@ typedef struct {
 kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_case *c, json_t **report);
 const char *kf_critic_name(kf_critic_decision d);
 
+/* The optional advisory critic (advisor.c): an agent's second opinion on an approved
+ * node, recorded, never deciding. */
+typedef struct kf_advisor kf_advisor;
+typedef struct {
+    int64_t node_id, parent_id;
+    const char *task_dir, *task_json;
+    const char *source, *parent_source; /* parent_source NULL: the reference */
+    json_t *shapes;                     /* per-shape speedups against the reference */
+    json_t *report;                     /* the Critic's report */
+} kf_advisor_case;
+kf_status kf_advisor_new(kf_ctx *ctx, const char *spec, double timeout_s, kf_advisor **out);
+/* {agent, opinion: approve|concern|unclear|none, text | error, tokens_in, tokens_out,
+ * seconds}; *tokens grows by the tokens used. Thread-safe (one review at a time). */
+json_t *kf_advisor_review(kf_advisor *a, const kf_advisor_case *c, int64_t *tokens);
+void kf_advisor_free(kf_advisor *a);
+
 #endif
