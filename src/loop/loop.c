@@ -518,6 +518,13 @@ static kf_search_state sobs_state(kf_node_state s) {
     }
 }
 
+/* A specialisation proposal of the loop (specialise): its speedup is a geometric mean
+ * over its kforge:when domain only, so it is not the run's best geomean. */
+#define SPEC_NOTE "specialisation of node "
+static int is_spec(const kf_node *n) {
+    return !strcmp(n->category, "specialisation") && n->note && !strncmp(n->note, SPEC_NOTE, strlen(SPEC_NOTE));
+}
+
 /* Search's proposer numbers: fixed, so a run's statistics mean the same whoever reads
  * them (kforge run, kforge next). */
 enum { P_BUILTIN = 0, P_AGENT = 1, P_TOOL = 2, P_COUNT = 3 };
@@ -536,7 +543,9 @@ static void observe(kf_search *se, kf_builtin *bi, point_map *pm, const kf_node 
     if (o.category < 0) o.category = KF_CAT_OTHER;
     kf_search_observe(se, &o);
     kf_point p;
-    if (!bi || point_of(bi, n->params_json, &p)) return;
+    /* a specialisation is timed on its domain only: not a point of the builtin's walk,
+     * and no parent of neighbour moves */
+    if (!bi || is_spec(n) || point_of(bi, n->params_json, &p)) return;
     pm_put(pm, n->id, &p);
     kf_builtin_outcome bo = n->state == KF_NODE_COMPILE_FAILED ? KF_BUILTIN_COMPILE_FAILED
                             : n->state == KF_NODE_CRASHED      ? KF_BUILTIN_CRASHED
@@ -588,7 +597,7 @@ static int replay_one(void *arg, const kf_node *n) {
     if (n->state == KF_NODE_NO_CANDIDATE) return 0; /* a proposal, not an evaluation */
     c->r->evals++;
     c->r->kept += n->state == KF_NODE_KEPT;
-    if (n->speedup > c->r->best && n->state == KF_NODE_KEPT) {
+    if (n->speedup > c->r->best && n->state == KF_NODE_KEPT && !is_spec(n)) {
         c->r->best = n->speedup;
         c->r->best_id = n->id;
     }
@@ -623,7 +632,7 @@ static kf_status finish_one(run_state *r, kf_search *se, kf_builtin *bi, point_m
         }
         r->evals++;
         r->fresh++;
-        if (n.state == KF_NODE_KEPT && n.speedup > r->best) {
+        if (n.state == KF_NODE_KEPT && n.speedup > r->best && !is_spec(&n)) {
             r->best = n.speedup;
             r->best_id = n.id;
             r->since_improve = 0;
@@ -910,6 +919,84 @@ static kf_status new_search(run_state *r, kf_search **out) {
     return KF_OK;
 }
 
+/* ---- specialisation proposals (spec.c) -------------------------------------------- */
+
+#define SPEC_NOISE 0.05 /* a winner beats the compromise by at least this, besides the noise */
+
+typedef struct {
+    char (*h)[65];  /* source hashes of the run's specialisation nodes */
+    size_t n, cap;
+    int loaded;
+} spec_seen;
+
+static int seen_has(const spec_seen *s, const char *h) {
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->h[i], h)) return 1;
+    return 0;
+}
+
+static int seen_add(void *arg, const kf_node *n) {
+    spec_seen *s = arg;
+    if (strcmp(n->category, "specialisation") || seen_has(s, n->src_hash)) return 0;
+    if (s->n == s->cap) {
+        size_t c = s->cap ? s->cap * 2 : 16;
+        char(*p)[65] = realloc(s->h, c * sizeof *p);
+        if (!p) return -1;
+        s->h = p, s->cap = c;
+    }
+    snprintf(s->h[s->n++], 65, "%s", n->src_hash);
+    return 0;
+}
+
+/* When the builtin's measurements call for a specialisation that the run does not hold
+ * yet (by source hash, so a resumed run does not propose it again), record it as a child
+ * of the compromise's node and evaluate it like any node; *done = 1 then. */
+static kf_status specialise(run_state *r, kf_search *se, kf_builtin *bi, point_map *pm, spec_seen *seen,
+                            const char *tmpl, size_t tlen, const char *ext, int *done) {
+    *done = 0;
+    kf_spec *sp = NULL;
+    int n = 0;
+    kf_status st = kf_loop_specs(r->ctx, r->t, bi, tmpl, tlen, SPEC_NOISE, &sp, &n);
+    if (!st && n && !seen->loaded) {
+        st = kf_store_each_node(r->st, seen_add, seen);
+        seen->loaded = 1;
+    }
+    for (int i = 0; i < n && !st && !*done; i++) {
+        char h[65];
+        const void *parts[] = {sp[i].text};
+        size_t lens[] = {sp[i].len};
+        if (kf__sha256_hex(parts, lens, 1, h)) {
+            st = kf__err(r->ctx, KF_EINTERNAL, "sha256 failed");
+            break;
+        }
+        if (seen_has(seen, h)) continue;
+        int64_t parent = 0;
+        for (size_t id = 1; id < pm->cap && !parent; id++)
+            if (pm->has[id] && !memcmp(&pm->p[id], &sp[i].compromise, sizeof sp[i].compromise)) parent = (int64_t)id;
+        if (!parent) continue; /* the compromise is not a node of this run (cannot happen) */
+        kf_node nd;
+        memset(&nd, 0, sizeof nd);
+        nd.parent = parent;
+        snprintf(nd.ext, sizeof nd.ext, "%s", ext);
+        snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+        snprintf(nd.category, sizeof nd.category, "specialisation");
+        nd.params_json = strdup(sp[i].params_json);
+        nd.note = kf__asprintf(SPEC_NOTE "%lld for %s: kforge:when %s (it beats node %lld there by %.2fx)",
+                               (long long)parent, sp[i].shapes, sp[i].when, (long long)parent, sp[i].gain);
+        nd.created = now_s();
+        if (!nd.params_json || !nd.note) st = kf__err(r->ctx, KF_ENOMEM, "out of memory");
+        if (!st) st = kf_store_put_source(r->st, sp[i].text, sp[i].len, nd.ext, nd.src_hash);
+        if (!st) st = kf_store_add_node(r->st, &nd);
+        if (!st && seen_add(seen, &nd)) st = kf__err(r->ctx, KF_ENOMEM, "out of memory");
+        int64_t id = nd.id;
+        kf_node_free(&nd);
+        if (!st) st = finish_one(r, se, bi, pm, id);
+        *done = !st;
+    }
+    kf_loop_specs_free(sp, n);
+    return st;
+}
+
 kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (summary) *summary = NULL;
     run_state r;
@@ -923,6 +1010,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     kf_builtin *bi = NULL;
     kf_agent *ag = NULL;
     point_map pm = {0};
+    spec_seen seen = {0};
     replay_ctx rc = {0};
     char *tmpl = NULL;
     size_t tlen = 0;
@@ -1030,6 +1118,10 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
             why = "no improvement in the last --patience evaluations";
             break;
         }
+        if (bi) { /* measurements that call for a specialisation come first */
+            int done = 0;
+            if ((st = specialise(&r, se, bi, &pm, &seen, tmpl, tlen, ti ? "cu" : "c", &done)) || done) continue;
+        }
         kf_action a;
         if (kf_search_pick(se, &a)) {
             why = "every action scores under the floor";
@@ -1117,6 +1209,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     }
 out:
     free(rc.unfinished);
+    free(seen.h);
     free(pm.p);
     free(pm.has);
     free(tmpl);
