@@ -225,9 +225,71 @@ static void t_learnt_constraint(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* tests/tasks/lcg: ALGO 0 wins n=16 (by about 5x), ALGO 1 wins n=65536 (by about 50x) and
+ * has the better geometric mean (the compromise). The loop proposes ALGO 0 restricted to
+ * the shapes where it wins (kforge:when n <= 16) as a child of the compromise, once: not
+ * again after a resume, and not twice within a run. tree shows its domain as what it is
+ * safe for; export routes n=16 to ALGO 0 code and its dispatcher is accepted. */
+static void t_specialise(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-spec-XXXXXX", args[1024], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(args, sizeof args, "run tests/tasks/lcg --budget 2 --seed 3 --run %s/r %s 2>&1", dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    for (int k = 0; k < 2; k++) { /* resume: the specialisation; again: nothing new */
+        snprintf(args, sizeof args, "run --resume %s/r --budget %d %s 2>&1", dir, 4 + 2 * k, quick);
+        CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    }
+    snprintf(args, sizeof args, "tree %s/r --json", dir);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL), *nodes = json_object_get(j, "nodes"), *sp = NULL;
+    CHECKF(json_array_size(nodes) == 3, "two points and one specialisation: %s", out);
+    int64_t comp = 0;
+    double best = 0;
+    size_t i;
+    json_t *n;
+    json_array_foreach(nodes, i, n) {
+        const char *cat = json_string_value(json_object_get(n, "category"));
+        if (!strcmp(cat, "specialisation")) {
+            CHECKF(!sp, "proposed twice: %s", out);
+            sp = n;
+        } else if (json_number_value(json_object_get(n, "speedup")) > best) {
+            best = json_number_value(json_object_get(n, "speedup"));
+            comp = json_integer_value(json_object_get(n, "id"));
+        }
+    }
+    CHECKF(sp, "no specialisation: %s", out);
+    CHECK(!strcmp(json_string_value(json_object_get(sp, "proposer")), "builtin"));
+    CHECKF(!strcmp(json_string_value(json_object_get(sp, "state")), "kept"), "%s", out);
+    CHECKF(json_integer_value(json_object_get(sp, "parent")) == comp, "its parent is the compromise: %s", out);
+    CHECK(json_integer_value(json_object_get(json_object_get(sp, "params"), "ALGO")) == 0);
+    CHECKF(!strcmp(json_string_value(json_object_get(sp, "when")), "n <= 16"), "%s", out);
+    CHECKF(!strcmp(json_string_value(json_object_get(sp, "safe_for")), "the shapes where n <= 16"), "%s", out);
+    CHECKF(json_array_size(json_object_get(sp, "shapes")) == 1, "timed on its domain only: %s", out);
+    json_decref(j);
+    snprintf(args, sizeof args, "tree %s/r", dir);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "builtin/specialisation") && strstr(out, "safe for: n <= 16"),
+           "%s", out);
+    snprintf(args, sizeof args, "export %s/r -o %s/ex --json %s 2>/dev/null", dir, dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    j = json_loads(out, 0, NULL);
+    CHECKF(!strcmp(json_string_value(json_object_get(json_object_get(j, "verification"), "verdict")), "accepted"),
+           "%s", out);
+    json_t *r = json_array_get(json_object_get(j, "routes"), 0), *w;
+    CHECKF(r && !strcmp(json_string_value(json_object_get(r, "predicate")), "n == 16"), "%s", out);
+    int algo0 = 0;
+    json_array_foreach(json_object_get(j, "winners"), i, w)
+        if (json_integer_value(json_object_get(w, "node")) == json_integer_value(json_object_get(r, "node")))
+            algo0 = json_integer_value(json_object_get(json_object_get(w, "params"), "ALGO")) == 0;
+    CHECKF(algo0, "n=16 is routed to ALGO 0 code: %s", out);
+    json_decref(j);
+    kf__rmtree(dir);
+}
+
 void kft_register_loop(void) {
     kft_add("loop/learnt_constraint", t_learnt_constraint, NULL, 120);
     kft_add("loop/materialize", t_materialize, NULL, 10);
+    kft_add("loop/specialise", t_specialise, NULL, 180);
     kft_add("loop/run_saxpy", t_run_saxpy, NULL, 120);
     kft_add("loop/kill_resume", t_kill_resume, NULL, 240);
 }

@@ -488,20 +488,7 @@ static void param_defs(kf_buf *b, const char *params_json, const char *prefix) {
     json_decref(pj);
 }
 
-/* The text of the node's kforge:when, or NULL (caller frees). */
-static char *when_of(const char *s) {
-    const char *d = strstr(s, "kforge:when");
-    if (!d) return NULL;
-    d += 11;
-    const char *e = d;
-    while (*e && *e != '\n' && strncmp(e, "*/", 2))
-        e++;
-    while (d < e && isspace((unsigned char)*d))
-        d++;
-    while (e > d && isspace((unsigned char)e[-1]))
-        e--;
-    return kf__asprintf("%.*s", (int)(e - d), d);
-}
+static char *when_of(const char *s) { return kf_loop_when_of(s); }
 
 typedef struct {
     int64_t id;

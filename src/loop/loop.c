@@ -386,7 +386,8 @@ void kf_loop_vec_free(kf_node_vec *a) {
     free(a->v);
 }
 
-static json_t *node_json(const kf_node *n) {
+/* when: the node's kforge:when (NULL: none, or not read) */
+static json_t *node_json(const kf_node *n, const char *when) {
     json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:s, s:f}", "id", (json_int_t)n->id, "parent",
                           (json_int_t)n->parent, "state", kf_node_state_name(n->state), "proposer",
                           n->proposer, "category", n->category, "speedup", n->speedup);
@@ -397,7 +398,10 @@ static json_t *node_json(const kf_node *n) {
     /* a node that passed the check is safe on every shape of the task's ranges in its
      * kforge:when domain (hidden and edge shapes included) */
     int ok = n->state == KF_NODE_MEASURED || n->state == KF_NODE_KEPT || n->state == KF_NODE_REVERTED;
-    json_object_set_new(o, "safe_for", ok ? json_string("all shapes in its domain") : json_null());
+    if (when) json_object_set_new(o, "when", json_string(when));
+    json_object_set_new(o, "safe_for", !ok   ? json_null()
+                                       : when ? json_sprintf("the shapes where %s", when)
+                                              : json_string("all shapes in its domain"));
     return o;
 }
 
@@ -421,7 +425,8 @@ static int constraint_json(void *arg, const kf_constraint *c) {
     return 0;
 }
 
-static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth) {
+/* whens[i] (NULL, or an entry NULL): the domain of a->v[i], shown as what it is safe for */
+static void tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent, int depth) {
     for (size_t i = 0; i < a->n; i++) {
         const kf_node *n = &a->v[i];
         if (n->parent != parent) continue;
@@ -445,9 +450,10 @@ static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth
         }
         json_decref(sh);
         if (n->reasons) kf_buf_printf(b, "  (%s)", n->reasons);
-        if (n->note) kf_buf_printf(b, "  note: %.120s", n->note);
+        if (whens && whens[i]) kf_buf_printf(b, "  safe for: %s", whens[i]);
+        if (n->note) kf_buf_printf(b, "  note: %.160s", n->note);
         kf_buf_printf(b, "\n");
-        tree_text(b, a, n->id, depth + 1);
+        tree_text(b, a, whens, n->id, depth + 1);
     }
 }
 
@@ -1433,7 +1439,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
     *outcome = passed ? 0 : n.state == KF_NODE_CRASHED ? 2 : 1;
     char *msg = passed ? NULL : first_message(&n);
     if (json) {
-        json_t *j = node_json(&n);
+        json_t *j = node_json(&n, NULL);
         json_object_set_new(j, "run", json_string(r.run_dir));
         json_object_set_new(j, "pending", pid ? json_integer(pid) : json_null());
         json_object_set_new(j, "message", msg ? json_string(msg) : json_null());
@@ -1444,7 +1450,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
         kf_buf_init(&b, 1u << 20);
         kf_node_vec one = {&n, 1, 1};
         kf_buf_printf(&b, "kforge submit: ");
-        tree_text(&b, &one, parent, 0);
+        tree_text(&b, &one, NULL, parent, 0);
         if (msg) kf_buf_printf(&b, "  %s\n", msg);
         *out = b.p;
     }
@@ -1477,9 +1483,20 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     kf_store *st = NULL;
     kf_status s = load_nodes(ctx, dir, &a, &st);
     if (s) return s;
+    /* the domains of specialisations (their sources are read: only theirs, a tree may
+     * hold many nodes) */
+    char **whens = a.n ? calloc(a.n, sizeof *whens) : NULL;
+    for (size_t i = 0; whens && i < a.n; i++) {
+        char *txt = NULL;
+        if (strcmp(a.v[i].category, "specialisation") ||
+            kf_store_read_source(st, a.v[i].src_hash, a.v[i].ext, &txt, NULL))
+            continue;
+        whens[i] = kf_loop_when_of(txt);
+        free(txt);
+    }
     if (json) {
         json_t *arr = json_array();
-        for (size_t i = 0; i < a.n; i++) json_array_append_new(arr, node_json(&a.v[i]));
+        for (size_t i = 0; i < a.n; i++) json_array_append_new(arr, node_json(&a.v[i], whens ? whens[i] : NULL));
         json_t *cs = json_array();
         kf_store_each_constraint(st, constraint_json, cs);
         json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes", arr,
@@ -1492,11 +1509,13 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_buf_printf(&b, "run %s (task %s): %zu nodes; speedups against the reference, * = a win\n", dir,
                       kf_store_task_dir(st), a.n);
         kf_buf_printf(&b, "#0 root: the reference\n");
-        tree_text(&b, &a, 0, 1);
+        tree_text(&b, &a, whens, 0, 1);
         ctext ct = {&b, 0};
         kf_store_each_constraint(st, constraint_text, &ct);
         *out = b.p;
     }
+    for (size_t i = 0; whens && i < a.n; i++) free(whens[i]);
+    free(whens);
     kf_loop_vec_free(&a);
     kf_store_close(st);
     return *out ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");

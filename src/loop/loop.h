@@ -51,5 +51,7 @@ typedef struct {
 kf_status kf_loop_specs(kf_ctx *ctx, const kf_task *t, const kf_builtin *bi, const char *tmpl, size_t tlen,
                         double min_noise, kf_spec **out, int *n);
 void kf_loop_specs_free(kf_spec *s, int n);
+/* The expression of the first kforge:when in s, or NULL (caller frees). */
+char *kf_loop_when_of(const char *s);
 
 #endif
