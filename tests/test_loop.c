@@ -225,11 +225,11 @@ static void t_learnt_constraint(const void *arg) {
     kf__rmtree(dir);
 }
 
-/* tests/tasks/lcg: ALGO 0 wins n=16 (by about 5x), ALGO 1 wins n=65536 (by about 50x) and
+/* tests/tasks/lcg: ALGO 0 wins n=64 (by about 3x), ALGO 1 wins n=65536 (by about 50x) and
  * has the better geometric mean (the compromise). The loop proposes ALGO 0 restricted to
- * the shapes where it wins (kforge:when n <= 16) as a child of the compromise, once: not
+ * the shapes where it wins (kforge:when n <= 64) as a child of the compromise, once: not
  * again after a resume, and not twice within a run. tree shows its domain as what it is
- * safe for; export routes n=16 to ALGO 0 code and its dispatcher is accepted. */
+ * safe for; export routes n=64 to ALGO 0 code and its dispatcher is accepted. */
 static void t_specialise(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-spec-XXXXXX", args[1024], out[1 << 16];
@@ -263,12 +263,12 @@ static void t_specialise(const void *arg) {
     CHECKF(!strcmp(json_string_value(json_object_get(sp, "state")), "kept"), "%s", out);
     CHECKF(json_integer_value(json_object_get(sp, "parent")) == comp, "its parent is the compromise: %s", out);
     CHECK(json_integer_value(json_object_get(json_object_get(sp, "params"), "ALGO")) == 0);
-    CHECKF(!strcmp(json_string_value(json_object_get(sp, "when")), "n <= 16"), "%s", out);
-    CHECKF(!strcmp(json_string_value(json_object_get(sp, "safe_for")), "the shapes where n <= 16"), "%s", out);
+    CHECKF(!strcmp(json_string_value(json_object_get(sp, "when")), "n <= 64"), "%s", out);
+    CHECKF(!strcmp(json_string_value(json_object_get(sp, "safe_for")), "the shapes where n <= 64"), "%s", out);
     CHECKF(json_array_size(json_object_get(sp, "shapes")) == 1, "timed on its domain only: %s", out);
     json_decref(j);
     snprintf(args, sizeof args, "tree %s/r", dir);
-    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "builtin/specialisation") && strstr(out, "safe for: n <= 16"),
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "builtin/specialisation") && strstr(out, "safe for: n <= 64"),
            "%s", out);
     snprintf(args, sizeof args, "export %s/r -o %s/ex --json %s 2>/dev/null", dir, dir, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
@@ -276,12 +276,12 @@ static void t_specialise(const void *arg) {
     CHECKF(!strcmp(json_string_value(json_object_get(json_object_get(j, "verification"), "verdict")), "accepted"),
            "%s", out);
     json_t *r = json_array_get(json_object_get(j, "routes"), 0), *w;
-    CHECKF(r && !strcmp(json_string_value(json_object_get(r, "predicate")), "n == 16"), "%s", out);
+    CHECKF(r && !strcmp(json_string_value(json_object_get(r, "predicate")), "n == 64"), "%s", out);
     int algo0 = 0;
     json_array_foreach(json_object_get(j, "winners"), i, w)
         if (json_integer_value(json_object_get(w, "node")) == json_integer_value(json_object_get(r, "node")))
             algo0 = json_integer_value(json_object_get(json_object_get(w, "params"), "ALGO")) == 0;
-    CHECKF(algo0, "n=16 is routed to ALGO 0 code: %s", out);
+    CHECKF(algo0, "n=64 is routed to ALGO 0 code: %s", out);
     json_decref(j);
     kf__rmtree(dir);
 }

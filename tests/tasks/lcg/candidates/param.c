@@ -1,6 +1,6 @@
 /* Template lcg. ALGO 0 runs each element's 32 rounds; ALGO 1 first tabulates all 4096
  * inputs (a fixed cost of 4096 elements' rounds), then looks each element up. ALGO 0 wins
- * short arrays (n = 16: by about 10x), ALGO 1 long ones (n = 65536: by about 50x): a
+ * short arrays (n = 64: by about 3x), ALGO 1 long ones (n = 65536: by about 50x): a
  * specialisation, not a compromise. */
 /* kforge:param ALGO = 0, 1 # algorithm */
 #include <stdint.h>
