@@ -274,6 +274,18 @@ static const char *const keywords[] = {"auto",
                                        "__declspec",
                                        "static_assert",
                                        "bool",
+                                       /* CUDA C (kernel-mode winners) */
+                                       "__global__",
+                                       "__device__",
+                                       "__host__",
+                                       "__forceinline__",
+                                       "__noinline__",
+                                       "__shared__",
+                                       "__constant__",
+                                       "__managed__",
+                                       "template",
+                                       "typename",
+                                       "constexpr",
                                        NULL};
 
 static int is_kw(const char *s, size_t len) {
@@ -287,7 +299,7 @@ static int is_group_kw(const char *s, size_t len) {
     static const char *const g[] = {
         "__attribute__",  "__attribute",   "__declspec", "_Alignas", "__typeof__",
         "__typeof",       "typeof",        "__asm__",    "__asm",    "asm",
-        "_Static_assert", "static_assert", "alignas",    NULL};
+        "_Static_assert", "static_assert", "alignas",    "__launch_bounds__", "__align__", NULL};
     for (int i = 0; g[i]; i++)
         if (strlen(g[i]) == len && !memcmp(g[i], s, len)) return 1;
     return 0;
@@ -549,6 +561,81 @@ static void sizes_text(json_t *sizes, char *out, size_t n) {
     }
 }
 
+/* The fallback's kforge:when, its parameters replaced by their values, as the
+ * dispatcher's own (it claims what the fallback claims). */
+static void when_header(kf_buf *b, const winner *fb) {
+    char *fw = when_of(fb->text);
+    if (fw) {
+        /* the fallback's domain is the dispatcher's; its parameters are fixed here */
+        kf_buf wb;
+        kf_buf_init(&wb, 1u << 16);
+        kf_buf_printf(&wb, "%s", fw);
+        toks tw = {0};
+        json_t *pj = fb->params_json ? json_loads(fb->params_json, 0, NULL) : NULL;
+        kf_buf out;
+        kf_buf_init(&out, 1u << 16);
+        if (!tokenize(wb.p, wb.len, &tw)) {
+            size_t at = 0;
+            for (size_t i = 0; i < tw.n; i++) {
+                json_t *pv = json_object_getn(pj, wb.p + tw.v[i].off, tw.v[i].len);
+                if (tw.v[i].kind != T_ID || !pv) continue;
+                kf_buf_append(&out, wb.p + at, tw.v[i].off - at);
+                if (json_is_string(pv))
+                    kf_buf_printf(&out, "%s", json_string_value(pv));
+                else
+                    kf_buf_printf(&out, "%lld", (long long)json_integer_value(pv));
+                at = tw.v[i].off + tw.v[i].len;
+            }
+            kf_buf_append(&out, wb.p + at, wb.len - at);
+        }
+        kf_buf_printf(b, "/* kforge:when %s */\n", out.p ? out.p : fw);
+        kf_buf_free(&out);
+        json_decref(pj);
+        free(tw.v);
+        kf_buf_free(&wb);
+    }
+    free(fw);
+}
+
+/* Winner x's text into b: its parameters as #define, its file-scope names prefixed
+ * kf_n<ID>_, its kforge: directives neutralised, then (launcher: a CUDA winner) the
+ * function that makes its launches, then the #undefs. */
+static kf_status winner_section(kf_ctx *ctx, const kf_task *t, const char *run_dir, const winner *x, kf_buf *b,
+                                kf_status (*launcher)(kf_ctx *, const kf_task *, const winner *, const names *,
+                                                      kf_buf *)) {
+    kf_status st = KF_OK;
+    toks tk = {0};
+    names ren = {0}, mac = {0};
+    scan c = {x->text, &tk, &ren, &mac};
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "kf_n%lld_", (long long)x->id);
+    if (tokenize(x->text, x->len, &tk) || scan_names(&c)) {
+        st = kf__err(ctx, KF_ENOMEM, "out of memory");
+    } else {
+        if (!launcher) names_add(&ren, t->entry, strlen(t->entry));
+        kf_buf_printf(b, "\n/* ---- node %lld (%s/src/%s.%s) ---- */\n", (long long)x->id, run_dir, x->hash,
+                      x->ext);
+        param_defs(b, x->params_json, "#define ");
+        size_t at = b->len;
+        rewrite(b, x->text, x->len, &tk, &ren, prefix);
+        if (b->p) neutralise(b->p + at);
+        kf_buf_printf(b, "\n");
+        if (launcher) st = launcher(ctx, t, x, &ren, b);
+        json_t *pj = x->params_json ? json_loads(x->params_json, 0, NULL) : NULL;
+        const char *k;
+        json_t *v;
+        json_object_foreach(pj, k, v) kf_buf_printf(b, "#undef %s\n", k);
+        for (size_t m = 0; m < mac.n; m++)
+            if (!(mac.v[m][0] == '_' && strstr(mac.v[m], "_SOURCE")) && !json_object_get(pj, mac.v[m]))
+                kf_buf_printf(b, "#undef %s\n", mac.v[m]);
+        json_decref(pj);
+    }
+    free(tk.v);
+    names_free(&ren);
+    names_free(&mac);
+    return st;
+}
+
 /* Build the dispatcher's text into b; routes gets {sizes, node, predicate} per routed
  * shape and notes the shapes that could not be routed. */
 static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run_dir, winner *w,
@@ -622,7 +709,6 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
     }
 
     /* the header: what this is, the fallback's domain, feature macros first */
-    char *fw = when_of(w[fallback].text);
     kf_buf_printf(b,
                   "/* %s_dispatch.c - written by `kforge export` from run %s.\n"
                   " * Picks the fastest kept kernel of the run for each visible shape, else "
@@ -631,36 +717,7 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
                   "file-scope names\n"
                   " * prefixed kf_n<ID>_ and its parameters as #define. */\n",
                   t->name, run_dir, (long long)w[fallback].id);
-    if (fw) {
-        /* the fallback's domain is the dispatcher's; its parameters are fixed here */
-        kf_buf wb;
-        kf_buf_init(&wb, 1u << 16);
-        kf_buf_printf(&wb, "%s", fw);
-        toks tw = {0};
-        json_t *pj = w[fallback].params_json ? json_loads(w[fallback].params_json, 0, NULL) : NULL;
-        kf_buf out;
-        kf_buf_init(&out, 1u << 16);
-        if (!tokenize(wb.p, wb.len, &tw)) {
-            size_t at = 0;
-            for (size_t i = 0; i < tw.n; i++) {
-                json_t *pv = json_object_getn(pj, wb.p + tw.v[i].off, tw.v[i].len);
-                if (tw.v[i].kind != T_ID || !pv) continue;
-                kf_buf_append(&out, wb.p + at, tw.v[i].off - at);
-                if (json_is_string(pv))
-                    kf_buf_printf(&out, "%s", json_string_value(pv));
-                else
-                    kf_buf_printf(&out, "%lld", (long long)json_integer_value(pv));
-                at = tw.v[i].off + tw.v[i].len;
-            }
-            kf_buf_append(&out, wb.p + at, wb.len - at);
-        }
-        kf_buf_printf(b, "/* kforge:when %s */\n", out.p ? out.p : fw);
-        kf_buf_free(&out);
-        json_decref(pj);
-        free(tw.v);
-        kf_buf_free(&wb);
-    }
-    free(fw);
+    when_header(b, &w[fallback]);
     for (int i = 0; i < nw; i++) {
         if (!used[i]) continue;
         for (const char *p = w[i].text; (p = strstr(p, "#define _")); p++) {
@@ -672,38 +729,8 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
         }
     }
     kf_buf_printf(b, "#include <stdint.h>\n");
-    for (int i = 0; i < nw && !st; i++) {
-        if (!used[i]) continue;
-        toks tk = {0};
-        names ren = {0}, mac = {0};
-        scan c = {w[i].text, &tk, &ren, &mac};
-        char prefix[64];
-        snprintf(prefix, sizeof prefix, "kf_n%lld_", (long long)w[i].id);
-        if (tokenize(w[i].text, w[i].len, &tk) || scan_names(&c)) {
-            st = kf__err(ctx, KF_ENOMEM, "out of memory");
-        } else {
-            names_add(&ren, t->entry, strlen(t->entry));
-            kf_buf_printf(b, "\n/* ---- node %lld (%s/src/%s.%s) ---- */\n", (long long)w[i].id,
-                          run_dir, w[i].hash, w[i].ext);
-            param_defs(b, w[i].params_json, "#define ");
-            size_t at = b->len;
-            rewrite(b, w[i].text, w[i].len, &tk, &ren, prefix);
-            if (b->p) neutralise(b->p + at);
-            kf_buf_printf(b, "\n");
-            json_t *pj = w[i].params_json ? json_loads(w[i].params_json, 0, NULL) : NULL;
-            const char *k;
-            json_t *v;
-            json_object_foreach(pj, k, v) kf_buf_printf(b, "#undef %s\n", k);
-            for (size_t m = 0; m < mac.n; m++)
-                if (!(mac.v[m][0] == '_' && strstr(mac.v[m], "_SOURCE")) &&
-                    !json_object_get(pj, mac.v[m]))
-                    kf_buf_printf(b, "#undef %s\n", mac.v[m]);
-            json_decref(pj);
-        }
-        free(tk.v);
-        names_free(&ren);
-        names_free(&mac);
-    }
+    for (int i = 0; i < nw && !st; i++)
+        if (used[i]) st = winner_section(ctx, t, run_dir, &w[i], b, NULL);
     /* the entry */
     kf_buf_printf(b, "\n/* ---- the dispatcher ---- */\nvoid %s(", t->entry);
     for (int i = 0; i < t->nargs; i++) {
