@@ -6,7 +6,9 @@
 
 #include "kforge.h"
 
-enum { KF_EXIT_OK = 0, KF_EXIT_REJECTED = 1, KF_EXIT_USAGE = 2 };
+/* 3: export only: everything was written but the dispatcher could not be verified here
+ * (a CUDA dispatcher without a GPU); it is written as <task>_dispatch.unverified.cu */
+enum { KF_EXIT_OK = 0, KF_EXIT_REJECTED = 1, KF_EXIT_USAGE = 2, KF_EXIT_UNVERIFIED = 3 };
 
 int kf_cli_check(int argc, char **argv, int bench);
 int kf_cli_validate(int argc, char **argv);

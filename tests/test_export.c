@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "kft.h"
 
+#include "backend/cuda/host.h"
 #include "loop/loop.h"
 #include "store/store.h"
 #include "task/candidate.h"
@@ -449,6 +450,118 @@ static void t_bundled(const void *arg) {
     }
 }
 
+/* A run of task td fabricated with two kept nodes: its template at the defaults winning
+ * the first visible shape, its fast.<ext> the second. */
+static void fab_two(const char *td, const char *ext, const char *run) {
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, td);
+    CHECK(t->nshapes >= 2);
+    kf_store *st = NULL;
+    CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+    char path[512];
+    snprintf(path, sizeof path, "%s/candidates/param.%s", kft_src(td), ext);
+    kf_candidate *c = NULL;
+    CHECKF(kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_OK, "%s", kf_errmsg(ctx));
+    json_t *pt = json_object();
+    for (int i = 0; i < c->nparams; i++)
+        json_object_set_new(pt, c->params[i].name, json_string(c->params[i].values[0]));
+    size_t n = 0;
+    char *a = kf_loop_materialize(c->text, c->len, pt, &n);
+    char *pj = json_dumps(pt, JSON_COMPACT);
+    json_decref(pt);
+    kf_candidate_free(c);
+    char *b = NULL;
+    size_t bl = 0;
+    snprintf(path, sizeof path, "%s/candidates/fast.%s", kft_src(td), ext);
+    CHECK(kf__read_file(path, 1 << 20, &b, &bl) == 0);
+    for (int k = 0; k < 2; k++) {
+        kf_node nd;
+        memset(&nd, 0, sizeof nd);
+        snprintf(nd.ext, sizeof nd.ext, "%s", ext);
+        snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+        snprintf(nd.category, sizeof nd.category, "other");
+        nd.params_json = k == 0 ? strdup(pj) : NULL;
+        const char *src = k == 0 ? a : b;
+        CHECK(kf_store_put_source(st, src, strlen(src), ext, nd.src_hash) == KF_OK);
+        CHECK(kf_store_add_node(st, &nd) == KF_OK);
+        nd.state = KF_NODE_KEPT;
+        json_t *sh = json_array();
+        for (int s = 0; s < 2; s++) {
+            json_t *sz = json_object();
+            for (int z = 0; z < t->nsizes; z++)
+                json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
+            json_array_append_new(sh, json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup",
+                                                (s == k) ? 3.0 : (k == 0 ? 2.0 : 1.0), "win", 1));
+        }
+        nd.shapes_json = json_dumps(sh, JSON_COMPACT);
+        json_decref(sh);
+        nd.speedup = k == 0 ? sqrt(6.0) : sqrt(3.0);
+        CHECK(kf_store_finish_node(st, &nd) == KF_OK);
+        kf_node_free(&nd);
+    }
+    free(a);
+    free(b);
+    free(pj);
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* Every bundled CUDA task, fabricated as in bundled_c_tasks: the export writes a host-mode
+ * dispatcher (// kforge:host, kforge_launch with the task's signature) that routes the
+ * second shape to fast.cu's kernels and the rest to the template's. Without a GPU it cannot
+ * be verified: it must still build with nvcc (host mode's build path), and it is written
+ * only as <task>_dispatch.unverified.cu, with "dispatcher": null and exit 3. With a GPU
+ * it is verified: accepted, written as <task>_dispatch.cu, exit 0. */
+static void t_cuda_dispatch(const void *arg) {
+    (void)arg;
+    char why[512];
+    if (!kf__cuda_have_nvcc(why, sizeof why)) kft_skip("needs nvcc (host mode): %s", why);
+    int gpu = kft_have_gpu(why, sizeof why);
+    setenv("KFORGE_CUDA_ARCH", "sm_90", 0);
+    static const char *const tasks[] = {"bgemm", "gdn_decode", "rmsnorm", "sgemm", "softmax", "sum", "transpose"};
+    for (size_t ti = 0; ti < sizeof tasks / sizeof *tasks; ti++) {
+        char dir[] = "/tmp/kft-export9-XXXXXX", run[512], ex[512], args[2048], out[1 << 16], td[256], f[600];
+        CHECK(mkdtemp(dir));
+        snprintf(run, sizeof run, "%s/r", dir);
+        snprintf(ex, sizeof ex, "%s/ex", dir);
+        snprintf(td, sizeof td, "tasks/cuda/%s", tasks[ti]);
+        fab_two(td, "cu", run);
+        snprintf(args, sizeof args, "export %s -o %s --json %s 2>/dev/null", run, ex, quick);
+        int rc = cli(args, out, sizeof out);
+        json_t *j = json_loads(out, 0, NULL);
+        json_t *ver = json_object_get(j, "verification");
+        CHECKF(json_array_size(json_object_get(j, "routes")) == 1, "%s: %s", td, out);
+        if (gpu) {
+            CHECKF(rc == 0 && !strcmp(json_string_value(json_object_get(ver, "verdict")), "accepted"), "%s: %s", td,
+                   out);
+            snprintf(f, sizeof f, "%s_dispatch.cu", tasks[ti]);
+            CHECKF(!strcmp(json_string_value(json_object_get(j, "dispatcher")), f) && exists(ex, f), "%s", out);
+        } else {
+            CHECKF(rc == 3, "%s: exit %d: %s", td, rc, out);
+            CHECKF(json_is_null(json_object_get(j, "dispatcher")), "%s", out);
+            CHECKF(!strcmp(json_string_value(json_object_get(ver, "verdict")), "unverified") &&
+                       json_is_true(json_object_get(ver, "compiled")),
+                   "%s: it must build with nvcc: %s", td, out);
+            snprintf(f, sizeof f, "%s_dispatch.unverified.cu", tasks[ti]);
+            CHECKF(!strcmp(json_string_value(json_object_get(j, "dispatcher_unverified")), f) && exists(ex, f) &&
+                       strstr(json_string_value(json_object_get(j, "why")), "could not be verified"),
+                   "%s", out);
+            char g[600];
+            snprintf(g, sizeof g, "%s_dispatch.cu", tasks[ti]);
+            CHECK(!exists(ex, g));
+        }
+        char p[1200], *txt = NULL;
+        size_t len = 0;
+        snprintf(p, sizeof p, "%s/%s", ex, f);
+        CHECK(kf__read_file(p, 1 << 20, &txt, &len) == 0);
+        CHECKF(txt && strstr(txt, "// kforge:host") && strstr(txt, "extern \"C\" int kforge_launch("), "%s", txt);
+        free(txt);
+        json_decref(j);
+        kf__rmtree(dir);
+    }
+}
+
 /* sgemm: square_when.c (kforge:when m == n && n == k && m % 16 == 0) has the best
  * geometric mean over the shapes it was timed on and wins 128^3; fast.c wins the other
  * shape. The fallback is fast.c (a node with a kforge:when claims only its domain), and
@@ -559,6 +672,7 @@ void kft_register_export(void) {
     kft_add("export/when_winner", t_when, NULL, 120);
     kft_add("export/bundled_c_tasks", t_bundled, NULL, 240);
     kft_add("export/cuda_winners_only", t_cuda, NULL, 60);
+    kft_add("export/cuda_dispatch", t_cuda_dispatch, NULL, 900);
     kft_add("export/softmax", t_softmax, NULL, 180);
     kft_add("export/two_winners", t_two_winners, NULL, 120);
     kft_add("export/rejected", t_rejected, NULL, 120);

@@ -27,8 +27,10 @@
  * Not done: a CUDA dispatcher (kernel mode cannot express one through kforge:launch
  * lines; the winners are exported and EXPORT.json says so).
  */
+#define _GNU_SOURCE
 #include "loop.h"
 
+#include "../backend/backend.h"
 #include "../store/store.h"
 #include "../task/task.h"
 #include "../util/util.h"
@@ -753,6 +755,264 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
     return st;
 }
 
+/* ---- the CUDA dispatcher (host mode) ------------------------------------------------- */
+
+/* A task argument's C type in kernel and host-mode signatures (docs/cuda.md). */
+static const char *cutype(kf_dtype t) {
+    switch (t) {
+    case KF_T_F16: return "__half";
+    case KF_T_BF16: return "__nv_bfloat16";
+    default: return ctype(t);
+    }
+}
+
+/* The task's arguments as parameters ("const float *x, float *y, int64_t rows"). */
+static void cu_params(kf_buf *b, const kf_task *t) {
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        kf_buf_printf(b, "%s%s%s%s%s", i ? ", " : "", a->is_buffer && a->io == KF_IO_IN ? "const " : "",
+                      cutype(a->type), a->is_buffer ? " *" : " ", a->name);
+    }
+}
+
+/* The integer scalar argument whose value is exactly size k, or NULL. */
+static const kf_arg *size_arg(const kf_task *t, int k) {
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        if (!a->is_buffer && a->value_expr && (a->type == KF_T_I32 || a->type == KF_T_I64) &&
+            !strcmp(kf_expr_src(a->value_expr), t->size_names[k]))
+            return a;
+    }
+    return NULL;
+}
+
+/* A launch expression as C over int64_t: sizes become kf_s_<name>, min/max kf_min/kf_max;
+ * parameters stay names (their #define is in force). */
+static void cu_expr(kf_buf *b, const kf_task *t, const char *e, size_t n) {
+    toks tk = {0};
+    if (tokenize(e, n, &tk)) {
+        kf_buf_append(b, e, n);
+        return;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < tk.n; i++) {
+        const tok *k = &tk.v[i];
+        if (k->kind != T_ID) continue;
+        const char *rep = NULL, *pre = "";
+        for (int z = 0; z < t->nsizes; z++)
+            if (strlen(t->size_names[z]) == k->len && !memcmp(t->size_names[z], e + k->off, k->len)) pre = "kf_s_";
+        if (k->len == 3 && !memcmp(e + k->off, "min", 3)) rep = "kf_min";
+        if (k->len == 3 && !memcmp(e + k->off, "max", 3)) rep = "kf_max";
+        if (!rep && !*pre) continue;
+        kf_buf_append(b, e + at, k->off - at);
+        if (rep)
+            kf_buf_printf(b, "%s", rep);
+        else
+            kf_buf_printf(b, "%s%.*s", pre, (int)k->len, e + k->off);
+        at = k->off + k->len;
+    }
+    kf_buf_append(b, e + at, n - at);
+    free(tk.v);
+}
+
+/* A (a, b, c) tuple's i-th element (i < 3) at *p into b as C; "1" when absent. */
+static int cu_tuple(kf_buf *b, const kf_task *t, const char *v, size_t n, int i) {
+    if (!n || v[0] != '(') {
+        if (i == 0) cu_expr(b, t, v, n);
+        else kf_buf_printf(b, "1");
+        return 0;
+    }
+    int d = 0, k = 0;
+    size_t from = 1;
+    for (size_t j = 0; j < n; j++) {
+        if (v[j] == '(') d++;
+        if (v[j] == ')') d--;
+        if ((v[j] == ',' && d == 1) || (v[j] == ')' && d == 0)) {
+            if (k == i) {
+                kf_buf_printf(b, "(");
+                cu_expr(b, t, v + from, j - from);
+                kf_buf_printf(b, ")");
+                return 0;
+            }
+            k++;
+            from = j + 1;
+        }
+    }
+    kf_buf_printf(b, "1");
+    return 0;
+}
+
+/* The value of key (grid, block, smem, kernel) on a kforge:launch line [p, e): its text
+ * (a tuple whole). */
+static int launch_key(const char *p, const char *e, const char *key, const char **v, size_t *n) {
+    size_t kl = strlen(key);
+    for (const char *q = p; q + kl < e; q++) {
+        if (memcmp(q, key, kl) || q[kl] != '=' || (q > p && !isspace((unsigned char)q[-1]))) continue;
+        const char *s = q + kl + 1, *x = s;
+        int d = 0;
+        while (x < e && (d > 0 || !isspace((unsigned char)*x)) && strncmp(x, "*/", 2)) {
+            if (*x == '(') d++;
+            if (*x == ')') d--;
+            x++;
+        }
+        *v = s;
+        *n = (size_t)(x - s);
+        return 0;
+    }
+    return -1;
+}
+
+/* The host function that makes winner x's launches as kernel mode would: every
+ * kforge:launch line in order, each kernel given every task argument, the dynamic shared
+ * memory limit raised when a launch asks for more than the default 48 KiB. */
+static kf_status cu_launcher(kf_ctx *ctx, const kf_task *t, const winner *x, const names *ren, kf_buf *b) {
+    kf_buf_printf(b, "static int kf_n%lld_launch(", (long long)x->id);
+    cu_params(b, t);
+    kf_buf_printf(b, ", cudaStream_t stream)\n{\n");
+    for (int k = 0; k < t->nsizes; k++)
+        kf_buf_printf(b, "    const int64_t kf_s_%s = (int64_t)%s;\n", t->size_names[k], size_arg(t, k)->name);
+    for (int k = 0; k < t->nsizes; k++) kf_buf_printf(b, "    (void)kf_s_%s;\n", t->size_names[k]);
+    kf_buf call;
+    kf_buf_init(&call, 1u << 16);
+    for (int i = 0; i < t->nargs; i++) kf_buf_printf(&call, "%s%s", i ? ", " : "", t->args[i].name);
+    int nl = 0;
+    const char *p = x->text, *end = x->text + x->len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol) eol = end;
+        const char *d = memmem(p, (size_t)(eol - p), "kforge:launch", 13);
+        if (d) {
+            const char *kv, *gv, *bv, *sv;
+            size_t kn, gn, bn, sn = 0;
+            if (launch_key(d, eol, "kernel", &kv, &kn) || launch_key(d, eol, "grid", &gv, &gn) ||
+                launch_key(d, eol, "block", &bv, &bn)) {
+                kf_buf_free(&call);
+                return kf__err(ctx, KF_EUSAGE, "node %lld: a kforge:launch line without kernel=, grid= or block=",
+                               (long long)x->id);
+            }
+            int has_smem = !launch_key(d, eol, "smem", &sv, &sn);
+            char kname[256];
+            snprintf(kname, sizeof kname, "%.*s", (int)kn, kv);
+            kf_buf_printf(b, "    { /* launch %d */\n", ++nl);
+            const char *dn[6] = {"gx", "gy", "gz", "bx", "by", "bz"};
+            for (int i = 0; i < 6; i++) {
+                kf_buf_printf(b, "        const int64_t %s = ", dn[i]);
+                cu_tuple(b, t, i < 3 ? gv : bv, i < 3 ? gn : bn, i % 3);
+                kf_buf_printf(b, ";\n");
+            }
+            kf_buf_printf(b, "        const int64_t smem = ");
+            if (has_smem) cu_expr(b, t, sv, sn);
+            else kf_buf_printf(b, "0");
+            kf_buf_printf(b, ";\n");
+            kf_buf_printf(b,
+                          "        if (gx <= 0 || gy <= 0 || gz <= 0 || bx <= 0 || by <= 0 || bz <= 0 || smem < 0)\n"
+                          "            return (int)cudaErrorInvalidConfiguration;\n"
+                          "        if (smem > 48 * 1024) {\n"
+                          "            cudaError_t e = cudaFuncSetAttribute(kf_n%lld_%s, "
+                          "cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);\n"
+                          "            if (e != cudaSuccess) return (int)e;\n"
+                          "        }\n"
+                          "        kf_n%lld_%s<<<dim3((unsigned)gx, (unsigned)gy, (unsigned)gz), "
+                          "dim3((unsigned)bx, (unsigned)by, (unsigned)bz), (size_t)smem, stream>>>(%s);\n"
+                          "        cudaError_t e = cudaGetLastError();\n"
+                          "        if (e != cudaSuccess) return (int)e;\n"
+                          "    }\n",
+                          (long long)x->id, kname, (long long)x->id, kname, call.p ? call.p : "");
+        }
+        p = eol + 1;
+    }
+    kf_buf_free(&call);
+    kf_buf_printf(b, "    return 0;\n}\n");
+    return nl ? KF_OK : kf__err(ctx, KF_EUSAGE, "node %lld: no kforge:launch line", (long long)x->id);
+}
+
+/* The CUDA dispatcher into b: one host-mode file (docs/cuda.md "Host mode") holding every
+ * routed winner's kernels renamed apart, a launcher per winner, and kforge_launch, which
+ * tests the shape predicates and calls a winner's launcher, else the fallback's. routes
+ * and notes as for C. KF_EUSAGE with the reason when the task cannot have one (a size
+ * that no integer scalar argument equals: the launch geometry could not be computed). */
+static kf_status build_cuda_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run_dir, winner *w, int nw,
+                                       int fallback, json_t *best, kf_buf *b, json_t *routes, json_t *notes) {
+    for (int k = 0; k < t->nsizes; k++)
+        if (!size_arg(t, k))
+            return kf__err(ctx, KF_EUSAGE,
+                           "size %s is no integer argument of the kernels: a host-mode dispatcher cannot compute "
+                           "the launch geometry",
+                           t->size_names[k]);
+    int *used = calloc((size_t)nw, sizeof *used);
+    if (!used) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    used[fallback] = 1;
+    kf_buf sw, call;
+    kf_buf_init(&sw, 1u << 20);
+    kf_buf_init(&call, 1u << 16);
+    for (int i = 0; i < t->nargs; i++) kf_buf_printf(&call, "%s, ", t->args[i].name);
+    kf_buf_printf(&call, "stream");
+    size_t j;
+    json_t *e;
+    json_array_foreach(best, j, e) {
+        int64_t id = json_integer_value(json_object_get(e, "node"));
+        int wi = 0;
+        while (wi < nw && w[wi].id != id) wi++;
+        if (wi == nw || wi == fallback) continue;
+        json_t *sizes = json_object_get(e, "sizes");
+        char st_[512];
+        sizes_text(sizes, st_, sizeof st_);
+        kf_buf pred;
+        kf_buf_init(&pred, 1u << 16);
+        int exact = 0;
+        char *wh = NULL;
+        if (predicate(t, sizes, &pred, &exact)) {
+            json_array_append_new(notes, json_sprintf("%s: no integer argument tells this shape apart; the "
+                                                      "fallback (node %lld) runs there",
+                                                      st_, (long long)w[fallback].id));
+        } else if ((wh = when_of(w[wi].text)) && !exact) {
+            json_array_append_new(notes, json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
+                                                      "pin every size; the fallback runs there",
+                                                      st_, (long long)id));
+        } else {
+            kf_buf_printf(&sw, "    if (%s) /* %s */\n        return kf_n%lld_launch(%s);\n", pred.p, st_,
+                          (long long)id, call.p);
+            json_array_append_new(routes,
+                                  json_pack("{s:O, s:I, s:s}", "sizes", sizes, "node", (json_int_t)id, "predicate", pred.p));
+            used[wi] = 1;
+        }
+        free(wh);
+        kf_buf_free(&pred);
+    }
+    kf_status st = KF_OK;
+    if (!json_array_size(routes)) {
+        /* one node wins everywhere: the dispatcher is that kernel-mode file, as checked */
+        kf_buf_printf(b, "/* %s_dispatch.cu - written by `kforge export` from run %s: node %lld runs on every shape. */\n",
+                      t->name, run_dir, (long long)w[fallback].id);
+        kf_buf_append(b, w[fallback].text, w[fallback].len);
+        goto out;
+    }
+    kf_buf_printf(b,
+                  "/* %s_dispatch.cu - written by `kforge export` from run %s: a host-mode file\n"
+                  " * (docs/cuda.md) that launches the fastest kept kernels of the run for each visible\n"
+                  " * shape, else node %lld's (the best over all shapes). Each node's kernels are its\n"
+                  " * source with its file-scope names prefixed kf_n<ID>_ and its parameters as #define;\n"
+                  " * kf_n<ID>_launch makes its launches as its launch lines say. */\n"
+                  "// kforge:host\n",
+                  t->name, run_dir, (long long)w[fallback].id);
+    when_header(b, &w[fallback]);
+    kf_buf_printf(b, "#include <stdint.h>\n#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
+                     "static inline int64_t kf_min(int64_t a, int64_t b) { return a < b ? a : b; }\n"
+                     "static inline int64_t kf_max(int64_t a, int64_t b) { return a > b ? a : b; }\n");
+    for (int i = 0; i < nw && !st; i++)
+        if (used[i]) st = winner_section(ctx, t, run_dir, &w[i], b, cu_launcher);
+    kf_buf_printf(b, "\n/* ---- the dispatcher ---- */\nextern \"C\" int kforge_launch(");
+    cu_params(b, t);
+    kf_buf_printf(b, ", cudaStream_t stream)\n{\n%s    return kf_n%lld_launch(%s); /* the fallback */\n}\n",
+                  sw.p ? sw.p : "", (long long)w[fallback].id, call.p);
+    if (!st && (b->dropped || !b->p)) st = kf__err(ctx, KF_ENOMEM, "the dispatcher is too large or out of memory");
+out:
+    free(used);
+    kf_buf_free(&sw);
+    kf_buf_free(&call);
+    return st;
+}
+
 /* ---- files ----------------------------------------------------------------------------- */
 
 static kf_status write_file(kf_ctx *ctx, const char *dir, const char *name, const char *data,
@@ -842,6 +1102,35 @@ static kf_status bench_verify(kf_ctx *ctx, const kf_task *t, const char *path, c
     *ver = verification(r);
     json_decref(r);
     return KF_OK;
+}
+
+/* No GPU here (kf_bench said KF_EBACKEND, whose message is on ctx): build the CUDA
+ * dispatcher at path with nvcc, as host mode does. *ver: verdict "unverified" (it builds;
+ * error: why it could not be run), or "rejected" with compile_error and the compiler's
+ * message. KF_OK, or KF_ENOMEM. When nvcc itself is missing it is "unverified" too, with
+ * compiled false. */
+static kf_status cuda_compile_only(kf_ctx *ctx, const kf_task *t, const char *path, const char *text, size_t len,
+                                   json_t **ver) {
+    char why[1024], bdir[4400];
+    snprintf(why, sizeof why, "%s", kf_errmsg(ctx));
+    snprintf(bdir, sizeof bdir, "%s.build-XXXXXX", path);
+    kf_build bd;
+    memset(&bd, 0, sizeof bd);
+    kf_status cs = mkdtemp(bdir) ? kf_backend_compile(kf_backend_get("cuda"), ctx, t, path, text, len, NULL, 0, bdir,
+                                                      300, &bd)
+                                 : kf__err(ctx, KF_EIO, "%s: %s", bdir, strerror(errno));
+    if (!cs && !bd.ok) {
+        *ver = json_pack("{s:s, s:[{s:s, s:s?}], s:[], s:n, s:b}", "verdict", "rejected", "reasons", "code",
+                         "compile_error", "message", bd.message, "shapes", "speedup", "compiled", 0);
+    } else {
+        *ver = json_pack("{s:s, s:[], s:[], s:n, s:s, s:b}", "verdict", "unverified", "reasons", "shapes", "speedup",
+                         "error", why, "compiled", !cs);
+        if (cs && *ver)
+            json_object_set_new(*ver, "compile_error", json_string(kf_errmsg(ctx)));
+    }
+    kf_build_free(&bd);
+    if (bdir[0]) kf__rmtree(bdir);
+    return *ver ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
 }
 
 /* Rejected for timing_mismatch and nothing else. */
@@ -991,21 +1280,20 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I}", "run", run_dir, "task", t->dir,
                     "task_name", t->name, "backend", t->backend, "fingerprint", t->fingerprint,
                     "winners", json_incref(files), "fallback", (json_int_t)w[fallback].id);
-    int rejected = 0;
-    if (!is_c) {
+    int rejected = 0, unverified = 0;
+    char dname[256], dpath[4700];
+    snprintf(dname, sizeof dname, "%s_dispatch.%s", t->name, is_c ? "c" : "cu");
+    s = is_c ? build_dispatcher(ctx, t, run_dir, w, nw, fallback, best, &disp, routes, notes)
+             : build_cuda_dispatcher(ctx, t, run_dir, w, nw, fallback, best, &disp, routes, notes);
+    if (s == KF_EUSAGE && !is_c) {
+        /* this task cannot have a host-mode dispatcher: the winners are still exported */
         json_object_set_new(doc, "dispatcher", json_null());
-        json_object_set_new(
-            doc, "why",
-            json_string("a CUDA dispatcher is not built: kernel mode cannot choose a "
-                        "kernel per shape through kforge:launch lines (docs/run.md); "
-                        "the winners are exported, pick among them by shape"));
-        fprintf(stderr, "kforge export: the CUDA dispatcher is not built; the winners are in %s\n",
-                out_dir);
+        json_object_set_new(doc, "why", json_sprintf("no CUDA dispatcher: %s", kf_errmsg(ctx)));
+        fprintf(stderr, "kforge export: no CUDA dispatcher (%s); the winners are in %s\n", kf_errmsg(ctx), out_dir);
+        s = KF_OK;
+    } else if (s) {
+        goto out;
     } else {
-        if ((s = build_dispatcher(ctx, t, run_dir, w, nw, fallback, best, &disp, routes, notes)))
-            goto out;
-        char dname[256], dpath[4700];
-        snprintf(dname, sizeof dname, "%s_dispatch.c", t->name);
         snprintf(dpath, sizeof dpath, "%s/%s", tmp, dname);
         if ((s = write_file(ctx, tmp, dname, disp.p, disp.len))) goto out;
         kf_opts o;
@@ -1022,14 +1310,25 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
         do {
             json_decref(ver);
             ver = NULL;
-            if ((s = bench_verify(ctx, t, dpath, &o, &ver))) {
+            s = bench_verify(ctx, t, dpath, &o, &ver);
+            if (s == KF_EBACKEND && !is_c) {
+                /* no GPU here: nvcc can still say whether it builds; never written as verified */
+                s = cuda_compile_only(ctx, t, dpath, disp.p, disp.len, &ver);
+                unverified = !s && !strcmp(json_string_value(json_object_get(ver, "verdict")), "unverified");
+                break;
+            }
+            if (s) {
                 unlink(dpath);
                 goto out;
             }
             attempt++;
         } while (attempt < 2 && kf_loop_timing_only(ver));
+        if (s) {
+            unlink(dpath);
+            goto out;
+        }
         json_object_set_new(ver, "attempts", json_integer(attempt));
-        rejected = strcmp(json_string_value(json_object_get(ver, "verdict")), "accepted") != 0;
+        rejected = !unverified && strcmp(json_string_value(json_object_get(ver, "verdict")), "accepted") != 0;
         if (rejected) {
             unlink(dpath);
             json_object_set_new(doc, "dispatcher", json_null());
@@ -1042,6 +1341,28 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
             json_array_foreach(json_object_get(ver, "reasons"), i, x)
                 fprintf(stderr, "  %s: %s\n", json_string_value(json_object_get(x, "code")),
                         json_string_value(json_object_get(x, "message")));
+        } else if (unverified) {
+            /* written under a name that says so, and not as "dispatcher" */
+            char uname[256], upath[4700];
+            snprintf(uname, sizeof uname, "%s_dispatch.unverified.cu", t->name);
+            snprintf(upath, sizeof upath, "%s/%s", tmp, uname);
+            if (rename(dpath, upath)) {
+                s = kf__err(ctx, KF_EIO, "%s: %s", upath, strerror(errno));
+                json_decref(ver);
+                goto out;
+            }
+            snprintf(dname, sizeof dname, "%s", uname);
+            json_object_set_new(doc, "dispatcher", json_null());
+            json_object_set_new(doc, "dispatcher_unverified", json_string(uname));
+            json_object_set_new(
+                doc, "why",
+                json_sprintf("the CUDA dispatcher could not be verified here (%s); it builds with nvcc and was "
+                             "written as %s, unverified: check it on a GPU with kforge bench %s %s/%s",
+                             json_string_value(json_object_get(ver, "error")), uname, t->dir, out_dir, uname));
+            fprintf(stderr,
+                    "kforge export: the CUDA dispatcher could not be verified here (%s): written as %s/%s, "
+                    "UNVERIFIED; the winners are verified\n",
+                    json_string_value(json_object_get(ver, "error")), out_dir, uname);
         } else {
             json_object_set_new(doc, "dispatcher", json_string(dname));
             json_object_set_new(doc, "why", json_null());
