@@ -331,8 +331,10 @@ static void t_none(const void *arg) {
     kf__rmtree(dir);
 }
 
-/* A CUDA task: the winners and EXPORT.json, no dispatcher, and it says why (exit 0). No
- * GPU is needed: the run is fabricated and nothing is run. */
+/* A CUDA task on a machine without a GPU: the winners and EXPORT.json are written; the
+ * dispatcher (here the one winner's own kernel-mode text) cannot be verified, so it is
+ * written only as softmax_dispatch.unverified.cu, "dispatcher" is null, why says so, and
+ * export exits 3. The run is fabricated and nothing is run. */
 static void t_cuda(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-export5-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
@@ -364,14 +366,16 @@ static void t_cuda(const void *arg) {
     kf_store_close(st);
     kf_task_free(t);
     kf_ctx_free(ctx);
+    char why[512];
+    if (kft_have_gpu(why, sizeof why)) kft_skip("this machine has a GPU (export/cuda_dispatch_gpu)");
     snprintf(args, sizeof args, "export %s -o %s --json 2>/dev/null", run, ex);
-    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECKF(cli(args, out, sizeof out) == 3, "%s", out);
     json_t *j = json_loads(out, 0, NULL);
     CHECKF(json_is_null(json_object_get(j, "dispatcher")), "%s", out);
-    CHECKF(strstr(json_string_value(json_object_get(j, "why")), "CUDA"), "%s", out);
+    CHECKF(strstr(json_string_value(json_object_get(j, "why")), "CUDA dispatcher could not be verified"), "%s", out);
     json_decref(j);
-    CHECK(exists(ex, "softmax_1.cu") && exists(ex, "EXPORT.json") &&
-          !exists(ex, "softmax_dispatch.c"));
+    CHECK(exists(ex, "softmax_1.cu") && exists(ex, "EXPORT.json") && exists(ex, "softmax_dispatch.unverified.cu") &&
+          !exists(ex, "softmax_dispatch.cu") && !exists(ex, "softmax_dispatch.c"));
     kf__rmtree(dir);
 }
 
@@ -512,12 +516,15 @@ static void fab_two(const char *td, const char *ext, const char *run) {
  * second shape to fast.cu's kernels and the rest to the template's. Without a GPU it cannot
  * be verified: it must still build with nvcc (host mode's build path), and it is written
  * only as <task>_dispatch.unverified.cu, with "dispatcher": null and exit 3. With a GPU
- * it is verified: accepted, written as <task>_dispatch.cu, exit 0. */
+ * (export/cuda_dispatch_gpu; skipped without one) it is checked and timed like any
+ * candidate: accepted, written as <task>_dispatch.cu, exit 0. */
 static void t_cuda_dispatch(const void *arg) {
-    (void)arg;
     char why[512];
     if (!kf__cuda_have_nvcc(why, sizeof why)) kft_skip("needs nvcc (host mode): %s", why);
-    int gpu = kft_have_gpu(why, sizeof why);
+    int gpu = arg != NULL; /* export/cuda_dispatch_gpu */
+    if (gpu && !kft_have_gpu(why, sizeof why)) kft_skip("needs a GPU to verify the dispatcher: %s", why);
+    if (!gpu && kft_have_gpu(why, sizeof why))
+        kft_skip("this machine has a GPU: export/cuda_dispatch_gpu verifies the dispatcher instead");
     setenv("KFORGE_CUDA_ARCH", "sm_90", 0);
     static const char *const tasks[] = {"bgemm", "gdn_decode", "rmsnorm", "sgemm", "softmax", "sum", "transpose"};
     for (size_t ti = 0; ti < sizeof tasks / sizeof *tasks; ti++) {
@@ -673,6 +680,7 @@ void kft_register_export(void) {
     kft_add("export/bundled_c_tasks", t_bundled, NULL, 240);
     kft_add("export/cuda_winners_only", t_cuda, NULL, 60);
     kft_add("export/cuda_dispatch", t_cuda_dispatch, NULL, 900);
+    kft_add("export/cuda_dispatch_gpu", t_cuda_dispatch, "gpu", 900);
     kft_add("export/softmax", t_softmax, NULL, 180);
     kft_add("export/two_winners", t_two_winners, NULL, 120);
     kft_add("export/rejected", t_rejected, NULL, 120);

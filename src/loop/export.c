@@ -24,8 +24,15 @@
  * export leaves nothing half-written. An existing DIR is replaced only when it is empty
  * or holds an earlier export (EXPORT.json).
  *
- * Not done: a CUDA dispatcher (kernel mode cannot express one through kforge:launch
- * lines; the winners are exported and EXPORT.json says so).
+ * The CUDA dispatcher is a host-mode file (docs/cuda.md "Host mode": // kforge:host and
+ * extern "C" int kforge_launch(<args>, cudaStream_t)): each routed winner's kernel-mode
+ * text renamed apart as for C, then a launcher per winner that makes its kforge:launch
+ * launches (geometry from its launch expressions over the sizes, which must be integer
+ * arguments, and its parameters), and kforge_launch choosing by the same predicates.
+ * Without a GPU it cannot be checked: it is then built with nvcc only (host mode's build
+ * path) and written as <task>_dispatch.unverified.cu, never under the dispatcher's name
+ * (EXPORT.json: "dispatcher": null, "dispatcher_unverified"; the CLI exits 3); one that
+ * does not build is rejected and not written.
  */
 #define _GNU_SOURCE
 #include "loop.h"
