@@ -382,81 +382,9 @@ static void t_cuda(const void *arg) {
 /* Every bundled C task: its template at the defaults wins the first visible shape, its
  * fast.c the second; the dispatcher joining the two (different helpers, macros,
  * parameters) is accepted by the checker. */
-static void t_bundled(const void *arg) {
-    (void)arg;
-    static const char *const tasks[] = {"rmsnorm", "saxpy", "sgemm", "softmax", "sum", "transpose"};
-    for (size_t ti = 0; ti < sizeof tasks / sizeof *tasks; ti++) {
-        char dir[] = "/tmp/kft-export6-XXXXXX", run[512], ex[512], args[2048], out[1 << 16],
-             td[256];
-        CHECK(mkdtemp(dir));
-        snprintf(run, sizeof run, "%s/r", dir);
-        snprintf(ex, sizeof ex, "%s/ex", dir);
-        snprintf(td, sizeof td, "tasks/c/%s", tasks[ti]);
-        kf_ctx *ctx = kf_ctx_new();
-        kf_task *t = kft_task(ctx, td);
-        CHECK(t->nshapes >= 2);
-        kf_store *st = NULL;
-        CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
-        char path[512];
-        snprintf(path, sizeof path, "%s/candidates/param.c", kft_src(td));
-        kf_candidate *c = NULL;
-        CHECKF(kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_OK, "%s", kf_errmsg(ctx));
-        json_t *pt = json_object();
-        for (int i = 0; i < c->nparams; i++)
-            json_object_set_new(pt, c->params[i].name, json_string(c->params[i].values[0]));
-        size_t n = 0;
-        char *a = kf_loop_materialize(c->text, c->len, pt, &n);
-        char *pj = json_dumps(pt, JSON_COMPACT);
-        json_decref(pt);
-        kf_candidate_free(c);
-        char *b = NULL;
-        size_t bl = 0;
-        snprintf(path, sizeof path, "%s/candidates/fast.c", kft_src(td));
-        CHECK(kf__read_file(path, 1 << 20, &b, &bl) == 0);
-        for (int k = 0; k < 2; k++) {
-            kf_node nd;
-            memset(&nd, 0, sizeof nd);
-            snprintf(nd.ext, sizeof nd.ext, "c");
-            snprintf(nd.proposer, sizeof nd.proposer, "builtin");
-            snprintf(nd.category, sizeof nd.category, "other");
-            nd.params_json = k == 0 ? strdup(pj) : NULL;
-            const char *src = k == 0 ? a : b;
-            CHECK(kf_store_put_source(st, src, strlen(src), "c", nd.src_hash) == KF_OK);
-            CHECK(kf_store_add_node(st, &nd) == KF_OK);
-            nd.state = KF_NODE_KEPT;
-            json_t *sh = json_array();
-            for (int s = 0; s < 2; s++) {
-                json_t *sz = json_object();
-                for (int z = 0; z < t->nsizes; z++)
-                    json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
-                json_array_append_new(sh,
-                                      json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup",
-                                                (s == k) ? 3.0 : (k == 0 ? 2.0 : 1.0), "win", 1));
-            }
-            nd.shapes_json = json_dumps(sh, JSON_COMPACT);
-            json_decref(sh);
-            nd.speedup = k == 0 ? sqrt(6.0) : sqrt(3.0);
-            CHECK(kf_store_finish_node(st, &nd) == KF_OK);
-            kf_node_free(&nd);
-        }
-        free(a);
-        free(b);
-        free(pj);
-        kf_store_close(st);
-        kf_task_free(t);
-        kf_ctx_free(ctx);
-        snprintf(args, sizeof args, "export %s -o %s --json %s 2>&1", run, ex, quick);
-        CHECKF(cli(args, out, sizeof out) == 0, "%s: %s", td, out);
-        json_t *j = json_loads(out, 0, NULL);
-        CHECKF(json_array_size(json_object_get(j, "routes")) == 1, "%s: %s", td, out);
-        json_decref(j);
-        kf__rmtree(dir);
-    }
-}
-
 /* A run of task td fabricated with two kept nodes: its template at the defaults winning
- * the first visible shape, its fast.<ext> the second. */
-static void fab_two(const char *td, const char *ext, const char *run) {
+ * the first visible shape, its fast.<ext> (with append after it, or NULL) the second. */
+static void fab_two(const char *td, const char *ext, const char *run, const char *append) {
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, td);
     CHECK(t->nshapes >= 2);
@@ -478,6 +406,11 @@ static void fab_two(const char *td, const char *ext, const char *run) {
     size_t bl = 0;
     snprintf(path, sizeof path, "%s/candidates/fast.%s", kft_src(td), ext);
     CHECK(kf__read_file(path, 1 << 20, &b, &bl) == 0);
+    if (append) {
+        char *bb = kf__asprintf("%s%s", b, append);
+        free(b);
+        b = bb;
+    }
     for (int k = 0; k < 2; k++) {
         kf_node nd;
         memset(&nd, 0, sizeof nd);
@@ -511,6 +444,25 @@ static void fab_two(const char *td, const char *ext, const char *run) {
     kf_ctx_free(ctx);
 }
 
+static void t_bundled(const void *arg) {
+    (void)arg;
+    static const char *const tasks[] = {"rmsnorm", "saxpy", "sgemm", "softmax", "sum", "transpose"};
+    for (size_t ti = 0; ti < sizeof tasks / sizeof *tasks; ti++) {
+        char dir[] = "/tmp/kft-export6-XXXXXX", run[512], ex[512], args[2048], out[1 << 16], td[256];
+        CHECK(mkdtemp(dir));
+        snprintf(run, sizeof run, "%s/r", dir);
+        snprintf(ex, sizeof ex, "%s/ex", dir);
+        snprintf(td, sizeof td, "tasks/c/%s", tasks[ti]);
+        fab_two(td, "c", run, NULL);
+        snprintf(args, sizeof args, "export %s -o %s --json %s 2>&1", run, ex, quick);
+        CHECKF(cli(args, out, sizeof out) == 0, "%s: %s", td, out);
+        json_t *j = json_loads(out, 0, NULL);
+        CHECKF(json_array_size(json_object_get(j, "routes")) == 1, "%s: %s", td, out);
+        json_decref(j);
+        kf__rmtree(dir);
+    }
+}
+
 /* Every bundled CUDA task, fabricated as in bundled_c_tasks: the export writes a host-mode
  * dispatcher (// kforge:host, kforge_launch with the task's signature) that routes the
  * second shape to fast.cu's kernels and the rest to the template's. Without a GPU it cannot
@@ -533,7 +485,7 @@ static void t_cuda_dispatch(const void *arg) {
         snprintf(run, sizeof run, "%s/r", dir);
         snprintf(ex, sizeof ex, "%s/ex", dir);
         snprintf(td, sizeof td, "tasks/cuda/%s", tasks[ti]);
-        fab_two(td, "cu", run);
+        fab_two(td, "cu", run, NULL);
         snprintf(args, sizeof args, "export %s -o %s --json %s 2>/dev/null", run, ex, quick);
         int rc = cli(args, out, sizeof out);
         json_t *j = json_loads(out, 0, NULL);
@@ -567,6 +519,34 @@ static void t_cuda_dispatch(const void *arg) {
         json_decref(j);
         kf__rmtree(dir);
     }
+}
+
+/* Without a GPU the verification is a build with nvcc: a dispatcher that does not build
+ * (here a "kept" winner damaged in a hand-made run) is rejected with compile_error, not
+ * written, and export exits 1. */
+static void t_cuda_dispatch_broken(const void *arg) {
+    (void)arg;
+    char why[512];
+    if (!kf__cuda_have_nvcc(why, sizeof why)) kft_skip("needs nvcc (host mode): %s", why);
+    if (kft_have_gpu(why, sizeof why)) kft_skip("this machine has a GPU: the dispatcher is checked, not only built");
+    setenv("KFORGE_CUDA_ARCH", "sm_90", 0);
+    char dir[] = "/tmp/kft-export10-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    fab_two("tasks/cuda/softmax", "cu", run, "\nstatic int broken = undeclared_name;\n");
+    snprintf(args, sizeof args, "export %s -o %s --json %s 2>/dev/null", run, ex, quick);
+    CHECKF(cli(args, out, sizeof out) == 1, "%s", out);
+    json_t *j = json_loads(out, 0, NULL), *ver = json_object_get(j, "verification");
+    CHECKF(!strcmp(json_string_value(json_object_get(ver, "verdict")), "rejected") &&
+               !strcmp(json_string_value(json_object_get(json_array_get(json_object_get(ver, "reasons"), 0), "code")),
+                       "compile_error"),
+           "%s", out);
+    CHECKF(json_is_null(json_object_get(j, "dispatcher")) && !json_object_get(j, "dispatcher_unverified"), "%s", out);
+    json_decref(j);
+    CHECK(!exists(ex, "softmax_dispatch.cu") && !exists(ex, "softmax_dispatch.unverified.cu") &&
+          exists(ex, "EXPORT.json"));
+    kf__rmtree(dir);
 }
 
 /* sgemm: square_when.c (kforge:when m == n && n == k && m % 16 == 0) has the best
@@ -681,6 +661,7 @@ void kft_register_export(void) {
     kft_add("export/cuda_winners_only", t_cuda, NULL, 60);
     kft_add("export/cuda_dispatch", t_cuda_dispatch, NULL, 900);
     kft_add("export/cuda_dispatch_gpu", t_cuda_dispatch, "gpu", 900);
+    kft_add("export/cuda_dispatch_broken", t_cuda_dispatch_broken, NULL, 300);
     kft_add("export/softmax", t_softmax, NULL, 180);
     kft_add("export/two_winners", t_two_winners, NULL, 120);
     kft_add("export/rejected", t_rejected, NULL, 120);
