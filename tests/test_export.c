@@ -382,6 +382,47 @@ static void t_cuda(const void *arg) {
 /* Every bundled C task: its template at the defaults wins the first visible shape, its
  * fast.c the second; the dispatcher joining the two (different helpers, macros,
  * parameters) is accepted by the checker. */
+/* Two runs exported into the same DIR: the second replaces the first with a warning that
+ * names the first run, and EXPORT.json says whose export it replaced (replaced_run);
+ * exporting the same run again replaces it silently. */
+static void t_replace_other(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export11-XXXXXX", run[2][512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    for (int k = 0; k < 2; k++) {
+        snprintf(run[k], sizeof run[k], "%s/r%d", dir, k);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_task *t = NULL;
+        kf_store *st = fab_run(ctx, &t, run[k]);
+        char *a = point("16");
+        fab_node(st, a, "{\"W\": 16}", 6.0, 2.0, KF_NODE_KEPT);
+        free(a);
+        kf_store_close(st);
+        kf_task_free(t);
+        kf_ctx_free(ctx);
+    }
+    for (int k = 0; k < 3; k++) { /* r0, r0 again, then r1 */
+        const char *r = run[k == 2];
+        snprintf(args, sizeof args, "export %s -o %s --json %s 2>%s/err", r, ex, quick, dir);
+        CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+        json_t *j = json_loads(out, 0, NULL);
+        char ep[600], *err = NULL;
+        size_t el = 0;
+        snprintf(ep, sizeof ep, "%s/err", dir);
+        CHECK(kf__read_file(ep, 1 << 20, &err, &el) == 0);
+        if (k < 2) {
+            CHECKF(json_is_null(json_object_get(j, "replaced_run")) && !strstr(err, "another run"), "%s\n%s", out, err);
+        } else {
+            CHECKF(!strcmp(json_string_value(json_object_get(j, "replaced_run")), run[0]), "%s", out);
+            CHECKF(strstr(err, "warning") && strstr(err, "another run") && strstr(err, run[0]), "%s", err);
+        }
+        free(err);
+        json_decref(j);
+    }
+    kf__rmtree(dir);
+}
+
 /* A run of task td fabricated with two kept nodes: its template at the defaults winning
  * the first visible shape, its fast.<ext> (with append after it, or NULL) the second. */
 static void fab_two(const char *td, const char *ext, const char *run, const char *append) {
@@ -664,6 +705,7 @@ void kft_register_export(void) {
     kft_add("export/cuda_dispatch_broken", t_cuda_dispatch_broken, NULL, 300);
     kft_add("export/softmax", t_softmax, NULL, 180);
     kft_add("export/two_winners", t_two_winners, NULL, 120);
+    kft_add("export/replace_other_run", t_replace_other, NULL, 120);
     kft_add("export/rejected", t_rejected, NULL, 120);
     kft_add("export/no_verified", t_none, NULL, 60);
 }

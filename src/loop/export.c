@@ -47,6 +47,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1044,7 +1045,7 @@ static kf_status write_file(kf_ctx *ctx, const char *dir, const char *name, cons
 }
 
 /* DIR may be replaced: it does not exist, or is an empty directory or an earlier export. */
-static kf_status out_ok(kf_ctx *ctx, const char *out, int *exists) {
+static kf_status out_ok(kf_ctx *ctx, const char *out, int *exists, char **prev_run) {
     struct stat sb;
     *exists = 0;
     if (stat(out, &sb)) {
@@ -1056,7 +1057,14 @@ static kf_status out_ok(kf_ctx *ctx, const char *out, int *exists) {
     *exists = 1;
     char p[4400];
     snprintf(p, sizeof p, "%s/EXPORT.json", out);
-    if (!access(p, F_OK)) return KF_OK;
+    if (!access(p, F_OK)) {
+        /* whose export it was: replacing another run's is worth a warning */
+        json_t *prev = json_load_file(p, 0, NULL);
+        const char *pr = json_string_value(json_object_get(prev, "run"));
+        if (pr && prev_run) *prev_run = strdup(pr);
+        json_decref(prev);
+        return KF_OK;
+    }
     DIR *d = opendir(out);
     if (!d) return kf__err(ctx, KF_EIO, "%s: %s", out, strerror(errno));
     struct dirent *de;
@@ -1158,6 +1166,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     json_t *best = NULL, *doc = NULL, *routes = json_array(), *notes = json_array(),
            *files = json_array();
     char tmp[4400] = "", old[4400] = "";
+    char *prev_run = NULL; /* the run of the export DIR holds, when another run's */
     kf_buf disp;
     kf_buf_init(&disp, 64u << 20);
     kf_status s = kf_store_open(ctx, run_dir, NULL, &st);
@@ -1200,7 +1209,19 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
                     run_dir);
         goto out;
     }
-    if ((s = out_ok(ctx, out_dir, &exists))) goto out;
+    if ((s = out_ok(ctx, out_dir, &exists, &prev_run))) goto out;
+    if (prev_run) {
+        char ra[PATH_MAX], rb[PATH_MAX];
+        int same = realpath(prev_run, ra) && realpath(run_dir, rb) ? !strcmp(ra, rb) : !strcmp(prev_run, run_dir);
+        if (same) {
+            free(prev_run);
+            prev_run = NULL;
+        } else {
+            fprintf(stderr, "kforge export: warning: %s holds the export of another run (%s); it is replaced by "
+                            "run %s's\n",
+                    out_dir, prev_run, run_dir);
+        }
+    }
     /* the winners: the fallback first, then each shape's in shape order */
     w = calloc(json_array_size(best) + 1, sizeof *w);
     if (!w) {
@@ -1287,6 +1308,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I}", "run", run_dir, "task", t->dir,
                     "task_name", t->name, "backend", t->backend, "fingerprint", t->fingerprint,
                     "winners", json_incref(files), "fallback", (json_int_t)w[fallback].id);
+    json_object_set_new(doc, "replaced_run", prev_run ? json_string(prev_run) : json_null());
     int rejected = 0, unverified = 0;
     char dname[256], dpath[4700];
     snprintf(dname, sizeof dname, "%s_dispatch.%s", t->name, is_c ? "c" : "cu");
@@ -1424,6 +1446,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     }
     free(txt);
 out:
+    free(prev_run);
     if (tmp[0]) kf__rmtree(tmp);
     for (int i = 0; i < nw; i++)
         free(w[i].text);
