@@ -78,7 +78,8 @@ typedef enum {
     X(TIMEOUT, "timeout")                                                       \
     X(RESOURCE_LIMIT, "resource_limit")                                         \
     X(SANDBOX_VIOLATION, "sandbox_violation")                                   \
-    X(SANITIZER, "sanitizer")
+    X(SANITIZER, "sanitizer")                                                   \
+    X(DEGENERATE_TASK, "degenerate_task")
 
 typedef enum {
 #define KF_X(n, s) KF_REASON_##n,

@@ -7,10 +7,12 @@
 #include "kft.h"
 
 #include "loop/loop.h"
+#include "search/builtin.h"
 #include "store/store.h"
 #include "util/util.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -322,9 +324,148 @@ static void t_learnt_constraint(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* kf_loop_specs without a run: a point winning shapes that no threshold on a size
+ * separates from the others gets them pinned; one winning the largest shapes gets a
+ * threshold; noise-sized differences and a template with its own kforge:when get none. */
+static void t_spec_domains(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-specd-XXXXXX", p[600];
+    CHECK(mkdtemp(dir));
+    char *ref = NULL;
+    size_t rl = 0;
+    CHECK(kf__read_file(kft_src("tests/tasks/lcg/reference.c"), 1 << 20, &ref, &rl) == 0);
+    snprintf(p, sizeof p, "%s/reference.c", dir);
+    FILE *f = fopen(p, "w");
+    CHECK(f && fwrite(ref, 1, rl, f) == rl && !fclose(f));
+    free(ref);
+    snprintf(p, sizeof p, "%s/task.json", dir);
+    f = fopen(p, "w");
+    CHECK(f);
+    fprintf(f, "{\"name\": \"lcg\", \"backend\": \"c\", \"entry\": \"lcg\", \"sizes\": {\"n\": [1, 131072]},\n"
+               " \"args\": [{\"name\": \"x\", \"type\": \"i32\", \"shape\": [\"n\"], \"io\": \"in\",\n"
+               "            \"init\": {\"dist\": \"int\", \"lo\": 0, \"hi\": 4095}},\n"
+               "           {\"name\": \"y\", \"type\": \"i32\", \"shape\": [\"n\"], \"io\": \"out\"},\n"
+               "           {\"name\": \"n\", \"type\": \"i64\", \"value\": \"n\"}],\n"
+               " \"shapes\": [{\"n\": 16}, {\"n\": 1000}, {\"n\": 65536}]}\n");
+    CHECK(!fclose(f));
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    CHECKF(kf_task_load(ctx, dir, &t) == KF_OK, "%s", kf_errmsg(ctx));
+    static const char *const tmpls[] = {"/* kforge:param V = 1, 2 */\nint v = V;\n",
+                                        "/* kforge:param V = 1, 2 */\n/* kforge:when n >= 1 */\nint v = V;\n"};
+    /* V=1: {100, 200, 100} ns; V=2 (the compromise): {110, 100, 110}, or within the noise */
+    static const double times[3][2][3] = {{{100, 200, 100}, {110, 100, 110}},
+                                          {{100, 200, 200}, {110, 100, 110}},
+                                          {{100, 200, 100}, {101, 100, 101}}};
+    for (int c = 0; c < 4; c++) {
+        int ti = c == 3, tt = c == 3 ? 0 : c;
+        snprintf(p, sizeof p, "%s/param.c", dir);
+        f = fopen(p, "w");
+        CHECK(f && fputs(tmpls[ti], f) >= 0 && !fclose(f));
+        kf_builtin *b = NULL;
+        CHECKF(kf_builtin_new(ctx, t, p, 1, &b) == KF_OK, "%s", kf_errmsg(ctx));
+        for (int v = 0; v < 2; v++) {
+            kf_point pt;
+            memset(&pt, 0, sizeof pt);
+            pt.v[0] = v;
+            kf_shape_time tm[3];
+            for (int k = 0; k < 3; k++) tm[k] = (kf_shape_time){times[tt][v][k], 0.01};
+            CHECK(kf_builtin_observe(b, &pt, KF_BUILTIN_OK, tm, 3) == 0);
+        }
+        kf_spec *sp = NULL;
+        int n = -1;
+        CHECK(kf_loop_specs(ctx, t, b, tmpls[ti], strlen(tmpls[ti]), 0.05, &sp, &n) == KF_OK);
+        if (c == 0) {
+            CHECKF(n == 1 && !strcmp(sp[0].when, "n == 16 || n == 65536"), "%d %s", n, n ? sp[0].when : "");
+            CHECK(!strcmp(sp[0].shapes, "n=16; n=65536") && sp[0].point.v[0] == 0 && sp[0].compromise.v[0] == 1);
+            CHECKF(fabs(sp[0].gain - 1.1) < 1e-9, "gain %g", sp[0].gain);
+            CHECKF(strstr(sp[0].text, "kforge:param V = 1 */") &&
+                       strstr(sp[0].text, "\n/* kforge:when n == 16 || n == 65536 */\n"),
+                   "%s", sp[0].text);
+            CHECK(!strcmp(sp[0].params_json, "{\"V\":1}"));
+            /* the text is a candidate the checker can parse: its domain is read back */
+            char *w = kf_loop_when_of(sp[0].text);
+            CHECK(w && !strcmp(w, sp[0].when));
+            free(w);
+        } else if (c == 1) {
+            CHECKF(n == 1 && !strcmp(sp[0].when, "n <= 16"), "%d %s", n, n ? sp[0].when : "");
+        } else {
+            CHECKF(n == 0, "case %d: %d specialisations", c, n);
+        }
+        kf_loop_specs_free(sp, n);
+        kf_builtin_free(b);
+    }
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
+/* tests/tasks/lcg: ALGO 0 wins n=64 (by about 3x), ALGO 1 wins n=65536 (by about 50x) and
+ * has the better geometric mean (the compromise). The loop proposes ALGO 0 restricted to
+ * the shapes where it wins (kforge:when n <= 64) as a child of the compromise, once: not
+ * again after a resume, and not twice within a run. tree shows its domain as what it is
+ * safe for; export routes n=64 to ALGO 0 code and its dispatcher is accepted. */
+static void t_specialise(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-spec-XXXXXX", args[1024], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(args, sizeof args, "run tests/tasks/lcg --budget 2 --seed 3 --run %s/r --critic max_speedup=100000 %s 2>&1", dir, quick); /* ALGO 1 is 800x the reference: a synthetic gap */
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    for (int k = 0; k < 2; k++) { /* resume: the specialisation; again: nothing new */
+        snprintf(args, sizeof args, "run --resume %s/r --budget %d %s 2>&1", dir, 4 + 2 * k, quick);
+        CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    }
+    snprintf(args, sizeof args, "tree %s/r --json", dir);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL), *nodes = json_object_get(j, "nodes"), *sp = NULL;
+    CHECKF(json_array_size(nodes) == 3, "two points and one specialisation: %s", out);
+    int64_t comp = 0;
+    double best = 0;
+    size_t i;
+    json_t *n;
+    json_array_foreach(nodes, i, n) {
+        const char *cat = json_string_value(json_object_get(n, "category"));
+        if (!strcmp(cat, "specialisation")) {
+            CHECKF(!sp, "proposed twice: %s", out);
+            sp = n;
+        } else if (json_number_value(json_object_get(n, "speedup")) > best) {
+            best = json_number_value(json_object_get(n, "speedup"));
+            comp = json_integer_value(json_object_get(n, "id"));
+        }
+    }
+    CHECKF(sp, "no specialisation: %s", out);
+    CHECK(!strcmp(json_string_value(json_object_get(sp, "proposer")), "builtin"));
+    CHECKF(!strcmp(json_string_value(json_object_get(sp, "state")), "kept"), "%s", out);
+    CHECKF(json_integer_value(json_object_get(sp, "parent")) == comp, "its parent is the compromise: %s", out);
+    CHECK(json_integer_value(json_object_get(json_object_get(sp, "params"), "ALGO")) == 0);
+    CHECKF(!strcmp(json_string_value(json_object_get(sp, "when")), "n <= 64"), "%s", out);
+    CHECKF(!strcmp(json_string_value(json_object_get(sp, "safe_for")), "the shapes where n <= 64"), "%s", out);
+    CHECKF(json_array_size(json_object_get(sp, "shapes")) == 1, "timed on its domain only: %s", out);
+    json_decref(j);
+    snprintf(args, sizeof args, "tree %s/r", dir);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "builtin/specialisation") && strstr(out, "safe for: n <= 64"),
+           "%s", out);
+    snprintf(args, sizeof args, "export %s/r -o %s/ex --json %s 2>/dev/null", dir, dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    j = json_loads(out, 0, NULL);
+    CHECKF(!strcmp(json_string_value(json_object_get(json_object_get(j, "verification"), "verdict")), "accepted"),
+           "%s", out);
+    json_t *r = json_array_get(json_object_get(j, "routes"), 0), *w;
+    CHECKF(r && !strcmp(json_string_value(json_object_get(r, "predicate")), "n == 64"), "%s", out);
+    int algo0 = 0;
+    json_array_foreach(json_object_get(j, "winners"), i, w)
+        if (json_integer_value(json_object_get(w, "node")) == json_integer_value(json_object_get(r, "node")))
+            algo0 = json_integer_value(json_object_get(json_object_get(w, "params"), "ALGO")) == 0;
+    CHECKF(algo0, "n=64 is routed to ALGO 0 code: %s", out);
+    json_decref(j);
+    kf__rmtree(dir);
+}
+
 void kft_register_loop(void) {
     kft_add("loop/learnt_constraint", t_learnt_constraint, NULL, 120);
     kft_add("loop/materialize", t_materialize, NULL, 10);
+    kft_add("loop/specialise", t_specialise, NULL, 180);
+    kft_add("loop/spec_domains", t_spec_domains, NULL, 30);
     kft_add("loop/run_saxpy", t_run_saxpy, NULL, 120);
     kft_add("loop/kill_resume", t_kill_resume, NULL, 240);
     kft_add("loop/kill_resume_jobs2", t_kill_resume, "2", 240);

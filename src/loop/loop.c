@@ -435,7 +435,8 @@ static json_t *critic_of(json_t *critics, int64_t node) {
     return json_object_get(critics, key);
 }
 
-static json_t *node_json(const kf_node *n, json_t *critics) {
+/* when: the node's kforge:when (NULL: none, or not read) */
+static json_t *node_json(const kf_node *n, const char *when, json_t *critics) {
     json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:s, s:f}", "id", (json_int_t)n->id, "parent",
                           (json_int_t)n->parent, "state", kf_node_state_name(n->state), "proposer",
                           n->proposer, "category", n->category, "speedup", n->speedup);
@@ -448,7 +449,10 @@ static json_t *node_json(const kf_node *n, json_t *critics) {
     /* a node that passed the check is safe on every shape of the task's ranges in its
      * kforge:when domain (hidden and edge shapes included) */
     int ok = n->state == KF_NODE_MEASURED || n->state == KF_NODE_KEPT || n->state == KF_NODE_REVERTED;
-    json_object_set_new(o, "safe_for", ok ? json_string("all shapes in its domain") : json_null());
+    if (when) json_object_set_new(o, "when", json_string(when));
+    json_object_set_new(o, "safe_for", !ok   ? json_null()
+                                       : when ? json_sprintf("the shapes where %s", when)
+                                              : json_string("all shapes in its domain"));
     return o;
 }
 
@@ -472,7 +476,8 @@ static int constraint_json(void *arg, const kf_constraint *c) {
     return 0;
 }
 
-static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth, json_t *critics) {
+/* whens[i] (NULL, or an entry NULL): the domain of a->v[i], shown as what it is safe for */
+static void tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent, int depth, json_t *critics) {
     for (size_t i = 0; i < a->n; i++) {
         const kf_node *n = &a->v[i];
         if (n->parent != parent) continue;
@@ -496,7 +501,8 @@ static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth
         }
         json_decref(sh);
         if (n->reasons) kf_buf_printf(b, "  (%s)", n->reasons);
-        if (n->note) kf_buf_printf(b, "  note: %.120s", n->note);
+        if (whens && whens[i]) kf_buf_printf(b, "  safe for: %s", whens[i]);
+        if (n->note) kf_buf_printf(b, "  note: %.160s", n->note);
         /* a veto beyond "no better than its parent" is worth a look */
         json_t *cr = critic_of(critics, n->id);
         const char *cd = json_string_value(json_object_get(cr, "decision"));
@@ -518,7 +524,7 @@ static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth
             kf_buf_printf(b, "  advisory %s: %s", op, line);
         }
         kf_buf_printf(b, "\n");
-        tree_text(b, a, n->id, depth + 1, critics);
+        tree_text(b, a, whens, n->id, depth + 1, critics);
     }
 }
 
@@ -589,6 +595,13 @@ static kf_search_state sobs_state(kf_node_state s) {
     }
 }
 
+/* A specialisation proposal of the loop (specialise): its speedup is a geometric mean
+ * over its kforge:when domain only, so it is not the run's best geomean. */
+#define SPEC_NOTE "specialisation of node "
+static int is_spec(const kf_node *n) {
+    return !strcmp(n->category, "specialisation") && n->note && !strncmp(n->note, SPEC_NOTE, strlen(SPEC_NOTE));
+}
+
 /* Search's proposer numbers: fixed, so a run's statistics mean the same whoever reads
  * them (kforge run, kforge next). */
 enum { P_BUILTIN = 0, P_AGENT = 1, P_TOOL = 2, P_COUNT = 3 };
@@ -607,7 +620,9 @@ static void observe(kf_search *se, kf_builtin *bi, point_map *pm, const kf_node 
     if (o.category < 0) o.category = KF_CAT_OTHER;
     kf_search_observe(se, &o);
     kf_point p;
-    if (!bi || point_of(bi, n->params_json, &p)) return;
+    /* a specialisation is timed on its domain only: not a point of the builtin's walk,
+     * and no parent of neighbour moves */
+    if (!bi || is_spec(n) || point_of(bi, n->params_json, &p)) return;
     pm_put(pm, n->id, &p);
     kf_builtin_outcome bo = n->state == KF_NODE_COMPILE_FAILED ? KF_BUILTIN_COMPILE_FAILED
                             : n->state == KF_NODE_CRASHED      ? KF_BUILTIN_CRASHED
@@ -659,7 +674,7 @@ static int replay_one(void *arg, const kf_node *n) {
     if (n->state == KF_NODE_NO_CANDIDATE) return 0; /* a proposal, not an evaluation */
     c->r->evals++;
     c->r->kept += n->state == KF_NODE_KEPT;
-    if (n->speedup > c->r->best && n->state == KF_NODE_KEPT) {
+    if (n->speedup > c->r->best && n->state == KF_NODE_KEPT && !is_spec(n)) {
         c->r->best = n->speedup;
         c->r->best_id = n->id;
     }
@@ -704,7 +719,7 @@ static void record_one(run_state *r, kf_search *se, kf_builtin *bi, point_map *p
     r->evals++;
     r->fresh++;
     r->tokens += n->review_tokens;
-    if (n->state == KF_NODE_KEPT && n->speedup > r->best) {
+    if (n->state == KF_NODE_KEPT && n->speedup > r->best && !is_spec(n)) {
         r->best = n->speedup;
         r->best_id = n->id;
         r->since_improve = 0;
@@ -1212,6 +1227,84 @@ static kf_status new_search(run_state *r, kf_search **out) {
     return KF_OK;
 }
 
+/* ---- specialisation proposals (spec.c) -------------------------------------------- */
+
+#define SPEC_NOISE 0.05 /* a winner beats the compromise by at least this, besides the noise */
+
+typedef struct {
+    char (*h)[65];  /* source hashes of the run's specialisation nodes */
+    size_t n, cap;
+    int loaded;
+} spec_seen;
+
+static int seen_has(const spec_seen *s, const char *h) {
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->h[i], h)) return 1;
+    return 0;
+}
+
+static int seen_add(void *arg, const kf_node *n) {
+    spec_seen *s = arg;
+    if (strcmp(n->category, "specialisation") || seen_has(s, n->src_hash)) return 0;
+    if (s->n == s->cap) {
+        size_t c = s->cap ? s->cap * 2 : 16;
+        char(*p)[65] = realloc(s->h, c * sizeof *p);
+        if (!p) return -1;
+        s->h = p, s->cap = c;
+    }
+    snprintf(s->h[s->n++], 65, "%s", n->src_hash);
+    return 0;
+}
+
+/* When the builtin's measurements call for a specialisation that the run does not hold
+ * yet (by source hash, so a resumed run does not propose it again), record it as a child
+ * of the compromise's node and evaluate it like any node; *done = 1 then. */
+static kf_status specialise(run_state *r, kf_search *se, kf_builtin *bi, point_map *pm, spec_seen *seen,
+                            const char *tmpl, size_t tlen, const char *ext, int *done) {
+    *done = 0;
+    kf_spec *sp = NULL;
+    int n = 0;
+    kf_status st = kf_loop_specs(r->ctx, r->t, bi, tmpl, tlen, SPEC_NOISE, &sp, &n);
+    if (!st && n && !seen->loaded) {
+        st = kf_store_each_node(r->st, seen_add, seen);
+        seen->loaded = 1;
+    }
+    for (int i = 0; i < n && !st && !*done; i++) {
+        char h[65];
+        const void *parts[] = {sp[i].text};
+        size_t lens[] = {sp[i].len};
+        if (kf__sha256_hex(parts, lens, 1, h)) {
+            st = kf__err(r->ctx, KF_EINTERNAL, "sha256 failed");
+            break;
+        }
+        if (seen_has(seen, h)) continue;
+        int64_t parent = 0;
+        for (size_t id = 1; id < pm->cap && !parent; id++)
+            if (pm->has[id] && !memcmp(&pm->p[id], &sp[i].compromise, sizeof sp[i].compromise)) parent = (int64_t)id;
+        if (!parent) continue; /* the compromise is not a node of this run (cannot happen) */
+        kf_node nd;
+        memset(&nd, 0, sizeof nd);
+        nd.parent = parent;
+        snprintf(nd.ext, sizeof nd.ext, "%s", ext);
+        snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+        snprintf(nd.category, sizeof nd.category, "specialisation");
+        nd.params_json = strdup(sp[i].params_json);
+        nd.note = kf__asprintf(SPEC_NOTE "%lld for %s: kforge:when %s (it beats node %lld there by %.2fx)",
+                               (long long)parent, sp[i].shapes, sp[i].when, (long long)parent, sp[i].gain);
+        nd.created = now_s();
+        if (!nd.params_json || !nd.note) st = kf__err(r->ctx, KF_ENOMEM, "out of memory");
+        if (!st) st = kf_store_put_source(r->st, sp[i].text, sp[i].len, nd.ext, nd.src_hash);
+        if (!st) st = kf_store_add_node(r->st, &nd);
+        if (!st && seen_add(seen, &nd)) st = kf__err(r->ctx, KF_ENOMEM, "out of memory");
+        int64_t id = nd.id;
+        kf_node_free(&nd);
+        if (!st) st = r->sched ? sched_put(r->sched, id) : finish_one(r, se, bi, pm, id);
+        *done = !st;
+    }
+    kf_loop_specs_free(sp, n);
+    return st;
+}
+
 kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (summary) *summary = NULL;
     run_state r;
@@ -1225,6 +1318,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     kf_builtin *bi = NULL;
     kf_agent *ag = NULL;
     point_map pm = {0};
+    spec_seen seen = {0};
     replay_ctx rc = {0};
     static const sched no_sched;
     sched sc = no_sched; /* sc.r set: started */
@@ -1359,6 +1453,10 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
             st = sched_wait(&sc);
             continue;
         }
+        if (bi) { /* measurements that call for a specialisation come first */
+            int done = 0;
+            if ((st = specialise(&r, se, bi, &pm, &seen, tmpl, tlen, ti ? "cu" : "c", &done)) || done) continue;
+        }
         kf_action a;
         if (kf_search_pick(se, &a)) {
             if (sc.n) { /* what is in flight may open new actions */
@@ -1462,6 +1560,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
 out:
     if (sc.r) sched_stop(&sc);
     free(rc.unfinished);
+    free(seen.h);
     free(pm.p);
     free(pm.has);
     free(tmpl);
@@ -1688,7 +1787,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
     json_t *critics = json_object();
     kf_store_each_event(r.st, "critic", critic_event, critics);
     if (json) {
-        json_t *j = node_json(&n, critics);
+        json_t *j = node_json(&n, NULL, critics);
         json_object_set_new(j, "run", json_string(r.run_dir));
         json_object_set_new(j, "pending", pid ? json_integer(pid) : json_null());
         json_object_set_new(j, "message", msg ? json_string(msg) : json_null());
@@ -1699,7 +1798,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
         kf_buf_init(&b, 1u << 20);
         kf_node_vec one = {&n, 1, 1};
         kf_buf_printf(&b, "kforge submit: ");
-        tree_text(&b, &one, parent, 0, critics);
+        tree_text(&b, &one, NULL, parent, 0, critics);
         if (msg) kf_buf_printf(&b, "  %s\n", msg);
         *out = b.p;
     }
@@ -1735,9 +1834,20 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     if (s) return s;
     json_t *critics = json_object();
     kf_store_each_event(st, "critic", critic_event, critics);
+    /* the domains of specialisations (their sources are read: only theirs, a tree may
+     * hold many nodes) */
+    char **whens = a.n ? calloc(a.n, sizeof *whens) : NULL;
+    for (size_t i = 0; whens && i < a.n; i++) {
+        char *txt = NULL;
+        if (strcmp(a.v[i].category, "specialisation") ||
+            kf_store_read_source(st, a.v[i].src_hash, a.v[i].ext, &txt, NULL))
+            continue;
+        whens[i] = kf_loop_when_of(txt);
+        free(txt);
+    }
     if (json) {
         json_t *arr = json_array();
-        for (size_t i = 0; i < a.n; i++) json_array_append_new(arr, node_json(&a.v[i], critics));
+        for (size_t i = 0; i < a.n; i++) json_array_append_new(arr, node_json(&a.v[i], whens ? whens[i] : NULL, critics));
         json_t *cs = json_array();
         kf_store_each_constraint(st, constraint_json, cs);
         json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes", arr,
@@ -1750,12 +1860,14 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_buf_printf(&b, "run %s (task %s): %zu nodes; speedups against the reference, * = a win\n", dir,
                       kf_store_task_dir(st), a.n);
         kf_buf_printf(&b, "#0 root: the reference\n");
-        tree_text(&b, &a, 0, 1, critics);
+        tree_text(&b, &a, whens, 0, 1, critics);
         ctext ct = {&b, 0};
         kf_store_each_constraint(st, constraint_text, &ct);
         *out = b.p;
     }
     json_decref(critics);
+    for (size_t i = 0; whens && i < a.n; i++) free(whens[i]);
+    free(whens);
     kf_loop_vec_free(&a);
     kf_store_close(st);
     return *out ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");

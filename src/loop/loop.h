@@ -7,6 +7,7 @@
 #define KF_LOOP_H
 
 #include "kforge.h"
+#include "../search/builtin.h"
 #include "../store/store.h"
 
 #include <jansson.h>
@@ -88,5 +89,25 @@ kf_status kf_advisor_new(kf_ctx *ctx, const char *spec, double timeout_s, kf_adv
  * seconds}; *tokens grows by the tokens used. Thread-safe (one review at a time). */
 json_t *kf_advisor_review(kf_advisor *a, const kf_advisor_case *c, int64_t *tokens);
 void kf_advisor_free(kf_advisor *a);
+
+/* Specialisation proposals (spec.c): per point that wins some visible shapes by more
+ * than the noise (at least min_noise) over the compromise (kf_builtin_best), the template
+ * at that point with a kforge:when line for the shapes where it wins. */
+typedef struct {
+    kf_point point, compromise;
+    char *when;        /* the domain: "n >= 65536", or the shapes pinned */
+    char *text;        /* the template at point, the kforge:when line last */
+    size_t len;
+    char *params_json; /* the point, as builtin nodes record it */
+    char *shapes;      /* the visible shapes it wins: "n=65536; ..." */
+    double gain;       /* the least compromise/winner time ratio over them */
+} kf_spec;
+/* *out: *n specialisations (none when one point serves every shape, the template has a
+ * kforge:when, or nothing was measured); free with kf_loop_specs_free. KF_ENOMEM. */
+kf_status kf_loop_specs(kf_ctx *ctx, const kf_task *t, const kf_builtin *bi, const char *tmpl, size_t tlen,
+                        double min_noise, kf_spec **out, int *n);
+void kf_loop_specs_free(kf_spec *s, int n);
+/* The expression of the first kforge:when in s, or NULL (caller frees). */
+char *kf_loop_when_of(const char *s);
 
 #endif
