@@ -3,7 +3,8 @@
  * 132 * RES / BLOCK blocks, all resident at once on the H200's 132 SMs by
  * __launch_bounds__(BLOCK, RES / BLOCK), so the grid-stride loop has no tail wave); ILP
  * independent 16-byte loads in flight per thread per iteration; LOAD the load flavour
- * (0 plain, 1 __ldcs: streaming, evict first, 2 __ldg: the read-only path). Block b
+ * (0 plain, 1 __ldcs: streaming, evict first, 2 __ldg: the read-only path); TAIL 1
+ * issues the last, partial group of loads at once (predicated). Block b
  * stores its sum in partials[b]; the last block to finish (a counter bumped after a
  * fence) adds the partials in index order, writes out[0] and resets the counter, so the
  * result is deterministic and no zeroing launch is needed. */
@@ -11,6 +12,7 @@
 // kforge:param RES = 1024, 2048
 // kforge:param BLOCK = 256, 512, 1024
 // kforge:param LOAD = 0, 1, 2
+// kforge:param TAIL = 0, 1
 // kforge:require BLOCK == 256 || BLOCK == 512 || BLOCK == 1024
 // kforge:require RES == 1024 || RES == 2048
 // kforge:require BLOCK <= RES
@@ -28,6 +30,9 @@
 #endif
 #ifndef LOAD
 #define LOAD 0
+#endif
+#ifndef TAIL
+#define TAIL 0
 #endif
 #define NWARPS (BLOCK / 32)
 #define MAXBLOCKS (132 * 2048 / 256)
@@ -91,6 +96,22 @@ sum_param(const float *__restrict__ x, float *__restrict__ out, int64_t n)
     for (int k = 0; k < ILP; k++) {
         a[k] = 0.0f;
     }
+#if TAIL
+    /* every group of ILP loads issued together, the last group predicated: the tail
+     * costs one memory round trip, not one per leftover float4 */
+    for (int64_t i = g; i < n4; i += ILP * stride) {
+        float4 q[ILP];
+#pragma unroll
+        for (int k = 0; k < ILP; k++) {
+            const int64_t j = i + k * stride;
+            q[k] = j < n4 ? load4(x4 + j) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int k = 0; k < ILP; k++) {
+            a[k] += hsum4(q[k]);
+        }
+    }
+#else
     int64_t i = g;
     for (; i + (ILP - 1) * stride < n4; i += ILP * stride) {
         float4 q[ILP];
@@ -106,6 +127,7 @@ sum_param(const float *__restrict__ x, float *__restrict__ out, int64_t n)
     for (; i < n4; i += stride) {
         a[0] += hsum4(load4(x4 + i));
     }
+#endif
     if (g < n - 4 * n4) {
         a[ILP - 1] += x[4 * n4 + g];
     }
