@@ -1,6 +1,7 @@
 /*
  * test_unit.c - expressions, RNG, statistics, comparison, layouts and guards.
  */
+#define _GNU_SOURCE
 #include "kft.h"
 
 #include "bench/stats.h"
@@ -9,7 +10,10 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 static int64_t ev(const char *src, const char *const *names, const int64_t *vals, int n,
                   int *ok) {
@@ -274,6 +278,41 @@ static void t_compare_inf(const void *arg) {
     }
 }
 
+/* The data path's helper threads run on every CPU the process may use, even when the
+ * calling thread is pinned to one (bench pins its coordinating thread while timing). */
+static _Atomic int widest;
+static void note_cpus(void *arg, int64_t i) {
+    (void)arg;
+    (void)i;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int c = CPU_COUNT(&set), w = atomic_load(&widest);
+        while (c > w && !atomic_compare_exchange_weak(&widest, &w, c)) {
+        }
+    }
+    usleep(1000);
+}
+
+static void t_parallel_unpinned(const void *arg) {
+    (void)arg;
+    cpu_set_t all, one;
+    CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
+    if (CPU_COUNT(&all) < 2) kft_skip("needs 2 CPUs");
+    int first = -1;
+    for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+        if (CPU_ISSET(c, &all)) first = c;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+    kf__set_nthreads(2);
+    atomic_store(&widest, 0);
+    kf__parallel(16, note_cpus, NULL);
+    kf__set_nthreads(0);
+    sched_setaffinity(0, sizeof all, &all);
+    CHECKF(atomic_load(&widest) == CPU_COUNT(&all), "helper threads ran on %d of %d CPUs", atomic_load(&widest),
+           CPU_COUNT(&all));
+}
+
 /* Inputs drawn from one seed are the same whatever the number of threads. */
 static void t_inputs_threads(const void *arg) {
     (void)arg;
@@ -449,6 +488,7 @@ void kft_register_unit(void) {
     kft_add("unit/compare_large", t_compare_large, NULL, 30);
     kft_add("unit/compare_inf", t_compare_inf, NULL, 10);
     kft_add("unit/inputs_threads", t_inputs_threads, NULL, 30);
+    kft_add("unit/parallel_unpinned", t_parallel_unpinned, NULL, 30);
     kft_add("unit/poison", t_poison, NULL, 10);
     kft_add("unit/guards", t_guards, NULL, 10);
     kft_add("unit/inputs_fresh", t_inputs_fresh, NULL, 10);
