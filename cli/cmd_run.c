@@ -49,6 +49,11 @@ static int common_opt(kf_run_opts *o, int argc, char **argv, int *i, int json) {
         o->max_runs = (int)v;
     } else if (!strcmp(a, "--min-time")) {
         if (number(a, val, 0, 600, &o->min_time_s)) return -1;
+    } else if (!strcmp(a, "--lessons")) {
+        o->lessons = val;
+    } else if (!strcmp(a, "--pack-tokens")) {
+        if (number(a, val, 1000, 1e9, &v)) return -1;
+        o->pack_tokens = (int64_t)v;
     } else {
         return 0;
     }

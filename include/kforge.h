@@ -195,6 +195,9 @@ typedef struct kf_run_opts {
     int hidden;             /* hidden shapes per check (-1: the task's) */
     int min_runs, max_runs; /* bench rounds (0: the defaults) */
     double min_time_s;
+    const char *lessons;    /* the lessons database for agents' packs (docs/lessons.md): NULL:
+                               the default one when it exists, "none": no lessons */
+    int64_t pack_tokens;    /* each context pack's token budget (0: 18000) */
 } kf_run_opts;
 
 KF_API void kf_run_opts_init(kf_run_opts *o);

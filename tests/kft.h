@@ -64,5 +64,6 @@ void kft_register_loop(void);
 void kft_register_run_agents(void);
 void kft_register_export(void);
 void kft_register_lessons(void);
+void kft_register_pack(void);
 
 #endif

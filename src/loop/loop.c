@@ -18,6 +18,7 @@
 #include "loop.h"
 
 #include "../agent/agent.h"
+#include "memory.h"
 #include "../search/builtin.h"
 #include "../search/search.h"
 #include "../store/store.h"
@@ -110,6 +111,7 @@ typedef struct {
     const char *display; /* submit: the file's own name, for the evaluated copy (messages) */
     int fresh;         /* evaluations made by this process (not replayed) */
     char last[160];    /* the last verdict, for the progress line */
+    kf_loop_memory *mem; /* lessons for packs (NULL: none) */
 } run_state;
 
 static double now_s(void) {
@@ -766,6 +768,11 @@ static kf_status pack_for(run_state *r, int64_t parent, const char *category, kf
     in.nfailures = fc.n;
     in.constraints = (const char *const *)cc.text;
     in.nconstraints = cc.n;
+    in.total = r->o->pack_tokens;
+    char qtext[1024];
+    snprintf(qtext, sizeof qtext, "%s %s %.800s", kf_task_name(r->t), category ? category : "",
+             fc.n ? fl[0].message ? fl[0].message : "" : pn.note ? pn.note : "");
+    if ((st = kf_loop_memory_lessons(r->mem, r->t, qtext, &in))) goto out;
     st = kf_pack_build(ctx, &in, out);
 out:
     for (int i = 0; i < PACK_FAILURES; i++) free(fc.own[i][0]), free(fc.own[i][1]);
@@ -822,6 +829,7 @@ static kf_status agent_step(run_state *r, kf_agent *ag, kf_search *se, kf_builti
         kf_store_event(r->st, n.id, "proposal", evs);
         free(evs);
         json_decref(ev);
+        kf_loop_pack_record(r->st, n.id, &pk, pr.tokens_estimated ? -1 : pr.tokens_in, 0);
     }
     if (!st && pr.text) {
         r->agent_fails = 0;
@@ -858,6 +866,8 @@ static char *config_json(const kf_run_opts *o, const char *agent) {
     if (o->api_key_env) json_object_set_new(cfg, "api_key_env", json_string(o->api_key_env));
     if (o->agent_timeout_s > 0) json_object_set_new(cfg, "agent_timeout_s", json_real(o->agent_timeout_s));
     if (o->tokens > 0) json_object_set_new(cfg, "tokens", json_integer(o->tokens));
+    if (o->lessons) json_object_set_new(cfg, "lessons", json_string(o->lessons));
+    if (o->pack_tokens > 0) json_object_set_new(cfg, "pack_tokens", json_integer(o->pack_tokens));
     char *cs = json_dumps(cfg, JSON_COMPACT);
     json_decref(cfg);
     return cs;
@@ -927,6 +937,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     char *tmpl = NULL;
     size_t tlen = 0;
     json_t *rcfg = NULL; /* the run's recorded config, on resume */
+    json_t *split_j = NULL;
     const char *task_dir = o->task_dir;
     kf_run_opts eo = *o;  /* the options in effect: the command's, else the run's */
     /* resume: the task comes from the run, and so does what the command does not say */
@@ -943,6 +954,8 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if (!eo.api_key_env) eo.api_key_env = json_string_value(json_object_get(rcfg, "api_key_env"));
         if (!eo.agent_timeout_s) eo.agent_timeout_s = json_number_value(json_object_get(rcfg, "agent_timeout_s"));
         if (!eo.tokens) eo.tokens = json_integer_value(json_object_get(rcfg, "tokens"));
+        if (!eo.lessons) eo.lessons = json_string_value(json_object_get(rcfg, "lessons"));
+        if (!eo.pack_tokens) eo.pack_tokens = json_integer_value(json_object_get(rcfg, "pack_tokens"));
         eo.with_builtin |= json_is_true(json_object_get(rcfg, "with_builtin"));
     }
     o = &eo;
@@ -965,6 +978,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if ((st = kf_agent_new(ctx, spec, &ao, &ag))) goto out;
     }
     if ((st = kf_task_load(ctx, task_dir, &r.t))) goto out;
+    if (agent && (st = kf_loop_memory_open(ctx, o->lessons, &r.mem))) goto out;
     if (o->run_dir) {
         snprintf(r.run_dir, sizeof r.run_dir, "%s", o->run_dir);
     } else {
@@ -1095,6 +1109,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (r.tty) fputc('\n', stderr);
     if (!st) {
         kf_store_set_status(r.st, "done");
+        kf_loop_pack_split(r.st, &split_j); /* the split of prompt tokens over the run's packs */
         if (o->budget == 0 && !r.evals && !o->resume)
             fprintf(stderr, "kforge run: created %s, empty (--budget 0): `kforge next %s` gives the first action\n",
                     r.run_dir, r.run_dir);
@@ -1102,8 +1117,13 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
             char tok[64] = "", best[64] = "none kept";
             if (ag) snprintf(tok, sizeof tok, ", %lld tokens", (long long)r.tokens);
             if (r.best_id) snprintf(best, sizeof best, "best %.3fx geomean (node %lld)", r.best, (long long)r.best_id);
-            fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, %s%s; %s\n", r.run_dir, r.evals, r.kept, best,
-                    tok, why);
+            char split[512] = "";
+            if (split_j) {
+                split[0] = ';', split[1] = ' ';
+                kf_loop_pack_split_text(split_j, split + 2, sizeof split - 2);
+            }
+            fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, %s%s; %s%s\n", r.run_dir, r.evals, r.kept,
+                    best, tok, why, split);
         }
         /* the loop's own cost: everything but kf_bench (compile, check, timing) */
         double over_ms = r.fresh ? ((double)(kf__now_ns() - r.t0 - r.bench_ns) / 1e6) / r.fresh : 0;
@@ -1111,11 +1131,14 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
             json_t *j = json_pack("{s:s, s:i, s:i, s:f, s:I, s:I, s:s, s:f}", "run", r.run_dir, "evaluations",
                                   r.evals, "kept", r.kept, "best_speedup", r.best, "best_node", (json_int_t)r.best_id,
                                   "tokens", (json_int_t)r.tokens, "stopped", why, "overhead_ms_per_evaluation", over_ms);
+            if (j && split_j) json_object_set(j, "pack_tokens", split_j);
             *summary = json_dumps(j, JSON_COMPACT);
             json_decref(j);
         }
     }
 out:
+    json_decref(split_j);
+    kf_loop_memory_close(r.mem);
     free(rc.unfinished);
     free(pm.p);
     free(pm.has);
@@ -1200,6 +1223,7 @@ kf_status kf_run_next(kf_ctx *ctx, const kf_run_opts *o, int json, char **out) {
     pending_set ps;
     json_t *ej = NULL;
     if ((st = new_search(&r, &se))) goto out;
+    if ((st = kf_loop_memory_open(ctx, o->lessons, &r.mem))) goto out;
     kf_search_offer(se, P_TOOL, (1u << KF_CAT_COUNT) - 1);
     rc = (replay_ctx){se, NULL, NULL, NULL, 0, 0, &r};
     if ((st = kf_store_each_node(r.st, replay_one, &rc))) goto out;
@@ -1240,6 +1264,7 @@ kf_status kf_run_next(kf_ctx *ctx, const kf_run_opts *o, int json, char **out) {
             }
     }
     if ((st = pack_for(&r, a.parent, cat, &pk))) goto out;
+    kf_loop_pack_record(r.st, 0, &pk, -1, pid);
     char expl[2048];
     kf_search_explain(&a, expl, sizeof expl);
     ej = json_loads(expl, 0, NULL);
@@ -1269,6 +1294,7 @@ out:
     kf_pack_free(&pk);
     free(rc.unfinished);
     kf_search_free(se);
+    kf_loop_memory_close(r.mem);
     close_run(&r);
     return st;
 }
