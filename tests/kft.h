@@ -65,5 +65,6 @@ void kft_register_run_agents(void);
 void kft_register_export(void);
 void kft_register_lessons(void);
 void kft_register_pack(void);
+void kft_register_diagnose(void);
 
 #endif

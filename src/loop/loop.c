@@ -18,6 +18,7 @@
 #include "loop.h"
 
 #include "../agent/agent.h"
+#include "diagnose.h"
 #include "memory.h"
 #include "../search/builtin.h"
 #include "../search/search.h"
@@ -112,6 +113,7 @@ typedef struct {
     int fresh;         /* evaluations made by this process (not replayed) */
     char last[160];    /* the last verdict, for the progress line */
     kf_loop_memory *mem; /* lessons for packs (NULL: none) */
+    int trips;         /* circuit-breaker trips already recorded */
 } run_state;
 
 static double now_s(void) {
@@ -418,12 +420,13 @@ static int constraint_text(void *arg, const kf_constraint *c) {
 }
 
 static int constraint_json(void *arg, const kf_constraint *c) {
-    json_array_append_new(arg, json_pack("{s:I, s:I, s:s, s:s?}", "id", (json_int_t)c->id, "node",
-                                         (json_int_t)c->node, "text", c->text, "category", c->category));
+    json_array_append_new(arg, json_pack("{s:I, s:I, s:s, s:s?, s:I}", "id", (json_int_t)c->id, "node",
+                                         (json_int_t)c->node, "text", c->text, "category", c->category, "scope",
+                                         (json_int_t)c->scope));
     return 0;
 }
 
-static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth) {
+static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth, const kf_diag_map *dm) {
     for (size_t i = 0; i < a->n; i++) {
         const kf_node *n = &a->v[i];
         if (n->parent != parent) continue;
@@ -449,7 +452,9 @@ static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth
         if (n->reasons) kf_buf_printf(b, "  (%s)", n->reasons);
         if (n->note) kf_buf_printf(b, "  note: %.120s", n->note);
         kf_buf_printf(b, "\n");
-        tree_text(b, a, n->id, depth + 1);
+        const char *why = kf_diag_note(dm, n->id); /* a failure's root-cause class */
+        if (why) kf_buf_printf(b, "%*s  why: %.300s\n", depth * 2, "", why);
+        tree_text(b, a, n->id, depth + 1, dm);
     }
 }
 
@@ -523,6 +528,7 @@ static kf_search_state sobs_state(kf_node_state s) {
 /* Search's proposer numbers: fixed, so a run's statistics mean the same whoever reads
  * them (kforge run, kforge next). */
 enum { P_BUILTIN = 0, P_AGENT = 1, P_TOOL = 2, P_COUNT = 3 };
+static const char *const proposer_names[P_COUNT] = {"builtin", "agent", "tool"};
 
 static int proposer_index(const char *name) {
     if (!strcmp(name, "builtin")) return P_BUILTIN;
@@ -587,7 +593,7 @@ static int replay_one(void *arg, const kf_node *n) {
     }
     observe(c->se, c->bi, c->pm, n);
     c->r->tokens += n->tokens_in + n->tokens_out;
-    if (n->state == KF_NODE_NO_CANDIDATE) return 0; /* a proposal, not an evaluation */
+    if (n->state == KF_NODE_NO_CANDIDATE || n->state == KF_NODE_PRUNED) return 0; /* not an evaluation */
     c->r->evals++;
     c->r->kept += n->state == KF_NODE_KEPT;
     if (n->speedup > c->r->best && n->state == KF_NODE_KEPT) {
@@ -615,6 +621,8 @@ static kf_status finish_one(run_state *r, kf_search *se, kf_builtin *bi, point_m
     st = evaluate(r, &n, hasp ? &parent : NULL);
     if (!st) {
         observe(se, bi, pm, &n);
+        kf_diag_record(r->st, &n); /* why it failed, and the constraint it teaches */
+        kf_diag_breaker(r->st, se, &r->trips, n.id, proposer_names, P_COUNT);
         /* what the builtin learnt from this outcome ("BM != 64": a value that never
          * builds) becomes a constraint of the run, shown by tree */
         int nl = bi ? kf_builtin_nlearnt(bi) : 0;
@@ -703,11 +711,13 @@ static int collect_failure(void *arg, const kf_node *n) {
 typedef struct {
     char *text[PACK_CONSTRAINTS];
     int n;
+    int64_t parent;
 } cons_ctx;
 
 static int collect_constraint(void *arg, const kf_constraint *c) {
     cons_ctx *k = arg;
     if (k->n == PACK_CONSTRAINTS) return 1;
+    if (c->scope && c->scope != k->parent) return 0; /* another node's children */
     k->text[k->n] = strdup(c->text);
     if (k->text[k->n]) k->n++;
     return 0;
@@ -739,6 +749,7 @@ static kf_status pack_for(run_state *r, int64_t parent, const char *category, kf
     json_decref(tj);
     fc.parent = parent;
     fc.grand = -1;
+    cc.parent = parent;
     if (parent == 0) {
         if (kf__read_file(r->t->ref_path, 4u << 20, &src, &len)) {
             st = kf__err(ctx, KF_EIO, "%s: %s", r->t->ref_path, strerror(errno));
@@ -831,7 +842,22 @@ static kf_status agent_step(run_state *r, kf_agent *ag, kf_search *se, kf_builti
         json_decref(ev);
         kf_loop_pack_record(r->st, n.id, &pk, pr.tokens_estimated ? -1 : pr.tokens_in, 0);
     }
-    if (!st && pr.text) {
+    char *dup = !st && pr.text ? kf_diag_prune_note(r->st, &n) : NULL;
+    if (dup) { /* the very text of a node that failed: pruned, not evaluated again */
+        n.state = KF_NODE_PRUNED;
+        n.note = dup;
+        n.finished = now_s();
+        st = kf_store_finish_node(r->st, &n);
+        if (!st) {
+            observe(se, bi, pm, &n);
+            progress(r, &n);
+            if (++r->agent_fails >= AGENT_FAIL_STOP) {
+                snprintf(why, sizeof why, "the agent gave no new candidate %d times in a row (last: %.500s)",
+                         AGENT_FAIL_STOP, dup);
+                *stop = why;
+            }
+        }
+    } else if (!st && pr.text) {
         r->agent_fails = 0;
         st = finish_one(r, se, bi, pm, n.id);
     } else if (!st) {
@@ -841,6 +867,8 @@ static kf_status agent_step(run_state *r, kf_agent *ag, kf_search *se, kf_builti
         st = kf_store_finish_node(r->st, &n);
         if (!st) {
             observe(se, bi, pm, &n);
+            kf_diag_record(r->st, &n);
+            kf_diag_breaker(r->st, se, &r->trips, n.id, proposer_names, P_COUNT);
             progress(r, &n);
             if (!r->tty) fprintf(stderr, "kforge run: node %lld: no candidate: %s\n", (long long)n.id, n.note);
             if (++r->agent_fails >= AGENT_FAIL_STOP) {
@@ -1021,6 +1049,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     rc = (replay_ctx){se, bi, &pm, NULL, 0, 0, &r};
     if ((st = kf_store_each_node(r.st, replay_one, &rc))) goto out;
     r.nlearnt = bi ? kf_builtin_nlearnt(bi) : 0; /* relearnt from the replay: already stored */
+    r.trips = kf_search_trips(se);               /* likewise the breaker's trips */
     if (r.evals)
         fprintf(stderr, "kforge run: resuming %s: %d evaluation%s recorded, %zu interrupted (evaluated again)\n",
                 r.run_dir, r.evals, r.evals == 1 ? "" : "s", rc.nun);
@@ -1122,8 +1151,12 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
                 split[0] = ';', split[1] = ' ';
                 kf_loop_pack_split_text(split_j, split + 2, sizeof split - 2);
             }
-            fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, %s%s; %s%s\n", r.run_dir, r.evals, r.kept,
-                    best, tok, why, split);
+            char trips[64] = "";
+            if (kf_search_trips(se))
+                snprintf(trips, sizeof trips, ", circuit breaker tripped %d time%s", kf_search_trips(se),
+                         kf_search_trips(se) == 1 ? "" : "s");
+            fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, %s%s%s; %s%s\n", r.run_dir, r.evals, r.kept,
+                    best, tok, trips, why, split);
         }
         /* the loop's own cost: everything but kf_bench (compile, check, timing) */
         double over_ms = r.fresh ? ((double)(kf__now_ns() - r.t0 - r.bench_ns) / 1e6) / r.fresh : 0;
@@ -1132,6 +1165,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
                                   r.evals, "kept", r.kept, "best_speedup", r.best, "best_node", (json_int_t)r.best_id,
                                   "tokens", (json_int_t)r.tokens, "stopped", why, "overhead_ms_per_evaluation", over_ms);
             if (j && split_j) json_object_set(j, "pack_tokens", split_j);
+            if (j) json_object_set_new(j, "breaker_trips", json_integer(kf_search_trips(se)));
             *summary = json_dumps(j, JSON_COMPACT);
             json_decref(j);
         }
@@ -1361,6 +1395,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
     free(evs);
     r.display = path; /* the node's copy carries the submitted file's name */
     if (st || (st = evaluate(&r, &n, hasp ? &pn : NULL))) goto out;
+    kf_diag_record(r.st, &n);
     if (n.state == KF_NODE_KEPT) kf_store_savepoint(r.st, n.id, "kept");
     int passed = n.state == KF_NODE_MEASURED || n.state == KF_NODE_KEPT || n.state == KF_NODE_REVERTED;
     *outcome = passed ? 0 : n.state == KF_NODE_CRASHED ? 2 : 1;
@@ -1377,7 +1412,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
         kf_buf_init(&b, 1u << 20);
         kf_node_vec one = {&n, 1, 1};
         kf_buf_printf(&b, "kforge submit: ");
-        tree_text(&b, &one, parent, 0);
+        tree_text(&b, &one, parent, 0, NULL);
         if (msg) kf_buf_printf(&b, "  %s\n", msg);
         *out = b.p;
     }
@@ -1410,13 +1445,20 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     kf_store *st = NULL;
     kf_status s = load_nodes(ctx, dir, &a, &st);
     if (s) return s;
+    kf_diag_map *dm = NULL;
+    kf_diag_load(st, &dm); /* diagnoses and breaker events; none when it fails */
     if (json) {
         json_t *arr = json_array();
-        for (size_t i = 0; i < a.n; i++) json_array_append_new(arr, node_json(&a.v[i]));
+        for (size_t i = 0; i < a.n; i++) {
+            json_t *nj = node_json(&a.v[i]), *dj = kf_diag_json(dm, a.v[i].id);
+            if (dj) json_object_set_new(nj, "diagnosis", dj);
+            json_array_append_new(arr, nj);
+        }
         json_t *cs = json_array();
         kf_store_each_constraint(st, constraint_json, cs);
         json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes", arr,
                               "constraints", cs);
+        json_object_set_new(o, "breakers", dm ? json_deep_copy(kf_diag_breakers(dm)) : json_array());
         *out = json_dumps(o, JSON_INDENT(1));
         json_decref(o);
     } else {
@@ -1425,11 +1467,13 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_buf_printf(&b, "run %s (task %s): %zu nodes; speedups against the reference, * = a win\n", dir,
                       kf_store_task_dir(st), a.n);
         kf_buf_printf(&b, "#0 root: the reference\n");
-        tree_text(&b, &a, 0, 1);
+        tree_text(&b, &a, 0, 1, dm);
         ctext ct = {&b, 0};
         kf_store_each_constraint(st, constraint_text, &ct);
+        kf_diag_breakers_text(dm, &b);
         *out = b.p;
     }
+    kf_diag_map_free(dm);
     kf_loop_vec_free(&a);
     kf_store_close(st);
     return *out ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
