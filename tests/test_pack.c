@@ -83,6 +83,8 @@ static void t_budget(const void *arg) {
         CHECK(p.tokens_prompt == kf_pack_tokens(strlen(p.system) + strlen(p.prompt)));
         CHECKF(mem_tokens(&p) <= total / 5, "pack %d: memory %lld of %lld", it, (long long)mem_tokens(&p),
                (long long)total);
+        CHECKF(mem_tokens(&p) * 5 <= p.tokens_prompt, "pack %d: memory %lld of a %lld-token pack", it,
+               (long long)mem_tokens(&p), (long long)p.tokens_prompt);
         for (int s = 0; s < KF_PACK_NSECTIONS; s++) {
             CHECKF(p.tokens[s] <= p.granted[s], "pack %d: %s %lld > granted %lld", it,
                    kf_pack_section_name((kf_pack_section)s), (long long)p.tokens[s], (long long)p.granted[s]);

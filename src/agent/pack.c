@@ -328,8 +328,9 @@ static int plan_section(builder *B, kf_pack_section s, const char *heading, cons
 }
 
 /* Split the budget: allowances (explicit, else each section's share), the frame paid
- * first, what a section does not need given back in giveback_order, the memory cap. */
-static void allocate(builder *B, int64_t total, int64_t frame, double mem_share) {
+ * first, what a section does not need given back in giveback_order (the non-memory
+ * sections first), memory capped at mem_cap. */
+static void allocate(builder *B, int64_t total, int64_t frame, int64_t mem_cap) {
     plan *pl = B->pl;
     int64_t sum = 0;
     for (int s = 0; s < KF_PACK_NSECTIONS; s++) {
@@ -338,7 +339,6 @@ static void allocate(builder *B, int64_t total, int64_t frame, double mem_share)
         sum += pl[s].allowance;
     }
     int64_t pool = total - frame - sum; /* negative: the allowances overrun the budget */
-    int64_t mem_cap = (int64_t)(mem_share * (double)total), mem = 0;
     for (int s = 0; s < KF_PACK_NSECTIONS; s++) {
         pl[s].grant = pl[s].need < pl[s].allowance ? pl[s].need : pl[s].allowance;
         pool += pl[s].allowance - pl[s].grant;
@@ -351,6 +351,7 @@ static void allocate(builder *B, int64_t total, int64_t frame, double mem_share)
         q->grant -= take;
         pool += take;
     }
+    int64_t mem = 0;
     for (int s = 0; s < KF_PACK_NSECTIONS; s++)
         if (is_memory((kf_pack_section)s)) mem += pl[s].grant;
     for (int i = KF_PACK_NSECTIONS - 1; i >= 0 && mem > mem_cap; i--) {
@@ -387,7 +388,8 @@ static size_t list_full(int n, const kf_pack_failure *fails, const char *const *
     return b;
 }
 
-kf_status kf_pack_build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out) {
+/* Build to the budget with memory capped at mem_cap tokens. */
+static kf_status build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out, int64_t mem_cap_in) {
     memset(out, 0, sizeof *out);
     const char *ext = in->ext ? in->ext : "c";
     if (strcmp(ext, "c") && strcmp(ext, "cu"))
@@ -461,7 +463,9 @@ kf_status kf_pack_build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out) {
         out->system = kf__strdup(system_text);
         rc = !out->system;
     }
-    if (!rc) allocate(&B, total, kf_pack_tokens(strlen(out->system) + instr.len), mem_share);
+    int64_t mem_cap = (int64_t)(mem_share * (double)total);
+    if (mem_cap_in >= 0 && mem_cap_in < mem_cap) mem_cap = mem_cap_in;
+    if (!rc) allocate(&B, total, kf_pack_tokens(strlen(out->system) + instr.len), mem_cap);
 
     if (!rc) {
         json_object_set_new(B.root, "kforge_pack", json_integer(1));
@@ -523,7 +527,7 @@ kf_status kf_pack_build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out) {
         json_object_set_new(B.root, "budget_tokens", json_integer(total));
         json_object_set_new(B.root, "frame_tokens", json_integer(out->frame_tokens));
         json_object_set_new(B.root, "memory_tokens", json_integer(mem));
-        json_object_set_new(B.root, "memory_cap_tokens", json_integer((int64_t)(mem_share * (double)total)));
+        json_object_set_new(B.root, "memory_cap_tokens", json_integer(mem_cap));
         json_object_set_new(B.root, "token_estimator", json_string("ceil(bytes/4)"));
         json_object_set(B.root, "sections", B.meta);
         out->json = json_dumps(B.root, JSON_INDENT(2));
@@ -546,4 +550,25 @@ out:
         return kf__err(ctx, KF_ENOMEM, "pack: out of memory");
     }
     return KF_OK;
+}
+
+/* Memory (lessons + failures + constraints) takes at most the memory share of the budget
+ * and of the pack itself: a small pack must not become mostly memory. The second bound
+ * needs the other sections' size, so a pack over it is built once more with memory
+ * capped at share / (1 - share) of what the rest took (system, instructions and
+ * non-memory sections, headings left out: a lower bound, so the rebuilt pack holds). The
+ * rest does not depend on memory's cap (it is given back to first), so once is enough. */
+kf_status kf_pack_build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out) {
+    kf_status st = build(ctx, in, out, -1);
+    if (st) return st;
+    double share = in->memory_share > 0 && in->memory_share <= 1 ? in->memory_share : KF_PACK_MEMORY_SHARE;
+    int64_t mem = out->tokens[KF_PACK_FAILURES] + out->tokens[KF_PACK_CONSTRAINTS] + out->tokens[KF_PACK_LESSONS];
+    if ((double)mem <= share * (double)out->tokens_prompt || share >= 1) return KF_OK;
+    /* each section's count rounds up: take one token off each for the rounding */
+    int64_t rest = kf_pack_tokens(strlen(out->system)) - 1;
+    for (int s = 0; s < KF_PACK_NSECTIONS; s++)
+        if (!is_memory((kf_pack_section)s)) rest += out->tokens[s] > 0 ? out->tokens[s] - 1 : 0;
+    int64_t cap = (int64_t)(share / (1 - share) * (double)rest);
+    kf_pack_free(out);
+    return build(ctx, in, out, cap);
 }
