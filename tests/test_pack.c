@@ -320,6 +320,23 @@ static void t_run_split(const void *arg) {
     CHECKSTR(err, "memory ");
     free(err);
 
+    /* a resume from elsewhere keeps the run's lessons and budget (the agent exits 4
+     * without the lesson in its pack, which would leave a no_candidate node) */
+    snprintf(args, sizeof args, "cd / && %s run --resume %s --budget 4 --json %s 2>/dev/null", kft_bin("kforge"), run,
+             quick);
+    CHECKF(kft_run(args, out, sizeof out) == 0, "%s", out);
+    sum = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(json_object_get(sum, "pack_tokens"), "packs")) == 4, "%s", out);
+    json_decref(sum);
+    CHECK(kf_store_open(ctx, run, NULL, &st) == KF_OK);
+    kf_node n4;
+    CHECK(kf_store_get_node(st, 4, &n4) == KF_OK);
+    CHECKF(n4.state != KF_NODE_NO_CANDIDATE, "the resumed run's pack had no lessons: %s", orempty(n4.note));
+    kf_node_free(&n4);
+    memset(&s, 0, sizeof s);
+    CHECK(kf_store_each_event(st, "pack", sum_pack, &s) == KF_OK && s.n == 4 && s.est <= 4 * 4000);
+    kf_store_close(st);
+
     /* an agent that reports 1000 prompt tokens: the split is the endpoint's */
     snprintf(script, sizeof script,
              "cp %s \"$KFORGE_OUT\"\necho '{\"prompt_tokens\": 1000, \"completion_tokens\": 5}' > "

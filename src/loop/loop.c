@@ -894,7 +894,11 @@ static char *config_json(const kf_run_opts *o, const char *agent) {
     if (o->api_key_env) json_object_set_new(cfg, "api_key_env", json_string(o->api_key_env));
     if (o->agent_timeout_s > 0) json_object_set_new(cfg, "agent_timeout_s", json_real(o->agent_timeout_s));
     if (o->tokens > 0) json_object_set_new(cfg, "tokens", json_integer(o->tokens));
-    if (o->lessons) json_object_set_new(cfg, "lessons", json_string(o->lessons));
+    if (o->lessons) { /* absolute, so a resume from elsewhere finds it */
+        char *abs = strcmp(o->lessons, "none") ? realpath(o->lessons, NULL) : NULL;
+        json_object_set_new(cfg, "lessons", json_string(abs ? abs : o->lessons));
+        free(abs);
+    }
     if (o->pack_tokens > 0) json_object_set_new(cfg, "pack_tokens", json_integer(o->pack_tokens));
     char *cs = json_dumps(cfg, JSON_COMPACT);
     json_decref(cfg);
