@@ -59,6 +59,21 @@ static void t_compile(const void *arg) {
     expect("tasks/c/saxpy", "tests/fixtures/diagnose/syntax.c", KF_DIAG_COMPILE_SYNTAX, NULL, 0);
     expect("tasks/c/saxpy", "tests/fixtures/diagnose/unknown_symbol.c", KF_DIAG_COMPILE_SYMBOL, "fast_fma", 1);
     expect("tasks/c/saxpy", "tests/fixtures/diagnose/too_big.c", KF_DIAG_COMPILE_RESOURCE, "size", 1);
+    /* ptxas's refusal as it words it (no CUDA toolkit on this machine to produce one):
+     * the limit becomes the constraint; a warning that mentions "exceeds" does not count */
+    kf_node c = {0};
+    c.id = 12;
+    c.state = KF_NODE_COMPILE_FAILED;
+    c.verdict_json = strdup("{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"compile_error\",\"message\":"
+                            "\"ptxas failed\"}],\"compile\":{\"ok\":false,\"log\":\"k.cu(3): warning: a write "
+                            "exceeds the buffer\\nptxas error   : Entry function '_Z1kPf' uses too much shared data "
+                            "(0x10400 bytes, 0xc000 max)\\n\"}}");
+    kf_diag d;
+    CHECK(kf_diag_node(&c, &d) == 0);
+    CHECKF(d.cls == KF_DIAG_COMPILE_RESOURCE && !strcmp(d.detail, "shared_memory"), "%s %s", kf_diag_class_name(d.cls),
+           d.detail);
+    CHECKSTR(d.constraint, "shared memory above 49152 bytes per block fails to compile (node 12 asked for 66560)");
+    kf_node_free(&c);
 }
 
 static void t_runtime(const void *arg) {

@@ -291,7 +291,11 @@ static kf_status lessons_text(kf_ctx *ctx, const kf_pack_in *in, int64_t max_tok
     *used = 0;
     kf_status st = kf_lessons_render(in->lessons_db, in->lesson_hits, in->nlesson_hits,
                                      max_tokens > 0 ? max_tokens : 0, text, NULL, used);
-    if (st) return kf__err(ctx, st, "pack: lessons: %s", kf_errmsg(ctx));
+    if (st) { /* the detail is on ctx already: copy it before writing ctx again */
+        char why[512];
+        snprintf(why, sizeof why, "%s", kf_errmsg(ctx));
+        return kf__err(ctx, st, "pack: lessons: %s", why);
+    }
     return KF_OK;
 }
 

@@ -175,9 +175,11 @@ static double rank_corr(const shape_r *s, int n, double *span) {
     return 1 - 6 * d2 / ((double)m * ((double)m * m - 1));
 }
 
-/* The first line of the log holding pats[0] (case-insensitive), else pats[1], ...: the
- * patterns are in order of preference ("undefined reference" before a warning about an
- * implicit declaration). Into out. */
+/* The first error line of the log holding pats[0] (case-insensitive), else pats[1], ...:
+ * the patterns are in order of preference ("undefined reference" before an undeclared
+ * name). Only error lines count (a warning that a write "exceeds" a buffer is not why a
+ * build failed): lines with "error", "fatal" or the linker's "undefined reference". Into
+ * out. */
 static int find_line(const char *log, const char *const *pats, char *out, size_t n) {
     for (int i = 0; pats[i]; i++)
         for (const char *p = log; p && *p;) {
@@ -185,7 +187,9 @@ static int find_line(const char *log, const char *const *pats, char *out, size_t
             size_t len = e ? (size_t)(e - p) : strlen(p);
             char line[512];
             snprintf(line, sizeof line, "%.*s", (int)(len < 511 ? len : 511), p);
-            if (strcasestr(line, pats[i])) {
+            int err = strcasestr(line, "error") || strcasestr(line, "fatal") ||
+                      strcasestr(line, "undefined reference");
+            if (err && strcasestr(line, pats[i])) {
                 snprintf(out, n, "%s", line);
                 return 1;
             }
@@ -216,7 +220,9 @@ static void diag_compile(const kf_node *n, json_t *v, const char *msg, kf_diag *
                                            "out of memory", "exceeds", NULL};
     static const char *const symbol[] = {"undefined reference", "undeclared", "is undefined",
                                          "unknown type name", "implicit declaration", NULL};
-    static const char *const syntax[] = {"expected", "syntax error", "stray", "unterminated", "error:", NULL};
+    static const char *const syntax[] = {"expected", "syntax error", "stray", "unterminated",
+                                         "missing terminating", NULL};
+    static const char *const any[] = {"error", "fatal", NULL};
     char line[512];
     if (find_line(log, resource, line, sizeof line)) {
         d->cls = KF_DIAG_COMPILE_RESOURCE;
@@ -244,10 +250,13 @@ static void diag_compile(const kf_node *n, json_t *v, const char *msg, kf_diag *
             snprintf(d->constraint, sizeof d->constraint,
                      "'%s' is not defined in this environment: do not call it (define what you need in the file)",
                      d->detail);
+    } else if (find_line(log, syntax, line, sizeof line)) {
+        d->cls = KF_DIAG_COMPILE_SYNTAX;
+        snprintf(d->note, sizeof d->note, "a syntax error: %s", line);
     } else {
-        d->cls = find_line(log, syntax, line, sizeof line) ? KF_DIAG_COMPILE_SYNTAX : KF_DIAG_COMPILE_OTHER;
-        snprintf(d->note, sizeof d->note, "%s: %s", d->cls == KF_DIAG_COMPILE_SYNTAX ? "a syntax error" : "it did not build",
-                 d->cls == KF_DIAG_COMPILE_SYNTAX ? line : msg ? msg : "");
+        d->cls = KF_DIAG_COMPILE_OTHER; /* conflicting types, a wrong signature, ... */
+        if (!find_line(log, any, line, sizeof line)) snprintf(line, sizeof line, "%.500s", msg ? msg : "");
+        snprintf(d->note, sizeof d->note, "it did not build: %s", line);
     }
 }
 
