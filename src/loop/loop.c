@@ -1010,7 +1010,8 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if ((st = kf_agent_new(ctx, spec, &ao, &ag))) goto out;
     }
     if ((st = kf_task_load(ctx, task_dir, &r.t))) goto out;
-    if (agent && (st = kf_loop_memory_open(ctx, o->lessons, &r.mem))) goto out;
+    /* lessons fill agents' packs; a named database is checked whoever proposes */
+    if ((agent || o->lessons) && (st = kf_loop_memory_open(ctx, o->lessons, &r.mem))) goto out;
     if (o->run_dir) {
         snprintf(r.run_dir, sizeof r.run_dir, "%s", o->run_dir);
     } else {
