@@ -6,7 +6,9 @@
 
 #include "kforge.h"
 
-enum { KF_EXIT_OK = 0, KF_EXIT_REJECTED = 1, KF_EXIT_USAGE = 2 };
+/* 3: export only: everything was written but the dispatcher could not be verified here
+ * (a CUDA dispatcher without a GPU); it is written as <task>_dispatch.unverified.cu */
+enum { KF_EXIT_OK = 0, KF_EXIT_REJECTED = 1, KF_EXIT_USAGE = 2, KF_EXIT_UNVERIFIED = 3 };
 
 int kf_cli_check(int argc, char **argv, int bench);
 int kf_cli_validate(int argc, char **argv);
@@ -18,5 +20,7 @@ int kf_cli_export(int argc, char **argv);
 int kf_cli_lessons(int argc, char **argv);
 /* Report an error (and a JSON object on stdout when json), return KF_EXIT_USAGE. */
 int kf_cli_fail(int json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a reason code in the JSON object ("code": "degenerate_task"). */
+int kf_cli_fail_code(int json, const char *code, const char *msg);
 
 #endif

@@ -129,7 +129,11 @@ static int run(args *a, int kind) {
         else if (kind == 1) st = kf_bench(ctx, task, a->pos[1], &a->o, &res);
         else st = kf_validate(ctx, task, &a->o, &res);
     }
-    int code = st ? kf_cli_fail(a->json, "%s", kf_errmsg(ctx)) : report(res, a->json);
+    /* a degenerate task (check.c's "degenerate task at" message) carries validate's code */
+    int degenerate = st == KF_ETASK && strstr(kf_errmsg(ctx), ": degenerate task at ");
+    int code = st && degenerate ? kf_cli_fail_code(a->json, "degenerate_task", kf_errmsg(ctx))
+               : st         ? kf_cli_fail(a->json, "%s", kf_errmsg(ctx))
+                            : report(res, a->json);
     kf_task_free(task);
     kf_ctx_free(ctx);
     return code;

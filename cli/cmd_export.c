@@ -71,7 +71,8 @@ int kf_cli_export(int argc, char **argv) {
         json_t *j = json_loads(doc, 0, NULL);
         json_t *ver = json_object_get(j, "verification");
         const char *v = json_string_value(json_object_get(ver, "verdict"));
-        if (v && strcmp(v, "accepted")) rc = KF_EXIT_REJECTED;
+        if (v && !strcmp(v, "unverified")) rc = KF_EXIT_UNVERIFIED;
+        else if (v && strcmp(v, "accepted")) rc = KF_EXIT_REJECTED;
         if (json) {
             printf("%s\n", doc);
         } else {
@@ -84,7 +85,10 @@ int kf_cli_export(int argc, char **argv) {
                        json_number_value(json_object_get(x, "speedup")),
                        json_is_true(json_object_get(x, "fallback")) ? " (the fallback)" : "");
             const char *d = json_string_value(json_object_get(j, "dispatcher"));
-            if (d) {
+            const char *u = json_string_value(json_object_get(j, "dispatcher_unverified"));
+            if (u) {
+                printf("%s/%s: UNVERIFIED: %s\n", out, u, json_string_value(json_object_get(j, "why")));
+            } else if (d) {
                 printf("%s/%s: accepted by the checker, %.3fx over the reference\n", out, d,
                        json_number_value(json_object_get(ver, "speedup")));
             } else {

@@ -38,6 +38,11 @@ static int common_opt(kf_run_opts *o, int argc, char **argv, int *i, int json) {
     } else if (!strcmp(a, "--search")) {
         if (o->nsearch == 16) return kf_cli_fail(json, "--search: at most 16 settings"), -1;
         o->search[o->nsearch++] = val;
+    } else if (!strcmp(a, "--critic-agent")) {
+        o->critic_agent = val;
+    } else if (!strcmp(a, "--critic")) {
+        if (o->ncritic == 8) return kf_cli_fail(json, "--critic: at most 8 settings"), -1;
+        o->critic[o->ncritic++] = val;
     } else if (!strcmp(a, "--hidden")) {
         if (number(a, val, 0, 1000, &v)) return -1;
         o->hidden = (int)v;
@@ -60,6 +65,25 @@ static int common_opt(kf_run_opts *o, int argc, char **argv, int *i, int json) {
     (*i)++;
     return 1;
 }
+
+static const char run_usage[] =
+    "usage: kforge run TASK [options] | kforge run --resume RUN [options]   (docs/cli.md, docs/run.md)\n"
+    "  --budget N        evaluations in all, the run's earlier ones included (20)\n"
+    "  --run DIR         the run directory (runs/<task>-<date>)\n"
+    "  --jobs N          evaluations at once, 1 to 64 (1; --resume: the run's): compiles and\n"
+    "                    checks overlap, timed phases run one at a time\n"
+    "  --seed N          the builtin proposer's walk (with --jobs 1: the same proposals)\n"
+    "  --target X        stop at this geometric-mean speedup over the reference\n"
+    "  --patience K      stop after K evaluations without a better one\n"
+    "  --wall S          stop issuing work after S seconds\n"
+    "  --search KEY=VALUE  a search setting (docs/run.md \"Selection\")\n"
+    "  --hidden N, --min-runs N, --max-runs N, --min-time S   check and timing settings\n"
+    "  --agent cmd:'COMMAND' | openai:MODEL, --with-builtin, --base-url URL,\n"
+    "  --api-key-env NAME, --agent-timeout S, --tokens N      agents (docs/agents.md)\n"
+    "  --pack-tokens N   each context pack's token budget (18000)\n"
+    "  --lessons PATH    lessons for the packs (default: the shared database if it exists;\n"
+    "                    none: no lessons)\n"
+    "  --json            print a summary object at the end\n";
 
 int kf_cli_run(int argc, char **argv) {
     kf_run_opts o;
@@ -88,6 +112,18 @@ int kf_cli_run(int argc, char **argv) {
             if (number(a, argv[++i], 1, 86400, &o.agent_timeout_s)) return KF_EXIT_USAGE;
         } else if (!strcmp(a, "--wall") && more) {
             if (number(a, argv[++i], 1, 1e7, &o.wall_s)) return KF_EXIT_USAGE;
+        } else if (!strcmp(a, "--jobs") && more) {
+            const char *val = argv[++i];
+            char *end;
+            errno = 0;
+            long j = strtol(val, &end, 10);
+            if (errno || end == val || *end || j < 1 || j > KF_RUN_MAX_JOBS)
+                return kf_cli_fail(json, "--jobs %s: expected a whole number of evaluations at once, 1 to %d", val,
+                                   KF_RUN_MAX_JOBS);
+            o.jobs = (int)j;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(run_usage, stdout);
+            return KF_EXIT_OK;
         } else if (!strcmp(a, "--patience") && more) {
             if (number(a, argv[++i], 1, 1e7, &v)) return KF_EXIT_USAGE;
             o.patience = (int)v;

@@ -27,7 +27,8 @@ static void usage(FILE *f) {
             "        a CUDA device's attributes and measured ceilings (cached; --refresh\n"
             "        measures again)\n"
             "  run TASK [--budget N] [--run DIR] [--seed N] [--target X] [--patience K]\n"
-            "      [--search K=V]... [--agent cmd:'COMMAND' | openai:MODEL] [--tokens N]\n"
+            "      [--jobs N] [--search K=V]... [--critic K=V]... [--agent cmd:'COMMAND' | openai:MODEL]\n"
+            "      [--tokens N]\n"
             "      | run --resume RUN\n"
             "        the optimisation loop (builtin proposer, or an agent): every evaluation\n"
             "        recorded in RUN's store, survives being killed (docs/run.md)\n"
@@ -51,15 +52,11 @@ static void usage(FILE *f) {
             "docs: docs/cli.md, docs/tasks.md\n");
 }
 
-int kf_cli_fail(int json, const char *fmt, ...) {
-    char msg[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
+static int fail(int json, const char *code, const char *msg) {
     fprintf(stderr, "kforge: error: %s\n", msg);
     if (json) {
         json_t *o = json_pack("{s:s, s:s}", "verdict", "error", "error", msg);
+        if (o && code) json_object_set_new(o, "code", json_string(code));
         char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
         if (s) printf("%s\n", s);
         free(s);
@@ -67,6 +64,17 @@ int kf_cli_fail(int json, const char *fmt, ...) {
     }
     return KF_EXIT_USAGE;
 }
+
+int kf_cli_fail(int json, const char *fmt, ...) {
+    char msg[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return fail(json, NULL, msg);
+}
+
+int kf_cli_fail_code(int json, const char *code, const char *msg) { return fail(json, code, msg); }
 
 int main(int argc, char **argv) {
     /* kforge allocates and frees many large buffers (inputs, outputs): keep them in the

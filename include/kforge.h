@@ -78,7 +78,8 @@ typedef enum {
     X(TIMEOUT, "timeout")                                                       \
     X(RESOURCE_LIMIT, "resource_limit")                                         \
     X(SANDBOX_VIOLATION, "sandbox_violation")                                   \
-    X(SANITIZER, "sanitizer")
+    X(SANITIZER, "sanitizer")                                                   \
+    X(DEGENERATE_TASK, "degenerate_task")
 
 typedef enum {
 #define KF_X(n, s) KF_REASON_##n,
@@ -192,13 +193,23 @@ typedef struct kf_run_opts {
     double keep_margin;     /* a node beats its parent by more than this, besides the noise (0) */
     const char *search[16]; /* "KEY=VALUE" settings of the search policy */
     int nsearch;
+    const char *critic[8];  /* "KEY=VALUE" settings of the Critic (docs/run.md); recorded in
+                               the run and reused by --resume when none is given */
+    int ncritic;
+    const char *critic_agent; /* "cmd:COMMAND" or "openai:MODEL": a second, advisory opinion
+                               on each node the Critic approves (never deciding); recorded
+                               in the run and reused by --resume */
     int hidden;             /* hidden shapes per check (-1: the task's) */
     int min_runs, max_runs; /* bench rounds (0: the defaults) */
     double min_time_s;
+    int jobs;               /* evaluations at once, 1..KF_RUN_MAX_JOBS (0: 1, or on resume
+                               the run's own) */
     const char *lessons;    /* the lessons database for agents' packs (docs/lessons.md): NULL:
                                the default one when it exists, "none": no lessons */
     int64_t pack_tokens;    /* each context pack's token budget (0: 18000) */
 } kf_run_opts;
+
+#define KF_RUN_MAX_JOBS 64
 
 KF_API void kf_run_opts_init(kf_run_opts *o);
 /* Run (or resume) the loop. KF_OK when it stopped by a rule (summary: one JSON object,

@@ -39,6 +39,12 @@ static void t_exit_codes(const void *arg) {
     CHECK(kforge("validate tasks/c/sum", out, sizeof out) == 0 && strstr(out, "VALID"));
     CHECK(kforge("validate tests/redteam/tasks/degenerate_zero 2>&1", out, sizeof out) == 2);
     CHECK(strstr(out, "degenerate"));
+    CHECK(kforge("validate tests/redteam/tasks/degenerate_empty --json 2>/dev/null", out, sizeof out) == 2);
+    CHECKF(strstr(out, "\"code\":\"degenerate_task\"") && strstr(out, "every output is empty"), "%s", out);
+    /* check and bench refuse it (exit 2) with the same code in their error object */
+    CHECK(kforge("check tests/redteam/tasks/degenerate_const tests/redteam/tasks/degenerate_const/reference.c "
+                 "--json 2>/dev/null", out, sizeof out) == 2);
+    CHECKF(strstr(out, "\"verdict\":\"error\"") && strstr(out, "\"code\":\"degenerate_task\""), "%s", out);
     CHECK(kforge("check tasks/c/sum tasks/c/sum/candidates/param.c --param LANES=7 2>&1", out, sizeof out) == 2);
     CHECK(strstr(out, "LANES"));
     CHECK(kforge("version", out, sizeof out) == 0 && strstr(out, "kforge"));

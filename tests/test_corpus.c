@@ -216,6 +216,8 @@ static void validate_case(const void *arg) {
     if (degenerate) {
         CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED, "degenerate task passed: %s", json);
         CHECK(strstr(json, "degenerate task"));
+        /* one reason code for every degenerate case (zeros, a copy, constant, empty) */
+        CHECKF(strstr(json, "\"code\":\"degenerate_task\"") && !strstr(json, "wrong_result"), "%s", json);
         /* check refuses it too (exit 2 path): a trivial candidate cannot be judged */
         kf_result *r2 = NULL;
         char ref[512];

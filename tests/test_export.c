@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "kft.h"
 
+#include "backend/cuda/host.h"
 #include "loop/loop.h"
 #include "store/store.h"
 #include "task/candidate.h"
@@ -191,7 +192,7 @@ static int64_t fab_node(kf_store *st, const char *src, const char *params, doubl
     } else {
         n.reasons = strdup("wrong_result");
     }
-    CHECK(kf_store_finish_node(st, &n) == KF_OK);
+    CHECK(kft_finish_node(st, &n) == KF_OK);
     int64_t id = n.id;
     kf_node_free(&n);
     return id;
@@ -330,8 +331,10 @@ static void t_none(const void *arg) {
     kf__rmtree(dir);
 }
 
-/* A CUDA task: the winners and EXPORT.json, no dispatcher, and it says why (exit 0). No
- * GPU is needed: the run is fabricated and nothing is run. */
+/* A CUDA task on a machine without a GPU: the winners and EXPORT.json are written; the
+ * dispatcher (here the one winner's own kernel-mode text) cannot be verified, so it is
+ * written only as softmax_dispatch.unverified.cu, "dispatcher" is null, why says so, and
+ * export exits 3. The run is fabricated and nothing is run. */
 static void t_cuda(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-export5-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
@@ -358,88 +361,140 @@ static void t_cuda(const void *arg) {
     n.shapes_json =
         strdup("[{\"sizes\": {\"rows\": 4, \"cols\": 4}, \"speedup\": 2.0, \"win\": true}]");
     n.speedup = 2.0;
-    CHECK(kf_store_finish_node(st, &n) == KF_OK);
+    CHECK(kft_finish_node(st, &n) == KF_OK);
     kf_node_free(&n);
     kf_store_close(st);
     kf_task_free(t);
     kf_ctx_free(ctx);
+    char why[512];
+    if (kft_have_gpu(why, sizeof why)) kft_skip("this machine has a GPU (export/cuda_dispatch_gpu)");
     snprintf(args, sizeof args, "export %s -o %s --json 2>/dev/null", run, ex);
-    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECKF(cli(args, out, sizeof out) == 3, "%s", out);
     json_t *j = json_loads(out, 0, NULL);
     CHECKF(json_is_null(json_object_get(j, "dispatcher")), "%s", out);
-    CHECKF(strstr(json_string_value(json_object_get(j, "why")), "CUDA"), "%s", out);
+    CHECKF(strstr(json_string_value(json_object_get(j, "why")), "CUDA dispatcher could not be verified"), "%s", out);
     json_decref(j);
-    CHECK(exists(ex, "softmax_1.cu") && exists(ex, "EXPORT.json") &&
-          !exists(ex, "softmax_dispatch.c"));
+    CHECK(exists(ex, "softmax_1.cu") && exists(ex, "EXPORT.json") && exists(ex, "softmax_dispatch.unverified.cu") &&
+          !exists(ex, "softmax_dispatch.cu") && !exists(ex, "softmax_dispatch.c"));
     kf__rmtree(dir);
 }
 
 /* Every bundled C task: its template at the defaults wins the first visible shape, its
  * fast.c the second; the dispatcher joining the two (different helpers, macros,
  * parameters) is accepted by the checker. */
+/* Two runs exported into the same DIR: the second replaces the first with a warning that
+ * names the first run, and EXPORT.json says whose export it replaced (replaced_run);
+ * exporting the same run again replaces it silently. */
+static void t_replace_other(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export11-XXXXXX", run[2][512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    for (int k = 0; k < 2; k++) {
+        snprintf(run[k], sizeof run[k], "%s/r%d", dir, k);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_task *t = NULL;
+        kf_store *st = fab_run(ctx, &t, run[k]);
+        char *a = point("16");
+        fab_node(st, a, "{\"W\": 16}", 6.0, 2.0, KF_NODE_KEPT);
+        free(a);
+        kf_store_close(st);
+        kf_task_free(t);
+        kf_ctx_free(ctx);
+    }
+    for (int k = 0; k < 3; k++) { /* r0, r0 again, then r1 */
+        const char *r = run[k == 2];
+        snprintf(args, sizeof args, "export %s -o %s --json %s 2>%s/err", r, ex, quick, dir);
+        CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+        json_t *j = json_loads(out, 0, NULL);
+        char ep[600], *err = NULL;
+        size_t el = 0;
+        snprintf(ep, sizeof ep, "%s/err", dir);
+        CHECK(kf__read_file(ep, 1 << 20, &err, &el) == 0);
+        if (k < 2) {
+            CHECKF(json_is_null(json_object_get(j, "replaced_run")) && !strstr(err, "another run"), "%s\n%s", out, err);
+        } else {
+            CHECKF(!strcmp(json_string_value(json_object_get(j, "replaced_run")), run[0]), "%s", out);
+            CHECKF(strstr(err, "warning") && strstr(err, "another run") && strstr(err, run[0]), "%s", err);
+        }
+        free(err);
+        json_decref(j);
+    }
+    kf__rmtree(dir);
+}
+
+/* A run of task td fabricated with two kept nodes: its template at the defaults winning
+ * the first visible shape, its fast.<ext> (with append after it, or NULL) the second. */
+static void fab_two(const char *td, const char *ext, const char *run, const char *append) {
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, td);
+    CHECK(t->nshapes >= 2);
+    kf_store *st = NULL;
+    CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+    char path[512];
+    snprintf(path, sizeof path, "%s/candidates/param.%s", kft_src(td), ext);
+    kf_candidate *c = NULL;
+    CHECKF(kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_OK, "%s", kf_errmsg(ctx));
+    json_t *pt = json_object();
+    for (int i = 0; i < c->nparams; i++)
+        json_object_set_new(pt, c->params[i].name, json_string(c->params[i].values[0]));
+    size_t n = 0;
+    char *a = kf_loop_materialize(c->text, c->len, pt, &n);
+    char *pj = json_dumps(pt, JSON_COMPACT);
+    json_decref(pt);
+    kf_candidate_free(c);
+    char *b = NULL;
+    size_t bl = 0;
+    snprintf(path, sizeof path, "%s/candidates/fast.%s", kft_src(td), ext);
+    CHECK(kf__read_file(path, 1 << 20, &b, &bl) == 0);
+    if (append) {
+        char *bb = kf__asprintf("%s%s", b, append);
+        free(b);
+        b = bb;
+    }
+    for (int k = 0; k < 2; k++) {
+        kf_node nd;
+        memset(&nd, 0, sizeof nd);
+        snprintf(nd.ext, sizeof nd.ext, "%s", ext);
+        snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+        snprintf(nd.category, sizeof nd.category, "other");
+        nd.params_json = k == 0 ? strdup(pj) : NULL;
+        const char *src = k == 0 ? a : b;
+        CHECK(kf_store_put_source(st, src, strlen(src), ext, nd.src_hash) == KF_OK);
+        CHECK(kf_store_add_node(st, &nd) == KF_OK);
+        nd.state = KF_NODE_KEPT;
+        json_t *sh = json_array();
+        for (int s = 0; s < 2; s++) {
+            json_t *sz = json_object();
+            for (int z = 0; z < t->nsizes; z++)
+                json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
+            json_array_append_new(sh, json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup",
+                                                (s == k) ? 3.0 : (k == 0 ? 2.0 : 1.0), "win", 1));
+        }
+        nd.shapes_json = json_dumps(sh, JSON_COMPACT);
+        json_decref(sh);
+        nd.speedup = k == 0 ? sqrt(6.0) : sqrt(3.0);
+        CHECK(kft_finish_node(st, &nd) == KF_OK);
+        kf_node_free(&nd);
+    }
+    free(a);
+    free(b);
+    free(pj);
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 static void t_bundled(const void *arg) {
     (void)arg;
     static const char *const tasks[] = {"rmsnorm", "saxpy", "sgemm", "softmax", "sum", "transpose"};
     for (size_t ti = 0; ti < sizeof tasks / sizeof *tasks; ti++) {
-        char dir[] = "/tmp/kft-export6-XXXXXX", run[512], ex[512], args[2048], out[1 << 16],
-             td[256];
+        char dir[] = "/tmp/kft-export6-XXXXXX", run[512], ex[512], args[2048], out[1 << 16], td[256];
         CHECK(mkdtemp(dir));
         snprintf(run, sizeof run, "%s/r", dir);
         snprintf(ex, sizeof ex, "%s/ex", dir);
         snprintf(td, sizeof td, "tasks/c/%s", tasks[ti]);
-        kf_ctx *ctx = kf_ctx_new();
-        kf_task *t = kft_task(ctx, td);
-        CHECK(t->nshapes >= 2);
-        kf_store *st = NULL;
-        CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
-        char path[512];
-        snprintf(path, sizeof path, "%s/candidates/param.c", kft_src(td));
-        kf_candidate *c = NULL;
-        CHECKF(kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_OK, "%s", kf_errmsg(ctx));
-        json_t *pt = json_object();
-        for (int i = 0; i < c->nparams; i++)
-            json_object_set_new(pt, c->params[i].name, json_string(c->params[i].values[0]));
-        size_t n = 0;
-        char *a = kf_loop_materialize(c->text, c->len, pt, &n);
-        char *pj = json_dumps(pt, JSON_COMPACT);
-        json_decref(pt);
-        kf_candidate_free(c);
-        char *b = NULL;
-        size_t bl = 0;
-        snprintf(path, sizeof path, "%s/candidates/fast.c", kft_src(td));
-        CHECK(kf__read_file(path, 1 << 20, &b, &bl) == 0);
-        for (int k = 0; k < 2; k++) {
-            kf_node nd;
-            memset(&nd, 0, sizeof nd);
-            snprintf(nd.ext, sizeof nd.ext, "c");
-            snprintf(nd.proposer, sizeof nd.proposer, "builtin");
-            snprintf(nd.category, sizeof nd.category, "other");
-            nd.params_json = k == 0 ? strdup(pj) : NULL;
-            const char *src = k == 0 ? a : b;
-            CHECK(kf_store_put_source(st, src, strlen(src), "c", nd.src_hash) == KF_OK);
-            CHECK(kf_store_add_node(st, &nd) == KF_OK);
-            nd.state = KF_NODE_KEPT;
-            json_t *sh = json_array();
-            for (int s = 0; s < 2; s++) {
-                json_t *sz = json_object();
-                for (int z = 0; z < t->nsizes; z++)
-                    json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
-                json_array_append_new(sh,
-                                      json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup",
-                                                (s == k) ? 3.0 : (k == 0 ? 2.0 : 1.0), "win", 1));
-            }
-            nd.shapes_json = json_dumps(sh, JSON_COMPACT);
-            json_decref(sh);
-            nd.speedup = k == 0 ? sqrt(6.0) : sqrt(3.0);
-            CHECK(kf_store_finish_node(st, &nd) == KF_OK);
-            kf_node_free(&nd);
-        }
-        free(a);
-        free(b);
-        free(pj);
-        kf_store_close(st);
-        kf_task_free(t);
-        kf_ctx_free(ctx);
+        fab_two(td, "c", run, NULL);
         snprintf(args, sizeof args, "export %s -o %s --json %s 2>&1", run, ex, quick);
         CHECKF(cli(args, out, sizeof out) == 0, "%s: %s", td, out);
         json_t *j = json_loads(out, 0, NULL);
@@ -447,6 +502,92 @@ static void t_bundled(const void *arg) {
         json_decref(j);
         kf__rmtree(dir);
     }
+}
+
+/* Every bundled CUDA task, fabricated as in bundled_c_tasks: the export writes a host-mode
+ * dispatcher (// kforge:host, kforge_launch with the task's signature) that routes the
+ * second shape to fast.cu's kernels and the rest to the template's. Without a GPU it cannot
+ * be verified: it must still build with nvcc (host mode's build path), and it is written
+ * only as <task>_dispatch.unverified.cu, with "dispatcher": null and exit 3. With a GPU
+ * (export/cuda_dispatch_gpu; skipped without one) it is checked and timed like any
+ * candidate: accepted, written as <task>_dispatch.cu, exit 0. */
+static void t_cuda_dispatch(const void *arg) {
+    char why[512];
+    if (!kf__cuda_have_nvcc(why, sizeof why)) kft_skip("needs nvcc (host mode): %s", why);
+    int gpu = arg != NULL; /* export/cuda_dispatch_gpu */
+    if (gpu && !kft_have_gpu(why, sizeof why)) kft_skip("needs a GPU to verify the dispatcher: %s", why);
+    if (!gpu && kft_have_gpu(why, sizeof why))
+        kft_skip("this machine has a GPU: export/cuda_dispatch_gpu verifies the dispatcher instead");
+    setenv("KFORGE_CUDA_ARCH", "sm_90", 0);
+    static const char *const tasks[] = {"bgemm", "gdn_decode", "rmsnorm", "sgemm", "softmax", "sum", "transpose"};
+    for (size_t ti = 0; ti < sizeof tasks / sizeof *tasks; ti++) {
+        char dir[] = "/tmp/kft-export9-XXXXXX", run[512], ex[512], args[2048], out[1 << 16], td[256], f[600];
+        CHECK(mkdtemp(dir));
+        snprintf(run, sizeof run, "%s/r", dir);
+        snprintf(ex, sizeof ex, "%s/ex", dir);
+        snprintf(td, sizeof td, "tasks/cuda/%s", tasks[ti]);
+        fab_two(td, "cu", run, NULL);
+        snprintf(args, sizeof args, "export %s -o %s --json %s 2>/dev/null", run, ex, quick);
+        int rc = cli(args, out, sizeof out);
+        json_t *j = json_loads(out, 0, NULL);
+        json_t *ver = json_object_get(j, "verification");
+        CHECKF(json_array_size(json_object_get(j, "routes")) == 1, "%s: %s", td, out);
+        if (gpu) {
+            CHECKF(rc == 0 && !strcmp(json_string_value(json_object_get(ver, "verdict")), "accepted"), "%s: %s", td,
+                   out);
+            snprintf(f, sizeof f, "%s_dispatch.cu", tasks[ti]);
+            CHECKF(!strcmp(json_string_value(json_object_get(j, "dispatcher")), f) && exists(ex, f), "%s", out);
+        } else {
+            CHECKF(rc == 3, "%s: exit %d: %s", td, rc, out);
+            CHECKF(json_is_null(json_object_get(j, "dispatcher")), "%s", out);
+            CHECKF(!strcmp(json_string_value(json_object_get(ver, "verdict")), "unverified") &&
+                       json_is_true(json_object_get(ver, "compiled")),
+                   "%s: it must build with nvcc: %s", td, out);
+            snprintf(f, sizeof f, "%s_dispatch.unverified.cu", tasks[ti]);
+            CHECKF(!strcmp(json_string_value(json_object_get(j, "dispatcher_unverified")), f) && exists(ex, f) &&
+                       strstr(json_string_value(json_object_get(j, "why")), "could not be verified"),
+                   "%s", out);
+            char g[600];
+            snprintf(g, sizeof g, "%s_dispatch.cu", tasks[ti]);
+            CHECK(!exists(ex, g));
+        }
+        char p[1200], *txt = NULL;
+        size_t len = 0;
+        snprintf(p, sizeof p, "%s/%s", ex, f);
+        CHECK(kf__read_file(p, 1 << 20, &txt, &len) == 0);
+        CHECKF(txt && strstr(txt, "// kforge:host") && strstr(txt, "extern \"C\" int kforge_launch("), "%s", txt);
+        free(txt);
+        json_decref(j);
+        kf__rmtree(dir);
+    }
+}
+
+/* Without a GPU the verification is a build with nvcc: a dispatcher that does not build
+ * (here a "kept" winner damaged in a hand-made run) is rejected with compile_error, not
+ * written, and export exits 1. */
+static void t_cuda_dispatch_broken(const void *arg) {
+    (void)arg;
+    char why[512];
+    if (!kf__cuda_have_nvcc(why, sizeof why)) kft_skip("needs nvcc (host mode): %s", why);
+    if (kft_have_gpu(why, sizeof why)) kft_skip("this machine has a GPU: the dispatcher is checked, not only built");
+    setenv("KFORGE_CUDA_ARCH", "sm_90", 0);
+    char dir[] = "/tmp/kft-export10-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    fab_two("tasks/cuda/softmax", "cu", run, "\nstatic int broken = undeclared_name;\n");
+    snprintf(args, sizeof args, "export %s -o %s --json %s 2>/dev/null", run, ex, quick);
+    CHECKF(cli(args, out, sizeof out) == 1, "%s", out);
+    json_t *j = json_loads(out, 0, NULL), *ver = json_object_get(j, "verification");
+    CHECKF(!strcmp(json_string_value(json_object_get(ver, "verdict")), "rejected") &&
+               !strcmp(json_string_value(json_object_get(json_array_get(json_object_get(ver, "reasons"), 0), "code")),
+                       "compile_error"),
+           "%s", out);
+    CHECKF(json_is_null(json_object_get(j, "dispatcher")) && !json_object_get(j, "dispatcher_unverified"), "%s", out);
+    json_decref(j);
+    CHECK(!exists(ex, "softmax_dispatch.cu") && !exists(ex, "softmax_dispatch.unverified.cu") &&
+          exists(ex, "EXPORT.json"));
+    kf__rmtree(dir);
 }
 
 /* sgemm: square_when.c (kforge:when m == n && n == k && m % 16 == 0) has the best
@@ -486,7 +627,7 @@ static void t_when(const void *arg) {
                 "true}, {\"sizes\": {\"m\": 96, \"n\": 160, \"k\": 72}, \"speedup\": 4.0, \"win\": "
                 "true}]");
         nd.speedup = k ? 9.0 : 4.0;
-        CHECK(kf_store_finish_node(st, &nd) == KF_OK);
+        CHECK(kft_finish_node(st, &nd) == KF_OK);
         ids[k] = nd.id;
         kf_node_free(&nd);
     }
@@ -559,8 +700,12 @@ void kft_register_export(void) {
     kft_add("export/when_winner", t_when, NULL, 120);
     kft_add("export/bundled_c_tasks", t_bundled, NULL, 240);
     kft_add("export/cuda_winners_only", t_cuda, NULL, 60);
+    kft_add("export/cuda_dispatch", t_cuda_dispatch, NULL, 900);
+    kft_add("export/cuda_dispatch_gpu", t_cuda_dispatch, "gpu", 900);
+    kft_add("export/cuda_dispatch_broken", t_cuda_dispatch_broken, NULL, 300);
     kft_add("export/softmax", t_softmax, NULL, 180);
     kft_add("export/two_winners", t_two_winners, NULL, 120);
+    kft_add("export/replace_other_run", t_replace_other, NULL, 120);
     kft_add("export/rejected", t_rejected, NULL, 120);
     kft_add("export/no_verified", t_none, NULL, 60);
 }

@@ -393,7 +393,7 @@ static int64_t node_as(kf_store *s, const char *category, int64_t parent, const 
         n.speedup = sqrt(s1 * s4);
     }
     n.reasons = (char *)reasons;
-    CHECK(kf_store_finish_node(s, &n) == KF_OK);
+    CHECK(kft_finish_node(s, &n) == KF_OK);
     return n.id;
 }
 

@@ -7,10 +7,12 @@
 #include "kft.h"
 
 #include "loop/loop.h"
+#include "search/builtin.h"
 #include "store/store.h"
 #include "util/util.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -112,13 +114,16 @@ static void t_run_saxpy(const void *arg) {
 /* SIGKILL at random moments, then --resume: the run ends with exactly its budget of
  * finished evaluations, no point evaluated twice, an intact database. */
 static void t_kill_resume(const void *arg) {
-    (void)arg;
+    const char *jobs = arg; /* NULL: --jobs 1; else the first run's --jobs, which resumes keep */
     char dir[] = "/tmp/kft-kill-XXXXXX", run[256], out[1 << 16], args[1024];
     CHECK(mkdtemp(dir));
     snprintf(run, sizeof run, "%s/r", dir);
     srand((unsigned)time(NULL));
     const int budget = 4;
     pid_t killed[4];
+    /* with --jobs, slower timings so that the kills find several evaluations in flight */
+    const char *mt = jobs ? "0.15" : "0.01", *mr = jobs ? "400" : "8";
+    size_t most = 0; /* the most unfinished nodes a kill left */
     for (int round = 0; round < 4; round++) {
         pid_t pid = fork();
         killed[round] = pid;
@@ -132,17 +137,30 @@ static void t_kill_resume(const void *arg) {
             snprintf(b, sizeof b, "%d", budget);
             if (round == 0)
                 execl(kft_bin("kforge"), "kforge", "run", "tasks/c/sum", "--budget", b, "--seed", "3", "--run", run,
-                      "--min-runs", "5", "--max-runs", "8", "--min-time", "0.01", "--hidden", "1", (char *)NULL);
+                      "--min-runs", "5", "--max-runs", mr, "--min-time", mt, "--hidden", "1", "--jobs",
+                      jobs ? jobs : "1", (char *)NULL);
             else
                 execl(kft_bin("kforge"), "kforge", "run", "--resume", run, "--budget", b, "--min-runs", "5",
-                      "--max-runs", "8", "--min-time", "0.01", "--hidden", "1", (char *)NULL);
+                      "--max-runs", mr, "--min-time", mt, "--hidden", "1", (char *)NULL);
             _exit(98);
         }
         usleep((useconds_t)(100000 + rand() % 900000));
         kill(pid, SIGKILL);
         int status;
         waitpid(pid, &status, 0);
+        kf_ctx *c = kf_ctx_new();
+        kf_store *s = NULL;
+        if (kf_store_open(c, run, NULL, &s) == KF_OK) {
+            int64_t *ids = NULL;
+            size_t nun = 0;
+            if (kf_store_unfinished(s, &ids, &nun) == KF_OK && nun > most) most = nun;
+            free(ids);
+            kf_store_close(s);
+        }
+        kf_ctx_free(c);
     }
+    /* a test of --jobs that never killed two evaluations in flight tested little */
+    if (jobs) CHECKF(most >= 2, "the kills left at most %zu unfinished node(s)", most);
     /* whatever happened, a last resume finishes the run (or the first run never created it) */
     kf_ctx *ctx = kf_ctx_new();
     kf_store *st = NULL;
@@ -152,7 +170,8 @@ static void t_kill_resume(const void *arg) {
         kf_store_close(st);
         snprintf(args, sizeof args, "run --resume %s --budget %d %s 2>&1", run, budget, quick);
     } else {
-        snprintf(args, sizeof args, "run tasks/c/sum --budget %d --seed 3 --run %s %s 2>&1", budget, run, quick);
+        snprintf(args, sizeof args, "run tasks/c/sum --budget %d --seed 3 --run %s --jobs %s %s 2>&1", budget, run,
+                 jobs ? jobs : "1", quick);
     }
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     CHECK(kf_store_open(ctx, run, NULL, &st) == KF_OK);
@@ -162,6 +181,10 @@ static void t_kill_resume(const void *arg) {
     CHECK(kf_store_unfinished(st, &ids, &nun) == KF_OK);
     CHECKF(nun == 0, "%zu unfinished after the last resume", nun);
     free(ids);
+    /* the run remembers its --jobs */
+    char want[32];
+    snprintf(want, sizeof want, "\"jobs\":%s", jobs ? jobs : "1");
+    CHECKF(kf_store_config(st) && strstr(kf_store_config(st), want), "%s", kf_store_config(st));
     kf_store_close(st);
     kf_ctx_free(ctx);
     snprintf(args, sizeof args, "tree %s --json", run);
@@ -183,6 +206,82 @@ static void t_kill_resume(const void *arg) {
         CHECKF(kft_run(pat, out, sizeof out) == 0 && atoi(out) == 0, "%d leftovers of killed run %d", atoi(out),
                (int)killed[k]);
     }
+    kf__rmtree(dir);
+}
+
+/* --jobs 3: exactly the budget of evaluations, no point twice, evaluations that did run
+ * at once, timed phases that never did (the timing lock's count), an intact store;
+ * --resume keeps the run's --jobs; bad values are usage errors. */
+static void t_jobs(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-jobs-XXXXXX", args[1024], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    /* sgemm's template: 9 points, more than the budget */
+    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 6 --seed 5 --jobs 3 --run %s/r --json %s 2>/dev/null", dir,
+             quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(j, "evaluations")) == 6, "%s", out);
+    CHECKF(json_integer_value(json_object_get(j, "jobs")) == 3, "%s", out);
+    CHECKF(json_integer_value(json_object_get(j, "max_concurrent_timing")) == 1, "timed phases overlapped: %s", out);
+    CHECKF(!strcmp(json_string_value(json_object_get(j, "stopped")), "budget spent"), "%s", out);
+    json_decref(j);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_store *st = NULL;
+    snprintf(args, sizeof args, "%s/r", dir);
+    CHECK(kf_store_open(ctx, args, NULL, &st) == KF_OK);
+    CHECK(kf_store_check(st) == KF_OK);
+    kf_node_vec a = {0};
+    CHECK(kf_store_each_node(st, kf_loop_collect, &a) == KF_OK);
+    CHECKF(a.n == 6, "%zu nodes", a.n);
+    int overlap = 0;
+    for (size_t x = 0; x < a.n; x++) {
+        CHECKF(a.v[x].finished > 0, "node %lld unfinished", (long long)a.v[x].id);
+        for (size_t y = x + 1; y < a.n; y++) {
+            CHECKF(strcmp(a.v[x].params_json, a.v[y].params_json), "point evaluated twice: %s", a.v[x].params_json);
+            /* proposed before the other's outcome was recorded: both were in flight */
+            overlap += a.v[y].created < a.v[x].finished;
+        }
+    }
+    CHECKF(overlap >= 2, "only %d pairs of evaluations ran at once with --jobs 3", overlap);
+    kf_loop_vec_free(&a);
+    CHECKF(strstr(kf_store_config(st), "\"jobs\":3"), "%s", kf_store_config(st));
+    kf_store_close(st);
+    /* --resume without --jobs takes the run's */
+    snprintf(args, sizeof args, "run --resume %s/r --budget 8 --json %s 2>/dev/null", dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    j = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(j, "jobs")) == 3 && json_integer_value(json_object_get(j, "evaluations")) == 8,
+           "%s", out);
+    CHECKF(json_integer_value(json_object_get(j, "max_concurrent_timing")) == 1, "%s", out);
+    json_decref(j);
+    /* a stop rule stops new work and waits for what is in flight, which is recorded: the
+     * first outcome reaches the target while the other two are being evaluated */
+    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 9 --seed 5 --jobs 3 --target 2 --run %s/t --json %s "
+             "2>/dev/null", dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    j = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(j, "evaluations")) == 3 &&
+               !strcmp(json_string_value(json_object_get(j, "stopped")), "target reached"),
+           "%s", out);
+    json_decref(j);
+    snprintf(args, sizeof args, "%s/t", dir);
+    CHECK(kf_store_open(ctx, args, NULL, &st) == KF_OK);
+    int64_t *ids = NULL;
+    size_t nun = 9;
+    CHECK(kf_store_unfinished(st, &ids, &nun) == KF_OK);
+    CHECKF(nun == 0, "%zu nodes left in flight after a stop rule", nun);
+    free(ids);
+    kf_store_close(st);
+    kf_ctx_free(ctx);
+    static const char *const bad[] = {"0", "abc", "1000", "2.5", "-3"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(args, sizeof args, "run tasks/c/sgemm --budget 1 --run %s/bad --jobs %s 2>&1", dir, bad[i]);
+        CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "--jobs") && strstr(out, "1 to 64"), "--jobs %s: %s",
+               bad[i], out);
+    }
+    snprintf(args, sizeof args, "%s/bad", dir);
+    CHECKF(access(args, F_OK) != 0, "a run was created for a bad --jobs");
     kf__rmtree(dir);
 }
 
@@ -225,9 +324,151 @@ static void t_learnt_constraint(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* kf_loop_specs without a run: a point winning shapes that no threshold on a size
+ * separates from the others gets them pinned; one winning the largest shapes gets a
+ * threshold; noise-sized differences and a template with its own kforge:when get none. */
+static void t_spec_domains(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-specd-XXXXXX", p[600];
+    CHECK(mkdtemp(dir));
+    char *ref = NULL;
+    size_t rl = 0;
+    CHECK(kf__read_file(kft_src("tests/tasks/lcg/reference.c"), 1 << 20, &ref, &rl) == 0);
+    snprintf(p, sizeof p, "%s/reference.c", dir);
+    FILE *f = fopen(p, "w");
+    CHECK(f && fwrite(ref, 1, rl, f) == rl && !fclose(f));
+    free(ref);
+    snprintf(p, sizeof p, "%s/task.json", dir);
+    f = fopen(p, "w");
+    CHECK(f);
+    fprintf(f, "{\"name\": \"lcg\", \"backend\": \"c\", \"entry\": \"lcg\", \"sizes\": {\"n\": [1, 131072]},\n"
+               " \"args\": [{\"name\": \"x\", \"type\": \"i32\", \"shape\": [\"n\"], \"io\": \"in\",\n"
+               "            \"init\": {\"dist\": \"int\", \"lo\": 0, \"hi\": 4095}},\n"
+               "           {\"name\": \"y\", \"type\": \"i32\", \"shape\": [\"n\"], \"io\": \"out\"},\n"
+               "           {\"name\": \"n\", \"type\": \"i64\", \"value\": \"n\"}],\n"
+               " \"shapes\": [{\"n\": 16}, {\"n\": 1000}, {\"n\": 65536}]}\n");
+    CHECK(!fclose(f));
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    CHECKF(kf_task_load(ctx, dir, &t) == KF_OK, "%s", kf_errmsg(ctx));
+    static const char *const tmpls[] = {"/* kforge:param V = 1, 2 */\nint v = V;\n",
+                                        "/* kforge:param V = 1, 2 */\n/* kforge:when n >= 1 */\nint v = V;\n"};
+    /* V=1: {100, 200, 100} ns; V=2 (the compromise): {110, 100, 110}, or within the noise */
+    static const double times[3][2][3] = {{{100, 200, 100}, {110, 100, 110}},
+                                          {{100, 200, 200}, {110, 100, 110}},
+                                          {{100, 200, 100}, {101, 100, 101}}};
+    for (int c = 0; c < 4; c++) {
+        int ti = c == 3, tt = c == 3 ? 0 : c;
+        snprintf(p, sizeof p, "%s/param.c", dir);
+        f = fopen(p, "w");
+        CHECK(f && fputs(tmpls[ti], f) >= 0 && !fclose(f));
+        kf_builtin *b = NULL;
+        CHECKF(kf_builtin_new(ctx, t, p, 1, &b) == KF_OK, "%s", kf_errmsg(ctx));
+        for (int v = 0; v < 2; v++) {
+            kf_point pt;
+            memset(&pt, 0, sizeof pt);
+            pt.v[0] = v;
+            kf_shape_time tm[3];
+            for (int k = 0; k < 3; k++) tm[k] = (kf_shape_time){times[tt][v][k], 0.01};
+            CHECK(kf_builtin_observe(b, &pt, KF_BUILTIN_OK, tm, 3) == 0);
+        }
+        kf_spec *sp = NULL;
+        int n = -1;
+        CHECK(kf_loop_specs(ctx, t, b, tmpls[ti], strlen(tmpls[ti]), 0.05, &sp, &n) == KF_OK);
+        if (c == 0) {
+            CHECKF(n == 1 && !strcmp(sp[0].when, "n == 16 || n == 65536"), "%d %s", n, n ? sp[0].when : "");
+            CHECK(!strcmp(sp[0].shapes, "n=16; n=65536") && sp[0].point.v[0] == 0 && sp[0].compromise.v[0] == 1);
+            CHECKF(fabs(sp[0].gain - 1.1) < 1e-9, "gain %g", sp[0].gain);
+            CHECKF(strstr(sp[0].text, "kforge:param V = 1 */") &&
+                       strstr(sp[0].text, "\n/* kforge:when n == 16 || n == 65536 */\n"),
+                   "%s", sp[0].text);
+            CHECK(!strcmp(sp[0].params_json, "{\"V\":1}"));
+            /* the text is a candidate the checker can parse: its domain is read back */
+            char *w = kf_loop_when_of(sp[0].text);
+            CHECK(w && !strcmp(w, sp[0].when));
+            free(w);
+        } else if (c == 1) {
+            CHECKF(n == 1 && !strcmp(sp[0].when, "n <= 16"), "%d %s", n, n ? sp[0].when : "");
+        } else {
+            CHECKF(n == 0, "case %d: %d specialisations", c, n);
+        }
+        kf_loop_specs_free(sp, n);
+        kf_builtin_free(b);
+    }
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
+/* tests/tasks/lcg: ALGO 0 wins n=64 (by about 3x), ALGO 1 wins n=65536 (by about 50x) and
+ * has the better geometric mean (the compromise). The loop proposes ALGO 0 restricted to
+ * the shapes where it wins (kforge:when n <= 64) as a child of the compromise, once: not
+ * again after a resume, and not twice within a run. tree shows its domain as what it is
+ * safe for; export routes n=64 to ALGO 0 code and its dispatcher is accepted. */
+static void t_specialise(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-spec-XXXXXX", args[1024], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(args, sizeof args, "run tests/tasks/lcg --budget 2 --seed 3 --run %s/r --critic max_speedup=100000 %s 2>&1", dir, quick); /* ALGO 1 is 800x the reference: a synthetic gap */
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    for (int k = 0; k < 2; k++) { /* resume: the specialisation; again: nothing new */
+        snprintf(args, sizeof args, "run --resume %s/r --budget %d %s 2>&1", dir, 4 + 2 * k, quick);
+        CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    }
+    snprintf(args, sizeof args, "tree %s/r --json", dir);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL), *nodes = json_object_get(j, "nodes"), *sp = NULL;
+    CHECKF(json_array_size(nodes) == 3, "two points and one specialisation: %s", out);
+    int64_t comp = 0;
+    double best = 0;
+    size_t i;
+    json_t *n;
+    json_array_foreach(nodes, i, n) {
+        const char *cat = json_string_value(json_object_get(n, "category"));
+        if (!strcmp(cat, "specialisation")) {
+            CHECKF(!sp, "proposed twice: %s", out);
+            sp = n;
+        } else if (json_number_value(json_object_get(n, "speedup")) > best) {
+            best = json_number_value(json_object_get(n, "speedup"));
+            comp = json_integer_value(json_object_get(n, "id"));
+        }
+    }
+    CHECKF(sp, "no specialisation: %s", out);
+    CHECK(!strcmp(json_string_value(json_object_get(sp, "proposer")), "builtin"));
+    CHECKF(!strcmp(json_string_value(json_object_get(sp, "state")), "kept"), "%s", out);
+    CHECKF(json_integer_value(json_object_get(sp, "parent")) == comp, "its parent is the compromise: %s", out);
+    CHECK(json_integer_value(json_object_get(json_object_get(sp, "params"), "ALGO")) == 0);
+    CHECKF(!strcmp(json_string_value(json_object_get(sp, "when")), "n <= 64"), "%s", out);
+    CHECKF(!strcmp(json_string_value(json_object_get(sp, "safe_for")), "the shapes where n <= 64"), "%s", out);
+    CHECKF(json_array_size(json_object_get(sp, "shapes")) == 1, "timed on its domain only: %s", out);
+    json_decref(j);
+    snprintf(args, sizeof args, "tree %s/r", dir);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "builtin/specialisation") && strstr(out, "safe for: n <= 64"),
+           "%s", out);
+    snprintf(args, sizeof args, "export %s/r -o %s/ex --json %s 2>/dev/null", dir, dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    j = json_loads(out, 0, NULL);
+    CHECKF(!strcmp(json_string_value(json_object_get(json_object_get(j, "verification"), "verdict")), "accepted"),
+           "%s", out);
+    json_t *r = json_array_get(json_object_get(j, "routes"), 0), *w;
+    CHECKF(r && !strcmp(json_string_value(json_object_get(r, "predicate")), "n == 64"), "%s", out);
+    int algo0 = 0;
+    json_array_foreach(json_object_get(j, "winners"), i, w)
+        if (json_integer_value(json_object_get(w, "node")) == json_integer_value(json_object_get(r, "node")))
+            algo0 = json_integer_value(json_object_get(json_object_get(w, "params"), "ALGO")) == 0;
+    CHECKF(algo0, "n=64 is routed to ALGO 0 code: %s", out);
+    json_decref(j);
+    kf__rmtree(dir);
+}
+
 void kft_register_loop(void) {
     kft_add("loop/learnt_constraint", t_learnt_constraint, NULL, 120);
     kft_add("loop/materialize", t_materialize, NULL, 10);
+    kft_add("loop/specialise", t_specialise, NULL, 180);
+    kft_add("loop/spec_domains", t_spec_domains, NULL, 30);
     kft_add("loop/run_saxpy", t_run_saxpy, NULL, 120);
     kft_add("loop/kill_resume", t_kill_resume, NULL, 240);
+    kft_add("loop/kill_resume_jobs2", t_kill_resume, "2", 240);
+    kft_add("loop/kill_resume_jobs3", t_kill_resume, "3", 240);
+    kft_add("loop/jobs", t_jobs, NULL, 240);
 }

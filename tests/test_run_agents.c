@@ -163,6 +163,46 @@ static void t_cmd_run(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* --jobs 2 with an agent: the agent is asked one proposal at a time by the main thread
+ * while the evaluations of earlier ones run; with --with-builtin the builtin's too.
+ * Exactly the budget, every node finished, an intact store, timed phases one at a time. */
+static void t_cmd_jobs(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-raj-XXXXXX", path[512], args[2048], out[1 << 16], script[1024];
+    CHECK(mkdtemp(dir));
+    snprintf(script, sizeof script, "cp %s \"$KFORGE_OUT\"\n", kft_src("tasks/c/saxpy/candidates/fast.c"));
+    snprintf(path, sizeof path, "%s/agent.sh", dir);
+    write_text(path, script);
+    for (int builtin = 0; builtin < 2; builtin++) {
+        snprintf(args, sizeof args, "run tasks/c/saxpy --budget 4 --seed 1 --jobs 2 --run %s/r%d --agent 'cmd:sh %s'%s "
+                 "--json %s 2>/dev/null", dir, builtin, path, builtin ? " --with-builtin" : "", quick);
+        CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+        json_t *sum = json_loads(out, 0, NULL);
+        CHECKF(json_integer_value(json_object_get(sum, "evaluations")) == 4, "%s", out);
+        CHECKF(json_integer_value(json_object_get(sum, "max_concurrent_timing")) == 1, "%s", out);
+        json_decref(sum);
+        char run[600];
+        snprintf(run, sizeof run, "%s/r%d", dir, builtin);
+        json_t *t = tree(run);
+        json_t *nodes = json_object_get(t, "nodes");
+        CHECKF(json_array_size(nodes) == 4, "%zu nodes", json_array_size(nodes));
+        size_t i;
+        json_t *n;
+        json_array_foreach(nodes, i, n) {
+            CHECKF(passed(sget(n, "state")), "node %zu: %s", i, sget(n, "state"));
+            if (!builtin) CHECK(!strcmp(sget(n, "proposer"), "cmd"));
+        }
+        json_decref(t);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_store *st = NULL;
+        CHECK(kf_store_open(ctx, run, NULL, &st) == KF_OK);
+        CHECK(kf_store_check(st) == KF_OK);
+        kf_store_close(st);
+        kf_ctx_free(ctx);
+    }
+    kf__rmtree(dir);
+}
+
 /* A command that fails: each proposal is a recorded no_candidate node with the
  * command's error, none counts as an evaluation, and three in a row stop the run
  * cleanly with the reason. */
@@ -461,6 +501,7 @@ static void t_tool(const void *arg) {
 void kft_register_run_agents(void) {
     kft_add("run_agents/cmd_run", t_cmd_run, NULL, 180);
     kft_add("run_agents/cmd_fails", t_cmd_fails, NULL, 60);
+    kft_add("run_agents/cmd_jobs", t_cmd_jobs, NULL, 180);
     kft_add("run_agents/openai_run", t_openai_run, NULL, 120);
     kft_add("run_agents/openai_dead", t_openai_dead, NULL, 120);
     kft_add("run_agents/tool", t_tool, NULL, 180);

@@ -166,6 +166,31 @@ static void t_search_pick(const void *arg) {
     kf_search_free(s);
 }
 
+/* Tries in flight (--jobs) count in N and n_cat of the bonus; observing them undoes it. */
+static void t_search_pending(const void *arg) {
+    (void)arg;
+    kf_search *s = kf_search_new(NULL);
+    obs(s, 1, 0, KF_CAT_TILING, KF_SOBS_MEASURED, 1.2, 10);
+    obs(s, 2, 0, KF_CAT_UNROLLING, KF_SOBS_MEASURED, 1.1, 10);
+    kf_action before, during, other, after;
+    CHECK(kf_search_score(s, 0, KF_CAT_TILING, 0, &before) == 0);
+    CHECK_NEAR(before.bonus, 0.6 * sqrt(log(2) / 2));
+    kf_search_pending(s, KF_CAT_TILING, 0, +1);
+    kf_search_pending(s, KF_CAT_TILING, 0, +1);
+    CHECK(kf_search_score(s, 0, KF_CAT_TILING, 0, &during) == 0);
+    CHECK_NEAR(during.bonus, 0.6 * sqrt(log(4) / 4)); /* N 2 + 2, n_cat 1 + 2 */
+    CHECK(kf_search_score(s, 0, KF_CAT_UNROLLING, 0, &other) == 0);
+    CHECK_NEAR(other.bonus, 0.6 * sqrt(log(4) / 2)); /* only N grows */
+    /* before, both categories had one try each and the same bonus; now tiling's is lower */
+    CHECK(during.bonus < other.bonus);
+    kf_search_pending(s, KF_CAT_TILING, 0, -1);
+    kf_search_pending(s, KF_CAT_TILING, 0, -1);
+    kf_search_pending(s, KF_CAT_TILING, 0, -1); /* below zero: ignored */
+    CHECK(kf_search_score(s, 0, KF_CAT_TILING, 0, &after) == 0);
+    CHECK_NEAR(after.h, before.h);
+    kf_search_free(s);
+}
+
 static void t_search_cfg(const void *arg) {
     (void)arg;
     kf_search_cfg c;
@@ -444,6 +469,7 @@ void kft_register_search(void) {
     kft_add("search/terms", t_search_terms, NULL, 10);
     kft_add("search/pick", t_search_pick, NULL, 10);
     kft_add("search/cfg", t_search_cfg, NULL, 10);
+    kft_add("search/pending", t_search_pending, NULL, 10);
     kft_add("search/speed", t_search_speed, NULL, 60);
     kft_add("search/builtin_space", t_builtin_space, NULL, 20);
     kft_add("search/builtin_learn", t_builtin_learn, NULL, 20);

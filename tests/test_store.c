@@ -151,7 +151,7 @@ static void t_roundtrip(const void *arg) {
     a.tokens_out = -1;
     a.finished = 1700000000.25;
     a.note = NULL; /* keeps "first" */
-    CHECKF(kf_store_finish_node(s, &a) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECKF(kft_finish_node(s, &a) == KF_OK, "%s", kf_errmsg(ctx));
 
     kf_node g;
     CHECK(kf_store_get_node(s, a.id, &g) == KF_OK);
@@ -192,9 +192,9 @@ static void t_roundtrip(const void *arg) {
     b.finished = 0;
     b.reasons = b.verdict_json = b.shapes_json = NULL;
     b.speedup = 0;
-    CHECK(kf_store_finish_node(s, &b) == KF_OK);
+    CHECK(kft_finish_node(s, &b) == KF_OK);
     d.state = KF_NODE_PRUNED;
-    CHECK(kf_store_finish_node(s, &d) == KF_OK);
+    CHECK(kft_finish_node(s, &d) == KF_OK);
     int64_t *ids;
     size_t nids;
     CHECK(kf_store_unfinished(s, &ids, &nids) == KF_OK);
@@ -601,13 +601,13 @@ static void crash_writer(const scratch *sc, int round, int wfd) {
         if (i % 3 == 0) { /* built first, like a real evaluation sometimes records */
             kf_node b = n;
             b.state = KF_NODE_BUILT;
-            if (kf_store_finish_node(s, &b)) break;
+            if (kft_finish_node(s, &b)) break;
             until = kf__now_ns() + 1000000u;
         }
         while (kf__now_ns() < until) {
         }
         outcome(&n, n.id, v, sizeof v, sh, sizeof sh, note, sizeof note);
-        if (kf_store_finish_node(s, &n)) break;
+        if (kft_finish_node(s, &n)) break;
         snprintf(line, sizeof line, "F %lld\n", (long long)n.id);
         if (write(wfd, line, strlen(line)) < 0) _exit(4);
     }
@@ -742,7 +742,7 @@ static void t_crash(const void *arg) {
             kf_node n = {0};
             char v[1500], sh[128], note[32];
             outcome(&n, ids[k], v, sizeof v, sh, sizeof sh, note, sizeof note);
-            CHECK(kf_store_finish_node(s, &n) == KF_OK);
+            CHECK(kft_finish_node(s, &n) == KF_OK);
             resumed++;
         }
         free(ids);
@@ -796,7 +796,7 @@ static void *write_nodes(void *arg) {
         if (kf_store_add_node(s, &n)) goto out;
         n.state = KF_NODE_MEASURED;
         n.speedup = w->who + i / 1000.0;
-        if (kf_store_finish_node(s, &n)) goto out;
+        if (kft_finish_node(s, &n)) goto out;
         if (i % 50 == 0 && kf_store_event(s, n.id, "verdict", "{}")) goto out;
         w->ids[i] = n.id;
     }
@@ -1089,7 +1089,7 @@ static void full_writer(const scratch *sc, int wfd) {
         kf_status st = bad ? KF_OK : kf_store_add_node(s, &n);
         if (st == KF_OK) {
             n.state = KF_NODE_MEASURED;
-            st = kf_store_finish_node(s, &n);
+            st = kft_finish_node(s, &n);
         }
         if (st == KF_OK) {
             finished = n.id;

@@ -106,10 +106,21 @@ static void t_malformed_json(const void *arg) {
 static void t_unknown_field(const void *arg) {
     (void)arg;
     char *j = edit("\"hidden\"", "\"shpes\":[],\"hidden\"");
-    refused(j, good_ref, KF_ETASK, "unknown field 'shpes'", NULL);
+    refused(j, good_ref, KF_ETASK, "unknown field 'shpes' (did you mean 'shapes'?)", NULL);
     free(j);
     j = edit("\"io\":\"in\"}", "\"io\":\"in\",\"initt\":{}}");
-    refused(j, good_ref, KF_ETASK, "args[0]", "initt");
+    refused(j, good_ref, KF_ETASK, "args[0]", "initt' (did you mean 'init'?)");
+    free(j);
+    /* nothing near: no suggestion (a wrong guess would mislead more than none) */
+    j = edit("\"hidden\"", "\"zzzzzz\":1,\"hidden\"");
+    refused(j, good_ref, KF_ETASK, "unknown field 'zzzzzz'", NULL);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    const char *dir = mktask(j, good_ref);
+    CHECK(kf_task_load(ctx, dir, &t) == KF_ETASK);
+    CHECKF(!strstr(kf_errmsg(ctx), "did you mean"), "%s", kf_errmsg(ctx));
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
     free(j);
 }
 

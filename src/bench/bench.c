@@ -22,6 +22,14 @@
  *     machine's all-core ceiling (a margin for ceilings measured on a busy machine)
  *     the result is refused as impossible. On a GPU the ceilings are the device's
  *     (kforge device-info) and the refusal uses a hard floor (kf_device_roofline).
+ *
+ * The timing lock: at most one timed phase runs in the process at a time, whichever
+ * thread asks (kforge run --jobs N benches several candidates at once). The timed phase
+ * is everything after the --vs baseline's compile: the GPU and CPU ceilings, pinning,
+ * the fresh timing workers and every timed round of every shape. Compiles and the
+ * correctness check (kf_check's part of kf_bench) of other candidates are not under
+ * it and do run beside a timing; the ABBA pairing puts their load on both sides of a
+ * ratio, but noise on a small machine rises (docs/run.md "Several evaluations").
  */
 #define _GNU_SOURCE
 #include "bench.h"
@@ -30,11 +38,20 @@
 #include "../check/check.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define WARMUP 2
+
+static pthread_mutex_t timing_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Timed phases inside the shape loop now, and the most seen at once: counted apart from
+ * the lock, so an overlap shows if the lock ever stops covering the rounds. */
+static atomic_int timing_now, timing_max;
+
+int kf_bench_timing_max(void) { return atomic_load(&timing_max); }
 
 typedef struct {
     double *cw, *bw, *cp, *bp; /* worker and coordinator ns per round */
@@ -360,6 +377,17 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
                                           "the candidate%s: nothing to time",
                        vsc ? " and the baseline" : "");
     }
+#define PHASE(...)                                                                              \
+    do {                                                                                        \
+        if (s->o->verbose) {                                                                    \
+            fprintf(stderr, "kforge: [%.1f ms] ", (double)(kf__now_ns() - s->t0) / 1e6);        \
+            fprintf(stderr, __VA_ARGS__);                                                       \
+            fputc('\n', stderr);                                                                \
+        }                                                                                       \
+    } while (0)
+    PHASE("timing: waiting for the timing lock");
+    pthread_mutex_lock(&timing_mu);
+    PHASE("timing: lock held");
     /* GPU ceilings (kforge device-info): from the cache, or measured now, while no
      * worker holds the device and before this thread is pinned; without them bench
      * still reports GB/s and GFLOP/s */
@@ -428,6 +456,7 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
             goto out;
         }
     }
+    PHASE("timing: fresh workers ready");
     kf_ceilings ceil;
     int have_cost = t->cost_flops || t->cost_bytes;
     if (kf_build_gpu(&s->cbuild)) have_cost = 0; /* GPU: the device's ceilings (above) */
@@ -437,25 +466,28 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     if (have_cost) kf_bench_ceilings(&ceil);
     double logsum = 0;
     int n = 0, stop = 0, wins = 0;
+    int inside = atomic_fetch_add(&timing_now, 1) + 1, seen = atomic_load(&timing_max);
+    while (inside > seen && !atomic_compare_exchange_weak(&timing_max, &seen, inside)) {
+    }
     for (int i = 0; i < t->nshapes && !st && !stop; i++) {
         if (!timed_shape(s, vsc, i)) continue;
         json_t *o = json_object();
         json_object_set_new(o, "sizes", kf_sess_shape_json(t, &t->shapes[i]));
         json_array_append_new(jshapes, o);
-        if (s->o->verbose) {
-            char txt[256];
-            kf_shape_format(t, &t->shapes[i], txt, sizeof txt);
-            fprintf(stderr, "kforge: timing %s\n", txt);
-        }
+        char txt[256];
+        kf_shape_format(t, &t->shapes[i], txt, sizeof txt);
+        PHASE("timing %s", txt);
         double sp = 0;
         st = time_shape(s, &cand, &base, vs_path ? &ref : NULL, &t->shapes[i],
                         have_cost ? &ceil : NULL, have_gpu ? &gpu : NULL, o, &sp, &stop);
+        PHASE("timed %s: %lld rounds", txt, (long long)json_integer_value(json_object_get(o, "runs")));
         if (!st && !stop && sp > 0) {
             logsum += log(sp);
             n++;
             wins += json_is_true(json_object_get(o, "win"));
         }
     }
+    atomic_fetch_sub(&timing_now, 1);
     if (!st && !stop && n) {
         s->res->speedup = exp(logsum / n);
         json_object_set_new(s->res->root, "speedup", json_real(s->res->speedup));
@@ -472,10 +504,13 @@ out:
     kf_worker_close(cand.w);
     kf_worker_close(base.w);
     kf_worker_close(ref.w);
+    PHASE("timing: workers closed");
+#undef PHASE
     kf_build_free(&vs);
     kf_candidate_free(vsc);
     if (pinned) sched_setaffinity(0, sizeof saved, &saved);
     s->timing = 0;
     s->host_timing = 0;
+    pthread_mutex_unlock(&timing_mu);
     return st;
 }

@@ -447,6 +447,10 @@ char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in,
                     int nsets) {
     int all_zero = 1, all_other = 1, all_copy = 1;
     char copied[256] = "";
+    int64_t out_elems = 0;
+    for (int i = 0; i < t->nargs; i++)
+        if (t->args[i].is_buffer && t->args[i].io != KF_IO_IN) out_elems += ex->count[i];
+    if (!out_elems) return kf__strdup("every output is empty at this shape: there is nothing to check");
     for (int k = 0; k < nsets; k++)
         degen_set(t, ex, &in[k], ref[k], k + 1 < nsets ? ref[k + 1] : ref[0], &all_zero,
                   &all_copy, &all_other, copied, sizeof copied);
@@ -953,6 +957,8 @@ static kf_status run_check(kf_sess *s) {
     job.L = &L;
     job.prep = prep;
     job.threaded = 1;
+    /* set before the reference's thread starts: it reads it (kf_sess_call) */
+    s->cand_side = &cand;
     threaded = pthread_create(&th, NULL, ref_main, &job) == 0;
     if (!threaded) { /* no thread: prepare everything first */
         job.threaded = 0;
@@ -983,7 +989,6 @@ static kf_status run_check(kf_sess *s) {
         st = kf_sess_spawn(s, &s->cbuild, arena, &cand, &fail);
     }
     if (st) goto out;
-    s->cand_side = &cand;
     if (s->o->verbose)
         fprintf(stderr, "kforge: [%.1f ms] candidate worker ready\n", (double)(kf__now_ns() - s->t0) / 1e6);
     if (!cand.w) {

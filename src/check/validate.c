@@ -84,7 +84,7 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
         char *why = kf_degenerate(t, &ex, in, sets, 3);
         if (why) {
             if (sh->kind == KF_SHAPE_VISIBLE) {
-                kf_result_reject(s->res, KF_REASON_WRONG_RESULT, sizes, "degenerate task: %s", why);
+                kf_result_reject(s->res, KF_REASON_DEGENERATE_TASK, sizes, "degenerate task: %s", why);
                 problems = 1;
             } else {
                 json_object_set_new(o, "warning", json_string(why));

@@ -24,11 +24,20 @@
  * export leaves nothing half-written. An existing DIR is replaced only when it is empty
  * or holds an earlier export (EXPORT.json).
  *
- * Not done: a CUDA dispatcher (kernel mode cannot express one through kforge:launch
- * lines; the winners are exported and EXPORT.json says so).
+ * The CUDA dispatcher is a host-mode file (docs/cuda.md "Host mode": // kforge:host and
+ * extern "C" int kforge_launch(<args>, cudaStream_t)): each routed winner's kernel-mode
+ * text renamed apart as for C, then a launcher per winner that makes its kforge:launch
+ * launches (geometry from its launch expressions over the sizes, which must be integer
+ * arguments, and its parameters), and kforge_launch choosing by the same predicates.
+ * Without a GPU it cannot be checked: it is then built with nvcc only (host mode's build
+ * path) and written as <task>_dispatch.unverified.cu, never under the dispatcher's name
+ * (EXPORT.json: "dispatcher": null, "dispatcher_unverified"; the CLI exits 3); one that
+ * does not build is rejected and not written.
  */
+#define _GNU_SOURCE
 #include "loop.h"
 
+#include "../backend/backend.h"
 #include "../store/store.h"
 #include "../task/task.h"
 #include "../util/util.h"
@@ -38,6 +47,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +284,18 @@ static const char *const keywords[] = {"auto",
                                        "__declspec",
                                        "static_assert",
                                        "bool",
+                                       /* CUDA C (kernel-mode winners) */
+                                       "__global__",
+                                       "__device__",
+                                       "__host__",
+                                       "__forceinline__",
+                                       "__noinline__",
+                                       "__shared__",
+                                       "__constant__",
+                                       "__managed__",
+                                       "template",
+                                       "typename",
+                                       "constexpr",
                                        NULL};
 
 static int is_kw(const char *s, size_t len) {
@@ -287,7 +309,7 @@ static int is_group_kw(const char *s, size_t len) {
     static const char *const g[] = {
         "__attribute__",  "__attribute",   "__declspec", "_Alignas", "__typeof__",
         "__typeof",       "typeof",        "__asm__",    "__asm",    "asm",
-        "_Static_assert", "static_assert", "alignas",    NULL};
+        "_Static_assert", "static_assert", "alignas",    "__launch_bounds__", "__align__", NULL};
     for (int i = 0; g[i]; i++)
         if (strlen(g[i]) == len && !memcmp(g[i], s, len)) return 1;
     return 0;
@@ -488,20 +510,7 @@ static void param_defs(kf_buf *b, const char *params_json, const char *prefix) {
     json_decref(pj);
 }
 
-/* The text of the node's kforge:when, or NULL (caller frees). */
-static char *when_of(const char *s) {
-    const char *d = strstr(s, "kforge:when");
-    if (!d) return NULL;
-    d += 11;
-    const char *e = d;
-    while (*e && *e != '\n' && strncmp(e, "*/", 2))
-        e++;
-    while (d < e && isspace((unsigned char)*d))
-        d++;
-    while (e > d && isspace((unsigned char)e[-1]))
-        e--;
-    return kf__asprintf("%.*s", (int)(e - d), d);
-}
+static char *when_of(const char *s) { return kf_loop_when_of(s); }
 
 typedef struct {
     int64_t id;
@@ -560,6 +569,81 @@ static void sizes_text(json_t *sizes, char *out, size_t n) {
         if (w < 0 || (size_t)w >= n - at) break;
         at += (size_t)w;
     }
+}
+
+/* The fallback's kforge:when, its parameters replaced by their values, as the
+ * dispatcher's own (it claims what the fallback claims). */
+static void when_header(kf_buf *b, const winner *fb) {
+    char *fw = when_of(fb->text);
+    if (fw) {
+        /* the fallback's domain is the dispatcher's; its parameters are fixed here */
+        kf_buf wb;
+        kf_buf_init(&wb, 1u << 16);
+        kf_buf_printf(&wb, "%s", fw);
+        toks tw = {0};
+        json_t *pj = fb->params_json ? json_loads(fb->params_json, 0, NULL) : NULL;
+        kf_buf out;
+        kf_buf_init(&out, 1u << 16);
+        if (!tokenize(wb.p, wb.len, &tw)) {
+            size_t at = 0;
+            for (size_t i = 0; i < tw.n; i++) {
+                json_t *pv = json_object_getn(pj, wb.p + tw.v[i].off, tw.v[i].len);
+                if (tw.v[i].kind != T_ID || !pv) continue;
+                kf_buf_append(&out, wb.p + at, tw.v[i].off - at);
+                if (json_is_string(pv))
+                    kf_buf_printf(&out, "%s", json_string_value(pv));
+                else
+                    kf_buf_printf(&out, "%lld", (long long)json_integer_value(pv));
+                at = tw.v[i].off + tw.v[i].len;
+            }
+            kf_buf_append(&out, wb.p + at, wb.len - at);
+        }
+        kf_buf_printf(b, "/* kforge:when %s */\n", out.p ? out.p : fw);
+        kf_buf_free(&out);
+        json_decref(pj);
+        free(tw.v);
+        kf_buf_free(&wb);
+    }
+    free(fw);
+}
+
+/* Winner x's text into b: its parameters as #define, its file-scope names prefixed
+ * kf_n<ID>_, its kforge: directives neutralised, then (launcher: a CUDA winner) the
+ * function that makes its launches, then the #undefs. */
+static kf_status winner_section(kf_ctx *ctx, const kf_task *t, const char *run_dir, const winner *x, kf_buf *b,
+                                kf_status (*launcher)(kf_ctx *, const kf_task *, const winner *, const names *,
+                                                      kf_buf *)) {
+    kf_status st = KF_OK;
+    toks tk = {0};
+    names ren = {0}, mac = {0};
+    scan c = {x->text, &tk, &ren, &mac};
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "kf_n%lld_", (long long)x->id);
+    if (tokenize(x->text, x->len, &tk) || scan_names(&c)) {
+        st = kf__err(ctx, KF_ENOMEM, "out of memory");
+    } else {
+        if (!launcher) names_add(&ren, t->entry, strlen(t->entry));
+        kf_buf_printf(b, "\n/* ---- node %lld (%s/src/%s.%s) ---- */\n", (long long)x->id, run_dir, x->hash,
+                      x->ext);
+        param_defs(b, x->params_json, "#define ");
+        size_t at = b->len;
+        rewrite(b, x->text, x->len, &tk, &ren, prefix);
+        if (b->p) neutralise(b->p + at);
+        kf_buf_printf(b, "\n");
+        if (launcher) st = launcher(ctx, t, x, &ren, b);
+        json_t *pj = x->params_json ? json_loads(x->params_json, 0, NULL) : NULL;
+        const char *k;
+        json_t *v;
+        json_object_foreach(pj, k, v) kf_buf_printf(b, "#undef %s\n", k);
+        for (size_t m = 0; m < mac.n; m++)
+            if (!(mac.v[m][0] == '_' && strstr(mac.v[m], "_SOURCE")) && !json_object_get(pj, mac.v[m]))
+                kf_buf_printf(b, "#undef %s\n", mac.v[m]);
+        json_decref(pj);
+    }
+    free(tk.v);
+    names_free(&ren);
+    names_free(&mac);
+    return st;
 }
 
 /* Build the dispatcher's text into b; routes gets {sizes, node, predicate} per routed
@@ -635,7 +719,6 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
     }
 
     /* the header: what this is, the fallback's domain, feature macros first */
-    char *fw = when_of(w[fallback].text);
     kf_buf_printf(b,
                   "/* %s_dispatch.c - written by `kforge export` from run %s.\n"
                   " * Picks the fastest kept kernel of the run for each visible shape, else "
@@ -644,36 +727,7 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
                   "file-scope names\n"
                   " * prefixed kf_n<ID>_ and its parameters as #define. */\n",
                   t->name, run_dir, (long long)w[fallback].id);
-    if (fw) {
-        /* the fallback's domain is the dispatcher's; its parameters are fixed here */
-        kf_buf wb;
-        kf_buf_init(&wb, 1u << 16);
-        kf_buf_printf(&wb, "%s", fw);
-        toks tw = {0};
-        json_t *pj = w[fallback].params_json ? json_loads(w[fallback].params_json, 0, NULL) : NULL;
-        kf_buf out;
-        kf_buf_init(&out, 1u << 16);
-        if (!tokenize(wb.p, wb.len, &tw)) {
-            size_t at = 0;
-            for (size_t i = 0; i < tw.n; i++) {
-                json_t *pv = json_object_getn(pj, wb.p + tw.v[i].off, tw.v[i].len);
-                if (tw.v[i].kind != T_ID || !pv) continue;
-                kf_buf_append(&out, wb.p + at, tw.v[i].off - at);
-                if (json_is_string(pv))
-                    kf_buf_printf(&out, "%s", json_string_value(pv));
-                else
-                    kf_buf_printf(&out, "%lld", (long long)json_integer_value(pv));
-                at = tw.v[i].off + tw.v[i].len;
-            }
-            kf_buf_append(&out, wb.p + at, wb.len - at);
-        }
-        kf_buf_printf(b, "/* kforge:when %s */\n", out.p ? out.p : fw);
-        kf_buf_free(&out);
-        json_decref(pj);
-        free(tw.v);
-        kf_buf_free(&wb);
-    }
-    free(fw);
+    when_header(b, &w[fallback]);
     for (int i = 0; i < nw; i++) {
         if (!used[i]) continue;
         for (const char *p = w[i].text; (p = strstr(p, "#define _")); p++) {
@@ -685,38 +739,8 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
         }
     }
     kf_buf_printf(b, "#include <stdint.h>\n");
-    for (int i = 0; i < nw && !st; i++) {
-        if (!used[i]) continue;
-        toks tk = {0};
-        names ren = {0}, mac = {0};
-        scan c = {w[i].text, &tk, &ren, &mac};
-        char prefix[64];
-        snprintf(prefix, sizeof prefix, "kf_n%lld_", (long long)w[i].id);
-        if (tokenize(w[i].text, w[i].len, &tk) || scan_names(&c)) {
-            st = kf__err(ctx, KF_ENOMEM, "out of memory");
-        } else {
-            names_add(&ren, t->entry, strlen(t->entry));
-            kf_buf_printf(b, "\n/* ---- node %lld (%s/src/%s.%s) ---- */\n", (long long)w[i].id,
-                          run_dir, w[i].hash, w[i].ext);
-            param_defs(b, w[i].params_json, "#define ");
-            size_t at = b->len;
-            rewrite(b, w[i].text, w[i].len, &tk, &ren, prefix);
-            if (b->p) neutralise(b->p + at);
-            kf_buf_printf(b, "\n");
-            json_t *pj = w[i].params_json ? json_loads(w[i].params_json, 0, NULL) : NULL;
-            const char *k;
-            json_t *v;
-            json_object_foreach(pj, k, v) kf_buf_printf(b, "#undef %s\n", k);
-            for (size_t m = 0; m < mac.n; m++)
-                if (!(mac.v[m][0] == '_' && strstr(mac.v[m], "_SOURCE")) &&
-                    !json_object_get(pj, mac.v[m]))
-                    kf_buf_printf(b, "#undef %s\n", mac.v[m]);
-            json_decref(pj);
-        }
-        free(tk.v);
-        names_free(&ren);
-        names_free(&mac);
-    }
+    for (int i = 0; i < nw && !st; i++)
+        if (used[i]) st = winner_section(ctx, t, run_dir, &w[i], b, NULL);
     /* the entry */
     kf_buf_printf(b, "\n/* ---- the dispatcher ---- */\nvoid %s(", t->entry);
     for (int i = 0; i < t->nargs; i++) {
@@ -736,6 +760,264 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
         st = kf__err(ctx, KF_ENOMEM, "the dispatcher is too large or out of memory");
     free(used);
     kf_buf_free(&sw);
+    return st;
+}
+
+/* ---- the CUDA dispatcher (host mode) ------------------------------------------------- */
+
+/* A task argument's C type in kernel and host-mode signatures (docs/cuda.md). */
+static const char *cutype(kf_dtype t) {
+    switch (t) {
+    case KF_T_F16: return "__half";
+    case KF_T_BF16: return "__nv_bfloat16";
+    default: return ctype(t);
+    }
+}
+
+/* The task's arguments as parameters ("const float *x, float *y, int64_t rows"). */
+static void cu_params(kf_buf *b, const kf_task *t) {
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        kf_buf_printf(b, "%s%s%s%s%s", i ? ", " : "", a->is_buffer && a->io == KF_IO_IN ? "const " : "",
+                      cutype(a->type), a->is_buffer ? " *" : " ", a->name);
+    }
+}
+
+/* The integer scalar argument whose value is exactly size k, or NULL. */
+static const kf_arg *size_arg(const kf_task *t, int k) {
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        if (!a->is_buffer && a->value_expr && (a->type == KF_T_I32 || a->type == KF_T_I64) &&
+            !strcmp(kf_expr_src(a->value_expr), t->size_names[k]))
+            return a;
+    }
+    return NULL;
+}
+
+/* A launch expression as C over int64_t: sizes become kf_s_<name>, min/max kf_min/kf_max;
+ * parameters stay names (their #define is in force). */
+static void cu_expr(kf_buf *b, const kf_task *t, const char *e, size_t n) {
+    toks tk = {0};
+    if (tokenize(e, n, &tk)) {
+        kf_buf_append(b, e, n);
+        return;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < tk.n; i++) {
+        const tok *k = &tk.v[i];
+        if (k->kind != T_ID) continue;
+        const char *rep = NULL, *pre = "";
+        for (int z = 0; z < t->nsizes; z++)
+            if (strlen(t->size_names[z]) == k->len && !memcmp(t->size_names[z], e + k->off, k->len)) pre = "kf_s_";
+        if (k->len == 3 && !memcmp(e + k->off, "min", 3)) rep = "kf_min";
+        if (k->len == 3 && !memcmp(e + k->off, "max", 3)) rep = "kf_max";
+        if (!rep && !*pre) continue;
+        kf_buf_append(b, e + at, k->off - at);
+        if (rep)
+            kf_buf_printf(b, "%s", rep);
+        else
+            kf_buf_printf(b, "%s%.*s", pre, (int)k->len, e + k->off);
+        at = k->off + k->len;
+    }
+    kf_buf_append(b, e + at, n - at);
+    free(tk.v);
+}
+
+/* A (a, b, c) tuple's i-th element (i < 3) at *p into b as C; "1" when absent. */
+static int cu_tuple(kf_buf *b, const kf_task *t, const char *v, size_t n, int i) {
+    if (!n || v[0] != '(') {
+        if (i == 0) cu_expr(b, t, v, n);
+        else kf_buf_printf(b, "1");
+        return 0;
+    }
+    int d = 0, k = 0;
+    size_t from = 1;
+    for (size_t j = 0; j < n; j++) {
+        if (v[j] == '(') d++;
+        if (v[j] == ')') d--;
+        if ((v[j] == ',' && d == 1) || (v[j] == ')' && d == 0)) {
+            if (k == i) {
+                kf_buf_printf(b, "(");
+                cu_expr(b, t, v + from, j - from);
+                kf_buf_printf(b, ")");
+                return 0;
+            }
+            k++;
+            from = j + 1;
+        }
+    }
+    kf_buf_printf(b, "1");
+    return 0;
+}
+
+/* The value of key (grid, block, smem, kernel) on a kforge:launch line [p, e): its text
+ * (a tuple whole). */
+static int launch_key(const char *p, const char *e, const char *key, const char **v, size_t *n) {
+    size_t kl = strlen(key);
+    for (const char *q = p; q + kl < e; q++) {
+        if (memcmp(q, key, kl) || q[kl] != '=' || (q > p && !isspace((unsigned char)q[-1]))) continue;
+        const char *s = q + kl + 1, *x = s;
+        int d = 0;
+        while (x < e && (d > 0 || !isspace((unsigned char)*x)) && strncmp(x, "*/", 2)) {
+            if (*x == '(') d++;
+            if (*x == ')') d--;
+            x++;
+        }
+        *v = s;
+        *n = (size_t)(x - s);
+        return 0;
+    }
+    return -1;
+}
+
+/* The host function that makes winner x's launches as kernel mode would: every
+ * kforge:launch line in order, each kernel given every task argument, the dynamic shared
+ * memory limit raised when a launch asks for more than the default 48 KiB. */
+static kf_status cu_launcher(kf_ctx *ctx, const kf_task *t, const winner *x, const names *ren, kf_buf *b) {
+    kf_buf_printf(b, "static int kf_n%lld_launch(", (long long)x->id);
+    cu_params(b, t);
+    kf_buf_printf(b, ", cudaStream_t stream)\n{\n");
+    for (int k = 0; k < t->nsizes; k++)
+        kf_buf_printf(b, "    const int64_t kf_s_%s = (int64_t)%s;\n", t->size_names[k], size_arg(t, k)->name);
+    for (int k = 0; k < t->nsizes; k++) kf_buf_printf(b, "    (void)kf_s_%s;\n", t->size_names[k]);
+    kf_buf call;
+    kf_buf_init(&call, 1u << 16);
+    for (int i = 0; i < t->nargs; i++) kf_buf_printf(&call, "%s%s", i ? ", " : "", t->args[i].name);
+    int nl = 0;
+    const char *p = x->text, *end = x->text + x->len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol) eol = end;
+        const char *d = memmem(p, (size_t)(eol - p), "kforge:launch", 13);
+        if (d) {
+            const char *kv, *gv, *bv, *sv;
+            size_t kn, gn, bn, sn = 0;
+            if (launch_key(d, eol, "kernel", &kv, &kn) || launch_key(d, eol, "grid", &gv, &gn) ||
+                launch_key(d, eol, "block", &bv, &bn)) {
+                kf_buf_free(&call);
+                return kf__err(ctx, KF_EUSAGE, "node %lld: a kforge:launch line without kernel=, grid= or block=",
+                               (long long)x->id);
+            }
+            int has_smem = !launch_key(d, eol, "smem", &sv, &sn);
+            char kname[256];
+            snprintf(kname, sizeof kname, "%.*s", (int)kn, kv);
+            kf_buf_printf(b, "    { /* launch %d */\n", ++nl);
+            const char *dn[6] = {"gx", "gy", "gz", "bx", "by", "bz"};
+            for (int i = 0; i < 6; i++) {
+                kf_buf_printf(b, "        const int64_t %s = ", dn[i]);
+                cu_tuple(b, t, i < 3 ? gv : bv, i < 3 ? gn : bn, i % 3);
+                kf_buf_printf(b, ";\n");
+            }
+            kf_buf_printf(b, "        const int64_t smem = ");
+            if (has_smem) cu_expr(b, t, sv, sn);
+            else kf_buf_printf(b, "0");
+            kf_buf_printf(b, ";\n");
+            kf_buf_printf(b,
+                          "        if (gx <= 0 || gy <= 0 || gz <= 0 || bx <= 0 || by <= 0 || bz <= 0 || smem < 0)\n"
+                          "            return (int)cudaErrorInvalidConfiguration;\n"
+                          "        if (smem > 48 * 1024) {\n"
+                          "            cudaError_t e = cudaFuncSetAttribute(kf_n%lld_%s, "
+                          "cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);\n"
+                          "            if (e != cudaSuccess) return (int)e;\n"
+                          "        }\n"
+                          "        kf_n%lld_%s<<<dim3((unsigned)gx, (unsigned)gy, (unsigned)gz), "
+                          "dim3((unsigned)bx, (unsigned)by, (unsigned)bz), (size_t)smem, stream>>>(%s);\n"
+                          "        cudaError_t e = cudaGetLastError();\n"
+                          "        if (e != cudaSuccess) return (int)e;\n"
+                          "    }\n",
+                          (long long)x->id, kname, (long long)x->id, kname, call.p ? call.p : "");
+        }
+        p = eol + 1;
+    }
+    kf_buf_free(&call);
+    kf_buf_printf(b, "    return 0;\n}\n");
+    return nl ? KF_OK : kf__err(ctx, KF_EUSAGE, "node %lld: no kforge:launch line", (long long)x->id);
+}
+
+/* The CUDA dispatcher into b: one host-mode file (docs/cuda.md "Host mode") holding every
+ * routed winner's kernels renamed apart, a launcher per winner, and kforge_launch, which
+ * tests the shape predicates and calls a winner's launcher, else the fallback's. routes
+ * and notes as for C. KF_EUSAGE with the reason when the task cannot have one (a size
+ * that no integer scalar argument equals: the launch geometry could not be computed). */
+static kf_status build_cuda_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run_dir, winner *w, int nw,
+                                       int fallback, json_t *best, kf_buf *b, json_t *routes, json_t *notes) {
+    for (int k = 0; k < t->nsizes; k++)
+        if (!size_arg(t, k))
+            return kf__err(ctx, KF_EUSAGE,
+                           "size %s is no integer argument of the kernels: a host-mode dispatcher cannot compute "
+                           "the launch geometry",
+                           t->size_names[k]);
+    int *used = calloc((size_t)nw, sizeof *used);
+    if (!used) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    used[fallback] = 1;
+    kf_buf sw, call;
+    kf_buf_init(&sw, 1u << 20);
+    kf_buf_init(&call, 1u << 16);
+    for (int i = 0; i < t->nargs; i++) kf_buf_printf(&call, "%s, ", t->args[i].name);
+    kf_buf_printf(&call, "stream");
+    size_t j;
+    json_t *e;
+    json_array_foreach(best, j, e) {
+        int64_t id = json_integer_value(json_object_get(e, "node"));
+        int wi = 0;
+        while (wi < nw && w[wi].id != id) wi++;
+        if (wi == nw || wi == fallback) continue;
+        json_t *sizes = json_object_get(e, "sizes");
+        char st_[512];
+        sizes_text(sizes, st_, sizeof st_);
+        kf_buf pred;
+        kf_buf_init(&pred, 1u << 16);
+        int exact = 0;
+        char *wh = NULL;
+        if (predicate(t, sizes, &pred, &exact)) {
+            json_array_append_new(notes, json_sprintf("%s: no integer argument tells this shape apart; the "
+                                                      "fallback (node %lld) runs there",
+                                                      st_, (long long)w[fallback].id));
+        } else if ((wh = when_of(w[wi].text)) && !exact) {
+            json_array_append_new(notes, json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
+                                                      "pin every size; the fallback runs there",
+                                                      st_, (long long)id));
+        } else {
+            kf_buf_printf(&sw, "    if (%s) /* %s */\n        return kf_n%lld_launch(%s);\n", pred.p, st_,
+                          (long long)id, call.p);
+            json_array_append_new(routes,
+                                  json_pack("{s:O, s:I, s:s}", "sizes", sizes, "node", (json_int_t)id, "predicate", pred.p));
+            used[wi] = 1;
+        }
+        free(wh);
+        kf_buf_free(&pred);
+    }
+    kf_status st = KF_OK;
+    if (!json_array_size(routes)) {
+        /* one node wins everywhere: the dispatcher is that kernel-mode file, as checked */
+        kf_buf_printf(b, "/* %s_dispatch.cu - written by `kforge export` from run %s: node %lld runs on every shape. */\n",
+                      t->name, run_dir, (long long)w[fallback].id);
+        kf_buf_append(b, w[fallback].text, w[fallback].len);
+        goto out;
+    }
+    kf_buf_printf(b,
+                  "/* %s_dispatch.cu - written by `kforge export` from run %s: a host-mode file\n"
+                  " * (docs/cuda.md) that launches the fastest kept kernels of the run for each visible\n"
+                  " * shape, else node %lld's (the best over all shapes). Each node's kernels are its\n"
+                  " * source with its file-scope names prefixed kf_n<ID>_ and its parameters as #define;\n"
+                  " * kf_n<ID>_launch makes its launches as its launch lines say. */\n"
+                  "// kforge:host\n",
+                  t->name, run_dir, (long long)w[fallback].id);
+    when_header(b, &w[fallback]);
+    kf_buf_printf(b, "#include <stdint.h>\n#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
+                     "static inline int64_t kf_min(int64_t a, int64_t b) { return a < b ? a : b; }\n"
+                     "static inline int64_t kf_max(int64_t a, int64_t b) { return a > b ? a : b; }\n");
+    for (int i = 0; i < nw && !st; i++)
+        if (used[i]) st = winner_section(ctx, t, run_dir, &w[i], b, cu_launcher);
+    kf_buf_printf(b, "\n/* ---- the dispatcher ---- */\nextern \"C\" int kforge_launch(");
+    cu_params(b, t);
+    kf_buf_printf(b, ", cudaStream_t stream)\n{\n%s    return kf_n%lld_launch(%s); /* the fallback */\n}\n",
+                  sw.p ? sw.p : "", (long long)w[fallback].id, call.p);
+    if (!st && (b->dropped || !b->p)) st = kf__err(ctx, KF_ENOMEM, "the dispatcher is too large or out of memory");
+out:
+    free(used);
+    kf_buf_free(&sw);
+    kf_buf_free(&call);
     return st;
 }
 
@@ -763,7 +1045,7 @@ static kf_status write_file(kf_ctx *ctx, const char *dir, const char *name, cons
 }
 
 /* DIR may be replaced: it does not exist, or is an empty directory or an earlier export. */
-static kf_status out_ok(kf_ctx *ctx, const char *out, int *exists) {
+static kf_status out_ok(kf_ctx *ctx, const char *out, int *exists, char **prev_run) {
     struct stat sb;
     *exists = 0;
     if (stat(out, &sb)) {
@@ -775,7 +1057,14 @@ static kf_status out_ok(kf_ctx *ctx, const char *out, int *exists) {
     *exists = 1;
     char p[4400];
     snprintf(p, sizeof p, "%s/EXPORT.json", out);
-    if (!access(p, F_OK)) return KF_OK;
+    if (!access(p, F_OK)) {
+        /* whose export it was: replacing another run's is worth a warning */
+        json_t *prev = json_load_file(p, 0, NULL);
+        const char *pr = json_string_value(json_object_get(prev, "run"));
+        if (pr && prev_run) *prev_run = strdup(pr);
+        json_decref(prev);
+        return KF_OK;
+    }
     DIR *d = opendir(out);
     if (!d) return kf__err(ctx, KF_EIO, "%s: %s", out, strerror(errno));
     struct dirent *de;
@@ -830,6 +1119,35 @@ static kf_status bench_verify(kf_ctx *ctx, const kf_task *t, const char *path, c
     return KF_OK;
 }
 
+/* No GPU here (kf_bench said KF_EBACKEND, whose message is on ctx): build the CUDA
+ * dispatcher at path with nvcc, as host mode does. *ver: verdict "unverified" (it builds;
+ * error: why it could not be run), or "rejected" with compile_error and the compiler's
+ * message. KF_OK, or KF_ENOMEM. When nvcc itself is missing it is "unverified" too, with
+ * compiled false. */
+static kf_status cuda_compile_only(kf_ctx *ctx, const kf_task *t, const char *path, const char *text, size_t len,
+                                   json_t **ver) {
+    char why[1024], bdir[4400];
+    snprintf(why, sizeof why, "%s", kf_errmsg(ctx));
+    snprintf(bdir, sizeof bdir, "%s.build-XXXXXX", path);
+    kf_build bd;
+    memset(&bd, 0, sizeof bd);
+    kf_status cs = mkdtemp(bdir) ? kf_backend_compile(kf_backend_get("cuda"), ctx, t, path, text, len, NULL, 0, bdir,
+                                                      300, &bd)
+                                 : kf__err(ctx, KF_EIO, "%s: %s", bdir, strerror(errno));
+    if (!cs && !bd.ok) {
+        *ver = json_pack("{s:s, s:[{s:s, s:s?}], s:[], s:n, s:b}", "verdict", "rejected", "reasons", "code",
+                         "compile_error", "message", bd.message, "shapes", "speedup", "compiled", 0);
+    } else {
+        *ver = json_pack("{s:s, s:[], s:[], s:n, s:s, s:b}", "verdict", "unverified", "reasons", "shapes", "speedup",
+                         "error", why, "compiled", !cs);
+        if (cs && *ver)
+            json_object_set_new(*ver, "compile_error", json_string(kf_errmsg(ctx)));
+    }
+    kf_build_free(&bd);
+    if (bdir[0]) kf__rmtree(bdir);
+    return *ver ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
+}
+
 /* Rejected for timing_mismatch and nothing else. */
 kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_arg,
                              const kf_opts *opts, char **json) {
@@ -848,6 +1166,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     json_t *best = NULL, *doc = NULL, *routes = json_array(), *notes = json_array(),
            *files = json_array();
     char tmp[4400] = "", old[4400] = "";
+    char *prev_run = NULL; /* the run of the export DIR holds, when another run's */
     kf_buf disp;
     kf_buf_init(&disp, 64u << 20);
     kf_status s = kf_store_open(ctx, run_dir, NULL, &st);
@@ -890,7 +1209,19 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
                     run_dir);
         goto out;
     }
-    if ((s = out_ok(ctx, out_dir, &exists))) goto out;
+    if ((s = out_ok(ctx, out_dir, &exists, &prev_run))) goto out;
+    if (prev_run) {
+        char ra[PATH_MAX], rb[PATH_MAX];
+        int same = realpath(prev_run, ra) && realpath(run_dir, rb) ? !strcmp(ra, rb) : !strcmp(prev_run, run_dir);
+        if (same) {
+            free(prev_run);
+            prev_run = NULL;
+        } else {
+            fprintf(stderr, "kforge export: warning: %s holds the export of another run (%s); it is replaced by "
+                            "run %s's\n",
+                    out_dir, prev_run, run_dir);
+        }
+    }
     /* the winners: the fallback first, then each shape's in shape order */
     w = calloc(json_array_size(best) + 1, sizeof *w);
     if (!w) {
@@ -977,21 +1308,21 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I}", "run", run_dir, "task", t->dir,
                     "task_name", t->name, "backend", t->backend, "fingerprint", t->fingerprint,
                     "winners", json_incref(files), "fallback", (json_int_t)w[fallback].id);
-    int rejected = 0;
-    if (!is_c) {
+    json_object_set_new(doc, "replaced_run", prev_run ? json_string(prev_run) : json_null());
+    int rejected = 0, unverified = 0;
+    char dname[256], dpath[4700];
+    snprintf(dname, sizeof dname, "%s_dispatch.%s", t->name, is_c ? "c" : "cu");
+    s = is_c ? build_dispatcher(ctx, t, run_dir, w, nw, fallback, best, &disp, routes, notes)
+             : build_cuda_dispatcher(ctx, t, run_dir, w, nw, fallback, best, &disp, routes, notes);
+    if (s == KF_EUSAGE && !is_c) {
+        /* this task cannot have a host-mode dispatcher: the winners are still exported */
         json_object_set_new(doc, "dispatcher", json_null());
-        json_object_set_new(
-            doc, "why",
-            json_string("a CUDA dispatcher is not built: kernel mode cannot choose a "
-                        "kernel per shape through kforge:launch lines (docs/run.md); "
-                        "the winners are exported, pick among them by shape"));
-        fprintf(stderr, "kforge export: the CUDA dispatcher is not built; the winners are in %s\n",
-                out_dir);
+        json_object_set_new(doc, "why", json_sprintf("no CUDA dispatcher: %s", kf_errmsg(ctx)));
+        fprintf(stderr, "kforge export: no CUDA dispatcher (%s); the winners are in %s\n", kf_errmsg(ctx), out_dir);
+        s = KF_OK;
+    } else if (s) {
+        goto out;
     } else {
-        if ((s = build_dispatcher(ctx, t, run_dir, w, nw, fallback, best, &disp, routes, notes)))
-            goto out;
-        char dname[256], dpath[4700];
-        snprintf(dname, sizeof dname, "%s_dispatch.c", t->name);
         snprintf(dpath, sizeof dpath, "%s/%s", tmp, dname);
         if ((s = write_file(ctx, tmp, dname, disp.p, disp.len))) goto out;
         kf_opts o;
@@ -1008,14 +1339,25 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
         do {
             json_decref(ver);
             ver = NULL;
-            if ((s = bench_verify(ctx, t, dpath, &o, &ver))) {
+            s = bench_verify(ctx, t, dpath, &o, &ver);
+            if (s == KF_EBACKEND && !is_c) {
+                /* no GPU here: nvcc can still say whether it builds; never written as verified */
+                s = cuda_compile_only(ctx, t, dpath, disp.p, disp.len, &ver);
+                unverified = !s && !strcmp(json_string_value(json_object_get(ver, "verdict")), "unverified");
+                break;
+            }
+            if (s) {
                 unlink(dpath);
                 goto out;
             }
             attempt++;
         } while (attempt < 2 && kf_loop_timing_only(ver));
+        if (s) {
+            unlink(dpath);
+            goto out;
+        }
         json_object_set_new(ver, "attempts", json_integer(attempt));
-        rejected = strcmp(json_string_value(json_object_get(ver, "verdict")), "accepted") != 0;
+        rejected = !unverified && strcmp(json_string_value(json_object_get(ver, "verdict")), "accepted") != 0;
         if (rejected) {
             unlink(dpath);
             json_object_set_new(doc, "dispatcher", json_null());
@@ -1028,6 +1370,28 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
             json_array_foreach(json_object_get(ver, "reasons"), i, x)
                 fprintf(stderr, "  %s: %s\n", json_string_value(json_object_get(x, "code")),
                         json_string_value(json_object_get(x, "message")));
+        } else if (unverified) {
+            /* written under a name that says so, and not as "dispatcher" */
+            char uname[256], upath[4700];
+            snprintf(uname, sizeof uname, "%s_dispatch.unverified.cu", t->name);
+            snprintf(upath, sizeof upath, "%s/%s", tmp, uname);
+            if (rename(dpath, upath)) {
+                s = kf__err(ctx, KF_EIO, "%s: %s", upath, strerror(errno));
+                json_decref(ver);
+                goto out;
+            }
+            snprintf(dname, sizeof dname, "%s", uname);
+            json_object_set_new(doc, "dispatcher", json_null());
+            json_object_set_new(doc, "dispatcher_unverified", json_string(uname));
+            json_object_set_new(
+                doc, "why",
+                json_sprintf("the CUDA dispatcher could not be verified here (%s); it builds with nvcc and was "
+                             "written as %s, unverified: check it on a GPU with kforge bench %s %s/%s",
+                             json_string_value(json_object_get(ver, "error")), uname, t->dir, out_dir, uname));
+            fprintf(stderr,
+                    "kforge export: the CUDA dispatcher could not be verified here (%s): written as %s/%s, "
+                    "UNVERIFIED; the winners are verified\n",
+                    json_string_value(json_object_get(ver, "error")), out_dir, uname);
         } else {
             json_object_set_new(doc, "dispatcher", json_string(dname));
             json_object_set_new(doc, "why", json_null());
@@ -1082,6 +1446,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     }
     free(txt);
 out:
+    free(prev_run);
     if (tmp[0]) kf__rmtree(tmp);
     for (int i = 0; i < nw; i++)
         free(w[i].text);

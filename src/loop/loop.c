@@ -18,6 +18,7 @@
 #include "loop.h"
 
 #include "../agent/agent.h"
+#include "../bench/bench.h"
 #include "diagnose.h"
 #include "memory.h"
 #include "../search/builtin.h"
@@ -92,7 +93,6 @@ char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *o
 
 /* ---- one evaluation ---------------------------------------------------------------- */
 
-#define RETIMES 2 /* the Critic's confirmations, each in fresh workers */
 
 typedef struct {
     kf_ctx *ctx;
@@ -112,6 +112,11 @@ typedef struct {
     const char *display; /* submit: the file's own name, for the evaluated copy (messages) */
     int fresh;         /* evaluations made by this process (not replayed) */
     char last[160];    /* the last verdict, for the progress line */
+    kf_critic_opts critic; /* the Critic's settings (--critic) */
+    kf_advisor *advisor;   /* --critic-agent: a second opinion on approved nodes */
+    double noise_floor;    /* a kept win's 95% interval starts above 1 + this */
+    struct sched *sched; /* kf_run: where proposals go to be evaluated (--jobs) */
+    int running;         /* evaluations in flight (--jobs), for the progress line */
     kf_loop_memory *mem; /* lessons for packs (NULL: none) */
     int trips;         /* circuit-breaker trips already recorded */
 } run_state;
@@ -161,14 +166,6 @@ static double speedup_at(json_t *shapes, json_t *sizes) {
     return 0;
 }
 
-static int any_win(json_t *shapes) {
-    size_t i;
-    json_t *s;
-    json_array_foreach(shapes, i, s)
-        if (json_is_true(json_object_get(s, "win"))) return 1;
-    return 0;
-}
-
 int kf_loop_timing_only(json_t *res) {
     const char *v = json_string_value(json_object_get(res, "verdict"));
     json_t *rs = json_object_get(res, "reasons");
@@ -184,9 +181,14 @@ int kf_loop_timing_only(json_t *res) {
 
 /* kf_bench of the node's source against vs (NULL: the reference): the result JSON, or
  * NULL with *err set when no verdict was reached (the evaluation itself failed). */
-static json_t *bench_json(run_state *r, const char *path, const char *vs, char *err, size_t n) {
+static json_t *bench_json_ex(run_state *r, const char *path, const char *vs, int stricter, char *err, size_t n) {
     kf_opts o;
     bench_opts(r, &o, vs);
+    if (stricter) {
+        o.hidden_count = (o.hidden_count >= 0 ? o.hidden_count : r->t->hidden_count) * 2 + 4;
+        o.bench_min_runs *= 2;
+        if (o.bench_max_runs < o.bench_min_runs) o.bench_max_runs = o.bench_min_runs;
+    }
     kf_result *res = NULL;
     uint64_t b0 = kf__now_ns();
     kf_status s = kf_bench(r->ctx, r->t, path, &o, &res);
@@ -201,6 +203,10 @@ static json_t *bench_json(run_state *r, const char *path, const char *vs, char *
     free(txt);
     if (!j) snprintf(err, n, "out of memory");
     return j;
+}
+
+static json_t *bench_json(run_state *r, const char *path, const char *vs, char *err, size_t n) {
+    return bench_json_ex(r, path, vs, 0, err, n);
 }
 
 /* The node's text, verified against its SHA-256 (kf_store_read_source), copied to a
@@ -246,6 +252,18 @@ static void private_drop(const char *path) {
 
 /* Evaluate node n (recorded as proposed): check and time it against the reference,
  * let the Critic decide whether it is kept, record the outcome in one transaction. */
+/* The Critic's callbacks: the task's fingerprint as on disk now, and one more timing
+ * (stricter: twice the hidden shapes plus four, twice the rounds, fresh inputs). */
+static int critic_fingerprint(void *arg, char hex[65]) {
+    run_state *r = arg;
+    return kf_store_fingerprint(r->ctx, r->t, hex) ? -1 : 0;
+}
+
+static json_t *critic_bench(void *arg, const char *path, const char *vs, int stricter, char *err, size_t n) {
+    run_state *r = arg;
+    return bench_json_ex(r, path, vs, stricter, err, n);
+}
+
 static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
     char path[4400] = "", ppath[4400] = "", err[1200] = "";
     double t0 = now_s();
@@ -289,9 +307,10 @@ static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
             n->state = compile ? KF_NODE_COMPILE_FAILED : KF_NODE_REJECTED;
         }
     }
-    /* The Critic: a measured node is kept only when it beats its parent on some shape
-     * (against the reference: its own win; against a node: a higher speedup there) and a
-     * second, direct timing in fresh workers against the parent confirms it. */
+    /* The Critic (critic.c): a measured node is kept only when it beats its parent on
+     * some shape (against the reference: its own win; against a node: a higher speedup
+     * there) and the Critic approves: task integrity, plausibility, re-timings against
+     * the parent in fresh workers, a second look at a large gain from a tiny change. */
     if (n->state == KF_NODE_MEASURED) {
         json_t *pshapes = parent && parent->shapes_json ? json_loads(parent->shapes_json, 0, NULL) : NULL;
         int better = 0;
@@ -303,40 +322,45 @@ static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
             if (json_is_true(json_object_get(s, "win")) && mine > theirs * (1 + r->o->keep_margin)) better = 1;
         }
         json_decref(pshapes);
-        const char *why = "no shape beats the parent by more than the noise";
         const char *disp = r->display;
         r->display = NULL; /* the parent's copy keeps its node name */
         int pfail = better && parent && private_copy(r, parent, ppath, sizeof ppath, err, sizeof err);
         r->display = disp;
-        if (pfail) {
-            why = "the parent's source could not be read back for the re-timing";
-            better = 0;
-        }
-        /* RETIMES fresh worker pairs, each must show a win: a speed that depends on the
-         * process (placement, an address bit) is not confirmed by one lucky pair */
-        for (int k = 0; better && k < RETIMES; k++) {
-            json_t *again = bench_json(r, path, parent ? ppath : NULL, err, sizeof err);
-            json_t *ash = again ? shapes_of(again) : NULL;
-            const char *av = again ? json_string_value(json_object_get(again, "verdict")) : NULL;
-            if (!(again && av && !strcmp(av, "accepted") && any_win(ash))) {
-                better = 0;
-                why = again ? "a re-timing against its parent in fresh workers did not confirm the win"
-                            : "the re-timing failed";
-            }
-            json_decref(ash);
-            json_decref(again);
-        }
+        char *src = NULL, *psrc = NULL;
+        size_t sl = 0;
         if (better) {
-            n->state = KF_NODE_KEPT;
-            why = "re-timed against its parent in fresh workers, twice: a win each time";
+            if (kf__read_file(path, 16u << 20, &src, &sl)) src = NULL;
+            if (!pfail && parent && kf__read_file(ppath, 16u << 20, &psrc, &sl)) psrc = NULL;
         }
-        if (n->state != KF_NODE_KEPT) n->state = KF_NODE_REVERTED;
-        json_t *ev = json_pack("{s:s, s:s}", "decision", n->state == KF_NODE_KEPT ? "approve" : "reject",
-                               "why", why);
-        char *evs = json_dumps(ev, JSON_COMPACT);
-        kf_store_event(r->st, n->id, "critic", evs);
+        json_t *pres = parent && parent->verdict_json ? json_loads(parent->verdict_json, 0, NULL) : NULL;
+        kf_critic_env env = {&r->critic, r->noise_floor, kf_store_task_fingerprint(r->st), critic_fingerprint,
+                             critic_bench, r};
+        kf_critic_case cc = {n->category, res, pres, better, parent ? parent->id : 0, path,
+                             parent && !pfail ? ppath : NULL, src, psrc};
+        json_t *rep = NULL;
+        kf_critic_decision d = kf_critic_judge(&env, &cc, &rep);
+        if (d == KF_CRITIC_APPROVE && r->advisor) {
+            kf_advisor_case ac = {n->id, parent ? parent->id : 0, r->t->dir, NULL, src, psrc, shapes, rep};
+            char *tj = NULL;
+            size_t tl = 0;
+            char tp[4200];
+            snprintf(tp, sizeof tp, "%s/task.json", r->t->dir);
+            if (!kf__read_file(tp, 1u << 20, &tj, &tl)) ac.task_json = tj;
+            int64_t used = 0;
+            json_object_set_new(rep, "advisory", kf_advisor_review(r->advisor, &ac, &used));
+            n->tokens_in += used; /* the run's token budget counts the reviews */
+            n->review_tokens += used;
+            free(tj);
+        }
+        free(src);
+        free(psrc);
+        json_decref(pres);
+        n->state = d == KF_CRITIC_APPROVE ? KF_NODE_KEPT : KF_NODE_REVERTED;
+        char *evs = json_dumps(rep, JSON_COMPACT);
+        kf_status est = kf_store_event(r->st, n->id, "critic", evs);
+        if (est) n->state = KF_NODE_REVERTED; /* no recorded approval, no keep */
         free(evs);
-        json_decref(ev);
+        json_decref(rep);
     }
     json_decref(shapes);
     json_decref(res);
@@ -355,13 +379,15 @@ static void progress(run_state *r, const kf_node *n) {
     double eta = r->evals > 0 && budget > r->evals ? el / r->evals * (budget - r->evals) : 0;
     snprintf(r->last, sizeof r->last, "#%lld %s%s%s", (long long)n->id, kf_node_state_name(n->state),
              n->reasons ? " " : "", n->reasons ? n->reasons : "");
-    char best[64] = "none kept yet";
+    char best[64] = "none kept yet", run[32] = "";
     if (r->best_id) snprintf(best, sizeof best, "%.3fx geomean (node %lld)", r->best, (long long)r->best_id);
+    if (r->running) snprintf(run, sizeof run, r->tty ? "  %d running" : ", %d running", r->running);
     if (r->tty)
-        fprintf(stderr, "\r\033[K[%d/%d] best %s  last %s  %02d:%02d  ETA %02d:%02d", r->evals, budget, best,
-                r->last, (int)el / 60, (int)el % 60, (int)eta / 60, (int)eta % 60);
+        fprintf(stderr, "\r\033[K[%d/%d] best %s  last %s%s  %02d:%02d  ETA %02d:%02d", r->evals, budget, best,
+                r->last, run, (int)el / 60, (int)el % 60, (int)eta / 60, (int)eta % 60);
     else
-        fprintf(stderr, "kforge run: %d/%d evaluations, best %s, last %s, %.0f s\n", r->evals, budget, best, r->last, el);
+        fprintf(stderr, "kforge run: %d/%d evaluations, best %s, last %s%s, %.0f s\n", r->evals, budget, best, r->last,
+                run, el);
     fflush(stderr);
 }
 
@@ -390,7 +416,31 @@ void kf_loop_vec_free(kf_node_vec *a) {
     free(a->v);
 }
 
-static json_t *node_json(const kf_node *n) {
+/* The Critic's last decision per node: {"ID": {decision, why}} from the critic events. */
+static int critic_event(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    (void)id;
+    (void)created;
+    json_t *j = json_loads(js, 0, NULL);
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)node);
+    if (j) {
+        json_t *c = json_pack("{s:O?, s:O?}", "decision", json_object_get(j, "decision"), "why", json_object_get(j, "why"));
+        json_t *adv = json_object_get(j, "advisory");
+        if (adv) json_object_set(c, "advisory", adv);
+        json_object_set_new(arg, key, c);
+    }
+    json_decref(j);
+    return 0;
+}
+
+static json_t *critic_of(json_t *critics, int64_t node) {
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)node);
+    return json_object_get(critics, key);
+}
+
+/* when: the node's kforge:when (NULL: none, or not read) */
+static json_t *node_json(const kf_node *n, const char *when, json_t *critics) {
     json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:s, s:f}", "id", (json_int_t)n->id, "parent",
                           (json_int_t)n->parent, "state", kf_node_state_name(n->state), "proposer",
                           n->proposer, "category", n->category, "speedup", n->speedup);
@@ -398,10 +448,15 @@ static json_t *node_json(const kf_node *n) {
     if (n->reasons) json_object_set_new(o, "reasons", json_string(n->reasons));
     if (n->shapes_json) json_object_set_new(o, "shapes", json_loads(n->shapes_json, 0, NULL));
     if (n->note) json_object_set_new(o, "note", json_string(n->note));
+    json_t *cr = critic_of(critics, n->id);
+    if (cr) json_object_set(o, "critic", cr);
     /* a node that passed the check is safe on every shape of the task's ranges in its
      * kforge:when domain (hidden and edge shapes included) */
     int ok = n->state == KF_NODE_MEASURED || n->state == KF_NODE_KEPT || n->state == KF_NODE_REVERTED;
-    json_object_set_new(o, "safe_for", ok ? json_string("all shapes in its domain") : json_null());
+    if (when) json_object_set_new(o, "when", json_string(when));
+    json_object_set_new(o, "safe_for", !ok   ? json_null()
+                                       : when ? json_sprintf("the shapes where %s", when)
+                                              : json_string("all shapes in its domain"));
     return o;
 }
 
@@ -426,7 +481,10 @@ static int constraint_json(void *arg, const kf_constraint *c) {
     return 0;
 }
 
-static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth, const kf_diag_map *dm) {
+/* whens[i] (NULL, or an entry NULL): the domain of a->v[i], shown as what it is safe for;
+ * dm: the failures' diagnoses (may be NULL) */
+static void tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent, int depth, json_t *critics,
+                      const kf_diag_map *dm) {
     for (size_t i = 0; i < a->n; i++) {
         const kf_node *n = &a->v[i];
         if (n->parent != parent) continue;
@@ -450,11 +508,32 @@ static void tree_text(kf_buf *b, const kf_node_vec *a, int64_t parent, int depth
         }
         json_decref(sh);
         if (n->reasons) kf_buf_printf(b, "  (%s)", n->reasons);
-        if (n->note) kf_buf_printf(b, "  note: %.120s", n->note);
+        if (whens && whens[i]) kf_buf_printf(b, "  safe for: %s", whens[i]);
+        if (n->note) kf_buf_printf(b, "  note: %.160s", n->note);
+        /* a veto beyond "no better than its parent" is worth a look */
+        json_t *cr = critic_of(critics, n->id);
+        const char *cd = json_string_value(json_object_get(cr, "decision"));
+        const char *cw = json_string_value(json_object_get(cr, "why"));
+        if (cd && strcmp(cd, "approve") && cw && !strstr(cw, "beats the parent by more than the noise"))
+            kf_buf_printf(b, "  critic: %s: %.200s", cd, cw);
+        /* the advisory critic's concern (it never decides) */
+        json_t *adv = json_object_get(cr, "advisory");
+        const char *op = json_string_value(json_object_get(adv, "opinion"));
+        if (op && strcmp(op, "approve")) {
+            const char *at = json_string_value(json_object_get(adv, "text"));
+            const char *ae = json_string_value(json_object_get(adv, "error"));
+            char line[200] = "";
+            const char *src = at ? at : ae ? ae : "";
+            while (*src == '`' || *src == ' ' || *src == '\n') src++;
+            snprintf(line, sizeof line, "%s", src);
+            for (char *q = line; *q; q++)
+                if (*q == '\n') *q = ' ';
+            kf_buf_printf(b, "  advisory %s: %s", op, line);
+        }
         kf_buf_printf(b, "\n");
         const char *why = kf_diag_note(dm, n->id); /* a failure's root-cause class */
         if (why) kf_buf_printf(b, "%*s  why: %.300s\n", depth * 2, "", why);
-        tree_text(b, a, n->id, depth + 1, dm);
+        tree_text(b, a, whens, n->id, depth + 1, critics, dm);
     }
 }
 
@@ -525,6 +604,13 @@ static kf_search_state sobs_state(kf_node_state s) {
     }
 }
 
+/* A specialisation proposal of the loop (specialise): its speedup is a geometric mean
+ * over its kforge:when domain only, so it is not the run's best geomean. */
+#define SPEC_NOTE "specialisation of node "
+static int is_spec(const kf_node *n) {
+    return !strcmp(n->category, "specialisation") && n->note && !strncmp(n->note, SPEC_NOTE, strlen(SPEC_NOTE));
+}
+
 /* Search's proposer numbers: fixed, so a run's statistics mean the same whoever reads
  * them (kforge run, kforge next). */
 enum { P_BUILTIN = 0, P_AGENT = 1, P_TOOL = 2, P_COUNT = 3 };
@@ -544,7 +630,9 @@ static void observe(kf_search *se, kf_builtin *bi, point_map *pm, const kf_node 
     if (o.category < 0) o.category = KF_CAT_OTHER;
     kf_search_observe(se, &o);
     kf_point p;
-    if (!bi || point_of(bi, n->params_json, &p)) return;
+    /* a specialisation is timed on its domain only: not a point of the builtin's walk,
+     * and no parent of neighbour moves */
+    if (!bi || is_spec(n) || point_of(bi, n->params_json, &p)) return;
     pm_put(pm, n->id, &p);
     kf_builtin_outcome bo = n->state == KF_NODE_COMPILE_FAILED ? KF_BUILTIN_COMPILE_FAILED
                             : n->state == KF_NODE_CRASHED      ? KF_BUILTIN_CRASHED
@@ -596,7 +684,7 @@ static int replay_one(void *arg, const kf_node *n) {
     if (n->state == KF_NODE_NO_CANDIDATE || n->state == KF_NODE_PRUNED) return 0; /* not an evaluation */
     c->r->evals++;
     c->r->kept += n->state == KF_NODE_KEPT;
-    if (n->speedup > c->r->best && n->state == KF_NODE_KEPT) {
+    if (n->speedup > c->r->best && n->state == KF_NODE_KEPT && !is_spec(n)) {
         c->r->best = n->speedup;
         c->r->best_id = n->id;
     }
@@ -612,43 +700,248 @@ void kf_run_opts_init(kf_run_opts *o) {
     o->patience = 0;
 }
 
-static kf_status finish_one(run_state *r, kf_search *se, kf_builtin *bi, point_map *pm, int64_t id) {
-    kf_node n, parent;
+/* Evaluate node id, recorded as proposed, with r's store: its outcome into *n (caller
+ * frees with kf_node_free, also on error). An evaluator thread's work (--jobs). */
+static kf_status eval_node(run_state *r, int64_t id, kf_node *n) {
+    kf_node parent;
     memset(&parent, 0, sizeof parent);
-    kf_status st = kf_store_get_node(r->st, id, &n);
+    memset(n, 0, sizeof *n);
+    kf_status st = kf_store_get_node(r->st, id, n);
     if (st) return st;
-    int hasp = n.parent > 0 && kf_store_get_node(r->st, n.parent, &parent) == KF_OK;
-    st = evaluate(r, &n, hasp ? &parent : NULL);
-    if (!st) {
-        observe(se, bi, pm, &n);
-        kf_diag_record(r->st, &n); /* why it failed, and the constraint it teaches */
-        kf_diag_breaker(r->st, se, &r->trips, n.id, proposer_names, P_COUNT);
-        /* what the builtin learnt from this outcome ("BM != 64": a value that never
-         * builds) becomes a constraint of the run, shown by tree */
-        int nl = bi ? kf_builtin_nlearnt(bi) : 0;
-        for (; r->nlearnt < nl; r->nlearnt++) {
-            char txt[256];
-            kf_builtin_learnt(bi, r->nlearnt, txt, sizeof txt);
-            kf_store_add_constraint(r->st, n.id, 0, n.category, txt, NULL);
-        }
-        r->evals++;
-        r->fresh++;
-        if (n.state == KF_NODE_KEPT && n.speedup > r->best) {
-            r->best = n.speedup;
-            r->best_id = n.id;
-            r->since_improve = 0;
-        } else {
-            r->since_improve++;
-        }
-        if (n.state == KF_NODE_KEPT) {
-            r->kept++;
-            kf_store_savepoint(r->st, n.id, "kept");
-        }
-        progress(r, &n);
-    }
-    kf_node_free(&n);
+    int hasp = n->parent > 0 && kf_store_get_node(r->st, n->parent, &parent) == KF_OK;
+    st = evaluate(r, n, hasp ? &parent : NULL);
     if (hasp) kf_node_free(&parent);
     return st;
+}
+
+/* The main thread's bookkeeping of an evaluated node, in the order outcomes arrive:
+ * search and the builtin observe it, learnt constraints, counters, the progress line. */
+static void record_one(run_state *r, kf_search *se, kf_builtin *bi, point_map *pm, const kf_node *n) {
+    observe(se, bi, pm, n);
+    kf_diag_record(r->st, n); /* why it failed, and the constraint it teaches */
+    kf_diag_breaker(r->st, se, &r->trips, n->id, proposer_names, P_COUNT);
+    /* what the builtin learnt from this outcome ("BM != 64": a value that never
+     * builds) becomes a constraint of the run, shown by tree */
+    int nl = bi ? kf_builtin_nlearnt(bi) : 0;
+    for (; r->nlearnt < nl; r->nlearnt++) {
+        char txt[256];
+        kf_builtin_learnt(bi, r->nlearnt, txt, sizeof txt);
+        kf_store_add_constraint(r->st, n->id, 0, n->category, txt, NULL);
+    }
+    r->evals++;
+    r->fresh++;
+    r->tokens += n->review_tokens;
+    if (n->state == KF_NODE_KEPT && n->speedup > r->best && !is_spec(n)) {
+        r->best = n->speedup;
+        r->best_id = n->id;
+        r->since_improve = 0;
+    } else {
+        r->since_improve++;
+    }
+    if (n->state == KF_NODE_KEPT) {
+        r->kept++;
+        kf_store_savepoint(r->st, n->id, "kept");
+    }
+    progress(r, n);
+}
+
+static kf_status finish_one(run_state *r, kf_search *se, kf_builtin *bi, point_map *pm, int64_t id) {
+    kf_node n;
+    kf_status st = eval_node(r, id, &n);
+    if (!st) record_one(r, se, bi, pm, &n);
+    kf_node_free(&n);
+    return st;
+}
+
+/* ---- several evaluations at once (--jobs N) -------------------------------------------
+ *
+ * The main thread selects, proposes and records every node, and does all the bookkeeping
+ * (search's and the builtin's observations, learnt constraints, counters, progress, stop
+ * rules) in the order outcomes arrive. N evaluator threads each own a kf_ctx, a loaded
+ * task and a store connection (WAL: writers queue under the busy timeout, store.c) and
+ * run eval_node: the private copy, kf_bench (compiles and checks overlap; timed phases
+ * run one at a time under bench.c's timing lock), the Critic's re-timings and the
+ * outcome's transaction. With --jobs 1 there is no thread: each node is evaluated where
+ * it is proposed, exactly as before. */
+
+typedef struct {
+    int64_t id;
+    int category, proposer; /* search's pending try, undone when the outcome arrives */
+    kf_point pt;            /* a builtin node's point, while it is in flight */
+    int haspt;
+} flight;
+
+typedef struct {
+    int64_t id;
+    kf_status st;
+    kf_node n;      /* the outcome as recorded (st KF_OK) */
+    char err[1024]; /* the evaluator's message (st not KF_OK) */
+} eval_outcome;
+
+typedef struct evaluator {
+    struct sched *s;
+    run_state r; /* the main thread's, with its own ctx, task and store */
+    pthread_t th;
+} evaluator;
+
+typedef struct sched {
+    run_state *r;
+    kf_search *se;
+    kf_builtin *bi;
+    point_map *pm;
+    int jobs;
+    flight fl[KF_RUN_MAX_JOBS]; /* in flight: main thread only */
+    int n;
+    pthread_mutex_t mu;         /* guards todo, done, quit */
+    pthread_cond_t cv;
+    int64_t todo[KF_RUN_MAX_JOBS];
+    int ntodo;
+    eval_outcome done[KF_RUN_MAX_JOBS];
+    int ndone, quit;
+    evaluator *ev;
+    int nev;                    /* evaluators started */
+    uint64_t wait_ns;           /* the main thread's time waiting for outcomes */
+} sched;
+
+static void *evaluator_main(void *arg) {
+    evaluator *e = arg;
+    sched *s = e->s;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->ntodo && !s->quit) pthread_cond_wait(&s->cv, &s->mu);
+        if (!s->ntodo) break;
+        int64_t id = s->todo[0];
+        memmove(s->todo, s->todo + 1, (size_t)--s->ntodo * sizeof *s->todo);
+        pthread_mutex_unlock(&s->mu);
+        eval_outcome o;
+        memset(&o, 0, sizeof o);
+        o.id = id;
+        if ((o.st = eval_node(&e->r, id, &o.n)))
+            snprintf(o.err, sizeof o.err, "node %lld: %s", (long long)id, kf_errmsg(e->r.ctx));
+        pthread_mutex_lock(&s->mu);
+        s->done[s->ndone++] = o; /* room: never more than jobs ids are out */
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static void evaluator_close(evaluator *e) {
+    kf_store_close(e->r.st);
+    kf_task_free(e->r.t);
+    kf_ctx_free(e->r.ctx);
+}
+
+/* Start the evaluators (none for jobs 1). KF_OK, or a status with the detail on r->ctx
+ * (sched_stop then still frees what was made). */
+static kf_status sched_start(sched *s, run_state *r, kf_search *se, kf_builtin *bi, point_map *pm, int jobs) {
+    *s = (sched){.r = r, .se = se, .bi = bi, .pm = pm, .jobs = jobs < 1 ? 1 : jobs};
+    r->sched = s;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (s->jobs == 1) return KF_OK;
+    if (!(s->ev = calloc((size_t)s->jobs, sizeof *s->ev))) return kf__err(r->ctx, KF_ENOMEM, "out of memory");
+    for (int i = 0; i < s->jobs; i++) {
+        evaluator *e = &s->ev[i];
+        e->s = s;
+        e->r = *r;
+        e->r.ctx = kf_ctx_new();
+        e->r.t = NULL;
+        e->r.st = NULL;
+        e->r.sched = NULL;
+        e->r.display = NULL;
+        e->r.bench_ns = 0;
+        kf_status st = e->r.ctx ? KF_OK : kf__err(r->ctx, KF_ENOMEM, "out of memory");
+        if (!st && ((st = kf_task_load(e->r.ctx, r->t->dir, &e->r.t)) ||
+                    (st = kf_store_open(e->r.ctx, r->run_dir, e->r.t, &e->r.st))))
+            kf__err(r->ctx, st, "evaluator %d of --jobs %d: %s", i + 1, s->jobs, kf_errmsg(e->r.ctx));
+        if (!st && pthread_create(&e->th, NULL, evaluator_main, e))
+            st = kf__err(r->ctx, KF_EINTERNAL, "evaluator %d of --jobs %d: pthread_create failed", i + 1, s->jobs);
+        if (st) {
+            evaluator_close(e);
+            return st;
+        }
+        s->nev++;
+    }
+    return KF_OK;
+}
+
+/* Wait for the evaluators to finish what they were given, then free them. */
+static void sched_stop(sched *s) {
+    pthread_mutex_lock(&s->mu);
+    s->quit = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < s->nev; i++) {
+        pthread_join(s->ev[i].th, NULL);
+        s->r->bench_ns += s->ev[i].r.bench_ns;
+        evaluator_close(&s->ev[i]);
+    }
+    for (int i = 0; i < s->ndone; i++) kf_node_free(&s->done[i].n);
+    free(s->ev);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    s->r->sched = NULL;
+    s->r = NULL;
+}
+
+/* Wait for the next outcome and record it (record_one). Its status: an evaluation that
+ * reached no outcome stops the run as with --jobs 1 (detail on r->ctx). */
+static kf_status sched_wait(sched *s) {
+    uint64_t t0 = kf__now_ns();
+    pthread_mutex_lock(&s->mu);
+    while (!s->ndone) pthread_cond_wait(&s->cv, &s->mu);
+    eval_outcome o = s->done[0];
+    memmove(s->done, s->done + 1, (size_t)--s->ndone * sizeof *s->done);
+    pthread_mutex_unlock(&s->mu);
+    s->wait_ns += kf__now_ns() - t0;
+    for (int k = 0; k < s->n; k++)
+        if (s->fl[k].id == o.id) {
+            kf_search_pending(s->se, s->fl[k].category, s->fl[k].proposer, -1);
+            s->fl[k] = s->fl[--s->n];
+            break;
+        }
+    s->r->running = s->n;
+    kf_status st = o.st;
+    if (st) kf__err(s->r->ctx, st, "%s", o.err);
+    else record_one(s->r, s->se, s->bi, s->pm, &o.n);
+    kf_node_free(&o.n);
+    return st;
+}
+
+/* Evaluate node id: here and now with --jobs 1, else by an evaluator (after waiting for a
+ * free one); search counts it as a pending try until its outcome is recorded. */
+static kf_status sched_put(sched *s, int64_t id) {
+    run_state *r = s->r;
+    if (s->jobs == 1) return finish_one(r, s->se, s->bi, s->pm, id);
+    kf_status st = KF_OK;
+    if (s->n == s->jobs && (st = sched_wait(s))) return st;
+    kf_node n;
+    if ((st = kf_store_get_node(r->st, id, &n))) return st;
+    flight *f = &s->fl[s->n++];
+    memset(f, 0, sizeof *f);
+    f->id = id;
+    f->category = kf_search_category_parse(n.category);
+    if (f->category < 0) f->category = KF_CAT_OTHER;
+    f->proposer = proposer_index(n.proposer);
+    f->haspt = s->bi && !point_of(s->bi, n.params_json, &f->pt);
+    kf_node_free(&n);
+    kf_search_pending(s->se, f->category, f->proposer, +1);
+    r->running = s->n;
+    pthread_mutex_lock(&s->mu);
+    s->todo[s->ntodo++] = id;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return KF_OK;
+}
+
+/* 1 when a builtin node at point p is in flight (a resumed run's interrupted nodes are
+ * evaluated again while the builtin, which has not seen them yet, proposes). */
+static int sched_flying(const sched *s, const kf_point *p) {
+    int np = kf_builtin_nparams(s->bi);
+    for (int k = 0; k < s->n; k++)
+        if (s->fl[k].haspt && !memcmp(s->fl[k].pt.v, p->v, (size_t)np * sizeof p->v[0])) return 1;
+    return 0;
 }
 
 /* The template the builtin proposer walks: candidates/param.<c|cu>. */
@@ -859,7 +1152,7 @@ static kf_status agent_step(run_state *r, kf_agent *ag, kf_search *se, kf_builti
         }
     } else if (!st && pr.text) {
         r->agent_fails = 0;
-        st = finish_one(r, se, bi, pm, n.id);
+        st = sched_put(r->sched, n.id);
     } else if (!st) {
         n.state = KF_NODE_NO_CANDIDATE;
         n.reasons = strdup("no_candidate");
@@ -894,6 +1187,13 @@ static char *config_json(const kf_run_opts *o, const char *agent) {
     if (o->api_key_env) json_object_set_new(cfg, "api_key_env", json_string(o->api_key_env));
     if (o->agent_timeout_s > 0) json_object_set_new(cfg, "agent_timeout_s", json_real(o->agent_timeout_s));
     if (o->tokens > 0) json_object_set_new(cfg, "tokens", json_integer(o->tokens));
+    if (o->critic_agent) json_object_set_new(cfg, "critic_agent", json_string(o->critic_agent));
+    if (o->ncritic > 0) {
+        json_t *ca = json_array();
+        for (int i = 0; i < o->ncritic; i++) json_array_append_new(ca, json_string(o->critic[i]));
+        json_object_set_new(cfg, "critic", ca);
+    }
+    json_object_set_new(cfg, "jobs", json_integer(o->jobs > 0 ? o->jobs : 1));
     if (o->lessons) { /* absolute, so a resume from elsewhere finds it */
         char *abs = strcmp(o->lessons, "none") ? realpath(o->lessons, NULL) : NULL;
         json_object_set_new(cfg, "lessons", json_string(abs ? abs : o->lessons));
@@ -903,6 +1203,21 @@ static char *config_json(const kf_run_opts *o, const char *agent) {
     char *cs = json_dumps(cfg, JSON_COMPACT);
     json_decref(cfg);
     return cs;
+}
+
+/* The Critic's settings: its defaults, then each --critic KEY=VALUE; the noise floor is
+ * the checker's own (kf_opts.win_floor). */
+static kf_status critic_setup(run_state *r) {
+    kf_critic_opts_init(&r->critic);
+    kf_opts ko;
+    kf_opts_init(&ko);
+    r->noise_floor = ko.win_floor;
+    for (int i = 0; i < r->o->ncritic; i++) {
+        char err[300];
+        if (kf_critic_set(&r->critic, r->o->critic[i], err, sizeof err)) return kf__err(r->ctx, KF_EUSAGE, "%s", err);
+    }
+    if (r->o->critic_agent) return kf_advisor_new(r->ctx, r->o->critic_agent, r->o->agent_timeout_s, &r->advisor);
+    return KF_OK;
 }
 
 /* Open an existing run for tool mode or resume: the task from the run, its fingerprint
@@ -921,7 +1236,9 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, run_state *r) {
     kf_store_close(peek);
     if ((st = kf_task_load(ctx, td, &r->t))) return st;
     snprintf(r->run_dir, sizeof r->run_dir, "%s", o->run_dir);
-    if ((st = kf_store_open(ctx, r->run_dir, r->t, &r->st))) {
+    if ((st = kf_store_open(ctx, r->run_dir, r->t, &r->st)) || (st = critic_setup(r))) {
+        kf_store_close(r->st);
+        r->st = NULL;
         kf_task_free(r->t);
         r->t = NULL;
     }
@@ -929,6 +1246,8 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, run_state *r) {
 }
 
 static void close_run(run_state *r) {
+    kf_advisor_free(r->advisor);
+    r->advisor = NULL;
     kf_store_close(r->st);
     kf_task_free(r->t);
 }
@@ -952,6 +1271,84 @@ static kf_status new_search(run_state *r, kf_search **out) {
     return KF_OK;
 }
 
+/* ---- specialisation proposals (spec.c) -------------------------------------------- */
+
+#define SPEC_NOISE 0.05 /* a winner beats the compromise by at least this, besides the noise */
+
+typedef struct {
+    char (*h)[65];  /* source hashes of the run's specialisation nodes */
+    size_t n, cap;
+    int loaded;
+} spec_seen;
+
+static int seen_has(const spec_seen *s, const char *h) {
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->h[i], h)) return 1;
+    return 0;
+}
+
+static int seen_add(void *arg, const kf_node *n) {
+    spec_seen *s = arg;
+    if (strcmp(n->category, "specialisation") || seen_has(s, n->src_hash)) return 0;
+    if (s->n == s->cap) {
+        size_t c = s->cap ? s->cap * 2 : 16;
+        char(*p)[65] = realloc(s->h, c * sizeof *p);
+        if (!p) return -1;
+        s->h = p, s->cap = c;
+    }
+    snprintf(s->h[s->n++], 65, "%s", n->src_hash);
+    return 0;
+}
+
+/* When the builtin's measurements call for a specialisation that the run does not hold
+ * yet (by source hash, so a resumed run does not propose it again), record it as a child
+ * of the compromise's node and evaluate it like any node; *done = 1 then. */
+static kf_status specialise(run_state *r, kf_search *se, kf_builtin *bi, point_map *pm, spec_seen *seen,
+                            const char *tmpl, size_t tlen, const char *ext, int *done) {
+    *done = 0;
+    kf_spec *sp = NULL;
+    int n = 0;
+    kf_status st = kf_loop_specs(r->ctx, r->t, bi, tmpl, tlen, SPEC_NOISE, &sp, &n);
+    if (!st && n && !seen->loaded) {
+        st = kf_store_each_node(r->st, seen_add, seen);
+        seen->loaded = 1;
+    }
+    for (int i = 0; i < n && !st && !*done; i++) {
+        char h[65];
+        const void *parts[] = {sp[i].text};
+        size_t lens[] = {sp[i].len};
+        if (kf__sha256_hex(parts, lens, 1, h)) {
+            st = kf__err(r->ctx, KF_EINTERNAL, "sha256 failed");
+            break;
+        }
+        if (seen_has(seen, h)) continue;
+        int64_t parent = 0;
+        for (size_t id = 1; id < pm->cap && !parent; id++)
+            if (pm->has[id] && !memcmp(&pm->p[id], &sp[i].compromise, sizeof sp[i].compromise)) parent = (int64_t)id;
+        if (!parent) continue; /* the compromise is not a node of this run (cannot happen) */
+        kf_node nd;
+        memset(&nd, 0, sizeof nd);
+        nd.parent = parent;
+        snprintf(nd.ext, sizeof nd.ext, "%s", ext);
+        snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+        snprintf(nd.category, sizeof nd.category, "specialisation");
+        nd.params_json = strdup(sp[i].params_json);
+        nd.note = kf__asprintf(SPEC_NOTE "%lld for %s: kforge:when %s (it beats node %lld there by %.2fx)",
+                               (long long)parent, sp[i].shapes, sp[i].when, (long long)parent, sp[i].gain);
+        nd.created = now_s();
+        if (!nd.params_json || !nd.note) st = kf__err(r->ctx, KF_ENOMEM, "out of memory");
+        if (!st) st = kf_store_put_source(r->st, sp[i].text, sp[i].len, nd.ext, nd.src_hash);
+        if (!st) st = kf_store_add_node(r->st, &nd);
+        if (!st && seen_add(seen, &nd)) st = kf__err(r->ctx, KF_ENOMEM, "out of memory");
+        int64_t id = nd.id;
+        kf_node_free(&nd);
+        if (!st) st = r->sched ? sched_put(r->sched, id) : finish_one(r, se, bi, pm, id);
+        *done = !st;
+    }
+    kf_loop_specs_free(sp, n);
+    return st;
+}
+
 kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (summary) *summary = NULL;
     run_state r;
@@ -965,7 +1362,10 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     kf_builtin *bi = NULL;
     kf_agent *ag = NULL;
     point_map pm = {0};
+    spec_seen seen = {0};
     replay_ctx rc = {0};
+    static const sched no_sched;
+    sched sc = no_sched; /* sc.r set: started */
     char *tmpl = NULL;
     size_t tlen = 0;
     json_t *rcfg = NULL; /* the run's recorded config, on resume */
@@ -989,9 +1389,27 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if (!eo.lessons) eo.lessons = json_string_value(json_object_get(rcfg, "lessons"));
         if (!eo.pack_tokens) eo.pack_tokens = json_integer_value(json_object_get(rcfg, "pack_tokens"));
         eo.with_builtin |= json_is_true(json_object_get(rcfg, "with_builtin"));
+        if (!eo.critic_agent) eo.critic_agent = json_string_value(json_object_get(rcfg, "critic_agent"));
+        if (!eo.ncritic) { /* the Critic judges a resumed run as it judged the rest */
+            size_t ci;
+            json_t *cv;
+            json_array_foreach(json_object_get(rcfg, "critic"), ci, cv) {
+                if (eo.ncritic < 8 && json_string_value(cv)) eo.critic[eo.ncritic++] = json_string_value(cv);
+            }
+        }
+        if (!eo.jobs) eo.jobs = (int)json_integer_value(json_object_get(rcfg, "jobs"));
+    }
+    if (eo.jobs < 1) eo.jobs = 1;
+    if (eo.jobs > KF_RUN_MAX_JOBS) {
+        json_decref(rcfg);
+        return kf__err(ctx, KF_EUSAGE, "--jobs %d: at most %d", eo.jobs, KF_RUN_MAX_JOBS);
     }
     o = &eo;
     r.o = o;
+    if ((st = critic_setup(&r))) {
+        json_decref(rcfg);
+        return st;
+    }
     const char *spec = o->agent ? o->agent : "builtin";
     int agent = strcmp(spec, "builtin") != 0;
     if (!task_dir) {
@@ -1058,10 +1476,13 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (r.evals)
         fprintf(stderr, "kforge run: resuming %s: %d evaluation%s recorded, %zu interrupted (evaluated again)\n",
                 r.run_dir, r.evals, r.evals == 1 ? "" : "s", rc.nun);
-    for (size_t i = 0; i < rc.nun && !st; i++) st = finish_one(&r, se, bi, &pm, rc.unfinished[i]);
+    if ((st = sched_start(&sc, &r, se, bi, &pm, o->jobs))) goto out;
+    for (size_t i = 0; i < rc.nun && !st; i++) st = sched_put(&sc, rc.unfinished[i]);
     const char *why = "budget spent";
+    /* Stop rules stop the issuing of new work; what is in flight is waited for and
+     * recorded after the loop. The budget counts evaluations in flight. */
     while (!st) {
-        if (r.evals >= o->budget) break;
+        if (r.evals + sc.n >= o->budget) break;
         if (o->wall_s > 0 && (double)(kf__now_ns() - r.t0) / 1e9 >= o->wall_s) {
             why = "wall time spent";
             break;
@@ -1078,8 +1499,20 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
             why = "no improvement in the last --patience evaluations";
             break;
         }
+        if (sc.n == sc.jobs) { /* every evaluator busy: the next outcome first */
+            st = sched_wait(&sc);
+            continue;
+        }
+        if (bi) { /* measurements that call for a specialisation come first */
+            int done = 0;
+            if ((st = specialise(&r, se, bi, &pm, &seen, tmpl, tlen, ti ? "cu" : "c", &done)) || done) continue;
+        }
         kf_action a;
         if (kf_search_pick(se, &a)) {
+            if (sc.n) { /* what is in flight may open new actions */
+                st = sched_wait(&sc);
+                continue;
+            }
             why = "every action scores under the floor";
             break;
         }
@@ -1097,7 +1530,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         int mcat = a.category, got;
         const kf_point *from = pm_get(&pm, a.parent);
         if (a.parent == 0)
-            got = r.evals == 0 ? kf_builtin_next(bi, NULL, -1, &pt, &mv, &mcat) : kf_builtin_restart(bi, &pt);
+            got = r.evals + sc.n == 0 ? kf_builtin_next(bi, NULL, -1, &pt, &mv, &mcat) : kf_builtin_restart(bi, &pt);
         else
             got = from ? kf_builtin_next(bi, from, a.category, &pt, &mv, &mcat) : -1;
         if (got) {
@@ -1113,6 +1546,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
                 break;
             }
         }
+        if (sched_flying(&sc, &pt)) continue; /* an interrupted node's point, being evaluated again */
         char pj[1024];
         kf_builtin_json(bi, &pt, pj, sizeof pj);
         json_t *pjson = json_loads(pj, 0, NULL);
@@ -1138,8 +1572,14 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if (!st) st = kf_store_add_node(r.st, &n);
         int64_t id = n.id;
         kf_node_free(&n);
-        if (!st) st = finish_one(&r, se, bi, &pm, id);
+        if (!st) st = sched_put(&sc, id);
     }
+    /* what is in flight is recorded, whatever stopped the loop */
+    while (sc.n) {
+        kf_status ws = sched_wait(&sc);
+        if (!st) st = ws;
+    }
+    sched_stop(&sc);
     if (r.tty) fputc('\n', stderr);
     if (!st) {
         kf_store_set_status(r.st, "done");
@@ -1164,11 +1604,15 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
                     best, tok, trips, why, split);
         }
         /* the loop's own cost: everything but kf_bench (compile, check, timing) */
-        double over_ms = r.fresh ? ((double)(kf__now_ns() - r.t0 - r.bench_ns) / 1e6) / r.fresh : 0;
+        /* --jobs N: the main thread's time outside waiting for outcomes */
+        uint64_t inside = o->jobs > 1 ? sc.wait_ns : r.bench_ns;
+        double over_ms = r.fresh ? ((double)(kf__now_ns() - r.t0 - inside) / 1e6) / r.fresh : 0;
         if (summary) {
-            json_t *j = json_pack("{s:s, s:i, s:i, s:f, s:I, s:I, s:s, s:f}", "run", r.run_dir, "evaluations",
-                                  r.evals, "kept", r.kept, "best_speedup", r.best, "best_node", (json_int_t)r.best_id,
-                                  "tokens", (json_int_t)r.tokens, "stopped", why, "overhead_ms_per_evaluation", over_ms);
+            json_t *j = json_pack("{s:s, s:i, s:i, s:f, s:I, s:I, s:s, s:f, s:i, s:i}", "run", r.run_dir,
+                                  "evaluations", r.evals, "kept", r.kept, "best_speedup", r.best, "best_node",
+                                  (json_int_t)r.best_id, "tokens", (json_int_t)r.tokens, "stopped", why,
+                                  "overhead_ms_per_evaluation", over_ms, "jobs", o->jobs, "max_concurrent_timing",
+                                  kf_bench_timing_max());
             if (j && split_j) json_object_set(j, "pack_tokens", split_j);
             if (j) json_object_set_new(j, "breaker_trips", json_integer(kf_search_trips(se)));
             *summary = json_dumps(j, JSON_COMPACT);
@@ -1176,15 +1620,18 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         }
     }
 out:
+    if (sc.r) sched_stop(&sc);
     json_decref(split_j);
     kf_loop_memory_close(r.mem);
     free(rc.unfinished);
+    free(seen.h);
     free(pm.p);
     free(pm.has);
     free(tmpl);
     kf_search_free(se);
     kf_builtin_free(bi);
     kf_agent_free(ag);
+    kf_advisor_free(r.advisor);
     kf_store_close(r.st);
     kf_task_free(r.t);
     json_decref(rcfg);
@@ -1405,8 +1852,10 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
     int passed = n.state == KF_NODE_MEASURED || n.state == KF_NODE_KEPT || n.state == KF_NODE_REVERTED;
     *outcome = passed ? 0 : n.state == KF_NODE_CRASHED ? 2 : 1;
     char *msg = passed ? NULL : first_message(&n);
+    json_t *critics = json_object();
+    kf_store_each_event(r.st, "critic", critic_event, critics);
     if (json) {
-        json_t *j = node_json(&n);
+        json_t *j = node_json(&n, NULL, critics);
         json_object_set_new(j, "run", json_string(r.run_dir));
         json_object_set_new(j, "pending", pid ? json_integer(pid) : json_null());
         json_object_set_new(j, "message", msg ? json_string(msg) : json_null());
@@ -1417,10 +1866,11 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
         kf_buf_init(&b, 1u << 20);
         kf_node_vec one = {&n, 1, 1};
         kf_buf_printf(&b, "kforge submit: ");
-        tree_text(&b, &one, parent, 0, NULL);
+        tree_text(&b, &one, NULL, parent, 0, critics, NULL);
         if (msg) kf_buf_printf(&b, "  %s\n", msg);
         *out = b.p;
     }
+    json_decref(critics);
     free(msg);
     if (!*out) st = kf__err(ctx, KF_ENOMEM, "out of memory");
 out:
@@ -1452,10 +1902,23 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     if (s) return s;
     kf_diag_map *dm = NULL;
     kf_diag_load(st, &dm); /* diagnoses and breaker events; none when it fails */
+    json_t *critics = json_object();
+    kf_store_each_event(st, "critic", critic_event, critics);
+    /* the domains of specialisations (their sources are read: only theirs, a tree may
+     * hold many nodes) */
+    char **whens = a.n ? calloc(a.n, sizeof *whens) : NULL;
+    for (size_t i = 0; whens && i < a.n; i++) {
+        char *txt = NULL;
+        if (strcmp(a.v[i].category, "specialisation") ||
+            kf_store_read_source(st, a.v[i].src_hash, a.v[i].ext, &txt, NULL))
+            continue;
+        whens[i] = kf_loop_when_of(txt);
+        free(txt);
+    }
     if (json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < a.n; i++) {
-            json_t *nj = node_json(&a.v[i]), *dj = kf_diag_json(dm, a.v[i].id);
+            json_t *nj = node_json(&a.v[i], whens ? whens[i] : NULL, critics), *dj = kf_diag_json(dm, a.v[i].id);
             if (dj) json_object_set_new(nj, "diagnosis", dj);
             json_array_append_new(arr, nj);
         }
@@ -1472,13 +1935,16 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_buf_printf(&b, "run %s (task %s): %zu nodes; speedups against the reference, * = a win\n", dir,
                       kf_store_task_dir(st), a.n);
         kf_buf_printf(&b, "#0 root: the reference\n");
-        tree_text(&b, &a, 0, 1, dm);
+        tree_text(&b, &a, whens, 0, 1, critics, dm);
         ctext ct = {&b, 0};
         kf_store_each_constraint(st, constraint_text, &ct);
         kf_diag_breakers_text(dm, &b);
         *out = b.p;
     }
     kf_diag_map_free(dm);
+    json_decref(critics);
+    for (size_t i = 0; whens && i < a.n; i++) free(whens[i]);
+    free(whens);
     kf_loop_vec_free(&a);
     kf_store_close(st);
     return *out ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");

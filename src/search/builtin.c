@@ -440,6 +440,11 @@ int kf_builtin_best(const kf_builtin *b, kf_point *out, double *geomean_ns) {
 
 int kf_builtin_best_per_shape(const kf_builtin *b, double min_noise, kf_point *per_shape,
                               double *gain, int nshapes) {
+    return kf_builtin_shape_winners(b, min_noise, per_shape, gain, NULL, nshapes);
+}
+
+int kf_builtin_shape_winners(const kf_builtin *b, double min_noise, kf_point *per_shape,
+                             double *gain, int *beats, int nshapes) {
     const record *c = best_rec(b);
     if (!c || nshapes != b->nshapes) return -1;
     int differ = 0;
@@ -451,7 +456,9 @@ int kf_builtin_best_per_shape(const kf_builtin *b, double min_noise, kf_point *p
         if (noise < min_noise) noise = min_noise;
         per_shape[s] = w->p;
         if (gain) gain[s] = c->ns[s] / w->ns[s];
-        differ += w != c && c->ns[s] > w->ns[s] * (1 + noise);
+        int d = w != c && c->ns[s] > w->ns[s] * (1 + noise);
+        if (beats) beats[s] = d;
+        differ += d;
     }
     return differ;
 }

@@ -83,6 +83,11 @@ int kf_builtin_best(const kf_builtin *b, kf_point *out, double *geomean_ns);
 int kf_builtin_best_per_shape(const kf_builtin *b, double min_noise, kf_point *per_shape,
                               double *gain, int nshapes);
 
+/* The same, and beats[s] (may be NULL) = 1 where shape s's winner beats the compromise by
+ * more than the noise (the shapes a specialisation is for). */
+int kf_builtin_shape_winners(const kf_builtin *b, double min_noise, kf_point *per_shape,
+                             double *gain, int *beats, int nshapes);
+
 /* Learnt constraints: how many, and the i-th as text ("BM != 64") into buf. */
 int kf_builtin_nlearnt(const kf_builtin *b);
 const char *kf_builtin_learnt(const kf_builtin *b, int i, char *buf, size_t n);

@@ -152,6 +152,7 @@ typedef struct {
     double tries, fails, crashes, measured, gain_sum, cost_sum, cost_n;
     int streak;
     uint32_t last_pick; /* s->picks when this (proposer, category) last ran */
+    int pending;        /* tries issued and not yet observed (kforge run --jobs N) */
     int fails_in_row;   /* circuit breaker: failures since its last measured outcome */
     double paused_until; /* circuit breaker: paused while s->n_actions < this */
 } cell;
@@ -171,6 +172,7 @@ struct kf_search {
     node *tab;
     size_t cap, count;
     double n_actions, best, cost_sum, cost_n;
+    int n_pending;   /* the cells' pending tries, in all */
     uint32_t picks;
     int64_t *kept;   /* best kept nodes, by speedup descending, at most max_parents */
     int nkept;
@@ -357,6 +359,14 @@ void kf_search_exhaust(kf_search *s, int64_t parent, int category, int proposer)
         n->exhausted[proposer] |= (uint16_t)(1u << category);
 }
 
+void kf_search_pending(kf_search *s, int category, int proposer, int delta) {
+    if (category < 0 || category >= KF_CAT_COUNT || proposer < 0 || proposer >= KF_SEARCH_MAX_PROPOSERS) return;
+    cell *c = &s->cells[proposer][category];
+    if (c->pending + delta < 0) return;
+    c->pending += delta;
+    s->n_pending += delta;
+}
+
 void kf_search_offer(kf_search *s, int proposer, unsigned mask) {
     if (proposer >= 0 && proposer < KF_SEARCH_MAX_PROPOSERS) s->offer[proposer] = mask;
 }
@@ -390,7 +400,10 @@ static void score(const kf_search *s, const node *par, int cat, int prop, kf_act
     a->r_crash = (c->crashes + 1) / (c->tries + 2);
     double g0 = 1 - 1 / cfg->target, gap = 1 / s->best - 1 / cfg->target;
     a->m_gap = g0 > 0 ? 1 + fmin(1, fmax(0, gap) / g0) : 1;
-    a->bonus = s->n_actions > 1 ? cfg->C * sqrt(log(s->n_actions) / (1 + c->tries)) : 0;
+    /* N and n_cat count the tries in flight too: with several evaluations at once, an
+     * action already running does not keep the bonus that drew it (no pile-up on one) */
+    double n_all = s->n_actions + s->n_pending;
+    a->bonus = n_all > 1 ? cfg->C * sqrt(log(n_all) / (1 + c->tries + c->pending)) : 0;
     a->decay = pow(cfg->keep_decay, par->kept_children);
     if (c->streak >= cfg->fail_streak) a->decay *= pow(cfg->fail_penalty, c->streak - cfg->fail_streak + 1);
     /* Aging is per (proposer, category): what must not starve is a kind of move. Per

@@ -102,6 +102,11 @@ void kf_search_free(kf_search *s);
 int kf_search_observe(kf_search *s, const kf_search_obs *o);
 /* No further (parent, category, proposer) action: the proposer has nothing left there. */
 void kf_search_exhaust(kf_search *s, int64_t parent, int category, int proposer);
+/* A try of (category, proposer) was issued (delta +1) or its outcome observed (-1; call it
+ * before kf_search_observe): tries in flight count in N and n_cat of the bonus, so that
+ * several evaluations at once spread over actions. With none in flight, scores are as
+ * without this call. */
+void kf_search_pending(kf_search *s, int category, int proposer, int delta);
 /* Which categories proposer p offers (bit c = category c; all by default). */
 void kf_search_offer(kf_search *s, int proposer, unsigned mask);
 /* The best action into *out; its wait resets and every other action waits one more pick.

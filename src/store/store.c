@@ -816,6 +816,24 @@ kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
         return kf__err(s->ctx, KF_EUSAGE, "kf_store_finish_node: node %lld: state %d, speedup "
                        "%g, cost %g, finished %g", (long long)n->id, (int)n->state, n->speedup,
                        n->cost_s, n->finished);
+    /* the Critic's veto is mechanical: kept only with its approval on record */
+    if (n->state == KF_NODE_KEPT) {
+        sqlite3_stmt *a = NULL;
+        int rc = sqlite3_prepare_v2(s->db,
+                                    "SELECT 1 FROM events WHERE run = ?1 AND node = ?2 AND kind = 'critic'"
+                                    " AND json_extract(json, '$.decision') = 'approve' LIMIT 1",
+                                    -1, &a, NULL);
+        if (rc) return serr(s, rc, "reading the Critic's decisions");
+        sqlite3_bind_int64(a, 1, s->run);
+        sqlite3_bind_int64(a, 2, n->id);
+        rc = sqlite3_step(a);
+        sqlite3_finalize(a);
+        if (rc != SQLITE_ROW)
+            return rc == SQLITE_DONE
+                       ? kf__err(s->ctx, KF_EUSAGE, "%s: node %lld: only the Critic may mark a node kept, and "
+                                                     "it has not approved this one", s->dbpath, (long long)n->id)
+                       : serr(s, rc, "reading the Critic's decisions");
+    }
     sqlite3_stmt *q = s->q[Q_FINISH];
     bind_text(q, 1, state_names[n->state]);
     bind_text(q, 2, n->reasons);

@@ -66,6 +66,7 @@ typedef struct {
     double speedup;                /* geometric mean over visible shapes, 0 if none */
     double cost_s;                 /* wall seconds of proposing + evaluating */
     int64_t tokens_in, tokens_out;
+    int64_t review_tokens;  /* not stored: this evaluation's advisory review (part of tokens_in) */
     double created, finished;      /* Unix seconds; finished 0 while unfinished */
     char *note;
 } kf_node;

@@ -78,7 +78,29 @@ static int is_ident(const char *s) {
     return 1;
 }
 
-/* Refuse keys outside `allowed` (NULL-terminated). */
+/* Levenshtein distance between a and b, capped: returns cap + 1 for anything further or
+ * for names longer than 63 bytes. */
+static int edit_distance(const char *a, const char *b, int cap) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return cap + 1;
+    int row[64];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int sub = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            int best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
+            row[j] = sub < best ? sub : best;
+            diag = up;
+        }
+    }
+    return row[lb] > cap ? cap + 1 : row[lb];
+}
+
+/* Refuse keys outside `allowed` (NULL-terminated); a key within two edits (a third of
+ * its length at most) of an allowed one gets "did you mean". */
 static kf_status only_keys(lctx *l, json_t *obj, const char *where, const char *const *allowed) {
     const char *key;
     json_t *v;
@@ -86,7 +108,15 @@ static kf_status only_keys(lctx *l, json_t *obj, const char *where, const char *
         int ok = 0;
         for (const char *const *a = allowed; *a; a++)
             if (!strcmp(*a, key)) ok = 1;
-        if (!ok) return bad(l, "%s: unknown field '%s'", where, key);
+        if (ok) continue;
+        const char *near = NULL;
+        int cap = (int)strlen(key) / 3 < 2 ? (int)strlen(key) / 3 : 2, bestd = cap + 1;
+        for (const char *const *a = allowed; *a; a++) {
+            int d = edit_distance(key, *a, cap);
+            if (d < bestd) bestd = d, near = *a;
+        }
+        if (near) return bad(l, "%s: unknown field '%s' (did you mean '%s'?)", where, key, near);
+        return bad(l, "%s: unknown field '%s'", where, key);
     }
     return KF_OK;
 }

@@ -252,7 +252,7 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     if (code == 0 && !access(so, R_OK)) {
         out->ok = 1;
         /* publish into the cache atomically; a failure here only costs a rebuild */
-        char *tmp = cached ? kf__asprintf("%s.%d.tmp", cached, (int)getpid()) : NULL;
+        char *tmp = cached ? kf__asprintf("%s.%d.tmp", cached, (int)gettid()) /* per thread: --jobs */ : NULL;
         char *dir = cached ? kf__strdup(cached) : NULL;
         if (dir) *strrchr(dir, '/') = 0;
         char *data = NULL;

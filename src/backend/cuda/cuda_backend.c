@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +94,17 @@ static int gpu_key(char key[65]) {
  * capability, else sm_90 (a machine without a driver compiles for the H200). The
  * driver's answer is cached under a key of the GPUs and the driver (gpu_key): asking
  * initialises the driver in this process, 0.1-0.3 s of every check on an H200. */
+static void pick_arch_locked(char *out, size_t n);
+
+/* memo is shared by the threads of kforge run --jobs N: one asks at a time */
 static void pick_arch(char *out, size_t n) {
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    pick_arch_locked(out, n);
+    pthread_mutex_unlock(&mu);
+}
+
+static void pick_arch_locked(char *out, size_t n) {
     const char *env = getenv("KFORGE_CUDA_ARCH");
     if (env && *env) {
         snprintf(out, n, "%s", env);
@@ -132,7 +143,7 @@ static void pick_arch(char *out, size_t n) {
         if (keyed) { /* written whole or not at all */
             char tmp[4400], sub[4200];
             snprintf(sub, sizeof sub, "%s/cuda", dir);
-            snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+            snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)gettid());
             FILE *f = kf__mkdirs(sub) ? NULL : fopen(tmp, "w");
             if (f) {
                 int bad = fprintf(f, "%s\n", memo) < 0;
@@ -622,8 +633,8 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     snprintf(local, sizeof local, "%s/%.16s.kfc", workdir, key);
     char *dir = cached ? kf__strdup(cached) : NULL;
     if (dir) *strrchr(dir, '/') = 0;
-    char *tmp = cached ? kf__asprintf("%s.%d.tmp", cached, (int)getpid()) : NULL;
-    char *tmpl = cached_log ? kf__asprintf("%s.%d.tmp", cached_log, (int)getpid()) : NULL;
+    char *tmp = cached ? kf__asprintf("%s.%d.tmp", cached, (int)gettid()) : NULL;
+    char *tmpl = cached_log ? kf__asprintf("%s.%d.tmp", cached_log, (int)gettid()) : NULL;
     if (dir && tmp && tmpl && !kf__mkdirs(dir) && !write_file(tmpl, out->log, strlen(out->log)) &&
         !rename(tmpl, cached_log) && !write_file(tmp, blob, o) && !rename(tmp, cached)) {
         out->so_path = cached;

@@ -167,7 +167,7 @@ int kf_device_cache_save(const char *path, kf_devinfo *d) {
     }
     char *dir = kf__strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash) *slash = 0;
-    char *tmp = kf__asprintf("%s.%d.tmp", path, (int)getpid());
+    char *tmp = kf__asprintf("%s.%d.tmp", path, (int)gettid());
     json_t *o = kf_device_json(d);
     json_object_del(o, "source");
     int rc = -1;

@@ -390,8 +390,8 @@ kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path,
         free(data);
         char *dir = cached ? kf__strdup(cached) : NULL;
         if (dir) *strrchr(dir, '/') = 0;
-        char *tmp = cached ? kf__asprintf("%s.%d.tmp", cached, (int)getpid()) : NULL;
-        char *tmpl = cached_log ? kf__asprintf("%s.%d.tmp", cached_log, (int)getpid()) : NULL;
+        char *tmp = cached ? kf__asprintf("%s.%d.tmp", cached, (int)gettid()) : NULL;
+        char *tmpl = cached_log ? kf__asprintf("%s.%d.tmp", cached_log, (int)gettid()) : NULL;
         char local[PATH_MAX + 64];
         snprintf(local, sizeof local, "%s/%.16s.kfh", workdir, key);
         if (dir && tmp && tmpl && !kf__mkdirs(dir) && !write_new(tmpl, out->log, strlen(out->log)) &&

@@ -1,0 +1,359 @@
+/*
+ * critic.c - the Critic: the one stage that may let a measured node become `kept`
+ * (docs/run.md, "The Critic"). It never measures anything itself: it reads the check's
+ * verdict and asks the loop, through a callback, for more timings. Its checks, in order:
+ *
+ *   integrity     the task's files are still the ones the run locked, the verdict names
+ *                 the same fingerprint, and a node whose kforge:when skips visible shapes
+ *                 its parent timed is a `specialisation` (else it dodged a shape);
+ *   plausibility  no shape faster than max_speedup (100x) against the reference, none
+ *                 above the roofline (fraction > 1.05): refused as impossible;
+ *   gain          some shape beats the parent by more than the noise (and keep_margin);
+ *   measurement   `retimes` fresh worker pairs against the parent, same launch mode
+ *                 (an unfair pair: needs_review), each with a shape whose 95% interval's
+ *                 low end clears 1 + the noise floor (win_floor);
+ *   suspicious    a gain of suspicious_gain (1.5x) or more over the parent from a change
+ *                 of at most tiny_lines (3) lines is verified again with twice the
+ *                 hidden shapes plus four and twice the rounds.
+ *
+ * Decisions: approve (kept), reject, needs_review (not kept: a comparison the mechanical
+ * checks cannot settle, shown to a person by `kforge tree`). Each is stored with its
+ * checks; the store refuses `kept` for a node without an approve (kf_store_finish_node).
+ */
+#include "loop.h"
+
+#include "../util/util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kf_critic_opts_init(kf_critic_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->max_speedup = 100.0;
+    o->max_roofline = 1.05;
+    o->retimes = 2;
+    o->suspicious_gain = 1.5;
+    o->tiny_lines = 3;
+}
+
+int kf_critic_set(kf_critic_opts *o, const char *kv, char *err, size_t n) {
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv || !eq[1]) {
+        snprintf(err, n, "--critic %s: expected KEY=VALUE", kv);
+        return -1;
+    }
+    size_t kl = (size_t)(eq - kv);
+    char *end;
+    double v = strtod(eq + 1, &end);
+    if (*end || !isfinite(v) || v < 0) {
+        snprintf(err, n, "--critic %s: the value must be a number >= 0", kv);
+        return -1;
+    }
+#define KEY(s) (kl == strlen(s) && !strncmp(kv, s, kl))
+    if (KEY("max_speedup") && v > 1) o->max_speedup = v;
+    else if (KEY("max_roofline") && v >= 1) o->max_roofline = v;
+    else if (KEY("retimes") && v >= 1 && v <= 10 && v == floor(v)) o->retimes = (int)v;
+    else if (KEY("suspicious_gain") && v > 1) o->suspicious_gain = v;
+    else if (KEY("tiny_lines") && v == floor(v) && v <= 1000) o->tiny_lines = (int)v;
+    else {
+        snprintf(err, n, "--critic %s: unknown key or value out of range (max_speedup > 1, max_roofline >= 1, "
+                         "retimes 1-10, suspicious_gain > 1, tiny_lines 0-1000)", kv);
+        return -1;
+    }
+#undef KEY
+    return 0;
+}
+
+/* ---- helpers ------------------------------------------------------------------------- */
+
+static void check(json_t *checks, const char *name, const char *outcome, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void check(json_t *checks, const char *name, const char *outcome, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    json_array_append_new(checks, json_pack("{s:s, s:s, s:s}", "check", name, "outcome", outcome, "detail", buf));
+}
+
+static void sizes_text(json_t *sizes, char *out, size_t n) {
+    size_t o = 0;
+    const char *k;
+    json_t *v;
+    out[0] = 0;
+    json_object_foreach(sizes, k, v) {
+        if (o >= n) break;
+        o += (size_t)snprintf(out + o, n - o, "%s%s=%lld", o ? " " : "", k, (long long)json_integer_value(v));
+    }
+}
+
+static int same_sizes(json_t *a, json_t *b) { return a && b && json_equal(a, b); }
+
+/* visible shapes the verdict left untimed (outside its kforge:when) */
+static int untimed_has(json_t *res, json_t *sizes) {
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(res, "untimed_shapes"), i, u) {
+        json_t *s = json_object_get(u, "sizes");
+        if (same_sizes(s ? s : u, sizes)) return 1;
+    }
+    return 0;
+}
+
+static uint64_t line_hash(const char *p, size_t n) { /* FNV-1a */
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Lines of a not found in b, and of b not in a (as multisets): the larger count. A
+ * template point against its parent point differs in its kforge:param lines alone. */
+static int changed_lines(const char *a, const char *b) {
+    if (!a || !b) return -1;
+    size_t na = 0, nb = 0;
+    for (const char *p = a; *p; p++) na += *p == '\n';
+    for (const char *p = b; *p; p++) nb += *p == '\n';
+    uint64_t *ha = calloc(na + 2, sizeof *ha), *hb = calloc(nb + 2, sizeof *hb);
+    unsigned char *used = calloc(nb + 2, 1);
+    int out = -1;
+    if (!ha || !hb || !used) goto done;
+    size_t ia = 0, ib = 0;
+    for (const char *p = a; *p && ia <= na;) {
+        const char *e = strchr(p, '\n');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        ha[ia++] = line_hash(p, l);
+        p += l + (e != NULL);
+    }
+    for (const char *p = b; *p && ib <= nb;) {
+        const char *e = strchr(p, '\n');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        hb[ib++] = line_hash(p, l);
+        p += l + (e != NULL);
+    }
+    int only_a = 0;
+    for (size_t i = 0; i < ia; i++) {
+        size_t j = 0;
+        while (j < ib && (used[j] || hb[j] != ha[i])) j++;
+        if (j < ib) used[j] = 1;
+        else only_a++;
+    }
+    int only_b = 0;
+    for (size_t j = 0; j < ib; j++) only_b += !used[j];
+    out = only_a > only_b ? only_a : only_b;
+done:
+    free(ha);
+    free(hb);
+    free(used);
+    return out;
+}
+
+/* The best shape of a timing against the parent: whether it is fair everywhere, and the
+ * highest low end of a 95% interval among fair shapes, with its speedup. */
+typedef struct {
+    int accepted, unfair;
+    double best_lo, best_speedup, geomean;
+    char unfair_why[300];
+} timing_view;
+
+static void view(json_t *res, timing_view *v) {
+    memset(v, 0, sizeof *v);
+    const char *verdict = json_string_value(json_object_get(res, "verdict"));
+    v->accepted = verdict && !strcmp(verdict, "accepted");
+    double lg = 0;
+    int n = 0;
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(res, "shapes"), i, s) {
+        json_t *sp = json_object_get(s, "speedup");
+        if (!sp) continue;
+        if (json_is_false(json_object_get(s, "fair"))) {
+            v->unfair = 1;
+            snprintf(v->unfair_why, sizeof v->unfair_why, "%s",
+                     json_string_value(json_object_get(s, "fair_reason")) ? json_string_value(json_object_get(s, "fair_reason"))
+                                                                          : "launch modes differ");
+            continue;
+        }
+        double x = json_number_value(sp);
+        if (x > 0) lg += log(x), n++;
+        double lo = json_number_value(json_array_get(json_object_get(s, "ci95"), 0));
+        if (lo > v->best_lo) v->best_lo = lo, v->best_speedup = x;
+    }
+    v->geomean = n ? exp(lg / n) : 0;
+}
+
+/* ---- the judgement ------------------------------------------------------------------------ */
+
+kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_case *c, json_t **report) {
+    const kf_critic_opts *o = env->o;
+    json_t *checks = json_array();
+    kf_critic_decision d = KF_CRITIC_APPROVE;
+    char why[1200] = "";
+    char err[600] = "";
+#define DECIDE(dec, ...)                                  \
+    do {                                                  \
+        d = (dec);                                        \
+        snprintf(why, sizeof why, __VA_ARGS__);           \
+        goto out;                                         \
+    } while (0)
+
+    /* integrity: the task on disk, the verdict's task, the domain */
+    char now[65] = "";
+    if (env->fingerprint_now && env->fingerprint_now(env->arg, now)) {
+        check(checks, "integrity", "fail", "the task's files could not be read again");
+        DECIDE(KF_CRITIC_REJECT, "task integrity: the task's files could not be read again");
+    }
+    if (env->locked_fingerprint && now[0] && strcmp(now, env->locked_fingerprint)) {
+        check(checks, "integrity", "fail", "the task's files changed during the run (locked %.12s, now %.12s)",
+              env->locked_fingerprint, now);
+        DECIDE(KF_CRITIC_REJECT, "task integrity: the task's files changed during the run");
+    }
+    const char *vfp = json_string_value(json_object_get(c->result, "fingerprint"));
+    if (env->locked_fingerprint && vfp && strcmp(vfp, env->locked_fingerprint)) {
+        check(checks, "integrity", "fail", "the verdict is for another task (fingerprint %.12s, the run's %.12s)", vfp,
+              env->locked_fingerprint);
+        DECIDE(KF_CRITIC_REJECT, "task integrity: the verdict is for another version of the task");
+    }
+    {
+        /* visible shapes this node leaves untimed that its parent timed */
+        char skipped[400] = "";
+        size_t so = 0;
+        int nskip = 0;
+        size_t i;
+        json_t *u;
+        json_array_foreach(json_object_get(c->result, "untimed_shapes"), i, u) {
+            json_t *sz = json_object_get(u, "sizes") ? json_object_get(u, "sizes") : u;
+            if (c->parent_result && untimed_has(c->parent_result, sz)) continue;
+            char t[160];
+            sizes_text(sz, t, sizeof t);
+            if (so < sizeof skipped) so += (size_t)snprintf(skipped + so, sizeof skipped - so, "%s[%s]", nskip ? " " : "", t);
+            nskip++;
+        }
+        const char *when = json_string_value(json_object_get(c->result, "when"));
+        if (nskip && strcmp(c->category, "specialisation")) {
+            check(checks, "integrity", "fail",
+                  "its kforge:when (%s) skips %d visible shape%s its parent timed (%s), and it was proposed as "
+                  "'%s', not as a specialisation",
+                  when ? when : "?", nskip, nskip == 1 ? "" : "s", skipped, c->category);
+            DECIDE(KF_CRITIC_REJECT, "task integrity: it narrowed its kforge:when to skip %s without being a specialisation",
+                   skipped);
+        }
+        if (nskip)
+            check(checks, "integrity", "pass", "a specialisation: its kforge:when (%s) leaves %s to other nodes",
+                  when ? when : "?", skipped);
+        else
+            check(checks, "integrity", "pass", "task unchanged (%.12s), every visible shape its parent timed is timed",
+                  now[0] ? now : env->locked_fingerprint ? env->locked_fingerprint : "?");
+    }
+
+    /* plausibility */
+    {
+        size_t i;
+        json_t *s;
+        json_array_foreach(json_object_get(c->result, "shapes"), i, s) {
+            double sp = json_number_value(json_object_get(s, "speedup"));
+            double rf = json_number_value(json_object_get(s, "roofline_fraction"));
+            char t[160];
+            sizes_text(json_object_get(s, "sizes"), t, sizeof t);
+            if (sp > o->max_speedup) {
+                check(checks, "plausibility", "fail", "%.1fx against the reference at %s: over the %.0fx limit", sp, t,
+                      o->max_speedup);
+                DECIDE(KF_CRITIC_REJECT, "impossible: %.1fx against the reference at %s (limit %.0fx, --critic max_speedup)",
+                       sp, t, o->max_speedup);
+            }
+            if (rf > o->max_roofline) {
+                check(checks, "plausibility", "fail", "%.2f of the roofline at %s", rf, t);
+                DECIDE(KF_CRITIC_REJECT, "impossible: %.2f of the roofline at %s", rf, t);
+            }
+        }
+        check(checks, "plausibility", "pass", "every shape under %.0fx and under the roofline", o->max_speedup);
+    }
+
+    /* gain: beats the parent somewhere by more than the noise */
+    if (!c->beats_parent) {
+        check(checks, "gain", "fail", "no shape beats the parent by more than the noise");
+        DECIDE(KF_CRITIC_REJECT, "no shape beats the parent by more than the noise");
+    }
+    if (c->parent_id > 0 && !c->parent_path) {
+        check(checks, "gain", "fail", "the parent's source could not be read back for the re-timing");
+        DECIDE(KF_CRITIC_REJECT, "the parent's source could not be read back for the re-timing");
+    }
+
+    /* measurement: fresh pairs against the parent */
+    double gain = 0;
+    for (int k = 0; k < o->retimes; k++) {
+        json_t *again = env->bench(env->arg, c->path, c->parent_path, 0, err, sizeof err);
+        timing_view v;
+        view(again, &v);
+        json_decref(again);
+        if (!again) {
+            check(checks, "measurement", "fail", "re-timing %d failed: %s", k + 1, err);
+            DECIDE(KF_CRITIC_REJECT, "the re-timing failed: %s", err);
+        }
+        if (!v.accepted) {
+            check(checks, "measurement", "fail", "re-timing %d: not accepted", k + 1);
+            DECIDE(KF_CRITIC_REJECT, "a re-timing in fresh workers was not accepted");
+        }
+        if (v.unfair) {
+            check(checks, "measurement", "review", "re-timing %d: not the same launch mode as the parent: %s", k + 1,
+                  v.unfair_why);
+            DECIDE(KF_CRITIC_REVIEW, "the comparison with its parent is not in the same launch mode (%s)", v.unfair_why);
+        }
+        if (!(v.best_lo > 1.0 + env->noise_floor)) {
+            check(checks, "measurement", "fail",
+                  "re-timing %d: the best 95%% interval starts at %.3f, not clear of 1 by the noise floor %.2f", k + 1,
+                  v.best_lo, env->noise_floor);
+            DECIDE(KF_CRITIC_REJECT, "a re-timing against its parent in fresh workers did not confirm the win");
+        }
+        check(checks, "measurement", "pass", "re-timing %d: %.3fx, 95%% interval from %.3f (geomean %.3fx)", k + 1,
+              v.best_speedup, v.best_lo, v.geomean);
+        if (k == 0 || v.geomean < gain) gain = v.geomean;
+    }
+
+    /* suspicious: a large gain from a tiny change */
+    int lines = changed_lines(c->source, c->parent_source);
+    if (lines >= 0 && lines <= o->tiny_lines && gain >= o->suspicious_gain) {
+        json_t *again = env->bench(env->arg, c->path, c->parent_path, 1, err, sizeof err);
+        timing_view v;
+        view(again, &v);
+        int ok = again && v.accepted && !v.unfair && v.best_lo > 1.0 + env->noise_floor;
+        char reasons[300] = "";
+        if (again && !v.accepted) {
+            size_t i;
+            json_t *x;
+            size_t ro = 0;
+            json_array_foreach(json_object_get(again, "reasons"), i, x) {
+                const char *code = json_string_value(json_object_get(x, "code"));
+                if (code && ro < sizeof reasons) ro += (size_t)snprintf(reasons + ro, sizeof reasons - ro, "%s%s", ro ? "," : "", code);
+            }
+        }
+        json_decref(again);
+        if (!ok) {
+            check(checks, "suspicious", "fail",
+                  "%.2fx over the parent from %d changed line%s; with more hidden shapes and rounds: %s", gain, lines,
+                  lines == 1 ? "" : "s", !again ? err : !v.accepted ? reasons : "the win did not hold");
+            DECIDE(KF_CRITIC_REJECT, "a %.2fx gain from a %d-line change did not survive verification with more hidden "
+                                     "shapes and rounds",
+                   gain, lines);
+        }
+        check(checks, "suspicious", "pass", "%.2fx from %d changed line%s: verified again with more hidden shapes and rounds",
+              gain, lines, lines == 1 ? "" : "s");
+    } else {
+        check(checks, "suspicious", "pass", "%s", lines < 0 ? "no parent source to compare (a child of the root)"
+                                                  : "not a large gain from a tiny change");
+    }
+    snprintf(why, sizeof why, "re-timed against its parent in fresh workers, %d time%s: a win each time", o->retimes,
+             o->retimes == 1 ? "" : "s");
+out:
+#undef DECIDE
+    *report = json_pack("{s:s, s:s, s:o}", "decision", kf_critic_name(d), "why", why, "checks", checks);
+    return d;
+}
+
+const char *kf_critic_name(kf_critic_decision d) {
+    return d == KF_CRITIC_APPROVE ? "approve" : d == KF_CRITIC_REVIEW ? "needs_review" : "reject";
+}

@@ -1,0 +1,155 @@
+/*
+ * spec.c - specialisation proposals (docs/run.md "Specialisation proposals").
+ *
+ * When the builtin's measurements show that some visible shapes' fastest point beats the
+ * compromise (the point with the best geometric mean, kf_builtin_best) there by more than
+ * the noise, the loop proposes, per such winning point, the template at that point with a
+ * kforge:when line restricting it to the shapes where it wins, instead of settling for the
+ * compromise. The domain is a threshold on one size when one separates the shapes it wins
+ * from every other visible shape ("n >= 65536"), else those shapes pinned ("n == 16 || n
+ * == 40"). The checker checks such a node on its domain only (hidden and edge shapes drawn
+ * inside it; visible shapes outside it are untimed_shapes) and the Critic keeps it when it
+ * beats its parent, the compromise, there.
+ *
+ * Pure: it reads the builtin and the task and returns texts; the loop records and
+ * evaluates them and remembers which it proposed. Not done: a template that has a
+ * kforge:when of its own (the two domains would have to be combined), and tasks whose
+ * visible shapes are not all timed for the template's points.
+ */
+#include "loop.h"
+
+#include "../task/task.h"
+#include "../util/util.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SHAPES 64
+
+char *kf_loop_when_of(const char *s) {
+    const char *d = s ? strstr(s, "kforge:when") : NULL;
+    if (!d) return NULL;
+    d += 11;
+    const char *e = d;
+    while (*e && *e != '\n' && strncmp(e, "*/", 2)) e++;
+    while (d < e && isspace((unsigned char)*d)) d++;
+    while (e > d && isspace((unsigned char)e[-1])) e--;
+    return kf__asprintf("%.*s", (int)(e - d), d);
+}
+
+void kf_loop_specs_free(kf_spec *s, int n) {
+    for (int i = 0; s && i < n; i++) {
+        free(s[i].when);
+        free(s[i].text);
+        free(s[i].params_json);
+        free(s[i].shapes);
+    }
+    free(s);
+}
+
+/* The domain of the shapes in[] (1: this group) among the task's visible shapes. */
+static char *domain(const kf_task *t, const int *in) {
+    for (int k = 0; k < t->nsizes; k++) {
+        int64_t gmin = INT64_MAX, gmax = INT64_MIN, omin = INT64_MAX, omax = INT64_MIN;
+        for (int s = 0; s < t->nshapes; s++) {
+            int64_t v = t->shapes[s].v[k];
+            if (in[s]) gmin = v < gmin ? v : gmin, gmax = v > gmax ? v : gmax;
+            else omin = v < omin ? v : omin, omax = v > omax ? v : omax;
+        }
+        if (omax < gmin) return kf__asprintf("%s >= %lld", t->size_names[k], (long long)gmin);
+        if (omin > gmax) return kf__asprintf("%s <= %lld", t->size_names[k], (long long)gmax);
+    }
+    kf_buf b;
+    kf_buf_init(&b, 1u << 16);
+    int terms = 0;
+    for (int s = 0; s < t->nshapes; s++) {
+        if (!in[s]) continue;
+        kf_buf_printf(&b, "%s%s", terms++ ? " || " : "", t->nsizes > 1 ? "(" : "");
+        for (int k = 0; k < t->nsizes; k++)
+            kf_buf_printf(&b, "%s%s == %lld", k ? " && " : "", t->size_names[k], (long long)t->shapes[s].v[k]);
+        if (t->nsizes > 1) kf_buf_printf(&b, ")");
+    }
+    if (b.dropped) {
+        kf_buf_free(&b);
+        return NULL;
+    }
+    return b.p;
+}
+
+static void shapes_text(kf_buf *b, const kf_task *t, const int *in) {
+    int first = 1;
+    for (int s = 0; s < t->nshapes; s++) {
+        if (!in[s]) continue;
+        kf_buf_printf(b, "%s", first ? "" : "; ");
+        for (int k = 0; k < t->nsizes; k++)
+            kf_buf_printf(b, "%s%s=%lld", k ? "," : "", t->size_names[k], (long long)t->shapes[s].v[k]);
+        first = 0;
+    }
+}
+
+kf_status kf_loop_specs(kf_ctx *ctx, const kf_task *t, const kf_builtin *bi, const char *tmpl, size_t tlen,
+                        double min_noise, kf_spec **out, int *nout) {
+    *out = NULL;
+    *nout = 0;
+    int ns = t->nshapes;
+    if (ns < 2 || ns > MAX_SHAPES || !tmpl) return KF_OK;
+    /* the template's own domain would have to be combined with the new one */
+    for (size_t i = 0; i + 11 <= tlen; i++)
+        if (!memcmp(tmpl + i, "kforge:when", 11)) return KF_OK;
+    kf_point per[MAX_SHAPES], comp;
+    double gain[MAX_SHAPES];
+    int beats[MAX_SHAPES];
+    if (kf_builtin_shape_winners(bi, min_noise, per, gain, beats, ns) <= 0 || kf_builtin_best(bi, &comp, NULL))
+        return KF_OK;
+    kf_spec *sp = calloc((size_t)ns, sizeof *sp);
+    if (!sp) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    int np = kf_builtin_nparams(bi), n = 0, done[MAX_SHAPES] = {0};
+    for (int s = 0; s < ns; s++) {
+        if (!beats[s] || done[s]) continue;
+        /* the group: every shape this point wins by more than the noise */
+        int in[MAX_SHAPES] = {0};
+        double least = gain[s];
+        for (int u = s; u < ns; u++)
+            if (beats[u] && !memcmp(per[u].v, per[s].v, (size_t)np * sizeof per[s].v[0])) {
+                in[u] = done[u] = 1;
+                least = gain[u] < least ? gain[u] : least;
+            }
+        kf_spec *x = &sp[n++];
+        x->point = per[s];
+        x->compromise = comp;
+        x->gain = least;
+        x->when = domain(t, in);
+        json_t *ps = json_object();
+        for (int i = 0; ps && i < np; i++)
+            json_object_set_new(ps, kf_builtin_param_name(bi, i),
+                                json_string(kf_builtin_param_value(bi, i, per[s].v[i])));
+        size_t ml = 0;
+        char *m = ps ? kf_loop_materialize(tmpl, tlen, ps, &ml) : NULL;
+        json_decref(ps);
+        char pj[1024];
+        kf_builtin_json(bi, &per[s], pj, sizeof pj);
+        json_t *pjson = json_loads(pj, 0, NULL);
+        x->params_json = pjson ? json_dumps(pjson, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(pjson);
+        kf_buf sh;
+        kf_buf_init(&sh, 1u << 16);
+        shapes_text(&sh, t, in);
+        x->shapes = sh.p;
+        /* the directive after the text, so the template's line numbers stay */
+        if (m && x->when)
+            x->text = kf__asprintf("%s%s/* A specialisation: the template at %s, for the shapes where it is fastest. */\n"
+                                   "/* kforge:when %s */\n",
+                                   m, ml && m[ml - 1] != '\n' ? "\n" : "", pj, x->when);
+        free(m);
+        if (!x->text || !x->params_json || !x->shapes) {
+            kf_loop_specs_free(sp, n);
+            return kf__err(ctx, KF_ENOMEM, "out of memory");
+        }
+        x->len = strlen(x->text);
+    }
+    *out = sp;
+    *nout = n;
+    return KF_OK;
+}
