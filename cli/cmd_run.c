@@ -54,6 +54,11 @@ static int common_opt(kf_run_opts *o, int argc, char **argv, int *i, int json) {
         o->max_runs = (int)v;
     } else if (!strcmp(a, "--min-time")) {
         if (number(a, val, 0, 600, &o->min_time_s)) return -1;
+    } else if (!strcmp(a, "--lessons")) {
+        o->lessons = val;
+    } else if (!strcmp(a, "--pack-tokens")) {
+        if (number(a, val, 1000, 1e9, &v)) return -1;
+        o->pack_tokens = (int64_t)v;
     } else {
         return 0;
     }
@@ -75,6 +80,9 @@ static const char run_usage[] =
     "  --hidden N, --min-runs N, --max-runs N, --min-time S   check and timing settings\n"
     "  --agent cmd:'COMMAND' | openai:MODEL, --with-builtin, --base-url URL,\n"
     "  --api-key-env NAME, --agent-timeout S, --tokens N      agents (docs/agents.md)\n"
+    "  --pack-tokens N   each context pack's token budget (18000)\n"
+    "  --lessons PATH    lessons for the packs (default: the shared database if it exists;\n"
+    "                    none: no lessons)\n"
     "  --json            print a summary object at the end\n";
 
 int kf_cli_run(int argc, char **argv) {

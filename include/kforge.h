@@ -204,6 +204,9 @@ typedef struct kf_run_opts {
     double min_time_s;
     int jobs;               /* evaluations at once, 1..KF_RUN_MAX_JOBS (0: 1, or on resume
                                the run's own) */
+    const char *lessons;    /* the lessons database for agents' packs (docs/lessons.md): NULL:
+                               the default one when it exists, "none": no lessons */
+    int64_t pack_tokens;    /* each context pack's token budget (0: 18000) */
 } kf_run_opts;
 
 #define KF_RUN_MAX_JOBS 64

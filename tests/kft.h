@@ -67,6 +67,8 @@ void kft_register_critic(void);
 void kft_register_run_agents(void);
 void kft_register_export(void);
 void kft_register_lessons(void);
+void kft_register_pack(void);
+void kft_register_diagnose(void);
 
 /* A test's stand-in for the Critic: a node the test marks kept gets an approval on
  * record first (kf_store_finish_node refuses `kept` without one). */

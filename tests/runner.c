@@ -143,6 +143,8 @@ int main(int argc, char **argv) {
     kft_register_export();
     kft_register_lessons();
     kft_register_critic();
+    kft_register_pack();
+    kft_register_diagnose();
     int passed = 0, failed = 0, skipped = 0, next = 0, running = 0;
     test *run[64] = {0};
     for (;;) {

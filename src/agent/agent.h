@@ -33,6 +33,15 @@
     X(CONSTRAINTS, "constraints", 800)                                                  \
     X(LESSONS, "lessons", 1000)
 
+/* The pack's whole budget by default (--pack-tokens): the section allowances above
+ * (16,800) plus 1,200 for the frame (the system message and what to do). With another
+ * budget N every default allowance is scaled by N / 18000. */
+#define KF_PACK_DEFAULT_TOKENS 18000
+#define KF_PACK_MIN_TOKENS 1000
+/* lessons + failures + constraints (the pack's memory) take at most this share of the
+ * budget, give-back included */
+#define KF_PACK_MEMORY_SHARE 0.20
+
 typedef enum {
 #define KF_X(id, name, budget) KF_PACK_##id,
     KF_PACK_SECTION_MAP(KF_X)
@@ -64,9 +73,18 @@ typedef struct {
     int nfailures;             /* most relevant first: the last ones are dropped first */
     const char *const *constraints;
     int nconstraints;
-    const char *const *lessons; /* issue 5 fills this slot; empty until then */
+    const char *const *lessons; /* lessons as plain items (used when lessons_db is NULL) */
     int nlessons;
-    int64_t budget[KF_PACK_NSECTIONS]; /* tokens per section; 0: the default */
+    kf_lessons *lessons_db;             /* retrieved lessons, rendered with kf_lessons_render
+                                           (whole lessons) at the section's final allowance */
+    const kf_lesson_hit *lesson_hits;
+    int nlesson_hits;
+    int64_t budget[KF_PACK_NSECTIONS]; /* tokens per section; 0: its share of total. An
+                                          explicit allowance is also a cap: it gives back
+                                          what it does not need, never receives */
+    int64_t total;             /* the pack's budget in tokens, frame included (0: the
+                                  default, KF_PACK_DEFAULT_TOKENS; at least KF_PACK_MIN_TOKENS) */
+    double memory_share;       /* cap on lessons + failures + constraints (0: 0.20) */
 } kf_pack_in;
 
 typedef struct kf_pack {
@@ -78,11 +96,22 @@ typedef struct kf_pack {
     int64_t tokens[KF_PACK_NSECTIONS];      /* estimated tokens of each section as sent */
     int64_t full_tokens[KF_PACK_NSECTIONS]; /* ... before any cut */
     int truncated[KF_PACK_NSECTIONS];
+    int64_t allowance[KF_PACK_NSECTIONS];   /* its allowance before any give-back */
+    int64_t granted[KF_PACK_NSECTIONS];     /* ... after give-back (heading included) */
     int64_t tokens_prompt;                  /* estimate over system + prompt */
+    int64_t total;                          /* the budget it was built to */
+    int64_t frame_tokens;                   /* tokens_prompt - the sections' tokens: the
+                                               system message, headings, fences, what to do */
+    int nlessons;                           /* lessons rendered */
 } kf_pack;
 
-/* Build a pack. KF_OK with *out filled (free with kf_pack_free); KF_EUSAGE for a bad
- * extension or a negative allowance; KF_ENOMEM. */
+/* Build a pack to in->total tokens: tokens_prompt <= total always. Each section gets its
+ * allowance; what a section does not need goes back to the others in the order parent,
+ * verdict, task, shapes, timings, failures, constraints, lessons (the last three only up
+ * to the memory cap); then each is cut to what it was granted (docs/run.md "The context
+ * pack"). KF_OK with *out filled (free with kf_pack_free); KF_EUSAGE for a bad
+ * extension, a negative allowance or a total under KF_PACK_MIN_TOKENS; KF_EBACKEND or
+ * KF_EIO when rendering the lessons fails; KF_ENOMEM. */
 kf_status kf_pack_build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out);
 void kf_pack_free(kf_pack *p); /* accepts a zeroed or freed pack */
 int64_t kf_pack_tokens(size_t bytes); /* the estimator: ceil(bytes / 4) */

@@ -19,6 +19,8 @@
 
 #include "../agent/agent.h"
 #include "../bench/bench.h"
+#include "diagnose.h"
+#include "memory.h"
 #include "../search/builtin.h"
 #include "../search/search.h"
 #include "../store/store.h"
@@ -115,6 +117,8 @@ typedef struct {
     double noise_floor;    /* a kept win's 95% interval starts above 1 + this */
     struct sched *sched; /* kf_run: where proposals go to be evaluated (--jobs) */
     int running;         /* evaluations in flight (--jobs), for the progress line */
+    kf_loop_memory *mem; /* lessons for packs (NULL: none) */
+    int trips;         /* circuit-breaker trips already recorded */
 } run_state;
 
 static double now_s(void) {
@@ -471,13 +475,16 @@ static int constraint_text(void *arg, const kf_constraint *c) {
 }
 
 static int constraint_json(void *arg, const kf_constraint *c) {
-    json_array_append_new(arg, json_pack("{s:I, s:I, s:s, s:s?}", "id", (json_int_t)c->id, "node",
-                                         (json_int_t)c->node, "text", c->text, "category", c->category));
+    json_array_append_new(arg, json_pack("{s:I, s:I, s:s, s:s?, s:I}", "id", (json_int_t)c->id, "node",
+                                         (json_int_t)c->node, "text", c->text, "category", c->category, "scope",
+                                         (json_int_t)c->scope));
     return 0;
 }
 
-/* whens[i] (NULL, or an entry NULL): the domain of a->v[i], shown as what it is safe for */
-static void tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent, int depth, json_t *critics) {
+/* whens[i] (NULL, or an entry NULL): the domain of a->v[i], shown as what it is safe for;
+ * dm: the failures' diagnoses (may be NULL) */
+static void tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent, int depth, json_t *critics,
+                      const kf_diag_map *dm) {
     for (size_t i = 0; i < a->n; i++) {
         const kf_node *n = &a->v[i];
         if (n->parent != parent) continue;
@@ -524,7 +531,9 @@ static void tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t par
             kf_buf_printf(b, "  advisory %s: %s", op, line);
         }
         kf_buf_printf(b, "\n");
-        tree_text(b, a, whens, n->id, depth + 1, critics);
+        const char *why = kf_diag_note(dm, n->id); /* a failure's root-cause class */
+        if (why) kf_buf_printf(b, "%*s  why: %.300s\n", depth * 2, "", why);
+        tree_text(b, a, whens, n->id, depth + 1, critics, dm);
     }
 }
 
@@ -605,6 +614,7 @@ static int is_spec(const kf_node *n) {
 /* Search's proposer numbers: fixed, so a run's statistics mean the same whoever reads
  * them (kforge run, kforge next). */
 enum { P_BUILTIN = 0, P_AGENT = 1, P_TOOL = 2, P_COUNT = 3 };
+static const char *const proposer_names[P_COUNT] = {"builtin", "agent", "tool"};
 
 static int proposer_index(const char *name) {
     if (!strcmp(name, "builtin")) return P_BUILTIN;
@@ -671,7 +681,7 @@ static int replay_one(void *arg, const kf_node *n) {
     }
     observe(c->se, c->bi, c->pm, n);
     c->r->tokens += n->tokens_in + n->tokens_out;
-    if (n->state == KF_NODE_NO_CANDIDATE) return 0; /* a proposal, not an evaluation */
+    if (n->state == KF_NODE_NO_CANDIDATE || n->state == KF_NODE_PRUNED) return 0; /* not an evaluation */
     c->r->evals++;
     c->r->kept += n->state == KF_NODE_KEPT;
     if (n->speedup > c->r->best && n->state == KF_NODE_KEPT && !is_spec(n)) {
@@ -708,6 +718,8 @@ static kf_status eval_node(run_state *r, int64_t id, kf_node *n) {
  * search and the builtin observe it, learnt constraints, counters, the progress line. */
 static void record_one(run_state *r, kf_search *se, kf_builtin *bi, point_map *pm, const kf_node *n) {
     observe(se, bi, pm, n);
+    kf_diag_record(r->st, n); /* why it failed, and the constraint it teaches */
+    kf_diag_breaker(r->st, se, &r->trips, n->id, proposer_names, P_COUNT);
     /* what the builtin learnt from this outcome ("BM != 64": a value that never
      * builds) becomes a constraint of the run, shown by tree */
     int nl = bi ? kf_builtin_nlearnt(bi) : 0;
@@ -992,11 +1004,13 @@ static int collect_failure(void *arg, const kf_node *n) {
 typedef struct {
     char *text[PACK_CONSTRAINTS];
     int n;
+    int64_t parent;
 } cons_ctx;
 
 static int collect_constraint(void *arg, const kf_constraint *c) {
     cons_ctx *k = arg;
     if (k->n == PACK_CONSTRAINTS) return 1;
+    if (c->scope && c->scope != k->parent) return 0; /* another node's children */
     k->text[k->n] = strdup(c->text);
     if (k->text[k->n]) k->n++;
     return 0;
@@ -1028,6 +1042,7 @@ static kf_status pack_for(run_state *r, int64_t parent, const char *category, kf
     json_decref(tj);
     fc.parent = parent;
     fc.grand = -1;
+    cc.parent = parent;
     if (parent == 0) {
         if (kf__read_file(r->t->ref_path, 4u << 20, &src, &len)) {
             st = kf__err(ctx, KF_EIO, "%s: %s", r->t->ref_path, strerror(errno));
@@ -1057,6 +1072,11 @@ static kf_status pack_for(run_state *r, int64_t parent, const char *category, kf
     in.nfailures = fc.n;
     in.constraints = (const char *const *)cc.text;
     in.nconstraints = cc.n;
+    in.total = r->o->pack_tokens;
+    char qtext[1024];
+    snprintf(qtext, sizeof qtext, "%s %s %.800s", kf_task_name(r->t), category ? category : "",
+             fc.n ? fl[0].message ? fl[0].message : "" : pn.note ? pn.note : "");
+    if ((st = kf_loop_memory_lessons(r->mem, r->t, qtext, &in))) goto out;
     st = kf_pack_build(ctx, &in, out);
 out:
     for (int i = 0; i < PACK_FAILURES; i++) free(fc.own[i][0]), free(fc.own[i][1]);
@@ -1113,8 +1133,24 @@ static kf_status agent_step(run_state *r, kf_agent *ag, kf_search *se, kf_builti
         kf_store_event(r->st, n.id, "proposal", evs);
         free(evs);
         json_decref(ev);
+        kf_loop_pack_record(r->st, n.id, &pk, pr.tokens_estimated ? -1 : pr.tokens_in, 0);
     }
-    if (!st && pr.text) {
+    char *dup = !st && pr.text ? kf_diag_prune_note(r->st, &n) : NULL;
+    if (dup) { /* the very text of a node that failed: pruned, not evaluated again */
+        n.state = KF_NODE_PRUNED;
+        n.note = dup;
+        n.finished = now_s();
+        st = kf_store_finish_node(r->st, &n);
+        if (!st) {
+            observe(se, bi, pm, &n);
+            progress(r, &n);
+            if (++r->agent_fails >= AGENT_FAIL_STOP) {
+                snprintf(why, sizeof why, "the agent gave no new candidate %d times in a row (last: %.500s)",
+                         AGENT_FAIL_STOP, dup);
+                *stop = why;
+            }
+        }
+    } else if (!st && pr.text) {
         r->agent_fails = 0;
         st = sched_put(r->sched, n.id);
     } else if (!st) {
@@ -1124,6 +1160,8 @@ static kf_status agent_step(run_state *r, kf_agent *ag, kf_search *se, kf_builti
         st = kf_store_finish_node(r->st, &n);
         if (!st) {
             observe(se, bi, pm, &n);
+            kf_diag_record(r->st, &n);
+            kf_diag_breaker(r->st, se, &r->trips, n.id, proposer_names, P_COUNT);
             progress(r, &n);
             if (!r->tty) fprintf(stderr, "kforge run: node %lld: no candidate: %s\n", (long long)n.id, n.note);
             if (++r->agent_fails >= AGENT_FAIL_STOP) {
@@ -1156,6 +1194,12 @@ static char *config_json(const kf_run_opts *o, const char *agent) {
         json_object_set_new(cfg, "critic", ca);
     }
     json_object_set_new(cfg, "jobs", json_integer(o->jobs > 0 ? o->jobs : 1));
+    if (o->lessons) { /* absolute, so a resume from elsewhere finds it */
+        char *abs = strcmp(o->lessons, "none") ? realpath(o->lessons, NULL) : NULL;
+        json_object_set_new(cfg, "lessons", json_string(abs ? abs : o->lessons));
+        free(abs);
+    }
+    if (o->pack_tokens > 0) json_object_set_new(cfg, "pack_tokens", json_integer(o->pack_tokens));
     char *cs = json_dumps(cfg, JSON_COMPACT);
     json_decref(cfg);
     return cs;
@@ -1325,6 +1369,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     char *tmpl = NULL;
     size_t tlen = 0;
     json_t *rcfg = NULL; /* the run's recorded config, on resume */
+    json_t *split_j = NULL;
     const char *task_dir = o->task_dir;
     kf_run_opts eo = *o;  /* the options in effect: the command's, else the run's */
     /* resume: the task comes from the run, and so does what the command does not say */
@@ -1341,6 +1386,8 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if (!eo.api_key_env) eo.api_key_env = json_string_value(json_object_get(rcfg, "api_key_env"));
         if (!eo.agent_timeout_s) eo.agent_timeout_s = json_number_value(json_object_get(rcfg, "agent_timeout_s"));
         if (!eo.tokens) eo.tokens = json_integer_value(json_object_get(rcfg, "tokens"));
+        if (!eo.lessons) eo.lessons = json_string_value(json_object_get(rcfg, "lessons"));
+        if (!eo.pack_tokens) eo.pack_tokens = json_integer_value(json_object_get(rcfg, "pack_tokens"));
         eo.with_builtin |= json_is_true(json_object_get(rcfg, "with_builtin"));
         if (!eo.critic_agent) eo.critic_agent = json_string_value(json_object_get(rcfg, "critic_agent"));
         if (!eo.ncritic) { /* the Critic judges a resumed run as it judged the rest */
@@ -1381,6 +1428,8 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if ((st = kf_agent_new(ctx, spec, &ao, &ag))) goto out;
     }
     if ((st = kf_task_load(ctx, task_dir, &r.t))) goto out;
+    /* lessons fill agents' packs; a named database is checked whoever proposes */
+    if ((agent || o->lessons) && (st = kf_loop_memory_open(ctx, o->lessons, &r.mem))) goto out;
     if (o->run_dir) {
         snprintf(r.run_dir, sizeof r.run_dir, "%s", o->run_dir);
     } else {
@@ -1423,6 +1472,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     rc = (replay_ctx){se, bi, &pm, NULL, 0, 0, &r};
     if ((st = kf_store_each_node(r.st, replay_one, &rc))) goto out;
     r.nlearnt = bi ? kf_builtin_nlearnt(bi) : 0; /* relearnt from the replay: already stored */
+    r.trips = kf_search_trips(se);               /* likewise the breaker's trips */
     if (r.evals)
         fprintf(stderr, "kforge run: resuming %s: %d evaluation%s recorded, %zu interrupted (evaluated again)\n",
                 r.run_dir, r.evals, r.evals == 1 ? "" : "s", rc.nun);
@@ -1533,6 +1583,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (r.tty) fputc('\n', stderr);
     if (!st) {
         kf_store_set_status(r.st, "done");
+        kf_loop_pack_split(r.st, &split_j); /* the split of prompt tokens over the run's packs */
         if (o->budget == 0 && !r.evals && !o->resume)
             fprintf(stderr, "kforge run: created %s, empty (--budget 0): `kforge next %s` gives the first action\n",
                     r.run_dir, r.run_dir);
@@ -1540,8 +1591,17 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
             char tok[64] = "", best[64] = "none kept";
             if (ag) snprintf(tok, sizeof tok, ", %lld tokens", (long long)r.tokens);
             if (r.best_id) snprintf(best, sizeof best, "best %.3fx geomean (node %lld)", r.best, (long long)r.best_id);
-            fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, %s%s; %s\n", r.run_dir, r.evals, r.kept, best,
-                    tok, why);
+            char split[512] = "";
+            if (split_j) {
+                split[0] = ';', split[1] = ' ';
+                kf_loop_pack_split_text(split_j, split + 2, sizeof split - 2);
+            }
+            char trips[64] = "";
+            if (kf_search_trips(se))
+                snprintf(trips, sizeof trips, ", circuit breaker tripped %d time%s", kf_search_trips(se),
+                         kf_search_trips(se) == 1 ? "" : "s");
+            fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, %s%s%s; %s%s\n", r.run_dir, r.evals, r.kept,
+                    best, tok, trips, why, split);
         }
         /* the loop's own cost: everything but kf_bench (compile, check, timing) */
         /* --jobs N: the main thread's time outside waiting for outcomes */
@@ -1553,12 +1613,16 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
                                   (json_int_t)r.best_id, "tokens", (json_int_t)r.tokens, "stopped", why,
                                   "overhead_ms_per_evaluation", over_ms, "jobs", o->jobs, "max_concurrent_timing",
                                   kf_bench_timing_max());
+            if (j && split_j) json_object_set(j, "pack_tokens", split_j);
+            if (j) json_object_set_new(j, "breaker_trips", json_integer(kf_search_trips(se)));
             *summary = json_dumps(j, JSON_COMPACT);
             json_decref(j);
         }
     }
 out:
     if (sc.r) sched_stop(&sc);
+    json_decref(split_j);
+    kf_loop_memory_close(r.mem);
     free(rc.unfinished);
     free(seen.h);
     free(pm.p);
@@ -1645,6 +1709,7 @@ kf_status kf_run_next(kf_ctx *ctx, const kf_run_opts *o, int json, char **out) {
     pending_set ps;
     json_t *ej = NULL;
     if ((st = new_search(&r, &se))) goto out;
+    if ((st = kf_loop_memory_open(ctx, o->lessons, &r.mem))) goto out;
     kf_search_offer(se, P_TOOL, (1u << KF_CAT_COUNT) - 1);
     rc = (replay_ctx){se, NULL, NULL, NULL, 0, 0, &r};
     if ((st = kf_store_each_node(r.st, replay_one, &rc))) goto out;
@@ -1685,6 +1750,7 @@ kf_status kf_run_next(kf_ctx *ctx, const kf_run_opts *o, int json, char **out) {
             }
     }
     if ((st = pack_for(&r, a.parent, cat, &pk))) goto out;
+    kf_loop_pack_record(r.st, 0, &pk, -1, pid);
     char expl[2048];
     kf_search_explain(&a, expl, sizeof expl);
     ej = json_loads(expl, 0, NULL);
@@ -1714,6 +1780,7 @@ out:
     kf_pack_free(&pk);
     free(rc.unfinished);
     kf_search_free(se);
+    kf_loop_memory_close(r.mem);
     close_run(&r);
     return st;
 }
@@ -1780,6 +1847,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
     free(evs);
     r.display = path; /* the node's copy carries the submitted file's name */
     if (st || (st = evaluate(&r, &n, hasp ? &pn : NULL))) goto out;
+    kf_diag_record(r.st, &n);
     if (n.state == KF_NODE_KEPT) kf_store_savepoint(r.st, n.id, "kept");
     int passed = n.state == KF_NODE_MEASURED || n.state == KF_NODE_KEPT || n.state == KF_NODE_REVERTED;
     *outcome = passed ? 0 : n.state == KF_NODE_CRASHED ? 2 : 1;
@@ -1798,7 +1866,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
         kf_buf_init(&b, 1u << 20);
         kf_node_vec one = {&n, 1, 1};
         kf_buf_printf(&b, "kforge submit: ");
-        tree_text(&b, &one, NULL, parent, 0, critics);
+        tree_text(&b, &one, NULL, parent, 0, critics, NULL);
         if (msg) kf_buf_printf(&b, "  %s\n", msg);
         *out = b.p;
     }
@@ -1832,6 +1900,8 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     kf_store *st = NULL;
     kf_status s = load_nodes(ctx, dir, &a, &st);
     if (s) return s;
+    kf_diag_map *dm = NULL;
+    kf_diag_load(st, &dm); /* diagnoses and breaker events; none when it fails */
     json_t *critics = json_object();
     kf_store_each_event(st, "critic", critic_event, critics);
     /* the domains of specialisations (their sources are read: only theirs, a tree may
@@ -1847,11 +1917,16 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     }
     if (json) {
         json_t *arr = json_array();
-        for (size_t i = 0; i < a.n; i++) json_array_append_new(arr, node_json(&a.v[i], whens ? whens[i] : NULL, critics));
+        for (size_t i = 0; i < a.n; i++) {
+            json_t *nj = node_json(&a.v[i], whens ? whens[i] : NULL, critics), *dj = kf_diag_json(dm, a.v[i].id);
+            if (dj) json_object_set_new(nj, "diagnosis", dj);
+            json_array_append_new(arr, nj);
+        }
         json_t *cs = json_array();
         kf_store_each_constraint(st, constraint_json, cs);
         json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes", arr,
                               "constraints", cs);
+        json_object_set_new(o, "breakers", dm ? json_deep_copy(kf_diag_breakers(dm)) : json_array());
         *out = json_dumps(o, JSON_INDENT(1));
         json_decref(o);
     } else {
@@ -1860,11 +1935,13 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_buf_printf(&b, "run %s (task %s): %zu nodes; speedups against the reference, * = a win\n", dir,
                       kf_store_task_dir(st), a.n);
         kf_buf_printf(&b, "#0 root: the reference\n");
-        tree_text(&b, &a, whens, 0, 1, critics);
+        tree_text(&b, &a, whens, 0, 1, critics, dm);
         ctext ct = {&b, 0};
         kf_store_each_constraint(st, constraint_text, &ct);
+        kf_diag_breakers_text(dm, &b);
         *out = b.p;
     }
+    kf_diag_map_free(dm);
     json_decref(critics);
     for (size_t i = 0; whens && i < a.n; i++) free(whens[i]);
     free(whens);

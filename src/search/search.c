@@ -85,6 +85,8 @@ void kf_search_defaults(kf_search_cfg *cfg) {
     cfg->max_parents = 64;
     cfg->parents_per_cat = 2;
     cfg->nproposers = 1;
+    cfg->breaker_k = 4;
+    cfg->breaker_pause = 8;
 }
 
 int kf_search_cfg_set(kf_search_cfg *cfg, const char *kv, char *err, size_t errlen) {
@@ -116,7 +118,9 @@ int kf_search_cfg_set(kf_search_cfg *cfg, const char *kv, char *err, size_t errl
         {"target", &cfg->target, NULL, 1e-9, 1e9},
         {"max_parents", NULL, &cfg->max_parents, 1, 4096},
         {"parents_per_cat", NULL, &cfg->parents_per_cat, 0, 64},
-        {"nproposers", NULL, &cfg->nproposers, 1, KF_SEARCH_MAX_PROPOSERS}};
+        {"nproposers", NULL, &cfg->nproposers, 1, KF_SEARCH_MAX_PROPOSERS},
+        {"breaker_k", NULL, &cfg->breaker_k, 0, 1e6},
+        {"breaker_pause", NULL, &cfg->breaker_pause, 1, 1e6}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         if (strcmp(key, f[i].k)) continue;
         if (v < f[i].lo || v > f[i].hi || (f[i].i && v != floor(v))) {
@@ -133,7 +137,7 @@ int kf_search_cfg_set(kf_search_cfg *cfg, const char *kv, char *err, size_t errl
     if (cat < 0) {
         snprintf(err, errlen, "--search %s: unknown key (C, aging, keep_decay, fail_penalty, "
                  "fail_streak, k0, floor, target, max_parents, parents_per_cat, nproposers, "
-                 "gain.CATEGORY, cost.CATEGORY)", key);
+                 "breaker_k, breaker_pause, gain.CATEGORY, cost.CATEGORY)", key);
         return -1;
     }
     if (v <= 0) {
@@ -149,6 +153,8 @@ typedef struct {
     int streak;
     uint32_t last_pick; /* s->picks when this (proposer, category) last ran */
     int pending;        /* tries issued and not yet observed (kforge run --jobs N) */
+    int fails_in_row;   /* circuit breaker: failures since its last measured outcome */
+    double paused_until; /* circuit breaker: paused while s->n_actions < this */
 } cell;
 
 typedef struct {
@@ -171,6 +177,7 @@ struct kf_search {
     int64_t *kept;   /* best kept nodes, by speedup descending, at most max_parents */
     int nkept;
     int64_t *cat_top; /* [category][parents_per_cat], by speedup descending, 0 = empty */
+    int trips, trip_prop, trip_cat, trip_fails; /* the circuit breaker's record */
 };
 
 static size_t hash64(int64_t id) {
@@ -264,6 +271,41 @@ static void top_insert(kf_search *s, int64_t *list, int *n, int cap, int64_t id,
     list[i] = id;
 }
 
+/* The circuit breaker: cfg.breaker_k failures in a row of one (proposer, category) pause
+ * it for cfg.breaker_pause outcomes; a measured kernel from any action lifts every
+ * pause (the tree changed: what failed may work from the new parent). Counted in
+ * observations, not picks, so replaying a run's outcomes on resume pauses the same. */
+static void breaker(kf_search *s, cell *c, const kf_search_obs *o, int measured) {
+    if (measured) {
+        c->fails_in_row = 0;
+        for (int p = 0; p < KF_SEARCH_MAX_PROPOSERS; p++)
+            for (int k = 0; k < KF_CAT_COUNT; k++) s->cells[p][k].paused_until = 0;
+        return;
+    }
+    if (o->state != KF_SOBS_REJECTED && o->state != KF_SOBS_COMPILE_FAILED && o->state != KF_SOBS_CRASHED) return;
+    if (++c->fails_in_row < s->cfg.breaker_k || s->cfg.breaker_k <= 0) return;
+    c->paused_until = s->n_actions + s->cfg.breaker_pause;
+    s->trips++;
+    s->trip_prop = o->proposer;
+    s->trip_cat = o->category;
+    s->trip_fails = c->fails_in_row;
+    c->fails_in_row = 0;
+}
+
+int kf_search_trips(const kf_search *s) { return s->trips; }
+
+void kf_search_last_trip(const kf_search *s, int *proposer, int *category, int *failures) {
+    if (proposer) *proposer = s->trip_prop;
+    if (category) *category = s->trip_cat;
+    if (failures) *failures = s->trip_fails;
+}
+
+int kf_search_paused(const kf_search *s, int proposer, int category) {
+    if (proposer < 0 || proposer >= KF_SEARCH_MAX_PROPOSERS || category < 0 || category >= KF_CAT_COUNT) return 0;
+    double left = s->cells[proposer][category].paused_until - s->n_actions;
+    return left > 0 ? (int)left : 0;
+}
+
 int kf_search_observe(kf_search *s, const kf_search_obs *o) {
     const kf_search_cfg *cfg = &s->cfg;
     if (o->id <= 0 || o->category < 0 || o->category >= KF_CAT_COUNT || o->proposer < 0 ||
@@ -292,6 +334,7 @@ int kf_search_observe(kf_search *s, const kf_search_obs *o) {
     /* A try that is not kept continues the category's streak: slower-but-valid moves are
      * diminishing returns as much as failures are. */
     c->streak = o->state == KF_SOBS_KEPT ? 0 : c->streak + 1;
+    breaker(s, c, o, measured);
     if (!measured) return 0;
     double gain = o->speedup / psp - 1;
     c->measured++;
@@ -368,6 +411,7 @@ static void score(const kf_search *s, const node *par, int cat, int prop, kf_act
      * actions), which the replay showed to be slower than random search. */
     a->age = cfg->aging * (double)(s->picks - c->last_pick);
     a->h = (a->g / a->c * (1 - a->r_fail) * (1 - a->r_crash) * a->m_gap + a->bonus) * a->decay + a->age;
+    a->paused = kf_search_paused(s, prop, cat);
 }
 
 int kf_search_score(kf_search *s, int64_t parent, int category, int proposer, kf_action *out) {
@@ -393,21 +437,23 @@ int kf_search_pick(kf_search *s, kf_action *out) {
         }
     kf_action best;
     int found = 0;
-    for (int i = 0; i < nc; i++) {
-        node *n = find(s, cand[i]);
-        if (!n || n->speedup <= 0) continue;
-        for (int c = 0; c < KF_CAT_COUNT; c++)
-            for (int p = 0; p < s->cfg.nproposers; p++) {
-                if (!(s->offer[p] >> c & 1) || (n->exhausted[p] >> c & 1)) continue;
-                kf_action a;
-                score(s, n, c, p, &a);
-                if (a.h >= s->cfg.floor && (!found || a.h > best.h)) {
-                    best = a;
-
-                    found = 1;
+    /* first pass: what the circuit breaker has not paused; second: anything */
+    for (int pass = 0; pass < 2 && !found; pass++)
+        for (int i = 0; i < nc; i++) {
+            node *n = find(s, cand[i]);
+            if (!n || n->speedup <= 0) continue;
+            for (int c = 0; c < KF_CAT_COUNT; c++)
+                for (int p = 0; p < s->cfg.nproposers; p++) {
+                    if (!(s->offer[p] >> c & 1) || (n->exhausted[p] >> c & 1)) continue;
+                    if (!pass && kf_search_paused(s, p, c)) continue;
+                    kf_action a;
+                    score(s, n, c, p, &a);
+                    if (a.h >= s->cfg.floor && (!found || a.h > best.h)) {
+                        best = a;
+                        found = 1;
+                    }
                 }
-            }
-    }
+        }
     if (!found) return -1;
     s->picks++;
     s->cells[best.proposer][best.category].last_pick = s->picks;
@@ -420,9 +466,9 @@ char *kf_search_explain(const kf_action *a, char *buf, size_t n) {
     snprintf(buf, n,
              "{\"parent\":%lld,\"category\":\"%s\",\"proposer\":%d,\"h\":%.6g,\"g\":%.6g,"
              "\"gain\":%.6g,\"share\":%.6g,\"c\":%.6g,\"r_fail\":%.6g,\"r_crash\":%.6g,"
-             "\"m_gap\":%.6g,\"bonus\":%.6g,\"decay\":%.6g,\"age\":%.6g,\"quality\":%.6g}",
+             "\"m_gap\":%.6g,\"bonus\":%.6g,\"decay\":%.6g,\"age\":%.6g,\"quality\":%.6g,\"paused\":%d}",
              (long long)a->parent, kf_search_category_name(a->category) ? kf_search_category_name(a->category) : "?",
              a->proposer, a->h, a->g, a->gain, a->share, a->c, a->r_fail, a->r_crash, a->m_gap,
-             a->bonus, a->decay, a->age, a->quality);
+             a->bonus, a->decay, a->age, a->quality, a->paused);
     return buf;
 }

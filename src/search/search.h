@@ -48,12 +48,16 @@ typedef struct {
     int max_parents;     /* candidate parents considered by pick (64) */
     int parents_per_cat; /* best measured nodes per category among them (2) */
     int nproposers;      /* proposers 0..nproposers-1 (1: the builtin) */
+    int breaker_k;       /* circuit breaker: failures in a row (rejected, failed to build,
+                            crashed) of one (proposer, category) that pause it (4; 0: off) */
+    int breaker_pause;   /* ... for this many outcomes of other actions, or until another
+                            action gives a measured kernel (8) */
 } kf_search_cfg;
 
 void kf_search_defaults(kf_search_cfg *cfg);
 /* Apply one "KEY=VALUE" (C, aging, keep_decay, fail_penalty, fail_streak, k0, floor,
- * target, max_parents, parents_per_cat, gain.CATEGORY, cost.CATEGORY). 0, or -1 with a
- * message in err. */
+ * target, max_parents, parents_per_cat, breaker_k, breaker_pause, gain.CATEGORY,
+ * cost.CATEGORY). 0, or -1 with a message in err. */
 int kf_search_cfg_set(kf_search_cfg *cfg, const char *kv, char *err, size_t errlen);
 
 /* An outcome as search needs it (the loop adapts kf_node to it). */
@@ -85,6 +89,7 @@ typedef struct {
     double share;  /* g's share: the best time so far above the target (at least 0.05) */
     double quality; /* g's parent weight: its speedup over the best so far's */
     double gain;   /* g's blended expected gain (speedup - 1) */
+    int paused;    /* circuit breaker: outcomes left in its pause (0: not paused) */
 } kf_action;
 
 typedef struct kf_search kf_search;
@@ -105,11 +110,21 @@ void kf_search_pending(kf_search *s, int category, int proposer, int delta);
 /* Which categories proposer p offers (bit c = category c; all by default). */
 void kf_search_offer(kf_search *s, int proposer, unsigned mask);
 /* The best action into *out; its wait resets and every other action waits one more pick.
+ * Actions of a (proposer, category) paused by the circuit breaker are passed over while
+ * any other action scores at least the floor (a pause never ends a run on its own).
  * 0, or -1 when no action scores at least cfg.floor (or none is left). O(candidate
  * parents x categories x proposers). */
 int kf_search_pick(kf_search *s, kf_action *out);
 /* Score one action without picking it (its terms into *out). 0, or -1 if parent unknown. */
 int kf_search_score(kf_search *s, int64_t parent, int category, int proposer, kf_action *out);
+/* Circuit breaker: how many times it tripped over every observation so far, and the last
+ * trip's proposer, category and the failures in a row that tripped it (any pointer may
+ * be NULL). kf_search_trips is 0 when it never tripped. */
+int kf_search_trips(const kf_search *s);
+void kf_search_last_trip(const kf_search *s, int *proposer, int *category, int *failures);
+/* Outcomes left in the pause of (proposer, category); 0 when it is not paused. */
+int kf_search_paused(const kf_search *s, int proposer, int category);
+
 /* Each term of a, as one JSON object, into buf (truncated to n). Returns buf. */
 char *kf_search_explain(const kf_action *a, char *buf, size_t n);
 
