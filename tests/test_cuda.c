@@ -184,20 +184,26 @@ static void t_arch_cache(const void *arg) {
  * waits, takes the artifact at LOAD, loads it and answers calls; one never given its
  * artifact is closed cleanly. The stand-in's events are 25 ms apart, which the
  * coordinator refuses against its own clock: the call reached the launches and back. */
-static void t_deferred_worker(const void *arg) {
-    (void)arg;
-    setenv("KFORGE_LIBCUDA", kft_bin("libkft_fakecuda.so"), 1);
-    char dir[] = "/tmp/kft-defer-XXXXXX", art[256];
-    CHECK(mkdtemp(dir));
-    snprintf(art, sizeof art, "%s/k.kfc", dir);
-    FILE *f = fopen(art, "wb");
+/* A GPU artifact for the stand-in driver: one kernel "k", a cubin it never reads. */
+static int fake_artifact(const char *path) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
     uint32_t nk = 1, cs = 8;
     fwrite("KFCUBIN1", 1, 8, f);
     fwrite(&nk, 4, 1, f);
     fwrite("k", 1, 2, f);
     fwrite(&cs, 4, 1, f);
     fwrite("notcubin", 1, 8, f);
-    fclose(f);
+    return fclose(f);
+}
+
+static void t_deferred_worker(const void *arg) {
+    (void)arg;
+    setenv("KFORGE_LIBCUDA", kft_bin("libkft_fakecuda.so"), 1);
+    char dir[] = "/tmp/kft-defer-XXXXXX", art[256];
+    CHECK(mkdtemp(dir));
+    snprintf(art, sizeof art, "%s/k.kfc", dir);
+    CHECK(fake_artifact(art) == 0);
     kf_ctx *ctx = kf_ctx_new();
     kf_worker_opts wo = {10, 1ull << 30, 10, 0, NULL, 1, NULL, 0};
     wo.start_timeout_s = 30;
@@ -243,16 +249,8 @@ static void t_wrapped_orphan(const void *arg) {
     snprintf(art, sizeof art, "%s/k.kfc", dir);
     snprintf(script, sizeof script, "%s/fake-sanitizer", dir);
     snprintf(pidf, sizeof pidf, "%s/worker.pid", dir);
-    FILE *f = fopen(art, "wb");
-    CHECK(f);
-    uint32_t nk = 1, cs = 8;
-    fwrite("KFCUBIN1", 1, 8, f);
-    fwrite(&nk, 4, 1, f);
-    fwrite("k", 1, 2, f);
-    fwrite(&cs, 4, 1, f);
-    fwrite("notcubin", 1, 8, f);
-    fclose(f);
-    f = fopen(script, "w");
+    CHECK(fake_artifact(art) == 0);
+    FILE *f = fopen(script, "w");
     CHECK(f);
     /* like the real tool's launcher: an intermediate in a session of its own is the
      * worker's parent, and outlives the tool's death */
