@@ -243,25 +243,52 @@ int kf_builtin_allowed(const kf_builtin *b, const kf_point *p) {
 int kf_builtin_tried(const kf_builtin *b, const kf_point *p) { return set_has(b, encode(b, p)); }
 
 /* The allowed point adjacent to p along parameter i in direction d (+1/-1), stepping over
- * values that fail a constraint; 0 and *q when it exists and is untried. */
+ * values that fail a constraint: 0 and *q when it exists and is untried, -1 when it was
+ * tried, -2 when p is at the end of i's values, -3 when every further value fails. */
 static int neighbour(const kf_builtin *b, const kf_point *p, int i, int d, kf_point *q) {
     *q = *p;
-    for (int r = b->rank[i][p->v[i]] + d; r >= 0 && r < b->nvals[i]; r += d) {
+    int r0 = b->rank[i][p->v[i]] + d;
+    if (r0 < 0 || r0 >= b->nvals[i]) return -2;
+    for (int r = r0; r >= 0 && r < b->nvals[i]; r += d) {
         q->v[i] = b->order[i][r];
         if (kf_builtin_allowed(b, q)) return kf_builtin_tried(b, q) ? -1 : 0;
     }
-    return -1;
+    return -3;
 }
 
-/* A random untried neighbour of p along a parameter of category cat (-1: any). */
+/* A random untried neighbour of p along a parameter of category cat (-1: any). A step
+ * whose every further value fails a kforge:require (V up from 8 at UP = 8, under
+ * UP * V <= 64) is taken with one other parameter stepped too, either way, where that is
+ * allowed: such a constraint is usually a resource budget, the best trade-off often lies
+ * on its edge, and one-parameter steps cannot follow an edge. Each blocked step offers one
+ * of its repairs, drawn at random, with the weight of one ordinary step. */
 static int random_neighbour(const kf_builtin *b, uint64_t *rng, const kf_point *p, int cat, kf_point *out,
                             int *move_cat) {
     kf_point cands[2 * KF_MAX_PARAMS];
     int cc[2 * KF_MAX_PARAMS], n = 0;
     for (int i = 0; i < b->np; i++) {
         if (cat >= 0 && b->cat[i] != cat) continue;
-        for (int d = -1; d <= 1; d += 2)
-            if (!neighbour(b, p, i, d, &cands[n])) cc[n++] = b->cat[i];
+        for (int d = -1; d <= 1; d += 2) {
+            int r = neighbour(b, p, i, d, &cands[n]);
+            if (!r) {
+                cc[n++] = b->cat[i];
+                continue;
+            }
+            if (r != -3) continue;
+            kf_point q = *p;
+            q.v[i] = b->order[i][b->rank[i][p->v[i]] + d];
+            int seen = 0;
+            for (int j = 0; j < b->np; j++)
+                for (int e = -1; e <= 1 && j != i; e += 2) {
+                    int rj = b->rank[j][p->v[j]] + e;
+                    if (rj < 0 || rj >= b->nvals[j]) continue;
+                    kf_point x = q;
+                    x.v[j] = b->order[j][rj];
+                    if (!kf_builtin_allowed(b, &x) || kf_builtin_tried(b, &x)) continue;
+                    if (below(rng, (uint64_t)++seen) == 0) cands[n] = x; /* reservoir of one */
+                }
+            if (seen) cc[n++] = b->cat[i];
+        }
     }
     if (!n) return -1;
     int k = (int)below(rng, (uint64_t)n);
