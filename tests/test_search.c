@@ -457,6 +457,30 @@ static void t_builtin_edge(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* A move measured to hurt elsewhere in the space waits for the unmeasured ones: A=1 -> 2
+ * doubled the time at B=1, so from A=1 B=2 the builtin proposes B=3 first, whatever the
+ * seed, and A=2 B=2 after it. */
+static void t_builtin_effect(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sgemm");
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        kf_builtin *b = builtin(ctx, t, "/* kforge:param A = 1, 2, 3 */\n/* kforge:param B = 1, 2, 3 */\n", seed);
+        kf_shape_time t12 = {12, 0}, t24 = {24, 0}, t10 = {10, 0};
+        CHECK(kf_builtin_observe(b, &(kf_point){{0, 0}}, KF_BUILTIN_OK, &t12, 1) == 0);
+        CHECK(kf_builtin_observe(b, &(kf_point){{1, 0}}, KF_BUILTIN_OK, &t24, 1) == 0);
+        kf_point from = {{0, 1}}, p;
+        CHECK(kf_builtin_observe(b, &from, KF_BUILTIN_OK, &t10, 1) == 0);
+        CHECK(kf_builtin_next(b, &from, -1, &p, NULL, NULL) == 0);
+        CHECKF(p.v[0] == 0 && p.v[1] == 2, "seed %llu: A=%d B=%d before A=1 B=3", (unsigned long long)seed,
+               (int)ival(b, &p, 0), (int)ival(b, &p, 1));
+        CHECK(kf_builtin_next(b, &from, -1, &p, NULL, NULL) == 0 && p.v[0] == 1 && p.v[1] == 1);
+        kf_builtin_free(b);
+    }
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 static void t_builtin_specialise(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
@@ -504,5 +528,6 @@ void kft_register_search(void) {
     kft_add("search/builtin_determinism", t_builtin_determinism, NULL, 60);
     kft_add("search/builtin_from", t_builtin_from, NULL, 20);
     kft_add("search/builtin_edge", t_builtin_edge, NULL, 20);
+    kft_add("search/builtin_effect", t_builtin_effect, NULL, 20);
     kft_add("search/builtin_specialise", t_builtin_specialise, NULL, 20);
 }

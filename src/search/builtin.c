@@ -256,12 +256,49 @@ static int neighbour(const kf_builtin *b, const kf_point *p, int i, int d, kf_po
     return -3;
 }
 
-/* A random untried neighbour of p along a parameter of category cat (-1: any). A step
- * whose every further value fails a kforge:require (V up from 8 at UP = 8, under
+typedef struct {
+    uint64_t code;
+    double lg; /* log of the geometric mean */
+} measured;
+
+static int by_code(const void *x, const void *y) {
+    uint64_t a = ((const measured *)x)->code, c = ((const measured *)y)->code;
+    return a < c ? -1 : a > c;
+}
+
+/* The mean log time ratio of moving parameter i from p's value to value index t, over
+ * the measured pairs that differ only there (m: the measured points sorted by code),
+ * each pair weighted by a quarter per other parameter in which it differs from p, so
+ * that what was measured near p counts most; 0 when no such pair was measured. */
+static double move_effect(const kf_builtin *b, const measured *m, size_t nm, const kf_point *p, int i, int t) {
+    double sum = 0, wsum = 0;
+    int f = p->v[i];
+    for (size_t k = 0; k < nm; k++) {
+        if ((int)(m[k].code / b->radix[i] % (uint64_t)b->nvals[i]) != f) continue;
+        measured key = {m[k].code - (uint64_t)f * b->radix[i] + (uint64_t)t * b->radix[i], 0};
+        const measured *o = bsearch(&key, m, nm, sizeof *m, by_code);
+        if (!o) continue;
+        double w = 1;
+        for (int j = 0; j < b->np; j++)
+            if ((int)(m[k].code / b->radix[j] % (uint64_t)b->nvals[j]) != p->v[j]) w *= 0.25;
+        sum += w * (o->lg - m[k].lg);
+        wsum += w;
+    }
+    return wsum > 0 ? sum / wsum : 0;
+}
+
+/* An untried neighbour of p along a parameter of category cat (-1: any): of those whose
+ * moves were measured elsewhere in the space to help most (or hurt least: an unmeasured
+ * move counts as neither), one drawn at random. This assumes that a parameter's effect
+ * varies little with the others (a separable model); where it does, the pairs measured
+ * near p weigh most, and the restarts and the other centres keep the walk from trusting
+ * the estimate for good.
+ *
+ * A step whose every further value fails a kforge:require (V up from 8 at UP = 8, under
  * UP * V <= 64) is taken with one other parameter stepped too, either way, where that is
  * allowed: such a constraint is usually a resource budget, the best trade-off often lies
  * on its edge, and one-parameter steps cannot follow an edge. Each blocked step offers one
- * of its repairs, drawn at random, with the weight of one ordinary step. */
+ * of its repairs, drawn at random, as one candidate among the ordinary steps. */
 static int random_neighbour(const kf_builtin *b, uint64_t *rng, const kf_point *p, int cat, kf_point *out,
                             int *move_cat) {
     kf_point cands[2 * KF_MAX_PARAMS];
@@ -291,7 +328,25 @@ static int random_neighbour(const kf_builtin *b, uint64_t *rng, const kf_point *
         }
     }
     if (!n) return -1;
-    int k = (int)below(rng, (uint64_t)n);
+    double est[2 * KF_MAX_PARAMS], lo = INFINITY;
+    size_t nm = 0;
+    measured *m = malloc((b->nrec + 1) * sizeof *m);
+    if (m) {
+        for (size_t r = 0; r < b->nrec; r++)
+            if (b->rec[r].o == KF_BUILTIN_OK) m[nm++] = (measured){b->rec[r].code, log(b->rec[r].geo)};
+        qsort(m, nm, sizeof *m, by_code);
+    }
+    for (int c = 0; c < n; c++) {
+        est[c] = 0;
+        for (int i = 0; m && i < b->np; i++)
+            if (cands[c].v[i] != p->v[i]) est[c] += move_effect(b, m, nm, p, i, cands[c].v[i]);
+        if (est[c] < lo) lo = est[c];
+    }
+    free(m);
+    int best[2 * KF_MAX_PARAMS], nb = 0;
+    for (int c = 0; c < n; c++)
+        if (est[c] <= lo) best[nb++] = c;
+    int k = best[below(rng, (uint64_t)nb)];
     *out = cands[k];
     if (move_cat) *move_cat = cc[k];
     return 0;
