@@ -12,6 +12,10 @@
  * excluded for this template. A failure whose every value has also built fine is an
  * interaction: only that point is excluded (it was tried).
  *
+ * Moves: of a point's untried neighbours (one parameter one value away, or two when a
+ * kforge:require blocks the one), the builtin proposes one whose move was measured to help
+ * most elsewhere in the space (random_neighbour has the details).
+ *
  * Determinism: the random stream of each proposal is derived from the seed and the number
  * of points tried so far, so a run resumed by replaying its observations proposes what
  * the uninterrupted run would have. It does not build or time anything, nor persist state.
@@ -330,7 +334,7 @@ static int random_neighbour(const kf_builtin *b, uint64_t *rng, const kf_point *
     if (!n) return -1;
     double est[2 * KF_MAX_PARAMS], lo = INFINITY;
     size_t nm = 0;
-    measured *m = malloc((b->nrec + 1) * sizeof *m);
+    measured *m = malloc((b->nrec + 1) * sizeof *m); /* without it, every move counts as unmeasured */
     if (m) {
         for (size_t r = 0; r < b->nrec; r++)
             if (b->rec[r].o == KF_BUILTIN_OK) m[nm++] = (measured){b->rec[r].code, log(b->rec[r].geo)};
