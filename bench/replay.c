@@ -13,8 +13,10 @@
  *             or when every action is exhausted); a node is kept when it beats its parent
  *             by 2% (a stand-in for the Critic)
  *   random    uniform sampling without replacement among the points kforge:require allows
+ *             (and its exact median and mean, which 10 seeds only estimate)
  * The objective is the geometric mean of the shapes' times; a failed point costs one
  * evaluation. Prints per strategy the median (min, max) evaluations to reach the target.
+ * KF_REPLAY_TRACE=SEED prints the builtin's and search's evaluations at that seed.
  */
 #define _GNU_SOURCE
 #include "kforge.h"
@@ -78,9 +80,16 @@ static int run_builtin(kf_ctx *ctx, const kf_task *t, const char *tmpl, uint64_t
     if (kf_builtin_new(ctx, t, tmpl, seed, &b)) return -1;
     kf_point p;
     int n = 0, hit = -1;
-    while (hit < 0 && kf_builtin_next(b, NULL, -1, &p, NULL, NULL) == 0) {
+    kf_move mv;
+    while (hit < 0 && kf_builtin_next(b, NULL, -1, &p, &mv, NULL) == 0) {
         n++;
-        if (reached(eval(b, &p), within)) hit = n;
+        const entry *e = eval(b, &p);
+        if (getenv("KF_REPLAY_TRACE") && seed == (uint64_t)atoll(getenv("KF_REPLAY_TRACE"))) {
+            char buf[256];
+            fprintf(stderr, "builtin %d %s %s %.4g\n", n, mv == KF_MOVE_RESTART ? "restart" : mv == KF_MOVE_DEFAULT ? "default" : "neighbour",
+                    kf_builtin_json(b, &p, buf, sizeof buf), e->state == 1 ? e->geo / best_geo : 0);
+        }
+        if (reached(e, within)) hit = n;
     }
     kf_builtin_free(b);
     return hit;
@@ -140,7 +149,7 @@ static int run_search(kf_ctx *ctx, const kf_task *t, const char *tmpl, uint64_t 
         }
         e = eval(b, &p);
         evals++;
-        if (getenv("KF_REPLAY_TRACE") && seed == 1) {
+        if (getenv("KF_REPLAY_TRACE") && seed == (uint64_t)atoll(getenv("KF_REPLAY_TRACE"))) {
             char buf[512];
             fprintf(stderr, "%d sp(parent)=%.3f -> %.3f %s\n", evals, sp[a.parent], e->state == 1 ? ref / e->geo : 0,
                     kf_search_explain(&a, buf, sizeof buf));
@@ -277,6 +286,17 @@ int main(int argc, char **argv) {
     report("builtin", vb, seeds, allowed);
     report("search", vs, seeds, allowed);
     report("random", vr, seeds, allowed);
+    /* Random search's exact distribution, without the spread of 10 seeds: the first of K
+     * targets among M points drawn without replacement comes after n draws with
+     * probability 1 - prod_{i<n} (M-K-i)/(M-i); its mean is (M+1)/(K+1). */
+    double miss = 1;
+    uint64_t med = 0;
+    while (miss > 0.5 && med < allowed) {
+        miss *= (double)(allowed - within_n - med) / (double)(allowed - med);
+        med++;
+    }
+    printf("  random, exact: median %llu, mean %.1f\n", (unsigned long long)med,
+           (double)(allowed + 1) / (double)(within_n + 1));
     kf_builtin_free(proto);
     free(tab);
     kf_task_free(t);

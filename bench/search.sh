@@ -9,7 +9,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 "$D/synth_space.py" "$tmp/synth.json"
 python3 "$D/synth_space.py" "$tmp/rugged.json" --rugged
-for t in "$D/data/sgemm_c.json" "$D/data/sum_c.json" "$tmp/synth.json" "$tmp/rugged.json"; do
+for t in "$D"/data/*_c.json "$tmp/synth.json" "$tmp/rugged.json"; do
     "$B/kf-replay" "$t"
     if [ -n "${KT_PYTHON:-}" ]; then "$KT_PYTHON" "$D/kt_compare.py" "$t"; fi
 done

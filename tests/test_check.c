@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "kft.h"
 
+#include "loop/loop.h"
 #include "util/util.h"
 
 #include <dirent.h>
@@ -463,6 +464,46 @@ static void t_impossible_speed(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* An honest kernel is within the machine's measured roofline: the fastest point of the
+ * sgemm template (about 110-124 GFLOP/s on one AVX-512 core of the development VM) was
+ * once put at 1.24-1.41 of it, because the FLOP ceiling was measured with accumulators
+ * on the stack, and the Critic refuses anything above 1.05 as impossible. */
+static void t_honest_within_roofline(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sgemm");
+    char *text = NULL;
+    size_t tl = 0, n = 0;
+    CHECK(kf__read_file(kft_src("tasks/c/sgemm/candidates/param.c"), 1 << 20, &text, &tl) == 0);
+    json_t *pt = json_pack("{s:s, s:s, s:s, s:s}", "BM", "64", "BK", "64", "UP", "4", "V", "16");
+    char *src = kf_loop_materialize(text, tl, pt, &n);
+    CHECK(src);
+    const char *p = write_tmp("sgemm_fast.c", src);
+    kf_opts o;
+    kf_opts_init(&o);
+    o.bench_min_time_s = 0.05;
+    o.bench_min_runs = 11;
+    o.bench_max_runs = 21;
+    kf_result *r;
+    CHECK(kf_bench(ctx, t, p, &o, &r) == KF_OK);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", kft_reasons(r));
+    json_t *j = as_json(r);
+    size_t i;
+    json_t *sh;
+    json_array_foreach(json_object_get(j, "shapes"), i, sh) {
+        double rf = json_number_value(json_object_get(sh, "roofline_fraction"));
+        CHECKF(rf > 0 && rf <= 1.0, "an honest sgemm at %.2f of the roofline (%.1f GFLOP/s)", rf,
+               json_number_value(json_object_get(sh, "gflops")));
+    }
+    json_decref(j);
+    kf_result_free(r);
+    json_decref(pt);
+    free(src);
+    free(text);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 /* A kforge:when that cannot be evaluated is the candidate's usage error, and leaves
  * the task intact (a code review found a double free of the visible shapes here). */
 static void t_bad_when(const void *arg) {
@@ -532,4 +573,5 @@ void kft_register_check(void) {
     kft_add("check/prep_budget_spent", t_prep_budget_spent, NULL, 60);
     kft_add("check/sweep_dead_dirs", t_sweep_dead_dirs, NULL, 60);
     kft_add("check/reference_sentinel_values", t_reference_sentinel_values, NULL, 60);
+    kft_add("check/honest_within_roofline", t_honest_within_roofline, NULL, 60);
 }

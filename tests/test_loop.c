@@ -216,7 +216,7 @@ static void t_jobs(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-jobs-XXXXXX", args[1024], out[1 << 16];
     CHECK(mkdtemp(dir));
-    /* sgemm's template: 9 points, more than the budget */
+    /* sgemm's template: 99 points, more than the budget */
     snprintf(args, sizeof args, "run tasks/c/sgemm --budget 6 --seed 5 --jobs 3 --run %s/r --json %s 2>/dev/null", dir,
              quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);

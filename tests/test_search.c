@@ -429,6 +429,58 @@ static void t_builtin_from(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* A step that a kforge:require blocks is taken with a second parameter stepped back: from
+ * A=2 B=8 under A * B <= 16, A's step up is refused at every further value, and A=4 B=4
+ * (the edge of the budget, not an axis neighbour) is offered; nothing proposed breaks
+ * the constraint or is more than one step away in each parameter. */
+static void t_builtin_edge(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sgemm");
+    kf_builtin *b = builtin(ctx, t, "/* kforge:param A = 1, 2, 4, 8 */\n/* kforge:param B = 1, 2, 4, 8 */\n"
+                                    "/* kforge:require A * B <= 16 */\n", 3);
+    kf_point from = {{1, 3}}, p; /* A=2 B=8 */
+    CHECK(kf_builtin_allowed(b, &from));
+    int edge = 0, n = 0;
+    while (kf_builtin_next(b, &from, -1, &p, NULL, NULL) == 0) {
+        int64_t a = ival(b, &p, 0), c = ival(b, &p, 1);
+        CHECKF(a * c <= 16, "A=%lld B=%lld violates kforge:require", (long long)a, (long long)c);
+        CHECKF(abs(p.v[0] - from.v[0]) <= 1 && abs(p.v[1] - from.v[1]) <= 1, "A=%lld B=%lld is not a neighbour",
+               (long long)a, (long long)c);
+        edge += a == 4 && c == 4;
+        n++;
+    }
+    CHECKF(edge == 1, "A=4 B=4 offered %d times", edge);
+    CHECKF(n == 3, "%d neighbours of A=2 B=8 (A=1 B=8, A=2 B=4, A=4 B=4)", n);
+    kf_builtin_free(b);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* A move measured to hurt elsewhere in the space waits for the unmeasured ones: A=1 -> 2
+ * doubled the time at B=1, so from A=1 B=2 the builtin proposes B=3 first, whatever the
+ * seed, and A=2 B=2 after it. */
+static void t_builtin_effect(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sgemm");
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        kf_builtin *b = builtin(ctx, t, "/* kforge:param A = 1, 2, 3 */\n/* kforge:param B = 1, 2, 3 */\n", seed);
+        kf_shape_time t12 = {12, 0}, t24 = {24, 0}, t10 = {10, 0};
+        CHECK(kf_builtin_observe(b, &(kf_point){{0, 0}}, KF_BUILTIN_OK, &t12, 1) == 0);
+        CHECK(kf_builtin_observe(b, &(kf_point){{1, 0}}, KF_BUILTIN_OK, &t24, 1) == 0);
+        kf_point from = {{0, 1}}, p;
+        CHECK(kf_builtin_observe(b, &from, KF_BUILTIN_OK, &t10, 1) == 0);
+        CHECK(kf_builtin_next(b, &from, -1, &p, NULL, NULL) == 0);
+        CHECKF(p.v[0] == 0 && p.v[1] == 2, "seed %llu: A=%d B=%d before A=1 B=3", (unsigned long long)seed,
+               (int)ival(b, &p, 0), (int)ival(b, &p, 1));
+        CHECK(kf_builtin_next(b, &from, -1, &p, NULL, NULL) == 0 && p.v[0] == 1 && p.v[1] == 1);
+        kf_builtin_free(b);
+    }
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 static void t_builtin_specialise(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
@@ -475,5 +527,7 @@ void kft_register_search(void) {
     kft_add("search/builtin_learn", t_builtin_learn, NULL, 20);
     kft_add("search/builtin_determinism", t_builtin_determinism, NULL, 60);
     kft_add("search/builtin_from", t_builtin_from, NULL, 20);
+    kft_add("search/builtin_edge", t_builtin_edge, NULL, 20);
+    kft_add("search/builtin_effect", t_builtin_effect, NULL, 20);
     kft_add("search/builtin_specialise", t_builtin_specialise, NULL, 20);
 }

@@ -4,7 +4,11 @@
  * single-core peak FLOP rate (independent fused multiply-add chains, with the widest
  * vectors the CPU has: AVX-512, else AVX2+FMA, else scalar). A ceiling is a maximum, so a measurement taken while the
  * machine is busy can only under-estimate it: every bench measures afresh and keeps the
- * best figure ever seen for this CPU in kforge's cache (ceilings-<cpu>.json).
+ * best figure ever seen for this CPU in kforge's cache (ceilings-<cpu>.json). The FMA
+ * loops carry `#pragma GCC unroll`: without it, at -O2 GCC kept a rolled inner loop whose
+ * accumulators lived on the stack, one FMA per store-to-load round trip, which measured
+ * a third of an AVX-512 core's rate (88 against 272 GFLOP/s on the 2-core VM), below
+ * what an honest sgemm reaches (110-124), so the Critic refused it as impossible.
  * Built with -O2 and without sanitizers whatever the build type (CMakeLists.txt).
  */
 #include "bench.h"
@@ -50,6 +54,7 @@ __attribute__((target("avx2,fma"), noinline)) static double fma_avx2(long iters)
     v8f c = {1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f};
     for (int k = 0; k < 10; k++) acc[k] = c * (float)k;
     for (long i = 0; i < iters; i++)
+#pragma GCC unroll 16
         for (int k = 0; k < 10; k++) acc[k] = acc[k] * m + c;
     float s = 0;
     for (int k = 0; k < 10; k++)
@@ -63,6 +68,7 @@ __attribute__((target("avx512f"), noinline)) static double fma_avx512(long iters
     for (int j = 0; j < 16; j++) m[j] = 1.0000001f, c[j] = 1e-7f;
     for (int k = 0; k < 12; k++) acc[k] = c * (float)k;
     for (long i = 0; i < iters; i++)
+#pragma GCC unroll 16
         for (int k = 0; k < 12; k++) acc[k] = acc[k] * m + c;
     float s = 0;
     for (int k = 0; k < 12; k++)
@@ -74,6 +80,7 @@ __attribute__((target("avx512f"), noinline)) static double fma_avx512(long iters
 __attribute__((noinline)) static double fma_scalar(long iters) {
     double acc[8] = {0}, m = 1.0000001, c = 1e-7;
     for (long i = 0; i < iters; i++)
+#pragma GCC unroll 16
         for (int k = 0; k < 8; k++) acc[k] = acc[k] * m + c;
     double s = 0;
     for (int k = 0; k < 8; k++) s += acc[k];

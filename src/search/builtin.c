@@ -12,6 +12,10 @@
  * excluded for this template. A failure whose every value has also built fine is an
  * interaction: only that point is excluded (it was tried).
  *
+ * Moves: of a point's untried neighbours (one parameter one value away, or two when a
+ * kforge:require blocks the one), the builtin proposes one whose move was measured to help
+ * most elsewhere in the space (random_neighbour has the details).
+ *
  * Determinism: the random stream of each proposal is derived from the seed and the number
  * of points tried so far, so a run resumed by replaying its observations proposes what
  * the uninterrupted run would have. It does not build or time anything, nor persist state.
@@ -243,28 +247,110 @@ int kf_builtin_allowed(const kf_builtin *b, const kf_point *p) {
 int kf_builtin_tried(const kf_builtin *b, const kf_point *p) { return set_has(b, encode(b, p)); }
 
 /* The allowed point adjacent to p along parameter i in direction d (+1/-1), stepping over
- * values that fail a constraint; 0 and *q when it exists and is untried. */
+ * values that fail a constraint: 0 and *q when it exists and is untried, -1 when it was
+ * tried, -2 when p is at the end of i's values, -3 when every further value fails. */
 static int neighbour(const kf_builtin *b, const kf_point *p, int i, int d, kf_point *q) {
     *q = *p;
-    for (int r = b->rank[i][p->v[i]] + d; r >= 0 && r < b->nvals[i]; r += d) {
+    int r0 = b->rank[i][p->v[i]] + d;
+    if (r0 < 0 || r0 >= b->nvals[i]) return -2;
+    for (int r = r0; r >= 0 && r < b->nvals[i]; r += d) {
         q->v[i] = b->order[i][r];
         if (kf_builtin_allowed(b, q)) return kf_builtin_tried(b, q) ? -1 : 0;
     }
-    return -1;
+    return -3;
 }
 
-/* A random untried neighbour of p along a parameter of category cat (-1: any). */
+typedef struct {
+    uint64_t code;
+    double lg; /* log of the geometric mean */
+} measured;
+
+static int by_code(const void *x, const void *y) {
+    uint64_t a = ((const measured *)x)->code, c = ((const measured *)y)->code;
+    return a < c ? -1 : a > c;
+}
+
+/* The mean log time ratio of moving parameter i from p's value to value index t, over
+ * the measured pairs that differ only there (m: the measured points sorted by code),
+ * each pair weighted by a quarter per other parameter in which it differs from p, so
+ * that what was measured near p counts most; 0 when no such pair was measured. */
+static double move_effect(const kf_builtin *b, const measured *m, size_t nm, const kf_point *p, int i, int t) {
+    double sum = 0, wsum = 0;
+    int f = p->v[i];
+    for (size_t k = 0; k < nm; k++) {
+        if ((int)(m[k].code / b->radix[i] % (uint64_t)b->nvals[i]) != f) continue;
+        measured key = {m[k].code - (uint64_t)f * b->radix[i] + (uint64_t)t * b->radix[i], 0};
+        const measured *o = bsearch(&key, m, nm, sizeof *m, by_code);
+        if (!o) continue;
+        double w = 1;
+        for (int j = 0; j < b->np; j++)
+            if ((int)(m[k].code / b->radix[j] % (uint64_t)b->nvals[j]) != p->v[j]) w *= 0.25;
+        sum += w * (o->lg - m[k].lg);
+        wsum += w;
+    }
+    return wsum > 0 ? sum / wsum : 0;
+}
+
+/* An untried neighbour of p along a parameter of category cat (-1: any): of those whose
+ * moves were measured elsewhere in the space to help most (or hurt least: an unmeasured
+ * move counts as neither), one drawn at random. This assumes that a parameter's effect
+ * varies little with the others (a separable model); where it does, the pairs measured
+ * near p weigh most, and the restarts and the other centres keep the walk from trusting
+ * the estimate for good.
+ *
+ * A step whose every further value fails a kforge:require (V up from 8 at UP = 8, under
+ * UP * V <= 64) is taken with one other parameter stepped too, either way, where that is
+ * allowed: such a constraint is usually a resource budget, the best trade-off often lies
+ * on its edge, and one-parameter steps cannot follow an edge. Each blocked step offers one
+ * of its repairs, drawn at random, as one candidate among the ordinary steps. */
 static int random_neighbour(const kf_builtin *b, uint64_t *rng, const kf_point *p, int cat, kf_point *out,
                             int *move_cat) {
     kf_point cands[2 * KF_MAX_PARAMS];
     int cc[2 * KF_MAX_PARAMS], n = 0;
     for (int i = 0; i < b->np; i++) {
         if (cat >= 0 && b->cat[i] != cat) continue;
-        for (int d = -1; d <= 1; d += 2)
-            if (!neighbour(b, p, i, d, &cands[n])) cc[n++] = b->cat[i];
+        for (int d = -1; d <= 1; d += 2) {
+            int r = neighbour(b, p, i, d, &cands[n]);
+            if (!r) {
+                cc[n++] = b->cat[i];
+                continue;
+            }
+            if (r != -3) continue;
+            kf_point q = *p;
+            q.v[i] = b->order[i][b->rank[i][p->v[i]] + d];
+            int seen = 0;
+            for (int j = 0; j < b->np; j++)
+                for (int e = -1; e <= 1 && j != i; e += 2) {
+                    int rj = b->rank[j][p->v[j]] + e;
+                    if (rj < 0 || rj >= b->nvals[j]) continue;
+                    kf_point x = q;
+                    x.v[j] = b->order[j][rj];
+                    if (!kf_builtin_allowed(b, &x) || kf_builtin_tried(b, &x)) continue;
+                    if (below(rng, (uint64_t)++seen) == 0) cands[n] = x; /* reservoir of one */
+                }
+            if (seen) cc[n++] = b->cat[i];
+        }
     }
     if (!n) return -1;
-    int k = (int)below(rng, (uint64_t)n);
+    double est[2 * KF_MAX_PARAMS], lo = INFINITY;
+    size_t nm = 0;
+    measured *m = malloc((b->nrec + 1) * sizeof *m); /* without it, every move counts as unmeasured */
+    if (m) {
+        for (size_t r = 0; r < b->nrec; r++)
+            if (b->rec[r].o == KF_BUILTIN_OK) m[nm++] = (measured){b->rec[r].code, log(b->rec[r].geo)};
+        qsort(m, nm, sizeof *m, by_code);
+    }
+    for (int c = 0; c < n; c++) {
+        est[c] = 0;
+        for (int i = 0; m && i < b->np; i++)
+            if (cands[c].v[i] != p->v[i]) est[c] += move_effect(b, m, nm, p, i, cands[c].v[i]);
+        if (est[c] < lo) lo = est[c];
+    }
+    free(m);
+    int best[2 * KF_MAX_PARAMS], nb = 0;
+    for (int c = 0; c < n; c++)
+        if (est[c] <= lo) best[nb++] = c;
+    int k = best[below(rng, (uint64_t)nb)];
     *out = cands[k];
     if (move_cat) *move_cat = cc[k];
     return 0;

@@ -1,7 +1,12 @@
-/* Template sgemm: cache-blocked i-p-j loop nest with an 8-lane GCC-vector inner loop over C rows. */
+/* Template sgemm: cache-blocked i-p-j loop nest with a V-lane GCC-vector inner loop over C rows;
+ * UP rows of B are combined per pass over a C row (UP times fewer loads and stores of C). */
 /* kforge:param BM = 32, 16, 64 */
 /* kforge:param BK = 64, 32, 128 */
-/* kforge:require BM >= 1 && BK >= 1 */
+/* kforge:param UP = 1, 2, 4, 8 # unrolling */
+/* kforge:param V = 8, 4, 16 # vectorisation */
+/* UP broadcast rows of A and UP V-lane vectors of B per step: more than 64 lanes in flight
+ * spills the 32 vector registers (AVX-512) or the 16 (AVX2). */
+/* kforge:require BM >= 1 && BK >= 1 && UP * V <= 64 */
 #include <stdint.h>
 #include <string.h>
 
@@ -11,17 +16,23 @@
 #ifndef BK
 #define BK 64
 #endif
+#ifndef UP
+#define UP 1
+#endif
+#ifndef V
+#define V 8
+#endif
 
-typedef float v8f __attribute__((vector_size(32)));
+typedef float vf __attribute__((vector_size(V * 4)));
 
-static inline v8f load8(const float *p)
+static inline vf vload(const float *p)
 {
-    v8f v;
+    vf v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-static inline void store8(float *p, v8f v)
+static inline void vstore(float *p, vf v)
 {
     memcpy(p, &v, sizeof v);
 }
@@ -38,13 +49,41 @@ void sgemm(const float *restrict a, const float *restrict b, float *restrict c,
             const int64_t p1 = p0 + BK < k ? p0 + BK : k;
             for (int64_t i = i0; i < i1; i++) {
                 float *crow = c + i * n;
-                for (int64_t p = p0; p < p1; p++) {
-                    const float aip = a[i * k + p];
-                    const v8f av = (v8f){0} + aip;
+                int64_t p = p0;
+                for (; p + UP <= p1; p += UP) {
+                    float aip[UP];
+                    vf av[UP];
+#pragma GCC unroll 8
+                    for (int u = 0; u < UP; u++) {
+                        aip[u] = a[i * k + p + u];
+                        av[u] = (vf){0} + aip[u];
+                    }
                     const float *brow = b + p * n;
                     int64_t j = 0;
-                    for (; j + 8 <= n; j += 8) {
-                        store8(crow + j, load8(crow + j) + av * load8(brow + j));
+                    for (; j + V <= n; j += V) {
+                        vf cv = vload(crow + j);
+#pragma GCC unroll 8
+                        for (int u = 0; u < UP; u++) {
+                            cv += av[u] * vload(brow + u * n + j);
+                        }
+                        vstore(crow + j, cv);
+                    }
+                    for (; j < n; j++) {
+                        float s = crow[j];
+#pragma GCC unroll 8
+                        for (int u = 0; u < UP; u++) {
+                            s += aip[u] * brow[u * n + j];
+                        }
+                        crow[j] = s;
+                    }
+                }
+                for (; p < p1; p++) {
+                    const float aip = a[i * k + p];
+                    const vf av = (vf){0} + aip;
+                    const float *brow = b + p * n;
+                    int64_t j = 0;
+                    for (; j + V <= n; j += V) {
+                        vstore(crow + j, vload(crow + j) + av * vload(brow + j));
                     }
                     for (; j < n; j++) {
                         crow[j] += aip * brow[j];

@@ -1,12 +1,29 @@
-/* Template softmax: W-lane GCC-vector passes with a polynomial expf; W picks the vector width. */
+/* Template softmax: W-lane GCC-vector passes with a polynomial expf; W picks the vector width,
+ * UM and UE the independent vectors per step of the max and the exp-sum passes, RECOMP whether
+ * the last pass rescales the stored exponentials (0: three passes over y) or recomputes them
+ * from x (1: y is written once; x is read three times). */
 /* kforge:param W = 8, 4, 16 */
+/* kforge:param UM = 1, 2, 4 # unrolling */
+/* kforge:param UE = 1, 2, 4 # unrolling */
+/* kforge:param RECOMP = 0, 1 # algorithm */
 /* kforge:require W == 4 || W == 8 || W == 16 */
+/* at most 32 lanes in flight per step: 4 x 16 lanes of exp polynomials spill the registers */
+/* kforge:require W * UM <= 32 && W * UE <= 32 */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #ifndef W
 #define W 8
+#endif
+#ifndef UM
+#define UM 1
+#endif
+#ifndef UE
+#define UE 1
+#endif
+#ifndef RECOMP
+#define RECOMP 0
 #endif
 
 typedef float vf __attribute__((vector_size(W * 4)));
@@ -60,12 +77,25 @@ void softmax(const float *restrict x, float *restrict y, int64_t rows, int64_t c
 
         float mx = xr[0];
         if (cols >= W) {
-            vf m = vload(xr);
-            for (c = W; c + W <= cols; c += W) {
-                m = vmax(m, vload(xr + c));
+            vf m[UM];
+#pragma GCC unroll 4
+            for (int u = 0; u < UM; u++) {
+                m[u] = vload(xr);
+            }
+            for (c = W; c + W * UM <= cols; c += W * UM) {
+#pragma GCC unroll 4
+                for (int u = 0; u < UM; u++) {
+                    m[u] = vmax(m[u], vload(xr + c + W * u));
+                }
+            }
+            for (; c + W <= cols; c += W) {
+                m[0] = vmax(m[0], vload(xr + c));
+            }
+            for (int u = 1; u < UM; u++) {
+                m[0] = vmax(m[0], m[u]);
             }
             for (int l = 0; l < W; l++) {
-                mx = m[l] > mx ? m[l] : mx;
+                mx = m[0][l] > mx ? m[0][l] : mx;
             }
         }
         for (c = cols - cols % W; c < cols; c++) {
@@ -73,15 +103,34 @@ void softmax(const float *restrict x, float *restrict y, int64_t rows, int64_t c
         }
 
         const vf vmx = (vf){0} + mx;
-        vf s = {0};
-        for (c = 0; c + W <= cols; c += W) {
+        vf s[UE];
+#pragma GCC unroll 4
+        for (int u = 0; u < UE; u++) {
+            s[u] = (vf){0};
+        }
+        for (c = 0; c + W * UE <= cols; c += W * UE) {
+#pragma GCC unroll 4
+            for (int u = 0; u < UE; u++) {
+                vf e = vexp(vload(xr + c + W * u) - vmx);
+#if !RECOMP
+                vstore(yr + c + W * u, e);
+#endif
+                s[u] += e;
+            }
+        }
+        for (; c + W <= cols; c += W) {
             vf e = vexp(vload(xr + c) - vmx);
+#if !RECOMP
             vstore(yr + c, e);
-            s += e;
+#endif
+            s[0] += e;
+        }
+        for (int u = 1; u < UE; u++) {
+            s[0] += s[u];
         }
         float sum = 0.0f;
         for (int l = 0; l < W; l++) {
-            sum += s[l];
+            sum += s[0][l];
         }
         for (; c < cols; c++) {
             float e = expf(xr[c] - mx);
@@ -91,7 +140,11 @@ void softmax(const float *restrict x, float *restrict y, int64_t rows, int64_t c
 
         const float inv = 1.0f / sum;
         for (c = 0; c + W <= cols; c += W) {
+#if RECOMP
+            vstore(yr + c, vexp(vload(xr + c) - vmx) * inv);
+#else
             vstore(yr + c, vload(yr + c) * inv);
+#endif
         }
         for (; c < cols; c++) {
             yr[c] *= inv;
