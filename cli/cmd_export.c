@@ -79,10 +79,12 @@ int kf_cli_export(int argc, char **argv) {
             size_t i;
             json_t *x;
             json_array_foreach(json_object_get(j, "winners"), i, x)
-                printf("%s/%s: node %lld, %.3fx over all shapes%s\n", out,
+                printf("%s/%s: node %lld, %.3fx geomean over the %zu visible shape%s it was timed on%s\n", out,
                        json_string_value(json_object_get(x, "file")),
                        (long long)json_integer_value(json_object_get(x, "node")),
                        json_number_value(json_object_get(x, "speedup")),
+                       json_array_size(json_object_get(x, "shapes")),
+                       json_array_size(json_object_get(x, "shapes")) == 1 ? "" : "s",
                        json_is_true(json_object_get(x, "fallback")) ? " (the fallback)" : "");
             const char *d = json_string_value(json_object_get(j, "dispatcher"));
             const char *u = json_string_value(json_object_get(j, "dispatcher_unverified"));

@@ -149,7 +149,7 @@ static void t_integrity(const void *arg) {
     res = result(1.3, 1.1, 0.5, 1);
     j = judge(&sc3, &o, "tiling", res, 3, big_src, 1);
     char *rs = json_dumps(j.rep, JSON_COMPACT);
-    CHECKF(j.d == KF_CRITIC_REJECT && strstr(rs, "n=5003") && strstr(rs, "specialisation"),
+    CHECKF(j.d == KF_CRITIC_REJECT && strstr(rs, "n < 5000") && strstr(rs, "not a specialisation"),
            "a node that dodged n=5003 through its kforge:when was not refused: %s", rs);
     free(rs);
     json_decref(j.rep);
@@ -259,6 +259,21 @@ static void t_suspicious(const void *arg) {
     CHECKF(j.d == KF_CRITIC_APPROVE && sc2.strict_calls == 1 && !strcmp(outcome(j.rep, "suspicious"), "pass"),
            "a verified gain was refused");
     json_decref(j.rep);
+    /* padding with comments and blank lines does not make the change larger (redteam H8) */
+    static const char padded[] = "/* one */\n/* two */\n\n// three\nint f(int x) {\n    return x + 2;  \n}\n"
+                                 "/* a */\n/* b */\n/* four */\n";
+    script sc4 = {FP, t, rejected, 0, 0};
+    j = judge(&sc4, &o, "other", res, 3, padded, 1);
+    CHECKF(j.d == KF_CRITIC_REJECT && sc4.strict_calls == 1, "comment padding hid a one-line change");
+    json_decref(j.rep);
+    /* a child of the root is compared with the reference's text (redteam H7) */
+    script sc5 = {FP, t, rejected, 0, 0};
+    kf_critic_env env = {&o, 0.05, FP, fp_now, bench, &sc5};
+    kf_critic_case cr = {"other", res, NULL, 1, 0, "/tmp/cand", NULL, tiny_src, parent_src};
+    json_t *rep;
+    CHECKF(kf_critic_judge(&env, &cr, &rep) == KF_CRITIC_REJECT && sc5.strict_calls == 1,
+           "a one-line change of the reference was not verified again");
+    json_decref(rep);
     /* a large rewrite is not "tiny": no extra look */
     script sc3 = {FP, t, rejected, 0, 0};
     j = judge(&sc3, &o, "other", res, 3, big_src, 1);
@@ -340,7 +355,7 @@ static void t_narrowed_domain(const void *arg) {
     kf_node_free(&nd);
     last_event e = {1, "", ""};
     CHECK(kf_store_each_event(st, "critic", grab, &e) == KF_OK);
-    CHECKF(!strcmp(e.decision, "reject") && strstr(e.text, "n=100003") && strstr(e.text, "integrity"),
+    CHECKF(!strcmp(e.decision, "reject") && strstr(e.text, "n != 100003") && strstr(e.text, "integrity"),
            "the Critic's record: %s", e.text);
     /* nothing but an approval lets the store mark a node kept */
     CHECKF(kf_store_get_node(st, 1, &nd) == KF_OK, "%s", kf_errmsg(ctx));
@@ -361,15 +376,16 @@ static void t_advisory(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-advise-XXXXXX", args[4096], out[1 << 16];
     CHECK(mkdtemp(dir));
-    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 0 --run %s/r 2>&1", dir);
-    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     const char *quickb = "--min-runs 5 --max-runs 8 --min-time 0.01 --hidden 1";
-    /* a reviewer that voices a concern, and checks it was shown both sources */
+    /* the reviewer is the run's, set when it is created: one that voices a concern, and
+     * checks it was shown the candidate */
     snprintf(args, sizeof args,
-             "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --json %s --critic-agent "
+             "run tasks/c/sgemm --budget 0 --run %s/r %s --critic-agent "
              "\"cmd:grep -q 'The candidate' \\\"\\$KFORGE_PROMPT\\\" && printf 'CONCERN\\nthe k loop assumes k %%%% 4 == 0\\n' > "
              "\\\"\\$KFORGE_OUT\\\"\" 2>&1",
              dir, quickb);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --json 2>&1", dir);
     int rc = cli(args, out, sizeof out);
     CHECKF(rc == 0, "submit: %d: %s", rc, out);
     json_t *j = json_loads(out, 0, NULL);
@@ -382,10 +398,27 @@ static void t_advisory(const void *arg) {
     json_decref(j);
     snprintf(args, sizeof args, "tree %s/r", dir);
     CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "advisory concern: CONCERN the k loop"), "%s", out);
+    /* a submitter may not bring its own judge, nor fewer hidden shapes than the run's */
+    snprintf(args, sizeof args, "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --critic max_speedup=2 2>&1", dir);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "the Critic's settings are the run's"), "%s", out);
+    snprintf(args, sizeof args, "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --critic-agent 'cmd:true' 2>&1",
+             dir);
+    CHECKF(cli(args, out, sizeof out) == 2, "%s", out);
+    snprintf(args, sizeof args, "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --hidden 0 2>&1", dir);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "fewer hidden shapes"), "%s", out);
+    /* the same text again: pruned, not timed again until a lucky figure comes */
+    snprintf(args, sizeof args, "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --json 2>&1", dir);
+    rc = cli(args, out, sizeof out);
+    j = json_loads(out, 0, NULL);
+    CHECKF(rc == 1 && !strcmp(json_string_value(json_object_get(j, "state")), "pruned") &&
+               strstr(json_string_value(json_object_get(j, "note")), "node 1"),
+           "%d: %s", rc, out);
+    json_decref(j);
     /* a reviewer that fails: recorded as such, the node kept all the same */
-    snprintf(args, sizeof args,
-             "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --json %s --critic-agent 'cmd:exit 3' 2>&1", dir,
+    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 0 --run %s/r2 %s --critic-agent 'cmd:exit 3' 2>&1", dir,
              quickb);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "submit %s/r2 --parent 0 tasks/c/sgemm/candidates/fast.c --json 2>&1", dir);
     rc = cli(args, out, sizeof out);
     j = json_loads(out, 0, NULL);
     adv = json_object_get(json_object_get(j, "critic"), "advisory");
@@ -394,8 +427,44 @@ static void t_advisory(const void *arg) {
            "%s", out);
     json_decref(j);
     /* a bad spec is a usage error, before anything runs */
-    snprintf(args, sizeof args, "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --critic-agent nope 2>&1", dir);
+    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 0 --run %s/r3 --critic-agent nope 2>&1", dir);
     CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "--critic-agent"), "%s", out);
+    kf__rmtree(dir);
+}
+
+/* A kforge:when that pins exactly the visible shapes leaves no hidden or edge shape to
+ * draw: a node with any kforge:when is kept only as a specialisation (redteam H1). */
+static void t_when_pins_visible(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-pin-XXXXXX", args[2048], out[1 << 16], cand[256];
+    CHECK(mkdtemp(dir));
+    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 0 --run %s/r --min-runs 5 --max-runs 8 --min-time 0.01 2>&1",
+             dir);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    char *src = NULL;
+    size_t n = 0;
+    CHECK(kf__read_file(kft_src("tasks/c/sgemm/candidates/fast.c"), 1 << 20, &src, &n) == 0);
+    snprintf(cand, sizeof cand, "%s/pin.c", dir);
+    FILE *f = fopen(cand, "w");
+    CHECK(f);
+    fprintf(f, "// kforge:when (m == 128 && n == 128 && k == 128) || (m == 96 && n == 160 && k == 72)\n%s", src);
+    fclose(f);
+    free(src);
+    snprintf(args, sizeof args, "submit %s/r --parent 0 %s --category tiling --json 2>&1", dir, cand);
+    int rc = cli(args, out, sizeof out);
+    json_t *j = json_loads(out, 0, NULL);
+    const char *why = json_string_value(json_object_get(json_object_get(j, "critic"), "why"));
+    CHECKF(rc == 0 && !strcmp(json_string_value(json_object_get(j, "state")), "reverted") && why &&
+               strstr(why, "not a specialisation"),
+           "a node pinning the visible shapes: %s", out);
+    json_decref(j);
+    snprintf(args, sizeof args, "tree %s/r --json", dir);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    j = json_loads(out, 0, NULL);
+    json_t *nd = json_array_get(json_object_get(j, "nodes"), 0);
+    CHECKF(json_string_value(json_object_get(nd, "when")) && strstr(json_string_value(json_object_get(nd, "safe_for")), "m == 128"),
+           "tree hides the node's domain: %s", out);
+    json_decref(j);
     kf__rmtree(dir);
 }
 
@@ -407,5 +476,6 @@ void kft_register_critic(void) {
     kft_add("critic/suspicious", t_suspicious, NULL, 10);
     kft_add("critic/settings", t_settings, NULL, 10);
     kft_add("critic/narrowed_domain", t_narrowed_domain, NULL, 180);
-    kft_add("critic/advisory", t_advisory, NULL, 180);
+    kft_add("critic/advisory", t_advisory, NULL, 240);
+    kft_add("critic/when_pins_visible", t_when_pins_visible, NULL, 120);
 }

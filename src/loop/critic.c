@@ -111,9 +111,60 @@ static uint64_t line_hash(const char *p, size_t n) { /* FNV-1a */
     return h;
 }
 
-/* Lines of a not found in b, and of b not in a (as multisets): the larger count. A
- * template point against its parent point differs in its kforge:param lines alone. */
+/* The text's code: comments removed (a comment holding a kforge: directive is kept: it
+ * is part of the candidate), each line trimmed, blank lines dropped. Padding with
+ * comments or blank lines does not make a change larger. Caller frees. */
+static char *code_of(const char *t) {
+    size_t n = strlen(t);
+    char *o = malloc(n + 2), *w = o;
+    if (!o) return NULL;
+    for (const char *p = t; *p;) {
+        if (p[0] == '/' && (p[1] == '*' || p[1] == '/')) {
+            const char *e = p[1] == '*' ? strstr(p + 2, "*/") : strchr(p, '\n');
+            size_t l = e ? (size_t)(e - p) + (p[1] == '*' ? 2 : 0) : strlen(p);
+            int directive = 0;
+            for (const char *q = p; q + 7 <= p + l && !directive; q++) directive = !strncmp(q, "kforge:", 7);
+            if (directive) memcpy(w, p, l), w += l;
+            p += l;
+            continue;
+        }
+        *w++ = *p++;
+    }
+    *w = 0;
+    /* trim each line, drop the blank ones */
+    char *r = o, *line = o;
+    for (char *p = o;; p++) {
+        if (*p == '\n' || !*p) {
+            char *b = line, *e = p;
+            while (b < e && (*b == ' ' || *b == '\t' || *b == '\r')) b++;
+            while (e > b && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) e--;
+            if (e > b) {
+                memmove(r, b, (size_t)(e - b));
+                r += e - b;
+                *r++ = '\n';
+            }
+            if (!*p) break;
+            line = p + 1;
+        }
+    }
+    *r = 0;
+    return o;
+}
+
+/* Lines of a not found in b, and of b not in a (as multisets), over their code (code_of):
+ * the larger count. A template point against its parent point differs in its
+ * kforge:param lines alone. */
+static int changed_lines_raw(const char *a, const char *b);
 static int changed_lines(const char *a, const char *b) {
+    if (!a || !b) return -1;
+    char *ca = code_of(a), *cb = code_of(b);
+    int r = ca && cb ? changed_lines_raw(ca, cb) : -1;
+    free(ca);
+    free(cb);
+    return r;
+}
+
+static int changed_lines_raw(const char *a, const char *b) {
     if (!a || !b) return -1;
     size_t na = 0, nb = 0;
     for (const char *p = a; *p; p++) na += *p == '\n';
@@ -191,6 +242,7 @@ static void view(json_t *res, timing_view *v) {
 kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_case *c, json_t **report) {
     const kf_critic_opts *o = env->o;
     json_t *checks = json_array();
+    json_t *retimed = json_array(); /* per re-timing: [{sizes, speedup over the parent}] */
     kf_critic_decision d = KF_CRITIC_APPROVE;
     char why[1200] = "";
     char err[600] = "";
@@ -234,6 +286,18 @@ kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_cas
             nskip++;
         }
         const char *when = json_string_value(json_object_get(c->result, "when"));
+        /* any kforge:when narrows the task's domain (hidden and edge shapes are drawn
+         * inside it: one that pins the visible shapes gets none at all): only a node
+         * proposed as a specialisation may have one */
+        if (when && strcmp(c->category, "specialisation")) {
+            check(checks, "integrity", "fail",
+                  "its kforge:when (%s) narrows the task's domain, and it was proposed as '%s', not as a "
+                  "specialisation",
+                  when, c->category);
+            DECIDE(KF_CRITIC_REJECT, "task integrity: its kforge:when (%s) narrows the domain and it is not a "
+                                     "specialisation",
+                   when);
+        }
         if (nskip && strcmp(c->category, "specialisation")) {
             check(checks, "integrity", "fail",
                   "its kforge:when (%s) skips %d visible shape%s its parent timed (%s), and it was proposed as "
@@ -289,6 +353,16 @@ kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_cas
         json_t *again = env->bench(env->arg, c->path, c->parent_path, 0, err, sizeof err);
         timing_view v;
         view(again, &v);
+        /* each re-timing's speedups over the parent, for the conservative figures */
+        json_t *rt = json_array();
+        size_t si;
+        json_t *sh;
+        json_array_foreach(json_object_get(again, "shapes"), si, sh) {
+            if (json_object_get(sh, "speedup"))
+                json_array_append_new(rt, json_pack("{s:O, s:O}", "sizes", json_object_get(sh, "sizes"), "speedup",
+                                                    json_object_get(sh, "speedup")));
+        }
+        json_array_append_new(retimed, rt);
         json_decref(again);
         if (!again) {
             check(checks, "measurement", "fail", "re-timing %d failed: %s", k + 1, err);
@@ -343,14 +417,15 @@ kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_cas
         check(checks, "suspicious", "pass", "%.2fx from %d changed line%s: verified again with more hidden shapes and rounds",
               gain, lines, lines == 1 ? "" : "s");
     } else {
-        check(checks, "suspicious", "pass", "%s", lines < 0 ? "no parent source to compare (a child of the root)"
+        check(checks, "suspicious", "pass", "%s", lines < 0 ? "no parent source to compare"
                                                   : "not a large gain from a tiny change");
     }
     snprintf(why, sizeof why, "re-timed against its parent in fresh workers, %d time%s: a win each time", o->retimes,
              o->retimes == 1 ? "" : "s");
 out:
 #undef DECIDE
-    *report = json_pack("{s:s, s:s, s:o}", "decision", kf_critic_name(d), "why", why, "checks", checks);
+    *report = json_pack("{s:s, s:s, s:o, s:o}", "decision", kf_critic_name(d), "why", why, "checks", checks,
+                        "retimed", retimed);
     return d;
 }
 

@@ -114,6 +114,8 @@ typedef struct {
     char last[160];    /* the last verdict, for the progress line */
     kf_critic_opts critic; /* the Critic's settings (--critic) */
     kf_advisor *advisor;   /* --critic-agent: a second opinion on approved nodes */
+    kf_run_opts own;       /* tool mode: the options in effect (the run's recorded ones) */
+    json_t *cfg;           /* tool mode: the run's recorded config (own's strings) */
     double noise_floor;    /* a kept win's 95% interval starts above 1 + this */
     struct sched *sched; /* kf_run: where proposals go to be evaluated (--jobs) */
     int running;         /* evaluations in flight (--jobs), for the progress line */
@@ -252,6 +254,43 @@ static void private_drop(const char *path) {
 
 /* Evaluate node n (recorded as proposed): check and time it against the reference,
  * let the Critic decide whether it is kept, record the outcome in one transaction. */
+/* A kept node's figures against the reference are the lowest of its first timing and
+ * what each of the Critic's re-timings implies (the parent's speedup there times the
+ * re-timed speedup over the parent): a lucky first timing does not become its record.
+ * The first timing's figure stays as speedup_first. */
+static void conservative(kf_node *n, json_t *shapes, const kf_node *parent, json_t *retimed) {
+    json_t *pshapes = parent && parent->shapes_json ? json_loads(parent->shapes_json, 0, NULL) : NULL;
+    double lg = 0;
+    int cnt = 0;
+    size_t i;
+    json_t *s;
+    json_array_foreach(shapes, i, s) {
+        json_t *sizes = json_object_get(s, "sizes");
+        double first = json_number_value(json_object_get(s, "speedup")), low = first;
+        double base = pshapes ? speedup_at(pshapes, sizes) : 1.0;
+        size_t k;
+        json_t *rt;
+        json_array_foreach(retimed, k, rt) {
+            size_t j;
+            json_t *x;
+            json_array_foreach(rt, j, x) {
+                if (!json_equal(json_object_get(x, "sizes"), sizes)) continue;
+                double implied = base * json_number_value(json_object_get(x, "speedup"));
+                if (base > 0 && implied > 0 && implied < low) low = implied;
+            }
+        }
+        if (low < first) {
+            json_object_set_new(s, "speedup_first", json_real(first));
+            json_object_set_new(s, "speedup", json_real(low));
+        }
+        if (json_number_value(json_object_get(s, "speedup")) > 0) lg += log(json_number_value(json_object_get(s, "speedup"))), cnt++;
+    }
+    json_decref(pshapes);
+    if (cnt) n->speedup = exp(lg / cnt);
+    free(n->shapes_json);
+    n->shapes_json = json_dumps(shapes, JSON_COMPACT);
+}
+
 /* The Critic's callbacks: the task's fingerprint as on disk now, and one more timing
  * (stricter: twice the hidden shapes plus four, twice the rounds, fresh inputs). */
 static int critic_fingerprint(void *arg, char hex[65]) {
@@ -331,6 +370,13 @@ static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
         if (better) {
             if (kf__read_file(path, 16u << 20, &src, &sl)) src = NULL;
             if (!pfail && parent && kf__read_file(ppath, 16u << 20, &psrc, &sl)) psrc = NULL;
+            /* a child of the root changes the reference: the suspicious-gain check
+             * compares it with the reference's text */
+            if (!parent) {
+                char rp[4200];
+                snprintf(rp, sizeof rp, "%s/reference.%s", r->t->dir, !strcmp(r->t->backend, "cuda") ? "cu" : "c");
+                if (kf__read_file(rp, 16u << 20, &psrc, &sl)) psrc = NULL;
+            }
         }
         json_t *pres = parent && parent->verdict_json ? json_loads(parent->verdict_json, 0, NULL) : NULL;
         kf_critic_env env = {&r->critic, r->noise_floor, kf_store_task_fingerprint(r->st), critic_fingerprint,
@@ -356,6 +402,7 @@ static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
         free(psrc);
         json_decref(pres);
         n->state = d == KF_CRITIC_APPROVE ? KF_NODE_KEPT : KF_NODE_REVERTED;
+        if (d == KF_CRITIC_APPROVE) conservative(n, shapes, parent, json_object_get(rep, "retimed"));
         char *evs = json_dumps(rep, JSON_COMPACT);
         kf_status est = kf_store_event(r->st, n->id, "critic", evs);
         if (est) n->state = KF_NODE_REVERTED; /* no recorded approval, no keep */
@@ -1188,6 +1235,11 @@ static char *config_json(const kf_run_opts *o, const char *agent) {
     if (o->agent_timeout_s > 0) json_object_set_new(cfg, "agent_timeout_s", json_real(o->agent_timeout_s));
     if (o->tokens > 0) json_object_set_new(cfg, "tokens", json_integer(o->tokens));
     if (o->critic_agent) json_object_set_new(cfg, "critic_agent", json_string(o->critic_agent));
+    /* the checks' and timings' settings: tool mode and --resume use them when not given */
+    if (o->hidden >= 0) json_object_set_new(cfg, "hidden", json_integer(o->hidden));
+    if (o->min_runs > 0) json_object_set_new(cfg, "min_runs", json_integer(o->min_runs));
+    if (o->max_runs > 0) json_object_set_new(cfg, "max_runs", json_integer(o->max_runs));
+    if (o->min_time_s > 0) json_object_set_new(cfg, "min_time_s", json_real(o->min_time_s));
     if (o->ncritic > 0) {
         json_t *ca = json_array();
         for (int i = 0; i < o->ncritic; i++) json_array_append_new(ca, json_string(o->critic[i]));
@@ -1220,6 +1272,37 @@ static kf_status critic_setup(run_state *r) {
     return KF_OK;
 }
 
+/* Tool mode judges every node of a run alike: the Critic's settings and the number of
+ * hidden shapes are the run's, recorded when it was created (or last resumed), never the
+ * submitter's; timing rounds not given take the run's too. */
+static kf_status tool_settings(run_state *r, const kf_run_opts *o) {
+    r->own = *o;
+    r->o = &r->own;
+    const char *cs = kf_store_config(r->st);
+    r->cfg = cs ? json_loads(cs, 0, NULL) : NULL;
+    if (o->ncritic || o->critic_agent)
+        return kf__err(r->ctx, KF_EUSAGE, "%s: --critic%s: the Critic's settings are the run's (set by `kforge run`, "
+                                          "recorded when the run was created); a submitter does not choose its judge",
+                       r->run_dir, o->ncritic ? "" : "-agent");
+    r->own.ncritic = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(r->cfg, "critic"), i, v) {
+        if (r->own.ncritic < 8 && json_string_value(v)) r->own.critic[r->own.ncritic++] = json_string_value(v);
+    }
+    r->own.critic_agent = json_string_value(json_object_get(r->cfg, "critic_agent"));
+    json_t *h = json_object_get(r->cfg, "hidden");
+    int floor_ = json_is_integer(h) ? (int)json_integer_value(h) : r->t->hidden_count;
+    if (o->hidden >= 0 && o->hidden < floor_)
+        return kf__err(r->ctx, KF_EUSAGE, "%s: --hidden %d: fewer hidden shapes than the run checks with (%d)", r->run_dir,
+                       o->hidden, floor_);
+    if (o->hidden < 0 && json_is_integer(h)) r->own.hidden = (int)json_integer_value(h);
+    if (!o->min_runs) r->own.min_runs = (int)json_integer_value(json_object_get(r->cfg, "min_runs"));
+    if (!o->max_runs) r->own.max_runs = (int)json_integer_value(json_object_get(r->cfg, "max_runs"));
+    if (!(o->min_time_s > 0)) r->own.min_time_s = json_number_value(json_object_get(r->cfg, "min_time_s"));
+    return KF_OK;
+}
+
 /* Open an existing run for tool mode or resume: the task from the run, its fingerprint
  * checked. */
 static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, run_state *r) {
@@ -1236,11 +1319,14 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, run_state *r) {
     kf_store_close(peek);
     if ((st = kf_task_load(ctx, td, &r->t))) return st;
     snprintf(r->run_dir, sizeof r->run_dir, "%s", o->run_dir);
-    if ((st = kf_store_open(ctx, r->run_dir, r->t, &r->st)) || (st = critic_setup(r))) {
+    if (!(st = kf_store_open(ctx, r->run_dir, r->t, &r->st))) st = tool_settings(r, o);
+    if (st || (st = critic_setup(r))) {
         kf_store_close(r->st);
         r->st = NULL;
         kf_task_free(r->t);
         r->t = NULL;
+        json_decref(r->cfg);
+        r->cfg = NULL;
     }
     return st;
 }
@@ -1248,6 +1334,8 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, run_state *r) {
 static void close_run(run_state *r) {
     kf_advisor_free(r->advisor);
     r->advisor = NULL;
+    json_decref(r->cfg);
+    r->cfg = NULL;
     kf_store_close(r->st);
     kf_task_free(r->t);
 }
@@ -1390,6 +1478,11 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if (!eo.pack_tokens) eo.pack_tokens = json_integer_value(json_object_get(rcfg, "pack_tokens"));
         eo.with_builtin |= json_is_true(json_object_get(rcfg, "with_builtin"));
         if (!eo.critic_agent) eo.critic_agent = json_string_value(json_object_get(rcfg, "critic_agent"));
+        if (eo.hidden < 0 && json_is_integer(json_object_get(rcfg, "hidden")))
+            eo.hidden = (int)json_integer_value(json_object_get(rcfg, "hidden"));
+        if (!eo.min_runs) eo.min_runs = (int)json_integer_value(json_object_get(rcfg, "min_runs"));
+        if (!eo.max_runs) eo.max_runs = (int)json_integer_value(json_object_get(rcfg, "max_runs"));
+        if (!(eo.min_time_s > 0)) eo.min_time_s = json_number_value(json_object_get(rcfg, "min_time_s"));
         if (!eo.ncritic) { /* the Critic judges a resumed run as it judged the rest */
             size_t ci;
             json_t *cv;
@@ -1785,6 +1878,30 @@ out:
     return st;
 }
 
+/* "pruned: the same source as node N (kept)..." when another node of the run holds the
+ * same text and passed the check, else NULL (caller frees). */
+typedef struct {
+    const kf_node *n;
+    int64_t id;
+    kf_node_state state;
+} same_text;
+
+static int find_same(void *arg, const kf_node *m) {
+    same_text *c = arg;
+    if (m->id == c->n->id || strcmp(m->src_hash, c->n->src_hash)) return 0;
+    if (!(m->state == KF_NODE_MEASURED || m->state == KF_NODE_KEPT || m->state == KF_NODE_REVERTED)) return 0;
+    c->id = m->id;
+    c->state = m->state;
+    return 1;
+}
+
+static char *evaluated_before(kf_store *st, const kf_node *n) {
+    same_text c = {n, 0, KF_NODE_PROPOSED};
+    if (kf_store_each_node(st, find_same, &c) || !c.id) return NULL;
+    return kf__asprintf("pruned: the same source as node %lld (%s), already checked and timed; its figures stand",
+                        (long long)c.id, kf_node_state_name(c.state));
+}
+
 kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const char *path, const char *category,
                         int json, char **out, int *outcome) {
     *out = NULL;
@@ -1846,7 +1963,20 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
     st = kf_store_event(r.st, n.id, "submit", evs);
     free(evs);
     r.display = path; /* the node's copy carries the submitted file's name */
-    if (st || (st = evaluate(&r, &n, hasp ? &pn : NULL))) goto out;
+    if (st) goto out;
+    /* a text the run has already evaluated is not evaluated again: submitting it until a
+     * lucky timing or a lucky draw of hidden shapes passes proves nothing new */
+    char *dup = kf_diag_prune_note(r.st, &n);
+    if (!dup) dup = evaluated_before(r.st, &n);
+    if (dup) {
+        n.state = KF_NODE_PRUNED;
+        n.note = dup;
+        n.finished = now_s();
+        st = kf_store_finish_node(r.st, &n);
+    } else {
+        st = evaluate(&r, &n, hasp ? &pn : NULL);
+    }
+    if (st) goto out;
     kf_diag_record(r.st, &n);
     if (n.state == KF_NODE_KEPT) kf_store_savepoint(r.st, n.id, "kept");
     int passed = n.state == KF_NODE_MEASURED || n.state == KF_NODE_KEPT || n.state == KF_NODE_REVERTED;
@@ -1904,14 +2034,14 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     kf_diag_load(st, &dm); /* diagnoses and breaker events; none when it fails */
     json_t *critics = json_object();
     kf_store_each_event(st, "critic", critic_event, critics);
-    /* the domains of specialisations (their sources are read: only theirs, a tree may
-     * hold many nodes) */
+    /* the domains of the nodes that passed the check (any kforge:when narrows what a
+     * node is safe for: its source is read) */
     char **whens = a.n ? calloc(a.n, sizeof *whens) : NULL;
     for (size_t i = 0; whens && i < a.n; i++) {
         char *txt = NULL;
-        if (strcmp(a.v[i].category, "specialisation") ||
-            kf_store_read_source(st, a.v[i].src_hash, a.v[i].ext, &txt, NULL))
-            continue;
+        kf_node_state ns = a.v[i].state;
+        int passed = ns == KF_NODE_MEASURED || ns == KF_NODE_KEPT || ns == KF_NODE_REVERTED;
+        if (!passed || kf_store_read_source(st, a.v[i].src_hash, a.v[i].ext, &txt, NULL)) continue;
         whens[i] = kf_loop_when_of(txt);
         free(txt);
     }
