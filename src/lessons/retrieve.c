@@ -343,6 +343,8 @@ out:
     return st;
 }
 
+kf_lessons_fusion kf_lessons__fusion = {.k = KF_LESSONS_RRF_K, .w_keyword = 1.0, .w_vector = 0.5};
+
 int kf_lessons__rrf(const size_t *a, int na, const size_t *b, int nb, const double *tie, size_t *out,
                     double *score) {
     int m = 0;
@@ -356,7 +358,8 @@ int kf_lessons__rrf(const size_t *a, int na, const size_t *b, int nb, const doub
                 out[m] = l[r];
                 score[m++] = 0;
             }
-            score[at] += 1.0 / (KF_LESSONS_RRF_K + r + 1);
+            score[at] += (list ? kf_lessons__fusion.w_vector : kf_lessons__fusion.w_keyword) /
+                         (kf_lessons__fusion.k + r + 1);
         }
     }
     /* by score, then tie (trust), then item: a stable, explainable order */
