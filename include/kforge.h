@@ -200,6 +200,10 @@ typedef struct kf_run_opts {
     double min_time_s;
     int jobs;               /* evaluations at once, 1..KF_RUN_MAX_JOBS (0: 1, or on resume
                                the run's own) */
+    const char *lessons;    /* a lessons database whose lessons naming the template's
+                               settings steer the builtin (docs/run.md "Lessons"); NULL:
+                               none. Not with resume: a resumed run re-applies what its
+                               start recorded. */
 } kf_run_opts;
 
 #define KF_RUN_MAX_JOBS 64

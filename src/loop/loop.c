@@ -1107,6 +1107,7 @@ static char *config_json(const kf_run_opts *o, const char *agent) {
         json_object_set_new(cfg, "critic", ca);
     }
     json_object_set_new(cfg, "jobs", json_integer(o->jobs > 0 ? o->jobs : 1));
+    if (o->lessons) json_object_set_new(cfg, "lessons", json_string(o->lessons));
     char *cs = json_dumps(cfg, JSON_COMPACT);
     json_decref(cfg);
     return cs;
@@ -1175,6 +1176,14 @@ static kf_status new_search(run_state *r, kf_search **out) {
     return KF_OK;
 }
 
+/* kf_store_each_event callback: a copy of the first event's JSON into *(char **)arg. */
+static int first_event(void *arg, int64_t id, int64_t node, const char *json, double created) {
+    (void)id, (void)node, (void)created;
+    char **out = arg;
+    if (!*out && json) *out = strdup(json);
+    return 1;
+}
+
 kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (summary) *summary = NULL;
     run_state r;
@@ -1233,6 +1242,15 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     }
     const char *spec = o->agent ? o->agent : "builtin";
     int agent = strcmp(spec, "builtin") != 0;
+    if (o->lessons && o->resume) {
+        json_decref(rcfg);
+        return kf__err(ctx, KF_EUSAGE, "--lessons with --resume: a run takes its lessons when it starts, and "
+                                       "--resume applies the ones it recorded then");
+    }
+    if (o->lessons && (st = kf_loop_lessons_check(ctx, o->lessons))) {
+        json_decref(rcfg);
+        return st;
+    }
     if (!task_dir) {
         json_decref(rcfg);
         return kf__err(ctx, KF_EUSAGE, "kforge run: no task (kforge run TASK, or --resume RUN)");
@@ -1283,6 +1301,18 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
             st = kf__err(ctx, KF_EIO, "%s: %s", tpath, strerror(errno));
             goto out;
         }
+    }
+    if (bi && o->lessons) { /* lessons as the walk's prior, recorded for tree and resume */
+        char *ev = NULL;
+        if (!(st = kf_loop_lessons_prior(ctx, r.t, o->lessons, bi, &ev))) st = kf_store_event(r.st, 0, "lessons", ev);
+        free(ev);
+        if (st) goto out;
+    } else if (bi && o->resume) {
+        char *ev = NULL;
+        if ((st = kf_store_each_event(r.st, "lessons", first_event, &ev))) goto out;
+        if (ev) st = kf_loop_lessons_replay(ctx, ev, bi);
+        free(ev);
+        if (st) goto out;
     }
     if ((st = new_search(&r, &se))) goto out;
     if (bi) kf_search_offer(se, P_BUILTIN, kf_builtin_categories(bi));
@@ -1689,6 +1719,34 @@ static kf_status load_nodes(kf_ctx *ctx, const char *dir, kf_node_vec *a, kf_sto
     return KF_OK;
 }
 
+/* The lessons the builtin started from (the run's `lessons` event), one line. */
+static void lessons_text(kf_buf *b, kf_store *st) {
+    char *ev = NULL;
+    kf_store_each_event(st, "lessons", first_event, &ev);
+    json_t *j = ev ? json_loads(ev, 0, NULL) : NULL;
+    free(ev);
+    if (!j) return;
+    json_t *ap = json_object_get(j, "applied");
+    kf_buf_printf(b, "lessons from %s: %zu applied of %lld retrieved", json_string_value(json_object_get(j, "db")),
+                  json_array_size(ap), (long long)json_integer_value(json_object_get(j, "retrieved")));
+    size_t i;
+    json_t *a;
+    json_array_foreach(ap, i, a)
+        kf_buf_printf(b, "%s%s %s %+.2f", i ? ", " : ": ", json_string_value(json_object_get(a, "id")),
+                      json_string_value(json_object_get(a, "setting")), json_number_value(json_object_get(a, "weight")));
+    const char *k;
+    json_t *v;
+    int first = 1;
+    json_object_foreach(json_object_get(j, "start"), k, v) {
+        kf_buf_printf(b, "%s%s=", first ? "; the walk started at " : ", ", k);
+        if (json_is_string(v)) kf_buf_printf(b, "%s", json_string_value(v));
+        else kf_buf_printf(b, "%lld", (long long)json_integer_value(v));
+        first = 0;
+    }
+    kf_buf_printf(b, "\n");
+    json_decref(j);
+}
+
 kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     kf_node_vec a = {0};
     kf_store *st = NULL;
@@ -1703,6 +1761,11 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_store_each_constraint(st, constraint_json, cs);
         json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes", arr,
                               "constraints", cs);
+        char *lev = NULL;
+        kf_store_each_event(st, "lessons", first_event, &lev);
+        json_t *lj = lev ? json_loads(lev, 0, NULL) : NULL;
+        if (lj) json_object_set_new(o, "lessons", lj);
+        free(lev);
         *out = json_dumps(o, JSON_INDENT(1));
         json_decref(o);
     } else {
@@ -1714,6 +1777,7 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         tree_text(&b, &a, 0, 1, critics);
         ctext ct = {&b, 0};
         kf_store_each_constraint(st, constraint_text, &ct);
+        lessons_text(&b, st);
         *out = b.p;
     }
     json_decref(critics);
