@@ -142,6 +142,7 @@ int main(int argc, char **argv) {
     kft_register_run_agents();
     kft_register_export();
     kft_register_lessons();
+    kft_register_prior();
     kft_register_critic();
     int passed = 0, failed = 0, skipped = 0, next = 0, running = 0;
     test *run[64] = {0};
