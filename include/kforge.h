@@ -271,7 +271,7 @@ KF_API void kf_lessons_default_path(char *out, size_t n);
 KF_API kf_status kf_lessons_open(kf_ctx *ctx, const char *path, const kf_lessons_opts *o,
                                  kf_lessons **out);
 KF_API void kf_lessons_close(kf_lessons *db); /* accepts NULL */
-/* The embedding in use ("hashgram-v1-512" or "openai:MODEL@URL"); owned by db. */
+/* The embedding in use ("hashgram-v2-512" or "openai:MODEL@URL"); owned by db. */
 KF_API const char *kf_lessons_embedding(const kf_lessons *db);
 
 /* Add one lesson given as a JSON object (docs/lessons.md). KF_EUSAGE, naming the field,

@@ -1,15 +1,17 @@
 /*
  * embed.c - the embeddings that lessons are ranked by (docs/lessons.md, "Embedding").
  *
- * Built in, offline: "hashgram-v1-512", hashed character 3-5-grams of every word plus
- * word unigrams and bigrams, in 512 dimensions, L2-normalised. Text is lower-cased and
- * split into words of [a-z0-9_]; stop words are dropped; a word with '_' also gives its
- * parts ("__shfl_xor_sync" -> shfl, xor, sync). Each feature is hashed (FNV-1a 64, then
- * a mixer) to a dimension and a sign (the "hashing trick"): unigrams weigh 1, bigrams
- * 0.5, and the character grams of a word share a weight of 1 (each 1/sqrt(count)), so
- * morphology ("coalesce", "coalesced", "coalescing") and identifiers written apart
- * still meet. It knows no synonyms: a paraphrase with no shared word or stem is where
- * it is weak, and BM25 is no better there.
+ * Built in, offline: "hashgram-v2-512" (docs/lessons.md "Embedding"). Words are runs of
+ * [A-Za-z0-9_], lower-cased, stop words dropped; an identifier also gives its parts
+ * (split at '_', camelCase and letter-digit changes: "__shfl_xor_sync" -> shfl, xor,
+ * sync; "blockDim" -> block, dim; "float4" -> float, 4). Features, each hashed (FNV-1a
+ * 64, then a mixer) to a dimension and a sign (the "hashing trick"): a word's stem (a
+ * light suffix stripper), bigrams of stems, a word's character 3-5-grams sharing one
+ * weight, and the concept of a small built-in synonym table of kernel-optimisation
+ * vocabulary (coalesced/contiguous, smem/shared memory, tile/tiling...). A feature seen
+ * c times weighs w (1 + ln c) (sublinear term frequency). The weights are
+ * kf_lessons__knobs, chosen on the tuning half of the labelled queries; changing any of
+ * them is a new embedding (stored vectors are comparable only under one setting).
  *
  * Or an OpenAI-compatible endpoint: POST {url}/embeddings {"model", "input": [texts]}
  * through libcurl, answers L2-normalised here. Every request has a connect and a total

@@ -10,7 +10,8 @@
  *     cannot be shown to apply; lessons of other tasks use other names), never an error.
  *  2. ranking: BM25 over FTS5 (situation x2, action x1, boundaries x0.5, tags x1.5) and
  *     cosine similarity of embeddings, each list cut at KF_LESSONS_LIST_N, fused by
- *     reciprocal rank: score = sum over lists of 1 / (60 + rank).
+ *     weighted reciprocal rank: score = 1 / (10 + keyword rank) + 0.5 / (10 + vector
+ *     rank) (kf_lessons__fusion, chosen on the tuning half of the labelled queries).
  *  3. trust: only lessons whose trust is at least min_trust pass (applied with stage 1,
  *     so a distrusted lesson takes no rank from another); retired lessons never do.
  *
