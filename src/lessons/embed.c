@@ -179,24 +179,51 @@ typedef struct {
 typedef struct {
     feat *f;
     int n, cap;
+    int *slot; /* open addressing over f by (h, w): index + 1, 0 empty; 2 * cap slots */
     char prev[64];
     size_t nprev;
 } fstate;
 
+static size_t slot_of(uint64_t h, float w, size_t mask) {
+    uint32_t wb;
+    memcpy(&wb, &w, sizeof wb);
+    return (size_t)mix(h ^ ((uint64_t)wb << 17)) & mask;
+}
+
 static void put(fstate *s, uint64_t h, float w) {
     if (w == 0) return;
-    for (int i = s->n - 1; i >= 0 && i >= s->n - 4096; i--) /* texts are short: a scan is enough */
-        if (s->f[i].h == h && s->f[i].w == w) {
-            s->f[i].count++;
-            return;
+    if (s->cap) {
+        size_t mask = 2 * (size_t)s->cap - 1;
+        for (size_t i = slot_of(h, w, mask); s->slot[i]; i = (i + 1) & mask) {
+            feat *f = &s->f[s->slot[i] - 1];
+            if (f->h == h && f->w == w) {
+                f->count++;
+                return;
+            }
         }
-    if (s->n == s->cap) {
+    }
+    if (s->n == s->cap) { /* grow both, rehash */
         int cap = s->cap ? 2 * s->cap : 256;
         feat *f = realloc(s->f, sizeof *f * (size_t)cap);
-        if (!f) return; /* out of memory: a feature less, never a crash */
-        s->f = f;
+        int *sl = calloc(2 * (size_t)cap, sizeof *sl);
+        if (f) s->f = f;
+        if (!f || !sl) { /* out of memory: a feature less, never a crash */
+            free(sl);
+            return;
+        }
+        free(s->slot);
+        s->slot = sl;
         s->cap = cap;
+        size_t mask = 2 * (size_t)cap - 1;
+        for (int k = 0; k < s->n; k++) {
+            size_t i = slot_of(s->f[k].h, s->f[k].w, mask);
+            while (s->slot[i]) i = (i + 1) & mask;
+            s->slot[i] = k + 1;
+        }
     }
+    size_t mask = 2 * (size_t)s->cap - 1, i = slot_of(h, w, mask);
+    while (s->slot[i]) i = (i + 1) & mask;
+    s->slot[i] = s->n + 1;
     s->f[s->n++] = (feat){h, w, 1};
 }
 
@@ -315,6 +342,7 @@ void kf_lessons__hash_embed(const char *text, float *v) {
      * that repeats "shared" four times is not four times about shared memory */
     for (int i = 0; i < s.n; i++) add(v, s.f[i].h, s.f[i].w * (1.0f + logf((float)s.f[i].count)));
     free(s.f);
+    free(s.slot);
     normalise(v, KF_LESSONS_HASH_DIM);
 }
 
