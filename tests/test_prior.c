@@ -141,6 +141,9 @@ static void t_lessons(const void *arg) {
                            "{\"situation\": \"rows\", \"action\": \"Set W=4: it won at 2 shapes, 1.2x to 1.3x\"}",
                            NULL};
     CHECKF(!strcmp(first_with(ctx, lessons_db(ctx, "avoid.db", avoid), &n), "W=4") && n == 2, "%d", n);
+    /* an "Avoid" of the default alone: the first declared value not avoided (W = 8, 4, 16) */
+    const char *avoid1[] = {"{\"situation\": \"rows\", \"action\": \"Do not expect W=8 to help: 1 candidate\"}", NULL};
+    CHECKF(!strcmp(first_with(ctx, lessons_db(ctx, "avoid1.db", avoid1), &n), "W=4") && n == 1, "%d", n);
     kf_ctx_free(ctx);
 }
 

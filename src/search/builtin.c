@@ -267,7 +267,8 @@ static int disfavoured(const kf_builtin *b, const kf_point *p) {
 }
 
 /* The prior's point: per parameter the value of the greatest positive weight (ties: the
- * earlier declared), else the template's default. */
+ * earlier declared), else the template's default, unless the prior disfavours it: then
+ * the first declared value it does not. */
 int kf_builtin_prior_start(const kf_builtin *b, kf_point *out) {
     memset(out, 0, sizeof *out);
     int moved = 0;
@@ -276,6 +277,9 @@ int kf_builtin_prior_start(const kf_builtin *b, kf_point *out) {
         int best = -1;
         for (int j = 0; j < b->nvals[i]; j++)
             if (b->prior[i][j] > 0 && (best < 0 || b->prior[i][j] > b->prior[i][best])) best = j;
+        if (best < 0 && b->prior[i][0] < 0) /* a disfavoured default: the first value not disfavoured */
+            for (int j = 1; j < b->nvals[i] && best < 0; j++)
+                if (b->prior[i][j] >= 0) best = j;
         if (best >= 0) {
             out->v[i] = best;
             moved |= best != 0;

@@ -70,7 +70,8 @@ int kf_builtin_observe(kf_builtin *b, const kf_point *p, kf_builtin_outcome o,
 
 /* A prior from lessons (docs/run.md "Lessons"): add weight to value j of parameter i
  * (declared order). Positive: the walk's first point takes, per parameter, the value of
- * the greatest positive weight (the default where none), and restarts try the other
+ * the greatest positive weight (where none, the default, or when the default has a
+ * negative weight the first declared value without one), and restarts try the other
  * favoured values first; negative: points with that value are proposed only when the
  * move has no other candidate left. Call before the first proposal. Without a call the
  * walk is unchanged. 0, or -1 for an index out of range or out of memory. */
