@@ -4,10 +4,12 @@
  * `kforge run --lessons PATH` retrieves, once when the run starts, the lessons scoped to
  * the task (backend, op tags op/<task> and the task's "ops", its visible shapes) whose
  * trust is at least KF_PRIOR_MIN_TRUST, and reads each one's action as distill writes it:
- *   "Set K=V..."            favour V for parameter K: weight +trust x log2(1 + S), S the
- *                           greatest speedup the action reports ("6.8x to 9.6x": 9.6;
- *                           none: 1), so of two equally trusted wins the larger comes
- *                           first; a shape-specific win ("... for this shape") half that
+ *   "Set K=V..."            favour V for parameter K: weight +trust x S, S the greatest
+ *                           speedup the action reports ("6.8x to 9.6x": 9.6; none: 1),
+ *                           an expected speedup: every first node of a run "wins"
+ *                           against the reference, so of two wins the faster must
+ *                           count for more; a shape-specific win ("... for this
+ *                           shape") half that
  *   "Avoid K=V..."          disfavour it (-trust: its candidates failed)
  *   "Do not expect K=V..."  disfavour it (-trust/2: they only lost)
  * A lesson applies when the template has a parameter named K with V among its values
@@ -25,7 +27,6 @@
 #include "../util/util.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -146,7 +147,7 @@ kf_status kf_loop_lessons_prior(kf_ctx *ctx, const kf_task *t, const char *path,
         int i, j;
         double sign = parse_action(l.action, key, sizeof key, val, sizeof val);
         if (sign != 0 && !find_setting(b, key, val, &i, &j)) {
-            double w = sign * hits[h].trust * (sign > 0 ? log2(1 + best_speedup(l.action)) : 1);
+            double w = sign * hits[h].trust * (sign > 0 ? best_speedup(l.action) : 1);
             if (kf_builtin_prior(b, i, j, w)) st = kf__err(ctx, KF_ENOMEM, "out of memory");
             char setting[140];
             snprintf(setting, sizeof setting, "%s=%s", key, val);
