@@ -13,6 +13,7 @@
 #include "util/util.h"
 
 #include <jansson.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -186,6 +187,21 @@ static void t_run(const void *arg) {
     CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "--lessons with --resume"), "%s", out);
     snprintf(args, sizeof args, "run --resume %s/r --budget 2 %s 2>&1", dir, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "tree %s/r", dir);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "lessons from ") && strstr(out, "W=16"), "%s", out);
+    /* killed before its lessons were recorded: resume reads the database in its config */
+    char rdb[300];
+    snprintf(rdb, sizeof rdb, "%s/r/run.db", dir);
+    sqlite3 *s = NULL;
+    CHECK(sqlite3_open(rdb, &s) == SQLITE_OK);
+    CHECK(sqlite3_exec(s, "DELETE FROM events WHERE kind = 'lessons'", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(s);
+    snprintf(args, sizeof args, "tree %s/r", dir);
+    CHECKF(cli(args, out, sizeof out) == 0 && !strstr(out, "lessons from "), "%s", out);
+    snprintf(args, sizeof args, "run --resume %s/r --budget 3 %s 2>&1", dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "tree %s/r", dir);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "lessons from ") && strstr(out, "w16 W=16"), "%s", out);
     /* unreadable, missing, not a database: exit 2, a message naming the path, no run */
     snprintf(args, sizeof args, "run tasks/c/softmax --budget 1 --run %s/bad --lessons %s/nowhere.db 2>&1", dir, dir);
     CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "--lessons ") && strstr(out, "nowhere.db") &&

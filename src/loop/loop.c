@@ -1309,8 +1309,14 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if (st) goto out;
     } else if (bi && o->resume) {
         char *ev = NULL;
+        const char *lpath = json_string_value(json_object_get(rcfg, "lessons"));
         if ((st = kf_store_each_event(r.st, "lessons", first_event, &ev))) goto out;
-        if (ev) st = kf_loop_lessons_replay(ctx, ev, bi);
+        if (ev) {
+            st = kf_loop_lessons_replay(ctx, ev, bi);
+        } else if (lpath) { /* killed between creating the run and recording its lessons:
+                             * nothing was proposed yet, so this is still the start */
+            if (!(st = kf_loop_lessons_prior(ctx, r.t, lpath, bi, &ev))) st = kf_store_event(r.st, 0, "lessons", ev);
+        }
         free(ev);
         if (st) goto out;
     }
