@@ -15,7 +15,8 @@
  * were chosen, and on all of them.
  *
  * Usage: kf-lessons-bench [DATA_DIR] [-v] [--reps N] [--total N] [--keep]
- *                         [--tune] [--fuse WK,WV,K] [--knobs WORD,BIGRAM,GRAMS,PARTS,CONCEPT]
+ *                         [--tune] [--fuse WK,WV,K | --fuse convex,ALPHA]
+ *                         [--knobs WORD,BIGRAM,GRAMS,PARTS,CONCEPT]
  * (-v: the misses of each ranking on stderr; --keep: leave the databases for a look;
  * --tune: only the tuning half's figures, one line per ranking, for a parameter sweep;
  * --fuse, --knobs: other fusion weights and embedding weights than the built-in ones)
@@ -132,7 +133,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--tune")) quiet = 1;
         else if (!strcmp(argv[i], "--fuse") && i + 1 < argc) {
             kf_lessons_fusion *f = &kf_lessons__fusion;
-            if (sscanf(argv[++i], "%lf,%lf,%lf", &f->w_keyword, &f->w_vector, &f->k) != 3) return 2;
+            const char *v = argv[++i];
+            if (!strncmp(v, "convex,", 7)) {
+                if (sscanf(v + 7, "%lf", &f->alpha) != 1 || f->alpha <= 0 || f->alpha > 1) return 2;
+            } else if (sscanf(v, "%lf,%lf,%lf", &f->w_keyword, &f->w_vector, &f->k) != 3) {
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--knobs") && i + 1 < argc) {
             kf_lessons_hash_knobs *k = &kf_lessons__knobs;
             if (sscanf(argv[++i], "%f,%f,%f,%f,%f", &k->word, &k->bigram, &k->grams, &k->parts, &k->concept) != 5)
@@ -196,7 +202,8 @@ int main(int argc, char **argv) {
                 int mode = order[oi];
                 char name[96];
                 if (mode == KF_LESSON_RANK_HYBRID)
-                    snprintf(name, sizeof name, "hybrid (weighted RRF)");
+                    snprintf(name, sizeof name, "%s", kf_lessons__fusion.alpha > 0 ? "hybrid (convex combination)"
+                                                                                     : "hybrid (weighted RRF)");
                 else if (mode == KF_LESSON_RANK_KEYWORD)
                     snprintf(name, sizeof name, "keyword only (FTS5 BM25)");
                 else

@@ -112,6 +112,8 @@ void kf_lessons__words(const char *text, void (*fn)(void *arg, const char *w, si
  * queries, BENCHMARKS.md); the benchmark alone changes them. */
 typedef struct {
     double k, w_keyword, w_vector;
+    double alpha; /* > 0: a convex combination instead, alpha x the keyword score + (1 - alpha)
+                   * x the cosine, each min-max normalised over its list (benchmark only) */
 } kf_lessons_fusion;
 extern kf_lessons_fusion kf_lessons__fusion;
 /* Weighted reciprocal rank fusion (retrieve.c) of two ranked lists of items (a[0] best,

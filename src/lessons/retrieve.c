@@ -380,6 +380,45 @@ int kf_lessons__rrf(const size_t *a, int na, const size_t *b, int nb, const doub
     return m;
 }
 
+/* The convex combination of min-max normalised scores (kf_lessons__fusion.alpha > 0),
+ * into out/score by score, then trust, then item. Tried on the tuning half against
+ * weighted RRF (BENCHMARKS.md); not the default. */
+static int convex(const size_t *a, const double *as, int na, const size_t *b, const double *bs, int nb,
+                  const double *tie, size_t *out, double *score) {
+    double al = kf_lessons__fusion.alpha;
+    int m = 0;
+    for (int list = 0; list < 2; list++) {
+        const size_t *l = list ? b : a;
+        const double *s = list ? bs : as;
+        int n = list ? nb : na;
+        double lo = n ? s[n - 1] : 0, hi = n ? s[0] : 0;
+        for (int r = 0; r < n; r++) {
+            int at = 0;
+            while (at < m && out[at] != l[r]) at++;
+            if (at == m) {
+                out[m] = l[r];
+                score[m++] = 0;
+            }
+            double x = hi > lo ? (s[r] - lo) / (hi - lo) : 1;
+            score[at] += (list ? 1 - al : al) * x;
+        }
+    }
+    for (int i = 1; i < m; i++)
+        for (int j = i; j > 0; j--) {
+            double tx = tie[out[j - 1]], ty = tie[out[j]];
+            int swap = score[j] > score[j - 1] ||
+                       (score[j] == score[j - 1] && (ty > tx || (ty == tx && out[j] < out[j - 1])));
+            if (!swap) break;
+            size_t t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+            double u = score[j];
+            score[j] = score[j - 1];
+            score[j - 1] = u;
+        }
+    return m;
+}
+
 static int rank_in(const size_t *l, int n, size_t i) {
     for (int r = 0; r < n; r++)
         if (l[r] == i) return r + 1;
@@ -411,7 +450,9 @@ kf_status kf_lessons_retrieve(kf_lessons *db, const kf_lesson_query *q, int k, d
     }
     if (q->rank != KF_LESSON_RANK_VECTOR && (st = keyword_list(db, q->text, pass, kl, ks, &nk))) goto out;
     if (q->rank != KF_LESSON_RANK_KEYWORD && (st = vector_list(db, q->text, pass, vl, vs, &nv))) goto out;
-    if (q->rank == KF_LESSON_RANK_HYBRID) {
+    if (q->rank == KF_LESSON_RANK_HYBRID && kf_lessons__fusion.alpha > 0) {
+        m = convex(kl, ks, nk, vl, vs, nv, trust, fused, fs);
+    } else if (q->rank == KF_LESSON_RANK_HYBRID) {
         m = kf_lessons__rrf(kl, nk, vl, nv, trust, fused, fs);
     } else { /* one list: its own order and scores */
         m = q->rank == KF_LESSON_RANK_KEYWORD ? nk : nv;
