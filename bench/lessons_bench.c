@@ -168,10 +168,14 @@ int main(int argc, char **argv) {
     size_t nq = json_array_size(qs);
     query *Q = calloc(nq, sizeof *Q);
     for (size_t i = 0; i < nq; i++) make_query(&Q[i], json_array_get(qs, i));
-    printf("## Lessons retrieval: %zu labelled lessons, %zu queries (embedding %s; fusion w_keyword %.2f,"
-           " w_vector %.2f, k %.0f)\n\n",
-           json_array_size(base), nq, kf_lessons_embedding(db), kf_lessons__fusion.w_keyword,
-           kf_lessons__fusion.w_vector, kf_lessons__fusion.k);
+    if (kf_lessons__fusion.alpha > 0)
+        printf("## Lessons retrieval: %zu labelled lessons, %zu queries (embedding %s; fusion convex, alpha %.2f)\n\n",
+               json_array_size(base), nq, kf_lessons_embedding(db), kf_lessons__fusion.alpha);
+    else
+        printf("## Lessons retrieval: %zu labelled lessons, %zu queries (embedding %s; fusion w_keyword %.2f,"
+               " w_vector %.2f, k %.0f)\n\n",
+               json_array_size(base), nq, kf_lessons_embedding(db), kf_lessons__fusion.w_keyword,
+               kf_lessons__fusion.w_vector, kf_lessons__fusion.k);
     /* The fixed split: queries with an odd number (q01, q03, ...) are the tuning half, on
      * which the embedding's knobs and the fusion's weights were chosen; even ones are held
      * out and are the headline. */
