@@ -1,5 +1,6 @@
 /*
- * prior.c - lessons as the builtin proposer's prior (docs/run.md "Lessons").
+ * prior.c - lessons as the builtin proposer's prior (docs/run.md "Lessons as the builtin's
+ * prior").
  *
  * `kforge run --lessons PATH` retrieves, once when the run starts, the lessons scoped to
  * the task (backend, op tags op/<task> and the task's "ops", its visible shapes) whose
@@ -15,8 +16,9 @@
  * A lesson applies when the template has a parameter named K with V among its values
  * (exact names and values: lessons do not guess what a parameter of another template
  * means). What applied is recorded as one run-wide `lessons` event; a resumed run
- * applies the recorded list again and never reads the database, so resume replays the
- * same walk whatever the database holds by then. Other lessons (techniques, prose) are
+ * applies the recorded list again and does not read the database, so resume replays the
+ * same walk whatever the database holds by then (loop.c reads it only for a run killed
+ * before its event was written, which had proposed nothing). Other lessons (techniques, prose) are
  * for agents' context packs, not for this proposer.
  */
 #define _GNU_SOURCE
