@@ -10,12 +10,21 @@
  *      recombined from their sentences, scopes and tags): one kf_lessons_retrieve (k 5,
  *      hybrid) plus kf_lessons_render into 800 tokens, for every query, REPS times.
  *
+ * Quality is reported on the held-out half of the queries (even ids: q02, q04, ...), on
+ * the tuning half (odd ids), on which the built-in embedding's weights and the fusion's
+ * were chosen, and on all of them.
+ *
  * Usage: kf-lessons-bench [DATA_DIR] [-v] [--reps N] [--total N] [--keep]
- * (-v: the misses of each ranking on stderr; --keep: leave the databases for a look)
+ *                         [--tune] [--fuse WK,WV,K | --fuse convex,ALPHA]
+ *                         [--knobs WORD,BIGRAM,GRAMS,PARTS,CONCEPT]
+ * (-v: the misses of each ranking on stderr; --keep: leave the databases for a look;
+ * --tune: only the tuning half's figures, one line per ranking, for a parameter sweep;
+ * --fuse, --knobs: other fusion weights and embedding weights than the built-in ones)
  * Prints Markdown. Not a test: nothing is asserted.
  */
 #define _GNU_SOURCE
 #include "util/util.h"
+#include "lessons/lessons.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -71,6 +80,14 @@ static void make_query(query *x, json_t *j) {
     x->q.shapes = x->shapes;
 }
 
+/* half 0: held out (even query number), 1: tuning (odd), 2: all */
+static int in_half(const query *x, int half) {
+    if (half == 2) return 1;
+    const char *id = json_string_value(json_object_get(x->j, "id"));
+    int num = id ? atoi(id + strspn(id, "abcdefghijklmnopqrstuvwxyz")) : 0;
+    return (num % 2 == 1) == (half == 1);
+}
+
 static int expected(json_t *q, const char *id) {
     size_t i;
     json_t *v;
@@ -110,9 +127,23 @@ static char *synthetic(json_t *base, int total, unsigned seed) {
 
 int main(int argc, char **argv) {
     const char *data = KF_SOURCE_DIR "/bench/data/lessons";
-    int verbose = 0, reps = 20, total = 10000, keep = 0;
+    int verbose = 0, reps = 20, total = 10000, keep = 0, quiet = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v")) verbose = 1;
+        else if (!strcmp(argv[i], "--tune")) quiet = 1;
+        else if (!strcmp(argv[i], "--fuse") && i + 1 < argc) {
+            kf_lessons_fusion *f = &kf_lessons__fusion;
+            const char *v = argv[++i];
+            if (!strncmp(v, "convex,", 7)) {
+                if (sscanf(v + 7, "%lf", &f->alpha) != 1 || f->alpha <= 0 || f->alpha > 1) return 2;
+            } else if (sscanf(v, "%lf,%lf,%lf", &f->w_keyword, &f->w_vector, &f->k) != 3) {
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--knobs") && i + 1 < argc) {
+            kf_lessons_hash_knobs *k = &kf_lessons__knobs;
+            if (sscanf(argv[++i], "%f,%f,%f,%f,%f", &k->word, &k->bigram, &k->grams, &k->parts, &k->concept) != 5)
+                return 2;
+        }
         else if (!strcmp(argv[i], "--keep")) keep = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--total") && i + 1 < argc) total = atoi(argv[++i]);
@@ -136,66 +167,101 @@ int main(int argc, char **argv) {
         json_array_append_new(qs, json_loads(line, 0, NULL));
     size_t nq = json_array_size(qs);
     query *Q = calloc(nq, sizeof *Q);
-    double best = 0;
-    for (size_t i = 0; i < nq; i++) {
-        make_query(&Q[i], json_array_get(qs, i));
-        size_t ne = json_array_size(json_object_get(Q[i].j, "expected"));
-        best += (double)(ne < 5 ? ne : 5) / 5.0;
-    }
-    printf("## Lessons retrieval: %zu labelled lessons, %zu queries (embedding %s)\n\n", json_array_size(base), nq,
-           kf_lessons_embedding(db));
-    for (int scoped = 1; scoped >= 0; scoped--) {
-    printf("%s\n\n", scoped ? "With each query's scope (backend, ops, shapes), as a context pack retrieves:"
-                              : "Ranking alone (no scope filter: every query against all the lessons):");
-    printf("| ranking | precision@5 | recall@10 | queries with nothing relevant in the top 10 |\n|---|---|---|---|\n");
-    static const char *const mode_name[] = {"hybrid (RRF, k = 60)", "keyword only (FTS5 BM25)", "vector only (hashgram-v1-512)"};
-    static const int order[] = {KF_LESSON_RANK_KEYWORD, KF_LESSON_RANK_VECTOR, KF_LESSON_RANK_HYBRID};
-    for (int oi = 0; oi < 3; oi++) {
-        int mode = order[oi];
-        double p5 = 0, r10 = 0;
-        int misses = 0;
-        kf_buf missed;
-        kf_buf_init(&missed, 1 << 16);
-        for (size_t i = 0; i < nq; i++) {
-            Q[i].q.rank = mode;
-            kf_lesson_query qq = Q[i].q;
-            if (!scoped) {
-                qq.backend = NULL;
-                qq.nops = 0;
-                qq.nshapes = 0;
-            }
-            kf_lesson_hit h[10];
-            int n = 0;
-            if (kf_lessons_retrieve(db, &qq, 10, 0.0, h, &n)) die(ctx, "retrieve");
-            int in5 = 0, in10 = 0;
-            for (int r = 0; r < n; r++)
-                if (expected(Q[i].j, h[r].id)) {
-                    in10++;
-                    if (r < 5) in5++;
+    for (size_t i = 0; i < nq; i++) make_query(&Q[i], json_array_get(qs, i));
+    if (kf_lessons__fusion.alpha > 0)
+        printf("## Lessons retrieval: %zu labelled lessons, %zu queries (embedding %s; fusion convex, alpha %.2f)\n\n",
+               json_array_size(base), nq, kf_lessons_embedding(db), kf_lessons__fusion.alpha);
+    else
+        printf("## Lessons retrieval: %zu labelled lessons, %zu queries (embedding %s; fusion w_keyword %.2f,"
+               " w_vector %.2f, k %.0f)\n\n",
+               json_array_size(base), nq, kf_lessons_embedding(db), kf_lessons__fusion.w_keyword,
+               kf_lessons__fusion.w_vector, kf_lessons__fusion.k);
+    /* The fixed split: queries with an odd number (q01, q03, ...) are the tuning half, on
+     * which the embedding's knobs and the fusion's weights were chosen; even ones are held
+     * out and are the headline. */
+    static const char *const half_name[] = {"held-out half (even query ids)", "tuning half (odd query ids)",
+                                            "all queries"};
+    for (int scoped = 1; scoped >= 0; scoped--)
+        for (int half = 0; half < 3; half++) {
+            if (quiet && half != 1) continue;
+            if (!quiet && !scoped && half != 2) continue;
+            int nin = 0;
+            double bestp = 0;
+            for (size_t i = 0; i < nq; i++)
+                if (in_half(&Q[i], half)) {
+                    nin++;
+                    size_t ne = json_array_size(json_object_get(Q[i].j, "expected"));
+                    bestp += (double)(ne < 5 ? ne : 5) / 5.0;
                 }
-            size_t ne = json_array_size(json_object_get(Q[i].j, "expected"));
-            p5 += in5 / 5.0;
-            r10 += (double)in10 / (double)ne;
-            if (!in10) {
-                misses++;
-                kf_buf_printf(&missed, " %s", json_string_value(json_object_get(Q[i].j, "id")));
+            if (!quiet) {
+                printf("%s, %s: %d queries, best possible P@5 %.3f\n\n",
+                       scoped ? "With each query's scope (backend, ops, shapes), as a context pack retrieves"
+                              : "Ranking alone (no scope filter: every query against all the lessons)",
+                       half_name[half], nin, bestp / nin);
+                printf("| ranking | precision@5 | recall@10 | queries with nothing relevant in the top 10 |\n"
+                       "|---|---|---|---|\n");
             }
-            if (verbose && in10 < (int)ne) {
-                fprintf(stderr, "%s%s %s: %d of %zu in the top 10:", scoped ? "" : "unscoped ", mode_name[mode],
-                        json_string_value(json_object_get(Q[i].j, "id")), in10, ne);
-                for (int r = 0; r < n && r < 5; r++) fprintf(stderr, " %s", h[r].id);
-                fprintf(stderr, "\n");
+            static const int order[] = {KF_LESSON_RANK_KEYWORD, KF_LESSON_RANK_VECTOR, KF_LESSON_RANK_HYBRID};
+            for (int oi = 0; oi < 3; oi++) {
+                int mode = order[oi];
+                char name[96];
+                if (mode == KF_LESSON_RANK_HYBRID)
+                    snprintf(name, sizeof name, "%s", kf_lessons__fusion.alpha > 0 ? "hybrid (convex combination)"
+                                                                                     : "hybrid (weighted RRF)");
+                else if (mode == KF_LESSON_RANK_KEYWORD)
+                    snprintf(name, sizeof name, "keyword only (FTS5 BM25)");
+                else
+                    snprintf(name, sizeof name, "vector only (%s)", kf_lessons_embedding(db));
+                double p5 = 0, r10 = 0, mrr = 0;
+                int misses = 0;
+                kf_buf missed;
+                kf_buf_init(&missed, 1 << 16);
+                for (size_t i = 0; i < nq; i++) {
+                    if (!in_half(&Q[i], half)) continue;
+                    Q[i].q.rank = mode;
+                    kf_lesson_query qq = Q[i].q;
+                    if (!scoped) {
+                        qq.backend = NULL;
+                        qq.nops = 0;
+                        qq.nshapes = 0;
+                    }
+                    kf_lesson_hit h[10];
+                    int n = 0;
+                    if (kf_lessons_retrieve(db, &qq, 10, 0.0, h, &n)) die(ctx, "retrieve");
+                    int in5 = 0, in10 = 0;
+                    for (int r = 0; r < n; r++)
+                        if (expected(Q[i].j, h[r].id)) {
+                            in10++;
+                            if (r < 5) in5++;
+                            if (in10 == 1) mrr += 1.0 / (r + 1);
+                        }
+                    size_t ne = json_array_size(json_object_get(Q[i].j, "expected"));
+                    p5 += in5 / 5.0;
+                    r10 += (double)in10 / (double)ne;
+                    if (!in10) {
+                        misses++;
+                        kf_buf_printf(&missed, " %s", json_string_value(json_object_get(Q[i].j, "id")));
+                    }
+                    if (verbose && in10 < (int)ne) {
+                        fprintf(stderr, "%s%s %s: %d of %zu in the top 10:", scoped ? "" : "unscoped ", name,
+                                json_string_value(json_object_get(Q[i].j, "id")), in10, ne);
+                        for (int r = 0; r < n && r < 5; r++) fprintf(stderr, " %s", h[r].id);
+                        fprintf(stderr, "\n");
+                    }
+                }
+                if (quiet)
+                    printf("%s%s %.4f %.4f %.4f\n", scoped ? "" : "u-", mode == KF_LESSON_RANK_HYBRID ? "hybrid" :
+                           mode == KF_LESSON_RANK_KEYWORD ? "keyword" : "vector", p5 / nin, r10 / nin, mrr / nin);
+                else
+                    printf("| %s | %.3f | %.3f | %d%s%s |\n", name, p5 / nin, r10 / nin, misses,
+                           misses ? ":" : "", missed.p ? missed.p : "");
+                kf_buf_free(&missed);
             }
+            if (!quiet) printf("\n");
         }
-        printf("| %s | %.3f | %.3f | %d%s%s |\n", mode_name[mode], p5 / (double)nq, r10 / (double)nq, misses,
-               misses ? ":" : "", missed.p ? missed.p : "");
-        kf_buf_free(&missed);
-    }
-    printf("\n");
-    }
-    printf("precision@5 counts relevant lessons in the top 5 over 5; with 1-3 expected lessons per query the\n"
-           "best possible mean is %.3f. recall@10: relevant lessons in the top 10 over the expected ones.\n\n",
-           best / (double)nq);
+    if (quiet) return 0;
+    printf("precision@5 counts relevant lessons in the top 5 over 5 (with 1-3 expected lessons per query\n"
+           "it cannot reach 1); recall@10: relevant lessons in the top 10 over the expected ones.\n\n");
     kf_lessons_close(db);
 
     /* latency over `total` lessons */

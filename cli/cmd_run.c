@@ -77,6 +77,8 @@ static const char run_usage[] =
     "  --patience K      stop after K evaluations without a better one\n"
     "  --wall S          stop issuing work after S seconds\n"
     "  --search KEY=VALUE  a search setting (docs/run.md \"Selection\")\n"
+    "  --lessons PATH    lessons naming the template's settings steer the builtin's walk\n"
+    "                    (docs/run.md \"Lessons\"; PATH \"default\": the shared database)\n"
     "  --hidden N, --min-runs N, --max-runs N, --min-time S   check and timing settings\n"
     "  --agent cmd:'COMMAND' | openai:MODEL, --with-builtin, --base-url URL,\n"
     "  --api-key-env NAME, --agent-timeout S, --tokens N      agents (docs/agents.md)\n"
@@ -102,6 +104,14 @@ int kf_cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--base-url") && more) o.base_url = argv[++i];
         else if (!strcmp(a, "--api-key-env") && more) o.api_key_env = argv[++i];
         else if (!strcmp(a, "--run") && more) o.run_dir = argv[++i];
+        else if (!strcmp(a, "--lessons") && more) {
+            static char def[4096];
+            o.lessons = argv[++i];
+            if (!strcmp(o.lessons, "default")) { /* the shared database, by name */
+                kf_lessons_default_path(def, sizeof def);
+                o.lessons = def;
+            }
+        }
         else if (!strcmp(a, "--budget") && more) {
             if (number(a, argv[++i], 0, 1e7, &v)) return KF_EXIT_USAGE;
             o.budget = (int)v;

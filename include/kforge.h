@@ -204,8 +204,11 @@ typedef struct kf_run_opts {
     double min_time_s;
     int jobs;               /* evaluations at once, 1..KF_RUN_MAX_JOBS (0: 1, or on resume
                                the run's own) */
-    const char *lessons;    /* the lessons database for agents' packs (docs/lessons.md): NULL:
-                               the default one when it exists, "none": no lessons */
+    const char *lessons;    /* a lessons database (docs/lessons.md): for agents' context packs
+                               (NULL: the default one when it exists) and, when named, as the
+                               builtin's prior (docs/run.md "Lessons"); "none": no lessons;
+                               "default": the default one, named. Not a new one with resume:
+                               a resumed run keeps what its start recorded. */
     int64_t pack_tokens;    /* each context pack's token budget (0: 18000) */
 } kf_run_opts;
 
@@ -274,7 +277,7 @@ KF_API void kf_lessons_default_path(char *out, size_t n);
 KF_API kf_status kf_lessons_open(kf_ctx *ctx, const char *path, const kf_lessons_opts *o,
                                  kf_lessons **out);
 KF_API void kf_lessons_close(kf_lessons *db); /* accepts NULL */
-/* The embedding in use ("hashgram-v1-512" or "openai:MODEL@URL"); owned by db. */
+/* The embedding in use ("hashgram-v2-512" or "openai:MODEL@URL"); owned by db. */
 KF_API const char *kf_lessons_embedding(const kf_lessons *db);
 
 /* Add one lesson given as a JSON object (docs/lessons.md). KF_EUSAGE, naming the field,

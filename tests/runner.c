@@ -142,6 +142,7 @@ int main(int argc, char **argv) {
     kft_register_run_agents();
     kft_register_export();
     kft_register_lessons();
+    kft_register_prior();
     kft_register_critic();
     kft_register_pack();
     kft_register_diagnose();

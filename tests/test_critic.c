@@ -376,7 +376,7 @@ static void t_advisory(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-advise-XXXXXX", args[4096], out[1 << 16];
     CHECK(mkdtemp(dir));
-    const char *quickb = "--min-runs 5 --max-runs 8 --min-time 0.01 --hidden 1";
+    const char *quickb = "--min-runs 6 --max-runs 10 --min-time 0.01 --hidden 1"; /* 6 pairs at least: fewer give no verdict */
     /* the reviewer is the run's, set when it is created: one that voices a concern, and
      * checks it was shown the candidate */
     snprintf(args, sizeof args,

@@ -231,28 +231,91 @@ static void t_trust(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* ---- the built-in embedding ------------------------------------------------------------ */
+
+static double cosine(const char *a, const char *b) {
+    float va[KF_LESSONS_HASH_DIM], vb[KF_LESSONS_HASH_DIM];
+    kf_lessons__hash_embed(a, va);
+    kf_lessons__hash_embed(b, vb);
+    double d = 0;
+    for (int i = 0; i < KF_LESSONS_HASH_DIM; i++) d += (double)va[i] * vb[i];
+    return d;
+}
+
+static void t_embed(const void *arg) {
+    (void)arg;
+    /* synonyms of the built-in table meet; unrelated advice does not */
+    double syn = cosine("coalesced global loads", "contiguous global loads");
+    double none = cosine("coalesced global loads", "tensor core fragments");
+    CHECKF(syn > 0.5 && none < 0.2, "%f %f", syn, none);
+    CHECKF(cosine("stage the tile in smem", "stage the tile in shared memory") > 0.6, "%f",
+           cosine("stage the tile in smem", "stage the tile in shared memory"));
+    /* stems: inflections are the same word */
+    CHECKF(cosine("tiling", "tiles") > 0.6, "%f", cosine("tiling", "tiles"));
+    CHECKF(cosine("vectorised loads", "vectorization of loads") > 0.6, "%f", cosine("vectorised loads", "vectorization of loads"));
+    /* identifiers: camelCase, snake_case and letter-digit runs give their parts */
+    CHECKF(cosine("blockDim", "block dim") > 0.4, "%f", cosine("blockDim", "block dim"));
+    CHECKF(cosine("__shfl_xor_sync", "shfl xor sync") > 0.4, "%f", cosine("__shfl_xor_sync", "shfl xor sync"));
+    CHECKF(cosine("use float4 loads", "use float loads") > 0.4, "%f", cosine("use float4 loads", "use float loads"));
+    /* sublinear term frequency: repeating a word does not make it dominate */
+    double once = cosine("warp shuffle reduction", "warp"), many = cosine("warp warp warp warp shuffle reduction", "warp");
+    CHECKF(many > once && many < 0.9, "%f %f", once, many);
+    /* deterministic and normalised */
+    CHECK(fabs(cosine("rows of 4096 floats", "rows of 4096 floats") - 1) < 1e-5);
+
+    /* a database written under the first built-in embedding is embedded again on open */
+    kf_ctx *ctx = kf_ctx_new();
+    char *dir = scratch(), path[256];
+    kf_lessons *db = open_db(ctx, dir, "v1.db");
+    add(db, ctx, "{\"id\": \"c\", \"situation\": \"strided loads\", \"action\": \"make accesses contiguous\"}");
+    add(db, ctx, "{\"id\": \"g\", \"situation\": \"gemm\", \"action\": \"tensor cores\"}");
+    kf_lessons_close(db);
+    snprintf(path, sizeof path, "%s/v1.db", dir);
+    sqlite3 *s = NULL;
+    CHECK(sqlite3_open(path, &s) == SQLITE_OK);
+    CHECK(sqlite3_exec(s, "UPDATE meta SET value = 'hashgram-v1-512' WHERE key = 'embedding';"
+                          "UPDATE lessons SET embed = zeroblob(2048)", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(s);
+    db = open_db(ctx, dir, "v1.db");
+    CHECK(!strcmp(kf_lessons_embedding(db), KF_LESSONS_HASH_NAME));
+    kf_lesson_query q = {0};
+    q.rank = KF_LESSON_RANK_VECTOR;
+    q.text = "coalesced accesses";
+    CHECKF(!strncmp(ids(db, ctx, &q, 0), "c", 1), "%s", ids(db, ctx, &q, 0)); /* zero vectors: nothing */
+    kf_lessons_close(db);
+    kf_ctx_free(ctx);
+}
+
 /* ---- fusion ----------------------------------------------------------------------------- */
 
 static void t_rrf(const void *arg) {
     (void)arg;
-    /* keyword: 7, 3, 9; vector: 3, 5, 7. By hand, with k = 60:
-     *   3: 1/62 + 1/61 = 0.032522   7: 1/61 + 1/63 = 0.032266
-     *   5: 1/62 = 0.016129          9: 1/63 = 0.015873 */
+    /* keyword: 7, 3, 9; vector: 3, 5, 7. By hand, with k = 10, keyword weight 1 and
+     * vector weight 0.5 (the built-in fusion):
+     *   7: 1/11 + 0.5/13 = 0.129371   3: 1/12 + 0.5/11 = 0.128788
+     *   9: 1/13 = 0.076923            5: 0.5/12 = 0.041667 */
+    CHECK(kf_lessons__fusion.k == 10 && kf_lessons__fusion.w_keyword == 1 && kf_lessons__fusion.w_vector == 0.5);
     size_t kw[] = {7, 3, 9}, vec[] = {3, 5, 7}, out[6];
     double sc[6];
     int m = kf_lessons__rrf(kw, 3, vec, 3, NULL, out, sc);
     CHECK(m == 4);
-    CHECKF(out[0] == 3 && out[1] == 7 && out[2] == 5 && out[3] == 9, "%zu %zu %zu %zu", out[0], out[1], out[2], out[3]);
-    CHECK(fabs(sc[0] - (1.0 / 62 + 1.0 / 61)) < 1e-15 && fabs(sc[3] - 1.0 / 63) < 1e-15);
-    /* a tie (rank 1 in one list each) goes to the more trusted, then the smaller item */
+    CHECKF(out[0] == 7 && out[1] == 3 && out[2] == 9 && out[3] == 5, "%zu %zu %zu %zu", out[0], out[1], out[2], out[3]);
+    CHECK(fabs(sc[0] - (1.0 / 11 + 0.5 / 13)) < 1e-15 && fabs(sc[3] - 0.5 / 12) < 1e-15);
+    /* a tie (rank 1 in one list each, equal weights) goes to the more trusted, then the
+     * smaller item */
+    kf_lessons__fusion.w_vector = 1;
     size_t a[] = {4}, b[] = {2};
     double trust[8] = {0};
-    trust[4] = 0.9;
+    trust[4] = 0.5;
+    trust[2] = 0.9;
+    m = kf_lessons__rrf(a, 1, b, 1, trust, out, sc);
+    CHECK(m == 2 && out[0] == 2 && out[1] == 4 && sc[0] == sc[1]);
     trust[2] = 0.5;
     m = kf_lessons__rrf(a, 1, b, 1, trust, out, sc);
-    CHECK(m == 2 && out[0] == 4 && out[1] == 2 && sc[0] == sc[1]);
-    m = kf_lessons__rrf(a, 1, b, 1, NULL, out, sc);
     CHECK(m == 2 && out[0] == 2 && out[1] == 4);
+    m = kf_lessons__rrf(b, 1, a, 1, NULL, out, sc);
+    CHECK(m == 2 && out[0] == 2 && out[1] == 4);
+    kf_lessons__fusion.w_vector = 0.5;
 
     /* end to end: a lesson that both rankings place high beats one that only keyword
      * search finds first */
@@ -267,7 +330,7 @@ static void t_rrf(const void *arg) {
     int n;
     CHECK(kf_lessons_retrieve(db, &q, 4, 0, h, &n) == KF_OK && n >= 2);
     CHECKF(!strcmp(h[0].id, "both") && h[0].keyword_rank && h[0].vector_rank, "%s", h[0].id);
-    double want = 1.0 / (60 + h[0].keyword_rank) + 1.0 / (60 + h[0].vector_rank);
+    double want = 1.0 / (10 + h[0].keyword_rank) + 0.5 / (10 + h[0].vector_rank);
     CHECK(fabs(h[0].score - want) < 1e-12);
     kf_lessons_close(db);
     kf_ctx_free(ctx);
@@ -591,7 +654,7 @@ static void t_endpoint(const void *arg) {
     /* a database made with the built-in embedding is embedded again on open */
     kf_lessons *db = open_db(ctx, dir, "l.db");
     add(db, ctx, "{\"id\": \"w\", \"situation\": \"reductions\", \"action\": \"warp warp shuffle\"}");
-    CHECK(!strcmp(kf_lessons_embedding(db), "hashgram-v1-512"));
+    CHECK(!strcmp(kf_lessons_embedding(db), "hashgram-v2-512"));
     kf_lessons_close(db);
     setenv("KFT_EMBED_KEY", "sk-embed-SECRET", 1);
     kf_lessons_opts o;
@@ -715,6 +778,7 @@ void kft_register_lessons(void) {
     kft_add("lessons_tags", t_tags, NULL, 30);
     kft_add("lessons_scope", t_scope, NULL, 30);
     kft_add("lessons_trust", t_trust, NULL, 30);
+    kft_add("lessons_embed", t_embed, NULL, 30);
     kft_add("lessons_rrf", t_rrf, NULL, 30);
     kft_add("lessons_roundtrip", t_roundtrip, NULL, 30);
     kft_add("lessons_import_bad", t_import_bad, NULL, 30);

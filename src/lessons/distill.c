@@ -149,6 +149,7 @@ typedef struct {
     kf_lessons *db;
     const char *run, *op, *backend, *task, *fingerprint;
     json_t *summary;
+    const kf_task *t; /* the run's task when it still loads: its "ops" widen the scope */
 } dctx;
 
 /* The evidence items ("RUN#id") of a lesson's evidence object. */
@@ -268,6 +269,8 @@ static kf_status put_lesson(dctx *d, const char *kind, const char *setting, cons
     } else {
         ev = json_pack("{s:O, s:O, s:[s]}", "nodes", nodes, "effects", effects, "fingerprints", d->fingerprint);
         json_t *sit = json_pack("{s:s, s:s, s:[s]}", "text", situation, "backend", d->backend, "ops", d->op);
+        for (int k = 0; d->t && k < d->t->nops; k++) /* the task's families: lessons may travel */
+            if (strcmp(d->t->ops[k], d->op)) json_array_append_new(json_object_get(sit, "ops"), json_string(d->t->ops[k]));
         if (shape) json_object_set_new(sit, "shape", json_string(shape));
         json_t *o = json_pack("{s:o, s:s, s:o, s:{s:i, s:i}, s:s, s:O, s:s}", "situation", sit, "action", action,
                               "evidence", ev, "trust", "confirmations", 1, "refutations", 0, "source", "distilled",
@@ -540,7 +543,7 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
         if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.=+-", *p)) *p = '_';
     }
     snprintf(op, sizeof op, "op/%s", task_name);
-    dctx d = {db, run, op, backend, task_name, kf_store_task_fingerprint(s), NULL};
+    dctx d = {db, run, op, backend, task_name, kf_store_task_fingerprint(s), NULL, task};
     d.summary = json_pack("{s:s, s:s, s:s, s:[], s:[], s:[], s:[], s:[]}", "run", run, "task", task_name, "backend",
                           backend, "added", "confirmed", "unchanged", "refuted", "retired");
     for (size_t i = 0; i < a.n; i++) add_change(&cv, &a, &a.v[i]);

@@ -11,10 +11,10 @@
 #include <sqlite3.h>
 
 #define KF_LESSONS_SCHEMA_VERSION 1
-#define KF_LESSONS_RRF_K 60        /* reciprocal rank fusion: 1 / (60 + rank) */
+#define KF_LESSONS_RRF_K 10        /* reciprocal rank fusion: w / (10 + rank) */
 #define KF_LESSONS_LIST_N 100      /* each ranked list is cut at this many lessons */
 #define KF_LESSONS_HASH_DIM 512    /* the built-in embedding's dimensions */
-#define KF_LESSONS_HASH_NAME "hashgram-v1-512"
+#define KF_LESSONS_HASH_NAME "hashgram-v2-512"
 #define KF_LESSONS_TEXT_MAX 16384  /* bytes of one text field of a lesson */
 #define KF_LESSONS_MAX_DIM 65536   /* dimensions an endpoint may answer with */
 #define KF_LESSONS_DF_SLOTS 8192   /* cached document frequencies of query words */
@@ -94,15 +94,31 @@ char *kf_lessons__doc_text(const kf_lesson *l);
  * an endpoint sets db->dim from its first answer. KF_EBACKEND with the endpoint's
  * error. */
 kf_status kf_lessons__embed(kf_lessons *db, const char *const *texts, int n, float *out);
+/* The built-in embedding's weights: a word's stem, a bigram of stems, a word's character
+ * grams together, an identifier's parts, a concept of the synonym table (embed.c). One
+ * setting per embedding name; the benchmark alone changes them (before opening). */
+typedef struct {
+    float word, bigram, grams, parts, concept;
+} kf_lessons_hash_knobs;
+extern kf_lessons_hash_knobs kf_lessons__knobs;
 /* The built-in embedding of one text into v[KF_LESSONS_HASH_DIM]. */
 void kf_lessons__hash_embed(const char *text, float *v);
 /* The words of text: lower-case [a-z0-9_] runs (at most 63 bytes) of 2+ characters
  * besides leading and trailing '_', not stop words; fn is called per word, in order. */
 void kf_lessons__words(const char *text, void (*fn)(void *arg, const char *w, size_t n), void *arg);
 
-/* Reciprocal rank fusion (retrieve.c) of two ranked lists of items (a[0] best): each
- * item scores the sum over the lists it is in of 1 / (KF_LESSONS_RRF_K + rank), rank
- * from 1. out (room for na + nb) gets the items by score, ties by tie[item] (higher
+/* The fusion's parameters: an item scores the sum over the lists it is in of
+ * w_list / (k + rank). Fixed in retrieve.c (chosen on the tuning half of the labelled
+ * queries, BENCHMARKS.md); the benchmark alone changes them. */
+typedef struct {
+    double k, w_keyword, w_vector;
+    double alpha; /* > 0: a convex combination instead, alpha x the keyword score + (1 - alpha)
+                   * x the cosine, each min-max normalised over its list (benchmark only) */
+} kf_lessons_fusion;
+extern kf_lessons_fusion kf_lessons__fusion;
+/* Weighted reciprocal rank fusion (retrieve.c) of two ranked lists of items (a[0] best,
+ * a the keyword list, b the vector list): each item scores the sum over the lists it is
+ * in of w / (k + rank) with kf_lessons__fusion's weights, rank from 1. out (room for na + nb) gets the items by score, ties by tie[item] (higher
  * first; tie may be NULL), then by the smaller item; score their scores. Returns how
  * many. */
 int kf_lessons__rrf(const size_t *a, int na, const size_t *b, int nb, const double *tie, size_t *out,

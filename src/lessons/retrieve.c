@@ -10,7 +10,8 @@
  *     cannot be shown to apply; lessons of other tasks use other names), never an error.
  *  2. ranking: BM25 over FTS5 (situation x2, action x1, boundaries x0.5, tags x1.5) and
  *     cosine similarity of embeddings, each list cut at KF_LESSONS_LIST_N, fused by
- *     reciprocal rank: score = sum over lists of 1 / (60 + rank).
+ *     weighted reciprocal rank: score = 1 / (10 + keyword rank) + 0.5 / (10 + vector
+ *     rank) (kf_lessons__fusion, chosen on the tuning half of the labelled queries).
  *  3. trust: only lessons whose trust is at least min_trust pass (applied with stage 1,
  *     so a distrusted lesson takes no rank from another); retired lessons never do.
  *
@@ -343,6 +344,8 @@ out:
     return st;
 }
 
+kf_lessons_fusion kf_lessons__fusion = {.k = KF_LESSONS_RRF_K, .w_keyword = 1.0, .w_vector = 0.5};
+
 int kf_lessons__rrf(const size_t *a, int na, const size_t *b, int nb, const double *tie, size_t *out,
                     double *score) {
     int m = 0;
@@ -356,13 +359,53 @@ int kf_lessons__rrf(const size_t *a, int na, const size_t *b, int nb, const doub
                 out[m] = l[r];
                 score[m++] = 0;
             }
-            score[at] += 1.0 / (KF_LESSONS_RRF_K + r + 1);
+            score[at] += (list ? kf_lessons__fusion.w_vector : kf_lessons__fusion.w_keyword) /
+                         (kf_lessons__fusion.k + r + 1);
         }
     }
     /* by score, then tie (trust), then item: a stable, explainable order */
     for (int i = 1; i < m; i++)
         for (int j = i; j > 0; j--) {
             double tx = tie ? tie[out[j - 1]] : 0, ty = tie ? tie[out[j]] : 0;
+            int swap = score[j] > score[j - 1] ||
+                       (score[j] == score[j - 1] && (ty > tx || (ty == tx && out[j] < out[j - 1])));
+            if (!swap) break;
+            size_t t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+            double u = score[j];
+            score[j] = score[j - 1];
+            score[j - 1] = u;
+        }
+    return m;
+}
+
+/* The convex combination of min-max normalised scores (kf_lessons__fusion.alpha > 0),
+ * into out/score by score, then trust, then item. Tried on the tuning half against
+ * weighted RRF (BENCHMARKS.md); not the default. */
+static int convex(const size_t *a, const double *as, int na, const size_t *b, const double *bs, int nb,
+                  const double *tie, size_t *out, double *score) {
+    double al = kf_lessons__fusion.alpha;
+    int m = 0;
+    for (int list = 0; list < 2; list++) {
+        const size_t *l = list ? b : a;
+        const double *s = list ? bs : as;
+        int n = list ? nb : na;
+        double lo = n ? s[n - 1] : 0, hi = n ? s[0] : 0;
+        for (int r = 0; r < n; r++) {
+            int at = 0;
+            while (at < m && out[at] != l[r]) at++;
+            if (at == m) {
+                out[m] = l[r];
+                score[m++] = 0;
+            }
+            double x = hi > lo ? (s[r] - lo) / (hi - lo) : 1;
+            score[at] += (list ? 1 - al : al) * x;
+        }
+    }
+    for (int i = 1; i < m; i++)
+        for (int j = i; j > 0; j--) {
+            double tx = tie[out[j - 1]], ty = tie[out[j]];
             int swap = score[j] > score[j - 1] ||
                        (score[j] == score[j - 1] && (ty > tx || (ty == tx && out[j] < out[j - 1])));
             if (!swap) break;
@@ -407,7 +450,9 @@ kf_status kf_lessons_retrieve(kf_lessons *db, const kf_lesson_query *q, int k, d
     }
     if (q->rank != KF_LESSON_RANK_VECTOR && (st = keyword_list(db, q->text, pass, kl, ks, &nk))) goto out;
     if (q->rank != KF_LESSON_RANK_KEYWORD && (st = vector_list(db, q->text, pass, vl, vs, &nv))) goto out;
-    if (q->rank == KF_LESSON_RANK_HYBRID) {
+    if (q->rank == KF_LESSON_RANK_HYBRID && kf_lessons__fusion.alpha > 0) {
+        m = convex(kl, ks, nk, vl, vs, nv, trust, fused, fs);
+    } else if (q->rank == KF_LESSON_RANK_HYBRID) {
         m = kf_lessons__rrf(kl, nk, vl, nv, trust, fused, fs);
     } else { /* one list: its own order and scores */
         m = q->rank == KF_LESSON_RANK_KEYWORD ? nk : nv;

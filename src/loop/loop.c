@@ -1437,6 +1437,14 @@ static kf_status specialise(run_state *r, kf_search *se, kf_builtin *bi, point_m
     return st;
 }
 
+/* kf_store_each_event callback: a copy of the first event's JSON into *(char **)arg. */
+static int first_event(void *arg, int64_t id, int64_t node, const char *json, double created) {
+    (void)id, (void)node, (void)created;
+    char **out = arg;
+    if (!*out && json) *out = strdup(json);
+    return 1;
+}
+
 kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (summary) *summary = NULL;
     run_state r;
@@ -1459,7 +1467,13 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     json_t *rcfg = NULL; /* the run's recorded config, on resume */
     json_t *split_j = NULL;
     const char *task_dir = o->task_dir;
-    kf_run_opts eo = *o;  /* the options in effect: the command's, else the run's */
+    kf_run_opts eo = *o; /* the options in effect: the command's, else the run's */
+    const char *cmd_lessons = o->lessons; /* the command's own, not the run's recorded one */
+    static char default_lessons[4096];
+    if (cmd_lessons && !strcmp(cmd_lessons, "default")) { /* the shared database, named */
+        kf_lessons_default_path(default_lessons, sizeof default_lessons);
+        eo.lessons = cmd_lessons = default_lessons;
+    }
     /* resume: the task comes from the run, and so does what the command does not say */
     if (o->resume) {
         kf_store *peek = NULL;
@@ -1505,6 +1519,15 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     }
     const char *spec = o->agent ? o->agent : "builtin";
     int agent = strcmp(spec, "builtin") != 0;
+    if (cmd_lessons && o->resume) {
+        json_decref(rcfg);
+        return kf__err(ctx, KF_EUSAGE, "--lessons with --resume: a run takes its lessons when it starts, and "
+                                       "--resume applies the ones it recorded then");
+    }
+    if (cmd_lessons && strcmp(cmd_lessons, "none") && (st = kf_loop_lessons_check(ctx, cmd_lessons))) {
+        json_decref(rcfg);
+        return st;
+    }
     if (!task_dir) {
         json_decref(rcfg);
         return kf__err(ctx, KF_EUSAGE, "kforge run: no task (kforge run TASK, or --resume RUN)");
@@ -1557,6 +1580,24 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
             st = kf__err(ctx, KF_EIO, "%s: %s", tpath, strerror(errno));
             goto out;
         }
+    }
+    if (bi && cmd_lessons && strcmp(cmd_lessons, "none")) { /* lessons as the walk's prior, recorded for tree and resume */
+        char *ev = NULL;
+        if (!(st = kf_loop_lessons_prior(ctx, r.t, cmd_lessons, bi, &ev))) st = kf_store_event(r.st, 0, "lessons", ev);
+        free(ev);
+        if (st) goto out;
+    } else if (bi && o->resume) {
+        char *ev = NULL;
+        const char *lpath = json_string_value(json_object_get(rcfg, "lessons"));
+        if ((st = kf_store_each_event(r.st, "lessons", first_event, &ev))) goto out;
+        if (ev) {
+            st = kf_loop_lessons_replay(ctx, ev, bi);
+        } else if (lpath && strcmp(lpath, "none")) { /* killed between creating the run and recording its lessons:
+                             * nothing was proposed yet, so this is still the start */
+            if (!(st = kf_loop_lessons_prior(ctx, r.t, lpath, bi, &ev))) st = kf_store_event(r.st, 0, "lessons", ev);
+        }
+        free(ev);
+        if (st) goto out;
     }
     if ((st = new_search(&r, &se))) goto out;
     if (bi) kf_search_offer(se, P_BUILTIN, kf_builtin_categories(bi));
@@ -2025,6 +2066,34 @@ static kf_status load_nodes(kf_ctx *ctx, const char *dir, kf_node_vec *a, kf_sto
     return KF_OK;
 }
 
+/* The lessons the builtin started from (the run's `lessons` event), one line. */
+static void lessons_text(kf_buf *b, kf_store *st) {
+    char *ev = NULL;
+    kf_store_each_event(st, "lessons", first_event, &ev);
+    json_t *j = ev ? json_loads(ev, 0, NULL) : NULL;
+    free(ev);
+    if (!j) return;
+    json_t *ap = json_object_get(j, "applied");
+    kf_buf_printf(b, "lessons from %s: %zu applied of %lld retrieved", json_string_value(json_object_get(j, "db")),
+                  json_array_size(ap), (long long)json_integer_value(json_object_get(j, "retrieved")));
+    size_t i;
+    json_t *a;
+    json_array_foreach(ap, i, a)
+        kf_buf_printf(b, "%s%s %s %+.2f", i ? ", " : ": ", json_string_value(json_object_get(a, "id")),
+                      json_string_value(json_object_get(a, "setting")), json_number_value(json_object_get(a, "weight")));
+    const char *k;
+    json_t *v;
+    int first = 1;
+    json_object_foreach(json_object_get(j, "start"), k, v) {
+        kf_buf_printf(b, "%s%s=", first ? "; the walk started at " : ", ", k);
+        if (json_is_string(v)) kf_buf_printf(b, "%s", json_string_value(v));
+        else kf_buf_printf(b, "%lld", (long long)json_integer_value(v));
+        first = 0;
+    }
+    kf_buf_printf(b, "\n");
+    json_decref(j);
+}
+
 kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     kf_node_vec a = {0};
     kf_store *st = NULL;
@@ -2057,6 +2126,11 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes", arr,
                               "constraints", cs);
         json_object_set_new(o, "breakers", dm ? json_deep_copy(kf_diag_breakers(dm)) : json_array());
+        char *lev = NULL;
+        kf_store_each_event(st, "lessons", first_event, &lev);
+        json_t *lj = lev ? json_loads(lev, 0, NULL) : NULL;
+        if (lj) json_object_set_new(o, "lessons", lj);
+        free(lev);
         *out = json_dumps(o, JSON_INDENT(1));
         json_decref(o);
     } else {
@@ -2069,6 +2143,7 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         ctext ct = {&b, 0};
         kf_store_each_constraint(st, constraint_text, &ct);
         kf_diag_breakers_text(dm, &b);
+        lessons_text(&b, st);
         *out = b.p;
     }
     kf_diag_map_free(dm);

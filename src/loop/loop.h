@@ -30,6 +30,17 @@ typedef struct {
 int kf_loop_collect(void *vec, const kf_node *n);
 void kf_loop_vec_free(kf_node_vec *a);
 
+/* Lessons as the builtin's prior (prior.c, docs/run.md "Lessons"). kf_loop_lessons_prior:
+ * open the lessons database at path (KF_EUSAGE when it is missing, unreadable or not
+ * SQLite), retrieve the lessons scoped to task t, give the builtin the settings their
+ * actions name, and describe what applied as the run's `lessons` event JSON in *event
+ * (caller frees). kf_loop_lessons_replay: apply such an event again (resume). */
+struct kf_builtin;
+kf_status kf_loop_lessons_check(kf_ctx *ctx, const char *path); /* the KF_EUSAGE cases alone */
+kf_status kf_loop_lessons_prior(kf_ctx *ctx, const kf_task *t, const char *path, struct kf_builtin *b,
+                                char **event);
+kf_status kf_loop_lessons_replay(kf_ctx *ctx, const char *event, struct kf_builtin *b);
+
 /* 1 for a rejected bench result (or verification) whose every reason is
  * timing_mismatch: the two clocks disagreed, and one more timing in fresh workers decides. */
 int kf_loop_timing_only(json_t *res);

@@ -16,6 +16,12 @@
  * kforge:require blocks the one), the builtin proposes one whose move was measured to help
  * most elsewhere in the space (random_neighbour has the details).
  *
+ * A prior (kf_builtin_prior, from lessons): each parameter value may carry a weight. The
+ * walk's first point takes, per parameter, the value of the greatest positive weight
+ * (the template's default where none); restarts try the other favoured values first; and
+ * a point with a value of negative weight is proposed only when no other candidate of the
+ * same move is left. With no prior every choice is the one made without this code.
+ *
  * Determinism: the random stream of each proposal is derived from the seed and the number
  * of points tried so far, so a run resumed by replaying its observations proposes what
  * the uninterrupted run would have. It does not build or time anything, nor persist state.
@@ -59,6 +65,8 @@ struct kf_builtin {
     int *succ[KF_MAX_PARAMS];   /* successful builds per value */
     char *banned[KF_MAX_PARAMS];
     int learnt[KF_MAX_PARAMS * MAX_VALUES][2], nlearnt;
+    double *prior[KF_MAX_PARAMS]; /* per value, from lessons; NULL: none for this parameter */
+    int has_prior;
 };
 
 static uint64_t splitmix(uint64_t *x) {
@@ -118,6 +126,7 @@ void kf_builtin_free(kf_builtin *b) {
         free(b->rank[i]);
         free(b->succ[i]);
         free(b->banned[i]);
+        free(b->prior[i]);
     }
     for (size_t i = 0; i < b->nrec; i++) {
         free(b->rec[i].ns);
@@ -246,6 +255,69 @@ int kf_builtin_allowed(const kf_builtin *b, const kf_point *p) {
 
 int kf_builtin_tried(const kf_builtin *b, const kf_point *p) { return set_has(b, encode(b, p)); }
 
+int kf_builtin_prior(kf_builtin *b, int i, int j, double weight) {
+    if (i < 0 || i >= b->np || j < 0 || j >= b->nvals[i] || !isfinite(weight)) return -1;
+    if (!b->prior[i] && !(b->prior[i] = calloc((size_t)b->nvals[i], sizeof(double)))) return -1;
+    b->prior[i][j] += weight;
+    b->has_prior = 1;
+    return 0;
+}
+
+/* 1 when p has a value that the prior disfavours (negative weight). */
+static int disfavoured(const kf_builtin *b, const kf_point *p) {
+    for (int i = 0; b->has_prior && i < b->np; i++)
+        if (b->prior[i] && b->prior[i][p->v[i]] < 0) return 1;
+    return 0;
+}
+
+/* The prior's point: per parameter the value of the greatest positive weight (ties: the
+ * earlier declared), else the template's default, unless the prior disfavours it: then
+ * the first declared value it does not. */
+int kf_builtin_prior_start(const kf_builtin *b, kf_point *out) {
+    memset(out, 0, sizeof *out);
+    int moved = 0;
+    for (int i = 0; i < b->np; i++) {
+        if (!b->prior[i]) continue;
+        int best = -1;
+        for (int j = 0; j < b->nvals[i]; j++)
+            if (b->prior[i][j] > 0 && (best < 0 || b->prior[i][j] > b->prior[i][best])) best = j;
+        if (best < 0 && b->prior[i][0] < 0) /* a disfavoured default: the first value not disfavoured */
+            for (int j = 1; j < b->nvals[i] && best < 0; j++)
+                if (b->prior[i][j] >= 0) best = j;
+        if (best >= 0) {
+            out->v[i] = best;
+            moved |= best != 0;
+        }
+    }
+    return moved;
+}
+
+/* The favoured points not tried yet, best first: the prior's point, then the prior's
+ * point with one parameter moved to another favoured value (by weight). 0 and *out, or
+ * -1 when none is left. */
+static int favoured_untried(const kf_builtin *b, kf_point *out) {
+    kf_point s;
+    kf_builtin_prior_start(b, &s);
+    if (kf_builtin_allowed(b, &s) && !kf_builtin_tried(b, &s) && !disfavoured(b, &s)) {
+        *out = s;
+        return 0;
+    }
+    double bw = 0;
+    int found = -1;
+    for (int i = 0; i < b->np; i++)
+        for (int j = 0; b->prior[i] && j < b->nvals[i]; j++) {
+            if (b->prior[i][j] <= 0 || j == s.v[i] || (found == 0 && b->prior[i][j] <= bw)) continue;
+            kf_point q = s;
+            q.v[i] = j;
+            if (kf_builtin_allowed(b, &q) && !kf_builtin_tried(b, &q) && !disfavoured(b, &q)) {
+                *out = q;
+                bw = b->prior[i][j];
+                found = 0;
+            }
+        }
+    return found;
+}
+
 /* The allowed point adjacent to p along parameter i in direction d (+1/-1), stepping over
  * values that fail a constraint: 0 and *q when it exists and is untried, -1 when it was
  * tried, -2 when p is at the end of i's values, -3 when every further value fails. */
@@ -332,7 +404,16 @@ static int random_neighbour(const kf_builtin *b, uint64_t *rng, const kf_point *
         }
     }
     if (!n) return -1;
-    double est[2 * KF_MAX_PARAMS], lo = INFINITY;
+    if (b->has_prior) { /* what the lessons disfavour comes last */
+        int kept = 0;
+        for (int k = 0; k < n; k++)
+            if (!disfavoured(b, &cands[k])) {
+                cands[kept] = cands[k];
+                cc[kept++] = cc[k];
+            }
+        if (kept) n = kept;
+    }
+        double est[2 * KF_MAX_PARAMS], lo = INFINITY;
     size_t nm = 0;
     measured *m = malloc((b->nrec + 1) * sizeof *m); /* without it, every move counts as unmeasured */
     if (m) {
@@ -357,15 +438,18 @@ static int random_neighbour(const kf_builtin *b, uint64_t *rng, const kf_point *
 }
 
 static int restart(const kf_builtin *b, uint64_t *rng, kf_point *out) {
+    if (b->has_prior && !favoured_untried(b, out)) return 0;
     for (int t = 0; t < 64; t++) {
         decode(b, below(rng, b->space), out);
-        if (kf_builtin_allowed(b, out) && !kf_builtin_tried(b, out)) return 0;
+        if (kf_builtin_allowed(b, out) && !kf_builtin_tried(b, out) && !disfavoured(b, out)) return 0;
     }
     uint64_t start = below(rng, b->space);
-    for (uint64_t k = 0; k < b->space; k++) {
-        decode(b, (start + k) % b->space, out);
-        if (kf_builtin_allowed(b, out) && !kf_builtin_tried(b, out)) return 0;
-    }
+    /* the prior's disfavoured points in a second pass (without a prior: one pass) */
+    for (int pass = b->has_prior ? 0 : 1; pass < 2; pass++)
+        for (uint64_t k = 0; k < b->space; k++) {
+            decode(b, (start + k) % b->space, out);
+            if (kf_builtin_allowed(b, out) && !kf_builtin_tried(b, out) && (pass || !disfavoured(b, out))) return 0;
+        }
     return -1;
 }
 
@@ -386,6 +470,8 @@ int kf_builtin_next(kf_builtin *b, const kf_point *from, int category, kf_point 
         found = random_neighbour(b, &rng, from, category, &p, &mc);
     } else {
         memset(&p, 0, sizeof p); /* the declared defaults: value 0 of each */
+        kf_point ps;
+        if (b->has_prior && kf_builtin_prior_start(b, &ps) && kf_builtin_allowed(b, &ps)) p = ps; /* lessons */
         if (!b->ntried && kf_builtin_allowed(b, &p)) {
             mv = KF_MOVE_DEFAULT;
             found = 0;

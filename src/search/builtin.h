@@ -68,6 +68,17 @@ int kf_builtin_restart(kf_builtin *b, kf_point *out);
 int kf_builtin_observe(kf_builtin *b, const kf_point *p, kf_builtin_outcome o,
                        const kf_shape_time *times, int nshapes);
 
+/* A prior from lessons (docs/run.md "Lessons"): add weight to value j of parameter i
+ * (declared order). Positive: the walk's first point takes, per parameter, the value of
+ * the greatest positive weight (where none, the default, or when the default has a
+ * negative weight the first declared value without one), and restarts try the other
+ * favoured values first; negative: points with that value are proposed only when the
+ * move has no other candidate left. Call before the first proposal. Without a call the
+ * walk is unchanged. 0, or -1 for an index out of range or out of memory. */
+int kf_builtin_prior(kf_builtin *b, int i, int j, double weight);
+/* The prior's first point into *out (the defaults where the prior says nothing); 1 when
+ * it differs from the template's defaults. */
+int kf_builtin_prior_start(const kf_builtin *b, kf_point *out);
 /* 1 when p satisfies every kforge:require and learnt constraint. */
 int kf_builtin_allowed(const kf_builtin *b, const kf_point *p);
 /* 1 when p was proposed or observed. */

@@ -334,7 +334,7 @@ static const char *ref_name(const char *backend) {
 static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
     static const char *const top[] = {"name", "backend", "entry", "sizes", "constraints",
                                       "args", "tolerance", "shapes", "hidden", "cost",
-                                      "determinism", "description", "launch_mode", 0};
+                                      "determinism", "description", "launch_mode", "ops", 0};
     kf_status st;
     if (!json_is_object(root)) return bad(l, "top level: expected an object");
     if ((st = only_keys(l, root, "top level", top))) return st;
@@ -516,6 +516,27 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
     if (json_object_get(root, "description") &&
         !json_is_string(json_object_get(root, "description")))
         return bad(l, "description: expected a string");
+    /* op tags of the families the task belongs to ("op/rowwise"): lessons distilled
+     * from it are scoped to them too, and a run retrieves lessons under them */
+    json_t *ops = json_object_get(root, "ops");
+    if (ops) {
+        if (!json_is_array(ops) || json_array_size(ops) > 16)
+            return bad(l, "ops: expected an array of at most 16 op tags (\"op/rowwise\")");
+        t->ops = calloc(json_array_size(ops) + 1, sizeof *t->ops);
+        if (!t->ops) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
+        size_t i;
+        json_t *v;
+        json_array_foreach(ops, i, v) {
+            const char *tag = json_string_value(v);
+            int ok = tag && !strncmp(tag, "op/", 3) && tag[3] && strlen(tag) < 128 && tag[strlen(tag) - 1] != '/';
+            for (const char *c = tag; ok && *c; c++)
+                ok = strchr("abcdefghijklmnopqrstuvwxyz0123456789_.=+-/", *c) && !(c[0] == '/' && c[1] == '/');
+            if (!ok)
+                return bad(l, "ops[%zu]: expected an op tag: \"op/\" then segments of a-z 0-9 _ . = + - "
+                              "separated by '/' (\"op/rowwise\")", i);
+            if (!(t->ops[t->nops++] = kf__strdup(tag))) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
+        }
+    }
     return KF_OK;
 }
 
@@ -608,6 +629,8 @@ void kf_task_free(kf_task *t) {
     free(t->backend);
     free(t->entry);
     free(t->ref_path);
+    for (int i = 0; i < t->nops; i++) free(t->ops[i]);
+    free(t->ops);
     free(t);
 }
 

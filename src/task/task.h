@@ -66,6 +66,8 @@ struct kf_task {
     int determinism_exact; /* 1: bitwise-equal reruns (default); 0: within tolerance */
     int launch_host;       /* cuda: "launch_mode": "host" (files without kforge:launch) */
     char fingerprint[65];  /* sha256(task.json, reference) */
+    char **ops;            /* "ops": op-family tags ("op/rowwise"), for lessons; may be NULL */
+    int nops;
 };
 
 #define KF_MAX_ARGS 32

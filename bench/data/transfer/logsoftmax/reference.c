@@ -1,0 +1,25 @@
+/* Reference log-softmax: numerically stable, row-wise, of a rows x cols row-major matrix. */
+#include <math.h>
+#include <stdint.h>
+
+void logsoftmax(const float *x, float *y, int64_t rows, int64_t cols)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float mx = xr[0];
+        for (int64_t c = 1; c < cols; c++) {
+            if (xr[c] > mx) {
+                mx = xr[c];
+            }
+        }
+        double sum = 0.0;
+        for (int64_t c = 0; c < cols; c++) {
+            sum += exp((double)xr[c] - mx);
+        }
+        float lse = (float)(mx + log(sum));
+        for (int64_t c = 0; c < cols; c++) {
+            yr[c] = xr[c] - lse;
+        }
+    }
+}
