@@ -77,14 +77,17 @@ static const char run_usage[] =
     "  --patience K      stop after K evaluations without a better one\n"
     "  --wall S          stop issuing work after S seconds\n"
     "  --search KEY=VALUE  a search setting (docs/run.md \"Selection\")\n"
-    "  --lessons PATH    lessons naming the template's settings steer the builtin's walk\n"
-    "                    (docs/run.md \"Lessons\"; PATH \"default\": the shared database)\n"
+    "  --critic KEY=VALUE  a setting of the Critic (docs/run.md \"The Critic\"); the run's,\n"
+    "                    kept for --resume and tool mode\n"
+    "  --critic-agent cmd:'COMMAND' | openai:MODEL   an advisory reviewer of every keep\n"
     "  --hidden N, --min-runs N, --max-runs N, --min-time S   check and timing settings\n"
+    "                    (recorded: --resume and submit use them unless given)\n"
     "  --agent cmd:'COMMAND' | openai:MODEL, --with-builtin, --base-url URL,\n"
     "  --api-key-env NAME, --agent-timeout S, --tokens N      agents (docs/agents.md)\n"
     "  --pack-tokens N   each context pack's token budget (18000)\n"
-    "  --lessons PATH    lessons for the packs (default: the shared database if it exists;\n"
-    "                    none: no lessons)\n"
+    "  --lessons PATH    a lessons database: for the packs (not given: the shared one if it\n"
+    "                    exists) and, named, as the builtin's prior (docs/run.md \"Lessons\");\n"
+    "                    \"default\": the shared one, named; \"none\": no lessons\n"
     "  --json            print a summary object at the end\n";
 
 int kf_cli_run(int argc, char **argv) {

@@ -515,7 +515,7 @@ typedef struct {
 static int constraint_text(void *arg, const kf_constraint *c) {
     ctext *t = arg;
     kf_buf *b = t->b;
-    if (!t->n++) kf_buf_printf(b, "constraints learnt from failures (no later candidate breaks them):\n");
+    if (!t->n++) kf_buf_printf(b, "constraints learnt from failures:\n");
     kf_buf_printf(b, "  %s  (from node %lld%s%s)\n", c->text, (long long)c->node, c->category ? ", " : "",
                   c->category ? c->category : "");
     return 0;
