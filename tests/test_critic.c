@@ -465,6 +465,11 @@ static void t_when_pins_visible(const void *arg) {
     CHECKF(json_string_value(json_object_get(nd, "when")) && strstr(json_string_value(json_object_get(nd, "safe_for")), "m == 128"),
            "tree hides the node's domain: %s", out);
     json_decref(j);
+    /* a veto for what the node is, not for its speed, teaches nothing: distill makes no
+     * "tiling does not help" lesson of it */
+    snprintf(args, sizeof args, "lessons distill %s/r --lessons %s/l.db 2>&1 && %s lessons list --lessons %s/l.db --all 2>&1",
+             dir, dir, kft_bin("kforge"), dir);
+    CHECKF(cli(args, out, sizeof out) == 0 && !strstr(out, "tiling"), "a vetoed node became a lesson: %s", out);
     kf__rmtree(dir);
 }
 

@@ -35,6 +35,8 @@ typedef struct {
     json_t *params, *shapes;
     char *reasons;
     char category[32];
+    int vetoed; /* reverted by a Critic's veto that says nothing of its speed (integrity,
+                   plausibility, a suspicious gain, needs_review): no evidence either way */
 } dnode;
 
 typedef struct {
@@ -59,6 +61,34 @@ static int collect(void *arg, const kf_node *n) {
     d->shapes = n->shapes_json ? json_loads(n->shapes_json, 0, NULL) : NULL;
     d->reasons = n->reasons ? strdup(n->reasons) : NULL;
     memcpy(d->category, n->category, sizeof d->category);
+    d->vetoed = 0;
+    return 0;
+}
+
+/* The Critic's decisions (critic events): a reverted node whose veto was not about its
+ * gain (no win over the parent, or re-timings that did not confirm one) is marked. */
+static int critic_veto(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    (void)id;
+    (void)created;
+    dvec *a = arg;
+    json_t *j = json_loads(js, 0, NULL);
+    const char *d = json_string_value(json_object_get(j, "decision"));
+    int veto = 0;
+    if (d && strcmp(d, "approve")) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(j, "checks"), i, c) {
+            const char *name = json_string_value(json_object_get(c, "check"));
+            const char *out = json_string_value(json_object_get(c, "outcome"));
+            if (name && out && strcmp(out, "pass") &&
+                (!strcmp(name, "integrity") || !strcmp(name, "plausibility") || !strcmp(name, "suspicious") ||
+                 !strcmp(out, "review")))
+                veto = 1;
+        }
+    }
+    json_decref(j);
+    for (size_t k = 0; veto && k < a->n; k++)
+        if (a->v[k].id == node) a->v[k].vetoed = 1;
     return 0;
 }
 
@@ -461,6 +491,8 @@ static void record(change *c, const dnode *n) {
             free(key);
         }
         if (!won) json_array_append(c->lost, idj);
+    } else if (n->vetoed) {
+        /* vetoed for what it is, not for its speed: no lesson either way */
     } else if (n->state == KF_NODE_MEASURED || n->state == KF_NODE_REVERTED) {
         json_array_append(c->lost, idj);
         size_t i;
@@ -517,6 +549,7 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
     kf_task *task = NULL;
     char op[160], backend[32], run[4096], task_name[128];
     if ((st = kf_store_each_node(s, collect, &a))) goto out;
+    if ((st = kf_store_each_event(s, "critic", critic_veto, &a))) goto out;
     /* the run's name in evidence: its directory as given, without trailing slashes */
     snprintf(run, sizeof run, "%s", run_dir);
     for (size_t n = strlen(run); n > 1 && run[n - 1] == '/'; n--) run[n - 1] = 0;
