@@ -1,6 +1,6 @@
 #!/bin/sh
 # scripts/gpu-session.sh STEPS OUTDIR - one batched call on the GPU machine: the steps
-# named (devinfo profile verdict tests bench loop torch), each under its own time limit, all
+# named (devinfo profile verdict tests bench loop calls torch), each under its own time limit, all
 # output under OUTDIR and packed into OUTDIR.tgz.
 set -u
 cd "$(dirname "$0")/.."
@@ -26,6 +26,12 @@ for s in $STEPS; do
              tail -3 "$O/loop.txt"
              timeout 30 ./build/kforge tree "$O/run" 2>&1 | head -60
              timeout 30 ./build/kforge best "$O/run" 2>&1 | head -20 ;;
+    calls)   # where a GPU bench's time goes: the phase clock and each call's steps (bench -v)
+             for t in ${CALLS_TASKS:-sum softmax}; do
+                 timeout ${CALLS_T:-60} ./build/kforge bench "tasks/cuda/$t" "tasks/cuda/$t/candidates/fast.cu" -v --json \
+                     > "$O/calls_$t.json" 2> "$O/calls_$t.err"
+                 echo "-- $t"; grep -E "timing|timed|a candidate call" "$O/calls_$t.err" | cut -c1-400
+             done ;;
     torch)   TORCH_TIMEOUT=${TORCH_T:-300} bench/gpu.sh torch "$O/t" | tail -60 ;;
     esac
     echo "=== $s: $(( $(date +%s) - t0 )) s"

@@ -96,6 +96,9 @@ static double eval_cost(const kf_task *t, const kf_shape *sh, const kf_expr *e) 
 
 /* Time one shape. KF_OK; a rejection (wrong timed output, clock tampering) is recorded
  * on s->res and sets *stop. */
+#define PH_N 8     /* bench -v: the steps of a GPU call reported */
+#define PH_MAX 512 /* rounds kept for them */
+
 static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *ref,
                             const kf_shape *sh, const kf_ceilings *ceil, const kf_devinfo *dev,
                             json_t *jo, double *speedup, int *stop) {
@@ -117,6 +120,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         goto out;
     }
     double sum_c = 0, sum_b = 0;
+    static __thread double phs[PH_N][PH_MAX]; /* bench -v's per-step durations (GPU) */
     uint64_t started = kf__now_ns();
     /* GPU host mode: what the timed calls launched (CUPTI; unknown without it) */
     int c_graph = 0, b_graph = 0, c_known = 1, b_known = 1, c_launch = -1;
@@ -143,11 +147,16 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         kf_sess_place(s, &s->rng, &ex, r & 1, &cand->lay);
         kf_sess_place(s, &s->rng, &ex, r & 1, &base->lay);
         kf_call_result cc, cb;
+        uint64_t c0, c1;
         if (r & 1) {
             kf_sess_call(s, base, &ex, &in, &pb, &cb);
+            c0 = kf__now_ns();
             kf_sess_call(s, cand, &ex, &in, &pc, &cc);
+            c1 = kf__now_ns();
         } else {
+            c0 = kf__now_ns();
             kf_sess_call(s, cand, &ex, &in, &pc, &cc);
+            c1 = kf__now_ns();
             kf_sess_call(s, base, &ex, &in, &pb, &cb);
         }
         void **cur = refo[r & 1], **prev[1] = {refo[(r & 1) ^ 1]};
@@ -196,6 +205,14 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             c_graph |= cc.ngraph > 0, b_graph |= cb.ngraph > 0;
             c_known &= cc.cupti, b_known &= cb.cupti;
             if (cc.cupti && cc.nlaunch > c_launch) c_launch = cc.nlaunch;
+            if (gpu && cc.phase[0] && R.n < PH_MAX) { /* bench -v: where a call's time goes */
+                const uint64_t *ph = cc.phase;
+                double v[PH_N] = {(double)(c1 - c0) - (double)cc.parent_ns, (double)ph[0] - (double)cc.resumed_at,
+                                  (double)(ph[1] - ph[0]), (double)(ph[2] - ph[1]), (double)(ph[3] - ph[2]),
+                                  (double)(ph[4] - ph[3]), (double)(ph[5] - ph[4]),
+                                  (double)cc.answered_at - (double)ph[5]};
+                for (int k = 0; k < PH_N; k++) phs[k][R.n] = v[k];
+            }
             R.cw[R.n] = (double)(gpu ? cc.dev_ns : cc.worker_ns);
             R.bw[R.n] = (double)(gpu ? cb.dev_ns : cb.worker_ns);
             R.cp[R.n] = (double)cc.parent_ns;
@@ -328,6 +345,15 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         }
     }
 out:
+    if (s->o->verbose && kf_build_gpu(cand->b) && R.n) {
+        static const char *const names[PH_N] = {"coordinator (staging, outputs)", "wake", "inputs to device",
+                                                "flush (host protocol)", "timed span", "outputs back",
+                                                "re-poison", "answer"};
+        int nn = R.n < PH_MAX ? R.n : PH_MAX;
+        fprintf(stderr, "kforge: a candidate call, median over %d rounds:", nn);
+        for (int k = 0; k < PH_N; k++) fprintf(stderr, " %s %.2f ms%s", names[k], kf_stats_median(phs[k], (size_t)nn) / 1e6,
+                                             k + 1 < PH_N ? "," : "\n");
+    }
     kf_sess_free_outputs(t, refo[0]);
     kf_sess_free_outputs(t, refo[1]);
     free(R.cw);

@@ -65,6 +65,8 @@ typedef struct {
     uint8_t io[KF_PROTO_MAXARGS];
 } kf_msg_run;
 
+#define KF_PROTO_NPHASES 6
+
 typedef struct {
     uint32_t magic, type, seq, pad;
     uint64_t ns;
@@ -73,6 +75,11 @@ typedef struct {
     /* GPU host mode: what CUPTI saw during the call (cupti 0: not available) */
     int32_t cupti, nlaunch, ngraph, nmemop, nlib, nnames;
     char names[KF_PROTO_MAXNAMES][64];  /* the first kernels' names, NUL-terminated */
+    /* GPU: the worker's CLOCK_MONOTONIC at each step of the call, for `bench -v`'s
+     * breakdown only (the worker's word: never a timing or a verdict): RUN received,
+     * inputs on the device, flush done (host protocol), timed span's end, outputs back,
+     * re-poisoned */
+    uint64_t phase[KF_PROTO_NPHASES];
 } kf_msg_done;
 
 typedef struct {

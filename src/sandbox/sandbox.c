@@ -712,6 +712,7 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
     *ns = m.d.ns;
     if (type == KF_MSG_DONE) {
         r->dev_ns = m.d.dev_ns;
+        memcpy(r->phase, m.d.phase, sizeof r->phase);
         memcpy(r->occ, m.d.occ, sizeof r->occ);
         r->cupti = m.d.cupti != 0;
         r->nlaunch = m.d.nlaunch, r->ngraph = m.d.ngraph, r->nmemop = m.d.nmemop, r->nlib = m.d.nlib;
@@ -828,6 +829,8 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     /* from the resume, not from START: a candidate that took over the channel chooses
      * when START goes out, but not when the coordinator resumed it */
     r->parent_ns = p1 - resumed;
+    r->resumed_at = resumed;
+    r->answered_at = p1;
 }
 
 void kf_worker_kill(kf_worker *w) {

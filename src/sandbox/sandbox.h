@@ -28,6 +28,9 @@ typedef struct {
      * worker, so by the candidate's process: information, never a verdict. */
     int cupti, nlaunch, ngraph, nmemop, nlib, nnames;
     char names[KF_PROTO_MAXNAMES][64];
+    /* GPU: the worker's step stamps (kf_msg_done.phase) and the coordinator's own clock
+     * at the request and at the answer, for `bench -v` only */
+    uint64_t phase[KF_PROTO_NPHASES], resumed_at, answered_at;
 } kf_call_result;
 
 typedef struct {

@@ -370,6 +370,7 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         ssize_t n = recv(KF_WORKER_SOCK_FD, &m, sizeof m, 0);
         if (n < 0 && errno == EINTR) continue;
         if (n != (ssize_t)sizeof m || m.magic != KF_PROTO_MAGIC) _exit(n == 0 ? 0 : 115);
+        uint64_t ph[KF_PROTO_NPHASES] = {kf_wk_now_ns()};
         if (m.type == KF_MSG_EXIT) {
             cu->MemsetD32Async(mirror, poison_word(), msize / 4, stream);
             cu->StreamSynchronize(stream);
@@ -425,6 +426,7 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         if (!precise)
             CKRUN(cu->MemcpyHtoD(base + m.span_lo, (char *)arena + m.span_lo, span), "copying the inputs to the device");
         CKRUN(cu->CtxSynchronize(), "copying the inputs to the device");
+        ph[1] = kf_wk_now_ns();
         /* The host-mode protocol (either side in host mode) waits for the flush before
          * the call: host code may launch on streams of its own, which do not queue behind
          * the flush on this stream and would run, untimed, while it does. */
@@ -434,6 +436,7 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
                                    flush_params, NULL), "flushing L2");
             CKRUN(cu->StreamSynchronize(stream), "flushing L2");
         }
+        ph[2] = kf_wk_now_ns();
         /* a graph baseline: the same launches captured (not run) before the timed span */
         CUgraph graph = NULL;
         CUgraphExec gexec = NULL;
@@ -492,6 +495,7 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             CKRUN(cu->CtxSynchronize(), "running the kernels");
         }
         uint64_t t1 = kf_wk_now_ns();
+        ph[3] = t1;
         if (gexec) {
             cu->GraphExecDestroy(gexec);
             cu->GraphDestroy(graph);
@@ -519,10 +523,14 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             }
         } else {
             CKRUN(cu->MemcpyDtoH((char *)arena + m.span_lo, base + m.span_lo, span), "copying the outputs back");
+            ph[4] = kf_wk_now_ns();
             /* nothing of this call stays readable on the device for the next one */
             CKRUN(cu->MemsetD32Async(base + m.span_lo, poison_word(), span / 4, stream), "re-poisoning");
             CKRUN(cu->StreamSynchronize(stream), "re-poisoning");
         }
+        if (!ph[4]) ph[4] = kf_wk_now_ns();
+        ph[5] = kf_wk_now_ns();
+        memcpy(d.phase, ph, sizeof d.phase);
         if (send(KF_WORKER_SOCK_FD, &d, sizeof d, MSG_NOSIGNAL) != sizeof d) _exit(114);
     }
 }
