@@ -278,6 +278,35 @@ static void t_compare_inf(const void *arg) {
     }
 }
 
+/* A determinism pair's second poison differs from the first in every mantissa bit of
+ * the sentinel and every guard byte, and stays a huge finite sentinel: a kernel branching
+ * on any one bit of its output's leftover value takes both branches across the pair. */
+static void t_flip_poison(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/softmax");
+    int out = -1;
+    for (int i = 0; i < t->nargs; i++)
+        if (t->args[i].is_buffer && t->args[i].io == KF_IO_OUT) out = i;
+    CHECK(out >= 0 && t->args[out].type == KF_T_F32);
+    kf_rng r;
+    kf_rng_seed(&r, 7);
+    for (int k = 0; k < 200; k++) {
+        kf_poison a, b;
+        kf_data_make_poison(t, &r, &a);
+        kf_data_flip_poison(t, &a, &b);
+        uint32_t x = (uint32_t)a.sentinel[out], y = (uint32_t)b.sentinel[out];
+        CHECKF((x ^ y) == 0x7FFFFFu, "%08x vs %08x", x, y);
+        float fy;
+        memcpy(&fy, &y, 4);
+        CHECKF(isfinite(fy) && fabsf(fy) >= 0x1p124f, "%g", (double)fy);
+        for (size_t g = 0; g < sizeof a.guard; g++) CHECK((unsigned char)(a.guard[g] ^ b.guard[g]) == 0xFF);
+    }
+    kf_rng_free(&r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 /* The data path's helper threads run on every CPU the process may use, even when the
  * calling thread is pinned to one (bench pins its coordinating thread while timing). */
 static _Atomic int widest;
@@ -489,6 +518,7 @@ void kft_register_unit(void) {
     kft_add("unit/compare_inf", t_compare_inf, NULL, 10);
     kft_add("unit/inputs_threads", t_inputs_threads, NULL, 30);
     kft_add("unit/parallel_unpinned", t_parallel_unpinned, NULL, 30);
+    kft_add("unit/flip_poison", t_flip_poison, NULL, 30);
     kft_add("unit/poison", t_poison, NULL, 10);
     kft_add("unit/guards", t_guards, NULL, 10);
     kft_add("unit/inputs_fresh", t_inputs_fresh, NULL, 10);

@@ -651,12 +651,18 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
     static const int half[4] = {0, 1, 1, 0};
     int bad_late[2] = {0, 0};
     char when[64];
+    kf_poison pair_poison;
+    memset(&pair_poison, 0, sizeof pair_poison);
     for (int trial = 0; trial < pp->calls && !*dead; trial++) {
         int set = trial < 3 ? trial : 2;
         /* T2 reuses T1's exact buffer addresses: a memo keyed on pointers returns T1 */
         if (trial != 2) kf_sess_place(s, &s->crng, ex, half[trial], &cand->lay);
         kf_poison p;
-        kf_data_make_poison(t, &s->crng, &p);
+        /* T2 and T3, the determinism pair: T3's poison is T2's with every bit that can
+         * differ flipped (kf_data_flip_poison) */
+        if (trial == 3) kf_data_flip_poison(t, &pair_poison, &p);
+        else kf_data_make_poison(t, &s->crng, &p);
+        if (trial == 2) pair_poison = p;
         kf_call_result cr;
         kf_sess_call(s, cand, ex, &pp->in[set], &p, &cr);
         calls++;

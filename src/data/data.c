@@ -334,6 +334,24 @@ void kf_data_make_poison(const kf_task *t, kf_rng *rng, kf_poison *p) {
     }
 }
 
+void kf_data_flip_poison(const kf_task *t, const kf_poison *a, kf_poison *b) {
+    *b = *a;
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *g = &t->args[i];
+        if (!g->is_buffer || g->io != KF_IO_OUT) continue;
+        switch (g->type) {
+        case KF_T_F32: b->sentinel[i] ^= 0x7FFFFFu; break;
+        case KF_T_F64: b->sentinel[i] ^= 0xFFFFFFFFFFFFFull; break;
+        case KF_T_F16: b->sentinel[i] ^= 0x3FFu; break;
+        case KF_T_BF16: b->sentinel[i] ^= 0x7Fu; break;
+        case KF_T_I32:
+        case KF_T_I64: b->sentinel[i] ^= 1u; break; /* INT_MIN + [0, 977): stays far out */
+        default: b->sentinel[i] ^= 0xFFu; break;
+        }
+    }
+    for (size_t k = 0; k < sizeof b->guard; k++) b->guard[k] = (unsigned char)~a->guard[k];
+}
+
 int64_t kf_data_count_pattern(const void *buf, int64_t n, uint64_t pat, size_t esz) {
     int64_t k = 0;
     switch (esz) {

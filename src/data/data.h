@@ -60,6 +60,12 @@ typedef struct {
     unsigned char guard[KF_GUARD_BYTES + KF_ALIGN];
 } kf_poison;
 void kf_data_make_poison(const kf_task *t, kf_rng *rng, kf_poison *p);
+/* The poison of a determinism pair's second call: every mantissa bit of each sentinel
+ * (the low bit of an integer one, every bit of a byte) and every guard byte flipped, so a
+ * kernel that branches on any one bit of what its output buffer held before the call
+ * takes the other branch in one of the two calls, whatever was drawn (a random second
+ * poison left a one-bit branch untaken 1 time in 4 per pair). */
+void kf_data_flip_poison(const kf_task *t, const kf_poison *a, kf_poison *b);
 
 /* Elements of an n-element buffer of esz-byte elements equal to the low esz bytes of pat. */
 int64_t kf_data_count_pattern(const void *buf, int64_t n, uint64_t pat, size_t esz);
