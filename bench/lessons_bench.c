@@ -14,11 +14,20 @@
  * the tuning half (odd ids), on which the built-in embedding's weights and the fusion's
  * were chosen, and on all of them.
  *
+ * Then the same for queries_pack.jsonl when it is in DATA_DIR: queries in the form a
+ * context pack asks them (src/loop/loop.c pack_for, src/loop/memory.c): text "<task
+ * name> <category> <first reason message of the latest related failure, else the
+ * parent's note>", scope the task's backend, the host's arch for C tasks, ops
+ * ["op/<task name>"] and the visible shapes. Same split (odd p-ids tune, even held out);
+ * nothing was tuned on it. With the scope, each table's heading also gives the share of
+ * expected lessons that pass the scope filter at all (the best possible recall@10).
+ *
  * Usage: kf-lessons-bench [DATA_DIR] [-v] [--reps N] [--total N] [--keep]
  *                         [--tune] [--fuse WK,WV,K | --fuse convex,ALPHA]
  *                         [--knobs WORD,BIGRAM,GRAMS,PARTS,CONCEPT]
  * (-v: the misses of each ranking on stderr; --keep: leave the databases for a look;
  * --tune: only the tuning half's figures, one line per ranking, for a parameter sweep;
+ * lines of the pack-style set start "pack-";
  * --fuse, --knobs: other fusion weights and embedding weights than the built-in ones)
  * Prints Markdown. Not a test: nothing is asserted.
  */
@@ -66,6 +75,7 @@ static void make_query(query *x, json_t *j) {
     x->j = j;
     x->q.text = json_string_value(json_object_get(j, "text"));
     x->q.backend = json_string_value(json_object_get(j, "backend"));
+    x->q.arch = json_string_value(json_object_get(j, "arch"));
     size_t i, k;
     json_t *v, *w;
     json_array_foreach(json_object_get(j, "ops"), i, v) if (i < 16) x->ops[x->q.nops++] = json_string_value(v);
@@ -125,6 +135,112 @@ static char *synthetic(json_t *base, int total, unsigned seed) {
     return b.p;
 }
 
+/* Quality of the three rankings on the queries Q (prefix: "" for queries.jsonl, "pack-" for
+ * queries_pack.jsonl; it starts every line --tune prints). With each query's scope the
+ * table also says how many expected lessons pass the scope filter at all (reachable). */
+static void quality(kf_ctx *ctx, kf_lessons *db, query *Q, size_t nq, const char *prefix, int quiet, int verbose) {
+    /* The fixed split: queries with an odd number (q01, q03, ...) are the tuning half, on
+     * which the embedding's knobs and the fusion's weights were chosen; even ones are held
+     * out and are the headline. */
+    static const char *const half_name[] = {"held-out half (even query ids)", "tuning half (odd query ids)",
+                                            "all queries"};
+    for (int scoped = 1; scoped >= 0; scoped--)
+        for (int half = 0; half < 3; half++) {
+            if (quiet && half != 1) continue;
+            if (!quiet && !scoped && half != 2 && !*prefix) continue; /* the pack set: every half */
+            int nin = 0;
+            double bestp = 0;
+            for (size_t i = 0; i < nq; i++)
+                if (in_half(&Q[i], half)) {
+                    nin++;
+                    size_t ne = json_array_size(json_object_get(Q[i].j, "expected"));
+                    bestp += (double)(ne < 5 ? ne : 5) / 5.0;
+                }
+            /* expected lessons that pass the scope filter at all (the vector list ranks every
+             * lesson that passes, up to KF_LESSONS_LIST_N) */
+            double reach = 0;
+            for (size_t i = 0; scoped && i < nq; i++) {
+                if (!in_half(&Q[i], half)) continue;
+                kf_lesson_query qq = Q[i].q;
+                qq.rank = KF_LESSON_RANK_VECTOR;
+                kf_lesson_hit all[100];
+                int n = 0, got = 0;
+                if (kf_lessons_retrieve(db, &qq, 100, 0.0, all, &n)) die(ctx, "retrieve");
+                for (int r = 0; r < n; r++) got += expected(Q[i].j, all[r].id);
+                reach += (double)got / (double)json_array_size(json_object_get(Q[i].j, "expected"));
+            }
+            if (!quiet) {
+                if (scoped) printf("%s, %s: %d queries, best possible P@5 %.3f, expected lessons that pass the scope"
+                                   " filter (best possible R@10) %.3f\n\n",
+                                   "With each query's scope (backend, arch, ops, shapes), as a context pack retrieves",
+                                   half_name[half], nin, bestp / nin, reach / nin);
+                else printf("%s, %s: %d queries, best possible P@5 %.3f\n\n",
+                       scoped ? "With each query's scope (backend, ops, shapes), as a context pack retrieves"
+                              : "Ranking alone (no scope filter: every query against all the lessons)",
+                       half_name[half], nin, bestp / nin);
+                printf("| ranking | precision@5 | recall@10 | queries with nothing relevant in the top 10 |\n"
+                       "|---|---|---|---|\n");
+            }
+            static const int order[] = {KF_LESSON_RANK_KEYWORD, KF_LESSON_RANK_VECTOR, KF_LESSON_RANK_HYBRID};
+            for (int oi = 0; oi < 3; oi++) {
+                int mode = order[oi];
+                char name[96];
+                if (mode == KF_LESSON_RANK_HYBRID)
+                    snprintf(name, sizeof name, "%s", kf_lessons__fusion.alpha > 0 ? "hybrid (convex combination)"
+                                                                                     : "hybrid (weighted RRF)");
+                else if (mode == KF_LESSON_RANK_KEYWORD)
+                    snprintf(name, sizeof name, "keyword only (FTS5 BM25)");
+                else
+                    snprintf(name, sizeof name, "vector only (%s)", kf_lessons_embedding(db));
+                double p5 = 0, r10 = 0, mrr = 0;
+                int misses = 0;
+                kf_buf missed;
+                kf_buf_init(&missed, 1 << 16);
+                for (size_t i = 0; i < nq; i++) {
+                    if (!in_half(&Q[i], half)) continue;
+                    Q[i].q.rank = mode;
+                    kf_lesson_query qq = Q[i].q;
+                    if (!scoped) {
+                        qq.backend = NULL;
+                        qq.nops = 0;
+                        qq.nshapes = 0;
+                    }
+                    kf_lesson_hit h[10];
+                    int n = 0;
+                    if (kf_lessons_retrieve(db, &qq, 10, 0.0, h, &n)) die(ctx, "retrieve");
+                    int in5 = 0, in10 = 0;
+                    for (int r = 0; r < n; r++)
+                        if (expected(Q[i].j, h[r].id)) {
+                            in10++;
+                            if (r < 5) in5++;
+                            if (in10 == 1) mrr += 1.0 / (r + 1);
+                        }
+                    size_t ne = json_array_size(json_object_get(Q[i].j, "expected"));
+                    p5 += in5 / 5.0;
+                    r10 += (double)in10 / (double)ne;
+                    if (!in10) {
+                        misses++;
+                        kf_buf_printf(&missed, " %s", json_string_value(json_object_get(Q[i].j, "id")));
+                    }
+                    if (verbose && in10 < (int)ne) {
+                        fprintf(stderr, "%s%s%s %s: %d of %zu in the top 10:", prefix, scoped ? "" : "unscoped ", name,
+                                json_string_value(json_object_get(Q[i].j, "id")), in10, ne);
+                        for (int r = 0; r < n && r < 5; r++) fprintf(stderr, " %s", h[r].id);
+                        fprintf(stderr, "\n");
+                    }
+                }
+                if (quiet)
+                    printf("%s%s%s %.4f %.4f %.4f\n", prefix, scoped ? "" : "u-", mode == KF_LESSON_RANK_HYBRID ? "hybrid" :
+                           mode == KF_LESSON_RANK_KEYWORD ? "keyword" : "vector", p5 / nin, r10 / nin, mrr / nin);
+                else
+                    printf("| %s | %.3f | %.3f | %d%s%s |\n", name, p5 / nin, r10 / nin, misses,
+                           misses ? ":" : "", missed.p ? missed.p : "");
+                kf_buf_free(&missed);
+            }
+            if (!quiet) printf("\n");
+        }
+}
+
 int main(int argc, char **argv) {
     const char *data = KF_SOURCE_DIR "/bench/data/lessons";
     int verbose = 0, reps = 20, total = 10000, keep = 0, quiet = 0;
@@ -176,92 +292,32 @@ int main(int argc, char **argv) {
                " w_vector %.2f, k %.0f)\n\n",
                json_array_size(base), nq, kf_lessons_embedding(db), kf_lessons__fusion.w_keyword,
                kf_lessons__fusion.w_vector, kf_lessons__fusion.k);
-    /* The fixed split: queries with an odd number (q01, q03, ...) are the tuning half, on
-     * which the embedding's knobs and the fusion's weights were chosen; even ones are held
-     * out and are the headline. */
-    static const char *const half_name[] = {"held-out half (even query ids)", "tuning half (odd query ids)",
-                                            "all queries"};
-    for (int scoped = 1; scoped >= 0; scoped--)
-        for (int half = 0; half < 3; half++) {
-            if (quiet && half != 1) continue;
-            if (!quiet && !scoped && half != 2) continue;
-            int nin = 0;
-            double bestp = 0;
-            for (size_t i = 0; i < nq; i++)
-                if (in_half(&Q[i], half)) {
-                    nin++;
-                    size_t ne = json_array_size(json_object_get(Q[i].j, "expected"));
-                    bestp += (double)(ne < 5 ? ne : 5) / 5.0;
-                }
-            if (!quiet) {
-                printf("%s, %s: %d queries, best possible P@5 %.3f\n\n",
-                       scoped ? "With each query's scope (backend, ops, shapes), as a context pack retrieves"
-                              : "Ranking alone (no scope filter: every query against all the lessons)",
-                       half_name[half], nin, bestp / nin);
-                printf("| ranking | precision@5 | recall@10 | queries with nothing relevant in the top 10 |\n"
-                       "|---|---|---|---|\n");
-            }
-            static const int order[] = {KF_LESSON_RANK_KEYWORD, KF_LESSON_RANK_VECTOR, KF_LESSON_RANK_HYBRID};
-            for (int oi = 0; oi < 3; oi++) {
-                int mode = order[oi];
-                char name[96];
-                if (mode == KF_LESSON_RANK_HYBRID)
-                    snprintf(name, sizeof name, "%s", kf_lessons__fusion.alpha > 0 ? "hybrid (convex combination)"
-                                                                                     : "hybrid (weighted RRF)");
-                else if (mode == KF_LESSON_RANK_KEYWORD)
-                    snprintf(name, sizeof name, "keyword only (FTS5 BM25)");
-                else
-                    snprintf(name, sizeof name, "vector only (%s)", kf_lessons_embedding(db));
-                double p5 = 0, r10 = 0, mrr = 0;
-                int misses = 0;
-                kf_buf missed;
-                kf_buf_init(&missed, 1 << 16);
-                for (size_t i = 0; i < nq; i++) {
-                    if (!in_half(&Q[i], half)) continue;
-                    Q[i].q.rank = mode;
-                    kf_lesson_query qq = Q[i].q;
-                    if (!scoped) {
-                        qq.backend = NULL;
-                        qq.nops = 0;
-                        qq.nshapes = 0;
-                    }
-                    kf_lesson_hit h[10];
-                    int n = 0;
-                    if (kf_lessons_retrieve(db, &qq, 10, 0.0, h, &n)) die(ctx, "retrieve");
-                    int in5 = 0, in10 = 0;
-                    for (int r = 0; r < n; r++)
-                        if (expected(Q[i].j, h[r].id)) {
-                            in10++;
-                            if (r < 5) in5++;
-                            if (in10 == 1) mrr += 1.0 / (r + 1);
-                        }
-                    size_t ne = json_array_size(json_object_get(Q[i].j, "expected"));
-                    p5 += in5 / 5.0;
-                    r10 += (double)in10 / (double)ne;
-                    if (!in10) {
-                        misses++;
-                        kf_buf_printf(&missed, " %s", json_string_value(json_object_get(Q[i].j, "id")));
-                    }
-                    if (verbose && in10 < (int)ne) {
-                        fprintf(stderr, "%s%s %s: %d of %zu in the top 10:", scoped ? "" : "unscoped ", name,
-                                json_string_value(json_object_get(Q[i].j, "id")), in10, ne);
-                        for (int r = 0; r < n && r < 5; r++) fprintf(stderr, " %s", h[r].id);
-                        fprintf(stderr, "\n");
-                    }
-                }
-                if (quiet)
-                    printf("%s%s %.4f %.4f %.4f\n", scoped ? "" : "u-", mode == KF_LESSON_RANK_HYBRID ? "hybrid" :
-                           mode == KF_LESSON_RANK_KEYWORD ? "keyword" : "vector", p5 / nin, r10 / nin, mrr / nin);
-                else
-                    printf("| %s | %.3f | %.3f | %d%s%s |\n", name, p5 / nin, r10 / nin, misses,
-                           misses ? ":" : "", missed.p ? missed.p : "");
-                kf_buf_free(&missed);
-            }
-            if (!quiet) printf("\n");
-        }
+    quality(ctx, db, Q, nq, "", quiet, verbose);
+    /* the pack-style set: queries as src/loop/loop.c pack_for and memory.c build them */
+    char ppath[512];
+    snprintf(ppath, sizeof ppath, "%s/queries_pack.jsonl", data);
+    size_t plen;
+    char *ptext = NULL;
+    if (!kf__read_file(ppath, 64u << 20, &ptext, &plen)) {
+        json_t *ps = json_array();
+        for (char *save = NULL, *line = strtok_r(ptext, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+            json_array_append_new(ps, json_loads(line, 0, NULL));
+        size_t np = json_array_size(ps);
+        query *P = calloc(np, sizeof *P);
+        for (size_t i = 0; i < np; i++) make_query(&P[i], json_array_get(ps, i));
+        if (!quiet)
+            printf("## Pack-style queries (%s): %zu queries as a context pack asks - text '<task> <category>"
+                   " <latest failure's message>', scope backend, arch, [op/<task name>], visible shapes\n\n",
+                   ppath, np);
+        quality(ctx, db, P, np, "pack-", quiet, verbose);
+        free(P);
+        json_decref(ps);
+        free(ptext);
+    }
     if (quiet) return 0;
-    printf("precision@5 counts relevant lessons in the top 5 over 5 (with 1-3 expected lessons per query\n"
-           "it cannot reach 1); recall@10: relevant lessons in the top 10 over the expected ones.\n\n");
+    printf("precision@5 counts relevant lessons in the top 5 over 5 (with 1-3 expected lessons per query,\n"
+           "1-4 in the pack-style set, it cannot reach 1); recall@10: relevant lessons in the top 10 over\n"
+           "the expected ones.\n\n");
     kf_lessons_close(db);
 
     /* latency over `total` lessons */
