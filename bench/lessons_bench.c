@@ -18,7 +18,9 @@
  * context pack asks them (src/loop/loop.c pack_for, src/loop/memory.c): text "<task
  * name> <category> <first reason message of the latest related failure, else the
  * parent's note>", scope the task's backend, the host's arch for C tasks, ops
- * ["op/<task name>"] and the visible shapes. Same split (odd p-ids tune, even held out);
+ * ["op/<task name>"] plus the task's own "ops" (read from tasks/<backend>/<task>/task.json
+ * when the bench runs from the repository's root, as memory.c adds them) and the visible
+ * shapes. Same split (odd p-ids tune, even held out);
  * nothing was tuned on it. With the scope, each table's heading also gives the share of
  * expected lessons that pass the scope filter at all (the best possible recall@10).
  *
@@ -70,7 +72,10 @@ typedef struct {
     kf_lesson_query q;
 } query;
 
+static json_t *task_ops; /* the task.json "ops" strings added to queries, kept alive */
+
 static void make_query(query *x, json_t *j) {
+    if (!task_ops) task_ops = json_array();
     memset(x, 0, sizeof *x);
     x->j = j;
     x->q.text = json_string_value(json_object_get(j, "text"));
@@ -79,6 +84,22 @@ static void make_query(query *x, json_t *j) {
     size_t i, k;
     json_t *v, *w;
     json_array_foreach(json_object_get(j, "ops"), i, v) if (i < 16) x->ops[x->q.nops++] = json_string_value(v);
+    /* a pack query names op/<task>: memory.c adds the task's own "ops" from its task.json
+     * (tasks/<backend>/<task>/task.json, from where the bench runs); kept alive in task_ops */
+    const char *op0 = x->q.nops ? x->ops[0] : NULL;
+    if (op0 && !strncmp(op0, "op/", 3) && x->q.backend && !strchr(op0 + 3, '/')) {
+        char path[512];
+        snprintf(path, sizeof path, "tasks/%s/%s/task.json", x->q.backend, op0 + 3);
+        json_t *tj = json_load_file(path, 0, NULL);
+        json_t *o;
+        json_array_foreach(json_object_get(tj, "ops"), i, o) {
+            if (x->q.nops < 16 && json_string_value(o)) {
+                json_array_append(task_ops, o);
+                x->ops[x->q.nops++] = json_string_value(json_array_get(task_ops, json_array_size(task_ops) - 1));
+            }
+        }
+        json_decref(tj);
+    }
     json_array_foreach(json_object_get(j, "shape_names"), i, v) if (i < 16) x->names[x->q.nshape_names++] = json_string_value(v);
     json_array_foreach(json_object_get(j, "shapes"), i, v) {
         if (i >= 16) break;
@@ -307,7 +328,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < np; i++) make_query(&P[i], json_array_get(ps, i));
         if (!quiet)
             printf("## Pack-style queries (%s): %zu queries as a context pack asks - text '<task> <category>"
-                   " <latest failure's message>', scope backend, arch, [op/<task name>], visible shapes\n\n",
+                   " <latest failure's message>', scope backend, arch, [op/<task name>] + the task's \"ops\", visible shapes\n\n",
                    ppath, np);
         quality(ctx, db, P, np, "pack-", quiet, verbose);
         free(P);

@@ -2,7 +2,8 @@
  * memory.c - lessons for context packs, and the packs' token accounting.
  *
  * Lessons: one kf_lessons handle per run (its first retrieval loads the cache, the
- * others reuse it), queried with the task's scope (backend, op/<task name>, the host's
+ * others reuse it), queried with the task's scope (backend, op/<task name> and the task's
+ * "ops", the host's
  * architecture for C tasks, the visible shapes) and a short text (the task, the
  * category asked for, the parent's feedback). The default database is used only when it
  * exists: kf_lessons_open would create an empty one, and a run must not write outside
@@ -65,7 +66,9 @@ kf_status kf_loop_memory_lessons(kf_loop_memory *m, const kf_task *t, const char
     if (!m) return KF_OK;
     char op[128];
     snprintf(op, sizeof op, "op/%s", t->name);
-    const char *ops[] = {op};
+    const char *ops[1 + 16] = {op}; /* op/<task name>, then the task's own "ops" */
+    int nops = 1;
+    for (int k = 0; k < t->nops && nops < 17; k++) ops[nops++] = t->ops[k];
     int64_t *vals = t->nshapes > 0 && t->nsizes > 0 ? calloc((size_t)t->nshapes * (size_t)t->nsizes, sizeof *vals)
                                                      : NULL;
     for (int i = 0; vals && i < t->nshapes; i++)
@@ -75,7 +78,7 @@ kf_status kf_loop_memory_lessons(kf_loop_memory *m, const kf_task *t, const char
     /* a C kernel runs on this host; a CUDA task's device is not known here */
     q.arch = !strcmp(t->backend, "c") && m->arch[0] ? m->arch : NULL;
     q.ops = ops;
-    q.nops = 1;
+    q.nops = nops;
     q.shape_names = (const char *const *)t->size_names;
     q.nshape_names = vals ? t->nsizes : 0;
     q.shapes = vals;
