@@ -2,7 +2,7 @@
  * replay.c - search efficiency by replay: how many evaluations a strategy needs to reach
  * within 5% of the best point of a recorded parameter space.
  *
- * Usage: kf-replay TABLE.json [--seeds N] [--within F]
+ * Usage: kf-replay TABLE.json [--seeds N (1..4096)] [--within F]
  *
  * TABLE.json (bench/record_space.py, bench/synth_space.py) holds every point of a
  * template's space: per visible shape times, or a failure. Strategies, each over seeds
@@ -182,7 +182,7 @@ static int run_search(kf_ctx *ctx, const kf_task *t, const char *tmpl, uint64_t 
 static int cmp_int(const void *x, const void *y) { return *(const int *)x - *(const int *)y; }
 
 static void report(const char *name, int *v, int n, uint64_t allowed) {
-    int ok = 0, sorted[64];
+    int ok = 0, *sorted = malloc((size_t)n * sizeof *sorted);
     for (int i = 0; i < n; i++)
         if (v[i] > 0) sorted[ok++] = v[i];
     qsort(sorted, (size_t)ok, sizeof(int), cmp_int);
@@ -193,6 +193,7 @@ static void report(const char *name, int *v, int n, uint64_t allowed) {
            (unsigned long long)allowed);
     for (int i = 0; i < n; i++) printf("%s%d", i ? " " : "", v[i]);
     printf("]\n");
+    free(sorted);
 }
 
 int main(int argc, char **argv) {
@@ -204,8 +205,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--within") && i + 1 < argc) within = atof(argv[++i]);
         else path = argv[i];
     }
-    if (!path || seeds < 1 || seeds > 64) {
-        fprintf(stderr, "usage: kf-replay TABLE.json [--seeds N<=64] [--within F]\n");
+    if (!path || seeds < 1 || seeds > 4096) {
+        fprintf(stderr, "usage: kf-replay TABLE.json [--seeds N<=4096] [--within F]\n");
         return 2;
     }
     json_error_t jerr;
@@ -277,7 +278,9 @@ int main(int argc, char **argv) {
     printf("%s: %llu points, %llu allowed by kforge:require, %llu within %.0f%% of the best (%.6g ns geomean), %d seeds\n",
            path, (unsigned long long)space, (unsigned long long)allowed, (unsigned long long)within_n,
            within * 100, best_geo, seeds);
-    int vb[64], vs[64], vr[64];
+    int *vb = malloc((size_t)seeds * sizeof *vb), *vs = malloc((size_t)seeds * sizeof *vs),
+        *vr = malloc((size_t)seeds * sizeof *vr);
+    if (!vb || !vs || !vr) return 2;
     for (int k = 0; k < seeds; k++) {
         vb[k] = run_builtin(ctx, t, tmpl, (uint64_t)k + 1, within);
         vs[k] = run_search(ctx, t, tmpl, (uint64_t)k + 1, within);
@@ -297,6 +300,9 @@ int main(int argc, char **argv) {
     }
     printf("  random, exact: median %llu, mean %.1f\n", (unsigned long long)med,
            (double)(allowed + 1) / (double)(within_n + 1));
+    free(vb);
+    free(vs);
+    free(vr);
     kf_builtin_free(proto);
     free(tab);
     kf_task_free(t);

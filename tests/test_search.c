@@ -432,7 +432,9 @@ static void t_builtin_from(const void *arg) {
 /* A step that a kforge:require blocks is taken with a second parameter stepped back: from
  * A=2 B=8 under A * B <= 16, A's step up is refused at every further value, and A=4 B=4
  * (the edge of the budget, not an axis neighbour) is offered; nothing proposed breaks
- * the constraint or is more than one step away in each parameter. */
+ * the constraint or is more than one step away in each parameter. A=1 B=1 is observed
+ * first so that B's range below 8 is explored: the first step into an unexplored range
+ * of three values would be a probe to its middle (B=2; search/builtin_probe). */
 static void t_builtin_edge(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
@@ -441,6 +443,8 @@ static void t_builtin_edge(const void *arg) {
                                     "/* kforge:require A * B <= 16 */\n", 3);
     kf_point from = {{1, 3}}, p; /* A=2 B=8 */
     CHECK(kf_builtin_allowed(b, &from));
+    kf_shape_time tm = {1, 0};
+    CHECK(kf_builtin_observe(b, &(kf_point){{0, 0}}, KF_BUILTIN_OK, &tm, 1) == 0);
     int edge = 0, n = 0;
     while (kf_builtin_next(b, &from, -1, &p, NULL, NULL) == 0) {
         int64_t a = ival(b, &p, 0), c = ival(b, &p, 1);
@@ -453,6 +457,55 @@ static void t_builtin_edge(const void *arg) {
     CHECKF(edge == 1, "A=4 B=4 offered %d times", edge);
     CHECKF(n == 3, "%d neighbours of A=2 B=8 (A=1 B=8, A=2 B=4, A=4 B=4)", n);
     kf_builtin_free(b);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* The first step into an unexplored range of three or more values goes to its middle:
+ * from A=1 B=1 (values 1, 2, 4, 8 each, nothing observed above 1) the builtin's first
+ * proposal is A=4 or B=4, whatever the seed (A=2 and B=2 are not offered while the probes
+ * are untried); once a point above is observed the range is walked one value at a time. */
+static void t_builtin_probe(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sgemm");
+    const char *text = "/* kforge:param A = 1, 2, 4, 8 */\n/* kforge:param B = 1, 2, 4, 8 */\n";
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        kf_builtin *b = builtin(ctx, t, text, seed);
+        kf_shape_time tm = {10, 0};
+        kf_point from = {{0, 0}}, p;
+        CHECK(kf_builtin_observe(b, &from, KF_BUILTIN_OK, &tm, 1) == 0);
+        int64_t got[4][2];
+        int n = 0;
+        while (n < 5 && kf_builtin_next(b, &from, -1, &p, NULL, NULL) == 0) {
+            if (n < 4) got[n][0] = ival(b, &p, 0), got[n][1] = ival(b, &p, 1);
+            n++;
+        }
+        CHECKF(n == 4, "seed %llu: %d neighbours of A=1 B=1", (unsigned long long)seed, n);
+        /* the first is a probe; the rest are the other probe and the one-value steps, as
+         * a probe whose middle is taken leaves its range to the ordinary step */
+        CHECKF(got[0][0] * got[0][1] == 4 && (got[0][0] == 1 || got[0][1] == 1), "seed %llu: A=%lld B=%lld first",
+               (unsigned long long)seed, (long long)got[0][0], (long long)got[0][1]);
+        int seen = 0;
+        for (int k = 0; k < 4 && n == 4; k++)
+            seen |= got[k][0] == 4 ? 1 : got[k][1] == 4 ? 2 : got[k][0] == 2 ? 4 : got[k][1] == 2 ? 8 : 16;
+        CHECKF(seen == 15, "seed %llu: A=4, B=4, A=2 and B=2 not each proposed once (%d)", (unsigned long long)seed,
+               seen);
+        kf_builtin_free(b);
+        /* A=2 B=2 observed: both ranges above 1 are explored, so from A=1 B=1 the steps are
+         * the one-value ones (A=2 B=1, A=1 B=2) and no probe */
+        b = builtin(ctx, t, text, seed);
+        CHECK(kf_builtin_observe(b, &from, KF_BUILTIN_OK, &tm, 1) == 0);
+        CHECK(kf_builtin_observe(b, &(kf_point){{1, 1}}, KF_BUILTIN_OK, &tm, 1) == 0);
+        int steps = 0, probes = 0;
+        while (kf_builtin_next(b, &from, -1, &p, NULL, NULL) == 0) {
+            steps += p.v[0] + p.v[1] == 1;
+            probes += p.v[0] >= 2 || p.v[1] >= 2;
+        }
+        CHECKF(steps == 2 && probes == 0, "seed %llu: from A=1 B=1 after A=2 B=2, %d steps, %d probes",
+               (unsigned long long)seed, steps, probes);
+        kf_builtin_free(b);
+    }
     kf_task_free(t);
     kf_ctx_free(ctx);
 }
@@ -528,6 +581,7 @@ void kft_register_search(void) {
     kft_add("search/builtin_determinism", t_builtin_determinism, NULL, 60);
     kft_add("search/builtin_from", t_builtin_from, NULL, 20);
     kft_add("search/builtin_edge", t_builtin_edge, NULL, 20);
+    kft_add("search/builtin_probe", t_builtin_probe, NULL, 20);
     kft_add("search/builtin_effect", t_builtin_effect, NULL, 20);
     kft_add("search/builtin_specialise", t_builtin_specialise, NULL, 20);
 }

@@ -14,7 +14,9 @@
  *
  * Moves: of a point's untried neighbours (one parameter one value away, or two when a
  * kforge:require blocks the one), the builtin proposes one whose move was measured to help
- * most elsewhere in the space (random_neighbour has the details).
+ * most elsewhere in the space (random_neighbour has the details). Where no point was
+ * observed beyond p's value of a parameter in a direction and three or more values lie
+ * there, the first step that way goes to the middle of them (probe_step).
  *
  * A prior (kf_builtin_prior, from lessons): each parameter value may carry a weight. The
  * walk's first point takes, per parameter, the value of the greatest positive weight
@@ -332,6 +334,28 @@ static int neighbour(const kf_builtin *b, const kf_point *p, int i, int d, kf_po
     return -3;
 }
 
+/* The first step into an unexplored range: when no observed point has a value of parameter
+ * i beyond p's in direction d and k >= 3 values lie there, the step goes to the middle of
+ * them (rank + d * ceil(k / 2)), or the nearest allowed untried value on p's side of it
+ * short of the adjacent one: 0 and *q, else -1 (the ordinary one-value step applies).
+ * A binary-search probe: a monotone parameter (unrolling 1, 2, 4, 8 from 1) is crossed in
+ * two steps instead of three, and the range whose probe did not help is then walked from
+ * p one value at a time. Ranges of one or two values are stepped as before. */
+static int probe_step(const kf_builtin *b, const kf_point *p, int i, int d, kf_point *q) {
+    int rp = b->rank[i][p->v[i]], k = d > 0 ? b->nvals[i] - 1 - rp : rp;
+    if (k < 3) return -1;
+    for (size_t r = 0; r < b->nrec; r++) {
+        int rr = b->rank[i][b->rec[r].p.v[i]];
+        if (d > 0 ? rr > rp : rr < rp) return -1;
+    }
+    for (int r = rp + d * ((k + 1) / 2); r != rp + d; r -= d) {
+        *q = *p;
+        q->v[i] = b->order[i][r];
+        if (kf_builtin_allowed(b, q) && !kf_builtin_tried(b, q)) return 0;
+    }
+    return -1;
+}
+
 typedef struct {
     uint64_t code;
     double lg; /* log of the geometric mean */
@@ -374,7 +398,9 @@ static double move_effect(const kf_builtin *b, const measured *m, size_t nm, con
  * UP * V <= 64) is taken with one other parameter stepped too, either way, where that is
  * allowed: such a constraint is usually a resource budget, the best trade-off often lies
  * on its edge, and one-parameter steps cannot follow an edge. Each blocked step offers one
- * of its repairs, drawn at random, as one candidate among the ordinary steps. */
+ * of its repairs, drawn at random, as one candidate among the ordinary steps.
+ *
+ * A first step into an unexplored range of three or more values is probe_step's. */
 static int random_neighbour(const kf_builtin *b, uint64_t *rng, const kf_point *p, int cat, kf_point *out,
                             int *move_cat) {
     kf_point cands[2 * KF_MAX_PARAMS];
@@ -382,6 +408,10 @@ static int random_neighbour(const kf_builtin *b, uint64_t *rng, const kf_point *
     for (int i = 0; i < b->np; i++) {
         if (cat >= 0 && b->cat[i] != cat) continue;
         for (int d = -1; d <= 1; d += 2) {
+            if (!probe_step(b, p, i, d, &cands[n])) {
+                cc[n++] = b->cat[i];
+                continue;
+            }
             int r = neighbour(b, p, i, d, &cands[n]);
             if (!r) {
                 cc[n++] = b->cat[i];
@@ -413,7 +443,7 @@ static int random_neighbour(const kf_builtin *b, uint64_t *rng, const kf_point *
             }
         if (kept) n = kept;
     }
-        double est[2 * KF_MAX_PARAMS], lo = INFINITY;
+    double est[2 * KF_MAX_PARAMS], lo = INFINITY;
     size_t nm = 0;
     measured *m = malloc((b->nrec + 1) * sizeof *m); /* without it, every move counts as unmeasured */
     if (m) {
