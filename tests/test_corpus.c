@@ -168,7 +168,8 @@ static void add_dir(const char *rel, const char *prefix, const char *force_task,
     }
 }
 
-/* Every declared value of a template's first parameter is accepted. */
+/* Every declared value of each of a template's parameters (the others at their
+ * defaults) is accepted. */
 static void add_param_values(const char *backend, const char *task) {
     char rel[128];
     snprintf(rel, sizeof rel, "tasks/%s/%s/candidates/param.%s", backend, task,
@@ -176,11 +177,10 @@ static void add_param_values(const char *backend, const char *task) {
     char *text = NULL;
     size_t n;
     if (kf__read_file(kft_src(rel), 1u << 20, &text, &n)) return;
-    char *p = strstr(text, "kforge:param");
-    if (p) {
+    for (char *p = strstr(text, "kforge:param"); p; p = strstr(p + 12, "kforge:param")) {
         char name[64];
         char vals[256];
-        if (sscanf(p, "kforge:param %63[A-Za-z0-9_] = %255[^*\n]", name, vals) == 2) {
+        if (sscanf(p, "kforge:param %63[A-Za-z0-9_] = %255[^*#\n]", name, vals) == 2) { /* '#': a category */
             char *save = NULL;
             int k = 0;
             for (char *v = strtok_r(vals, ", ", &save); v; v = strtok_r(NULL, ", ", &save), k++) {
