@@ -22,5 +22,8 @@ int kf_cli_lessons(int argc, char **argv);
 int kf_cli_fail(int json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same with a reason code in the JSON object ("code": "degenerate_task"). */
 int kf_cli_fail_code(int json, const char *code, const char *msg);
+/* An option's numeric value in [lo, hi] into *out: 0, or -1 after saying what is wrong
+ * ("kforge: error: --budget abc: expected a number in [0, 1e+06]"). */
+int kf_cli_number(const char *opt, const char *s, double lo, double hi, double *out);
 
 #endif

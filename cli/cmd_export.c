@@ -6,23 +6,10 @@
  */
 #include "cli.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int number(const char *opt, const char *s, double lo, double hi, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "kforge: error: %s %s: expected a number in [%g, %g]\n", opt, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
 
 int kf_cli_export(int argc, char **argv) {
     int json = 0;
@@ -38,18 +25,18 @@ int kf_cli_export(int argc, char **argv) {
         else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && more)
             out = argv[++i];
         else if (!strcmp(a, "--hidden") && more) {
-            if (number(a, argv[++i], 0, 1000, &v)) return KF_EXIT_USAGE;
+            if (kf_cli_number(a, argv[++i], 0, 1000, &v)) return KF_EXIT_USAGE;
             o.hidden_count = (int)v;
         } else if (!strcmp(a, "--min-runs") && more) {
-            if (number(a, argv[++i], 1, 1e6, &v)) return KF_EXIT_USAGE;
+            if (kf_cli_number(a, argv[++i], 1, 1e6, &v)) return KF_EXIT_USAGE;
             o.bench_min_runs = (int)v;
         } else if (!strcmp(a, "--max-runs") && more) {
-            if (number(a, argv[++i], 1, 1e6, &v)) return KF_EXIT_USAGE;
+            if (kf_cli_number(a, argv[++i], 1, 1e6, &v)) return KF_EXIT_USAGE;
             o.bench_max_runs = (int)v;
         } else if (!strcmp(a, "--min-time") && more) {
-            if (number(a, argv[++i], 0, 600, &o.bench_min_time_s)) return KF_EXIT_USAGE;
+            if (kf_cli_number(a, argv[++i], 0, 600, &o.bench_min_time_s)) return KF_EXIT_USAGE;
         } else if (!strcmp(a, "--seed") && more) {
-            if (number(a, argv[++i], 0, 1.8e19, &v)) return KF_EXIT_USAGE;
+            if (kf_cli_number(a, argv[++i], 0, 1.8e19, &v)) return KF_EXIT_USAGE;
             o.seed = (uint64_t)v;
             o.has_seed = 1;
         } else if (a[0] == '-')

@@ -34,18 +34,6 @@ static const char usage_text[] =
     "  list [--tag TAG]... [--all]      show ID      export [-o FILE]      import FILE|-\n"
     "  distill RUN                      (docs/lessons.md)";
 
-static int number(const char *opt, const char *s, double lo, double hi, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "kforge: error: %s %s: expected a number in [%g, %g]\n", opt, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int push(const char **v, int *n, const char *s, const char *what) {
     if (*n == MAXV) {
         fprintf(stderr, "kforge: error: at most %d %s\n", MAXV, what);
@@ -85,12 +73,12 @@ static int parse(int argc, char **argv, lopts *o) {
             /* add: one predicate; search: one K=V,K=V shape per option */
             if (push(o->shapes, &o->nshapes, argv[++i], "--shape")) return -1;
         } else if (!strcmp(a, "--k") && more) {
-            if (number(a, argv[++i], 1, 1000, &v)) return -1;
+            if (kf_cli_number(a, argv[++i], 1, 1000, &v)) return -1;
             o->k = (int)v;
         } else if (!strcmp(a, "--min-trust") && more) {
-            if (number(a, argv[++i], 0, 1, &o->min_trust)) return -1;
+            if (kf_cli_number(a, argv[++i], 0, 1, &o->min_trust)) return -1;
         } else if (!strcmp(a, "--tokens") && more) {
-            if (number(a, argv[++i], 1, 1e9, &v)) return -1;
+            if (kf_cli_number(a, argv[++i], 1, 1e9, &v)) return -1;
             o->tokens = (long long)v;
             o->tokens_set = 1;
         } else if (a[0] == '-' && a[1]) {

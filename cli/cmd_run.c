@@ -10,18 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int number(const char *opt, const char *s, double lo, double hi, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "kforge: error: %s %s: expected a number in [%g, %g]\n", opt, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 /* Options shared by run, next and submit: search, bench and seed settings. 1: argv[*i]
  * (and its value) taken; 0: not one of them; -1: a bad value (reported). */
 static int common_opt(kf_run_opts *o, int argc, char **argv, int *i, int json) {
@@ -30,11 +18,11 @@ static int common_opt(kf_run_opts *o, int argc, char **argv, int *i, int json) {
     if (*i + 1 >= argc) return 0;
     const char *val = argv[*i + 1];
     if (!strcmp(a, "--seed")) {
-        if (number(a, val, 0, 1.8e19, &v)) return -1;
+        if (kf_cli_number(a, val, 0, 1.8e19, &v)) return -1;
         o->seed = (uint64_t)v;
         o->has_seed = 1;
     } else if (!strcmp(a, "--target")) {
-        if (number(a, val, 1, 1e6, &o->target)) return -1;
+        if (kf_cli_number(a, val, 1, 1e6, &o->target)) return -1;
     } else if (!strcmp(a, "--search")) {
         if (o->nsearch == 16) return kf_cli_fail(json, "--search: at most 16 settings"), -1;
         o->search[o->nsearch++] = val;
@@ -44,20 +32,20 @@ static int common_opt(kf_run_opts *o, int argc, char **argv, int *i, int json) {
         if (o->ncritic == 8) return kf_cli_fail(json, "--critic: at most 8 settings"), -1;
         o->critic[o->ncritic++] = val;
     } else if (!strcmp(a, "--hidden")) {
-        if (number(a, val, 0, 1000, &v)) return -1;
+        if (kf_cli_number(a, val, 0, 1000, &v)) return -1;
         o->hidden = (int)v;
     } else if (!strcmp(a, "--min-runs")) {
-        if (number(a, val, 1, 1e6, &v)) return -1;
+        if (kf_cli_number(a, val, 1, 1e6, &v)) return -1;
         o->min_runs = (int)v;
     } else if (!strcmp(a, "--max-runs")) {
-        if (number(a, val, 1, 1e6, &v)) return -1;
+        if (kf_cli_number(a, val, 1, 1e6, &v)) return -1;
         o->max_runs = (int)v;
     } else if (!strcmp(a, "--min-time")) {
-        if (number(a, val, 0, 600, &o->min_time_s)) return -1;
+        if (kf_cli_number(a, val, 0, 600, &o->min_time_s)) return -1;
     } else if (!strcmp(a, "--lessons")) {
         o->lessons = val;
     } else if (!strcmp(a, "--pack-tokens")) {
-        if (number(a, val, 1000, 1e9, &v)) return -1;
+        if (kf_cli_number(a, val, 1000, 1e9, &v)) return -1;
         o->pack_tokens = (int64_t)v;
     } else {
         return 0;
@@ -116,15 +104,15 @@ int kf_cli_run(int argc, char **argv) {
             }
         }
         else if (!strcmp(a, "--budget") && more) {
-            if (number(a, argv[++i], 0, 1e7, &v)) return KF_EXIT_USAGE;
+            if (kf_cli_number(a, argv[++i], 0, 1e7, &v)) return KF_EXIT_USAGE;
             o.budget = (int)v;
         } else if (!strcmp(a, "--tokens") && more) {
-            if (number(a, argv[++i], 1, 1e15, &v)) return KF_EXIT_USAGE;
+            if (kf_cli_number(a, argv[++i], 1, 1e15, &v)) return KF_EXIT_USAGE;
             o.tokens = (int64_t)v;
         } else if (!strcmp(a, "--agent-timeout") && more) {
-            if (number(a, argv[++i], 1, 86400, &o.agent_timeout_s)) return KF_EXIT_USAGE;
+            if (kf_cli_number(a, argv[++i], 1, 86400, &o.agent_timeout_s)) return KF_EXIT_USAGE;
         } else if (!strcmp(a, "--wall") && more) {
-            if (number(a, argv[++i], 1, 1e7, &o.wall_s)) return KF_EXIT_USAGE;
+            if (kf_cli_number(a, argv[++i], 1, 1e7, &o.wall_s)) return KF_EXIT_USAGE;
         } else if (!strcmp(a, "--jobs") && more) {
             const char *val = argv[++i];
             char *end;
@@ -138,7 +126,7 @@ int kf_cli_run(int argc, char **argv) {
             fputs(run_usage, stdout);
             return KF_EXIT_OK;
         } else if (!strcmp(a, "--patience") && more) {
-            if (number(a, argv[++i], 1, 1e7, &v)) return KF_EXIT_USAGE;
+            if (kf_cli_number(a, argv[++i], 1, 1e7, &v)) return KF_EXIT_USAGE;
             o.patience = (int)v;
         } else if (a[0] == '-') {
             return kf_cli_fail(json, "kforge run: unknown option %s", a);
@@ -178,7 +166,7 @@ int kf_cli_tool(int argc, char **argv, int submit) {
         else if ((c = common_opt(&o, argc, argv, &i, json))) {
             if (c < 0) return KF_EXIT_USAGE;
         } else if (submit && !strcmp(a, "--parent") && more) {
-            if (number(a, argv[++i], 0, 9e15, &parent)) return KF_EXIT_USAGE;
+            if (kf_cli_number(a, argv[++i], 0, 9e15, &parent)) return KF_EXIT_USAGE;
         } else if (submit && !strcmp(a, "--category") && more) category = argv[++i];
         else if (a[0] == '-') return kf_cli_fail(json, "kforge %s: unknown option %s", argv[0], a);
         else if (!o.run_dir) o.run_dir = a;

@@ -3,6 +3,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -75,6 +76,19 @@ int kf_cli_fail(int json, const char *fmt, ...) {
 }
 
 int kf_cli_fail_code(int json, const char *code, const char *msg) { return fail(json, code, msg); }
+
+int kf_cli_number(const char *opt, const char *s, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "kforge: error: %s %s: expected a number in [%g, %g]\n", opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 
 int main(int argc, char **argv) {
     /* kforge allocates and frees many large buffers (inputs, outputs): keep them in the

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static void send_all(int fd, const char *p, size_t n) {
+void kft_http_send_all(int fd, const char *p, size_t n) {
     while (n) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
         if (w <= 0) return;
@@ -23,7 +23,7 @@ static void send_all(int fd, const char *p, size_t n) {
 }
 
 /* Read one request: the head, then Content-Length bytes of body (kept up to cap). */
-static void read_request(int fd, char *buf, size_t cap) {
+void kft_http_read_request(int fd, char *buf, size_t cap) {
     size_t kept = 0, total = 0, head_end = 0, want = 0;
     buf[0] = 0;
     for (;;) {
@@ -51,7 +51,7 @@ static void *serve(void *arg) {
     for (;;) {
         int c = accept(s->fd, NULL, NULL);
         if (c < 0) continue;
-        read_request(c, req, sizeof req);
+        kft_http_read_request(c, req, sizeof req);
         if (atomic_fetch_add(&s->requests, 1) == 0) snprintf(s->first, sizeof s->first, "%s", req);
         char status[64] = "200 OK";
         char *body = s->fn(s, req, status, sizeof status);
@@ -60,8 +60,8 @@ static void *serve(void *arg) {
                  "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
                  "Connection: close\r\n\r\n",
                  status, body ? strlen(body) : 0);
-        send_all(c, head, strlen(head));
-        if (body) send_all(c, body, strlen(body));
+        kft_http_send_all(c, head, strlen(head));
+        if (body) kft_http_send_all(c, body, strlen(body));
         free(body);
         close(c);
     }
@@ -101,6 +101,8 @@ int kft_http_dead_port(void) {
 void kft_http_no_proxy(void) {
     unsetenv("http_proxy");
     unsetenv("HTTP_PROXY");
+    unsetenv("https_proxy");
+    unsetenv("HTTPS_PROXY");
     unsetenv("all_proxy");
     unsetenv("ALL_PROXY");
     setenv("no_proxy", "127.0.0.1", 1);

@@ -20,7 +20,7 @@ struct kft_http {
     kft_http_fn fn;
     void *arg;
     atomic_int requests;
-    char first[8192]; /* the first request, head and body (capped) */
+    char first[1 << 16]; /* the first request, head and body (capped) */
     pthread_t th;
 };
 
@@ -30,5 +30,10 @@ void kft_http_start(kft_http *s, kft_http_fn fn, void *arg);
 int kft_http_dead_port(void);
 /* Keep proxies away from 127.0.0.1 (libcurl honours http_proxy). */
 void kft_http_no_proxy(void);
+/* For stubs with replies of their own (extra headers, slow or cut bodies): write all of
+ * p (stops at an error), and read one request, head then Content-Length bytes of body,
+ * kept up to cap and NUL-terminated. */
+void kft_http_send_all(int fd, const char *p, size_t n);
+void kft_http_read_request(int fd, char *buf, size_t cap);
 
 #endif

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "kft.h"
+#include "kft_http.h"
 
 #include "agent/agent.h"
 #include "util/util.h"
@@ -571,23 +572,14 @@ typedef struct {
 static const char good_content[] =
     "Here is a faster kernel:\n```c\nvoid saxpy(float *y) { y[0] = 1; }\n```\nIt unrolls.";
 
-static void send_all(int fd, const char *p, size_t n) {
-    while (n) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w <= 0) return;
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
 static void reply(int fd, const char *status, const char *extra, const char *body) {
     char head[512];
     snprintf(head, sizeof head,
              "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s"
              "Connection: close\r\n\r\n",
              status, strlen(body), extra ? extra : "");
-    send_all(fd, head, strlen(head));
-    send_all(fd, body, strlen(body));
+    kft_http_send_all(fd, head, strlen(head));
+    kft_http_send_all(fd, body, strlen(body));
 }
 
 static char *completion(const char *content, int usage) {
@@ -602,36 +594,13 @@ static char *completion(const char *content, int usage) {
     return s;
 }
 
-/* Read one request: the head, then Content-Length bytes of body (kept up to cap). */
-static void read_request(int fd, char *buf, size_t cap) {
-    size_t kept = 0, total = 0, head_end = 0, want = 0;
-    buf[0] = 0;
-    for (;;) {
-        char tmp[65536];
-        ssize_t r = recv(fd, tmp, sizeof tmp, 0);
-        if (r <= 0) return;
-        size_t k = (size_t)r < cap - 1 - kept ? (size_t)r : cap - 1 - kept;
-        memcpy(buf + kept, tmp, k);
-        kept += k;
-        buf[kept] = 0;
-        total += (size_t)r;
-        char *e;
-        if (!head_end && (e = strstr(buf, "\r\n\r\n"))) {
-            head_end = (size_t)(e + 4 - buf);
-            char *cl = strcasestr(buf, "\r\ncontent-length:");
-            want = cl && cl < e ? (size_t)atol(cl + 17) : 0;
-        }
-        if (head_end && total - head_end >= want) return;
-    }
-}
-
 static void *stub_main(void *arg) {
     stub *s = arg;
     for (;;) {
         int c = accept(s->fd, NULL, NULL);
         if (c < 0) continue;
         char req[1 << 16];
-        read_request(c, req, sizeof req);
+        kft_http_read_request(c, req, sizeof req);
         int k = atomic_fetch_add(&s->requests, 1);
         if (k == 0) snprintf(s->first, sizeof s->first, "%s", req);
         char *good = completion(good_content, 1);
@@ -682,8 +651,8 @@ static void *stub_main(void *arg) {
             } else { /* no Content-Length: the body runs to the close */
                 const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                 "Connection: close\r\n\r\n";
-                send_all(c, h, strlen(h));
-                send_all(c, b, n);
+                kft_http_send_all(c, h, strlen(h));
+                kft_http_send_all(c, b, n);
             }
             free(b);
             break;
@@ -729,23 +698,10 @@ typedef struct {
 /* Ask the stub once; return the elapsed seconds. */
 static double ask(stub *s, const ocase *c, kf_agent_opts *o, kf_proposal *p, char *base,
                   size_t nbase) {
-    /* the stub is local: no proxy may intercept it */
-    unsetenv("http_proxy");
-    unsetenv("HTTP_PROXY");
-    unsetenv("all_proxy");
-    unsetenv("ALL_PROXY");
-    setenv("no_proxy", "127.0.0.1", 1);
+    kft_http_no_proxy(); /* the stub is local: no proxy may intercept it */
     int port;
-    if (c->dead) { /* a port nothing listens on: bind one, then close it */
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = {0};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-        socklen_t len = sizeof a;
-        CHECK(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-        port = ntohs(a.sin_port);
-        close(fd);
+    if (c->dead) {
+        port = kft_http_dead_port();
     } else {
         stub_start(s, c->mode);
         port = s->port;

@@ -9,19 +9,16 @@
  */
 #define _GNU_SOURCE
 #include "kft.h"
+#include "kft_http.h"
 
 #include "store/store.h"
 #include "util/util.h"
 
-#include <arpa/inet.h>
 #include <jansson.h>
-#include <netinet/in.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 static const char quick[] = "--min-runs 5 --max-runs 8 --min-time 0.01 --hidden 1";
@@ -241,85 +238,17 @@ static void t_cmd_fails(const void *arg) {
 
 /* ---- openai, against a stub ---------------------------------------------------------- */
 
-typedef struct {
-    int fd, port;
-    char *body;          /* the reply to every request */
-    atomic_int requests;
-    char first[1 << 16]; /* the first request, capped */
-} stub;
-
-static void send_all(int fd, const char *p, size_t n) {
-    while (n) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w <= 0) return;
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-static void *stub_main(void *arg) {
-    stub *s = arg;
-    for (;;) {
-        int c = accept(s->fd, NULL, NULL);
-        if (c < 0) continue;
-        char req[1 << 16];
-        size_t got = 0, want = 0, head = 0;
-        for (;;) { /* the head, then Content-Length bytes */
-            ssize_t r = recv(c, req + got, sizeof req - 1 - got, 0);
-            if (r <= 0) break;
-            got += (size_t)r;
-            req[got] = 0;
-            char *e = strstr(req, "\r\n\r\n");
-            if (!head && e) {
-                head = (size_t)(e + 4 - req);
-                char *cl = strcasestr(req, "\r\ncontent-length:");
-                want = cl && cl < e ? (size_t)atol(cl + 17) : 0;
-            }
-            if ((head && got - head >= want) || got == sizeof req - 1) break;
-        }
-        if (atomic_fetch_add(&s->requests, 1) == 0) memcpy(s->first, req, got + 1);
-        char h[256];
-        snprintf(h, sizeof h,
-                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                 "Connection: close\r\n\r\n",
-                 strlen(s->body));
-        send_all(c, h, strlen(h));
-        send_all(c, s->body, strlen(s->body));
-        close(c);
-    }
-    return NULL;
-}
-
-static void local_only(void) {
-    unsetenv("http_proxy");
-    unsetenv("HTTP_PROXY");
-    unsetenv("https_proxy");
-    unsetenv("HTTPS_PROXY");
-    unsetenv("all_proxy");
-    unsetenv("ALL_PROXY");
-    setenv("no_proxy", "127.0.0.1", 1);
-}
-
-static void stub_start(stub *s, const char *content) {
-    memset(s, 0, sizeof *s);
+/* The stub's reply to every request: a completion whose content is the arg. */
+static char *answer(kft_http *s, const char *request, char *status, size_t nstatus) {
+    (void)request;
+    (void)status;
+    (void)nstatus;
     json_t *j = json_pack("{s:s, s:[{s:i, s:{s:s, s:s}, s:s}], s:{s:i, s:i}}", "id", "chatcmpl-1", "choices", "index",
-                          0, "message", "role", "assistant", "content", content, "finish_reason", "stop", "usage",
-                          "prompt_tokens", 1234, "completion_tokens", 56);
-    s->body = json_dumps(j, JSON_COMPACT);
+                          0, "message", "role", "assistant", "content", (const char *)s->arg, "finish_reason", "stop",
+                          "usage", "prompt_tokens", 1234, "completion_tokens", 56);
+    char *body = json_dumps(j, JSON_COMPACT);
     json_decref(j);
-    s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK(s->fd >= 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(bind(s->fd, (struct sockaddr *)&a, sizeof a) == 0);
-    CHECK(listen(s->fd, 16) == 0);
-    socklen_t len = sizeof a;
-    CHECK(getsockname(s->fd, (struct sockaddr *)&a, &len) == 0);
-    s->port = ntohs(a.sin_port);
-    pthread_t th;
-    CHECK(pthread_create(&th, NULL, stub_main, s) == 0);
-    pthread_detach(th);
+    return body;
 }
 
 /* A model that answers with the fast saxpy in a fenced block: a node from proposer
@@ -327,14 +256,14 @@ static void stub_start(stub *s, const char *content) {
  * recorded nowhere (only the name of its variable is). */
 static void t_openai_run(const void *arg) {
     (void)arg;
-    static stub s;
-    local_only();
+    static kft_http s;
+    kft_http_no_proxy();
     char *fast = slurp(kft_src("tasks/c/saxpy/candidates/fast.c"));
     CHECK(fast);
-    char content[16384];
+    static char content[16384]; /* the server thread outlives this test */
     snprintf(content, sizeof content, "Vectorised:\n```c\n%s```\nDone.", fast);
     free(fast);
-    stub_start(&s, content);
+    kft_http_start(&s, answer, content);
     setenv("KFT_RA_KEY", "sk-test-SECRET-789", 1);
     char dir[] = "/tmp/kft-ra-XXXXXX", args[1024], out[1 << 16], run[256];
     CHECK(mkdtemp(dir));
@@ -375,16 +304,8 @@ static void t_openai_run(const void *arg) {
  * message, a run that stops. */
 static void t_openai_dead(const void *arg) {
     (void)arg;
-    local_only();
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    socklen_t len = sizeof a;
-    CHECK(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-    int port = ntohs(a.sin_port);
-    close(fd); /* nothing listens there now */
+    kft_http_no_proxy();
+    int port = kft_http_dead_port(); /* nothing listens there */
     char dir[] = "/tmp/kft-ra-XXXXXX", args[1024], out[1 << 16], run[256];
     CHECK(mkdtemp(dir));
     snprintf(run, sizeof run, "%s/r", dir);

@@ -205,7 +205,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             c_graph |= cc.ngraph > 0, b_graph |= cb.ngraph > 0;
             c_known &= cc.cupti, b_known &= cb.cupti;
             if (cc.cupti && cc.nlaunch > c_launch) c_launch = cc.nlaunch;
-            if (gpu && cc.phase[0] && R.n < PH_MAX) { /* bench -v: where a call's time goes */
+            if (s->o->verbose && gpu && cc.phase[0] && R.n < PH_MAX) { /* bench -v: where a call's time goes */
                 const uint64_t *ph = cc.phase;
                 double v[PH_N] = {(double)(c1 - c0) - (double)cc.parent_ns, (double)ph[0] - (double)cc.resumed_at,
                                   (double)(ph[1] - ph[0]), (double)(ph[2] - ph[1]), (double)(ph[3] - ph[2]),

@@ -105,6 +105,11 @@ static int untimed_has(json_t *res, json_t *sizes) {
     return 0;
 }
 
+static int cmp_u64(const void *x, const void *y) {
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
 static uint64_t line_hash(const char *p, size_t n) { /* FNV-1a */
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
@@ -151,55 +156,45 @@ static char *code_of(const char *t) {
     return o;
 }
 
+/* The hashes of t's lines, sorted, into *out (caller frees); their count, or -1. */
+static long sorted_line_hashes(const char *t, uint64_t **out) {
+    size_t n = 1;
+    for (const char *p = t; *p; p++) n += *p == '\n';
+    uint64_t *h = malloc(n * sizeof *h);
+    if (!(*out = h)) return -1;
+    size_t k = 0;
+    for (const char *p = t; *p && k < n;) {
+        const char *e = strchr(p, '\n');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        h[k++] = line_hash(p, l);
+        p += l + (e != NULL);
+    }
+    qsort(h, k, sizeof *h, cmp_u64);
+    return (long)k;
+}
+
 /* Lines of a not found in b, and of b not in a (as multisets), over their code (code_of):
  * the larger count. A template point against its parent point differs in its
  * kforge:param lines alone. */
-static int changed_lines_raw(const char *a, const char *b);
 static int changed_lines(const char *a, const char *b) {
     if (!a || !b) return -1;
     char *ca = code_of(a), *cb = code_of(b);
-    int r = ca && cb ? changed_lines_raw(ca, cb) : -1;
-    free(ca);
-    free(cb);
-    return r;
-}
-
-static int changed_lines_raw(const char *a, const char *b) {
-    if (!a || !b) return -1;
-    size_t na = 0, nb = 0;
-    for (const char *p = a; *p; p++) na += *p == '\n';
-    for (const char *p = b; *p; p++) nb += *p == '\n';
-    uint64_t *ha = calloc(na + 2, sizeof *ha), *hb = calloc(nb + 2, sizeof *hb);
-    unsigned char *used = calloc(nb + 2, 1);
+    uint64_t *ha = NULL, *hb = NULL;
+    long na = ca ? sorted_line_hashes(ca, &ha) : -1, nb = cb ? sorted_line_hashes(cb, &hb) : -1;
     int out = -1;
-    if (!ha || !hb || !used) goto done;
-    size_t ia = 0, ib = 0;
-    for (const char *p = a; *p && ia <= na;) {
-        const char *e = strchr(p, '\n');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        ha[ia++] = line_hash(p, l);
-        p += l + (e != NULL);
+    if (na >= 0 && nb >= 0) {
+        long i = 0, j = 0, common = 0;
+        while (i < na && j < nb) {
+            if (ha[i] == hb[j]) common++, i++, j++;
+            else if (ha[i] < hb[j]) i++;
+            else j++;
+        }
+        out = (int)((na > nb ? na : nb) - common);
     }
-    for (const char *p = b; *p && ib <= nb;) {
-        const char *e = strchr(p, '\n');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        hb[ib++] = line_hash(p, l);
-        p += l + (e != NULL);
-    }
-    int only_a = 0;
-    for (size_t i = 0; i < ia; i++) {
-        size_t j = 0;
-        while (j < ib && (used[j] || hb[j] != ha[i])) j++;
-        if (j < ib) used[j] = 1;
-        else only_a++;
-    }
-    int only_b = 0;
-    for (size_t j = 0; j < ib; j++) only_b += !used[j];
-    out = only_a > only_b ? only_a : only_b;
-done:
     free(ha);
     free(hb);
-    free(used);
+    free(ca);
+    free(cb);
     return out;
 }
 

@@ -592,21 +592,28 @@ void kf_diag_breaker(kf_store *st, const kf_search *se, int *seen, int64_t node,
 
 typedef struct {
     const kf_node *n;
+    int passed_too;
     int64_t id;
+    kf_node_state state;
     kf_diag d;
 } dup_ctx;
 
 static int find_dup(void *arg, const kf_node *m) {
     dup_ctx *c = arg;
     if (m->id == c->n->id || strcmp(m->src_hash, c->n->src_hash) || m->state == KF_NODE_NO_CANDIDATE) return 0;
-    if (kf_diag_node(m, &c->d)) return 0;
+    int passed = m->state == KF_NODE_MEASURED || m->state == KF_NODE_KEPT || m->state == KF_NODE_REVERTED;
+    if (passed ? !c->passed_too : kf_diag_node(m, &c->d) != 0) return 0;
     c->id = m->id;
+    c->state = m->state;
     return 1;
 }
 
-char *kf_diag_prune_note(kf_store *st, const kf_node *n) {
-    dup_ctx c = {n, 0, {0}};
+char *kf_diag_prune_note(kf_store *st, const kf_node *n, int passed_too) {
+    dup_ctx c = {n, passed_too, 0, KF_NODE_PROPOSED, {0}};
     if (kf_store_each_node(st, find_dup, &c) || !c.id) return NULL;
+    if (c.state == KF_NODE_MEASURED || c.state == KF_NODE_KEPT || c.state == KF_NODE_REVERTED)
+        return kf__asprintf("pruned: the same source as node %lld (%s), already checked and timed; its figures stand",
+                            (long long)c.id, kf_node_state_name(c.state));
     return kf__asprintf("pruned: the same source as node %lld, which failed (%s)", (long long)c.id,
                         kf_diag_class_name(c.d.cls));
 }

@@ -60,9 +60,11 @@ int kf_diag_node(const kf_node *n, kf_diag *out);
 kf_status kf_diag_record(kf_store *st, const kf_node *n);
 
 /* When n's source (src_hash) is the source of an earlier node that failed, the note
- * that prunes n: "pruned: the same source as node N, which failed (class)";
- * caller frees. NULL when there is none (or on a store error: n is then evaluated). */
-char *kf_diag_prune_note(kf_store *st, const kf_node *n);
+ * that prunes n: "pruned: the same source as node N, which failed (class)"; with
+ * passed_too, also of one that passed the check ("... (kept), already checked and timed;
+ * its figures stand": tool mode, where resubmitting until a lucky figure proves nothing).
+ * Caller frees. NULL when there is none (or on a store error: n is then evaluated). */
+char *kf_diag_prune_note(kf_store *st, const kf_node *n, int passed_too);
 
 /* Record the circuit breaker's trips since *seen (kf_search_trips) as "breaker" events
  * of node (the outcome that tripped it: {proposer, category, failures, pause}) with a

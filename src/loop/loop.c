@@ -1182,7 +1182,7 @@ static kf_status agent_step(run_state *r, kf_agent *ag, kf_search *se, kf_builti
         json_decref(ev);
         kf_loop_pack_record(r->st, n.id, &pk, pr.tokens_estimated ? -1 : pr.tokens_in, 0);
     }
-    char *dup = !st && pr.text ? kf_diag_prune_note(r->st, &n) : NULL;
+    char *dup = !st && pr.text ? kf_diag_prune_note(r->st, &n, 0) : NULL;
     if (dup) { /* the very text of a node that failed: pruned, not evaluated again */
         n.state = KF_NODE_PRUNED;
         n.note = dup;
@@ -1919,30 +1919,6 @@ out:
     return st;
 }
 
-/* "pruned: the same source as node N (kept)..." when another node of the run holds the
- * same text and passed the check, else NULL (caller frees). */
-typedef struct {
-    const kf_node *n;
-    int64_t id;
-    kf_node_state state;
-} same_text;
-
-static int find_same(void *arg, const kf_node *m) {
-    same_text *c = arg;
-    if (m->id == c->n->id || strcmp(m->src_hash, c->n->src_hash)) return 0;
-    if (!(m->state == KF_NODE_MEASURED || m->state == KF_NODE_KEPT || m->state == KF_NODE_REVERTED)) return 0;
-    c->id = m->id;
-    c->state = m->state;
-    return 1;
-}
-
-static char *evaluated_before(kf_store *st, const kf_node *n) {
-    same_text c = {n, 0, KF_NODE_PROPOSED};
-    if (kf_store_each_node(st, find_same, &c) || !c.id) return NULL;
-    return kf__asprintf("pruned: the same source as node %lld (%s), already checked and timed; its figures stand",
-                        (long long)c.id, kf_node_state_name(c.state));
-}
-
 kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const char *path, const char *category,
                         int json, char **out, int *outcome) {
     *out = NULL;
@@ -2007,8 +1983,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
     if (st) goto out;
     /* a text the run has already evaluated is not evaluated again: submitting it until a
      * lucky timing or a lucky draw of hidden shapes passes proves nothing new */
-    char *dup = kf_diag_prune_note(r.st, &n);
-    if (!dup) dup = evaluated_before(r.st, &n);
+    char *dup = kf_diag_prune_note(r.st, &n, 1);
     if (dup) {
         n.state = KF_NODE_PRUNED;
         n.note = dup;
