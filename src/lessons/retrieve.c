@@ -344,6 +344,24 @@ out:
     return st;
 }
 
+/* Fused items by score, then tie (trust; NULL: none), then item: a stable, explainable
+ * order (insertion sort: a few hundred items at most). */
+static void sort_fused(size_t *out, double *score, int m, const double *tie) {
+    for (int i = 1; i < m; i++)
+        for (int j = i; j > 0; j--) {
+            double tx = tie ? tie[out[j - 1]] : 0, ty = tie ? tie[out[j]] : 0;
+            int swap = score[j] > score[j - 1] ||
+                       (score[j] == score[j - 1] && (ty > tx || (ty == tx && out[j] < out[j - 1])));
+            if (!swap) break;
+            size_t t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+            double u = score[j];
+            score[j] = score[j - 1];
+            score[j - 1] = u;
+        }
+}
+
 kf_lessons_fusion kf_lessons__fusion = {.k = KF_LESSONS_RRF_K, .w_keyword = 1.0, .w_vector = 0.5};
 
 int kf_lessons__rrf(const size_t *a, int na, const size_t *b, int nb, const double *tie, size_t *out,
@@ -363,20 +381,7 @@ int kf_lessons__rrf(const size_t *a, int na, const size_t *b, int nb, const doub
                          (kf_lessons__fusion.k + r + 1);
         }
     }
-    /* by score, then tie (trust), then item: a stable, explainable order */
-    for (int i = 1; i < m; i++)
-        for (int j = i; j > 0; j--) {
-            double tx = tie ? tie[out[j - 1]] : 0, ty = tie ? tie[out[j]] : 0;
-            int swap = score[j] > score[j - 1] ||
-                       (score[j] == score[j - 1] && (ty > tx || (ty == tx && out[j] < out[j - 1])));
-            if (!swap) break;
-            size_t t = out[j];
-            out[j] = out[j - 1];
-            out[j - 1] = t;
-            double u = score[j];
-            score[j] = score[j - 1];
-            score[j - 1] = u;
-        }
+    sort_fused(out, score, m, tie);
     return m;
 }
 
@@ -403,19 +408,7 @@ static int convex(const size_t *a, const double *as, int na, const size_t *b, co
             score[at] += (list ? 1 - al : al) * x;
         }
     }
-    for (int i = 1; i < m; i++)
-        for (int j = i; j > 0; j--) {
-            double tx = tie[out[j - 1]], ty = tie[out[j]];
-            int swap = score[j] > score[j - 1] ||
-                       (score[j] == score[j - 1] && (ty > tx || (ty == tx && out[j] < out[j - 1])));
-            if (!swap) break;
-            size_t t = out[j];
-            out[j] = out[j - 1];
-            out[j - 1] = t;
-            double u = score[j];
-            score[j] = score[j - 1];
-            score[j - 1] = u;
-        }
+    sort_fused(out, score, m, tie);
     return m;
 }
 

@@ -81,17 +81,6 @@ static void check(json_t *checks, const char *name, const char *outcome, const c
     json_array_append_new(checks, json_pack("{s:s, s:s, s:s}", "check", name, "outcome", outcome, "detail", buf));
 }
 
-static void sizes_text(json_t *sizes, char *out, size_t n) {
-    size_t o = 0;
-    const char *k;
-    json_t *v;
-    out[0] = 0;
-    json_object_foreach(sizes, k, v) {
-        if (o >= n) break;
-        o += (size_t)snprintf(out + o, n - o, "%s%s=%lld", o ? " " : "", k, (long long)json_integer_value(v));
-    }
-}
-
 static int same_sizes(json_t *a, json_t *b) { return a && b && json_equal(a, b); }
 
 /* visible shapes the verdict left untimed (outside its kforge:when) */
@@ -276,7 +265,7 @@ kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_cas
             json_t *sz = json_object_get(u, "sizes") ? json_object_get(u, "sizes") : u;
             if (c->parent_result && untimed_has(c->parent_result, sz)) continue;
             char t[160];
-            sizes_text(sz, t, sizeof t);
+            kf_loop_sizes_text(sz, " ", t, sizeof t);
             if (so < sizeof skipped) so += (size_t)snprintf(skipped + so, sizeof skipped - so, "%s[%s]", nskip ? " " : "", t);
             nskip++;
         }
@@ -317,7 +306,7 @@ kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_cas
             double sp = json_number_value(json_object_get(s, "speedup"));
             double rf = json_number_value(json_object_get(s, "roofline_fraction"));
             char t[160];
-            sizes_text(json_object_get(s, "sizes"), t, sizeof t);
+            kf_loop_sizes_text(json_object_get(s, "sizes"), " ", t, sizeof t);
             if (sp > o->max_speedup) {
                 check(checks, "plausibility", "fail", "%.1fx against the reference at %s: over the %.0fx limit", sp, t,
                       o->max_speedup);

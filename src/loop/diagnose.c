@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include "diagnose.h"
+#include "loop.h"
 
 #include "../search/search.h"
 
@@ -81,18 +82,6 @@ static int read_shapes(json_t *v, shape_r *out) {
         r->err = json_number_value(json_object_get(s, "max_abs_err"));
     }
     return n;
-}
-
-static void sizes_text(json_t *sizes, char *buf, size_t n) {
-    const char *key;
-    json_t *val;
-    size_t k = 0;
-    buf[0] = 0;
-    json_object_foreach(sizes, key, val) {
-        int w = snprintf(buf + k, n - k, "%s%s=%lld", k ? "," : "", key, (long long)json_integer_value(val));
-        if (w < 0 || (size_t)w >= n - k) break;
-        k += (size_t)w;
-    }
 }
 
 /* numeric/boundary by divisibility: the smallest d = 2^k (2..256) and the size names
@@ -304,7 +293,7 @@ static void diag_numeric(const kf_node *n, json_t *v, const char *code, const ch
     int d_div = 0;
     char names[128] = "", ex[160] = "";
     for (int i = 0; i < ns && !ex[0]; i++)
-        if (s[i].failed) sizes_text(s[i].sizes, ex, sizeof ex);
+        if (s[i].failed) kf_loop_sizes_text(s[i].sizes, ",", ex, sizeof ex);
     int largest = -1;
     for (int i = 0; i < ns; i++)
         if (largest < 0 || s[i].volume > s[largest].volume) largest = i;

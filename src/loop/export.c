@@ -558,19 +558,6 @@ static int predicate(const kf_task *t, json_t *sizes, kf_buf *b, int *exact) {
     return terms ? 0 : -1;
 }
 
-static void sizes_text(json_t *sizes, char *out, size_t n) {
-    const char *k;
-    json_t *v;
-    size_t at = 0;
-    out[0] = 0;
-    json_object_foreach(sizes, k, v) {
-        int w = snprintf(out + at, n - at, "%s%s=%lld", at ? ", " : "", k,
-                         (long long)json_integer_value(v));
-        if (w < 0 || (size_t)w >= n - at) break;
-        at += (size_t)w;
-    }
-}
-
 /* The fallback's kforge:when, its parameters replaced by their values, as the
  * dispatcher's own (it claims what the fallback claims). */
 static void when_header(kf_buf *b, const winner *fb) {
@@ -672,7 +659,7 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
         if (wi == nw || wi == fallback) continue;
         json_t *sizes = json_object_get(e, "sizes");
         char st_[512];
-        sizes_text(sizes, st_, sizeof st_);
+        kf_loop_sizes_text(sizes, ", ", st_, sizeof st_);
         kf_buf pred;
         kf_buf_init(&pred, 1u << 16);
         int exact = 0;
@@ -964,7 +951,7 @@ static kf_status build_cuda_dispatcher(kf_ctx *ctx, const kf_task *t, const char
         if (wi == nw || wi == fallback) continue;
         json_t *sizes = json_object_get(e, "sizes");
         char st_[512];
-        sizes_text(sizes, st_, sizeof st_);
+        kf_loop_sizes_text(sizes, ", ", st_, sizeof st_);
         kf_buf pred;
         kf_buf_init(&pred, 1u << 16);
         int exact = 0;
@@ -1277,7 +1264,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
         json_t *x;
         json_array_foreach(sh, k, x) {
             char sz[512];
-            sizes_text(json_object_get(x, "sizes"), sz, sizeof sz);
+            kf_loop_sizes_text(json_object_get(x, "sizes"), ", ", sz, sizeof sz);
             kf_buf_printf(&f, " [%s] %.3fx%s", sz, json_number_value(json_object_get(x, "speedup")),
                           json_is_true(json_object_get(x, "win")) ? " (a win)" : "");
         }

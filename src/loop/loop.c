@@ -123,6 +123,21 @@ typedef struct {
     int trips;         /* circuit-breaker trips already recorded */
 } run_state;
 
+void kf_loop_sizes_text(json_t *sizes, const char *sep, char *out, size_t n) {
+    const char *k;
+    json_t *v;
+    size_t at = 0;
+    if (n) out[0] = 0;
+    json_object_foreach(sizes, k, v) {
+        int w = snprintf(out + at, n - at, "%s%s=%lld", at ? sep : "", k, (long long)json_integer_value(v));
+        if (w < 0 || (size_t)w >= n - at) {
+            out[at] = 0; /* a whole item or none */
+            break;
+        }
+        at += (size_t)w;
+    }
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -13,6 +13,9 @@
 #include <jansson.h>
 #include <stddef.h>
 
+/* A shape's sizes ({"n": 64, ...}) as "n=64<sep>m=8" into out (cut at a whole item). */
+void kf_loop_sizes_text(json_t *sizes, const char *sep, char *out, size_t n);
+
 /* The template with each kforge:param list cut to the value point gives its name. */
 char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *outlen);
 
