@@ -1,6 +1,6 @@
 #!/bin/sh
 # scripts/gpu-session.sh STEPS OUTDIR - one batched call on the GPU machine: the steps
-# named (devinfo profile verdict tests bench loop calls torch), each under its own time limit, all
+# named (devinfo profile verdict tests bench loop calls probe torch), each under its own time limit, all
 # output under OUTDIR and packed into OUTDIR.tgz.
 set -u
 cd "$(dirname "$0")/.."
@@ -27,11 +27,16 @@ for s in $STEPS; do
              timeout 30 ./build/kforge tree "$O/run" 2>&1 | head -60
              timeout 30 ./build/kforge best "$O/run" 2>&1 | head -20 ;;
     calls)   # where a GPU bench's time goes: the phase clock and each call's steps (bench -v)
-             for t in ${CALLS_TASKS:-sum softmax}; do
-                 timeout ${CALLS_T:-60} ./build/kforge bench "tasks/cuda/$t" "tasks/cuda/$t/candidates/fast.cu" -v --json \
-                     > "$O/calls_$t.json" 2> "$O/calls_$t.err"
-                 echo "-- $t"; grep -E "timing|timed|a candidate call" "$O/calls_$t.err" | cut -c1-400
+             # CALLS: TASK[:CANDIDATE] words (candidate file in the task's candidates/, default fast.cu)
+             for tc in ${CALLS:-sum softmax}; do
+                 t=${tc%%:*}; c=fast.cu; case $tc in *:*) c=${tc#*:} ;; esac
+                 k=${t}_${c%.cu}
+                 timeout ${CALLS_T:-60} ./build/kforge bench "tasks/cuda/$t" "tasks/cuda/$t/candidates/$c" -v --json \
+                     > "$O/calls_$k.json" 2> "$O/calls_$k.err"
+                 echo "-- $t $c"; grep -E "timing|timed|a candidate call|gap" "$O/calls_$k.err" | cut -c1-400
              done ;;
+    probe)   # bench/sum_probe.cu (built here by nvcc into build/sum_probe): sum's fixed cost
+             timeout ${PROBE_T:-60} ./build/sum_probe 41 2>&1 | tee "$O/sum_probe.txt" ;;
     torch)   TORCH_TIMEOUT=${TORCH_T:-300} bench/gpu.sh torch "$O/t" | tail -60 ;;
     esac
     echo "=== $s: $(( $(date +%s) - t0 )) s"
