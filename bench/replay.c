@@ -113,46 +113,53 @@ static int run_random(uint64_t seed, double within) {
 
 /* Arbor's selection over the tree, the builtin proposing at the picked parent. The root is
  * the template's defaults (evaluated first, speedup 1 by definition). */
+/* Arbor's selection driving the builtin, as kforge run does (loop.c): the root is the
+ * reference (speedup 1); the first node is the template's default, a child of the root,
+ * at the table's default_speedup over the reference; an action on the root is a restart;
+ * the search's target is the loop's when no --target is given (1e6: the gap never
+ * closes). Speedups are the reference's geomean time over a point's. */
+static double default_speedup = 1;
+
 static int run_search(kf_ctx *ctx, const kf_task *t, const char *tmpl, uint64_t seed, double within) {
     kf_builtin *b;
     if (kf_builtin_new(ctx, t, tmpl, seed, &b)) return -1;
-    kf_search *s = kf_search_new(NULL);
+    kf_search_cfg cfg;
+    kf_search_defaults(&cfg);
+    cfg.target = 1e6;
+    kf_search *s = kf_search_new(&cfg);
     kf_search_offer(s, 0, kf_builtin_categories(b));
     size_t cap = 1024, n = 1;
-    kf_point *pts = malloc(cap * sizeof *pts);
-    double *sp = malloc(cap * sizeof *sp);
-    memset(&pts[0], 0, sizeof pts[0]);
-    kf_point p = pts[0];
-    const entry *e = eval(b, &p);
-    if (e->state != 1) { /* a failing default: no root to speed up from */
-        kf_builtin_free(b);
-        kf_search_free(s);
-        free(pts);
-        free(sp);
-        return -2;
-    }
-    double ref = e->geo;
+    kf_point *pts = calloc(cap, sizeof *pts);
+    double *sp = calloc(cap, sizeof *sp);
+    double ref = 0; /* the reference's geomean time */
     sp[0] = 1;
-    int evals = 1, hit = reached(e, within) ? 1 : -1;
+    int evals = 0, hit = -1;
     kf_action a;
+    kf_point p;
     for (;;) {
-        if (hit >= 0) break;
-        if (kf_search_pick(s, &a)) {
-            /* every action exhausted: restart from the root */
+        int mcat = -1;
+        if (evals == 0) { /* the loop's first node: the defaults, from the root */
             a = (kf_action){.parent = 0, .category = KF_CAT_OTHER};
-            if (kf_builtin_restart(b, &p)) break;
+            if (kf_builtin_next(b, NULL, -1, &p, NULL, &mcat)) break;
+        } else if (kf_search_pick(s, &a)) {
+            break; /* every action under the floor: the loop stops too */
         } else if (a.parent == 0) {
-            if (kf_builtin_restart(b, &p)) break;
-        } else if (kf_builtin_next(b, &pts[a.parent], a.category, &p, NULL, NULL)) {
+            if (kf_builtin_restart(b, &p)) {
+                kf_search_exhaust(s, 0, a.category, 0);
+                continue;
+            }
+        } else if (kf_builtin_next(b, &pts[a.parent], a.category, &p, NULL, &mcat)) {
             kf_search_exhaust(s, a.parent, a.category, 0);
             continue;
         }
-        e = eval(b, &p);
+        const entry *e = eval(b, &p);
         evals++;
-        if (getenv("KF_REPLAY_TRACE") && seed == (uint64_t)atoll(getenv("KF_REPLAY_TRACE"))) {
-            char buf[512];
-            fprintf(stderr, "%d sp(parent)=%.3f -> %.3f %s\n", evals, sp[a.parent], e->state == 1 ? ref / e->geo : 0,
-                    kf_search_explain(&a, buf, sizeof buf));
+        if (evals == 1) {
+            if (e->state != 1) { /* a failing default: nothing to compare with */
+                hit = -2;
+                break;
+            }
+            ref = e->geo * default_speedup;
         }
         if (n == cap) {
             cap *= 2;
@@ -161,7 +168,13 @@ static int run_search(kf_ctx *ctx, const kf_task *t, const char *tmpl, uint64_t 
         }
         pts[n] = p;
         sp[n] = e->state == 1 ? ref / e->geo : 0;
-        kf_search_obs o = {(int64_t)n, a.parent, a.category, 0,
+        int cat = mcat >= 0 ? mcat : a.category; /* the move's own category, as the loop records it */
+        if (getenv("KF_REPLAY_TRACE") && seed == (uint64_t)atoll(getenv("KF_REPLAY_TRACE"))) {
+            char buf[512];
+            fprintf(stderr, "%d sp(parent)=%.3f -> %.3f %s\n", evals, sp[a.parent], sp[n],
+                    kf_search_explain(&a, buf, sizeof buf));
+        }
+        kf_search_obs o = {(int64_t)n, a.parent, cat, 0,
                            e->state == 1 ? (sp[n] > sp[a.parent] * 1.02 ? KF_SOBS_KEPT : KF_SOBS_MEASURED)
                            : e->state == 4 ? KF_SOBS_REJECTED : KF_SOBS_COMPILE_FAILED,
                            sp[n], 1};
@@ -170,7 +183,10 @@ static int run_search(kf_ctx *ctx, const kf_task *t, const char *tmpl, uint64_t 
             exit(2);
         }
         n++;
-        if (reached(e, within)) hit = evals;
+        if (reached(e, within)) {
+            hit = evals;
+            break;
+        }
     }
     kf_builtin_free(b);
     kf_search_free(s);
@@ -218,6 +234,8 @@ int main(int argc, char **argv) {
     json_t *meta = json_object_get(root, "meta");
     const char *task_dir = json_string_value(json_object_get(meta, "task"));
     const char *tmpl = json_string_value(json_object_get(meta, "template"));
+    json_t *dsp = json_object_get(meta, "default_speedup");
+    default_speedup = json_is_number(dsp) && json_number_value(dsp) > 0 ? json_number_value(dsp) : 2;
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = NULL;
     if (!task_dir || !tmpl || kf_task_load(ctx, task_dir, &t) || kf_builtin_new(ctx, t, tmpl, 1, &proto)) {
