@@ -126,6 +126,14 @@ int main(int argc, char **argv) {
     }
     if (jobs < 1) jobs = 1;
     signal(SIGPIPE, SIG_IGN);
+    /* runs' seal keys (docs/run.md "Seals") go to a directory of this test run's, not
+     * the user's data directory; removed at the end */
+    char keys[64] = "";
+    if (!getenv("KFORGE_KEYS")) {
+        snprintf(keys, sizeof keys, "/tmp/kft-keys-XXXXXX");
+        if (mkdtemp(keys)) setenv("KFORGE_KEYS", keys, 1);
+        else keys[0] = 0;
+    }
     kft_register_unit();
     kft_register_task();
     kft_register_check();
@@ -195,6 +203,7 @@ int main(int argc, char **argv) {
         }
     }
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    if (keys[0]) kf__rmtree(keys);
     return failed ? 1 : 0;
 }
 

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -470,7 +471,137 @@ static void t_specialise(const void *arg) {
     kf__rmtree(dir);
 }
 
+static void sql(const char *run, const char *q) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/run.db", run);
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(p, &db) == SQLITE_OK);
+    char *err = NULL;
+    int rc = sqlite3_exec(db, q, NULL, NULL, &err);
+    CHECKF(rc == SQLITE_OK, "%s: %s", q, err ? err : "?");
+    sqlite3_close(db);
+}
+
+static json_t *tree_json(const char *run) {
+    char args[600], out[1 << 16];
+    snprintf(args, sizeof args, "tree %s --json", run);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(j, "%s", out);
+    return j;
+}
+
+static json_t *node_of(json_t *tree, int64_t id) {
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(tree, "nodes"), i, n)
+        if (json_integer_value(json_object_get(n, "id")) == id) return n;
+    return NULL;
+}
+
+/* Seals (docs/run.md "Seals", redteam-notes H9): run.db edited by hand - a speedup
+ * raised, a reverted node set kept with a forged approval, a kept node pointed at
+ * another source - is read as rejected "tampered" by tree, best and export, and said
+ * so; a missing key stops resume with a clear error; an unsealed run says it is not
+ * tamper-evident. An honest run verifies clean before and after a resume. */
+static void t_sealed(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-seal-XXXXXX", run[256], args[1024], out[1 << 16];
+    const char *timing = "--min-runs 6 --max-runs 8 --min-time 0.01 --hidden 1";
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(args, sizeof args, "run tasks/c/sum --budget 3 --seed 3 --run %s %s 2>&1", run, timing);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *t = tree_json(run);
+    json_t *ig = json_object_get(t, "integrity");
+    CHECKF(!strcmp(json_string_value(json_object_get(ig, "seals")), "sealed") &&
+               json_array_size(json_object_get(ig, "tampered")) == 0,
+           "an honest run: %s", json_dumps(ig, 0));
+    CHECKF(!strcmp(json_string_value(json_object_get(node_of(t, 1), "state")), "kept"), "node 1 kept: %s",
+           json_dumps(node_of(t, 1), 0));
+    json_decref(t);
+    /* the key lives outside the run directory */
+    char kp[600];
+    snprintf(args, sizeof args, "sqlite3 -noheader %s/run.db 'select key_id from runs' 2>/dev/null || true", run);
+    snprintf(kp, sizeof kp, "%s", getenv("KFORGE_KEYS") ? getenv("KFORGE_KEYS") : "");
+    CHECKF(kp[0], "the test runner sets KFORGE_KEYS");
+
+    /* 1. a kept node's speedup raised */
+    sql(run, "UPDATE nodes SET speedup = 50 WHERE id = 1");
+    /* 2. node 2 forced to kept, with a forged approval on record */
+    sql(run, "UPDATE nodes SET state = 'kept', speedup = 40 WHERE id = 2;"
+             "INSERT INTO events(run, node, kind, json, created) VALUES(1, 2, 'critic', "
+             "'{\"decision\": \"approve\"}', 0)");
+    /* 3. node 3 pointed at node 1's source, keeping its own seal */
+    sql(run, "UPDATE nodes SET src_hash = (SELECT src_hash FROM nodes WHERE id = 1) WHERE id = 3 AND "
+             "src_hash != (SELECT src_hash FROM nodes WHERE id = 1)");
+    t = tree_json(run);
+    ig = json_object_get(t, "integrity");
+    size_t ntamp = json_array_size(json_object_get(ig, "tampered"));
+    CHECKF(ntamp >= 2, "tampered nodes listed: %s", json_dumps(ig, 0));
+    for (int id = 1; id <= 2; id++) {
+        json_t *n = node_of(t, id);
+        CHECKF(!strcmp(json_string_value(json_object_get(n, "state")), "rejected") &&
+                   !strcmp(json_string_value(json_object_get(n, "reasons")), "tampered") &&
+                   json_number_value(json_object_get(n, "speedup")) == 0 &&
+                   strstr(json_string_value(json_object_get(n, "note")), "does not match its seal"),
+               "node %d: %s", id, json_dumps(n, 0));
+    }
+    json_decref(t);
+    snprintf(args, sizeof args, "tree %s", run);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "WARNING: run.db was changed outside kforge: nodes 1, 2"),
+           "%s", out);
+    snprintf(args, sizeof args, "best %s --json", run);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *b = json_loads(out, 0, NULL);
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(b, "best"), i, e) {
+        int64_t id = json_integer_value(json_object_get(e, "node"));
+        CHECKF(id != 1 && id != 2, "best lists tampered node %lld: %s", (long long)id, out);
+    }
+    CHECKF(json_array_size(json_object_get(json_object_get(b, "integrity"), "tampered")) == ntamp, "%s", out);
+    json_decref(b);
+    snprintf(args, sizeof args, "best %s", run);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "WARNING"), "%s", out);
+    snprintf(args, sizeof args, "export %s -o %s/ex --json %s 2>&1", run, dir, timing);
+    cli(args, out, sizeof out);
+    CHECKF(!strstr(out, "50.000x") && !strstr(out, "40.000x"), "export used a tampered figure: %s", out);
+
+    /* the key elsewhere: nothing can be verified, nor recorded */
+    snprintf(args, sizeof args, "mkdir -p %s/away && mv %s/*.key %s/away/", dir, kp, dir);
+    CHECK(kft_run(args, out, sizeof out) == 0);
+    snprintf(args, sizeof args, "tree %s", run);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "seal key") && strstr(out, "is not on this machine"), "%s",
+           out);
+    snprintf(args, sizeof args, "run --resume %s --budget 4 %s 2>&1", run, timing);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "seal key") && strstr(out, "KFORGE_KEYS"), "%s", out);
+    snprintf(args, sizeof args, "mv %s/away/*.key %s/", dir, kp);
+    CHECK(kft_run(args, out, sizeof out) == 0);
+    /* back: a resume records a new node, sealed, and the tampered ones stay tampered */
+    snprintf(args, sizeof args, "run --resume %s --budget 4 %s 2>&1", run, timing);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "WARNING"), "%s", out);
+    t = tree_json(run);
+    CHECKF(json_array_size(json_object_get(t, "nodes")) == 4 && node_of(t, 4) &&
+               strcmp(json_string_value(json_object_get(node_of(t, 4), "reasons")) ?
+                          json_string_value(json_object_get(node_of(t, 4), "reasons")) : "", "tampered"),
+           "%s", json_dumps(t, 0));
+    CHECK(json_array_size(json_object_get(json_object_get(t, "integrity"), "tampered")) == ntamp);
+    json_decref(t);
+
+    /* key id removed: nothing verified any more, and the run says so */
+    sql(run, "UPDATE runs SET key_id = NULL");
+    t = tree_json(run);
+    CHECKF(!strcmp(json_string_value(json_object_get(json_object_get(t, "integrity"), "seals")), "unsealed"), "%s",
+           json_dumps(json_object_get(t, "integrity"), 0));
+    json_decref(t);
+    snprintf(args, sizeof args, "tree %s", run);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "not tamper-evident"), "%s", out);
+    kf__rmtree(dir);
+}
+
 void kft_register_loop(void) {
+    kft_add("loop/sealed", t_sealed, NULL, 120);
     kft_add("loop/learnt_constraint", t_learnt_constraint, NULL, 120);
     kft_add("loop/materialize", t_materialize, NULL, 10);
     kft_add("loop/specialise", t_specialise, NULL, 180);

@@ -473,32 +473,32 @@ static void t_schema(const void *arg) {
     n.note = "before";
     CHECK(kf_store_add_node(s, &n) == KF_OK);
     kf_store_close(s);
-    CHECK(!strcmp(raw_sql(sc.run, "SELECT value FROM meta WHERE key = 'schema_version'"), "1"));
+    CHECK(!strcmp(raw_sql(sc.run, "SELECT value FROM meta WHERE key = 'schema_version'"), "2"));
 
-    /* an older database (version 1 when kforge knows 2) is migrated, its data intact */
-    /* step 0 never runs on a database that is at version 1 already */
-    const char *failing[2] = {"SELECT 1", "ALTER TABLE nosuch ADD COLUMN y TEXT"};
-    const char *adding[2] = {"SELECT 1", "ALTER TABLE nodes ADD COLUMN extra TEXT DEFAULT 'new'"};
-    kf_store__set_migrations(failing, 2);
+    /* an older database (version 2 when kforge knows 3) is migrated, its data intact */
+    /* steps 0 and 1 never run on a database that is at version 2 already */
+    const char *failing[3] = {"SELECT 1", "SELECT 1", "ALTER TABLE nosuch ADD COLUMN y TEXT"};
+    const char *adding[3] = {"SELECT 1", "SELECT 1", "ALTER TABLE nodes ADD COLUMN extra TEXT DEFAULT 'new'"};
+    kf_store__set_migrations(failing, 3);
     CHECK(kf_store_open(ctx, sc.run, t, &s) == KF_EIO && s == NULL);
-    HAS(ctx, "migrating the schema from version 1 to 2");
+    HAS(ctx, "migrating the schema from version 2 to 3");
     HAS(ctx, "no such table: nosuch");
     /* a failed migration leaves the database as it was */
-    CHECK(!strcmp(raw_sql(sc.run, "SELECT value FROM meta WHERE key = 'schema_version'"), "1"));
-    kf_store__set_migrations(adding, 2);
-    s = must_open(ctx, sc.run, t);
     CHECK(!strcmp(raw_sql(sc.run, "SELECT value FROM meta WHERE key = 'schema_version'"), "2"));
+    kf_store__set_migrations(adding, 3);
+    s = must_open(ctx, sc.run, t);
+    CHECK(!strcmp(raw_sql(sc.run, "SELECT value FROM meta WHERE key = 'schema_version'"), "3"));
     CHECK(!strcmp(raw_sql(sc.run, "SELECT extra FROM nodes"), "new"));
     kf_node g;
     CHECK(kf_store_get_node(s, n.id, &g) == KF_OK && streq(g.note, "before"));
     kf_node_free(&g);
     kf_store_close(s);
-    kf_store_close(must_open(ctx, sc.run, t)); /* already at 2: nothing to do */
+    kf_store_close(must_open(ctx, sc.run, t)); /* already at 3: nothing to do */
 
-    /* back to this kforge's schema (1): version 2 is newer, refused */
+    /* back to this kforge's schema (2): version 3 is newer, refused */
     kf_store__set_migrations(NULL, 0);
     CHECK(kf_store_open(ctx, sc.run, t, &s) == KF_EIO && s == NULL);
-    HAS(ctx, "schema version 2 is newer than this kforge");
+    HAS(ctx, "schema version 3 is newer than this kforge");
     raw_sql(sc.run, "UPDATE meta SET value = '999' WHERE key = 'schema_version'");
     CHECK(kf_store_open(ctx, sc.run, t, &s) == KF_EIO);
     HAS(ctx, "schema version 999 is newer");
@@ -718,6 +718,8 @@ static void t_crash(const void *arg) {
                 CHECK(g.finished == 0 && !g.verdict_json);
             } else {
                 CHECKF(!unfinished[id], "round %d: finished node %lld listed", round, (long long)id);
+                /* the seal is written in the outcome's own UPDATE: never one without the other */
+                CHECKF(!g.tampered, "round %d: node %lld does not match its seal", round, (long long)id);
                 CHECKF(outcome_matches(&g), "round %d: node %lld's outcome is not exactly what "
                        "was written", round, (long long)id);
             }

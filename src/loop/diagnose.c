@@ -589,7 +589,8 @@ typedef struct {
 
 static int find_dup(void *arg, const kf_node *m) {
     dup_ctx *c = arg;
-    if (m->id == c->n->id || strcmp(m->src_hash, c->n->src_hash) || m->state == KF_NODE_NO_CANDIDATE) return 0;
+    if (m->id == c->n->id || strcmp(m->src_hash, c->n->src_hash) || m->state == KF_NODE_NO_CANDIDATE || m->tampered)
+        return 0;
     int passed = m->state == KF_NODE_MEASURED || m->state == KF_NODE_KEPT || m->state == KF_NODE_REVERTED;
     if (passed ? !c->passed_too : kf_diag_node(m, &c->d) != 0) return 0;
     c->id = m->id;

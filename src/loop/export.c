@@ -1296,6 +1296,13 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
                     "task_name", t->name, "backend", t->backend, "fingerprint", t->fingerprint,
                     "winners", json_incref(files), "fallback", (json_int_t)w[fallback].id);
     json_object_set_new(doc, "replaced_run", prev_run ? json_string(prev_run) : json_null());
+    {
+        kf_buf iw;
+        kf_buf_init(&iw, 1u << 16);
+        json_object_set_new(doc, "integrity", kf_loop_integrity(st, a.v, a.n, &iw));
+        if (iw.p && iw.p[0]) fprintf(stderr, "kforge export: %s", iw.p);
+        kf_buf_free(&iw);
+    }
     int rejected = 0, unverified = 0;
     char dname[256], dpath[4700];
     snprintf(dname, sizeof dname, "%s_dispatch.%s", t->name, is_c ? "c" : "cu");

@@ -473,6 +473,29 @@ int kf_loop_collect(void *arg, const kf_node *n) {
     return 0;
 }
 
+json_t *kf_loop_integrity(kf_store *st, const kf_node *v, size_t n, kf_buf *b) {
+    const char *state = kf_store_seal_state(st), *kp = kf_store_key_path(st);
+    json_t *ids = json_array();
+    for (size_t i = 0; i < n; i++)
+        if (v[i].tampered) json_array_append_new(ids, json_integer((json_int_t)v[i].id));
+    if (b && json_array_size(ids)) {
+        kf_buf_printf(b, "WARNING: run.db was changed outside kforge: node%s", json_array_size(ids) == 1 ? "" : "s");
+        size_t i;
+        json_t *x;
+        json_array_foreach(ids, i, x) kf_buf_printf(b, "%s %lld", i ? "," : "", (long long)json_integer_value(x));
+        kf_buf_printf(b, " %s not match %s seal%s: read as rejected (tampered), trusted for nothing\n",
+                      json_array_size(ids) == 1 ? "does" : "do", json_array_size(ids) == 1 ? "its" : "their",
+                      json_array_size(ids) == 1 ? "" : "s");
+    }
+    if (b && !strcmp(state, "unsealed"))
+        kf_buf_printf(b, "note: this run has no seals (made before kforge sealed outcomes, or its key id was "
+                         "removed from run.db): its recorded outcomes are not tamper-evident\n");
+    if (b && !strcmp(state, "key missing"))
+        kf_buf_printf(b, "warning: this run's seal key %s is not on this machine: its recorded outcomes are not "
+                         "verified (set KFORGE_KEYS to the directory that holds it)\n", kp);
+    return json_pack("{s:s, s:s?, s:o}", "seals", state, "key", kp, "tampered", ids);
+}
+
 void kf_loop_vec_free(kf_node_vec *a) {
     for (size_t i = 0; i < a->n; i++) kf_node_free(&a->v[i]);
     free(a->v);
@@ -739,6 +762,14 @@ static int replay_one(void *arg, const kf_node *n) {
             c->unfinished = p, c->capun = k;
         }
         c->unfinished[c->nun++] = n->id;
+        return 0;
+    }
+    if (n->tampered) { /* an evaluation was spent, but what its row says is not evidence */
+        fprintf(stderr, "kforge run: WARNING: %s\n", n->note ? n->note : "a node does not match its seal");
+        /* in the search's tree (its children keep their parent), as a try that taught nothing */
+        kf_search_obs o = {n->id, n->parent, KF_CAT_OTHER, proposer_index(n->proposer), KF_SOBS_PRUNED, 0, 0};
+        kf_search_observe(c->se, &o);
+        c->r->evals++;
         return 0;
     }
     observe(c->se, c->bi, c->pm, n);
@@ -1583,6 +1614,10 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     }
     if (o->resume) {
         st = kf_store_open(ctx, r.run_dir, r.t, &r.st);
+        if (!st && !strcmp(kf_store_seal_state(r.st), "key missing"))
+            st = kf__err(ctx, KF_EUSAGE, "%s: this run's seal key %s is not on this machine: its outcomes cannot be "
+                                         "verified or recorded (copy the key there, or set KFORGE_KEYS to its directory)",
+                         r.run_dir, kf_store_key_path(r.st));
     } else {
         char *cs = config_json(o, spec);
         st = kf_store_create(ctx, r.run_dir, r.t, cs, &r.st);
@@ -2113,8 +2148,8 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         }
         json_t *cs = json_array();
         kf_store_each_constraint(st, constraint_json, cs);
-        json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes", arr,
-                              "constraints", cs);
+        json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes", arr,
+                              "constraints", cs, "integrity", kf_loop_integrity(st, a.v, a.n, NULL));
         json_object_set_new(o, "breakers", dm ? json_deep_copy(kf_diag_breakers(dm)) : json_array());
         char *lev = NULL;
         kf_store_each_event(st, "lessons", first_event, &lev);
@@ -2126,6 +2161,7 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     } else {
         kf_buf b;
         kf_buf_init(&b, 256u << 20);
+        json_decref(kf_loop_integrity(st, a.v, a.n, &b));
         kf_buf_printf(&b, "run %s (task %s): %zu nodes; speedups against the reference, * = a win\n", dir,
                       kf_store_task_dir(st), a.n);
         kf_buf_printf(&b, "#0 root: the reference\n");
@@ -2171,7 +2207,8 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
             }
     }
     if (json) {
-        json_t *o = json_pack("{s:s, s:O}", "run", dir, "best", best);
+        json_t *o = json_pack("{s:s, s:O, s:o}", "run", dir, "best", best, "integrity",
+                              kf_loop_integrity(st, a.v, a.n, NULL));
         *out = json_dumps(o, JSON_INDENT(1));
         json_decref(o);
     } else {
@@ -2179,6 +2216,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_buf_init(&b, 1u << 20);
         size_t j;
         json_t *e;
+        json_decref(kf_loop_integrity(st, a.v, a.n, &b));
         if (!json_array_size(best)) kf_buf_printf(&b, "no node kept yet (none beat its parent, confirmed by re-timing)\n");
         json_array_foreach(best, j, e) {
             const char *key;

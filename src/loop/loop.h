@@ -9,6 +9,7 @@
 #include "kforge.h"
 #include "../search/builtin.h"
 #include "../store/store.h"
+#include "../util/util.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -32,6 +33,11 @@ typedef struct {
 } kf_node_vec;
 int kf_loop_collect(void *vec, const kf_node *n);
 void kf_loop_vec_free(kf_node_vec *a);
+/* The run's seals for tree, best, export and resume (docs/run.md "Seals"):
+ * {"seals": "sealed"|"unsealed"|"key missing", "key": path|null, "tampered": [ids]}
+ * (the caller's), and when b is given a warning line into it for tampered nodes, an
+ * unsealed run or a missing key. */
+json_t *kf_loop_integrity(kf_store *st, const kf_node *v, size_t n, kf_buf *b);
 
 /* Lessons as the builtin's prior (prior.c, docs/run.md "Lessons"). kf_loop_lessons_prior:
  * open the lessons database at path (KF_EUSAGE when it is missing, unreadable or not

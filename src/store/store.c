@@ -29,11 +29,15 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,6 +76,9 @@ static const char *const builtin_migrations[] = {
     "  node INTEGER REFERENCES nodes(id), kind TEXT NOT NULL, json TEXT,"
     "  created REAL NOT NULL);"
     "CREATE INDEX events_node ON events(node);",
+    /* 1 -> 2: seals (docs/run.md "Seals"): the run's key id, each finished node's seal */
+    "ALTER TABLE runs ADD COLUMN key_id TEXT;"
+    "ALTER TABLE nodes ADD COLUMN seal TEXT;",
 };
 
 static const char *const *migrations = builtin_migrations;
@@ -90,7 +97,7 @@ void kf_store__set_migrations(const char *const *steps, int n) {
 #define NODE_COLS                                                                       \
     "id, parent, src_hash, ext, params_json, proposer, category, state, reasons,"       \
     " verdict_json, shapes_json, speedup, cost_s, tokens_in, tokens_out, created,"      \
-    " finished, note"
+    " finished, note, seal"
 
 enum { Q_ADD, Q_FINISH, Q_GET, Q_EACH, Q_UNFINISHED, Q_CONSTRAINT, Q_EACH_CONSTRAINT,
        Q_SAVEPOINT, Q_EVENT, Q_STATUS, Q_COUNT };
@@ -101,7 +108,9 @@ static const char *const queries[Q_COUNT] = {
               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 'proposed', ?8, ?9, ?10, ?11, ?12)",
     [Q_FINISH] = "UPDATE nodes SET state = ?1, reasons = ?2, verdict_json = ?3,"
                  " shapes_json = ?4, speedup = ?5, cost_s = ?6, tokens_in = ?7,"
-                 " tokens_out = ?8, finished = ?9, note = coalesce(?10, note)"
+                 " tokens_out = ?8, finished = ?9, note = coalesce(?10, note),"
+                 " seal = kf_seal(id, parent, src_hash, ext, params_json, proposer, category,"
+                 "                ?1, ?2, ?3, ?4, ?5)"
                  " WHERE id = ?11 AND run = ?12",
     [Q_GET] = "SELECT " NODE_COLS " FROM nodes WHERE id = ?1 AND run = ?2",
     [Q_EACH] = "SELECT " NODE_COLS " FROM nodes WHERE run = ?1 ORDER BY id",
@@ -124,7 +133,16 @@ struct kf_store {
     int64_t run;
     int srcfd; /* RUN/src */
     sqlite3_stmt *q[Q_COUNT];
+    /* seals: key_id "" for a run made before seals; keyed once the key file was read */
+    char key_id[33], key_path[4200];
+    unsigned char key[32];
+    int keyed;
+    char tamper_note[512]; /* a borrowed row's note when its seal does not match */
 };
+
+static kf_status key_create(kf_store *s);
+static kf_status key_load(kf_store *s);
+static void sql_seal(sqlite3_context *cx, int argc, sqlite3_value **v);
 
 /* ---- node states ---------------------------------------------------------------- */
 
@@ -253,6 +271,7 @@ void kf_store_close(kf_store *s) {
     for (int i = 0; i < Q_COUNT; i++) sqlite3_finalize(s->q[i]);
     if (s->db) sqlite3_close(s->db);
     if (s->srcfd >= 0) close(s->srcfd);
+    OPENSSL_cleanse(s->key, sizeof s->key);
     free(s->dir);
     free(s->dbpath);
     free(s->task_dir);
@@ -397,6 +416,10 @@ static kf_status migrate(kf_store *s) {
 }
 
 static kf_status prepare_all(kf_store *s) {
+    /* DIRECTONLY: a trigger or view planted in run.db cannot call it to forge a seal */
+    int frc = sqlite3_create_function(s->db, "kf_seal", 12, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY,
+                                      s, sql_seal, NULL, NULL);
+    if (frc) return serr(s, frc, "registering kf_seal");
     for (int i = 0; i < Q_COUNT; i++) {
         int rc = sqlite3_prepare_v3(s->db, queries[i], -1, SQLITE_PREPARE_PERSISTENT, &s->q[i],
                                     NULL);
@@ -444,7 +467,7 @@ static kf_status open_src(kf_store *s, int create) {
 /* Read the run's row. */
 static kf_status load_run(kf_store *s) {
     sqlite3_stmt *q = NULL;
-    int rc = sqlite3_prepare_v2(s->db, "SELECT id, task_dir, task_fingerprint, config_json"
+    int rc = sqlite3_prepare_v2(s->db, "SELECT id, task_dir, task_fingerprint, config_json, key_id"
                                 " FROM runs ORDER BY id LIMIT 1", -1, &q, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_step(q);
     kf_status st = KF_OK;
@@ -464,9 +487,18 @@ static kf_status load_run(kf_store *s) {
             s->task_dir = kf__strdup(td ? td : "");
             s->config = cf ? kf__strdup(cf) : NULL;
             if (!s->task_dir || (cf && !s->config)) st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+            const char *kid = (const char *)sqlite3_column_text(q, 4);
+            s->key_id[0] = 0;
+            if (kid) {
+                size_t kl = strlen(kid), i = 0;
+                while (i < kl && ((kid[i] >= '0' && kid[i] <= '9') || (kid[i] >= 'a' && kid[i] <= 'f'))) i++;
+                if (kl != 32 || i != kl) st = kf__err(s->ctx, KF_EIO, "%s: the run's key id is damaged", s->dbpath);
+                else memcpy(s->key_id, kid, 33);
+            }
         }
     }
     sqlite3_finalize(q);
+    if (!st && s->key_id[0] && !s->keyed) st = key_load(s);
     return st;
 }
 
@@ -502,9 +534,10 @@ kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
         goto fail;
     }
     if ((st = migrate_steps(s, 0))) goto fail;
+    if ((st = key_create(s))) goto fail;
     sqlite3_stmt *q = NULL;
     rc = sqlite3_prepare_v2(s->db, "INSERT INTO runs(task_dir, task_fingerprint, backend,"
-                            " config_json, created, status) VALUES(?1, ?2, ?3, ?4, ?5, 'running')",
+                            " config_json, created, status, key_id) VALUES(?1, ?2, ?3, ?4, ?5, 'running', ?6)",
                             -1, &q, NULL);
     if (rc == SQLITE_OK) {
         bind_text(q, 1, abs ? abs : task->dir);
@@ -512,6 +545,7 @@ kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
         bind_text(q, 3, task->backend ? task->backend : "");
         bind_text(q, 4, config_json);
         sqlite3_bind_double(q, 5, now_s());
+        bind_text(q, 6, s->key_id);
         rc = sqlite3_step(q);
         rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
     }
@@ -708,6 +742,179 @@ kf_status kf_store_read_source(kf_store *s, const char *hash, const char *ext, c
     return KF_OK;
 }
 
+/* ---- seals ------------------------------------------------------------------------- */
+
+/* Seals make a hand-edited run.db visible (docs/run.md "Seals"). Each run has a random
+ * 256-bit key in a file of its own OUTSIDE the run directory (keys_dir); run.db names it
+ * (runs.key_id). Every finished node carries seal = HMAC-SHA256(key, its outcome and
+ * identity), written in the same UPDATE as the outcome. A reader recomputes it: a node
+ * whose row does not match (state set to kept, speedup raised, source swapped) is read as
+ * rejected with reason "tampered". What it stops: editing run.db (or copying rows between
+ * runs) without the key. What it does not: someone who can read the key file (the same
+ * user, deliberately), or deleting key_id (the run then reads as "unsealed", and says so). */
+
+void kf_store_keys_dir(char *out, size_t n) {
+    const char *k = getenv("KFORGE_KEYS"), *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    if (k && *k) snprintf(out, n, "%s", k);
+    else if (xdg && *xdg) snprintf(out, n, "%s/kforge/keys", xdg);
+    else if (home && *home) snprintf(out, n, "%s/.local/share/kforge/keys", home);
+    else snprintf(out, n, ".kforge-keys");
+}
+
+static void hex(const unsigned char *b, size_t n, char *out) {
+    static const char d[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) out[2 * i] = d[b[i] >> 4], out[2 * i + 1] = d[b[i] & 15];
+    out[2 * n] = 0;
+}
+
+static int unhex(const char *h, unsigned char *out, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = 0;
+        for (int k = 0; k < 2; k++) {
+            char c = h[2 * i + k];
+            int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (x < 0) return -1;
+            v = v * 16 + (unsigned)x;
+        }
+        out[i] = (unsigned char)v;
+    }
+    return h[2 * n] && h[2 * n] != '\n' ? -1 : 0;
+}
+
+static int fill_random(unsigned char *b, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom(b + got, n - got, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* A new key: s->key, s->key_id, and its file (mode 0600, in a 0700 directory). */
+static kf_status key_create(kf_store *s) {
+    unsigned char id[16];
+    char dir[4096], body[66];
+    if (fill_random(id, sizeof id) || fill_random(s->key, sizeof s->key))
+        return kf__err(s->ctx, KF_EIO, "getrandom: %s (the run's seal key)", strerror(errno));
+    hex(id, sizeof id, s->key_id);
+    kf_store_keys_dir(dir, sizeof dir);
+    snprintf(s->key_path, sizeof s->key_path, "%s/%s.key", dir, s->key_id);
+    if (kf__mkdirs(dir))
+        return kf__err(s->ctx, KF_EIO, "%s: %s (where runs' seal keys are kept; set KFORGE_KEYS to "
+                       "another directory)", dir, strerror(errno));
+    int fd = open(s->key_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return kf__err(s->ctx, KF_EIO, "%s: %s (the run's seal key)", s->key_path, strerror(errno));
+    hex(s->key, sizeof s->key, body);
+    body[64] = '\n';
+    int bad = write(fd, body, 65) != 65 || fsync(fd);
+    int e = errno;
+    if (close(fd) || bad) {
+        unlink(s->key_path);
+        return kf__err(s->ctx, KF_EIO, "%s: %s (the run's seal key)", s->key_path, strerror(bad ? e : errno));
+    }
+    s->keyed = 1;
+    return KF_OK;
+}
+
+/* Read the key named by s->key_id; a missing file leaves s->keyed 0 (readers say so). */
+static kf_status key_load(kf_store *s) {
+    char dir[4096], body[80];
+    kf_store_keys_dir(dir, sizeof dir);
+    snprintf(s->key_path, sizeof s->key_path, "%s/%s.key", dir, s->key_id);
+    int fd = open(s->key_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return KF_OK;
+        return kf__err(s->ctx, KF_EIO, "%s: %s (the run's seal key)", s->key_path, strerror(errno));
+    }
+    ssize_t n = read(fd, body, sizeof body - 1);
+    close(fd);
+    body[n > 0 ? n : 0] = 0;
+    if (n < 64 || unhex(body, s->key, sizeof s->key))
+        return kf__err(s->ctx, KF_EIO, "%s: not a kforge seal key (64 hex digits)", s->key_path);
+    s->keyed = 1;
+    return KF_OK;
+}
+
+static void seal_part(EVP_MAC_CTX *m, const char *p) {
+    char len[32];
+    if (!p) {
+        EVP_MAC_update(m, (const unsigned char *)"N;", 2);
+        return;
+    }
+    int k = snprintf(len, sizeof len, "%zu:", strlen(p));
+    EVP_MAC_update(m, (const unsigned char *)len, (size_t)k);
+    EVP_MAC_update(m, (const unsigned char *)p, strlen(p));
+    EVP_MAC_update(m, (const unsigned char *)";", 1);
+}
+
+/* The seal of a node's outcome and identity (64 hex + NUL); -1 when OpenSSL fails. */
+static int seal_of(const kf_store *s, const kf_node *n, char out[65]) {
+    char num[4][40];
+    snprintf(num[0], sizeof num[0], "%lld", (long long)n->id);
+    snprintf(num[1], sizeof num[1], "%lld", (long long)n->parent);
+    snprintf(num[2], sizeof num[2], "%.17g", n->speedup);
+    snprintf(num[3], sizeof num[3], "%lld", (long long)s->run);
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    EVP_MAC_CTX *m = mac ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM prm[] = {OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0), OSSL_PARAM_construct_end()};
+    unsigned char md[32];
+    size_t mdlen = 0;
+    int ok = m && EVP_MAC_init(m, s->key, sizeof s->key, prm);
+    if (ok) {
+        const char *parts[] = {"kforge-seal-1", s->fingerprint, num[3], num[0], num[1], n->src_hash, n->ext,
+                               n->params_json, n->proposer, n->category, kf_node_state_name(n->state),
+                               n->reasons, n->verdict_json, n->shapes_json, num[2]};
+        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) seal_part(m, parts[i]);
+        ok = EVP_MAC_final(m, md, &mdlen, sizeof md) && mdlen == sizeof md;
+    }
+    EVP_MAC_CTX_free(m);
+    EVP_MAC_free(mac);
+    if (!ok) return -1;
+    hex(md, sizeof md, out);
+    return 0;
+}
+
+/* SQL kf_seal(id, parent, src_hash, ext, params_json, proposer, category, state,
+ * reasons, verdict_json, shapes_json, speedup): the seal of the row as the UPDATE leaves
+ * it (identity from the row, outcome from the bindings), NULL for an unfinished state or
+ * a run without its key. One statement writes the outcome and its seal. */
+static void sql_seal(sqlite3_context *cx, int argc, sqlite3_value **v) {
+    kf_store *s = sqlite3_user_data(cx);
+    kf_node n;
+    memset(&n, 0, sizeof n);
+    const char *state = (const char *)sqlite3_value_text(v[7]);
+    if (argc != 12 || !s->keyed || !state || kf_node_state_parse(state, &n.state) ||
+        kf_node_state_unfinished(n.state)) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    n.id = sqlite3_value_int64(v[0]);
+    n.parent = sqlite3_value_int64(v[1]);
+    snprintf(n.src_hash, sizeof n.src_hash, "%s", sqlite3_value_text(v[2]) ? (const char *)sqlite3_value_text(v[2]) : "");
+    snprintf(n.ext, sizeof n.ext, "%s", sqlite3_value_text(v[3]) ? (const char *)sqlite3_value_text(v[3]) : "");
+    n.params_json = (char *)sqlite3_value_text(v[4]);
+    snprintf(n.proposer, sizeof n.proposer, "%s", sqlite3_value_text(v[5]) ? (const char *)sqlite3_value_text(v[5]) : "");
+    snprintf(n.category, sizeof n.category, "%s", sqlite3_value_text(v[6]) ? (const char *)sqlite3_value_text(v[6]) : "");
+    n.reasons = (char *)sqlite3_value_text(v[8]);
+    n.verdict_json = (char *)sqlite3_value_text(v[9]);
+    n.shapes_json = (char *)sqlite3_value_text(v[10]);
+    n.speedup = sqlite3_value_double(v[11]);
+    char out[65];
+    if (seal_of(s, &n, out)) {
+        sqlite3_result_error(cx, "computing a seal failed", -1);
+        return;
+    }
+    sqlite3_result_text(cx, out, 64, SQLITE_TRANSIENT);
+}
+
+const char *kf_store_seal_state(const kf_store *s) {
+    return !s->key_id[0] ? "unsealed" : s->keyed ? "sealed" : "key missing";
+}
+
+const char *kf_store_key_path(const kf_store *s) { return s->key_id[0] ? s->key_path : NULL; }
+
 /* ---- nodes ------------------------------------------------------------------------- */
 
 static const char *col_text(sqlite3_stmt *q, int i) {
@@ -747,6 +954,37 @@ static kf_status row_node(kf_store *s, sqlite3_stmt *q, kf_node *n, int copy) {
             *dst[i] = (char *)t;
         } else if (!(*dst[i] = kf__strdup(t))) {
             goto oom;
+        }
+    }
+    /* a finished node of a sealed run must match its seal; one that does not is read as
+     * what it is: rejected, "tampered", with what the row claimed in its note */
+    if (s->keyed && !kf_node_state_unfinished(n->state)) {
+        const char *seal = col_text(q, 18);
+        char want[65];
+        if (seal_of(s, n, want)) return kf__err(s->ctx, KF_EINTERNAL, "%s: computing a seal failed", s->dbpath);
+        if (!seal || strlen(seal) != 64 || CRYPTO_memcmp(seal, want, 64)) {
+            char claim[512];
+            snprintf(claim, sizeof claim,
+                     "run.db was changed outside kforge: node %lld's recorded outcome (%s, %.3fx) does not "
+                     "match its seal, so none of it is trusted",
+                     (long long)n->id, kf_node_state_name(n->state), n->speedup);
+            n->state = KF_NODE_REJECTED;
+            n->speedup = 0;
+            n->tampered = 1;
+            if (copy) {
+                free(n->reasons);
+                free(n->note);
+                free(n->shapes_json);
+                n->shapes_json = NULL;
+                n->reasons = kf__strdup("tampered");
+                n->note = kf__strdup(claim);
+                if (!n->reasons || !n->note) goto oom;
+            } else {
+                snprintf(s->tamper_note, sizeof s->tamper_note, "%s", claim);
+                n->reasons = (char *)"tampered";
+                n->note = s->tamper_note;
+                n->shapes_json = NULL;
+            }
         }
     }
     return KF_OK;
@@ -816,6 +1054,10 @@ kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
         return kf__err(s->ctx, KF_EUSAGE, "kf_store_finish_node: node %lld: state %d, speedup "
                        "%g, cost %g, finished %g", (long long)n->id, (int)n->state, n->speedup,
                        n->cost_s, n->finished);
+    if (s->key_id[0] && !s->keyed)
+        return kf__err(s->ctx, KF_EUSAGE, "%s: this run's seal key %s is not on this machine: outcomes "
+                       "cannot be recorded (copy the key there, or set KFORGE_KEYS to its directory)",
+                       s->dbpath, s->key_path);
     /* the Critic's veto is mechanical: kept only with its approval on record */
     if (n->state == KF_NODE_KEPT) {
         sqlite3_stmt *a = NULL;
@@ -887,6 +1129,39 @@ kf_status kf_store_each_node(kf_store *s, int (*fn)(void *, const kf_node *), vo
     }
     if (!st && rc != SQLITE_ROW && rc != SQLITE_DONE) st = serr(s, rc, "reading the nodes");
     sqlite3_reset(q);
+    return st;
+}
+
+typedef struct {
+    int64_t *v;
+    size_t n, cap;
+    int oom;
+} id_list;
+
+static int collect_tampered(void *arg, const kf_node *n) {
+    id_list *l = arg;
+    if (!n->tampered) return 0;
+    if (l->n == l->cap) {
+        size_t c = l->cap ? l->cap * 2 : 8;
+        int64_t *p = realloc(l->v, c * sizeof *p);
+        if (!p) return l->oom = 1;
+        l->v = p, l->cap = c;
+    }
+    l->v[l->n++] = n->id;
+    return 0;
+}
+
+kf_status kf_store_tampered(kf_store *s, int64_t **ids, size_t *n) {
+    if (!s || !ids || !n) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_tampered: NULL argument");
+    id_list l = {0};
+    kf_status st = kf_store_each_node(s, collect_tampered, &l);
+    if (!st && l.oom) st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+    if (st) {
+        free(l.v);
+        l.v = NULL, l.n = 0;
+    }
+    *ids = l.v;
+    *n = l.n;
     return st;
 }
 

@@ -69,6 +69,7 @@ typedef struct {
     int64_t review_tokens;  /* not stored: this evaluation's advisory review (part of tokens_in) */
     double created, finished;      /* Unix seconds; finished 0 while unfinished */
     char *note;
+    int tampered;                  /* not stored: read as rejected, its row did not match its seal */
 } kf_node;
 
 /* A constraint learnt from a failure (docs/run.md). scope 0: the whole run; N > 0: the
@@ -159,6 +160,21 @@ kf_status kf_store_each_event(kf_store *s, const char *kind,
                               int (*fn)(void *arg, int64_t id, int64_t node, const char *json,
                                         double created),
                               void *arg);
+
+/* Seals (docs/run.md "Seals"): every finished node of a run carries an HMAC of its
+ * outcome and identity under a key kept outside the run directory, in
+ * kf_store_keys_dir: $KFORGE_KEYS, else $XDG_DATA_HOME/kforge/keys, else
+ * ~/.local/share/kforge/keys. A node whose row does not match is read (get_node,
+ * each_node) as rejected with reasons "tampered" and tampered = 1. The run's state:
+ * "sealed", "unsealed" (made before seals, or its key id removed: nothing is verified)
+ * or "key missing" (not verified; outcomes cannot be recorded). */
+void kf_store_keys_dir(char *out, size_t n);
+const char *kf_store_seal_state(const kf_store *s);
+/* The key file's path (NULL for an unsealed run). */
+const char *kf_store_key_path(const kf_store *s);
+/* The ids of the nodes read as tampered, ascending (*ids NULL when *n is 0; the
+ * caller's: free()). */
+kf_status kf_store_tampered(kf_store *s, int64_t **ids, size_t *n);
 
 /* PRAGMA integrity_check: KF_OK, or KF_EIO with SQLite's first complaint. */
 kf_status kf_store_check(kf_store *s);
