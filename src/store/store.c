@@ -137,6 +137,7 @@ struct kf_store {
     char key_id[33], key_path[4200];
     unsigned char key[32];
     int keyed;
+    EVP_MAC_CTX *mac;      /* HMAC-SHA256 initialised with the key, duplicated per seal */
     char tamper_note[512]; /* a borrowed row's note when its seal does not match */
 };
 
@@ -272,6 +273,7 @@ void kf_store_close(kf_store *s) {
     if (s->db) sqlite3_close(s->db);
     if (s->srcfd >= 0) close(s->srcfd);
     OPENSSL_cleanse(s->key, sizeof s->key);
+    EVP_MAC_CTX_free(s->mac);
     free(s->dir);
     free(s->dbpath);
     free(s->task_dir);
@@ -792,6 +794,21 @@ static int fill_random(unsigned char *b, size_t n) {
     return 0;
 }
 
+/* s->mac: HMAC-SHA256 keyed with s->key (0, or -1 when OpenSSL has no HMAC). */
+static int mac_init(kf_store *s) {
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    EVP_MAC_CTX *m = mac ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM prm[] = {OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0), OSSL_PARAM_construct_end()};
+    int ok = m && EVP_MAC_init(m, s->key, sizeof s->key, prm);
+    EVP_MAC_free(mac); /* the context holds its own reference */
+    if (!ok) {
+        EVP_MAC_CTX_free(m);
+        return -1;
+    }
+    s->mac = m;
+    return 0;
+}
+
 /* A new key: s->key, s->key_id, and its file (mode 0600, in a 0700 directory). */
 static kf_status key_create(kf_store *s) {
     unsigned char id[16];
@@ -814,6 +831,7 @@ static kf_status key_create(kf_store *s) {
         unlink(s->key_path);
         return kf__err(s->ctx, KF_EIO, "%s: %s (the run's seal key)", s->key_path, strerror(bad ? e : errno));
     }
+    if (mac_init(s)) return kf__err(s->ctx, KF_EINTERNAL, "OpenSSL has no HMAC-SHA256 (the run's seals)");
     s->keyed = 1;
     return KF_OK;
 }
@@ -833,6 +851,7 @@ static kf_status key_load(kf_store *s) {
     body[n > 0 ? n : 0] = 0;
     if (n < 64 || unhex(body, s->key, sizeof s->key))
         return kf__err(s->ctx, KF_EIO, "%s: not a kforge seal key (64 hex digits)", s->key_path);
+    if (mac_init(s)) return kf__err(s->ctx, KF_EINTERNAL, "OpenSSL has no HMAC-SHA256 (the run's seals)");
     s->keyed = 1;
     return KF_OK;
 }
@@ -856,12 +875,10 @@ static int seal_of(const kf_store *s, const kf_node *n, char out[65]) {
     snprintf(num[1], sizeof num[1], "%lld", (long long)n->parent);
     snprintf(num[2], sizeof num[2], "%.17g", n->speedup);
     snprintf(num[3], sizeof num[3], "%lld", (long long)s->run);
-    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    EVP_MAC_CTX *m = mac ? EVP_MAC_CTX_new(mac) : NULL;
-    OSSL_PARAM prm[] = {OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0), OSSL_PARAM_construct_end()};
+    EVP_MAC_CTX *m = s->mac ? EVP_MAC_CTX_dup(s->mac) : NULL;
     unsigned char md[32];
     size_t mdlen = 0;
-    int ok = m && EVP_MAC_init(m, s->key, sizeof s->key, prm);
+    int ok = m != NULL;
     if (ok) {
         const char *parts[] = {"kforge-seal-1", s->fingerprint, num[3], num[0], num[1], n->src_hash, n->ext,
                                n->params_json, n->proposer, n->category, kf_node_state_name(n->state),
@@ -870,7 +887,6 @@ static int seal_of(const kf_store *s, const kf_node *n, char out[65]) {
         ok = EVP_MAC_final(m, md, &mdlen, sizeof md) && mdlen == sizeof md;
     }
     EVP_MAC_CTX_free(m);
-    EVP_MAC_free(mac);
     if (!ok) return -1;
     hex(md, sizeof md, out);
     return 0;
