@@ -502,8 +502,10 @@ static json_t *node_of(json_t *tree, int64_t id) {
 /* Seals (docs/run.md "Seals", redteam-notes H9): run.db edited by hand - a speedup
  * raised, a reverted node set kept with a forged approval, a kept node pointed at
  * another source - is read as rejected "tampered" by tree, best and export, and said
- * so; a missing key stops resume with a clear error; an unsealed run says it is not
- * tamper-evident. An honest run verifies clean before and after a resume. */
+ * so; a missing key stops resume with a clear error; the run's own row edited (its
+ * settings, a second row) makes the run "tampered", refused by resume and submit; an
+ * unsealed run says it is not tamper-evident. An honest run verifies clean before and
+ * after a resume. */
 static void t_sealed(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-seal-XXXXXX", run[256], args[1024], out[1 << 16];
@@ -587,6 +589,37 @@ static void t_sealed(const void *arg) {
                           json_string_value(json_object_get(node_of(t, 4), "reasons")) : "", "tampered"),
            "%s", json_dumps(t, 0));
     CHECK(json_array_size(json_object_get(json_object_get(t, "integrity"), "tampered")) == ntamp);
+    json_decref(t);
+
+    /* the run's own row: its settings loosened (what tool mode judges by), or a second
+     * run row: tree warns, resume and submit refuse */
+    char run2[300];
+    snprintf(run2, sizeof run2, "%s/r2", dir);
+    snprintf(args, sizeof args, "run tasks/c/sum --budget 0 --run %s %s 2>&1", run2, timing);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    sql(run2, "UPDATE runs SET config_json = json_set(config_json, '$.hidden', 0)");
+    t = tree_json(run2);
+    CHECKF(!strcmp(json_string_value(json_object_get(json_object_get(t, "integrity"), "seals")), "tampered"), "%s",
+           json_dumps(json_object_get(t, "integrity"), 0));
+    json_decref(t);
+    snprintf(args, sizeof args, "tree %s", run2);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "the run's own row"), "%s", out);
+    snprintf(args, sizeof args, "run --resume %s --budget 1 %s 2>&1", run2, timing);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "does not match its seal"), "%s", out);
+    snprintf(args, sizeof args, "submit %s --parent 0 tasks/c/sum/candidates/fast.c %s 2>&1", run2, timing);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "does not match its seal"), "%s", out);
+    snprintf(args, sizeof args, "%s/r3", dir);
+    snprintf(out, sizeof out, "run tasks/c/sum --budget 0 --run %s %s 2>&1", args, timing);
+    {
+        char cmd[1024], o2[4096];
+        snprintf(cmd, sizeof cmd, "%s", out);
+        CHECKF(cli(cmd, o2, sizeof o2) == 0, "%s", o2);
+    }
+    sql(args, "INSERT INTO runs(task_dir, task_fingerprint, backend, config_json, created, status, key_id, seal) "
+              "SELECT task_dir, task_fingerprint, backend, config_json, created, status, key_id, seal FROM runs");
+    t = tree_json(args);
+    CHECKF(!strcmp(json_string_value(json_object_get(json_object_get(t, "integrity"), "seals")), "tampered"),
+           "a second run row: %s", json_dumps(json_object_get(t, "integrity"), 0));
     json_decref(t);
 
     /* key id removed: nothing verified any more, and the run says so */

@@ -490,6 +490,10 @@ json_t *kf_loop_integrity(kf_store *st, const kf_node *v, size_t n, kf_buf *b) {
     if (b && !strcmp(state, "unsealed"))
         kf_buf_printf(b, "note: this run has no seals (made before kforge sealed outcomes, or its key id was "
                          "removed from run.db): its recorded outcomes are not tamper-evident\n");
+    if (b && !strcmp(state, "tampered"))
+        kf_buf_printf(b, "WARNING: run.db was changed outside kforge: the run's own row (task fingerprint or settings) "
+                         "does not match its seal: nothing more can be recorded in this run, and its settings are "
+                         "not to be trusted\n");
     if (b && !strcmp(state, "key missing"))
         kf_buf_printf(b, "warning: this run's seal key %s is not on this machine: its recorded outcomes are not "
                          "verified (set KFORGE_KEYS to the directory that holds it)\n", kp);
@@ -1349,6 +1353,21 @@ static kf_status tool_settings(run_state *r, const kf_run_opts *o) {
     return KF_OK;
 }
 
+/* A run whose key is elsewhere, or whose own row was edited, takes no more outcomes:
+ * resume and tool mode say so before any work. */
+static kf_status seals_usable(kf_ctx *ctx, const char *dir, kf_store *st) {
+    const char *s = kf_store_seal_state(st);
+    if (!strcmp(s, "key missing"))
+        return kf__err(ctx, KF_EUSAGE, "%s: this run's seal key %s is not on this machine: its outcomes cannot be "
+                                       "verified or recorded (copy the key there, or set KFORGE_KEYS to its directory)",
+                       dir, kf_store_key_path(st));
+    if (!strcmp(s, "tampered"))
+        return kf__err(ctx, KF_EUSAGE, "%s: run.db was changed outside kforge: the run's own row (task fingerprint or "
+                                       "settings) does not match its seal, so nothing more is recorded in it",
+                       dir);
+    return KF_OK;
+}
+
 /* Open an existing run for tool mode or resume: the task from the run, its fingerprint
  * checked. */
 static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, run_state *r) {
@@ -1365,7 +1384,8 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, run_state *r) {
     kf_store_close(peek);
     if ((st = kf_task_load(ctx, td, &r->t))) return st;
     snprintf(r->run_dir, sizeof r->run_dir, "%s", o->run_dir);
-    if (!(st = kf_store_open(ctx, r->run_dir, r->t, &r->st))) st = tool_settings(r, o);
+    if (!(st = kf_store_open(ctx, r->run_dir, r->t, &r->st)) && !(st = seals_usable(ctx, r->run_dir, r->st)))
+        st = tool_settings(r, o);
     if (st || (st = critic_setup(r))) {
         kf_store_close(r->st);
         r->st = NULL;
@@ -1614,10 +1634,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     }
     if (o->resume) {
         st = kf_store_open(ctx, r.run_dir, r.t, &r.st);
-        if (!st && !strcmp(kf_store_seal_state(r.st), "key missing"))
-            st = kf__err(ctx, KF_EUSAGE, "%s: this run's seal key %s is not on this machine: its outcomes cannot be "
-                                         "verified or recorded (copy the key there, or set KFORGE_KEYS to its directory)",
-                         r.run_dir, kf_store_key_path(r.st));
+        if (!st) st = seals_usable(ctx, r.run_dir, r.st);
     } else {
         char *cs = config_json(o, spec);
         st = kf_store_create(ctx, r.run_dir, r.t, cs, &r.st);

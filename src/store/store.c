@@ -78,6 +78,7 @@ static const char *const builtin_migrations[] = {
     "CREATE INDEX events_node ON events(node);",
     /* 1 -> 2: seals (docs/run.md "Seals"): the run's key id, each finished node's seal */
     "ALTER TABLE runs ADD COLUMN key_id TEXT;"
+    "ALTER TABLE runs ADD COLUMN seal TEXT;"
     "ALTER TABLE nodes ADD COLUMN seal TEXT;",
 };
 
@@ -138,12 +139,14 @@ struct kf_store {
     unsigned char key[32];
     int keyed;
     EVP_MAC_CTX *mac;      /* HMAC-SHA256 initialised with the key, duplicated per seal */
+    int run_tampered;      /* the run's row (fingerprint, settings) does not match its seal */
     char tamper_note[512]; /* a borrowed row's note when its seal does not match */
 };
 
 static kf_status key_create(kf_store *s);
 static kf_status key_load(kf_store *s);
 static void sql_seal(sqlite3_context *cx, int argc, sqlite3_value **v);
+static int run_seal_of(const kf_store *s, const char *config, char out[65]);
 
 /* ---- node states ---------------------------------------------------------------- */
 
@@ -469,8 +472,8 @@ static kf_status open_src(kf_store *s, int create) {
 /* Read the run's row. */
 static kf_status load_run(kf_store *s) {
     sqlite3_stmt *q = NULL;
-    int rc = sqlite3_prepare_v2(s->db, "SELECT id, task_dir, task_fingerprint, config_json, key_id"
-                                " FROM runs ORDER BY id LIMIT 1", -1, &q, NULL);
+    int rc = sqlite3_prepare_v2(s->db, "SELECT id, task_dir, task_fingerprint, config_json, key_id, seal,"
+                                " (SELECT count(*) FROM runs) FROM runs ORDER BY id LIMIT 1", -1, &q, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_step(q);
     kf_status st = KF_OK;
     if (rc == SQLITE_DONE) {
@@ -499,8 +502,18 @@ static kf_status load_run(kf_store *s) {
             }
         }
     }
+    char rseal[65] = "";
+    int nruns = rc == SQLITE_ROW ? sqlite3_column_int(q, 6) : 0;
+    if (rc == SQLITE_ROW && sqlite3_column_text(q, 5))
+        snprintf(rseal, sizeof rseal, "%s", (const char *)sqlite3_column_text(q, 5));
     sqlite3_finalize(q);
     if (!st && s->key_id[0] && !s->keyed) st = key_load(s);
+    if (!st && s->keyed) {
+        char want[65];
+        if (run_seal_of(s, s->config, want)) return kf__err(s->ctx, KF_EINTERNAL, "%s: computing a seal failed", s->dbpath);
+        /* a run.db holds one run: a second row is not kforge's either */
+        s->run_tampered = nruns != 1 || strlen(rseal) != 64 || CRYPTO_memcmp(rseal, want, 64);
+    }
     return st;
 }
 
@@ -550,12 +563,23 @@ kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
         bind_text(q, 6, s->key_id);
         rc = sqlite3_step(q);
         rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+        s->run = sqlite3_last_insert_rowid(s->db);
     }
     sqlite3_finalize(q);
     if (rc == SQLITE_OK) {
         char sql[160];
         snprintf(sql, sizeof sql, "INSERT INTO meta(key, value) VALUES('created_by', 'kforge %s')",
                  KF_VERSION);
+        rc = exec1(s->db, sql);
+    }
+    if (rc == SQLITE_OK) { /* the run's own seal, in the same transaction */
+        char rs[65], sql[200];
+        memcpy(s->fingerprint, fp, 65);
+        if (run_seal_of(s, config_json, rs)) {
+            st = kf__err(ctx, KF_EINTERNAL, "computing the run's seal failed");
+            goto fail;
+        }
+        snprintf(sql, sizeof sql, "UPDATE runs SET seal = '%s' WHERE id = %lld", rs, (long long)s->run);
         rc = exec1(s->db, sql);
     }
     if (rc == SQLITE_OK) rc = exec1(s->db, "COMMIT");
@@ -925,8 +949,28 @@ static void sql_seal(sqlite3_context *cx, int argc, sqlite3_value **v) {
     sqlite3_result_text(cx, out, 64, SQLITE_TRANSIENT);
 }
 
+/* The seal of the run's own row: what tool mode and resume judge by (the Critic's
+ * settings, --hidden, timing options in config_json) and the fingerprint. */
+static int run_seal_of(const kf_store *s, const char *config, char out[65]) {
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)s->run);
+    EVP_MAC_CTX *m = s->mac ? EVP_MAC_CTX_dup(s->mac) : NULL;
+    unsigned char md[32];
+    size_t mdlen = 0;
+    int ok = m != NULL;
+    if (ok) {
+        const char *parts[] = {"kforge-run-seal-1", num, s->fingerprint, s->key_id, config};
+        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) seal_part(m, parts[i]);
+        ok = EVP_MAC_final(m, md, &mdlen, sizeof md) && mdlen == sizeof md;
+    }
+    EVP_MAC_CTX_free(m);
+    if (!ok) return -1;
+    hex(md, sizeof md, out);
+    return 0;
+}
+
 const char *kf_store_seal_state(const kf_store *s) {
-    return !s->key_id[0] ? "unsealed" : s->keyed ? "sealed" : "key missing";
+    return !s->key_id[0] ? "unsealed" : !s->keyed ? "key missing" : s->run_tampered ? "tampered" : "sealed";
 }
 
 const char *kf_store_key_path(const kf_store *s) { return s->key_id[0] ? s->key_path : NULL; }
@@ -1074,6 +1118,9 @@ kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
         return kf__err(s->ctx, KF_EUSAGE, "%s: this run's seal key %s is not on this machine: outcomes "
                        "cannot be recorded (copy the key there, or set KFORGE_KEYS to its directory)",
                        s->dbpath, s->key_path);
+    if (s->run_tampered)
+        return kf__err(s->ctx, KF_EUSAGE, "%s: the run's own row (task fingerprint, settings) was changed outside "
+                       "kforge: nothing more is recorded in this run", s->dbpath);
     /* the Critic's veto is mechanical: kept only with its approval on record */
     if (n->state == KF_NODE_KEPT) {
         sqlite3_stmt *a = NULL;
