@@ -22,7 +22,10 @@ run "$K" check "$T" tests/redteam/12_softmax_every_other_row.c
 echo
 echo "The optimisation loop: the builtin proposer walks the template's kforge:param space;"
 echo "every evaluation is checked, timed against its parent and recorded (docs/run.md):"
-R=$(mktemp -d)/run
+D=$(mktemp -d)
+R=$D/run
+# the run's seal key (docs/run.md "Seals") beside it, so the demo leaves nothing behind
+export KFORGE_KEYS=$D/keys
 run "$K" run "$T" --budget 6 --run "$R" --min-runs 8 --max-runs 20 --min-time 0.05
 run "$K" tree "$R"
 run "$K" best "$R"
