@@ -570,6 +570,45 @@ static void t_sealed(const void *arg) {
     cli(args, out, sizeof out);
     CHECKF(!strstr(out, "50.000x") && !strstr(out, "40.000x"), "export used a tampered figure: %s", out);
 
+    /* redteam-notes/seal: a trigger planted to rewrite rows as kforge writes them (S1):
+     * the database is refused */
+    {
+        char r4[300];
+        snprintf(r4, sizeof r4, "%s/r4", dir);
+        snprintf(args, sizeof args, "run tasks/c/sum --budget 0 --run %s %s 2>&1", r4, timing);
+        CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+        sql(r4, "CREATE TRIGGER swap AFTER INSERT ON events BEGIN UPDATE nodes SET note = 'x'; END");
+        snprintf(args, sizeof args, "tree %s 2>&1", r4);
+        CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "trigger \"swap\" that kforge did not make"), "%s", out);
+        snprintf(args, sizeof args, "submit %s --parent 0 tasks/c/sum/candidates/fast.c %s 2>&1", r4, timing);
+        CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "did not make"), "%s", out);
+        /* a finished node reopened (S4): state back to proposed, seal cleared, so that resume
+         * would evaluate it again: it reads as tampered, and resume leaves it alone */
+        snprintf(r4, sizeof r4, "%s/r5", dir);
+        snprintf(args, sizeof args, "run tasks/c/sum --budget 1 --seed 3 --run %s %s 2>&1", r4, timing);
+        CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+        sql(r4, "UPDATE nodes SET state = 'proposed', seal = NULL, reasons = NULL, verdict_json = NULL, "
+                "shapes_json = NULL, speedup = 0, finished = NULL WHERE id = 1");
+        snprintf(args, sizeof args, "run --resume %s --budget 1 %s 2>&1", r4, timing);
+        CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "does not match its seal"), "%s", out);
+        json_t *t5 = tree_json(r4);
+        CHECKF(json_array_size(json_object_get(t5, "nodes")) == 1 &&
+                   !strcmp(json_string_value(json_object_get(node_of(t5, 1), "reasons")), "tampered"),
+               "the reopened node was evaluated again: %s", json_dumps(t5, 0));
+        json_decref(t5);
+        /* an event rewritten (S5d): a Critic rejection turned into an approval is ignored */
+        sql(r4, "UPDATE events SET json = replace(json, 'reject', 'approve') WHERE kind = 'critic'");
+        sql(r4, "INSERT INTO events(run, node, kind, json, created) VALUES(1, NULL, 'critic', '{}', 0)");
+        t5 = tree_json(r4);
+        CHECKF(json_integer_value(json_object_get(json_object_get(t5, "integrity"), "events_tampered")) >= 1,
+               "%s", json_dumps(json_object_get(t5, "integrity"), 0));
+        json_decref(t5);
+        /* rows deleted to hide what was tried (S5e): the gap in the numbering shows */
+        sql(r4, "DELETE FROM events WHERE id = 1");
+        snprintf(args, sizeof args, "tree %s", r4);
+        CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "0 nodes and 1 event were deleted"), "%s", out);
+    }
+
     /* the key elsewhere: nothing can be verified, nor recorded */
     snprintf(args, sizeof args, "mkdir -p %s/away && mv %s/*.key %s/away/", dir, kp, dir);
     CHECK(kft_run(args, out, sizeof out) == 0);
@@ -589,6 +628,13 @@ static void t_sealed(const void *arg) {
                           json_string_value(json_object_get(node_of(t, 4), "reasons")) : "", "tampered"),
            "%s", json_dumps(t, 0));
     CHECK(json_array_size(json_object_get(json_object_get(t, "integrity"), "tampered")) == ntamp);
+    json_decref(t);
+    /* the free-text note (S5c) is sealed too: node 4, sound until now */
+    sql(run, "UPDATE nodes SET note = 'critic: approve: re-timed 3 times' WHERE id = 4");
+    t = tree_json(run);
+    CHECKF(!strcmp(json_string_value(json_object_get(node_of(t, 4), "reasons")), "tampered"), "%s",
+           json_dumps(node_of(t, 4), 0));
+    ntamp++;
     json_decref(t);
 
     /* the run's own row: its settings loosened (what tool mode judges by), or a second
@@ -629,7 +675,10 @@ static void t_sealed(const void *arg) {
            json_dumps(json_object_get(t, "integrity"), 0));
     json_decref(t);
     snprintf(args, sizeof args, "tree %s", run);
-    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "not tamper-evident"), "%s", out);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "WARNING: this run has no seals"), "%s", out);
+    /* its settings could be anyone's: not resumed */
+    snprintf(args, sizeof args, "run --resume %s --budget 5 %s 2>&1", run, timing);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "no seals"), "%s", out);
     kf__rmtree(dir);
 }
 

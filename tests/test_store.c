@@ -102,6 +102,64 @@ static const char *raw_sql(const char *run, const char *sql) {
 
 /* ---- round trip ---------------------------------------------------------------- */
 
+/* Seals at the store (docs/run.md "Seals"): a node is sealed from the moment it is
+ * added; an outcome is recorded only on the row that was evaluated (its source swapped
+ * meanwhile is refused, redteam-notes/seal S1); a node reopened by hand (finished ->
+ * proposed, S4) reads as tampered, so resume does not evaluate it again. */
+static void t_seal_identity(const void *arg) {
+    (void)arg;
+    scratch sc;
+    scratch_make(&sc);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = load(ctx, sc.task);
+    kf_store *s = NULL;
+    CHECKF(kf_store_create(ctx, sc.run, t, NULL, &s) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECK(!strcmp(kf_store_seal_state(s), "sealed"));
+    char h1[65], h2[65];
+    CHECK(kf_store_put_source(s, "int honest;", 11, "c", h1) == KF_OK);
+    CHECK(kf_store_put_source(s, "int trapdoor;", 13, "c", h2) == KF_OK);
+    kf_node n = {0};
+    memcpy(n.src_hash, h1, 65);
+    strcpy(n.ext, "c");
+    strcpy(n.proposer, "builtin");
+    strcpy(n.category, "tiling");
+    CHECK(kf_store_add_node(s, &n) == KF_OK);
+    kf_node g;
+    CHECK(kf_store_get_node(s, n.id, &g) == KF_OK && g.state == KF_NODE_PROPOSED && !g.tampered);
+    kf_node_free(&g);
+    /* swapped while it was being evaluated */
+    char q[400];
+    snprintf(q, sizeof q, "UPDATE nodes SET src_hash = '%s' WHERE id = %lld", h2, (long long)n.id);
+    raw_sql(sc.run, q);
+    n.state = KF_NODE_REVERTED;
+    n.speedup = 3;
+    n.finished = 1;
+    CHECK(kft_finish_node(s, &n) == KF_EUSAGE);
+    HAS(ctx, "not the node that was evaluated");
+    /* and the swap itself shows: the proposed row no longer matches its seal */
+    CHECK(kf_store_get_node(s, n.id, &g) == KF_OK && g.tampered && !strcmp(g.reasons, "tampered"));
+    kf_node_free(&g);
+    snprintf(q, sizeof q, "UPDATE nodes SET src_hash = '%s' WHERE id = %lld", h1, (long long)n.id);
+    raw_sql(sc.run, q);
+    CHECKF(kft_finish_node(s, &n) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECK(kf_store_get_node(s, n.id, &g) == KF_OK && g.state == KF_NODE_REVERTED && !g.tampered);
+    kf_node_free(&g);
+    /* reopened by hand */
+    snprintf(q, sizeof q, "UPDATE nodes SET state = 'proposed', seal = NULL, finished = NULL WHERE id = %lld",
+             (long long)n.id);
+    raw_sql(sc.run, q);
+    CHECK(kf_store_get_node(s, n.id, &g) == KF_OK && g.tampered && g.state == KF_NODE_REJECTED);
+    kf_node_free(&g);
+    int64_t *bad = NULL;
+    size_t nbad = 0;
+    CHECK(kf_store_tampered(s, &bad, &nbad) == KF_OK && nbad == 1 && bad[0] == n.id);
+    free(bad);
+    kf_store_close(s);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    kf__rmtree(sc.root);
+}
+
 static void t_roundtrip(const void *arg) {
     (void)arg;
     scratch sc;
@@ -1157,6 +1215,7 @@ static void t_write_failures(const void *arg) {
 
 void kft_register_store(void) {
     kft_add("store/roundtrip", t_roundtrip, NULL, 30);
+    kft_add("store/seal_identity", t_seal_identity, NULL, 30);
     kft_add("store/each_order", t_each, NULL, 30);
     kft_add("store/sources", t_sources, NULL, 30);
     kft_add("store/fingerprint", t_fingerprint, NULL, 30);

@@ -488,8 +488,8 @@ json_t *kf_loop_integrity(kf_store *st, const kf_node *v, size_t n, kf_buf *b) {
                       json_array_size(ids) == 1 ? "" : "s");
     }
     if (b && !strcmp(state, "unsealed"))
-        kf_buf_printf(b, "note: this run has no seals (made before kforge sealed outcomes, or its key id was "
-                         "removed from run.db): its recorded outcomes are not tamper-evident\n");
+        kf_buf_printf(b, "WARNING: this run has no seals (made before kforge sealed outcomes, or its key id was "
+                         "removed from run.db): nothing it records is verified, and it cannot be resumed\n");
     if (b && !strcmp(state, "tampered"))
         kf_buf_printf(b, "WARNING: run.db was changed outside kforge: the run's own row (task fingerprint or settings) "
                          "does not match its seal: nothing more can be recorded in this run, and its settings are "
@@ -497,7 +497,21 @@ json_t *kf_loop_integrity(kf_store *st, const kf_node *v, size_t n, kf_buf *b) {
     if (b && !strcmp(state, "key missing"))
         kf_buf_printf(b, "warning: this run's seal key %s is not on this machine: its recorded outcomes are not "
                          "verified (set KFORGE_KEYS to the directory that holds it)\n", kp);
-    return json_pack("{s:s, s:s?, s:o}", "seals", state, "key", kp, "tampered", ids);
+    int64_t bad_ev = 0;
+    kf_store_tampered_events(st, &bad_ev);
+    if (b && bad_ev > 0)
+        kf_buf_printf(b, "WARNING: run.db was changed outside kforge: %lld event%s (Critic decisions, diagnoses, "
+                         "tool-mode actions...) %s not match %s seal%s and %s ignored\n", (long long)bad_ev,
+                      bad_ev == 1 ? "" : "s", bad_ev == 1 ? "does" : "do", bad_ev == 1 ? "its" : "their",
+                      bad_ev == 1 ? "" : "s", bad_ev == 1 ? "is" : "are");
+    int64_t gn = 0, ge = 0;
+    kf_store_gaps(st, &gn, &ge);
+    if (b && (gn > 0 || ge > 0))
+        kf_buf_printf(b, "WARNING: run.db was changed outside kforge: %lld node%s and %lld event%s were deleted "
+                         "(gaps in their numbering)\n", (long long)gn, gn == 1 ? "" : "s", (long long)ge,
+                      ge == 1 ? "" : "s");
+    return json_pack("{s:s, s:s?, s:o, s:I, s:I, s:I}", "seals", state, "key", kp, "tampered", ids, "events_tampered",
+                     (json_int_t)bad_ev, "nodes_deleted", (json_int_t)gn, "events_deleted", (json_int_t)ge);
 }
 
 void kf_loop_vec_free(kf_node_vec *a) {
@@ -1364,6 +1378,12 @@ static kf_status seals_usable(kf_ctx *ctx, const char *dir, kf_store *st) {
     if (!strcmp(s, "tampered"))
         return kf__err(ctx, KF_EUSAGE, "%s: run.db was changed outside kforge: the run's own row (task fingerprint or "
                                        "settings) does not match its seal, so nothing more is recorded in it",
+                       dir);
+    /* its settings (the Critic's, --hidden, an agent command) could be anyone's */
+    if (!strcmp(s, "unsealed"))
+        return kf__err(ctx, KF_EUSAGE, "%s: this run has no seals (made before kforge sealed outcomes, or its key id "
+                                       "was removed from run.db): its recorded settings are not trusted, so it is not "
+                                       "resumed; start a new run",
                        dir);
     return KF_OK;
 }

@@ -79,7 +79,8 @@ static const char *const builtin_migrations[] = {
     /* 1 -> 2: seals (docs/run.md "Seals"): the run's key id, each finished node's seal */
     "ALTER TABLE runs ADD COLUMN key_id TEXT;"
     "ALTER TABLE runs ADD COLUMN seal TEXT;"
-    "ALTER TABLE nodes ADD COLUMN seal TEXT;",
+    "ALTER TABLE nodes ADD COLUMN seal TEXT;"
+    "ALTER TABLE events ADD COLUMN seal TEXT;",
 };
 
 static const char *const *migrations = builtin_migrations;
@@ -104,15 +105,20 @@ enum { Q_ADD, Q_FINISH, Q_GET, Q_EACH, Q_UNFINISHED, Q_CONSTRAINT, Q_EACH_CONSTR
        Q_SAVEPOINT, Q_EVENT, Q_STATUS, Q_COUNT };
 
 static const char *const queries[Q_COUNT] = {
-    [Q_ADD] = "INSERT INTO nodes(run, parent, src_hash, ext, params_json, proposer, category,"
-              " state, cost_s, tokens_in, tokens_out, created, note)"
-              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 'proposed', ?8, ?9, ?10, ?11, ?12)",
+    /* the id is the rowid SQLite would choose, spelt out so that the seal can cover it in
+     * the same statement */
+    [Q_ADD] = "INSERT INTO nodes(id, run, parent, src_hash, ext, params_json, proposer, category,"
+              " state, cost_s, tokens_in, tokens_out, created, note, seal)"
+              " VALUES((SELECT coalesce(max(id), 0) + 1 FROM nodes), ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'proposed',"
+              " ?8, ?9, ?10, ?11, ?12, kf_seal((SELECT coalesce(max(id), 0) + 1 FROM nodes), ?2, ?3, ?4, ?5, ?6,"
+              " ?7, 'proposed', NULL, NULL, NULL, 0, ?12))",
     [Q_FINISH] = "UPDATE nodes SET state = ?1, reasons = ?2, verdict_json = ?3,"
                  " shapes_json = ?4, speedup = ?5, cost_s = ?6, tokens_in = ?7,"
                  " tokens_out = ?8, finished = ?9, note = coalesce(?10, note),"
                  " seal = kf_seal(id, parent, src_hash, ext, params_json, proposer, category,"
-                 "                ?1, ?2, ?3, ?4, ?5)"
-                 " WHERE id = ?11 AND run = ?12",
+                 "                ?1, ?2, ?3, ?4, ?5, coalesce(?10, note))"
+                 " WHERE id = ?11 AND run = ?12 AND (?13 = 0 OR (src_hash = ?14 AND ext = ?15 AND"
+                 " proposer = ?16 AND category = ?17 AND parent IS ?18 AND params_json IS ?19))",
     [Q_GET] = "SELECT " NODE_COLS " FROM nodes WHERE id = ?1 AND run = ?2",
     [Q_EACH] = "SELECT " NODE_COLS " FROM nodes WHERE run = ?1 ORDER BY id",
     [Q_UNFINISHED] = "SELECT id FROM nodes WHERE state IN ('proposed', 'built') AND run = ?1"
@@ -122,7 +128,9 @@ static const char *const queries[Q_COUNT] = {
     [Q_EACH_CONSTRAINT] = "SELECT id, node, scope, category, text, predicate_json, created"
                           " FROM constraints WHERE run = ?1 ORDER BY id",
     [Q_SAVEPOINT] = "INSERT INTO savepoints(run, node, label, created) VALUES(?1, ?2, ?3, ?4)",
-    [Q_EVENT] = "INSERT INTO events(run, node, kind, json, created) VALUES(?1, ?2, ?3, ?4, ?5)",
+    [Q_EVENT] = "INSERT INTO events(id, run, node, kind, json, created, seal) VALUES((SELECT coalesce(max(id), 0) + 1"
+                " FROM events), ?1, ?2, ?3, ?4, ?5, kf_evseal((SELECT coalesce(max(id), 0) + 1 FROM events), ?2, ?3,"
+                " ?4, ?5))",
     [Q_STATUS] = "UPDATE runs SET status = ?1 WHERE id = ?2",
 };
 
@@ -146,6 +154,9 @@ struct kf_store {
 static kf_status key_create(kf_store *s);
 static kf_status key_load(kf_store *s);
 static void sql_seal(sqlite3_context *cx, int argc, sqlite3_value **v);
+static void sql_evseal(sqlite3_context *cx, int argc, sqlite3_value **v);
+static int ev_seal_of(const kf_store *s, int64_t id, int64_t node, const char *kind, const char *json, double created,
+                      char out[65]);
 static int run_seal_of(const kf_store *s, const char *config, char out[65]);
 
 /* ---- node states ---------------------------------------------------------------- */
@@ -420,10 +431,32 @@ static kf_status migrate(kf_store *s) {
     return KF_OK;
 }
 
+/* kforge makes tables and indexes only. A trigger or view in run.db was planted: a trigger
+ * fires inside kforge's own writes and could change a row between the evaluation and its
+ * seal (redteam-notes/seal S1), so such a database is refused. */
+static kf_status no_planted(kf_store *s) {
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT type, name FROM sqlite_master WHERE type NOT IN ('table', 'index')"
+                                " LIMIT 1", -1, &q, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(q);
+    kf_status st = KF_OK;
+    if (rc == SQLITE_ROW)
+        st = kf__err(s->ctx, KF_EIO, "%s: holds a %s \"%s\" that kforge did not make (run.db was changed outside "
+                     "kforge): refused", s->dbpath, (const char *)sqlite3_column_text(q, 0),
+                     (const char *)sqlite3_column_text(q, 1));
+    else if (rc != SQLITE_DONE)
+        st = serr(s, rc, "reading the schema");
+    sqlite3_finalize(q);
+    return st;
+}
+
 static kf_status prepare_all(kf_store *s) {
     /* DIRECTONLY: a trigger or view planted in run.db cannot call it to forge a seal */
-    int frc = sqlite3_create_function(s->db, "kf_seal", 12, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY,
+    int frc = sqlite3_create_function(s->db, "kf_seal", 13, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY,
                                       s, sql_seal, NULL, NULL);
+    if (!frc)
+        frc = sqlite3_create_function(s->db, "kf_evseal", 5, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY,
+                                      s, sql_evseal, NULL, NULL);
     if (frc) return serr(s, frc, "registering kf_seal");
     for (int i = 0; i < Q_COUNT; i++) {
         int rc = sqlite3_prepare_v3(s->db, queries[i], -1, SQLITE_PREPARE_PERSISTENT, &s->q[i],
@@ -628,7 +661,7 @@ kf_status kf_store_open(kf_ctx *ctx, const char *dir, const kf_task *task, kf_st
         st = kf__err(ctx, KF_EIO, "%s: not a regular file", s->dbpath);
         goto fail;
     }
-    if ((st = db_open(s, 0)) || (st = migrate(s)) || (st = load_run(s)) ||
+    if ((st = db_open(s, 0)) || (st = migrate(s)) || (st = no_planted(s)) || (st = load_run(s)) ||
         (st = open_src(s, 0)) || (st = prepare_all(s)))
         goto fail;
     if (task) {
@@ -906,7 +939,7 @@ static int seal_of(const kf_store *s, const kf_node *n, char out[65]) {
     if (ok) {
         const char *parts[] = {"kforge-seal-1", s->fingerprint, num[3], num[0], num[1], n->src_hash, n->ext,
                                n->params_json, n->proposer, n->category, kf_node_state_name(n->state),
-                               n->reasons, n->verdict_json, n->shapes_json, num[2]};
+                               n->reasons, n->verdict_json, n->shapes_json, num[2], n->note};
         for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) seal_part(m, parts[i]);
         ok = EVP_MAC_final(m, md, &mdlen, sizeof md) && mdlen == sizeof md;
     }
@@ -917,16 +950,15 @@ static int seal_of(const kf_store *s, const kf_node *n, char out[65]) {
 }
 
 /* SQL kf_seal(id, parent, src_hash, ext, params_json, proposer, category, state,
- * reasons, verdict_json, shapes_json, speedup): the seal of the row as the UPDATE leaves
- * it (identity from the row, outcome from the bindings), NULL for an unfinished state or
- * a run without its key. One statement writes the outcome and its seal. */
+ * reasons, verdict_json, shapes_json, speedup, note): the seal of the row as the
+ * INSERT or UPDATE leaves it, NULL for a run without its key. One statement writes a
+ * node (or its outcome) and its seal. */
 static void sql_seal(sqlite3_context *cx, int argc, sqlite3_value **v) {
     kf_store *s = sqlite3_user_data(cx);
     kf_node n;
     memset(&n, 0, sizeof n);
     const char *state = (const char *)sqlite3_value_text(v[7]);
-    if (argc != 12 || !s->keyed || !state || kf_node_state_parse(state, &n.state) ||
-        kf_node_state_unfinished(n.state)) {
+    if (argc != 13 || !s->keyed || !state || kf_node_state_parse(state, &n.state)) {
         sqlite3_result_null(cx);
         return;
     }
@@ -941,6 +973,7 @@ static void sql_seal(sqlite3_context *cx, int argc, sqlite3_value **v) {
     n.verdict_json = (char *)sqlite3_value_text(v[9]);
     n.shapes_json = (char *)sqlite3_value_text(v[10]);
     n.speedup = sqlite3_value_double(v[11]);
+    n.note = (char *)sqlite3_value_text(v[12]);
     char out[65];
     if (seal_of(s, &n, out)) {
         sqlite3_result_error(cx, "computing a seal failed", -1);
@@ -967,6 +1000,45 @@ static int run_seal_of(const kf_store *s, const char *config, char out[65]) {
     if (!ok) return -1;
     hex(md, sizeof md, out);
     return 0;
+}
+
+/* The seal of an event: run, id, node, kind, json, created. */
+static int ev_seal_of(const kf_store *s, int64_t id, int64_t node, const char *kind, const char *json, double created,
+                      char out[65]) {
+    char num[4][40];
+    snprintf(num[0], sizeof num[0], "%lld", (long long)s->run);
+    snprintf(num[1], sizeof num[1], "%lld", (long long)id);
+    snprintf(num[2], sizeof num[2], "%lld", (long long)node);
+    snprintf(num[3], sizeof num[3], "%.17g", created);
+    EVP_MAC_CTX *m = s->mac ? EVP_MAC_CTX_dup(s->mac) : NULL;
+    unsigned char md[32];
+    size_t mdlen = 0;
+    int ok = m != NULL;
+    if (ok) {
+        const char *parts[] = {"kforge-event-seal-1", s->fingerprint, num[0], num[1], num[2], kind, json, num[3]};
+        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) seal_part(m, parts[i]);
+        ok = EVP_MAC_final(m, md, &mdlen, sizeof md) && mdlen == sizeof md;
+    }
+    EVP_MAC_CTX_free(m);
+    if (!ok) return -1;
+    hex(md, sizeof md, out);
+    return 0;
+}
+
+/* SQL kf_evseal(id, node, kind, json, created). */
+static void sql_evseal(sqlite3_context *cx, int argc, sqlite3_value **v) {
+    kf_store *s = sqlite3_user_data(cx);
+    char out[65];
+    if (argc != 5 || !s->keyed) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    if (ev_seal_of(s, sqlite3_value_int64(v[0]), sqlite3_value_int64(v[1]), (const char *)sqlite3_value_text(v[2]),
+                   (const char *)sqlite3_value_text(v[3]), sqlite3_value_double(v[4]), out)) {
+        sqlite3_result_error(cx, "computing a seal failed", -1);
+        return;
+    }
+    sqlite3_result_text(cx, out, 64, SQLITE_TRANSIENT);
 }
 
 const char *kf_store_seal_state(const kf_store *s) {
@@ -1018,7 +1090,7 @@ static kf_status row_node(kf_store *s, sqlite3_stmt *q, kf_node *n, int copy) {
     }
     /* a finished node of a sealed run must match its seal; one that does not is read as
      * what it is: rejected, "tampered", with what the row claimed in its note */
-    if (s->keyed && !kf_node_state_unfinished(n->state)) {
+    if (s->keyed) {
         const char *seal = col_text(q, 18);
         char want[65];
         if (seal_of(s, n, want)) return kf__err(s->ctx, KF_EINTERNAL, "%s: computing a seal failed", s->dbpath);
@@ -1153,11 +1225,21 @@ kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
     bind_text(q, 10, n->note);
     sqlite3_bind_int64(q, 11, n->id);
     sqlite3_bind_int64(q, 12, s->run);
+    /* the node kforge evaluated, when the caller says which (its source name): the outcome
+     * is recorded, and sealed, only on that row (a row changed meanwhile is refused) */
+    int known = n->src_hash[0] != 0;
+    sqlite3_bind_int(q, 13, known);
+    bind_text(q, 14, known ? n->src_hash : NULL);
+    bind_text(q, 15, known ? n->ext : NULL);
+    bind_text(q, 16, known ? n->proposer : NULL);
+    bind_text(q, 17, known ? n->category : NULL);
+    bind_id(q, 18, known ? n->parent : 0);
+    bind_text(q, 19, known ? n->params_json : NULL);
     int rc = step_done(q);
     if (rc) return serr(s, rc, "recording a node's outcome");
     if (sqlite3_changes(s->db) != 1)
-        return kf__err(s->ctx, KF_EUSAGE, "%s: recording an outcome: node %lld: no such node",
-                       s->dbpath, (long long)n->id);
+        return kf__err(s->ctx, KF_EUSAGE, "%s: recording an outcome: node %lld: no such node, or its row is not "
+                       "the node that was evaluated (run.db changed meanwhile)", s->dbpath, (long long)n->id);
     return KF_OK;
 }
 
@@ -1226,6 +1308,41 @@ kf_status kf_store_tampered(kf_store *s, int64_t **ids, size_t *n) {
     *ids = l.v;
     *n = l.n;
     return st;
+}
+
+static int count_event(void *arg, int64_t id, int64_t node, const char *json, double created) {
+    (void)id, (void)node, (void)json, (void)created;
+    ++*(int64_t *)arg;
+    return 0;
+}
+
+kf_status kf_store_gaps(kf_store *s, int64_t *nodes, int64_t *events) {
+    if (!s || !nodes || !events) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_gaps: NULL argument");
+    *nodes = *events = 0;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT coalesce(max(id), 0) - count(*) FROM nodes UNION ALL"
+                                " SELECT coalesce(max(id), 0) - count(*) FROM events", -1, &q, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        *nodes = sqlite3_column_int64(q, 0);
+        if ((rc = sqlite3_step(q)) == SQLITE_ROW) *events = sqlite3_column_int64(q, 0), rc = SQLITE_OK;
+    }
+    sqlite3_finalize(q);
+    return rc ? serr(s, rc, "counting rows") : KF_OK;
+}
+
+kf_status kf_store_tampered_events(kf_store *s, int64_t *n) {
+    if (!s || !n) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_tampered_events: NULL argument");
+    *n = 0;
+    int64_t good = 0, all = 0;
+    kf_status st = kf_store_each_event(s, NULL, count_event, &good);
+    if (st) return st;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT count(*) FROM events", -1, &q, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) all = sqlite3_column_int64(q, 0), rc = SQLITE_OK;
+    sqlite3_finalize(q);
+    if (rc) return serr(s, rc, "counting events");
+    *n = all - good;
+    return KF_OK;
 }
 
 kf_status kf_store_unfinished(kf_store *s, int64_t **ids, size_t *n) {
@@ -1347,16 +1464,26 @@ kf_status kf_store_each_event(kf_store *s, const char *kind,
     /* rare (tool mode reads its pending actions): prepared per call, not kept */
     sqlite3_stmt *q = NULL;
     int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT id, node, json, created FROM events WHERE run = ?1 AND"
+                                "SELECT id, node, json, created, kind, seal FROM events WHERE run = ?1 AND"
                                 " (?2 IS NULL OR kind = ?2) ORDER BY id",
                                 -1, &q, NULL);
     if (rc) return serr(s, rc, "reading events");
     sqlite3_bind_int64(q, 1, s->run);
     bind_text(q, 2, kind);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        /* an event that does not match its seal was not written by kforge: skipped */
+        if (s->keyed) {
+            char want[65];
+            const char *seal = col_text(q, 5);
+            if (ev_seal_of(s, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), col_text(q, 4), col_text(q, 2),
+                           sqlite3_column_double(q, 3), want) ||
+                !seal || strlen(seal) != 64 || CRYPTO_memcmp(seal, want, 64))
+                continue;
+        }
         if (fn(arg, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), col_text(q, 2),
                sqlite3_column_double(q, 3)))
             break;
+    }
     kf_status st = rc == SQLITE_ROW || rc == SQLITE_DONE ? KF_OK : serr(s, rc, "reading events");
     sqlite3_finalize(q);
     return st;

@@ -165,9 +165,11 @@ kf_status kf_store_each_event(kf_store *s, const char *kind,
  * outcome and identity under a key kept outside the run directory, in
  * kf_store_keys_dir: $KFORGE_KEYS, else $XDG_DATA_HOME/kforge/keys, else
  * ~/.local/share/kforge/keys. A node whose row does not match is read (get_node,
- * each_node) as rejected with reasons "tampered" and tampered = 1. The run's state:
- * "sealed", "unsealed" (made before seals, or its key id removed: nothing is verified)
- * or "key missing" (not verified; outcomes cannot be recorded). */
+ * each_node) as rejected with reasons "tampered" and tampered = 1; an event that does
+ * not match is skipped by kf_store_each_event. A run.db holding a trigger or view is
+ * refused at open. The run's state:
+ * "sealed", "tampered" (the run's own row does not match), "unsealed" (made before
+ * seals, or its key id removed: nothing is verified) or "key missing" (not verified). */
 void kf_store_keys_dir(char *out, size_t n);
 const char *kf_store_seal_state(const kf_store *s);
 /* The key file's path (NULL for an unsealed run). */
@@ -175,6 +177,14 @@ const char *kf_store_key_path(const kf_store *s);
 /* The ids of the nodes read as tampered, ascending (*ids NULL when *n is 0; the
  * caller's: free()). */
 kf_status kf_store_tampered(kf_store *s, int64_t **ids, size_t *n);
+
+/* How many events do not match their seal (or belong to no run of this database):
+ * kf_store_each_event skips them. */
+kf_status kf_store_tampered_events(kf_store *s, int64_t *n);
+
+/* Rows missing below the highest id (kforge numbers nodes and events 1, 2, 3... and
+ * deletes none): nodes and events deleted by hand. The last rows' deletion leaves no gap. */
+kf_status kf_store_gaps(kf_store *s, int64_t *nodes, int64_t *events);
 
 /* PRAGMA integrity_check: KF_OK, or KF_EIO with SQLite's first complaint. */
 kf_status kf_store_check(kf_store *s);
