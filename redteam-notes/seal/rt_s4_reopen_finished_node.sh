@@ -22,7 +22,7 @@ for i in $(seq 1 30); do   # get it REJECTED once (about 1 submission in 4)
 done
 N=$(sqlite3 "$R/run.db" "select max(id) from nodes")
 echo "--- before: node $N $(sqlite3 "$R/run.db" "select state||' '||reasons from nodes where id=$N")"; "$KF" tree "$R" 2>&1
-for try in $(seq 1 15); do
+for try in $(seq 1 30); do
   sqlite3 "$R/run.db" "delete from events where node=$N; delete from constraints where node=$N;
     update nodes set state='proposed', reasons=NULL, verdict_json=NULL, shapes_json=NULL, speedup=0, finished=NULL, seal=NULL where id=$N"
   "$KF" run --resume "$R" --budget 1 $T >/dev/null 2>&1
