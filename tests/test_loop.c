@@ -499,6 +499,25 @@ static json_t *node_of(json_t *tree, int64_t id) {
     return NULL;
 }
 
+static const char seal_timing[] = "--min-runs 6 --max-runs 8 --min-time 0.01 --hidden 1";
+
+/* A run of tasks/c/sum at dir/name with budget evaluations (0: created empty). */
+static void sum_run(const char *dir, const char *name, int budget, char *run, size_t n) {
+    char args[1024], out[1 << 16];
+    snprintf(run, n, "%s/%s", dir, name);
+    snprintf(args, sizeof args, "run tasks/c/sum --budget %d --seed 3 --run %s %s 2>&1", budget, run, seal_timing);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+}
+
+/* The run's integrity.seals as tree --json gives it. */
+static int seals_are(const char *run, const char *want) {
+    json_t *t = tree_json(run);
+    int ok = !strcmp(json_string_value(json_object_get(json_object_get(t, "integrity"), "seals")), want);
+    if (!ok) fprintf(stderr, "integrity: %s\n", json_dumps(json_object_get(t, "integrity"), 0));
+    json_decref(t);
+    return ok;
+}
+
 /* Seals (docs/run.md "Seals", redteam-notes H9): run.db edited by hand - a speedup
  * raised, a reverted node set kept with a forged approval, a kept node pointed at
  * another source - is read as rejected "tampered" by tree, best and export, and said
@@ -509,22 +528,18 @@ static json_t *node_of(json_t *tree, int64_t id) {
 static void t_sealed(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-seal-XXXXXX", run[256], args[1024], out[1 << 16];
-    const char *timing = "--min-runs 6 --max-runs 8 --min-time 0.01 --hidden 1";
+    const char *timing = seal_timing;
     CHECK(mkdtemp(dir));
-    snprintf(run, sizeof run, "%s/r", dir);
-    snprintf(args, sizeof args, "run tasks/c/sum --budget 3 --seed 3 --run %s %s 2>&1", run, timing);
-    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    sum_run(dir, "r", 3, run, sizeof run);
+    CHECKF(seals_are(run, "sealed"), "an honest run");
     json_t *t = tree_json(run);
     json_t *ig = json_object_get(t, "integrity");
-    CHECKF(!strcmp(json_string_value(json_object_get(ig, "seals")), "sealed") &&
-               json_array_size(json_object_get(ig, "tampered")) == 0,
-           "an honest run: %s", json_dumps(ig, 0));
+    CHECKF(json_array_size(json_object_get(ig, "tampered")) == 0, "an honest run: %s", json_dumps(ig, 0));
     CHECKF(!strcmp(json_string_value(json_object_get(node_of(t, 1), "state")), "kept"), "node 1 kept: %s",
            json_dumps(node_of(t, 1), 0));
     json_decref(t);
-    /* the key lives outside the run directory */
+    /* the key lives outside the run directory, in KFORGE_KEYS */
     char kp[600];
-    snprintf(args, sizeof args, "sqlite3 -noheader %s/run.db 'select key_id from runs' 2>/dev/null || true", run);
     snprintf(kp, sizeof kp, "%s", getenv("KFORGE_KEYS") ? getenv("KFORGE_KEYS") : "");
     CHECKF(kp[0], "the test runner sets KFORGE_KEYS");
 
@@ -574,9 +589,7 @@ static void t_sealed(const void *arg) {
      * the database is refused */
     {
         char r4[300];
-        snprintf(r4, sizeof r4, "%s/r4", dir);
-        snprintf(args, sizeof args, "run tasks/c/sum --budget 0 --run %s %s 2>&1", r4, timing);
-        CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+        sum_run(dir, "r4", 0, r4, sizeof r4);
         sql(r4, "CREATE TRIGGER swap AFTER INSERT ON events BEGIN UPDATE nodes SET note = 'x'; END");
         snprintf(args, sizeof args, "tree %s 2>&1", r4);
         CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "trigger \"swap\" that kforge did not make"), "%s", out);
@@ -584,9 +597,7 @@ static void t_sealed(const void *arg) {
         CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "did not make"), "%s", out);
         /* a finished node reopened (S4): state back to proposed, seal cleared, so that resume
          * would evaluate it again: it reads as tampered, and resume leaves it alone */
-        snprintf(r4, sizeof r4, "%s/r5", dir);
-        snprintf(args, sizeof args, "run tasks/c/sum --budget 1 --seed 3 --run %s %s 2>&1", r4, timing);
-        CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+        sum_run(dir, "r5", 1, r4, sizeof r4);
         sql(r4, "UPDATE nodes SET state = 'proposed', seal = NULL, reasons = NULL, verdict_json = NULL, "
                 "shapes_json = NULL, speedup = 0, finished = NULL WHERE id = 1");
         snprintf(args, sizeof args, "run --resume %s --budget 1 %s 2>&1", r4, timing);
@@ -640,40 +651,23 @@ static void t_sealed(const void *arg) {
     /* the run's own row: its settings loosened (what tool mode judges by), or a second
      * run row: tree warns, resume and submit refuse */
     char run2[300];
-    snprintf(run2, sizeof run2, "%s/r2", dir);
-    snprintf(args, sizeof args, "run tasks/c/sum --budget 0 --run %s %s 2>&1", run2, timing);
-    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    sum_run(dir, "r2", 0, run2, sizeof run2);
     sql(run2, "UPDATE runs SET config_json = json_set(config_json, '$.hidden', 0)");
-    t = tree_json(run2);
-    CHECKF(!strcmp(json_string_value(json_object_get(json_object_get(t, "integrity"), "seals")), "tampered"), "%s",
-           json_dumps(json_object_get(t, "integrity"), 0));
-    json_decref(t);
+    CHECK(seals_are(run2, "tampered"));
     snprintf(args, sizeof args, "tree %s", run2);
     CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "the run's own row"), "%s", out);
     snprintf(args, sizeof args, "run --resume %s --budget 1 %s 2>&1", run2, timing);
     CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "does not match its seal"), "%s", out);
     snprintf(args, sizeof args, "submit %s --parent 0 tasks/c/sum/candidates/fast.c %s 2>&1", run2, timing);
     CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "does not match its seal"), "%s", out);
-    snprintf(args, sizeof args, "%s/r3", dir);
-    snprintf(out, sizeof out, "run tasks/c/sum --budget 0 --run %s %s 2>&1", args, timing);
-    {
-        char cmd[1024], o2[4096];
-        snprintf(cmd, sizeof cmd, "%s", out);
-        CHECKF(cli(cmd, o2, sizeof o2) == 0, "%s", o2);
-    }
-    sql(args, "INSERT INTO runs(task_dir, task_fingerprint, backend, config_json, created, status, key_id, seal) "
+    sum_run(dir, "r3", 0, run2, sizeof run2);
+    sql(run2, "INSERT INTO runs(task_dir, task_fingerprint, backend, config_json, created, status, key_id, seal) "
               "SELECT task_dir, task_fingerprint, backend, config_json, created, status, key_id, seal FROM runs");
-    t = tree_json(args);
-    CHECKF(!strcmp(json_string_value(json_object_get(json_object_get(t, "integrity"), "seals")), "tampered"),
-           "a second run row: %s", json_dumps(json_object_get(t, "integrity"), 0));
-    json_decref(t);
+    CHECKF(seals_are(run2, "tampered"), "a second run row");
 
     /* key id removed: nothing verified any more, and the run says so */
     sql(run, "UPDATE runs SET key_id = NULL");
-    t = tree_json(run);
-    CHECKF(!strcmp(json_string_value(json_object_get(json_object_get(t, "integrity"), "seals")), "unsealed"), "%s",
-           json_dumps(json_object_get(t, "integrity"), 0));
-    json_decref(t);
+    CHECK(seals_are(run, "unsealed"));
     snprintf(args, sizeof args, "tree %s", run);
     CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "WARNING: this run has no seals"), "%s", out);
     /* its settings could be anyone's: not resumed */

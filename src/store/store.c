@@ -925,6 +925,21 @@ static void seal_part(EVP_MAC_CTX *m, const char *p) {
     EVP_MAC_update(m, (const unsigned char *)";", 1);
 }
 
+/* HMAC-SHA256 under the run's key of the parts, each as "LEN:bytes;" ("N;" for NULL),
+ * into 64 hex digits + NUL; -1 when OpenSSL fails. */
+static int mac_parts(const kf_store *s, const char *const *parts, size_t n, char out[65]) {
+    EVP_MAC_CTX *m = s->mac ? EVP_MAC_CTX_dup(s->mac) : NULL;
+    unsigned char md[32];
+    size_t mdlen = 0;
+    int ok = m != NULL;
+    for (size_t i = 0; ok && i < n; i++) seal_part(m, parts[i]);
+    ok = ok && EVP_MAC_final(m, md, &mdlen, sizeof md) && mdlen == sizeof md;
+    EVP_MAC_CTX_free(m);
+    if (!ok) return -1;
+    hex(md, sizeof md, out);
+    return 0;
+}
+
 /* The seal of a node's outcome and identity (64 hex + NUL); -1 when OpenSSL fails. */
 static int seal_of(const kf_store *s, const kf_node *n, char out[65]) {
     char num[4][40];
@@ -932,21 +947,10 @@ static int seal_of(const kf_store *s, const kf_node *n, char out[65]) {
     snprintf(num[1], sizeof num[1], "%lld", (long long)n->parent);
     snprintf(num[2], sizeof num[2], "%.17g", n->speedup);
     snprintf(num[3], sizeof num[3], "%lld", (long long)s->run);
-    EVP_MAC_CTX *m = s->mac ? EVP_MAC_CTX_dup(s->mac) : NULL;
-    unsigned char md[32];
-    size_t mdlen = 0;
-    int ok = m != NULL;
-    if (ok) {
-        const char *parts[] = {"kforge-seal-1", s->fingerprint, num[3], num[0], num[1], n->src_hash, n->ext,
-                               n->params_json, n->proposer, n->category, kf_node_state_name(n->state),
-                               n->reasons, n->verdict_json, n->shapes_json, num[2], n->note};
-        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) seal_part(m, parts[i]);
-        ok = EVP_MAC_final(m, md, &mdlen, sizeof md) && mdlen == sizeof md;
-    }
-    EVP_MAC_CTX_free(m);
-    if (!ok) return -1;
-    hex(md, sizeof md, out);
-    return 0;
+    const char *parts[] = {"kforge-seal-1", s->fingerprint, num[3], num[0], num[1], n->src_hash, n->ext,
+                           n->params_json, n->proposer, n->category, kf_node_state_name(n->state),
+                           n->reasons, n->verdict_json, n->shapes_json, num[2], n->note};
+    return mac_parts(s, parts, sizeof parts / sizeof *parts, out);
 }
 
 /* SQL kf_seal(id, parent, src_hash, ext, params_json, proposer, category, state,
@@ -987,19 +991,8 @@ static void sql_seal(sqlite3_context *cx, int argc, sqlite3_value **v) {
 static int run_seal_of(const kf_store *s, const char *config, char out[65]) {
     char num[32];
     snprintf(num, sizeof num, "%lld", (long long)s->run);
-    EVP_MAC_CTX *m = s->mac ? EVP_MAC_CTX_dup(s->mac) : NULL;
-    unsigned char md[32];
-    size_t mdlen = 0;
-    int ok = m != NULL;
-    if (ok) {
-        const char *parts[] = {"kforge-run-seal-1", num, s->fingerprint, s->key_id, config};
-        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) seal_part(m, parts[i]);
-        ok = EVP_MAC_final(m, md, &mdlen, sizeof md) && mdlen == sizeof md;
-    }
-    EVP_MAC_CTX_free(m);
-    if (!ok) return -1;
-    hex(md, sizeof md, out);
-    return 0;
+    const char *parts[] = {"kforge-run-seal-1", num, s->fingerprint, s->key_id, config};
+    return mac_parts(s, parts, sizeof parts / sizeof *parts, out);
 }
 
 /* The seal of an event: run, id, node, kind, json, created. */
@@ -1010,19 +1003,8 @@ static int ev_seal_of(const kf_store *s, int64_t id, int64_t node, const char *k
     snprintf(num[1], sizeof num[1], "%lld", (long long)id);
     snprintf(num[2], sizeof num[2], "%lld", (long long)node);
     snprintf(num[3], sizeof num[3], "%.17g", created);
-    EVP_MAC_CTX *m = s->mac ? EVP_MAC_CTX_dup(s->mac) : NULL;
-    unsigned char md[32];
-    size_t mdlen = 0;
-    int ok = m != NULL;
-    if (ok) {
-        const char *parts[] = {"kforge-event-seal-1", s->fingerprint, num[0], num[1], num[2], kind, json, num[3]};
-        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) seal_part(m, parts[i]);
-        ok = EVP_MAC_final(m, md, &mdlen, sizeof md) && mdlen == sizeof md;
-    }
-    EVP_MAC_CTX_free(m);
-    if (!ok) return -1;
-    hex(md, sizeof md, out);
-    return 0;
+    const char *parts[] = {"kforge-event-seal-1", s->fingerprint, num[0], num[1], num[2], kind, json, num[3]};
+    return mac_parts(s, parts, sizeof parts / sizeof *parts, out);
 }
 
 /* SQL kf_evseal(id, node, kind, json, created). */
