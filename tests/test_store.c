@@ -105,7 +105,8 @@ static const char *raw_sql(const char *run, const char *sql) {
 /* Seals at the store (docs/run.md "Seals"): a node is sealed from the moment it is
  * added; an outcome is recorded only on the row that was evaluated (its source swapped
  * meanwhile is refused, redteam-notes/seal S1); a node reopened by hand (finished ->
- * proposed, S4) reads as tampered, so resume does not evaluate it again. */
+ * proposed, S4) reads as tampered, and the run's counts no longer match: the run is
+ * "tampered" and records nothing more. */
 static void t_seal_identity(const void *arg) {
     (void)arg;
     scratch sc;
@@ -135,7 +136,7 @@ static void t_seal_identity(const void *arg) {
     n.speedup = 3;
     n.finished = 1;
     CHECK(kft_finish_node(s, &n) == KF_EUSAGE);
-    HAS(ctx, "not the node that was evaluated");
+    HAS(ctx, "does not match its seal");
     /* and the swap itself shows: the proposed row no longer matches its seal */
     CHECK(kf_store_get_node(s, n.id, &g) == KF_OK && g.tampered && !strcmp(g.reasons, "tampered"));
     kf_node_free(&g);
@@ -154,6 +155,16 @@ static void t_seal_identity(const void *arg) {
     size_t nbad = 0;
     CHECK(kf_store_tampered(s, &bad, &nbad) == KF_OK && nbad == 1 && bad[0] == n.id);
     free(bad);
+    kf_store_close(s);
+    CHECK(kf_store_open(ctx, sc.run, t, &s) == KF_OK);
+    CHECK(!strcmp(kf_store_seal_state(s), "tampered"));
+    kf_node m = {0};
+    memcpy(m.src_hash, h1, 65);
+    strcpy(m.ext, "c");
+    strcpy(m.proposer, "builtin");
+    strcpy(m.category, "tiling");
+    CHECK(kf_store_add_node(s, &m) == KF_EUSAGE);
+    HAS(ctx, "nothing more is recorded");
     kf_store_close(s);
     kf_task_free(t);
     kf_ctx_free(ctx);

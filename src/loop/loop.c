@@ -819,6 +819,8 @@ static kf_status eval_node(run_state *r, int64_t id, kf_node *n) {
     memset(n, 0, sizeof *n);
     kf_status st = kf_store_get_node(r->st, id, n);
     if (st) return st;
+    if (n->tampered) /* changed by hand while it waited: not evaluated, its outcome not sealed */
+        return kf__err(r->ctx, KF_EUSAGE, "%s", n->note ? n->note : "a node does not match its seal");
     int hasp = n->parent > 0 && kf_store_get_node(r->st, n->parent, &parent) == KF_OK;
     st = evaluate(r, n, hasp ? &parent : NULL);
     if (hasp) kf_node_free(&parent);

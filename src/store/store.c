@@ -76,11 +76,17 @@ static const char *const builtin_migrations[] = {
     "  node INTEGER REFERENCES nodes(id), kind TEXT NOT NULL, json TEXT,"
     "  created REAL NOT NULL);"
     "CREATE INDEX events_node ON events(node);",
-    /* 1 -> 2: seals (docs/run.md "Seals"): the run's key id, each finished node's seal */
+    /* 1 -> 2: seals (docs/run.md "Seals"): the run's key id, its row's seal and counts,
+     * each node's, event's and constraint's seal */
     "ALTER TABLE runs ADD COLUMN key_id TEXT;"
     "ALTER TABLE runs ADD COLUMN seal TEXT;"
+    "ALTER TABLE runs ADD COLUMN nnodes INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE runs ADD COLUMN nfinished INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE runs ADD COLUMN nevents INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE runs ADD COLUMN nconstraints INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE nodes ADD COLUMN seal TEXT;"
-    "ALTER TABLE events ADD COLUMN seal TEXT;",
+    "ALTER TABLE events ADD COLUMN seal TEXT;"
+    "ALTER TABLE constraints ADD COLUMN seal TEXT;",
 };
 
 static const char *const *migrations = builtin_migrations;
@@ -101,37 +107,55 @@ void kf_store__set_migrations(const char *const *steps, int n) {
     " verdict_json, shapes_json, speedup, cost_s, tokens_in, tokens_out, created,"      \
     " finished, note, seal"
 
+/* The seals (docs/run.md "Seals"), computed by kf_mac over the row as stored: the same
+ * expression writes a seal and checks it, so nothing depends on how a value was bound. */
+#define NODE_MAC                                                                        \
+    "kf_mac('node', id, parent, src_hash, ext, params_json, proposer, category, state," \
+    " reasons, verdict_json, shapes_json, speedup, cost_s, tokens_in, tokens_out,"      \
+    " created, finished, note)"
+#define EVENT_MAC "kf_mac('event', id, node, kind, json, created)"
+#define CONS_MAC "kf_mac('constraint', id, node, scope, category, text, predicate_json, created)"
+#define RUN_MAC                                                                         \
+    "kf_mac('run', id, task_fingerprint, backend, key_id, config_json, nnodes, nfinished," \
+    " nevents, nconstraints)"
+#define FINISHED "state NOT IN ('proposed', 'built')"
+
 enum { Q_ADD, Q_FINISH, Q_GET, Q_EACH, Q_UNFINISHED, Q_CONSTRAINT, Q_EACH_CONSTRAINT,
-       Q_SAVEPOINT, Q_EVENT, Q_STATUS, Q_COUNT };
+       Q_SAVEPOINT, Q_EVENT, Q_STATUS, Q_SEAL_NODE, Q_SEAL_EVENT, Q_SEAL_CONS, Q_RUN_COUNT,
+       Q_SEAL_RUN, Q_NODE_NOW, Q_COUNT };
 
 static const char *const queries[Q_COUNT] = {
-    /* the id is the rowid SQLite would choose, spelt out so that the seal can cover it in
-     * the same statement */
-    [Q_ADD] = "INSERT INTO nodes(id, run, parent, src_hash, ext, params_json, proposer, category,"
-              " state, cost_s, tokens_in, tokens_out, created, note, seal)"
-              " VALUES((SELECT coalesce(max(id), 0) + 1 FROM nodes), ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'proposed',"
-              " ?8, ?9, ?10, ?11, ?12, kf_seal((SELECT coalesce(max(id), 0) + 1 FROM nodes), ?2, ?3, ?4, ?5, ?6,"
-              " ?7, 'proposed', NULL, NULL, NULL, 0, ?12))",
+    [Q_ADD] = "INSERT INTO nodes(run, parent, src_hash, ext, params_json, proposer, category,"
+              " state, cost_s, tokens_in, tokens_out, created, note)"
+              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 'proposed', ?8, ?9, ?10, ?11, ?12)",
+    /* the outcome goes on the row kforge evaluated, as sealed (when the caller names it:
+     * ?13 = 1): a row changed meanwhile, or no longer matching its seal, is not updated */
     [Q_FINISH] = "UPDATE nodes SET state = ?1, reasons = ?2, verdict_json = ?3,"
                  " shapes_json = ?4, speedup = ?5, cost_s = ?6, tokens_in = ?7,"
-                 " tokens_out = ?8, finished = ?9, note = coalesce(?10, note),"
-                 " seal = kf_seal(id, parent, src_hash, ext, params_json, proposer, category,"
-                 "                ?1, ?2, ?3, ?4, ?5, coalesce(?10, note))"
+                 " tokens_out = ?8, finished = ?9, note = coalesce(?10, note)"
                  " WHERE id = ?11 AND run = ?12 AND (?13 = 0 OR (src_hash = ?14 AND ext = ?15 AND"
-                 " proposer = ?16 AND category = ?17 AND parent IS ?18 AND params_json IS ?19))",
-    [Q_GET] = "SELECT " NODE_COLS " FROM nodes WHERE id = ?1 AND run = ?2",
-    [Q_EACH] = "SELECT " NODE_COLS " FROM nodes WHERE run = ?1 ORDER BY id",
+                 " proposer = ?16 AND category = ?17 AND parent IS ?18 AND params_json IS ?19))"
+                 " AND (?20 = 0 OR seal IS " NODE_MAC ")",
+    [Q_GET] = "SELECT " NODE_COLS ", seal IS " NODE_MAC " FROM nodes WHERE id = ?1 AND run = ?2",
+    [Q_EACH] = "SELECT " NODE_COLS ", seal IS " NODE_MAC " FROM nodes WHERE run = ?1 ORDER BY id",
     [Q_UNFINISHED] = "SELECT id FROM nodes WHERE state IN ('proposed', 'built') AND run = ?1"
                      " ORDER BY id",
     [Q_CONSTRAINT] = "INSERT INTO constraints(run, node, scope, category, text, predicate_json,"
                      " created) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    [Q_EACH_CONSTRAINT] = "SELECT id, node, scope, category, text, predicate_json, created"
-                          " FROM constraints WHERE run = ?1 ORDER BY id",
+    [Q_EACH_CONSTRAINT] = "SELECT id, node, scope, category, text, predicate_json, created,"
+                          " seal IS " CONS_MAC " FROM constraints WHERE run = ?1 ORDER BY id",
     [Q_SAVEPOINT] = "INSERT INTO savepoints(run, node, label, created) VALUES(?1, ?2, ?3, ?4)",
-    [Q_EVENT] = "INSERT INTO events(id, run, node, kind, json, created, seal) VALUES((SELECT coalesce(max(id), 0) + 1"
-                " FROM events), ?1, ?2, ?3, ?4, ?5, kf_evseal((SELECT coalesce(max(id), 0) + 1 FROM events), ?2, ?3,"
-                " ?4, ?5))",
+    [Q_EVENT] = "INSERT INTO events(run, node, kind, json, created) VALUES(?1, ?2, ?3, ?4, ?5)",
     [Q_STATUS] = "UPDATE runs SET status = ?1 WHERE id = ?2",
+    [Q_SEAL_NODE] = "UPDATE nodes SET seal = " NODE_MAC " WHERE id = ?1",
+    [Q_SEAL_EVENT] = "UPDATE events SET seal = " EVENT_MAC " WHERE id = ?1",
+    [Q_SEAL_CONS] = "UPDATE constraints SET seal = " CONS_MAC " WHERE id = ?1",
+    /* the run's counts move with every write, and its seal with them (SET sees the old
+     * row: the seal is computed by the next statement) */
+    [Q_RUN_COUNT] = "UPDATE runs SET nnodes = nnodes + ?2, nfinished = nfinished + ?3, nevents = nevents + ?4,"
+                    " nconstraints = nconstraints + ?5 WHERE id = ?1",
+    [Q_SEAL_RUN] = "UPDATE runs SET seal = " RUN_MAC " WHERE id = ?1",
+    [Q_NODE_NOW] = "SELECT " FINISHED ", seal IS " NODE_MAC " FROM nodes WHERE id = ?1 AND run = ?2",
 };
 
 struct kf_store {
@@ -153,11 +177,7 @@ struct kf_store {
 
 static kf_status key_create(kf_store *s);
 static kf_status key_load(kf_store *s);
-static void sql_seal(sqlite3_context *cx, int argc, sqlite3_value **v);
-static void sql_evseal(sqlite3_context *cx, int argc, sqlite3_value **v);
-static int ev_seal_of(const kf_store *s, int64_t id, int64_t node, const char *kind, const char *json, double created,
-                      char out[65]);
-static int run_seal_of(const kf_store *s, const char *config, char out[65]);
+static void sql_mac(sqlite3_context *cx, int argc, sqlite3_value **v);
 
 /* ---- node states ---------------------------------------------------------------- */
 
@@ -450,14 +470,19 @@ static kf_status no_planted(kf_store *s) {
     return st;
 }
 
+/* kforge's connection: kf_mac (DIRECTONLY: no trigger or view can call it), and no
+ * trigger or view runs at all, even one planted after this process checked the schema
+ * (redteam-notes/seal S1; a review found the check at open alone was not enough). */
+static kf_status seal_setup(kf_store *s) {
+    int off = 0, rc = sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, &off);
+    if (!rc) rc = sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, &off);
+    if (!rc)
+        rc = sqlite3_create_function(s->db, "kf_mac", -1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY, s,
+                                     sql_mac, NULL, NULL);
+    return rc ? serr(s, rc, "setting up the seals") : KF_OK;
+}
+
 static kf_status prepare_all(kf_store *s) {
-    /* DIRECTONLY: a trigger or view planted in run.db cannot call it to forge a seal */
-    int frc = sqlite3_create_function(s->db, "kf_seal", 13, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY,
-                                      s, sql_seal, NULL, NULL);
-    if (!frc)
-        frc = sqlite3_create_function(s->db, "kf_evseal", 5, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY,
-                                      s, sql_evseal, NULL, NULL);
-    if (frc) return serr(s, frc, "registering kf_seal");
     for (int i = 0; i < Q_COUNT; i++) {
         int rc = sqlite3_prepare_v3(s->db, queries[i], -1, SQLITE_PREPARE_PERSISTENT, &s->q[i],
                                     NULL);
@@ -505,8 +530,8 @@ static kf_status open_src(kf_store *s, int create) {
 /* Read the run's row. */
 static kf_status load_run(kf_store *s) {
     sqlite3_stmt *q = NULL;
-    int rc = sqlite3_prepare_v2(s->db, "SELECT id, task_dir, task_fingerprint, config_json, key_id, seal,"
-                                " (SELECT count(*) FROM runs) FROM runs ORDER BY id LIMIT 1", -1, &q, NULL);
+    int rc = sqlite3_prepare_v2(s->db, "SELECT id, task_dir, task_fingerprint, config_json, key_id"
+                                " FROM runs ORDER BY id LIMIT 1", -1, &q, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_step(q);
     kf_status st = KF_OK;
     if (rc == SQLITE_DONE) {
@@ -535,17 +560,26 @@ static kf_status load_run(kf_store *s) {
             }
         }
     }
-    char rseal[65] = "";
-    int nruns = rc == SQLITE_ROW ? sqlite3_column_int(q, 6) : 0;
-    if (rc == SQLITE_ROW && sqlite3_column_text(q, 5))
-        snprintf(rseal, sizeof rseal, "%s", (const char *)sqlite3_column_text(q, 5));
     sqlite3_finalize(q);
     if (!st && s->key_id[0] && !s->keyed) st = key_load(s);
     if (!st && s->keyed) {
-        char want[65];
-        if (run_seal_of(s, s->config, want)) return kf__err(s->ctx, KF_EINTERNAL, "%s: computing a seal failed", s->dbpath);
-        /* a run.db holds one run: a second row is not kforge's either */
-        s->run_tampered = nruns != 1 || strlen(rseal) != 64 || CRYPTO_memcmp(rseal, want, 64);
+        /* the run's row matches its seal, its counts match the tables (a node reopened,
+         * a row deleted or added by hand moves them), and it is the only run */
+        q = NULL;
+        rc = sqlite3_prepare_v2(s->db,
+                                "SELECT seal IS " RUN_MAC " AND nnodes = (SELECT count(*) FROM nodes) AND"
+                                " nfinished = (SELECT count(*) FROM nodes WHERE " FINISHED ") AND"
+                                " nevents = (SELECT count(*) FROM events) AND"
+                                " nconstraints = (SELECT count(*) FROM constraints) AND"
+                                " (SELECT count(*) FROM runs) = 1 FROM runs WHERE id = ?1",
+                                -1, &q, NULL);
+        if (rc == SQLITE_OK) {
+            sqlite3_bind_int64(q, 1, s->run);
+            rc = sqlite3_step(q);
+        }
+        if (rc == SQLITE_ROW) s->run_tampered = sqlite3_column_int(q, 0) != 1;
+        else st = serr(s, rc, "checking the run's seal");
+        sqlite3_finalize(q);
     }
     return st;
 }
@@ -575,7 +609,7 @@ kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
     }
     close(fd);
     char *abs = realpath(task->dir, NULL);
-    if ((st = open_src(s, 1)) || (st = db_open(s, 0))) goto fail;
+    if ((st = open_src(s, 1)) || (st = db_open(s, 0)) || (st = seal_setup(s))) goto fail;
     int rc = exec1(s->db, "BEGIN IMMEDIATE");
     if (rc) {
         st = serr(s, rc, "starting the run");
@@ -606,13 +640,9 @@ kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
         rc = exec1(s->db, sql);
     }
     if (rc == SQLITE_OK) { /* the run's own seal, in the same transaction */
-        char rs[65], sql[200];
+        char sql[200];
         memcpy(s->fingerprint, fp, 65);
-        if (run_seal_of(s, config_json, rs)) {
-            st = kf__err(ctx, KF_EINTERNAL, "computing the run's seal failed");
-            goto fail;
-        }
-        snprintf(sql, sizeof sql, "UPDATE runs SET seal = '%s' WHERE id = %lld", rs, (long long)s->run);
+        snprintf(sql, sizeof sql, "UPDATE runs SET seal = " RUN_MAC " WHERE id = %lld", (long long)s->run);
         rc = exec1(s->db, sql);
     }
     if (rc == SQLITE_OK) rc = exec1(s->db, "COMMIT");
@@ -627,6 +657,7 @@ kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
 fail:
     if (s->db) rollback(s, st);
     free(abs);
+    if (s->keyed) unlink(s->key_path); /* the key of a run that does not exist */
     /* nothing was recorded: give the directory back as it was, so a retry can work */
     char *dbp = kf__strdup(s->dbpath);
     kf_store_close(s);
@@ -661,7 +692,7 @@ kf_status kf_store_open(kf_ctx *ctx, const char *dir, const kf_task *task, kf_st
         st = kf__err(ctx, KF_EIO, "%s: not a regular file", s->dbpath);
         goto fail;
     }
-    if ((st = db_open(s, 0)) || (st = migrate(s)) || (st = no_planted(s)) || (st = load_run(s)) ||
+    if ((st = db_open(s, 0)) || (st = seal_setup(s)) || (st = migrate(s)) || (st = no_planted(s)) || (st = load_run(s)) ||
         (st = open_src(s, 0)) || (st = prepare_all(s)))
         goto fail;
     if (task) {
@@ -805,10 +836,12 @@ kf_status kf_store_read_source(kf_store *s, const char *hash, const char *ext, c
 
 /* Seals make a hand-edited run.db visible (docs/run.md "Seals"). Each run has a random
  * 256-bit key in a file of its own OUTSIDE the run directory (keys_dir); run.db names it
- * (runs.key_id). Every finished node carries seal = HMAC-SHA256(key, its outcome and
- * identity), written in the same UPDATE as the outcome. A reader recomputes it: a node
- * whose row does not match (state set to kept, speedup raised, source swapped) is read as
- * rejected with reason "tampered". What it stops: editing run.db (or copying rows between
+ * (runs.key_id). Every node, event and constraint carries seal = kf_mac(its row),
+ * written in the same transaction as the row, with the run's counts and the run row's
+ * own seal. A reader recomputes it: a node whose row does not match (state set to kept,
+ * speedup raised, source swapped, reopened) is read as rejected with reason "tampered",
+ * an event or constraint that does not match is skipped, and a run whose row or counts
+ * do not match records nothing more. What it stops: editing run.db (or copying rows between
  * runs) without the key. What it does not: someone who can read the key file (the same
  * user, deliberately), or deleting key_id (the run then reads as "unsealed", and says so). */
 
@@ -875,15 +908,23 @@ static kf_status key_create(kf_store *s) {
     hex(id, sizeof id, s->key_id);
     kf_store_keys_dir(dir, sizeof dir);
     snprintf(s->key_path, sizeof s->key_path, "%s/%s.key", dir, s->key_id);
+    if (dir[0] != '/')
+        return kf__err(s->ctx, KF_EUSAGE, "runs' seal keys would go to \"%s\", a relative path (HOME unset?): set "
+                       "KFORGE_KEYS to an absolute directory outside the projects agents may write", dir);
     if (kf__mkdirs(dir))
         return kf__err(s->ctx, KF_EIO, "%s: %s (where runs' seal keys are kept; set KFORGE_KEYS to "
                        "another directory)", dir, strerror(errno));
+    struct stat ds;
+    if (stat(dir, &ds) || !S_ISDIR(ds.st_mode) || ds.st_uid != geteuid() || (ds.st_mode & 022))
+        return kf__err(s->ctx, KF_EUSAGE, "%s: the keys directory must be yours and writable by you alone (mode "
+                       "0700): others could plant or replace keys there", dir);
     int fd = open(s->key_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return kf__err(s->ctx, KF_EIO, "%s: %s (the run's seal key)", s->key_path, strerror(errno));
     hex(s->key, sizeof s->key, body);
     body[64] = '\n';
     int bad = write(fd, body, 65) != 65 || fsync(fd);
     int e = errno;
+    OPENSSL_cleanse(body, sizeof body);
     if (close(fd) || bad) {
         unlink(s->key_path);
         return kf__err(s->ctx, KF_EIO, "%s: %s (the run's seal key)", s->key_path, strerror(bad ? e : errno));
@@ -898,128 +939,73 @@ static kf_status key_load(kf_store *s) {
     char dir[4096], body[80];
     kf_store_keys_dir(dir, sizeof dir);
     snprintf(s->key_path, sizeof s->key_path, "%s/%s.key", dir, s->key_id);
-    int fd = open(s->key_path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO planted in its place does not hang the open */
+    int fd = open(s->key_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT) return KF_OK;
         return kf__err(s->ctx, KF_EIO, "%s: %s (the run's seal key)", s->key_path, strerror(errno));
     }
+    struct stat ks;
+    if (fstat(fd, &ks) || !S_ISREG(ks.st_mode)) {
+        close(fd);
+        return kf__err(s->ctx, KF_EIO, "%s: not a regular file (the run's seal key)", s->key_path);
+    }
     ssize_t n = read(fd, body, sizeof body - 1);
     close(fd);
     body[n > 0 ? n : 0] = 0;
-    if (n < 64 || unhex(body, s->key, sizeof s->key))
-        return kf__err(s->ctx, KF_EIO, "%s: not a kforge seal key (64 hex digits)", s->key_path);
+    int bad = n < 64 || unhex(body, s->key, sizeof s->key);
+    OPENSSL_cleanse(body, sizeof body);
+    if (bad) return kf__err(s->ctx, KF_EIO, "%s: not a kforge seal key (64 hex digits)", s->key_path);
     if (mac_init(s)) return kf__err(s->ctx, KF_EINTERNAL, "OpenSSL has no HMAC-SHA256 (the run's seals)");
     s->keyed = 1;
     return KF_OK;
 }
 
-static void seal_part(EVP_MAC_CTX *m, const char *p) {
-    char len[32];
-    if (!p) {
-        EVP_MAC_update(m, (const unsigned char *)"N;", 2);
+/* SQL kf_mac(tag, v1, v2, ...): HMAC-SHA256 under the run's key of the run's id and
+ * fingerprint, the tag and each value with its type (NULL, integer, real as %.17g with
+ * -0 as 0, text and blob with their length), as 64 hex digits; NULL for a run without
+ * its key. Registered SQLITE_DIRECTONLY: usable by kforge's own statements only, never
+ * from a trigger or view. */
+static void sql_mac(sqlite3_context *cx, int argc, sqlite3_value **v) {
+    kf_store *s = sqlite3_user_data(cx);
+    if (!s->keyed || !s->mac) {
+        sqlite3_result_null(cx);
         return;
     }
-    int k = snprintf(len, sizeof len, "%zu:", strlen(p));
-    EVP_MAC_update(m, (const unsigned char *)len, (size_t)k);
-    EVP_MAC_update(m, (const unsigned char *)p, strlen(p));
-    EVP_MAC_update(m, (const unsigned char *)";", 1);
-}
-
-/* HMAC-SHA256 under the run's key of the parts, each as "LEN:bytes;" ("N;" for NULL),
- * into 64 hex digits + NUL; -1 when OpenSSL fails. */
-static int mac_parts(const kf_store *s, const char *const *parts, size_t n, char out[65]) {
-    EVP_MAC_CTX *m = s->mac ? EVP_MAC_CTX_dup(s->mac) : NULL;
+    EVP_MAC_CTX *m = EVP_MAC_CTX_dup(s->mac);
     unsigned char md[32];
     size_t mdlen = 0;
-    int ok = m != NULL;
-    for (size_t i = 0; ok && i < n; i++) seal_part(m, parts[i]);
+    char head[160];
+    int k = snprintf(head, sizeof head, "kforge-mac-2;%lld;%s;", (long long)s->run, s->fingerprint);
+    int ok = m && EVP_MAC_update(m, (const unsigned char *)head, (size_t)k);
+    for (int i = 0; ok && i < argc; i++) {
+        char pre[64];
+        const unsigned char *body = NULL;
+        size_t len = 0;
+        switch (sqlite3_value_type(v[i])) {
+        case SQLITE_NULL: k = snprintf(pre, sizeof pre, "N;"); break;
+        case SQLITE_INTEGER: k = snprintf(pre, sizeof pre, "I%lld;", (long long)sqlite3_value_int64(v[i])); break;
+        case SQLITE_FLOAT: {
+            double d = sqlite3_value_double(v[i]);
+            k = snprintf(pre, sizeof pre, "F%.17g;", d == 0 ? 0.0 : d);
+            break;
+        }
+        default: /* text and blob: length, then the bytes */
+            body = sqlite3_value_type(v[i]) == SQLITE_TEXT ? sqlite3_value_text(v[i]) : sqlite3_value_blob(v[i]);
+            len = (size_t)sqlite3_value_bytes(v[i]);
+            k = snprintf(pre, sizeof pre, "%c%zu:", sqlite3_value_type(v[i]) == SQLITE_TEXT ? 'T' : 'B', len);
+        }
+        ok = EVP_MAC_update(m, (const unsigned char *)pre, (size_t)k) &&
+             (!len || EVP_MAC_update(m, body, len)) && (!body || EVP_MAC_update(m, (const unsigned char *)";", 1));
+    }
     ok = ok && EVP_MAC_final(m, md, &mdlen, sizeof md) && mdlen == sizeof md;
     EVP_MAC_CTX_free(m);
-    if (!ok) return -1;
+    if (!ok) {
+        sqlite3_result_error(cx, "kforge: computing a seal failed", -1);
+        return;
+    }
+    char out[65];
     hex(md, sizeof md, out);
-    return 0;
-}
-
-/* The seal of a node's outcome and identity (64 hex + NUL); -1 when OpenSSL fails. */
-static int seal_of(const kf_store *s, const kf_node *n, char out[65]) {
-    char num[4][40];
-    snprintf(num[0], sizeof num[0], "%lld", (long long)n->id);
-    snprintf(num[1], sizeof num[1], "%lld", (long long)n->parent);
-    snprintf(num[2], sizeof num[2], "%.17g", n->speedup);
-    snprintf(num[3], sizeof num[3], "%lld", (long long)s->run);
-    const char *parts[] = {"kforge-seal-1", s->fingerprint, num[3], num[0], num[1], n->src_hash, n->ext,
-                           n->params_json, n->proposer, n->category, kf_node_state_name(n->state),
-                           n->reasons, n->verdict_json, n->shapes_json, num[2], n->note};
-    return mac_parts(s, parts, sizeof parts / sizeof *parts, out);
-}
-
-/* SQL kf_seal(id, parent, src_hash, ext, params_json, proposer, category, state,
- * reasons, verdict_json, shapes_json, speedup, note): the seal of the row as the
- * INSERT or UPDATE leaves it, NULL for a run without its key. One statement writes a
- * node (or its outcome) and its seal. */
-static void sql_seal(sqlite3_context *cx, int argc, sqlite3_value **v) {
-    kf_store *s = sqlite3_user_data(cx);
-    kf_node n;
-    memset(&n, 0, sizeof n);
-    const char *state = (const char *)sqlite3_value_text(v[7]);
-    if (argc != 13 || !s->keyed || !state || kf_node_state_parse(state, &n.state)) {
-        sqlite3_result_null(cx);
-        return;
-    }
-    n.id = sqlite3_value_int64(v[0]);
-    n.parent = sqlite3_value_int64(v[1]);
-    snprintf(n.src_hash, sizeof n.src_hash, "%s", sqlite3_value_text(v[2]) ? (const char *)sqlite3_value_text(v[2]) : "");
-    snprintf(n.ext, sizeof n.ext, "%s", sqlite3_value_text(v[3]) ? (const char *)sqlite3_value_text(v[3]) : "");
-    n.params_json = (char *)sqlite3_value_text(v[4]);
-    snprintf(n.proposer, sizeof n.proposer, "%s", sqlite3_value_text(v[5]) ? (const char *)sqlite3_value_text(v[5]) : "");
-    snprintf(n.category, sizeof n.category, "%s", sqlite3_value_text(v[6]) ? (const char *)sqlite3_value_text(v[6]) : "");
-    n.reasons = (char *)sqlite3_value_text(v[8]);
-    n.verdict_json = (char *)sqlite3_value_text(v[9]);
-    n.shapes_json = (char *)sqlite3_value_text(v[10]);
-    n.speedup = sqlite3_value_double(v[11]);
-    n.note = (char *)sqlite3_value_text(v[12]);
-    char out[65];
-    if (seal_of(s, &n, out)) {
-        sqlite3_result_error(cx, "computing a seal failed", -1);
-        return;
-    }
-    sqlite3_result_text(cx, out, 64, SQLITE_TRANSIENT);
-}
-
-/* The seal of the run's own row: what tool mode and resume judge by (the Critic's
- * settings, --hidden, timing options in config_json) and the fingerprint. */
-static int run_seal_of(const kf_store *s, const char *config, char out[65]) {
-    char num[32];
-    snprintf(num, sizeof num, "%lld", (long long)s->run);
-    const char *parts[] = {"kforge-run-seal-1", num, s->fingerprint, s->key_id, config};
-    return mac_parts(s, parts, sizeof parts / sizeof *parts, out);
-}
-
-/* The seal of an event: run, id, node, kind, json, created. */
-static int ev_seal_of(const kf_store *s, int64_t id, int64_t node, const char *kind, const char *json, double created,
-                      char out[65]) {
-    char num[4][40];
-    snprintf(num[0], sizeof num[0], "%lld", (long long)s->run);
-    snprintf(num[1], sizeof num[1], "%lld", (long long)id);
-    snprintf(num[2], sizeof num[2], "%lld", (long long)node);
-    snprintf(num[3], sizeof num[3], "%.17g", created);
-    const char *parts[] = {"kforge-event-seal-1", s->fingerprint, num[0], num[1], num[2], kind, json, num[3]};
-    return mac_parts(s, parts, sizeof parts / sizeof *parts, out);
-}
-
-/* SQL kf_evseal(id, node, kind, json, created). */
-static void sql_evseal(sqlite3_context *cx, int argc, sqlite3_value **v) {
-    kf_store *s = sqlite3_user_data(cx);
-    char out[65];
-    if (argc != 5 || !s->keyed) {
-        sqlite3_result_null(cx);
-        return;
-    }
-    if (ev_seal_of(s, sqlite3_value_int64(v[0]), sqlite3_value_int64(v[1]), (const char *)sqlite3_value_text(v[2]),
-                   (const char *)sqlite3_value_text(v[3]), sqlite3_value_double(v[4]), out)) {
-        sqlite3_result_error(cx, "computing a seal failed", -1);
-        return;
-    }
     sqlite3_result_text(cx, out, 64, SQLITE_TRANSIENT);
 }
 
@@ -1070,13 +1056,11 @@ static kf_status row_node(kf_store *s, sqlite3_stmt *q, kf_node *n, int copy) {
             goto oom;
         }
     }
-    /* a finished node of a sealed run must match its seal; one that does not is read as
-     * what it is: rejected, "tampered", with what the row claimed in its note */
+    /* a node of a sealed run must match its seal (column 19: seal IS kf_mac(the row)); one
+     * that does not is read as what it is: rejected, "tampered", nothing of its outcome
+     * kept, what the row claimed in its note */
     if (s->keyed) {
-        const char *seal = col_text(q, 18);
-        char want[65];
-        if (seal_of(s, n, want)) return kf__err(s->ctx, KF_EINTERNAL, "%s: computing a seal failed", s->dbpath);
-        if (!seal || strlen(seal) != 64 || CRYPTO_memcmp(seal, want, 64)) {
+        if (sqlite3_column_int(q, 19) != 1) {
             char claim[512];
             snprintf(claim, sizeof claim,
                      "run.db was changed outside kforge: node %lld's recorded outcome (%s, %.3fx) does not "
@@ -1089,7 +1073,8 @@ static kf_status row_node(kf_store *s, sqlite3_stmt *q, kf_node *n, int copy) {
                 free(n->reasons);
                 free(n->note);
                 free(n->shapes_json);
-                n->shapes_json = NULL;
+                free(n->verdict_json);
+                n->shapes_json = n->verdict_json = NULL;
                 n->reasons = kf__strdup("tampered");
                 n->note = kf__strdup(claim);
                 if (!n->reasons || !n->note) goto oom;
@@ -1097,7 +1082,7 @@ static kf_status row_node(kf_store *s, sqlite3_stmt *q, kf_node *n, int copy) {
                 snprintf(s->tamper_note, sizeof s->tamper_note, "%s", claim);
                 n->reasons = (char *)"tampered";
                 n->note = s->tamper_note;
-                n->shapes_json = NULL;
+                n->shapes_json = n->verdict_json = NULL;
             }
         }
     }
@@ -1118,6 +1103,37 @@ void kf_node_free(kf_node *n) {
 }
 
 static int fixed_ok(const char *p, size_t cap) { return memchr(p, 0, cap) != NULL; }
+
+/* Writes to a run whose key is elsewhere, or whose own row was edited, are refused:
+ * they could not be sealed, or would seal what someone else put there. */
+static kf_status writable(kf_store *s) {
+    if (s->key_id[0] && !s->keyed)
+        return kf__err(s->ctx, KF_EUSAGE, "%s: this run's seal key %s is not on this machine: nothing can be "
+                       "recorded (copy the key there, or set KFORGE_KEYS to its directory)", s->dbpath, s->key_path);
+    if (s->run_tampered)
+        return kf__err(s->ctx, KF_EUSAGE, "%s: the run's own row (task fingerprint, settings, counts) was changed "
+                       "outside kforge: nothing more is recorded in this run", s->dbpath);
+    return KF_OK;
+}
+
+/* In a write transaction: seal row id with statement k, move the run's counts by the
+ * deltas and seal the run's row again. */
+static int seal_write(kf_store *s, int k, int64_t id, int dn, int df, int de, int dc) {
+    sqlite3_stmt *q = s->q[k];
+    sqlite3_bind_int64(q, 1, id);
+    int rc = step_done(q);
+    if (rc) return rc;
+    q = s->q[Q_RUN_COUNT];
+    sqlite3_bind_int64(q, 1, s->run);
+    sqlite3_bind_int(q, 2, dn);
+    sqlite3_bind_int(q, 3, df);
+    sqlite3_bind_int(q, 4, de);
+    sqlite3_bind_int(q, 5, dc);
+    if ((rc = step_done(q))) return rc;
+    q = s->q[Q_SEAL_RUN];
+    sqlite3_bind_int64(q, 1, s->run);
+    return step_done(q);
+}
 
 kf_status kf_store_add_node(kf_store *s, kf_node *n) {
     if (!s || !n) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_add_node: NULL argument");
@@ -1149,12 +1165,25 @@ kf_status kf_store_add_node(kf_store *s, kf_node *n) {
     sqlite3_bind_int64(q, 10, n->tokens_out);
     sqlite3_bind_double(q, 11, created);
     bind_text(q, 12, n->note);
-    int rc = step_done(q);
+    kf_status st = writable(s);
+    if (st) {
+        sqlite3_reset(q);
+        return st;
+    }
+    int rc = exec1(s->db, "BEGIN IMMEDIATE");
+    if (rc) {
+        sqlite3_reset(q);
+        return serr(s, rc, "adding a node");
+    }
+    rc = step_done(q);
     if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-        return kf__err(s->ctx, KF_EUSAGE, "%s: adding a node: parent %lld: no such node",
-                       s->dbpath, (long long)n->parent);
-    if (rc) return serr(s, rc, "adding a node");
-    n->id = sqlite3_last_insert_rowid(s->db);
+        return rollback(s, kf__err(s->ctx, KF_EUSAGE, "%s: adding a node: parent %lld: no such node",
+                                   s->dbpath, (long long)n->parent));
+    int64_t id = sqlite3_last_insert_rowid(s->db);
+    if (!rc) rc = seal_write(s, Q_SEAL_NODE, id, 1, 0, 0, 0);
+    if (!rc) rc = exec1(s->db, "COMMIT");
+    if (rc) return rollback(s, serr(s, rc, "adding a node"));
+    n->id = id;
     n->state = KF_NODE_PROPOSED;
     n->created = created;
     n->finished = 0;
@@ -1168,32 +1197,50 @@ kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
         return kf__err(s->ctx, KF_EUSAGE, "kf_store_finish_node: node %lld: state %d, speedup "
                        "%g, cost %g, finished %g", (long long)n->id, (int)n->state, n->speedup,
                        n->cost_s, n->finished);
-    if (s->key_id[0] && !s->keyed)
-        return kf__err(s->ctx, KF_EUSAGE, "%s: this run's seal key %s is not on this machine: outcomes "
-                       "cannot be recorded (copy the key there, or set KFORGE_KEYS to its directory)",
-                       s->dbpath, s->key_path);
-    if (s->run_tampered)
-        return kf__err(s->ctx, KF_EUSAGE, "%s: the run's own row (task fingerprint, settings) was changed outside "
-                       "kforge: nothing more is recorded in this run", s->dbpath);
-    /* the Critic's veto is mechanical: kept only with its approval on record */
+    kf_status st = writable(s);
+    if (st) return st;
+    int rc = exec1(s->db, "BEGIN IMMEDIATE");
+    if (rc) return serr(s, rc, "recording a node's outcome");
+    /* the row as it stands: finished or not (the run's count moves by the difference),
+     * and still matching its seal (an outcome is never sealed over an edited row) */
+    sqlite3_stmt *q = s->q[Q_NODE_NOW];
+    sqlite3_bind_int64(q, 1, n->id);
+    sqlite3_bind_int64(q, 2, s->run);
+    rc = sqlite3_step(q);
+    int was_finished = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
+    int row_ok = rc == SQLITE_ROW && sqlite3_column_int(q, 1) == 1;
+    sqlite3_reset(q);
+    if (rc == SQLITE_DONE)
+        return rollback(s, kf__err(s->ctx, KF_EUSAGE, "%s: recording an outcome: node %lld: no such node", s->dbpath,
+                                   (long long)n->id));
+    if (rc != SQLITE_ROW) return rollback(s, serr(s, rc, "recording a node's outcome"));
+    if (s->keyed && !row_ok)
+        return rollback(s, kf__err(s->ctx, KF_EUSAGE, "%s: node %lld does not match its seal (run.db was changed "
+                                                       "outside kforge): its outcome is not recorded",
+                                   s->dbpath, (long long)n->id));
+    /* the Critic's veto is mechanical: kept only with its approval on record, an event
+     * kforge sealed */
     if (n->state == KF_NODE_KEPT) {
         sqlite3_stmt *a = NULL;
-        int rc = sqlite3_prepare_v2(s->db,
-                                    "SELECT 1 FROM events WHERE run = ?1 AND node = ?2 AND kind = 'critic'"
-                                    " AND json_extract(json, '$.decision') = 'approve' LIMIT 1",
-                                    -1, &a, NULL);
-        if (rc) return serr(s, rc, "reading the Critic's decisions");
+        rc = sqlite3_prepare_v2(s->db,
+                                "SELECT 1 FROM events WHERE run = ?1 AND node = ?2 AND kind = 'critic'"
+                                " AND json_extract(json, '$.decision') = 'approve' AND (?3 = 0 OR seal IS " EVENT_MAC
+                                ") LIMIT 1",
+                                -1, &a, NULL);
+        if (rc) return rollback(s, serr(s, rc, "reading the Critic's decisions"));
         sqlite3_bind_int64(a, 1, s->run);
         sqlite3_bind_int64(a, 2, n->id);
+        sqlite3_bind_int(a, 3, s->keyed);
         rc = sqlite3_step(a);
         sqlite3_finalize(a);
         if (rc != SQLITE_ROW)
-            return rc == SQLITE_DONE
-                       ? kf__err(s->ctx, KF_EUSAGE, "%s: node %lld: only the Critic may mark a node kept, and "
-                                                     "it has not approved this one", s->dbpath, (long long)n->id)
-                       : serr(s, rc, "reading the Critic's decisions");
+            return rollback(s, rc == SQLITE_DONE
+                                   ? kf__err(s->ctx, KF_EUSAGE, "%s: node %lld: only the Critic may mark a node "
+                                                                "kept, and it has not approved this one",
+                                             s->dbpath, (long long)n->id)
+                                   : serr(s, rc, "reading the Critic's decisions"));
     }
-    sqlite3_stmt *q = s->q[Q_FINISH];
+    q = s->q[Q_FINISH];
     bind_text(q, 1, state_names[n->state]);
     bind_text(q, 2, n->reasons);
     bind_text(q, 3, n->verdict_json);
@@ -1207,8 +1254,7 @@ kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
     bind_text(q, 10, n->note);
     sqlite3_bind_int64(q, 11, n->id);
     sqlite3_bind_int64(q, 12, s->run);
-    /* the node kforge evaluated, when the caller says which (its source name): the outcome
-     * is recorded, and sealed, only on that row (a row changed meanwhile is refused) */
+    /* the node kforge evaluated, when the caller says which (its source name) */
     int known = n->src_hash[0] != 0;
     sqlite3_bind_int(q, 13, known);
     bind_text(q, 14, known ? n->src_hash : NULL);
@@ -1217,12 +1263,17 @@ kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
     bind_text(q, 17, known ? n->category : NULL);
     bind_id(q, 18, known ? n->parent : 0);
     bind_text(q, 19, known ? n->params_json : NULL);
-    int rc = step_done(q);
-    if (rc) return serr(s, rc, "recording a node's outcome");
+    sqlite3_bind_int(q, 20, s->keyed);
+    rc = step_done(q);
+    if (rc) return rollback(s, serr(s, rc, "recording a node's outcome"));
     if (sqlite3_changes(s->db) != 1)
-        return kf__err(s->ctx, KF_EUSAGE, "%s: recording an outcome: node %lld: no such node, or its row is not "
-                       "the node that was evaluated (run.db changed meanwhile)", s->dbpath, (long long)n->id);
-    return KF_OK;
+        return rollback(s, kf__err(s->ctx, KF_EUSAGE, "%s: recording an outcome: node %lld: its row is not the "
+                                                       "node that was evaluated (run.db changed meanwhile)",
+                                   s->dbpath, (long long)n->id));
+    int now_finished = !kf_node_state_unfinished(n->state);
+    rc = seal_write(s, Q_SEAL_NODE, n->id, 0, now_finished - was_finished, 0, 0);
+    if (!rc) rc = exec1(s->db, "COMMIT");
+    return rc ? rollback(s, serr(s, rc, "recording a node's outcome")) : KF_OK;
 }
 
 kf_status kf_store_get_node(kf_store *s, int64_t id, kf_node *out) {
@@ -1292,12 +1343,6 @@ kf_status kf_store_tampered(kf_store *s, int64_t **ids, size_t *n) {
     return st;
 }
 
-static int count_event(void *arg, int64_t id, int64_t node, const char *json, double created) {
-    (void)id, (void)node, (void)json, (void)created;
-    ++*(int64_t *)arg;
-    return 0;
-}
-
 kf_status kf_store_gaps(kf_store *s, int64_t *nodes, int64_t *events) {
     if (!s || !nodes || !events) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_gaps: NULL argument");
     *nodes = *events = 0;
@@ -1315,16 +1360,18 @@ kf_status kf_store_gaps(kf_store *s, int64_t *nodes, int64_t *events) {
 kf_status kf_store_tampered_events(kf_store *s, int64_t *n) {
     if (!s || !n) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_tampered_events: NULL argument");
     *n = 0;
-    int64_t good = 0, all = 0;
-    kf_status st = kf_store_each_event(s, NULL, count_event, &good);
-    if (st) return st;
+    if (!s->keyed) return KF_OK;
     sqlite3_stmt *q = NULL;
-    int rc = sqlite3_prepare_v2(s->db, "SELECT count(*) FROM events", -1, &q, NULL);
-    if (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) all = sqlite3_column_int64(q, 0), rc = SQLITE_OK;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT (SELECT count(*) FROM events WHERE run IS NOT ?1 OR seal IS NOT " EVENT_MAC ") +"
+                                " (SELECT count(*) FROM constraints WHERE run IS NOT ?1 OR seal IS NOT " CONS_MAC ")",
+                                -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(q, 1, s->run);
+        if ((rc = sqlite3_step(q)) == SQLITE_ROW) *n = sqlite3_column_int64(q, 0), rc = SQLITE_OK;
+    }
     sqlite3_finalize(q);
-    if (rc) return serr(s, rc, "counting events");
-    *n = all - good;
-    return KF_OK;
+    return rc ? serr(s, rc, "checking the events' seals") : KF_OK;
 }
 
 kf_status kf_store_unfinished(kf_store *s, int64_t **ids, size_t *n) {
@@ -1376,11 +1423,19 @@ kf_status kf_store_add_constraint(kf_store *s, int64_t node, int64_t scope,
     bind_text(q, 5, text);
     bind_text(q, 6, predicate_json);
     sqlite3_bind_double(q, 7, now_s());
-    int rc = step_done(q);
+    kf_status st = writable(s);
+    int rc = st ? 0 : exec1(s->db, "BEGIN IMMEDIATE");
+    if (st || rc) {
+        sqlite3_reset(q);
+        return st ? st : serr(s, rc, "adding a constraint");
+    }
+    rc = step_done(q);
     if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-        return kf__err(s->ctx, KF_EUSAGE, "%s: adding a constraint: node %lld or scope %lld: "
-                       "no such node", s->dbpath, (long long)node, (long long)scope);
-    return rc ? serr(s, rc, "adding a constraint") : KF_OK;
+        return rollback(s, kf__err(s->ctx, KF_EUSAGE, "%s: adding a constraint: node %lld or scope %lld: "
+                                   "no such node", s->dbpath, (long long)node, (long long)scope));
+    if (!rc) rc = seal_write(s, Q_SEAL_CONS, sqlite3_last_insert_rowid(s->db), 0, 0, 0, 1);
+    if (!rc) rc = exec1(s->db, "COMMIT");
+    return rc ? rollback(s, serr(s, rc, "adding a constraint")) : KF_OK;
 }
 
 kf_status kf_store_each_constraint(kf_store *s, int (*fn)(void *, const kf_constraint *),
@@ -1392,6 +1447,9 @@ kf_status kf_store_each_constraint(kf_store *s, int (*fn)(void *, const kf_const
     sqlite3_bind_int64(q, 1, s->run);
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        /* a constraint that does not match its seal was not learnt by kforge: skipped (it
+         * would be told to agents as a rule) */
+        if (s->keyed && sqlite3_column_int(q, 7) != 1) continue;
         kf_constraint c = {
             .id = sqlite3_column_int64(q, 0),
             .node = sqlite3_column_int64(q, 1),
@@ -1433,11 +1491,19 @@ kf_status kf_store_event(kf_store *s, int64_t node, const char *kind, const char
     bind_text(q, 3, kind);
     bind_text(q, 4, json);
     sqlite3_bind_double(q, 5, now_s());
-    int rc = step_done(q);
+    kf_status st = writable(s);
+    int rc = st ? 0 : exec1(s->db, "BEGIN IMMEDIATE");
+    if (st || rc) {
+        sqlite3_reset(q);
+        return st ? st : serr(s, rc, "logging an event");
+    }
+    rc = step_done(q);
     if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-        return kf__err(s->ctx, KF_EUSAGE, "%s: event \"%s\": node %lld: no such node",
-                       s->dbpath, kind, (long long)node);
-    return rc ? serr(s, rc, "logging an event") : KF_OK;
+        return rollback(s, kf__err(s->ctx, KF_EUSAGE, "%s: event \"%s\": node %lld: no such node",
+                                   s->dbpath, kind, (long long)node));
+    if (!rc) rc = seal_write(s, Q_SEAL_EVENT, sqlite3_last_insert_rowid(s->db), 0, 0, 1, 0);
+    if (!rc) rc = exec1(s->db, "COMMIT");
+    return rc ? rollback(s, serr(s, rc, "logging an event")) : KF_OK;
 }
 
 kf_status kf_store_each_event(kf_store *s, const char *kind,
@@ -1446,7 +1512,7 @@ kf_status kf_store_each_event(kf_store *s, const char *kind,
     /* rare (tool mode reads its pending actions): prepared per call, not kept */
     sqlite3_stmt *q = NULL;
     int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT id, node, json, created, kind, seal FROM events WHERE run = ?1 AND"
+                                "SELECT id, node, json, created, seal IS " EVENT_MAC " FROM events WHERE run = ?1 AND"
                                 " (?2 IS NULL OR kind = ?2) ORDER BY id",
                                 -1, &q, NULL);
     if (rc) return serr(s, rc, "reading events");
@@ -1454,14 +1520,7 @@ kf_status kf_store_each_event(kf_store *s, const char *kind,
     bind_text(q, 2, kind);
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         /* an event that does not match its seal was not written by kforge: skipped */
-        if (s->keyed) {
-            char want[65];
-            const char *seal = col_text(q, 5);
-            if (ev_seal_of(s, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), col_text(q, 4), col_text(q, 2),
-                           sqlite3_column_double(q, 3), want) ||
-                !seal || strlen(seal) != 64 || CRYPTO_memcmp(seal, want, 64))
-                continue;
-        }
+        if (s->keyed && sqlite3_column_int(q, 4) != 1) continue;
         if (fn(arg, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), col_text(q, 2),
                sqlite3_column_double(q, 3)))
             break;
