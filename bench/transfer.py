@@ -131,7 +131,7 @@ def main():
         best = min(v for v in pts.values() if v is not None)
         print(f"### {target} ({len(pts)} points)\n")
         print("Space (geometric mean of the visible shapes' times, `kforge bench`): " +
-              ", ".join(f"{','.join(f'{k}={v}' for k, v in key)} {g / 1e3:.1f} us"
+              ", ".join(f"{','.join(f'{k}={v}' for k, v in key)} {'refused' if g is None else f'{g / 1e3:.1f} us'}"
                         f"{' (target)' if g is not None and g <= best * (1 + a.within) else ''}"
                         for key, g in sorted(pts.items(), key=lambda kv: kv[1] or 1e30)) + "\n")
         print("| seed | evaluations without lessons | with lessons | first proposal without | with |")
