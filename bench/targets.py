@@ -12,7 +12,7 @@ Usage: bench/targets.py BUILD_DIR [--reps N]. Prints a Markdown table for BENCHM
 import json, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TASKS = ["saxpy", "softmax", "rmsnorm", "sum", "transpose", "sgemm"]
+TASKS = ["saxpy", "softmax", "rmsnorm", "sum", "transpose", "sgemm", "linear"]
 CTYPES = {"f32": "float", "f64": "double", "i32": "int32_t", "i64": "int64_t", "u8": "uint8_t"}
 
 

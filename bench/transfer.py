@@ -6,7 +6,7 @@ builtin proposer needs to reach a target speedup on a related task, compared wit
 same run (same seed, same options) without lessons?
 
 Usage: bench/transfer.py [--build build] [--seeds 5] [--within 0.05] [--work DIR]
-                         [--source tasks/c/softmax] [--source-budget 3]
+                         [--source tasks/c/softmax] [--source-budget N]
                          [--target tasks/c/rmsnorm]... [--keep]
 
 Steps:
@@ -14,7 +14,14 @@ Steps:
      real checker and timing); the target is "within F (5%) of the best point's
      geometric-mean time";
   2. `kforge run SOURCE --budget B --seed s` for each seed s, each distilled into one
-     fresh lessons database (`kforge lessons distill RUN --lessons DB`);
+     fresh lessons database (`kforge lessons distill RUN --lessons DB`). B defaults to the
+     source template's whole space (the product of its kforge:param value lists; the run
+     stops by itself once every point its kforge:require allows has been tried, "the
+     parameter space is exhausted"), so the lessons know every setting of the source.
+     (The default was 3, softmax's whole space when its template had W alone; it stayed 3
+     when softmax's template grew to 44 allowed points, and 3 evaluations never tried
+     W=16: BENCHMARKS.md "Issue 5: transfer softmax -> rmsnorm with a shared W".)
+     `--source-budget N` gives a shorter, partial run instead;
   3. per target and seed, `kforge run TARGET --budget N --seed s` (N: the whole space)
      twice, without and with `--lessons DB`; its evaluations to the target are the
      1-based position, in node order, of the first node whose point the table puts within
@@ -24,7 +31,7 @@ Prints Markdown: per target the evaluations per seed, the medians and their rati
 without; below 1: lessons helped), the lessons that applied and the first proposals.
 Quick timing options in the runs (--min-runs 5 --max-runs 8 --min-time 0.01 --hidden 1).
 """
-import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
 QUICK = ["--min-runs", "5", "--max-runs", "8", "--min-time", "0.01", "--hidden", "1"]
 
@@ -55,6 +62,16 @@ def table(build, task, work):
     return pts
 
 
+def space_size(task):
+    """The product of the template's kforge:param value lists (record_space.py's parsing)."""
+    n = 1
+    for line in open(os.path.join(task, "candidates", "param.c")):
+        m = re.search(r"kforge:param\s+(\w+)\s*=\s*([^*#\n]+)", line)
+        if m:
+            n *= len([v for v in m.group(2).split(",") if v.strip()])
+    return n
+
+
 def evals_to_target(kforge, run, pts, within):
     tree = json.loads(sh([kforge, "tree", run, "--json"]).stdout)
     best = min(v for v in pts.values() if v is not None)
@@ -76,7 +93,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--within", type=float, default=0.05)
     ap.add_argument("--source", default="tasks/c/softmax")
-    ap.add_argument("--source-budget", type=int, default=3)
+    ap.add_argument("--source-budget", type=int, default=0, help="0 (default): the source's whole space")
     ap.add_argument("--target", action="append")
     ap.add_argument("--work")
     ap.add_argument("--keep", action="store_true")
@@ -90,15 +107,19 @@ def main():
         os.remove(db)
     seeds = list(range(1, a.seeds + 1))
     t0 = time.time()
+    budget = a.source_budget or space_size(a.source)
+    src_evals = []
     for s in seeds:
         run = os.path.join(work, f"source-{s}")
         shutil.rmtree(run, ignore_errors=True)
-        sh([kforge, "run", a.source, "--budget", str(a.source_budget), "--seed", str(s), "--run", run] + QUICK)
+        sh([kforge, "run", a.source, "--budget", str(budget), "--seed", str(s), "--run", run] + QUICK)
+        src_evals.append(len(json.loads(sh([kforge, "tree", run, "--json"]).stdout)["nodes"]))
         sh([kforge, "lessons", "distill", run, "--lessons", db])
     lessons = [json.loads(l) for l in sh([kforge, "lessons", "export", "--lessons", db]).stdout.splitlines() if l]
     print(f"## Transfer of lessons: {a.source} -> {', '.join(targets)}\n")
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; seeds {seeds[0]}..{seeds[-1]}; target: within "
-          f"{a.within:.0%} of the best point of the target's space; source runs of {a.source_budget} evaluations.\n")
+          f"{a.within:.0%} of the best point of the target's space; source runs of budget {budget}"
+          f"{'' if a.source_budget else ' (the whole space)'}: {', '.join(map(str, src_evals))} evaluations.\n")
     print(f"Lessons distilled from the {len(seeds)} source runs ({len(lessons)}):\n")
     for l in lessons:
         t = l.get("trust", {})
@@ -110,7 +131,7 @@ def main():
         best = min(v for v in pts.values() if v is not None)
         print(f"### {target} ({len(pts)} points)\n")
         print("Space (geometric mean of the visible shapes' times, `kforge bench`): " +
-              ", ".join(f"{','.join(f'{k}={v}' for k, v in key)} {g / 1e3:.1f} us"
+              ", ".join(f"{','.join(f'{k}={v}' for k, v in key)} {'refused' if g is None else f'{g / 1e3:.1f} us'}"
                         f"{' (target)' if g is not None and g <= best * (1 + a.within) else ''}"
                         for key, g in sorted(pts.items(), key=lambda kv: kv[1] or 1e30)) + "\n")
         print("| seed | evaluations without lessons | with lessons | first proposal without | with |")

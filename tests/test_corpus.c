@@ -234,10 +234,10 @@ static void validate_case(const void *arg) {
 }
 
 void kft_register_corpus(void) {
-    static const char *tasks[] = {"saxpy", "softmax", "rmsnorm", "sum", "transpose", "sgemm"};
+    static const char *tasks[] = {"saxpy", "softmax", "rmsnorm", "sum", "transpose", "sgemm", "linear"};
     add_dir("tests/redteam", "redteam", NULL, NULL);
     add_dir("tests/honest", "honest", NULL, NULL);
-    for (int i = 0; i < 6; i++) {
+    for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++) {
         char rel[128], prefix[128];
         snprintf(rel, sizeof rel, "tasks/c/%s/candidates", tasks[i]);
         snprintf(prefix, sizeof prefix, "bundled/%s", tasks[i]);

@@ -487,7 +487,7 @@ static void fab_two(const char *td, const char *ext, const char *run, const char
 
 static void t_bundled(const void *arg) {
     (void)arg;
-    static const char *const tasks[] = {"rmsnorm", "saxpy", "sgemm", "softmax", "sum", "transpose"};
+    static const char *const tasks[] = {"linear", "rmsnorm", "saxpy", "sgemm", "softmax", "sum", "transpose"};
     for (size_t ti = 0; ti < sizeof tasks / sizeof *tasks; ti++) {
         char dir[] = "/tmp/kft-export6-XXXXXX", run[512], ex[512], args[2048], out[1 << 16], td[256];
         CHECK(mkdtemp(dir));

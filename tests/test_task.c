@@ -70,9 +70,9 @@ static char *edit(const char *from, const char *to) {
 
 static void t_bundled_load(const void *arg) {
     (void)arg;
-    const char *names[] = {"saxpy", "softmax", "rmsnorm", "sum", "transpose", "sgemm"};
+    const char *names[] = {"saxpy", "softmax", "rmsnorm", "sum", "transpose", "sgemm", "linear"};
     kf_ctx *ctx = kf_ctx_new();
-    for (int i = 0; i < 6; i++) {
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char rel[64];
         snprintf(rel, sizeof rel, "tasks/c/%s", names[i]);
         kf_task *t = kft_task(ctx, rel);
