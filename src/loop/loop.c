@@ -491,7 +491,7 @@ json_t *kf_loop_integrity(kf_store *st, const kf_node *v, size_t n, kf_buf *b) {
         kf_buf_printf(b, "WARNING: this run has no seals (made before kforge sealed outcomes, or its key id was "
                          "removed from run.db): nothing it records is verified, and it cannot be resumed\n");
     if (b && !strcmp(state, "tampered"))
-        kf_buf_printf(b, "WARNING: run.db was changed outside kforge: the run's own row (task fingerprint or settings) "
+        kf_buf_printf(b, "WARNING: run.db was changed outside kforge: the run's own row (task fingerprint, settings or counts of rows) "
                          "does not match its seal: nothing more can be recorded in this run, and its settings are "
                          "not to be trusted\n");
     if (b && !strcmp(state, "key missing"))
@@ -1378,8 +1378,8 @@ static kf_status seals_usable(kf_ctx *ctx, const char *dir, kf_store *st) {
                                        "verified or recorded (copy the key there, or set KFORGE_KEYS to its directory)",
                        dir, kf_store_key_path(st));
     if (!strcmp(s, "tampered"))
-        return kf__err(ctx, KF_EUSAGE, "%s: run.db was changed outside kforge: the run's own row (task fingerprint or "
-                                       "settings) does not match its seal, so nothing more is recorded in it",
+        return kf__err(ctx, KF_EUSAGE, "%s: run.db was changed outside kforge: the run's own row (task fingerprint, settings or "
+                                       "counts of rows) does not match its seal, so nothing more is recorded in it",
                        dir);
     /* its settings (the Critic's, --hidden, an agent command) could be anyone's */
     if (!strcmp(s, "unsealed"))
