@@ -668,6 +668,21 @@ static void t_sealed(const void *arg) {
               "SELECT task_dir, task_fingerprint, backend, config_json, created, status, key_id, seal FROM runs");
     CHECKF(seals_are(run2, "tampered"), "a second run row");
 
+    /* the task the run names, pointed elsewhere (S5a; task_dir is not sealed, since a
+     * repository moves): tree says the task there is not the run's */
+    sum_run(dir, "r6", 0, run2, sizeof run2);
+    t = tree_json(run2);
+    CHECK(json_is_true(json_object_get(json_object_get(t, "integrity"), "task_matches")));
+    json_decref(t);
+    char q6[600];
+    snprintf(q6, sizeof q6, "UPDATE runs SET task_dir = '%s'", kft_src("tasks/c/softmax"));
+    sql(run2, q6);
+    snprintf(args, sizeof args, "tree %s", run2);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "is not the one this run was made for"), "%s", out);
+    t = tree_json(run2);
+    CHECK(json_is_false(json_object_get(json_object_get(t, "integrity"), "task_matches")));
+    json_decref(t);
+
     /* key id removed: nothing verified any more, and the run says so */
     sql(run, "UPDATE runs SET key_id = NULL");
     CHECK(seals_are(run, "unsealed"));

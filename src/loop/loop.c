@@ -475,6 +475,17 @@ int kf_loop_collect(void *arg, const kf_node *n) {
 
 json_t *kf_loop_integrity(kf_store *st, const kf_node *v, size_t n, kf_buf *b) {
     const char *state = kf_store_seal_state(st), *kp = kf_store_key_path(st);
+    /* the task the run names (task_dir is where it was; the fingerprint is what it was) */
+    kf_ctx *tc = kf_ctx_new();
+    kf_task *tk = NULL;
+    int task_ok = tc && kf_task_load(tc, kf_store_task_dir(st), &tk) == KF_OK &&
+                  !strcmp(tk->fingerprint, kf_store_task_fingerprint(st));
+    if (b && !task_ok)
+        kf_buf_printf(b, "note: the task at %s is not the one this run was made for (changed, moved or gone: "
+                         "fingerprint %.12s recorded): its verdicts hold for the recorded task only\n",
+                      kf_store_task_dir(st), kf_store_task_fingerprint(st));
+    kf_task_free(tk);
+    kf_ctx_free(tc);
     json_t *ids = json_array();
     for (size_t i = 0; i < n; i++)
         if (v[i].tampered) json_array_append_new(ids, json_integer((json_int_t)v[i].id));
@@ -510,8 +521,9 @@ json_t *kf_loop_integrity(kf_store *st, const kf_node *v, size_t n, kf_buf *b) {
         kf_buf_printf(b, "WARNING: run.db was changed outside kforge: %lld node%s and %lld event%s were deleted "
                          "(gaps in their numbering)\n", (long long)gn, gn == 1 ? "" : "s", (long long)ge,
                       ge == 1 ? "" : "s");
-    return json_pack("{s:s, s:s?, s:o, s:I, s:I, s:I}", "seals", state, "key", kp, "tampered", ids, "events_tampered",
-                     (json_int_t)bad_ev, "nodes_deleted", (json_int_t)gn, "events_deleted", (json_int_t)ge);
+    return json_pack("{s:s, s:s?, s:o, s:I, s:I, s:I, s:b}", "seals", state, "key", kp, "tampered", ids,
+                     "events_tampered", (json_int_t)bad_ev, "nodes_deleted", (json_int_t)gn, "events_deleted",
+                     (json_int_t)ge, "task_matches", task_ok);
 }
 
 void kf_loop_vec_free(kf_node_vec *a) {
