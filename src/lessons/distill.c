@@ -19,14 +19,15 @@
  *    (5%, kforge's win floor) at some shape; those shapes are where it won. It "lost" when
  *    the node was measured or reverted (not vetoed), or kept without a 5% gain anywhere.
  * Per change K=V over the whole run:
- *  - more won moves than lost (or as many): it won at 2+ shapes: a "win" lesson scoped by
+ *  - more won moves than lost: it won at 2+ shapes: a "win" lesson scoped by
  *    the bounds of those shapes ("rows >= 256 && rows <= 4096 && ..."), at exactly one: a
  *    "shape" lesson scoped to that shape ("rows == 256 && ..."); the action reports the
  *    gains over the parent ("Set K=V: moving to it beat the parent at 2 shapes, 1.18x to
  *    1.31x over the parent ...");
  *  - no won move, and some of its nodes failed (compile_failed, rejected, crashed): a
  *    "fail" lesson (avoid it) naming the reasons;
- *  - otherwise, more lost moves than won: a "lose" lesson ("Do not expect K=V to help").
+ *  - otherwise, as many lost moves as won or more: a "lose" lesson ("Do not expect K=V to
+ *    help"): a move to it is no better than a coin flip against where it came from.
  * Each lesson has a merge key (distill|backend|op|kind|K=V|scope). A key already in the
  * database is the same lesson: evidence this run adds (nodes not seen before) confirms
  * it once. A win and a fail/lose of the same K=V for the same backend and op contradict:
@@ -369,7 +370,7 @@ static json_t *base_tags(dctx *d, const char *setting, const char *what) {
 static kf_status emit(dctx *d, change *c) {
     kf_status st = KF_OK;
     size_t nwon = json_object_size(c->won), nmoves = c->nwon + json_array_size(c->lost);
-    if (nwon && c->nwon >= json_array_size(c->lost)) {
+    if (nwon && c->nwon > json_array_size(c->lost)) {
         json_t *sizes = json_array(), *nodes = json_array(), *effects = json_array();
         double lo = 1e300, hi = 0;
         const char *k;
@@ -447,7 +448,7 @@ static kf_status emit(dctx *d, change *c) {
         json_decref(effects);
         return st;
     }
-    /* no won move and some failed: avoid it; else more lost moves than won: no help */
+    /* no won move and some failed: avoid it; else as many lost moves as won or more: no help */
     int failed = !c->nwon && json_array_size(c->failed) > 0;
     json_t *which = failed ? c->failed : c->lost;
     if (!json_array_size(which)) return KF_OK;
