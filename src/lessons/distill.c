@@ -3,21 +3,38 @@
  * (docs/lessons.md, "Distillation"). Its own step: it reads the run store and never
  * changes it, and nothing in the per-candidate path calls it.
  *
- * A node's change is the template parameters it sets differently from its parent (all
- * of them under the root), or, for a node that changes none (an agent's rewrite), its
- * technique: "technique=CATEGORY" (tiling, vectorisation, ...; not "other"). Per change
- * K=V over the whole run:
- *  - it was in kept nodes that won (a "win" at a shape) at 2+ shapes: a "win" lesson
- *    scoped by the bounds of those shapes ("rows >= 256 && rows <= 4096 && ...");
- *  - at exactly one shape: a "shape" lesson scoped to that shape ("rows == 256 && ...");
- *  - never won, and some of its nodes failed (compile_failed, rejected, crashed): a
+ * A node's change is the template parameters it sets differently from its parent, or,
+ * for a node that changes none (an agent's rewrite), its technique: "technique=CATEGORY"
+ * (tiling, vectorisation, ...; not "other"). A setting is credited with what changing TO
+ * it did: per shape, the node's speedup over the reference divided by its parent's at the
+ * same shape (the gain over the parent), not the node's own speedup over the reference
+ * (which mostly measures what it inherited). So:
+ *  - a templated child of the root (the defaults, a restart) or of a node without template
+ *    parameters changed nothing from a measured point: it teaches no setting lesson (its
+ *    failures neither: which of its settings failed is unknown). A rewrite under the root
+ *    is measured against the reference (its parent, 1x at every shape);
+ *  - a node whose parent is not evidence (tampered, so not read; vetoed for what it is;
+ *    never measured) teaches nothing about its change;
+ *  - a move to K=V "won" when its node was kept and beat its parent by KF_DISTILL_FLOOR
+ *    (5%, kforge's win floor) at some shape; those shapes are where it won. It "lost" when
+ *    the node was measured or reverted (not vetoed), or kept without a 5% gain anywhere.
+ * Per change K=V over the whole run:
+ *  - more won moves than lost: it won at 2+ shapes: a "win" lesson scoped by
+ *    the bounds of those shapes ("rows >= 256 && rows <= 4096 && ..."), at exactly one: a
+ *    "shape" lesson scoped to that shape ("rows == 256 && ..."); the action reports the
+ *    gains over the parent ("Set K=V: moving to it beat the parent at 2 shapes, 1.18x to
+ *    1.31x over the parent ...");
+ *  - no won move, and some of its nodes failed (compile_failed, rejected, crashed): a
  *    "fail" lesson (avoid it) naming the reasons;
- *  - never won and only lost (measured or reverted, not kept): a "lose" lesson.
+ *  - otherwise, as many lost moves as won or more: a "lose" lesson ("Do not expect K=V to
+ *    help"): a move to it is no better than a coin flip against where it came from.
  * Each lesson has a merge key (distill|backend|op|kind|K=V|scope). A key already in the
  * database is the same lesson: evidence this run adds (nodes not seen before) confirms
  * it once. A win and a fail/lose of the same K=V for the same backend and op contradict:
  * new evidence for one refutes the others once. A lesson refuted more often than
- * confirmed is retired. Distilling the same run twice changes nothing.
+ * confirmed is retired. Distilling the same run twice changes nothing. Nodes whose rows
+ * do not match their seals (tampered) and nodes the Critic vetoed for what they are
+ * (integrity, plausibility, a suspicious gain, needs_review) are no evidence.
  */
 #define _GNU_SOURCE
 #include "lessons.h"
@@ -28,6 +45,7 @@
 #include <string.h>
 
 #define EVIDENCE_MAX 64 /* node ids and effects kept per lesson */
+#define KF_DISTILL_FLOOR 1.05 /* a move beat its parent at a shape when it gained this much there */
 
 typedef struct {
     int64_t id, parent;
@@ -96,10 +114,11 @@ static int critic_veto(void *arg, int64_t id, int64_t node, const char *js, doub
 /* One K=V change and what became of the nodes that made it. */
 typedef struct {
     char setting[160];       /* "BLOCK=256" */
-    json_t *won;             /* sizes (compact JSON text) -> {sizes, speedup, nodes[]} */
+    json_t *won;             /* sizes (compact JSON text) -> {sizes, gain over the parent, nodes[]} */
     json_t *lost, *failed;   /* arrays of node ids */
     json_t *reasons;         /* reason -> count */
-    double best_lost;        /* the best speedup among the lost nodes */
+    size_t nwon;             /* moves to it that won (kept, 5% over the parent somewhere) */
+    double best_lost;        /* the best gain over the parent among the lost moves */
 } change;
 
 typedef struct {
@@ -350,15 +369,15 @@ static json_t *base_tags(dctx *d, const char *setting, const char *what) {
 
 static kf_status emit(dctx *d, change *c) {
     kf_status st = KF_OK;
-    size_t nwon = json_object_size(c->won);
-    if (nwon) {
+    size_t nwon = json_object_size(c->won), nmoves = c->nwon + json_array_size(c->lost);
+    if (nwon && c->nwon > json_array_size(c->lost)) {
         json_t *sizes = json_array(), *nodes = json_array(), *effects = json_array();
         double lo = 1e300, hi = 0;
         const char *k;
         json_t *w;
         json_object_foreach(c->won, k, w) {
             json_array_append(sizes, json_object_get(w, "sizes"));
-            double s = json_number_value(json_object_get(w, "speedup"));
+            double s = json_number_value(json_object_get(w, "gain"));
             lo = s < lo ? s : lo;
             hi = s > hi ? s : hi;
             size_t i;
@@ -370,7 +389,7 @@ static kf_status emit(dctx *d, change *c) {
                 json_array_foreach(nodes, j, y) dup |= json_equal(x, y);
                 if (!dup) json_array_append(nodes, x);
             }
-            json_array_append_new(effects, json_pack("{s:O, s:f}", "sizes", json_object_get(w, "sizes"), "speedup", s));
+            json_array_append_new(effects, json_pack("{s:O, s:f}", "sizes", json_object_get(w, "sizes"), "gain_over_parent", s));
         }
         char *pred = predicate(sizes);
         char *ids = json_dumps(nodes, JSON_COMPACT);
@@ -379,15 +398,17 @@ static kf_status emit(dctx *d, change *c) {
         char *situation = kf__asprintf("%s kernels (task %s, %s backend) on %s %s: %s", d->op, d->task, d->backend,
                                        one ? "the shape" : "shapes with", pred, subj);
         char *action =
-            one ? kf__asprintf("%s for this shape: it won there at %.2fx over the reference (nodes %s); a "
-                               "shape-specific win, dispatch it by shape",
-                               verb, hi, ids)
-                : kf__asprintf("%s: it won at %zu shapes, %.2fx to %.2fx over the reference (nodes %s)", verb, nwon,
-                               lo, hi, ids);
+            one ? kf__asprintf("%s for this shape: moving to it beat the parent there, %.2fx over the parent "
+                               "(%zu of %zu moves to it won; nodes %s); a shape-specific win, dispatch it by shape",
+                               verb, hi, c->nwon, nmoves, ids)
+                : kf__asprintf("%s: moving to it beat the parent at %zu shapes, %.2fx to %.2fx over the parent (%zu "
+                               "of %zu moves to it won; nodes %s)",
+                               verb, nwon, lo, hi, c->nwon, nmoves, ids);
         free(subj);
         free(verb);
         char *bound = json_array_size(c->failed) || json_array_size(c->lost)
-                          ? kf__asprintf("Other nodes with %s lost or failed (%zu lost, %zu failed); only measured on %s",
+                          ? kf__asprintf("Other moves to %s did not beat their parent or failed (%zu lost, %zu failed); "
+                                         "only measured on %s",
                                          c->setting, json_array_size(c->lost), json_array_size(c->failed), pred)
                           : kf__asprintf("Only measured on %s; not evidence for other shapes", pred);
         json_t *tags = base_tags(d, c->setting, "win");
@@ -427,7 +448,8 @@ static kf_status emit(dctx *d, change *c) {
         json_decref(effects);
         return st;
     }
-    int failed = json_array_size(c->failed) > 0;
+    /* no won move and some failed: avoid it; else as many lost moves as won or more: no help */
+    int failed = !c->nwon && json_array_size(c->failed) > 0;
     json_t *which = failed ? c->failed : c->lost;
     if (!json_array_size(which)) return KF_OK;
     char *ids = json_dumps(which, JSON_COMPACT);
@@ -442,9 +464,10 @@ static kf_status emit(dctx *d, change *c) {
     size_t nf = json_array_size(c->failed), nl = json_array_size(c->lost);
     char *action = failed ? kf__asprintf("Avoid %s: %zu of its candidates failed (%s; nodes %s) and none won", c->setting,
                                          nf, rb.p ? rb.p : "no reason recorded", ids)
-                          : kf__asprintf("Do not expect %s to help: %zu candidate%s with it did not beat %s parent "
-                                         "(best %.2fx over the reference; nodes %s)",
-                                         c->setting, nl, nl == 1 ? "" : "s", nl == 1 ? "its" : "their", c->best_lost, ids);
+                          : kf__asprintf("Do not expect %s to help: %zu of %zu moves to it did not beat %s parent "
+                                         "(not kept, or kept without a 5%% gain at any shape; best single timing "
+                                         "%.2fx over the parent; nodes %s)",
+                                         c->setting, nl, nmoves, nl == 1 ? "its" : "their", c->best_lost, ids);
     json_t *tags = base_tags(d, c->setting, failed ? "fail" : "lose");
     json_t *items = json_array(), *effects = json_array();
     size_t i;
@@ -454,7 +477,7 @@ static kf_status emit(dctx *d, change *c) {
         json_array_append_new(items, json_string(t));
         free(t);
     }
-    if (!failed) json_array_append_new(effects, json_pack("{s:f}", "best_speedup", c->best_lost));
+    if (!failed) json_array_append_new(effects, json_pack("{s:f, s:i}", "best_gain_over_parent", c->best_lost, "won_moves", (json_int_t)c->nwon));
     else json_array_append_new(effects, json_pack("{s:s}", "reasons", rb.p ? rb.p : ""));
     st = put_lesson(d, failed ? "fail" : "lose", c->setting, NULL, situation, action,
                     "Seen on this task's shapes only", tags, items, effects);
@@ -468,39 +491,50 @@ static kf_status emit(dctx *d, change *c) {
     return st;
 }
 
-/* Record what became of node n under one setting. */
-static void record(change *c, const dnode *n) {
+/* The parent's speedup over the reference at these sizes: 1 for the reference itself (a
+ * rewrite under the root), 0 when the parent was not measured there. */
+static double parent_at(const dnode *p, json_t *sizes) {
+    if (!p) return 1.0;
+    size_t i;
+    json_t *s;
+    json_array_foreach(p->shapes, i, s) if (json_equal(json_object_get(s, "sizes"), sizes)) return json_number_value(json_object_get(s, "speedup"));
+    return 0;
+}
+
+/* Record what the move to this setting did: node n against its parent p (NULL: the
+ * reference). */
+static void record(change *c, const dnode *n, const dnode *p) {
     json_t *idj = json_integer(n->id);
-    if (n->state == KF_NODE_KEPT) {
+    if (n->vetoed) {
+        /* vetoed for what it is, not for its speed: no lesson either way */
+    } else if (n->state == KF_NODE_KEPT || n->state == KF_NODE_MEASURED || n->state == KF_NODE_REVERTED) {
         int won = 0;
+        double best = 0;
         size_t i;
         json_t *s;
         json_array_foreach(n->shapes, i, s) {
-            if (!json_is_true(json_object_get(s, "win"))) continue;
-            won = 1;
             json_t *sizes = json_object_get(s, "sizes");
+            double sp = json_number_value(json_object_get(s, "speedup")), ps = parent_at(p, sizes);
+            if (sp <= 0 || ps <= 0) continue;
+            double g = sp / ps;
+            if (g > best) best = g;
+            if (n->state != KF_NODE_KEPT || g < KF_DISTILL_FLOOR) continue;
+            won = 1;
             char *key = json_dumps(sizes, JSON_COMPACT | JSON_SORT_KEYS);
-            double sp = json_number_value(json_object_get(s, "speedup"));
             json_t *w = key ? json_object_get(c->won, key) : NULL;
             if (key && !w) {
-                w = json_pack("{s:O, s:f, s:[]}", "sizes", sizes, "speedup", sp, "nodes");
+                w = json_pack("{s:O, s:f, s:[]}", "sizes", sizes, "gain", g, "nodes");
                 json_object_set_new(c->won, key, w);
-            } else if (w && sp > json_number_value(json_object_get(w, "speedup"))) {
-                json_object_set_new(w, "speedup", json_real(sp));
+            } else if (w && g > json_number_value(json_object_get(w, "gain"))) {
+                json_object_set_new(w, "gain", json_real(g));
             }
             if (w) json_array_append(json_object_get(w, "nodes"), idj);
             free(key);
         }
-        if (!won) json_array_append(c->lost, idj);
-    } else if (n->vetoed) {
-        /* vetoed for what it is, not for its speed: no lesson either way */
-    } else if (n->state == KF_NODE_MEASURED || n->state == KF_NODE_REVERTED) {
-        json_array_append(c->lost, idj);
-        size_t i;
-        json_t *s;
-        json_array_foreach(n->shapes, i, s) {
-            double sp = json_number_value(json_object_get(s, "speedup"));
-            if (sp > c->best_lost) c->best_lost = sp;
+        if (won) c->nwon++;
+        else {
+            json_array_append(c->lost, idj);
+            if (best > c->best_lost) c->best_lost = best;
         }
     } else if (n->state == KF_NODE_COMPILE_FAILED || n->state == KF_NODE_REJECTED || n->state == KF_NODE_CRASHED) {
         json_array_append(c->failed, idj);
@@ -514,29 +548,42 @@ static void record(change *c, const dnode *n) {
     json_decref(idj);
 }
 
+static int measured(const dnode *p) {
+    return (p->state == KF_NODE_KEPT || p->state == KF_NODE_MEASURED || p->state == KF_NODE_REVERTED) &&
+           json_array_size(p->shapes) > 0;
+}
+
 static void add_change(cvec *cv, const dvec *a, const dnode *n) {
     if (!n->id) return;
-    const dnode *p = n->parent ? find_node(a, n->parent) : NULL;
-    int changed = 0;
-    const char *k;
-    json_t *v;
-    if (json_is_object(n->params)) json_object_foreach(n->params, k, v) {
-        json_t *pv = p && json_is_object(p->params) ? json_object_get(p->params, k) : NULL;
-        if (pv && json_equal(pv, v)) continue; /* not this node's change */
-        char val[96], setting[160];
-        value_text(v, val, sizeof val);
-        snprintf(setting, sizeof setting, "%s=%s", k, val);
-        change *c = change_get(cv, setting);
-        if (!c) return;
-        record(c, n);
-        changed = 1;
-    }
     int templated = json_is_object(n->params) && json_object_size(n->params);
-    if (!changed && !templated && n->category[0] && strcmp(n->category, "other")) { /* a rewrite: its technique */
+    const dnode *p = NULL;
+    if (n->parent) {
+        p = find_node(a, n->parent);
+        /* a parent that is no evidence (tampered: not read; vetoed for what it is; never
+         * measured): what the move to this node did is unknown */
+        if (!p || p->vetoed || !measured(p)) return;
+    }
+    if (templated) {
+        /* the defaults and restarts (under the root), or a template point reached from a
+         * rewrite: nothing was changed from a measured point of the template */
+        if (!p || !json_is_object(p->params) || !json_object_size(p->params)) return;
+        const char *k;
+        json_t *v;
+        json_object_foreach(n->params, k, v) {
+            json_t *pv = json_object_get(p->params, k);
+            if (pv && json_equal(pv, v)) continue; /* not this node's change */
+            char val[96], setting[160];
+            value_text(v, val, sizeof val);
+            snprintf(setting, sizeof setting, "%s=%s", k, val);
+            change *c = change_get(cv, setting);
+            if (!c) return;
+            record(c, n, p);
+        }
+    } else if (n->category[0] && strcmp(n->category, "other")) { /* a rewrite: its technique */
         char setting[160];
         snprintf(setting, sizeof setting, "technique=%s", n->category);
         change *c = change_get(cv, setting);
-        if (c) record(c, n);
+        if (c) record(c, n, p);
     }
 }
 

@@ -5,12 +5,16 @@
  * `kforge run --lessons PATH` retrieves, once when the run starts, the lessons scoped to
  * the task (backend, op tags op/<task> and the task's "ops", its visible shapes) whose
  * trust is at least KF_PRIOR_MIN_TRUST, and reads each one's action as distill writes it:
- *   "Set K=V..."            favour V for parameter K: weight +trust x S, S the greatest
- *                           speedup the action reports ("6.8x to 9.6x": 9.6; none: 1),
- *                           an expected speedup: every first node of a run "wins"
- *                           against the reference, so of two wins the faster must
- *                           count for more; a shape-specific win ("... for this
- *                           shape") half that
+ *   "Set K=V..."            favour V for parameter K: weight +trust x G, G the greatest
+ *                           gain over the parent the action reports (distill writes
+ *                           "moving to it beat the parent at 2 shapes, 1.18x to 1.31x
+ *                           over the parent": 1.31), what changing to V did where it
+ *                           was tried, so of two wins the larger gain counts for more;
+ *                           G = 1 when the action reports none, or reports speedups
+ *                           "over the reference" (lessons distilled before the gain
+ *                           rule: a node's speedup over the reference is mostly what
+ *                           it inherited, not what V did); a shape-specific win ("...
+ *                           for this shape") half that
  *   "Avoid K=V..."          disfavour it (-trust: its candidates failed)
  *   "Do not expect K=V..."  disfavour it (-trust/2: they only lost)
  * A lesson applies when the template has a parameter named K with V among its values
@@ -59,9 +63,11 @@ static double parse_action(const char *a, char *key, size_t nk, char *val, size_
     return sign;
 }
 
-/* The greatest "N.NNx" in an action (the speedups distill writes); 1 when none. */
-static double best_speedup(const char *a) {
+/* The greatest "N.NNx" in an action (the gains over the parent distill writes); 1 when
+ * none, or when the figures are speedups over the reference (an older distill's). */
+static double best_gain(const char *a) {
     double best = 1;
+    if (strstr(a, "over the reference")) return best;
     for (const char *p = a; *p; p++) {
         if (!(*p >= '0' && *p <= '9') || (p > a && ((p[-1] >= '0' && p[-1] <= '9') || p[-1] == '.'))) continue;
         char *e;
@@ -149,7 +155,7 @@ kf_status kf_loop_lessons_prior(kf_ctx *ctx, const kf_task *t, const char *path,
         int i, j;
         double sign = parse_action(l.action, key, sizeof key, val, sizeof val);
         if (sign != 0 && !find_setting(b, key, val, &i, &j)) {
-            double w = sign * hits[h].trust * (sign > 0 ? best_speedup(l.action) : 1);
+            double w = sign * hits[h].trust * (sign > 0 ? best_gain(l.action) : 1);
             if (kf_builtin_prior(b, i, j, w)) st = kf__err(ctx, KF_ENOMEM, "out of memory");
             char setting[140];
             snprintf(setting, sizeof setting, "%s=%s", key, val);
