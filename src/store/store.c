@@ -1136,6 +1136,30 @@ static int seal_write(kf_store *s, int k, int64_t id, int dn, int df, int de, in
     return step_done(q);
 }
 
+/* Insert with the bound statement q as one sealed write: the row, its seal (statement
+ * kseal), the run's counts moved by dn nodes, de events, dc constraints. *id: the new
+ * row. A foreign-key failure sets *fk and rolls back without a message (the caller words
+ * it); any other failure is a status with the detail on the context. */
+static kf_status sealed_insert(kf_store *s, sqlite3_stmt *q, int kseal, int dn, int de, int dc, const char *what,
+                               int64_t *id, int *fk) {
+    *fk = 0;
+    kf_status st = writable(s);
+    int rc = st ? 0 : exec1(s->db, "BEGIN IMMEDIATE");
+    if (st || rc) {
+        sqlite3_reset(q);
+        return st ? st : serr(s, rc, what);
+    }
+    rc = step_done(q);
+    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
+        *fk = 1;
+        return rollback(s, KF_EUSAGE);
+    }
+    *id = sqlite3_last_insert_rowid(s->db);
+    if (!rc) rc = seal_write(s, kseal, *id, dn, 0, de, dc);
+    if (!rc) rc = exec1(s->db, "COMMIT");
+    return rc ? rollback(s, serr(s, rc, what)) : KF_OK;
+}
+
 kf_status kf_store_add_node(kf_store *s, kf_node *n) {
     if (!s || !n) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_add_node: NULL argument");
     if (!fixed_ok(n->src_hash, sizeof n->src_hash) || !is_hex64(n->src_hash) ||
@@ -1166,24 +1190,13 @@ kf_status kf_store_add_node(kf_store *s, kf_node *n) {
     sqlite3_bind_int64(q, 10, n->tokens_out);
     sqlite3_bind_double(q, 11, created);
     bind_text(q, 12, n->note);
-    kf_status st = writable(s);
-    if (st) {
-        sqlite3_reset(q);
-        return st;
-    }
-    int rc = exec1(s->db, "BEGIN IMMEDIATE");
-    if (rc) {
-        sqlite3_reset(q);
-        return serr(s, rc, "adding a node");
-    }
-    rc = step_done(q);
-    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-        return rollback(s, kf__err(s->ctx, KF_EUSAGE, "%s: adding a node: parent %lld: no such node",
-                                   s->dbpath, (long long)n->parent));
-    int64_t id = sqlite3_last_insert_rowid(s->db);
-    if (!rc) rc = seal_write(s, Q_SEAL_NODE, id, 1, 0, 0, 0);
-    if (!rc) rc = exec1(s->db, "COMMIT");
-    if (rc) return rollback(s, serr(s, rc, "adding a node"));
+    int64_t id = 0;
+    int fk;
+    kf_status st = sealed_insert(s, q, Q_SEAL_NODE, 1, 0, 0, "adding a node", &id, &fk);
+    if (fk)
+        return kf__err(s->ctx, KF_EUSAGE, "%s: adding a node: parent %lld: no such node", s->dbpath,
+                       (long long)n->parent);
+    if (st) return st;
     n->id = id;
     n->state = KF_NODE_PROPOSED;
     n->created = created;
@@ -1424,19 +1437,13 @@ kf_status kf_store_add_constraint(kf_store *s, int64_t node, int64_t scope,
     bind_text(q, 5, text);
     bind_text(q, 6, predicate_json);
     sqlite3_bind_double(q, 7, now_s());
-    kf_status st = writable(s);
-    int rc = st ? 0 : exec1(s->db, "BEGIN IMMEDIATE");
-    if (st || rc) {
-        sqlite3_reset(q);
-        return st ? st : serr(s, rc, "adding a constraint");
-    }
-    rc = step_done(q);
-    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-        return rollback(s, kf__err(s->ctx, KF_EUSAGE, "%s: adding a constraint: node %lld or scope %lld: "
-                                   "no such node", s->dbpath, (long long)node, (long long)scope));
-    if (!rc) rc = seal_write(s, Q_SEAL_CONS, sqlite3_last_insert_rowid(s->db), 0, 0, 0, 1);
-    if (!rc) rc = exec1(s->db, "COMMIT");
-    return rc ? rollback(s, serr(s, rc, "adding a constraint")) : KF_OK;
+    int64_t id = 0;
+    int fk;
+    kf_status st = sealed_insert(s, q, Q_SEAL_CONS, 0, 0, 1, "adding a constraint", &id, &fk);
+    if (fk)
+        return kf__err(s->ctx, KF_EUSAGE, "%s: adding a constraint: node %lld or scope %lld: no such node", s->dbpath,
+                       (long long)node, (long long)scope);
+    return st;
 }
 
 kf_status kf_store_each_constraint(kf_store *s, int (*fn)(void *, const kf_constraint *),
@@ -1492,19 +1499,13 @@ kf_status kf_store_event(kf_store *s, int64_t node, const char *kind, const char
     bind_text(q, 3, kind);
     bind_text(q, 4, json);
     sqlite3_bind_double(q, 5, now_s());
-    kf_status st = writable(s);
-    int rc = st ? 0 : exec1(s->db, "BEGIN IMMEDIATE");
-    if (st || rc) {
-        sqlite3_reset(q);
-        return st ? st : serr(s, rc, "logging an event");
-    }
-    rc = step_done(q);
-    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-        return rollback(s, kf__err(s->ctx, KF_EUSAGE, "%s: event \"%s\": node %lld: no such node",
-                                   s->dbpath, kind, (long long)node));
-    if (!rc) rc = seal_write(s, Q_SEAL_EVENT, sqlite3_last_insert_rowid(s->db), 0, 0, 1, 0);
-    if (!rc) rc = exec1(s->db, "COMMIT");
-    return rc ? rollback(s, serr(s, rc, "logging an event")) : KF_OK;
+    int64_t id = 0;
+    int fk;
+    kf_status st = sealed_insert(s, q, Q_SEAL_EVENT, 0, 1, 0, "logging an event", &id, &fk);
+    if (fk)
+        return kf__err(s->ctx, KF_EUSAGE, "%s: event \"%s\": node %lld: no such node", s->dbpath, kind,
+                       (long long)node);
+    return st;
 }
 
 kf_status kf_store_each_event(kf_store *s, const char *kind,
