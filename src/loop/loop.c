@@ -511,8 +511,9 @@ json_t *kf_loop_integrity(kf_store *st, const kf_node *v, size_t n, kf_buf *b) {
     int64_t bad_ev = 0;
     kf_store_tampered_events(st, &bad_ev);
     if (b && bad_ev > 0)
-        kf_buf_printf(b, "WARNING: run.db was changed outside kforge: %lld event%s (Critic decisions, diagnoses, "
-                         "tool-mode actions...) %s not match %s seal%s and %s ignored\n", (long long)bad_ev,
+        kf_buf_printf(b, "WARNING: run.db was changed outside kforge: %lld event%s or constraint%s (Critic decisions, "
+                         "diagnoses, tool-mode actions, learnt rules...) %s not match %s seal%s and %s ignored\n",
+                      (long long)bad_ev, bad_ev == 1 ? "" : "s",
                       bad_ev == 1 ? "" : "s", bad_ev == 1 ? "does" : "do", bad_ev == 1 ? "its" : "their",
                       bad_ev == 1 ? "" : "s", bad_ev == 1 ? "is" : "are");
     int64_t gn = 0, ge = 0;

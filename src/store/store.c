@@ -32,12 +32,12 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
+#include <openssl/rand.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -874,17 +874,6 @@ static int unhex(const char *h, unsigned char *out, size_t n) {
     return h[2 * n] && h[2 * n] != '\n' ? -1 : 0;
 }
 
-static int fill_random(unsigned char *b, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = getrandom(b + got, n - got, 0);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return -1;
-        got += (size_t)r;
-    }
-    return 0;
-}
-
 /* s->mac: HMAC-SHA256 keyed with s->key (0, or -1 when OpenSSL has no HMAC). */
 static int mac_init(kf_store *s) {
     EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
@@ -904,8 +893,8 @@ static int mac_init(kf_store *s) {
 static kf_status key_create(kf_store *s) {
     unsigned char id[16];
     char dir[4096], body[66];
-    if (fill_random(id, sizeof id) || fill_random(s->key, sizeof s->key))
-        return kf__err(s->ctx, KF_EIO, "getrandom: %s (the run's seal key)", strerror(errno));
+    if (RAND_bytes(id, sizeof id) != 1 || RAND_bytes(s->key, sizeof s->key) != 1)
+        return kf__err(s->ctx, KF_EIO, "no random bytes from OpenSSL for the run's seal key");
     hex(id, sizeof id, s->key_id);
     kf_store_keys_dir(dir, sizeof dir);
     snprintf(s->key_path, sizeof s->key_path, "%s/%s.key", dir, s->key_id);
