@@ -1288,6 +1288,57 @@ static void t_host_gpu_report(const void *arg) {
  * existing files, epoll, threads), and a forbidden call traps with its number, which
  * the coordinator names. Which calls the real driver needs is for the GPU run to show. */
 static int sigsys_pipe = -1;
+/* GPU: a timing worker runs on the CPUs the coordinator left it, not on the coordinator's
+ * own (which spin-waits for replies). A GPU worker once kept the coordinator's CPU: each
+ * call waited about 4 ms for the spinning coordinator to be preempted, and the extra
+ * host time made the sum dispatcher's host-mode gap fail its check (timing_mismatch).
+ * At n = 100003 (400 KB to stage each way) both sides' gaps (coordinator's time per call
+ * minus the worker's) stay under 1 ms, in kernel mode and host mode alike (0.3 ms on the
+ * H200 after the fix, 3.9-7.6 ms before). Larger shapes' gaps hold their staging copies. */
+static void t_gpu_worker_cpus(const void *arg) {
+    (void)arg;
+    need_gpu();
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/sum");
+    const char *cands[] = {"tasks/cuda/sum/candidates/fast.cu", "tasks/cuda/sum/candidates/host.cu"};
+    char why[512];
+    for (int c = 0; c < 2; c++) {
+        if (c == 1 && !kf__cuda_have_nvcc(why, sizeof why)) break;
+        kf_opts o;
+        kf_opts_init(&o);
+        o.call_timeout_s = 20;
+        o.cpu_limit_s = 60;
+        o.bench_min_runs = 21;
+        o.bench_max_runs = 41;
+        o.bench_min_time_s = 0.05;
+        kf_result *r = NULL;
+        CHECKF(kf_bench(ctx, t, kft_src(cands[c]), &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
+        char *js = kf_result_json(r);
+        json_error_t je;
+        json_t *root = json_loads(js, 0, &je);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", js);
+        int pinned = json_is_true(json_object_get(json_object_get(root, "timing_cpus"), "coordinator_pinned"));
+        size_t i;
+        json_t *v;
+        int timed = 0;
+        json_array_foreach(json_object_get(root, "shapes"), i, v) {
+            if (!json_object_get(v, "candidate_gap_ns")) continue;
+            timed++;
+            double gc = jnum(v, "candidate_gap_ns", NULL), gb = jnum(v, "baseline_gap_ns", NULL);
+            fprintf(stderr, "    %s: gap candidate %.0f ns, baseline %.0f ns (coordinator pinned: %d)\n", cands[c], gc,
+                    gb, pinned);
+            double n = jnum(json_object_get(v, "sizes"), "n", NULL);
+            if (pinned && n <= 200000) CHECKF(gc < 1e6 && gb < 1e6, "host time per call over 1 ms: %s", js);
+        }
+        CHECKF(timed >= 1, "no timed shape: %s", js);
+        json_decref(root);
+        free(js);
+        kf_result_free(r);
+    }
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 static void on_sys(int sig, siginfo_t *si, void *uc) {
     (void)sig;
     (void)uc;
@@ -1336,6 +1387,7 @@ static void t_gpu_seccomp(const void *arg) {
 
 void kft_register_cuda(void) {
     kft_add("cuda/gpu_seccomp", t_gpu_seccomp, NULL, 30);
+    kft_add("cuda/gpu_worker_cpus", t_gpu_worker_cpus, NULL, 120);
     kft_add("cuda/host_gpu_report", t_host_gpu_report, NULL, 600);
     kft_add("cuda/host_build", t_host_build, NULL, 900);
     kft_add("cuda/host_errors", t_host_errors, NULL, 300);

@@ -138,13 +138,10 @@ int main(int argc, char **argv) {
     if (arena == MAP_FAILED) kf_wk_die(113, "mmap arena");
     close(KF_WORKER_ARENA_FD);
 
-    /* A GPU kernel-mode artifact: no candidate host code at all; the GPU worker sets up
-     * the device before it drops root (the device files must be opened first) */
-    if (!strcmp(argv[1], "-") || kf_wk_is_gpu_artifact(argv[1])) /* "-": a deferred GPU worker */
-        return kf_gpu_worker_main(argv, arena, (size_t)st.st_size);
-    int dropped = kf_wk_drop_root(argv[7], argv[2]);
-
-    /* the CPUs it may use (timing runs), before any thread exists: all inherit it */
+    /* the CPUs it may use (timing runs: every CPU but the coordinator's, which spin-waits
+     * on its own), before any thread exists, the CUDA driver's too: all inherit it. A GPU
+     * worker left on the coordinator's CPU waited for the spinning coordinator to be
+     * preempted: about 4 ms (a scheduler tick) per call on the H200 machine. */
     if (strcmp(argv[6], "-")) {
         cpu_set_t set;
         CPU_ZERO(&set);
@@ -158,6 +155,13 @@ int main(int argc, char **argv) {
         }
         if (sched_setaffinity(0, sizeof set, &set)) kf_wk_die(113, "sched_setaffinity");
     }
+
+    /* A GPU kernel-mode artifact: no candidate host code at all; the GPU worker sets up
+     * the device before it drops root (the device files must be opened first) */
+    if (!strcmp(argv[1], "-") || kf_wk_is_gpu_artifact(argv[1])) /* "-": a deferred GPU worker */
+        return kf_gpu_worker_main(argv, arena, (size_t)st.st_size);
+    int dropped = kf_wk_drop_root(argv[7], argv[2]);
+
     int sealed = kf_wk_seal_image();
 
     const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache",
