@@ -26,6 +26,10 @@ typedef struct {
     char expect[32];
     char reason[64];
     char param[128];
+    /* other parameters' non-default values ("TILE=32"): tried one at a time beside param
+     * when the template's own kforge:require excludes param with the others at defaults */
+    char alt[8][72];
+    int nalt;
 } corpus_case;
 
 static int header(const char *path, corpus_case *c) {
@@ -82,7 +86,7 @@ static void run_case(const void *arg) {
         o.call_timeout_s = 20;
         o.cpu_limit_s = 60;
     }
-    const char *params[1] = {c->param};
+    const char *params[2] = {c->param, NULL};
     if (c->param[0]) {
         o.params = params;
         o.nparams = 1;
@@ -97,6 +101,13 @@ static void run_case(const void *arg) {
         o.bench_max_runs = 81;
     }
     kf_status st = bench ? kf_bench(ctx, t, c->path, &o, &r) : kf_check(ctx, t, c->path, &o, &r);
+    /* a value the template allows only beside another parameter's non-default value
+     * (transpose: BROWS=32 needs TILE=32): the first partner its kforge:require accepts */
+    for (int a = 0; st != KF_OK && a < c->nalt && strstr(kf_errmsg(ctx), "kforge:require"); a++) {
+        params[1] = c->alt[a];
+        o.nparams = 2;
+        st = kf_check(ctx, t, c->path, &o, &r);
+    }
     CHECKF(st == KF_OK, "%s: no verdict: %s", c->path, kf_errmsg(ctx));
     char *json = kf_result_json(r);
     if (nofake) {
@@ -177,6 +188,16 @@ static void add_param_values(const char *backend, const char *task) {
     char *text = NULL;
     size_t n;
     if (kf__read_file(kft_src(rel), 1u << 20, &text, &n)) return;
+    char alts[16][72]; /* every parameter's non-default values, "NAME=VALUE" */
+    int nalts = 0;
+    for (char *p = strstr(text, "kforge:param"); p; p = strstr(p + 12, "kforge:param")) {
+        char name[64], vals[256];
+        if (sscanf(p, "kforge:param %63[A-Za-z0-9_] = %255[^*#\n]", name, vals) != 2) continue;
+        char *save = NULL;
+        int k = 0;
+        for (char *v = strtok_r(vals, ", ", &save); v && nalts < 16; v = strtok_r(NULL, ", ", &save), k++)
+            if (k) snprintf(alts[nalts++], sizeof alts[0], "%s=%s", name, v);
+    }
     for (char *p = strstr(text, "kforge:param"); p; p = strstr(p + 12, "kforge:param")) {
         char name[64];
         char vals[256];
@@ -190,6 +211,10 @@ static void add_param_values(const char *backend, const char *task) {
                 snprintf(c->task, sizeof c->task, "tasks/%s/%s", backend, task);
                 snprintf(c->expect, sizeof c->expect, "accepted");
                 snprintf(c->param, sizeof c->param, "%s=%s", name, v);
+                size_t nl = strlen(name);
+                for (int a = 0; a < nalts && c->nalt < 8; a++)
+                    if (strncmp(alts[a], name, nl) || alts[a][nl] != '=')
+                        snprintf(c->alt[c->nalt++], sizeof c->alt[0], "%s", alts[a]);
                 char tn[256];
                 snprintf(tn, sizeof tn, "bundled/%s%s%s/param %s", strcmp(backend, "c") ? backend : "",
                          strcmp(backend, "c") ? "/" : "", task, c->param);

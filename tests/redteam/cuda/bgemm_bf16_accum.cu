@@ -8,11 +8,11 @@
  * Why a naive harness is fooled: "the output is bf16 anyway", a tolerance
  * scaled to the output type, or small-k tests (k = 1 is exact) accept it.
  *
- * What catches it: the task's tolerance (rtol = atol = 1e-2) is set against an
+ * What catches it: the task's tolerance (rtol = 1e-2, atol = 5e-2) is set against an
  * f32-accumulated reference. With N(0, 1) inputs the sums have magnitude
  * ~sqrt(k): at k = 777 (visible) the accumulator sits around 16..64 where the
  * bf16 step is 0.125..0.5, so ~777 roundings of that size leave errors of
- * order 1, far above the 0.01 + 0.01*|c| allowed; at k = 4096 far worse:
+ * order 1, far above the 0.05 + 0.01*|c| allowed; at k = 4096 far worse:
  * wrong_result on most elements. bf16 has f32's range, so nothing overflows;
  * every element is written; the computation is deterministic: wrong_result is
  * the only reason.
