@@ -1,6 +1,6 @@
 #!/bin/sh
 # scripts/gpu-session.sh STEPS OUTDIR - one batched call on the GPU machine: the steps
-# named (devinfo profile verdict tests bench loop calls probe torch), each under its own time limit, all
+# named (devinfo profile verdict tests bench loop calls probe ab errs torch), each under its own time limit, all
 # output under OUTDIR and packed into OUTDIR.tgz.
 set -u
 cd "$(dirname "$0")/.."
@@ -37,6 +37,20 @@ for s in $STEPS; do
              done ;;
     probe)   # bench/sum_probe.cu (built here by nvcc into build/sum_probe): sum's fixed cost
              timeout ${PROBE_T:-60} ./build/sum_probe 41 2>&1 | tee "$O/sum_probe.txt" ;;
+    ab)      # candidates of one task benched side by side, AB_ROUNDS rounds in turn (AB_TASK,
+             # AB_FILES: candidate paths); the median time per shape of each bench
+             for r in $(seq 1 ${AB_ROUNDS:-3}); do
+                 for f in $AB_FILES; do
+                     k=$(basename "$f" .cu)_$r
+                     timeout ${AB_T:-60} ./build/kforge bench "tasks/cuda/$AB_TASK" "$f" --json > "$O/ab_$k.json" 2> "$O/ab_$k.err"
+                     python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(sys.argv[2], d.get('verdict'), ' '.join('%s=%.2fus' % (list(s['sizes'].values())[0], s['candidate_ns']/1e3) for s in d.get('shapes',[]) if 'candidate_ns' in s))" "$O/ab_$k.json" "$k"
+                 done
+             done ;;
+    errs)    # the largest error of a check, per shape, over ERR_RUNS checks (ERR_TASK, ERR_FILE, ERR_ARGS)
+             for r in $(seq 1 ${ERR_RUNS:-5}); do
+                 timeout 60 ./build/kforge check "tasks/cuda/$ERR_TASK" "$ERR_FILE" $ERR_ARGS --json > "$O/err_$r.json" 2>/dev/null
+                 python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(d.get('verdict'), ' '.join('%s:%g' % ('x'.join(str(v) for v in s['sizes'].values()), s.get('max_abs_err',-1)) for s in d['check']['shapes'] if s.get('kind')=='visible') if 'check' in d else ' '.join('%s:%g' % ('x'.join(str(v) for v in s['sizes'].values()), s.get('max_abs_err',-1)) for s in d.get('shapes',[]) if s.get('kind')=='visible'))" "$O/err_$r.json"
+             done ;;
     torch)   TORCH_TIMEOUT=${TORCH_T:-300} bench/gpu.sh torch "$O/t" | tail -60 ;;
     esac
     echo "=== $s: $(( $(date +%s) - t0 )) s"

@@ -1,32 +1,47 @@
 /* Fast sum: one launch. Thread g of the grid (G threads in all) reads float4 g, g + G,
  * g + 2G, ... of the n / 4 whole float4 (x is 64-byte aligned, so float4 i is aligned),
- * four independent 16-byte loads per iteration into four float accumulators, then single
- * float4s; the n % 4 tail elements x[4 * (n / 4) + g] go to threads g < n % 4. Each
- * thread's partial is reduced by warp shuffles and one shared-memory exchange of the 8
- * warp values. Block b stores its sum in partials[b] (module memory, zero at load), and
- * the LAST block to finish (a counter bumped after a fence: CUDA's threadFenceReduction
- * pattern) adds the partials in index order, writes out[0] and resets the counter for the
- * next launch. So no zeroing launch is needed (out arrives holding a sentinel), and the
- * result is deterministic: every sum is taken in a fixed order.
+ * four independent 16-byte loads per iteration into four float accumulators; the last,
+ * partial group of four is issued at once (predicated), not one dependent load after
+ * another. The n % 4 tail elements x[4 * (n / 4) + g] go to threads g < n % 4. Each
+ * thread's partial is reduced by warp shuffles; the 8 warp sums go through shared memory
+ * to warp 0 alone (one barrier; the other warps are done). Its lane 0 stores the block's
+ * sum in partials[b] (module memory, zero at load) and bumps a counter with one acq_rel
+ * atomic (release: the partial is visible before the count says so; acquire: the last
+ * block sees every partial). Warp 0 of the LAST block reads every partial in one round
+ * trip (float4 l, l + 32, ... per lane l), adds them in a fixed order (a fixed shuffle
+ * tree last), writes out[0] and resets the
+ * counter for the next launch. So no zeroing launch is needed (out arrives holding a
+ * sentinel), and the result is deterministic: every sum is taken in a fixed order.
  * The grid is capped at 528 blocks of 256 (4 per SM on 132 SMs, all resident at once by
  * the launch bounds, so the grid-stride loop has no tail wave).
- * Bandwidth: 64 bytes in flight per thread, 1024 threads per SM. The two-launch version
- * (a one-thread zeroing kernel first, then atomicAdd of the block sums) measured 22.0 us
- * at n = 2^24 on an H200 with kforge's read-based L2 flush: 73% of copy bandwidth, the
- * first launch costing about 2 us of it. */
+ * On the H200 at n = 2^24 (bench/sum_probe.cu): the streaming part runs at 4.2-4.3 TB/s
+ * and the event span holds ~3.2 us outside the kernel; the former cross-block step
+ * (__threadfence, atomicAdd, the whole last block over the partials) took 1.4 us after
+ * the last loads. This version: 20.2-20.4 us in kforge against 21.2-21.3 us for the
+ * former, side by side (BENCHMARKS.md "Sum, session 6"). */
 // kforge:launch kernel=sum_fast grid=(min((n+1023)/1024,528),1,1) block=(256,1,1) smem=0
 
 #define THREADS 256
 #define NWARPS (THREADS / 32)
 
 #define MAXBLOCKS 528
+#define P4_PER_LANE ((MAXBLOCKS / 4 + 31) / 32)
 
-__device__ float partials[MAXBLOCKS];
+__device__ __align__(16) float partials[MAXBLOCKS];
 __device__ unsigned int finished;
 
 static __device__ __forceinline__ float hsum4(float4 q)
 {
     return (q.x + q.y) + (q.z + q.w);
+}
+
+static __device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    }
+    return v;
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 4)
@@ -38,6 +53,7 @@ sum_fast(const float *__restrict__ x, float *__restrict__ out, int64_t n)
     const int64_t stride = (int64_t)gridDim.x * THREADS;
     const int64_t n4 = n >> 2;
     const float4 *x4 = reinterpret_cast<const float4 *>(x);
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
     float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
     int64_t i = g;
@@ -51,59 +67,58 @@ sum_fast(const float *__restrict__ x, float *__restrict__ out, int64_t n)
         a2 += hsum4(q2);
         a3 += hsum4(q3);
     }
-    for (; i < n4; i += stride) {
-        a0 += hsum4(x4[i]);
+    {   /* the last 0-3 float4 of this thread, loaded together */
+        const float4 q0 = i < n4 ? x4[i] : zero;
+        const float4 q1 = i + stride < n4 ? x4[i + stride] : zero;
+        const float4 q2 = i + 2 * stride < n4 ? x4[i + 2 * stride] : zero;
+        a0 += hsum4(q0);
+        a1 += hsum4(q1);
+        a2 += hsum4(q2);
     }
     if (g < n - 4 * n4) {
-        a1 += x[4 * n4 + g];
+        a3 += x[4 * n4 + g];
     }
-    float s = (a0 + a1) + (a2 + a3);
-
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        s += __shfl_xor_sync(0xffffffffu, s, o);
-    }
+    const float s = warp_sum((a0 + a1) + (a2 + a3));
     if ((t & 31) == 0) {
         red[t >> 5] = s;
     }
-    __shared__ bool last;
     __syncthreads();
-    if (t == 0) {
-        float b = red[0];
-#pragma unroll
-        for (int w = 1; w < NWARPS; w++) {
-            b += red[w];
-        }
-        partials[blockIdx.x] = b;
-        __threadfence(); /* the partial is visible before the count says so */
-        last = atomicAdd(&finished, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!last) {
+    if (t >= 32) {
         return;
     }
-    /* the last block: the partials in index order, thread t taking t, t + 256 */
-    __threadfence();
-    float v = 0.0f;
-    for (unsigned k = t; k < gridDim.x; k += THREADS) {
-        v += ((volatile float *)partials)[k];
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    }
-    __syncthreads(); /* red is reused */
-    if ((t & 31) == 0) {
-        red[t >> 5] = v;
-    }
-    __syncthreads();
+    /* warp 0: the block's sum, then the count */
+    const float b = warp_sum(t < NWARPS ? red[t] : 0.0f);
+    unsigned int prev = 0;
     if (t == 0) {
-        float b = red[0];
+        partials[blockIdx.x] = b;
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(&finished) : "memory");
+    }
+    prev = __shfl_sync(0xffffffffu, prev, 0);
+    if (prev != gridDim.x - 1) {
+        return;
+    }
+    /* the last block's warp 0: lane 0's acquire, then the warp barrier orders every
+     * lane's reads after it. Every partial in one round trip: lane l loads float4 l,
+     * l + 32, ... at once (through L2: __ldcg), entries from grid.x on counting 0 (they
+     * may hold an earlier, larger launch's partials). */
+    __syncwarp();
+    const float4 *p4 = reinterpret_cast<const float4 *>(partials);
+    const unsigned int nb = gridDim.x, nb4 = (nb + 3) / 4;
+    float4 q[P4_PER_LANE];
 #pragma unroll
-        for (int w = 1; w < NWARPS; w++) {
-            b += red[w];
-        }
-        out[0] = b;
+    for (int k = 0; k < P4_PER_LANE; k++) {
+        q[k] = t + 32u * k < nb4 ? __ldcg(p4 + t + 32 * k) : zero;
+    }
+    float v = 0.0f;
+#pragma unroll
+    for (int k = 0; k < P4_PER_LANE; k++) {
+        const unsigned int j = 4u * (t + 32u * k);
+        v += (j < nb ? q[k].x : 0.0f) + (j + 1 < nb ? q[k].y : 0.0f);
+        v += (j + 2 < nb ? q[k].z : 0.0f) + (j + 3 < nb ? q[k].w : 0.0f);
+    }
+    v = warp_sum(v);
+    if (t == 0) {
+        out[0] = v;
         finished = 0; /* every other block has counted: ready for the next launch */
     }
 }
