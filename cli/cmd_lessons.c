@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAXV 64
 #define FILE_MAX (256u << 20)
@@ -29,7 +30,7 @@ static const char usage_text[] =
     "usage: kforge lessons <command> [--lessons PATH] [--embed-url URL --embed-model M] [--json]\n"
     "  add [FILE|-] | add --situation TEXT --action TEXT [--boundaries TEXT] [--backend B]\n"
     "      [--arch A] [--op TAG]... [--shape EXPR] [--tag TAG]... [--source agent|person] [--id ID]\n"
-    "  search TEXT... [--backend B] [--arch A] [--op TAG]... [--tag TAG]... [--shape K=V,K=V]...\n"
+    "  search [TEXT...] [--backend B] [--arch A] [--op TAG]... [--tag TAG]... [--shape K=V,K=V]...\n"
     "      [--k N] [--min-trust X] [--rank hybrid|keyword|vector] [--tokens N]\n"
     "  list [--tag TAG]... [--all]      show ID      export [-o FILE]      import FILE|-\n"
     "  distill RUN                      (docs/lessons.md)";
@@ -63,7 +64,14 @@ static int parse(int argc, char **argv, lopts *o) {
         else if (!strcmp(a, "--boundaries") && more) o->boundaries = argv[++i];
         else if (!strcmp(a, "--backend") && more) o->backend = argv[++i];
         else if (!strcmp(a, "--arch") && more) o->arch = argv[++i];
-        else if (!strcmp(a, "--source") && more) o->source = argv[++i];
+        else if (!strcmp(a, "--source") && more) {
+            o->source = argv[++i];
+            if (strcmp(o->source, "agent") && strcmp(o->source, "person")) {
+                fprintf(stderr, "kforge: error: --source %s: agent or person (distilled lessons come from "
+                                "kforge lessons distill)\n", o->source);
+                return -1;
+            }
+        }
         else if (!strcmp(a, "--id") && more) o->id = argv[++i];
         else if (!strcmp(a, "--op") && more) {
             if (push(o->ops, &o->nops, argv[++i], "--op")) return -1;
@@ -141,7 +149,9 @@ static void print_lesson_text(json_t *l, const kf_lesson_hit *h) {
            json_number_value(json_object_get(tr, "value")),
            (long long)json_integer_value(json_object_get(tr, "confirmations")),
            (long long)json_integer_value(json_object_get(tr, "refutations")));
-    if (h)
+    if (h && !h->keyword_rank && !h->vector_rank)
+        printf("  (no search words: in scope, ranked by trust)");
+    else if (h)
         printf("  score %.4f (keyword #%d, vector #%d; 0: not in that list)", h->score, h->keyword_rank,
                h->vector_rank);
     printf("\n  when: %s\n", json_string_value(json_object_get(sit, "text")));
@@ -194,11 +204,12 @@ static int cmd_add(kf_lessons *db, kf_ctx *ctx, lopts *o) {
         json_decref(l);
     }
     char id[64];
-    kf_status st = kf_lessons_add_json(db, text, id);
+    int replaced = 0;
+    kf_status st = kf_lessons_add_json_ex(db, text, id, &replaced);
     free(text);
     if (st) return kf_cli_fail(o->json, "%s", kf_errmsg(ctx));
-    if (o->json) printf("{\"id\": \"%s\"}\n", id);
-    else printf("added %s\n", id);
+    if (o->json) printf("{\"id\": \"%s\", \"replaced\": %s}\n", id, replaced ? "true" : "false");
+    else printf("%s %s\n", replaced ? "replaced" : "added", id);
     return KF_EXIT_OK;
 }
 
@@ -270,8 +281,11 @@ static int cmd_search(kf_lessons *db, kf_ctx *ctx, lopts *o) {
             free(hits);
             return kf_cli_fail(o->json, "%s", kf_errmsg(ctx));
         }
+        if (used < n) /* what the budget left out is said, not silently dropped */
+            fprintf(stderr, "kforge: %d of the %d lessons found fit in %lld tokens\n", used, n, (long long)o->tokens);
         if (o->json) {
-            json_t *j = json_pack("{s:s, s:I, s:i}", "text", txt, "tokens", (json_int_t)tokens, "lessons", used);
+            json_t *j = json_pack("{s:s, s:I, s:i, s:i}", "text", txt, "tokens", (json_int_t)tokens, "lessons", used,
+                                  "found", n);
             char *s = json_dumps(j, JSON_INDENT(1));
             printf("%s\n", s);
             free(s);
@@ -343,10 +357,15 @@ static int cmd_list(kf_lessons *db, kf_ctx *ctx, lopts *o, const char *id) {
 }
 
 int kf_cli_lessons(int argc, char **argv) {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        fprintf(argc < 2 ? stderr : stdout, "%s\n", usage_text);
-        return argc < 2 ? KF_EXIT_USAGE : KF_EXIT_OK;
+    if (argc < 2) {
+        fprintf(stderr, "%s\n", usage_text);
+        return KF_EXIT_USAGE;
     }
+    for (int i = 1; i < argc; i++) /* kforge lessons [CMD] --help */
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("%s\n", usage_text);
+            return KF_EXIT_OK;
+        }
     const char *cmd = argv[1];
     lopts o;
     if (parse(argc, argv, &o)) return KF_EXIT_USAGE;
@@ -366,6 +385,14 @@ int kf_cli_lessons(int argc, char **argv) {
     kf_lessons_opts_init(&lo);
     lo.embed_url = o.embed_url;
     lo.embed_model = o.embed_model;
+    /* Reading commands never create a database (a mistyped --lessons would otherwise
+     * read as an empty one); the writing ones do, and remove it again when they fail
+     * before anything was written. */
+    int exists = access(path, F_OK) == 0;
+    int writes = !strcmp(cmd, "add") || !strcmp(cmd, "import") || !strcmp(cmd, "distill");
+    if (!exists && !writes)
+        return kf_cli_fail(o.json, "%s: no lessons database there (kforge lessons add, import or distill makes one)",
+                           path);
     kf_ctx *ctx = kf_ctx_new();
     kf_lessons *db = NULL;
     int rc = KF_EXIT_OK;
@@ -418,5 +445,13 @@ int kf_cli_lessons(int argc, char **argv) {
 out:
     kf_lessons_close(db);
     kf_ctx_free(ctx);
+    if (rc != KF_EXIT_OK && !exists) { /* made by this command, which failed: nothing in it */
+        static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+        for (int i = 0; i < 4; i++) {
+            char f[4200];
+            snprintf(f, sizeof f, "%s%s", path, sfx[i]);
+            unlink(f);
+        }
+    }
     return rc;
 }

@@ -100,6 +100,13 @@ int main(int argc, char **argv) {
         return KF_EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    /* COMMAND --help: run and lessons have their own; the others print the synopsis */
+    if (strcmp(cmd, "run") && strcmp(cmd, "lessons"))
+        for (int i = 2; i < argc; i++)
+            if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+                usage(stdout);
+                return 0;
+            }
     if (!strcmp(cmd, "check")) return kf_cli_check(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "bench")) return kf_cli_check(argc - 1, argv + 1, 1);
     if (!strcmp(cmd, "validate")) return kf_cli_validate(argc - 1, argv + 1);

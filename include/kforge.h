@@ -285,6 +285,9 @@ KF_API const char *kf_lessons_embedding(const kf_lessons *db);
  * lesson whose "id" exists already replaces it. id (64 bytes, may be NULL) receives the
  * lesson's id. */
 KF_API kf_status kf_lessons_add_json(kf_lessons *db, const char *json, char id[64]);
+/* The same; *replaced (may be NULL) is 1 when a lesson of that id existed and was
+ * replaced, else 0. */
+KF_API kf_status kf_lessons_add_json_ex(kf_lessons *db, const char *json, char id[64], int *replaced);
 /* One lesson as a JSON object (caller frees). KF_EUSAGE for an unknown id. */
 KF_API kf_status kf_lessons_get_json(kf_lessons *db, const char *id, char **json);
 /* Every lesson (retired ones too when all), matching every tag filter of tags (a filter

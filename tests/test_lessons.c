@@ -92,7 +92,11 @@ static void t_refuse(const void *arg) {
     } bad[] = {
         {"{\"action\": \"use float4 loads\"}", "field 'situation': missing"},
         {"{\"situation\": {\"backend\": \"cuda\", \"ops\": [\"op/softmax\"]}, \"action\": \"x\"}",
-         "field 'situation': missing"},
+         "field 'situation.text': missing"},
+        {"{\"situation\": \"long rows\", \"action\": \"  \\t \"}", "field 'action': only blanks"},
+        {"{\"situation\": {\"text\": \"t\", \"backend\": \"gpu\"}, \"action\": \"a\"}",
+         "field 'situation.backend': \"c\" or \"cuda\""},
+        {"{\"situation\": \"t\", \"action\": \"a\", \"tags\": [\"ok/tag\", \"Bad Tag\"]}", "\"Bad Tag\" (tag 2)"},
         {"{\"situation\": \"long rows\"}", "field 'action': missing"},
         {"{\"situation\": \"long rows\", \"action\": \"\"}", "field 'action': missing"},
         {"{\"situation\": {\"text\": \"t\", \"shape\": \"rows >= \"}, \"action\": \"a\"}", "field 'situation.shape'"},
@@ -111,9 +115,16 @@ static void t_refuse(const void *arg) {
     char id[64];
     CHECK(kf_lessons_add_json(db, "{\"situation\": \"long rows\", \"action\": \"one warp per row\"}", id) == KF_OK);
     CHECK(!strncmp(id, "L-", 2) && count_lessons(db, 1) == 1);
-    /* the same situation and action again is the same lesson */
-    CHECK(kf_lessons_add_json(db, "{\"situation\": \"long rows\", \"action\": \"one warp per row\"}", NULL) == KF_OK);
-    CHECK(count_lessons(db, 1) == 1);
+    /* the same situation and action again is the same lesson, and says it replaced one */
+    int replaced = -1;
+    char id2[64];
+    CHECK(kf_lessons_add_json_ex(db, "{\"situation\": \"long rows\", \"action\": \"one warp per row\"}", id2,
+                                 &replaced) == KF_OK);
+    CHECK(count_lessons(db, 1) == 1 && replaced == 1 && !strcmp(id, id2));
+    /* the same words for another scope are another lesson (they replaced the unscoped one) */
+    CHECK(kf_lessons_add_json_ex(db, "{\"situation\": {\"text\": \"long rows\", \"ops\": [\"op/softmax\"]},"
+                                     " \"action\": \"one warp per row\"}", id2, &replaced) == KF_OK);
+    CHECK(count_lessons(db, 1) == 2 && replaced == 0 && strcmp(id, id2));
     kf_lessons_close(db);
     kf_ctx_free(ctx);
 }
@@ -595,8 +606,19 @@ static void t_distill(const void *arg) {
         free(all);
     }
 
-    /* the same run again: nothing new */
+    /* the same run again: nothing new; nor under another spelling of its path, nor from
+     * a copy of its directory (a docs-only user raised a lesson's trust 0.67 -> 0.83 by
+     * distilling "runs/sm", "./runs/sm/" and the absolute path in turn) */
     distill(db, ctx, run, "added 0 confirmed 0 unchanged 5 refuted 0 retired 0");
+    {
+        char alias[300], copy[300], cmd[800];
+        snprintf(alias, sizeof alias, "%s/./run/", dir);
+        distill(db, ctx, alias, "added 0 confirmed 0 unchanged 5 refuted 0 retired 0");
+        snprintf(copy, sizeof copy, "%s/run-copy", dir);
+        snprintf(cmd, sizeof cmd, "cp -a '%s' '%s'", run, copy);
+        CHECK(system(cmd) == 0);
+        distill(db, ctx, copy, "added 0 confirmed 0 unchanged 5 refuted 0 retired 0");
+    }
     CHECK(count_lessons(db, 1) == 5);
 
     /* new evidence: a move to BLOCK=256 wins again (confirmed, merged); two moves to
@@ -839,6 +861,37 @@ static void t_cli(const void *arg) {
     CHECKF(rc == 2 && strstr(out, "unknown command 'frobnicate'"), "rc %d: %s", rc, out);
     rc = cli(dir, "list --json", out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "\"sm-long\""), "rc %d: %s", rc, out);
+    /* reading commands never create a database on a mistyped path; a failed import
+     * leaves none behind */
+    snprintf(cmd, sizeof cmd, "cd %s && %s lessons list --lessons %s/nodir/x.db 2>&1", dir, kft_bin("kforge"), dir);
+    rc = kft_run(cmd, out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "no lessons database there"), "rc %d: %s", rc, out);
+    char p[512];
+    snprintf(p, sizeof p, "%s/nodir", dir);
+    CHECKF(access(p, F_OK) != 0, "list created %s", p);
+    snprintf(p, sizeof p, "%s/bad.jsonl", dir);
+    FILE *f = fopen(p, "w");
+    CHECK(f && fputs("{\"bad\": 1}\n", f) >= 0 && fclose(f) == 0);
+    snprintf(cmd, sizeof cmd, "cd %s && %s lessons import bad.jsonl --lessons %s/three.db 2>&1", dir, kft_bin("kforge"), dir);
+    rc = kft_run(cmd, out, sizeof out);
+    snprintf(p, sizeof p, "%s/three.db", dir);
+    CHECKF(rc == 2 && strstr(out, "bad.jsonl:1") && access(p, F_OK) != 0, "rc %d: %s", rc, out);
+    /* add says when it replaced a lesson; --source is agent or person; --help works */
+    rc = cli(dir, "add --situation 'long rows' --action 'one block per row' --backend cuda --op op/softmax"
+                  " --shape 'cols > 1024' --tag cuda/block --id sm-long",
+             out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "replaced sm-long"), "rc %d: %s", rc, out);
+    rc = cli(dir, "add --situation s --action a --source distilled", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "agent or person"), "rc %d: %s", rc, out);
+    rc = cli(dir, "search --help", out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "usage: kforge lessons"), "rc %d: %s", rc, out);
+    /* search without words lists what is in scope; a one-letter parameter is found */
+    rc = cli(dir, "search --backend cuda --op op/softmax --shape rows=8,cols=4096", out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "sm-long") && strstr(out, "ranked by trust"), "rc %d: %s", rc, out);
+    rc = cli(dir, "add --situation 'softmax rows' --action 'Set W=16: wider rows' --id w16", out, sizeof out);
+    CHECK(rc == 0);
+    rc = cli(dir, "search W --rank keyword --json", out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "\"w16\"") && !strstr(out, "sm-long"), "rc %d: %s", rc, out);
 }
 
 void kft_register_lessons(void) {

@@ -32,7 +32,9 @@
  * database is the same lesson: evidence this run adds (nodes not seen before) confirms
  * it once. A win and a fail/lose of the same K=V for the same backend and op contradict:
  * new evidence for one refutes the others once. A lesson refuted more often than
- * confirmed is retired. Distilling the same run twice changes nothing. Nodes whose rows
+ * confirmed is retired. Distilling the same run twice changes nothing, however its path
+ * is spelled and from a copy of its directory too (evidence names the run by its real
+ * path and, when sealed, by its key id: seen_item). Nodes whose rows
  * do not match their seals (tampered) and nodes the Critic vetoed for what they are
  * (integrity, plausibility, a suspicious gain, needs_review) are no evidence.
  */
@@ -199,15 +201,27 @@ typedef struct {
     kf_lessons *db;
     const char *run, *op, *backend, *task, *fingerprint;
     json_t *summary;
+    const char *key_id; /* the run's key id (NULL: unsealed): names it whatever its path */
     const kf_task *t; /* the run's task when it still loads: its "ops" widen the scope */
 } dctx;
 
-/* The evidence items ("RUN#id") of a lesson's evidence object. */
-static int has_node(json_t *ev, const char *item) {
+/* Is evidence item ("RUN#id") in field of a lesson's evidence object? RUN is the run
+ * directory's real path, so "runs/x", "./runs/x/" and "/abs/runs/x" are one run; a sealed
+ * run's items also go under key_field as "KEYID#id", so a copy or a move of the run
+ * directory is still the same run. */
+static int seen_item(json_t *ev, const char *field, const char *key_field, const char *item, const char *key_item) {
     size_t i;
     json_t *x;
-    json_array_foreach(json_object_get(ev, "nodes"), i, x) if (!strcmp(json_string_value(x), item)) return 1;
+    json_array_foreach(json_object_get(ev, field), i, x) if (!strcmp(json_string_value(x), item)) return 1;
+    if (key_item)
+        json_array_foreach(json_object_get(ev, key_field), i, x) if (!strcmp(json_string_value(x), key_item)) return 1;
     return 0;
+}
+
+/* "KEYID#id" for the evidence item "RUN#id" of a sealed run, else NULL (the caller's) */
+static char *key_item(const dctx *d, const char *item) {
+    const char *h = strrchr(item, '#');
+    return d->key_id && h ? kf__asprintf("%s%s", d->key_id, h) : NULL;
 }
 
 static void append_capped(json_t *ev, const char *field, json_t *item) {
@@ -248,14 +262,13 @@ static kf_status refute(dctx *d, const char *setting, int win, json_t *new_nodes
             size_t j;
             json_t *y;
             json_array_foreach(new_nodes, j, y) {
-                int seen = 0;
-                size_t m;
-                json_t *z;
-                json_array_foreach(json_object_get(ev, "refuted_by"), m, z) seen |= !strcmp(json_string_value(z), json_string_value(y));
-                if (!seen) {
+                char *ky = key_item(d, json_string_value(y));
+                if (!seen_item(ev, "refuted_by", "refuted_by_keys", json_string_value(y), ky)) {
                     fresh = 1;
                     append_capped(ev, "refuted_by", json_incref(y));
+                    if (ky) append_capped(ev, "refuted_by_keys", json_string(ky));
                 }
+                free(ky);
             }
             if (fresh && !l.retired) {
                 l.refutations++;
@@ -294,9 +307,14 @@ static kf_status put_lesson(dctx *d, const char *kind, const char *setting, cons
     json_t *x;
     if (found) {
         ev = l.evidence_json ? json_loads(l.evidence_json, 0, NULL) : json_object();
-        json_array_foreach(nodes, i, x) if (!has_node(ev, json_string_value(x))) {
-            fresh = 1;
-            append_capped(ev, "nodes", json_incref(x));
+        json_array_foreach(nodes, i, x) {
+            char *kx = key_item(d, json_string_value(x));
+            if (!seen_item(ev, "nodes", "node_keys", json_string_value(x), kx)) {
+                fresh = 1;
+                append_capped(ev, "nodes", json_incref(x));
+                if (kx) append_capped(ev, "node_keys", json_string(kx));
+            }
+            free(kx);
         }
         if (fresh) {
             json_array_foreach(effects, i, x) append_capped(ev, "effects", json_incref(x));
@@ -318,6 +336,15 @@ static kf_status put_lesson(dctx *d, const char *kind, const char *setting, cons
         json_decref(ev);
     } else {
         ev = json_pack("{s:O, s:O, s:[s]}", "nodes", nodes, "effects", effects, "fingerprints", d->fingerprint);
+        if (d->key_id) {
+            json_t *keys = json_array();
+            json_array_foreach(nodes, i, x) {
+                char *kx = key_item(d, json_string_value(x));
+                if (kx && json_array_size(keys) < EVIDENCE_MAX) json_array_append_new(keys, json_string(kx));
+                free(kx);
+            }
+            json_object_set_new(ev, "node_keys", keys);
+        }
         json_t *sit = json_pack("{s:s, s:s, s:[s]}", "text", situation, "backend", d->backend, "ops", d->op);
         for (int k = 0; d->t && k < d->t->nops; k++) /* the task's families: lessons may travel */
             if (strcmp(d->t->ops[k], d->op)) json_array_append_new(json_object_get(sit, "ops"), json_string(d->t->ops[k]));
@@ -598,8 +625,11 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
     char op[160], backend[32], run[4096], task_name[128];
     if ((st = kf_store_each_node(s, collect, &a))) goto out;
     if ((st = kf_store_each_event(s, "critic", critic_veto, &a))) goto out;
-    /* the run's name in evidence: its directory as given, without trailing slashes */
-    snprintf(run, sizeof run, "%s", run_dir);
+    /* the run's name in evidence: its directory's real path (one name however it is
+     * spelled; the key id covers copies), or as given when that cannot be resolved */
+    char *real = realpath(run_dir, NULL);
+    snprintf(run, sizeof run, "%s", real ? real : run_dir);
+    free(real);
     for (size_t n = strlen(run); n > 1 && run[n - 1] == '/'; n--) run[n - 1] = 0;
     const char *td = kf_store_task_dir(s);
     const char *base = strrchr(td, '/');
@@ -624,7 +654,7 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
         if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.=+-", *p)) *p = '_';
     }
     snprintf(op, sizeof op, "op/%s", task_name);
-    dctx d = {db, run, op, backend, task_name, kf_store_task_fingerprint(s), NULL, task};
+    dctx d = {db, run, op, backend, task_name, kf_store_task_fingerprint(s), NULL, kf_store_key_id(s), task};
     d.summary = json_pack("{s:s, s:s, s:s, s:[], s:[], s:[], s:[], s:[]}", "run", run, "task", task_name, "backend",
                           backend, "added", "confirmed", "unchanged", "refuted", "retired");
     for (size_t i = 0; i < a.n; i++) add_change(&cv, &a, &a.v[i]);

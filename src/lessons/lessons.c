@@ -128,6 +128,10 @@ static int opt_text(json_t *o, const char *field, const char *label, char **out,
         return -1;
     }
     const char *s = json_string_value(v);
+    if (*s && !s[strspn(s, " \t\r\n")]) {
+        snprintf(err, errlen, "field '%s': only blanks (it needs words)", label);
+        return -1;
+    }
     if (strlen(s) > KF_LESSONS_TEXT_MAX) {
         snprintf(err, errlen, "field '%s': longer than %d bytes", label, KF_LESSONS_TEXT_MAX);
         return -1;
@@ -151,10 +155,12 @@ static int tag_array(json_t *o, const char *field, const char *label, char **out
     json_t *x;
     json_array_foreach(v, i, x) {
         if (!json_is_string(x) || !tag_ok(json_string_value(x))) {
+            char shown[80] = "a non-string";
+            if (json_is_string(x)) snprintf(shown, sizeof shown, "\"%.70s\"", json_string_value(x));
             snprintf(err, errlen,
-                     "field '%s': element %zu is not a tag (segments of a-z 0-9 _ . = + -"
+                     "field '%s': %s (tag %zu) is not a tag (segments of a-z 0-9 _ . = + -"
                      " separated by '/', like \"cuda/memory/coalescing\")",
-                     label, i);
+                     label, shown, i + 1);
             return -1;
         }
     }
@@ -224,8 +230,9 @@ kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errle
             opt_text(s, "shape", "situation.shape", &l->shape, err, errlen) ||
             tag_array(s, "ops", "situation.ops", &l->ops_json, err, errlen))
             goto bad;
-        if (l->backend && !name_ok(l->backend, 32, "_")) {
-            snprintf(err, errlen, "field 'situation.backend': a backend name such as \"cuda\" or \"c\"");
+        if (l->backend && strcmp(l->backend, "c") && strcmp(l->backend, "cuda")) {
+            snprintf(err, errlen, "field 'situation.backend': \"c\" or \"cuda\" (kforge's backends), not \"%.40s\"",
+                     l->backend);
             goto bad;
         }
         if (l->arch && !name_ok(l->arch, 64, "_.-")) {
@@ -246,8 +253,10 @@ kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errle
         goto bad;
     }
     if (!l->situation) {
-        snprintf(err, errlen, "field 'situation': missing (a lesson needs the situation it applies "
-                              "to, in words: situation.text, and an action)");
+        snprintf(err, errlen, json_is_object(s) ? "field 'situation.text': missing (the situation in words; "
+                                                  "the other situation fields only scope it)"
+                                                : "field 'situation': missing (a lesson needs the situation it applies "
+                                                  "to, in words: situation.text, and an action)");
         goto bad;
     }
     if (opt_text(o, "action", "action", &l->action, err, errlen)) goto bad;
@@ -300,11 +309,16 @@ kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errle
     if (v) l->created = json_number_value(v);
     v = json_object_get(o, "updated");
     if (v) l->updated = json_number_value(v);
-    if (!l->id[0]) { /* the same situation and action are the same lesson */
-        const void *parts[4] = {l->situation, "", l->action, l->backend ? l->backend : ""};
-        size_t lens[4] = {strlen(l->situation), 1, strlen(l->action), l->backend ? strlen(l->backend) : 0};
+    if (!l->id[0]) { /* the same situation, action and scope are the same lesson */
+        /* the scope beyond the backend counts only when there is one, so a lesson
+         * without it keeps the id it always had */
+        int scoped = l->arch || l->shape || l->ops_json;
+        const char *a = l->arch ? l->arch : "", *sh = l->shape ? l->shape : "", *op = l->ops_json ? l->ops_json : "";
+        const void *parts[10] = {l->situation, "", l->action, l->backend ? l->backend : "", "", a, "", sh, "", op};
+        size_t lens[10] = {strlen(l->situation), 1, strlen(l->action), l->backend ? strlen(l->backend) : 0,
+                           1, strlen(a), 1, strlen(sh), 1, strlen(op)};
         char hex[65];
-        kf__sha256_hex(parts, lens, 4, hex);
+        kf__sha256_hex(parts, lens, scoped ? 10 : 4, hex);
         snprintf(l->id, sizeof l->id, "L-%.12s", hex);
     }
     return KF_OK;
@@ -688,6 +702,10 @@ void kf_lessons_close(kf_lessons *db) {
 /* ---- the public calls ---------------------------------------------------------------- */
 
 kf_status kf_lessons_add_json(kf_lessons *db, const char *json, char id[64]) {
+    return kf_lessons_add_json_ex(db, json, id, NULL);
+}
+
+kf_status kf_lessons_add_json_ex(kf_lessons *db, const char *json, char id[64], int *replaced) {
     json_error_t je;
     json_t *o = json_loads(json, 0, &je);
     if (!o) return kf__err(db->ctx, KF_EUSAGE, "lesson: not JSON: %s (column %d)", je.text, je.column);
@@ -696,6 +714,15 @@ kf_status kf_lessons_add_json(kf_lessons *db, const char *json, char id[64]) {
     kf_status st = kf_lessons__from_json(o, &l, err, sizeof err);
     json_decref(o);
     if (st) return kf__err(db->ctx, st, "lesson refused: %s", err);
+    if (replaced) {
+        sqlite3_stmt *q = NULL;
+        *replaced = 0;
+        if (sqlite3_prepare_v2(db->db, "SELECT 1 FROM lessons WHERE uid = ?1", -1, &q, NULL) == SQLITE_OK) {
+            sqlite3_bind_text(q, 1, l.id, -1, SQLITE_STATIC);
+            *replaced = sqlite3_step(q) == SQLITE_ROW;
+        }
+        sqlite3_finalize(q);
+    }
     st = kf_lessons__put(db, &l);
     if (!st && id) snprintf(id, 64, "%s", l.id);
     kf_lesson_free(&l);

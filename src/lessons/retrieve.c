@@ -23,6 +23,7 @@
 #include "lessons.h"
 #include "../agent/agent.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,6 +259,17 @@ static kf_status keyword_list(kf_lessons *db, const char *text, const unsigned c
     *n = 0;
     terms t = {.n = 0};
     kf_lessons__words(text ? text : "", on_term, &t);
+    if (!t.n && text) { /* only one-letter words ("W", "V=16"): template parameters, searched as written */
+        for (const char *p = text; *p;) {
+            size_t len = 0;
+            while (p[len] && (isalnum((unsigned char)p[len]) || p[len] == '_')) len++;
+            if (len == 1) {
+                char w = (char)tolower((unsigned char)p[0]);
+                term(&t, &w, 1);
+            }
+            p += len ? len : 1;
+        }
+    }
     int64_t df[MAX_TERMS];
     int keep[MAX_TERMS], nkeep = 0;
     for (int i = 0; i < t.n; i++) {
@@ -441,6 +453,20 @@ kf_status kf_lessons_retrieve(kf_lessons *db, const kf_lesson_query *q, int k, d
         pass[i] = (unsigned char)passes(&db->ents[i], q, min_trust);
         trust[i] = db->ents[i].trust;
     }
+    if (!q->text || !q->text[strspn(q->text, " \t\r\n")]) {
+        /* no words: every lesson that passes the filters, by trust (then id order) */
+        scored *all = malloc(sizeof *all * (db->n ? db->n : 1));
+        if (!all) {
+            st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+            goto out;
+        }
+        size_t np = 0;
+        for (size_t i = 0; i < db->n; i++)
+            if (pass[i]) all[np].i = i, all[np].s = trust[i], np++;
+        top(all, np, fused, fs, &m);
+        free(all);
+        goto hits;
+    }
     if (q->rank != KF_LESSON_RANK_VECTOR && (st = keyword_list(db, q->text, pass, kl, ks, &nk))) goto out;
     if (q->rank != KF_LESSON_RANK_KEYWORD && (st = vector_list(db, q->text, pass, vl, vs, &nv))) goto out;
     if (q->rank == KF_LESSON_RANK_HYBRID && kf_lessons__fusion.alpha > 0) {
@@ -452,6 +478,7 @@ kf_status kf_lessons_retrieve(kf_lessons *db, const kf_lesson_query *q, int k, d
         memcpy(fused, q->rank == KF_LESSON_RANK_KEYWORD ? kl : vl, sizeof(size_t) * (size_t)m);
         memcpy(fs, q->rank == KF_LESSON_RANK_KEYWORD ? ks : vs, sizeof(double) * (size_t)m);
     }
+hits:
     for (int r = 0; r < m && r < k; r++) {
         kf_lesson_hit *h = &hits[r];
         const kf_lesson_entry *e = &db->ents[fused[r]];

@@ -34,6 +34,10 @@ kf_status kf_loop_memory_open(kf_ctx *ctx, const char *path, kf_loop_memory **ou
     *out = NULL;
     char def[4096];
     if (path && !strcmp(path, "none")) return KF_OK;
+    if (path && !strcmp(path, "default")) { /* the shared database, named: it must exist */
+        kf_lessons_default_path(def, sizeof def);
+        path = def;
+    }
     if (!path) {
         kf_lessons_default_path(def, sizeof def);
         if (access(def, F_OK)) return KF_OK; /* no shared database yet: no lessons */

@@ -1004,6 +1004,7 @@ const char *kf_store_seal_state(const kf_store *s) {
 }
 
 const char *kf_store_key_path(const kf_store *s) { return s->key_id[0] ? s->key_path : NULL; }
+const char *kf_store_key_id(const kf_store *s) { return s->key_id[0] ? s->key_id : NULL; }
 
 /* ---- nodes ------------------------------------------------------------------------- */
 

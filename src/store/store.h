@@ -174,6 +174,9 @@ void kf_store_keys_dir(char *out, size_t n);
 const char *kf_store_seal_state(const kf_store *s);
 /* The key file's path (NULL for an unsealed run). */
 const char *kf_store_key_path(const kf_store *s);
+/* The run's key id: 32 hex digits, random per run, the same in every copy of the run
+ * directory (NULL for an unsealed run). What names a run across paths and copies. */
+const char *kf_store_key_id(const kf_store *s);
 /* The ids of the nodes read as tampered, ascending (*ids NULL when *n is 0; the
  * caller's: free()). */
 kf_status kf_store_tampered(kf_store *s, int64_t **ids, size_t *n);
