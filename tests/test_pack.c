@@ -235,6 +235,46 @@ static void t_lessons(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* A lesson about a template parameter (a "param/K=V" tag, as distill writes) reaches a
+ * pack only when the task's template has K: softmax's RECOMP lessons, in scope for rmsnorm
+ * through op/rowwise, took 19% of an rmsnorm agent's prompt and named a setting rmsnorm's
+ * template does not have. Lessons without such tags, and those about its own W, stay. */
+static void t_lessons_params(const void *arg) {
+    (void)arg;
+    const char *dir = scratch();
+    char db[256];
+    snprintf(db, sizeof db, "%s/params.db", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_lessons *l = NULL;
+    CHECKF(kf_lessons_open(ctx, db, NULL, &l) == KF_OK, "%s", kf_errmsg(ctx));
+    static const char *const add[] = {
+        "{\"id\": \"recomp\", \"situation\": {\"text\": \"row kernels\", \"backend\": \"c\", \"ops\": [\"op/rowwise\"]},"
+        " \"action\": \"Set RECOMP=0\", \"tags\": [\"param/recomp=0\"]}",
+        "{\"id\": \"w16\", \"situation\": {\"text\": \"row kernels\", \"backend\": \"c\", \"ops\": [\"op/rowwise\"]},"
+        " \"action\": \"Set W=16\", \"tags\": [\"param/w=16\"]}",
+        "{\"id\": \"plain\", \"situation\": {\"text\": \"row kernels\", \"backend\": \"c\", \"ops\": [\"op/rowwise\"]},"
+        " \"action\": \"keep one row in cache\"}",
+    };
+    for (int i = 0; i < 3; i++) CHECKF(kf_lessons_add_json(l, add[i], NULL) == KF_OK, "%s", kf_errmsg(ctx));
+    kf_lessons_close(l);
+    kf_loop_memory *m = NULL;
+    CHECKF(kf_loop_memory_open(ctx, db, &m) == KF_OK && m, "%s", kf_errmsg(ctx));
+    const char *tasks[] = {"tasks/c/rmsnorm", "tasks/c/softmax"};
+    for (int i = 0; i < 2; i++) {
+        kf_task *t = kft_task(ctx, tasks[i]);
+        kf_pack_in in = {0};
+        CHECKF(kf_loop_memory_lessons(m, t, "row kernels", &in) == KF_OK, "%s", kf_errmsg(ctx));
+        int seen[3] = {0, 0, 0};
+        for (int h = 0; h < in.nlesson_hits; h++)
+            for (int k = 0; k < 3; k++) seen[k] |= !strcmp(in.lesson_hits[h].id, k == 0 ? "recomp" : k == 1 ? "w16" : "plain");
+        if (i == 0) CHECKF(!seen[0] && seen[1] && seen[2], "rmsnorm: recomp %d w16 %d plain %d", seen[0], seen[1], seen[2]);
+        else CHECKF(seen[0] && seen[1] && seen[2], "softmax: recomp %d w16 %d plain %d", seen[0], seen[1], seen[2]);
+        kf_task_free(t);
+    }
+    kf_loop_memory_close(m);
+    kf_ctx_free(ctx);
+}
+
 static int cli(const char *args, char *out, size_t n) {
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "cd %s && %s %s", kft_src("."), kft_bin("kforge"), args);
@@ -373,5 +413,6 @@ void kft_register_pack(void) {
     kft_add("pack/budget", t_budget, NULL, 60);
     kft_add("pack/giveback", t_giveback, NULL, 30);
     kft_add("pack/lessons", t_lessons, NULL, 60);
+    kft_add("pack/lessons_params", t_lessons_params, NULL, 60);
     kft_add("pack/run_split", t_run_split, NULL, 180);
 }

@@ -15,6 +15,7 @@
  */
 #include "memory.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -66,6 +67,54 @@ void kf_loop_memory_close(kf_loop_memory *m) {
     free(m);
 }
 
+/* The task's template parameters as " name name ... " (lower case; "" when it has no
+ * template): candidates/param.<c|cu>'s kforge:param lines. */
+static void template_params(const kf_task *t, char *out, size_t n) {
+    static const char *const ext[] = {"c", "cu"};
+    snprintf(out, n, " ");
+    for (int e = 0; e < 2; e++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/candidates/param.%s", t->dir, ext[e]);
+        char *text = NULL;
+        size_t len = 0;
+        if (kf__read_file(path, 1 << 20, &text, &len)) continue;
+        size_t at = 1;
+        for (char *p = strstr(text, "kforge:param"); p; p = strstr(p + 12, "kforge:param")) {
+            char name[64];
+            if (sscanf(p, "kforge:param %63[A-Za-z0-9_]", name) != 1) continue;
+            for (char *c = name; *c; c++) *c = (char)tolower((unsigned char)*c);
+            int k = snprintf(out + at, n - at, "%s ", name);
+            if (k < 0 || (size_t)k >= n - at) break;
+            at += (size_t)k;
+        }
+        free(text);
+        return;
+    }
+}
+
+/* Is lesson id about a template parameter (a "param/K=V" tag, as distill writes) that the
+ * task's template (names, from template_params) does not have? Such a lesson (softmax's
+ * RECOMP in rmsnorm's pack, through op/rowwise) names a setting the agent cannot make:
+ * it takes the pack's tokens and says nothing. Lessons without such tags always pass. */
+static int about_absent_param(kf_lessons *db, const char *id, const char *names) {
+    char *js = NULL;
+    if (kf_lessons_get_json(db, id, &js)) return 0;
+    json_t *l = json_loads(js, 0, NULL);
+    free(js);
+    int absent = 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(l, "tags"), i, x) {
+        const char *tag = json_string_value(x);
+        if (!tag || strncmp(tag, "param/", 6)) continue;
+        char want[80];
+        snprintf(want, sizeof want, " %.*s ", (int)strcspn(tag + 6, "="), tag + 6);
+        if (!strstr(names, want)) absent = 1;
+    }
+    json_decref(l);
+    return absent;
+}
+
 kf_status kf_loop_memory_lessons(kf_loop_memory *m, const kf_task *t, const char *text, kf_pack_in *in) {
     if (!m) return KF_OK;
     char op[128];
@@ -88,13 +137,18 @@ kf_status kf_loop_memory_lessons(kf_loop_memory *m, const kf_task *t, const char
     q.shapes = vals;
     q.nshapes = vals ? t->nshapes : 0;
     q.text = text;
-    int n = 0;
-    kf_status st = kf_lessons_retrieve(m->db, &q, KF_LOOP_LESSONS_K, KF_LOOP_LESSONS_TRUST, m->hits, &n);
+    int n = 0, kept = 0;
+    kf_lesson_hit more[3 * KF_LOOP_LESSONS_K]; /* room for the ones about absent parameters */
+    kf_status st = kf_lessons_retrieve(m->db, &q, 3 * KF_LOOP_LESSONS_K, KF_LOOP_LESSONS_TRUST, more, &n);
     free(vals);
     if (st) return st;
+    char names[2048];
+    template_params(t, names, sizeof names);
+    for (int i = 0; i < n && kept < KF_LOOP_LESSONS_K; i++)
+        if (!about_absent_param(m->db, more[i].id, names)) m->hits[kept++] = more[i];
     in->lessons_db = m->db;
     in->lesson_hits = m->hits;
-    in->nlesson_hits = n;
+    in->nlesson_hits = kept;
     return KF_OK;
 }
 
