@@ -296,9 +296,12 @@ static void t_run(const void *arg) {
     const char *in[] = {WIN("w16", "\"backend\": \"c\", \"ops\": [\"op/softmax\"]", "{\"confirmations\": 1}"), NULL};
     char db[256], args[2048], out[1 << 16];
     snprintf(db, sizeof db, "%s", lessons_db(ctx, "run.db", in));
-    snprintf(args, sizeof args, "run tasks/c/softmax --budget 1 --seed 4 --run %s/r --lessons %s %s 2>&1", dir, db,
-             quick);
-    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "run tasks/c/softmax --budget 1 --seed 4 --run %s/r --lessons %s %s --json 2>&1", dir,
+             db, quick);
+    /* the run says what applied when it starts, and its summary carries it */
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "kforge run: lessons from ") && strstr(out, "w16 W=16") &&
+               strstr(out, "\"lessons\":{\"db\":"),
+           "%s", out);
     snprintf(args, sizeof args, "tree %s/r --json", dir);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     json_t *j = json_loads(out, 0, NULL);

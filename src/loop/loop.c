@@ -1070,6 +1070,9 @@ static int sched_flying(const sched *s, const kf_point *p) {
     return 0;
 }
 
+/* The lessons the builtin started from, one line (defined with tree, below). */
+static void lessons_text(kf_buf *b, kf_store *st);
+
 /* The template the builtin proposer walks: candidates/param.<c|cu>. */
 static int template_path(const kf_task *t, char *out, size_t n) {
     static const char *const ext[] = {"c", "cu"};
@@ -1688,6 +1691,11 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         if (!(st = kf_loop_lessons_prior(ctx, r.t, cmd_lessons, bi, &ev))) st = kf_store_event(r.st, 0, "lessons", ev);
         free(ev);
         if (st) goto out;
+        kf_buf lb; /* said at the start, as tree says it later */
+        kf_buf_init(&lb, 1 << 16);
+        lessons_text(&lb, r.st);
+        if (lb.p && lb.len) fprintf(stderr, "kforge run: %s", lb.p);
+        kf_buf_free(&lb);
     } else if (bi && o->resume) {
         char *ev = NULL;
         const char *lpath = json_string_value(json_object_get(rcfg, "lessons"));
@@ -1850,6 +1858,12 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
                                   "overhead_ms_per_evaluation", over_ms, "jobs", o->jobs, "max_concurrent_timing",
                                   kf_bench_timing_max());
             if (j && split_j) json_object_set(j, "pack_tokens", split_j);
+            char *lev = NULL; /* the builtin's prior, when lessons made one */
+            kf_store_each_event(r.st, "lessons", first_event, &lev);
+            json_t *lj = lev ? json_loads(lev, 0, NULL) : NULL;
+            free(lev);
+            if (j && lj) json_object_set_new(j, "lessons", lj);
+            else json_decref(lj);
             if (j) json_object_set_new(j, "breaker_trips", json_integer(kf_search_trips(se)));
             *summary = json_dumps(j, JSON_COMPACT);
             json_decref(j);

@@ -172,6 +172,7 @@ kf_status kf_loop_pack_record(kf_store *st, int64_t node, const kf_pack *pk, int
 typedef struct {
     double sec[KF_PACK_NSECTIONS], frame, prompt;
     int packs, reported;
+    int64_t lessons; /* lessons rendered into the packs, summed */
 } split_acc;
 
 static int add_pack(void *arg, int64_t id, int64_t node, const char *js, double created) {
@@ -189,6 +190,7 @@ static int add_pack(void *arg, int64_t id, int64_t node, const char *js, double 
     a->prompt += rep > 0 ? (double)rep : est;
     a->packs++;
     a->reported += rep > 0;
+    a->lessons += json_integer_value(json_object_get(e, "lessons"));
     json_decref(e);
     return 0;
 }
@@ -208,6 +210,7 @@ kf_status kf_loop_pack_split(kf_store *st, json_t **out) {
                      (json_int_t)llround(a.frame), "memory_tokens", (json_int_t)llround(mem), "memory_share",
                      a.prompt > 0 ? mem / a.prompt : 0.0, "lessons_share",
                      a.prompt > 0 ? a.sec[KF_PACK_LESSONS] / a.prompt : 0.0);
+    if (*out) json_object_set_new(*out, "lessons", json_integer((json_int_t)a.lessons));
     return *out ? KF_OK : KF_ENOMEM;
 }
 
@@ -225,7 +228,8 @@ void kf_loop_pack_split_text(const json_t *split, char *buf, size_t n) {
             k += snprintf(buf + k, n - (size_t)k, " %s %.0f%%", key, total > 0 ? 100 * t / total : 0);
     }
     if (k >= 0 && (size_t)k < n)
-        snprintf(buf + k, n - (size_t)k, ", frame %.0f%%; memory %.1f%%",
+        snprintf(buf + k, n - (size_t)k, ", frame %.0f%%; memory %.1f%%; %lld lessons in the packs",
                  total > 0 ? 100 * (double)json_integer_value(json_object_get(split, "frame")) / total : 0,
-                 100 * json_number_value(json_object_get(split, "memory_share")));
+                 100 * json_number_value(json_object_get(split, "memory_share")),
+                 (long long)json_integer_value(json_object_get(split, "lessons")));
 }
