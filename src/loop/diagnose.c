@@ -16,7 +16,7 @@
  *                     only: a tail bug's error does not grow);
  *   numeric/boundary  only the tail of an output was wrong, or the failing shapes are
  *                     exactly those with a size not divisible by some 2^k the passing
- *                     ones all are divisible by;
+ *                     ones all are divisible by (the largest such 2^k);
  *   numeric/overfit   every visible shape passed, hidden or edge ones failed;
  *   numeric/other, memory/out_of_bounds, timeout, sandbox_violation, integrity
  *   (stale, modified inputs, nondeterminism, forged timing), evaluation_failed (the
@@ -84,14 +84,18 @@ static int read_shapes(json_t *v, shape_r *out) {
     return n;
 }
 
-/* numeric/boundary by divisibility: the smallest d = 2^k (2..256) and the size names
+/* numeric/boundary by divisibility: the largest d = 2^k (2..256) and the size names
  * such that every passing shape has those sizes divisible by d and every failing shape
- * has one of them not divisible. 0 with d and names set, -1 when none separates. */
+ * has one of them not divisible. The largest, because the constraint it becomes ("must
+ * handle n not divisible by d") is then the strictest the evidence allows: a kernel that
+ * handles only multiples of 8 fails on a multiple of 4 too, but the shapes drawn may not
+ * show it (the smallest separating d said 4 there). 0 with d and names set, -1 when none
+ * separates. */
 static int divisor_split(const shape_r *s, int n, int *d_out, char *names, size_t nn) {
     int npass = 0, nfail = 0;
     for (int i = 0; i < n; i++) s[i].failed ? nfail++ : npass++;
     if (!npass || nfail < 2) return -1;
-    for (int d = 2; d <= 256; d *= 2) {
+    for (int d = 256; d >= 2; d /= 2) {
         const char *key;
         json_t *val;
         char qual[16][64];

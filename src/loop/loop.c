@@ -2129,7 +2129,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
         kf_node_vec one = {&n, 1, 1};
         kf_buf_printf(&b, "kforge submit: ");
         tree_text(&b, &one, NULL, parent, 0, critics, NULL);
-        if (msg) kf_buf_printf(&b, "  %s\n", msg);
+        if (msg && !(b.p && strstr(b.p, msg))) kf_buf_printf(&b, "  %s\n", msg); /* the tree line may hold it */
         *out = b.p;
     }
     json_decref(critics);
