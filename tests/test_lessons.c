@@ -732,6 +732,97 @@ static char *embed_reply(kft_http *s, const char *req, char *status, size_t n) {
     return out;
 }
 
+/* What a distilled lesson has counted survives the evidence display's cap, older
+ * databases' naming, and copies: a lesson with more than 64 nodes is not re-confirmed by a
+ * copy of its run; a copy resumed apart adds its own new node; a lesson distilled before
+ * the `distilled` table (evidence naming the run as typed) is not re-confirmed by the same
+ * run (a reviewer reproduced each of these against the first version of the fix). */
+static void t_distill_identity(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    char *dir = scratch(), task[128], run[128], copy[160], p[256], cmd[600];
+    snprintf(task, sizeof task, "%s/twice", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(copy, sizeof copy, "%s/copy", dir);
+    CHECK(mkdir(task, 0755) == 0);
+    snprintf(p, sizeof p, "%s/task.json", task);
+    write_file(p, task_json);
+    snprintf(p, sizeof p, "%s/reference.c", task);
+    write_file(p, task_ref);
+    kf_task *t = NULL;
+    CHECKF(kf_task_load(ctx, task, &t) == KF_OK, "%s", kf_errmsg(ctx));
+    kf_store *s = NULL;
+    CHECKF(kf_store_create(ctx, run, t, NULL, &s) == KF_OK, "%s", kf_errmsg(ctx));
+    /* 70 won moves to BLOCK=256 and 70 lost moves to BLOCK=32: lessons of 70 nodes each */
+    int64_t n1 = node(s, 0, "{\"BLOCK\": 256}", KF_NODE_KEPT, 1.5, 1, 1.8, 1, NULL);
+    for (int i = 0; i < 70; i++) {
+        int64_t lo = node(s, n1, "{\"BLOCK\": 32}", KF_NODE_REVERTED, 0.9, 0, 0.8, 0, NULL);
+        node(s, lo, "{\"BLOCK\": 256}", KF_NODE_KEPT, 1.5, 1, 1.9, 1, NULL);
+    }
+    kf_store_close(s);
+    kf_lessons *db = open_db(ctx, dir, "l.db");
+    distill(db, ctx, run, "added 2 confirmed 0 unchanged 0 refuted 0 retired 0");
+    distill(db, ctx, run, "added 0 confirmed 0 unchanged 2 refuted 0 retired 0");
+    snprintf(cmd, sizeof cmd, "cp -a '%s' '%s'", run, copy);
+    CHECK(system(cmd) == 0);
+    distill(db, ctx, copy, "added 0 confirmed 0 unchanged 2 refuted 0 retired 0");
+    /* the copy resumed apart: its next node (another source under an id the original may
+     * also use later) is new evidence */
+    CHECK(kf_store_open(ctx, copy, NULL, &s) == KF_OK);
+    int64_t lo = node(s, n1, "{\"BLOCK\": 32}", KF_NODE_REVERTED, 0.9, 0, 0.8, 0, NULL);
+    node(s, lo, "{\"BLOCK\": 256}", KF_NODE_KEPT, 1.5, 1, 1.9, 1, NULL);
+    kf_store_close(s);
+    CHECK(kf_store_open(ctx, run, NULL, &s) == KF_OK);
+    lo = node(s, n1, "{\"BLOCK\": 32}", KF_NODE_REVERTED, 0.9, 0, 0.8, 0, NULL);
+    node(s, lo, "{\"BLOCK\": 256}", KF_NODE_KEPT, 1.5, 1, 1.9, 1, NULL);
+    kf_store_close(s);
+    distill(db, ctx, copy, "added 0 confirmed 2 unchanged 0 refuted 0 retired 0");
+    distill(db, ctx, run, "added 0 confirmed 2 unchanged 0 refuted 0 retired 0");
+    distill(db, ctx, run, "added 0 confirmed 0 unchanged 2 refuted 0 retired 0");
+    json_t *win = lesson_with(db, "Set BLOCK=256");
+    CHECK(conf(win, "confirmations") == 3);
+    CHECK(json_array_size(json_object_get(json_object_get(win, "evidence"), "nodes")) <= 64);
+    json_decref(win);
+    kf_lessons_close(db);
+
+    /* a database distilled before the table: its rows gone, its evidence naming the run as
+     * typed ("small"; every node listed, as the old format did up to 64); the same run
+     * again, from its directory, changes nothing */
+    char small[160];
+    snprintf(small, sizeof small, "%s/small", dir);
+    CHECKF(kf_store_create(ctx, small, t, NULL, &s) == KF_OK, "%s", kf_errmsg(ctx));
+    n1 = node(s, 0, "{\"BLOCK\": 256}", KF_NODE_KEPT, 1.5, 1, 1.8, 1, NULL);
+    for (int i = 0; i < 3; i++) {
+        lo = node(s, n1, "{\"BLOCK\": 32}", KF_NODE_REVERTED, 0.9, 0, 0.8, 0, NULL);
+        node(s, lo, "{\"BLOCK\": 256}", KF_NODE_KEPT, 1.5, 1, 1.9, 1, NULL);
+    }
+    kf_store_close(s);
+    kf_lessons *db2 = open_db(ctx, dir, "old.db");
+    char cwd[4096];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    CHECK(chdir(dir) == 0);
+    distill(db2, ctx, "small", "added 2 confirmed 0 unchanged 0 refuted 0 retired 0");
+    kf_lessons_close(db2);
+    {   /* make it look like the old format: no rows, nodes named "run#N" as typed */
+        sqlite3 *raw = NULL;
+        CHECK(sqlite3_open("old.db", &raw) == SQLITE_OK);
+        CHECK(sqlite3_exec(raw, "DELETE FROM distilled", NULL, NULL, NULL) == SQLITE_OK);
+        char *real = realpath("small", NULL);
+        char sql[1024];
+        snprintf(sql, sizeof sql, "UPDATE lessons SET evidence = replace(evidence, '%s#', 'small#')", real);
+        free(real);
+        CHECK(sqlite3_exec(raw, sql, NULL, NULL, NULL) == SQLITE_OK);
+        sqlite3_close(raw);
+    }
+    db2 = open_db(ctx, dir, "old.db");
+    distill(db2, ctx, "small", "added 0 confirmed 0 unchanged 2 refuted 0 retired 0");
+    distill(db2, ctx, "./small/", "added 0 confirmed 0 unchanged 2 refuted 0 retired 0");
+    CHECK(chdir(cwd) == 0);
+    kf_lessons_close(db2);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 static void t_endpoint(const void *arg) {
     (void)arg;
     kft_http_no_proxy();
@@ -905,6 +996,7 @@ void kft_register_lessons(void) {
     kft_add("lessons_roundtrip", t_roundtrip, NULL, 30);
     kft_add("lessons_import_bad", t_import_bad, NULL, 30);
     kft_add("lessons_distill", t_distill, NULL, 60);
+    kft_add("lessons_distill_identity", t_distill_identity, NULL, 60);
     kft_add("lessons_endpoint", t_endpoint, NULL, 60);
     kft_add("lessons_render", t_render, NULL, 30);
 }

@@ -33,8 +33,11 @@
  * it once. A win and a fail/lose of the same K=V for the same backend and op contradict:
  * new evidence for one refutes the others once. A lesson refuted more often than
  * confirmed is retired. Distilling the same run twice changes nothing, however its path
- * is spelled and from a copy of its directory too (evidence names the run by its real
- * path and, when sealed, by its key id: seen_item). Nodes whose rows
+ * is spelled, and from a copy of a sealed run's directory too: what a lesson has counted
+ * is kept in the lessons database's `distilled` table, one row per (lesson, node), the
+ * node named by its run (the seal's key id, the same in every copy; an unsealed run's
+ * real path), its id and its source hash (a copy resumed apart makes other nodes under
+ * the same ids). Nodes whose rows
  * do not match their seals (tampered) and nodes the Critic vetoed for what they are
  * (integrity, plausibility, a suspicious gain, needs_review) are no evidence.
  */
@@ -55,6 +58,7 @@ typedef struct {
     json_t *params, *shapes;
     char *reasons;
     char category[32];
+    char src[17]; /* the first 16 hex digits of its source hash: part of its identity */
     int vetoed; /* reverted by a Critic's veto that says nothing of its speed (integrity,
                    plausibility, a suspicious gain, needs_review): no evidence either way */
 } dnode;
@@ -82,6 +86,7 @@ static int collect(void *arg, const kf_node *n) {
     d->shapes = n->shapes_json ? json_loads(n->shapes_json, 0, NULL) : NULL;
     d->reasons = n->reasons ? strdup(n->reasons) : NULL;
     memcpy(d->category, n->category, sizeof d->category);
+    snprintf(d->src, sizeof d->src, "%.16s", n->src_hash);
     d->vetoed = 0;
     return 0;
 }
@@ -201,27 +206,55 @@ typedef struct {
     kf_lessons *db;
     const char *run, *op, *backend, *task, *fingerprint;
     json_t *summary;
-    const char *key_id; /* the run's key id (NULL: unsealed): names it whatever its path */
+    const char *key_id;    /* the run's key id (NULL: unsealed): names it whatever its path */
+    const char *run_given; /* the run's directory as given: how evidence named it before */
+    const dvec *a;         /* the run's nodes (their source hashes) */
     const kf_task *t; /* the run's task when it still loads: its "ops" widen the scope */
 } dctx;
 
-/* Is evidence item ("RUN#id") in field of a lesson's evidence object? RUN is the run
- * directory's real path, so "runs/x", "./runs/x/" and "/abs/runs/x" are one run; a sealed
- * run's items also go under key_field as "KEYID#id", so a copy or a move of the run
- * directory is still the same run. */
-static int seen_item(json_t *ev, const char *field, const char *key_field, const char *item, const char *key_item) {
-    size_t i;
-    json_t *x;
-    json_array_foreach(json_object_get(ev, field), i, x) if (!strcmp(json_string_value(x), item)) return 1;
-    if (key_item)
-        json_array_foreach(json_object_get(ev, key_field), i, x) if (!strcmp(json_string_value(x), key_item)) return 1;
-    return 0;
+/* A node's identity for what a lesson has counted ("key:KEYID#id#SRC", or "path:REALPATH#
+ * id#SRC" for an unsealed run), from its evidence item "REALPATH#id"; NULL when malformed. */
+static char *ident(const dctx *d, const char *item) {
+    const char *h = strrchr(item, '#');
+    if (!h) return NULL;
+    long long id = atoll(h + 1);
+    const char *src = "";
+    for (size_t i = 0; i < d->a->n; i++)
+        if (d->a->v[i].id == id) src = d->a->v[i].src;
+    return d->key_id ? kf__asprintf("key:%s#%lld#%s", d->key_id, id, src)
+                     : kf__asprintf("path:%s#%lld#%s", d->run, id, src);
 }
 
-/* "KEYID#id" for the evidence item "RUN#id" of a sealed run, else NULL (the caller's) */
-static char *key_item(const dctx *d, const char *item) {
-    const char *h = strrchr(item, '#');
-    return d->key_id && h ? kf__asprintf("%s%s", d->key_id, h) : NULL;
+/* Count node item for what (a lesson's key, or "refute|" and a lesson's id): 1 when it
+ * is new there (and now recorded), 0 when counted before, -1 on a database error. A
+ * lesson distilled before the table existed named its nodes in evidence field (legacy:
+ * "RUN#id", RUN as typed then or its real path): such a node is counted too, and
+ * recorded, when the same run is distilled again under either name. */
+static int count_once(dctx *d, const char *what, const char *item, json_t *legacy) {
+    char *id = ident(d, item);
+    if (!id) return -1;
+    sqlite3_stmt *q = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(d->db->db, "INSERT OR IGNORE INTO distilled(what, item) VALUES(?1, ?2)", -1, &q, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(q, 1, what, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
+        if (sqlite3_step(q) == SQLITE_DONE) rc = sqlite3_changes(d->db->db) == 1;
+    }
+    sqlite3_finalize(q);
+    free(id);
+    if (rc == 1 && legacy) { /* new to the table: was it counted under the old naming? */
+        const char *h = strrchr(item, '#');
+        char *given = kf__asprintf("%s%s", d->run_given, h);
+        size_t i;
+        json_t *x;
+        json_array_foreach(legacy, i, x) {
+            const char *v = json_string_value(x);
+            if (v && (!strcmp(v, item) || !strcmp(v, given))) rc = 0;
+        }
+        free(given);
+    }
+    return rc;
 }
 
 static void append_capped(json_t *ev, const char *field, json_t *item) {
@@ -261,16 +294,20 @@ static kf_status refute(dctx *d, const char *setting, int win, json_t *new_nodes
             int fresh = 0;
             size_t j;
             json_t *y;
+            char *what = kf__asprintf("refute|%s", json_string_value(x));
             json_array_foreach(new_nodes, j, y) {
-                char *ky = key_item(d, json_string_value(y));
-                if (!seen_item(ev, "refuted_by", "refuted_by_keys", json_string_value(y), ky)) {
+                int c = count_once(d, what, json_string_value(y), json_object_get(ev, "refuted_by"));
+                if (c < 0) {
+                    st = kf__err(d->db->ctx, KF_EIO, "%s: %s", d->db->path, sqlite3_errmsg(d->db->db));
+                    break;
+                }
+                if (c) {
                     fresh = 1;
                     append_capped(ev, "refuted_by", json_incref(y));
-                    if (ky) append_capped(ev, "refuted_by_keys", json_string(ky));
                 }
-                free(ky);
             }
-            if (fresh && !l.retired) {
+            free(what);
+            if (!st && fresh && !l.retired) {
                 l.refutations++;
                 free(l.evidence_json);
                 l.evidence_json = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
@@ -308,15 +345,17 @@ static kf_status put_lesson(dctx *d, const char *kind, const char *setting, cons
     if (found) {
         ev = l.evidence_json ? json_loads(l.evidence_json, 0, NULL) : json_object();
         json_array_foreach(nodes, i, x) {
-            char *kx = key_item(d, json_string_value(x));
-            if (!seen_item(ev, "nodes", "node_keys", json_string_value(x), kx)) {
-                fresh = 1;
-                append_capped(ev, "nodes", json_incref(x));
-                if (kx) append_capped(ev, "node_keys", json_string(kx));
+            int c = count_once(d, key, json_string_value(x), json_object_get(ev, "nodes"));
+            if (c < 0) {
+                st = kf__err(d->db->ctx, KF_EIO, "%s: %s", d->db->path, sqlite3_errmsg(d->db->db));
+                break;
             }
-            free(kx);
+            if (c) {
+                fresh = 1;
+                append_capped(ev, "nodes", json_incref(x)); /* shown; what counted is in `distilled` */
+            }
         }
-        if (fresh) {
+        if (!st && fresh) {
             json_array_foreach(effects, i, x) append_capped(ev, "effects", json_incref(x));
             int known = 0;
             size_t j;
@@ -335,15 +374,18 @@ static kf_status put_lesson(dctx *d, const char *kind, const char *setting, cons
         json_array_append_new(json_object_get(d->summary, fresh ? "confirmed" : "unchanged"), json_string(l.id));
         json_decref(ev);
     } else {
-        ev = json_pack("{s:O, s:O, s:[s]}", "nodes", nodes, "effects", effects, "fingerprints", d->fingerprint);
-        if (d->key_id) {
-            json_t *keys = json_array();
-            json_array_foreach(nodes, i, x) {
-                char *kx = key_item(d, json_string_value(x));
-                if (kx && json_array_size(keys) < EVIDENCE_MAX) json_array_append_new(keys, json_string(kx));
-                free(kx);
-            }
-            json_object_set_new(ev, "node_keys", keys);
+        ev = json_pack("{s:o, s:O, s:[s]}", "nodes", json_copy(nodes), "effects", effects, "fingerprints",
+                       d->fingerprint);
+        json_array_foreach(nodes, i, x) if (count_once(d, key, json_string_value(x), NULL) < 0) {
+            st = kf__err(d->db->ctx, KF_EIO, "%s: %s", d->db->path, sqlite3_errmsg(d->db->db));
+            break;
+        }
+        while (json_array_size(json_object_get(ev, "nodes")) > EVIDENCE_MAX) /* shown: the first ones */
+            json_array_remove(json_object_get(ev, "nodes"), EVIDENCE_MAX);
+        if (st) {
+            json_decref(ev);
+            free(key);
+            return st;
         }
         json_t *sit = json_pack("{s:s, s:s, s:[s]}", "text", situation, "backend", d->backend, "ops", d->op);
         for (int k = 0; d->t && k < d->t->nops; k++) /* the task's families: lessons may travel */
@@ -654,7 +696,10 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
         if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.=+-", *p)) *p = '_';
     }
     snprintf(op, sizeof op, "op/%s", task_name);
-    dctx d = {db, run, op, backend, task_name, kf_store_task_fingerprint(s), NULL, kf_store_key_id(s), task};
+    char given[4096]; /* as typed, without trailing slashes: how evidence named runs before */
+    snprintf(given, sizeof given, "%s", run_dir);
+    for (size_t n = strlen(given); n > 1 && given[n - 1] == '/'; n--) given[n - 1] = 0;
+    dctx d = {db, run, op, backend, task_name, kf_store_task_fingerprint(s), NULL, kf_store_key_id(s), given, &a, task};
     d.summary = json_pack("{s:s, s:s, s:s, s:[], s:[], s:[], s:[], s:[]}", "run", run, "task", task_name, "backend",
                           backend, "added", "confirmed", "unchanged", "refuted", "retired");
     for (size_t i = 0; i < a.n; i++) add_change(&cv, &a, &a.v[i]);

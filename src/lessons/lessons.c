@@ -49,6 +49,8 @@ static const char *const migrations[] = {
     "  VALUES('delete', old.id, old.situation, old.action, old.boundaries, old.tags);"
     "  INSERT INTO lessons_fts(rowid, situation, action, boundaries, tags)"
     "  VALUES(new.id, new.situation, new.action, new.boundaries, new.tags); END;",
+    /* 1 -> 2: what each distilled lesson has counted (distill.c), one row per node */
+    "CREATE TABLE distilled(what TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY(what, item)) WITHOUT ROWID;",
 };
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
