@@ -62,7 +62,13 @@ static int parse(int argc, char **argv, lopts *o) {
         else if (!strcmp(a, "--situation") && more) o->situation = argv[++i];
         else if (!strcmp(a, "--action") && more) o->action = argv[++i];
         else if (!strcmp(a, "--boundaries") && more) o->boundaries = argv[++i];
-        else if (!strcmp(a, "--backend") && more) o->backend = argv[++i];
+        else if (!strcmp(a, "--backend") && more) {
+            o->backend = argv[++i]; /* a person's typo is refused; imports keep other backends' lessons */
+            if (strcmp(o->backend, "c") && strcmp(o->backend, "cuda")) {
+                fprintf(stderr, "kforge: error: --backend %s: c or cuda (kforge's backends)\n", o->backend);
+                return -1;
+            }
+        }
         else if (!strcmp(a, "--arch") && more) o->arch = argv[++i];
         else if (!strcmp(a, "--source") && more) {
             o->source = argv[++i];
@@ -171,9 +177,12 @@ static void print_lesson_text(json_t *l, const kf_lesson_hit *h) {
     free(tags);
 }
 
-static int cmd_add(kf_lessons *db, kf_ctx *ctx, lopts *o) {
+/* The lesson `add` stores, as JSON text into *text (the caller's): from FILE or the
+ * options. An exit code. */
+static int add_text(lopts *o, char **text_out) {
     char *text = NULL;
     size_t len;
+    *text_out = NULL;
     if (o->nargs > 1) return kf_cli_fail(o->json, "kforge lessons add: one FILE at most");
     if (o->nargs == 1) {
         if (o->situation || o->action) return kf_cli_fail(o->json, "kforge lessons add: a FILE or --situation/--action, not both");
@@ -203,10 +212,14 @@ static int cmd_add(kf_lessons *db, kf_ctx *ctx, lopts *o) {
         text = json_dumps(l, JSON_COMPACT);
         json_decref(l);
     }
+    *text_out = text;
+    return text ? KF_EXIT_OK : kf_cli_fail(o->json, "out of memory");
+}
+
+static int cmd_add(kf_lessons *db, kf_ctx *ctx, lopts *o, const char *text) {
     char id[64];
     int replaced = 0;
     kf_status st = kf_lessons_add_json_ex(db, text, id, &replaced);
-    free(text);
     if (st) return kf_cli_fail(o->json, "%s", kf_errmsg(ctx));
     if (o->json) printf("{\"id\": \"%s\", \"replaced\": %s}\n", id, replaced ? "true" : "false");
     else printf("%s %s\n", replaced ? "replaced" : "added", id);
@@ -386,21 +399,46 @@ int kf_cli_lessons(int argc, char **argv) {
     lo.embed_url = o.embed_url;
     lo.embed_model = o.embed_model;
     /* Reading commands never create a database (a mistyped --lessons would otherwise
-     * read as an empty one); the writing ones do, and remove it again when they fail
-     * before anything was written. */
-    int exists = access(path, F_OK) == 0;
+     * read as an empty one). The writing ones check their input before they open (and
+     * so create) one: a refused lesson, a bad import line or a path that is no run
+     * leaves nothing behind. */
     int writes = !strcmp(cmd, "add") || !strcmp(cmd, "import") || !strcmp(cmd, "distill");
-    if (!exists && !writes)
+    if (!writes && access(path, F_OK))
         return kf_cli_fail(o.json, "%s: no lessons database there (kforge lessons add, import or distill makes one)",
                            path);
     kf_ctx *ctx = kf_ctx_new();
     kf_lessons *db = NULL;
     int rc = KF_EXIT_OK;
+    char *input = NULL; /* add: the lesson; import: the file's text */
+    size_t input_len = 0;
+    if (!strcmp(cmd, "add")) {
+        if ((rc = add_text(&o, &input))) goto out;
+        if (kf_lessons_check_json(ctx, input)) {
+            rc = kf_cli_fail(o.json, "%s", kf_errmsg(ctx));
+            goto out;
+        }
+    } else if (!strcmp(cmd, "import")) {
+        if (read_input(o.args[0], &input, &input_len)) {
+            rc = KF_EXIT_USAGE;
+            goto out;
+        }
+        if (kf_lessons_check_jsonl(ctx, input, input_len, o.args[0])) {
+            rc = kf_cli_fail(o.json, "%s (nothing imported)", kf_errmsg(ctx));
+            goto out;
+        }
+    } else if (!strcmp(cmd, "distill")) {
+        char rdb[4200];
+        snprintf(rdb, sizeof rdb, "%s/run.db", o.args[0]);
+        if (access(rdb, F_OK)) {
+            rc = kf_cli_fail(o.json, "%s: not a kforge run (no run.db there: kforge run --run DIR makes one)", o.args[0]);
+            goto out;
+        }
+    }
     if (kf_lessons_open(ctx, path, &lo, &db)) {
         rc = kf_cli_fail(o.json, "%s", kf_errmsg(ctx));
         goto out;
     }
-    if (!strcmp(cmd, "add")) rc = cmd_add(db, ctx, &o);
+    if (!strcmp(cmd, "add")) rc = cmd_add(db, ctx, &o, input);
     else if (!strcmp(cmd, "search")) rc = cmd_search(db, ctx, &o);
     else if (!strcmp(cmd, "list")) rc = cmd_list(db, ctx, &o, NULL);
     else if (!strcmp(cmd, "show")) rc = cmd_list(db, ctx, &o, o.args[0]);
@@ -418,15 +456,11 @@ int kf_cli_lessons(int argc, char **argv) {
         }
         free(t);
     } else if (!strcmp(cmd, "import")) {
-        char *t = NULL;
-        size_t len = 0;
         int added = 0, updated = 0;
-        if (read_input(o.args[0], &t, &len)) rc = KF_EXIT_USAGE;
-        else if (kf_lessons_import(db, t, len, o.args[0], &added, &updated))
+        if (kf_lessons_import(db, input, input_len, o.args[0], &added, &updated))
             rc = kf_cli_fail(o.json, "%s (nothing imported)", kf_errmsg(ctx));
         else if (o.json) printf("{\"added\": %d, \"updated\": %d}\n", added, updated);
         else printf("imported %d lessons (%d new, %d replaced)\n", added + updated, added, updated);
-        free(t);
     } else { /* distill */
         char *sum = NULL;
         if (kf_lessons_distill(db, o.args[0], &sum)) {
@@ -443,15 +477,8 @@ int kf_cli_lessons(int argc, char **argv) {
         free(sum);
     }
 out:
+    free(input);
     kf_lessons_close(db);
     kf_ctx_free(ctx);
-    if (rc != KF_EXIT_OK && !exists) { /* made by this command, which failed: nothing in it */
-        static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
-        for (int i = 0; i < 4; i++) {
-            char f[4200];
-            snprintf(f, sizeof f, "%s%s", path, sfx[i]);
-            unlink(f);
-        }
-    }
     return rc;
 }

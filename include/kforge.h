@@ -288,6 +288,10 @@ KF_API kf_status kf_lessons_add_json(kf_lessons *db, const char *json, char id[6
 /* The same; *replaced (may be NULL) is 1 when a lesson of that id existed and was
  * replaced, else 0. */
 KF_API kf_status kf_lessons_add_json_ex(kf_lessons *db, const char *json, char id[64], int *replaced);
+/* What kf_lessons_add_json and kf_lessons_import would refuse, without a database: the
+ * same KF_EUSAGE and message (NAME:LINE for JSON Lines), errors on ctx. */
+KF_API kf_status kf_lessons_check_json(kf_ctx *ctx, const char *json);
+KF_API kf_status kf_lessons_check_jsonl(kf_ctx *ctx, const char *text, size_t len, const char *name);
 /* One lesson as a JSON object (caller frees). KF_EUSAGE for an unknown id. */
 KF_API kf_status kf_lessons_get_json(kf_lessons *db, const char *id, char **json);
 /* Every lesson (retired ones too when all), matching every tag filter of tags (a filter
@@ -324,14 +328,16 @@ enum { KF_LESSON_RANK_HYBRID = 0, KF_LESSON_RANK_KEYWORD = 1, KF_LESSON_RANK_VEC
 
 typedef struct kf_lesson_hit {
     char id[64];
-    double score;                  /* hybrid: the RRF sum; keyword: -bm25; vector: cosine */
+    double score;                  /* hybrid: the RRF sum; keyword: -bm25; vector: cosine; no text: trust */
     double trust;                  /* (confirmations + 1) / (confirmations + refutations + 2) */
     int keyword_rank, vector_rank; /* 1-based ranks in each list; 0: not in that list */
 } kf_lesson_hit;
 
 /* Retrieve the best k lessons for q whose trust is at least min_trust into hits (room for
- * k), best first; *nhits gets how many. KF_EUSAGE for k < 1 or a bad query, KF_EBACKEND
- * when the embeddings endpoint fails. */
+ * k), best first; *nhits gets how many. A query without text (NULL, empty or blanks)
+ * gives every lesson that passes the filters, most trusted first (score = trust, both
+ * ranks 0); text whose words are all too common or too short can give none. KF_EUSAGE
+ * for k < 1 or a bad query, KF_EBACKEND when the embeddings endpoint fails. */
 KF_API kf_status kf_lessons_retrieve(kf_lessons *db, const kf_lesson_query *q, int k,
                                      double min_trust, kf_lesson_hit *hits, int *nhits);
 /* Render hits (in their order) as the lessons section of a context pack, adding whole

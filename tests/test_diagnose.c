@@ -111,6 +111,25 @@ static void t_numeric(const void *arg) {
         CHECKF(at && atoi(at + 17) >= 16, "%s", d.constraint);
     }
     kf_node_free(&n);
+    {   /* two sizes: the smallest separating divisor names the size (rows, off 8 in every
+         * failure), then grows on it alone (64); cols, a power of two in both passing
+         * shapes, is not blamed (a review found "cols not divisible by 256" here) */
+        const char *v = "{\"reasons\":[{\"code\":\"wrong_result\",\"message\":\"x\"}],\"shapes\":["
+                        "{\"status\":\"passed\",\"kind\":\"visible\",\"sizes\":{\"rows\":64,\"cols\":1024}},"
+                        "{\"status\":\"passed\",\"kind\":\"visible\",\"sizes\":{\"rows\":128,\"cols\":2048}},"
+                        "{\"status\":\"failed\",\"kind\":\"hidden\",\"sizes\":{\"rows\":100,\"cols\":1000},\"max_abs_err\":1},"
+                        "{\"status\":\"failed\",\"kind\":\"hidden\",\"sizes\":{\"rows\":36,\"cols\":520},\"max_abs_err\":1}]}";
+        kf_node m = {0};
+        m.id = 5;
+        m.parent = 3;
+        m.state = KF_NODE_REJECTED;
+        m.verdict_json = (char *)v;
+        kf_diag dd;
+        CHECK(kf_diag_node(&m, &dd) == 0);
+        CHECKF(dd.cls == KF_DIAG_NUMERIC_BOUNDARY && strstr(dd.constraint, "rows not divisible by 64") &&
+                   !strstr(dd.constraint, "cols not"),
+               "%s: %s", kf_diag_class_name(dd.cls), dd.constraint);
+    }
     /* a tiled sgemm without edge tiles: every visible shape (multiples of 8) passes */
     diagnose("tasks/c/sgemm", "tests/redteam/10_sgemm_tile32_notail.c", 0, &d, &n);
     CHECKF(d.cls == KF_DIAG_NUMERIC_BOUNDARY, "%s: %s", kf_diag_class_name(d.cls), d.note);

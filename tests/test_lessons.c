@@ -94,8 +94,7 @@ static void t_refuse(const void *arg) {
         {"{\"situation\": {\"backend\": \"cuda\", \"ops\": [\"op/softmax\"]}, \"action\": \"x\"}",
          "field 'situation.text': missing"},
         {"{\"situation\": \"long rows\", \"action\": \"  \\t \"}", "field 'action': only blanks"},
-        {"{\"situation\": {\"text\": \"t\", \"backend\": \"gpu\"}, \"action\": \"a\"}",
-         "field 'situation.backend': \"c\" or \"cuda\""},
+
         {"{\"situation\": \"t\", \"action\": \"a\", \"tags\": [\"ok/tag\", \"Bad Tag\"]}", "\"Bad Tag\" (tag 2)"},
         {"{\"situation\": \"long rows\"}", "field 'action': missing"},
         {"{\"situation\": \"long rows\", \"action\": \"\"}", "field 'action': missing"},
@@ -125,6 +124,22 @@ static void t_refuse(const void *arg) {
     CHECK(kf_lessons_add_json_ex(db, "{\"situation\": {\"text\": \"long rows\", \"ops\": [\"op/softmax\"]},"
                                      " \"action\": \"one warp per row\"}", id2, &replaced) == KF_OK);
     CHECK(count_lessons(db, 1) == 2 && replaced == 0 && strcmp(id, id2));
+    /* the ops are a set: their order names no other lesson */
+    char id3[64];
+    CHECK(kf_lessons_add_json_ex(db, "{\"situation\": {\"text\": \"long rows\", \"ops\": [\"op/rowwise\", \"op/softmax\"]},"
+                                     " \"action\": \"x\"}", id2, &replaced) == KF_OK && !replaced);
+    CHECK(kf_lessons_add_json_ex(db, "{\"situation\": {\"text\": \"long rows\", \"ops\": [\"op/softmax\", \"op/rowwise\"]},"
+                                     " \"action\": \"x\"}", id3, &replaced) == KF_OK && replaced && !strcmp(id2, id3));
+    /* a lesson without an id but with a stored lesson's key is that lesson (an older
+     * export, its ids computed differently, the id removed); a blank optional field is
+     * absent (older exports have some), a blank action is refused */
+    CHECK(kf_lessons_add_json(db, "{\"id\": \"orig\", \"key\": \"distill|c|op/x|win|A=1|*\", \"situation\": \"s\","
+                                  " \"action\": \"Set A=1\", \"source\": \"distilled\"}", NULL) == KF_OK);
+    int before = count_lessons(db, 1);
+    CHECK(kf_lessons_add_json_ex(db, "{\"key\": \"distill|c|op/x|win|A=1|*\", \"situation\": \"s2\","
+                                     " \"action\": \"Set A=1 (newer)\", \"source\": \"distilled\", \"boundaries\": \"  \"}",
+                                 id3, &replaced) == KF_OK);
+    CHECKF(replaced && !strcmp(id3, "orig") && count_lessons(db, 1) == before, "%s %d", id3, replaced);
     kf_lessons_close(db);
     kf_ctx_free(ctx);
 }
@@ -974,6 +989,8 @@ static void t_cli(const void *arg) {
     CHECKF(rc == 0 && strstr(out, "replaced sm-long"), "rc %d: %s", rc, out);
     rc = cli(dir, "add --situation s --action a --source distilled", out, sizeof out);
     CHECKF(rc == 2 && strstr(out, "agent or person"), "rc %d: %s", rc, out);
+    rc = cli(dir, "add --situation s --action a --backend gpu", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "c or cuda"), "rc %d: %s", rc, out);
     rc = cli(dir, "search --help", out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "usage: kforge lessons"), "rc %d: %s", rc, out);
     /* search without words lists what is in scope; a one-letter parameter is found */

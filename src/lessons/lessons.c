@@ -130,7 +130,9 @@ static int opt_text(json_t *o, const char *field, const char *label, char **out,
         return -1;
     }
     const char *s = json_string_value(v);
-    if (*s && !s[strspn(s, " \t\r\n")]) {
+    if (*s && !s[strspn(s, " \t\r\n")]) { /* blanks: no words */
+        if (strcmp(label, "situation") && strcmp(label, "situation.text") && strcmp(label, "action"))
+            return 0; /* an optional field left blank (older exports have some): absent */
         snprintf(err, errlen, "field '%s': only blanks (it needs words)", label);
         return -1;
     }
@@ -232,9 +234,8 @@ kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errle
             opt_text(s, "shape", "situation.shape", &l->shape, err, errlen) ||
             tag_array(s, "ops", "situation.ops", &l->ops_json, err, errlen))
             goto bad;
-        if (l->backend && strcmp(l->backend, "c") && strcmp(l->backend, "cuda")) {
-            snprintf(err, errlen, "field 'situation.backend': \"c\" or \"cuda\" (kforge's backends), not \"%.40s\"",
-                     l->backend);
+        if (l->backend && !name_ok(l->backend, 32, "_")) {
+            snprintf(err, errlen, "field 'situation.backend': a backend name such as \"cuda\" or \"c\"");
             goto bad;
         }
         if (l->arch && !name_ok(l->arch, 64, "_.-")) {
@@ -315,7 +316,24 @@ kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errle
         /* the scope beyond the backend counts only when there is one, so a lesson
          * without it keeps the id it always had */
         int scoped = l->arch || l->shape || l->ops_json;
-        const char *a = l->arch ? l->arch : "", *sh = l->shape ? l->shape : "", *op = l->ops_json ? l->ops_json : "";
+        char ops_sorted[4096] = ""; /* the ops as a set: their order names no other scope */
+        if (l->ops_json) {
+            json_t *a = json_loads(l->ops_json, 0, NULL);
+            size_t n = json_array_size(a), at = 0;
+            const char *tv[64];
+            for (size_t i = 0; i < n && i < 64; i++) tv[i] = json_string_value(json_array_get(a, i));
+            if (n > 64) n = 64;
+            for (size_t i = 1; i < n; i++) /* insertion sort: a handful of tags */
+                for (size_t j = i; j > 0 && strcmp(tv[j - 1], tv[j]) > 0; j--) {
+                    const char *t = tv[j];
+                    tv[j] = tv[j - 1];
+                    tv[j - 1] = t;
+                }
+            for (size_t i = 0; i < n && at < sizeof ops_sorted; i++)
+                at += (size_t)snprintf(ops_sorted + at, sizeof ops_sorted - at, "%s%s", i ? "," : "", tv[i]);
+            json_decref(a);
+        }
+        const char *a = l->arch ? l->arch : "", *sh = l->shape ? l->shape : "", *op = ops_sorted;
         const void *parts[10] = {l->situation, "", l->action, l->backend ? l->backend : "", "", a, "", sh, "", op};
         size_t lens[10] = {strlen(l->situation), 1, strlen(l->action), l->backend ? strlen(l->backend) : 0,
                            1, strlen(a), 1, strlen(sh), 1, strlen(op)};
@@ -703,6 +721,21 @@ void kf_lessons_close(kf_lessons *db) {
 
 /* ---- the public calls ---------------------------------------------------------------- */
 
+/* A lesson given without an id but with the key of one stored (a distilled lesson
+ * exported by an earlier kforge, whose ids were computed differently, and its id
+ * removed) is that lesson: it takes its id, and replaces it. */
+static kf_status adopt_key_id(kf_lessons *db, json_t *o, kf_lesson *l) {
+    json_t *v = json_object_get(o, "id");
+    if ((v && !json_is_null(v)) || !l->key) return KF_OK;
+    kf_lesson old;
+    int found = 0;
+    kf_status st = get_where(db, "key", l->key, &old, &found);
+    if (st || !found) return st;
+    snprintf(l->id, sizeof l->id, "%s", old.id);
+    kf_lesson_free(&old);
+    return KF_OK;
+}
+
 kf_status kf_lessons_add_json(kf_lessons *db, const char *json, char id[64]) {
     return kf_lessons_add_json_ex(db, json, id, NULL);
 }
@@ -714,8 +747,10 @@ kf_status kf_lessons_add_json_ex(kf_lessons *db, const char *json, char id[64], 
     kf_lesson l;
     char err[512];
     kf_status st = kf_lessons__from_json(o, &l, err, sizeof err);
+    if (!st && (st = adopt_key_id(db, o, &l))) kf_lesson_free(&l);
     json_decref(o);
-    if (st) return kf__err(db->ctx, st, "lesson refused: %s", err);
+    if (st == KF_EUSAGE) return kf__err(db->ctx, st, "lesson refused: %s", err);
+    if (st) return st;
     if (replaced) {
         sqlite3_stmt *q = NULL;
         *replaced = 0;
@@ -805,6 +840,45 @@ kf_status kf_lessons_export(kf_lessons *db, char **jsonl) {
     return KF_OK;
 }
 
+kf_status kf_lessons_check_json(kf_ctx *ctx, const char *json) {
+    json_error_t je;
+    json_t *o = json_loads(json, 0, &je);
+    if (!o) return kf__err(ctx, KF_EUSAGE, "lesson: not JSON: %s (column %d)", je.text, je.column);
+    kf_lesson l;
+    char err[512];
+    kf_status st = kf_lessons__from_json(o, &l, err, sizeof err);
+    json_decref(o);
+    if (st) return kf__err(ctx, st, "lesson refused: %s", err);
+    kf_lesson_free(&l);
+    return KF_OK;
+}
+
+kf_status kf_lessons_check_jsonl(kf_ctx *ctx, const char *text, size_t len, const char *name) {
+    if (!name) name = "import";
+    size_t pos = 0;
+    int line = 0;
+    while (pos < len) {
+        const char *p = text + pos;
+        const char *nl = memchr(p, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - p) : len - pos;
+        pos += n + 1;
+        line++;
+        size_t k = 0;
+        while (k < n && isspace((unsigned char)p[k])) k++;
+        if (k == n) continue;
+        json_error_t je;
+        json_t *o = json_loadb(p, n, 0, &je);
+        if (!o) return kf__err(ctx, KF_EUSAGE, "%s:%d: not a JSON object: %s (column %d)", name, line, je.text, je.column);
+        kf_lesson l;
+        char err[512];
+        kf_status st = kf_lessons__from_json(o, &l, err, sizeof err);
+        json_decref(o);
+        if (st) return kf__err(ctx, st, "%s:%d: %s", name, line, err);
+        kf_lesson_free(&l);
+    }
+    return KF_OK;
+}
+
 kf_status kf_lessons_import(kf_lessons *db, const char *text, size_t len, const char *name,
                             int *added, int *updated) {
     int na = 0, nu = 0;
@@ -832,9 +906,15 @@ kf_status kf_lessons_import(kf_lessons *db, const char *text, size_t len, const 
         kf_lesson l;
         char err[512];
         st = kf_lessons__from_json(o, &l, err, sizeof err);
+        if (st) {
+            json_decref(o);
+            st = kf__err(db->ctx, st, "%s:%d: %s", name, line, err);
+            break;
+        }
+        st = adopt_key_id(db, o, &l);
         json_decref(o);
         if (st) {
-            st = kf__err(db->ctx, st, "%s:%d: %s", name, line, err);
+            kf_lesson_free(&l);
             break;
         }
         kf_lesson old;

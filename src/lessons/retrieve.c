@@ -259,16 +259,16 @@ static kf_status keyword_list(kf_lessons *db, const char *text, const unsigned c
     *n = 0;
     terms t = {.n = 0};
     kf_lessons__words(text ? text : "", on_term, &t);
-    if (!t.n && text) { /* only one-letter words ("W", "V=16"): template parameters, searched as written */
-        for (const char *p = text; *p;) {
-            size_t len = 0;
-            while (p[len] && (isalnum((unsigned char)p[len]) || p[len] == '_')) len++;
-            if (len == 1) {
-                char w = (char)tolower((unsigned char)p[0]);
-                term(&t, &w, 1);
-            }
-            p += len ? len : 1;
+    /* One-letter words are template parameters when an '=' follows ("V=16": always) or
+     * when the text has no longer word ("W"): searched as written. */
+    for (const char *p = text ? text : ""; *p;) {
+        size_t len = 0;
+        while (p[len] && (isalnum((unsigned char)p[len]) || p[len] == '_')) len++;
+        if (len == 1 && (p[1] == '=' || !t.n)) {
+            char w = (char)tolower((unsigned char)p[0]);
+            term(&t, &w, 1);
         }
+        p += len ? len : 1;
     }
     int64_t df[MAX_TERMS];
     int keep[MAX_TERMS], nkeep = 0;

@@ -16,7 +16,8 @@
  *                     only: a tail bug's error does not grow);
  *   numeric/boundary  only the tail of an output was wrong, or the failing shapes are
  *                     exactly those with a size not divisible by some 2^k the passing
- *                     ones all are divisible by (the largest such 2^k);
+ *                     ones all are divisible by (the sizes the smallest such 2^k
+ *                     names, at the largest 2^k that still separates on them);
  *   numeric/overfit   every visible shape passed, hidden or edge ones failed;
  *   numeric/other, memory/out_of_bounds, timeout, sandbox_violation, integrity
  *   (stale, modified inputs, nondeterminism, forged timing), evaluation_failed (the
@@ -84,18 +85,20 @@ static int read_shapes(json_t *v, shape_r *out) {
     return n;
 }
 
-/* numeric/boundary by divisibility: the largest d = 2^k (2..256) and the size names
- * such that every passing shape has those sizes divisible by d and every failing shape
- * has one of them not divisible. The largest, because the constraint it becomes ("must
- * handle n not divisible by d") is then the strictest the evidence allows: a kernel that
- * handles only multiples of 8 fails on a multiple of 4 too, but the shapes drawn may not
- * show it (the smallest separating d said 4 there). 0 with d and names set, -1 when none
+/* numeric/boundary by divisibility: the size names and d = 2^k (2..256) such that every
+ * passing shape has those sizes divisible by d and every failing shape has one of them
+ * not divisible. The smallest such d decides which sizes (a larger one can pin a size
+ * that merely happens to be a large power of two in the passing shapes); then d grows
+ * while those same sizes still separate the shapes, because the constraint it becomes
+ * ("must handle n not divisible by d") is then the strictest the evidence allows: a kernel
+ * that handles only multiples of 8 fails on a multiple of 4 too, but the shapes drawn may
+ * not show it (the smallest d said 4 there). 0 with d and names set, -1 when none
  * separates. */
 static int divisor_split(const shape_r *s, int n, int *d_out, char *names, size_t nn) {
     int npass = 0, nfail = 0;
     for (int i = 0; i < n; i++) s[i].failed ? nfail++ : npass++;
     if (!npass || nfail < 2) return -1;
-    for (int d = 256; d >= 2; d /= 2) {
+    for (int d = 2; d <= 256; d *= 2) {
         const char *key;
         json_t *val;
         char qual[16][64];
@@ -124,7 +127,27 @@ static int divisor_split(const shape_r *s, int n, int *d_out, char *names, size_
                 used = s[i].failed && json_integer_value(json_object_get(s[i].sizes, qual[q])) % d != 0;
             if (used) k += (size_t)snprintf(names + k, nn - k, "%s%s", k ? " or " : "", qual[q]);
         }
-        *d_out = d;
+        /* the same sizes, a larger multiple, while they still separate */
+        int dd = d;
+        for (int e = 2 * d; e <= 256; e *= 2) {
+            int ok = 1;
+            for (int i = 0; i < n && ok; i++) {
+                int off = 0;
+                for (int q = 0; q < nq; q++) {
+                    int named = 0; /* only the sizes named above */
+                    for (int i2 = 0; i2 < n && !named; i2++)
+                        named = s[i2].failed && json_integer_value(json_object_get(s[i2].sizes, qual[q])) % d != 0;
+                    if (!named) continue;
+                    long long v = json_integer_value(json_object_get(s[i].sizes, qual[q]));
+                    if (!s[i].failed && v % e) ok = 0;
+                    off |= v % e != 0;
+                }
+                if (s[i].failed && !off) ok = 0;
+            }
+            if (!ok) break;
+            dd = e;
+        }
+        *d_out = dd;
         return 0;
     }
     return -1;
