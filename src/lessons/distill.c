@@ -163,10 +163,16 @@ static void value_text(json_t *v, char *out, size_t n) {
     }
 }
 
+/* The node of that id: a->v is in id order (kf_store_each_node), so a binary search
+ * (a linear one made distilling a 100,000-node run quadratic). */
 static const dnode *find_node(const dvec *a, int64_t id) {
-    for (size_t i = 0; i < a->n; i++)
-        if (a->v[i].id == id) return &a->v[i];
-    return NULL;
+    size_t lo = 0, hi = a->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->v[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < a->n && a->v[lo].id == id ? &a->v[lo] : NULL;
 }
 
 /* The predicate covering these sizes objects: a bound per size (== when one value). */
@@ -209,6 +215,7 @@ typedef struct {
     const char *key_id;    /* the run's key id (NULL: unsealed): names it whatever its path */
     const char *run_given; /* the run's directory as given: how evidence named it before */
     const dvec *a;         /* the run's nodes (their source hashes) */
+    sqlite3_stmt *count_q; /* count_once's insert, prepared once */
     const kf_task *t; /* the run's task when it still loads: its "ops" widen the scope */
 } dctx;
 
@@ -218,9 +225,8 @@ static char *ident(const dctx *d, const char *item) {
     const char *h = strrchr(item, '#');
     if (!h) return NULL;
     long long id = atoll(h + 1);
-    const char *src = "";
-    for (size_t i = 0; i < d->a->n; i++)
-        if (d->a->v[i].id == id) src = d->a->v[i].src;
+    const dnode *nd = find_node(d->a, id);
+    const char *src = nd ? nd->src : "";
     return d->key_id ? kf__asprintf("key:%s#%lld#%s", d->key_id, id, src)
                      : kf__asprintf("path:%s#%lld#%s", d->run, id, src);
 }
@@ -233,15 +239,17 @@ static char *ident(const dctx *d, const char *item) {
 static int count_once(dctx *d, const char *what, const char *item, json_t *legacy) {
     char *id = ident(d, item);
     if (!id) return -1;
-    sqlite3_stmt *q = NULL;
     int rc = -1;
-    if (sqlite3_prepare_v2(d->db->db, "INSERT OR IGNORE INTO distilled(what, item) VALUES(?1, ?2)", -1, &q, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(q, 1, what, -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
-        if (sqlite3_step(q) == SQLITE_DONE) rc = sqlite3_changes(d->db->db) == 1;
+    if (!d->count_q && sqlite3_prepare_v2(d->db->db, "INSERT OR IGNORE INTO distilled(what, item) VALUES(?1, ?2)", -1,
+                                          &d->count_q, NULL) != SQLITE_OK)
+        d->count_q = NULL;
+    if (d->count_q) {
+        sqlite3_reset(d->count_q);
+        sqlite3_bind_text(d->count_q, 1, what, -1, SQLITE_STATIC);
+        sqlite3_bind_text(d->count_q, 2, id, -1, SQLITE_STATIC);
+        if (sqlite3_step(d->count_q) == SQLITE_DONE) rc = sqlite3_changes(d->db->db) == 1;
+        sqlite3_clear_bindings(d->count_q);
     }
-    sqlite3_finalize(q);
     free(id);
     if (rc == 1 && legacy) { /* new to the table: was it counted under the old naming? */
         const char *h = strrchr(item, '#');
@@ -699,12 +707,14 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
     char given[4096]; /* as typed, without trailing slashes: how evidence named runs before */
     snprintf(given, sizeof given, "%s", run_dir);
     for (size_t n = strlen(given); n > 1 && given[n - 1] == '/'; n--) given[n - 1] = 0;
-    dctx d = {db, run, op, backend, task_name, kf_store_task_fingerprint(s), NULL, kf_store_key_id(s), given, &a, task};
+    dctx d = {db, run, op, backend, task_name, kf_store_task_fingerprint(s), NULL, kf_store_key_id(s), given, &a, NULL,
+              task};
     d.summary = json_pack("{s:s, s:s, s:s, s:[], s:[], s:[], s:[], s:[]}", "run", run, "task", task_name, "backend",
                           backend, "added", "confirmed", "unchanged", "refuted", "retired");
     for (size_t i = 0; i < a.n; i++) add_change(&cv, &a, &a.v[i]);
     if ((st = kf_lessons__exec(db, "BEGIN IMMEDIATE"))) goto out;
     for (size_t i = 0; i < cv.n && !st; i++) st = emit(&d, &cv.v[i]);
+    sqlite3_finalize(d.count_q);
     if (st) {
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
         kf_lessons__cache_drop(db);
