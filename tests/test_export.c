@@ -485,6 +485,67 @@ static void fab_two(const char *td, const char *ext, const char *run, const char
     kf_ctx_free(ctx);
 }
 
+/* An exported template node compiles as it was checked with any compiler: kforge builds
+ * it with -DW=16 from its parameters, and the template's own "#ifndef W / #define W 8"
+ * won under a plain cc (a docs-only user's exported ACC=16 kernel compiled as ACC=1). One
+ * node wins everywhere here, so the dispatcher is that node's file too. */
+static void t_plain_compile(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export8-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/softmax");
+    kf_store *st = NULL;
+    CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+    kf_candidate *c = NULL;
+    CHECKF(kf_candidate_load(ctx, t, kft_src("tasks/c/softmax/candidates/param.c"), NULL, 0, &c) == KF_OK, "%s",
+           kf_errmsg(ctx));
+    json_t *pt = json_object();
+    for (int i = 0; i < c->nparams; i++)
+        json_object_set_new(pt, c->params[i].name,
+                            json_string(!strcmp(c->params[i].name, "W") ? "16" : c->params[i].values[0]));
+    size_t n = 0;
+    char *text = kf_loop_materialize(c->text, c->len, pt, &n);
+    kf_node nd;
+    memset(&nd, 0, sizeof nd);
+    snprintf(nd.ext, sizeof nd.ext, "c");
+    snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+    snprintf(nd.category, sizeof nd.category, "other");
+    nd.params_json = json_dumps(pt, JSON_COMPACT);
+    CHECK(kf_store_put_source(st, text, strlen(text), "c", nd.src_hash) == KF_OK);
+    CHECK(kf_store_add_node(st, &nd) == KF_OK);
+    nd.state = KF_NODE_KEPT;
+    json_t *sh = json_array();
+    for (int s2 = 0; s2 < t->nshapes; s2++) {
+        json_t *sz = json_object();
+        for (int z = 0; z < t->nsizes; z++) json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s2].v[z]));
+        json_array_append_new(sh, json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup", 2.0, "win", 1));
+    }
+    nd.shapes_json = json_dumps(sh, JSON_COMPACT);
+    json_decref(sh);
+    nd.speedup = 2.0;
+    CHECK(kft_finish_node(st, &nd) == KF_OK);
+    kf_node_free(&nd);
+    kf_store_close(st);
+    free(text);
+    json_decref(pt);
+    kf_candidate_free(c);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "export %s -o %s --json %s 2>&1", run, ex, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    static const char *const files[] = {"softmax_1.c", "softmax_dispatch.c"};
+    for (int i = 0; i < 2; i++) {
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "cc -dM -E '%s/%s' 2>&1 | grep '^#define W '", ex, files[i]);
+        int rc = kft_run(cmd, out, sizeof out);
+        CHECKF(rc == 0 && strstr(out, "#define W 16"), "%s under cc: %s", files[i], out);
+    }
+    kf__rmtree(dir);
+}
+
 static void t_bundled(const void *arg) {
     (void)arg;
     static const char *const tasks[] = {"linear", "rmsnorm", "saxpy", "sgemm", "softmax", "sum", "transpose"};
@@ -706,6 +767,7 @@ static void t_all_when(const void *arg) {
 
 void kft_register_export(void) {
     kft_add("export/all_when", t_all_when, NULL, 120);
+    kft_add("export/plain_compile", t_plain_compile, NULL, 120);
     kft_add("export/when_winner", t_when, NULL, 120);
     kft_add("export/bundled_c_tasks", t_bundled, NULL, 240);
     kft_add("export/cuda_winners_only", t_cuda, NULL, 60);

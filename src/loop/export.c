@@ -510,6 +510,19 @@ static void param_defs(kf_buf *b, const char *params_json, const char *prefix) {
     json_decref(pj);
 }
 
+/* A node's parameters pinned for a plain compiler: kforge builds a template node with
+ * -DK=V from its kforge:param lines, and the template's own "#ifndef K / #define K
+ * <default>" would otherwise win under cc or nvcc (a docs-only user compiled an exported
+ * ACC=16 kernel as ACC=1). The same definition twice (-D and this) is no redefinition. */
+static void pinned_params(kf_buf *b, const char *params_json) {
+    json_t *pj = params_json ? json_loads(params_json, 0, NULL) : NULL;
+    if (json_object_size(pj)) {
+        kf_buf_printf(b, "/* the parameters this node was checked with, for any compiler */\n");
+        param_defs(b, params_json, "#define ");
+    }
+    json_decref(pj);
+}
+
 static char *when_of(const char *s) { return kf_loop_when_of(s); }
 
 typedef struct {
@@ -699,6 +712,7 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
             "/* %s_dispatch.c - written by `kforge export` from run %s: node %lld runs on every "
             "shape. */\n",
             t->name, run_dir, (long long)w[fallback].id);
+        pinned_params(b, w[fallback].params_json);
         kf_buf_append(b, w[fallback].text, w[fallback].len);
         free(used);
         kf_buf_free(&sw);
@@ -979,6 +993,7 @@ static kf_status build_cuda_dispatcher(kf_ctx *ctx, const kf_task *t, const char
         /* one node wins everywhere: the dispatcher is that kernel-mode file, as checked */
         kf_buf_printf(b, "/* %s_dispatch.cu - written by `kforge export` from run %s: node %lld runs on every shape. */\n",
                       t->name, run_dir, (long long)w[fallback].id);
+        pinned_params(b, w[fallback].params_json);
         kf_buf_append(b, w[fallback].text, w[fallback].len);
         goto out;
     }
@@ -1276,6 +1291,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
         kf_buf_printf(&f,
                       "; geometric mean %.3fx.\n * Check it again: kforge check %s %s/%s\n */\n",
                       w[i].speedup, t->dir, out_dir, name);
+        pinned_params(&f, w[i].params_json);
         kf_buf_append(&f, w[i].text, w[i].len);
         if (f.dropped || !f.p)
             s = kf__err(ctx, KF_ENOMEM, "out of memory");
