@@ -272,8 +272,9 @@ static void private_drop(const char *path) {
 /* A kept node's figures against the reference are the lowest of its first timing and
  * what each of the Critic's re-timings implies (the parent's speedup there times the
  * re-timed speedup over the parent): a lucky first timing does not become its record.
- * The first timing's figure stays as speedup_first. */
-static void conservative(kf_node *n, json_t *shapes, const kf_node *parent, json_t *retimed) {
+ * The first timing's figure stays as speedup_first, its interval as ci95_first; ci95
+ * becomes the re-timing's interval scaled by the parent's speedup there. */
+void kf_loop__conservative(kf_node *n, json_t *shapes, const kf_node *parent, json_t *retimed) {
     json_t *pshapes = parent && parent->shapes_json ? json_loads(parent->shapes_json, 0, NULL) : NULL;
     double lg = 0;
     int cnt = 0;
@@ -283,6 +284,7 @@ static void conservative(kf_node *n, json_t *shapes, const kf_node *parent, json
         json_t *sizes = json_object_get(s, "sizes");
         double first = json_number_value(json_object_get(s, "speedup")), low = first;
         double base = pshapes ? speedup_at(pshapes, sizes) : 1.0;
+        json_t *low_ci = NULL; /* the interval that goes with low: the re-timing's, scaled */
         size_t k;
         json_t *rt;
         json_array_foreach(retimed, k, rt) {
@@ -291,13 +293,28 @@ static void conservative(kf_node *n, json_t *shapes, const kf_node *parent, json
             json_array_foreach(rt, j, x) {
                 if (!json_equal(json_object_get(x, "sizes"), sizes)) continue;
                 double implied = base * json_number_value(json_object_get(x, "speedup"));
-                if (base > 0 && implied > 0 && implied < low) low = implied;
+                if (base > 0 && implied > 0 && implied < low) {
+                    low = implied;
+                    json_t *ci = json_object_get(x, "ci95");
+                    json_decref(low_ci);
+                    low_ci = json_array_size(ci) == 2
+                                 ? json_pack("[f, f]", base * json_number_value(json_array_get(ci, 0)),
+                                             base * json_number_value(json_array_get(ci, 1)))
+                                 : NULL;
+                }
             }
         }
         if (low < first) {
             json_object_set_new(s, "speedup_first", json_real(first));
             json_object_set_new(s, "speedup", json_real(low));
+            /* its interval with it: a record whose speedup lay outside its own 95%
+             * interval (the first timing's) misled a docs-only user */
+            json_t *ci0 = json_object_get(s, "ci95");
+            if (ci0) json_object_set(s, "ci95_first", ci0);
+            if (low_ci) json_object_set(s, "ci95", low_ci);
+            else json_object_del(s, "ci95");
         }
+        json_decref(low_ci);
         if (json_number_value(json_object_get(s, "speedup")) > 0) lg += log(json_number_value(json_object_get(s, "speedup"))), cnt++;
     }
     json_decref(pshapes);
@@ -417,7 +434,7 @@ static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
         free(psrc);
         json_decref(pres);
         n->state = d == KF_CRITIC_APPROVE ? KF_NODE_KEPT : KF_NODE_REVERTED;
-        if (d == KF_CRITIC_APPROVE) conservative(n, shapes, parent, json_object_get(rep, "retimed"));
+        if (d == KF_CRITIC_APPROVE) kf_loop__conservative(n, shapes, parent, json_object_get(rep, "retimed"));
         char *evs = json_dumps(rep, JSON_COMPACT);
         kf_status est = kf_store_event(r->st, n->id, "critic", evs);
         if (est) n->state = KF_NODE_REVERTED; /* no recorded approval, no keep */

@@ -19,6 +19,10 @@ void kf_loop_sizes_text(json_t *sizes, const char *sep, char *out, size_t n);
 
 /* The template with each kforge:param list cut to the value point gives its name. */
 char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *outlen);
+/* A kept node's figures after the Critic's re-timings (retimed: one array of shape
+ * results per re-timing against parent): the lowest implied speedup per shape, with its
+ * interval; the first timing's as speedup_first / ci95_first (loop.c; for tests). */
+void kf_loop__conservative(kf_node *n, json_t *shapes, const kf_node *parent, json_t *retimed);
 
 /* Per visible shape, the kept node (confirmed by the Critic) with the highest speedup
  * there: [{sizes, node, speedup, win}] in the order shapes are first seen, or
