@@ -6,6 +6,7 @@
 #include "kft.h"
 
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -117,6 +118,49 @@ static void t_report_injection(const void *arg) {
 /* bench/torch_compare.py --dry-run (no torch needed): every bundled CUDA task's launch
  * directives and kforge:param defaults parse, their expressions evaluate at the visible
  * shapes, and the load_inline wrappers generate. The GPU run itself is bench/gpu.sh torch. */
+/* check -v's progress names hidden and edge shapes by index: their sizes appear only in
+ * the verdict (docs/checker.md), not while the check runs. */
+static void t_verbose_hides_hidden(const void *arg) {
+    (void)arg;
+    static char out[1 << 16], js[1 << 16];
+    /* the same seed draws the same shapes: the JSON verdict says which were hidden */
+    CHECK(kforge("check tasks/c/saxpy tasks/c/saxpy/candidates/fast.c --seed 11 --json 2>/dev/null", js, sizeof js) == 0);
+    CHECK(kforge("check tasks/c/saxpy tasks/c/saxpy/candidates/fast.c --seed 11 -v 2>&1 >/dev/null", out, sizeof out) == 0);
+    json_t *j = parse(js);
+    size_t i;
+    json_t *sh;
+    int hidden = 0;
+    json_array_foreach(json_object_get(j, "shapes"), i, sh) {
+        if (!strcmp(json_string_value(json_object_get(sh, "kind")), "visible")) continue;
+        char pat[64];
+        snprintf(pat, sizeof pat, "n=%lld ", (long long)json_integer_value(json_object_get(json_object_get(sh, "sizes"), "n")));
+        CHECKF(!strstr(out, pat), "a %s shape's sizes (%s) in check -v's progress:\n%s",
+               json_string_value(json_object_get(sh, "kind")), pat, out);
+        hidden++;
+    }
+    CHECK(hidden >= 4 && strstr(out, "hidden shape"));
+    json_decref(j);
+}
+
+/* A visible shape outside the candidate's kforge:when domain is named as skipped in the
+ * text verdict (it was only in the JSON: a docs-only user read "8 of 8 passed" as the
+ * whole task). */
+static void t_when_skipped_text(const void *arg) {
+    (void)arg;
+    char path[] = "/tmp/kft-when-XXXXXX.c", out[1 << 14], args[256];
+    int fd = mkstemps(path, 2);
+    CHECK(fd >= 0);
+    const char *src = "// kforge:when n >= 70000\n#include <stdint.h>\n"
+                      "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) {\n"
+                      "    for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i];\n}\n";
+    CHECK(write(fd, src, strlen(src)) == (ssize_t)strlen(src) && close(fd) == 0);
+    snprintf(args, sizeof args, "check tasks/c/saxpy %s 2>&1", path);
+    int rc = kforge(args, out, sizeof out);
+    unlink(path);
+    CHECKF(rc == 0 && strstr(out, "skipped visible shape n=65536: outside the candidate's kforge:when domain"),
+           "rc %d: %s", rc, out);
+}
+
 static void t_torch_compare_dry_run(const void *arg) {
     (void)arg;
     static char out[1 << 16];
@@ -132,6 +176,8 @@ static void t_torch_compare_dry_run(const void *arg) {
 
 void kft_register_cli(void) {
     kft_add("cli/report_injection", t_report_injection, NULL, 30);
+    kft_add("cli/verbose_hides_hidden", t_verbose_hides_hidden, NULL, 60);
+    kft_add("cli/when_skipped_text", t_when_skipped_text, NULL, 60);
     kft_add("cli/exit_codes", t_exit_codes, NULL, 120);
     kft_add("cli/json_contract", t_json_contract, NULL, 120);
     kft_add("cli/bad_task_message", t_bad_task_message, NULL, 30);

@@ -784,9 +784,12 @@ static void *ref_main(void *arg) {
         uint64_t p0 = kf__now_ns();
         st = prep_shape(s, &j->ctx, j->ref, &j->L->all[i], &j->prep[i]);
         kept += j->prep[i].bytes;
-        if (s->o->verbose) {
+        if (s->o->verbose) { /* a hidden shape is named by its kind and index: its sizes
+                              * are not printed before the verdict (docs/checker.md) */
             char txt[256];
-            kf_shape_format(s->t, &j->L->all[i], txt, sizeof txt);
+            const kf_shape *shp = &j->L->all[i];
+            if (shp->kind == KF_SHAPE_VISIBLE) kf_shape_format(s->t, shp, txt, sizeof txt);
+            else snprintf(txt, sizeof txt, "%s shape %d", shp->kind == KF_SHAPE_HIDDEN ? "hidden" : "edge", i + 1);
             fprintf(stderr, "kforge: [%.1f ms] reference for %s took %.1f ms%s\n",
                     (double)(kf__now_ns() - s->t0) / 1e6, txt, (double)(kf__now_ns() - p0) / 1e6,
                     st ? " (failed)" : "");
@@ -1032,9 +1035,10 @@ static kf_status run_check(kf_sess *s) {
             /* past the budget: the thread has stopped, this thread prepares the rest */
             if ((st = prep_shape(s, s->ctx, &ref, &L.all[i], &prep[i]))) break;
         }
-        if (s->o->verbose) {
+        if (s->o->verbose) { /* hidden and edge sizes only in the verdict */
             char txt[256];
-            kf_shape_format(s->t, &L.all[i], txt, sizeof txt);
+            if (L.all[i].kind == KF_SHAPE_VISIBLE) kf_shape_format(s->t, &L.all[i], txt, sizeof txt);
+            else snprintf(txt, sizeof txt, "shape %d", i + 1);
             fprintf(stderr, "kforge: [%.1f ms] checking %s (%s)\n",
                     (double)(kf__now_ns() - s->t0) / 1e6, txt, kind_name(L.all[i].kind));
         }

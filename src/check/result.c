@@ -209,6 +209,15 @@ static char *result_text_raw(const kf_result *r) {
         if (total)
             kf_buf_printf(&b, "  shapes: %d of %d passed (%d visible, %d hidden, %d edge)\n",
                           passed, total, n[0], n[1], n[2]);
+        /* a visible shape outside the candidate's kforge:when domain is not checked: say so */
+        json_array_foreach(shapes, i, o) {
+            const char *k = json_string_value(json_object_get(o, "kind"));
+            const char *s = json_string_value(json_object_get(o, "status"));
+            if (!s || strcmp(s, "skipped") || !k || strcmp(k, "visible")) continue;
+            kf_buf_printf(&b, "  skipped visible shape ");
+            sizes_text(json_object_get(o, "sizes"), &b);
+            kf_buf_printf(&b, ": outside the candidate's kforge:when domain (not checked, not timed)\n");
+        }
         /* CUDA host mode: what the candidate's own host code used */
         const char *lm = json_string_value(json_object_get(root, "launch_mode"));
         if (lm && !strcmp(lm, "host")) {
