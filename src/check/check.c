@@ -356,7 +356,8 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
         if (c.unwritten) {
             kf_data_format_index(t, ex, i, c.first[KF_CMP_UNWRITTEN], at, sizeof at);
             kf_result_reject(r, KF_REASON_UNWRITTEN_OUTPUT, shape,
-                             "%lld of %lld elements of %s %s were never written (first %s; %s)",
+                             "%lld of %lld elements of %s %s were never written, or were computed from its "
+                             "initial contents: they hold the sentinel kforge filled it with (first %s; %s)",
                              (long long)c.unwritten, (long long)c.n, io_name(a), a->name, at, when);
         }
         if (c.nonfinite) {

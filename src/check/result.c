@@ -256,6 +256,9 @@ static char *result_text_raw(const kf_result *r) {
             kf_buf_printf(&b, "  sanitizer %s: NOT RUN (%s)\n", tool, note ? note : "?");
     }
     shapes = json_object_get(root, "shapes");
+    const char *baseline = json_string_value(json_object_get(root, "baseline"));
+    if (check && json_is_array(shapes) && baseline) /* which file the speedups are against */
+        kf_buf_printf(&b, "  baseline: %s\n", strcmp(baseline, "reference") ? baseline : "the task's reference");
     if (check && json_is_array(shapes)) {
         json_array_foreach(shapes, i, o) {
             char c[32], bl[32];

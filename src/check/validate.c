@@ -69,8 +69,8 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
                    !memcmp((char *)outs[3][i] + k * (int64_t)es, &poison[3].sentinel[i], es);
         if (nun) {
             kf_result_reject(s->res, KF_REASON_UNWRITTEN_OUTPUT, sizes,
-                             "the reference leaves %lld elements of %s unwritten",
-                             (long long)nun, a->name);
+                             "the reference leaves %lld element%s of %s unwritten",
+                             (long long)nun, nun == 1 ? "" : "s", a->name);
             problems = 1;
         }
     }

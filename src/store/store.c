@@ -898,9 +898,12 @@ static kf_status key_create(kf_store *s) {
     hex(id, sizeof id, s->key_id);
     kf_store_keys_dir(dir, sizeof dir);
     snprintf(s->key_path, sizeof s->key_path, "%s/%s.key", dir, s->key_id);
-    if (dir[0] != '/')
-        return kf__err(s->ctx, KF_EUSAGE, "runs' seal keys would go to \"%s\", a relative path (HOME unset?): set "
-                       "KFORGE_KEYS to an absolute directory outside the projects agents may write", dir);
+    if (dir[0] != '/') {
+        const char *k = getenv("KFORGE_KEYS"), *x = getenv("XDG_DATA_HOME");
+        const char *why = k && *k ? "KFORGE_KEYS is relative" : x && *x ? "XDG_DATA_HOME is relative" : "HOME is unset";
+        return kf__err(s->ctx, KF_EUSAGE, "runs' seal keys would go to \"%s\", a relative path (%s): set "
+                       "KFORGE_KEYS to an absolute directory outside the projects agents may write", dir, why);
+    }
     if (kf__mkdirs(dir))
         return kf__err(s->ctx, KF_EIO, "%s: %s (where runs' seal keys are kept; set KFORGE_KEYS to "
                        "another directory)", dir, strerror(errno));
