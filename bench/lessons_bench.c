@@ -284,7 +284,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--keep")) keep = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--total") && i + 1 < argc) total = atoi(argv[++i]);
-        else data = argv[i];
+        else if (argv[i][0] == '-') {
+            fprintf(stderr, "usage: kf-lessons-bench [DATA_DIR] [-v] [--tune] [--fuse W,W,K] [--knobs ...] [--keep] "
+                            "[--reps N] [--total N]\n");
+            return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
+        } else data = argv[i];
     }
     char dir[] = "/tmp/kf-lessons-bench-XXXXXX", path[256], lpath[512], qpath[512];
     if (!mkdtemp(dir)) return 1;

@@ -45,6 +45,11 @@ static int count(void *arg, const kf_node *n) {
 
 int main(int argc, char **argv) {
     char root[256];
+    if (argc > 1 && argv[1][0] == '-') { /* an option would become a 400 MB directory */
+        fprintf(stderr, "usage: kf-store-bench [DIR [EVALUATIONS [TREE_NODES]]] (DIR: an empty directory to "
+                        "work in; default a fresh one under /tmp)\n");
+        return strcmp(argv[1], "--help") && strcmp(argv[1], "-h") ? 2 : 0;
+    }
     int own = argc < 2;
     if (own) {
         snprintf(root, sizeof root, "/tmp/kf-store-bench-XXXXXX");
