@@ -26,6 +26,8 @@ typedef struct {
     char expect[32];
     char reason[64];
     char param[128];
+    char seed[24]; /* "seed=N": the check's input seed (a catch that is probable per
+                    * check, e.g. one value pattern at the maximum shape, made exact) */
     /* other parameters' non-default values ("TILE=32"): tried one at a time beside param
      * when the template's own kforge:require excludes param with the others at defaults */
     char alt[8][72];
@@ -39,10 +41,10 @@ static int header(const char *path, corpus_case *c) {
     char *nl = strchr(text, '\n');
     if (nl) *nl = 0;
     int ok = strstr(text, "kforge-test:") != NULL;
-    const char *keys[] = {"task=", "expect=", "reason="};
-    char *dst[] = {c->task, c->expect, c->reason};
-    size_t cap[] = {sizeof c->task, sizeof c->expect, sizeof c->reason};
-    for (int k = 0; k < 3; k++) {
+    const char *keys[] = {"task=", "expect=", "reason=", "seed="};
+    char *dst[] = {c->task, c->expect, c->reason, c->seed};
+    size_t cap[] = {sizeof c->task, sizeof c->expect, sizeof c->reason, sizeof c->seed};
+    for (int k = 0; k < 4; k++) {
         dst[k][0] = 0;
         char *p = strstr(text, keys[k]);
         if (!p) continue;
@@ -82,6 +84,10 @@ static void run_case(const void *arg) {
         hostmode = host;
     }
     kf_opts o = corpus_opts();
+    if (c->seed[0]) {
+        o.seed = strtoull(c->seed, NULL, 10);
+        o.has_seed = 1;
+    }
     if (hostmode) { /* the first call starts the CUDA runtime and cuBLAS */
         o.call_timeout_s = 20;
         o.cpu_limit_s = 60;

@@ -137,7 +137,11 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
                 break;
         }
         kf_inputs in;
-        if (kf_data_gen_inputs(t, &ex, &s->rng, 0, &in)) {
+        /* the rounds cycle the checker's input kinds (plain, spiked, rescaled with zeros),
+         * both sides on the same inputs: every timed output is verified, so the code that
+         * is timed must be right on each kind, not only on the plain distribution (a red
+         * team's candidate ran a shortcut wrong for large values only while timed) */
+        if (kf_data_gen_inputs(t, &ex, &s->rng, r % 3, &in)) {
             st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
             break;
         }

@@ -7,8 +7,8 @@
  *   T1  fresh inputs with spikes, half B                  (stale vs T0)
  *   T2  fresh rescaled inputs in the SAME buffers as T1   (pointer memo vs T1)
  *   T3  T2's inputs again, other poison, half A           (determinism vs T2)
- * The maximum-sizes edge shape ("light": its cost would dominate) makes one call, T0's
- * placement with T1's spiked inputs.
+ * The maximum-sizes edge shape ("light": its cost would dominate) makes two calls in half
+ * A alone: T1's spiked inputs, then extreme ones (variant 3) in the same buffers.
  * Every call is staged the same way: fresh values written by the coordinator, every
  * output filled with a new finite sentinel, random guard zones, caches flushed. After
  * it the coordinator (never the worker) checks guards, inputs, and outputs against the
@@ -179,10 +179,24 @@ kf_status kf_sess_build(kf_sess *s, int *cand_ok) {
     return KF_OK;
 }
 
+/* The CPUs a checking worker may use: as a timing worker's, every CPU this process may use
+ * but the one it runs on now. A red team's candidate told timing from checking by
+ * sched_getaffinity (timing workers saw one CPU fewer) and ran a shortcut only when timed.
+ * NULL (inherit) when there is one CPU, as timing then does not pin either. */
+static const void *check_cpus(kf_sess *s) {
+    cpu_set_t all;
+    if (sched_getaffinity(0, sizeof all, &all) || CPU_COUNT(&all) < 2) return NULL;
+    int me = sched_getcpu();
+    if (me < 0 || !CPU_ISSET(me, &all)) return NULL;
+    s->check_cpus = all;
+    CPU_CLR(me, &s->check_cpus);
+    return &s->check_cpus;
+}
+
 static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t bytes, kf_side *side,
                             kf_call_result *fail) {
     kf_worker_opts wo = {s->o->cpu_limit_s, s->o->mem_limit, s->o->call_timeout_s, s->timing,
-                         s->timing ? (const void *)&s->worker_cpus : NULL, kf_build_gpu(b),
+                         s->timing ? (const void *)&s->worker_cpus : check_cpus(s), kf_build_gpu(b),
                          NULL, 0};
     if (wo.gpu && wo.start_timeout_s < 60) wo.start_timeout_s = 60; /* driver and context set-up */
     side->b = b;
@@ -588,7 +602,7 @@ static kf_status ref_call(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extent
  * reference's outputs for them. Prepared while the candidate compiles. */
 typedef struct {
     int ready;
-    int calls; /* 4, or 1 for a light shape */
+    int calls; /* 4, or 2 for a light shape */
     kf_extents ex;
     kf_inputs in[3];
     void *refo[3][KF_MAX_ARGS];
@@ -610,16 +624,18 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
     memset(pp, 0, sizeof *pp);
     if (kf_data_extents(t, sh, &pp->ex, err, sizeof err))
         return kf__err(ctx, KF_ETASK, "%s: at %s: %s", t->dir, txt, err);
-    pp->calls = sh->light ? 1 : 4;
-    for (int k = 0; k < (sh->light ? 1 : 3); k++) {
+    pp->calls = sh->light ? 2 : 4;
+    for (int k = 0; k < (sh->light ? 2 : 3); k++) {
         uint64_t g0 = kf__now_ns();
-        /* the light shape's one call draws spiked inputs (T1's kind): at the largest
-         * sizes, a kernel wrong only above some size AND some value (one that clamps large
-         * values there) passed a single call on the plain distribution */
-        if (kf_data_gen_inputs(t, &pp->ex, &s->rng, sh->light ? 1 : k, &pp->in[k]))
+        /* the light shape's two calls draw T1's spiked inputs, then the extreme kind
+         * (variant 3: normal inputs scaled by 2^-16..2^-6, bounded ones in two levels):
+         * at the largest sizes, kernels wrong only above some size AND for some values
+         * (one clamping large values; a float accumulator losing the small values after
+         * large ones) passed a single call on the plain distribution */
+        if (kf_data_gen_inputs(t, &pp->ex, &s->rng, sh->light ? (k ? 3 : 1) : k, &pp->in[k]))
             return kf__err(ctx, KF_ENOMEM, "out of memory generating inputs");
         s->prof[KF_PROF_REF_GEN] += kf__now_ns() - g0;
-        kf_sess_place(s, &s->rng, &pp->ex, k == 0 ? 0 : 1, &ref->lay);
+        kf_sess_place(s, &s->rng, &pp->ex, k == 0 || sh->light ? 0 : 1, &ref->lay);
         kf_status st = ref_call(s, ctx, ref, &pp->ex, &pp->in[k], &s->rng, pp->refo[k], txt);
         if (st) return st;
     }
@@ -661,8 +677,10 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
     memset(&pair_poison, 0, sizeof pair_poison);
     for (int trial = 0; trial < pp->calls && !*dead; trial++) {
         int set = trial < 3 ? trial : 2;
-        /* T2 reuses T1's exact buffer addresses: a memo keyed on pointers returns T1 */
-        if (trial != 2) kf_sess_place(s, &s->crng, ex, half[trial], &cand->lay);
+        /* T2 reuses T1's exact buffer addresses: a memo keyed on pointers returns T1. A
+         * light shape has one half of the arena: its second call reuses the first's
+         * addresses (the same test against its first call) */
+        if (pp->calls == 2 ? trial == 0 : trial != 2) kf_sess_place(s, &s->crng, ex, half[trial], &cand->lay);
         kf_poison p;
         /* T2 and T3, the determinism pair: T3's poison is T2's with every bit that can
          * differ flipped (kf_data_flip_poison) */
@@ -959,7 +977,7 @@ static kf_status run_check(kf_sess *s) {
             st = kf__err(s->ctx, KF_ETASK, "%s: %s", s->t->dir, err);
             goto out;
         }
-        /* a light shape makes one call: one half is enough (its layout starts at 0) */
+        /* a light shape's calls all use half A: one half is enough (its layout starts at 0) */
         size_t b = L.all[i].light ? kf_sess_arena_bytes(s->t, &ex) / 2
                                   : kf_sess_arena_bytes(s->t, &ex);
         if (b > arena) arena = b;
@@ -1026,6 +1044,8 @@ static kf_status run_check(kf_sess *s) {
         json_t *o = json_object();
         json_object_set_new(o, "sizes", kf_sess_shape_json(s->t, &L.all[i]));
         json_object_set_new(o, "kind", json_string(kind_name(L.all[i].kind)));
+        /* the maximum-sizes shape: two calls on spiked and extreme inputs, not four */
+        if (L.all[i].light) json_object_set_new(o, "maximum", json_true());
         json_array_append_new(jshapes, o);
         if (dead) {
             json_object_set_new(o, "status", json_string("not_run"));

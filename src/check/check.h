@@ -41,6 +41,7 @@ typedef struct {
     double call_timeout_s;   /* overrides o->call_timeout_s when > 0 (sanitize.c) */
     uint32_t occ[KF_PROTO_MAXLAUNCH];
     cpu_set_t worker_cpus;
+    cpu_set_t check_cpus;    /* a checking worker's CPUs: the same count as a timing worker's */
 } kf_sess;
 
 /* One side of a comparison: a worker and where its current buffers sit. */

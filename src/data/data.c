@@ -225,7 +225,12 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
                        kf_inputs *in) {
     memset(in, 0, sizeof *in);
     double scale = 1.0;
-    if (variant == 2) scale = ldexp(1.0, (int)kf_rng_range(rng, -2, 2));
+    /* variant 2's scale: 2^k, k in [-2, 2] half the time, else k in [-16, -3]: values so
+     * small that an epsilon matters (a red team's rmsnorm with eps outside the square root
+     * passed every check at 2^±2) */
+    if (variant == 2)
+        scale = ldexp(1.0, (int)(kf_rng_next(rng) & 1 ? kf_rng_range(rng, -2, 2) : kf_rng_range(rng, -16, -3)));
+    if (variant == 3) scale = ldexp(1.0, (int)kf_rng_range(rng, -16, -6)); /* always tiny */
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
         if (!a->is_buffer || a->io == KF_IO_OUT) continue;
@@ -235,20 +240,56 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
             return -1;
         }
         kf_init d = a->init;
-        /* Normal inputs have no bounds: variant 2 rescales them by 2^k, k in [-2, 2].
+        /* Normal inputs have no bounds: variant 2 rescales them by 2^k (above).
          * Uniform and int inputs never leave [lo, hi] (a kernel may rely on its domain):
-         * variant 2 draws from a random sub-interval instead. */
+         * variant 2 draws from a random sub-interval instead, half the time a wide one,
+         * half the time a narrow one ((hi - lo) / 2^j, j in [4, 24]: nearly constant
+         * values, where a float accumulator's rounding no longer averages out; a red
+         * team's 32-lane float sum was 104 off at constant 0.3 and passed every check). */
         if (d.dist == KF_DIST_NORMAL) {
             d.a *= scale;
             d.b *= scale;
         } else if (variant == 2) {
-            double lo = d.a, hi = d.b;
-            double nlo = lo + (hi - lo) * 0.5 * kf_rng_uniform(rng);
-            double nhi = nlo + (hi - nlo) * (0.5 + 0.5 * kf_rng_uniform(rng));
+            double lo = d.a, hi = d.b, nlo, nhi;
+            if (kf_rng_next(rng) & 1) {
+                nlo = lo + (hi - lo) * 0.5 * kf_rng_uniform(rng);
+                nhi = nlo + (hi - nlo) * (0.5 + 0.5 * kf_rng_uniform(rng));
+            } else {
+                double w = (hi - lo) * ldexp(1.0, -(int)kf_rng_range(rng, 4, 24));
+                nlo = lo + (hi - lo - w) * kf_rng_uniform(rng);
+                nhi = nlo + w;
+            }
             if (d.dist == KF_DIST_INT) nlo = ceil(nlo), nhi = floor(nhi);
-            if (nlo < nhi) d.a = nlo, d.b = nhi;
+            if (nlo < nhi || (d.dist == KF_DIST_INT && nlo == nhi && nlo >= lo && nhi <= hi)) d.a = nlo, d.b = nhi;
         }
-        if (gen_buffer(a, &d, in->buf[i], ex->count[i], rng)) {
+        if (variant == 3 && d.dist != KF_DIST_NORMAL && ex->count[i] > 1) {
+            /* half the time two levels (a leading quarter to half near hi, the rest just
+             * above lo: a float accumulator grown on the first run loses the small values
+             * after it; a 32-lane float sum lost 472 of 524760, tolerance 52, at 2^20
+             * elements), half the time nearly constant values throughout (its rounding
+             * no longer averages out) */
+            double lo = d.a, hi = d.b, span = hi - lo;
+            int narrow = (int)(kf_rng_next(rng) & 1); /* else nearly constant throughout */
+            int64_t h = narrow ? (int64_t)((double)ex->count[i] * (0.25 + 0.25 * kf_rng_uniform(rng))) : ex->count[i];
+            if (h < 1) h = 1;
+            kf_init top = d, low = d;
+            double wt = span * ldexp(1.0, -(int)kf_rng_range(rng, narrow ? 4 : 8, narrow ? 12 : 24));
+            double at = narrow ? hi - wt : lo + (span - wt) * kf_rng_uniform(rng);
+            top.a = at, top.b = at + wt;
+            low.a = lo, low.b = lo + span * ldexp(1.0, -(int)kf_rng_range(rng, 9, 13));
+            if (d.dist == KF_DIST_INT) {
+                top.a = ceil(top.a), low.b = floor(low.b);
+                if (top.a > top.b) top.a = top.b;
+                if (low.b < low.a) low.b = low.a;
+            }
+            size_t es = kf_dtype_size(a->type);
+            if (gen_buffer(a, &top, in->buf[i], h, rng) ||
+                (h < ex->count[i] &&
+                 gen_buffer(a, &low, (char *)in->buf[i] + (size_t)h * es, ex->count[i] - h, rng))) {
+                kf_data_free_inputs(t, in);
+                return -1;
+            }
+        } else if (gen_buffer(a, &d, in->buf[i], ex->count[i], rng)) {
             kf_data_free_inputs(t, in);
             return -1;
         }

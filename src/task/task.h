@@ -43,8 +43,9 @@ typedef enum { KF_SHAPE_VISIBLE, KF_SHAPE_HIDDEN, KF_SHAPE_EDGE } kf_shape_kind;
 typedef struct {
     int64_t *v;
     kf_shape_kind kind;
-    int light; /* checked with one call only, on spiked inputs (the maximum-sizes edge: it
-                * is there for size-dependent bugs, and its cost would dominate the check) */
+    int light; /* checked with two calls only, spiked and rescaled/narrow inputs (the
+                * maximum-sizes edge: it is there for size-dependent bugs, and four calls
+                * there would dominate the check) */
 } kf_shape;
 
 struct kf_task {

@@ -1,8 +1,15 @@
-/* Fast sum: 4 x 8-lane GCC-vector float accumulators (32 partial sums), tree-combined, scalar tail. */
+/* Fast sum: 4 x 8-lane GCC-vector float accumulators (32 partial sums) over blocks of
+ * 4096 elements, each block's partials tree-combined and added into a double; scalar tail.
+ * The blocks bound what a float lane holds (at most 128 elements of the block), so its
+ * rounding stays near 1e-5 of the sum whatever the values: one float accumulator per lane
+ * over the whole input lost 472 of 524760 (tolerance 52) on 2^20 values in [0, 1] with
+ * the large ones first (the checker's two-level inputs). */
 #include <stdint.h>
 #include <string.h>
 
 typedef float v8f __attribute__((vector_size(32)));
+
+#define BLOCK 4096 /* a multiple of 32 */
 
 static inline v8f load8(const float *p)
 {
@@ -11,24 +18,29 @@ static inline v8f load8(const float *p)
     return v;
 }
 
+static inline float hsum8(v8f a)
+{
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
 void reduce_sum(const float *restrict x, float *restrict out, int64_t n)
 {
-    v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    double total = 0.0;
     int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        a0 += load8(x + i);
-        a1 += load8(x + i + 8);
-        a2 += load8(x + i + 16);
-        a3 += load8(x + i + 24);
+    while (i + 32 <= n) {
+        v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        const int64_t end = n - i >= BLOCK ? i + BLOCK : i + ((n - i) & ~(int64_t)31);
+        for (; i < end; i += 32) {
+            a0 += load8(x + i);
+            a1 += load8(x + i + 8);
+            a2 += load8(x + i + 16);
+            a3 += load8(x + i + 24);
+        }
+        total += (double)hsum8((a0 + a1) + (a2 + a3));
     }
-    for (; i + 8 <= n; i += 8) {
-        a0 += load8(x + i);
-    }
-    a0 = (a0 + a1) + (a2 + a3);
-    float s = ((a0[0] + a0[1]) + (a0[2] + a0[3])) + ((a0[4] + a0[5]) + (a0[6] + a0[7]));
     float t = 0.0f;
     for (; i < n; i++) {
         t += x[i];
     }
-    out[0] = s + t;
+    out[0] = (float)(total + (double)t);
 }
