@@ -86,6 +86,16 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
                                                         : json_null());
     }
     if (o->has_seed) json_object_set_new(root, "seed", json_integer((json_int_t)o->seed));
+    /* a checking worker's CPUs, fixed here before any thread exists (the reference's
+     * thread and this one spawn workers at once: sess_spawn only reads it) */
+    cpu_set_t all;
+    int me = sched_getcpu();
+    s->have_check_cpus = !sched_getaffinity(0, sizeof all, &all) && CPU_COUNT(&all) >= 2 && me >= 0 &&
+                         CPU_ISSET(me, &all);
+    if (s->have_check_cpus) {
+        s->check_cpus = all;
+        CPU_CLR(me, &s->check_cpus);
+    }
     return KF_OK;
 }
 
@@ -180,18 +190,10 @@ kf_status kf_sess_build(kf_sess *s, int *cand_ok) {
 }
 
 /* The CPUs a checking worker may use: as a timing worker's, every CPU this process may use
- * but the one it runs on now. A red team's candidate told timing from checking by
+ * but one (kf_sess_open fixes which). A red team's candidate told timing from checking by
  * sched_getaffinity (timing workers saw one CPU fewer) and ran a shortcut only when timed.
  * NULL (inherit) when there is one CPU, as timing then does not pin either. */
-static const void *check_cpus(kf_sess *s) {
-    cpu_set_t all;
-    if (sched_getaffinity(0, sizeof all, &all) || CPU_COUNT(&all) < 2) return NULL;
-    int me = sched_getcpu();
-    if (me < 0 || !CPU_ISSET(me, &all)) return NULL;
-    s->check_cpus = all;
-    CPU_CLR(me, &s->check_cpus);
-    return &s->check_cpus;
-}
+static const void *check_cpus(const kf_sess *s) { return s->have_check_cpus ? &s->check_cpus : NULL; }
 
 static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t bytes, kf_side *side,
                             kf_call_result *fail) {

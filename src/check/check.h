@@ -42,6 +42,7 @@ typedef struct {
     uint32_t occ[KF_PROTO_MAXLAUNCH];
     cpu_set_t worker_cpus;
     cpu_set_t check_cpus;    /* a checking worker's CPUs: the same count as a timing worker's */
+    int have_check_cpus;     /* set once in kf_sess_open; read only after */
 } kf_sess;
 
 /* One side of a comparison: a worker and where its current buffers sit. */

@@ -224,13 +224,27 @@ static int gen_buffer(const kf_arg *a, const kf_init *d, void *buf, int64_t n, k
 int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant,
                        kf_inputs *in) {
     memset(in, 0, sizeof *in);
-    double scale = 1.0;
-    /* variant 2's scale: 2^k, k in [-2, 2] half the time, else k in [-16, -3]: values so
-     * small that an epsilon matters (a red team's rmsnorm with eps outside the square root
-     * passed every check at 2^±2) */
-    if (variant == 2)
-        scale = ldexp(1.0, (int)(kf_rng_next(rng) & 1 ? kf_rng_range(rng, -2, 2) : kf_rng_range(rng, -16, -3)));
-    if (variant == 3) scale = ldexp(1.0, (int)kf_rng_range(rng, -16, -6)); /* always tiny */
+    double scale = 1.0, tiny = 1.0;
+    int tiny_arg = -1;
+    /* variant 2 rescales normal inputs by 2^k, k in [-2, 2]. Half the time (variant 3:
+     * always) ONE normal input, drawn at random, is scaled by 2^k, k in [-12, -3] (variant
+     * 3: [-12, -6]) instead: values so small that an epsilon matters (a red team's rmsnorm
+     * with eps outside the square root passed every check at 2^±2). One input only: a
+     * product of two tiny inputs (a GEMM) falls under atol, where every output passes. */
+    if (variant == 2) scale = ldexp(1.0, (int)kf_rng_range(rng, -2, 2));
+    if ((variant == 2 && (kf_rng_next(rng) & 1)) || variant == 3) {
+        int nn = 0;
+        for (int i = 0; i < t->nargs; i++)
+            nn += t->args[i].is_buffer && t->args[i].io != KF_IO_OUT && t->args[i].init.dist == KF_DIST_NORMAL;
+        if (nn) {
+            int pick = (int)kf_rng_range(rng, 0, nn - 1);
+            for (int i = 0; i < t->nargs && tiny_arg < 0; i++)
+                if (t->args[i].is_buffer && t->args[i].io != KF_IO_OUT && t->args[i].init.dist == KF_DIST_NORMAL &&
+                    pick-- == 0)
+                    tiny_arg = i;
+            tiny = ldexp(1.0, (int)kf_rng_range(rng, -12, variant == 3 ? -6 : -3));
+        }
+    }
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
         if (!a->is_buffer || a->io == KF_IO_OUT) continue;
@@ -240,15 +254,15 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
             return -1;
         }
         kf_init d = a->init;
-        /* Normal inputs have no bounds: variant 2 rescales them by 2^k (above).
+        /* Normal inputs have no bounds: variants 2 and 3 rescale them (above).
          * Uniform and int inputs never leave [lo, hi] (a kernel may rely on its domain):
          * variant 2 draws from a random sub-interval instead, half the time a wide one,
          * half the time a narrow one ((hi - lo) / 2^j, j in [4, 24]: nearly constant
          * values, where a float accumulator's rounding no longer averages out; a red
          * team's 32-lane float sum was 104 off at constant 0.3 and passed every check). */
         if (d.dist == KF_DIST_NORMAL) {
-            d.a *= scale;
-            d.b *= scale;
+            d.a *= i == tiny_arg ? tiny : scale;
+            d.b *= i == tiny_arg ? tiny : scale;
         } else if (variant == 2) {
             double lo = d.a, hi = d.b, nlo, nhi;
             if (kf_rng_next(rng) & 1) {
@@ -309,8 +323,11 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
                     default: ((uint8_t *)in->buf[i])[k] = (uint8_t)v; break;
                     }
                 } else {
-                    double v = d.dist == KF_DIST_NORMAL ? kf_data_get(a->type, in->buf[i], k) * 32.0
-                               : hi ? d.b : d.a;
+                    double cur = kf_data_get(a->type, in->buf[i], k);
+                    /* a position drawn twice is spiked once: x32 twice (x1024) made the
+                     * largest shapes' errors grow with their spike count, not the code */
+                    if (d.dist == KF_DIST_NORMAL && fabs(cur - d.a) > 8.0 * d.b) continue;
+                    double v = d.dist == KF_DIST_NORMAL ? cur * 32.0 : hi ? d.b : d.a;
                     put(a->type, in->buf[i], k, v);
                 }
             }

@@ -47,12 +47,12 @@ typedef struct {
 } kf_inputs;
 
 /* Input variants: 0 the declared distributions; 1 with spikes (normal: a few elements
- * x32; uniform: a few elements at lo or hi); 2 normal rescaled by 2^k (k in [-2, 2], or
- * half the time in [-16, -3]) with zeros, uniform and int drawn from a random
- * sub-interval of [lo, hi] (half the time a narrow one: nearly constant values); 3 (the
- * maximum-sizes shape's second call) normal rescaled by 2^k, k in [-16, -6], uniform and
- * int in two levels (a leading run near hi, the rest just above lo) or nearly constant
- * throughout. Uniform and int
+ * x32; uniform: a few elements at lo or hi); 2 normal rescaled by 2^k, k in [-2, 2] (half
+ * the time one normal input by 2^k, k in [-12, -3], instead) with zeros, uniform and int
+ * drawn from a random sub-interval of [lo, hi] (half the time a narrow one: nearly
+ * constant values); 3 (the maximum-sizes shape's second call) one normal input rescaled
+ * by 2^k, k in [-12, -6], uniform and int in two levels (a leading run near hi, the rest
+ * just above lo) or nearly constant throughout. Uniform and int
  * inputs never leave [lo, hi]. */
 int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant,
                        kf_inputs *in);
