@@ -332,6 +332,21 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
                 }
             }
         }
+        if (variant == 1 && ex->count[i] > 0 && (a->type == KF_T_F32 || a->type == KF_T_F64) &&
+            (d.dist == KF_DIST_NORMAL || (d.a <= 0.0 && d.b > 0.0))) {
+            /* a few subnormals (positive ones inside a bounded domain) and a -0.0 or two:
+             * a kernel that flushes them (FTZ/DAZ set by hand, -Ofast's crtfastmath) was
+             * wrong under an exact tolerance and never saw one (a red team's transpose) */
+            int64_t nsub = 2 + ex->count[i] / 4096;
+            for (int64_t k2 = 0; k2 < nsub; k2++) {
+                int64_t k = kf_rng_range(rng, 0, ex->count[i] - 1);
+                double sub = a->type == KF_T_F32 ? ldexp((double)kf_rng_range(rng, 1, (1 << 23) - 1), -149)
+                                                 : ldexp((double)kf_rng_range(rng, 1, (int64_t)1 << 52), -1074);
+                int neg = d.dist == KF_DIST_NORMAL && (kf_rng_next(rng) & 1);
+                if (d.dist != KF_DIST_NORMAL && sub < d.a) continue;
+                put(a->type, in->buf[i], k, k2 == 0 && d.dist == KF_DIST_NORMAL ? -0.0 : neg ? -sub : sub);
+            }
+        }
         if (variant == 2 && d.dist == KF_DIST_NORMAL && ex->count[i] > 0) {
             /* exact zeros: a few elements and one whole row (the last dimension), the
              * padding case where a norm divides by zero without its epsilon */

@@ -47,7 +47,8 @@ typedef struct {
 } kf_inputs;
 
 /* Input variants: 0 the declared distributions; 1 with spikes (normal: a few elements
- * x32; uniform: a few elements at lo or hi); 2 normal rescaled by 2^k, k in [-2, 2] (half
+ * x32; uniform: a few elements at lo or hi; f32/f64: a few subnormals and a -0.0 where
+ * the domain holds them); 2 normal rescaled by 2^k, k in [-2, 2] (half
  * the time one normal input by 2^k, k in [-12, -3], instead) with zeros, uniform and int
  * drawn from a random sub-interval of [lo, hi] (half the time a narrow one: nearly
  * constant values); 3 (the maximum-sizes shape's second call) one normal input rescaled
