@@ -425,6 +425,35 @@ static void t_replace_other(const void *arg) {
 
 /* A run of task td fabricated with two kept nodes: its template at the defaults winning
  * the first visible shape, its fast.<ext> (with append after it, or NULL) the second. */
+/* Record a kept builtin node of source src (params_json may be NULL) whose speedup at
+ * the task's first n visible shapes is sp[i] (a win at each); its speedup is their geomean. */
+static void kept_node(kf_store *st, const kf_task *t, const char *ext, const char *src, const char *params_json,
+                      const double *sp, int n) {
+    kf_node nd;
+    memset(&nd, 0, sizeof nd);
+    snprintf(nd.ext, sizeof nd.ext, "%s", ext);
+    snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+    snprintf(nd.category, sizeof nd.category, "other");
+    nd.params_json = params_json ? strdup(params_json) : NULL;
+    CHECK(kf_store_put_source(st, src, strlen(src), ext, nd.src_hash) == KF_OK);
+    CHECK(kf_store_add_node(st, &nd) == KF_OK);
+    nd.state = KF_NODE_KEPT;
+    json_t *sh = json_array();
+    double lg = 0;
+    CHECK(n >= 1 && n <= t->nshapes);
+    for (int s = 0; s < n; s++) {
+        json_t *sz = json_object();
+        for (int z = 0; z < t->nsizes; z++) json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
+        json_array_append_new(sh, json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup", sp[s], "win", 1));
+        lg += log(sp[s]);
+    }
+    nd.shapes_json = json_dumps(sh, JSON_COMPACT);
+    json_decref(sh);
+    nd.speedup = exp(lg / n);
+    CHECK(kft_finish_node(st, &nd) == KF_OK);
+    kf_node_free(&nd);
+}
+
 static void fab_two(const char *td, const char *ext, const char *run, const char *append) {
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, td);
@@ -452,31 +481,10 @@ static void fab_two(const char *td, const char *ext, const char *run, const char
         free(b);
         b = bb;
     }
-    for (int k = 0; k < 2; k++) {
-        kf_node nd;
-        memset(&nd, 0, sizeof nd);
-        snprintf(nd.ext, sizeof nd.ext, "%s", ext);
-        snprintf(nd.proposer, sizeof nd.proposer, "builtin");
-        snprintf(nd.category, sizeof nd.category, "other");
-        nd.params_json = k == 0 ? strdup(pj) : NULL;
-        const char *src = k == 0 ? a : b;
-        CHECK(kf_store_put_source(st, src, strlen(src), ext, nd.src_hash) == KF_OK);
-        CHECK(kf_store_add_node(st, &nd) == KF_OK);
-        nd.state = KF_NODE_KEPT;
-        json_t *sh = json_array();
-        for (int s = 0; s < 2; s++) {
-            json_t *sz = json_object();
-            for (int z = 0; z < t->nsizes; z++)
-                json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
-            json_array_append_new(sh, json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup",
-                                                (s == k) ? 3.0 : (k == 0 ? 2.0 : 1.0), "win", 1));
-        }
-        nd.shapes_json = json_dumps(sh, JSON_COMPACT);
-        json_decref(sh);
-        nd.speedup = k == 0 ? sqrt(6.0) : sqrt(3.0);
-        CHECK(kft_finish_node(st, &nd) == KF_OK);
-        kf_node_free(&nd);
-    }
+    /* the template wins the first shape, fast the second */
+    static const double sp_a[2] = {3.0, 2.0}, sp_b[2] = {1.0, 3.0};
+    kept_node(st, t, ext, a, pj, sp_a, 2);
+    kept_node(st, t, ext, b, NULL, sp_b, 2);
     free(a);
     free(b);
     free(pj);
@@ -508,26 +516,11 @@ static void t_plain_compile(const void *arg) {
                             json_string(!strcmp(c->params[i].name, "W") ? "16" : c->params[i].values[0]));
     size_t n = 0;
     char *text = kf_loop_materialize(c->text, c->len, pt, &n);
-    kf_node nd;
-    memset(&nd, 0, sizeof nd);
-    snprintf(nd.ext, sizeof nd.ext, "c");
-    snprintf(nd.proposer, sizeof nd.proposer, "builtin");
-    snprintf(nd.category, sizeof nd.category, "other");
-    nd.params_json = json_dumps(pt, JSON_COMPACT);
-    CHECK(kf_store_put_source(st, text, strlen(text), "c", nd.src_hash) == KF_OK);
-    CHECK(kf_store_add_node(st, &nd) == KF_OK);
-    nd.state = KF_NODE_KEPT;
-    json_t *sh = json_array();
-    for (int s2 = 0; s2 < t->nshapes; s2++) {
-        json_t *sz = json_object();
-        for (int z = 0; z < t->nsizes; z++) json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s2].v[z]));
-        json_array_append_new(sh, json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup", 2.0, "win", 1));
-    }
-    nd.shapes_json = json_dumps(sh, JSON_COMPACT);
-    json_decref(sh);
-    nd.speedup = 2.0;
-    CHECK(kft_finish_node(st, &nd) == KF_OK);
-    kf_node_free(&nd);
+    char *pj = json_dumps(pt, JSON_COMPACT);
+    static const double sp[2] = {2.0, 2.0};
+    CHECK(t->nshapes == 2);
+    kept_node(st, t, "c", text, pj, sp, 2);
+    free(pj);
     kf_store_close(st);
     free(text);
     json_decref(pt);

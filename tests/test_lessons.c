@@ -529,12 +529,10 @@ static void distill(kf_lessons *db, kf_ctx *ctx, const char *run, const char *ex
     free(sum);
 }
 
-static void t_distill(const void *arg) {
-    (void)arg;
-    kf_ctx *ctx = kf_ctx_new();
-    char *dir = scratch(), task[128], run[128], p[256];
+/* The small task distill tests run over ("DIR/twice": task_json, task_ref), loaded. */
+static kf_task *twice_task(kf_ctx *ctx, const char *dir) {
+    char task[128], p[256];
     snprintf(task, sizeof task, "%s/twice", dir);
-    snprintf(run, sizeof run, "%s/run", dir);
     CHECK(mkdir(task, 0755) == 0);
     snprintf(p, sizeof p, "%s/task.json", task);
     write_file(p, task_json);
@@ -542,6 +540,15 @@ static void t_distill(const void *arg) {
     write_file(p, task_ref);
     kf_task *t = NULL;
     CHECKF(kf_task_load(ctx, task, &t) == KF_OK, "%s", kf_errmsg(ctx));
+    return t;
+}
+
+static void t_distill(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    char *dir = scratch(), run[128];
+    snprintf(run, sizeof run, "%s/run", dir);
+    kf_task *t = twice_task(ctx, dir);
     kf_store *s = NULL;
     CHECKF(kf_store_create(ctx, run, t, NULL, &s) == KF_OK, "%s", kf_errmsg(ctx));
     /* A setting is credited with what changing to it did: the node's speedup over its
@@ -755,17 +762,10 @@ static char *embed_reply(kft_http *s, const char *req, char *status, size_t n) {
 static void t_distill_identity(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
-    char *dir = scratch(), task[128], run[128], copy[160], p[256], cmd[600];
-    snprintf(task, sizeof task, "%s/twice", dir);
+    char *dir = scratch(), run[128], copy[160], cmd[600];
     snprintf(run, sizeof run, "%s/run", dir);
     snprintf(copy, sizeof copy, "%s/copy", dir);
-    CHECK(mkdir(task, 0755) == 0);
-    snprintf(p, sizeof p, "%s/task.json", task);
-    write_file(p, task_json);
-    snprintf(p, sizeof p, "%s/reference.c", task);
-    write_file(p, task_ref);
-    kf_task *t = NULL;
-    CHECKF(kf_task_load(ctx, task, &t) == KF_OK, "%s", kf_errmsg(ctx));
+    kf_task *t = twice_task(ctx, dir);
     kf_store *s = NULL;
     CHECKF(kf_store_create(ctx, run, t, NULL, &s) == KF_OK, "%s", kf_errmsg(ctx));
     /* 70 won moves to BLOCK=256 and 70 lost moves to BLOCK=32: lessons of 70 nodes each */

@@ -29,6 +29,8 @@ struct kf_loop_memory {
     kf_lessons *db;
     kf_lesson_hit hits[KF_LOOP_LESSONS_K];
     char arch[65];
+    char params_of[4096]; /* the task directory whose template parameters are in params */
+    char params[2048];    /* " name name ... ": template_params, read once per task */
 };
 
 kf_status kf_loop_memory_open(kf_ctx *ctx, const char *path, kf_loop_memory **out) {
@@ -142,10 +144,12 @@ kf_status kf_loop_memory_lessons(kf_loop_memory *m, const kf_task *t, const char
     kf_status st = kf_lessons_retrieve(m->db, &q, 3 * KF_LOOP_LESSONS_K, KF_LOOP_LESSONS_TRUST, more, &n);
     free(vals);
     if (st) return st;
-    char names[2048];
-    template_params(t, names, sizeof names);
+    if (strcmp(m->params_of, t->dir)) { /* the template is read once, not for every pack */
+        template_params(t, m->params, sizeof m->params);
+        snprintf(m->params_of, sizeof m->params_of, "%s", t->dir);
+    }
     for (int i = 0; i < n && kept < KF_LOOP_LESSONS_K; i++)
-        if (!about_absent_param(m->db, more[i].id, names)) m->hits[kept++] = more[i];
+        if (!about_absent_param(m->db, more[i].id, m->params)) m->hits[kept++] = more[i];
     in->lessons_db = m->db;
     in->lesson_hits = m->hits;
     in->nlesson_hits = kept;

@@ -17,8 +17,8 @@
  * On the H200 at n = 2^24 (bench/sum_probe.cu): the streaming part runs at 4.2-4.3 TB/s
  * and the event span holds ~3.2 us outside the kernel; the former cross-block step
  * (__threadfence, atomicAdd, the whole last block over the partials) took 1.4 us after
- * the last loads. This version: 20.2-20.4 us in kforge against 21.2-21.3 us for the
- * former, side by side (BENCHMARKS.md "Sum, session 6"). */
+ * the last loads. This version: 20.2-20.8 us in kforge (by machine) against 21.2-21.3 us
+ * for the former, side by side (BENCHMARKS.md "Sum, session 6"). */
 // kforge:launch kernel=sum_fast grid=(min((n+1023)/1024,528),1,1) block=(256,1,1) smem=0
 
 #define THREADS 256
