@@ -278,6 +278,123 @@ static void t_compare_inf(const void *arg) {
     }
 }
 
+/* Under an exact tolerance a float output is compared bit for bit: -0.0 for +0.0 and
+ * another NaN are wrong (0 == -0 and "both NaN" passed before), on the fast blocks and the
+ * tail alike; with any tolerance they are not. */
+static void t_compare_bits(const void *arg) {
+    (void)arg;
+    enum { N = 1000 }; /* three full blocks and a tail */
+    float w[N], g[N];
+    for (int i = 0; i < N; i++) w[i] = (float)(i % 13) - 6.0f;
+    w[100] = -0.0f, w[990] = -0.0f;
+    uint32_t qnan = 0xffc00000u, cnan = 0x7fc00000u;
+    memcpy(&w[500], &qnan, 4);
+    memcpy(g, w, sizeof g);
+    kf_cmp c;
+    kf_data_compare(KF_T_F32, g, w, N, 0, 0, NULL, &c);
+    CHECK(c.first_bad < 0 && c.bitwise);
+    for (int at = 0; at < 2; at++) {
+        memcpy(g, w, sizeof g);
+        int k = at ? 990 : 100; /* a full block, then the tail */
+        g[k] = 0.0f;
+        kf_data_compare(KF_T_F32, g, w, N, 0, 0, NULL, &c);
+        CHECKF(c.wrong == 1 && c.first[KF_CMP_WRONG] == k && c.gbits == 0 && c.wbits == 0x80000000u,
+               "+0 for -0 at %d: wrong %lld", k, (long long)c.wrong);
+        kf_data_compare(KF_T_F32, g, w, N, 1e-6, 0, NULL, &c);
+        CHECK(c.first_bad < 0 && !c.bitwise); /* a tolerance: values, not bits */
+    }
+    memcpy(g, w, sizeof g);
+    memcpy(&g[500], &cnan, 4);
+    kf_data_compare(KF_T_F32, g, w, N, 0, 0, NULL, &c);
+    CHECK(c.wrong == 1 && c.first[KF_CMP_WRONG] == 500 && c.gbits == cnan && c.wbits == qnan);
+    CHECK(kf_data_same(KF_T_F32, g, w, N, 0, 0, 0) == 0);
+    double wd[2] = {1.5, -0.0}, gd[2] = {1.5, 0.0};
+    kf_data_compare(KF_T_F64, gd, wd, 2, 0, 0, NULL, &c);
+    CHECK(c.wrong == 1 && c.wbits == 0x8000000000000000ull);
+    uint16_t wb[300], gb[300]; /* bf16: -0 is 0x8000 */
+    for (int i = 0; i < 300; i++) wb[i] = gb[i] = 0x3f80;
+    wb[7] = 0x8000, gb[7] = 0x0000;
+    kf_data_compare(KF_T_BF16, gb, wb, 300, 0, 0, NULL, &c);
+    CHECK(c.wrong == 1 && c.first[KF_CMP_WRONG] == 7 && c.wbits == 0x8000);
+    /* the sentinel is still "unwritten", not a bit difference */
+    uint64_t sent = 0;
+    float sv = 3.0e38f;
+    memcpy(&sent, &sv, 4);
+    memcpy(g, w, sizeof g);
+    g[3] = sv;
+    kf_data_compare(KF_T_F32, g, w, N, 0, 0, &sent, &c);
+    CHECK(c.unwritten == 1 && c.wrong == 0);
+}
+
+/* The magnitude term, on a constructed cancellation: each output sums 256 terms of size
+ * ~1 to nearly nothing. A float sum in another order than the reference's (honest) is
+ * off by ~1e-6 of the terms' magnitude M: far outside atol + rtol*|ref| where |ref| is
+ * tiny, inside mtol*M. A sum that drops one term (wrong) stays outside. */
+static void t_compare_magnitude(const void *arg) {
+    (void)arg;
+    enum { N = 1000, K = 256 };
+    static float want[N], got[N], bad[N], mag[N];
+    kf_rng r;
+    CHECK(kf_rng_seed(&r, 11) == 0);
+    for (int i = 0; i < N; i++) {
+        float t[K];
+        double s = 0, m = 0;
+        for (int j = 0; j < K - 1; j++) t[j] = (float)kf_rng_normal(&r), s += t[j];
+        t[K - 1] = (float)(-s + 1e-4 * kf_rng_normal(&r)); /* cancels the rest */
+        s = 0;
+        for (int j = 0; j < K; j++) s += t[j], m += fabs(t[j]);
+        float f = 0, fb = 0;
+        for (int j = K - 1; j >= 0; j--) f += t[j];
+        for (int j = 0; j < K - 1; j++) fb += t[j]; /* one term dropped */
+        want[i] = (float)s, got[i] = f, bad[i] = fb, mag[i] = (float)m;
+    }
+    kf_rng_free(&r);
+    kf_cmp c;
+    kf_data_compare(KF_T_F32, got, want, N, 1e-4, 1e-7, NULL, &c);
+    CHECKF(c.wrong > N / 10, "the honest sum passed |ref|'s bound: %lld wrong", (long long)c.wrong);
+    for (int threads = 1; threads <= 4; threads += 3) {
+        kf__set_nthreads(threads);
+        kf_data_compare_mag(KF_T_F32, got, want, mag, N, 1e-4, 1e-7, 1e-5, NULL, &c);
+        CHECKF(c.first_bad < 0, "honest sum rejected under the magnitude bound: %lld wrong, first %lld: %g vs %g",
+               (long long)c.wrong, (long long)c.first_bad, c.got[KF_CMP_WRONG], c.want[KF_CMP_WRONG]);
+        kf_data_compare_mag(KF_T_F32, bad, want, mag, N, 1e-4, 1e-7, 1e-5, NULL, &c);
+        CHECKF(c.wrong == N, "a dropped term passed: %lld of %d wrong", (long long)c.wrong, N);
+    }
+    kf__set_nthreads(0);
+    CHECK(kf_data_same_mag(KF_T_F32, got, want, mag, N, 0, 1e-4, 1e-7, 1e-5) == 1);
+    CHECK(kf_data_same_mag(KF_T_F32, got, want, mag, N, 0, 1e-4, 1e-7, 0) == 0);
+    /* a non-finite magnitude counts as 0, never as an infinite bound */
+    float inf = INFINITY;
+    float m1[N];
+    for (int i = 0; i < N; i++) m1[i] = inf;
+    kf_data_compare_mag(KF_T_F32, bad, want, m1, N, 1e-4, 1e-7, 1e-5, NULL, &c);
+    CHECK(c.wrong == N);
+    /* the magnitude run's inputs: |x| exactly for floats, integers as they are */
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sgemm");
+    kf_shape sh = t->shapes[1];
+    kf_extents ex;
+    char err[256];
+    CHECK(kf_data_extents(t, &sh, &ex, err, sizeof err) == 0);
+    kf_inputs in, ab;
+    CHECK(kf_rng_seed(&r, 5) == 0);
+    CHECK(kf_data_gen_inputs(t, &ex, &r, 1, &in) == 0);
+    CHECK(kf_data_abs_inputs(t, &ex, &in, &ab) == 0);
+    int neg = 0;
+    for (int64_t k = 0; k < ex.count[0]; k++) {
+        float x = ((float *)in.buf[0])[k], y = ((float *)ab.buf[0])[k];
+        neg += signbit(x) != 0;
+        CHECK(!signbit(y) && fabsf(x) == y);
+    }
+    CHECK(neg > 0);
+    CHECK(kf_task_has_mtol(t) && kf_task_mtol(t, &t->args[2]) == 1e-5);
+    kf_data_free_inputs(t, &in);
+    kf_data_free_inputs(t, &ab);
+    kf_rng_free(&r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 /* A determinism pair's second poison differs from the first in every mantissa bit of
  * the sentinel and every guard byte, and stays a huge finite sentinel: a kernel branching
  * on any one bit of its output's leftover value takes both branches across the pair. */
@@ -516,6 +633,8 @@ void kft_register_unit(void) {
     kft_add("unit/compare", t_compare, NULL, 10);
     kft_add("unit/compare_large", t_compare_large, NULL, 30);
     kft_add("unit/compare_inf", t_compare_inf, NULL, 10);
+    kft_add("unit/compare_bits", t_compare_bits, NULL, 10);
+    kft_add("unit/compare_magnitude", t_compare_magnitude, NULL, 10);
     kft_add("unit/inputs_threads", t_inputs_threads, NULL, 30);
     kft_add("unit/parallel_unpinned", t_parallel_unpinned, NULL, 30);
     kft_add("unit/flip_poison", t_flip_poison, NULL, 30);

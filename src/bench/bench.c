@@ -111,8 +111,9 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     int max = s->o->bench_max_runs > 0 ? s->o->bench_max_runs : 400;
     rounds R = {calloc((size_t)max, 8), calloc((size_t)max, 8), calloc((size_t)max, 8),
                 calloc((size_t)max, 8), calloc((size_t)max + 8, 8), 0};
-    void *refo[2][KF_MAX_ARGS];
+    void *refo[2][KF_MAX_ARGS], *mago[2][KF_MAX_ARGS]; /* mago: magnitudes (kf_task_mtol) */
     memset(refo, 0, sizeof refo);
+    memset(mago, 0, sizeof mago);
     kf_status st = KF_OK;
     int nrg = 0;
     if (!R.cw || !R.bw || !R.cp || !R.bp || !R.rg) {
@@ -164,7 +165,9 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             kf_sess_call(s, base, &ex, &in, &pb, &cb);
         }
         void **cur = refo[r & 1], **prev[1] = {refo[(r & 1) ^ 1]};
+        void **curm = mago[r & 1], **prevm[1] = {mago[(r & 1) ^ 1]};
         kf_sess_free_outputs(t, cur);
+        kf_sess_free_outputs(t, curm);
         if (cb.st != KF_CALL_OK) {
             st = kf__err(s->ctx, ref ? KF_EUSAGE : KF_ETASK, "the baseline failed in a timed run: %s: %s",
                          kf_reason_name(cb.reason), cb.msg);
@@ -186,11 +189,19 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         } else if (kf_sess_take_outputs(s, base, &ex, cur)) {
             st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
         }
+        /* the magnitudes of this round's sums, from the side that gave the answer (untimed) */
+        if (!st && !*stop && kf_task_has_mtol(t)) {
+            char where[256];
+            kf_shape_format(t, sh, where, sizeof where);
+            st = kf_sess_magnitude(s, s->ctx, ref ? ref : base, &ex, &in, &s->rng, curm, where);
+        }
         if (!st && !*stop) {
             double ma = 0, mr = 0;
-            if (kf_judge(s, cand, &ex, &in, &pc, cur, prev, r > 0, sizes, "in a timed run", &ma, &mr))
+            if (kf_judge_mag(s, cand, &ex, &in, &pc, cur, curm, prev, prevm, r > 0, sizes, "in a timed run",
+                             &ma, &mr))
                 *stop = 1;
-            if (ref && kf_judge(s, base, &ex, &in, &pb, cur, NULL, 0, sizes, "baseline", &ma, &mr)) {
+            if (ref && kf_judge_mag(s, base, &ex, &in, &pb, cur, curm, NULL, NULL, 0, sizes, "baseline", &ma,
+                                    &mr)) {
                 /* a wrong baseline is the user's problem, not the candidate's: an error,
                  * with what the judge found (the result is discarded) */
                 json_t *last = json_array_get(s->res->jreasons, json_array_size(s->res->jreasons) - 1);
@@ -360,6 +371,8 @@ out:
     }
     kf_sess_free_outputs(t, refo[0]);
     kf_sess_free_outputs(t, refo[1]);
+    kf_sess_free_outputs(t, mago[0]);
+    kf_sess_free_outputs(t, mago[1]);
     free(R.cw);
     free(R.bw);
     free(R.cp);

@@ -320,9 +320,9 @@ int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b) 
 
 static const char *io_name(const kf_arg *a) { return a->io == KF_IO_INOUT ? "inout" : "output"; }
 
-int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
-             const kf_poison *p, void **ref, void ***prev, int nprev, json_t *shape,
-             const char *when, double *max_abs, double *max_rel) {
+int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
+                 const kf_poison *p, void **ref, void **mag, void ***prev, void ***prevmag, int nprev,
+                 json_t *shape, const char *when, double *max_abs, double *max_rel) {
     const kf_task *t = s->t;
     kf_result *r = s->res;
     const unsigned char *arena = kf_worker_arena(side->w);
@@ -347,12 +347,13 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
         if (!a->is_buffer || a->io == KF_IO_IN) continue;
-        double rtol, atol;
+        double rtol, atol, mtol = kf_task_mtol(t, a);
         kf_task_tolerance(t, a, &rtol, &atol);
-        const void *got = arena + side->lay.off[i];
+        const void *got = arena + side->lay.off[i], *mg = mag ? mag[i] : NULL;
+        if (!mg) mtol = 0; /* no magnitude run (a non-float output): |ref| alone */
         kf_cmp c;
-        kf_data_compare(a->type, got, ref[i], ex->count[i], rtol, atol,
-                        a->io == KF_IO_OUT ? &p->sentinel[i] : NULL, &c);
+        kf_data_compare_mag(a->type, got, ref[i], mg, ex->count[i], rtol, atol, mtol,
+                            a->io == KF_IO_OUT ? &p->sentinel[i] : NULL, &c);
         if (c.max_abs > *max_abs) *max_abs = c.max_abs;
         if (c.max_rel > *max_rel) *max_rel = c.max_rel;
         if (c.first_bad < 0) continue;
@@ -360,8 +361,11 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
         /* memoisation: does it equal an earlier call's reference result? */
         int stale = 0;
         for (int k = 0; k < nprev && !stale; k++)
-            if (prev[k] && prev[k][i])
-                stale = kf_data_same(a->type, got, prev[k][i], ex->count[i], 0, rtol, atol);
+            if (prev[k] && prev[k][i]) {
+                const void *pm = prevmag && prevmag[k] ? prevmag[k][i] : NULL;
+                stale = kf_data_same_mag(a->type, got, prev[k][i], pm, ex->count[i], 0, rtol, atol,
+                                         pm ? mtol : 0);
+            }
         if (stale) {
             kf_result_reject(r, KF_REASON_STALE_RESULT, shape,
                              "%s %s holds the result of an earlier call's inputs, not this "
@@ -386,7 +390,28 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
         }
         if (c.wrong) {
             kf_data_format_index(t, ex, i, c.first[KF_CMP_WRONG], at, sizeof at);
-            if (kf_dtype_is_float(a->type))
+            int hex = (int)kf_dtype_size(a->type) * 2;
+            double gv = c.got[KF_CMP_WRONG], wv = c.want[KF_CMP_WRONG];
+            if (c.bitwise)
+                kf_result_reject(r, KF_REASON_WRONG_RESULT, shape,
+                                 "%lld of %lld elements of %s differ from the reference bit for bit "
+                                 "(first %s = %.9g, bits 0x%0*llx; expected %.9g, bits 0x%0*llx%s; "
+                                 "the tolerance is exact, so the sign of zero and NaN payloads "
+                                 "must match too; %s)",
+                                 (long long)c.wrong, (long long)c.n, a->name, at, gv, hex,
+                                 (unsigned long long)c.gbits, wv, hex, (unsigned long long)c.wbits,
+                                 gv == wv ? ": a zero of the wrong sign" : isnan(gv) && isnan(wv)
+                                                                              ? ": another NaN payload" : "",
+                                 when);
+            else if (kf_dtype_is_float(a->type) && mtol > 0)
+                kf_result_reject(r, KF_REASON_WRONG_RESULT, shape,
+                                 "%lld of %lld elements of %s outside tolerance (first %s = "
+                                 "%.9g, expected %.9g, magnitude of the terms %.9g; allowed |diff| <= "
+                                 "%g + %g*|ref| + %g*magnitude; %s)",
+                                 (long long)c.wrong, (long long)c.n, a->name, at, gv, wv,
+                                 fabs(kf_data_get(a->type, mg, c.first[KF_CMP_WRONG])), atol, rtol, mtol,
+                                 when);
+            else if (kf_dtype_is_float(a->type))
                 kf_result_reject(r, KF_REASON_WRONG_RESULT, shape,
                                  "%lld of %lld elements of %s outside tolerance (first %s = "
                                  "%.9g, expected %.9g; allowed |diff| <= %g + %g*|ref|; %s)",
@@ -403,16 +428,26 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
     return bad;
 }
 
+int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
+             const kf_poison *p, void **ref, void ***prev, int nprev, json_t *shape,
+             const char *when, double *max_abs, double *max_rel) {
+    return kf_judge_mag(s, side, ex, in, p, ref, NULL, prev, NULL, nprev, shape, when, max_abs, max_rel);
+}
+
 /* One input set: clears *all_zero / *all_copy / *all_other when that trivial strategy
  * fails on some output. */
 static void degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void **ref,
-                      void **ref_other, int *all_zero, int *all_copy, int *all_other,
+                      void **mag, void **ref_other, int *all_zero, int *all_copy, int *all_other,
                       char *copied, size_t ncopied) {
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
         if (!a->is_buffer || a->io == KF_IO_IN) continue;
         double rtol, atol;
         kf_task_tolerance(t, a, &rtol, &atol);
+        /* under the judge's own bound, magnitude term included: zeros or a copy passing
+         * the looser bound would pass the check */
+        const void *mg = mag ? mag[i] : NULL;
+        double mtol = mg ? kf_task_mtol(t, a) : 0;
         size_t bytes = ex->bytes[i] ? ex->bytes[i] : 1;
         void *zero = *all_zero ? calloc(1, bytes) : NULL;
         if (*all_zero && !zero) {
@@ -420,10 +455,10 @@ static void degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *i
             return;
         }
         if (*all_zero && (ex->count[i] == 0 ||
-                          !kf_data_same(a->type, zero, ref[i], ex->count[i], 0, rtol, atol)))
+                          !kf_data_same_mag(a->type, zero, ref[i], mg, ex->count[i], 0, rtol, atol, mtol)))
             *all_zero = 0;
         if (*all_other && (!ref_other ||
-                           !kf_data_same(a->type, ref_other[i], ref[i], ex->count[i], 0, rtol, atol)))
+                           !kf_data_same_mag(a->type, ref_other[i], ref[i], mg, ex->count[i], 0, rtol, atol, mtol)))
             *all_other = 0;
         /* a copy of any input with as many elements, converted to this type */
         int copy_ok = 0;
@@ -433,7 +468,7 @@ static void degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *i
                 continue;
             if (b->type == a->type) { /* no conversion needed */
                 if (ex->count[i] > 0 &&
-                    kf_data_same(a->type, in->buf[j], ref[i], ex->count[i], 0, rtol, atol)) {
+                    kf_data_same_mag(a->type, in->buf[j], ref[i], mg, ex->count[i], 0, rtol, atol, mtol)) {
                     copy_ok = 1;
                     snprintf(copied, ncopied, "%s copied into %s", b->name, a->name);
                 }
@@ -451,7 +486,7 @@ static void degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *i
                 default: ((uint8_t *)conv)[k] = (uint8_t)v; break;
                 }
             }
-            if (ex->count[i] > 0 && kf_data_same(a->type, conv, ref[i], ex->count[i], 0, rtol, atol)) {
+            if (ex->count[i] > 0 && kf_data_same_mag(a->type, conv, ref[i], mg, ex->count[i], 0, rtol, atol, mtol)) {
                 copy_ok = 1;
                 snprintf(copied, ncopied, "%s copied into %s", b->name, a->name);
             }
@@ -463,7 +498,7 @@ static void degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *i
 }
 
 char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void ***ref,
-                    int nsets) {
+                    void ***mag, int nsets) {
     int all_zero = 1, all_other = 1, all_copy = 1;
     char copied[256] = "";
     int64_t out_elems = 0;
@@ -471,7 +506,7 @@ char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in,
         if (t->args[i].is_buffer && t->args[i].io != KF_IO_IN) out_elems += ex->count[i];
     if (!out_elems) return kf__strdup("every output is empty at this shape: there is nothing to check");
     for (int k = 0; k < nsets; k++)
-        degen_set(t, ex, &in[k], ref[k], k + 1 < nsets ? ref[k + 1] : ref[0], &all_zero,
+        degen_set(t, ex, &in[k], ref[k], mag ? mag[k] : NULL, k + 1 < nsets ? ref[k + 1] : ref[0], &all_zero,
                   &all_copy, &all_other, copied, sizeof copied);
     if (nsets < 2) all_other = 0;
     if (all_zero) return kf__strdup("an all-zero output passes the tolerance");
@@ -600,14 +635,38 @@ static kf_status ref_call(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extent
     return KF_OK;
 }
 
-/* The reference's half of one shape: extents, three fresh input sets and the
- * reference's outputs for them. Prepared while the candidate compiles. */
+kf_status kf_sess_magnitude(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extents *ex,
+                            const kf_inputs *in, kf_rng *rng, void **mag, const char *shape_txt) {
+    kf_inputs ab;
+    memset(mag, 0, KF_MAX_ARGS * sizeof *mag);
+    if (!kf_task_has_mtol(s->t)) return KF_OK;
+    if (kf_data_abs_inputs(s->t, ex, in, &ab)) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    char txt[600];
+    snprintf(txt, sizeof txt, "%s (the magnitude run, on the absolute values of the inputs)", shape_txt);
+    kf_status st = ref_call(s, ctx, ref, ex, &ab, rng, mag, txt);
+    kf_data_free_inputs(s->t, &ab);
+    /* only the float outputs with an mtol are read */
+    for (int i = 0; !st && i < s->t->nargs; i++) {
+        const kf_arg *a = &s->t->args[i];
+        if (mag[i] && !(kf_dtype_is_float(a->type) && kf_task_mtol(s->t, a) > 0)) {
+            free(mag[i]);
+            mag[i] = NULL;
+        }
+    }
+    if (st) kf_sess_free_outputs(s->t, mag);
+    return st;
+}
+
+/* The reference's half of one shape: extents, three fresh input sets, the reference's
+ * outputs for them and, for a task with an mtol, its outputs on their absolute values
+ * (the magnitudes). Prepared while the candidate compiles. */
 typedef struct {
     int ready;
     int calls; /* 4, or 2 for a light shape */
     kf_extents ex;
     kf_inputs in[3];
     void *refo[3][KF_MAX_ARGS];
+    void *mag[3][KF_MAX_ARGS]; /* NULL where there is no magnitude term */
     size_t bytes;
 } shape_prep;
 
@@ -615,6 +674,7 @@ static void prep_free(const kf_task *t, shape_prep *pp) {
     for (int k = 0; k < 3; k++) {
         kf_data_free_inputs(t, &pp->in[k]);
         kf_sess_free_outputs(t, pp->refo[k]);
+        kf_sess_free_outputs(t, pp->mag[k]);
     }
     pp->ready = 0;
 }
@@ -639,14 +699,17 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
         s->prof[KF_PROF_REF_GEN] += kf__now_ns() - g0;
         kf_sess_place(s, &s->rng, &pp->ex, k == 0 || sh->light ? 0 : 1, &ref->lay);
         kf_status st = ref_call(s, ctx, ref, &pp->ex, &pp->in[k], &s->rng, pp->refo[k], txt);
+        if (!st) st = kf_sess_magnitude(s, ctx, ref, &pp->ex, &pp->in[k], &s->rng, pp->mag[k], txt);
         if (st) return st;
     }
+    int mags = kf_task_has_mtol(t);
     for (int i = 0; i < t->nargs; i++)
-        if (t->args[i].is_buffer) pp->bytes += pp->ex.bytes[i] * (t->args[i].io == KF_IO_INOUT ? 6 : 3);
+        if (t->args[i].is_buffer) pp->bytes += pp->ex.bytes[i] * (t->args[i].io == KF_IO_INOUT ? 6 + 3 * mags : 3);
     /* a degenerate task is refused, whatever the candidate does */
     if (sh->kind == KF_SHAPE_VISIBLE) {
         void **sets[3] = {pp->refo[0], pp->refo[1], pp->refo[2]};
-        char *why = kf_degenerate(t, &pp->ex, pp->in, sets, 3);
+        void **msets[3] = {pp->mag[0], pp->mag[1], pp->mag[2]};
+        char *why = kf_degenerate(t, &pp->ex, pp->in, sets, msets, 3);
         if (why) {
             kf_status st = kf__err(ctx, KF_ETASK,
                                    "%s: degenerate task at %s: %s; it cannot tell a correct "
@@ -706,14 +769,14 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
             memcpy(s->occ, cr.occ, sizeof s->occ);
             s->have_occ = 1;
         }
-        void **prev[2] = {NULL, NULL};
+        void **prev[2] = {NULL, NULL}, **prevmag[2] = {NULL, NULL};
         int nprev = 0;
         if (trial >= 1 && trial <= 2)
-            for (int k = 0; k < trial; k++) prev[nprev++] = pp->refo[k];
+            for (int k = 0; k < trial; k++) prevmag[nprev] = pp->mag[k], prev[nprev++] = pp->refo[k];
         uint64_t j0 = kf__now_ns();
         double call_abs = 0, call_rel = 0; /* this call's, so the plain call's is known */
-        int bad = kf_judge(s, cand, ex, &pp->in[set], &p, pp->refo[set], prev, nprev, sizes,
-                           when, &call_abs, &call_rel);
+        int bad = kf_judge_mag(s, cand, ex, &pp->in[set], &p, pp->refo[set], pp->mag[set], prev, prevmag,
+                               nprev, sizes, when, &call_abs, &call_rel);
         if (call_abs > max_abs) max_abs = call_abs;
         if (call_rel > max_rel) max_rel = call_rel;
         if (trial == 0) plain_abs = call_abs;

@@ -86,6 +86,12 @@ json_t *kf_sess_shape_json(const kf_task *t, const kf_shape *sh);
 int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
              const kf_poison *p, void **ref, void ***prev, int nprev, json_t *shape,
              const char *when, double *max_abs, double *max_rel);
+/* The same with magnitudes (kf_task_mtol): mag[i] is the reference's output on the
+ * absolute values of this call's inputs (kf_sess_magnitude), prevmag[k] the earlier
+ * calls'; either may be NULL (no magnitude term). */
+int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
+                 const kf_poison *p, void **ref, void **mag, void ***prev, void ***prevmag, int nprev,
+                 json_t *shape, const char *when, double *max_abs, double *max_rel);
 
 /* GPU host mode: CUPTI's counts of one call onto a shape's JSON (launches_per_call,
  * kernels, graph_launches, library_kernels; launch_count null without CUPTI). */
@@ -106,7 +112,14 @@ int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b);
  * reference on EVERY set? (One set can pass by chance at tiny shapes.) Returns a
  * description or NULL (caller frees). */
 char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void ***ref,
-                    int nsets);
+                    void ***mag, int nsets);
+/* For a task with an mtol (kf_task_has_mtol): the reference (side ref, at its current
+ * layout) on the absolute values of in's float inputs, its float outputs with an mtol
+ * into mag[i] (the magnitude M of what each element sums; the rest NULL). KF_OK with mag
+ * all NULL for other tasks; KF_ETASK when the reference fails. Free with
+ * kf_sess_free_outputs. */
+kf_status kf_sess_magnitude(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extents *ex,
+                            const kf_inputs *in, kf_rng *rng, void **mag, const char *shape_txt);
 
 kf_status kf_bench_timed(kf_sess *s, const char *vs_path);
 

@@ -19,10 +19,11 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
     if (kf_data_extents(t, sh, &ex, err, sizeof err))
         return kf__err(s->ctx, KF_ETASK, "%s: at %s: %s", t->dir, txt, err);
     kf_inputs in[3];
-    void *outs[4][KF_MAX_ARGS];
+    void *outs[4][KF_MAX_ARGS], *mag[3][KF_MAX_ARGS];
     kf_poison poison[4];
     memset(in, 0, sizeof in);
     memset(outs, 0, sizeof outs);
+    memset(mag, 0, sizeof mag);
     kf_status st = KF_OK;
     int problems = 0;
     /* three input sets, then the third again under new poison (determinism) */
@@ -56,6 +57,13 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
         }
         poison[trial] = p;
         if (kf_sess_take_outputs(s, ref, &ex, outs[trial])) st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+        /* the degeneracy test below judges under the check's own bound, magnitudes included */
+        if (!st && trial < 3 && (st = kf_sess_magnitude(s, s->ctx, ref, &ex, &in[set], &s->rng, mag[set], txt))) {
+            kf_result_reject(s->res, KF_REASON_CRASH, sizes, "the reference failed: %s", kf_errmsg(s->ctx));
+            st = KF_OK;
+            problems = 1;
+            break;
+        }
     }
     /* unwritten: the sentinel in both runs on the same inputs, each with its own (a
      * right answer can equal one sentinel, not two different ones) */
@@ -80,8 +88,8 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
                              "the reference gives different outputs for the same inputs");
             problems = 1;
         }
-        void **sets[3] = {outs[0], outs[1], outs[2]};
-        char *why = kf_degenerate(t, &ex, in, sets, 3);
+        void **sets[3] = {outs[0], outs[1], outs[2]}, **msets[3] = {mag[0], mag[1], mag[2]};
+        char *why = kf_degenerate(t, &ex, in, sets, msets, 3);
         if (why) {
             if (sh->kind == KF_SHAPE_VISIBLE) {
                 kf_result_reject(s->res, KF_REASON_DEGENERATE_TASK, sizes, "degenerate task: %s", why);
@@ -94,6 +102,7 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
     }
     json_object_set_new(o, "status", json_string(problems ? "failed" : "passed"));
     for (int k = 0; k < 4; k++) kf_sess_free_outputs(t, outs[k]);
+    for (int k = 0; k < 3; k++) kf_sess_free_outputs(t, mag[k]);
     for (int k = 0; k < 3; k++) kf_data_free_inputs(t, &in[k]);
     return st;
 }

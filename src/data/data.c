@@ -560,10 +560,28 @@ static int unwritten(const void *got, const void *want, const uint64_t *sentinel
            memcmp((const unsigned char *)want + (size_t)i * esz, sentinel, esz);
 }
 
+/* The comparison's terms: a bound atol + rtol*|ref| + mtol*M per element, M read from
+ * `mag` (the reference's output on the absolute values of its inputs; NULL: no M term),
+ * or bit for bit when `bits` (a float output under an exact tolerance). */
+typedef struct {
+    double rtol, atol, mtol;
+    const void *mag;
+    int bits;
+} cmp_tol;
+
+/* M at element i: finite and non-negative, or 0 (an overflowing magnitude run must not
+ * make the bound infinite; the |ref| term still holds). */
+static double mag_at(kf_dtype type, const void *mag, int64_t i) {
+    if (!mag) return 0;
+    double m = fabs(kf_data_get(type, mag, i));
+    return isfinite(m) ? m : 0;
+}
+
 /* The exact path over [lo, hi): double precision, every kind of failure counted. */
 static void cmp_exact(kf_dtype type, const void *got, const void *want, int64_t lo, int64_t hi,
-                      double rtol, double atol, const uint64_t *sentinel, kf_cmp *c) {
+                      const cmp_tol *tol, const uint64_t *sentinel, kf_cmp *c) {
     size_t esz = kf_dtype_size(type);
+    const double rtol = tol->rtol, atol = tol->atol;
     for (int64_t i = lo; i < hi; i++) {
         int kind = -1;
         double g, w;
@@ -592,9 +610,32 @@ static void cmp_exact(kf_dtype type, const void *got, const void *want, int64_t 
             }
         } else {
             g = kf_data_get(type, got, i), w = kf_data_get(type, want, i);
+            const unsigned char *gp = (const unsigned char *)got + (size_t)i * esz,
+                                *wp = (const unsigned char *)want + (size_t)i * esz;
             if (unwritten(got, want, sentinel, type, esz, i)) {
                 c->unwritten++;
                 kind = KF_CMP_UNWRITTEN;
+            } else if (tol->bits) {
+                /* an exact tolerance means the same bits: a copy or a permutation must not
+                 * turn -0.0 into +0.0 or change a NaN's payload (a red team's transpose
+                 * did, and "0 == -0" passed it) */
+                if (memcmp(gp, wp, esz)) {
+                    double d = fabs(g - w);
+                    if (isfinite(w) && !isfinite(g)) {
+                        c->nonfinite++;
+                        kind = KF_CMP_NONFINITE;
+                    } else {
+                        c->wrong++;
+                        kind = KF_CMP_WRONG;
+                        if (c->first[kind] < 0) {
+                            c->gbits = c->wbits = 0;
+                            memcpy(&c->gbits, gp, esz); /* little-endian: the low bytes */
+                            memcpy(&c->wbits, wp, esz);
+                        }
+                    }
+                    if (d == d && d > c->max_abs) c->max_abs = d;
+                    if (w != 0 && d == d && d / fabs(w) > c->max_rel) c->max_rel = d / fabs(w);
+                }
             } else if (isnan(w) || isinf(w)) {
                 if (isnan(w) ? !isnan(g) : g != w) {
                     c->wrong++;
@@ -607,7 +648,7 @@ static void cmp_exact(kf_dtype type, const void *got, const void *want, int64_t 
                 double d = fabs(g - w);
                 if (d > c->max_abs) c->max_abs = d;
                 if (w != 0 && d / fabs(w) > c->max_rel) c->max_rel = d / fabs(w);
-                if (d > atol + rtol * fabs(w)) {
+                if (d > atol + rtol * fabs(w) + tol->mtol * mag_at(type, tol->mag, i)) {
                     c->wrong++;
                     kind = KF_CMP_WRONG;
                 }
@@ -624,67 +665,93 @@ static void cmp_exact(kf_dtype type, const void *got, const void *want, int64_t 
 
 #define CMP_BLOCK 256
 
+/* Widen a block of 16-bit floats (exactly). */
+static void widen16(kf_dtype type, const uint16_t *h, float *f) {
+    if (type == KF_T_BF16) {
+        for (int k = 0; k < CMP_BLOCK; k++) {
+            uint32_t a = (uint32_t)h[k] << 16;
+            memcpy(&f[k], &a, 4);
+        }
+    } else {
+        for (int k = 0; k < CMP_BLOCK; k++) f[k] = f16_to_f32(h[k]);
+    }
+}
+
 /* Float blocks the compiler vectorises: a block is clean when every element is within
  * HALF the tolerance in float arithmetic (NaN and Inf fail the comparison) and none
  * holds the sentinel's bits. A block that is not clean takes the exact path; the next
  * block tries the fast one again. 16-bit types are widened first (exactly). */
 static void cmp_fast(kf_dtype type, const void *got, const void *want, int64_t lo, int64_t hi,
-                     double rtol, double atol, const uint64_t *sentinel, kf_cmp *c) {
-    const float ha = (float)(atol * 0.5), hr = (float)(rtol * 0.5);
-    float gw[CMP_BLOCK], ww[CMP_BLOCK];
+                     const cmp_tol *tol, const uint64_t *sentinel, kf_cmp *c) {
+    const float ha = (float)(tol->atol * 0.5), hr = (float)(tol->rtol * 0.5),
+                hm = tol->mag ? (float)(tol->mtol * 0.5) : 0.0f;
+    float gw[CMP_BLOCK], ww[CMP_BLOCK], mw[CMP_BLOCK];
+    static const float zeros[CMP_BLOCK];
     uint32_t sb = sentinel ? (uint32_t)*sentinel : 0x7fc00001u; /* f32: a NaN never seen */
     uint16_t sh = sentinel ? (uint16_t)*sentinel : 0;
     int has16 = sentinel != NULL;
     int64_t i = lo;
     for (; i + CMP_BLOCK <= hi; i += CMP_BLOCK) {
-        const float *g, *w;
+        const float *g, *w, *m = zeros;
         int bad = 0;
         if (type == KF_T_F32) {
             g = (const float *)got + i, w = (const float *)want + i;
+            if (tol->mag) m = (const float *)tol->mag + i;
             const uint32_t *gb = (const uint32_t *)got + i;
             for (int k = 0; k < CMP_BLOCK; k++) bad |= gb[k] == sb;
         } else {
             const uint16_t *g16 = (const uint16_t *)got + i, *w16 = (const uint16_t *)want + i;
             for (int k = 0; k < CMP_BLOCK; k++) bad |= has16 & (g16[k] == sh);
-            if (type == KF_T_BF16) {
-                for (int k = 0; k < CMP_BLOCK; k++) {
-                    uint32_t a = (uint32_t)g16[k] << 16, b = (uint32_t)w16[k] << 16;
-                    memcpy(&gw[k], &a, 4);
-                    memcpy(&ww[k], &b, 4);
-                }
-            } else {
-                for (int k = 0; k < CMP_BLOCK; k++) gw[k] = f16_to_f32(g16[k]), ww[k] = f16_to_f32(w16[k]);
-            }
+            widen16(type, g16, gw);
+            widen16(type, w16, ww);
+            if (tol->mag) widen16(type, (const uint16_t *)tol->mag + i, mw), m = mw;
             g = gw, w = ww;
         }
         float mabs = 0, mrel = 0;
         for (int k = 0; k < CMP_BLOCK; k++) {
-            float d = fabsf(g[k] - w[k]), aw = fabsf(w[k]);
+            float d = fabsf(g[k] - w[k]), aw = fabsf(w[k]), am = fabsf(m[k]);
             /* a non-finite reference or result always takes the exact path: with w = Inf,
-             * d = Inf and hr * aw = Inf, so "d <= ha + hr * aw" would hold for any g */
-            bad |= !(d <= ha + hr * aw) | !(aw <= FLT_MAX) | !(fabsf(g[k]) <= FLT_MAX);
+             * d = Inf and hr * aw = Inf, so "d <= ha + hr * aw" would hold for any g (and a
+             * non-finite magnitude too, which the exact path reads as 0) */
+            bad |= !(d <= ha + hr * aw + hm * am) | !(aw <= FLT_MAX) | !(fabsf(g[k]) <= FLT_MAX) |
+                   !(am <= FLT_MAX);
             mabs = d > mabs ? d : mabs;
             float rel = aw > 0 ? d / aw : 0.0f;
             mrel = rel > mrel ? rel : mrel;
         }
         if (bad) {
-            cmp_exact(type, got, want, i, i + CMP_BLOCK, rtol, atol, sentinel, c);
+            cmp_exact(type, got, want, i, i + CMP_BLOCK, tol, sentinel, c);
             continue;
         }
         if (mabs > c->max_abs) c->max_abs = mabs;
         if (mrel > c->max_rel) c->max_rel = mrel;
     }
-    cmp_exact(type, got, want, i, hi, rtol, atol, sentinel, c);
+    cmp_exact(type, got, want, i, hi, tol, sentinel, c);
+}
+
+/* Bit for bit: blocks with the same bytes are clean (an element equal to the reference
+ * is never "unwritten"); the others take the exact path. */
+static void cmp_bits(kf_dtype type, const void *got, const void *want, int64_t lo, int64_t hi,
+                     const cmp_tol *tol, const uint64_t *sentinel, kf_cmp *c) {
+    size_t esz = kf_dtype_size(type);
+    for (int64_t i = lo; i < hi; i += CMP_BLOCK) {
+        int64_t e = hi - i < CMP_BLOCK ? hi : i + CMP_BLOCK;
+        if (memcmp((const char *)got + (size_t)i * esz, (const char *)want + (size_t)i * esz,
+                   (size_t)(e - i) * esz))
+            cmp_exact(type, got, want, i, e, tol, sentinel, c);
+    }
 }
 
 static void cmp_range(kf_dtype type, const void *got, const void *want, int64_t lo, int64_t hi,
-                      double rtol, double atol, const uint64_t *sentinel, kf_cmp *c) {
+                      const cmp_tol *tol, const uint64_t *sentinel, kf_cmp *c) {
     /* half tolerances that are not finite floats: the fast test would mean nothing */
-    int sane = atol * 0.5 <= FLT_MAX && rtol * 0.5 <= FLT_MAX;
-    if (sane && (type == KF_T_F32 || type == KF_T_F16 || type == KF_T_BF16))
-        cmp_fast(type, got, want, lo, hi, rtol, atol, sentinel, c);
+    int sane = tol->atol * 0.5 <= FLT_MAX && tol->rtol * 0.5 <= FLT_MAX && tol->mtol * 0.5 <= FLT_MAX;
+    if (tol->bits)
+        cmp_bits(type, got, want, lo, hi, tol, sentinel, c);
+    else if (sane && (type == KF_T_F32 || type == KF_T_F16 || type == KF_T_BF16))
+        cmp_fast(type, got, want, lo, hi, tol, sentinel, c);
     else
-        cmp_exact(type, got, want, lo, hi, rtol, atol, sentinel, c);
+        cmp_exact(type, got, want, lo, hi, tol, sentinel, c);
 }
 
 static void cmp_init(kf_cmp *c, int64_t n) {
@@ -700,7 +767,7 @@ typedef struct {
     kf_dtype type;
     const void *got, *want;
     int64_t n;
-    double rtol, atol;
+    const cmp_tol *tol;
     const uint64_t *sentinel;
     kf_cmp *part;
 } cmp_job;
@@ -709,21 +776,25 @@ static void cmp_chunk(void *p, int64_t k) {
     cmp_job *j = p;
     int64_t lo = k * CMP_CHUNK, hi = lo + CMP_CHUNK < j->n ? lo + CMP_CHUNK : j->n;
     cmp_init(&j->part[k], j->n);
-    cmp_range(j->type, j->got, j->want, lo, hi, j->rtol, j->atol, j->sentinel, &j->part[k]);
+    cmp_range(j->type, j->got, j->want, lo, hi, j->tol, j->sentinel, &j->part[k]);
 }
 
-void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n, double rtol,
-                     double atol, const uint64_t *sentinel, kf_cmp *c) {
+void kf_data_compare_mag(kf_dtype type, const void *got, const void *want, const void *mag,
+                         int64_t n, double rtol, double atol, double mtol,
+                         const uint64_t *sentinel, kf_cmp *c) {
     cmp_init(c, n);
+    cmp_tol tol = {rtol, atol, mag ? mtol : 0, mtol > 0 ? mag : NULL, 0};
+    tol.bits = kf_dtype_is_float(type) && rtol == 0 && atol == 0 && tol.mtol == 0;
+    c->bitwise = tol.bits;
     int64_t nc = (n + CMP_CHUNK - 1) / CMP_CHUNK;
     kf_cmp *part = nc > 1 && kf__nthreads() > 1 ? malloc((size_t)nc * sizeof *part) : NULL;
     if (!part) {
-        cmp_range(type, got, want, 0, n, rtol, atol, sentinel, c);
+        cmp_range(type, got, want, 0, n, &tol, sentinel, c);
         return;
     }
     /* large buffers in chunks on several threads; merged in index order, so the result
      * is the one a single pass gives */
-    cmp_job j = {type, got, want, n, rtol, atol, sentinel, part};
+    cmp_job j = {type, got, want, n, &tol, sentinel, part};
     kf__parallel(nc, cmp_chunk, &j);
     for (int64_t k = 0; k < nc; k++) {
         const kf_cmp *q = &part[k];
@@ -737,15 +808,20 @@ void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n
                 c->first[kind] = q->first[kind];
                 c->got[kind] = q->got[kind];
                 c->want[kind] = q->want[kind];
-                if (kind == KF_CMP_WRONG) c->igot = q->igot, c->iwant = q->iwant;
+                if (kind == KF_CMP_WRONG) c->igot = q->igot, c->iwant = q->iwant, c->gbits = q->gbits, c->wbits = q->wbits;
             }
         if (c->first_bad < 0) c->first_bad = q->first_bad;
     }
     free(part);
 }
 
-int kf_data_same(kf_dtype type, const void *a, const void *b, int64_t n, int exact,
-                 double rtol, double atol) {
+void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n, double rtol,
+                     double atol, const uint64_t *sentinel, kf_cmp *c) {
+    kf_data_compare_mag(type, got, want, NULL, n, rtol, atol, 0, sentinel, c);
+}
+
+int kf_data_same_mag(kf_dtype type, const void *a, const void *b, const void *mag, int64_t n,
+                     int exact, double rtol, double atol, double mtol) {
     if (exact) return !memcmp(a, b, (size_t)n * kf_dtype_size(type));
     /* stop at the first failing block: most callers ask about trivial outputs that fail
      * at once (degenerate-task and stale checks) */
@@ -753,8 +829,33 @@ int kf_data_same(kf_dtype type, const void *a, const void *b, int64_t n, int exa
         int64_t m = n - i < 4096 ? n - i : 4096;
         size_t off = (size_t)i * kf_dtype_size(type);
         kf_cmp c;
-        kf_data_compare(type, (const char *)a + off, (const char *)b + off, m, rtol, atol, NULL, &c);
+        kf_data_compare_mag(type, (const char *)a + off, (const char *)b + off,
+                            mag ? (const char *)mag + off : NULL, m, rtol, atol, mtol, NULL, &c);
         if (c.first_bad >= 0) return 0;
     }
     return 1;
+}
+
+int kf_data_same(kf_dtype type, const void *a, const void *b, int64_t n, int exact,
+                 double rtol, double atol) {
+    return kf_data_same_mag(type, a, b, NULL, n, exact, rtol, atol, 0);
+}
+
+int kf_data_abs_inputs(const kf_task *t, const kf_extents *ex, const kf_inputs *in, kf_inputs *out) {
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        if (!a->is_buffer || a->io == KF_IO_OUT || !in->buf[i]) continue;
+        if (!(out->buf[i] = malloc(ex->bytes[i] ? ex->bytes[i] : 1))) {
+            kf_data_free_inputs(t, out);
+            return -1;
+        }
+        memcpy(out->buf[i], in->buf[i], ex->bytes[i]);
+        if (!kf_dtype_is_float(a->type)) continue; /* integers (indices) as they are */
+        /* |x| by clearing the sign bit: exact for every value, NaN and -0.0 included */
+        unsigned char *p = out->buf[i];
+        size_t es = kf_dtype_size(a->type);
+        for (int64_t k = 0; k < ex->count[i]; k++) p[(size_t)k * es + es - 1] &= 0x7f;
+    }
+    return 0;
 }

@@ -97,13 +97,28 @@ typedef struct {
     int64_t first[3];      /* first index per kind (KF_CMP_*), -1 if none */
     double got[3], want[3];/* values there */
     int64_t igot, iwant;   /* exact values at first[KF_CMP_WRONG] for integer types */
+    int bitwise;           /* a float output under an exact tolerance: compared bit for bit */
+    uint64_t gbits, wbits; /* bitwise: the element's bits at first[KF_CMP_WRONG] */
     double max_abs, max_rel;
 } kf_cmp;
 void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n, double rtol,
                      double atol, const uint64_t *sentinel, kf_cmp *c);
+/* The same with the magnitude term: an element passes when |got - want| <= atol +
+ * rtol*|want| + mtol*|mag| (mag NULL or mtol 0: no such term; a non-finite mag counts
+ * as 0). A float buffer under an exact tolerance (rtol = atol = mtol = 0) is compared
+ * bit for bit: the sign of zero and NaN payloads must match (c->bitwise). */
+void kf_data_compare_mag(kf_dtype type, const void *got, const void *want, const void *mag,
+                         int64_t n, double rtol, double atol, double mtol,
+                         const uint64_t *sentinel, kf_cmp *c);
 /* Same bytes, or (exact == 0) within tolerance everywhere? */
 int kf_data_same(kf_dtype type, const void *a, const void *b, int64_t n, int exact,
                  double rtol, double atol);
+int kf_data_same_mag(kf_dtype type, const void *a, const void *b, const void *mag, int64_t n,
+                     int exact, double rtol, double atol, double mtol);
+/* The inputs of a magnitude run: copies of in's buffers with every float element's sign
+ * cleared (|x|, exactly), integer ones unchanged. 0, or -1 out of memory. Free with
+ * kf_data_free_inputs. */
+int kf_data_abs_inputs(const kf_task *t, const kf_extents *ex, const kf_inputs *in, kf_inputs *out);
 double kf_data_get(kf_dtype type, const void *p, int64_t i);
 /* memcpy, in chunks on several threads when large. */
 void kf_data_copy(void *dst, const void *src, size_t bytes);

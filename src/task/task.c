@@ -56,6 +56,19 @@ void kf_task_tolerance(const kf_task *t, const kf_arg *a, double *rtol, double *
     }
 }
 
+double kf_task_mtol(const kf_task *t, const kf_arg *a) {
+    if (a->has_tol) return a->mtol;
+    return t->has_tol ? t->mtol : 0;
+}
+
+int kf_task_has_mtol(const kf_task *t) {
+    for (int i = 0; i < t->nargs; i++)
+        if (t->args[i].is_buffer && t->args[i].io != KF_IO_IN && kf_dtype_is_float(t->args[i].type) &&
+            kf_task_mtol(t, &t->args[i]) > 0)
+            return 1;
+    return 0;
+}
+
 typedef struct {
     kf_ctx *ctx;
     const char *file;
@@ -207,18 +220,25 @@ static kf_status parse_init(lctx *l, json_t *v, const char *where, kf_arg *a) {
     return KF_OK;
 }
 
-static kf_status parse_tol(lctx *l, json_t *tol, const char *where, double *rtol, double *atol) {
-    static const char *const kt[] = {"rtol", "atol", 0};
+/* {"rtol": r, "atol": a} and optionally "mtol": m, the tolerance relative to the
+ * magnitude of what was summed (docs/tasks.md "Tolerance") */
+static kf_status parse_tol(lctx *l, json_t *tol, const char *where, double *rtol, double *atol,
+                           double *mtol) {
+    static const char *const kt[] = {"rtol", "atol", "mtol", 0};
     kf_status st;
     if (!json_is_object(tol)) return bad(l, "%s: expected {\"rtol\": r, \"atol\": a}", where);
     if ((st = only_keys(l, tol, where, kt))) return st;
-    json_t *r = json_object_get(tol, "rtol"), *a = json_object_get(tol, "atol");
+    json_t *r = json_object_get(tol, "rtol"), *a = json_object_get(tol, "atol"),
+           *m = json_object_get(tol, "mtol");
     if (!json_is_number(r) || !json_is_number(a))
         return bad(l, "%s: rtol and atol are both required numbers", where);
+    if (m && !json_is_number(m)) return bad(l, "%s.mtol: expected a number", where);
     *rtol = json_number_value(r);
     *atol = json_number_value(a);
+    *mtol = m ? json_number_value(m) : 0;
     if (!(*rtol >= 0) || !(*atol >= 0) || !isfinite(*rtol) || !isfinite(*atol))
         return bad(l, "%s: rtol and atol must be finite and >= 0", where);
+    if (!(*mtol >= 0) || !isfinite(*mtol)) return bad(l, "%s.mtol: must be finite and >= 0", where);
     return KF_OK;
 }
 
@@ -280,7 +300,7 @@ static kf_status parse_arg(lctx *l, kf_task *t, json_t *v, int i, kf_arg *a) {
             if (a->io == KF_IO_IN) return bad(l, "%s.tolerance: an in buffer is not compared", where);
             char w[96];
             snprintf(w, sizeof w, "%s.tolerance", where);
-            if ((st = parse_tol(l, tol, w, &a->rtol, &a->atol))) return st;
+            if ((st = parse_tol(l, tol, w, &a->rtol, &a->atol, &a->mtol))) return st;
             a->has_tol = 1;
         }
     } else {
@@ -418,7 +438,7 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
 
     json_t *tol = json_object_get(root, "tolerance");
     if (tol) {
-        if ((st = parse_tol(l, tol, "tolerance", &t->rtol, &t->atol))) return st;
+        if ((st = parse_tol(l, tol, "tolerance", &t->rtol, &t->atol, &t->mtol))) return st;
         t->has_tol = 1;
     }
 

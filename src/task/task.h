@@ -31,7 +31,7 @@ typedef struct {
     kf_io io;
     kf_init init;
     int has_tol;         /* the buffer's own tolerance (outputs), over the task's */
-    double rtol, atol;
+    double rtol, atol, mtol;
     /* scalar */
     kf_expr *value_expr; /* NULL: value_num */
     double value_num;
@@ -59,7 +59,7 @@ struct kf_task {
     int nargs;
     kf_arg *args;
     int has_tol;
-    double rtol, atol;
+    double rtol, atol, mtol; /* mtol: relative to the magnitude of what was summed */
     int nshapes;
     kf_shape *shapes;
     int hidden_count;
@@ -77,6 +77,12 @@ struct kf_task {
 
 /* Tolerance for an output: its own, else the task's, else its type's default. */
 void kf_task_tolerance(const kf_task *t, const kf_arg *a, double *rtol, double *atol);
+/* The output's tolerance relative to the magnitude M of what was summed (its own, else
+ * the task's; 0 when none): an element passes when |out - ref| <= atol + rtol*|ref| +
+ * mtol*M, M being the reference's output on the absolute values of its float inputs. */
+double kf_task_mtol(const kf_task *t, const kf_arg *a);
+/* 1 when some float output has mtol > 0: the reference makes a magnitude run per input set. */
+int kf_task_has_mtol(const kf_task *t);
 
 /* Evaluate every buffer's element count and every scalar's value at shape s.
  * counts[i] for buffers, ivals/fvals[i] for scalars. 0, or -1 with err. */
