@@ -574,6 +574,64 @@ static void t_inputs_fresh(const void *arg) {
 
 /* Uniform inputs never leave [lo, hi], in any variant (a kernel may rely on its
  * domain); normal inputs do get spikes. */
+/* The flavours: an offset moves a normal input's mean into its class's band of standard
+ * deviations (either sign) and leaves bounded inputs alone; mixed scales give each row and
+ * column its own power of two (rows far apart in size, every element a power-of-two
+ * multiple of a plain draw's spread); neither touches a uniform input. */
+static void t_inputs_flavours(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/rmsnorm"); /* x normal(0,3), w uniform(0.5,1.5) */
+    kf_shape sh = {(int64_t[]){64, 1000}, KF_SHAPE_VISIBLE, 0};
+    kf_extents ex;
+    char err[256];
+    CHECK(kf_data_extents(t, &sh, &ex, err, sizeof err) == 0);
+    kf_rng r;
+    kf_rng_seed_secret(&r);
+    int signs[2] = {0, 0};
+    for (int cls = 0; cls < 4; cls++)
+        for (int rep = 0; rep < 8; rep++) {
+            kf_inputs in;
+            CHECK(kf_data_gen_inputs(t, &ex, &r, 0 | KF_DATA_OFFSET | KF_DATA_CLASS(cls), &in) == 0);
+            const float *x = in.buf[0], *w = in.buf[1];
+            double sum = 0, sq = 0;
+            for (int k = 0; k < 64000; k++) sum += x[k];
+            double mean = sum / 64000;
+            for (int k = 0; k < 64000; k++) sq += (x[k] - mean) * (x[k] - mean);
+            double sd = sqrt(sq / 64000), m = fabs(mean) / 3;
+            CHECKF(fabs(sd - 3) < 0.1, "class %d: std %g", cls, sd);
+            CHECKF(m >= ldexp(1, 3 + cls) * 0.99 && m <= ldexp(1, 4 + cls) * 1.01, "class %d: mean %g std", cls, m);
+            signs[mean > 0]++;
+            for (int k = 0; k < 1000; k++) CHECKF(w[k] >= 0.5f && w[k] <= 1.5f, "w = %g", w[k]);
+            kf_data_free_inputs(t, &in);
+        }
+    CHECK(signs[0] > 0 && signs[1] > 0);
+    for (int rep = 0; rep < 8; rep++) {
+        kf_inputs in;
+        CHECK(kf_data_gen_inputs(t, &ex, &r, 2 | KF_DATA_MIXED, &in) == 0);
+        const float *x = in.buf[0], *w = in.buf[1];
+        double lo = INFINITY, hi = 0;
+        for (int row = 0; row < 64; row++) {
+            double ss = 0;
+            for (int c = 0; c < 1000; c++) ss += (double)x[row * 1000 + c] * x[row * 1000 + c];
+            if (ss > 0) lo = fmin(lo, ss), hi = fmax(hi, ss);
+        }
+        CHECKF(hi / lo > 256, "row energies within %g of each other", hi / lo); /* 2^4 in scale */
+        double cmax = 0, cmin = INFINITY; /* per column: the largest |x| down the column */
+        for (int c = 0; c < 1000; c++) {
+            double m = 0;
+            for (int row = 0; row < 64; row++) m = fmax(m, fabs(x[row * 1000 + c]));
+            if (m > 0) cmin = fmin(cmin, m), cmax = fmax(cmax, m);
+        }
+        CHECKF(cmax / cmin > 64, "column maxima within %g of each other", cmax / cmin);
+        for (int k = 0; k < 1000; k++) CHECKF(w[k] >= 0.5f && w[k] <= 1.5f, "w = %g", w[k]);
+        kf_data_free_inputs(t, &in);
+    }
+    kf_rng_free(&r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 static void t_inputs_bounds(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
@@ -626,6 +684,7 @@ static void t_inputs_bounds(const void *arg) {
 
 void kft_register_unit(void) {
     kft_add("unit/inputs_bounds", t_inputs_bounds, NULL, 10);
+    kft_add("unit/inputs_flavours", t_inputs_flavours, NULL, 20);
     kft_add("unit/expr_values", t_expr_values, NULL, 10);
     kft_add("unit/expr_errors", t_expr_errors, NULL, 10);
     kft_add("unit/rng", t_rng, NULL, 10);

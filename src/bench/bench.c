@@ -142,7 +142,11 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
          * both sides on the same inputs: every timed output is verified, so the code that
          * is timed must be right on each kind, not only on the plain distribution (a red
          * team's candidate ran a shortcut wrong for large values only while timed) */
-        if (kf_data_gen_inputs(t, &ex, &s->rng, r % 3, &in)) {
+        /* and the flavours over them (none, offset, mixed scales; the offset's classes in
+         * turn): every nine rounds hold every pair */
+        static const int flav[3] = {0, KF_DATA_OFFSET, KF_DATA_MIXED};
+        int variant = r % 3 | flav[(r / 3) % 3] | KF_DATA_CLASS((r / 9) % 4);
+        if (kf_data_gen_inputs(t, &ex, &s->rng, variant, &in)) {
             st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
             break;
         }

@@ -679,7 +679,28 @@ static void prep_free(const kf_task *t, shape_prep *pp) {
     pp->ready = 0;
 }
 
-static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shape *sh, shape_prep *pp) {
+/* The flags (KF_DATA_OFFSET, KF_DATA_MIXED, an offset class) over the second and third
+ * input sets of shape i of a check (the maximum shape's two sets): the flavours none,
+ * offset, mixed cycle over the shapes, T1 one step ahead of T2, from a rotation drawn per
+ * check, so that three consecutive shapes hold every flavour in both calls and all but
+ * every third shape an offset and mixed scales. The offset's class (its magnitude) is the
+ * largest, 64 to 128 standard deviations, at every other shape with an offset, and the
+ * three smaller ones in turn between them: a check of three shapes or more meets the
+ * largest, where a one-pass float variance fails whatever was drawn (at 64 std it loses
+ * 4096 times float's rounding), and one of seven offset shapes or more every class. */
+static void shape_flags(int rot, int i, int *f1, int *f2) {
+    static const int fl[3] = {0, KF_DATA_OFFSET, KF_DATA_MIXED};
+    int a = (i + rot) % 3, b = (a + 1) % 3, k = 0;
+    for (int j = 0; j < i; j++) k += (j + rot) % 3 != 2; /* shapes with an offset call */
+    int cls = KF_DATA_CLASS(k % 2 == 0 ? 3 : (k / 2 + rot) % 3);
+    *f1 = fl[a] | (a == 1 ? cls : 0);
+    *f2 = fl[b] | (b == 1 ? cls : 0);
+}
+
+static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shape *sh, int rot, int idx,
+                            shape_prep *pp) {
+    int flags[3] = {0, 0, 0};
+    shape_flags(rot, idx, &flags[1], &flags[2]);
     const kf_task *t = s->t;
     char err[512], txt[512];
     kf_shape_format(t, sh, txt, sizeof txt);
@@ -694,7 +715,8 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
          * at the largest sizes, kernels wrong only above some size AND for some values
          * (one clamping large values; a float accumulator losing the small values after
          * large ones) passed a single call on the plain distribution */
-        if (kf_data_gen_inputs(t, &pp->ex, &s->rng, sh->light ? (k ? 3 : 1) : k, &pp->in[k]))
+        int variant = (sh->light ? (k ? 3 : 1) : k) | flags[sh->light ? k + 1 : k];
+        if (kf_data_gen_inputs(t, &pp->ex, &s->rng, variant, &pp->in[k]))
             return kf__err(ctx, KF_ENOMEM, "out of memory generating inputs");
         s->prof[KF_PROF_REF_GEN] += kf__now_ns() - g0;
         kf_sess_place(s, &s->rng, &pp->ex, k == 0 || sh->light ? 0 : 1, &ref->lay);
@@ -844,6 +866,7 @@ typedef struct {
     size_t arena;         /* the reference worker's arena */
     size_t budget;        /* bytes of reference data prepared ahead at most */
     int threaded;         /* ref_main runs in its own thread */
+    int vrot;             /* the input flavours' rotation (shape_flags) */
     kf_ctx ctx;           /* the thread's errors */
     kf_status st;
     pthread_mutex_t mu;
@@ -873,7 +896,7 @@ static void *ref_main(void *arg) {
         pthread_mutex_unlock(&j->mu);
         if (stop) break;
         uint64_t p0 = kf__now_ns();
-        st = prep_shape(s, &j->ctx, j->ref, &j->L->all[i], &j->prep[i]);
+        st = prep_shape(s, &j->ctx, j->ref, &j->L->all[i], j->vrot, i, &j->prep[i]);
         kept += j->prep[i].bytes;
         if (s->o->verbose) { /* a hidden shape is named by its kind and index: its sizes
                               * are not printed before the verdict (docs/checker.md) */
@@ -1058,6 +1081,7 @@ static kf_status run_check(kf_sess *s) {
     const char *pb = getenv("KFORGE_PREP_BUDGET"); /* tests: bytes */
     job.budget = pb && *pb ? (size_t)strtoull(pb, NULL, 10) : PREP_BUDGET;
     job.s = s;
+    job.vrot = (int)kf_rng_range(&s->rng, 0, 2); /* before the thread owns s->rng */
     job.ref = &ref;
     job.L = &L;
     job.prep = prep;
@@ -1126,7 +1150,7 @@ static kf_status run_check(kf_sess *s) {
         if (!ref_wait(&job, i)) {
             if (job.st) break; /* the reference failed: reported below, after the join */
             /* past the budget: the thread has stopped, this thread prepares the rest */
-            if ((st = prep_shape(s, s->ctx, &ref, &L.all[i], &prep[i]))) break;
+            if ((st = prep_shape(s, s->ctx, &ref, &L.all[i], job.vrot, i, &prep[i]))) break;
         }
         if (s->o->verbose) { /* hidden and edge sizes only in the verdict */
             char txt[256];

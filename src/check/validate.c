@@ -29,7 +29,10 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
     /* three input sets, then the third again under new poison (determinism) */
     for (int trial = 0; trial < 4 && !st; trial++) {
         int set = trial < 3 ? trial : 2;
-        if (trial < 3 && kf_data_gen_inputs(t, &ex, &s->rng, trial, &in[set])) {
+        /* the check's kinds: plain, spiked with offsets (the largest class), rescaled with
+         * mixed scales: a reference that fails on any of them fails here */
+        static const int flags[3] = {0, KF_DATA_OFFSET | KF_DATA_CLASS(3), KF_DATA_MIXED};
+        if (trial < 3 && kf_data_gen_inputs(t, &ex, &s->rng, trial | flags[trial], &in[set])) {
             st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
             break;
         }

@@ -221,11 +221,66 @@ static int gen_buffer(const kf_arg *a, const kf_init *d, void *buf, int64_t n, k
     return j.failed ? -1 : 0;
 }
 
+/* Mixed scales: element (r, c) of a buffer with rows times a power of two per row and
+ * one per column, 2^(er[r] + ec[c]), each exponent in [-MIX_EXP, MIX_EXP]; a 1-D buffer
+ * (or one row) in blocks of 2^j elements, j in [0, 12], one exponent per block in
+ * [-2 MIX_EXP, 2 MIX_EXP]. Powers of two: exact, the values' mantissas stay as drawn. */
+#define MIX_EXP 6
+
+typedef struct {
+    int64_t cols, block;   /* 2-D: the last dimension; 1-D: the block length (cols 0) */
+    int8_t *er, *ec;       /* per row (or block), per column */
+} mix_plan;
+
+static int mix_exp(const mix_plan *m, int64_t k) {
+    return m->cols ? m->er[k / m->cols] + m->ec[k % m->cols] : m->er[k / m->block];
+}
+
+static int mix_make(const kf_arg *a, const kf_extents *ex, int i, kf_rng *rng, mix_plan *m) {
+    int64_t n = ex->count[i], cols = a->ndim >= 2 ? ex->dims[i][a->ndim - 1] : 0;
+    memset(m, 0, sizeof *m);
+    if (cols > 0 && n / cols >= 2) {
+        int64_t rows = n / cols;
+        m->cols = cols;
+        m->er = malloc((size_t)rows);
+        m->ec = malloc((size_t)cols);
+        if (!m->er || !m->ec) return -1;
+        for (int64_t r = 0; r < rows; r++) m->er[r] = (int8_t)kf_rng_range(rng, -MIX_EXP, MIX_EXP);
+        for (int64_t c = 0; c < cols; c++) m->ec[c] = (int8_t)kf_rng_range(rng, -MIX_EXP, MIX_EXP);
+    } else {
+        m->block = (int64_t)1 << kf_rng_range(rng, 0, 12);
+        int64_t nb = n / m->block + 1;
+        if (!(m->er = malloc((size_t)nb))) return -1;
+        for (int64_t b = 0; b < nb; b++) m->er[b] = (int8_t)kf_rng_range(rng, -2 * MIX_EXP, 2 * MIX_EXP);
+    }
+    return 0;
+}
+
+static void mix_apply(const kf_arg *a, const mix_plan *m, void *buf, int64_t n) {
+    float f[4 * MIX_EXP + 1];
+    for (int e = -2 * MIX_EXP; e <= 2 * MIX_EXP; e++) f[e + 2 * MIX_EXP] = ldexpf(1.0f, e);
+    if (a->type == KF_T_F32) {
+        float *x = buf;
+        for (int64_t k = 0; k < n; k++) x[k] *= f[mix_exp(m, k) + 2 * MIX_EXP];
+    } else {
+        for (int64_t k = 0; k < n; k++) put(a->type, buf, k, ldexp(kf_data_get(a->type, buf, k), mix_exp(m, k)));
+    }
+}
+
+static void mix_free(mix_plan *m) {
+    free(m->er);
+    free(m->ec);
+    m->er = m->ec = NULL;
+}
+
 int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant,
                        kf_inputs *in) {
     memset(in, 0, sizeof *in);
     double scale = 1.0, tiny = 1.0;
     int tiny_arg = -1;
+    const int offset = variant & KF_DATA_OFFSET, mixed = variant & KF_DATA_MIXED;
+    const int offset_class = (variant >> KF_DATA_CLASS_SHIFT) & 3;
+    variant &= KF_DATA_BASE;
     /* variant 2 rescales normal inputs by 2^k, k in [-2, 2]. Half the time (variant 3:
      * always) ONE normal input, drawn at random, is scaled by 2^k, k in [-12, -3] (variant
      * 3: [-12, -6]) instead: values so small that an epsilon matters (a red team's rmsnorm
@@ -260,6 +315,16 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
          * half the time a narrow one ((hi - lo) / 2^j, j in [4, 24]: nearly constant
          * values, where a float accumulator's rounding no longer averages out; a red
          * team's 32-lane float sum was 104 off at constant 0.3 and passed every check). */
+        /* Offsets (normal in buffers): the mean moved by 8 to 128 standard deviations,
+         * sign at random, in four classes of magnitude ([8, 16), [16, 32), [32, 64),
+         * [64, 128) std) the checker cycles through a check: real activations are not
+         * centred, and a one-pass float variance E[x^2] - E[x]^2 loses (mean/std)^2 times
+         * the rounding; for softmax it is a row shift. Not inout buffers: a state carried
+         * between steps keeps its declared centre. */
+        if (offset && d.dist == KF_DIST_NORMAL && a->io == KF_IO_IN) {
+            double m = ldexp(1.0 + kf_rng_uniform(rng), 3 + offset_class);
+            d.a += (kf_rng_next(rng) & 1 ? m : -m) * d.b;
+        }
         if (d.dist == KF_DIST_NORMAL) {
             d.a *= i == tiny_arg ? tiny : scale;
             d.b *= i == tiny_arg ? tiny : scale;
@@ -307,6 +372,21 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
             kf_data_free_inputs(t, in);
             return -1;
         }
+        /* Mixed scales (normal in buffers): a power of two per row and per column, so
+         * rows and columns of very different sizes meet in one call (per-tensor scaling,
+         * a quantised GEMM, an accumulator that loses the small rows after the large ones;
+         * and values past exp's range in some rows, which a softmax without the max
+         * subtraction overflows on, in double too) */
+        mix_plan mp = {0, 0, NULL, NULL};
+        int mix = mixed && d.dist == KF_DIST_NORMAL && a->io == KF_IO_IN && ex->count[i] > 0;
+        if (mix) {
+            if (mix_make(a, ex, i, rng, &mp)) {
+                mix_free(&mp);
+                kf_data_free_inputs(t, in);
+                return -1;
+            }
+            mix_apply(a, &mp, in->buf[i], ex->count[i]);
+        }
         if (variant == 1 && ex->count[i] > 0) {
             /* spikes, so that one element dominates sums and maxima and subsampling or
              * skipped elements show: normal inputs x32; uniform and int ones at lo or hi
@@ -325,8 +405,10 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
                 } else {
                     double cur = kf_data_get(a->type, in->buf[i], k);
                     /* a position drawn twice is spiked once: x32 twice (x1024) made the
-                     * largest shapes' errors grow with their spike count, not the code */
-                    if (d.dist == KF_DIST_NORMAL && fabs(cur - d.a) > 8.0 * d.b) continue;
+                     * largest shapes' errors grow with their spike count, not the code
+                     * (under mixed scales, in the element's own scale) */
+                    double own = mix ? ldexp(cur, -mix_exp(&mp, k)) : cur;
+                    if (d.dist == KF_DIST_NORMAL && fabs(own - d.a) > 8.0 * d.b) continue;
                     double v = d.dist == KF_DIST_NORMAL ? cur * 32.0 : hi ? d.b : d.a;
                     put(a->type, in->buf[i], k, v);
                 }
@@ -360,6 +442,7 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
             for (int k2 = 0; k2 < 3 && ex->count[i] >= 8; k2++)
                 put(a->type, in->buf[i], kf_rng_range(rng, 0, ex->count[i] - 1), 0.0);
         }
+        mix_free(&mp);
     }
     return 0;
 }

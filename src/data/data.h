@@ -57,6 +57,16 @@ typedef struct {
  * inputs never leave [lo, hi]. */
 int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant,
                        kf_inputs *in);
+/* Flags over a variant (0-3), for normal `in` buffers only: KF_DATA_OFFSET moves the mean
+ * by 2^(3 + class) to 2^(4 + class) standard deviations, random sign (class 0-3 in
+ * KF_DATA_CLASS(c): [8, 16), [16, 32), [32, 64), [64, 128)); KF_DATA_MIXED multiplies
+ * each row and each column (a 1-D buffer: each block) by its own power of two,
+ * 2^-12..2^12 in all. */
+#define KF_DATA_BASE 0x0f
+#define KF_DATA_OFFSET 0x10
+#define KF_DATA_MIXED 0x20
+#define KF_DATA_CLASS_SHIFT 8
+#define KF_DATA_CLASS(c) ((c) << KF_DATA_CLASS_SHIFT)
 void kf_data_free_inputs(const kf_task *t, kf_inputs *in);
 
 /* Per-call poison: a sentinel bit pattern per output buffer and the guard bytes. */
