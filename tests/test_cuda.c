@@ -234,6 +234,110 @@ static void t_deferred_worker(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* A stand-in GPU worker for one fake-artifact kernel, its events 1 us apart (the
+ * coordinator then accepts the calls against its own clock). */
+static kf_worker *fake_worker(kf_ctx *ctx, const char *dir, const char *settings) {
+    char lib[256], envf[256];
+    snprintf(lib, sizeof lib, "%s/libcuda.so.1", dir);
+    snprintf(envf, sizeof envf, "%s/fakecuda.env", dir);
+    CHECK(symlink(kft_bin("libkft_fakecuda.so"), lib) == 0 || errno == EEXIST);
+    FILE *f = fopen(envf, "w");
+    CHECK(f && fprintf(f, "FAKECUDA_MS=0.001\n%s", settings) > 0 && fclose(f) == 0);
+    /* the worker drops to a user of its own: it must read the settings and write the logs */
+    CHECK(chmod(dir, 0755) == 0 && chmod(envf, 0644) == 0);
+    setenv("KFORGE_LIBCUDA", lib, 1);
+    char art[256];
+    snprintf(art, sizeof art, "%s/k.kfc", dir);
+    CHECK(fake_artifact(art) == 0);
+    kf_worker_opts wo = {10, 1ull << 30, 30, 0, NULL, 1, NULL, 0};
+    kf_call_result fail;
+    kf_worker *w = NULL;
+    CHECKF(kf_worker_spawn(ctx, art, 1 << 20, &wo, &w, &fail) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECKF(w, "did not load: %s", fail.msg);
+    return w;
+}
+
+static void one_launch(kf_msg_run *m, uint32_t smem, uint32_t flags) {
+    memset(m, 0, sizeof *m);
+    m->nlaunch = 1;
+    for (int d = 0; d < 6; d++) m->dims[0][d] = 1;
+    m->dims[0][6] = smem;
+    m->span_hi = 4096;
+    m->flags = flags;
+}
+
+/* Dynamic shared memory above 48 KiB: the worker raises the kernel's limit to the
+ * launch's smem before launching (the stand-in driver, like the real one, refuses the
+ * launch otherwise), once per size; at or under 48 KiB it leaves the default. */
+static void t_big_smem(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-smem-XXXXXX", logp[256];
+    CHECK(mkdtemp(dir));
+    snprintf(logp, sizeof logp, "%s/launches", dir);
+    FILE *lf = fopen(logp, "w");
+    CHECK(lf && fclose(lf) == 0 && chmod(logp, 0666) == 0);
+    char set[300];
+    snprintf(set, sizeof set, "FAKECUDA_LAUNCH_LOG=%s\n", logp);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_worker *w = fake_worker(ctx, dir, set);
+    static const uint32_t sizes[] = {1024, 48 << 10, 64 << 10, 64 << 10, 200 << 10};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        kf_msg_run m;
+        one_launch(&m, sizes[i], i == 3 ? KF_RUN_FLUSH_L2 : 0);
+        kf_call_result r;
+        kf_worker_call(w, &m, 10, &r);
+        CHECKF(r.st == KF_CALL_OK, "smem %u: %s: %s", sizes[i], kf_reason_name(r.reason), r.msg);
+    }
+    kf_worker_close(w);
+    char *log = NULL;
+    size_t n = 0;
+    CHECK(kf__read_file(logp, 1 << 20, &log, &n) == 0);
+    CHECKF(!strcmp(log, "launch 1024 49152\nlaunch 49152 49152\nlaunch 65536 65536\nlaunch 65536 65536\n"
+                        "launch 204800 204800\n"), "%s", log);
+    free(log);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
+/* Before a timed span the worker waits for the device to be idle (no other process's
+ * work: the stand-in driver makes every probe wait 300 us while a file exists), and
+ * says how long it waited, or that the device stayed busy past its budget. Untimed
+ * calls do not probe. */
+static void t_idle_probe(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-idle-XXXXXX", busy[256];
+    CHECK(mkdtemp(dir));
+    snprintf(busy, sizeof busy, "%s/busy", dir);
+    char set[300];
+    snprintf(set, sizeof set, "FAKECUDA_BUSY_FILE=%s\n", busy);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_worker *w = fake_worker(ctx, dir, set);
+    kf_msg_run m;
+    kf_call_result r;
+    one_launch(&m, 0, KF_RUN_FLUSH_L2);
+    kf_worker_call(w, &m, 10, &r);
+    CHECKF(r.st == KF_CALL_OK && !(r.gpu_flags & KF_DONE_GPU_BUSY) && r.idle_wait_ns < 2000000,
+           "idle: %s, flags %u, waited %llu ns", r.msg, r.gpu_flags, (unsigned long long)r.idle_wait_ns);
+    FILE *f = fopen(busy, "w");
+    CHECK(f && fclose(f) == 0);
+    one_launch(&m, 0, KF_RUN_FLUSH_L2);
+    kf_worker_call(w, &m, 10, &r);
+    CHECKF(r.st == KF_CALL_OK && (r.gpu_flags & KF_DONE_GPU_BUSY) && r.idle_wait_ns >= 20000000,
+           "busy: %s, flags %u, waited %llu ns", r.msg, r.gpu_flags, (unsigned long long)r.idle_wait_ns);
+    one_launch(&m, 0, 0); /* a check's call: no probe, no wait */
+    uint64_t t0 = kf__now_ns();
+    kf_worker_call(w, &m, 10, &r);
+    CHECKF(r.st == KF_CALL_OK && !r.gpu_flags && !r.idle_wait_ns && kf__now_ns() - t0 < 15000000,
+           "untimed: flags %u, waited %llu ns", r.gpu_flags, (unsigned long long)r.idle_wait_ns);
+    unlink(busy);
+    one_launch(&m, 0, KF_RUN_FLUSH_L2);
+    kf_worker_call(w, &m, 10, &r);
+    CHECKF(r.st == KF_CALL_OK && !(r.gpu_flags & KF_DONE_GPU_BUSY), "idle again: flags %u", r.gpu_flags);
+    kf_worker_close(w);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
 /* A GPU worker started through a wrapper (compute-sanitizer) has the tool's launcher
  * for a parent, so no parent-death signal reaches it; when its kernel never finishes
  * it never reads the channel either. Its watch thread must end it once the coordinator
@@ -423,6 +527,72 @@ static void t_errors(const void *arg) {
         build_text(&o, "tasks/cuda/softmax", "bad.cu", text, NULL, 0);
         CHECKF(!o.b.ok && o.b.reason == KF_REASON_COMPILE_ERROR && strstr(o.b.message, bad[i].want),
                "%s -> %s", bad[i].line, o.b.message ? o.b.message : "(built)");
+        built_free(&o);
+    }
+}
+
+/* Kernel mode's includes: any header inside the toolkit's include trees, by name in angle
+ * brackets, compiles (CUDA 13's <cooperative_groups.h> and <cuda/barrier> need
+ * include/cccl on NVRTC's path); names that leave the tree, hide, or are not there are
+ * refused before NVRTC runs. */
+static void t_toolkit_headers(const void *arg) {
+    (void)arg;
+    need_nvrtc();
+    setenv("KFORGE_CUDA_ARCH", "sm_90", 1);
+    static const char *const ok[] = {
+        "#include <cooperative_groups.h>\n"
+        "namespace cg = cooperative_groups;\n"
+        "// kforge:launch kernel=k grid=(rows) block=(32)\n"
+        "extern \"C\" __global__ void k(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+        "  cg::thread_block b = cg::this_thread_block(); b.sync();\n"
+        "  cg::thread_block_tile<32> w = cg::tiled_partition<32>(b);\n"
+        "  if (w.thread_rank() == 0 && cols > 0) y[blockIdx.x * cols] = x[blockIdx.x * cols];\n}\n",
+        "#include <cuda/barrier>\n"
+        "// kforge:launch kernel=k grid=(rows) block=(32)\n"
+        "extern \"C\" __global__ void k(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+        "  __shared__ cuda::barrier<cuda::thread_scope_block> bar;\n"
+        "  if (threadIdx.x == 0) init(&bar, blockDim.x);\n  __syncthreads();\n"
+        "  bar.arrive_and_wait();\n"
+        "  if (threadIdx.x == 0 && cols > 0) y[blockIdx.x * cols] = x[blockIdx.x * cols];\n}\n",
+        "#include <cuda_pipeline.h>\n#include <cuda/std/cstdint>\n#  include <mma.h>\n"
+        "// kforge:launch kernel=k grid=(rows) block=(32)\n"
+        "extern \"C\" __global__ void k(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+        "  cuda::std::int64_t i = blockIdx.x; if (threadIdx.x == 0 && cols > 0) y[i * cols] = x[i * cols];\n}\n",
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        built o;
+        build_text(&o, "tasks/cuda/softmax", "inc.cu", ok[i], NULL, 0);
+        CHECKF(o.b.ok, "%.60s: %s\n%s", ok[i], o.b.message ? o.b.message : "", o.b.log ? o.b.log : "");
+        built_free(&o);
+    }
+    /* the honest corpus files that rely on it build too */
+    static const char *const files[][2] = {
+        {"tasks/cuda/softmax", "tests/honest/cuda/softmax_cooperative_groups.cu"},
+        {"tasks/cuda/softmax", "tests/honest/cuda/softmax_cuda_barrier.cu"},
+        {"tasks/cuda/rmsnorm", "tests/honest/cuda/rmsnorm_smem_64k.cu"},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char *text = NULL;
+        size_t n = 0;
+        CHECKF(kf__read_file(kft_src(files[i][1]), 1 << 20, &text, &n) == 0, "%s", files[i][1]);
+        built o;
+        build_text(&o, files[i][0], "corpus.cu", text, NULL, 0);
+        CHECKF(o.b.ok, "%s: %s\n%s", files[i][1], o.b.message ? o.b.message : "", o.b.log ? o.b.log : "");
+        built_free(&o);
+        free(text);
+    }
+    static const char *const bad[] = {"<../include/cuda_fp16.h>", "<cuda/../../../../../etc/passwd>",
+                                      "<./cuda_fp16.h>", "<cuda//barrier>", "<no_such_header.h>",
+                                      "<stdio.h>", "<cuda>", "<cuda_fp16.h", "\"cuda_fp16.h\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "#include %s\n// kforge:launch kernel=k grid=(1) block=(32)\n"
+                 "extern \"C\" __global__ void k(const float *x, float *y, int64_t rows, int64_t cols) {}\n",
+                 bad[i]);
+        built o;
+        build_text(&o, "tasks/cuda/softmax", "bad.cu", text, NULL, 0);
+        CHECKF(!o.b.ok && o.b.reason == KF_REASON_COMPILE_ERROR && strstr(o.b.message, "allows #include only"),
+               "%s -> %s", bad[i], o.b.message ? o.b.message : "(built)");
         built_free(&o);
     }
 }
@@ -1395,9 +1565,12 @@ void kft_register_cuda(void) {
     kft_add("cuda/fairness", t_fairness, NULL, 30);
     kft_add("cuda/bundled_build", t_bundled_build, NULL, 600);
     kft_add("cuda/errors", t_errors, NULL, 120);
+    kft_add("cuda/toolkit_headers", t_toolkit_headers, NULL, 300);
     kft_add("cuda/launch_eval", t_launch_eval, NULL, 60);
     kft_add("cuda/arch_cache", t_arch_cache, NULL, 120);
     kft_add("cuda/deferred_worker", t_deferred_worker, NULL, 60);
+    kft_add("cuda/big_smem", t_big_smem, NULL, 60);
+    kft_add("cuda/idle_probe", t_idle_probe, NULL, 60);
     kft_add("cuda/wrapped_orphan", t_wrapped_orphan, NULL, 60);
     kft_add("cuda/cache", t_cache, NULL, 60);
     kft_add("cuda/compile_timeout", t_compile_timeout, NULL, 60);

@@ -167,7 +167,7 @@ static const int gpu_allowed[] = {
     SCMP_SYS(epoll_create1), SCMP_SYS(epoll_ctl), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
     SCMP_SYS(mlock), SCMP_SYS(munlock), SCMP_SYS(get_mempolicy), SCMP_SYS(set_mempolicy),
     SCMP_SYS(mbind), SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime),
-    SCMP_SYS(timerfd_gettime), SCMP_SYS(pwrite64), SCMP_SYS(mlock2),
+    SCMP_SYS(timerfd_gettime), SCMP_SYS(pwrite64), SCMP_SYS(mlock2), SCMP_SYS(stat), SCMP_SYS(lstat),
 };
 
 static int build_filter(pid_t self, int landlock, int gpu) {

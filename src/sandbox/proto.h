@@ -67,8 +67,12 @@ typedef struct {
 
 #define KF_PROTO_NPHASES 6
 
+/* kf_msg_done.gpu_flags */
+#define KF_DONE_PERSISTING_L2 1u /* host mode: the call set a persisting-L2 set-aside (reset after it) */
+#define KF_DONE_GPU_BUSY 2u      /* timed call: the device never went idle before the span */
+
 typedef struct {
-    uint32_t magic, type, seq, pad;
+    uint32_t magic, type, seq, gpu_flags;
     uint64_t ns;
     uint64_t dev_ns;                    /* GPU: event time of the launches */
     uint32_t occ[KF_PROTO_MAXLAUNCH];   /* GPU: resident blocks per SM of each launch */
@@ -80,6 +84,9 @@ typedef struct {
      * inputs on the device, flush done (host protocol), timed span's end, outputs back,
      * re-poisoned */
     uint64_t phase[KF_PROTO_NPHASES];
+    /* GPU, timed calls: how long the worker waited, before its timed span, for work of
+     * other processes (the other side of the comparison) to leave the device */
+    uint64_t idle_wait_ns;
 } kf_msg_done;
 
 typedef struct {
