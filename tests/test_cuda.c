@@ -338,6 +338,141 @@ static void t_idle_probe(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* Host mode: candidate code in the worker's process cannot redirect the worker's driver
+ * entry points. The candidate finds cuEventElapsedTime_v2's address (dlopen of the
+ * loaded driver) and overwrites every copy of it in writable memory with its own
+ * function; once the worker has called that function, the next call returns 7. With the
+ * table on a read-only, sealed page no writable copy exists: both calls succeed (the
+ * stand-in driver, no GPU). */
+static const char table_hook[] =
+    "// kforge:host\n"
+    "#include <dlfcn.h>\n#include <link.h>\n#include <stdio.h>\n#include <string.h>\n"
+    "static int hooked, patched;\n"
+    "static int fake_elapsed(float *ms, void *a, void *b) { (void)a; (void)b; hooked = 1; *ms = 0.001f; return 0; }\n"
+    "static int find_cuda(struct dl_phdr_info *i, size_t n, void *out) {\n"
+    "  (void)n; if (!strstr(i->dlpi_name, \"libcuda\")) return 0;\n"
+    "  snprintf((char *)out, 512, \"%s\", i->dlpi_name); return 1;\n}\n"
+    "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+    "  (void)a; (void)b; (void)rows; (void)cols; (void)s;\n"
+    "  if (hooked) return 7;\n"
+    "  if (patched) return 0;\n"
+    "  char name[512] = \"\";\n  dl_iterate_phdr(find_cuda, name);\n"
+    "  void *h = dlopen(name, RTLD_NOW | RTLD_NOLOAD);\n"
+    "  void *real = h ? dlsym(h, \"cuEventElapsedTime_v2\") : NULL;\n"
+    "  if (!real) return 5;\n"
+    "  FILE *f = fopen(\"/proc/self/maps\", \"r\");\n  if (!f) return 6;\n"
+    "  char line[600];\n"
+    "  while (fgets(line, sizeof line, f)) {\n"
+    "    unsigned long lo, hi; char perm[8];\n"
+    "    if (sscanf(line, \"%lx-%lx %7s\", &lo, &hi, perm) != 3 || perm[0] != 'r' || perm[1] != 'w') continue;\n"
+    "    if (strstr(line, \"[stack]\") || strstr(line, \"[vvar\")) continue;\n"
+    "    for (void **p = (void **)lo; (unsigned long)(p + 1) <= hi; p++)\n"
+    "      if (*p == real) *p = (void *)fake_elapsed;\n"
+    "  }\n  fclose(f);\n  patched = 1;\n  return 0;\n}\n";
+
+/* A host-mode candidate built for real (nvcc) and loaded by a GPU worker on the
+ * stand-in driver (events 1 us apart, no CUPTI), under its seccomp filter; dir is the
+ * stand-in's directory (the caller removes it). */
+static kf_worker *host_fake_worker(built *o, const char *task, const char *text, char dir[32]) {
+    need_nvcc();
+    setenv("KFORGE_CUDA_ARCH", "sm_90", 1);
+    build_text(o, task, "host.cu", text, NULL, 0);
+    CHECKF(o->b.ok, "%s\n%s", o->b.message ? o->b.message : "", o->b.log ? o->b.log : "");
+    snprintf(dir, 32, "/tmp/kft-hostw-XXXXXX");
+    CHECK(mkdtemp(dir));
+    char lib[256], envf[256];
+    snprintf(lib, sizeof lib, "%s/libcuda.so.1", dir);
+    snprintf(envf, sizeof envf, "%s/fakecuda.env", dir);
+    CHECK(symlink(kft_bin("libkft_fakecuda.so"), lib) == 0);
+    FILE *f = fopen(envf, "w");
+    CHECK(f && fputs("FAKECUDA_MS=0.001\n", f) >= 0 && fclose(f) == 0);
+    CHECK(chmod(dir, 0755) == 0 && chmod(envf, 0644) == 0);
+    setenv("KFORGE_LIBCUDA", lib, 1);
+    setenv("KFORGE_LIBCUPTI", "/nonexistent/libcupti.so", 1); /* no counter with a stand-in driver */
+    kf_worker_opts wo = {10, 1ull << 30, 30, 0, NULL, 1, NULL, 0};
+    kf_call_result fail;
+    kf_worker *w = NULL;
+    CHECKF(kf_worker_spawn(o->ctx, o->b.so_path, 1 << 20, &wo, &w, &fail) == KF_OK, "%s", kf_errmsg(o->ctx));
+    CHECKF(w, "did not load: %s", fail.msg);
+    CHECK(kf_worker_filtered(w));
+    return w;
+}
+
+/* One call of a transpose-shaped host-mode candidate (a, b at 0 and 2048, 4 x 4). */
+static void host_call(kf_worker *w, kf_call_result *r) {
+    kf_msg_run m;
+    memset(&m, 0, sizeof m);
+    m.nargs = 4;
+    m.kind[0] = m.kind[1] = KF_ARG_BUF;
+    m.off[1] = 2048;
+    m.kind[2] = m.kind[3] = KF_ARG_I64;
+    m.ival[2] = m.ival[3] = 4;
+    m.span_hi = 4096;
+    kf_worker_call(w, &m, 10, r);
+}
+
+static void t_driver_table_ro(const void *arg) {
+    (void)arg;
+    built o;
+    char dir[32];
+    kf_worker *w = host_fake_worker(&o, "tasks/cuda/transpose", table_hook, dir);
+    for (int call = 0; call < 3; call++) {
+        kf_call_result r;
+        host_call(w, &r);
+        CHECKF(r.st == KF_CALL_OK, "call %d: %s: %s", call + 1, kf_reason_name(r.reason), r.msg);
+    }
+    kf_worker_close(w);
+    unsetenv("KFORGE_LIBCUPTI");
+    kf__rmtree(dir);
+    built_free(&o);
+}
+
+/* The libraries a host-mode worker maps are read after its calls (the kernel's view):
+ * a candidate that loads cuBLAS only from its second call on (as one that loads it only
+ * where it detects timing) is seen and rejected by the check every timing worker gets
+ * after each call (kf_check_libraries); declared, the same library is only reported. */
+static void t_timing_libraries(const void *arg) {
+    (void)arg;
+    if (geteuid() != 0) kft_skip("a worker's maps are readable by root only (it is not dumpable)");
+    static const char late[] =
+        "// kforge:host\n#include <dlfcn.h>\n"
+        "static int calls;\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "  (void)a; (void)b; (void)rows; (void)cols; (void)s;\n"
+        "  if (++calls == 2 && !dlopen(\"libcublas.so.13\", RTLD_NOW | RTLD_LOCAL)) return 9;\n"
+        "  return 0;\n}\n";
+    for (int declared = 0; declared < 2; declared++) {
+        built o;
+        char dir[32];
+        kf_worker *w = host_fake_worker(&o, "tasks/cuda/transpose", late, dir);
+        kf_sess s;
+        memset(&s, 0, sizeof s);
+        s.res = kf_result_new("bench");
+        s.cbuild.libraries = kf__strdup(declared ? "cublas" : "");
+        kf_side side = {.w = w};
+        kf_call_result r;
+        host_call(w, &r);
+        CHECKF(r.st == KF_CALL_OK, "%s", r.msg);
+        CHECK(kf_check_libraries(&s, &side, "seen while timing") == 0);
+        host_call(w, &r);
+        CHECKF(r.st == KF_CALL_OK, "%s", r.msg);
+        int rej = kf_check_libraries(&s, &side, "seen while timing");
+        char *js = kf_result_json(s.res);
+        CHECKF(rej == !declared, "declared %d: %s", declared, js);
+        CHECKF(strstr(js, "libcublas.so.13"), "not among libraries_loaded: %s", js);
+        if (!declared)
+            CHECKF(kf_result_verdict(s.res) == KF_VERDICT_REJECTED && strstr(js, "sandbox_violation") &&
+                   strstr(js, "seen while timing"), "%s", js);
+        free(js);
+        free(s.cbuild.libraries);
+        kf_result_free(s.res);
+        kf_worker_close(w);
+        kf__rmtree(dir);
+        built_free(&o);
+    }
+    unsetenv("KFORGE_LIBCUPTI");
+}
+
 /* A GPU worker started through a wrapper (compute-sanitizer) has the tool's launcher
  * for a parent, so no parent-death signal reaches it; when its kernel never finishes
  * it never reads the channel either. Its watch thread must end it once the coordinator
@@ -1571,6 +1706,8 @@ void kft_register_cuda(void) {
     kft_add("cuda/deferred_worker", t_deferred_worker, NULL, 60);
     kft_add("cuda/big_smem", t_big_smem, NULL, 60);
     kft_add("cuda/idle_probe", t_idle_probe, NULL, 60);
+    kft_add("cuda/driver_table_ro", t_driver_table_ro, NULL, 300);
+    kft_add("cuda/timing_libraries", t_timing_libraries, NULL, 300);
     kft_add("cuda/wrapped_orphan", t_wrapped_orphan, NULL, 60);
     kft_add("cuda/cache", t_cache, NULL, 60);
     kft_add("cuda/compile_timeout", t_compile_timeout, NULL, 60);
