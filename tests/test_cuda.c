@@ -10,6 +10,8 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_api.h"
+#include "backend/cuda/cupti.h"
+#include "backend/cuda/cupti_abi.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/host.h"
 #include "check/check.h"
@@ -22,6 +24,7 @@
 #include "sandbox/sandbox.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -471,6 +474,109 @@ static void t_timing_libraries(const void *arg) {
         built_free(&o);
     }
     unsetenv("KFORGE_LIBCUPTI");
+}
+
+/* Host mode may compile kernels at run time with NVRTC (declared: kforge:link nvrtc):
+ * a compile inside the worker, under its seccomp filter, succeeds (it was killed as a
+ * sandbox_violation: NVRTC calls stat). The stand-in driver: the compile only. */
+static void t_host_nvrtc_worker(const void *arg) {
+    (void)arg;
+    static const char jit[] =
+        "// kforge:host\n// kforge:link nvrtc\n#include <nvrtc.h>\n#include <stdio.h>\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "  (void)a; (void)b; (void)s;\n"
+        "  char src[256];\n"
+        "  snprintf(src, sizeof src, \"extern \\\"C\\\" __global__ void t(float *x) { x[0] = %lld; }\", (long long)(rows * cols));\n"
+        "  nvrtcProgram p;\n"
+        "  if (nvrtcCreateProgram(&p, src, \"jit.cu\", 0, NULL, NULL) != NVRTC_SUCCESS) return 3;\n"
+        "  const char *o[] = {\"--gpu-architecture=sm_90\"};\n"
+        "  int rc = nvrtcCompileProgram(p, 1, o) == NVRTC_SUCCESS ? 0 : 4;\n"
+        "  size_t n = 0;\n  if (!rc && (nvrtcGetCUBINSize(p, &n) != NVRTC_SUCCESS || n < 100)) rc = 5;\n"
+        "  nvrtcDestroyProgram(&p);\n  return rc;\n}\n";
+    built o;
+    char dir[32];
+    kf_worker *w = host_fake_worker(&o, "tasks/cuda/transpose", jit, dir);
+    CHECKF(o.b.libraries && strstr(o.b.libraries, "nvrtc"), "libraries '%s'", o.b.libraries ? o.b.libraries : "");
+    for (int call = 0; call < 2; call++) {
+        kf_call_result r;
+        host_call(w, &r);
+        CHECKF(r.st == KF_CALL_OK, "call %d: %s: %s", call + 1, kf_reason_name(r.reason), r.msg);
+    }
+    kf_worker_close(w);
+    unsetenv("KFORGE_LIBCUPTI");
+    kf__rmtree(dir);
+    built_free(&o);
+}
+
+/* Host mode: a persisting-L2 set-aside a call makes is reset after it (and said so in
+ * DONE), so nothing stays warm across the next call's flush nor shrinks the other
+ * side's L2; one made outside any call (here: in a constructor, as a thread left
+ * running would) is refused at the next call. The candidate calls the loaded
+ * (stand-in) driver's cuCtxSetLimit directly. */
+static void t_persisting_l2(const void *arg) {
+    (void)arg;
+    static const char fmt[] =
+        "// kforge:host\n#include <dlfcn.h>\n#include <link.h>\n#include <stdio.h>\n#include <string.h>\n"
+        "static int find_cuda(struct dl_phdr_info *i, size_t n, void *out) {\n"
+        "  (void)n; if (!strstr(i->dlpi_name, \"libcuda\")) return 0;\n"
+        "  snprintf((char *)out, 512, \"%%s\", i->dlpi_name); return 1;\n}\n"
+        "static int set_aside(void) {\n"
+        "  char name[512] = \"\"; dl_iterate_phdr(find_cuda, name);\n"
+        "  void *h = dlopen(name, RTLD_NOW | RTLD_NOLOAD);\n"
+        "  int (*lim)(int, size_t) = h ? (int (*)(int, size_t))dlsym(h, \"cuCtxSetLimit\") : NULL;\n"
+        "  return lim ? lim(6, 4u << 20) : 1;\n}\n"
+        "%s\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "  (void)a; (void)b; (void)rows; (void)cols; (void)s;\n  return %s;\n}\n";
+    for (int outside = 0; outside < 2; outside++) {
+        char text[2048];
+        snprintf(text, sizeof text, fmt, outside ? "__attribute__((constructor)) static void early(void) { set_aside(); }" : "",
+                 outside ? "0" : "set_aside()");
+        built o;
+        char dir[32];
+        kf_worker *w = host_fake_worker(&o, "tasks/cuda/transpose", text, dir);
+        kf_call_result r;
+        host_call(w, &r);
+        if (outside) {
+            CHECKF(r.st != KF_CALL_OK && r.reason == KF_REASON_SANDBOX_VIOLATION && strstr(r.msg, "persisting-L2"),
+                   "%s: %s", kf_reason_name(r.reason), r.msg);
+        } else {
+            for (int call = 0; call < 2; call++) {
+                CHECKF(r.st == KF_CALL_OK && (r.gpu_flags & KF_DONE_PERSISTING_L2), "call %d: %s: %s, flags %u",
+                       call + 1, kf_reason_name(r.reason), r.msg, r.gpu_flags);
+                host_call(w, &r);
+            }
+        }
+        kf_worker_close(w);
+        kf__rmtree(dir);
+        built_free(&o);
+    }
+    unsetenv("KFORGE_LIBCUPTI");
+}
+
+/* Host mode refuses contexts of the candidate's own (the worker synchronises only its
+ * primary context): CUPTI's driver callbacks that create one are found by name. The
+ * rule, and that the installed CUPTI names them so (cuCtxCreate*, cuGreenCtxCreate). */
+static void t_cupti_ctx_names(const void *arg) {
+    (void)arg;
+    CHECK(kf_cupti__is_ctx_name("cuCtxCreate_v2") && kf_cupti__is_ctx_name("cuCtxCreate_v4") &&
+          kf_cupti__is_ctx_name("cuGreenCtxCreate"));
+    CHECK(!kf_cupti__is_ctx_name("cuCtxSetCurrent") && !kf_cupti__is_ctx_name("cuDevicePrimaryCtxRetain") &&
+          !kf_cupti__is_ctx_name("cuCtxDestroy_v2") && !kf_cupti__is_ctx_name(NULL));
+    void *h = dlopen("/usr/local/cuda/lib64/libcupti.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) kft_skip("no CUPTI in /usr/local/cuda/lib64: %s", dlerror());
+    int (*name)(int, uint32_t, const char **) = NULL;
+    void *p = dlsym(h, "cuptiGetCallbackName");
+    memcpy(&name, &p, sizeof p);
+    CHECK(name);
+    int plain = 0, green = 0;
+    for (uint32_t id = 1; id < 2048; id++) {
+        const char *n = NULL;
+        if (name(KF_CUPTI_DOMAIN_DRIVER, id, &n) || !kf_cupti__is_ctx_name(n)) continue;
+        plain += !strncmp(n, "cuCtxCreate", 11);
+        green += !strncmp(n, "cuGreenCtxCreate", 16);
+    }
+    CHECKF(plain >= 2 && green >= 1, "cuCtxCreate* %d, cuGreenCtxCreate %d", plain, green);
 }
 
 /* A GPU worker started through a wrapper (compute-sanitizer) has the tool's launcher
@@ -1708,6 +1814,9 @@ void kft_register_cuda(void) {
     kft_add("cuda/idle_probe", t_idle_probe, NULL, 60);
     kft_add("cuda/driver_table_ro", t_driver_table_ro, NULL, 300);
     kft_add("cuda/timing_libraries", t_timing_libraries, NULL, 300);
+    kft_add("cuda/cupti_ctx_names", t_cupti_ctx_names, NULL, 30);
+    kft_add("cuda/host_nvrtc_worker", t_host_nvrtc_worker, NULL, 300);
+    kft_add("cuda/persisting_l2", t_persisting_l2, NULL, 300);
     kft_add("cuda/wrapped_orphan", t_wrapped_orphan, NULL, 60);
     kft_add("cuda/cache", t_cache, NULL, 60);
     kft_add("cuda/compile_timeout", t_compile_timeout, NULL, 60);

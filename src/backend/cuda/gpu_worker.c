@@ -588,6 +588,12 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             CKRUN(cu->EventSynchronize(ev1), "cuEventSynchronize");
             /* launches made by other threads up to the synchronise count too */
             if (cupti) kf_cupti_end(&lg);
+            /* work in a context of the candidate's own is not covered by the synchronise
+             * above and could outlive the call, slowing whatever is timed next */
+            if (cupti && lg.available && lg.nctx > 0)
+                fail_msg(KF_MSG_FAIL, "sandbox_violation: host code created %d CUDA context(s) of its own "
+                         "(cuCtxCreate, green contexts): host mode works in the worker's primary context, "
+                         "which it synchronises at the end of every call", lg.nctx);
         } else {
             CKRUN(cu->EventRecord(ev1, stream), "cuEventRecord");
             /* the whole context, not the stream: nothing may still run after DONE */
