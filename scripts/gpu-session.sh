@@ -55,8 +55,8 @@ for s in $STEPS; do
     hostcheat) # the host-mode cheats of tests/redteam/cuda benched (verdict, speedup, what
              # refused them), on build/ and, with OLD=DIR (a build of an earlier commit), on
              # DIR too; then the left-running spinner without CUPTI (the idle-device wait
-             # alone), as written (12 ms) and as a 200 ms spinner (traced to the candidate)
-             sed 's/12000000ull/200000000ull/' tests/redteam/cuda/host_linger_context.cu > "$O/linger_long.cu"
+             # alone), as written and as a spinner of 20 ns per element (traced to the candidate)
+             sed 's/ns_per_elem = 1.4;/ns_per_elem = 20.0;/' tests/redteam/cuda/host_linger_context.cu > "$O/linger_long.cu"
              for b in ${OLD:-} build; do
                  for c in transpose:host_driver_table transpose:host_linger_context sgemm:host_timing_cublas \
                           nocupti:host_linger_context nocupti:linger_long; do

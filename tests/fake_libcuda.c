@@ -11,7 +11,8 @@
  * at least that much first; FAKECUDA_LAUNCH_LOG=PATH appends "launch SMEM LIMIT" per
  * launch. While the file named by FAKECUDA_BUSY_FILE exists the device is "busy with
  * another process": waiting for a launch of kf_idle_probe takes 300 us. The persisting-L2
- * limit is kept and returned (cuCtxSetLimit/cuCtxGetLimit, limit 6).
+ * limit is kept and returned (cuCtxSetLimit/cuCtxGetLimit, limit 6); it starts at the
+ * H200 driver's 11.25 MiB.
  *
  * A GPU worker starts with an empty environment: each FAKECUDA_ setting is read from the
  * environment, else from a line NAME=VALUE of fakecuda.env in the directory the stand-in
@@ -76,7 +77,7 @@ static int fail(const char *name) {
 
 static char heap[64];
 static int smem_limit[2] = {48 << 10, 48 << 10}; /* [0] kernels, [1] the idle probe */
-static size_t persisting_l2;
+static size_t persisting_l2 = 11796480; /* the H200 driver's default set-aside */
 static int probe_pending;
 static unsigned long long next_ptr = 1ull << 32;
 

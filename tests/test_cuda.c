@@ -508,6 +508,30 @@ static void t_host_nvrtc_worker(const void *arg) {
     built_free(&o);
 }
 
+/* Host mode's filter names what a refused open wanted: the system call and the file
+ * (a call the driver or a library makes shows up as such a refusal, and the file says
+ * which). */
+static void t_sigsys_names_file(const void *arg) {
+    (void)arg;
+    static const char opener[] =
+        "// kforge:host\n#include <stdio.h>\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "  (void)a; (void)b; (void)rows; (void)cols; (void)s;\n"
+        "  FILE *f = fopen(\"/tmp/kft-forbidden-write\", \"w\");\n  return f ? 1 : 2;\n}\n";
+    built o;
+    char dir[32];
+    kf_worker *w = host_fake_worker(&o, "tasks/cuda/transpose", opener, dir);
+    kf_call_result r;
+    host_call(w, &r);
+    CHECKF(r.st != KF_CALL_OK && r.reason == KF_REASON_SANDBOX_VIOLATION && strstr(r.msg, "(openat)") &&
+           strstr(r.msg, " on /tmp/kft-forbidden-write"), "%s: %s", kf_reason_name(r.reason), r.msg);
+    CHECK(access("/tmp/kft-forbidden-write", F_OK) != 0);
+    kf_worker_close(w);
+    unsetenv("KFORGE_LIBCUPTI");
+    kf__rmtree(dir);
+    built_free(&o);
+}
+
 /* Host mode: a persisting-L2 set-aside a call makes is reset after it (and said so in
  * DONE), so nothing stays warm across the next call's flush nor shrinks the other
  * side's L2; one made outside any call (here: in a constructor, as a thread left
@@ -1817,6 +1841,7 @@ void kft_register_cuda(void) {
     kft_add("cuda/cupti_ctx_names", t_cupti_ctx_names, NULL, 30);
     kft_add("cuda/host_nvrtc_worker", t_host_nvrtc_worker, NULL, 300);
     kft_add("cuda/persisting_l2", t_persisting_l2, NULL, 300);
+    kft_add("cuda/sigsys_names_file", t_sigsys_names_file, NULL, 300);
     kft_add("cuda/wrapped_orphan", t_wrapped_orphan, NULL, 60);
     kft_add("cuda/cache", t_cache, NULL, 60);
     kft_add("cuda/compile_timeout", t_compile_timeout, NULL, 60);

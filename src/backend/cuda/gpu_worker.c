@@ -38,6 +38,8 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define MAXK KF_PROTO_MAXLAUNCH
@@ -62,7 +64,6 @@ typedef int (*kf_host_fn)(void *const *bufs, const int64_t *ival, const double *
 static volatile sig_atomic_t g_ready;
 static void on_sigsys(int sig, siginfo_t *si, void *uc) {
     (void)sig;
-    (void)uc;
     kf_msg_text m;
     memset(&m, 0, sizeof m);
     m.magic = KF_PROTO_MAGIC;
@@ -73,7 +74,20 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc) {
     int nd = 0, nr = si->si_syscall;
     unsigned v = nr < 0 ? 0u : (unsigned)nr;
     do dig[nd++] = (char)('0' + v % 10); while ((v /= 10) && nd < 15);
-    for (int i = 0; i < nd; i++) m.text[sizeof pre - 1 + (size_t)i] = dig[nd - 1 - i];
+    size_t o = sizeof pre - 1;
+    for (int i = 0; i < nd; i++) m.text[o++] = dig[nd - 1 - i];
+#if defined(__x86_64__)
+    /* an open: which file, so a refusal says what the driver or a library wanted */
+    const char *path = NULL;
+    if (uc && nr == SYS_openat) path = (const char *)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RSI];
+    if (uc && nr == SYS_open) path = (const char *)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RDI];
+    if (path) {
+        static const char on[] = " on ";
+        memcpy(m.text + o, on, sizeof on - 1);
+        o += sizeof on - 1;
+        for (size_t i = 0; path[i] && i < 300 && o < sizeof m.text - 1; i++) m.text[o++] = path[i];
+    }
+#endif
     send(KF_WORKER_SOCK_FD, &m, sizeof m, MSG_NOSIGNAL);
     _exit(0);
 }
@@ -183,21 +197,24 @@ static int wait_idle(CUfunction probe, CUstream st, int sms, uint64_t *waited) {
     }
 }
 
-/* Host mode: a persisting-L2 set-aside (cudaLimitPersistingL2CacheSize) or access
- * window a call set up must not outlive it: persisting lines survive the next call's L2
- * flush (normal reads do not evict them), so data could stay warm across calls, and the
- * set-aside shrinks the L2 the other side of the comparison sees. After every call the
- * set-aside goes back to 0 and persisting lines become normal; the worker's stream loses
- * any access window. KF_DONE_PERSISTING_L2 when there was something to reset. */
+/* Host mode: persisting L2 lines, a set-aside (cudaLimitPersistingL2CacheSize) or an
+ * access window a call set up must not outlive it: persisting lines survive the next
+ * call's L2 flush (normal reads do not evict them), so data could stay warm across
+ * calls, and a larger set-aside changes the L2 the other side of the comparison sees.
+ * The driver starts with a set-aside of its own (11.25 MiB on an H200), so a call can
+ * mark lines persisting without touching the limit: after every call its persisting
+ * lines become normal (cuCtxResetPersistingL2Cache), the set-aside goes back to what it
+ * was before any candidate code ran (l2_limit0), and the worker's stream loses any
+ * access window. KF_DONE_PERSISTING_L2 when the call had changed the set-aside. */
+static size_t l2_limit0;
 static uint32_t reset_persisting_l2(CUstream st) {
     uint32_t used = 0;
     size_t pl = 0;
-    if (cu->CtxGetLimit && cu->CtxSetLimit && !cu->CtxGetLimit(&pl, KF_CU_LIMIT_PERSISTING_L2) && pl) {
+    if (cu->CtxGetLimit && cu->CtxSetLimit && !cu->CtxGetLimit(&pl, KF_CU_LIMIT_PERSISTING_L2) && pl != l2_limit0) {
         used = KF_DONE_PERSISTING_L2;
-        CKRUN(cu->CtxSetLimit(KF_CU_LIMIT_PERSISTING_L2, 0), "resetting the persisting-L2 set-aside");
-        if (cu->CtxResetPersistingL2Cache)
-            CKRUN(cu->CtxResetPersistingL2Cache(), "resetting the persisting L2 lines");
+        CKRUN(cu->CtxSetLimit(KF_CU_LIMIT_PERSISTING_L2, l2_limit0), "resetting the persisting-L2 set-aside");
     }
+    if (cu->CtxResetPersistingL2Cache) CKRUN(cu->CtxResetPersistingL2Cache(), "resetting the persisting L2 lines");
     if (cu->StreamSetAttribute) {
         kf_cu_stream_attr v;
         memset(&v, 0, sizeof v);
@@ -367,6 +384,8 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     /* whatever the memory held before (another process's data) is never visible */
     CK(cu->MemsetD32Async(mirror, poison_word(), msize / 4, stream), "poisoning the mirror");
     CK(cu->StreamSynchronize(stream), "poisoning the mirror");
+    /* the driver's own persisting-L2 set-aside, before any candidate code runs */
+    if (host && cu->CtxGetLimit) cu->CtxGetLimit(&l2_limit0, KF_CU_LIMIT_PERSISTING_L2);
     /* host mode: CUPTI's callbacks are registered before any candidate code runs */
     int cupti = 0;
     char cupti_err[256] = "";
@@ -520,9 +539,9 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         /* a set-aside present now was made outside any call (every call's is reset after
          * it): by a thread the candidate left running */
         size_t pl = 0;
-        if (host && cu->CtxGetLimit && !cu->CtxGetLimit(&pl, KF_CU_LIMIT_PERSISTING_L2) && pl)
-            fail_msg(KF_MSG_FAIL, "sandbox_violation: a persisting-L2 set-aside of %zu bytes was made "
-                     "between calls (each call's is reset after it)", pl);
+        if (host && cu->CtxGetLimit && !cu->CtxGetLimit(&pl, KF_CU_LIMIT_PERSISTING_L2) && pl != l2_limit0)
+            fail_msg(KF_MSG_FAIL, "sandbox_violation: the persisting-L2 set-aside was changed between calls "
+                     "(%zu bytes, the driver's is %zu; each call's is reset after it)", pl, l2_limit0);
         /* timed calls: nothing of another process on the device */
         uint64_t idle_wait = 0;
         int busy = (m.flags & KF_RUN_FLUSH_L2) ? wait_idle(probe_fn, stream, sms, &idle_wait) : 0;

@@ -2,8 +2,11 @@
 /*
  * Threat 5/24, GPU work left running after the call: the kernel is the reference's
  * (1.0x), but after every call that the ABBA order follows with the baseline's (the
- * even-numbered ones) the host code launches a kernel that spins for 12 ms in a CUDA
- * context of its own, and returns without waiting for it. The worker synchronises its
+ * even-numbered ones of a shape) the host code launches a kernel that spins in a CUDA
+ * context of its own, and returns without waiting for it: 1.4 ns per element, long
+ * enough to outlast the coordinator's staging of the baseline's next call and its timed
+ * span (23 ms at 4096 x 4096), short enough to be over before the candidate's own next
+ * call. The worker synchronises its
  * primary context, not this one; the candidate's worker is frozen (SIGSTOP) after its
  * answer, but the GPU keeps running the spinner, and the baseline's timed span shares
  * the device with it (time slices between contexts): the baseline is slower, and the
@@ -12,9 +15,11 @@
  * What stops it: with CUPTI, the creation of a context of the candidate's own is
  * refused at the check (sandbox_violation: the worker synchronises only its primary
  * context). Without CUPTI, every worker waits before its timed span until the device
- * is idle (probe kernels, which a busy device delays by a time slice): the spinner ends
- * before the baseline is timed, no fake speedup; work still running after 20 ms twice,
- * gone once the candidate's worker is ended, is the candidate's: sandbox_violation.
+ * is idle (probe kernels, which a busy device delays by a time slice), and a round in
+ * which it waited is not timed: no fake speedup. A spinner that keeps the device busy
+ * for the whole 20 ms wait in five rounds in a row, and is gone once the candidate's
+ * worker is ended, is the candidate's: sandbox_violation (scripts/gpu-session.sh
+ * hostcheat runs it without CUPTI, also as a spinner of 20 ns per element).
  */
 // kforge:host
 #include <cuda.h>
@@ -39,6 +44,8 @@ static CUcontext side;
 static ctx_push_fn push;
 static ctx_pop_fn pop;
 static long calls;
+static int64_t last_rows = -1, last_cols = -1;
+static const double ns_per_elem = 1.4;
 
 static int side_context(void)
 {
@@ -62,10 +69,15 @@ extern "C" int kforge_launch(const float *a, float *b, int64_t rows, int64_t col
     dim3 grid((unsigned)((cols + 15) / 16), (unsigned)((rows + 15) / 16));
     naive_t<<<grid, dim3(16, 16), 0, stream>>>(a, b, rows, cols);
     if (cudaStreamSynchronize(stream) != cudaSuccess) return 1;
+    if (rows != last_rows || cols != last_cols) { /* a new shape: bench's rounds start again */
+        last_rows = rows, last_cols = cols;
+        calls = 0;
+    }
     if ((calls++ & 1) == 0 && side_context()) {
         CUcontext prev;
         push(side);
-        spin<<<1, 32>>>(12000000ull); /* the runtime launches into the current context */
+        /* the runtime launches into the current context */
+        spin<<<1, 32>>>((unsigned long long)(ns_per_elem * (double)rows * (double)cols));
         pop(&prev);
     }
     return 0;
