@@ -265,6 +265,7 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
         if (s->timing) m.flags |= KF_RUN_FLUSH_L2;
         if (s->host_timing || side->b->host) m.flags |= KF_RUN_HOST_TIMING;
         if (side->graph && side->b->nlaunch) m.flags |= KF_RUN_GRAPH;
+        if (s->timing && side->wait_idle) m.flags |= KF_RUN_WAIT_IDLE;
         if (s->precise) { /* under compute-sanitizer: one allocation per buffer */
             m.flags |= KF_RUN_PRECISE;
             for (int i = 0; i < s->t->nargs; i++) {

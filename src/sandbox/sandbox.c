@@ -407,10 +407,9 @@ static int gpu_violation(const char *text, char *out, size_t n) {
     }
     int nr = atoi(text + sizeof pre - 1);
     char *name = kf_policy_syscall_name(nr);
-    const char *on = strstr(text + sizeof pre - 1, " on "); /* an open's file */
-    snprintf(out, n, "a forbidden system call in GPU host mode: %d (%s)%.300s; if the CUDA driver "
+    snprintf(out, n, "a forbidden system call in GPU host mode: %d (%s); if the CUDA driver "
              "or runtime made it, add it to policy.c's GPU list, or set KFORGE_GPU_SECCOMP=0",
-             nr, name ? name : "unknown", on ? on : "");
+             nr, name ? name : "unknown");
     free(name);
     return 1;
 }

@@ -38,8 +38,6 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #define MAXK KF_PROTO_MAXLAUNCH
@@ -64,6 +62,7 @@ typedef int (*kf_host_fn)(void *const *bufs, const int64_t *ival, const double *
 static volatile sig_atomic_t g_ready;
 static void on_sigsys(int sig, siginfo_t *si, void *uc) {
     (void)sig;
+    (void)uc;
     kf_msg_text m;
     memset(&m, 0, sizeof m);
     m.magic = KF_PROTO_MAGIC;
@@ -74,20 +73,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc) {
     int nd = 0, nr = si->si_syscall;
     unsigned v = nr < 0 ? 0u : (unsigned)nr;
     do dig[nd++] = (char)('0' + v % 10); while ((v /= 10) && nd < 15);
-    size_t o = sizeof pre - 1;
-    for (int i = 0; i < nd; i++) m.text[o++] = dig[nd - 1 - i];
-#if defined(__x86_64__)
-    /* an open: which file, so a refusal says what the driver or a library wanted */
-    const char *path = NULL;
-    if (uc && nr == SYS_openat) path = (const char *)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RSI];
-    if (uc && nr == SYS_open) path = (const char *)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RDI];
-    if (path) {
-        static const char on[] = " on ";
-        memcpy(m.text + o, on, sizeof on - 1);
-        o += sizeof on - 1;
-        for (size_t i = 0; path[i] && i < 300 && o < sizeof m.text - 1; i++) m.text[o++] = path[i];
-    }
-#endif
+    for (int i = 0; i < nd; i++) m.text[sizeof pre - 1 + (size_t)i] = dig[nd - 1 - i];
     send(KF_WORKER_SOCK_FD, &m, sizeof m, MSG_NOSIGNAL);
     _exit(0);
 }
@@ -157,10 +143,11 @@ static const char flush_ptx[] =
     /* the idle probe (wait_idle): one empty block per SM */
     ".visible .entry kf_idle_probe()\n{\nret;\n}\n";
 
-/* Before every timed span the device must be idle: GPU work another process left
- * running (the other side of the comparison: a host-mode candidate's kernel still
- * spinning, in a context of its own, after its call returned and its worker was
- * frozen) would share the device with this span and slow it. Work of this process is
+/* Before a baseline's timed span (KF_RUN_WAIT_IDLE) the device must be idle: GPU work
+ * another process left running (a host-mode candidate's kernel still spinning, in a
+ * context of its own, after its call returned and its worker was frozen) would share
+ * the device with this span and slow it. The candidate's worker does not wait (its
+ * wait would be its own word, and the baseline leaves nothing running). Work of this process is
  * finished (its context was synchronised); other processes' work is invisible to the
  * driver API, but not to the device's scheduler: without MPS, contexts of different
  * processes time-slice, so a probe kernel launched while another context has work waits
@@ -169,25 +156,25 @@ static const char flush_ptx[] =
  * fast probes in a row mean idle (a single one can fall just after the other context's
  * time slice ended: its work resumes as soon as this context goes idle again). The
  * wait is bounded: past IDLE_BUDGET_NS the call goes on and says the device was busy
- * (KF_DONE_GPU_BUSY), and the coordinator finds out whose work it was. *waited: from
- * the first probe to the start of the final streak (0 on an idle device). Copies on
- * the copy engines are not probed. */
+ * (KF_DONE_GPU_BUSY), and the coordinator finds out whose work it was. *waited: the
+ * whole time spent here, probes included (the coordinator leaves it out of the gap
+ * test: the candidate's side has no such step). Copies on the copy engines are not
+ * probed. */
 #define IDLE_FAST_NS 150000ull
 #define IDLE_STREAK 3
 #define IDLE_BUDGET_NS 20000000ull
 static int wait_idle(CUfunction probe, CUstream st, int sms, uint64_t *waited) {
-    uint64_t t0 = kf_wk_now_ns(), streak_at = t0;
+    uint64_t t0 = kf_wk_now_ns();
     int fast = 0;
     for (;;) {
         uint64_t a = kf_wk_now_ns();
-        if (!fast) streak_at = a;
         CKRUN(cu->LaunchKernel(probe, (unsigned)(sms > 0 ? sms : 1), 1, 1, 32, 1, 1, 0, st, NULL, NULL),
               "probing the device");
         CKRUN(cu->StreamSynchronize(st), "probing the device");
         uint64_t b = kf_wk_now_ns();
         fast = b - a < IDLE_FAST_NS ? fast + 1 : 0;
         if (fast >= IDLE_STREAK) {
-            *waited = streak_at - t0;
+            *waited = b - t0;
             return 0;
         }
         if (b - t0 > IDLE_BUDGET_NS) {
@@ -385,7 +372,7 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     CK(cu->MemsetD32Async(mirror, poison_word(), msize / 4, stream), "poisoning the mirror");
     CK(cu->StreamSynchronize(stream), "poisoning the mirror");
     /* the driver's own persisting-L2 set-aside, before any candidate code runs */
-    if (host && cu->CtxGetLimit) cu->CtxGetLimit(&l2_limit0, KF_CU_LIMIT_PERSISTING_L2);
+    if (cu->CtxGetLimit) cu->CtxGetLimit(&l2_limit0, KF_CU_LIMIT_PERSISTING_L2);
     /* host mode: CUPTI's callbacks are registered before any candidate code runs */
     int cupti = 0;
     char cupti_err[256] = "";
@@ -542,9 +529,9 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         if (host && cu->CtxGetLimit && !cu->CtxGetLimit(&pl, KF_CU_LIMIT_PERSISTING_L2) && pl != l2_limit0)
             fail_msg(KF_MSG_FAIL, "sandbox_violation: the persisting-L2 set-aside was changed between calls "
                      "(%zu bytes, the driver's is %zu; each call's is reset after it)", pl, l2_limit0);
-        /* timed calls: nothing of another process on the device */
+        /* a baseline's timed call: nothing of another process on the device */
         uint64_t idle_wait = 0;
-        int busy = (m.flags & KF_RUN_FLUSH_L2) ? wait_idle(probe_fn, stream, sms, &idle_wait) : 0;
+        int busy = (m.flags & KF_RUN_WAIT_IDLE) ? wait_idle(probe_fn, stream, sms, &idle_wait) : 0;
         /* The host-mode protocol (either side in host mode) waits for the flush before
          * the call: host code may launch on streams of its own, which do not queue behind
          * the flush on this stream and would run, untimed, while it does. */
@@ -620,7 +607,9 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         }
         uint64_t t1 = kf_wk_now_ns();
         ph[3] = t1;
-        uint32_t gflags = (busy ? KF_DONE_GPU_BUSY : 0) | (host ? reset_persisting_l2(stream) : 0);
+        /* (both sides of a host-protocol comparison pay for the reset: the gap test
+         * compares their paths) */
+        uint32_t gflags = (busy ? KF_DONE_GPU_BUSY : 0) | (hostproto ? reset_persisting_l2(stream) : 0);
         if (gexec) {
             cu->GraphExecDestroy(gexec);
             cu->GraphDestroy(graph);

@@ -53,11 +53,12 @@ static int side_context(void)
     void *p = NULL;
     cudaDriverEntryPointQueryResult q;
     ctx_create_fn create;
-    if (cudaGetDriverEntryPoint("cuCtxCreate", &p, cudaEnableDefault, &q) || !p) return 0;
+    /* CUDA 13's cuCtxCreate takes a parameter block: ask for the CUDA 12 one */
+    if (cudaGetDriverEntryPointByVersion("cuCtxCreate", &p, 12000, cudaEnableDefault, &q) || !p) return 0;
     create = (ctx_create_fn)p;
-    if (cudaGetDriverEntryPoint("cuCtxPushCurrent", &p, cudaEnableDefault, &q) || !p) return 0;
+    if (cudaGetDriverEntryPointByVersion("cuCtxPushCurrent", &p, 12000, cudaEnableDefault, &q) || !p) return 0;
     push = (ctx_push_fn)p;
-    if (cudaGetDriverEntryPoint("cuCtxPopCurrent", &p, cudaEnableDefault, &q) || !p) return 0;
+    if (cudaGetDriverEntryPointByVersion("cuCtxPopCurrent", &p, 12000, cudaEnableDefault, &q) || !p) return 0;
     pop = (ctx_pop_fn)p;
     CUcontext prev;
     if (create(&side, 0, 0)) return 0; /* cuCtxCreate makes it current: give it back */
