@@ -110,6 +110,9 @@ static double eval_cost(const kf_task *t, const kf_shape *sh, const kf_expr *e) 
  * (*external set: the load is the environment's, timed through as before, and not
  * traced again). */
 #define BUSY_RUN 10
+/* a wait for an idle device beyond this makes a round unclean (probes on an idle device
+ * take about 50 us each; one slow probe restarts the streak) */
+#define IDLE_DIRTY_NS 500000ull
 static kf_status busy_device(kf_sess *s, kf_side *cand, kf_side *base, const kf_extents *ex,
                              const kf_inputs *in, size_t arena, json_t *sizes, int *stop, int *external) {
     kf_worker_close(cand->w); /* reaped: its contexts are gone with it */
@@ -169,9 +172,9 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     uint64_t started = kf__now_ns();
     /* GPU host mode: what the timed calls launched (CUPTI; unknown without it) */
     int c_graph = 0, b_graph = 0, c_known = 1, b_known = 1, c_launch = -1;
-    /* GPU: rounds whose baseline waited over 1 ms for an idle device, rounds it found
-     * the device busy past its budget, those in a row, and whether a busy device was
-     * found to be another process's */
+    /* GPU: rounds whose baseline waited for an idle device, rounds where either side
+     * did, the baseline's 20 ms waits in a row, and whether a busy device was found to
+     * be another process's */
     int nwait = 0, nbusy = 0, busy_run = 0, external = 0;
     for (int r = 0; !*stop; r++) {
         int timed = r >= WARMUP;
@@ -221,17 +224,19 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             kf_data_free_inputs(t, &in);
             break;
         }
-        /* GPU: the baseline's worker waited for other processes' work to leave the device
-         * before its timed span (docs/cuda.md, "An idle device"); past its budget the
-         * span shared the device, and the round is not timed (unless busy rounds
-         * outnumber the clean ones: then the load is the machine's, timed through as
-         * before). Busy rounds in a row are traced to their source. */
+        /* GPU: a worker waited for other processes' work to leave the device before its
+         * timed span (docs/cuda.md, "An idle device"): the round is not clean and is not
+         * timed (unless such rounds outnumber the clean ones: then the load is the
+         * machine's, timed through as before). The baseline's busy rounds in a row are
+         * traced to their source. */
         int discard = 0, respawned = 0;
         if (cc.st == KF_CALL_OK && cb.st == KF_CALL_OK && kf_build_gpu(cand->b)) {
             int busy = (cb.gpu_flags & KF_DONE_GPU_BUSY) != 0;
-            nwait += cb.idle_wait_ns > 1000000;
-            nbusy += busy;
-            discard = busy && nbusy <= 2 * R.n + 20;
+            int waited = busy || cb.idle_wait_ns > IDLE_DIRTY_NS || (cc.gpu_flags & KF_DONE_GPU_BUSY) ||
+                         cc.idle_wait_ns > IDLE_DIRTY_NS;
+            nwait += busy || cb.idle_wait_ns > IDLE_DIRTY_NS;
+            nbusy += waited;
+            discard = waited && nbusy <= 2 * R.n + 20;
             busy_run = busy && !external ? busy_run + 1 : 0;
             if (busy_run >= BUSY_RUN) {
                 busy_run = 0;
@@ -297,9 +302,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             R.cw[R.n] = (double)(gpu ? cc.dev_ns : cc.worker_ns);
             R.bw[R.n] = (double)(gpu ? cb.dev_ns : cb.worker_ns);
             R.cp[R.n] = (double)cc.parent_ns;
-            /* the baseline's wait for an idle device (probes included) is a step the
-             * candidate's side does not have: the gap test compares the two sides' paths */
-            R.bp[R.n] = (double)(cb.parent_ns - (cb.idle_wait_ns < cb.parent_ns ? cb.idle_wait_ns : 0));
+            R.bp[R.n] = (double)cb.parent_ns;
             sum_c += R.cw[R.n];
             sum_b += R.bw[R.n];
             R.n++;
@@ -308,7 +311,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     if (kf_build_gpu(cand->b) && (nwait || nbusy)) {
         /* GPU work of another process was on the device when the baseline's span was due */
         json_object_set_new(jo, "baseline_waited_rounds", json_integer(nwait));
-        json_object_set_new(jo, "busy_rounds", json_integer(nbusy));
+        json_object_set_new(jo, "unclean_rounds", json_integer(nbusy));
         if (external) json_object_set_new(jo, "gpu_shared", json_true());
     }
     if (st || *stop || R.n == 0) goto out;
@@ -560,8 +563,8 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
      * replaying a graph of its own launches (kernel mode; a host-mode baseline cannot
      * be captured, and the shapes are then marked unfair) */
     base.graph = s->cand_graph && base.b->nlaunch > 0;
-    /* the baseline runs no candidate code: it waits for an idle device before its spans */
-    base.wait_idle = 1;
+    /* both sides wait for an idle device before their timed spans (the same step) */
+    cand.wait_idle = base.wait_idle = 1;
     if (!base.w) {
         st = kf__err(s->ctx, vs_path ? KF_EUSAGE : KF_ETASK, "the baseline does not load: %s", fail.msg);
         goto out;

@@ -51,7 +51,7 @@ typedef struct {
     kf_layout lay;
     const kf_build *b; /* what it runs (GPU builds carry their launches) */
     int graph;         /* GPU kernel mode: timed as a captured graph (a graph baseline) */
-    int wait_idle;     /* GPU, timed: waits for an idle device first (KF_RUN_WAIT_IDLE) */
+    int wait_idle;     /* GPU, bench: waits for an idle device before timed spans (KF_RUN_WAIT_IDLE) */
 } kf_side;
 
 kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path,

@@ -47,9 +47,9 @@ enum { KF_IO_ARG_IN = 0, KF_IO_ARG_OUT, KF_IO_ARG_INOUT };
 /* GPU kernel mode: capture the launches into a CUDA graph before the timed span and
  * time one graph launch (the baseline of a graph-replaying candidate) */
 #define KF_RUN_GRAPH 16u
-/* GPU, timed calls of a side that runs no candidate code (the baseline): wait until no
- * other process has work on the device before the timed span (the candidate's GPU work
- * left running while its worker is frozen), and say how long that took */
+/* GPU, bench's timed calls (both sides): wait until no other process has work on the
+ * device before the timed span (a candidate's GPU work left running while its worker is
+ * frozen), and say how long that took beyond the probes themselves */
 #define KF_RUN_WAIT_IDLE 32u
 
 typedef struct {
@@ -88,8 +88,8 @@ typedef struct {
      * inputs on the device, flush done (host protocol), timed span's end, outputs back,
      * re-poisoned */
     uint64_t phase[KF_PROTO_NPHASES];
-    /* GPU, KF_RUN_WAIT_IDLE: the time the worker spent making sure the device was idle
-     * before its timed span (probes included) */
+    /* GPU, KF_RUN_WAIT_IDLE: how long the device stayed busy with other processes' work
+     * before the timed span (0 when the first probes found it idle) */
     uint64_t idle_wait_ns;
 } kf_msg_done;
 

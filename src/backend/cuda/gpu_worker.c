@@ -143,11 +143,13 @@ static const char flush_ptx[] =
     /* the idle probe (wait_idle): one empty block per SM */
     ".visible .entry kf_idle_probe()\n{\nret;\n}\n";
 
-/* Before a baseline's timed span (KF_RUN_WAIT_IDLE) the device must be idle: GPU work
- * another process left running (a host-mode candidate's kernel still spinning, in a
- * context of its own, after its call returned and its worker was frozen) would share
- * the device with this span and slow it. The candidate's worker does not wait (its
- * wait would be its own word, and the baseline leaves nothing running). Work of this process is
+/* Before a timed span (KF_RUN_WAIT_IDLE: bench's calls, both sides alike) the device
+ * must be idle: GPU work another process left running (a host-mode candidate's kernel
+ * still spinning, in a context of its own, after its call returned and its worker was
+ * frozen) would share the device with the baseline's span and slow it. Both sides run
+ * the same probes, so the step costs them the same and the gap test (coordinator's
+ * time minus the reported one) is unchanged; what a candidate's worker says about its
+ * own wait only ever makes the coordinator drop its round. Work of this process is
  * finished (its context was synchronised); other processes' work is invisible to the
  * driver API, but not to the device's scheduler: without MPS, contexts of different
  * processes time-slice, so a probe kernel launched while another context has work waits
@@ -156,25 +158,25 @@ static const char flush_ptx[] =
  * fast probes in a row mean idle (a single one can fall just after the other context's
  * time slice ended: its work resumes as soon as this context goes idle again). The
  * wait is bounded: past IDLE_BUDGET_NS the call goes on and says the device was busy
- * (KF_DONE_GPU_BUSY), and the coordinator finds out whose work it was. *waited: the
- * whole time spent here, probes included (the coordinator leaves it out of the gap
- * test: the candidate's side has no such step). Copies on the copy engines are not
- * probed. */
+ * (KF_DONE_GPU_BUSY), and the coordinator finds out whose work it was. *waited: from
+ * the first probe to the start of the final streak (0 on an idle device). Copies on
+ * the copy engines are not probed. */
 #define IDLE_FAST_NS 150000ull
 #define IDLE_STREAK 3
 #define IDLE_BUDGET_NS 20000000ull
 static int wait_idle(CUfunction probe, CUstream st, int sms, uint64_t *waited) {
-    uint64_t t0 = kf_wk_now_ns();
+    uint64_t t0 = kf_wk_now_ns(), streak_at = t0;
     int fast = 0;
     for (;;) {
         uint64_t a = kf_wk_now_ns();
+        if (!fast) streak_at = a;
         CKRUN(cu->LaunchKernel(probe, (unsigned)(sms > 0 ? sms : 1), 1, 1, 32, 1, 1, 0, st, NULL, NULL),
               "probing the device");
         CKRUN(cu->StreamSynchronize(st), "probing the device");
         uint64_t b = kf_wk_now_ns();
         fast = b - a < IDLE_FAST_NS ? fast + 1 : 0;
         if (fast >= IDLE_STREAK) {
-            *waited = b - t0;
+            *waited = streak_at - t0;
             return 0;
         }
         if (b - t0 > IDLE_BUDGET_NS) {
@@ -529,7 +531,7 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         if (host && cu->CtxGetLimit && !cu->CtxGetLimit(&pl, KF_CU_LIMIT_PERSISTING_L2) && pl != l2_limit0)
             fail_msg(KF_MSG_FAIL, "sandbox_violation: the persisting-L2 set-aside was changed between calls "
                      "(%zu bytes, the driver's is %zu; each call's is reset after it)", pl, l2_limit0);
-        /* a baseline's timed call: nothing of another process on the device */
+        /* a timed call: nothing of another process on the device */
         uint64_t idle_wait = 0;
         int busy = (m.flags & KF_RUN_WAIT_IDLE) ? wait_idle(probe_fn, stream, sms, &idle_wait) : 0;
         /* The host-mode protocol (either side in host mode) waits for the flush before
