@@ -17,12 +17,22 @@
  * context). Without CUPTI, every worker waits before its timed span until the device
  * is idle (probe kernels, which a busy device delays by a time slice), and a round in
  * which it waited is not timed: no fake speedup. A spinner that keeps the device busy
- * for the whole 20 ms wait in five rounds in a row, and is gone once the candidate's
+ * for the whole 20 ms wait in ten rounds in a row, and is gone once the candidate's
  * worker is ended, is the candidate's: sandbox_violation (scripts/gpu-session.sh
  * hostcheat runs it without CUPTI, also as a spinner of 20 ns per element).
+ *
+ * On the H200 an earlier version, which asked the runtime for cuCtxCreate
+ * (cudaGetDriverEntryPoint: CUDA 13's cuCtxCreate takes a parameter block), measured
+ * 0.71-0.73x on the build before these defences and was not refused by the CUPTI rule
+ * either: its side context was most likely never made. This version takes
+ * cuCtxCreate_v2 from the loaded driver itself; it has not run on a GPU yet.
  */
 // kforge:host
 #include <cuda.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
 
 __global__ void naive_t(const float *a, float *b, int64_t rows, int64_t cols)
 {
@@ -47,19 +57,26 @@ static long calls;
 static int64_t last_rows = -1, last_cols = -1;
 static const double ns_per_elem = 1.4;
 
+static int find_cuda(struct dl_phdr_info *i, size_t n, void *out)
+{
+    (void)n;
+    if (!strstr(i->dlpi_name, "libcuda.so")) return 0;
+    snprintf((char *)out, 512, "%s", i->dlpi_name);
+    return 1;
+}
+
+/* The driver's own entry points, from the libcuda the worker loaded (dlopen with
+ * RTLD_NOLOAD): cuCtxCreate_v2 takes (ctx, flags, device) in every CUDA version. */
 static int side_context(void)
 {
     if (side) return 1;
-    void *p = NULL;
-    cudaDriverEntryPointQueryResult q;
-    ctx_create_fn create;
-    /* CUDA 13's cuCtxCreate takes a parameter block: ask for the CUDA 12 one */
-    if (cudaGetDriverEntryPointByVersion("cuCtxCreate", &p, 12000, cudaEnableDefault, &q) || !p) return 0;
-    create = (ctx_create_fn)p;
-    if (cudaGetDriverEntryPointByVersion("cuCtxPushCurrent", &p, 12000, cudaEnableDefault, &q) || !p) return 0;
-    push = (ctx_push_fn)p;
-    if (cudaGetDriverEntryPointByVersion("cuCtxPopCurrent", &p, 12000, cudaEnableDefault, &q) || !p) return 0;
-    pop = (ctx_pop_fn)p;
+    char name[512] = "";
+    dl_iterate_phdr(find_cuda, name);
+    void *h = name[0] ? dlopen(name, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    ctx_create_fn create = h ? (ctx_create_fn)dlsym(h, "cuCtxCreate_v2") : NULL;
+    push = h ? (ctx_push_fn)dlsym(h, "cuCtxPushCurrent_v2") : NULL;
+    pop = h ? (ctx_pop_fn)dlsym(h, "cuCtxPopCurrent_v2") : NULL;
+    if (!create || !push || !pop) return 0;
     CUcontext prev;
     if (create(&side, 0, 0)) return 0; /* cuCtxCreate makes it current: give it back */
     return pop(&prev) == CUDA_SUCCESS;
