@@ -175,7 +175,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     /* GPU: rounds whose baseline waited for an idle device, rounds where either side
      * did, the baseline's 20 ms waits in a row, and whether a busy device was found to
      * be another process's */
-    int nwait = 0, nbusy = 0, busy_run = 0, external = 0;
+    int nwait = 0, nunclean = 0, busy_run = 0, external = 0;
     for (int r = 0; !*stop; r++) {
         int timed = r >= WARMUP;
         if (timed) {
@@ -235,8 +235,8 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             int waited = busy || cb.idle_wait_ns > IDLE_DIRTY_NS || (cc.gpu_flags & KF_DONE_GPU_BUSY) ||
                          cc.idle_wait_ns > IDLE_DIRTY_NS;
             nwait += busy || cb.idle_wait_ns > IDLE_DIRTY_NS;
-            nbusy += waited;
-            discard = waited && nbusy <= 2 * R.n + 20;
+            nunclean += waited;
+            discard = waited && nunclean <= 2 * R.n + 20;
             busy_run = busy && !external ? busy_run + 1 : 0;
             if (busy_run >= BUSY_RUN) {
                 busy_run = 0;
@@ -308,10 +308,10 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             R.n++;
         }
     }
-    if (kf_build_gpu(cand->b) && (nwait || nbusy)) {
+    if (kf_build_gpu(cand->b) && (nwait || nunclean)) {
         /* GPU work of another process was on the device when the baseline's span was due */
         json_object_set_new(jo, "baseline_waited_rounds", json_integer(nwait));
-        json_object_set_new(jo, "unclean_rounds", json_integer(nbusy));
+        json_object_set_new(jo, "unclean_rounds", json_integer(nunclean));
         if (external) json_object_set_new(jo, "gpu_shared", json_true());
     }
     if (st || *stop || R.n == 0) goto out;

@@ -153,7 +153,8 @@ static const char flush_ptx[] =
  * finished (its context was synchronised); other processes' work is invisible to the
  * driver API, but not to the device's scheduler: without MPS, contexts of different
  * processes time-slice, so a probe kernel launched while another context has work waits
- * for a time slice (a millisecond or more) instead of finishing in about 10 us; with
+ * for a time slice (a millisecond or more) instead of finishing in about 50 us (launch
+ * and synchronise, on an H200); with
  * MPS, a probe of one block per SM waits for SMs another kernel holds. IDLE_STREAK
  * fast probes in a row mean idle (a single one can fall just after the other context's
  * time slice ended: its work resumes as soon as this context goes idle again). The
@@ -442,8 +443,8 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         close(sofd);
         hcall = (kf_host_fn)dlsym(h, "kforge_host_call__");
         if (!hcall) fail_msg(KF_MSG_LOADFAIL, "kforge_host_call__ missing from the built object");
-        io += (size_t)snprintf(info + io, sizeof info - io, "host mode cupti=%s\n",
-                               cupti ? "yes" : cupti_err);
+        io += (size_t)snprintf(info + io, sizeof info - io, "host mode cupti=%s driver_table=read-only%s\n",
+                               cupti ? "yes" : cupti_err, table_sealed ? ",sealed" : "");
     }
     kf_wk_send_text(KF_MSG_INFO, info);
     kf_msg_done ready = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_READY};
