@@ -580,6 +580,65 @@ static void t_persisting_l2(const void *arg) {
     unsetenv("KFORGE_LIBCUPTI");
 }
 
+/* On a GPU with CUPTI: a host-mode candidate that creates a context of its own (the
+ * driver's cuCtxCreate_v2, taken from the loaded libcuda) is refused at the call that
+ * follows, a sandbox_violation that names contexts; the same file without the context
+ * is accepted (so the refusal is the context's). Skips without a GPU or CUPTI. */
+static void t_gpu_own_context(const void *arg) {
+    (void)arg;
+    char why[512];
+    if (!kft_have_gpu(why, sizeof why)) kft_skip("needs a GPU: %s", why);
+    need_nvcc();
+    static const char fmt[] =
+        "// kforge:host\n#include <cuda.h>\n#include <dlfcn.h>\n#include <link.h>\n#include <stdio.h>\n#include <string.h>\n"
+        "static int find_cuda(struct dl_phdr_info *i, size_t n, void *out) {\n"
+        "  (void)n; if (!strstr(i->dlpi_name, \"libcuda.so\")) return 0;\n"
+        "  snprintf((char *)out, 512, \"%%s\", i->dlpi_name); return 1;\n}\n"
+        "__global__ void t(const float *a, float *b, int64_t rows, int64_t cols) {\n"
+        "  int64_t c = (int64_t)blockIdx.x * 16 + threadIdx.x, r = (int64_t)blockIdx.y * 16 + threadIdx.y;\n"
+        "  if (r < rows && c < cols) b[c * rows + r] = a[r * cols + c];\n}\n"
+        "static CUcontext side;\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "  if (%d && !side) {\n"
+        "    char name[512] = \"\"; dl_iterate_phdr(find_cuda, name);\n"
+        "    void *h = dlopen(name, RTLD_NOW | RTLD_NOLOAD);\n"
+        "    CUresult (*create)(CUcontext *, unsigned, CUdevice) = h ? (CUresult (*)(CUcontext *, unsigned, CUdevice))dlsym(h, \"cuCtxCreate_v2\") : NULL;\n"
+        "    CUresult (*pop)(CUcontext *) = h ? (CUresult (*)(CUcontext *))dlsym(h, \"cuCtxPopCurrent_v2\") : NULL;\n"
+        "    CUcontext prev;\n"
+        "    if (!create || !pop || create(&side, 0, 0) || pop(&prev)) return 9;\n  }\n"
+        "  dim3 g((unsigned)((cols + 15) / 16), (unsigned)((rows + 15) / 16));\n"
+        "  t<<<g, dim3(16, 16), 0, s>>>(a, b, rows, cols);\n"
+        "  return cudaGetLastError() == cudaSuccess ? 0 : 1;\n}\n";
+    for (int own = 1; own >= 0; own--) {
+        char text[4096], dir[] = "/tmp/kft-ownctx-XXXXXX", path[256];
+        snprintf(text, sizeof text, fmt, own);
+        CHECK(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/own.cu", dir);
+        FILE *f = fopen(path, "w");
+        CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_task *t = kft_task(ctx, "tasks/cuda/transpose");
+        kf_opts o;
+        kf_opts_init(&o);
+        o.call_timeout_s = 20;
+        o.hidden_count = 1;
+        kf_result *r = NULL;
+        CHECKF(kf_check(ctx, t, path, &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
+        char *js = kf_result_json(r);
+        if (own && strstr(js, "\"launch_count\":null")) kft_skip("no CUPTI: %s", js);
+        if (own)
+            CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && strstr(js, "sandbox_violation") &&
+                   strstr(js, "context"), "%s", js);
+        else
+            CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", js);
+        free(js);
+        kf_result_free(r);
+        kf_task_free(t);
+        kf_ctx_free(ctx);
+        kf__rmtree(dir);
+    }
+}
+
 /* Host mode refuses contexts of the candidate's own (the worker synchronises only its
  * primary context): CUPTI's driver callbacks that create one are found by name. The
  * rule, and that the installed CUPTI names them so (cuCtxCreate*, cuGreenCtxCreate). */
@@ -1831,6 +1890,7 @@ void kft_register_cuda(void) {
     kft_add("cuda/gpu_seccomp", t_gpu_seccomp, NULL, 30);
     kft_add("cuda/gpu_worker_cpus", t_gpu_worker_cpus, NULL, 120);
     kft_add("cuda/host_gpu_report", t_host_gpu_report, NULL, 600);
+    kft_add("cuda/gpu_own_context", t_gpu_own_context, NULL, 300);
     kft_add("cuda/host_build", t_host_build, NULL, 900);
     kft_add("cuda/host_errors", t_host_errors, NULL, 300);
     kft_add("cuda/host_mode_select", t_host_mode_select, NULL, 30);
