@@ -175,7 +175,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     /* GPU: rounds whose baseline waited for an idle device, rounds where either side
      * did, the baseline's 20 ms waits in a row, and whether a busy device was found to
      * be another process's */
-    int nwait = 0, nunclean = 0, busy_run = 0, external = 0;
+    int nwait = 0, nunclean = 0, nbusy = 0, busy_run = 0, external = 0;
     for (int r = 0; !*stop; r++) {
         int timed = r >= WARMUP;
         if (timed) {
@@ -227,8 +227,9 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         /* GPU: a worker waited for other processes' work to leave the device before its
          * timed span (docs/cuda.md, "An idle device"): the round is not clean and is not
          * timed (unless such rounds outnumber the clean ones: then the load is the
-         * machine's, timed through as before). The baseline's busy rounds in a row are
-         * traced to their source. */
+         * machine's, timed through as before); a baseline that met a busy device at the
+         * end of its wait is never timed. The baseline's busy rounds in a row are traced
+         * to their source. */
         int discard = 0, respawned = 0;
         if (cc.st == KF_CALL_OK && cb.st == KF_CALL_OK && kf_build_gpu(cand->b)) {
             int busy = (cb.gpu_flags & KF_DONE_GPU_BUSY) != 0;
@@ -236,8 +237,18 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
                          cc.idle_wait_ns > IDLE_DIRTY_NS;
             nwait += busy || cb.idle_wait_ns > IDLE_DIRTY_NS;
             nunclean += waited;
-            discard = waited && nunclean <= 2 * R.n + 20;
+            nbusy += busy;
+            /* a span that shared the device is never timed; a wait that ended in time
+             * only makes the round unclean */
+            discard = busy || (waited && nunclean <= 2 * R.n + 20);
             busy_run = busy && !external ? busy_run + 1 : 0;
+            if (nbusy > 200) {
+                st = kf__err(s->ctx, KF_EBACKEND, "the GPU stayed busy with other processes' work: the "
+                                                 "baseline's worker waited 20 ms for an idle device in %d "
+                                                 "rounds; no timing can be trusted while it lasts", nbusy);
+                kf_data_free_inputs(t, &in);
+                break;
+            }
             if (busy_run >= BUSY_RUN) {
                 busy_run = 0;
                 if ((st = busy_device(s, cand, base, &ex, &in, arena, sizes, stop, &external)) || *stop) {
