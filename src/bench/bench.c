@@ -103,18 +103,21 @@ static double eval_cost(const kf_task *t, const kf_shape *sh, const kf_expr *e) 
  * another process's work) in BUSY_RUN timed rounds in a row. The candidate's worker is
  * frozen, but GPU work it left running (a kernel in a context of its own, still spinning
  * after its call returned) runs on: the likeliest source; or another process is using
- * the GPU (kforge run --jobs checking on it, a device-info measurement). End the
- * candidate's worker (its contexts and their work end with it) and ask the baseline
- * three times: an idle device every time means the work was the candidate's (rejected,
- * *stop set). Otherwise it was someone else's: a fresh candidate worker takes over
- * (*external set: the load is the environment's, timed through as before, and not
- * traced again). */
+ * the GPU (kforge run --jobs checking on it, another bench, a device-info measurement).
+ * End the candidate's worker (its contexts and their work end with it) and ask the
+ * baseline three times. Still busy: someone else's work; a fresh candidate worker takes
+ * over (*external set: the load is the environment's and is not traced again). Idle
+ * every time: the candidate's work, or another process's that happened to end just
+ * then; the first time (*suspect 0) a fresh candidate worker takes over and *suspect is
+ * set, the second time the candidate is rejected (*stop set): another process's load
+ * would have to stop at the very moment of both ends. */
 #define BUSY_RUN 10
 /* a wait for an idle device beyond this makes a round unclean (probes on an idle device
  * take about 50 us each; one slow probe restarts the streak) */
 #define IDLE_DIRTY_NS 500000ull
 static kf_status busy_device(kf_sess *s, kf_side *cand, kf_side *base, const kf_extents *ex,
-                             const kf_inputs *in, size_t arena, json_t *sizes, int *stop, int *external) {
+                             const kf_inputs *in, size_t arena, json_t *sizes, int *stop, int *external,
+                             int *suspect) {
     kf_worker_close(cand->w); /* reaped: its contexts are gone with it */
     cand->w = NULL;
     int clean = 1;
@@ -128,16 +131,17 @@ static kf_status busy_device(kf_sess *s, kf_side *cand, kf_side *base, const kf_
                            kf_reason_name(r.reason), r.msg);
         clean &= !(r.gpu_flags & KF_DONE_GPU_BUSY);
     }
-    if (clean) {
+    if (clean && *suspect) {
         kf_result_reject(s->res, KF_REASON_SANDBOX_VIOLATION, sizes,
-                         "GPU work of the candidate was still running after its calls returned (the "
-                         "baseline found the device busy for 20 ms in %d rounds in a row while the "
+                         "GPU work of the candidate was still running after its calls returned (twice "
+                         "the baseline found the device busy for 20 ms in %d rounds in a row while the "
                          "candidate's worker was frozen, and idle once the worker was ended): every "
                          "kernel must finish inside the call", BUSY_RUN);
         *stop = 1;
         return KF_OK;
     }
-    *external = 1;
+    if (clean) *suspect = 1;
+    else *external = 1;
     kf_call_result fail;
     kf_status st = kf_sess_spawn(s, cand->b, arena, cand, &fail);
     if (!st && !cand->w) {
@@ -173,9 +177,9 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     /* GPU host mode: what the timed calls launched (CUPTI; unknown without it) */
     int c_graph = 0, b_graph = 0, c_known = 1, b_known = 1, c_launch = -1;
     /* GPU: rounds whose baseline waited for an idle device, rounds where either side
-     * did, the baseline's 20 ms waits in a row, and whether a busy device was found to
-     * be another process's */
-    int nwait = 0, nunclean = 0, nbusy = 0, busy_run = 0, external = 0;
+     * did, rounds its wait ended busy, those in a row, and whether a busy device was found
+     * to be another process's, or once went idle with the candidate's worker */
+    int nwait = 0, nunclean = 0, nbusy = 0, busy_run = 0, external = 0, suspect = 0;
     for (int r = 0; !*stop; r++) {
         int timed = r >= WARMUP;
         if (timed) {
@@ -251,7 +255,8 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             }
             if (busy_run >= BUSY_RUN) {
                 busy_run = 0;
-                if ((st = busy_device(s, cand, base, &ex, &in, arena, sizes, stop, &external)) || *stop) {
+                if ((st = busy_device(s, cand, base, &ex, &in, arena, sizes, stop, &external, &suspect)) ||
+                    *stop) {
                     kf_data_free_inputs(t, &in);
                     break;
                 }
