@@ -1,6 +1,6 @@
 #!/bin/sh
 # scripts/gpu-session.sh STEPS OUTDIR - one batched call on the GPU machine: the steps
-# named (devinfo profile verdict tests bench loop calls probe ab errs torch), each under its own time limit, all
+# named (devinfo profile verdict tests bench loop calls probe ab errs torch hostcheat), each under its own time limit, all
 # output under OUTDIR and packed into OUTDIR.tgz.
 set -u
 cd "$(dirname "$0")/.."
@@ -52,6 +52,22 @@ for s in $STEPS; do
                  python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(d.get('verdict'), ' '.join('%s:%g' % ('x'.join(str(v) for v in s['sizes'].values()), s.get('max_abs_err',-1)) for s in d['check']['shapes'] if s.get('kind')=='visible') if 'check' in d else ' '.join('%s:%g' % ('x'.join(str(v) for v in s['sizes'].values()), s.get('max_abs_err',-1)) for s in d.get('shapes',[]) if s.get('kind')=='visible'))" "$O/err_$r.json"
              done ;;
     torch)   TORCH_TIMEOUT=${TORCH_T:-300} bench/gpu.sh torch "$O/t" | tail -60 ;;
+    hostcheat) # the host-mode cheats of tests/redteam/cuda benched (verdict, speedup, what
+             # refused them), on build/ and, with OLD=DIR (a build of an earlier commit), on
+             # DIR too; then the left-running spinner without CUPTI (the idle-device wait
+             # alone), as written and as a spinner of 20 ns per element (traced to the candidate)
+             sed 's/ns_per_elem = 1.4;/ns_per_elem = 20.0;/' tests/redteam/cuda/host_linger_context.cu > "$O/linger_long.cu"
+             for b in ${OLD:-} build; do
+                 for c in transpose:host_driver_table transpose:host_linger_context sgemm:host_timing_cublas \
+                          nocupti:host_linger_context nocupti:linger_long; do
+                     t=${c%%:*}; f=tests/redteam/cuda/${c#*:}.cu; cup=${KFORGE_LIBCUPTI:-}
+                     [ "$t" = nocupti ] && { [ "$b" = build ] || continue; t=transpose; cup=/nonexistent; }
+                     [ "${c#*:}" = linger_long ] && f=$O/linger_long.cu
+                     k=$(basename "$b")_${c%%:*}_${c#*:}
+                     KFORGE_LIBCUPTI=$cup timeout ${HC_T:-90} ./$b/kforge bench "tasks/cuda/$t" "$f" --json > "$O/hc_$k.json" 2> "$O/hc_$k.err"
+                     python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(sys.argv[2],d.get('verdict'),'speedup=%s'%d.get('speedup'),[r.get('code','')+': '+r.get('message','')[:160] for r in d.get('reasons',[])],d.get('error','')[:200],[(s.get('speedup'),s.get('discarded_rounds'),s.get('baseline_waited_rounds')) for s in d.get('shapes',[])],d.get('libraries_loaded'))" "$O/hc_$k.json" "$k" 2>&1 | cut -c1-700
+                 done
+             done ;;
     esac
     echo "=== $s: $(( $(date +%s) - t0 )) s"
 done

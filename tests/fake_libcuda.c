@@ -5,7 +5,22 @@
  * nothing; every event pair is FAKECUDA_MS milliseconds apart (default 25).
  * FAKECUDA_FAIL=NAME makes entry point NAME (e.g. cuMemAlloc_v2) fail with
  * CUDA_ERROR_OUT_OF_MEMORY; FAKECUDA_CC=86 reports compute capability 8.6; FAKECUDA_SLEEP_US makes every event wait that long. Test code only: never loaded by kforge otherwise.
+ *
+ * Like the real driver, a launch with more than 48 KiB of dynamic shared memory fails
+ * (CUDA_ERROR_INVALID_VALUE) unless cuFuncSetAttribute raised the function's limit to
+ * at least that much first; FAKECUDA_LAUNCH_LOG=PATH appends "launch SMEM LIMIT" per
+ * launch. While the file named by FAKECUDA_BUSY_FILE exists the device is "busy with
+ * another process": waiting for a launch of kf_idle_probe takes 300 us. The persisting-L2
+ * limit is kept and returned (cuCtxSetLimit/cuCtxGetLimit, limit 6); it starts at the
+ * H200 driver's 11.25 MiB.
+ *
+ * A GPU worker starts with an empty environment: each FAKECUDA_ setting is read from the
+ * environment, else from a line NAME=VALUE of fakecuda.env in the directory the stand-in
+ * was loaded from (a test links it into a directory of its own as libcuda.so.1 and
+ * points KFORGE_LIBCUDA there).
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +31,44 @@ typedef unsigned long long CUdeviceptr;
 
 #define API __attribute__((visibility("default")))
 
+static const char *fenv(const char *name) {
+    const char *v = getenv(name);
+    if (v) return v;
+    static char names[16][64], vals[16][256];
+    static int nv;
+    for (int i = 0; i < nv; i++)
+        if (!strcmp(names[i], name)) return vals[i][0] || names[i][63] ? vals[i] : NULL;
+    Dl_info di;
+    if (!dladdr((void *)fenv, &di) || !di.dli_fname) return NULL;
+    char path[512];
+    snprintf(path, sizeof path, "%s", di.dli_fname);
+    char *sl = strrchr(path, '/');
+    if (!sl) return NULL;
+    snprintf(sl + 1, sizeof path - (size_t)(sl + 1 - path), "fakecuda.env");
+    FILE *f = fopen(path, "r");
+    if (!f || nv == 16) {
+        if (f) fclose(f);
+        return NULL;
+    }
+    /* remembered, found or not (names[i][63] marks "found, empty") */
+    int me = nv++;
+    snprintf(names[me], 63, "%s", name);
+    vals[me][0] = 0;
+    char line[300];
+    const char *found = NULL;
+    size_t nl = strlen(name);
+    while (!found && fgets(line, sizeof line, f))
+        if (!strncmp(line, name, nl) && line[nl] == '=') {
+            line[strcspn(line, "\n")] = 0;
+            snprintf(vals[me], sizeof vals[me], "%s", line + nl + 1);
+            names[me][63] = 1;
+            found = vals[me];
+        }
+    fclose(f);
+    return found;
+}
+#define getenv fenv
+
 static int fail(const char *name) {
     const char *f = getenv("FAKECUDA_FAIL");
     return f && !strcmp(f, name) ? 2 : 0;
@@ -23,6 +76,9 @@ static int fail(const char *name) {
 #define F(name) do { if (fail(name)) return 2; } while (0)
 
 static char heap[64];
+static int smem_limit[2] = {48 << 10, 48 << 10}; /* [0] kernels, [1] the idle probe */
+static size_t persisting_l2 = 11796480; /* the H200 driver's default set-aside */
+static int probe_pending;
 static unsigned long long next_ptr = 1ull << 32;
 
 API CUresult cuInit(unsigned f) { (void)f; F("cuInit"); return 0; }
@@ -61,7 +117,26 @@ API CUresult cuCtxSynchronize(void) {
     return 0;
 }
 API CUresult cuModuleLoadData(void **m, const void *img) { (void)img; F("cuModuleLoadData"); *m = heap; return 0; }
-API CUresult cuModuleGetFunction(void **f, void *m, const char *n) { (void)m; (void)n; *f = heap + 1; return 0; }
+API CUresult cuModuleGetFunction(void **f, void *m, const char *n) {
+    (void)m;
+    /* kforge's own kernels have handles of their own: not logged, default limits */
+    *f = !strcmp(n, "kf_idle_probe") ? heap + 4 : !strcmp(n, "kf_l2_read") ? heap + 5 : heap + 1;
+    return 0;
+}
+API CUresult cuFuncSetAttribute(void *f, int attr, int v) {
+    if (attr == 8) smem_limit[f == heap + 4] = v;
+    return 0;
+}
+API CUresult cuCtxSetLimit(int what, size_t v) {
+    if (what == 6) persisting_l2 = v;
+    return 0;
+}
+API CUresult cuCtxGetLimit(size_t *v, int what) {
+    *v = what == 6 ? persisting_l2 : 0;
+    return 0;
+}
+API CUresult cuCtxResetPersistingL2Cache(void) { return 0; }
+API CUresult cuStreamSetAttribute(void *s, int attr, const void *v) { (void)s; (void)attr; (void)v; return 0; }
 API CUresult cuModuleUnload(void *m) { (void)m; return 0; }
 API CUresult cuFuncGetAttribute(int *v, int a, void *f) { (void)a; (void)f; *v = 0; return 0; }
 API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
@@ -83,7 +158,13 @@ API CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *st) {
     return 0;
 }
 API CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = heap + 2; return 0; }
-API CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
+API CUresult cuStreamSynchronize(void *s) {
+    (void)s;
+    const char *busy = getenv("FAKECUDA_BUSY_FILE");
+    if (probe_pending && busy && access(busy, F_OK) == 0) usleep(300);
+    probe_pending = 0;
+    return 0;
+}
 API CUresult cuStreamDestroy_v2(void *s) { (void)s; return 0; }
 API CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = heap + 3; return 0; }
 API CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; return 0; }
@@ -102,9 +183,19 @@ API CUresult cuEventElapsedTime_v2(float *ms, void *a, void *b) {
 API CUresult cuEventDestroy_v2(void *e) { (void)e; return 0; }
 API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                             unsigned bz, unsigned sm, void *s, void **p, void **x) {
-    (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sm; (void)s; (void)p; (void)x;
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)s; (void)p; (void)x;
     F("cuLaunchKernel");
-    return 0;
+    if (f == heap + 4) probe_pending = 1;
+    int lim = smem_limit[f == heap + 4];
+    const char *log = getenv("FAKECUDA_LAUNCH_LOG");
+    if (log && f == heap + 1) {
+        FILE *o = fopen(log, "a");
+        if (o) {
+            fprintf(o, "launch %u %d\n", sm, lim);
+            fclose(o);
+        }
+    }
+    return (int)sm > lim ? 1 : 0;
 }
 API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int b, size_t sm) {
     (void)f; (void)sm;
@@ -112,6 +203,7 @@ API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int b,
     return 0;
 }
 API CUresult cuGetErrorName(CUresult r, const char **s) {
-    *s = r == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : r == 101 ? "CUDA_ERROR_INVALID_DEVICE" : "CUDA_ERROR_UNKNOWN";
+    *s = r == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : r == 101 ? "CUDA_ERROR_INVALID_DEVICE"
+         : r == 1 ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_UNKNOWN";
     return 0;
 }

@@ -10,6 +10,8 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_api.h"
+#include "backend/cuda/cupti.h"
+#include "backend/cuda/cupti_abi.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/host.h"
 #include "check/check.h"
@@ -22,6 +24,7 @@
 #include "sandbox/sandbox.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -234,6 +237,433 @@ static void t_deferred_worker(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* A stand-in GPU worker for one fake-artifact kernel, its events 1 us apart (the
+ * coordinator then accepts the calls against its own clock). */
+static kf_worker *fake_worker(kf_ctx *ctx, const char *dir, const char *settings) {
+    char lib[256], envf[256];
+    snprintf(lib, sizeof lib, "%s/libcuda.so.1", dir);
+    snprintf(envf, sizeof envf, "%s/fakecuda.env", dir);
+    CHECK(symlink(kft_bin("libkft_fakecuda.so"), lib) == 0 || errno == EEXIST);
+    FILE *f = fopen(envf, "w");
+    CHECK(f && fprintf(f, "FAKECUDA_MS=0.001\n%s", settings) > 0 && fclose(f) == 0);
+    /* the worker drops to a user of its own: it must read the settings and write the logs */
+    CHECK(chmod(dir, 0755) == 0 && chmod(envf, 0644) == 0);
+    setenv("KFORGE_LIBCUDA", lib, 1);
+    char art[256];
+    snprintf(art, sizeof art, "%s/k.kfc", dir);
+    CHECK(fake_artifact(art) == 0);
+    kf_worker_opts wo = {10, 1ull << 30, 30, 0, NULL, 1, NULL, 0};
+    kf_call_result fail;
+    kf_worker *w = NULL;
+    CHECKF(kf_worker_spawn(ctx, art, 1 << 20, &wo, &w, &fail) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECKF(w, "did not load: %s", fail.msg);
+    return w;
+}
+
+static void one_launch(kf_msg_run *m, uint32_t smem, uint32_t flags) {
+    memset(m, 0, sizeof *m);
+    m->nlaunch = 1;
+    for (int d = 0; d < 6; d++) m->dims[0][d] = 1;
+    m->dims[0][6] = smem;
+    m->span_hi = 4096;
+    m->flags = flags;
+}
+
+/* Dynamic shared memory above 48 KiB: the worker raises the kernel's limit to the
+ * launch's smem before launching (the stand-in driver, like the real one, refuses the
+ * launch otherwise), once per size; at or under 48 KiB it leaves the default. */
+static void t_big_smem(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-smem-XXXXXX", logp[256];
+    CHECK(mkdtemp(dir));
+    snprintf(logp, sizeof logp, "%s/launches", dir);
+    FILE *lf = fopen(logp, "w");
+    CHECK(lf && fclose(lf) == 0 && chmod(logp, 0666) == 0);
+    char set[300];
+    snprintf(set, sizeof set, "FAKECUDA_LAUNCH_LOG=%s\n", logp);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_worker *w = fake_worker(ctx, dir, set);
+    static const uint32_t sizes[] = {1024, 48 << 10, 64 << 10, 64 << 10, 200 << 10};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        kf_msg_run m;
+        one_launch(&m, sizes[i], i == 3 ? KF_RUN_FLUSH_L2 : 0);
+        kf_call_result r;
+        kf_worker_call(w, &m, 10, &r);
+        CHECKF(r.st == KF_CALL_OK, "smem %u: %s: %s", sizes[i], kf_reason_name(r.reason), r.msg);
+    }
+    kf_worker_close(w);
+    char *log = NULL;
+    size_t n = 0;
+    CHECK(kf__read_file(logp, 1 << 20, &log, &n) == 0);
+    CHECKF(!strcmp(log, "launch 1024 49152\nlaunch 49152 49152\nlaunch 65536 65536\nlaunch 65536 65536\n"
+                        "launch 204800 204800\n"), "%s", log);
+    free(log);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
+/* Before a baseline's timed span (KF_RUN_WAIT_IDLE) the worker waits for the device to
+ * be idle (no other process's work: the stand-in driver makes every probe wait 300 us
+ * while a file exists), and says how long it took, or that the device stayed busy past
+ * its budget. Other calls do not probe. */
+static void t_idle_probe(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-idle-XXXXXX", busy[256];
+    CHECK(mkdtemp(dir));
+    snprintf(busy, sizeof busy, "%s/busy", dir);
+    char set[300];
+    snprintf(set, sizeof set, "FAKECUDA_BUSY_FILE=%s\n", busy);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_worker *w = fake_worker(ctx, dir, set);
+    kf_msg_run m;
+    kf_call_result r;
+    one_launch(&m, 0, KF_RUN_FLUSH_L2 | KF_RUN_WAIT_IDLE);
+    kf_worker_call(w, &m, 10, &r);
+    CHECKF(r.st == KF_CALL_OK && !(r.gpu_flags & KF_DONE_GPU_BUSY) && r.idle_wait_ns < 2000000,
+           "idle: %s, flags %u, waited %llu ns", r.msg, r.gpu_flags, (unsigned long long)r.idle_wait_ns);
+    FILE *f = fopen(busy, "w");
+    CHECK(f && fclose(f) == 0);
+    one_launch(&m, 0, KF_RUN_FLUSH_L2 | KF_RUN_WAIT_IDLE);
+    kf_worker_call(w, &m, 10, &r);
+    CHECKF(r.st == KF_CALL_OK && (r.gpu_flags & KF_DONE_GPU_BUSY) && r.idle_wait_ns >= 20000000,
+           "busy: %s, flags %u, waited %llu ns", r.msg, r.gpu_flags, (unsigned long long)r.idle_wait_ns);
+    one_launch(&m, 0, KF_RUN_FLUSH_L2); /* the candidate's side, or a check's call: no probe */
+    uint64_t t0 = kf__now_ns();
+    kf_worker_call(w, &m, 10, &r);
+    CHECKF(r.st == KF_CALL_OK && !r.gpu_flags && !r.idle_wait_ns && kf__now_ns() - t0 < 15000000,
+           "untimed: flags %u, waited %llu ns", r.gpu_flags, (unsigned long long)r.idle_wait_ns);
+    unlink(busy);
+    one_launch(&m, 0, KF_RUN_FLUSH_L2 | KF_RUN_WAIT_IDLE);
+    kf_worker_call(w, &m, 10, &r);
+    CHECKF(r.st == KF_CALL_OK && !(r.gpu_flags & KF_DONE_GPU_BUSY), "idle again: flags %u", r.gpu_flags);
+    kf_worker_close(w);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
+/* Host mode: candidate code in the worker's process cannot redirect the worker's driver
+ * entry points. The candidate finds cuEventElapsedTime_v2's address (dlopen of the
+ * loaded driver) and overwrites every copy of it in writable memory with its own
+ * function; once the worker has called that function, the next call returns 7. With the
+ * table on a read-only, sealed page no writable copy exists: both calls succeed (the
+ * stand-in driver, no GPU). */
+static const char table_hook[] =
+    "// kforge:host\n"
+    "#include <dlfcn.h>\n#include <link.h>\n#include <stdio.h>\n#include <string.h>\n"
+    "static int hooked, patched;\n"
+    "static int fake_elapsed(float *ms, void *a, void *b) { (void)a; (void)b; hooked = 1; *ms = 0.001f; return 0; }\n"
+    "static int find_cuda(struct dl_phdr_info *i, size_t n, void *out) {\n"
+    "  (void)n; if (!strstr(i->dlpi_name, \"libcuda\")) return 0;\n"
+    "  snprintf((char *)out, 512, \"%s\", i->dlpi_name); return 1;\n}\n"
+    "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+    "  (void)a; (void)b; (void)rows; (void)cols; (void)s;\n"
+    "  if (hooked) return 7;\n"
+    "  if (patched) return 0;\n"
+    "  char name[512] = \"\";\n  dl_iterate_phdr(find_cuda, name);\n"
+    "  void *h = dlopen(name, RTLD_NOW | RTLD_NOLOAD);\n"
+    "  void *real = h ? dlsym(h, \"cuEventElapsedTime_v2\") : NULL;\n"
+    "  if (!real) return 5;\n"
+    "  FILE *f = fopen(\"/proc/self/maps\", \"r\");\n  if (!f) return 6;\n"
+    "  char line[600];\n"
+    "  while (fgets(line, sizeof line, f)) {\n"
+    "    unsigned long lo, hi; char perm[8];\n"
+    "    if (sscanf(line, \"%lx-%lx %7s\", &lo, &hi, perm) != 3 || perm[0] != 'r' || perm[1] != 'w') continue;\n"
+    "    if (strstr(line, \"[stack]\") || strstr(line, \"[vvar\")) continue;\n"
+    "    for (void **p = (void **)lo; (unsigned long)(p + 1) <= hi; p++)\n"
+    "      if (*p == real) *p = (void *)fake_elapsed;\n"
+    "  }\n  fclose(f);\n  patched = 1;\n  return 0;\n}\n";
+
+/* A host-mode candidate built for real (nvcc) and loaded by a GPU worker on the
+ * stand-in driver (events 1 us apart, no CUPTI), under its seccomp filter; dir is the
+ * stand-in's directory (the caller removes it). */
+static kf_worker *host_fake_worker(built *o, const char *task, const char *text, char dir[32]) {
+    need_nvcc();
+    setenv("KFORGE_CUDA_ARCH", "sm_90", 1);
+    build_text(o, task, "host.cu", text, NULL, 0);
+    CHECKF(o->b.ok, "%s\n%s", o->b.message ? o->b.message : "", o->b.log ? o->b.log : "");
+    snprintf(dir, 32, "/tmp/kft-hostw-XXXXXX");
+    CHECK(mkdtemp(dir));
+    char lib[256], envf[256];
+    snprintf(lib, sizeof lib, "%s/libcuda.so.1", dir);
+    snprintf(envf, sizeof envf, "%s/fakecuda.env", dir);
+    CHECK(symlink(kft_bin("libkft_fakecuda.so"), lib) == 0);
+    FILE *f = fopen(envf, "w");
+    CHECK(f && fputs("FAKECUDA_MS=0.001\n", f) >= 0 && fclose(f) == 0);
+    CHECK(chmod(dir, 0755) == 0 && chmod(envf, 0644) == 0);
+    setenv("KFORGE_LIBCUDA", lib, 1);
+    setenv("KFORGE_LIBCUPTI", "/nonexistent/libcupti.so", 1); /* no counter with a stand-in driver */
+    kf_worker_opts wo = {10, 1ull << 30, 30, 0, NULL, 1, NULL, 0};
+    kf_call_result fail;
+    kf_worker *w = NULL;
+    CHECKF(kf_worker_spawn(o->ctx, o->b.so_path, 1 << 20, &wo, &w, &fail) == KF_OK, "%s", kf_errmsg(o->ctx));
+    CHECKF(w, "did not load: %s", fail.msg);
+    CHECK(kf_worker_filtered(w));
+    return w;
+}
+
+/* One call of a transpose-shaped host-mode candidate (a, b at 0 and 2048, 4 x 4). */
+static void host_call(kf_worker *w, kf_call_result *r) {
+    kf_msg_run m;
+    memset(&m, 0, sizeof m);
+    m.nargs = 4;
+    m.kind[0] = m.kind[1] = KF_ARG_BUF;
+    m.off[1] = 2048;
+    m.kind[2] = m.kind[3] = KF_ARG_I64;
+    m.ival[2] = m.ival[3] = 4;
+    m.span_hi = 4096;
+    kf_worker_call(w, &m, 10, r);
+}
+
+static void t_driver_table_ro(const void *arg) {
+    (void)arg;
+    built o;
+    char dir[32];
+    kf_worker *w = host_fake_worker(&o, "tasks/cuda/transpose", table_hook, dir);
+    for (int call = 0; call < 3; call++) {
+        kf_call_result r;
+        host_call(w, &r);
+        CHECKF(r.st == KF_CALL_OK, "call %d: %s: %s", call + 1, kf_reason_name(r.reason), r.msg);
+    }
+    kf_worker_close(w);
+    unsetenv("KFORGE_LIBCUPTI");
+    kf__rmtree(dir);
+    built_free(&o);
+}
+
+/* The libraries a host-mode worker maps are read after its calls (the kernel's view):
+ * a candidate that loads cuBLAS only from its second call on (as one that loads it only
+ * where it detects timing) is seen and rejected by the check every timing worker gets
+ * after each call (kf_check_libraries); declared, the same library is only reported. */
+static void t_timing_libraries(const void *arg) {
+    (void)arg;
+    if (geteuid() != 0) kft_skip("a worker's maps are readable by root only (it is not dumpable)");
+    static const char late[] =
+        "// kforge:host\n#include <dlfcn.h>\n"
+        "static int calls;\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "  (void)a; (void)b; (void)rows; (void)cols; (void)s;\n"
+        "  if (++calls == 2 && !dlopen(\"libcublas.so.13\", RTLD_NOW | RTLD_LOCAL)) return 9;\n"
+        "  return 0;\n}\n";
+    for (int declared = 0; declared < 2; declared++) {
+        built o;
+        char dir[32];
+        kf_worker *w = host_fake_worker(&o, "tasks/cuda/transpose", late, dir);
+        kf_sess s;
+        memset(&s, 0, sizeof s);
+        s.res = kf_result_new("bench");
+        s.cbuild.libraries = kf__strdup(declared ? "cublas" : "");
+        kf_side side = {.w = w};
+        kf_call_result r;
+        host_call(w, &r);
+        CHECKF(r.st == KF_CALL_OK, "%s", r.msg);
+        CHECK(kf_check_libraries(&s, &side, "seen while timing") == 0);
+        host_call(w, &r);
+        CHECKF(r.st == KF_CALL_OK, "%s", r.msg);
+        int rej = kf_check_libraries(&s, &side, "seen while timing");
+        char *js = kf_result_json(s.res);
+        CHECKF(rej == !declared, "declared %d: %s", declared, js);
+        CHECKF(strstr(js, "libcublas.so.13"), "not among libraries_loaded: %s", js);
+        if (!declared)
+            CHECKF(kf_result_verdict(s.res) == KF_VERDICT_REJECTED && strstr(js, "sandbox_violation") &&
+                   strstr(js, "seen while timing"), "%s", js);
+        free(js);
+        free(s.cbuild.libraries);
+        kf_result_free(s.res);
+        kf_worker_close(w);
+        kf__rmtree(dir);
+        built_free(&o);
+    }
+    unsetenv("KFORGE_LIBCUPTI");
+}
+
+/* Host mode may compile kernels at run time with NVRTC (declared: kforge:link nvrtc):
+ * a compile inside the worker, under its seccomp filter, succeeds (it was killed as a
+ * sandbox_violation: NVRTC calls stat). The stand-in driver: the compile only. */
+static void t_host_nvrtc_worker(const void *arg) {
+    (void)arg;
+    static const char jit[] =
+        "// kforge:host\n// kforge:link nvrtc\n#include <nvrtc.h>\n#include <stdio.h>\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "  (void)a; (void)b; (void)s;\n"
+        "  char src[256];\n"
+        "  snprintf(src, sizeof src, \"extern \\\"C\\\" __global__ void t(float *x) { x[0] = %lld; }\", (long long)(rows * cols));\n"
+        "  nvrtcProgram p;\n"
+        "  if (nvrtcCreateProgram(&p, src, \"jit.cu\", 0, NULL, NULL) != NVRTC_SUCCESS) return 3;\n"
+        "  const char *o[] = {\"--gpu-architecture=sm_90\"};\n"
+        "  int rc = nvrtcCompileProgram(p, 1, o) == NVRTC_SUCCESS ? 0 : 4;\n"
+        "  size_t n = 0;\n  if (!rc && (nvrtcGetCUBINSize(p, &n) != NVRTC_SUCCESS || n < 100)) rc = 5;\n"
+        "  nvrtcDestroyProgram(&p);\n  return rc;\n}\n";
+    built o;
+    char dir[32];
+    kf_worker *w = host_fake_worker(&o, "tasks/cuda/transpose", jit, dir);
+    CHECKF(o.b.libraries && strstr(o.b.libraries, "nvrtc"), "libraries '%s'", o.b.libraries ? o.b.libraries : "");
+    for (int call = 0; call < 2; call++) {
+        kf_call_result r;
+        host_call(w, &r);
+        CHECKF(r.st == KF_CALL_OK, "call %d: %s: %s", call + 1, kf_reason_name(r.reason), r.msg);
+    }
+    kf_worker_close(w);
+    unsetenv("KFORGE_LIBCUPTI");
+    kf__rmtree(dir);
+    built_free(&o);
+}
+
+/* Host mode: an open that would write or create a file fails with EACCES (libraries
+ * carry on: NVRTC names its threads through a write-only open of /proc/self/task/N/comm,
+ * which trapped as a sandbox_violation) and nothing is created. */
+static void t_gpu_write_open_refused(const void *arg) {
+    (void)arg;
+    static const char opener[] =
+        "// kforge:host\n#include <errno.h>\n#include <stdio.h>\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "  (void)a; (void)b; (void)rows; (void)cols; (void)s;\n"
+        "  FILE *f = fopen(\"/tmp/kft-forbidden-write\", \"w\");\n"
+        "  FILE *g = fopen(\"/proc/self/comm\", \"w\");\n"
+        "  return f || g ? 1 : errno == EACCES ? 0 : 2;\n}\n";
+    unlink("/tmp/kft-forbidden-write");
+    built o;
+    char dir[32];
+    kf_worker *w = host_fake_worker(&o, "tasks/cuda/transpose", opener, dir);
+    kf_call_result r;
+    host_call(w, &r);
+    CHECKF(r.st == KF_CALL_OK, "%s: %s", kf_reason_name(r.reason), r.msg);
+    CHECK(access("/tmp/kft-forbidden-write", F_OK) != 0);
+    kf_worker_close(w);
+    unsetenv("KFORGE_LIBCUPTI");
+    kf__rmtree(dir);
+    built_free(&o);
+}
+
+/* Host mode: a persisting-L2 set-aside a call makes is reset after it (and said so in
+ * DONE), so nothing stays warm across the next call's flush nor shrinks the other
+ * side's L2; one made outside any call (here: in a constructor, as a thread left
+ * running would) is refused at the next call. The candidate calls the loaded
+ * (stand-in) driver's cuCtxSetLimit directly. */
+static void t_persisting_l2(const void *arg) {
+    (void)arg;
+    static const char fmt[] =
+        "// kforge:host\n#include <dlfcn.h>\n#include <link.h>\n#include <stdio.h>\n#include <string.h>\n"
+        "static int find_cuda(struct dl_phdr_info *i, size_t n, void *out) {\n"
+        "  (void)n; if (!strstr(i->dlpi_name, \"libcuda\")) return 0;\n"
+        "  snprintf((char *)out, 512, \"%%s\", i->dlpi_name); return 1;\n}\n"
+        "static int set_aside(void) {\n"
+        "  char name[512] = \"\"; dl_iterate_phdr(find_cuda, name);\n"
+        "  void *h = dlopen(name, RTLD_NOW | RTLD_NOLOAD);\n"
+        "  int (*lim)(int, size_t) = h ? (int (*)(int, size_t))dlsym(h, \"cuCtxSetLimit\") : NULL;\n"
+        "  return lim ? lim(6, 4u << 20) : 1;\n}\n"
+        "%s\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "  (void)a; (void)b; (void)rows; (void)cols; (void)s;\n  return %s;\n}\n";
+    for (int outside = 0; outside < 2; outside++) {
+        char text[2048];
+        snprintf(text, sizeof text, fmt, outside ? "__attribute__((constructor)) static void early(void) { set_aside(); }" : "",
+                 outside ? "0" : "set_aside()");
+        built o;
+        char dir[32];
+        kf_worker *w = host_fake_worker(&o, "tasks/cuda/transpose", text, dir);
+        kf_call_result r;
+        host_call(w, &r);
+        if (outside) {
+            CHECKF(r.st != KF_CALL_OK && r.reason == KF_REASON_SANDBOX_VIOLATION && strstr(r.msg, "persisting-L2"),
+                   "%s: %s", kf_reason_name(r.reason), r.msg);
+        } else {
+            for (int call = 0; call < 2; call++) {
+                CHECKF(r.st == KF_CALL_OK && (r.gpu_flags & KF_DONE_PERSISTING_L2), "call %d: %s: %s, flags %u",
+                       call + 1, kf_reason_name(r.reason), r.msg, r.gpu_flags);
+                host_call(w, &r);
+            }
+        }
+        kf_worker_close(w);
+        kf__rmtree(dir);
+        built_free(&o);
+    }
+    unsetenv("KFORGE_LIBCUPTI");
+}
+
+/* On a GPU with CUPTI: a host-mode candidate that creates a context of its own (the
+ * driver's cuCtxCreate_v2, taken from the loaded libcuda) is refused at the call that
+ * follows, a sandbox_violation that names contexts; the same file without the context
+ * is accepted (so the refusal is the context's). Skips without a GPU or CUPTI. */
+static void t_gpu_own_context(const void *arg) {
+    (void)arg;
+    char why[512];
+    if (!kft_have_gpu(why, sizeof why)) kft_skip("needs a GPU: %s", why);
+    need_nvcc();
+    static const char fmt[] =
+        "// kforge:host\n#include <cuda.h>\n#include <dlfcn.h>\n#include <link.h>\n#include <stdio.h>\n#include <string.h>\n"
+        "static int find_cuda(struct dl_phdr_info *i, size_t n, void *out) {\n"
+        "  (void)n; if (!strstr(i->dlpi_name, \"libcuda.so\")) return 0;\n"
+        "  snprintf((char *)out, 512, \"%%s\", i->dlpi_name); return 1;\n}\n"
+        "__global__ void t(const float *a, float *b, int64_t rows, int64_t cols) {\n"
+        "  int64_t c = (int64_t)blockIdx.x * 16 + threadIdx.x, r = (int64_t)blockIdx.y * 16 + threadIdx.y;\n"
+        "  if (r < rows && c < cols) b[c * rows + r] = a[r * cols + c];\n}\n"
+        "static CUcontext side;\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "  if (%d && !side) {\n"
+        "    char name[512] = \"\"; dl_iterate_phdr(find_cuda, name);\n"
+        "    void *h = dlopen(name, RTLD_NOW | RTLD_NOLOAD);\n"
+        "    CUresult (*create)(CUcontext *, unsigned, CUdevice) = h ? (CUresult (*)(CUcontext *, unsigned, CUdevice))dlsym(h, \"cuCtxCreate_v2\") : NULL;\n"
+        "    CUresult (*pop)(CUcontext *) = h ? (CUresult (*)(CUcontext *))dlsym(h, \"cuCtxPopCurrent_v2\") : NULL;\n"
+        "    CUcontext prev;\n"
+        "    if (!create || !pop || create(&side, 0, 0) || pop(&prev)) return 9;\n  }\n"
+        "  dim3 g((unsigned)((cols + 15) / 16), (unsigned)((rows + 15) / 16));\n"
+        "  t<<<g, dim3(16, 16), 0, s>>>(a, b, rows, cols);\n"
+        "  return cudaGetLastError() == cudaSuccess ? 0 : 1;\n}\n";
+    for (int own = 1; own >= 0; own--) {
+        char text[4096], dir[] = "/tmp/kft-ownctx-XXXXXX", path[256];
+        snprintf(text, sizeof text, fmt, own);
+        CHECK(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/own.cu", dir);
+        FILE *f = fopen(path, "w");
+        CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_task *t = kft_task(ctx, "tasks/cuda/transpose");
+        kf_opts o;
+        kf_opts_init(&o);
+        o.call_timeout_s = 20;
+        o.hidden_count = 1;
+        kf_result *r = NULL;
+        CHECKF(kf_check(ctx, t, path, &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
+        char *js = kf_result_json(r);
+        if (own && strstr(js, "\"launch_count\":null")) kft_skip("no CUPTI: %s", js);
+        if (own)
+            CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && strstr(js, "sandbox_violation") &&
+                   strstr(js, "context"), "%s", js);
+        else
+            CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", js);
+        free(js);
+        kf_result_free(r);
+        kf_task_free(t);
+        kf_ctx_free(ctx);
+        kf__rmtree(dir);
+    }
+}
+
+/* Host mode refuses contexts of the candidate's own (the worker synchronises only its
+ * primary context): CUPTI's driver callbacks that create one are found by name. The
+ * rule, and that the installed CUPTI names them so (cuCtxCreate*, cuGreenCtxCreate). */
+static void t_cupti_ctx_names(const void *arg) {
+    (void)arg;
+    CHECK(kf_cupti__is_ctx_name("cuCtxCreate_v2") && kf_cupti__is_ctx_name("cuCtxCreate_v4") &&
+          kf_cupti__is_ctx_name("cuGreenCtxCreate"));
+    CHECK(!kf_cupti__is_ctx_name("cuCtxSetCurrent") && !kf_cupti__is_ctx_name("cuDevicePrimaryCtxRetain") &&
+          !kf_cupti__is_ctx_name("cuCtxDestroy_v2") && !kf_cupti__is_ctx_name(NULL));
+    void *h = dlopen("/usr/local/cuda/lib64/libcupti.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) kft_skip("no CUPTI in /usr/local/cuda/lib64: %s", dlerror());
+    int (*name)(int, uint32_t, const char **) = NULL;
+    void *p = dlsym(h, "cuptiGetCallbackName");
+    memcpy(&name, &p, sizeof p);
+    CHECK(name);
+    int plain = 0, green = 0;
+    for (uint32_t id = 1; id < 2048; id++) {
+        const char *n = NULL;
+        if (name(KF_CUPTI_DOMAIN_DRIVER, id, &n) || !kf_cupti__is_ctx_name(n)) continue;
+        plain += !strncmp(n, "cuCtxCreate", 11);
+        green += !strncmp(n, "cuGreenCtxCreate", 16);
+    }
+    CHECKF(plain >= 2 && green >= 1, "cuCtxCreate* %d, cuGreenCtxCreate %d", plain, green);
+}
+
 /* A GPU worker started through a wrapper (compute-sanitizer) has the tool's launcher
  * for a parent, so no parent-death signal reaches it; when its kernel never finishes
  * it never reads the channel either. Its watch thread must end it once the coordinator
@@ -423,6 +853,72 @@ static void t_errors(const void *arg) {
         build_text(&o, "tasks/cuda/softmax", "bad.cu", text, NULL, 0);
         CHECKF(!o.b.ok && o.b.reason == KF_REASON_COMPILE_ERROR && strstr(o.b.message, bad[i].want),
                "%s -> %s", bad[i].line, o.b.message ? o.b.message : "(built)");
+        built_free(&o);
+    }
+}
+
+/* Kernel mode's includes: any header inside the toolkit's include trees, by name in angle
+ * brackets, compiles (CUDA 13's <cooperative_groups.h> and <cuda/barrier> need
+ * include/cccl on NVRTC's path); names that leave the tree, hide, or are not there are
+ * refused before NVRTC runs. */
+static void t_toolkit_headers(const void *arg) {
+    (void)arg;
+    need_nvrtc();
+    setenv("KFORGE_CUDA_ARCH", "sm_90", 1);
+    static const char *const ok[] = {
+        "#include <cooperative_groups.h>\n"
+        "namespace cg = cooperative_groups;\n"
+        "// kforge:launch kernel=k grid=(rows) block=(32)\n"
+        "extern \"C\" __global__ void k(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+        "  cg::thread_block b = cg::this_thread_block(); b.sync();\n"
+        "  cg::thread_block_tile<32> w = cg::tiled_partition<32>(b);\n"
+        "  if (w.thread_rank() == 0 && cols > 0) y[blockIdx.x * cols] = x[blockIdx.x * cols];\n}\n",
+        "#include <cuda/barrier>\n"
+        "// kforge:launch kernel=k grid=(rows) block=(32)\n"
+        "extern \"C\" __global__ void k(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+        "  __shared__ cuda::barrier<cuda::thread_scope_block> bar;\n"
+        "  if (threadIdx.x == 0) init(&bar, blockDim.x);\n  __syncthreads();\n"
+        "  bar.arrive_and_wait();\n"
+        "  if (threadIdx.x == 0 && cols > 0) y[blockIdx.x * cols] = x[blockIdx.x * cols];\n}\n",
+        "#include <cuda_pipeline.h>\n#include <cuda/std/cstdint>\n#  include <mma.h>\n"
+        "// kforge:launch kernel=k grid=(rows) block=(32)\n"
+        "extern \"C\" __global__ void k(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+        "  cuda::std::int64_t i = blockIdx.x; if (threadIdx.x == 0 && cols > 0) y[i * cols] = x[i * cols];\n}\n",
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        built o;
+        build_text(&o, "tasks/cuda/softmax", "inc.cu", ok[i], NULL, 0);
+        CHECKF(o.b.ok, "%.60s: %s\n%s", ok[i], o.b.message ? o.b.message : "", o.b.log ? o.b.log : "");
+        built_free(&o);
+    }
+    /* the honest corpus files that rely on it build too */
+    static const char *const files[][2] = {
+        {"tasks/cuda/softmax", "tests/honest/cuda/softmax_cooperative_groups.cu"},
+        {"tasks/cuda/softmax", "tests/honest/cuda/softmax_cuda_barrier.cu"},
+        {"tasks/cuda/rmsnorm", "tests/honest/cuda/rmsnorm_smem_64k.cu"},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char *text = NULL;
+        size_t n = 0;
+        CHECKF(kf__read_file(kft_src(files[i][1]), 1 << 20, &text, &n) == 0, "%s", files[i][1]);
+        built o;
+        build_text(&o, files[i][0], "corpus.cu", text, NULL, 0);
+        CHECKF(o.b.ok, "%s: %s\n%s", files[i][1], o.b.message ? o.b.message : "", o.b.log ? o.b.log : "");
+        built_free(&o);
+        free(text);
+    }
+    static const char *const bad[] = {"<../include/cuda_fp16.h>", "<cuda/../../../../../etc/passwd>",
+                                      "<./cuda_fp16.h>", "<cuda//barrier>", "<no_such_header.h>",
+                                      "<stdio.h>", "<cuda>", "<cuda_fp16.h", "\"cuda_fp16.h\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "#include %s\n// kforge:launch kernel=k grid=(1) block=(32)\n"
+                 "extern \"C\" __global__ void k(const float *x, float *y, int64_t rows, int64_t cols) {}\n",
+                 bad[i]);
+        built o;
+        build_text(&o, "tasks/cuda/softmax", "bad.cu", text, NULL, 0);
+        CHECKF(!o.b.ok && o.b.reason == KF_REASON_COMPILE_ERROR && strstr(o.b.message, "allows #include only"),
+               "%s -> %s", bad[i], o.b.message ? o.b.message : "(built)");
         built_free(&o);
     }
 }
@@ -1285,8 +1781,9 @@ static void t_host_gpu_report(const void *arg) {
 
 /* GPU host mode's seccomp filter, without a GPU: it loads (its rules do not conflict),
  * lets through what the driver uses (any ioctl but TIOCSTI, read-write opens of
- * existing files, epoll, threads), and a forbidden call traps with its number, which
- * the coordinator names. Which calls the real driver needs is for the GPU run to show. */
+ * existing files, epoll, threads), refuses an open to write or create with EACCES, and
+ * a forbidden call (a socket) traps with its number, which the coordinator names.
+ * Which calls the real driver needs is for the GPU run to show. */
 static int sigsys_pipe = -1;
 /* GPU: a timing worker runs on the CPUs the coordinator left it, not on the coordinator's
  * own (which spin-waits for replies). A GPU worker once kept the coordinator's CPU: each
@@ -1369,7 +1866,9 @@ static void t_gpu_seccomp(const void *arg) {
         if (ioctl(fd, TIOCSTI, &c) == 0 || errno != EPERM) _exit(13);
         int ep = epoll_create1(EPOLL_CLOEXEC);
         if (ep < 0) _exit(14);
-        if (open("/tmp/kft-should-not-exist", O_WRONLY | O_CREAT, 0600) >= 0) _exit(15); /* traps first */
+        /* a file to write is refused (EACCES), not trapped: libraries carry on */
+        if (open("/tmp/kft-should-not-exist", O_WRONLY | O_CREAT, 0600) >= 0 || errno != EACCES) _exit(15);
+        if (socket(AF_INET, SOCK_STREAM, 0) >= 0) _exit(17); /* traps first */
         _exit(16);
     }
     close(p[1]);
@@ -1378,10 +1877,12 @@ static void t_gpu_seccomp(const void *arg) {
     close(p[0]);
     CHECK(waitpid(pid, &status, 0) == pid);
     CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d (10: the filter did not load; "
-           "11-14: an allowed call failed; 16: the forbidden open was not trapped)", WEXITSTATUS(status));
-    CHECKF(got == (ssize_t)sizeof nr && nr == SYS_openat, "trapped %d", nr);
+           "11-14: an allowed call failed; 15: a file opened for writing; 16: socket was not trapped)",
+           WEXITSTATUS(status));
+    CHECK(access("/tmp/kft-should-not-exist", F_OK) != 0);
+    CHECKF(got == (ssize_t)sizeof nr && nr == SYS_socket, "trapped %d", nr);
     char *name = kf_policy_syscall_name(nr);
-    CHECKF(name && !strcmp(name, "openat"), "%s", name ? name : "(null)");
+    CHECKF(name && !strcmp(name, "socket"), "%s", name ? name : "(null)");
     free(name);
 }
 
@@ -1389,15 +1890,25 @@ void kft_register_cuda(void) {
     kft_add("cuda/gpu_seccomp", t_gpu_seccomp, NULL, 30);
     kft_add("cuda/gpu_worker_cpus", t_gpu_worker_cpus, NULL, 120);
     kft_add("cuda/host_gpu_report", t_host_gpu_report, NULL, 600);
+    kft_add("cuda/gpu_own_context", t_gpu_own_context, NULL, 300);
     kft_add("cuda/host_build", t_host_build, NULL, 900);
     kft_add("cuda/host_errors", t_host_errors, NULL, 300);
     kft_add("cuda/host_mode_select", t_host_mode_select, NULL, 30);
     kft_add("cuda/fairness", t_fairness, NULL, 30);
     kft_add("cuda/bundled_build", t_bundled_build, NULL, 600);
     kft_add("cuda/errors", t_errors, NULL, 120);
+    kft_add("cuda/toolkit_headers", t_toolkit_headers, NULL, 300);
     kft_add("cuda/launch_eval", t_launch_eval, NULL, 60);
     kft_add("cuda/arch_cache", t_arch_cache, NULL, 120);
     kft_add("cuda/deferred_worker", t_deferred_worker, NULL, 60);
+    kft_add("cuda/big_smem", t_big_smem, NULL, 60);
+    kft_add("cuda/idle_probe", t_idle_probe, NULL, 60);
+    kft_add("cuda/driver_table_ro", t_driver_table_ro, NULL, 300);
+    kft_add("cuda/timing_libraries", t_timing_libraries, NULL, 300);
+    kft_add("cuda/cupti_ctx_names", t_cupti_ctx_names, NULL, 30);
+    kft_add("cuda/host_nvrtc_worker", t_host_nvrtc_worker, NULL, 300);
+    kft_add("cuda/persisting_l2", t_persisting_l2, NULL, 300);
+    kft_add("cuda/gpu_write_open_refused", t_gpu_write_open_refused, NULL, 300);
     kft_add("cuda/wrapped_orphan", t_wrapped_orphan, NULL, 60);
     kft_add("cuda/cache", t_cache, NULL, 60);
     kft_add("cuda/compile_timeout", t_compile_timeout, NULL, 60);

@@ -99,7 +99,59 @@ static double eval_cost(const kf_task *t, const kf_shape *sh, const kf_expr *e) 
 #define PH_N 8     /* bench -v: the steps of a GPU call reported */
 #define PH_MAX 512 /* rounds kept for them */
 
-static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *ref,
+/* The baseline's worker found the device busy past its whole wait budget (20 ms of
+ * another process's work) in BUSY_RUN timed rounds in a row. The candidate's worker is
+ * frozen, but GPU work it left running (a kernel in a context of its own, still spinning
+ * after its call returned) runs on: the likeliest source; or another process is using
+ * the GPU (kforge run --jobs checking on it, another bench, a device-info measurement).
+ * End the candidate's worker (its contexts and their work end with it) and ask the
+ * baseline three times. Still busy: someone else's work; a fresh candidate worker takes
+ * over (*external set: the load is the environment's and is not traced again). Idle
+ * every time: the candidate's work, or another process's that happened to end just
+ * then; the first time (*suspect 0) a fresh candidate worker takes over and *suspect is
+ * set, the second time the candidate is rejected (*stop set): another process's load
+ * would have to stop at the very moment of both ends. */
+#define BUSY_RUN 10
+/* a wait for an idle device beyond this makes a round unclean (probes on an idle device
+ * take about 50 us each; one slow probe restarts the streak) */
+#define IDLE_DIRTY_NS 500000ull
+static kf_status busy_device(kf_sess *s, kf_side *cand, kf_side *base, const kf_extents *ex,
+                             const kf_inputs *in, size_t arena, json_t *sizes, int *stop, int *external,
+                             int *suspect) {
+    kf_worker_close(cand->w); /* reaped: its contexts are gone with it */
+    cand->w = NULL;
+    int clean = 1;
+    for (int ask = 0; ask < 3; ask++) {
+        kf_poison p;
+        kf_call_result r;
+        kf_data_make_poison(s->t, &s->rng, &p);
+        kf_sess_call(s, base, ex, in, &p, &r);
+        if (r.st != KF_CALL_OK)
+            return kf__err(s->ctx, KF_ETASK, "the baseline failed in a timed run: %s: %s",
+                           kf_reason_name(r.reason), r.msg);
+        clean &= !(r.gpu_flags & KF_DONE_GPU_BUSY);
+    }
+    if (clean && *suspect) {
+        kf_result_reject(s->res, KF_REASON_SANDBOX_VIOLATION, sizes,
+                         "GPU work of the candidate was still running after its calls returned (twice "
+                         "the baseline found the device busy for 20 ms in %d rounds in a row while the "
+                         "candidate's worker was frozen, and idle once the worker was ended): every "
+                         "kernel must finish inside the call", BUSY_RUN);
+        *stop = 1;
+        return KF_OK;
+    }
+    if (clean) *suspect = 1;
+    else *external = 1;
+    kf_call_result fail;
+    kf_status st = kf_sess_spawn(s, cand->b, arena, cand, &fail);
+    if (!st && !cand->w) {
+        kf_result_reject(s->res, fail.reason, sizes, "%s (on a fresh worker for timing)", fail.msg);
+        *stop = 1;
+    }
+    return st;
+}
+
+static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *ref, size_t arena,
                             const kf_shape *sh, const kf_ceilings *ceil, const kf_devinfo *dev,
                             json_t *jo, double *speedup, int *stop) {
     const kf_task *t = s->t;
@@ -125,6 +177,10 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     uint64_t started = kf__now_ns();
     /* GPU host mode: what the timed calls launched (CUPTI; unknown without it) */
     int c_graph = 0, b_graph = 0, c_known = 1, b_known = 1, c_launch = -1;
+    /* GPU: rounds whose baseline waited for an idle device, rounds where either side
+     * did, rounds its wait ended busy, those in a row, and whether a busy device was found
+     * to be another process's, or once went idle with the candidate's worker */
+    int nwait = 0, nunclean = 0, nbusy = 0, busy_run = 0, external = 0, suspect = 0;
     for (int r = 0; !*stop; r++) {
         int timed = r >= WARMUP;
         if (timed) {
@@ -172,6 +228,48 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         void **curm = mago[r & 1], **prevm[1] = {mago[(r & 1) ^ 1]};
         kf_sess_free_outputs(t, cur);
         kf_sess_free_outputs(t, curm);
+        /* GPU host mode: a library loaded only in the timing worker (where a candidate
+         * can tell it is timed) is seen as in the check, after every call */
+        if (cc.st == KF_CALL_OK && cand->b->host && kf_check_libraries(s, cand, "seen while timing")) {
+            *stop = 1;
+            kf_data_free_inputs(t, &in);
+            break;
+        }
+        /* GPU: a worker waited for other processes' work to leave the device before its
+         * timed span (docs/cuda.md, "An idle device"): the round is not clean and is not
+         * timed (unless such rounds outnumber the clean ones: then the load is the
+         * machine's, timed through as before); a baseline that met a busy device at the
+         * end of its wait is never timed. The baseline's busy rounds in a row are traced
+         * to their source. */
+        int discard = 0, respawned = 0;
+        if (cc.st == KF_CALL_OK && cb.st == KF_CALL_OK && kf_build_gpu(cand->b)) {
+            int busy = (cb.gpu_flags & KF_DONE_GPU_BUSY) != 0;
+            int waited = busy || cb.idle_wait_ns > IDLE_DIRTY_NS || (cc.gpu_flags & KF_DONE_GPU_BUSY) ||
+                         cc.idle_wait_ns > IDLE_DIRTY_NS;
+            nwait += busy || cb.idle_wait_ns > IDLE_DIRTY_NS;
+            nunclean += waited;
+            nbusy += busy;
+            /* a span that shared the device is never timed; a wait that ended in time
+             * only makes the round unclean */
+            discard = busy || (waited && nunclean <= 2 * R.n + 20);
+            busy_run = busy && !external ? busy_run + 1 : 0;
+            if (nbusy > 200) {
+                st = kf__err(s->ctx, KF_EBACKEND, "the GPU stayed busy with other processes' work: the "
+                                                 "baseline's worker waited 20 ms for an idle device in %d "
+                                                 "rounds; no timing can be trusted while it lasts", nbusy);
+                kf_data_free_inputs(t, &in);
+                break;
+            }
+            if (busy_run >= BUSY_RUN) {
+                busy_run = 0;
+                if ((st = busy_device(s, cand, base, &ex, &in, arena, sizes, stop, &external, &suspect)) ||
+                    *stop) {
+                    kf_data_free_inputs(t, &in);
+                    break;
+                }
+                respawned = 1; /* this round's candidate outputs went with its worker */
+            }
+        }
         if (cb.st != KF_CALL_OK) {
             st = kf__err(s->ctx, ref ? KF_EUSAGE : KF_ETASK, "the baseline failed in a timed run: %s: %s",
                          kf_reason_name(cb.reason), cb.msg);
@@ -201,8 +299,8 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         }
         if (!st && !*stop) {
             double ma = 0, mr = 0;
-            if (kf_judge_mag(s, cand, &ex, &in, &pc, cur, curm, prev, prevm, r > 0, sizes, "in a timed run",
-                             &ma, &mr))
+            if (!respawned && kf_judge_mag(s, cand, &ex, &in, &pc, cur, curm, prev, prevm, r > 0, sizes,
+                                           "in a timed run", &ma, &mr))
                 *stop = 1;
             if (ref && kf_judge_mag(s, base, &ex, &in, &pb, cur, curm, NULL, NULL, 0, sizes, "baseline", &ma,
                                     &mr)) {
@@ -218,7 +316,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         }
         kf_data_free_inputs(t, &in);
         if (st || *stop) break;
-        if (timed) {
+        if (timed && !discard) {
             /* GPU: the launches' event time; the host spans are cross-checked per call */
             int gpu = kf_build_gpu(cand->b);
             c_graph |= cc.ngraph > 0, b_graph |= cb.ngraph > 0;
@@ -240,6 +338,12 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             sum_b += R.bw[R.n];
             R.n++;
         }
+    }
+    if (kf_build_gpu(cand->b) && (nwait || nunclean)) {
+        /* GPU work of another process was on the device when the baseline's span was due */
+        json_object_set_new(jo, "baseline_waited_rounds", json_integer(nwait));
+        json_object_set_new(jo, "unclean_rounds", json_integer(nunclean));
+        if (external) json_object_set_new(jo, "gpu_shared", json_true());
     }
     if (st || *stop || R.n == 0) goto out;
 
@@ -492,6 +596,8 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
      * replaying a graph of its own launches (kernel mode; a host-mode baseline cannot
      * be captured, and the shapes are then marked unfair) */
     base.graph = s->cand_graph && base.b->nlaunch > 0;
+    /* both sides wait for an idle device before their timed spans (the same step) */
+    cand.wait_idle = base.wait_idle = 1;
     if (!base.w) {
         st = kf__err(s->ctx, vs_path ? KF_EUSAGE : KF_ETASK, "the baseline does not load: %s", fail.msg);
         goto out;
@@ -525,7 +631,7 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
         kf_shape_format(t, &t->shapes[i], txt, sizeof txt);
         PHASE("timing %s", txt);
         double sp = 0;
-        st = time_shape(s, &cand, &base, vs_path ? &ref : NULL, &t->shapes[i],
+        st = time_shape(s, &cand, &base, vs_path ? &ref : NULL, arena, &t->shapes[i],
                         have_cost ? &ceil : NULL, have_gpu ? &gpu : NULL, o, &sp, &stop);
         PHASE("timed %s: %lld rounds", txt, (long long)json_integer_value(json_object_get(o, "runs")));
         if (!st && !stop && sp > 0) {

@@ -265,6 +265,7 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
         if (s->timing) m.flags |= KF_RUN_FLUSH_L2;
         if (s->host_timing || side->b->host) m.flags |= KF_RUN_HOST_TIMING;
         if (side->graph && side->b->nlaunch) m.flags |= KF_RUN_GRAPH;
+        if (s->timing && side->wait_idle) m.flags |= KF_RUN_WAIT_IDLE;
         if (s->precise) { /* under compute-sanitizer: one allocation per buffer */
             m.flags |= KF_RUN_PRECISE;
             for (int i = 0; i < s->t->nargs; i++) {
@@ -1019,25 +1020,32 @@ int kf_library_undeclared(const char *loaded, const char *declared, char *out, s
     return cnt;
 }
 
-/* GPU host mode: the libraries the worker has mapped (the kernel's view, read while it
- * is frozen); a vendor compute library the candidate did not declare (kforge:link) was
- * loaded behind the allow-list's back (dlopen): sandbox_violation. */
-static void libraries_check(kf_sess *s, kf_side *cand) {
+int kf_check_libraries(kf_sess *s, kf_side *side, const char *when) {
     char loaded[4096], bad[1024];
-    if (kf_worker_libraries(cand->w, loaded, sizeof loaded)) {
-        json_object_set_new(s->res->root, "libraries_loaded", json_null());
-        return;
+    json_t *a = json_object_get(s->res->root, "libraries_loaded");
+    if (kf_worker_libraries(side->w, loaded, sizeof loaded)) {
+        if (!json_is_array(a)) json_object_set_new(s->res->root, "libraries_loaded", json_null());
+        return 0;
     }
-    json_t *a = json_array();
+    if (!json_is_array(a)) {
+        a = json_array();
+        json_object_set_new(s->res->root, "libraries_loaded", a);
+    }
+    /* merged: every worker's libraries, each once */
     char *dup = kf__strdup(loaded), *save = NULL;
-    for (char *l = dup ? strtok_r(dup, ",", &save) : NULL; l; l = strtok_r(NULL, ",", &save))
-        json_array_append_new(a, kf_result_text_json(l));
+    for (char *l = dup ? strtok_r(dup, ",", &save) : NULL; l; l = strtok_r(NULL, ",", &save)) {
+        size_t i;
+        json_t *v;
+        int have = 0;
+        json_array_foreach(a, i, v) have |= json_is_string(v) && !strcmp(json_string_value(v), l);
+        if (!have) json_array_append_new(a, kf_result_text_json(l));
+    }
     free(dup);
-    json_object_set_new(s->res->root, "libraries_loaded", a);
-    if (kf_library_undeclared(loaded, s->cbuild.libraries, bad, sizeof bad))
-        kf_result_reject(s->res, KF_REASON_SANDBOX_VIOLATION, NULL,
-                         "loaded %s at run time without declaring it (kforge:link allows cublas and "
-                         "cublasLt, declared in the file)", bad);
+    if (!kf_library_undeclared(loaded, s->cbuild.libraries, bad, sizeof bad)) return 0;
+    kf_result_reject(s->res, KF_REASON_SANDBOX_VIOLATION, NULL,
+                     "loaded %s at run time without declaring it (%s; kforge:link allows cublas and "
+                     "cublasLt, declared in the file)", bad, when);
+    return 1;
 }
 
 /* Check the session's candidate on every shape. KF_OK with the verdict on s->res. */
@@ -1161,9 +1169,13 @@ static kf_status run_check(kf_sess *s) {
         }
         st = check_shape(s, &cand, &prep[i], o, &dead);
         prep_free(s->t, &prep[i]);
+        /* host mode: what the worker has mapped, after every shape (the last one's below) */
+        if (!st && !dead && s->cbuild.host && cand.w && !kf_worker_dead(cand.w) && i + 1 < L.n &&
+            kf_check_libraries(s, &cand, "seen while checking"))
+            dead = 1;
     }
     if (!st && s->cbuild.nlaunch && cand.w && L.n > 0) resources_json(s, &cand, &L.all[0]);
-    if (!st && s->cbuild.host && cand.w) libraries_check(s, &cand);
+    if (!st && !dead && s->cbuild.host && cand.w) kf_check_libraries(s, &cand, "seen while checking");
 out:
     if (threaded) {
         pthread_mutex_lock(&job.mu);

@@ -51,6 +51,7 @@ typedef struct {
     kf_layout lay;
     const kf_build *b; /* what it runs (GPU builds carry their launches) */
     int graph;         /* GPU kernel mode: timed as a captured graph (a graph baseline) */
+    int wait_idle;     /* GPU, bench: waits for an idle device before timed spans (KF_RUN_WAIT_IDLE) */
 } kf_side;
 
 kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path,
@@ -102,6 +103,14 @@ int kf_library_kernel(const char *name);
  * (kforge:link names and DT_NEEDED entries) does not cover, ", "-separated into out;
  * returns how many. */
 int kf_library_undeclared(const char *loaded, const char *declared, char *out, size_t n);
+/* GPU host mode: the shared libraries side's (frozen) worker has mapped, from
+ * /proc/PID/maps (the kernel's view), merged into the result's "libraries_loaded" (null
+ * when the maps are unreadable: kforge not root); a vendor compute library the
+ * candidate did not declare (kforge:link, DT_NEEDED) was loaded behind the allow-list's
+ * back: sandbox_violation, with when ("seen while timing") in the message. Run after
+ * every shape of a check and every call of a timing worker, so a library loaded only
+ * where the candidate detects timing is seen too. 1 when it rejected. */
+int kf_check_libraries(kf_sess *s, kf_side *side, const char *when);
 
 /* Do two sets of outputs agree under the task's determinism rule (bitwise, or within
  * the tolerance)? */

@@ -167,7 +167,7 @@ static const int gpu_allowed[] = {
     SCMP_SYS(epoll_create1), SCMP_SYS(epoll_ctl), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
     SCMP_SYS(mlock), SCMP_SYS(munlock), SCMP_SYS(get_mempolicy), SCMP_SYS(set_mempolicy),
     SCMP_SYS(mbind), SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime),
-    SCMP_SYS(timerfd_gettime), SCMP_SYS(pwrite64), SCMP_SYS(mlock2),
+    SCMP_SYS(timerfd_gettime), SCMP_SYS(pwrite64), SCMP_SYS(mlock2), SCMP_SYS(stat), SCMP_SYS(lstat),
 };
 
 static int build_filter(pid_t self, int landlock, int gpu) {
@@ -212,6 +212,17 @@ static int build_filter(pid_t self, int landlock, int gpu) {
     uint32_t rdwr = landlock || gpu ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EACCES);
     rc |= seccomp_rule_add(f, rdwr, SCMP_SYS(openat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, wr, O_RDWR));
     rc |= seccomp_rule_add(f, rdwr, SCMP_SYS(open), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, wr, O_RDWR));
+    /* GPU host mode: an open that would write, create, truncate or append fails with
+     * EACCES instead of trapping: libraries the candidate may use do that and carry on
+     * when it fails (NVRTC names its threads through /proc/self/task/N/comm with a
+     * write-only open); nothing is written either way */
+    static const int wbits[] = {O_WRONLY, O_CREAT, O_TRUNC, O_APPEND};
+    for (size_t i = 0; gpu && i < sizeof wbits / sizeof wbits[0]; i++) {
+        rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 1,
+                               SCMP_A2(SCMP_CMP_MASKED_EQ, (uint64_t)wbits[i], (uint64_t)wbits[i]));
+        rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 1,
+                               SCMP_A1(SCMP_CMP_MASKED_EQ, (uint64_t)wbits[i], (uint64_t)wbits[i]));
+    }
     /* No handler for SIGCONT: it would run the candidate's code at the resume, before
      * the worker stamps START (reading the queued request and working untimed). */
     rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), 1,

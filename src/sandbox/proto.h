@@ -47,6 +47,10 @@ enum { KF_IO_ARG_IN = 0, KF_IO_ARG_OUT, KF_IO_ARG_INOUT };
 /* GPU kernel mode: capture the launches into a CUDA graph before the timed span and
  * time one graph launch (the baseline of a graph-replaying candidate) */
 #define KF_RUN_GRAPH 16u
+/* GPU, bench's timed calls (both sides): wait until no other process has work on the
+ * device before the timed span (a candidate's GPU work left running while its worker is
+ * frozen), and say how long that took beyond the probes themselves */
+#define KF_RUN_WAIT_IDLE 32u
 
 typedef struct {
     uint32_t magic, type, seq, nargs;
@@ -67,8 +71,12 @@ typedef struct {
 
 #define KF_PROTO_NPHASES 6
 
+/* kf_msg_done.gpu_flags */
+#define KF_DONE_PERSISTING_L2 1u /* host mode: the call set a persisting-L2 set-aside (reset after it) */
+#define KF_DONE_GPU_BUSY 2u      /* timed call: the device never went idle before the span */
+
 typedef struct {
-    uint32_t magic, type, seq, pad;
+    uint32_t magic, type, seq, gpu_flags;
     uint64_t ns;
     uint64_t dev_ns;                    /* GPU: event time of the launches */
     uint32_t occ[KF_PROTO_MAXLAUNCH];   /* GPU: resident blocks per SM of each launch */
@@ -80,6 +88,9 @@ typedef struct {
      * inputs on the device, flush done (host protocol), timed span's end, outputs back,
      * re-poisoned */
     uint64_t phase[KF_PROTO_NPHASES];
+    /* GPU, KF_RUN_WAIT_IDLE: how long the device stayed busy with other processes' work
+     * before the timed span (0 when the first probes found it idle) */
+    uint64_t idle_wait_ns;
 } kf_msg_done;
 
 typedef struct {

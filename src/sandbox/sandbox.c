@@ -398,8 +398,13 @@ static int await(kf_worker *w, void *buf, size_t cap, size_t *len, uint64_t dead
  * with the call's name added. 1 when text is one. (Host code may forge it: it can only
  * get itself rejected.) */
 static int gpu_violation(const char *text, char *out, size_t n) {
-    static const char pre[] = "sandbox_violation: forbidden system call ";
-    if (strncmp(text, pre, sizeof pre - 1)) return 0;
+    static const char pre[] = "sandbox_violation: forbidden system call ", any[] = "sandbox_violation: ";
+    if (strncmp(text, pre, sizeof pre - 1)) {
+        /* the GPU worker's own refusals (a persisting-L2 set-aside changed between calls) */
+        if (strncmp(text, any, sizeof any - 1)) return 0;
+        snprintf(out, n, "%s", text + sizeof any - 1);
+        return 1;
+    }
     int nr = atoi(text + sizeof pre - 1);
     char *name = kf_policy_syscall_name(nr);
     snprintf(out, n, "a forbidden system call in GPU host mode: %d (%s); if the CUDA driver "
@@ -712,6 +717,8 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
     *ns = m.d.ns;
     if (type == KF_MSG_DONE) {
         r->dev_ns = m.d.dev_ns;
+        r->gpu_flags = m.d.gpu_flags;
+        r->idle_wait_ns = m.d.idle_wait_ns;
         memcpy(r->phase, m.d.phase, sizeof r->phase);
         memcpy(r->occ, m.d.occ, sizeof r->occ);
         r->cupti = m.d.cupti != 0;

@@ -31,6 +31,10 @@ typedef struct {
     /* GPU: the worker's step stamps (kf_msg_done.phase) and the coordinator's own clock
      * at the request and at the answer, for `bench -v` only */
     uint64_t phase[KF_PROTO_NPHASES], resumed_at, answered_at;
+    /* GPU: KF_DONE_* flags and the wait for an idle device before a timed span (the
+     * worker's word: trusted only from a worker running no candidate host code) */
+    uint32_t gpu_flags;
+    uint64_t idle_wait_ns;
 } kf_call_result;
 
 typedef struct {

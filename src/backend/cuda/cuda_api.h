@@ -32,11 +32,27 @@ enum {
     KF_CU_ATTR_MAX_THREADS_PER_SM = 39,
     KF_CU_ATTR_CC_MAJOR = 75,
     KF_CU_ATTR_CC_MINOR = 76,
+    KF_CU_ATTR_MAX_SHARED_OPTIN = 97, /* bytes of shared memory a block may opt in to */
     KF_CU_FUNC_MAX_THREADS = 0,
     KF_CU_FUNC_SHARED = 1,
     KF_CU_FUNC_LOCAL = 3,
     KF_CU_FUNC_REGS = 4,
+    KF_CU_FUNC_MAX_DYNAMIC_SHARED = 8, /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+    KF_CU_LIMIT_PERSISTING_L2 = 6,     /* CU_LIMIT_PERSISTING_L2_CACHE_SIZE */
+    KF_CU_STREAM_ATTR_ACCESS_POLICY_WINDOW = 1,
 };
+
+/* CUaccessPolicyWindow, inside the 64-byte CUstreamAttrValue union */
+typedef struct {
+    void *base_ptr;
+    size_t num_bytes;
+    float hitRatio;
+    int hitProp, missProp; /* 0 normal, 1 streaming, 2 persisting */
+} kf_cu_access_window;
+typedef union {
+    kf_cu_access_window window;
+    char pad[64];
+} kf_cu_stream_attr;
 
 /* The driver API (libcuda.so.1). */
 typedef struct {
@@ -57,6 +73,7 @@ typedef struct {
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*ModuleUnload)(CUmodule);
     CUresult (*FuncGetAttribute)(int *, int, CUfunction);
+    CUresult (*FuncSetAttribute)(CUfunction, int, int);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*MemHostRegister)(void *, size_t, unsigned);
@@ -83,6 +100,11 @@ typedef struct {
     CUresult (*GraphLaunch)(CUgraphExec, CUstream);
     CUresult (*GraphExecDestroy)(CUgraphExec);
     CUresult (*GraphDestroy)(CUgraph);
+    /* the persisting-L2 set-aside and access windows; NULL when the driver lacks them */
+    CUresult (*CtxSetLimit)(int, size_t);
+    CUresult (*CtxGetLimit)(size_t *, int);
+    CUresult (*CtxResetPersistingL2Cache)(void);
+    CUresult (*StreamSetAttribute)(CUstream, int, const kf_cu_stream_attr *);
 } kf_cu_api;
 
 #define KF_CU_CAPTURE_THREAD_LOCAL 1
@@ -104,8 +126,17 @@ typedef struct {
     char include[512];  /* the toolkit's include directory, or "" */
 } kf_nvrtc_api;
 
-/* Load the driver API (KFORGE_LIBCUDA or libcuda.so.1). NULL with a reason in err. */
+/* Load the driver API (KFORGE_LIBCUDA or libcuda.so.1). NULL with a reason in err.
+ * The table lives on a page of its own (kf_cu_protect). */
 const kf_cu_api *kf_cu_load(char *err, size_t n);
+/* The loaded table, at a fixed address: the pointer itself is read-only data (RELRO),
+ * so code that calls through it (the GPU worker) holds no writable pointer to redirect. */
+extern const kf_cu_api *const kf_cu;
+/* Make the table read-only and seal it (mseal, where the kernel has it), once loaded:
+ * host code in the same process (a host-mode candidate) can then neither rewrite an
+ * entry point nor make the page writable again. 0, or -1 when mprotect failed (the
+ * table stays writable); *sealed says whether mseal held. */
+int kf_cu_protect(int *sealed);
 /* Load NVRTC (KFORGE_NVRTC, or libnvrtc.so* under CUDA_HOME, /usr/local/cuda*, or the
  * loader's path). NULL with a reason in err. Thread-safe; loaded once. */
 const kf_nvrtc_api *kf_nvrtc_load(char *err, size_t n);

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LOG_CAP (64u << 10)
@@ -367,16 +368,54 @@ static char *first_error(const char *log) {
     return strndup(s, n);
 }
 
+/* 1 when name (the text between '<' and '>', nl bytes) names a file inside one of the
+ * toolkit's include trees (roots, real paths): a relative path of plain segments (no
+ * "..", no hidden segment, no absolute path), whose real path still lies inside the
+ * tree it was found in (a symbolic link out of the toolkit does not count). */
+static int toolkit_header(const char *name, size_t nl, char roots[][PATH_MAX], int nroots) {
+    if (!nl || nl > 200 || name[0] == '/') return 0;
+    for (size_t i = 0; i < nl; i++) {
+        char c = name[i];
+        if (!isalnum((unsigned char)c) && c != '_' && c != '-' && c != '.' && c != '/' && c != '+') return 0;
+        /* a segment may not start with '.' ("..", ".", hidden files) or be empty */
+        if ((i == 0 || name[i - 1] == '/') && (c == '.' || c == '/')) return 0;
+    }
+    if (name[nl - 1] == '/') return 0;
+    for (int r = 0; r < nroots; r++) {
+        char path[2 * PATH_MAX], real[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%.*s", roots[r], (int)nl, name);
+        size_t rl = strlen(roots[r]);
+        struct stat sb;
+        if (realpath(path, real) && !strncmp(real, roots[r], rl) && real[rl] == '/' && !stat(real, &sb) &&
+            S_ISREG(sb.st_mode))
+            return 1;
+    }
+    return 0;
+}
+
+/* The include trees of the toolkit NVRTC compiles with: its include directory and, when
+ * present, include/cccl (CUDA 13 keeps libcu++, CUB and Thrust there, and
+ * <cooperative_groups.h> includes <cuda/std/...> from it). Real paths into roots;
+ * returns how many. */
+static int toolkit_includes(const kf_nvrtc_api *rtc, char roots[][PATH_MAX]) {
+    int n = 0;
+    if (!rtc->include[0] || !realpath(rtc->include, roots[0])) return 0;
+    n = 1;
+    char cccl[PATH_MAX + 8];
+    snprintf(cccl, sizeof cccl, "%s/cccl", roots[0]);
+    struct stat sb;
+    if (!stat(cccl, &sb) && S_ISDIR(sb.st_mode) && realpath(cccl, roots[1])) n = 2;
+    return n;
+}
+
 /* NVRTC reads the files a text includes and quotes them in its log (#include
  * "/etc/shadow"), and a device file could hang it (#include "/dev/zero"). Its child's
  * Landlock rules already confine it to the system and the toolkit; as a second layer,
- * kernel mode allows #include only of the toolkit's own headers, by name in angle
- * brackets. 0, or -1 with err. */
-static int check_includes(const char *text, size_t len, char *err, size_t n) {
-    static const char *const allowed[] = {"cuda_fp16.h", "cuda_bf16.h", "mma.h",
-                                          "cuda_pipeline.h", "cuda_awbarrier.h", "cooperative_groups.h",
-                                          "cooperative_groups/reduce.h", "cooperative_groups/memcpy_async.h",
-                                          "cuda_fp8.h", NULL};
+ * kernel mode allows #include only of headers inside the toolkit's include trees
+ * (roots), named in angle brackets: <cuda_fp16.h>, <cooperative_groups.h>,
+ * <cuda/barrier>, <cub/cub.cuh>... 0, or -1 with err. */
+static int check_includes(const char *text, size_t len, char roots[][PATH_MAX], int nroots, char *err,
+                          size_t n) {
     /* logical lines: backslash-newline joins lines, as the preprocessor does */
     char *buf = malloc(len + 1);
     if (!buf) return -1;
@@ -409,13 +448,13 @@ static int check_includes(const char *text, size_t len, char *err, size_t n) {
                 int ok = 0;
                 if (*a == '<' && !strncmp(q, "include", 7)) {
                     char *z = strchr(a, '>');
-                    for (int k = 0; z && allowed[k] && !ok; k++)
-                        ok = (size_t)(z - a - 1) == strlen(allowed[k]) && !strncmp(a + 1, allowed[k], strlen(allowed[k]));
+                    ok = z && toolkit_header(a + 1, (size_t)(z - a - 1), roots, nroots);
                 }
                 if (!ok) {
                     snprintf(err, n, "line %d: kernel mode allows #include only of the CUDA toolkit's "
-                             "headers by name (<cuda_fp16.h>, <cuda_bf16.h>, <mma.h>, ...): %.80s",
-                             line, p);
+                             "headers by name, in angle brackets (<cuda_fp16.h>, <cooperative_groups.h>, "
+                             "<cuda/barrier>, ...; found under %s): %.80s",
+                             line, nroots ? roots[0] : "no toolkit include directory", p);
                     bad = 1;
                 }
             }
@@ -535,7 +574,11 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
         pick_arch(out->arch, sizeof out->arch);
         return kf__cuda_host_compile(ctx, t, path, text, len, params, nparams, workdir, timeout_s, out);
     }
-    if (check_includes(text, len, err, sizeof err) ||
+    const kf_nvrtc_api *rtc = kf_nvrtc_load(err, sizeof err);
+    if (!rtc) return kf__err(ctx, KF_EBACKEND, "the cuda backend needs NVRTC: %s", err);
+    char roots[2][PATH_MAX];
+    int nroots = toolkit_includes(rtc, roots);
+    if (check_includes(text, len, roots, nroots, err, sizeof err) ||
         parse_launches(t, text, len, params, nparams, out, err, sizeof err)) {
         out->ok = 0;
         out->reason = KF_REASON_COMPILE_ERROR;
@@ -543,8 +586,6 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
         out->log = kf__strdup("");
         return KF_OK;
     }
-    const kf_nvrtc_api *rtc = kf_nvrtc_load(err, sizeof err);
-    if (!rtc) return kf__err(ctx, KF_EBACKEND, "the cuda backend needs NVRTC: %s", err);
     pick_arch(out->arch, sizeof out->arch);
     int vmaj = 0, vmin = 0;
     rtc->Version(&vmaj, &vmin);
@@ -557,7 +598,8 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     opts[no++] = kf__strdup("-std=c++17");
     opts[no++] = kf__strdup("-lineinfo");
     opts[no++] = kf__strdup("--ptxas-options=-v");
-    if (rtc->include[0]) opts[no++] = kf__asprintf("-I%s", rtc->include);
+    /* the toolkit's include trees: include/ and, on CUDA 13, include/cccl */
+    for (int i = 0; i < nroots; i++) opts[no++] = kf__asprintf("-I%s", roots[i]);
     for (int i = 0; i < nparams && i < KF_MAX_PARAMS; i++)
         opts[no++] = kf__asprintf("-D%s=%s", params[i].name, params[i].selected);
     kf_buf ob;

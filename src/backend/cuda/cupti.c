@@ -61,6 +61,9 @@ static struct {
 
 /* memcpy/memset callback ids per domain (index 0 driver, 1 runtime); set before subscribing */
 static uint64_t memop_bits[2][KF_CUPTI_MAXCBID / 64];
+/* driver entry points that create a context (cuCtxCreate*, cuGreenCtxCreate) */
+static uint64_t ctx_bits[KF_CUPTI_MAXCBID / 64];
+static atomic_int n_ctx; /* contexts created since init, counted whether a call is active or not */
 
 enum { OP_NONE, OP_LAUNCH, OP_GRAPH, OP_MEMOP };
 
@@ -104,6 +107,10 @@ int kf_cupti_is_library(const char *name) {
 int kf_cupti__is_memop_name(const char *s) {
     return s && (!strncmp(s, "cuMemcpy", 8) || !strncmp(s, "cuMemset", 8) ||
                  !strncmp(s, "cudaMemcpy", 10) || !strncmp(s, "cudaMemset", 10));
+}
+
+int kf_cupti__is_ctx_name(const char *s) {
+    return s && (!strncmp(s, "cuCtxCreate", 11) || !strncmp(s, "cuGreenCtxCreate", 16));
 }
 
 static void memop_set(int rt, uint32_t cbid) {
@@ -256,6 +263,16 @@ static void handle(int domain, uint32_t cbid, const kf_cupti_cbdata *d) {
 
 void kf_cupti__callback(void *userdata, int domain, uint32_t cbid, const void *cbdata) {
     (void)userdata;
+    if (domain == KF_CUPTI_DOMAIN_DRIVER && cbid < KF_CUPTI_MAXCBID && (ctx_bits[cbid / 64] >> (cbid % 64) & 1) &&
+        cbdata) {
+        /* a context of the candidate's own, at any time (a constructor's too): the worker
+         * synchronises only its primary context, so work there could outlive a call */
+        const kf_cupti_cbdata *d = cbdata;
+        if (d->callbackSite == KF_CUPTI_API_EXIT &&
+            (!d->functionReturnValue || *(const int *)d->functionReturnValue == 0))
+            atomic_fetch_add(&n_ctx, 1);
+        return;
+    }
     atomic_fetch_add(&inflight, 1);
     if (atomic_load(&active) && cbdata) handle(domain, cbid, cbdata);
     atomic_fetch_sub(&inflight, 1);
@@ -310,6 +327,7 @@ void kf_cupti_end(kf_launch_log *out) {
     out->nmemop = atomic_load(&n_memop);
     out->nfail = atomic_load(&n_fail);
     out->nlib = atomic_load(&n_lib);
+    out->nctx = atomic_load(&n_ctx);
     out->names_overflow = atomic_load(&n_overflow);
     for (int i = 0; i < KF_CUPTI_MAXNAMES; i++)
         if (atomic_load(&slot_state[i]) == 2)
@@ -352,16 +370,18 @@ static const uint32_t rt_ids[] = {KF_CUPTI_RT_cudaLaunch_v3020,
 /* The memcpy/memset ids: by name from CUPTI when it can say, else a short fixed list. */
 static void memops_find(void) {
     memset(memop_bits, 0, sizeof memop_bits);
+    memset(ctx_bits, 0, sizeof ctx_bits);
     int found = 0;
     for (int rt = 0; rt < 2 && cp.GetCallbackName; rt++)
         for (uint32_t id = 1; id < KF_CUPTI_MAXCBID; id++) {
             const char *s = NULL;
-            if (cp.GetCallbackName(rt ? KF_CUPTI_DOMAIN_RUNTIME : KF_CUPTI_DOMAIN_DRIVER, id, &s) ==
-                    0 &&
-                kf_cupti__is_memop_name(s)) {
+            if (cp.GetCallbackName(rt ? KF_CUPTI_DOMAIN_RUNTIME : KF_CUPTI_DOMAIN_DRIVER, id, &s) != 0)
+                continue;
+            if (kf_cupti__is_memop_name(s)) {
                 memop_set(rt, id);
                 found++;
             }
+            if (!rt && kf_cupti__is_ctx_name(s)) ctx_bits[id / 64] |= 1ull << (id % 64);
         }
     if (found) return;
     memop_set(0, KF_CUPTI_DRV_cuMemcpyHtoD_v2);
@@ -461,6 +481,9 @@ int kf_cupti_init(char *err, size_t n) {
             return -1;
         }
     }
+    /* context creation (found by name: no fixed list) */
+    for (uint32_t id = 1; id < KF_CUPTI_MAXCBID; id++)
+        if (ctx_bits[id / 64] >> (id % 64) & 1) cp.EnableCallback(1, sub, KF_CUPTI_DOMAIN_DRIVER, id);
     /* memcpy/memset are best effort: nmemop is documented as approximate */
     for (int rt = 0; rt < 2; rt++)
         for (uint32_t id = 1; id < KF_CUPTI_MAXCBID; id++)

@@ -22,6 +22,7 @@ typedef struct kf_launch_log {
     int names_overflow; /* 1: more distinct names were launched than fit */
     char names[KF_CUPTI_MAXNAMES][KF_CUPTI_NAMELEN]; /* truncated to 95 bytes; "?" if unknown */
     int nlib; /* launches whose kernel name looks like a library's (kf_cupti_is_library) */
+    int nctx; /* CUDA contexts created (cuCtxCreate*, cuGreenCtxCreate) since kf_cupti_init */
 } kf_launch_log;
 
 /* Load libcupti (KFORGE_LIBCUPTI; else the CUDA toolkit's extras/CUPTI/lib64, lib64, lib,
@@ -42,5 +43,8 @@ void kf_cupti_shutdown(void);
  * cusolver or nccl (any case), or starts with ampere_, volta_, turing_, maxwell_, kepler_,
  * hopper_ or blackwell_ (also after a mangled name's length digits). Pure. */
 int kf_cupti_is_library(const char *name);
+/* 1 for the CUPTI name of a driver entry point that creates a context: cuCtxCreate*,
+ * cuGreenCtxCreate. Pure. */
+int kf_cupti__is_ctx_name(const char *s);
 
 #endif

@@ -78,7 +78,10 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc) {
     _exit(0);
 }
 
-static const kf_cu_api *cu;
+/* The driver's table, through a read-only pointer to a page made read-only and sealed
+ * before any candidate code loads (kf_cu_protect): host code cannot redirect the
+ * entry points this worker times with. */
+#define cu kf_cu
 /* started through a wrapper (compute-sanitizer, parent pid "-"): leave through exit(),
  * so the tool's handlers in this process run and its report is complete */
 static int wrapped;
@@ -136,7 +139,79 @@ static const char flush_ptx[] =
     "xor.b32 %r16, %r9, %r20;\nxor.b32 %r17, %r16, %r8;\nxor.b32 %r18, %r17, %r10;\n"
     "xor.b32 %r20, %r18, %r11;\nadd.s64 %rd16, %rd16, %rd3;\nsetp.lt.u64 %p2, %rd16, %rd9;\n"
     "@%p2 bra L2;\nsetp.ne.s32 %p3, %r20, -1640531527;\n@%p3 bra L5;\n"
-    "mov.u32 %r19, -1640531527;\nst.global.u32 [%rd4], %r19;\nL5:\nret;\n}\n";
+    "mov.u32 %r19, -1640531527;\nst.global.u32 [%rd4], %r19;\nL5:\nret;\n}\n"
+    /* the idle probe (wait_idle): one empty block per SM */
+    ".visible .entry kf_idle_probe()\n{\nret;\n}\n";
+
+/* Before a timed span (KF_RUN_WAIT_IDLE: bench's calls, both sides alike) the device
+ * must be idle: GPU work another process left running (a host-mode candidate's kernel
+ * still spinning, in a context of its own, after its call returned and its worker was
+ * frozen) would share the device with the baseline's span and slow it. Both sides run
+ * the same probes, so the step costs them the same and the gap test (coordinator's
+ * time minus the reported one) is unchanged; what a candidate's worker says about its
+ * own wait only ever makes the coordinator drop its round. Work of this process is
+ * finished (its context was synchronised); other processes' work is invisible to the
+ * driver API, but not to the device's scheduler: without MPS, contexts of different
+ * processes time-slice, so a probe kernel launched while another context has work waits
+ * for a time slice (a millisecond or more) instead of finishing in about 50 us (launch
+ * and synchronise, on an H200); with
+ * MPS, a probe of one block per SM waits for SMs another kernel holds. IDLE_STREAK
+ * fast probes in a row mean idle (a single one can fall just after the other context's
+ * time slice ended: its work resumes as soon as this context goes idle again). The
+ * wait is bounded: past IDLE_BUDGET_NS the call goes on and says the device was busy
+ * (KF_DONE_GPU_BUSY), and the coordinator finds out whose work it was. *waited: from
+ * the first probe to the start of the final streak (0 on an idle device). Copies on
+ * the copy engines are not probed. */
+#define IDLE_FAST_NS 150000ull
+#define IDLE_STREAK 3
+#define IDLE_BUDGET_NS 20000000ull
+static int wait_idle(CUfunction probe, CUstream st, int sms, uint64_t *waited) {
+    uint64_t t0 = kf_wk_now_ns(), streak_at = t0;
+    int fast = 0;
+    for (;;) {
+        uint64_t a = kf_wk_now_ns();
+        if (!fast) streak_at = a;
+        CKRUN(cu->LaunchKernel(probe, (unsigned)(sms > 0 ? sms : 1), 1, 1, 32, 1, 1, 0, st, NULL, NULL),
+              "probing the device");
+        CKRUN(cu->StreamSynchronize(st), "probing the device");
+        uint64_t b = kf_wk_now_ns();
+        fast = b - a < IDLE_FAST_NS ? fast + 1 : 0;
+        if (fast >= IDLE_STREAK) {
+            *waited = streak_at - t0;
+            return 0;
+        }
+        if (b - t0 > IDLE_BUDGET_NS) {
+            *waited = b - t0;
+            return 1;
+        }
+    }
+}
+
+/* Host mode: persisting L2 lines, a set-aside (cudaLimitPersistingL2CacheSize) or an
+ * access window a call set up must not outlive it: persisting lines survive the next
+ * call's L2 flush (normal reads do not evict them), so data could stay warm across
+ * calls, and a larger set-aside changes the L2 the other side of the comparison sees.
+ * The driver starts with a set-aside of its own (11.25 MiB on an H200), so a call can
+ * mark lines persisting without touching the limit: after every call its persisting
+ * lines become normal (cuCtxResetPersistingL2Cache), the set-aside goes back to what it
+ * was before any candidate code ran (l2_limit0), and the worker's stream loses any
+ * access window. KF_DONE_PERSISTING_L2 when the call had changed the set-aside. */
+static size_t l2_limit0;
+static uint32_t reset_persisting_l2(CUstream st) {
+    uint32_t used = 0;
+    size_t pl = 0;
+    if (cu->CtxGetLimit && cu->CtxSetLimit && !cu->CtxGetLimit(&pl, KF_CU_LIMIT_PERSISTING_L2) && pl != l2_limit0) {
+        used = KF_DONE_PERSISTING_L2;
+        CKRUN(cu->CtxSetLimit(KF_CU_LIMIT_PERSISTING_L2, l2_limit0), "resetting the persisting-L2 set-aside");
+    }
+    if (cu->CtxResetPersistingL2Cache) CKRUN(cu->CtxResetPersistingL2Cache(), "resetting the persisting L2 lines");
+    if (cu->StreamSetAttribute) {
+        kf_cu_stream_attr v;
+        memset(&v, 0, sizeof v);
+        cu->StreamSetAttribute(st, KF_CU_STREAM_ATTR_ACCESS_POLICY_WINDOW, &v);
+    }
+    return used;
+}
 
 /* A deferred worker (argv[1] "-") is started while the candidate still compiles: it
  * initialises the driver, retains the context and page-locks the arena (most of a GPU
@@ -144,7 +219,7 @@ static const char flush_ptx[] =
  * Nothing of the candidate exists before LOAD. Returns whether the arena is pinned. */
 static int prewarm(void *arena, size_t arena_size) {
     char err[512];
-    if (!(cu = kf_cu_load(err, sizeof err))) fail_msg(KF_MSG_LOADFAIL, "%s", err);
+    if (!kf_cu_load(err, sizeof err)) fail_msg(KF_MSG_LOADFAIL, "%s", err);
     CUdevice dev;
     CUcontext ctx;
     CK(cu->Init(0), "cuInit");
@@ -235,7 +310,7 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
 
     /* the device */
     char err[512];
-    if (!(cu = kf_cu_load(err, sizeof err))) fail_msg(KF_MSG_LOADFAIL, "%s", err);
+    if (!kf_cu_load(err, sizeof err)) fail_msg(KF_MSG_LOADFAIL, "%s", err);
     CUdevice dev;
     CUcontext ctx;
     CK(cu->Init(0), "cuInit");
@@ -288,12 +363,19 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     CUfunction flush_fn;
     CK(cu->ModuleLoadData(&fmod, flush_ptx), "loading the L2 flush kernel");
     CK(cu->ModuleGetFunction(&flush_fn, fmod, "kf_l2_read"), "the L2 flush kernel");
+    CUfunction probe_fn;
+    CK(cu->ModuleGetFunction(&probe_fn, fmod, "kf_idle_probe"), "the idle probe kernel");
+    int smem_optin = 0;
+    cu->DeviceGetAttribute(&smem_optin, KF_CU_ATTR_MAX_SHARED_OPTIN, dev);
+    uint32_t smem_set[MAXK] = {0}; /* the dynamic shared memory each kernel may use now */
     CUdeviceptr flush_sink = scratch + ssize;
     unsigned long long flush_n = ssize / 16;
     void *flush_params[] = {&scratch, &flush_n, &flush_sink, NULL};
     /* whatever the memory held before (another process's data) is never visible */
     CK(cu->MemsetD32Async(mirror, poison_word(), msize / 4, stream), "poisoning the mirror");
     CK(cu->StreamSynchronize(stream), "poisoning the mirror");
+    /* the driver's own persisting-L2 set-aside, before any candidate code runs */
+    if (cu->CtxGetLimit) cu->CtxGetLimit(&l2_limit0, KF_CU_LIMIT_PERSISTING_L2);
     /* host mode: CUPTI's callbacks are registered before any candidate code runs */
     int cupti = 0;
     char cupti_err[256] = "";
@@ -311,6 +393,10 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     if (kf_policy_rlimits(&lim)) kf_wk_die(113, "rlimits");
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) kf_wk_die(113, "no_new_privs");
     if (plain) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    /* the driver's entry points read-only (and sealed) before any candidate byte loads;
+     * host mode does not run without it */
+    int table_sealed = 0;
+    if (kf_cu_protect(&table_sealed) && host) kf_wk_die(113, "making the driver table read-only");
     int sealed = plain ? kf_wk_seal_image() : 0;
     /* host mode: the seccomp filter, before any candidate byte is loaded (its
      * constructors run at dlopen). Default on; KFORGE_GPU_SECCOMP=0 (passed on by the
@@ -357,8 +443,8 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         close(sofd);
         hcall = (kf_host_fn)dlsym(h, "kforge_host_call__");
         if (!hcall) fail_msg(KF_MSG_LOADFAIL, "kforge_host_call__ missing from the built object");
-        io += (size_t)snprintf(info + io, sizeof info - io, "host mode cupti=%s\n",
-                               cupti ? "yes" : cupti_err);
+        io += (size_t)snprintf(info + io, sizeof info - io, "host mode cupti=%s driver_table=read-only%s\n",
+                               cupti ? "yes" : cupti_err, table_sealed ? ",sealed" : "");
     }
     kf_wk_send_text(KF_MSG_INFO, info);
     kf_msg_done ready = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_READY};
@@ -422,11 +508,33 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         params[m.nargs] = NULL;
         for (uint32_t l = 0; l < m.nlaunch; l++)
             if (m.kernel[l] >= nk) _exit(115);
+        /* Dynamic shared memory above 48 KiB needs the kernel's opt-in first, else the
+         * launch fails (CUDA_ERROR_INVALID_VALUE); raised once per kernel and size,
+         * outside the timed span */
+        for (uint32_t l = 0; !host && l < m.nlaunch; l++) {
+            uint32_t k = m.kernel[l], want = m.dims[l][6];
+            if (want <= (48u << 10) || want <= smem_set[k]) continue;
+            CUresult r = cu->FuncSetAttribute(fn[k], KF_CU_FUNC_MAX_DYNAMIC_SHARED, (int)want);
+            if (r)
+                fail_msg(KF_MSG_FAIL, "launch %u (kernel %s): %u bytes of dynamic shared memory: "
+                         "cuFuncSetAttribute: %s (the device allows %d bytes per block, static "
+                         "shared memory included)", l + 1, names[k], want, kf_cu_errname(cu, r), smem_optin);
+            smem_set[k] = want;
+        }
         size_t span = (size_t)(m.span_hi - m.span_lo);
         if (!precise)
             CKRUN(cu->MemcpyHtoD(base + m.span_lo, (char *)arena + m.span_lo, span), "copying the inputs to the device");
         CKRUN(cu->CtxSynchronize(), "copying the inputs to the device");
         ph[1] = kf_wk_now_ns();
+        /* a set-aside present now was made outside any call (every call's is reset after
+         * it): by a thread the candidate left running */
+        size_t pl = 0;
+        if (host && cu->CtxGetLimit && !cu->CtxGetLimit(&pl, KF_CU_LIMIT_PERSISTING_L2) && pl != l2_limit0)
+            fail_msg(KF_MSG_FAIL, "sandbox_violation: the persisting-L2 set-aside was changed between calls "
+                     "(%zu bytes, the driver's is %zu; each call's is reset after it)", pl, l2_limit0);
+        /* a timed call: nothing of another process on the device */
+        uint64_t idle_wait = 0;
+        int busy = (m.flags & KF_RUN_WAIT_IDLE) ? wait_idle(probe_fn, stream, sms, &idle_wait) : 0;
         /* The host-mode protocol (either side in host mode) waits for the flush before
          * the call: host code may launch on streams of its own, which do not queue behind
          * the flush on this stream and would run, untimed, while it does. */
@@ -489,6 +597,12 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             CKRUN(cu->EventSynchronize(ev1), "cuEventSynchronize");
             /* launches made by other threads up to the synchronise count too */
             if (cupti) kf_cupti_end(&lg);
+            /* work in a context of the candidate's own is not covered by the synchronise
+             * above and could outlive the call, slowing whatever is timed next */
+            if (cupti && lg.available && lg.nctx > 0)
+                fail_msg(KF_MSG_FAIL, "sandbox_violation: host code created %d CUDA context(s) of its own "
+                         "(cuCtxCreate, green contexts): host mode works in the worker's primary context, "
+                         "which it synchronises at the end of every call", lg.nctx);
         } else {
             CKRUN(cu->EventRecord(ev1, stream), "cuEventRecord");
             /* the whole context, not the stream: nothing may still run after DONE */
@@ -496,6 +610,9 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         }
         uint64_t t1 = kf_wk_now_ns();
         ph[3] = t1;
+        /* (both sides of a host-protocol comparison pay for the reset: the gap test
+         * compares their paths) */
+        uint32_t gflags = (busy ? KF_DONE_GPU_BUSY : 0) | (hostproto ? reset_persisting_l2(stream) : 0);
         if (gexec) {
             cu->GraphExecDestroy(gexec);
             cu->GraphDestroy(graph);
@@ -503,7 +620,7 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         float ms = 0;
         CKRUN(cu->EventElapsedTime(&ms, ev0, ev1), "cuEventElapsedTime");
         kf_msg_done d = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_DONE, .seq = m.seq, .ns = t1,
-                         .dev_ns = (uint64_t)((double)ms * 1e6)};
+                         .dev_ns = (uint64_t)((double)ms * 1e6), .gpu_flags = gflags, .idle_wait_ns = idle_wait};
         d.cupti = cupti && lg.available;
         d.nlaunch = lg.nlaunch, d.ngraph = lg.ngraph, d.nmemop = lg.nmemop, d.nlib = lg.nlib;
         d.nnames = lg.nnames < KF_PROTO_MAXNAMES ? lg.nnames : KF_PROTO_MAXNAMES;

@@ -32,8 +32,11 @@
 #define LOG_CAP (64u << 10)
 #define HOST_MAGIC "KFHOST01"
 
-/* the only libraries a candidate may ask for, and their linker names */
-static const char *const allowed_links[][2] = {{"cublas", "-lcublas"}, {"cublasLt", "-lcublasLt"}};
+/* the only libraries a candidate may ask for, and their linker names: cuBLAS, and NVRTC
+ * for kernels compiled at run time (a per-shape compile; it reads only the toolkit's
+ * headers, which the worker may read anyway) */
+static const char *const allowed_links[][2] = {
+    {"cublas", "-lcublas"}, {"cublasLt", "-lcublasLt"}, {"nvrtc", "-lnvrtc"}};
 
 static const char *const nvflags[] = {"-shared", "-Xcompiler", "-fPIC", "-O3", "-std=c++17",
                                       "-lineinfo", "-Xlinker", "-z,defs", "-Xlinker", "-z,now"};
@@ -62,7 +65,7 @@ int kf__cuda_host_mode(const kf_task *t, const char *text, size_t len) {
     return host || (t->launch_host && !launch);
 }
 
-/* The kforge:link lines into lflags (linker flags, at most 2) and libs ("cublas,..."),
+/* The kforge:link lines into lflags (linker flags, at most 3) and libs ("cublas,..."),
  * and the sanity of the directives. 0, or -1 with "line N: ..." in err. */
 static int parse_links(const char *text, size_t len, const char **lflags, int *nl, char *libs,
                        size_t libsz, char *err, size_t n) {
@@ -88,7 +91,7 @@ static int parse_links(const char *text, size_t len, const char **lflags, int *n
             for (size_t i = 0; i < sizeof allowed_links / sizeof allowed_links[0]; i++)
                 if (wl == strlen(allowed_links[i][0]) && !strncmp(w, allowed_links[i][0], wl)) found = (int)i;
             if (found < 0) {
-                snprintf(err, n, "line %d: kforge:link '%.*s' is not allowed (allowed: cublas, cublasLt)",
+                snprintf(err, n, "line %d: kforge:link '%.*s' is not allowed (allowed: cublas, cublasLt, nvrtc)",
                          line, (int)(wl ? wl : (size_t)(eol - w > 40 ? 40 : eol - w)), w);
                 return -1;
             }

@@ -1,7 +1,7 @@
-/* kforge's CUDA prelude: force-included before every kernel-mode candidate and
- * reference (NVRTC), so a kernel file needs no includes of its own. */
-#ifndef KFORGE_CUDA_PRELUDE
-#define KFORGE_CUDA_PRELUDE
+/* kforge's CUDA prelude: put before every kernel-mode candidate and reference (NVRTC),
+ * once, so a kernel file needs no includes of its own. It defines no macro of its own:
+ * a kernel cannot tell it is being checked by looking for one (only what a user's own
+ * build would have too: the fixed-width types and the 16-bit float headers). */
 typedef signed char int8_t;
 typedef short int16_t;
 typedef int int32_t;
@@ -12,4 +12,3 @@ typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
-#endif
