@@ -56,6 +56,7 @@ int kf_bench_timing_max(void) { return atomic_load(&timing_max); }
 typedef struct {
     double *cw, *bw, *cp, *bp; /* worker and coordinator ns per round */
     double *rg;                /* the trusted reference's gaps, when it is not the baseline */
+    double *cs, *bs;           /* the coordinator's span to the answer's send (the gap's) */
     int n;
 } rounds;
 
@@ -110,12 +111,13 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         return kf__err(s->ctx, KF_ETASK, "%s: %s", t->dir, err);
     int max = s->o->bench_max_runs > 0 ? s->o->bench_max_runs : 400;
     rounds R = {calloc((size_t)max, 8), calloc((size_t)max, 8), calloc((size_t)max, 8),
-                calloc((size_t)max, 8), calloc((size_t)max + 8, 8), 0};
+                calloc((size_t)max, 8), calloc((size_t)max + 8, 8), calloc((size_t)max, 8),
+                calloc((size_t)max, 8), 0};
     void *refo[2][KF_MAX_ARGS];
     memset(refo, 0, sizeof refo);
     kf_status st = KF_OK;
     int nrg = 0;
-    if (!R.cw || !R.bw || !R.cp || !R.bp || !R.rg) {
+    if (!R.cw || !R.bw || !R.cp || !R.bp || !R.rg || !R.cs || !R.bs) {
         st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
         goto out;
     }
@@ -178,7 +180,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             kf_sess_place(s, &s->rng, &ex, r & 1, &ref->lay);
             kf_sess_call(s, ref, &ex, &in, &pr, &cr);
             if (cr.st == KF_CALL_OK && nrg < max + 8)
-                R.rg[nrg++] = (double)cr.parent_ns - (double)cr.worker_ns;
+                R.rg[nrg++] = (double)cr.sent_ns - (double)cr.worker_ns;
             if (cr.st != KF_CALL_OK)
                 st = kf__err(s->ctx, KF_ETASK, "the reference failed in a timed run: %s", cr.msg);
             else if (kf_sess_take_outputs(s, ref, &ex, cur))
@@ -221,6 +223,8 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             R.bw[R.n] = (double)(gpu ? cb.dev_ns : cb.worker_ns);
             R.cp[R.n] = (double)cc.parent_ns;
             R.bp[R.n] = (double)cb.parent_ns;
+            R.cs[R.n] = (double)cc.sent_ns;
+            R.bs[R.n] = (double)cb.sent_ns;
             sum_c += R.cw[R.n];
             sum_b += R.bw[R.n];
             R.n++;
@@ -238,8 +242,8 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         goto out;
     }
     for (int i = 0; i < R.n; i++) {
-        gc[i] = R.cp[i] - R.cw[i];
-        gb[i] = R.bp[i] - R.bw[i];
+        gc[i] = R.cs[i] - R.cw[i];
+        gb[i] = R.bs[i] - R.bw[i];
     }
     /* The gap (coordinator's time minus the worker's report) is the same code path on
      * both sides: wake-ups and a message each way. A candidate that shaves its own
@@ -365,6 +369,8 @@ out:
     free(R.cp);
     free(R.bp);
     free(R.rg);
+    free(R.cs);
+    free(R.bs);
     return st;
 }
 

@@ -22,6 +22,8 @@ typedef struct {
     char msg[512];
     uint64_t worker_ns;    /* the worker's own clock around the call */
     uint64_t parent_ns;    /* the coordinator's clock, send to receive */
+    uint64_t sent_ns;      /* the coordinator's clock, send to the kernel's stamp of the
+                            * answer's send (parent_ns when the channel has no stamps) */
     uint64_t dev_ns;       /* GPU: the launches' CUDA event time */
     uint32_t occ[KF_PROTO_MAXLAUNCH]; /* GPU: resident blocks per SM, per launch */
     /* GPU host mode: CUPTI's counts for the call (cupti 0: unknown). Reported by the
