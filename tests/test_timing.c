@@ -1,6 +1,7 @@
 /*
  * test_timing.c - the timing protocol under load: the gap cross-check (coordinator's
- * span minus the worker's report) must not read scheduler delay as hidden time.
+ * span minus the worker's report) must not read scheduler delay as hidden time; and the
+ * determinism contract ("exact" at the same addresses, "bits" at any).
  *
  * Load is put on the machine deterministically: hog threads of this process, pinned to
  * every CPU it may use (three per CPU), spin for the whole bench, so whichever CPU the
@@ -12,6 +13,7 @@
 #define _GNU_SOURCE
 #include "kft.h"
 
+#include "task/task.h"
 #include "util/util.h"
 
 #include <jansson.h>
@@ -91,6 +93,32 @@ static void t_gap_under_load(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* The determinism contract: a summation split on the input's page boundaries gives other
+ * bits at other buffer addresses. The default ("exact": the same bits for the same inputs
+ * at the same addresses) accepts it (tests/honest/sum_page_split.c in the corpus);
+ * "determinism": "bits" keeps the strict rule and rejects it as nondeterministic. Both
+ * verdicts are certain: the pair's second call is in the other half of the arena, whose
+ * page offset differs at almost every shape, and each check has about ten shapes. */
+static void t_determinism_bits(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tests/tasks/sum_bits");
+    CHECK(t->determinism_exact && t->determinism_bits);
+    kf_result *r = kft_check(ctx, t, kft_src("tests/honest/sum_page_split.c"), NULL, 0);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "nondeterministic"),
+           "%s", kft_reasons(r));
+    kf_result_free(r);
+    kf_task_free(t);
+    t = kft_task(ctx, "tasks/c/sum");
+    CHECK(t->determinism_exact && !t->determinism_bits);
+    r = kft_check(ctx, t, kft_src("tests/honest/sum_page_split.c"), NULL, 0);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", kft_reasons(r));
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 void kft_register_timing(void) {
+    kft_add("timing/determinism_bits", t_determinism_bits, NULL, 60);
     kft_add("timing/gap_under_load", t_gap_under_load, NULL, 180);
 }
