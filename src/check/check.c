@@ -10,6 +10,9 @@
  *       for "determinism": "bits" or "tolerance")
  * The maximum-sizes edge shape ("light": its cost would dominate) makes two calls in half
  * A alone: T1's spiked inputs, then extreme ones (variant 3) in the same buffers.
+ * Checking workers run on the timing workers' CPUs; where that is one CPU (a 2-CPU
+ * machine), T2, T3 and the light shape's calls run on every CPU, boosted and with a
+ * short slice, so an unsynchronised reduction's threads overlap (races, #32).
  * Every call is staged the same way: fresh values written by the coordinator, every
  * output filled with a new finite sentinel, random guard zones, caches flushed. After
  * it the coordinator (never the worker) checks guards, inputs, and outputs against the
@@ -29,6 +32,11 @@
 #include <unistd.h>
 
 #define JITTER_MAX 4096
+/* The parallel call's priority (as root): its threads must run at once although other
+ * work (other checks of kforge run --jobs N, anything else) contends for the CPUs */
+#define PARALLEL_NICE -10
+/* and its slice: threads that still share a CPU take turns every 0.1 ms, not every few */
+#define PARALLEL_SLICE_NS 100000
 
 static void sweep_workdirs(void) { kf__sweep_dead_dirs("kforge-"); }
 
@@ -96,6 +104,10 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
     if (s->have_check_cpus) {
         s->check_cpus = all;
         CPU_CLR(me, &s->check_cpus);
+        /* one CPU left (a 2-CPU machine): threads of a checking worker take turns and a
+         * race never shows, so one call per shape runs on every CPU (check_shape) */
+        s->all_cpus = all;
+        s->parallel_call = CPU_COUNT(&s->check_cpus) == 1;
     }
     return KF_OK;
 }
@@ -661,9 +673,13 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
     return KF_OK;
 }
 
-/* The candidate's four calls at one shape. A fatal failure sets *dead. */
+struct ref_job;
+static void ref_hold(struct ref_job *j, int on);
+
+/* The candidate's four calls at one shape. A fatal failure sets *dead. j: the
+ * reference's thread, paused during the parallel call (or NULL). */
 static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *jshape,
-                             int *dead) {
+                             int *dead, struct ref_job *j) {
     const kf_task *t = s->t;
     const kf_extents *ex = &pp->ex;
     json_t *sizes = json_object_get(jshape, "sizes");
@@ -699,9 +715,30 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
         else kf_data_make_poison(t, &s->crng, &p);
         if (trial == 2) pair_poison = p;
         kf_call_result cr;
+        /* the parallel call (one CPU per checking worker: a 2-CPU machine): T2, or the
+         * light shape's first call, on every CPU, so threads run at once and an
+         * unsynchronised reduction loses updates (tests/redteam/32_*). Not the worker's
+         * first call: a candidate that decides once whether it is timed (by its CPU
+         * count, 04_timing_detect_affinity) decides on the timing-like set. Not the
+         * light shape's extreme inputs either: those are checked on that set. */
+        int par = s->parallel_call && (pp->calls == 4 ? trial >= 2 : 1) && cand->b && !kf_build_gpu(cand->b) &&
+                  !kf_worker_set_cpus(cand->w, &s->all_cpus);
+        /* the reference's thread, preparing shapes ahead, would take the other CPU and
+         * the candidate's threads would take turns again: it waits during this call */
+        int boosted = 0;
+        if (par) {
+            ref_hold(j, 1);
+            boosted = !kf_worker_set_nice(cand->w, PARALLEL_NICE, PARALLEL_SLICE_NS);
+        }
         kf_sess_call(s, cand, ex, &pp->in[set], &p, &cr);
+        if (par) ref_hold(j, 0);
+        if (par && cr.st == KF_CALL_OK) {
+            kf_worker_set_cpus(cand->w, &s->check_cpus);
+            if (boosted) kf_worker_set_nice(cand->w, 0, 0);
+        }
         calls++;
-        snprintf(when, sizeof when, "call %d of %d at this shape", trial + 1, pp->calls);
+        snprintf(when, sizeof when, "call %d of %d at this shape%s", trial + 1, pp->calls,
+                 par ? ", threads on every CPU" : "");
         if (cr.st != KF_CALL_OK) {
             kf_result_reject(s->res, cr.reason, sizes, "%s (%s)", cr.msg, when);
             *dead = 1;
@@ -783,7 +820,7 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
  * candidate's run side by side. The candidate's text was read and fixed before any
  * input was drawn, and the compiler cannot see them. The thread owns s->rng and the
  * reference's side; the main thread owns s->crng, the candidate's side and the result. */
-typedef struct {
+typedef struct ref_job {
     kf_sess *s;
     kf_side *ref;
     const shape_list *L;
@@ -797,7 +834,19 @@ typedef struct {
     pthread_cond_t cv;
     int next;             /* shapes [0, next) are prepared */
     int done, stop;
+    int hold, parked;     /* the main thread asks it to wait (the parallel call); it waits */
 } ref_job;
+
+/* Pause the reference's thread at its next shape (on: waits until it is parked or done),
+ * or let it go on. No-op without a thread. */
+static void ref_hold(ref_job *j, int on) {
+    if (!j || !j->threaded) return;
+    pthread_mutex_lock(&j->mu);
+    j->hold = on;
+    pthread_cond_broadcast(&j->cv);
+    while (on && !j->parked && !j->done) pthread_cond_wait(&j->cv, &j->mu);
+    pthread_mutex_unlock(&j->mu);
+}
 
 #define PREP_BUDGET (512ull << 20) /* reference data kept ahead of the candidate */
 
@@ -816,6 +865,12 @@ static void *ref_main(void *arg) {
         fprintf(stderr, "kforge: [%.1f ms] reference worker ready\n", (double)(kf__now_ns() - s->t0) / 1e6);
     for (int i = 0; i < j->L->n && kept < j->budget && !st; i++) {
         pthread_mutex_lock(&j->mu);
+        while (j->hold && !j->stop) {
+            j->parked = 1;
+            pthread_cond_broadcast(&j->cv);
+            pthread_cond_wait(&j->cv, &j->mu);
+        }
+        j->parked = 0;
         int stop = j->stop;
         pthread_mutex_unlock(&j->mu);
         if (stop) break;
@@ -1057,6 +1112,11 @@ static kf_status run_check(kf_sess *s) {
     json_object_set_new(sandbox, "landlock_abi", json_integer(kf_worker_landlock_abi(cand.w)));
     json_object_set_new(sandbox, "mseal", json_boolean(kf_worker_sealed(cand.w)));
     json_object_set_new(sandbox, "frozen_between_calls", json_true());
+    /* the CPUs a checking worker runs on (as a timing worker's), and those of the one
+     * call per shape that runs on every CPU when that is a single CPU (0: none) */
+    json_object_set_new(sandbox, "check_cpus", json_integer(s->have_check_cpus ? CPU_COUNT(&s->check_cpus) : 0));
+    json_object_set_new(sandbox, "parallel_call_cpus",
+                        json_integer(s->parallel_call && !kf_build_gpu(&s->cbuild) ? CPU_COUNT(&s->all_cpus) : 0));
     json_object_set_new(s->res->root, "sandbox", sandbox);
     int dead = 0;
     for (int i = 0; i < L.n && !st; i++) {
@@ -1082,7 +1142,7 @@ static kf_status run_check(kf_sess *s) {
             fprintf(stderr, "kforge: [%.1f ms] checking %s (%s)\n",
                     (double)(kf__now_ns() - s->t0) / 1e6, txt, kind_name(L.all[i].kind));
         }
-        st = check_shape(s, &cand, &prep[i], o, &dead);
+        st = check_shape(s, &cand, &prep[i], o, &dead, &job);
         prep_free(s->t, &prep[i]);
     }
     if (!st && s->cbuild.nlaunch && cand.w && L.n > 0) resources_json(s, &cand, &L.all[0]);

@@ -179,6 +179,27 @@ int kf_worker_libraries(const kf_worker *w, char *out, size_t n) {
     return 0;
 }
 
+int kf_worker_set_cpus(kf_worker *w, const void *cpus) {
+    if (!w || w->dead || w->pid <= 0 || w->gpu || w->wrapped || !cpus) return -1;
+    return sched_setaffinity(w->pid, sizeof(cpu_set_t), (const cpu_set_t *)cpus) ? -1 : 0;
+}
+
+int kf_worker_set_nice(kf_worker *w, int nice, uint64_t slice_ns) {
+    if (!w || w->dead || w->pid <= 0 || w->gpu || w->wrapped) return -1;
+    /* struct sched_attr (linux/sched/types.h), SCHED_OTHER: sched_runtime is the slice
+     * (Linux 6.12+, 0.1 to 100 ms; 0: the default); older kernels refuse a runtime and
+     * get the nice value alone */
+    struct {
+        uint32_t size, policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t prio;
+        uint64_t runtime, deadline, period;
+    } a = {sizeof a, 0, 0, nice, 0, slice_ns, 0, 0};
+    if (!syscall(SYS_sched_setattr, w->pid, &a, 0)) return 0;
+    return setpriority(PRIO_PROCESS, (id_t)w->pid, nice) ? -1 : 0;
+}
+
 static void kill_group(kf_worker *w) {
     if (w->pid > 0) {
         kill(-w->pid, SIGKILL);
