@@ -12,8 +12,9 @@
  *     side, at most bench_max_runs (GPU: GPU_ROUNDS rounds are enough);
  *   - every timed output is verified exactly as in the check (same call path);
  *   - the in-worker clock is cross-checked against the coordinator's clock: it must
- *     nest inside it, and the candidate's overhead (wall minus reported) must match
- *     the baseline's within 10 us plus three of its IQRs;
+ *     nest inside it, and the candidate's overhead (the span from the coordinator's
+ *     resume to the kernel's stamp of DONE's send, minus the report) must match the
+ *     baseline's within 3 us, three of its IQRs and 0.2% of its time;
  *   - between its calls each worker is frozen (SIGSTOP), so neither side can run
  *     while the other is timed;
  *   - speedup = exp(median of paired log-ratios), with an order-statistics interval;
