@@ -673,13 +673,9 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
     return KF_OK;
 }
 
-struct ref_job;
-static void ref_hold(struct ref_job *j, int on);
-
-/* The candidate's four calls at one shape. A fatal failure sets *dead. j: the
- * reference's thread, paused during the parallel call (or NULL). */
+/* The candidate's four calls at one shape. A fatal failure sets *dead. */
 static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *jshape,
-                             int *dead, struct ref_job *j) {
+                             int *dead) {
     const kf_task *t = s->t;
     const kf_extents *ex = &pp->ex;
     json_t *sizes = json_object_get(jshape, "sizes");
@@ -723,15 +719,11 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
          * light shape's extreme inputs either: those are checked on that set. */
         int par = s->parallel_call && (pp->calls == 4 ? trial >= 2 : 1) && cand->b && !kf_build_gpu(cand->b) &&
                   !kf_worker_set_cpus(cand->w, &s->all_cpus);
-        /* the reference's thread, preparing shapes ahead, would take the other CPU and
-         * the candidate's threads would take turns again: it waits during this call */
-        int boosted = 0;
-        if (par) {
-            ref_hold(j, 1);
-            boosted = !kf_worker_set_nice(cand->w, PARALLEL_NICE, PARALLEL_SLICE_NS);
-        }
+        /* boosted with a short slice: where other work (the reference's thread, other
+         * checks) holds a CPU, the candidate's threads still get both, or take turns
+         * every 0.1 ms on one, and an unsynchronised update is lost either way */
+        int boosted = par && !kf_worker_set_nice(cand->w, PARALLEL_NICE, PARALLEL_SLICE_NS);
         kf_sess_call(s, cand, ex, &pp->in[set], &p, &cr);
-        if (par) ref_hold(j, 0);
         if (par && cr.st == KF_CALL_OK) {
             kf_worker_set_cpus(cand->w, &s->check_cpus);
             if (boosted) kf_worker_set_nice(cand->w, 0, 0);
@@ -820,7 +812,7 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
  * candidate's run side by side. The candidate's text was read and fixed before any
  * input was drawn, and the compiler cannot see them. The thread owns s->rng and the
  * reference's side; the main thread owns s->crng, the candidate's side and the result. */
-typedef struct ref_job {
+typedef struct {
     kf_sess *s;
     kf_side *ref;
     const shape_list *L;
@@ -834,19 +826,7 @@ typedef struct ref_job {
     pthread_cond_t cv;
     int next;             /* shapes [0, next) are prepared */
     int done, stop;
-    int hold, parked;     /* the main thread asks it to wait (the parallel call); it waits */
 } ref_job;
-
-/* Pause the reference's thread at its next shape (on: waits until it is parked or done),
- * or let it go on. No-op without a thread. */
-static void ref_hold(ref_job *j, int on) {
-    if (!j || !j->threaded) return;
-    pthread_mutex_lock(&j->mu);
-    j->hold = on;
-    pthread_cond_broadcast(&j->cv);
-    while (on && !j->parked && !j->done) pthread_cond_wait(&j->cv, &j->mu);
-    pthread_mutex_unlock(&j->mu);
-}
 
 #define PREP_BUDGET (512ull << 20) /* reference data kept ahead of the candidate */
 
@@ -865,12 +845,6 @@ static void *ref_main(void *arg) {
         fprintf(stderr, "kforge: [%.1f ms] reference worker ready\n", (double)(kf__now_ns() - s->t0) / 1e6);
     for (int i = 0; i < j->L->n && kept < j->budget && !st; i++) {
         pthread_mutex_lock(&j->mu);
-        while (j->hold && !j->stop) {
-            j->parked = 1;
-            pthread_cond_broadcast(&j->cv);
-            pthread_cond_wait(&j->cv, &j->mu);
-        }
-        j->parked = 0;
         int stop = j->stop;
         pthread_mutex_unlock(&j->mu);
         if (stop) break;
@@ -1142,7 +1116,7 @@ static kf_status run_check(kf_sess *s) {
             fprintf(stderr, "kforge: [%.1f ms] checking %s (%s)\n",
                     (double)(kf__now_ns() - s->t0) / 1e6, txt, kind_name(L.all[i].kind));
         }
-        st = check_shape(s, &cand, &prep[i], o, &dead, &job);
+        st = check_shape(s, &cand, &prep[i], o, &dead);
         prep_free(s->t, &prep[i]);
     }
     if (!st && s->cbuild.nlaunch && cand.w && L.n > 0) resources_json(s, &cand, &L.all[0]);
