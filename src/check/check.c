@@ -11,8 +11,8 @@
  * The maximum-sizes edge shape ("light": its cost would dominate) makes two calls in half
  * A alone: T1's spiked inputs, then extreme ones (variant 3) in the same buffers.
  * Checking workers run on the timing workers' CPUs; where that is one CPU (a 2-CPU
- * machine), T2, T3 and the light shape's calls run on every CPU, boosted and with a
- * short slice, so an unsynchronised reduction's threads overlap (races, #32).
+ * machine), every call but T1 and the worker's first runs on every CPU, boosted and
+ * with a short slice, so an unsynchronised reduction's threads overlap (races, #32).
  * Every call is staged the same way: fresh values written by the coordinator, every
  * output filled with a new finite sentinel, random guard zones, caches flushed. After
  * it the coordinator (never the worker) checks guards, inputs, and outputs against the
@@ -711,19 +711,21 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
         else kf_data_make_poison(t, &s->crng, &p);
         if (trial == 2) pair_poison = p;
         kf_call_result cr;
-        /* the parallel call (one CPU per checking worker: a 2-CPU machine): T2, or the
-         * light shape's first call, on every CPU, so threads run at once and an
+        /* the parallel calls (one CPU per checking worker: a 2-CPU machine): every call
+         * but T1 and the worker's first, on every CPU, so threads run at once and an
          * unsynchronised reduction loses updates (tests/redteam/32_*). Not the worker's
          * first call: a candidate that decides once whether it is timed (by its CPU
-         * count, 04_timing_detect_affinity) decides on the timing-like set. Not the
-         * light shape's extreme inputs either: those are checked on that set. */
-        int par = s->parallel_call && (pp->calls == 4 ? trial >= 2 : 1) && cand->b && !kf_build_gpu(cand->b) &&
-                  !kf_worker_set_cpus(cand->w, &s->all_cpus);
+         * count, 04_timing_detect_affinity) decides on the timing-like set; nor T1:
+         * the spiked inputs, where such a candidate's shortcut fails, are checked at
+         * every shape on that set */
+        int par = s->parallel_call && s->cand_called && (pp->calls == 4 ? trial != 1 : 1) && cand->b &&
+                  !kf_build_gpu(cand->b) && !kf_worker_set_cpus(cand->w, &s->all_cpus);
         /* boosted with a short slice: where other work (the reference's thread, other
          * checks) holds a CPU, the candidate's threads still get both, or take turns
          * every 0.1 ms on one, and an unsynchronised update is lost either way */
         int boosted = par && !kf_worker_set_nice(cand->w, PARALLEL_NICE, PARALLEL_SLICE_NS);
         kf_sess_call(s, cand, ex, &pp->in[set], &p, &cr);
+        s->cand_called = 1;
         if (par && cr.st == KF_CALL_OK) {
             kf_worker_set_cpus(cand->w, &s->check_cpus);
             if (boosted) kf_worker_set_nice(cand->w, 0, 0);

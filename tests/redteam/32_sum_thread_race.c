@@ -7,7 +7,7 @@
  * lost and the sum is right. When they truly run in parallel, both load the same old
  * value and one store overwrites the other: thousands of chunk partials are lost and
  * the sum is wrong. A checking worker confined to one CPU (a 2-CPU machine, where the
- * coordinator keeps the other) accepted it. Defence: on such a machine some calls of
+ * coordinator keeps the other) accepted it. Defence: on such a machine most calls of
  * each shape run on every CPU, boosted, with a 0.1 ms slice (docs/checker.md "Races"):
  * the threads run at once or take turns finely, and updates are lost: wrong_result.
  */
