@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,6 +102,9 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
     int me = sched_getcpu();
     s->have_check_cpus = !sched_getaffinity(0, sizeof all, &all) && CPU_COUNT(&all) >= 2 && me >= 0 &&
                          CPU_ISSET(me, &all);
+    errno = 0;
+    s->base_nice = getpriority(PRIO_PROCESS, 0);
+    if (errno) s->base_nice = 0;
     if (s->have_check_cpus) {
         s->check_cpus = all;
         CPU_CLR(me, &s->check_cpus);
@@ -728,7 +732,7 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
         s->cand_called = 1;
         if (par && cr.st == KF_CALL_OK) {
             kf_worker_set_cpus(cand->w, &s->check_cpus);
-            if (boosted) kf_worker_set_nice(cand->w, 0, 0);
+            if (boosted) kf_worker_set_nice(cand->w, s->base_nice, 0);
         }
         calls++;
         snprintf(when, sizeof when, "call %d of %d at this shape%s", trial + 1, pp->calls,

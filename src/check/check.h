@@ -46,6 +46,7 @@ typedef struct {
     cpu_set_t all_cpus;      /* every CPU this process may use (the parallel call's) */
     int parallel_call;       /* check_cpus is one CPU of several: some calls run on all */
     int cand_called;         /* the candidate's checking worker has made a call */
+    int base_nice;           /* this process's nice value, which workers inherit */
 } kf_sess;
 
 /* One side of a comparison: a worker and where its current buffers sit. */
