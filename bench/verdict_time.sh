@@ -37,4 +37,6 @@ rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 a = statistics.median(float(r[1]) for r in rows)
 b = statistics.median(float(r[2]) for r in rows)
 print("%-12s %10.3f %10.3f %7.2f" % ("median", a, b, b / a))
+g = statistics.geometric_mean(float(r[2]) / float(r[1]) for r in rows)
+print("%-12s %10s %10s %7.2f" % ("geomean", "", "", g))
 PY
