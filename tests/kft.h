@@ -57,6 +57,7 @@ void kft_register_unit(void);
 void kft_register_task(void);
 void kft_register_check(void);
 void kft_register_corpus(void);
+void kft_register_timing(void);
 void kft_register_cli(void);
 void kft_register_sanitize(void);
 void kft_register_agent(void);

@@ -6,9 +6,13 @@
  *   T0  fresh inputs (declared distributions), buffers in arena half A
  *   T1  fresh inputs with spikes, half B                  (stale vs T0)
  *   T2  fresh rescaled inputs in the SAME buffers as T1   (pointer memo vs T1)
- *   T3  T2's inputs again, other poison, half A           (determinism vs T2)
+ *   T3  T2's inputs again, other poison, T2's buffers     (determinism vs T2; half A
+ *       for "determinism": "bits" or "tolerance")
  * The maximum-sizes edge shape ("light": its cost would dominate) makes two calls in half
  * A alone: T1's spiked inputs, then extreme ones (variant 3) in the same buffers.
+ * Checking workers run on the timing workers' CPUs; where that is one CPU (a 2-CPU
+ * machine), every call but T1 and the worker's first runs on every CPU, boosted and
+ * with a short slice, so an unsynchronised reduction's threads overlap (races, #32).
  * Every call is staged the same way: fresh values written by the coordinator, every
  * output filled with a new finite sentinel, random guard zones, caches flushed. After
  * it the coordinator (never the worker) checks guards, inputs, and outputs against the
@@ -24,10 +28,16 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define JITTER_MAX 4096
+/* The parallel call's priority (as root): its threads must run at once although other
+ * work (other checks of kforge run --jobs N, anything else) contends for the CPUs */
+#define PARALLEL_NICE -10
+/* and its slice: threads that still share a CPU take turns every 0.1 ms, not every few */
+#define PARALLEL_SLICE_NS 100000
 
 static void sweep_workdirs(void) { kf__sweep_dead_dirs("kforge-"); }
 
@@ -92,9 +102,16 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
     int me = sched_getcpu();
     s->have_check_cpus = !sched_getaffinity(0, sizeof all, &all) && CPU_COUNT(&all) >= 2 && me >= 0 &&
                          CPU_ISSET(me, &all);
+    errno = 0;
+    s->base_nice = getpriority(PRIO_PROCESS, 0);
+    if (errno) s->base_nice = 0;
     if (s->have_check_cpus) {
         s->check_cpus = all;
         CPU_CLR(me, &s->check_cpus);
+        /* one CPU left (a 2-CPU machine): threads of a checking worker take turns and a
+         * race never shows, so one call per shape runs on every CPU (check_shape) */
+        s->all_cpus = all;
+        s->parallel_call = CPU_COUNT(&s->check_cpus) == 1;
     }
     return KF_OK;
 }
@@ -763,12 +780,20 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
     char when[64];
     kf_poison pair_poison;
     memset(&pair_poison, 0, sizeof pair_poison);
+    const int same_addr = t->determinism_exact && !t->determinism_bits;
     for (int trial = 0; trial < pp->calls && !*dead; trial++) {
         int set = trial < 3 ? trial : 2;
         /* T2 reuses T1's exact buffer addresses: a memo keyed on pointers returns T1. A
          * light shape has one half of the arena: its second call reuses the first's
-         * addresses (the same test against its first call) */
-        if (pp->calls == 2 ? trial == 0 : trial != 2) kf_sess_place(s, &s->crng, ex, half[trial], &cand->lay);
+         * addresses (the same test against its first call). T3 reuses T2's under the
+         * default determinism ("exact"): with the inputs and the addresses the same,
+         * only the poison differs, so any difference in the bits is the poison (or
+         * memory never written, or a race) showing through, while a summation split on
+         * the input's page boundaries (NUMA-aware code, MKL) gives the same bits; each
+         * call is judged against the reference on its own. "bits" and "tolerance" move
+         * T3 to half A as before. */
+        if (pp->calls == 2 ? trial == 0 : trial != 2 && !(trial == 3 && same_addr))
+            kf_sess_place(s, &s->crng, ex, half[trial], &cand->lay);
         kf_poison p;
         /* T2 and T3, the determinism pair: T3's poison is T2's with every bit that can
          * differ flipped (kf_data_flip_poison) */
@@ -776,9 +801,28 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
         else kf_data_make_poison(t, &s->crng, &p);
         if (trial == 2) pair_poison = p;
         kf_call_result cr;
+        /* the parallel calls (one CPU per checking worker: a 2-CPU machine): every call
+         * but T1 and the worker's first, on every CPU, so threads run at once and an
+         * unsynchronised reduction loses updates (tests/redteam/32_*). Not the worker's
+         * first call: a candidate that decides once whether it is timed (by its CPU
+         * count, 04_timing_detect_affinity) decides on the timing-like set; nor T1:
+         * the spiked inputs, where such a candidate's shortcut fails, are checked at
+         * every shape on that set */
+        int par = s->parallel_call && s->cand_called && (pp->calls == 4 ? trial != 1 : 1) && cand->b &&
+                  !kf_build_gpu(cand->b) && !kf_worker_set_cpus(cand->w, &s->all_cpus);
+        /* boosted with a short slice: where other work (the reference's thread, other
+         * checks) holds a CPU, the candidate's threads still get both, or take turns
+         * every 0.1 ms on one, and an unsynchronised update is lost either way */
+        int boosted = par && !kf_worker_set_nice(cand->w, PARALLEL_NICE, PARALLEL_SLICE_NS);
         kf_sess_call(s, cand, ex, &pp->in[set], &p, &cr);
+        s->cand_called = 1;
+        if (par && cr.st == KF_CALL_OK) {
+            kf_worker_set_cpus(cand->w, &s->check_cpus);
+            if (boosted) kf_worker_set_nice(cand->w, s->base_nice, 0);
+        }
         calls++;
-        snprintf(when, sizeof when, "call %d of %d at this shape", trial + 1, pp->calls);
+        snprintf(when, sizeof when, "call %d of %d at this shape%s", trial + 1, pp->calls,
+                 par ? ", threads on every CPU" : "");
         if (cr.st != KF_CALL_OK) {
             kf_result_reject(s->res, cr.reason, sizes, "%s (%s)", cr.msg, when);
             *dead = 1;
@@ -833,8 +877,9 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
                 }
                 kf_result_reject(s->res, KF_REASON_NONDETERMINISTIC, sizes,
                                  "the same inputs gave different outputs under different "
-                                 "poison and buffer addresses (%s; reads uninitialised or "
-                                 "output memory, or races)", at);
+                                 "poison %s (%s; reads uninitialised or output memory, or "
+                                 "races)", same_addr ? "at the same buffer addresses"
+                                                     : "and buffer addresses", at);
             }
             failed |= !same;
         }
@@ -1142,6 +1187,11 @@ static kf_status run_check(kf_sess *s) {
     json_object_set_new(sandbox, "landlock_abi", json_integer(kf_worker_landlock_abi(cand.w)));
     json_object_set_new(sandbox, "mseal", json_boolean(kf_worker_sealed(cand.w)));
     json_object_set_new(sandbox, "frozen_between_calls", json_true());
+    /* the CPUs a checking worker runs on (as a timing worker's), and those of the one
+     * call per shape that runs on every CPU when that is a single CPU (0: none) */
+    json_object_set_new(sandbox, "check_cpus", json_integer(s->have_check_cpus ? CPU_COUNT(&s->check_cpus) : 0));
+    json_object_set_new(sandbox, "parallel_call_cpus",
+                        json_integer(s->parallel_call && !kf_build_gpu(&s->cbuild) ? CPU_COUNT(&s->all_cpus) : 0));
     json_object_set_new(s->res->root, "sandbox", sandbox);
     int dead = 0;
     for (int i = 0; i < L.n && !st; i++) {

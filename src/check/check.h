@@ -43,6 +43,10 @@ typedef struct {
     cpu_set_t worker_cpus;
     cpu_set_t check_cpus;    /* a checking worker's CPUs: the same count as a timing worker's */
     int have_check_cpus;     /* set once in kf_sess_open; read only after */
+    cpu_set_t all_cpus;      /* every CPU this process may use (the parallel call's) */
+    int parallel_call;       /* check_cpus is one CPU of several: some calls run on all */
+    int cand_called;         /* the candidate's checking worker has made a call */
+    int base_nice;           /* this process's nice value, which workers inherit */
 } kf_sess;
 
 /* One side of a comparison: a worker and where its current buffers sit. */

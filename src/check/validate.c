@@ -36,7 +36,11 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
             st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
             break;
         }
-        kf_sess_place(s, &s->rng, &ex, trial & 1, &ref->lay);
+        /* the determinism pair's second call: at the first's addresses, unless the
+         * task asks for the same bits at other addresses ("bits") or allows tolerance
+         * (as the candidate's pair, check.c check_shape) */
+        if (trial < 3 || t->determinism_bits || !t->determinism_exact)
+            kf_sess_place(s, &s->rng, &ex, trial & 1, &ref->lay);
         kf_poison p;
         kf_call_result cr;
         kf_data_make_poison(t, &s->rng, &p);

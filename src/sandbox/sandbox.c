@@ -45,6 +45,8 @@ struct kf_worker {
     size_t arena_size;
     uint32_t seq;
     int dead, stopped, landlock_abi, sealed, spin, gpu, filtered;
+    int stamped;        /* SO_TIMESTAMPNS is on for the channel */
+    uint64_t sent_ns;   /* the kernel's send time of the last message received, or 0 */
     int wrapped, end_status;  /* started through a wrapper; its exit status, or -1 */
     double grace_s;
     int deferred;       /* a GPU worker started before its artifact existed (kf_worker_attach) */
@@ -175,6 +177,27 @@ int kf_worker_libraries(const kf_worker *w, char *out, size_t n) {
     fclose(f);
     (void)any;
     return 0;
+}
+
+int kf_worker_set_cpus(kf_worker *w, const void *cpus) {
+    if (!w || w->dead || w->pid <= 0 || w->gpu || w->wrapped || !cpus) return -1;
+    return sched_setaffinity(w->pid, sizeof(cpu_set_t), (const cpu_set_t *)cpus) ? -1 : 0;
+}
+
+int kf_worker_set_nice(kf_worker *w, int nice, uint64_t slice_ns) {
+    if (!w || w->dead || w->pid <= 0 || w->gpu || w->wrapped) return -1;
+    /* struct sched_attr (linux/sched/types.h), SCHED_OTHER: sched_runtime is the slice
+     * (Linux 6.12+, 0.1 to 100 ms; 0: the default); older kernels refuse a runtime and
+     * get the nice value alone */
+    struct {
+        uint32_t size, policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t prio;
+        uint64_t runtime, deadline, period;
+    } a = {sizeof a, 0, 0, nice, 0, slice_ns, 0, 0};
+    if (!syscall(SYS_sched_setattr, w->pid, &a, 0)) return 0;
+    return setpriority(PRIO_PROCESS, (id_t)w->pid, nice) ? -1 : 0;
 }
 
 static void kill_group(kf_worker *w) {
@@ -336,6 +359,42 @@ static void timeout_kill(kf_worker *w, kf_call_result *r, double s, const char *
     snprintf(r->msg, sizeof r->msg, "no answer within the %.1f s wall deadline %s", s, phase);
 }
 
+/* recv() on the result channel, keeping the kernel's record of when the message was
+ * sent (SO_TIMESTAMPNS, set on the channel at the first call: the kernel stamps each
+ * datagram as the worker's send() queues it) in w->sent_ns, on CLOCK_MONOTONIC, or 0
+ * when there is none. The candidate cannot move that stamp: it says when the message
+ * left, however late the coordinator got to read it. */
+static ssize_t chan_recv(kf_worker *w, void *buf, size_t cap, int flags) {
+    union {
+        char b[CMSG_SPACE(sizeof(struct timespec)) + 64];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec io = {buf, cap};
+    struct msghdr mh;
+    memset(&mh, 0, sizeof mh);
+    mh.msg_iov = &io;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.b;
+    mh.msg_controllen = sizeof ctl.b;
+    ssize_t got = recvmsg(w->sock, &mh, flags);
+    w->sent_ns = 0;
+    if (got <= 0) return got;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_TIMESTAMPNS) continue;
+        struct timespec ts, rt, mono;
+        memcpy(&ts, CMSG_DATA(c), sizeof ts);
+        /* CLOCK_REALTIME, as sockets stamp: moved onto CLOCK_MONOTONIC with the offset
+         * read now (the two clocks run at one rate; a step of the wall clock makes the
+         * stamp implausible, and the caller then ignores it) */
+        clock_gettime(CLOCK_REALTIME, &rt);
+        clock_gettime(CLOCK_MONOTONIC, &mono);
+        int64_t off = ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000 + (rt.tv_nsec - mono.tv_nsec);
+        int64_t sent = ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec) - off;
+        w->sent_ns = sent > 0 ? (uint64_t)sent : 0;
+    }
+    return got;
+}
+
 /* Wait for one message. 1: *len bytes in buf (unvalidated); 0: the worker died or
  * misbehaved (reaped, r set); -1: deadline passed (worker still alive). */
 static int await(kf_worker *w, void *buf, size_t cap, size_t *len, uint64_t deadline,
@@ -345,7 +404,7 @@ static int await(kf_worker *w, void *buf, size_t cap, size_t *len, uint64_t dead
      * length. Spinning keeps the reply latency small and the same for both sides. */
     uint64_t spin_end = kf__now_ns() + spin_ns;
     while (spin_ns && kf__now_ns() < spin_end) {
-        ssize_t got = recv(w->sock, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
+        ssize_t got = chan_recv(w, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
         if (got > 0 && (size_t)got <= cap) {
             *len = (size_t)got;
             return 1;
@@ -372,7 +431,7 @@ static int await(kf_worker *w, void *buf, size_t cap, size_t *len, uint64_t dead
         if (p[2].revents) drain(&w->errfd, &w->out);
         if (p[0].revents & POLLIN) {
             /* MSG_TRUNC: the real length even when longer than cap */
-            ssize_t got = recv(w->sock, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
+            ssize_t got = chan_recv(w, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
             if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
             if (got > 0 && (size_t)got <= cap) {
                 *len = (size_t)got;
@@ -684,7 +743,8 @@ const char *kf_worker_output(kf_worker *w) {
 /* Receive one START or DONE message for sequence seq. 1 with *ns set; 0 when the
  * worker died, lied or timed out (r set, worker dead). */
 static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadline,
-                       double timeout_s, uint64_t *ns, uint64_t *at, kf_call_result *r) {
+                       double timeout_s, uint64_t *ns, uint64_t *at, uint64_t *sent,
+                       kf_call_result *r) {
     union {
         kf_msg_done d;
         kf_msg_text t;
@@ -693,6 +753,7 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
     int ok = await(w, &m, sizeof m, &len, deadline, r, "during the call",
                    w->spin ? 50000000ull : 0);
     *at = kf__now_ns();
+    *sent = w->sent_ns;
     if (ok < 0) {
         timeout_kill(w, r, timeout_s, "during the call");
         return 0;
@@ -748,18 +809,25 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     /* queue the request while the worker is still frozen, then resume it: its main
      * thread finds the request at once (a worker never called yet is not frozen, so
      * the clock is read before the request goes out) */
+    if (!w->stamped) {
+        int on = 1; /* the kernel stamps from now on; without it the gap uses receipt */
+        w->stamped = !setsockopt(w->sock, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+    }
     uint64_t resumed = kf__now_ns();
     if (send(w->sock, msg, sizeof *msg, MSG_NOSIGNAL) != (ssize_t)sizeof *msg) {
         reap(w, r, "before the call", 0);
         return;
     }
     if (w->stopped) {
+        /* a frozen worker cannot start before this: the clock is read as late as it can */
+        resumed = kf__now_ns();
         kill(-w->pid, SIGCONT);
         w->stopped = 0;
     }
-    uint64_t deadline = resumed + (uint64_t)(timeout_s * 1e9), t0, t1, p0, p1;
-    if (!await_stamp(w, KF_MSG_START, msg->seq, deadline, timeout_s, &t0, &p0, r)) return;
-    if (!await_stamp(w, KF_MSG_DONE, msg->seq, deadline, timeout_s, &t1, &p1, r)) return;
+    uint64_t deadline = resumed + (uint64_t)(timeout_s * 1e9), t0, t1, p0, p1, s0, s1;
+    if (!await_stamp(w, KF_MSG_START, msg->seq, deadline, timeout_s, &t0, &p0, &s0, r)) return;
+    if (!await_stamp(w, KF_MSG_DONE, msg->seq, deadline, timeout_s, &t1, &p1, &s1, r)) return;
+    (void)s0;
     /* A wrapped worker (compute-sanitizer around a GPU worker: no candidate host code)
      * is not frozen: the tool's own process must keep running, and may trace the worker. */
     if (!w->wrapped) {
@@ -836,6 +904,12 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     /* from the resume, not from START: a candidate that took over the channel chooses
      * when START goes out, but not when the coordinator resumed it */
     r->parent_ns = p1 - resumed;
+    /* The span the gap cross-check uses ends when DONE was sent, by the kernel's stamp,
+     * not when the coordinator read it: under load the coordinator, spinning on a CPU it
+     * shares, is descheduled for milliseconds at a time, and a long call's answer then
+     * waits a slice for it (an honest scratch-heavy kernel got timing_mismatch that way).
+     * A stamp outside [resumed, p1] (a wall-clock step) is ignored. */
+    r->sent_ns = s1 >= resumed && s1 <= p1 ? s1 - resumed : r->parent_ns;
     r->resumed_at = resumed;
     r->answered_at = p1;
 }

@@ -22,6 +22,8 @@ typedef struct {
     char msg[512];
     uint64_t worker_ns;    /* the worker's own clock around the call */
     uint64_t parent_ns;    /* the coordinator's clock, send to receive */
+    uint64_t sent_ns;      /* the coordinator's clock, send to the kernel's stamp of the
+                            * answer's send (parent_ns when the channel has no stamps) */
     uint64_t dev_ns;       /* GPU: the launches' CUDA event time */
     uint32_t occ[KF_PROTO_MAXLAUNCH]; /* GPU: resident blocks per SM, per launch */
     /* GPU host mode: CUPTI's counts for the call (cupti 0: unknown). Reported by the
@@ -68,6 +70,17 @@ int kf_worker_filtered(const kf_worker *w); /* GPU host mode: 1 when its seccomp
  * comma-separated into out. 0, or -1 when the worker is dead or its maps unreadable
  * (a non-dumpable worker's maps are readable by root only). */
 int kf_worker_libraries(const kf_worker *w, char *out, size_t n);
+/* Move a live CPU worker, between calls, onto the CPUs of cpus (a cpu_set_t): its main
+ * thread, the only one a worker has between calls; the threads a call starts inherit
+ * it. 0, or -1 (a GPU worker, which has driver threads, a dead one, or a refusal). The
+ * worker itself cannot do this: its filter refuses sched_setaffinity. */
+int kf_worker_set_cpus(kf_worker *w, const void *cpus);
+/* Set the nice value and the scheduler slice (slice_ns, 0 for the default; honoured
+ * from Linux 6.12) of a live CPU worker's main thread, between calls (the threads a call
+ * starts inherit both). 0, or -1 (as kf_worker_set_cpus; a negative value needs
+ * CAP_SYS_NICE, i.e. a coordinator started as root). */
+int kf_worker_set_nice(kf_worker *w, int nice, uint64_t slice_ns);
+
 int kf_worker_dead(const kf_worker *w);   /* 1 after a failed call: only close may follow */
 const char *kf_worker_info(const kf_worker *w); /* GPU: device and kernel attributes */
 /* One call. msg's magic/type/seq are filled in here. After FAILED the worker is dead

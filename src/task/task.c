@@ -516,13 +516,20 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
                            kf_expr_src(ce[k]), i);
         }
     }
+    /* "exact": the same inputs at the same addresses give the same bits (a result that
+     * depends on the output's poison or on memory it never wrote is refused); "bits":
+     * at other addresses too (the strict rule before address-dependent summation, split
+     * on page boundaries as NUMA-aware code does, was allowed); "tolerance": within the
+     * tolerance, at other addresses */
     t->determinism_exact = 1;
+    t->determinism_bits = 0;
     json_t *det = json_object_get(root, "determinism");
     if (det) {
         const char *d = json_string_value(det);
-        if (!d || (strcmp(d, "exact") && strcmp(d, "tolerance")))
-            return bad(l, "determinism: expected \"exact\" or \"tolerance\"");
-        t->determinism_exact = !strcmp(d, "exact");
+        if (!d || (strcmp(d, "exact") && strcmp(d, "bits") && strcmp(d, "tolerance")))
+            return bad(l, "determinism: expected \"exact\", \"bits\" or \"tolerance\"");
+        t->determinism_exact = strcmp(d, "tolerance") != 0;
+        t->determinism_bits = !strcmp(d, "bits");
     }
     json_t *lm = json_object_get(root, "launch_mode");
     if (lm) {

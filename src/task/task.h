@@ -64,7 +64,10 @@ struct kf_task {
     kf_shape *shapes;
     int hidden_count;
     kf_expr *cost_flops, *cost_bytes;
-    int determinism_exact; /* 1: bitwise-equal reruns (default); 0: within tolerance */
+    int determinism_exact; /* 1: bitwise-equal reruns ("exact", the default, and "bits");
+                            * 0: within tolerance ("tolerance") */
+    int determinism_bits;  /* 1 ("bits"): bitwise-equal at other buffer addresses too;
+                            * 0: the determinism pair reuses one set of addresses */
     int launch_host;       /* cuda: "launch_mode": "host" (files without kforge:launch) */
     char fingerprint[65];  /* sha256(task.json, reference) */
     char **ops;            /* "ops": op-family tags ("op/rowwise"), for lessons; may be NULL */

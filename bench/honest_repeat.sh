@@ -1,0 +1,73 @@
+#!/bin/sh
+# bench/honest_repeat.sh [BUILD] [REPS]: false rejections of honest kernels.
+#
+# Checks every C case in tests/honest/ REPS times (default 20) alone, then REPS times
+# again under the load `kforge run --jobs 2` creates (another evaluation checking and
+# timing beside it: a background loop of `kforge bench` of tasks/c/sum's fast.c), and
+# prints accepted/total per case and condition, then the false-rejection count. An
+# honest case rejected even once is a defect (docs/checker.md). Reasons of rejections
+# are listed under the table. Exit 1 when any rejection was seen, 2 on a usage error.
+set -u
+B=${1:-build}
+REPS=${2:-20}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+K="$B/kforge"
+[ -x "$K" ] || { echo "honest_repeat: no $K (build first)" >&2; exit 2; }
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/kf-honest-XXXXXX")
+LOADPID=
+cleanup() {
+    [ -n "$LOADPID" ] && kill "$LOADPID" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+task_of() { # the task of a corpus file: tasks/c/NAME or a path from the root
+    t=$(head -1 "$1" | sed -n 's/.*task=\([^ ]*\).*/\1/p')
+    case "$t" in */*) echo "$ROOT/$t" ;; *) echo "$ROOT/tasks/c/$t" ;; esac
+}
+
+# one condition: REPS checks of each case; lines "case ok total" into $TMP/$1
+run_all() {
+    : > "$TMP/$1"
+    for f in "$ROOT"/tests/honest/*.c; do
+        t=$(task_of "$f")
+        ok=0
+        i=0
+        while [ "$i" -lt "$REPS" ]; do
+            i=$((i + 1))
+            if "$K" check "$t" "$f" --json > "$TMP/out.json" 2> "$TMP/err.txt"; then
+                ok=$((ok + 1))
+            else
+                python3 - "$TMP/out.json" "$(basename "$f")" "$1" >> "$TMP/why" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+    r = "; ".join("%s: %s" % (x["code"], x["message"][:160]) for x in d.get("reasons", []))
+except Exception as e:
+    r = "no verdict (%s)" % e
+print("%s [%s] %s" % (sys.argv[2], sys.argv[3], r))
+PY
+            fi
+        done
+        echo "$(basename "$f") $ok $REPS" >> "$TMP/$1"
+    done
+}
+
+run_all alone
+# the load: another evaluation checking and timing beside these checks, in a loop
+( while :; do "$K" bench "$ROOT/tasks/c/sum" "$ROOT/tasks/c/sum/candidates/fast.c" > /dev/null 2>&1; done ) &
+LOADPID=$!
+run_all loaded
+kill "$LOADPID" 2>/dev/null
+wait "$LOADPID" 2>/dev/null
+LOADPID=
+
+printf '%-36s %8s %8s\n' "honest case (C)" alone "--jobs 2"
+join "$TMP/alone" "$TMP/loaded" | while read -r name a at l lt; do
+    printf '%-36s %8s %8s\n' "$name" "$a/$at" "$l/$lt"
+done
+bad=$(cat "$TMP/alone" "$TMP/loaded" | awk '{r += $3 - $2} END {print r + 0}')
+total=$(cat "$TMP/alone" "$TMP/loaded" | awk '{t += $3} END {print t + 0}')
+echo "false rejections: $bad of $total checks"
+[ -s "$TMP/why" ] && sed 's/^/  /' "$TMP/why"
+[ "$bad" -eq 0 ]
