@@ -1,7 +1,8 @@
 /*
  * proto.h - the messages between the coordinator and a kforge-worker, over a
- * SOCK_SEQPACKET socket (fd 3 in the worker). The arena (inputs and outputs) is a
- * shared memfd (fd 4). Everything the worker sends is untrusted once candidate code is
+ * SOCK_SEQPACKET socket (fd 3 in the worker). The arena (outputs, and a GPU worker's
+ * inputs) is a shared memfd (fd 4); a CPU worker's inputs are in a second one (fd 5,
+ * read-only), mapped right after the arena: buffer offsets run across both. Everything the worker sends is untrusted once candidate code is
  * loaded: the coordinator checks sizes, magic, type and sequence numbers, and never
  * takes a verdict from the worker, only an in-process time that it cross-checks.
  */
@@ -14,6 +15,7 @@
 #define KF_PROTO_MAXARGS 32
 #define KF_WORKER_SOCK_FD 3
 #define KF_WORKER_ARENA_FD 4
+#define KF_WORKER_INPUT_FD 5 /* CPU workers: the inputs' region, a read-only descriptor */
 
 enum {
     KF_MSG_READY = 1, /* worker -> parent: candidate loaded */

@@ -42,7 +42,8 @@ struct kf_worker {
     pid_t pid;
     int sock, outfd, errfd;
     unsigned char *arena;
-    size_t arena_size;
+    size_t arena_size;  /* the whole mapping: both regions when there are two */
+    size_t ro_base;     /* CPU workers: where the read-only region starts; 0: none */
     uint32_t seq;
     int dead, stopped, landlock_abi, sealed, spin, gpu, filtered;
     int wrapped, end_status;  /* started through a wrapper; its exit status, or -1 */
@@ -411,6 +412,14 @@ static int gpu_violation(const char *text, char *out, size_t n) {
 
 static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int gpu, kf_worker **out, kf_call_result *fail);
 
+/* A new read-only open file description of a memfd: a descriptor opened O_RDONLY can
+ * never give a writable shared mapping, nor be made to (mprotect needs VM_MAYWRITE). */
+static int reopen_rdonly(int fd) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
 static void sweep_dead_dirs(void) { kf__sweep_dead_dirs("kforge-w-"); }
 
 kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
@@ -431,8 +440,8 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     w->grace_s = o->wrap_grace_s;
     w->end_status = -1;
     kf_buf_init(&w->out, OUTPUT_CAP);
-    int sv[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1}, memfd = -1, devnull = -1;
-    int hi[5] = {-1, -1, -1, -1, -1};
+    int sv[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1}, memfd = -1, devnull = -1, rofd = -1, rodesc = -1;
+    int hi[6] = {-1, -1, -1, -1, -1, -1};
     kf_status st = KF_EINTERNAL;
     const char *tmp = getenv("TMPDIR");
     static pthread_once_t swept = PTHREAD_ONCE_INIT;
@@ -455,23 +464,39 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     }
     arena_size = (arena_size + 4095) & ~(size_t)4095;
     if (!arena_size) arena_size = 4096;
-    w->arena_size = arena_size;
-    if ((memfd = memfd_create("kforge-arena", MFD_CLOEXEC)) < 0 ||
+    /* A CPU worker gets two regions of arena_size bytes, one address range here: the
+     * writable arena, and after it the inputs' region, which the worker maps read-only
+     * from a read-only descriptor and which is sealed against writable mappings
+     * (F_SEAL_FUTURE_WRITE): no writable alias of an input exists in the worker. A GPU
+     * worker copies one span to the device and back: one region. */
+    size_t total = o->gpu ? arena_size : 2 * arena_size;
+    w->arena_size = total;
+    w->ro_base = o->gpu ? 0 : arena_size;
+    void *res = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (res == MAP_FAILED || (memfd = memfd_create("buffers", MFD_CLOEXEC)) < 0 ||
         ftruncate(memfd, (off_t)arena_size) ||
-        (w->arena = mmap(NULL, arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0)) ==
-            MAP_FAILED) {
+        mmap(res, arena_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, memfd, 0) == MAP_FAILED ||
+        (!o->gpu && ((rofd = memfd_create("inputs", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0 ||
+                     ftruncate(rofd, (off_t)arena_size) ||
+                     mmap((char *)res + arena_size, arena_size, PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_FIXED, rofd, 0) == MAP_FAILED ||
+                     fcntl(rofd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE) ||
+                     (rodesc = reopen_rdonly(rofd)) < 0))) {
+        if (res != MAP_FAILED) munmap(res, total);
         w->arena = NULL;
-        st = kf__err(ctx, KF_ENOMEM, "arena of %zu bytes: %s", arena_size, strerror(errno));
+        st = kf__err(ctx, KF_ENOMEM, "arena of %zu bytes: %s", total, strerror(errno));
         goto fail;
     }
+    w->arena = res;
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) || pipe2(op, O_CLOEXEC) ||
         pipe2(ep, O_CLOEXEC) || (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
         st = kf__err(ctx, KF_EIO, "worker channels: %s", strerror(errno));
         goto fail;
     }
     /* move the child's ends above the targets so the dup2 sequence cannot clobber */
-    int src[5] = {devnull, op[1], ep[1], sv[1], memfd};
-    for (int i = 0; i < 5; i++)
+    int src[6] = {devnull, op[1], ep[1], sv[1], memfd, rodesc};
+    int nsrc = rodesc >= 0 ? 6 : 5;
+    for (int i = 0; i < nsrc; i++)
         if ((hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0) {
             st = kf__err(ctx, KF_EIO, "fcntl: %s", strerror(errno));
             goto fail;
@@ -479,7 +504,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
-    for (int i = 0; i < 5; i++) posix_spawn_file_actions_adddup2(&fa, hi[i], i);
+    for (int i = 0; i < nsrc; i++) posix_spawn_file_actions_adddup2(&fa, hi[i], i);
     posix_spawnattr_init(&at);
     sigset_t none, all;
     sigemptyset(&none);
@@ -492,7 +517,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     snprintf(ppid, sizeof ppid, "%d", (int)getpid());
     snprintf(cpu, sizeof cpu, "%.3f", o->cpu_s);
     snprintf(as, sizeof as, "%llu",
-             (unsigned long long)(arena_size + o->mem_limit + (512ull << 20)));
+             (unsigned long long)(total + o->mem_limit + (512ull << 20)));
     char cpus[4096] = "-";
     if (o->cpus) {
         size_t off = 0;
@@ -553,8 +578,10 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         st = kf__err(ctx, KF_EINTERNAL, "spawning %s: %s", exe, strerror(rc));
         goto fail;
     }
-    for (int i = 0; i < 5; i++) close(hi[i]);
+    for (int i = 0; i < nsrc; i++) close(hi[i]);
     close(devnull);
+    if (rofd >= 0) close(rofd);
+    if (rodesc >= 0) close(rodesc);
     close(op[1]);
     close(ep[1]);
     close(sv[1]);
@@ -570,9 +597,9 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     }
     return spawn_finish(ctx, w, o->gpu, out, fail);
 fail:
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (hi[i] >= 0) close(hi[i]);
-    int fds[] = {sv[0], sv[1], op[0], op[1], ep[0], ep[1], memfd, devnull};
+    int fds[] = {sv[0], sv[1], op[0], op[1], ep[0], ep[1], memfd, devnull, rofd, rodesc};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
         if (fds[i] >= 0) close(fds[i]);
     kf_worker_close(w);
@@ -665,6 +692,7 @@ static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int gpu, kf_worker **ou
 }
 
 unsigned char *kf_worker_arena(kf_worker *w) { return w->arena; }
+size_t kf_worker_ro_base(const kf_worker *w) { return w->ro_base; }
 int kf_worker_landlock_abi(const kf_worker *w) { return w->landlock_abi; }
 int kf_worker_sealed(const kf_worker *w) { return w->sealed; }
 int kf_worker_filtered(const kf_worker *w) { return w->filtered; }
@@ -705,6 +733,25 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
             fail_kill(w, r, KF_REASON_CRASH, "%s", m.t.text);
         return 0;
     }
+    int arg = -1;
+    unsigned long long byte = 0;
+    if (!w->gpu && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_FAIL &&
+        (m.t.text[sizeof m.t.text - 1] = 0, sscanf(m.t.text, "input_modified %d %llu", &arg, &byte) == 2 ||
+                                             !strncmp(m.t.text, "input_modified - ", 17))) {
+        /* the worker's fault handler: a write to a read-only input (the candidate can
+         * send this too: it only rejects itself) */
+        r->ro_arg = arg;
+        r->ro_byte = byte;
+        if (arg < 0)
+            fail_kill(w, r, KF_REASON_INPUT_MODIFIED,
+                      "wrote into the read-only region that holds the const inputs (not inside one: "
+                      "a guard zone or an earlier call's inputs) during the call");
+        else
+            fail_kill(w, r, KF_REASON_INPUT_MODIFIED,
+                      "wrote into a const input buffer (byte %llu of argument %d) during the call: in "
+                      "buffers are mapped read-only while the kernel runs", byte, arg);
+        return 0;
+    }
     if (len != sizeof m.d || m.d.magic != KF_PROTO_MAGIC || m.d.type != type || m.d.seq != seq) {
         reap(w, r, "during the call", 1);
         return 0;
@@ -727,6 +774,7 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
 
 void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_result *r) {
     memset(r, 0, sizeof *r);
+    r->ro_arg = -1;
     if (w->dead) {
         r->st = KF_CALL_FAILED;
         r->reason = KF_REASON_CRASH;

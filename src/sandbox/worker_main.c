@@ -118,6 +118,51 @@ int kf_wk_drop_root(const char *uidarg, const char *ppid) {
     return 1;
 }
 
+/* The read-only inputs' region, and the current call's buffer offsets: a write fault
+ * there is a write to a const input. The handler says which argument and byte, then
+ * ends the process; any other fault gets the default action (a crash, as before). The
+ * candidate may install its own handler: it can only lose this report, never write. */
+static uintptr_t ro_lo, ro_hi;
+static uint64_t cur_off[KF_PROTO_MAXARGS];
+static uint32_t cur_nargs;
+
+static char *put_u64(char *p, uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) && n < 24);
+    while (n) *p++ = tmp[--n];
+    return p;
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    if (si->si_code == SEGV_ACCERR && a >= ro_lo && a < ro_hi) {
+        /* async-signal-safe: no stdio; "input_modified ARG BYTE", ARG the buffer the
+         * address falls in (the one with the largest offset at or below it) */
+        uint64_t off = a - ro_lo + (ro_hi - ro_lo), best = 0;
+        int arg = -1;
+        for (uint32_t i = 0; i < cur_nargs && i < KF_PROTO_MAXARGS; i++)
+            if (cur_off[i] <= off && cur_off[i] >= best && cur_off[i] >= ro_hi - ro_lo) best = cur_off[i], arg = (int)i;
+        kf_msg_text m;
+        memset(&m, 0, sizeof m);
+        m.magic = KF_PROTO_MAGIC;
+        m.type = KF_MSG_FAIL;
+        char *p = m.text;
+        memcpy(p, "input_modified ", 15);
+        p += 15;
+        if (arg < 0) *p++ = '-';
+        else p = put_u64(p, (uint64_t)arg);
+        *p++ = ' ';
+        p = put_u64(p, arg < 0 ? 0 : off - best);
+        send(KF_WORKER_SOCK_FD, &m, sizeof m, MSG_NOSIGNAL);
+        _exit(0);
+    }
+    signal(sig, SIG_DFL); /* as if there were no handler: the default action */
+    raise(sig);
+}
+
 int main(int argc, char **argv) {
     /* compile mode (backend/cuda/nvrtc_child.c): started by kf_sandbox_exec, which has
      * already confined it; it runs no candidate code, only NVRTC on candidate text */
@@ -127,16 +172,25 @@ int main(int argc, char **argv) {
     /* parent died before the call; "-": started through a wrapper (compute-sanitizer),
      * whose death kills it; the coordinator's death closes the channel, which ends it */
     if (strcmp(argv[2], "-") && (long)getppid() != atol(argv[2])) return 112;
-    if (syscall(SYS_close_range, KF_WORKER_ARENA_FD + 1, ~0U, 0)) {
-        for (int fd = KF_WORKER_ARENA_FD + 1; fd < 1024; fd++) close(fd);
+    if (syscall(SYS_close_range, KF_WORKER_INPUT_FD + 1, ~0U, 0)) {
+        for (int fd = KF_WORKER_INPUT_FD + 1; fd < 1024; fd++) close(fd);
     }
 
-    struct stat st;
+    /* the arena, and right after it (CPU workers) the inputs' region: read-only, from a
+     * read-only descriptor, so no writable alias of an input exists in this process; a
+     * write to a const input faults (on_segv reports it) */
+    struct stat st, ist;
     if (fstat(KF_WORKER_ARENA_FD, &st)) kf_wk_die(113, "arena");
-    void *arena = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
-                       MAP_SHARED, KF_WORKER_ARENA_FD, 0);
-    if (arena == MAP_FAILED) kf_wk_die(113, "mmap arena");
+    int split = !fstat(KF_WORKER_INPUT_FD, &ist) && S_ISREG(ist.st_mode) && ist.st_size == st.st_size;
+    size_t asz = (size_t)st.st_size, total = split ? 2 * asz : asz;
+    void *arena = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (arena == MAP_FAILED ||
+        mmap(arena, asz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, KF_WORKER_ARENA_FD, 0) == MAP_FAILED ||
+        (split && mmap((char *)arena + asz, asz, PROT_READ, MAP_SHARED | MAP_FIXED, KF_WORKER_INPUT_FD, 0) ==
+                      MAP_FAILED))
+        kf_wk_die(113, "mmap arena");
     close(KF_WORKER_ARENA_FD);
+    if (split) close(KF_WORKER_INPUT_FD);
 
     /* the CPUs it may use (timing runs: every CPU but the coordinator's, which spin-waits
      * on its own), before any thread exists, the CUDA driver's too: all inherit it. A GPU
@@ -159,7 +213,7 @@ int main(int argc, char **argv) {
     /* A GPU kernel-mode artifact: no candidate host code at all; the GPU worker sets up
      * the device before it drops root (the device files must be opened first) */
     if (!strcmp(argv[1], "-") || kf_wk_is_gpu_artifact(argv[1])) /* "-": a deferred GPU worker */
-        return kf_gpu_worker_main(argv, arena, (size_t)st.st_size);
+        return kf_gpu_worker_main(argv, arena, asz);
     int dropped = kf_wk_drop_root(argv[7], argv[2]);
 
     int sealed = kf_wk_seal_image();
@@ -174,6 +228,15 @@ int main(int argc, char **argv) {
     if (dropped) { /* a thread bomb stops here, whatever other workers do */
         struct rlimit np = {4096, 4096};
         if (setrlimit(RLIMIT_NPROC, &np)) kf_wk_die(113, "rlimit nproc");
+    }
+    if (split) {
+        ro_lo = (uintptr_t)arena + asz;
+        ro_hi = ro_lo + asz;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_segv;
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+        if (sigaction(SIGSEGV, &sa, NULL)) kf_wk_die(113, "sigaction");
     }
     if (kf_policy_seccomp_worker(getpid(), abi > 0)) kf_wk_die(113, "seccomp");
     /* from here on every message may come from the candidate: announce the end of the
@@ -206,7 +269,9 @@ int main(int argc, char **argv) {
         if (m.type != KF_MSG_RUN || m.nargs > KF_PROTO_MAXARGS) _exit(115);
         void *bufs[KF_PROTO_MAXARGS];
         for (uint32_t i = 0; i < m.nargs; i++)
-            bufs[i] = m.off[i] < (uint64_t)st.st_size ? (char *)arena + m.off[i] : NULL;
+            bufs[i] = m.off[i] < (uint64_t)total ? (char *)arena + m.off[i] : NULL;
+        memcpy(cur_off, m.off, sizeof cur_off);
+        cur_nargs = m.nargs;
         /* t0 leaves the process before any candidate code runs in this call, so no
          * register or stack trick of the candidate can move it */
         kf_msg_done start = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
