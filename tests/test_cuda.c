@@ -205,7 +205,7 @@ static void t_deferred_worker(const void *arg) {
     snprintf(art, sizeof art, "%s/k.kfc", dir);
     CHECK(fake_artifact(art) == 0);
     kf_ctx *ctx = kf_ctx_new();
-    kf_worker_opts wo = {10, 1ull << 30, 10, 0, NULL, 1, NULL, 0};
+    kf_worker_opts wo = {10, 1ull << 30, 10, 0, NULL, 1, NULL, 0, NULL, NULL};
     wo.start_timeout_s = 30;
     kf_call_result fail;
     kf_worker *w = NULL;
@@ -262,7 +262,7 @@ static void t_wrapped_orphan(const void *arg) {
     CHECK(chmod(script, 0755) == 0);
     kf_ctx *ctx = kf_ctx_new();
     const char *wrap[] = {script, pidf, NULL};
-    kf_worker_opts wo = {10, 1ull << 30, 10, 0, NULL, 1, wrap, 1};
+    kf_worker_opts wo = {10, 1ull << 30, 10, 0, NULL, 1, wrap, 1, NULL, NULL};
     kf_call_result fail;
     kf_worker *w = NULL;
     CHECKF(kf_worker_spawn(ctx, art, 1 << 20, &wo, &w, &fail) == KF_OK && w, "%s / %s", kf_errmsg(ctx),

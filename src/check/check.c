@@ -199,8 +199,21 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
                             kf_call_result *fail) {
     kf_worker_opts wo = {s->o->cpu_limit_s, s->o->mem_limit, s->o->call_timeout_s, s->timing,
                          s->timing ? (const void *)&s->worker_cpus : check_cpus(s), kf_build_gpu(b),
-                         NULL, 0};
+                         NULL, 0, NULL, NULL};
     if (wo.gpu && wo.start_timeout_s < 60) wo.start_timeout_s = 60; /* driver and context set-up */
+    /* a CPU worker's copy of the object is named as the documented build names it:
+     * x.so for x.c (the reference's reference.so) */
+    const char *src = b == &s->cbuild && s->cand ? s->cand->path : b == &s->rbuild ? s->t->ref_path : NULL;
+    char so_name[NAME_MAX + 1] = "";
+    if (src) {
+        const char *base = strrchr(src, '/');
+        base = base ? base + 1 : src;
+        size_t k = strlen(base);
+        if (k > 2 && !strcmp(base + k - 2, ".c")) k -= 2;
+        if (k && k < sizeof so_name - 3) snprintf(so_name, sizeof so_name, "%.*s.so", (int)k, base);
+    }
+    wo.entry = s->t->entry;
+    wo.so_name = so_name[0] ? so_name : NULL;
     side->b = b;
     kf_status st = kf_worker_spawn(ctx, b->so_path, bytes, &wo, &side->w, fail);
     /* kf_sess_place lays the inputs out in the worker's read-only region, if it has one */
@@ -241,23 +254,23 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
     memset(&m, 0, sizeof m);
     m.nargs = (uint32_t)s->t->nargs;
     for (int i = 0; i < s->t->nargs; i++) {
+        const kf_arg *a = &s->t->args[i];
         m.off[i] = side->lay.off[i];
         m.ival[i] = ex->ival[i];
         m.fval[i] = ex->fval[i];
+        /* the parameter kinds: a CPU worker places the arguments by them (the C calling
+         * convention), a GPU worker builds kernel parameters */
+        m.kind[i] = a->is_buffer ? KF_ARG_BUF
+                    : a->type == KF_T_I32 ? KF_ARG_I32
+                    : a->type == KF_T_I64 ? KF_ARG_I64
+                    : a->type == KF_T_F32 ? KF_ARG_F32
+                    : a->type == KF_T_F64 ? KF_ARG_F64 : KF_ARG_U8;
     }
     if (kf_build_gpu(side->b)) {
-        /* a GPU worker: the span it copies, the parameter kinds, the launches (none in
-         * host mode: the candidate's kforge_launch makes them) */
+        /* a GPU worker: the span it copies, the launches (none in host mode: the
+         * candidate's kforge_launch makes them) */
         m.span_lo = side->lay.lo;
         m.span_hi = side->lay.end;
-        for (int i = 0; i < s->t->nargs; i++) {
-            const kf_arg *a = &s->t->args[i];
-            m.kind[i] = a->is_buffer ? KF_ARG_BUF
-                        : a->type == KF_T_I32 ? KF_ARG_I32
-                        : a->type == KF_T_I64 ? KF_ARG_I64
-                        : a->type == KF_T_F32 ? KF_ARG_F32
-                        : a->type == KF_T_F64 ? KF_ARG_F64 : KF_ARG_U8;
-        }
         char err[300];
         uint32_t lx[KF_MAX_LAUNCH][7];
         if (side->b->nlaunch && kf_build_eval_launches(side->b, s->t, ex->size, lx, err, sizeof err)) {

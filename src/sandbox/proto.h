@@ -27,8 +27,18 @@ enum {
     KF_MSG_SETUP_OK,  /* worker -> parent: confined; ns = layers; the candidate loads next */
     KF_MSG_FAIL,      /* worker -> parent: the call failed (text: a CUDA error); it exits */
     KF_MSG_INFO,      /* worker -> parent: text about the loaded code (GPU: resources) */
-    KF_MSG_LOAD       /* parent -> deferred GPU worker: its artifact is in place now */
+    KF_MSG_LOAD,      /* parent -> deferred GPU worker: its artifact is in place now */
+    KF_MSG_CONFIG     /* parent -> CPU worker, first: its arguments (kf_msg_config) */
 };
+
+/* A CPU worker is started with no arguments but its name (argv and the environment are
+ * visible to the candidate, and must look like any program's): its arguments arrive as
+ * the first message, '\n'-separated: SO_PATH, PARENT_PID, CPU_S, AS_BYTES, SO_DIR, CPUS,
+ * UID, ENTRY (worker_main.c). */
+typedef struct {
+    uint32_t magic, type;
+    char text[8192];
+} kf_msg_config;
 
 #define KF_PROTO_MAXLAUNCH 8
 #define KF_PROTO_MAXNAMES 8

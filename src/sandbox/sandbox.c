@@ -56,6 +56,7 @@ struct kf_worker {
     double cpu_s;
     kf_buf out;
     char dir[PATH_MAX];
+    char marker[PATH_MAX]; /* CPU workers: $TMPDIR/kforge-w-PID-XXXXXX -> dir, for the sweep */
 };
 
 static char worker_path[PATH_MAX];
@@ -420,7 +421,80 @@ static int reopen_rdonly(int fd) {
     return open(path, O_RDONLY | O_CLOEXEC);
 }
 
-static void sweep_dead_dirs(void) { kf__sweep_dead_dirs("kforge-w-"); }
+/* A CPU worker's directory is named like mktemp -d's ($TMPDIR/tmp.XXXXXXXXXX: its path
+ * is visible to the candidate, and must not say kforge); a symlink named after this
+ * process points at it, so a later kforge removes what a killed one left. */
+static void sweep_dead_markers(void) {
+    const char *tmp = getenv("TMPDIR");
+    const char *root = tmp && *tmp ? tmp : "/tmp";
+    DIR *d = opendir(root);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid = 0, used = 0;
+        if (strncmp(e->d_name, "kforge-w-", 9) ||
+            sscanf(e->d_name + 9, "%d-%*6[A-Za-z0-9]%n", &pid, &used) < 1 || used != (int)strlen(e->d_name + 9) ||
+            pid <= 0 || pid == (int)getpid() || (kill(pid, 0) == 0 || errno != ESRCH))
+            continue;
+        struct stat sb;
+        char link[PATH_MAX], target[PATH_MAX];
+        snprintf(link, sizeof link, "%s/%s", root, e->d_name);
+        if (lstat(link, &sb) || !S_ISLNK(sb.st_mode)) continue;
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = 0;
+            const char *base = strrchr(target, '/');
+            if (base && !strncmp(base + 1, "tmp.", 4)) kf__rmtree(target);
+        }
+        unlink(link);
+    }
+    closedir(d);
+}
+
+static void sweep_dead_dirs(void) {
+    kf__sweep_dead_dirs("kforge-w-");
+    sweep_dead_markers();
+}
+
+static void random_name(char *out, int n, const char *set) {
+    size_t m = strlen(set);
+    for (int i = 0; i < n; i++) out[i] = set[kf__secret_u64() % m];
+    out[n] = 0;
+}
+
+/* The environment of a CPU worker: a few ordinary variables of kforge's own (none with
+ * a secret's name), with anything that names kforge left out, so that it looks like any
+ * program's and says nothing about kforge (threat #31). PATH always. Strings are
+ * malloc'd into env[]; returns the count. */
+static int plain_env(char **env, int cap) {
+    static const char *const keep[] = {"HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM",
+                                       "TZ", "PATH", NULL};
+    int n = 0, have_path = 0;
+    for (int i = 0; keep[i] && n < cap - 2; i++) {
+        const char *v = getenv(keep[i]);
+        if (!v || !*v || strcasestr(v, "kforge")) {
+            if (v && !strcmp(keep[i], "PATH")) { /* drop only the elements that name it */
+                kf_buf b;
+                kf_buf_init(&b, 8192);
+                char *dup = kf__strdup(v), *save = NULL;
+                for (char *e = dup ? strtok_r(dup, ":", &save) : NULL; e; e = strtok_r(NULL, ":", &save))
+                    if (!strcasestr(e, "kforge")) kf_buf_printf(&b, "%s%s", b.len ? ":" : "", e);
+                free(dup);
+                if (b.p && b.len) {
+                    env[n++] = kf__asprintf("PATH=%s", b.p);
+                    have_path = 1;
+                }
+                kf_buf_free(&b);
+            }
+            continue;
+        }
+        env[n++] = kf__asprintf("%s=%s", keep[i], v);
+        have_path |= !strcmp(keep[i], "PATH");
+    }
+    if (!have_path) env[n++] = kf__strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+    env[n] = NULL;
+    return n;
+}
 
 kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
                           const kf_worker_opts *o, kf_worker **out, kf_call_result *fail) {
@@ -446,21 +520,48 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     const char *tmp = getenv("TMPDIR");
     static pthread_once_t swept = PTHREAD_ONCE_INIT;
     pthread_once(&swept, sweep_dead_dirs);
-    snprintf(w->dir, sizeof w->dir, "%s/kforge-w-%d-XXXXXX", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    /* a CPU worker is anonymous: no argument but its random name, an ordinary
+     * environment, a mktemp-style directory (threat #31); a GPU worker keeps its
+     * arguments (the CUDA runtime and compute-sanitizer see them) */
+    int anon = !o->gpu;
+    const char *root = tmp && *tmp ? tmp : "/tmp";
+    snprintf(w->dir, sizeof w->dir, anon ? "%s/tmp.XXXXXXXXXX" : "%s/kforge-w-%d-XXXXXX", root, (int)getpid());
     if (!mkdtemp(w->dir)) {
         w->dir[0] = 0;
         st = kf__err(ctx, KF_EIO, "mkdtemp: %s", strerror(errno));
         goto fail;
     }
+    for (int tries = 0; anon && tries < 16; tries++) {
+        char tail[8];
+        random_name(tail, 6, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789");
+        snprintf(w->marker, sizeof w->marker, "%s/kforge-w-%d-%s", root, (int)getpid(), tail);
+        if (!symlink(w->dir, w->marker)) break;
+        w->marker[0] = 0;
+        if (errno != EEXIST) break;
+    }
 
     w->uid = -1;
     w->start_timeout_s = o->start_timeout_s;
     w->deferred = !so_path && o->gpu && !w->wrapped;
-    char so_copy[PATH_MAX + 16];
-    snprintf(so_copy, sizeof so_copy, "%s/candidate.so", w->dir);
+    char so_copy[PATH_MAX + NAME_MAX + 16], exe_copy[PATH_MAX + 16] = "";
+    if (anon) {
+        const char *nm = o->so_name && *o->so_name && !strchr(o->so_name, '/') ? o->so_name : "kernel.so";
+        snprintf(so_copy, sizeof so_copy, "%s/%s", w->dir, nm);
+    } else {
+        snprintf(so_copy, sizeof so_copy, "%s/candidate.so", w->dir);
+    }
     if (!w->deferred && copy_file(so_path, so_copy)) {
         st = kf__err(ctx, KF_EIO, "copying %s: %s", so_path, strerror(errno));
         goto fail;
+    }
+    if (anon) { /* the worker runs as a copy under a random name: comm, argv[0], AT_EXECFN */
+        char nm[12];
+        random_name(nm, 8, "abcdefghijklmnopqrstuvwxyz");
+        snprintf(exe_copy, sizeof exe_copy, "%s/%s", w->dir, nm);
+        if (copy_file(wpath, exe_copy) || chmod(exe_copy, 0500)) {
+            st = kf__err(ctx, KF_EIO, "copying %s: %s", wpath, strerror(errno));
+            goto fail;
+        }
     }
     arena_size = (arena_size + 4095) & ~(size_t)4095;
     if (!arena_size) arena_size = 4096;
@@ -534,14 +635,30 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         snprintf(uidarg, sizeof uidarg, "%u", (unsigned)id);
         w->uid = (long)id;
         if (chown(w->dir, id, id) || (!w->deferred && chown(so_copy, id, id)) ||
+            (exe_copy[0] && chown(exe_copy, id, id)) ||
             (!w->deferred && chmod(w->dir, 0500))) {
             st = kf__err(ctx, KF_EIO, "chown %s: %s", w->dir, strerror(errno));
             goto fail;
         }
     }
-    char *wargv[] = {(char *)wpath, w->deferred ? "-" : so_copy, w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus, uidarg, NULL};
+    char *wargv[] = {(char *)wpath, w->deferred ? "-" : so_copy, w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus, uidarg,
+                     o->entry ? (char *)o->entry : NULL, NULL};
+    kf_msg_config cfg;
+    if (anon) {
+        memset(&cfg, 0, sizeof cfg);
+        cfg.magic = KF_PROTO_MAGIC;
+        cfg.type = KF_MSG_CONFIG;
+        int len = snprintf(cfg.text, sizeof cfg.text, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s", so_copy,
+                           w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus, uidarg, o->entry ? o->entry : "");
+        if (len < 0 || (size_t)len >= sizeof cfg.text) {
+            st = kf__err(ctx, KF_EINTERNAL, "worker arguments too long (%s)", w->dir);
+            goto fail;
+        }
+        wargv[0] = exe_copy;
+        wargv[1] = NULL;
+    }
     /* through a wrapper: its arguments, then the worker's command line */
-    char *argv[64 + 9], **av = wargv;
+    char *argv[64 + 10], **av = wargv;
     const char *exe = wpath;
     if (w->wrapped) {
         int n = 0;
@@ -563,16 +680,31 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     const char *lcu = getenv("KFORGE_LIBCUDA");
     char lcuda[PATH_MAX + 32] = "";
     if (o->gpu && lcu && *lcu && strlen(lcu) < PATH_MAX) snprintf(lcuda, sizeof lcuda, "KFORGE_LIBCUDA=%s", lcu);
-    char *envp[5];
+    char *envp[16];
     int ne = 0;
+    if (anon) ne = plain_env(envp, 12);
     if (cvd[0]) envp[ne++] = cvd;
     if (lcuda[0]) envp[ne++] = lcuda;
     if (o->gpu && sw && !strcmp(sw, "0")) envp[ne++] = "KFORGE_GPU_SECCOMP=0";
     if (cup[0]) envp[ne++] = cup;
     envp[ne] = NULL;
-    int rc = posix_spawn(&w->pid, exe, &fa, &at, av, envp);
+    /* the copy was just written: a fork elsewhere in this process (the compiler's, from
+     * another thread) may still hold its descriptor for a moment, and exec then fails
+     * with ETXTBSY until that child has exec'd */
+    int rc;
+    for (int tries = 0;; tries++) {
+        rc = posix_spawn(&w->pid, w->wrapped || !anon ? exe : exe_copy, &fa, &at, av, envp);
+        if (rc != ETXTBSY || tries >= 200) break;
+        usleep(1000);
+    }
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
+    for (int i = 0; anon && i < ne; i++) free(envp[i]);
+    /* its arguments, the first message it reads (queued: it need not have started) */
+    if (!rc && anon && send(sv[0], &cfg, sizeof cfg, MSG_NOSIGNAL) != (ssize_t)sizeof cfg) {
+        st = kf__err(ctx, KF_EIO, "sending the worker its arguments: %s", strerror(errno));
+        goto fail;
+    }
     if (rc) {
         w->pid = -1;
         st = kf__err(ctx, KF_EINTERNAL, "spawning %s: %s", exe, strerror(rc));
@@ -949,6 +1081,7 @@ void kf_worker_close(kf_worker *w) {
     if (w->errfd >= 0) close(w->errfd);
     if (w->arena) munmap(w->arena, w->arena_size);
     if (w->dir[0]) kf__rmtree(w->dir);
+    if (w->marker[0]) unlink(w->marker);
     kf_buf_free(&w->out);
     free(w);
 }

@@ -51,6 +51,10 @@ typedef struct {
      * its report) before its group is killed. */
     const char *const *wrap;
     double wrap_grace_s;
+    /* CPU workers: the entry the worker calls, and the file name its copy of the object
+     * gets (the name the documented build gives it, "x.so" for x.c; NULL: kernel.so) */
+    const char *entry;
+    const char *so_name;
 } kf_worker_opts;
 
 /* Spawn a worker for the built object so_path with an arena of arena_size bytes.

@@ -1,20 +1,28 @@
 /*
  * worker_main.c - kforge-worker, the trusted runner that executes one candidate.
  *
- * The coordinator execs it with: argv = {kforge-worker, SO_PATH, PARENT_PID (or "-"
- * when started through a wrapper program), CPU_S,
- * AS_BYTES, SO_DIR, CPUS ("0,2,3" or "-"), UID (used when started as root, or "-")}, fd 3 = result socket, fd 4 = arena memfd, fds 0-2 = /dev/null and
- * two capped pipes, an empty environment, and its own session (so its own process
- * group). Before any candidate byte is loaded (dlopen runs constructors) it:
+ * Its arguments: SO_PATH, PARENT_PID (or "-" when started through a wrapper program),
+ * CPU_S, AS_BYTES, SO_DIR, CPUS ("0,2,3" or "-"), UID (used when started as root, or
+ * "-") and, for a C object, ENTRY. A CPU worker is a copy of this program under a random
+ * name, started with no argument but that name and an ordinary environment (nothing a
+ * candidate can see says kforge, docs/checker.md #31): its arguments are the first
+ * message on its channel (kf_msg_config). A GPU worker gets them as argv[1..8] and an
+ * environment of CUDA settings only. fd 3 = result socket, fd 4 = arena memfd, fd 5 (CPU
+ * workers) = the inputs' memfd, read-only; fds 0-2 = /dev/null and two capped pipes; its
+ * own session (so its own process group). Before any candidate byte is loaded (dlopen
+ * runs constructors) it:
  *   1. sets a parent-death SIGKILL and checks that the parent is still the one it
  *      was started by;
  *   2. closes every other inherited descriptor;
- *   3. maps the arena (not prefaulted: the bench's warm-up rounds touch both halves);
+ *   3. maps the arena (not prefaulted: the bench's warm-up rounds touch both halves) and
+ *      the inputs' region read-only right after it, with a fault handler that reports a
+ *      write there as input_modified;
  *   4. seals its own image, the arena and the vDSO (mseal) against remapping;
  *   5. applies Landlock (read-only system dirs and its own .so directory);
  *   6. applies rlimits (CPU, address space, file size, descriptors, no core);
  *   7. sets no_new_privs and not-dumpable, and loads the seccomp allow-list.
- * Then it loads the candidate and serves RUN requests: one call of the entry each,
+ * Then it loads the candidate and serves RUN requests: one call of the entry each (a C
+ * entry by the machine's calling convention, call_entry),
  * announced by START (the clock before) and answered by DONE (the clock after). The
  * coordinator freezes it (SIGSTOP) at each answer and resumes it for the next call. It computes no verdict; the coordinator distrusts
  * everything it says and checks the outputs itself.
@@ -42,7 +50,87 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef void (*kf_shim_fn)(void *const *bufs, const int64_t *ival, const double *fval);
+/* The entry, called the way the compiler calls it from C: the object is the candidate
+ * alone (no shim), so the arguments are placed here by the C calling convention of the
+ * machine: integer-class values (pointers, i32 sign-extended, u8 zero-extended, i64) in
+ * the integer argument registers, f32 and f64 in the vector ones (an f32 in the low 32
+ * bits), the rest on the stack in argument order, one 8-byte slot each. A callee reads
+ * only what it declares; the unused registers and slots are ignored. */
+#if defined(__x86_64__)
+#define NGPR 6
+typedef void (*entry_fn)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, double, double,
+                         double, double, double, double, double, double, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+#define GPRS(g) g[0], g[1], g[2], g[3], g[4], g[5]
+#elif defined(__aarch64__)
+#define NGPR 8
+typedef void (*entry_fn)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         double, double, double, double, double, double, double, double, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+#define GPRS(g) g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
+#else
+#error "kforge-worker calls C entries by the x86-64 or AArch64 calling convention"
+#endif
+
+static void call_entry(void *fn, const kf_msg_run *m, void *const *bufs) {
+    uint64_t g[8] = {0}, st[KF_PROTO_MAXARGS] = {0};
+    double x[8] = {0};
+    int ng = 0, nx = 0, ns = 0;
+    for (uint32_t i = 0; i < m->nargs && i < KF_PROTO_MAXARGS; i++) {
+        uint64_t bits;
+        int fp = 0;
+        switch (m->kind[i]) {
+        case KF_ARG_BUF: bits = (uint64_t)(uintptr_t)bufs[i]; break;
+        case KF_ARG_I32: bits = (uint64_t)(int64_t)(int32_t)m->ival[i]; break;
+        case KF_ARG_U8: bits = (uint8_t)m->ival[i]; break;
+        case KF_ARG_F32: {
+            float f = (float)m->fval[i];
+            uint32_t b;
+            memcpy(&b, &f, 4);
+            bits = b, fp = 1;
+            break;
+        }
+        case KF_ARG_F64: memcpy(&bits, &m->fval[i], 8), fp = 1; break;
+        default: bits = (uint64_t)m->ival[i]; break;
+        }
+        if (fp && nx < 8) memcpy(&x[nx++], &bits, 8);
+        else if (!fp && ng < NGPR) g[ng++] = bits;
+        else st[ns++] = bits;
+    }
+    ((entry_fn)fn)(GPRS(g), x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], st[0], st[1], st[2], st[3],
+                   st[4], st[5], st[6], st[7], st[8], st[9], st[10], st[11], st[12], st[13], st[14], st[15],
+                   st[16], st[17], st[18], st[19], st[20], st[21], st[22], st[23], st[24], st[25], st[26],
+                   st[27], st[28], st[29], st[30], st[31]);
+}
+
+/* A CPU worker's arguments, from its first message (kf_msg_config); 0, or -1. */
+static char cfg_text[sizeof ((kf_msg_config *)0)->text];
+static char *cfg_argv[10];
+static int read_config(char *argv0) {
+    kf_msg_config c;
+    ssize_t n;
+    do n = recv(KF_WORKER_SOCK_FD, &c, sizeof c, 0);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof c || c.magic != KF_PROTO_MAGIC || c.type != KF_MSG_CONFIG) return -1;
+    memcpy(cfg_text, c.text, sizeof cfg_text);
+    cfg_text[sizeof cfg_text - 1] = 0;
+    cfg_argv[0] = argv0;
+    int k = 1;
+    for (char *p = cfg_text; k < 9; k++) {
+        cfg_argv[k] = p;
+        char *nl = strchr(p, '\n');
+        if (!nl) break;
+        *nl = 0;
+        p = nl + 1;
+    }
+    return k == 8 ? 0 : -1;
+}
 
 void kf_wk_send_text(uint32_t type, const char *text) {
     kf_msg_text m;
@@ -167,8 +255,17 @@ int main(int argc, char **argv) {
     /* compile mode (backend/cuda/nvrtc_child.c): started by kf_sandbox_exec, which has
      * already confined it; it runs no candidate code, only NVRTC on candidate text */
     if (argc >= 2 && !strcmp(argv[1], "--nvrtc")) return kf_nvrtc_child_main(argc, argv);
-    if (argc != 8) return 111;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL)) return 112;
+    /* a CPU worker: nothing but its (random) name on the command line */
+    const char *entry = NULL;
+    if (argc == 1) {
+        if (read_config(argv[0])) return 111;
+        argv = cfg_argv;
+        entry = argv[8];
+        argc = 8;
+    }
+    if (argc == 9) entry = argv[8]; /* a worker started with its arguments: a C object's entry */
+    if (argc != 8 && argc != 9) return 111;
     /* parent died before the call; "-": started through a wrapper (compute-sanitizer),
      * whose death kills it; the coordinator's death closes the channel, which ends it */
     if (strcmp(argv[2], "-") && (long)getppid() != atol(argv[2])) return 112;
@@ -252,9 +349,9 @@ int main(int argc, char **argv) {
         kf_wk_send_text(KF_MSG_LOADFAIL, dlerror());
         _exit(0);
     }
-    kf_shim_fn call = (kf_shim_fn)dlsym(h, "kforge_call__");
-    if (!call) {
-        kf_wk_send_text(KF_MSG_LOADFAIL, "kforge_call__ missing from the built object");
+    void *fn = entry ? dlsym(h, entry) : NULL;
+    if (!fn) {
+        kf_wk_send_text(KF_MSG_LOADFAIL, "the entry is missing from the built object");
         _exit(0);
     }
     kf_msg_done ready = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_READY};
@@ -276,7 +373,7 @@ int main(int argc, char **argv) {
          * register or stack trick of the candidate can move it */
         kf_msg_done start = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
-        call(bufs, m.ival, m.fval);
+        call_entry(fn, &m, bufs);
         kf_msg_done d = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_DONE, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &d, sizeof d, MSG_NOSIGNAL) != sizeof d) _exit(114);
     }
