@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -174,6 +175,30 @@ static char *first_error(const char *log, const char *fallback) {
     return strndup(s, n);
 }
 
+/* The syntax-only pass, run beside the object pass. */
+typedef struct {
+    kf_ctx *ctx;
+    char **argv;
+    const char *cwd;
+    char **env;
+    const kf_limits *lim;
+    const char *const *ro;
+    int nro;
+    const char *const *rw;
+    int nrw;
+    double timeout_s;
+    kf_buf log;
+    int code;
+    kf_status st;
+} syntax_job;
+
+static void *syntax_main(void *arg) {
+    syntax_job *j = arg;
+    j->st = kf_sandbox_exec(j->ctx, j->argv, j->cwd, j->env, j->lim, j->ro, j->nro, j->rw,
+                            j->nrw, j->timeout_s, &j->log, &j->code);
+    return NULL;
+}
+
 static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path,
                            const char *text, size_t len, const kf_param *params, int nparams,
                            const char *workdir, double timeout_s, kf_build *out) {
@@ -203,9 +228,15 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     const char *cpu = kf__cpu_identity();
     char src[NAME_MAX + 3];
     source_name(path, src, sizeof src); /* __FILE__ is part of what is built */
-    const void *parts[] = {text, "\0", hdr, "\0", fb.p, "\0", ccid, "\0", cpu, "\0", src};
-    size_t lens[] = {len, 1, strlen(hdr), 1, fb.len, 1, strlen(ccid), 1, strlen(cpu), 1, strlen(src)};
-    kf__sha256_hex(parts, lens, 11, key);
+    /* and the file's time, for a text that reads it (__TIMESTAMP__: the copy keeps it) */
+    struct stat ps;
+    int have_ps = !stat(path, &ps);
+    char mt[48] = "";
+    if (have_ps && memmem(text, len, "__TIMESTAMP__", 13))
+        snprintf(mt, sizeof mt, "%lld", (long long)ps.st_mtim.tv_sec);
+    const void *parts[] = {text, "\0", hdr, "\0", fb.p, "\0", ccid, "\0", cpu, "\0", src, "\0", mt};
+    size_t lens[] = {len, 1, strlen(hdr), 1, fb.len, 1, strlen(ccid), 1, strlen(cpu), 1, strlen(src), 1, strlen(mt)};
+    kf__sha256_hex(parts, lens, 13, key);
     kf_buf_free(&fb);
     kf__cache_dir(cdir, sizeof cdir);
     char *cached = kf__asprintf("%s/c/%.2s/%s.so", cdir, key, key);
@@ -241,8 +272,7 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     }
     /* the copy keeps the file's own modification time (__TIMESTAMP__): a file written
      * just before the compile was a tell; a stored text keeps the time it was written */
-    struct stat ps;
-    if (!stat(path, &ps)) {
+    if (have_ps) {
         struct timespec tv[2] = {ps.st_atim, ps.st_mtim};
         utimensat(AT_FDCWD, srcpath, tv, 0);
     }
@@ -289,20 +319,29 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     kf_buf_init(&log, LOG_CAP);
     int code = 0;
     uint64_t t0 = kf__now_ns();
-    /* the syntax pass's output is the log only when it fails: its warnings are the
-     * object pass's too */
-    kf_buf slog;
-    kf_buf_init(&slog, LOG_CAP);
-    st = kf_sandbox_exec(ctx, sargv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 2,
-                         timeout_s, &slog, &code);
-    if (!st && code == 0) {
-        kf_buf_free(&slog);
-        unlink(hpath); /* gone before the object is built */
-        st = kf_sandbox_exec(ctx, argv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 2,
-                             timeout_s, &log, &code);
-    } else {
+    /* both passes at once: the syntax pass in a thread of its own. The object pass cannot
+     * see the prototype header meanwhile: it is reachable only by its random name. The
+     * syntax pass's output is the log only when it fails: its warnings are the object
+     * pass's too. */
+    kf_ctx *sctx = kf_ctx_new(); /* the thread's errors */
+    syntax_job sj = {sctx ? sctx : ctx, sargv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 2,
+                     timeout_s, {0}, -1, KF_OK};
+    kf_buf_init(&sj.log, LOG_CAP);
+    pthread_t th;
+    int threaded = sctx && !pthread_create(&th, NULL, syntax_main, &sj);
+    if (!threaded) syntax_main(&sj);
+    st = kf_sandbox_exec(ctx, argv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 2, timeout_s,
+                         &log, &code);
+    if (threaded) pthread_join(th, NULL);
+    unlink(hpath);
+    if (!st && sj.st) st = sctx ? kf__err(ctx, sj.st, "%s", kf_errmsg(sctx)) : sj.st;
+    kf_ctx_free(sctx);
+    if (!st && sj.code != 0) { /* the signature (or the syntax) is wrong: its report */
         kf_buf_free(&log);
-        log = slog;
+        log = sj.log;
+        code = sj.code;
+    } else {
+        kf_buf_free(&sj.log);
     }
     out->seconds = (double)(kf__now_ns() - t0) / 1e9;
     for (int i = 0; i < KF_MAX_PARAMS; i++) free(defs[i]);
