@@ -892,13 +892,14 @@ void kf_data_spent_retire(kf_spent *sp, const kf_layout *next, unsigned char *ar
             }
             sp->n = m;
             /* still too many islands: join the closest neighbours whose gap holds no part
-             * of the next call's span, poisoning the gap (never-used bytes) too */
+             * of the next call's span nor of the previous one's (added below: the ranges
+             * stay disjoint), poisoning the gap (never-used bytes) too */
             while (sp->n + 2 * p->nguards + 2 > KF_SPENT_MAX) {
                 int best = -1;
                 size_t gap = (size_t)-1;
                 for (int i = 0; i + 1 < sp->n; i++) {
                     size_t a = sp->r[i].hi, b = sp->r[i + 1].lo;
-                    if (b - a < gap && (b <= clo || a >= chi)) gap = b - a, best = i;
+                    if (b - a < gap && (b <= clo || a >= chi) && (b <= p->lo || a >= p->end)) gap = b - a, best = i;
                 }
                 if (best < 0) break;
                 pat_fill(sp, arena, sp->r[best].hi, sp->r[best + 1].lo);
