@@ -219,10 +219,12 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
     /* kf_sess_place lays the inputs out in the worker's read-only region, if it has one */
     side->lay.ro_base = side->w ? kf_worker_ro_base(side->w) : 0;
     /* a CPU candidate's (or --vs baseline's) writes through pointers kept from earlier
-     * calls: the trusted reference needs no such check (a GPU worker copies one span to
-     * the device: kept device pointers are outside what comes back) */
+     * calls: the trusted reference needs no such check while checking, but when timing
+     * every side gets it, so both run under the same protocol (the staging work around
+     * a call must not differ between the sides); a GPU worker copies one span to the
+     * device: kept device pointers are outside what comes back */
     side->spent.on = 0;
-    if (!st && side->w && !wo.gpu && b != &s->rbuild && kf_data_spent_init(&side->spent))
+    if (!st && side->w && !wo.gpu && (b != &s->rbuild || s->timing) && kf_data_spent_init(&side->spent))
         st = kf__err(ctx, KF_EINTERNAL, "getrandom: %s", strerror(errno));
     return st;
 }
