@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -107,6 +108,30 @@ static void t_rebuild_on_change(const void *arg) {
     CHECKF(!strcmp(kft_reasons(r), "unwritten_output"), "%s", kft_reasons(r));
     kf_result_free(r);
     unlink(p);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* The build's copy keeps the candidate file's modification time: __TIMESTAMP__ reads
+ * as in a user's build of that file (a kernel right only when its file looked freshly
+ * written told kforge's build from a user's), and a changed time is a fresh build. */
+static void t_source_timestamp(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+    const char *p = write_tmp("stamp.c", "#include <stdint.h>\n#include <string.h>\n"
+                                         "void saxpy(const float *x, const float *y, float *z, int64_t n, float a)\n"
+                                         "{ float b = strstr(__TIMESTAMP__, \" 2001\") ? a : a + 1;\n"
+                                         "  for (int64_t i = 0; i < n; i++) z[i] = b * x[i] + y[i]; }\n");
+    struct timeval tv[2] = {{991396800, 0}, {991396800, 0}}; /* 2001-06-01 */
+    CHECK(utimes(p, tv) == 0);
+    kf_result *r = kft_check(ctx, t, p, NULL, 0);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", kft_reasons(r));
+    kf_result_free(r);
+    CHECK(utimes(p, NULL) == 0); /* saved now: not 2001 */
+    r = kft_check(ctx, t, p, NULL, 0);
+    CHECKF(!strcmp(kft_reasons(r), "wrong_result"), "%s", kft_reasons(r));
+    kf_result_free(r);
     kf_task_free(t);
     kf_ctx_free(ctx);
 }
@@ -565,6 +590,7 @@ void kft_register_check(void) {
     kft_add("check/seeds", t_seeds, NULL, 60);
     kft_add("check/rebuild_on_change", t_rebuild_on_change, NULL, 60);
     kft_add("check/missing_entry_and_signature", t_missing_entry_and_signature, NULL, 60);
+    kft_add("check/source_timestamp", t_source_timestamp, NULL, 60);
     kft_add("check/no_survivors", t_no_survivors, NULL, 60);
     kft_add("check/when_domain", t_when_domain, NULL, 60);
     kft_add("check/bench_fields", t_bench_fields, NULL, 120);

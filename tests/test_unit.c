@@ -509,6 +509,82 @@ static void t_poison(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* The split layout puts inputs in the read-only region with guards of their own; what
+ * an earlier call used outside the current span is poisoned and a change to it is found,
+ * whether a later staging reuses it or the final verification reads it; bytes the next
+ * call stages are forgotten, not reported; many small calls coalesce without losing any
+ * byte. */
+static void t_spent_regions(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+    kf_shape sh = {(int64_t[]){1001}, KF_SHAPE_VISIBLE, 0};
+    kf_extents ex;
+    char err[256];
+    CHECK(kf_data_extents(t, &sh, &ex, err, sizeof err) == 0);
+    size_t half = kf_data_layout_size(t, &ex) + 4096, A = 4 * half;
+    unsigned char *arena = calloc(1, 2 * A);
+    kf_layout l0, l1, l2;
+    kf_data_layout_split(t, &ex, 0, A, &l0);
+    kf_data_layout_split(t, &ex, half, A, &l1);
+    CHECK(l0.off[0] >= A && l0.off[1] >= A && l0.off[2] < A); /* x, y read-only; z not */
+    CHECK(l0.nguards == 2 && l0.nro_guards == 3 && l0.end <= half && l0.ro_lo == A);
+    kf_spent sp;
+    CHECK(kf_data_spent_init(&sp) == 0);
+    kf_data_spent_retire(&sp, &l0, arena); /* call 1 in half 0 */
+    kf_data_spent_retire(&sp, &l1, arena); /* call 2 in half 1: half 0 poisoned */
+    CHECK(sp.n >= 3 && kf_data_spent_check(&sp, arena) == 0);
+    arena[l0.off[2] + 40] ^= 1; /* z[10] of call 1, during call 2 */
+    kf_data_layout_split(t, &ex, 64, A, &l2); /* call 3 back in half 0: found as it is reused */
+    kf_data_spent_retire(&sp, &l2, arena);
+    CHECK(sp.bad == 1 && sp.bad_range.arg == 2 && sp.bad_range.call == 1 && sp.bad_at == l0.off[2] + 40);
+    CHECK(sp.bad_at - sp.bad_range.base == 40);
+    /* a change in what the next call stages over, found, not lost; one outside, at the end */
+    kf_spent s2;
+    CHECK(kf_data_spent_init(&s2) == 0);
+    kf_data_spent_retire(&s2, &l0, arena);
+    kf_data_spent_retire(&s2, &l1, arena);
+    arena[l0.lo + 3] ^= 0x10; /* the first guard of call 1 */
+    CHECK(kf_data_spent_check(&s2, arena) == 1 && s2.bad_range.arg == -1);
+    /* a byte outside every earlier span is not covered (and not reported) */
+    kf_spent s3;
+    CHECK(kf_data_spent_init(&s3) == 0);
+    kf_data_spent_retire(&s3, &l0, arena);
+    kf_data_spent_retire(&s3, &l1, arena);
+    arena[3 * half + 5] ^= 1;
+    CHECK(kf_data_spent_check(&s3, arena) == 0);
+    /* 300 tiny calls on disjoint islands: the ranges coalesce (closest gaps poisoned
+     * too), and every earlier call's bytes stay covered */
+    kf_shape one = {(int64_t[]){1}, KF_SHAPE_VISIBLE, 0};
+    kf_extents e1;
+    CHECK(kf_data_extents(t, &one, &e1, err, sizeof err) == 0);
+    size_t B = 301 * 4096;
+    unsigned char *big = calloc(1, 2 * B);
+    kf_spent s4;
+    CHECK(kf_data_spent_init(&s4) == 0);
+    size_t zoff[300];
+    for (int k = 0; k < 300; k++) {
+        kf_layout lk;
+        kf_data_layout_split(t, &e1, (size_t)(k * 37 % 300) * 4096, B, &lk);
+        zoff[k] = lk.off[2];
+        kf_data_spent_retire(&s4, &lk, big);
+    }
+    CHECK(s4.n <= KF_SPENT_MAX && s4.bad == 0 && kf_data_spent_check(&s4, big) == 0);
+    int missed = 0;
+    for (int k = 0; k < 299; k++) {
+        int in = 0;
+        for (int i = 0; i < s4.n; i++) in |= s4.r[i].lo <= zoff[k] && zoff[k] + 4 <= s4.r[i].hi;
+        missed += !in;
+    }
+    CHECK(missed == 0);
+    big[zoff[10]] ^= 1;
+    CHECK(kf_data_spent_check(&s4, big) == 1);
+    free(big);
+    free(arena);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 /* Guards detect a one-element overrun and underrun; inputs detect one changed bit. */
 static void t_guards(const void *arg) {
     (void)arg;
@@ -699,5 +775,6 @@ void kft_register_unit(void) {
     kft_add("unit/flip_poison", t_flip_poison, NULL, 30);
     kft_add("unit/poison", t_poison, NULL, 10);
     kft_add("unit/guards", t_guards, NULL, 10);
+    kft_add("unit/spent_regions", t_spent_regions, NULL, 10);
     kft_add("unit/inputs_fresh", t_inputs_fresh, NULL, 10);
 }

@@ -649,6 +649,10 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
         double sp = 0;
         st = time_shape(s, &cand, &base, vs_path ? &ref : NULL, arena, &t->shapes[i],
                         have_cost ? &ceil : NULL, have_gpu ? &gpu : NULL, o, &sp, &stop);
+        /* writes through kept pointers into what no later round reused (kf_spent) */
+        if (!st && !stop && kf_data_spent_check(&cand.spent, kf_worker_arena(cand.w)) &&
+            kf_sess_spent_report(s, &cand, json_object_get(o, "sizes"), "after the timed rounds"))
+            stop = 1;
         PHASE("timed %s: %lld rounds", txt, (long long)json_integer_value(json_object_get(o, "runs")));
         if (!st && !stop && sp > 0) {
             logsum += log(sp);

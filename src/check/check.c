@@ -216,10 +216,34 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
                             kf_call_result *fail) {
     kf_worker_opts wo = {s->o->cpu_limit_s, s->o->mem_limit, s->o->call_timeout_s, s->timing,
                          s->timing ? (const void *)&s->worker_cpus : check_cpus(s), kf_build_gpu(b),
-                         NULL, 0};
+                         NULL, 0, NULL, NULL};
     if (wo.gpu && wo.start_timeout_s < 60) wo.start_timeout_s = 60; /* driver and context set-up */
+    /* a CPU worker's copy of the object is named as the documented build names it:
+     * x.so for x.c (the reference's reference.so) */
+    const char *src = b == &s->cbuild && s->cand ? s->cand->path : b == &s->rbuild ? s->t->ref_path : NULL;
+    char so_name[NAME_MAX + 1] = "";
+    if (src) {
+        const char *base = strrchr(src, '/');
+        base = base ? base + 1 : src;
+        size_t k = strlen(base);
+        if (k > 2 && !strcmp(base + k - 2, ".c")) k -= 2;
+        if (k && k < sizeof so_name - 3) snprintf(so_name, sizeof so_name, "%.*s.so", (int)k, base);
+    }
+    wo.entry = s->t->entry;
+    wo.so_name = so_name[0] ? so_name : NULL;
     side->b = b;
-    return kf_worker_spawn(ctx, b->so_path, bytes, &wo, &side->w, fail);
+    kf_status st = kf_worker_spawn(ctx, b->so_path, bytes, &wo, &side->w, fail);
+    /* kf_sess_place lays the inputs out in the worker's read-only region, if it has one */
+    side->lay.ro_base = side->w ? kf_worker_ro_base(side->w) : 0;
+    /* a CPU candidate's (or --vs baseline's) writes through pointers kept from earlier
+     * calls: the trusted reference needs no such check while checking, but when timing
+     * every side gets it, so both run under the same protocol (the staging work around
+     * a call must not differ between the sides); a GPU worker copies one span to the
+     * device: kept device pointers are outside what comes back */
+    side->spent.on = 0;
+    if (!st && side->w && !wo.gpu && (b != &s->rbuild || s->timing) && kf_data_spent_init(&side->spent))
+        st = kf__err(ctx, KF_EINTERNAL, "getrandom: %s", strerror(errno));
+    return st;
 }
 
 kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_side *side,
@@ -234,13 +258,14 @@ size_t kf_sess_arena_bytes(const kf_task *t, const kf_extents *ex) {
 void kf_sess_place(kf_sess *s, kf_rng *rng, const kf_extents *ex, int half, kf_layout *lay) {
     size_t halfsz = kf_data_layout_size(s->t, ex) + JITTER_MAX;
     size_t jitter = (size_t)kf_rng_range(rng, 0, JITTER_MAX / KF_ALIGN - 1) * KF_ALIGN;
-    kf_data_layout(s->t, ex, (size_t)half * halfsz + jitter, lay);
+    kf_data_layout_split(s->t, ex, (size_t)half * halfsz + jitter, lay->ro_base, lay);
 }
 
 void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
                   const kf_poison *p, kf_call_result *cr) {
     unsigned char *arena = kf_worker_arena(side->w);
     uint64_t t0 = kf__now_ns();
+    kf_data_spent_retire(&side->spent, &side->lay, arena);
     kf_data_stage(s->t, ex, &side->lay, in, p, arena);
     if (!kf_build_gpu(side->b)) kf_data_flush(arena, &side->lay); /* GPU: L2 in the worker */
     if (side == s->cand_side) s->prof[KF_PROF_CAND_STAGE] += kf__now_ns() - t0;
@@ -248,23 +273,23 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
     memset(&m, 0, sizeof m);
     m.nargs = (uint32_t)s->t->nargs;
     for (int i = 0; i < s->t->nargs; i++) {
+        const kf_arg *a = &s->t->args[i];
         m.off[i] = side->lay.off[i];
         m.ival[i] = ex->ival[i];
         m.fval[i] = ex->fval[i];
+        /* the parameter kinds: a CPU worker places the arguments by them (the C calling
+         * convention), a GPU worker builds kernel parameters */
+        m.kind[i] = a->is_buffer ? KF_ARG_BUF
+                    : a->type == KF_T_I32 ? KF_ARG_I32
+                    : a->type == KF_T_I64 ? KF_ARG_I64
+                    : a->type == KF_T_F32 ? KF_ARG_F32
+                    : a->type == KF_T_F64 ? KF_ARG_F64 : KF_ARG_U8;
     }
     if (kf_build_gpu(side->b)) {
-        /* a GPU worker: the span it copies, the parameter kinds, the launches (none in
-         * host mode: the candidate's kforge_launch makes them) */
-        m.span_lo = side->lay.guard_off[0];
+        /* a GPU worker: the span it copies, the launches (none in host mode: the
+         * candidate's kforge_launch makes them) */
+        m.span_lo = side->lay.lo;
         m.span_hi = side->lay.end;
-        for (int i = 0; i < s->t->nargs; i++) {
-            const kf_arg *a = &s->t->args[i];
-            m.kind[i] = a->is_buffer ? KF_ARG_BUF
-                        : a->type == KF_T_I32 ? KF_ARG_I32
-                        : a->type == KF_T_I64 ? KF_ARG_I64
-                        : a->type == KF_T_F32 ? KF_ARG_F32
-                        : a->type == KF_T_F64 ? KF_ARG_F64 : KF_ARG_U8;
-        }
         char err[300];
         uint32_t lx[KF_MAX_LAUNCH][7];
         if (side->b->nlaunch && kf_build_eval_launches(side->b, s->t, ex->size, lx, err, sizeof err)) {
@@ -295,6 +320,14 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
     }
     uint64_t t1 = kf__now_ns();
     kf_worker_call(side->w, &m, s->call_timeout_s > 0 ? s->call_timeout_s : s->o->call_timeout_s, cr);
+    if (cr->st != KF_CALL_OK && cr->reason == KF_REASON_INPUT_MODIFIED && cr->ro_arg >= 0 &&
+        cr->ro_arg < s->t->nargs && s->t->args[cr->ro_arg].is_buffer) {
+        const kf_arg *a = &s->t->args[cr->ro_arg];
+        char at[160];
+        kf_data_format_index(s->t, ex, cr->ro_arg, (int64_t)(cr->ro_byte / kf_dtype_size(a->type)), at, sizeof at);
+        snprintf(cr->msg, sizeof cr->msg, "wrote into its const input buffer %s (at %s) during the call: in "
+                 "buffers are mapped read-only while the kernel runs, even if it restores them", a->name, at);
+    }
     if (side == s->cand_side) s->prof[KF_PROF_CAND_CALL] += kf__now_ns() - t1;
 }
 
@@ -347,15 +380,16 @@ int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_input
     int bad = 0;
     int g = kf_data_check_guards(t, &side->lay, p, arena);
     if (g >= 0) {
-        int last = -1; /* the guard after the last buffer */
+        int last = -1; /* the guard after the last buffer of the writable region */
         for (int i = 0; i < t->nargs; i++)
-            if (t->args[i].is_buffer) last = i;
+            if (t->args[i].is_buffer && !(side->lay.ro_base && t->args[i].io == KF_IO_IN)) last = i;
         kf_result_reject(r, KF_REASON_OUT_OF_BOUNDS, shape,
                          "wrote outside its buffers: the guard zone %s %s changed (%s)",
                          g < t->nargs ? "just before" : "just after",
                          t->args[g < t->nargs ? g : last].name, when);
         bad = 1;
     }
+    if (kf_sess_spent_report(s, side, shape, when)) bad = 1;
     int m = kf_data_check_inputs(t, ex, &side->lay, in, arena);
     if (m >= 0) {
         kf_result_reject(r, KF_REASON_INPUT_MODIFIED, shape,
@@ -450,6 +484,27 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
              const kf_poison *p, void **ref, void ***prev, int nprev, json_t *shape,
              const char *when, double *max_abs, double *max_rel) {
     return kf_judge_mag(s, side, ex, in, p, ref, NULL, prev, NULL, nprev, shape, when, max_abs, max_rel);
+}
+
+int kf_sess_spent_report(kf_sess *s, kf_side *side, json_t *shape, const char *when) {
+    kf_spent *sp = &side->spent;
+    if (!sp->on || !sp->bad || sp->bad == 2) return 0;
+    const kf_spent_range *sr = &sp->bad_range;
+    const kf_task *t = s->t;
+    char what[200];
+    if (sr->arg >= 0)
+        snprintf(what, sizeof what, "where %s %s sat in the worker's call %u (byte %zu of it)",
+                 t->args[sr->arg].io == KF_IO_IN ? "input" : "buffer", t->args[sr->arg].name, sr->call,
+                 sp->bad_at - sr->base);
+    else
+        snprintf(what, sizeof what, "in %s the worker's call %u used (arena byte %zu)",
+                 sr->arg == -1 ? "a guard zone" : "memory", sr->call, sp->bad_at);
+    kf_result_reject(s->res, KF_REASON_OUT_OF_BOUNDS, shape,
+                     "wrote outside its buffers, into memory an earlier call used: %s changed in one of "
+                     "the worker's calls %u to %u (a pointer kept from an earlier call; found %s)",
+                     what, sr->call + 1, sp->bad_seen, when);
+    sp->bad = 2; /* reported once */
+    return 1;
 }
 
 /* One input set: clears *all_zero / *all_copy / *all_other when that trivial strategy
@@ -1224,6 +1279,9 @@ static kf_status run_check(kf_sess *s) {
             kf_check_libraries(s, &cand, "seen while checking"))
             dead = 1;
     }
+    /* what earlier calls used and no later call reused: verified once, here */
+    if (!st && cand.w && kf_data_spent_check(&cand.spent, kf_worker_arena(cand.w)))
+        kf_sess_spent_report(s, &cand, NULL, "after the last call");
     if (!st && s->cbuild.nlaunch && cand.w && L.n > 0) resources_json(s, &cand, &L.all[0]);
     if (!st && !dead && s->cbuild.host && cand.w) kf_check_libraries(s, &cand, "seen while checking");
 out:

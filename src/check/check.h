@@ -56,6 +56,7 @@ typedef struct {
     const kf_build *b; /* what it runs (GPU builds carry their launches) */
     int graph;         /* GPU kernel mode: timed as a captured graph (a graph baseline) */
     int wait_idle;     /* GPU, bench: waits for an idle device before timed spans (KF_RUN_WAIT_IDLE) */
+    kf_spent spent;    /* CPU candidates: what earlier calls used, poisoned and verified */
 } kf_side;
 
 kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path,
@@ -97,6 +98,11 @@ int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *i
 int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
                  const kf_poison *p, void **ref, void **mag, void ***prev, void ***prevmag, int nprev,
                  json_t *shape, const char *when, double *max_abs, double *max_rel);
+
+/* A write into memory earlier calls used (kf_spent), found by a verification so far:
+ * recorded once as out_of_bounds on s->res (shape may be NULL); 1 when recorded now.
+ * Verify what is still poisoned first with kf_data_spent_check. */
+int kf_sess_spent_report(kf_sess *s, kf_side *side, json_t *shape, const char *when);
 
 /* GPU host mode: CUPTI's counts of one call onto a shape's JSON (launches_per_call,
  * kernels, graph_launches, library_kernels; launch_count null without CUPTI). */

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 int kf_data_extents(const kf_task *t, const kf_shape *s, kf_extents *ex, char *err, size_t n) {
     memset(ex, 0, sizeof *ex);
@@ -44,24 +45,52 @@ void kf_data_format_index(const kf_task *t, const kf_extents *ex, int arg, int64
 
 static size_t align_up(size_t x) { return (x + KF_ALIGN - 1) & ~(size_t)(KF_ALIGN - 1); }
 
-void kf_data_layout(const kf_task *t, const kf_extents *ex, size_t base, kf_layout *lay) {
+void kf_data_layout_split(const kf_task *t, const kf_extents *ex, size_t base, size_t ro_base,
+                          kf_layout *lay) {
     /* Guards fill every byte between buffers: a write one element before or after any
-     * buffer lands in a guard, whatever the alignment padding. */
-    size_t p = base;
-    int g = 0;
+     * buffer lands in a guard, whatever the alignment padding. Two cursors: the writable
+     * region's and the read-only one's (the same cursor when there is one region). */
+    size_t p[2] = {base, ro_base + base};
+    int gi[2][KF_MAX_GUARDS], ng[2] = {0, 0}, any[2] = {0, 0};
+    size_t go[2][KF_MAX_GUARDS], gl[2][KF_MAX_GUARDS];
     memset(lay, 0, sizeof *lay);
+    lay->ro_base = ro_base;
     for (int i = 0; i < t->nargs; i++) {
         if (!t->args[i].is_buffer) continue;
-        size_t off = align_up(p + KF_GUARD_BYTES);
-        lay->guard_off[g] = p;
-        lay->guard_len[g++] = off - p;
+        int r = ro_base && t->args[i].io == KF_IO_IN;
+        size_t off = align_up(p[r] + KF_GUARD_BYTES);
+        go[r][ng[r]] = p[r];
+        gl[r][ng[r]] = off - p[r];
+        gi[r][ng[r]++] = i;
         lay->off[i] = off;
-        p = off + ex->bytes[i];
+        p[r] = off + ex->bytes[i];
+        any[r] = 1;
     }
-    lay->guard_off[g] = p;
-    lay->guard_len[g++] = KF_GUARD_BYTES;
-    lay->nguards = g;
-    lay->end = p + KF_GUARD_BYTES;
+    for (int r = 0; r < 2; r++) {
+        if (r == 1 && !any[1]) break;
+        go[r][ng[r]] = p[r];
+        gl[r][ng[r]] = KF_GUARD_BYTES;
+        gi[r][ng[r]++] = -1;
+    }
+    for (int r = 0; r < 2; r++)
+        for (int g = 0; g < ng[r]; g++) {
+            int k = r ? lay->nguards + lay->nro_guards : lay->nguards;
+            lay->guard_off[k] = go[r][g];
+            lay->guard_len[k] = gl[r][g];
+            lay->guard_arg[k] = gi[r][g];
+            if (r) lay->nro_guards++;
+            else lay->nguards++;
+        }
+    lay->lo = base;
+    lay->end = p[0] + KF_GUARD_BYTES;
+    if (any[1]) {
+        lay->ro_lo = ro_base + base;
+        lay->ro_end = p[1] + KF_GUARD_BYTES;
+    }
+}
+
+void kf_data_layout(const kf_task *t, const kf_extents *ex, size_t base, kf_layout *lay) {
+    kf_data_layout_split(t, ex, base, 0, lay);
 }
 
 size_t kf_data_layout_size(const kf_task *t, const kf_extents *ex) {
@@ -581,7 +610,8 @@ static void big_fill(unsigned char *dst, size_t bytes, uint64_t pat, size_t esz)
 
 void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
                    const kf_inputs *in, const kf_poison *p, unsigned char *arena) {
-    for (int g = 0; g < lay->nguards; g++) memcpy(arena + lay->guard_off[g], p->guard, lay->guard_len[g]);
+    for (int g = 0; g < lay->nguards + lay->nro_guards; g++)
+        memcpy(arena + lay->guard_off[g], p->guard, lay->guard_len[g]);
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
         if (!a->is_buffer) continue;
@@ -597,7 +627,9 @@ void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
 void kf_data_flush(const unsigned char *arena, const kf_layout *lay) {
     /* clflush from the coordinator evicts the lines from every core's caches; the
      * candidate's process cannot skip or shorten it */
-    for (size_t p = lay->guard_off[0] & ~(size_t)63; p < lay->end; p += 64)
+    for (size_t p = lay->lo & ~(size_t)63; p < lay->end; p += 64)
+        _mm_clflush(arena + p);
+    for (size_t p = lay->ro_lo & ~(size_t)63; p < lay->ro_end; p += 64)
         _mm_clflush(arena + p);
     _mm_mfence();
 }
@@ -615,20 +647,20 @@ void kf_data_flush(const unsigned char *arena, const kf_layout *lay) {
 
 int kf_data_check_guards(const kf_task *t, const kf_layout *lay, const kf_poison *p,
                          const unsigned char *arena) {
-    /* guard g sits before buffer number g (and the last one after the last buffer) */
-    int bufidx[KF_MAX_ARGS + 1], nb = 0;
-    for (int i = 0; i < t->nargs; i++)
-        if (t->args[i].is_buffer) bufidx[nb++] = i;
+    /* the writable region's guards only: the read-only region's cannot change */
     for (int g = 0; g < lay->nguards; g++)
         if (memcmp(arena + lay->guard_off[g], p->guard, lay->guard_len[g]))
-            return g < nb ? bufidx[g] : t->nargs;
+            return lay->guard_arg[g] >= 0 ? lay->guard_arg[g] : t->nargs;
     return -1;
 }
 
 int kf_data_check_inputs(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
                          const kf_inputs *in, const unsigned char *arena) {
+    /* an input in the read-only region has no writable mapping in the worker (a write
+     * faults, reported as input_modified by the worker): comparing it could never fail */
     for (int i = 0; i < t->nargs; i++)
         if (t->args[i].is_buffer && t->args[i].io == KF_IO_IN && ex->bytes[i] &&
+            !(lay->ro_base && lay->off[i] >= lay->ro_base) &&
             memcmp(arena + lay->off[i], in->buf[i], ex->bytes[i]))
             return i;
     return -1;
@@ -941,4 +973,143 @@ int kf_data_abs_inputs(const kf_task *t, const kf_extents *ex, const kf_inputs *
         for (int64_t k = 0; k < ex->count[i]; k++) p[(size_t)k * es + es - 1] &= 0x7f;
     }
     return 0;
+}
+/* ---- memory earlier calls used (kf_spent) ---------------------------------------- */
+
+int kf_data_spent_init(kf_spent *sp) {
+    memset(sp, 0, sizeof *sp);
+    for (size_t got = 0; got < sizeof sp->pat;) {
+        ssize_t n = getrandom(sp->pat + got, sizeof sp->pat - got, 0);
+        if (n <= 0) return -1;
+        got += (size_t)n;
+    }
+    sp->on = 1;
+    return 0;
+}
+
+static void pat_fill(const kf_spent *sp, unsigned char *arena, size_t lo, size_t hi) {
+    while (lo < hi) {
+        size_t ph = lo % KF_SPENT_PAT, n = KF_SPENT_PAT - ph < hi - lo ? KF_SPENT_PAT - ph : hi - lo;
+        memcpy(arena + lo, sp->pat + ph, n);
+        lo += n;
+    }
+}
+
+/* The first byte in [lo, hi) that differs from the pattern, or hi. */
+static size_t pat_diff(const kf_spent *sp, const unsigned char *arena, size_t lo, size_t hi) {
+    while (lo < hi) {
+        size_t ph = lo % KF_SPENT_PAT, n = KF_SPENT_PAT - ph < hi - lo ? KF_SPENT_PAT - ph : hi - lo;
+        if (memcmp(arena + lo, sp->pat + ph, n))
+            for (size_t k = 0; k < n; k++)
+                if (arena[lo + k] != sp->pat[ph + k]) return lo + k;
+        lo += n;
+    }
+    return hi;
+}
+
+static int spent_cmp(const void *a, const void *b) {
+    const kf_spent_range *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Add [lo, hi) minus the span [clo, chi), poisoned. */
+static void spent_add(kf_spent *sp, unsigned char *arena, size_t lo, size_t hi, size_t clo, size_t chi,
+                      int arg) {
+    size_t cut[2][2] = {{lo, hi < clo ? hi : clo}, {lo > chi ? lo : chi, hi}};
+    for (int k = 0; k < 2; k++) {
+        size_t a = cut[k][0], b = cut[k][1];
+        if (a >= b || sp->n >= KF_SPENT_MAX) continue;
+        pat_fill(sp, arena, a, b);
+        sp->r[sp->n++] = (kf_spent_range){a, b, lo, sp->calls, arg};
+    }
+}
+
+static void spent_found(kf_spent *sp, const kf_spent_range *r, size_t at) {
+    if (sp->bad) return;
+    sp->bad = 1;
+    sp->bad_range = *r;
+    sp->bad_at = at;
+    sp->bad_seen = sp->calls;
+}
+
+void kf_data_spent_retire(kf_spent *sp, const kf_layout *next, unsigned char *arena) {
+    if (!sp->on) return;
+    size_t clo = next->lo, chi = next->end;
+    for (int i = 0; i < sp->n && !sp->bad; i++) {
+        size_t lo = sp->r[i].lo > clo ? sp->r[i].lo : clo, hi = sp->r[i].hi < chi ? sp->r[i].hi : chi;
+        size_t d = lo < hi ? pat_diff(sp, arena, lo, hi) : hi;
+        if (d < hi) spent_found(sp, &sp->r[i], d);
+    }
+    /* what the next call stages is no longer earlier memory; the ranges are disjoint
+     * and the span one interval, so at most one range straddles it (room is kept) */
+    kf_spent_range keep[KF_SPENT_MAX + 1];
+    int k = 0;
+    for (int i = 0; i < sp->n; i++) {
+        kf_spent_range r = sp->r[i], x = r;
+        if (r.hi <= clo || r.lo >= chi) {
+            keep[k++] = r;
+            continue;
+        }
+        if (r.lo < clo) x.hi = clo, keep[k++] = x;
+        x = r;
+        if (r.hi > chi && k <= KF_SPENT_MAX) x.lo = chi, keep[k++] = x;
+    }
+    if (k > KF_SPENT_MAX) k = KF_SPENT_MAX; /* cannot happen: coalescing keeps room */
+    memcpy(sp->r, keep, (size_t)k * sizeof keep[0]);
+    sp->n = k;
+    if (sp->have_prev) {
+        /* the previous call's writable span, piece by piece (guards, then each buffer
+         * up to the next guard), so a report can say which buffer sat there */
+        const kf_layout *p = &sp->prev;
+        if (sp->n + 2 * p->nguards + 2 > KF_SPENT_MAX) { /* coalesce: names are lost */
+            qsort(sp->r, (size_t)sp->n, sizeof sp->r[0], spent_cmp);
+            int m = 0;
+            for (int i = 0; i < sp->n; i++) {
+                if (m && sp->r[m - 1].hi == sp->r[i].lo) {
+                    sp->r[m - 1].hi = sp->r[i].hi;
+                    sp->r[m - 1].arg = -2;
+                    if (sp->r[i].call > sp->r[m - 1].call) sp->r[m - 1].call = sp->r[i].call;
+                } else {
+                    sp->r[m++] = sp->r[i];
+                }
+            }
+            sp->n = m;
+            /* still too many islands: join the closest neighbours whose gap holds no part
+             * of the next call's span nor of the previous one's (added below: the ranges
+             * stay disjoint), poisoning the gap (never-used bytes) too */
+            while (sp->n + 2 * p->nguards + 2 > KF_SPENT_MAX) {
+                int best = -1;
+                size_t gap = (size_t)-1;
+                for (int i = 0; i + 1 < sp->n; i++) {
+                    size_t a = sp->r[i].hi, b = sp->r[i + 1].lo;
+                    if (b - a < gap && (b <= clo || a >= chi) && (b <= p->lo || a >= p->end)) gap = b - a, best = i;
+                }
+                if (best < 0) break;
+                pat_fill(sp, arena, sp->r[best].hi, sp->r[best + 1].lo);
+                sp->r[best].hi = sp->r[best + 1].hi;
+                sp->r[best].arg = -2;
+                if (sp->r[best + 1].call > sp->r[best].call) sp->r[best].call = sp->r[best + 1].call;
+                memmove(&sp->r[best + 1], &sp->r[best + 2], (size_t)(sp->n - best - 2) * sizeof sp->r[0]);
+                sp->n--;
+            }
+        }
+        for (int g = 0; g < p->nguards; g++) {
+            size_t glo = p->guard_off[g], ghi = glo + p->guard_len[g];
+            spent_add(sp, arena, glo, ghi, clo, chi, -1);
+            int a = p->guard_arg[g];
+            if (a >= 0 && g + 1 < p->nguards) spent_add(sp, arena, p->off[a], p->guard_off[g + 1], clo, chi, a);
+        }
+    }
+    sp->prev = *next;
+    sp->have_prev = 1;
+    sp->calls++;
+}
+
+int kf_data_spent_check(kf_spent *sp, const unsigned char *arena) {
+    if (!sp->on) return 0;
+    for (int i = 0; i < sp->n && !sp->bad; i++) {
+        size_t d = pat_diff(sp, arena, sp->r[i].lo, sp->r[i].hi);
+        if (d < sp->r[i].hi) spent_found(sp, &sp->r[i], d);
+    }
+    return sp->bad;
 }

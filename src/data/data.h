@@ -27,19 +27,74 @@ typedef struct {
 
 int kf_data_extents(const kf_task *t, const kf_shape *s, kf_extents *ex, char *err, size_t n);
 
-/* Placement of every buffer in an arena: [guard][buf0][guard][buf1]...[guard]. */
+/* Placement of every buffer in an arena: [guard][buf0][guard][buf1]...[guard].
+ * With a read-only region (ro_base > 0, CPU workers) the `in` buffers are laid out the
+ * same way from ro_base + (base's offset), in a second memfd the worker maps read-only
+ * (docs/checker.md "The worker"): the writable span [lo, end) holds the out and inout
+ * buffers and their guards, the read-only span [ro_lo, ro_end) the inputs and theirs.
+ * Guards [0, nguards) are the writable region's (checked after every call), then
+ * nro_guards of the read-only region (staged only: nothing can write there). */
+#define KF_MAX_GUARDS (KF_MAX_ARGS + 2)
 typedef struct {
     size_t off[KF_MAX_ARGS];  /* buffer offsets (KF_ALIGN-aligned) */
-    size_t guard_off[KF_MAX_ARGS + 1]; /* guard g spans [guard_off, guard_off + guard_len) */
-    size_t guard_len[KF_MAX_ARGS + 1]; /* KF_GUARD_BYTES .. + KF_ALIGN - 1: no gaps */
-    int nguards;
-    size_t end;
+    size_t guard_off[KF_MAX_GUARDS]; /* guard g spans [guard_off, guard_off + guard_len) */
+    size_t guard_len[KF_MAX_GUARDS]; /* KF_GUARD_BYTES .. + KF_ALIGN - 1: no gaps */
+    int guard_arg[KF_MAX_GUARDS];    /* the buffer guard g precedes; -1: after the last */
+    int nguards, nro_guards;
+    size_t lo, end;           /* the writable span (lo == guard_off[0]) */
+    size_t ro_base;           /* 0: one region (GPU workers); else the read-only region */
+    size_t ro_lo, ro_end;     /* the read-only span (empty without one) */
 } kf_layout;
 
-/* Bytes one layout of these extents needs. */
+/* Bytes one layout of these extents needs (in each region, when there are two). */
 size_t kf_data_layout_size(const kf_task *t, const kf_extents *ex);
-/* Lay buffers out starting at `base` (aligned up). */
+/* Lay buffers out starting at `base` (aligned up); with ro_base > 0, `in` buffers from
+ * ro_base + base. */
 void kf_data_layout(const kf_task *t, const kf_extents *ex, size_t base, kf_layout *lay);
+void kf_data_layout_split(const kf_task *t, const kf_extents *ex, size_t base, size_t ro_base,
+                          kf_layout *lay);
+
+/* What earlier calls of one worker used, outside the current call's span: poisoned
+ * with the worker's pattern (byte at arena offset o = pat[o % KF_SPENT_PAT], drawn from
+ * getrandom when the worker starts) when a call moves elsewhere, so a write through a
+ * pointer kept from an earlier call (an earlier shape, an earlier call at this shape,
+ * the other half of the arena) changes it. The worker is frozen between calls, so the
+ * bytes can only change during a call, and a change stays until the coordinator writes
+ * there again: each byte is verified once, just before a later call's staging reuses it
+ * (kf_data_spent_retire), or at the end (kf_data_spent_check). Only the extent earlier
+ * calls used: that is what a kept pointer reaches. Cost: one write and one read of the
+ * span each call leaves behind. */
+#define KF_SPENT_MAX 96
+#define KF_SPENT_PAT 4096
+typedef struct {
+    size_t lo, hi;   /* poisoned bytes [lo, hi) */
+    size_t base;     /* where the buffer (or guard zone) that sat there began */
+    uint32_t call;   /* the worker's call (1-based) that used it last */
+    int arg;         /* the buffer that sat there; -1 a guard zone, -2 several merged */
+} kf_spent_range;
+typedef struct {
+    int on;
+    uint32_t calls;      /* calls staged so far */
+    int have_prev;
+    kf_layout prev;      /* the last call's layout, retired at the next call */
+    int n;
+    kf_spent_range r[KF_SPENT_MAX];
+    int bad;             /* a change was found (the first is kept) */
+    kf_spent_range bad_range;
+    size_t bad_at;       /* its arena offset */
+    uint32_t bad_seen;   /* calls made when it was found */
+    unsigned char pat[KF_SPENT_PAT];
+} kf_spent;
+
+/* Turn the tracking on with a fresh secret pattern; -1 when getrandom fails. */
+int kf_data_spent_init(kf_spent *sp);
+/* Before staging a call laid out as `next`: verify what next's writable span will
+ * overwrite (a change is kept in sp->bad*), forget it, and poison what the previous call
+ * used outside that span. */
+void kf_data_spent_retire(kf_spent *sp, const kf_layout *next, unsigned char *arena);
+/* Verify everything still poisoned (the end of a check or of timed rounds); 1 when
+ * sp->bad is set, by this or an earlier verification. */
+int kf_data_spent_check(kf_spent *sp, const unsigned char *arena);
 
 /* One input set: master copies of every in/inout buffer. */
 typedef struct {

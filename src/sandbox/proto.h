@@ -1,7 +1,8 @@
 /*
  * proto.h - the messages between the coordinator and a kforge-worker, over a
- * SOCK_SEQPACKET socket (fd 3 in the worker). The arena (inputs and outputs) is a
- * shared memfd (fd 4). Everything the worker sends is untrusted once candidate code is
+ * SOCK_SEQPACKET socket (fd 3 in the worker). The arena (outputs, and a GPU worker's
+ * inputs) is a shared memfd (fd 4); a CPU worker's inputs are in a second one (fd 5,
+ * read-only), mapped right after the arena: buffer offsets run across both. Everything the worker sends is untrusted once candidate code is
  * loaded: the coordinator checks sizes, magic, type and sequence numbers, and never
  * takes a verdict from the worker, only an in-process time that it cross-checks.
  */
@@ -14,6 +15,7 @@
 #define KF_PROTO_MAXARGS 32
 #define KF_WORKER_SOCK_FD 3
 #define KF_WORKER_ARENA_FD 4
+#define KF_WORKER_INPUT_FD 5 /* CPU workers: the inputs' region, a read-only descriptor */
 
 enum {
     KF_MSG_READY = 1, /* worker -> parent: candidate loaded */
@@ -25,8 +27,18 @@ enum {
     KF_MSG_SETUP_OK,  /* worker -> parent: confined; ns = layers; the candidate loads next */
     KF_MSG_FAIL,      /* worker -> parent: the call failed (text: a CUDA error); it exits */
     KF_MSG_INFO,      /* worker -> parent: text about the loaded code (GPU: resources) */
-    KF_MSG_LOAD       /* parent -> deferred GPU worker: its artifact is in place now */
+    KF_MSG_LOAD,      /* parent -> deferred GPU worker: its artifact is in place now */
+    KF_MSG_CONFIG     /* parent -> CPU worker, first: its arguments (kf_msg_config) */
 };
+
+/* A CPU worker is started with no arguments but its name (argv and the environment are
+ * visible to the candidate, and must look like any program's): its arguments arrive as
+ * the first message, '\n'-separated: SO_PATH, PARENT_PID, CPU_S, AS_BYTES, SO_DIR, CPUS,
+ * UID, ENTRY (worker_main.c). */
+typedef struct {
+    uint32_t magic, type;
+    char text[8192];
+} kf_msg_config;
 
 #define KF_PROTO_MAXLAUNCH 8
 #define KF_PROTO_MAXNAMES 8

@@ -42,7 +42,8 @@ struct kf_worker {
     pid_t pid;
     int sock, outfd, errfd;
     unsigned char *arena;
-    size_t arena_size;
+    size_t arena_size;  /* the whole mapping: both regions when there are two */
+    size_t ro_base;     /* CPU workers: where the read-only region starts; 0: none */
     uint32_t seq;
     int dead, stopped, landlock_abi, sealed, spin, gpu, filtered;
     int stamped;        /* SO_TIMESTAMPNS is on for the channel */
@@ -57,6 +58,7 @@ struct kf_worker {
     double cpu_s;
     kf_buf out;
     char dir[PATH_MAX];
+    char marker[PATH_MAX]; /* CPU workers: $TMPDIR/kforge-w-PID-XXXXXX -> dir, for the sweep */
 };
 
 static char worker_path[PATH_MAX];
@@ -475,7 +477,88 @@ static int gpu_violation(const char *text, char *out, size_t n) {
 
 static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int gpu, kf_worker **out, kf_call_result *fail);
 
-static void sweep_dead_dirs(void) { kf__sweep_dead_dirs("kforge-w-"); }
+/* A new read-only open file description of a memfd: a descriptor opened O_RDONLY can
+ * never give a writable shared mapping, nor be made to (mprotect needs VM_MAYWRITE). */
+static int reopen_rdonly(int fd) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* A CPU worker's directory is named like mktemp -d's ($TMPDIR/tmp.XXXXXXXXXX: its path
+ * is visible to the candidate, and must not say kforge); a symlink named after this
+ * process points at it, so a later kforge removes what a killed one left. */
+static void sweep_dead_markers(void) {
+    const char *tmp = getenv("TMPDIR");
+    const char *root = tmp && *tmp ? tmp : "/tmp";
+    DIR *d = opendir(root);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid = 0, used = 0;
+        if (strncmp(e->d_name, "kforge-w-", 9) ||
+            sscanf(e->d_name + 9, "%d-%*6[A-Za-z0-9]%n", &pid, &used) < 1 || used != (int)strlen(e->d_name + 9) ||
+            pid <= 0 || pid == (int)getpid() || (kill(pid, 0) == 0 || errno != ESRCH))
+            continue;
+        struct stat sb;
+        char link[PATH_MAX], target[PATH_MAX];
+        snprintf(link, sizeof link, "%s/%s", root, e->d_name);
+        if (lstat(link, &sb) || !S_ISLNK(sb.st_mode)) continue;
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = 0;
+            const char *base = strrchr(target, '/');
+            if (base && !strncmp(base + 1, "tmp.", 4)) kf__rmtree(target);
+        }
+        unlink(link);
+    }
+    closedir(d);
+}
+
+static void sweep_dead_dirs(void) {
+    kf__sweep_dead_dirs("kforge-w-");
+    sweep_dead_markers();
+}
+
+static void random_name(char *out, int n, const char *set) {
+    size_t m = strlen(set);
+    for (int i = 0; i < n; i++) out[i] = set[kf__secret_u64() % m];
+    out[n] = 0;
+}
+
+/* The environment of a CPU worker: a few ordinary variables of kforge's own (none with
+ * a secret's name), with anything that names kforge left out, so that it looks like any
+ * program's and says nothing about kforge (threat #31). PATH always. Strings are
+ * malloc'd into env[]; returns the count. */
+static int plain_env(char **env, int cap) {
+    static const char *const keep[] = {"HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM",
+                                       "TZ", "PATH", NULL};
+    int n = 0, have_path = 0;
+    for (int i = 0; keep[i] && n < cap - 2; i++) {
+        const char *v = getenv(keep[i]);
+        if (!v || !*v || strcasestr(v, "kforge")) {
+            if (v && !strcmp(keep[i], "PATH")) { /* drop only the elements that name it */
+                kf_buf b;
+                kf_buf_init(&b, 8192);
+                char *dup = kf__strdup(v), *save = NULL;
+                for (char *e = dup ? strtok_r(dup, ":", &save) : NULL; e; e = strtok_r(NULL, ":", &save))
+                    if (!strcasestr(e, "kforge")) kf_buf_printf(&b, "%s%s", b.len ? ":" : "", e);
+                free(dup);
+                if (b.p && b.len) {
+                    env[n++] = kf__asprintf("PATH=%s", b.p);
+                    have_path = 1;
+                }
+                kf_buf_free(&b);
+            }
+            continue;
+        }
+        env[n++] = kf__asprintf("%s=%s", keep[i], v);
+        have_path |= !strcmp(keep[i], "PATH");
+    }
+    if (!have_path) env[n++] = kf__strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+    env[n] = NULL;
+    return n;
+}
 
 kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
                           const kf_worker_opts *o, kf_worker **out, kf_call_result *fail) {
@@ -495,47 +578,90 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     w->grace_s = o->wrap_grace_s;
     w->end_status = -1;
     kf_buf_init(&w->out, OUTPUT_CAP);
-    int sv[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1}, memfd = -1, devnull = -1;
-    int hi[5] = {-1, -1, -1, -1, -1};
+    int sv[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1}, memfd = -1, devnull = -1, rofd = -1, rodesc = -1;
+    int hi[6] = {-1, -1, -1, -1, -1, -1};
     kf_status st = KF_EINTERNAL;
     const char *tmp = getenv("TMPDIR");
     static pthread_once_t swept = PTHREAD_ONCE_INIT;
     pthread_once(&swept, sweep_dead_dirs);
-    snprintf(w->dir, sizeof w->dir, "%s/kforge-w-%d-XXXXXX", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    /* a CPU worker is anonymous: no argument but its random name, an ordinary
+     * environment, a mktemp-style directory (threat #31); a GPU worker keeps its
+     * arguments (the CUDA runtime and compute-sanitizer see them) */
+    int anon = !o->gpu;
+    const char *root = tmp && *tmp ? tmp : "/tmp";
+    snprintf(w->dir, sizeof w->dir, anon ? "%s/tmp.XXXXXXXXXX" : "%s/kforge-w-%d-XXXXXX", root, (int)getpid());
     if (!mkdtemp(w->dir)) {
         w->dir[0] = 0;
         st = kf__err(ctx, KF_EIO, "mkdtemp: %s", strerror(errno));
         goto fail;
     }
+    for (int tries = 0; anon && tries < 16; tries++) {
+        char tail[8];
+        random_name(tail, 6, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789");
+        snprintf(w->marker, sizeof w->marker, "%s/kforge-w-%d-%s", root, (int)getpid(), tail);
+        if (!symlink(w->dir, w->marker)) break;
+        w->marker[0] = 0;
+        if (errno != EEXIST) break;
+    }
 
     w->uid = -1;
     w->start_timeout_s = o->start_timeout_s;
     w->deferred = !so_path && o->gpu && !w->wrapped;
-    char so_copy[PATH_MAX + 16];
-    snprintf(so_copy, sizeof so_copy, "%s/candidate.so", w->dir);
+    char so_copy[PATH_MAX + NAME_MAX + 16], exe_copy[PATH_MAX + 16] = "";
+    if (anon) {
+        const char *nm = o->so_name && *o->so_name && !strchr(o->so_name, '/') ? o->so_name : "kernel.so";
+        snprintf(so_copy, sizeof so_copy, "%s/%s", w->dir, nm);
+    } else {
+        snprintf(so_copy, sizeof so_copy, "%s/candidate.so", w->dir);
+    }
     if (!w->deferred && copy_file(so_path, so_copy)) {
         st = kf__err(ctx, KF_EIO, "copying %s: %s", so_path, strerror(errno));
         goto fail;
     }
+    if (anon) { /* the worker runs as a copy under a random name: comm, argv[0], AT_EXECFN */
+        char nm[12];
+        random_name(nm, 8, "abcdefghijklmnopqrstuvwxyz");
+        snprintf(exe_copy, sizeof exe_copy, "%s/%s", w->dir, nm);
+        if (copy_file(wpath, exe_copy) || chmod(exe_copy, 0500)) {
+            st = kf__err(ctx, KF_EIO, "copying %s: %s", wpath, strerror(errno));
+            goto fail;
+        }
+    }
     arena_size = (arena_size + 4095) & ~(size_t)4095;
     if (!arena_size) arena_size = 4096;
-    w->arena_size = arena_size;
-    if ((memfd = memfd_create("kforge-arena", MFD_CLOEXEC)) < 0 ||
+    /* A CPU worker gets two regions of arena_size bytes, one address range here: the
+     * writable arena, and after it the inputs' region, which the worker maps read-only
+     * from a read-only descriptor and which is sealed against writable mappings
+     * (F_SEAL_FUTURE_WRITE): no writable alias of an input exists in the worker. A GPU
+     * worker copies one span to the device and back: one region. */
+    size_t total = o->gpu ? arena_size : 2 * arena_size;
+    w->arena_size = total;
+    w->ro_base = o->gpu ? 0 : arena_size;
+    void *res = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (res == MAP_FAILED || (memfd = memfd_create("buffers", MFD_CLOEXEC)) < 0 ||
         ftruncate(memfd, (off_t)arena_size) ||
-        (w->arena = mmap(NULL, arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0)) ==
-            MAP_FAILED) {
+        mmap(res, arena_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, memfd, 0) == MAP_FAILED ||
+        (!o->gpu && ((rofd = memfd_create("inputs", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0 ||
+                     ftruncate(rofd, (off_t)arena_size) ||
+                     mmap((char *)res + arena_size, arena_size, PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_FIXED, rofd, 0) == MAP_FAILED ||
+                     fcntl(rofd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE) ||
+                     (rodesc = reopen_rdonly(rofd)) < 0))) {
+        if (res != MAP_FAILED) munmap(res, total);
         w->arena = NULL;
-        st = kf__err(ctx, KF_ENOMEM, "arena of %zu bytes: %s", arena_size, strerror(errno));
+        st = kf__err(ctx, KF_ENOMEM, "arena of %zu bytes: %s", total, strerror(errno));
         goto fail;
     }
+    w->arena = res;
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) || pipe2(op, O_CLOEXEC) ||
         pipe2(ep, O_CLOEXEC) || (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
         st = kf__err(ctx, KF_EIO, "worker channels: %s", strerror(errno));
         goto fail;
     }
     /* move the child's ends above the targets so the dup2 sequence cannot clobber */
-    int src[5] = {devnull, op[1], ep[1], sv[1], memfd};
-    for (int i = 0; i < 5; i++)
+    int src[6] = {devnull, op[1], ep[1], sv[1], memfd, rodesc};
+    int nsrc = rodesc >= 0 ? 6 : 5;
+    for (int i = 0; i < nsrc; i++)
         if ((hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0) {
             st = kf__err(ctx, KF_EIO, "fcntl: %s", strerror(errno));
             goto fail;
@@ -543,7 +669,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
-    for (int i = 0; i < 5; i++) posix_spawn_file_actions_adddup2(&fa, hi[i], i);
+    for (int i = 0; i < nsrc; i++) posix_spawn_file_actions_adddup2(&fa, hi[i], i);
     posix_spawnattr_init(&at);
     sigset_t none, all;
     sigemptyset(&none);
@@ -556,7 +682,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     snprintf(ppid, sizeof ppid, "%d", (int)getpid());
     snprintf(cpu, sizeof cpu, "%.3f", o->cpu_s);
     snprintf(as, sizeof as, "%llu",
-             (unsigned long long)(arena_size + o->mem_limit + (512ull << 20)));
+             (unsigned long long)(total + o->mem_limit + (512ull << 20)));
     char cpus[4096] = "-";
     if (o->cpus) {
         size_t off = 0;
@@ -573,14 +699,30 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         snprintf(uidarg, sizeof uidarg, "%u", (unsigned)id);
         w->uid = (long)id;
         if (chown(w->dir, id, id) || (!w->deferred && chown(so_copy, id, id)) ||
+            (exe_copy[0] && chown(exe_copy, id, id)) ||
             (!w->deferred && chmod(w->dir, 0500))) {
             st = kf__err(ctx, KF_EIO, "chown %s: %s", w->dir, strerror(errno));
             goto fail;
         }
     }
-    char *wargv[] = {(char *)wpath, w->deferred ? "-" : so_copy, w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus, uidarg, NULL};
+    char *wargv[] = {(char *)wpath, w->deferred ? "-" : so_copy, w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus, uidarg,
+                     o->entry ? (char *)o->entry : NULL, NULL};
+    kf_msg_config cfg;
+    if (anon) {
+        memset(&cfg, 0, sizeof cfg);
+        cfg.magic = KF_PROTO_MAGIC;
+        cfg.type = KF_MSG_CONFIG;
+        int len = snprintf(cfg.text, sizeof cfg.text, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s", so_copy,
+                           w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus, uidarg, o->entry ? o->entry : "");
+        if (len < 0 || (size_t)len >= sizeof cfg.text) {
+            st = kf__err(ctx, KF_EINTERNAL, "worker arguments too long (%s)", w->dir);
+            goto fail;
+        }
+        wargv[0] = exe_copy;
+        wargv[1] = NULL;
+    }
     /* through a wrapper: its arguments, then the worker's command line */
-    char *argv[64 + 9], **av = wargv;
+    char *argv[64 + 10], **av = wargv;
     const char *exe = wpath;
     if (w->wrapped) {
         int n = 0;
@@ -602,23 +744,40 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     const char *lcu = getenv("KFORGE_LIBCUDA");
     char lcuda[PATH_MAX + 32] = "";
     if (o->gpu && lcu && *lcu && strlen(lcu) < PATH_MAX) snprintf(lcuda, sizeof lcuda, "KFORGE_LIBCUDA=%s", lcu);
-    char *envp[5];
+    char *envp[16];
     int ne = 0;
+    if (anon) ne = plain_env(envp, 12);
     if (cvd[0]) envp[ne++] = cvd;
     if (lcuda[0]) envp[ne++] = lcuda;
     if (o->gpu && sw && !strcmp(sw, "0")) envp[ne++] = "KFORGE_GPU_SECCOMP=0";
     if (cup[0]) envp[ne++] = cup;
     envp[ne] = NULL;
-    int rc = posix_spawn(&w->pid, exe, &fa, &at, av, envp);
+    /* the copy was just written: a fork elsewhere in this process (the compiler's, from
+     * another thread) may still hold its descriptor for a moment, and exec then fails
+     * with ETXTBSY until that child has exec'd */
+    int rc;
+    for (int tries = 0;; tries++) {
+        rc = posix_spawn(&w->pid, w->wrapped || !anon ? exe : exe_copy, &fa, &at, av, envp);
+        if (rc != ETXTBSY || tries >= 200) break;
+        usleep(1000);
+    }
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
+    for (int i = 0; anon && i < ne; i++) free(envp[i]);
+    /* its arguments, the first message it reads (queued: it need not have started) */
+    if (!rc && anon && send(sv[0], &cfg, sizeof cfg, MSG_NOSIGNAL) != (ssize_t)sizeof cfg) {
+        st = kf__err(ctx, KF_EIO, "sending the worker its arguments: %s", strerror(errno));
+        goto fail;
+    }
     if (rc) {
         w->pid = -1;
         st = kf__err(ctx, KF_EINTERNAL, "spawning %s: %s", exe, strerror(rc));
         goto fail;
     }
-    for (int i = 0; i < 5; i++) close(hi[i]);
+    for (int i = 0; i < nsrc; i++) close(hi[i]);
     close(devnull);
+    if (rofd >= 0) close(rofd);
+    if (rodesc >= 0) close(rodesc);
     close(op[1]);
     close(ep[1]);
     close(sv[1]);
@@ -634,9 +793,9 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     }
     return spawn_finish(ctx, w, o->gpu, out, fail);
 fail:
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (hi[i] >= 0) close(hi[i]);
-    int fds[] = {sv[0], sv[1], op[0], op[1], ep[0], ep[1], memfd, devnull};
+    int fds[] = {sv[0], sv[1], op[0], op[1], ep[0], ep[1], memfd, devnull, rofd, rodesc};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
         if (fds[i] >= 0) close(fds[i]);
     kf_worker_close(w);
@@ -729,6 +888,7 @@ static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int gpu, kf_worker **ou
 }
 
 unsigned char *kf_worker_arena(kf_worker *w) { return w->arena; }
+size_t kf_worker_ro_base(const kf_worker *w) { return w->ro_base; }
 int kf_worker_landlock_abi(const kf_worker *w) { return w->landlock_abi; }
 int kf_worker_sealed(const kf_worker *w) { return w->sealed; }
 int kf_worker_filtered(const kf_worker *w) { return w->filtered; }
@@ -771,6 +931,25 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
             fail_kill(w, r, KF_REASON_CRASH, "%s", m.t.text);
         return 0;
     }
+    int arg = -1;
+    unsigned long long byte = 0;
+    if (!w->gpu && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_FAIL &&
+        (m.t.text[sizeof m.t.text - 1] = 0, sscanf(m.t.text, "input_modified %d %llu", &arg, &byte) == 2 ||
+                                             !strncmp(m.t.text, "input_modified - ", 17))) {
+        /* the worker's fault handler: a write to a read-only input (the candidate can
+         * send this too: it only rejects itself) */
+        r->ro_arg = arg;
+        r->ro_byte = byte;
+        if (arg < 0)
+            fail_kill(w, r, KF_REASON_INPUT_MODIFIED,
+                      "wrote into the read-only region that holds the const inputs (not inside one: "
+                      "a guard zone or an earlier call's inputs) during the call");
+        else
+            fail_kill(w, r, KF_REASON_INPUT_MODIFIED,
+                      "wrote into a const input buffer (byte %llu of argument %d) during the call: in "
+                      "buffers are mapped read-only while the kernel runs", byte, arg);
+        return 0;
+    }
     if (len != sizeof m.d || m.d.magic != KF_PROTO_MAGIC || m.d.type != type || m.d.seq != seq) {
         reap(w, r, "during the call", 1);
         return 0;
@@ -795,6 +974,7 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
 
 void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_result *r) {
     memset(r, 0, sizeof *r);
+    r->ro_arg = -1;
     if (w->dead) {
         r->st = KF_CALL_FAILED;
         r->reason = KF_REASON_CRASH;
@@ -982,6 +1162,7 @@ void kf_worker_close(kf_worker *w) {
     if (w->errfd >= 0) close(w->errfd);
     if (w->arena) munmap(w->arena, w->arena_size);
     if (w->dir[0]) kf__rmtree(w->dir);
+    if (w->marker[0]) unlink(w->marker);
     kf_buf_free(&w->out);
     free(w);
 }

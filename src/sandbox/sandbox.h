@@ -30,6 +30,10 @@ typedef struct {
      * worker, so by the candidate's process: information, never a verdict. */
     int cupti, nlaunch, ngraph, nmemop, nlib, nnames;
     char names[KF_PROTO_MAXNAMES][64];
+    /* reason input_modified from the worker's fault handler: the argument written and
+     * the byte (ro_arg -1 otherwise) */
+    int ro_arg;
+    uint64_t ro_byte;
     /* GPU: the worker's step stamps (kf_msg_done.phase) and the coordinator's own clock
      * at the request and at the answer, for `bench -v` only */
     uint64_t phase[KF_PROTO_NPHASES], resumed_at, answered_at;
@@ -53,6 +57,10 @@ typedef struct {
      * its report) before its group is killed. */
     const char *const *wrap;
     double wrap_grace_s;
+    /* CPU workers: the entry the worker calls, and the file name its copy of the object
+     * gets (the name the documented build gives it, "x.so" for x.c; NULL: kernel.so) */
+    const char *entry;
+    const char *so_name;
 } kf_worker_opts;
 
 /* Spawn a worker for the built object so_path with an arena of arena_size bytes.
@@ -61,7 +69,10 @@ typedef struct {
  * status: the environment is broken (no kforge-worker, no memfd...), detail on ctx. */
 kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
                           const kf_worker_opts *o, kf_worker **out, kf_call_result *fail);
+/* The coordinator's mapping of the worker's buffers: the writable arena, then (CPU
+ * workers) the read-only inputs' region at kf_worker_ro_base (0: no such region). */
 unsigned char *kf_worker_arena(kf_worker *w);
+size_t kf_worker_ro_base(const kf_worker *w);
 int kf_worker_landlock_abi(const kf_worker *w);
 int kf_worker_sealed(const kf_worker *w); /* 1 when mseal protects the worker's image */
 int kf_worker_filtered(const kf_worker *w); /* GPU host mode: 1 when its seccomp filter is on */

@@ -1,20 +1,28 @@
 /*
  * worker_main.c - kforge-worker, the trusted runner that executes one candidate.
  *
- * The coordinator execs it with: argv = {kforge-worker, SO_PATH, PARENT_PID (or "-"
- * when started through a wrapper program), CPU_S,
- * AS_BYTES, SO_DIR, CPUS ("0,2,3" or "-"), UID (used when started as root, or "-")}, fd 3 = result socket, fd 4 = arena memfd, fds 0-2 = /dev/null and
- * two capped pipes, an empty environment, and its own session (so its own process
- * group). Before any candidate byte is loaded (dlopen runs constructors) it:
+ * Its arguments: SO_PATH, PARENT_PID (or "-" when started through a wrapper program),
+ * CPU_S, AS_BYTES, SO_DIR, CPUS ("0,2,3" or "-"), UID (used when started as root, or
+ * "-") and, for a C object, ENTRY. A CPU worker is a copy of this program under a random
+ * name, started with no argument but that name and an ordinary environment (nothing a
+ * candidate can see says kforge, docs/checker.md #31): its arguments are the first
+ * message on its channel (kf_msg_config). A GPU worker gets them as argv[1..8] and an
+ * environment of CUDA settings only. fd 3 = result socket, fd 4 = arena memfd, fd 5 (CPU
+ * workers) = the inputs' memfd, read-only; fds 0-2 = /dev/null and two capped pipes; its
+ * own session (so its own process group). Before any candidate byte is loaded (dlopen
+ * runs constructors) it:
  *   1. sets a parent-death SIGKILL and checks that the parent is still the one it
  *      was started by;
  *   2. closes every other inherited descriptor;
- *   3. maps the arena (not prefaulted: the bench's warm-up rounds touch both halves);
+ *   3. maps the arena (not prefaulted: the bench's warm-up rounds touch both halves) and
+ *      the inputs' region read-only right after it, with a fault handler that reports a
+ *      write there as input_modified;
  *   4. seals its own image, the arena and the vDSO (mseal) against remapping;
  *   5. applies Landlock (read-only system dirs and its own .so directory);
  *   6. applies rlimits (CPU, address space, file size, descriptors, no core);
  *   7. sets no_new_privs and not-dumpable, and loads the seccomp allow-list.
- * Then it loads the candidate and serves RUN requests: one call of the entry each,
+ * Then it loads the candidate and serves RUN requests: one call of the entry each (a C
+ * entry by the machine's calling convention, call_entry),
  * announced by START (the clock before) and answered by DONE (the clock after). The
  * coordinator freezes it (SIGSTOP) at each answer and resumes it for the next call. It computes no verdict; the coordinator distrusts
  * everything it says and checks the outputs itself.
@@ -42,7 +50,87 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef void (*kf_shim_fn)(void *const *bufs, const int64_t *ival, const double *fval);
+/* The entry, called the way the compiler calls it from C: the object is the candidate
+ * alone (no shim), so the arguments are placed here by the C calling convention of the
+ * machine: integer-class values (pointers, i32 sign-extended, u8 zero-extended, i64) in
+ * the integer argument registers, f32 and f64 in the vector ones (an f32 in the low 32
+ * bits), the rest on the stack in argument order, one 8-byte slot each. A callee reads
+ * only what it declares; the unused registers and slots are ignored. */
+#if defined(__x86_64__)
+#define NGPR 6
+typedef void (*entry_fn)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, double, double,
+                         double, double, double, double, double, double, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+#define GPRS(g) g[0], g[1], g[2], g[3], g[4], g[5]
+#elif defined(__aarch64__)
+#define NGPR 8
+typedef void (*entry_fn)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         double, double, double, double, double, double, double, double, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+#define GPRS(g) g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
+#else
+#error "kforge-worker calls C entries by the x86-64 or AArch64 calling convention"
+#endif
+
+static void call_entry(void *fn, const kf_msg_run *m, void *const *bufs) {
+    uint64_t g[8] = {0}, st[KF_PROTO_MAXARGS] = {0};
+    double x[8] = {0};
+    int ng = 0, nx = 0, ns = 0;
+    for (uint32_t i = 0; i < m->nargs && i < KF_PROTO_MAXARGS; i++) {
+        uint64_t bits;
+        int fp = 0;
+        switch (m->kind[i]) {
+        case KF_ARG_BUF: bits = (uint64_t)(uintptr_t)bufs[i]; break;
+        case KF_ARG_I32: bits = (uint64_t)(int64_t)(int32_t)m->ival[i]; break;
+        case KF_ARG_U8: bits = (uint8_t)m->ival[i]; break;
+        case KF_ARG_F32: {
+            float f = (float)m->fval[i];
+            uint32_t b;
+            memcpy(&b, &f, 4);
+            bits = b, fp = 1;
+            break;
+        }
+        case KF_ARG_F64: memcpy(&bits, &m->fval[i], 8), fp = 1; break;
+        default: bits = (uint64_t)m->ival[i]; break;
+        }
+        if (fp && nx < 8) memcpy(&x[nx++], &bits, 8);
+        else if (!fp && ng < NGPR) g[ng++] = bits;
+        else st[ns++] = bits;
+    }
+    ((entry_fn)fn)(GPRS(g), x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], st[0], st[1], st[2], st[3],
+                   st[4], st[5], st[6], st[7], st[8], st[9], st[10], st[11], st[12], st[13], st[14], st[15],
+                   st[16], st[17], st[18], st[19], st[20], st[21], st[22], st[23], st[24], st[25], st[26],
+                   st[27], st[28], st[29], st[30], st[31]);
+}
+
+/* A CPU worker's arguments, from its first message (kf_msg_config); 0, or -1. */
+static char cfg_text[sizeof ((kf_msg_config *)0)->text];
+static char *cfg_argv[10];
+static int read_config(char *argv0) {
+    kf_msg_config c;
+    ssize_t n;
+    do n = recv(KF_WORKER_SOCK_FD, &c, sizeof c, 0);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof c || c.magic != KF_PROTO_MAGIC || c.type != KF_MSG_CONFIG) return -1;
+    memcpy(cfg_text, c.text, sizeof cfg_text);
+    cfg_text[sizeof cfg_text - 1] = 0;
+    cfg_argv[0] = argv0;
+    int k = 1;
+    for (char *p = cfg_text; k < 9; k++) {
+        cfg_argv[k] = p;
+        char *nl = strchr(p, '\n');
+        if (!nl) break;
+        *nl = 0;
+        p = nl + 1;
+    }
+    return k == 8 ? 0 : -1;
+}
 
 void kf_wk_send_text(uint32_t type, const char *text) {
     kf_msg_text m;
@@ -118,25 +206,88 @@ int kf_wk_drop_root(const char *uidarg, const char *ppid) {
     return 1;
 }
 
+/* The read-only inputs' region, and the current call's buffer offsets: a write fault
+ * there is a write to a const input. The handler says which argument and byte, then
+ * ends the process; any other fault gets the default action (a crash, as before). The
+ * candidate may install its own handler: it can only lose this report, never write. */
+static uintptr_t ro_lo, ro_hi;
+static uint64_t cur_off[KF_PROTO_MAXARGS];
+static uint32_t cur_nargs;
+
+static char *put_u64(char *p, uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) && n < 24);
+    while (n) *p++ = tmp[--n];
+    return p;
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    if (si->si_code == SEGV_ACCERR && a >= ro_lo && a < ro_hi) {
+        /* async-signal-safe: no stdio; "input_modified ARG BYTE", ARG the buffer the
+         * address falls in (the one with the largest offset at or below it) */
+        uint64_t off = a - ro_lo + (ro_hi - ro_lo), best = 0;
+        int arg = -1;
+        for (uint32_t i = 0; i < cur_nargs && i < KF_PROTO_MAXARGS; i++)
+            if (cur_off[i] <= off && cur_off[i] >= best && cur_off[i] >= ro_hi - ro_lo) best = cur_off[i], arg = (int)i;
+        kf_msg_text m;
+        memset(&m, 0, sizeof m);
+        m.magic = KF_PROTO_MAGIC;
+        m.type = KF_MSG_FAIL;
+        char *p = m.text;
+        memcpy(p, "input_modified ", 15);
+        p += 15;
+        if (arg < 0) *p++ = '-';
+        else p = put_u64(p, (uint64_t)arg);
+        *p++ = ' ';
+        p = put_u64(p, arg < 0 ? 0 : off - best);
+        send(KF_WORKER_SOCK_FD, &m, sizeof m, MSG_NOSIGNAL);
+        _exit(0);
+    }
+    signal(sig, SIG_DFL); /* as if there were no handler: the default action */
+    raise(sig);
+}
+
 int main(int argc, char **argv) {
     /* compile mode (backend/cuda/nvrtc_child.c): started by kf_sandbox_exec, which has
      * already confined it; it runs no candidate code, only NVRTC on candidate text */
     if (argc >= 2 && !strcmp(argv[1], "--nvrtc")) return kf_nvrtc_child_main(argc, argv);
-    if (argc != 8) return 111;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL)) return 112;
+    /* a CPU worker: nothing but its (random) name on the command line */
+    const char *entry = NULL;
+    if (argc == 1) {
+        if (read_config(argv[0])) return 111;
+        argv = cfg_argv;
+        entry = argv[8];
+        argc = 8;
+    }
+    if (argc == 9) entry = argv[8]; /* a worker started with its arguments: a C object's entry */
+    if (argc != 8 && argc != 9) return 111;
     /* parent died before the call; "-": started through a wrapper (compute-sanitizer),
      * whose death kills it; the coordinator's death closes the channel, which ends it */
     if (strcmp(argv[2], "-") && (long)getppid() != atol(argv[2])) return 112;
-    if (syscall(SYS_close_range, KF_WORKER_ARENA_FD + 1, ~0U, 0)) {
-        for (int fd = KF_WORKER_ARENA_FD + 1; fd < 1024; fd++) close(fd);
+    if (syscall(SYS_close_range, KF_WORKER_INPUT_FD + 1, ~0U, 0)) {
+        for (int fd = KF_WORKER_INPUT_FD + 1; fd < 1024; fd++) close(fd);
     }
 
-    struct stat st;
+    /* the arena, and right after it (CPU workers) the inputs' region: read-only, from a
+     * read-only descriptor, so no writable alias of an input exists in this process; a
+     * write to a const input faults (on_segv reports it) */
+    struct stat st, ist;
     if (fstat(KF_WORKER_ARENA_FD, &st)) kf_wk_die(113, "arena");
-    void *arena = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
-                       MAP_SHARED, KF_WORKER_ARENA_FD, 0);
-    if (arena == MAP_FAILED) kf_wk_die(113, "mmap arena");
+    int split = !fstat(KF_WORKER_INPUT_FD, &ist) && S_ISREG(ist.st_mode) && ist.st_size == st.st_size;
+    size_t asz = (size_t)st.st_size, total = split ? 2 * asz : asz;
+    void *arena = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (arena == MAP_FAILED ||
+        mmap(arena, asz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, KF_WORKER_ARENA_FD, 0) == MAP_FAILED ||
+        (split && mmap((char *)arena + asz, asz, PROT_READ, MAP_SHARED | MAP_FIXED, KF_WORKER_INPUT_FD, 0) ==
+                      MAP_FAILED))
+        kf_wk_die(113, "mmap arena");
     close(KF_WORKER_ARENA_FD);
+    if (split) close(KF_WORKER_INPUT_FD);
 
     /* the CPUs it may use (timing runs: every CPU but the coordinator's, which spin-waits
      * on its own), before any thread exists, the CUDA driver's too: all inherit it. A GPU
@@ -159,7 +310,7 @@ int main(int argc, char **argv) {
     /* A GPU kernel-mode artifact: no candidate host code at all; the GPU worker sets up
      * the device before it drops root (the device files must be opened first) */
     if (!strcmp(argv[1], "-") || kf_wk_is_gpu_artifact(argv[1])) /* "-": a deferred GPU worker */
-        return kf_gpu_worker_main(argv, arena, (size_t)st.st_size);
+        return kf_gpu_worker_main(argv, arena, asz);
     int dropped = kf_wk_drop_root(argv[7], argv[2]);
 
     int sealed = kf_wk_seal_image();
@@ -175,6 +326,15 @@ int main(int argc, char **argv) {
         struct rlimit np = {4096, 4096};
         if (setrlimit(RLIMIT_NPROC, &np)) kf_wk_die(113, "rlimit nproc");
     }
+    if (split) {
+        ro_lo = (uintptr_t)arena + asz;
+        ro_hi = ro_lo + asz;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_segv;
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+        if (sigaction(SIGSEGV, &sa, NULL)) kf_wk_die(113, "sigaction");
+    }
     if (kf_policy_seccomp_worker(getpid(), abi > 0)) kf_wk_die(113, "seccomp");
     /* from here on every message may come from the candidate: announce the end of the
      * trusted setup, with the confinement layers (Landlock ABI, bit 8 mseal) */
@@ -189,9 +349,9 @@ int main(int argc, char **argv) {
         kf_wk_send_text(KF_MSG_LOADFAIL, dlerror());
         _exit(0);
     }
-    kf_shim_fn call = (kf_shim_fn)dlsym(h, "kforge_call__");
-    if (!call) {
-        kf_wk_send_text(KF_MSG_LOADFAIL, "kforge_call__ missing from the built object");
+    void *fn = entry ? dlsym(h, entry) : NULL;
+    if (!fn) {
+        kf_wk_send_text(KF_MSG_LOADFAIL, "the entry is missing from the built object");
         _exit(0);
     }
     kf_msg_done ready = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_READY};
@@ -206,12 +366,14 @@ int main(int argc, char **argv) {
         if (m.type != KF_MSG_RUN || m.nargs > KF_PROTO_MAXARGS) _exit(115);
         void *bufs[KF_PROTO_MAXARGS];
         for (uint32_t i = 0; i < m.nargs; i++)
-            bufs[i] = m.off[i] < (uint64_t)st.st_size ? (char *)arena + m.off[i] : NULL;
+            bufs[i] = m.off[i] < (uint64_t)total ? (char *)arena + m.off[i] : NULL;
+        memcpy(cur_off, m.off, sizeof cur_off);
+        cur_nargs = m.nargs;
         /* t0 leaves the process before any candidate code runs in this call, so no
          * register or stack trick of the candidate can move it */
         kf_msg_done start = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
-        call(bufs, m.ival, m.fval);
+        call_entry(fn, &m, bufs);
         kf_msg_done d = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_DONE, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &d, sizeof d, MSG_NOSIGNAL) != sizeof d) _exit(114);
     }

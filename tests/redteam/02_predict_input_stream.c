@@ -86,7 +86,11 @@ static void honest(const float *a, const float *b, float *c, int64_t m, int64_t 
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             double acc = 0.0;
-            for (int64_t p = 0; p < k; p++) acc += (double)a[i * k + p] * (double)b[p * n + j];
+            /* the reference's loop as the compiler contracts it (fp-contract is off in
+             * this file, for the generator): without the fma, the separate multiply and
+             * add ran 1.19x faster than the reference here, an honest speedup that sat
+             * at this case's 1.2 bound and crossed it under load */
+            for (int64_t p = 0; p < k; p++) acc = fma((double)a[i * k + p], (double)b[p * n + j], acc);
             c[i * n + j] = (float)acc;
         }
 }
