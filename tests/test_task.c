@@ -341,6 +341,45 @@ static void t_hidden_families(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* Where the top of the ranges is outside the constraints (a GPU sgemm's m * n, m * k and
+ * k * n <= 2^22), the large corner is still large: on the boundary of a bounded product,
+ * at a random place (it was once a small 2^k +/- 1 shape there, as the search for the
+ * largest shape found nothing valid). */
+static void t_hidden_corner_constrained(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/sgemm");
+    kf_rng r;
+    kf_rng_seed_secret(&r);
+    char err[256];
+    int64_t first[3] = {0, 0, 0};
+    int moved = 0;
+    for (int rep = 0; rep < 20; rep++) {
+        kf_shape *sh;
+        int n, corners = 0;
+        CHECKF(kf_task_draw_hidden(t, &r, 4, NULL, NULL, 1u << 30, &sh, &n, err, sizeof err) == 0,
+               "%s", err);
+        for (int i = 0; i < n; i++) {
+            if (!sh[i].light) continue;
+            corners++;
+            const int64_t *v = sh[i].v;
+            int64_t mn = v[0] * v[1], mk = v[0] * v[2], kn = v[2] * v[1];
+            int64_t top = mn > mk ? mn : mk;
+            top = kn > top ? kn : top;
+            CHECKF(top <= 4194304 && top >= 4194304 / 100 * 98, "corner m=%lld n=%lld k=%lld",
+                   (long long)v[0], (long long)v[1], (long long)v[2]);
+            if (!rep) memcpy(first, v, sizeof first);
+            moved |= memcmp(first, v, sizeof first) != 0;
+        }
+        CHECK(corners == 1);
+        kf_shapes_free(sh, n);
+    }
+    CHECK(moved);
+    kf_rng_free(&r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 /* A kforge:when that fails to evaluate inside the constraints is reported as such (-2,
  * naming the expression and the shape), never read as "outside the domain": one that
  * overflows only on large sizes would otherwise shrink the large corner. Where the
@@ -488,5 +527,6 @@ void kft_register_task(void) {
     kft_add("task/hidden_draws", t_hidden_draws, NULL, 10);
     kft_add("task/hidden_families", t_hidden_families, NULL, 30);
     kft_add("task/hidden_when_errors", t_hidden_when_errors, NULL, 10);
+    kft_add("task/hidden_corner_constrained", t_hidden_corner_constrained, NULL, 10);
     kft_add("task/directives", t_directives, NULL, 10);
 }

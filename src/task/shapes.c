@@ -314,6 +314,12 @@ static void structured(const kf_task *t, kf_rng *rng, int64_t *v, int i) {
 
 /* ---- whole shapes ------------------------------------------------------------ */
 
+static int is_visible(const kf_task *t, const int64_t *v) {
+    for (int j = 0; j < t->nshapes; j++)
+        if (!memcmp(t->shapes[j].v, v, (size_t)t->nsizes * sizeof *v)) return 1;
+    return 0;
+}
+
 /* What a shape costs a check, roughly: its buffer bytes (staged, flushed, compared) plus
  * the task's cost.flops there (the reference's work: a GEMM's grows as m*n*k while its
  * bytes grow as the squares). */
@@ -425,6 +431,47 @@ static int largest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when,
     return rc;
 }
 
+/* The large corner where the top of every range is outside the constraints, the domain
+ * or the cap: a random corner draw scaled toward the minimum by the largest factor (found
+ * by bisection, 64 tries of a draw) at which it fits. Returns 1 with v filled, 0 when no
+ * draw fits at any factor, -1 / -2 as kf_task_shape_ok. tmp: nsizes of scratch. */
+static int shrunk_corner(const kf_task *t, kf_rng *rng, const kf_expr *when,
+                         const kf_vars *params, uint64_t cap, int64_t *v, int64_t *tmp,
+                         char *err, size_t errlen) {
+    size_t vb = (size_t)t->nsizes * sizeof *v;
+    for (int d = 0; d < 64; d++) {
+        for (int i = 0; i < t->nsizes; i++) v[i] = corner_value(rng, t->size_min[i], t->size_max[i]);
+        double lo = 0, hi = 1;
+        int found = 0;
+        for (int step = 0; step < 40; step++) {
+            double f = step == 0 ? 1e-9 : (lo + hi) / 2; /* first: does the bottom fit? */
+            for (int i = 0; i < t->nsizes; i++) {
+                int64_t m = t->size_min[i];
+                tmp[i] = m + (int64_t)((double)(v[i] - m) * f);
+            }
+            kf_shape s = {tmp, KF_SHAPE_EDGE, 1};
+            int ok = kf_task_shape_ok(t, &s, when, params, err, errlen);
+            if (ok < 0) return ok;
+            ok = ok && kf_task_shape_bytes(t, &s) <= cap && !is_visible(t, tmp);
+            if (step == 0 && !ok) break;
+            if (ok) { /* v keeps the ray; the fit at lo is made below */
+                found = 1;
+                lo = f;
+            } else {
+                hi = f;
+            }
+        }
+        if (!found) continue;
+        for (int i = 0; i < t->nsizes; i++) {
+            int64_t m = t->size_min[i];
+            tmp[i] = m + (int64_t)((double)(v[i] - m) * lo);
+        }
+        memcpy(v, tmp, vb);
+        return 1;
+    }
+    return 0;
+}
+
 /* A `when` that fails to evaluate somewhere must be found even where no draw lands:
  * evaluate it at every corner of the size box (each size at its minimum or maximum;
  * the all-maximum one is where products overflow, the minimum where divisors vanish)
@@ -463,6 +510,7 @@ static void draw_try(const kf_task *t, kf_rng *rng, int plan, const int64_t *bas
     /* the aligned shape keeps its multiples longest: it is the one a kernel wrong on the
      * sizes models use must meet in every check */
     int plain_at = plan == D_ALIGNED ? 1000 : 200, struct_at = plan == D_ALIGNED ? 1000 : 100;
+    if (plan == D_CORNER) struct_at = INT32_MAX; /* its fallback is largest_shape's search */
     for (int i = 0; i < n; i++) {
         int64_t lo = t->size_min[i], hi = t->size_max[i];
         int p = plan, kept = i >= 64 || (keep >> i & 1);
@@ -490,21 +538,25 @@ static void draw_try(const kf_task *t, kf_rng *rng, int plan, const int64_t *bas
 
 /* Does v have the property its plan promises? Aligned: sizes pairwise different (after
  * 300 tries: not all equal); model, mixed: not all equal (non-square); corner: not the
- * one all-maximum shape. Each where the ranges leave room; none after 600 tries. */
+ * one all-maximum shape, where the corner holds at least 16 shapes (gdn_decode's b in
+ * [1, 8] gives it two: there the maximum is one of them). None after 600 tries. */
 static int plan_holds(const kf_task *t, int plan, const int64_t *v, int tries) {
     if (tries >= 600) return 1;
-    int n = t->nsizes, alleq = 1, distinct = 1, allmax = 1, room = 0;
+    int n = t->nsizes, alleq = 1, distinct = 1, allmax = 1;
+    double room = 1;
     for (int i = 0; i < n; i++) {
+        int64_t w = (t->size_max[i] - t->size_min[i]) / 16;
+        if (w < 1) w = t->size_max[i] > t->size_min[i];
+        room *= (double)(w + 1);
         alleq &= v[i] == v[0];
         allmax &= v[i] == t->size_max[i];
-        room |= t->size_max[i] > t->size_min[i];
         for (int j = 0; j < i; j++) distinct &= v[i] != v[j];
     }
     switch (plan) {
     case D_ALIGNED: return n < 2 || (tries < 300 ? distinct : !alleq);
     case D_MODEL:
     case D_MIXED: return n < 2 || !alleq;
-    case D_CORNER: return !allmax || !room;
+    case D_CORNER: return !allmax || room < 16;
     default: return 1;
     }
 }
@@ -528,28 +580,61 @@ int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr 
     /* the large corner first: it sets the scale the other family and edge shapes are kept
      * under */
     int have_corner = 0;
-    for (int tries = 0; tries < 2000 && !have_corner; tries++) {
+    for (int tries = 0; tries < 500 && !have_corner; tries++) {
         draw_try(t, rng, D_CORNER, NULL, tries, corner);
         kf_shape s = {corner, KF_SHAPE_EDGE, 1};
         if ((ok = kf_task_shape_ok(t, &s, when, params, err, errlen)) < 0) {
             rc = ok;
             goto fail;
         }
-        if (!ok || !plan_holds(t, D_CORNER, corner, tries)) continue;
+        if (!ok || !plan_holds(t, D_CORNER, corner, tries) || is_visible(t, corner)) continue;
         have_corner = kf_task_shape_bytes(t, &s) <= buffer_cap;
     }
     if (!have_corner) {
-        if ((ok = largest_shape(t, rng, when, params, buffer_cap, corner, err, errlen)) < 0) {
+        /* the corner is outside the constraints (sgemm's m * n <= 2^22 on a GPU), the
+         * domain or the cap: scale a random corner down toward the minimum until it fits,
+         * which lands on the boundary of a bounded product at a random place */
+        if ((ok = shrunk_corner(t, rng, when, params, buffer_cap, corner, base, err, errlen)) < 0) {
             rc = ok;
             goto fail;
         }
         have_corner = ok;
     }
-    /* the scale of "large": the all-maximum sizes' weight (whether or not that shape is
-     * valid; under the cap), or the corner's when larger */
+    if (!have_corner) {
+        /* not even that (a constraint that is not monotone, hv % hk == 0): the largest
+         * shape found inside them, then a random one within a sixteenth below it in each
+         * size, so that this corner is not one fixed shape either */
+        if ((ok = largest_shape(t, rng, when, params, buffer_cap, corner, err, errlen)) < 0) {
+            rc = ok;
+            goto fail;
+        }
+        have_corner = ok;
+        for (int tries = 0; have_corner && tries < 300; tries++) {
+            int64_t *j = base, moved = 0; /* base is scratch until smallest_shape */
+            for (int i = 0; i < t->nsizes; i++) {
+                j[i] = corner_value(rng, t->size_min[i], corner[i]);
+                moved |= j[i] != corner[i];
+            }
+            kf_shape s = {j, KF_SHAPE_EDGE, 1};
+            if ((ok = kf_task_shape_ok(t, &s, when, params, err, errlen)) < 0) {
+                rc = ok;
+                goto fail;
+            }
+            if (ok && moved && !is_visible(t, j) && kf_task_shape_bytes(t, &s) <= buffer_cap) {
+                memcpy(corner, j, vb);
+                break;
+            }
+        }
+    }
+    /* the scale of "large": the all-maximum sizes' weight where that shape satisfies the
+     * constraints and the cap (whatever the candidate's domain, which could otherwise
+     * shrink it), or the corner's when larger */
     for (int i = 0; i < t->nsizes; i++) base[i] = t->size_max[i];
     kf_shape top = {base, KF_SHAPE_EDGE, 1}, cs = {corner, KF_SHAPE_EDGE, 1};
-    double scale = kf_task_shape_bytes(t, &top) <= buffer_cap ? shape_weight(t, &top) : 0;
+    double scale = kf_task_shape_ok(t, &top, NULL, NULL, err, errlen) == 1 &&
+                           kf_task_shape_bytes(t, &top) <= buffer_cap
+                       ? shape_weight(t, &top)
+                       : 0;
     if (have_corner && shape_weight(t, &cs) > scale) scale = shape_weight(t, &cs);
     double small_cap = scale / 16, aligned_cap = scale / 8;
     int have_base = (ok = smallest_shape(t, rng, when, params, buffer_cap, base, err, errlen));
