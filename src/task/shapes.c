@@ -611,8 +611,11 @@ int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr 
         have_corner = ok;
         for (int tries = 0; have_corner && tries < 300; tries++) {
             int64_t *j = base, moved = 0; /* base is scratch until smallest_shape */
+            /* every other try one offset for all sizes: a domain such as m == n && n == k
+             * keeps only those */
+            int64_t d = corner[0] - corner_value(rng, t->size_min[0], corner[0]);
             for (int i = 0; i < t->nsizes; i++) {
-                j[i] = corner_value(rng, t->size_min[i], corner[i]);
+                j[i] = tries & 1 ? corner_value(rng, t->size_min[i], corner[i]) : corner[i] - d;
                 moved |= j[i] != corner[i];
             }
             kf_shape s = {j, KF_SHAPE_EDGE, 1};
