@@ -79,7 +79,8 @@ typedef enum {
     X(RESOURCE_LIMIT, "resource_limit")                                         \
     X(SANDBOX_VIOLATION, "sandbox_violation")                                   \
     X(SANITIZER, "sanitizer")                                                   \
-    X(DEGENERATE_TASK, "degenerate_task")
+    X(DEGENERATE_TASK, "degenerate_task")                                       \
+    X(DOMAIN_ERROR, "domain_error")
 
 typedef enum {
 #define KF_X(n, s) KF_REASON_##n,

@@ -238,7 +238,7 @@ static void t_hidden_draws(const void *arg) {
     int saw_min = 0, saw_odd = 0;
     for (int i = 0; i < n; i++) {
         for (int d = 0; d < 3; d++) CHECK(sh[i].v[d] >= 1 && sh[i].v[d] <= 256);
-        saw_min |= sh[i].v[0] == 1 && sh[i].v[1] == 1 && sh[i].v[2] == 1;
+        saw_min |= sh[i].v[0] == 1 || sh[i].v[1] == 1 || sh[i].v[2] == 1;
         saw_odd |= sh[i].v[0] % 2 == 1 && sh[i].v[0] > 1;
     }
     CHECK(saw_min && saw_odd);
@@ -250,7 +250,180 @@ static void t_hidden_draws(const void *arg) {
     kf_shapes_free(sh, n);
     kf_expr_free(when);
     when = kf_expr_parse("m > 1000", err, sizeof err);
-    CHECK(kf_task_draw_hidden(t, &r, 6, when, NULL, 1u << 30, &sh, &n, err, sizeof err) != 0);
+    CHECK(kf_task_draw_hidden(t, &r, 6, when, NULL, 1u << 30, &sh, &n, err, sizeof err) == -1);
+    kf_expr_free(when);
+    kf_rng_free(&r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+static int is_prime_size(int64_t x) {
+    if (x < 2) return 0;
+    for (int64_t d = 2; d * d <= x; d++)
+        if (x % d == 0) return 0;
+    return 1;
+}
+
+/* What a kernel could take for an edge shape from its sizes alone: a prime or 2^k +/- 1
+ * size, a size at its minimum or maximum, all sizes equal, or a visible shape. */
+static int looks_like_edge(const kf_task *t, const kf_shape *s) {
+    int eq = 1, vis = 0;
+    for (int i = 0; i < t->nsizes; i++) {
+        int64_t x = s->v[i];
+        if (is_prime_size(x) || x == t->size_min[i] || x == t->size_max[i]) return 1;
+        for (int k = 1; k < 62; k++)
+            if (x == (INT64_C(1) << k) - 1 || x == (INT64_C(1) << k) + 1) return 1;
+        eq &= x == s->v[0];
+    }
+    for (int j = 0; j < t->nshapes; j++)
+        vis |= !memcmp(t->shapes[j].v, s->v, (size_t)t->nsizes * sizeof *s->v);
+    return vis || (t->nsizes > 1 && eq);
+}
+
+/* A shape's weight as shapes.c counts it: buffer bytes plus cost.flops. */
+static double weight(const kf_task *t, const kf_shape *s) {
+    kf_vars v = kf_task_vars(t, s);
+    int64_t f = 0;
+    char e[128];
+    if (t->cost_flops && kf_expr_eval(t->cost_flops, &v, &f, e, sizeof e)) f = 0;
+    return (double)kf_task_shape_bytes(t, s) + (double)f;
+}
+
+/* The realistic families, by design in every draw (docs/tasks.md "Shapes kforge
+ * draws"): for each bundled C task, 50 draws each hold a shape whose every size is a
+ * multiple of 64 and that looks like no edge shape (so a kernel wrong on the sizes models
+ * use and right on anything edge-like is caught in every check); with several sizes a
+ * non-square one too; and exactly one large-corner shape (light), every size in the top
+ * sixteenth of its range, never the one all-maximum shape, and not the same from draw to
+ * draw. The other edge shapes stay under a sixteenth of the all-maximum weight (what
+ * keeps the time to a verdict from growing). */
+static void t_hidden_families(const void *arg) {
+    (void)arg;
+    const char *tasks[] = {"sgemm", "rmsnorm", "saxpy", "transpose", "softmax", "sum", "linear"};
+    kf_ctx *ctx = kf_ctx_new();
+    kf_rng r;
+    kf_rng_seed_secret(&r);
+    char err[256];
+    for (size_t ti = 0; ti < sizeof tasks / sizeof *tasks; ti++) {
+        char dir[64];
+        snprintf(dir, sizeof dir, "tasks/c/%s", tasks[ti]);
+        kf_task *t = kft_task(ctx, dir);
+        int64_t first_corner[KF_MAX_SIZES], top[KF_MAX_SIZES];
+        int corner_moved = 0;
+        for (int d = 0; d < t->nsizes; d++) top[d] = t->size_max[d];
+        kf_shape all_max = {top, KF_SHAPE_EDGE, 1};
+        double big = weight(t, &all_max);
+        for (int rep = 0; rep < 50; rep++) {
+            kf_shape *sh;
+            int n;
+            CHECKF(kf_task_draw_hidden(t, &r, t->hidden_count, NULL, NULL, 1u << 30, &sh, &n, err,
+                                       sizeof err) == 0, "%s: %s", tasks[ti], err);
+            int aligned = 0, nonsquare = t->nsizes < 2, corners = 0;
+            for (int i = 0; i < n; i++) {
+                int all64 = 1, eq = 1;
+                for (int d = 0; d < t->nsizes; d++) {
+                    all64 &= sh[i].v[d] % 64 == 0;
+                    eq &= sh[i].v[d] == sh[i].v[0];
+                }
+                int edgy = looks_like_edge(t, &sh[i]);
+                aligned |= all64 && !edgy;
+                nonsquare |= !eq && !edgy;
+                if (sh[i].kind == KF_SHAPE_EDGE && !sh[i].light)
+                    CHECKF(weight(t, &sh[i]) <= big / 16, "%s: an edge shape of weight %.3g (max %.3g)",
+                           tasks[ti], weight(t, &sh[i]), big);
+                if (!sh[i].light) continue;
+                corners++;
+                int allmax = 1;
+                for (int d = 0; d < t->nsizes; d++) {
+                    int64_t lo = t->size_min[d], hi = t->size_max[d];
+                    CHECKF(sh[i].v[d] >= hi - (hi - lo) / 16, "%s: corner size %lld", tasks[ti],
+                           (long long)sh[i].v[d]);
+                    allmax &= sh[i].v[d] == hi;
+                    if (rep == 0) first_corner[d] = sh[i].v[d];
+                    else corner_moved |= first_corner[d] != sh[i].v[d];
+                }
+                CHECKF(!allmax, "%s: the corner is the all-maximum shape", tasks[ti]);
+            }
+            CHECKF(aligned, "%s: no shape with every size a multiple of 64 that looks like no edge",
+                   tasks[ti]);
+            CHECKF(nonsquare, "%s: no non-square shape that looks like no edge", tasks[ti]);
+            CHECKF(corners == 1, "%s: %d large-corner shapes", tasks[ti], corners);
+            kf_shapes_free(sh, n);
+        }
+        CHECKF(corner_moved, "%s: the same corner in 50 draws", tasks[ti]);
+        kf_task_free(t);
+    }
+    kf_rng_free(&r);
+    kf_ctx_free(ctx);
+}
+
+/* Where the top of the ranges is outside the constraints (a GPU sgemm's m * n, m * k and
+ * k * n <= 2^22), the large corner is still large: on the boundary of a bounded product,
+ * at a random place (it was once a small 2^k +/- 1 shape there, as the search for the
+ * largest shape found nothing valid). */
+static void t_hidden_corner_constrained(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/sgemm");
+    kf_rng r;
+    kf_rng_seed_secret(&r);
+    char err[256];
+    int64_t first[3] = {0, 0, 0};
+    int moved = 0;
+    for (int rep = 0; rep < 20; rep++) {
+        kf_shape *sh;
+        int n, corners = 0;
+        CHECKF(kf_task_draw_hidden(t, &r, 4, NULL, NULL, 1u << 30, &sh, &n, err, sizeof err) == 0,
+               "%s", err);
+        for (int i = 0; i < n; i++) {
+            if (!sh[i].light) continue;
+            corners++;
+            const int64_t *v = sh[i].v;
+            int64_t mn = v[0] * v[1], mk = v[0] * v[2], kn = v[2] * v[1];
+            int64_t top = mn > mk ? mn : mk;
+            top = kn > top ? kn : top;
+            CHECKF(top <= 4194304 && top >= 4194304 / 100 * 98, "corner m=%lld n=%lld k=%lld",
+                   (long long)v[0], (long long)v[1], (long long)v[2]);
+            if (!rep) memcpy(first, v, sizeof first);
+            moved |= memcmp(first, v, sizeof first) != 0;
+        }
+        CHECK(corners == 1);
+        kf_shapes_free(sh, n);
+    }
+    CHECK(moved);
+    kf_rng_free(&r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* A kforge:when that fails to evaluate inside the constraints is reported as such (-2,
+ * naming the expression and the shape), never read as "outside the domain": one that
+ * overflows only on large sizes would otherwise shrink the large corner. Where the
+ * constraints exclude the failing shapes, nothing is reported. */
+static void t_hidden_when_errors(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/rmsnorm");
+    kf_rng r;
+    kf_rng_seed_secret(&r);
+    char err[256];
+    kf_shape *sh = NULL;
+    int n = 0;
+    kf_expr *when = kf_expr_parse("rows * cols * cols * cols * cols * cols > 0", err, sizeof err);
+    CHECK(kf_task_draw_hidden(t, &r, 4, when, NULL, 1u << 30, &sh, &n, err, sizeof err) == -2);
+    CHECKF(strstr(err, "kforge:when \"rows * cols * cols * cols * cols * cols > 0\" cannot be "
+                       "evaluated at rows=") && strstr(err, "overflow"), "%s", err);
+    kf_expr_free(when);
+    when = kf_expr_parse("cols / (rows - 1) >= 0", err, sizeof err);
+    CHECK(kf_task_draw_hidden(t, &r, 4, when, NULL, 1u << 30, &sh, &n, err, sizeof err) == -2);
+    CHECKF(strstr(err, "rows=1,") && strstr(err, "division by zero"), "%s", err);
+    kf_expr_free(when);
+    /* the same expression inside a domain that excludes rows = 1 first is sound */
+    when = kf_expr_parse("rows > 1 && cols / (rows - 1) >= 0", err, sizeof err);
+    CHECKF(kf_task_draw_hidden(t, &r, 4, when, NULL, 1u << 30, &sh, &n, err, sizeof err) == 0,
+           "%s", err);
+    for (int i = 0; i < n; i++) CHECK(sh[i].v[0] > 1);
+    kf_shapes_free(sh, n);
     kf_expr_free(when);
     kf_rng_free(&r);
     kf_task_free(t);
@@ -368,5 +541,8 @@ void kft_register_task(void) {
     kft_add("task/no_output", t_no_output, NULL, 10);
     kft_add("task/cost_and_backend", t_cost_and_backend, NULL, 10);
     kft_add("task/hidden_draws", t_hidden_draws, NULL, 10);
+    kft_add("task/hidden_families", t_hidden_families, NULL, 30);
+    kft_add("task/hidden_when_errors", t_hidden_when_errors, NULL, 10);
+    kft_add("task/hidden_corner_constrained", t_hidden_corner_constrained, NULL, 10);
     kft_add("task/directives", t_directives, NULL, 10);
 }

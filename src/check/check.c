@@ -596,13 +596,24 @@ typedef struct {
     kf_shape *all;
     int n;
     int owned_from; /* shapes from this index on are owned (drawn) */
+    int rejected;   /* the candidate's kforge:when failed to evaluate: rejected, no shapes */
 } shape_list;
 
 static const char *kind_name(kf_shape_kind k) {
     return k == KF_SHAPE_VISIBLE ? "visible" : k == KF_SHAPE_HIDDEN ? "hidden" : "edge";
 }
 
-/* Visible shapes in the candidate's domain, then freshly drawn hidden and edge shapes. */
+/* A `when` that cannot be evaluated at a shape inside the task's ranges and constraints
+ * (overflow, division by zero) was once read as "outside the domain" where the maximum
+ * edge was searched for: an expression that overflows on large sizes excluded them
+ * silently. It is the candidate's claim, so it is the candidate's fault: domain_error. */
+static void reject_domain(kf_sess *s, shape_list *L, const char *err) {
+    kf_result_reject(s->res, KF_REASON_DOMAIN_ERROR, NULL, "%s: %s", s->cand->path, err);
+    L->rejected = 1;
+}
+
+/* Visible shapes in the candidate's domain, then freshly drawn hidden and edge shapes.
+ * KF_OK with L->rejected set when the candidate's domain cannot be evaluated. */
 static kf_status gather_shapes(kf_sess *s, shape_list *L, json_t *jshapes) {
     const kf_task *t = s->t;
     const kf_expr *when = s->cand ? s->cand->when : NULL;
@@ -611,23 +622,16 @@ static kf_status gather_shapes(kf_sess *s, shape_list *L, json_t *jshapes) {
     int hidden = s->o->hidden_count >= 0 ? s->o->hidden_count : t->hidden_count;
     kf_shape *drawn = NULL;
     int ndrawn = 0;
-    if (kf_task_draw_hidden(t, &s->rng, hidden, when, pv, s->o->buffer_cap, &drawn, &ndrawn,
-                            err, sizeof err))
-        return kf__err(s->ctx, when ? KF_EUSAGE : KF_ETASK, "%s: %s", t->dir, err);
-    L->all = calloc((size_t)(t->nshapes + ndrawn), sizeof *L->all);
-    if (!L->all) {
-        kf_shapes_free(drawn, ndrawn);
+    /* the visible shapes first: a domain error there is named at a shape the user knows */
+    if (!(L->all = calloc((size_t)t->nshapes + 1, sizeof *L->all)))
         return kf__err(s->ctx, KF_ENOMEM, "out of memory");
-    }
     for (int i = 0; i < t->nshapes; i++) {
         int ok = kf_task_shape_ok(t, &t->shapes[i], when, pv, err, sizeof err);
-        if (ok < 0) {
-            /* L->all borrows the task's visible shapes: free only the array */
-            kf_shapes_free(drawn, ndrawn);
-            free(L->all);
-            memset(L, 0, sizeof *L);
-            return kf__err(s->ctx, KF_EUSAGE, "%s: %s", s->cand->path, err);
+        if (ok == -2) {
+            reject_domain(s, L, err);
+            return KF_OK;
         }
+        if (ok < 0) return kf__err(s->ctx, KF_ETASK, "%s: %s", t->dir, err);
         if (!ok) {
             json_t *o = json_object();
             json_object_set_new(o, "sizes", kf_sess_shape_json(t, &t->shapes[i]));
@@ -638,8 +642,21 @@ static kf_status gather_shapes(kf_sess *s, shape_list *L, json_t *jshapes) {
             continue;
         }
         L->all[L->n++] = t->shapes[i];
+        L->owned_from = L->n; /* borrowed from the task: never freed here */
     }
-    L->owned_from = L->n;
+    int rc = kf_task_draw_hidden(t, &s->rng, hidden, when, pv, s->o->buffer_cap, &drawn, &ndrawn,
+                                 err, sizeof err);
+    if (rc == -2) {
+        reject_domain(s, L, err);
+        return KF_OK;
+    }
+    if (rc) return kf__err(s->ctx, when ? KF_EUSAGE : KF_ETASK, "%s: %s", t->dir, err);
+    kf_shape *all = realloc(L->all, (size_t)(L->n + ndrawn + 1) * sizeof *L->all);
+    if (!all) {
+        kf_shapes_free(drawn, ndrawn);
+        return kf__err(s->ctx, KF_ENOMEM, "out of memory");
+    }
+    L->all = all;
     for (int i = 0; i < ndrawn; i++) {
         /* a drawn shape equal to one already listed (the maximum sizes are often a
          * visible shape) adds fresh inputs but no coverage: at 4096x4096 on a GPU it
@@ -1168,7 +1185,7 @@ static kf_status run_check(kf_sess *s) {
     pthread_cond_init(&job.cv, NULL);
     pthread_t th;
     int threaded = 0;
-    if ((st = gather_shapes(s, &L, jshapes))) goto out;
+    if ((st = gather_shapes(s, &L, jshapes)) || L.rejected) goto out;
     if (!(prep = calloc((size_t)L.n + 1, sizeof *prep))) {
         st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
         goto out;

@@ -44,7 +44,7 @@ typedef struct {
     int64_t *v;
     kf_shape_kind kind;
     int light; /* checked with two calls only, spiked and rescaled/narrow inputs (the
-                * maximum-sizes edge: it is there for size-dependent bugs, and four calls
+                * large-corner edge: it is there for size-dependent bugs, and four calls
                 * there would dominate the check) */
 } kf_shape;
 
@@ -94,7 +94,9 @@ int kf_task_eval_shape(const kf_task *t, const kf_shape *s, int64_t *counts, int
 /* Total bytes of all buffers at s (saturating), or UINT64_MAX on evaluation error. */
 uint64_t kf_task_shape_bytes(const kf_task *t, const kf_shape *s);
 /* Does s satisfy the task's constraints and the extra predicate `when` (may be NULL,
- * evaluated over sizes plus the given params)? 1 yes, 0 no, -1 error (err set). */
+ * evaluated over sizes plus the given params)? 1 yes, 0 no, -1 a constraint failed to
+ * evaluate (the task's fault), -2 `when` failed to evaluate (overflow, division by
+ * zero: the candidate's fault); err names the expression and, for -2, the shape. */
 int kf_task_shape_ok(const kf_task *t, const kf_shape *s, const kf_expr *when,
                      const kf_vars *params, char *err, size_t errlen);
 /* vars view of a shape (names borrowed from the task) */
@@ -102,11 +104,12 @@ kf_vars kf_task_vars(const kf_task *t, const kf_shape *s);
 /* Format "rows=4, cols=7" into buf. */
 void kf_shape_format(const kf_task *t, const kf_shape *s, char *buf, size_t n);
 
-/* Draw `count` hidden shapes plus edge shapes (minimum sizes, primes, 2^k +/- 1,
- * maximum sizes, equal sizes),
- * all satisfying the constraints, `when`, and the buffer cap. *out is an array of
- * *nout shapes, freed with kf_shapes_free. Returns 0 or -1 (err set) when the
- * constraints cannot be met. */
+/* Draw `count` log-uniform hidden shapes, four family shapes (aligned, aligned128, model, mixed)
+ * and the edge shapes (minimum, primes, 2^k +/- 1, the large corner, equal sizes), all
+ * satisfying the constraints, `when`, and the buffer cap (shapes.c says how). *out is an
+ * array of *nout shapes, freed with kf_shapes_free. Returns 0; -1 (err set) when the
+ * constraints cannot be met or fail to evaluate; -2 (err names the expression and the
+ * shape) when `when` fails to evaluate at a shape inside the constraints. */
 int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr *when,
                         const kf_vars *params, uint64_t buffer_cap, kf_shape **out,
                         int *nout, char *err, size_t errlen);

@@ -1,9 +1,10 @@
-/* kforge-test: task=sum expect=rejected reason=wrong_result threat=11 seed=3 */
+/* kforge-test: task=sum expect=rejected reason=wrong_result threat=11 seed=4 */
 /* From a red-team pass (session 6): 32 float lanes over the whole input. Within the
  * tolerance on every input the checker drew (error ~0.3 against 52), but 472 off on 2^20
  * values in [0, 1] with the large ones first (a lane grown large drops small values).
  * Defence: the maximum-sizes shape's second call draws two-level or nearly constant
- * inputs (caught in about half the checks, 10 of 20; seed=3 makes this test exact). The bundled C
+ * inputs (caught in about half the checks, 10 of 20; with the large corner drawn at random
+ * instead of the one all-maximum shape, 13 and 15 of 20 in two runs; seed=4 makes this test exact). The bundled C
  * sum kernels now add blocks of 4096 into a double. */
 /* Attack (precision, tolerance): float accumulation in 32 independent lanes. On i.i.d.
  * uniform [0,1] inputs (all the checker draws: plain, endpoints, sub-intervals at least
