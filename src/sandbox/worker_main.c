@@ -22,7 +22,7 @@
  *   6. applies rlimits (CPU, address space, file size, descriptors, no core);
  *   7. sets no_new_privs and not-dumpable, and loads the seccomp allow-list.
  * Then it loads the candidate and serves RUN requests: one call of the entry each (a C
- * entry by the machine's calling convention, call_entry),
+ * entry through a call built by libffi from the task's argument kinds, call_entry),
  * announced by START (the clock before) and answered by DONE (the clock after). The
  * coordinator freezes it (SIGSTOP) at each answer and resumes it for the next call. It computes no verdict; the coordinator distrusts
  * everything it says and checks the outputs itself.
@@ -50,63 +50,50 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The entry, called the way the compiler calls it from C: the object is the candidate
- * alone (no shim), so the arguments are placed here by the C calling convention of the
- * machine: integer-class values (pointers, i32 sign-extended, u8 zero-extended, i64) in
- * the integer argument registers, f32 and f64 in the vector ones (an f32 in the low 32
- * bits), the rest on the stack in argument order, one 8-byte slot each. A callee reads
- * only what it declares; the unused registers and slots are ignored. */
-#if defined(__x86_64__)
-#define NGPR 6
-typedef void (*entry_fn)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, double, double,
-                         double, double, double, double, double, double, uint64_t, uint64_t, uint64_t,
-                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
-                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
-                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
-                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
-#define GPRS(g) g[0], g[1], g[2], g[3], g[4], g[5]
-#elif defined(__aarch64__)
-#define NGPR 8
-typedef void (*entry_fn)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
-                         double, double, double, double, double, double, double, double, uint64_t, uint64_t,
-                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
-                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
-                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
-                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
-#define GPRS(g) g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
-#else
-#error "kforge-worker calls C entries by the x86-64 or AArch64 calling convention"
-#endif
+#include <ffi.h>
 
-static void call_entry(void *fn, const kf_msg_run *m, void *const *bufs) {
-    uint64_t g[8] = {0}, st[KF_PROTO_MAXARGS] = {0};
-    double x[8] = {0};
-    int ng = 0, nx = 0, ns = 0;
+/* The entry, called the way the compiler calls it from C: the object is the candidate
+ * alone (no shim), so the call is built at run time from the task's argument kinds by
+ * libffi (linked in statically: no libffi.so among the loaded objects). The call
+ * interface is prepared once, at the first call (the kinds never change); ffi_call
+ * needs no executable memory, which the filter refuses. */
+static ffi_cif call_cif;
+static ffi_type *call_types[KF_PROTO_MAXARGS];
+static int call_ready;
+
+static int call_prepare(const kf_msg_run *m) {
     for (uint32_t i = 0; i < m->nargs && i < KF_PROTO_MAXARGS; i++) {
-        uint64_t bits;
-        int fp = 0;
         switch (m->kind[i]) {
-        case KF_ARG_BUF: bits = (uint64_t)(uintptr_t)bufs[i]; break;
-        case KF_ARG_I32: bits = (uint64_t)(int64_t)(int32_t)m->ival[i]; break;
-        case KF_ARG_U8: bits = (uint8_t)m->ival[i]; break;
-        case KF_ARG_F32: {
-            float f = (float)m->fval[i];
-            uint32_t b;
-            memcpy(&b, &f, 4);
-            bits = b, fp = 1;
-            break;
+        case KF_ARG_BUF: call_types[i] = &ffi_type_pointer; break;
+        case KF_ARG_I32: call_types[i] = &ffi_type_sint32; break;
+        case KF_ARG_U8: call_types[i] = &ffi_type_uint8; break;
+        case KF_ARG_F32: call_types[i] = &ffi_type_float; break;
+        case KF_ARG_F64: call_types[i] = &ffi_type_double; break;
+        default: call_types[i] = &ffi_type_sint64; break;
         }
-        case KF_ARG_F64: memcpy(&bits, &m->fval[i], 8), fp = 1; break;
-        default: bits = (uint64_t)m->ival[i]; break;
-        }
-        if (fp && nx < 8) memcpy(&x[nx++], &bits, 8);
-        else if (!fp && ng < NGPR) g[ng++] = bits;
-        else st[ns++] = bits;
     }
-    ((entry_fn)fn)(GPRS(g), x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], st[0], st[1], st[2], st[3],
-                   st[4], st[5], st[6], st[7], st[8], st[9], st[10], st[11], st[12], st[13], st[14], st[15],
-                   st[16], st[17], st[18], st[19], st[20], st[21], st[22], st[23], st[24], st[25], st[26],
-                   st[27], st[28], st[29], st[30], st[31]);
+    unsigned n = m->nargs < KF_PROTO_MAXARGS ? m->nargs : KF_PROTO_MAXARGS;
+    return ffi_prep_cif(&call_cif, FFI_DEFAULT_ABI, n, &ffi_type_void, call_types) == FFI_OK ? 0 : -1;
+}
+
+/* The call itself; call_prepare has run. */
+static void call_entry(void *fn, const kf_msg_run *m, void *const *bufs) {
+    void *ptr[KF_PROTO_MAXARGS];
+    int32_t i32[KF_PROTO_MAXARGS];
+    uint8_t u8[KF_PROTO_MAXARGS];
+    float f32[KF_PROTO_MAXARGS];
+    void *val[KF_PROTO_MAXARGS];
+    for (uint32_t i = 0; i < m->nargs && i < KF_PROTO_MAXARGS; i++) {
+        switch (m->kind[i]) {
+        case KF_ARG_BUF: ptr[i] = bufs[i], val[i] = &ptr[i]; break;
+        case KF_ARG_I32: i32[i] = (int32_t)m->ival[i], val[i] = &i32[i]; break;
+        case KF_ARG_U8: u8[i] = (uint8_t)m->ival[i], val[i] = &u8[i]; break;
+        case KF_ARG_F32: f32[i] = (float)m->fval[i], val[i] = &f32[i]; break;
+        case KF_ARG_F64: val[i] = (void *)&m->fval[i]; break;
+        default: val[i] = (void *)&m->ival[i]; break;
+        }
+    }
+    ffi_call(&call_cif, FFI_FN(fn), NULL, val);
 }
 
 /* A CPU worker's arguments, from its first message (kf_msg_config); 0, or -1. */
@@ -371,6 +358,10 @@ int main(int argc, char **argv) {
         cur_nargs = m.nargs;
         /* t0 leaves the process before any candidate code runs in this call, so no
          * register or stack trick of the candidate can move it */
+        if (!call_ready) { /* before the START stamp: not the candidate's time */
+            if (call_prepare(&m)) _exit(115);
+            call_ready = 1;
+        }
         kf_msg_done start = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
         call_entry(fn, &m, bufs);

@@ -19,7 +19,7 @@
 
 #define MAGIC 0x6b66726bu
 #define RUN_BYTES 1384
-#define DONE_BYTES 648
+#define DONE_BYTES 656
 
 typedef struct {
     uint32_t magic, type, seq, nargs;
