@@ -687,9 +687,10 @@ static void prep_free(const kf_task *t, shape_prep *pp) {
  * check, so that three consecutive shapes hold every flavour in both calls and all but
  * every third shape an offset and mixed scales. The offset's class (its magnitude) is the
  * largest, 64 to 128 standard deviations, at every other shape with an offset, and the
- * three smaller ones in turn between them: a check of three shapes or more meets the
- * largest, where a one-pass float variance fails whatever was drawn (at 64 std it loses
- * 4096 times float's rounding), and one of seven offset shapes or more every class. */
+ * three smaller ones in turn between them, the first included: a check of two shapes or
+ * more meets the largest, where a one-pass float variance fails whatever was drawn (at
+ * 64 std it loses 4096 times float's rounding), and one with seven offset shapes or
+ * more every class. */
 static void shape_flags(int rot, int i, int *f1, int *f2) {
     static const int fl[3] = {0, KF_DATA_OFFSET, KF_DATA_MIXED};
     int a = (i + rot) % 3, b = (a + 1) % 3, k = 0;
@@ -727,8 +728,10 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
         /* magnitudes at once only where the degenerate-task test below needs them (the
          * first set's at a visible shape); the rest on demand (ensure_mag), for a call
          * that fails without them */
-        if (!st && ((k == 0 && sh->kind == KF_SHAPE_VISIBLE) || !mags))
-            st = kf_sess_magnitude(s, ctx, ref, &pp->ex, &pp->in[k], &s->rng, pp->mag[k], txt), pp->mag_done[k] = 1;
+        if (!st && ((k == 0 && sh->kind == KF_SHAPE_VISIBLE) || !mags)) {
+            st = kf_sess_magnitude(s, ctx, ref, &pp->ex, &pp->in[k], &s->rng, pp->mag[k], txt);
+            pp->mag_done[k] = 1;
+        }
         if (st) return st;
     }
     /* The degenerate test needs every set's magnitudes unless the first set alone clears
@@ -760,7 +763,8 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
         free(w1);
     }
     for (int i = 0; i < t->nargs; i++)
-        if (t->args[i].is_buffer) pp->bytes += pp->ex.bytes[i] * (t->args[i].io == KF_IO_INOUT ? 6 + 3 * mags : 3);
+        if (t->args[i].is_buffer) /* inputs and outputs of three sets, and the magnitudes */
+            pp->bytes += pp->ex.bytes[i] * ((t->args[i].io == KF_IO_INOUT ? 6 : 3) + (t->args[i].io != KF_IO_IN && mags ? 3 : 0));
     /* a degenerate task is refused, whatever the candidate does */
     if (sh->kind == KF_SHAPE_VISIBLE && !settled) {
         void **sets[3] = {pp->refo[0], pp->refo[1], pp->refo[2]};
