@@ -603,6 +603,25 @@ static void t_magnitude_tolerance(const void *arg) {
     rmdir(dir);
 }
 
+/* Under an exact tolerance the verdict says why equal-looking values are wrong: a transpose
+ * that turns -0.0 into +0.0 is wrong_result with "a zero of the wrong sign" and both bit
+ * patterns (T1 holds a -0.0 at every shape). */
+static void t_exact_sign_of_zero(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/transpose");
+    kf_result *r = NULL;
+    CHECK(kf_check(ctx, t, kft_src("tests/redteam/30_transpose_plus_zero.c"), NULL, &r) == KF_OK);
+    char *js = kf_result_json(r);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "wrong_result"), "%s", js);
+    CHECKF(strstr(js, "a zero of the wrong sign") && strstr(js, "bits 0x80000000") && strstr(js, "bits 0x00000000"),
+           "%s", js);
+    free(js);
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 static void t_candidate_output(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
@@ -635,6 +654,7 @@ static void t_candidate_output(const void *arg) {
 void kft_register_check(void) {
     kft_add("check/candidate_output", t_candidate_output, NULL, 30);
     kft_add("check/magnitude_tolerance", t_magnitude_tolerance, NULL, 90);
+    kft_add("check/exact_sign_of_zero", t_exact_sign_of_zero, NULL, 60);
     kft_add("check/bad_when", t_bad_when, NULL, 30);
     kft_add("check/impossible_speed", t_impossible_speed, NULL, 60);
     kft_add("check/seeds", t_seeds, NULL, 60);
