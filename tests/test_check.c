@@ -561,6 +561,99 @@ static void t_bad_when(const void *arg) {
 
 /* What a candidate prints reaches the result (capped), even though its worker is
  * killed at the end rather than exiting. */
+/* The magnitude term at check level: an honest float sgemm that sums k backwards (another
+ * order than the reference's) is accepted under the bundled task's mtol, and rejected by
+ * the same task with the mtol removed, on the elements where the dot product cancels; a
+ * kernel that drops the last term is rejected under mtol, and the message names the
+ * magnitude. */
+static void t_magnitude_tolerance(const void *arg) {
+    (void)arg;
+    static const char honest[] =
+        "#include <stdint.h>\n"
+        "void sgemm(const float *a, const float *b, float *c, int64_t m, int64_t n, int64_t k) {\n"
+        "  for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) {\n"
+        "    float s = 0; for (int64_t p = k - 1; p >= 0; p--) s += a[i * k + p] * b[p * n + j];\n"
+        "    c[i * n + j] = s; } }\n";
+    static const char dropped[] =
+        "#include <stdint.h>\n"
+        "void sgemm(const float *a, const float *b, float *c, int64_t m, int64_t n, int64_t k) {\n"
+        "  for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) {\n"
+        "    double s = 0; for (int64_t p = 0; p + 1 < k; p++) s += (double)a[i * k + p] * b[p * n + j];\n"
+        "    c[i * n + j] = (float)s; } }\n";
+    const char *hp = write_tmp("mag_honest.c", honest), *dp = write_tmp("mag_dropped.c", dropped);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sgemm");
+    CHECK(kf_task_has_mtol(t));
+    /* the same task without its mtol */
+    char dir[] = "/tmp/kft-nomtol-XXXXXX", p[600];
+    CHECK(mkdtemp(dir));
+    json_t *j = json_load_file(kft_src("tasks/c/sgemm/task.json"), 0, NULL);
+    CHECK(j);
+    json_object_del(json_object_get(j, "tolerance"), "mtol");
+    snprintf(p, sizeof p, "%s/task.json", dir);
+    CHECK(json_dump_file(j, p, 0) == 0);
+    json_decref(j);
+    char *ref = NULL;
+    size_t rlen = 0;
+    CHECK(kf__read_file(kft_src("tasks/c/sgemm/reference.c"), 1 << 20, &ref, &rlen) == 0);
+    snprintf(p, sizeof p, "%s/reference.c", dir);
+    FILE *f = fopen(p, "w");
+    CHECK(f && fwrite(ref, 1, rlen, f) == rlen);
+    fclose(f);
+    free(ref);
+    kf_task *plain = NULL;
+    CHECK(kf_task_load(ctx, dir, &plain) == KF_OK);
+    CHECK(!kf_task_has_mtol(plain));
+    kf_opts o;
+    kf_opts_init(&o);
+    o.has_seed = 1;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        o.seed = seed;
+        kf_result *r = NULL;
+        CHECK(kf_check(ctx, t, hp, &o, &r) == KF_OK);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "seed %llu: honest float sgemm rejected: %s",
+               (unsigned long long)seed, kft_reasons(r));
+        kf_result_free(r);
+        CHECK(kf_check(ctx, plain, hp, &o, &r) == KF_OK);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "wrong_result"),
+               "seed %llu: without mtol: %s", (unsigned long long)seed, kft_reasons(r));
+        kf_result_free(r);
+        CHECK(kf_check(ctx, t, dp, &o, &r) == KF_OK);
+        char *js = kf_result_json(r);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && strstr(js, "wrong_result") &&
+                   strstr(js, "*magnitude"), "seed %llu: a dropped term: %s", (unsigned long long)seed, js);
+        free(js);
+        kf_result_free(r);
+    }
+    kf_task_free(plain);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(p, sizeof p, "%s/task.json", dir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/reference.c", dir);
+    unlink(p);
+    rmdir(dir);
+}
+
+/* Under an exact tolerance the verdict says why equal-looking values are wrong: a transpose
+ * that turns -0.0 into +0.0 is wrong_result with "a zero of the wrong sign" and both bit
+ * patterns (T1 holds a -0.0 at every shape). */
+static void t_exact_sign_of_zero(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/transpose");
+    kf_result *r = NULL;
+    CHECK(kf_check(ctx, t, kft_src("tests/redteam/30_transpose_plus_zero.c"), NULL, &r) == KF_OK);
+    char *js = kf_result_json(r);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "wrong_result"), "%s", js);
+    CHECKF(strstr(js, "a zero of the wrong sign") && strstr(js, "bits 0x80000000") && strstr(js, "bits 0x00000000"),
+           "%s", js);
+    free(js);
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 static void t_candidate_output(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
@@ -592,6 +685,8 @@ static void t_candidate_output(const void *arg) {
 
 void kft_register_check(void) {
     kft_add("check/candidate_output", t_candidate_output, NULL, 30);
+    kft_add("check/magnitude_tolerance", t_magnitude_tolerance, NULL, 90);
+    kft_add("check/exact_sign_of_zero", t_exact_sign_of_zero, NULL, 60);
     kft_add("check/bad_when", t_bad_when, NULL, 30);
     kft_add("check/impossible_speed", t_impossible_speed, NULL, 60);
     kft_add("check/seeds", t_seeds, NULL, 60);

@@ -757,6 +757,7 @@ typedef struct {
     kf_inputs in[3];
     void *refo[3][KF_MAX_ARGS];
     void *mag[3][KF_MAX_ARGS]; /* NULL where there is no magnitude term */
+    int mag_done[3];           /* mag[k] computed (or not needed: no mtol) */
     size_t bytes;
 } shape_prep;
 
@@ -765,6 +766,7 @@ static void prep_free(const kf_task *t, shape_prep *pp) {
         kf_data_free_inputs(t, &pp->in[k]);
         kf_sess_free_outputs(t, pp->refo[k]);
         kf_sess_free_outputs(t, pp->mag[k]);
+        pp->mag_done[k] = 0;
     }
     pp->ready = 0;
 }
@@ -775,9 +777,10 @@ static void prep_free(const kf_task *t, shape_prep *pp) {
  * check, so that three consecutive shapes hold every flavour in both calls and all but
  * every third shape an offset and mixed scales. The offset's class (its magnitude) is the
  * largest, 64 to 128 standard deviations, at every other shape with an offset, and the
- * three smaller ones in turn between them: a check of three shapes or more meets the
- * largest, where a one-pass float variance fails whatever was drawn (at 64 std it loses
- * 4096 times float's rounding), and one of seven offset shapes or more every class. */
+ * three smaller ones in turn between them, the first included: a check of two shapes or
+ * more meets the largest, where a one-pass float variance fails whatever was drawn (at
+ * 64 std it loses 4096 times float's rounding), and one with seven offset shapes or
+ * more every class. */
 static void shape_flags(int rot, int i, int *f1, int *f2) {
     static const int fl[3] = {0, KF_DATA_OFFSET, KF_DATA_MIXED};
     int a = (i + rot) % 3, b = (a + 1) % 3, k = 0;
@@ -798,6 +801,7 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
     if (kf_data_extents(t, sh, &pp->ex, err, sizeof err))
         return kf__err(ctx, KF_ETASK, "%s: at %s: %s", t->dir, txt, err);
     pp->calls = sh->light ? 2 : 4;
+    const int mags = kf_task_has_mtol(t);
     for (int k = 0; k < (sh->light ? 2 : 3); k++) {
         uint64_t g0 = kf__now_ns();
         /* the light shape's two calls draw T1's spiked inputs, then the extreme kind
@@ -811,14 +815,48 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
         s->prof[KF_PROF_REF_GEN] += kf__now_ns() - g0;
         kf_sess_place(s, &s->rng, &pp->ex, k == 0 || sh->light ? 0 : 1, &ref->lay);
         kf_status st = ref_call(s, ctx, ref, &pp->ex, &pp->in[k], &s->rng, pp->refo[k], txt);
-        if (!st) st = kf_sess_magnitude(s, ctx, ref, &pp->ex, &pp->in[k], &s->rng, pp->mag[k], txt);
+        /* magnitudes at once only where the degenerate-task test below needs them (the
+         * first set's at a visible shape); the rest on demand (ensure_mag), for a call
+         * that fails without them */
+        if (!st && ((k == 0 && sh->kind == KF_SHAPE_VISIBLE) || !mags)) {
+            st = kf_sess_magnitude(s, ctx, ref, &pp->ex, &pp->in[k], &s->rng, pp->mag[k], txt);
+            pp->mag_done[k] = 1;
+        }
         if (st) return st;
     }
-    int mags = kf_task_has_mtol(t);
+    /* The degenerate test needs every set's magnitudes unless the first set alone clears
+     * it: zeros, a copy and the second set's outputs all fail its bound (they do on any
+     * sound task, at the cost of one magnitude run) */
+    int settled = 0;
+    if (sh->kind == KF_SHAPE_VISIBLE && mags) {
+        void **one[1] = {pp->refo[0]}, **mone[1] = {pp->mag[0]};
+        char *w1 = kf_degenerate(t, &pp->ex, pp->in, one, mone, 1);
+        int other = 1; /* the second set's outputs pass the first set's bound */
+        for (int i = 0; i < t->nargs && other; i++) {
+            const kf_arg *a = &t->args[i];
+            if (!a->is_buffer || a->io == KF_IO_IN) continue;
+            double rtol, atol, mtol = pp->mag[0][i] ? kf_task_mtol(t, a) : 0;
+            kf_task_tolerance(t, a, &rtol, &atol);
+            other = kf_data_same_mag(a->type, pp->refo[1][i], pp->refo[0][i], pp->mag[0][i], pp->ex.count[i], 0,
+                                     rtol, atol, mtol);
+        }
+        for (int k = 1; k < 3 && (w1 || other); k++) {
+            kf_sess_place(s, &s->rng, &pp->ex, 1, &ref->lay);
+            kf_status st = kf_sess_magnitude(s, ctx, ref, &pp->ex, &pp->in[k], &s->rng, pp->mag[k], txt);
+            if (st) {
+                free(w1);
+                return st;
+            }
+            pp->mag_done[k] = 1;
+        }
+        settled = !w1 && !other;
+        free(w1);
+    }
     for (int i = 0; i < t->nargs; i++)
-        if (t->args[i].is_buffer) pp->bytes += pp->ex.bytes[i] * (t->args[i].io == KF_IO_INOUT ? 6 + 3 * mags : 3);
+        if (t->args[i].is_buffer) /* inputs and outputs of three sets, and the magnitudes */
+            pp->bytes += pp->ex.bytes[i] * ((t->args[i].io == KF_IO_INOUT ? 6 : 3) + (t->args[i].io != KF_IO_IN && mags ? 3 : 0));
     /* a degenerate task is refused, whatever the candidate does */
-    if (sh->kind == KF_SHAPE_VISIBLE) {
+    if (sh->kind == KF_SHAPE_VISIBLE && !settled) {
         void **sets[3] = {pp->refo[0], pp->refo[1], pp->refo[2]};
         void **msets[3] = {pp->mag[0], pp->mag[1], pp->mag[2]};
         char *why = kf_degenerate(t, &pp->ex, pp->in, sets, msets, 3);
@@ -835,8 +873,71 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
     return KF_OK;
 }
 
+typedef struct ref_job ref_job;
+/* The reference's half of every shape is prepared in a thread while the candidate
+ * compiles (the compiler is a separate process) and then while the candidate is checked
+ * on the shapes already prepared: on two CPUs the reference's worker and the
+ * candidate's run side by side. The candidate's text was read and fixed before any
+ * input was drawn, and the compiler cannot see them. The thread owns s->rng and the
+ * reference's side; the main thread owns s->crng, the candidate's side and the result. */
+struct ref_job {
+    kf_sess *s;
+    kf_side *ref;
+    const shape_list *L;
+    shape_prep *prep;
+    size_t arena;         /* the reference worker's arena */
+    size_t budget;        /* bytes of reference data prepared ahead at most */
+    int threaded;         /* ref_main runs in its own thread */
+    int vrot;             /* the input flavours' rotation (shape_flags) */
+    kf_ctx ctx;           /* the thread's errors */
+    kf_status st;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_mutex_t wmu;  /* the reference's worker: its thread's prep_shape, or ensure_mag */
+    int next;             /* shapes [0, next) are prepared */
+    int done, stop;
+};
+
+/* The magnitudes of input set k at a shape, computed now if they were not (a task with an
+ * mtol, off the visible shapes: only a call that fails without them needs them, so an
+ * honest kernel within atol + rtol*|ref| costs no magnitude run). On the main thread, with
+ * the reference's worker taken from its thread between two shapes; the reference's poison
+ * and places from the candidate's stream (s->rng is the thread's). */
+static kf_status ensure_mag(kf_sess *s, ref_job *j, shape_prep *pp, int k) {
+    if (pp->mag_done[k]) return KF_OK;
+    char txt[512];
+    kf_shape_format(s->t, &j->L->all[pp - j->prep], txt, sizeof txt);
+    pthread_mutex_lock(&j->wmu);
+    kf_sess_place(s, &s->crng, &pp->ex, 0, &j->ref->lay);
+    kf_status st = kf_sess_magnitude(s, s->ctx, j->ref, &pp->ex, &pp->in[k], &s->crng, pp->mag[k], txt);
+    pthread_mutex_unlock(&j->wmu);
+    if (!st) pp->mag_done[k] = 1;
+    if (s->o->verbose) /* shape by index: hidden sizes stay out of the log */
+        fprintf(stderr, "kforge: [%.1f ms] magnitude run for shape %d, input set %d (a call outside atol + "
+                        "rtol*|ref|)\n", (double)(kf__now_ns() - s->t0) / 1e6, (int)(pp - j->prep) + 1, k + 1);
+    return st;
+}
+
+/* Does any output with an mtol fail its bound, with the magnitudes mag (NULL: atol +
+ * rtol*|ref| alone, where the magnitudes would then decide)? */
+static int mtol_fails(const kf_sess *s, const kf_side *side, const kf_extents *ex, void **ref, void **mag) {
+    const unsigned char *arena = kf_worker_arena(side->w);
+    for (int i = 0; i < s->t->nargs; i++) {
+        const kf_arg *a = &s->t->args[i];
+        if (!a->is_buffer || a->io == KF_IO_IN || !kf_dtype_is_float(a->type) || kf_task_mtol(s->t, a) <= 0)
+            continue;
+        double rtol, atol;
+        kf_task_tolerance(s->t, a, &rtol, &atol);
+        kf_cmp c;
+        kf_data_compare_mag(a->type, arena + side->lay.off[i], ref[i], mag ? mag[i] : NULL, ex->count[i], rtol,
+                            atol, mag ? kf_task_mtol(s->t, a) : 0, NULL, &c);
+        if (c.first_bad >= 0) return 1;
+    }
+    return 0;
+}
+
 /* The candidate's four calls at one shape. A fatal failure sets *dead. */
-static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *jshape,
+static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep *pp, json_t *jshape,
                              int *dead) {
     const kf_task *t = s->t;
     const kf_extents *ex = &pp->ex;
@@ -913,6 +1014,14 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
         if (trial >= 1 && trial <= 2)
             for (int k = 0; k < trial; k++) prevmag[nprev] = pp->mag[k], prev[nprev++] = pp->refo[k];
         uint64_t j0 = kf__now_ns();
+        if (!pp->mag_done[set] && mtol_fails(s, cand, ex, pp->refo[set], NULL)) {
+            /* this set's magnitudes decide; a call that fails with them too is tested
+             * against the earlier calls' results (stale_result) under their own */
+            st = ensure_mag(s, job, pp, set);
+            for (int k = 0; k < nprev && !st; k++)
+                if (!pp->mag_done[k] && mtol_fails(s, cand, ex, pp->refo[set], pp->mag[set])) st = ensure_mag(s, job, pp, k);
+            if (st) break;
+        }
         double call_abs = 0, call_rel = 0; /* this call's, so the plain call's is known */
         int bad = kf_judge_mag(s, cand, ex, &pp->in[set], &p, pp->refo[set], pp->mag[set], prev, prevmag,
                                nprev, sizes, when, &call_abs, &call_rel);
@@ -970,29 +1079,6 @@ static kf_status check_shape(kf_sess *s, kf_side *cand, shape_prep *pp, json_t *
     return st;
 }
 
-/* The reference's half of every shape is prepared in a thread while the candidate
- * compiles (the compiler is a separate process) and then while the candidate is checked
- * on the shapes already prepared: on two CPUs the reference's worker and the
- * candidate's run side by side. The candidate's text was read and fixed before any
- * input was drawn, and the compiler cannot see them. The thread owns s->rng and the
- * reference's side; the main thread owns s->crng, the candidate's side and the result. */
-typedef struct {
-    kf_sess *s;
-    kf_side *ref;
-    const shape_list *L;
-    shape_prep *prep;
-    size_t arena;         /* the reference worker's arena */
-    size_t budget;        /* bytes of reference data prepared ahead at most */
-    int threaded;         /* ref_main runs in its own thread */
-    int vrot;             /* the input flavours' rotation (shape_flags) */
-    kf_ctx ctx;           /* the thread's errors */
-    kf_status st;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int next;             /* shapes [0, next) are prepared */
-    int done, stop;
-} ref_job;
-
 #define PREP_BUDGET (512ull << 20) /* reference data kept ahead of the candidate */
 
 static void *ref_main(void *arg) {
@@ -1014,7 +1100,9 @@ static void *ref_main(void *arg) {
         pthread_mutex_unlock(&j->mu);
         if (stop) break;
         uint64_t p0 = kf__now_ns();
+        pthread_mutex_lock(&j->wmu);
         st = prep_shape(s, &j->ctx, j->ref, &j->L->all[i], j->vrot, i, &j->prep[i]);
+        pthread_mutex_unlock(&j->wmu);
         kept += j->prep[i].bytes;
         if (s->o->verbose) { /* a hidden shape is named by its kind and index: its sizes
                               * are not printed before the verdict (docs/checker.md) */
@@ -1182,6 +1270,7 @@ static kf_status run_check(kf_sess *s) {
     ref_job job;
     memset(&job, 0, sizeof job);
     pthread_mutex_init(&job.mu, NULL);
+    pthread_mutex_init(&job.wmu, NULL);
     pthread_cond_init(&job.cv, NULL);
     pthread_t th;
     int threaded = 0;
@@ -1280,7 +1369,10 @@ static kf_status run_check(kf_sess *s) {
         if (!ref_wait(&job, i)) {
             if (job.st) break; /* the reference failed: reported below, after the join */
             /* past the budget: the thread has stopped, this thread prepares the rest */
-            if ((st = prep_shape(s, s->ctx, &ref, &L.all[i], job.vrot, i, &prep[i]))) break;
+            pthread_mutex_lock(&job.wmu);
+            st = prep_shape(s, s->ctx, &ref, &L.all[i], job.vrot, i, &prep[i]);
+            pthread_mutex_unlock(&job.wmu);
+            if (st) break;
         }
         if (s->o->verbose) { /* hidden and edge sizes only in the verdict */
             char txt[256];
@@ -1289,7 +1381,7 @@ static kf_status run_check(kf_sess *s) {
             fprintf(stderr, "kforge: [%.1f ms] checking %s (%s)\n",
                     (double)(kf__now_ns() - s->t0) / 1e6, txt, kind_name(L.all[i].kind));
         }
-        st = check_shape(s, &cand, &prep[i], o, &dead);
+        st = check_shape(s, &job, &cand, &prep[i], o, &dead);
         prep_free(s->t, &prep[i]);
         /* host mode: what the worker has mapped, after every shape (the last one's below) */
         if (!st && !dead && s->cbuild.host && cand.w && !kf_worker_dead(cand.w) && i + 1 < L.n &&
@@ -1324,6 +1416,7 @@ out:
     for (int i = 0; prep && i < L.n; i++) prep_free(s->t, &prep[i]);
     free(prep);
     pthread_mutex_destroy(&job.mu);
+    pthread_mutex_destroy(&job.wmu);
     pthread_cond_destroy(&job.cv);
     kf_worker_close(pre); /* a started worker whose candidate never built */
     kf_worker_kill(ref.w);
