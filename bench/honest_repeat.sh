@@ -1,5 +1,7 @@
 #!/bin/sh
 # bench/honest_repeat.sh [BUILD] [REPS]: false rejections of honest kernels.
+# HONEST=tests/honest/cuda EXT=cu LOAD=tasks/cuda/sum:fast.cu runs the CUDA corpus the
+# same way (on a machine with a GPU), with a GPU bench as the load.
 #
 # Checks every C case in tests/honest/ REPS times (default 20) alone, then REPS times
 # again under the load `kforge run --jobs 2` creates (another evaluation checking and
@@ -29,7 +31,7 @@ task_of() { # the task of a corpus file: tasks/c/NAME or a path from the root
 # one condition: REPS checks of each case; lines "case ok total" into $TMP/$1
 run_all() {
     : > "$TMP/$1"
-    for f in "$ROOT"/tests/honest/*.c; do
+    for f in "$ROOT"/${HONEST:-tests/honest}/*.${EXT:-c}; do
         t=$(task_of "$f")
         ok=0
         i=0
@@ -55,14 +57,15 @@ PY
 
 run_all alone
 # the load: another evaluation checking and timing beside these checks, in a loop
-( while :; do "$K" bench "$ROOT/tasks/c/sum" "$ROOT/tasks/c/sum/candidates/fast.c" > /dev/null 2>&1; done ) &
+LT=${LOAD:-tasks/c/sum:fast.c}
+( while :; do "$K" bench "$ROOT/${LT%%:*}" "$ROOT/${LT%%:*}/candidates/${LT#*:}" > /dev/null 2>&1; done ) &
 LOADPID=$!
 run_all loaded
 kill "$LOADPID" 2>/dev/null
 wait "$LOADPID" 2>/dev/null
 LOADPID=
 
-printf '%-36s %8s %8s\n' "honest case (C)" alone "--jobs 2"
+printf '%-36s %8s %8s\n' "honest case (${EXT:-c})" alone "--jobs 2"
 join "$TMP/alone" "$TMP/loaded" | while read -r name a at l lt; do
     printf '%-36s %8s %8s\n' "$name" "$a/$at" "$l/$lt"
 done

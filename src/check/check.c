@@ -112,6 +112,12 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
          * race never shows, so one call per shape runs on every CPU (check_shape) */
         s->all_cpus = all;
         s->parallel_call = CPU_COUNT(&s->check_cpus) == 1;
+        CPU_ZERO(&s->one_cpu);
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &s->check_cpus)) {
+                CPU_SET(c, &s->one_cpu);
+                break;
+            }
     }
     return KF_OK;
 }
@@ -981,7 +987,16 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
          * count, 04_timing_detect_affinity) decides on the timing-like set; nor T1:
          * the spiked inputs, where such a candidate's shortcut fails, are checked at
          * every shape on that set */
-        int par = s->parallel_call && s->cand_called && (pp->calls == 4 ? trial != 1 : 1) && cand->b &&
+        /* the solo call: at every shape after the first, the plain call (T0; the light
+         * shape's second) runs on ONE CPU half the time, drawn in secret. Without it the
+         * one-CPU calls of a 2-CPU machine were the worker's first and T1, recognisable by
+         * T1's subnormal salt, and a kernel wrong only on one CPU (as a process pinned to
+         * one core runs it) and only away from those calls was never seen wrong; on 3 or
+         * more CPUs no checking call had one CPU at all (tests/redteam/32_one_cpu_gate.c) */
+        int solo = s->have_check_cpus && s->cand_called && trial == (pp->calls == 4 ? 0 : 1) && cand->b &&
+                   !kf_build_gpu(cand->b) && (kf_rng_next(&s->crng) & 1);
+        if (solo && !s->parallel_call && kf_worker_set_cpus(cand->w, &s->one_cpu)) solo = 0;
+        int par = !solo && s->parallel_call && s->cand_called && (pp->calls == 4 ? trial != 1 : 1) && cand->b &&
                   !kf_build_gpu(cand->b) && !kf_worker_set_cpus(cand->w, &s->all_cpus);
         /* boosted with a short slice: where other work (the reference's thread, other
          * checks) holds a CPU, the candidate's threads still get both, or take turns
@@ -993,9 +1008,10 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
             kf_worker_set_cpus(cand->w, &s->check_cpus);
             if (boosted) kf_worker_set_nice(cand->w, s->base_nice, 0);
         }
+        if (solo && !s->parallel_call && cr.st == KF_CALL_OK) kf_worker_set_cpus(cand->w, &s->check_cpus);
         calls++;
         snprintf(when, sizeof when, "call %d of %d at this shape%s", trial + 1, pp->calls,
-                 par ? ", threads on every CPU" : "");
+                 par ? ", threads on every CPU" : solo ? ", on one CPU" : "");
         if (cr.st != KF_CALL_OK) {
             kf_result_reject(s->res, cr.reason, sizes, "%s (%s)", cr.msg, when);
             *dead = 1;

@@ -45,6 +45,7 @@ typedef struct {
     int have_check_cpus;     /* set once in kf_sess_open; read only after */
     cpu_set_t all_cpus;      /* every CPU this process may use (the parallel call's) */
     int parallel_call;       /* check_cpus is one CPU of several: some calls run on all */
+    cpu_set_t one_cpu;       /* one CPU of check_cpus: the solo calls' (check_shape) */
     int cand_called;         /* the candidate's checking worker has made a call */
     int base_nice;           /* this process's nice value, which workers inherit */
 } kf_sess;

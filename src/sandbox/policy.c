@@ -149,6 +149,9 @@ static const int allowed[] = {
     SCMP_SYS(dup), SCMP_SYS(dup3), SCMP_SYS(pipe2), SCMP_SYS(eventfd2), SCMP_SYS(pause),
     SCMP_SYS(select), SCMP_SYS(pselect6), SCMP_SYS(sched_get_priority_max),
     SCMP_SYS(sched_get_priority_min), SCMP_SYS(rt_sigtimedwait), SCMP_SYS(rt_sigsuspend),
+    /* NUMA placement of the process's own memory (libnuma, NUMA-aware kernels): pages
+     * move between nodes, never to another process; move_pages only for pid 0 (below) */
+    SCMP_SYS(get_mempolicy), SCMP_SYS(set_mempolicy), SCMP_SYS(mbind),
 };
 
 /* Harmless calls a library may probe; they fail instead of killing. */
@@ -161,12 +164,11 @@ static const int refused[] = {
 };
 
 /* GPU host mode adds what the CUDA driver and runtime use after their set-up: event
- * loops, pinned memory, NUMA placement. UNVERIFIED on a GPU when written: the filter
+ * loops, pinned memory (NUMA placement is in the common list). UNVERIFIED on a GPU when written: the filter
  * traps (SIGSYS with the number) instead of killing, so a missing call is named. */
 static const int gpu_allowed[] = {
     SCMP_SYS(epoll_create1), SCMP_SYS(epoll_ctl), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
-    SCMP_SYS(mlock), SCMP_SYS(munlock), SCMP_SYS(get_mempolicy), SCMP_SYS(set_mempolicy),
-    SCMP_SYS(mbind), SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime),
+    SCMP_SYS(mlock), SCMP_SYS(munlock), SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime),
     SCMP_SYS(timerfd_gettime), SCMP_SYS(pwrite64), SCMP_SYS(mlock2), SCMP_SYS(stat), SCMP_SYS(lstat),
 };
 
@@ -266,8 +268,8 @@ static int build_filter(pid_t self, int landlock, int gpu) {
     for (size_t i = 0; i < sizeof fcntl_no / sizeof fcntl_no[0]; i++)
         rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1,
                                SCMP_A1(SCMP_CMP_EQ, (uint64_t)fcntl_no[i]));
-    if (gpu) /* NUMA page placement, of its own pages only */
-        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(move_pages), 1, SCMP_A0(SCMP_CMP_EQ, 0));
+    /* NUMA page placement, of its own pages only */
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(move_pages), 1, SCMP_A0(SCMP_CMP_EQ, 0));
     if (gpu) {
         /* the driver talks to /dev/nvidia* through ioctl, with request numbers of its
          * own (nvidia-uvm's are not even _IOC-encoded): any request but TIOCSTI (typing
