@@ -249,6 +249,8 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
     side->spent.on = 0;
     if (!st && side->w && !wo.gpu && (b != &s->rbuild || s->timing) && kf_data_spent_init(&side->spent))
         st = kf__err(ctx, KF_EINTERNAL, "getrandom: %s", strerror(errno));
+    /* and the bytes no call has used yet: a write far past a guard zone lands there */
+    if (!st && side->spent.on) kf_data_spent_unused(&side->spent, kf_worker_arena(side->w), side->lay.ro_base);
     return st;
 }
 
@@ -502,13 +504,20 @@ int kf_sess_spent_report(kf_sess *s, kf_side *side, json_t *shape, const char *w
         snprintf(what, sizeof what, "where %s %s sat in the worker's call %u (byte %zu of it)",
                  t->args[sr->arg].io == KF_IO_IN ? "input" : "buffer", t->args[sr->arg].name, sr->call,
                  sp->bad_at - sr->base);
+    else if (sr->arg == -3 || sr->call == 0)
+        snprintf(what, sizeof what, "in memory no call had used yet (arena byte %zu)", sp->bad_at);
     else
         snprintf(what, sizeof what, "in %s the worker's call %u used (arena byte %zu)",
                  sr->arg == -1 ? "a guard zone" : "memory", sr->call, sp->bad_at);
-    kf_result_reject(s->res, KF_REASON_OUT_OF_BOUNDS, shape,
-                     "wrote outside its buffers, into memory an earlier call used: %s changed in one of "
-                     "the worker's calls %u to %u (a pointer kept from an earlier call; found %s)",
-                     what, sr->call + 1, sp->bad_seen, when);
+    if (sr->arg == -3 || sr->call == 0)
+        kf_result_reject(s->res, KF_REASON_OUT_OF_BOUNDS, shape,
+                         "wrote outside its buffers, past their guard zones: %s changed in one of the "
+                         "worker's calls 1 to %u (found %s)", what, sp->bad_seen, when);
+    else
+        kf_result_reject(s->res, KF_REASON_OUT_OF_BOUNDS, shape,
+                         "wrote outside its buffers, into memory an earlier call used: %s changed in one "
+                         "of the worker's calls %u to %u (a pointer kept from an earlier call; found %s)",
+                         what, sr->call + 1, sp->bad_seen, when);
     sp->bad = 2; /* reported once */
     return 1;
 }

@@ -1105,6 +1105,12 @@ void kf_data_spent_retire(kf_spent *sp, const kf_layout *next, unsigned char *ar
     sp->calls++;
 }
 
+void kf_data_spent_unused(kf_spent *sp, unsigned char *arena, size_t bytes) {
+    if (!sp->on || !bytes || sp->n >= KF_SPENT_MAX) return;
+    pat_fill(sp, arena, 0, bytes);
+    sp->r[sp->n++] = (kf_spent_range){0, bytes, 0, 0, -3};
+}
+
 int kf_data_spent_check(kf_spent *sp, const unsigned char *arena) {
     if (!sp->on) return 0;
     for (int i = 0; i < sp->n && !sp->bad; i++) {

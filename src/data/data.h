@@ -61,16 +61,18 @@ void kf_data_layout_split(const kf_task *t, const kf_extents *ex, size_t base, s
  * the other half of the arena) changes it. The worker is frozen between calls, so the
  * bytes can only change during a call, and a change stays until the coordinator writes
  * there again: each byte is verified once, just before a later call's staging reuses it
- * (kf_data_spent_retire), or at the end (kf_data_spent_check). Only the extent earlier
- * calls used: that is what a kept pointer reaches. Cost: one write and one read of the
- * span each call leaves behind. */
+ * (kf_data_spent_retire), or at the end (kf_data_spent_check). The extent earlier
+ * calls used is what a kept pointer reaches; the bytes no call has used yet are poisoned
+ * once at the start (kf_data_spent_unused). Cost: one write and one read of the span
+ * each call leaves behind, and one write of the arena per worker. */
 #define KF_SPENT_MAX 96
 #define KF_SPENT_PAT 4096
 typedef struct {
     size_t lo, hi;   /* poisoned bytes [lo, hi) */
     size_t base;     /* where the buffer (or guard zone) that sat there began */
     uint32_t call;   /* the worker's call (1-based) that used it last */
-    int arg;         /* the buffer that sat there; -1 a guard zone, -2 several merged */
+    int arg;         /* the buffer that sat there; -1 a guard zone, -2 several merged,
+                      * -3 none yet (kf_data_spent_unused) */
 } kf_spent_range;
 typedef struct {
     int on;
@@ -92,6 +94,11 @@ int kf_data_spent_init(kf_spent *sp);
  * overwrite (a change is kept in sp->bad*), forget it, and poison what the previous call
  * used outside that span. */
 void kf_data_spent_retire(kf_spent *sp, const kf_layout *next, unsigned char *arena);
+/* Poison the whole writable arena [0, bytes) of a fresh worker as memory no call has
+ * used yet (arg -3, call 0): a write far past a buffer's guard zone, into bytes no call
+ * had staged, is found like a kept pointer's (before a later call reuses them, or at the
+ * end). Once, at the worker's start: one write of the arena. */
+void kf_data_spent_unused(kf_spent *sp, unsigned char *arena, size_t bytes);
 /* Verify everything still poisoned (the end of a check or of timed rounds); 1 when
  * sp->bad is set, by this or an earlier verification. */
 int kf_data_spent_check(kf_spent *sp, const unsigned char *arena);
