@@ -295,8 +295,12 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         } else if (kf_sess_take_outputs(s, base, &ex, cur)) {
             st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
         }
-        /* the magnitudes of this round's sums, from the side that gave the answer (untimed) */
-        if (!st && !*stop && kf_task_has_mtol(t)) {
+        /* the magnitudes of this round's sums, from the side that gave the answer
+         * (untimed), made only when an output fails atol + rtol*|ref|, where they decide
+         * (as in check) */
+        if (!st && !*stop && kf_task_has_mtol(t) &&
+            ((!respawned && kf_sess_mtol_fails(s, cand, &ex, cur, NULL)) ||
+             (ref && kf_sess_mtol_fails(s, base, &ex, cur, NULL)))) {
             char where[256];
             kf_shape_format(t, sh, where, sizeof where);
             st = kf_sess_magnitude(s, s->ctx, ref ? ref : base, &ex, &in, &s->rng, curm, where);

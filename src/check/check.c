@@ -933,9 +933,7 @@ static kf_status ensure_mag(kf_sess *s, ref_job *j, shape_prep *pp, int k) {
     return st;
 }
 
-/* Does any output with an mtol fail its bound, with the magnitudes mag (NULL: atol +
- * rtol*|ref| alone, where the magnitudes would then decide)? */
-static int mtol_fails(const kf_sess *s, const kf_side *side, const kf_extents *ex, void **ref, void **mag) {
+int kf_sess_mtol_fails(const kf_sess *s, const kf_side *side, const kf_extents *ex, void **ref, void **mag) {
     const unsigned char *arena = kf_worker_arena(side->w);
     for (int i = 0; i < s->t->nargs; i++) {
         const kf_arg *a = &s->t->args[i];
@@ -1039,12 +1037,12 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
         if (trial >= 1 && trial <= 2)
             for (int k = 0; k < trial; k++) prevmag[nprev] = pp->mag[k], prev[nprev++] = pp->refo[k];
         uint64_t j0 = kf__now_ns();
-        if (!pp->mag_done[set] && mtol_fails(s, cand, ex, pp->refo[set], NULL)) {
+        if (!pp->mag_done[set] && kf_sess_mtol_fails(s, cand, ex, pp->refo[set], NULL)) {
             /* this set's magnitudes decide; a call that fails with them too is tested
              * against the earlier calls' results (stale_result) under their own */
             st = ensure_mag(s, job, pp, set);
             for (int k = 0; k < nprev && !st; k++)
-                if (!pp->mag_done[k] && mtol_fails(s, cand, ex, pp->refo[set], pp->mag[set])) st = ensure_mag(s, job, pp, k);
+                if (!pp->mag_done[k] && kf_sess_mtol_fails(s, cand, ex, pp->refo[set], pp->mag[set])) st = ensure_mag(s, job, pp, k);
             if (st) break;
         }
         double call_abs = 0, call_rel = 0; /* this call's, so the plain call's is known */

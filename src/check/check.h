@@ -100,6 +100,11 @@ int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_input
                  const kf_poison *p, void **ref, void **mag, void ***prev, void ***prevmag, int nprev,
                  json_t *shape, const char *when, double *max_abs, double *max_rel);
 
+/* Does any output of side's last call with an mtol fail its bound against ref, with the
+ * magnitudes mag (NULL: atol + rtol*|ref| alone, where the magnitudes would then
+ * decide)? 1 or 0. Magnitude runs are made only where this says they decide. */
+int kf_sess_mtol_fails(const kf_sess *s, const kf_side *side, const kf_extents *ex, void **ref, void **mag);
+
 /* A write into memory earlier calls used (kf_spent), found by a verification so far:
  * recorded once as out_of_bounds on s->res (shape may be NULL); 1 when recorded now.
  * Verify what is still poisoned first with kf_data_spent_check. */
