@@ -488,12 +488,6 @@ int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_input
     return bad;
 }
 
-int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
-             const kf_poison *p, void **ref, void ***prev, int nprev, json_t *shape,
-             const char *when, double *max_abs, double *max_rel) {
-    return kf_judge_mag(s, side, ex, in, p, ref, NULL, prev, NULL, nprev, shape, when, max_abs, max_rel);
-}
-
 int kf_sess_spent_report(kf_sess *s, kf_side *side, json_t *shape, const char *when) {
     kf_spent *sp = &side->spent;
     if (!sp->on || !sp->bad || sp->bad == 2) return 0;

@@ -88,14 +88,10 @@ json_t *kf_sess_shape_json(const kf_task *t, const kf_shape *sh);
 
 /* Judge one candidate call against reference outputs `ref`. Returns 0 when the
  * outputs pass; records reasons otherwise. `prev` (may be NULL, nprev entries) are
- * reference outputs of earlier calls, for stale-result detection. errs gets the max
- * abs/rel error seen. */
-int kf_judge(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
-             const kf_poison *p, void **ref, void ***prev, int nprev, json_t *shape,
-             const char *when, double *max_abs, double *max_rel);
-/* The same with magnitudes (kf_task_mtol): mag[i] is the reference's output on the
- * absolute values of this call's inputs (kf_sess_magnitude), prevmag[k] the earlier
- * calls'; either may be NULL (no magnitude term). */
+ * reference outputs of earlier calls, for stale-result detection. max_abs/max_rel get
+ * the largest errors seen. With magnitudes (kf_task_mtol): mag[i] is the reference's
+ * output on the absolute values of this call's inputs (kf_sess_magnitude), prevmag[k]
+ * the earlier calls'; either may be NULL (no magnitude term). */
 int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
                  const kf_poison *p, void **ref, void **mag, void ***prev, void ***prevmag, int nprev,
                  json_t *shape, const char *when, double *max_abs, double *max_rel);
