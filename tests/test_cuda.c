@@ -1730,7 +1730,7 @@ static void t_host_gpu_report(const void *arg) {
     snprintf(vs, sizeof vs, "%s/vs.cu", vsdir);
     FILE *f = fopen(vs, "w");
     CHECK(f);
-    fputs("// kforge:host\n"
+    fputs("// kforge:host\n#include <cuda_bf16.h>\n"
           "__global__ void g(const __nv_bfloat16 *a, const __nv_bfloat16 *b, __nv_bfloat16 *c, int64_t m, int64_t n, int64_t k) {\n"
           "  int64_t col = blockIdx.x * 16 + threadIdx.x, row = blockIdx.y * 16 + threadIdx.y;\n"
           "  if (row >= m || col >= n) return;\n  float acc = 0;\n"

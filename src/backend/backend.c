@@ -3,6 +3,8 @@
  */
 #include "backend.h"
 
+#include <elf.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,4 +99,42 @@ int kf_launch_fair(kf_launch_mode cand, kf_launch_mode base, int graph_known, ch
         snprintf(why, n, "graph use unknown (CUPTI not available): a speedup may include launch "
                          "overhead saved by a CUDA graph");
     return 1;
+}
+
+/* Does the ELF shared object at path define `name` as an exported function? 1 yes,
+ * 0 no, -1 unreadable or not a 64-bit ELF. The dynamic symbol table is what dlsym
+ * sees. */
+int kf__so_defines(const char *path, const char *name) {
+    char *d = NULL;
+    size_t n = 0;
+    if (kf__read_file(path, 1u << 30, &d, &n)) return -1;
+    int found = -1;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
+    if (n < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > n ||
+        (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > n - eh->e_shoff)
+        goto out;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(d + eh->e_shoff);
+    found = 0;
+    for (int i = 0; i < eh->e_shnum && !found; i++) {
+        if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum) continue;
+        const Elf64_Shdr *str = &sh[sh[i].sh_link];
+        if (sh[i].sh_offset > n || sh[i].sh_size > n - sh[i].sh_offset || str->sh_offset > n ||
+            str->sh_size > n - str->sh_offset)
+            continue;
+        const Elf64_Sym *sym = (const Elf64_Sym *)(d + sh[i].sh_offset);
+        size_t ns = sh[i].sh_size / sizeof *sym;
+        for (size_t k = 0; k < ns && !found; k++) {
+            int type = ELF64_ST_TYPE(sym[k].st_info), bind = ELF64_ST_BIND(sym[k].st_info);
+            if (sym[k].st_shndx == SHN_UNDEF || sym[k].st_name >= str->sh_size ||
+                (type != STT_FUNC && type != STT_GNU_IFUNC) || (bind != STB_GLOBAL && bind != STB_WEAK) ||
+                ELF64_ST_VISIBILITY(sym[k].st_other) != STV_DEFAULT)
+                continue;
+            const char *nm = d + str->sh_offset + sym[k].st_name;
+            found = strnlen(nm, str->sh_size - sym[k].st_name) == strlen(name) && !strcmp(nm, name);
+        }
+    }
+out:
+    free(d);
+    return found;
 }

@@ -90,6 +90,10 @@ struct kf_backend {
 
 /* The backend registered under name, or NULL. */
 kf_backend *kf_backend_get(const char *name);
+/* Does the ELF shared object at path export `name` as a function (its dynamic symbol
+ * table, what dlsym sees)? 1 yes, 0 no, -1 unreadable or not a 64-bit ELF. */
+int kf__so_defines(const char *path, const char *name);
+
 kf_status kf_backend_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path,
                              const char *text, size_t len, const kf_param *params, int nparams,
                              const char *workdir, double timeout_s, kf_build *out);

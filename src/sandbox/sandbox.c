@@ -58,7 +58,8 @@ struct kf_worker {
     double cpu_s;
     kf_buf out;
     char dir[PATH_MAX];
-    char marker[PATH_MAX]; /* CPU workers: $TMPDIR/kforge-w-PID-XXXXXX -> dir, for the sweep */
+    char marker[PATH_MAX]; /* anonymous workers: $TMPDIR/kforge-w-PID-XXXXXX -> dir, for the sweep */
+    char so_file[PATH_MAX + NAME_MAX + 16]; /* where the object (GPU: the artifact) goes */
 };
 
 static char worker_path[PATH_MAX];
@@ -584,10 +585,10 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     const char *tmp = getenv("TMPDIR");
     static pthread_once_t swept = PTHREAD_ONCE_INIT;
     pthread_once(&swept, sweep_dead_dirs);
-    /* a CPU worker is anonymous: no argument but its random name, an ordinary
-     * environment, a mktemp-style directory (threat #31); a GPU worker keeps its
-     * arguments (the CUDA runtime and compute-sanitizer see them) */
-    int anon = !o->gpu;
+    /* a worker is anonymous: no argument but its random name, an ordinary environment,
+     * a mktemp-style directory (threat #31); a GPU worker under a wrapping tool
+     * (compute-sanitizer) keeps its arguments */
+    int anon = !(o->gpu && o->wrap && o->wrap[0]);
     const char *root = tmp && *tmp ? tmp : "/tmp";
     snprintf(w->dir, sizeof w->dir, anon ? "%s/tmp.XXXXXXXXXX" : "%s/kforge-w-%d-XXXXXX", root, (int)getpid());
     if (!mkdtemp(w->dir)) {
@@ -607,12 +608,12 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     w->uid = -1;
     w->start_timeout_s = o->start_timeout_s;
     w->deferred = !so_path && o->gpu && !w->wrapped;
-    char so_copy[PATH_MAX + NAME_MAX + 16], exe_copy[PATH_MAX + 16] = "";
+    char *so_copy = w->so_file, exe_copy[PATH_MAX + 16] = "";
     if (anon) {
         const char *nm = o->so_name && *o->so_name && !strchr(o->so_name, '/') ? o->so_name : "kernel.so";
-        snprintf(so_copy, sizeof so_copy, "%s/%s", w->dir, nm);
+        snprintf(so_copy, sizeof w->so_file, "%s/%s", w->dir, nm);
     } else {
-        snprintf(so_copy, sizeof so_copy, "%s/candidate.so", w->dir);
+        snprintf(so_copy, sizeof w->so_file, "%s/candidate.so", w->dir);
     }
     if (!w->deferred && copy_file(so_path, so_copy)) {
         st = kf__err(ctx, KF_EIO, "copying %s: %s", so_path, strerror(errno));
@@ -707,13 +708,29 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     }
     char *wargv[] = {(char *)wpath, w->deferred ? "-" : so_copy, w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus, uidarg,
                      o->entry ? (char *)o->entry : NULL, NULL};
+    /* a GPU worker's own settings, which the user's environment gave kforge: in the
+     * configuration, set by the worker for the driver's set-up and removed before any
+     * candidate code loads (no KFORGE_ variable in a candidate's environment) */
+    const char *sw = getenv("KFORGE_GPU_SECCOMP"), *cupti = getenv("KFORGE_LIBCUPTI");
+    const char *lcu = getenv("KFORGE_LIBCUDA");
+    char gpuenv[3 * (PATH_MAX + 32)] = "";
+    if (o->gpu) {
+        size_t ge = 0;
+        if (lcu && *lcu && strlen(lcu) < PATH_MAX)
+            ge += (size_t)snprintf(gpuenv + ge, sizeof gpuenv - ge, "\nKFORGE_LIBCUDA=%s", lcu);
+        if (sw && !strcmp(sw, "0")) ge += (size_t)snprintf(gpuenv + ge, sizeof gpuenv - ge, "\nKFORGE_GPU_SECCOMP=0");
+        if (cupti && *cupti && strlen(cupti) < PATH_MAX)
+            snprintf(gpuenv + ge, sizeof gpuenv - ge, "\nKFORGE_LIBCUPTI=%s", cupti);
+    }
     kf_msg_config cfg;
     if (anon) {
         memset(&cfg, 0, sizeof cfg);
         cfg.magic = KF_PROTO_MAGIC;
         cfg.type = KF_MSG_CONFIG;
-        int len = snprintf(cfg.text, sizeof cfg.text, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s", so_copy,
-                           w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus, uidarg, o->entry ? o->entry : "");
+        /* a deferred GPU worker: "-", and its artifact's path as a ninth line */
+        int len = snprintf(cfg.text, sizeof cfg.text, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s%s",
+                           w->deferred ? "-" : so_copy, w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus,
+                           uidarg, o->entry ? o->entry : "", w->deferred ? so_copy : "", gpuenv);
         if (len < 0 || (size_t)len >= sizeof cfg.text) {
             st = kf__err(ctx, KF_EINTERNAL, "worker arguments too long (%s)", w->dir);
             goto fail;
@@ -735,21 +752,18 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     char cvd[256] = "";
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
     if (o->gpu && vis) snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", vis);
-    /* and, for host mode, the seccomp switch when the user turned it off and where
-     * CUPTI is (paths only: nothing else of the environment) */
-    const char *sw = getenv("KFORGE_GPU_SECCOMP"), *cupti = getenv("KFORGE_LIBCUPTI");
-    char cup[PATH_MAX + 32] = "";
-    if (o->gpu && cupti && *cupti && strlen(cupti) < PATH_MAX) snprintf(cup, sizeof cup, "KFORGE_LIBCUPTI=%s", cupti);
-    /* the driver the coordinator uses, if the user named one */
-    const char *lcu = getenv("KFORGE_LIBCUDA");
-    char lcuda[PATH_MAX + 32] = "";
-    if (o->gpu && lcu && *lcu && strlen(lcu) < PATH_MAX) snprintf(lcuda, sizeof lcuda, "KFORGE_LIBCUDA=%s", lcu);
+    /* under a wrapping tool, the seccomp switch, where CUPTI is and the driver the
+     * coordinator uses, if the user named them (paths only) */
+    char cup[PATH_MAX + 32] = "", lcuda[PATH_MAX + 32] = "";
+    if (!anon && cupti && *cupti && strlen(cupti) < PATH_MAX) snprintf(cup, sizeof cup, "KFORGE_LIBCUPTI=%s", cupti);
+    if (!anon && lcu && *lcu && strlen(lcu) < PATH_MAX) snprintf(lcuda, sizeof lcuda, "KFORGE_LIBCUDA=%s", lcu);
     char *envp[16];
     int ne = 0;
     if (anon) ne = plain_env(envp, 12);
+    int nplain = ne;
     if (cvd[0]) envp[ne++] = cvd;
     if (lcuda[0]) envp[ne++] = lcuda;
-    if (o->gpu && sw && !strcmp(sw, "0")) envp[ne++] = "KFORGE_GPU_SECCOMP=0";
+    if (!anon && sw && !strcmp(sw, "0")) envp[ne++] = "KFORGE_GPU_SECCOMP=0";
     if (cup[0]) envp[ne++] = cup;
     envp[ne] = NULL;
     /* the copy was just written: a fork elsewhere in this process (the compiler's, from
@@ -763,7 +777,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     }
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
-    for (int i = 0; anon && i < ne; i++) free(envp[i]);
+    for (int i = 0; i < nplain; i++) free(envp[i]);
     /* its arguments, the first message it reads (queued: it need not have started) */
     if (!rc && anon && send(sv[0], &cfg, sizeof cfg, MSG_NOSIGNAL) != (ssize_t)sizeof cfg) {
         st = kf__err(ctx, KF_EIO, "sending the worker its arguments: %s", strerror(errno));
@@ -806,8 +820,7 @@ kf_status kf_worker_attach(kf_ctx *ctx, kf_worker **wp, const char *so_path, kf_
     kf_worker *w = *wp;
     *wp = NULL;
     memset(fail, 0, sizeof *fail);
-    char so_copy[PATH_MAX + 16];
-    snprintf(so_copy, sizeof so_copy, "%s/candidate.so", w->dir);
+    const char *so_copy = w->so_file;
     if (!w->deferred || copy_file(so_path, so_copy) ||
         (w->uid >= 0 && (chown(so_copy, (uid_t)w->uid, (uid_t)w->uid) || chmod(w->dir, 0500)))) {
         kf_status st = kf__err(ctx, KF_EIO, "copying %s: %s", so_path, w->deferred ? strerror(errno) : "not a deferred worker");

@@ -13,6 +13,9 @@ void kf_wk_die(int code, const char *what); /* LOADFAIL with errno's text, then 
 uint64_t kf_wk_now_ns(void);                /* CLOCK_MONOTONIC */
 int kf_wk_seal_image(void);                 /* mseal; 1 when sealed */
 int kf_wk_drop_root(const char *uidarg, const char *ppid);
+/* a deferred GPU worker's artifact path, from its configuration (NULL: <dir>/candidate.so) */
+extern const char *kf_wk_deferred_path;
+void kf_wk_forget_env(void); /* the KFORGE_ settings its configuration set, removed */
 
 /* GPU mode (backend/cuda/gpu_worker.c) */
 int kf_wk_is_gpu_artifact(const char *path);

@@ -96,9 +96,14 @@ static void call_entry(void *fn, const kf_msg_run *m, void *const *bufs) {
     ffi_call(&call_cif, FFI_FN(fn), NULL, val);
 }
 
-/* A CPU worker's arguments, from its first message (kf_msg_config); 0, or -1. */
+/* A worker's arguments, from its first message (kf_msg_config): eight lines as argv[1..8]
+ * (proto.h), then a deferred GPU worker's artifact path (or an empty line), then the GPU
+ * worker's own KFORGE_ settings, which it sets for the driver's set-up and removes
+ * before candidate code loads (kf_wk_forget_env). 0, or -1. */
 static char cfg_text[sizeof ((kf_msg_config *)0)->text];
 static char *cfg_argv[10];
+static char *cfg_env[8];
+const char *kf_wk_deferred_path;
 static int read_config(char *argv0) {
     kf_msg_config c;
     ssize_t n;
@@ -108,15 +113,26 @@ static int read_config(char *argv0) {
     memcpy(cfg_text, c.text, sizeof cfg_text);
     cfg_text[sizeof cfg_text - 1] = 0;
     cfg_argv[0] = argv0;
-    int k = 1;
-    for (char *p = cfg_text; k < 9; k++) {
-        cfg_argv[k] = p;
+    int k = 1, ne = 0;
+    for (char *p = cfg_text; p; k++) {
         char *nl = strchr(p, '\n');
-        if (!nl) break;
-        *nl = 0;
-        p = nl + 1;
+        if (nl) *nl = 0;
+        if (k <= 8) cfg_argv[k] = p;
+        else if (k == 9) kf_wk_deferred_path = *p ? p : NULL;
+        else if (!strncmp(p, "KFORGE_", 7) && strchr(p, '=') && ne < 8) cfg_env[ne++] = p;
+        p = nl ? nl + 1 : NULL;
     }
-    return k == 8 ? 0 : -1;
+    if (k - 1 < 8) return -1;
+    for (int i = 0; i < ne; i++) {
+        char *eq = strchr(cfg_env[i], '=');
+        *eq = 0;
+        if (setenv(cfg_env[i], eq + 1, 1)) return -1;
+    }
+    return 0;
+}
+
+void kf_wk_forget_env(void) {
+    for (int i = 0; i < 8 && cfg_env[i]; i++) unsetenv(cfg_env[i]);
 }
 
 void kf_wk_send_text(uint32_t type, const char *text) {

@@ -22,7 +22,6 @@
 #include "../../sandbox/sandbox.h"
 
 #include <ctype.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -88,44 +87,6 @@ static char *gen_header(const kf_task *t) {
     }
     kf_buf_printf(&b, ");\n");
     return b.p;
-}
-
-/* Does the ELF shared object at path define `name` as an exported function? 1 yes,
- * 0 no, -1 unreadable or not a 64-bit ELF. The dynamic symbol table is what dlsym
- * sees. */
-static int so_defines(const char *path, const char *name) {
-    char *d = NULL;
-    size_t n = 0;
-    if (kf__read_file(path, 1u << 30, &d, &n)) return -1;
-    int found = -1;
-    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
-    if (n < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > n ||
-        (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > n - eh->e_shoff)
-        goto out;
-    const Elf64_Shdr *sh = (const Elf64_Shdr *)(d + eh->e_shoff);
-    found = 0;
-    for (int i = 0; i < eh->e_shnum && !found; i++) {
-        if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum) continue;
-        const Elf64_Shdr *str = &sh[sh[i].sh_link];
-        if (sh[i].sh_offset > n || sh[i].sh_size > n - sh[i].sh_offset || str->sh_offset > n ||
-            str->sh_size > n - str->sh_offset)
-            continue;
-        const Elf64_Sym *sym = (const Elf64_Sym *)(d + sh[i].sh_offset);
-        size_t ns = sh[i].sh_size / sizeof *sym;
-        for (size_t k = 0; k < ns && !found; k++) {
-            int type = ELF64_ST_TYPE(sym[k].st_info), bind = ELF64_ST_BIND(sym[k].st_info);
-            if (sym[k].st_shndx == SHN_UNDEF || sym[k].st_name >= str->sh_size ||
-                (type != STT_FUNC && type != STT_GNU_IFUNC) || (bind != STB_GLOBAL && bind != STB_WEAK) ||
-                ELF64_ST_VISIBILITY(sym[k].st_other) != STV_DEFAULT)
-                continue;
-            const char *nm = d + str->sh_offset + sym[k].st_name;
-            found = strnlen(nm, str->sh_size - sym[k].st_name) == strlen(name) && !strcmp(nm, name);
-        }
-    }
-out:
-    free(d);
-    return found;
 }
 
 static int find_compiler(char *out, size_t n) {
@@ -350,7 +311,7 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
         goto done;
     }
     out->log = log.p ? log.p : kf__strdup("");
-    int defined = code == 0 ? so_defines(so, t->entry) : -1;
+    int defined = code == 0 ? kf__so_defines(so, t->entry) : -1;
     if (code == 0 && defined == 1) {
         out->ok = 1;
         /* publish into the cache atomically; a failure here only costs a rebuild */

@@ -24,6 +24,7 @@
 #include "cupti.h"
 
 #include <dlfcn.h>
+#include <ffi.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -53,7 +54,28 @@ int kf_wk_is_gpu_artifact(const char *path) {
     return ok;
 }
 
-typedef int (*kf_host_fn)(void *const *bufs, const int64_t *ival, const double *fval, void *stream);
+/* Host mode calls the candidate's kforge_launch itself, by the machine's C calling
+ * convention: the object holds no shim of kforge's (threat #31). The call is built by
+ * libffi (linked in statically) from the task's argument kinds plus the stream; it is
+ * prepared once, at the first call, outside the timed span. */
+static ffi_cif host_cif;
+static ffi_type *host_types[KF_PROTO_MAXARGS + 1];
+static int host_ready;
+
+static int host_prepare(const kf_msg_run *m) {
+    for (uint32_t i = 0; i < m->nargs; i++) {
+        switch (m->kind[i]) {
+        case KF_ARG_BUF: host_types[i] = &ffi_type_pointer; break;
+        case KF_ARG_I32: host_types[i] = &ffi_type_sint32; break;
+        case KF_ARG_U8: host_types[i] = &ffi_type_uint8; break;
+        case KF_ARG_F32: host_types[i] = &ffi_type_float; break;
+        case KF_ARG_F64: host_types[i] = &ffi_type_double; break;
+        default: host_types[i] = &ffi_type_sint64; break;
+        }
+    }
+    host_types[m->nargs] = &ffi_type_pointer; /* cudaStream_t */
+    return ffi_prep_cif(&host_cif, FFI_DEFAULT_ABI, m->nargs + 1, &ffi_type_sint32, host_types) == FFI_OK ? 0 : -1;
+}
 
 /* Host mode's seccomp filter traps: this handler names the forbidden call to the
  * coordinator ("sandbox_violation: system call N") and exits. Async-signal-safe: no
@@ -264,7 +286,8 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     char deferred_path[4200];
     if (!strcmp(argv[1], "-")) {
         prepinned = prewarm(arena, arena_size);
-        snprintf(deferred_path, sizeof deferred_path, "%s/candidate.so", argv[5]);
+        if (kf_wk_deferred_path) snprintf(deferred_path, sizeof deferred_path, "%s", kf_wk_deferred_path);
+        else snprintf(deferred_path, sizeof deferred_path, "%s/candidate.so", argv[5]);
         argv[1] = deferred_path;
         if (!kf_wk_is_gpu_artifact(argv[1])) kf_wk_die(113, "artifact");
     }
@@ -280,18 +303,25 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     uint32_t nk = 0;
     const char *names[MAXK];
     const unsigned char *cubin = NULL;
-    int sofd = -1;
     if (host) {
-        /* the object goes into a memfd now (before the file-size limit) and is loaded
-         * only after the confinement: its constructors are candidate code */
-        sofd = memfd_create("kforge-candidate", MFD_CLOEXEC);
+        /* the object takes the artifact's place now (before the file-size limit), under
+         * the name the documented command gives it (what dladdr and dl_iterate_phdr
+         * report), owned by the user the worker becomes; it is loaded only after the
+         * confinement: its constructors are candidate code */
+        char tmp[4300];
+        snprintf(tmp, sizeof tmp, "%s.new", argv[1]);
+        unlink(tmp);
+        int sofd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0500);
+        if (sofd < 0) kf_wk_die(113, "writing the candidate's object");
         size_t left = (size_t)sb.st_size - 8;
-        for (const unsigned char *q = art + 8; sofd >= 0 && left;) {
+        for (const unsigned char *q = art + 8; left;) {
             ssize_t w = write(sofd, q, left);
             if (w <= 0) kf_wk_die(113, "writing the candidate's object");
             q += w, left -= (size_t)w;
         }
-        if (sofd < 0) kf_wk_die(113, "memfd_create");
+        long uid = strcmp(argv[7], "-") ? strtol(argv[7], NULL, 10) : -1;
+        if ((uid >= 0 && fchown(sofd, (uid_t)uid, (uid_t)uid)) || close(sofd) || rename(tmp, argv[1]))
+            kf_wk_die(113, "writing the candidate's object");
     } else {
         memcpy(&nk, art + 8, 4);
         if (nk == 0 || nk > MAXK) fail_msg(KF_MSG_LOADFAIL, "bad artifact: %u kernels", nk);
@@ -431,18 +461,16 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         io += (size_t)snprintf(info + io, sizeof info - io, "kernel %u regs=%d local=%d shared=%d max_threads=%d\n",
                                i, regs, local, shared, maxt);
     }
-    kf_host_fn hcall = NULL;
+    void *hcall = NULL;
     if (host) {
         /* the candidate's object, unprivileged; RTLD_LOCAL: it cannot interpose this
          * program's symbols (its clock, its channel) */
         setvbuf(stdout, NULL, _IONBF, 0);
-        char sopath[64];
-        snprintf(sopath, sizeof sopath, "/proc/self/fd/%d", sofd);
-        void *h = dlopen(sopath, RTLD_NOW | RTLD_LOCAL);
+        kf_wk_forget_env();
+        void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
         if (!h) fail_msg(KF_MSG_LOADFAIL, "%s", dlerror());
-        close(sofd);
-        hcall = (kf_host_fn)dlsym(h, "kforge_host_call__");
-        if (!hcall) fail_msg(KF_MSG_LOADFAIL, "kforge_host_call__ missing from the built object");
+        hcall = dlsym(h, "kforge_launch");
+        if (!hcall) fail_msg(KF_MSG_LOADFAIL, "kforge_launch missing from the built object");
         io += (size_t)snprintf(info + io, sizeof info - io, "host mode cupti=%s driver_table=read-only%s\n",
                                cupti ? "yes" : cupti_err, table_sealed ? ",sealed" : "");
     }
@@ -560,6 +588,15 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             CKRUN(cu->StreamEndCapture(stream, &graph), "cuStreamEndCapture");
             CKRUN(cu->GraphInstantiate(&gexec, graph, 0), "cuGraphInstantiate");
         }
+        void *hargs[KF_PROTO_MAXARGS + 1];
+        if (host) {
+            if (!host_ready) {
+                if (host_prepare(&m)) fail_msg(KF_MSG_FAIL, "libffi cannot prepare the call of kforge_launch");
+                host_ready = 1;
+            }
+            for (uint32_t i = 0; i < m.nargs; i++) hargs[i] = m.kind[i] == KF_ARG_BUF ? (void *)&hbuf[i] : params[i];
+            hargs[m.nargs] = &stream;
+        }
         kf_msg_done start = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
         /* Timed: the flush is queued, not waited for, so the events and launches are
@@ -575,7 +612,9 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         memset(&lg, 0, sizeof lg);
         if (host) {
             if (cupti) kf_cupti_begin();
-            int rc = hcall(hbuf, m.ival, m.fval, stream);
+            ffi_arg rv = 0;
+            ffi_call(&host_cif, FFI_FN(hcall), &rv, hargs);
+            int rc = (int)(int32_t)rv;
             if (rc) fail_msg(KF_MSG_FAIL, "kforge_launch returned %d", rc);
         }
         if (gexec) CKRUN(cu->GraphLaunch(gexec, stream), "cuGraphLaunch");

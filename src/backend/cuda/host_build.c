@@ -5,10 +5,15 @@
  * (own session, rlimits, Landlock: the toolchain read-only, its private build directory
  * read-write).
  *
- * A generated header, force-included, declares kforge_launch with the task's exact
- * signature (C linkage: another signature is a compile error) and defines the shim
- * kforge_host_call__ the GPU worker calls; the link uses -z defs, so a missing
- * kforge_launch is missing_entry. The artifact is "KFHOST01" followed by the ELF object.
+ * The object is built from the candidate alone, with the command a user would type
+ * (docs/cuda.md "Host mode"): the file under its own name, nothing force-included, no
+ * macro but its template parameters, so no kforge header, macro, path or symbol is
+ * reachable from it at build time (threat #31). The task's calling convention is checked
+ * beside it in a front-end pass (`nvcc --cuda`, output discarded) that force-includes a
+ * generated prototype under a random name: kforge_launch with another signature is a
+ * compile error (C linkage). The built object must export kforge_launch (its dynamic
+ * symbols), else missing_entry; the GPU worker calls it directly, by the machine's
+ * calling convention. The artifact is "KFHOST01" followed by the ELF object.
  * Builds are cached by SHA-256 of the text, the header, the flags, nvcc's identity and the
  * architecture (THREATS.md #22). The libraries the object needs (DT_NEEDED, outside the
  * C/C++ runtime) are read back from the artifact on every build, cached or not, and
@@ -21,6 +26,7 @@
 
 #include <ctype.h>
 #include <elf.h>
+#include <pthread.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -132,18 +138,7 @@ char *kf__cuda_host_header(const kf_task *t) {
         kf_buf_printf(&b, "%s%s%s", a->is_buffer && a->io == KF_IO_IN ? "const " : "",
                       ctype(a->type), a->is_buffer ? " *, " : ", ");
     }
-    kf_buf_printf(&b, "cudaStream_t);\n"
-                      "extern \"C\" __attribute__((visibility(\"default\"))) int kforge_host_call__("
-                      "void *const *kf_b, const int64_t *kf_i, const double *kf_f, void *kf_s) {\n"
-                      "    (void)kf_b; (void)kf_i; (void)kf_f;\n    return kforge_launch(");
-    for (int i = 0; i < t->nargs; i++) {
-        const kf_arg *a = &t->args[i];
-        if (a->is_buffer)
-            kf_buf_printf(&b, "(%s%s *)kf_b[%d], ", a->io == KF_IO_IN ? "const " : "", ctype(a->type), i);
-        else
-            kf_buf_printf(&b, "(%s)kf_%c[%d], ", ctype(a->type), kf_dtype_is_float(a->type) ? 'f' : 'i', i);
-    }
-    kf_buf_printf(&b, "(cudaStream_t)kf_s);\n}\n");
+    kf_buf_printf(&b, "cudaStream_t);\n");
     return b.p;
 }
 
@@ -248,6 +243,30 @@ static void record_libraries(kf_build *out, const char *links) {
     out->libraries = kf__asprintf("%s%s%s", links, links[0] && needed[0] ? "," : "", needed);
 }
 
+/* The signature pass, run beside the object pass in a thread of its own. */
+typedef struct {
+    kf_ctx *ctx;
+    char **argv;
+    const char *cwd;
+    char **env;
+    const kf_limits *lim;
+    const char *const *ro;
+    int nro;
+    const char *const *rw;
+    int nrw;
+    double timeout_s;
+    kf_buf log;
+    int code;
+    kf_status st;
+} sig_job;
+
+static void *sig_main(void *arg) {
+    sig_job *j = arg;
+    j->st = kf_sandbox_exec(j->ctx, j->argv, j->cwd, j->env, j->lim, j->ro, j->nro, j->rw, j->nrw,
+                            j->timeout_s, &j->log, &j->code);
+    return NULL;
+}
+
 kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path, const char *text,
                                 size_t len, const kf_param *params, int nparams, const char *workdir,
                                 double timeout_s, kf_build *out) {
@@ -316,8 +335,9 @@ kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path,
         goto done;
     }
 
-    char bdir[PATH_MAX], src[256], srcpath[PATH_MAX + 300], hpath[PATH_MAX + 32], so[PATH_MAX + 32];
-    snprintf(bdir, sizeof bdir, "%s/nvcc-XXXXXX", workdir);
+    char bdir[PATH_MAX], src[256], srcpath[PATH_MAX + 300], hname[40], hpath[PATH_MAX + 48];
+    char soname[300], so[PATH_MAX + 320];
+    snprintf(bdir, sizeof bdir, "%s/build-XXXXXX", workdir);
     if (!mkdtemp(bdir)) {
         st = kf__err(ctx, KF_EIO, "mkdtemp in %s: %s", workdir, strerror(errno));
         goto done;
@@ -330,52 +350,89 @@ kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path,
     if (k < 4 || strcmp(src + k - 3, ".cu")) snprintf(src + k, sizeof src - k, ".cu");
     if (src[0] == '.' || src[0] == '-') src[0] = '_';
     snprintf(srcpath, sizeof srcpath, "%s/%s", bdir, src);
-    snprintf(hpath, sizeof hpath, "%s/kf_host.h", bdir);
-    snprintf(so, sizeof so, "%s/out.so", bdir);
+    /* the prototype under a random name, for the signature pass only: a candidate cannot
+     * name it in __has_include, and the object pass never sees it */
+    snprintf(hname, sizeof hname, "%016llx.h", (unsigned long long)kf__secret_u64());
+    snprintf(hpath, sizeof hpath, "%s/%s", bdir, hname);
+    /* "x.cu" -> "x.so", as the documented command names it */
+    snprintf(soname, sizeof soname, "%.*s.so", (int)(strlen(src) - 3), src);
+    snprintf(so, sizeof so, "%s/%s", bdir, soname);
     if (write_new(srcpath, text, len) || write_new(hpath, hdr, strlen(hdr))) {
         st = kf__err(ctx, KF_EIO, "writing into %s: %s", bdir, strerror(errno));
         goto done;
     }
-    char *argv[64];
-    int ac = 0;
-    argv[ac++] = nvcc;
+    /* pass 1, the object: the candidate alone, the command docs/cuda.md gives; pass 2,
+     * the signature: nvcc's front end with the prototype force-included, no output */
+    char *argv[64], *sargv[64];
+    int ac = 0, sc = 0;
+    sargv[sc++] = argv[ac++] = nvcc;
     for (size_t i = 0; i < sizeof nvflags / sizeof nvflags[0]; i++) argv[ac++] = (char *)nvflags[i];
-    argv[ac++] = archflag;
+    sargv[sc++] = "-std=c++17";
+    sargv[sc++] = argv[ac++] = archflag;
     argv[ac++] = "-Xlinker";
     argv[ac++] = rpath;
     for (int i = 0; i < nparams && i < KF_MAX_PARAMS; i++) {
         defs[i] = kf__asprintf("-D%s=%s", params[i].name, params[i].selected);
-        argv[ac++] = defs[i];
+        sargv[sc++] = argv[ac++] = defs[i];
     }
-    argv[ac++] = "-include";
-    argv[ac++] = "kf_host.h";
     argv[ac++] = "-o";
-    argv[ac++] = "out.so";
+    argv[ac++] = soname;
     argv[ac++] = src;
     for (int i = 0; i < nl; i++) argv[ac++] = (char *)lflags[i];
     argv[ac] = NULL;
+    sargv[sc++] = "--cuda";
+    sargv[sc++] = "-include";
+    sargv[sc++] = hname;
+    sargv[sc++] = "-o";
+    sargv[sc++] = "/dev/null";
+    sargv[sc++] = src;
+    sargv[sc] = NULL;
     char tmpenv[PATH_MAX + 16], pathenv[PATH_MAX + 64];
     snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", bdir);
     snprintf(pathenv, sizeof pathenv, "PATH=%s/bin:/usr/local/bin:/usr/bin:/bin", top);
     char *env[] = {pathenv, "LANG=C", "LC_ALL=C", tmpenv, NULL};
     const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/etc/ld.so.cache",
-                        "/etc/alternatives", "/dev/null", "/dev/urandom", top};
-    const char *rw[] = {bdir};
+                        "/etc/alternatives", "/dev/urandom", top};
+    const char *rw[] = {bdir, "/dev/null"};
     /* cicc and ptxas need more than cc: 8 GiB of address space */
     kf_limits lim = {timeout_s + 1, 8ull << 30, 512u << 20, 256};
     kf_buf lb;
     kf_buf_init(&lb, LOG_CAP);
     int code = 0;
     uint64_t t0 = kf__now_ns();
-    st = kf_sandbox_exec(ctx, argv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 1,
+    /* both passes at once. The object pass cannot see the prototype meanwhile: it is
+     * reachable only by its random name. The signature pass's output is the log only
+     * when it fails: its warnings are the object pass's too. */
+    kf_ctx *sctx = kf_ctx_new();
+    sig_job sj = {sctx ? sctx : ctx, sargv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 2,
+                  timeout_s, {0}, -1, KF_OK};
+    kf_buf_init(&sj.log, LOG_CAP);
+    pthread_t th;
+    int threaded = sctx && !pthread_create(&th, NULL, sig_main, &sj);
+    if (!threaded) sig_main(&sj);
+    st = kf_sandbox_exec(ctx, argv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 2,
                          timeout_s, &lb, &code);
+    if (threaded) pthread_join(th, NULL);
+    unlink(hpath);
+    if (!st && sj.st) st = sctx ? kf__err(ctx, sj.st, "%s", kf_errmsg(sctx)) : sj.st;
+    kf_ctx_free(sctx);
     out->seconds = (double)(kf__now_ns() - t0) / 1e9;
     if (st) {
         kf_buf_free(&lb);
+        kf_buf_free(&sj.log);
         goto done;
     }
+    /* a signature (or syntax) error: the front end's report, which names the line */
+    if (sj.code != 0 && code != -1 && code < 128) {
+        kf_buf_free(&lb);
+        lb = sj.log;
+        code = sj.code;
+    } else {
+        kf_buf_free(&sj.log);
+    }
     out->log = lb.p ? lb.p : kf__strdup("");
-    if (code == 0 && !access(so, R_OK)) {
+    int defined = code == 0 ? kf__so_defines(so, "kforge_launch") : -1;
+    if (code == 0 && defined == 1) {
         char *data = NULL;
         size_t dl = 0;
         if (kf__read_file(so, 1u << 30, &data, &dl)) {
@@ -424,7 +481,7 @@ kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path,
     } else if (code >= 128) {
         out->reason = KF_REASON_COMPILE_ERROR;
         out->message = kf__asprintf("nvcc was killed by signal %d (memory or CPU limit)", code - 128);
-    } else if (strstr(out->log, "undefined reference to `kforge_launch")) {
+    } else if (code == 0) {
         out->reason = KF_REASON_MISSING_ENTRY;
         out->message = kf__asprintf("%s does not define extern \"C\" int kforge_launch(...)", base);
     } else {

@@ -5,6 +5,7 @@
  * CUPTI, kforge bench reports launch_mode "graph" and marks the comparison against the
  * kernel-mode reference unfair (no graph baseline yet): never a silent speedup. */
 // kforge:host
+#include <cuda_bf16.h>
 
 #define T 16
 
