@@ -1513,6 +1513,13 @@ static void t_host_errors(const void *arg) {
     build_text(&o, "tasks/cuda/softmax", "ok.cu", host_ok, NULL, 0);
     CHECKF(o.b.ok && o.b.host && o.b.nlaunch == 0 && !o.b.cached, "%s\n%s", o.b.message, o.b.log);
     CHECKF(o.b.libraries && !o.b.libraries[0], "libraries '%s'", o.b.libraries);
+    /* built as a user would: nothing of kforge's in the object (no shim, no header) */
+    char *obj = NULL;
+    size_t objn = 0;
+    CHECK(!kf__read_file(o.b.so_path, 1u << 30, &obj, &objn) && objn > 8);
+    CHECK(!memmem(obj, objn, "kforge_host_call", 16) && !memmem(obj, objn, "kf_host.h", 9));
+    CHECK(memmem(obj, objn, "kforge_launch", 13));
+    free(obj);
     built_free(&o);
     build_text(&o, "tasks/cuda/softmax", "ok.cu", host_ok, NULL, 0);
     CHECK(o.b.ok && o.b.cached);

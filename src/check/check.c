@@ -224,15 +224,18 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
                          s->timing ? (const void *)&s->worker_cpus : check_cpus(s), kf_build_gpu(b),
                          NULL, 0, NULL, NULL};
     if (wo.gpu && wo.start_timeout_s < 60) wo.start_timeout_s = 60; /* driver and context set-up */
-    /* a CPU worker's copy of the object is named as the documented build names it:
-     * x.so for x.c (the reference's reference.so) */
-    const char *src = b == &s->cbuild && s->cand ? s->cand->path : b == &s->rbuild ? s->t->ref_path : NULL;
+    /* a worker's copy of the object is named as the documented build names it: x.so
+     * for x.c or x.cu (the reference's reference.so), in checking and timing workers
+     * alike, a GPU worker started before its artifact exists (no so_path) too */
+    const char *src = b == &s->rbuild ? s->t->ref_path
+                      : (b == &s->cbuild || (!b->so_path && wo.gpu)) && s->cand ? s->cand->path : NULL;
     char so_name[NAME_MAX + 1] = "";
     if (src) {
         const char *base = strrchr(src, '/');
         base = base ? base + 1 : src;
         size_t k = strlen(base);
         if (k > 2 && !strcmp(base + k - 2, ".c")) k -= 2;
+        else if (k > 3 && !strcmp(base + k - 3, ".cu")) k -= 3;
         if (k && k < sizeof so_name - 3) snprintf(so_name, sizeof so_name, "%.*s.so", (int)k, base);
     }
     wo.entry = s->t->entry;

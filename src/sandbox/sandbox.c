@@ -165,7 +165,9 @@ int kf_worker_libraries(const kf_worker *w, char *out, size_t n) {
         p[strcspn(p, "\n")] = 0;
         char *base = strrchr(p, '/') + 1;
         if (!strstr(base, ".so")) continue;
-        int drop = 0;
+        /* the candidate's own object, in the worker's directory, is no library */
+        size_t dl = strlen(w->dir);
+        int drop = dl && !strncmp(p, w->dir, dl) && p[dl] == '/';
         for (int i = 0; skip[i] && !drop; i++) drop = !strncmp(base, skip[i], strlen(skip[i]));
         /* once each: "," + name + "," not already in the list */
         char key[300];
