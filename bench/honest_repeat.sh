@@ -21,7 +21,8 @@ cleanup() {
     [ -n "$LOADPID" ] && kill "$LOADPID" 2>/dev/null
     rm -rf "$TMP"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 task_of() { # the task of a corpus file: tasks/c/NAME or a path from the root
     t=$(head -1 "$1" | sed -n 's/.*task=\([^ ]*\).*/\1/p')

@@ -59,7 +59,7 @@ for s in $STEPS; do
              sed 's/ns_per_elem = 1.4;/ns_per_elem = 20.0;/' tests/redteam/cuda/host_linger_context.cu > "$O/linger_long.cu"
              for b in ${OLD:-} build; do
                  for c in transpose:host_driver_table transpose:host_linger_context sgemm:host_timing_cublas \
-                          sum:host_detect_kforge nocupti:host_linger_context nocupti:linger_long; do
+                          sum:host_runtime_tells nocupti:host_linger_context nocupti:linger_long; do
                      t=${c%%:*}; f=tests/redteam/cuda/${c#*:}.cu; cup=${KFORGE_LIBCUPTI:-}
                      [ "$t" = nocupti ] && { [ "$b" = build ] || continue; t=transpose; cup=/nonexistent; }
                      [ "${c#*:}" = linger_long ] && f=$O/linger_long.cu
