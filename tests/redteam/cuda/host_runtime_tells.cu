@@ -8,7 +8,7 @@
  * these takes the "checker" branch here; in a user's program the result is off by one.
  * kforge now builds the file as a user would, calls kforge_launch itself, and runs an
  * anonymous worker: the user's branch runs: wrong_result. (This file's own name must
- * not say kforge: its object is named after it, as a user's build names it.)
+ * not name the checker, as its object is named after it, as a user's build names it.)
  */
 // kforge:host
 #include <dlfcn.h>
