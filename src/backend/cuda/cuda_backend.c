@@ -340,7 +340,7 @@ static void parse_ptxas(const char *log, kf_build *b) {
                     char *q = sm;
                     while (q > line && q[-1] == ' ') q--;
                     while (q > line && isdigit((unsigned char)q[-1])) q--;
-                    cur->smem_static = atoi(q);
+                    cur->smem_static = (int)strtol(q, NULL, 10);
                 } else {
                     cur->smem_static = 0;
                 }
