@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Transfer of lessons between related tasks (issue 5, "Evaluation"; docs/lessons.md).
+"""Transfer of lessons between related tasks (BENCHMARKS.md, docs/lessons.md).
 
 Does a lessons database distilled from runs on a source task cut the evaluations the
 builtin proposer needs to reach a target speedup on a related task, compared with the
