@@ -23,6 +23,7 @@ $(ASAN)/Makefile:
 test: deps
 	@$(MAKE) --no-print-directory all asan-build
 	@sh scripts/check-symbols.sh $(BUILD)
+	@sh scripts/check-banned.sh
 	@sh scripts/test.sh $(BUILD) $(ASAN)
 
 asan-build: $(ASAN)/Makefile

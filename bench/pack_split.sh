@@ -1,6 +1,6 @@
 #!/bin/sh
-# The memory share of the prompt tokens over a run with a scripted cmd agent (issue 5,
-# "Token split"; BENCHMARKS.md). The lessons database is the labelled retrieval set
+# The memory share of the prompt tokens over a run with a scripted cmd agent (BENCHMARKS.md,
+# "Lessons and context packs"). The lessons database is the labelled retrieval set
 # (bench/data/lessons: 214 lessons, 19 of them in scope for a C softmax); the task is
 # tasks/c/softmax; the agent cycles through the bundled faster candidate and three
 # red-team candidates that fail (a fast exp, every other row, an input assumption),

@@ -1,6 +1,6 @@
-/* bench/sum_probe.cu - where the sum kernel's fixed cost per call goes (issue 3's 80%-of-
- * copy-bandwidth target at n = 2^24). A standalone program, not part of kforge: built with
- * nvcc (`make -C bench sum_probe` is not wired; see scripts/gpu-session.sh step "probe"),
+/* bench/sum_probe.cu - where the sum kernel's fixed cost per call goes (the 80%-of-
+ * copy-bandwidth target at n = 2^24, BENCHMARKS.md). A standalone program, not part of kforge: built with
+ * nvcc (`make -C bench sum_probe` is not wired; see scripts/gpu-steps.sh step "probe"),
  * it times variants of tasks/cuda/sum/candidates/fast.cu the way kforge's GPU worker does
  * (a read-based L2 flush of twice the L2 queued before event 0, then the launch, then event
  * 1) and prints the median of 41 calls per variant and size, so the fixed part (launch,
@@ -20,7 +20,7 @@
  *             the end; printed with the event span outside the kernel (launch, events)
  *   lean      ilp4p's loads; warp 0 alone finishes the block (one barrier), one acq_rel
  *             atomic instead of __threadfence + atomicAdd, the last block's warp 0 adds
- *             the partials (fast.cu since session 6)
+ *             the partials (fast.cu's design)
  *   lean2     lean whose last warp reads the partials as float4, all in one round trip
  * Usage: sum_probe [reps]. */
 #include <algorithm>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kforge's speed targets (issue 2), measured side by side in one run.
+"""The C checker's speed and fairness targets (BENCHMARKS.md), measured side by side in one run.
 
   1. time to a trusted verdict: `kforge check` of a small bundled candidate, compile
      included (a fresh text each run, so the build cache never hits), against a bare

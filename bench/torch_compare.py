@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/torch_compare.py - the CUDA issue's "for the record" comparisons, on a GPU host.
+"""bench/torch_compare.py - the CUDA backend's "for the record" comparisons, on a GPU host.
 
 (a) How long a PyTorch `load_inline` harness takes to reach a verdict on a kernel-mode
     candidate (cold compile of a fresh extension + one correctness check), to set beside

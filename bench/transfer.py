@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Transfer of lessons between related tasks (issue 5, "Evaluation"; docs/lessons.md).
+"""Transfer of lessons between related tasks (BENCHMARKS.md, docs/lessons.md).
 
 Does a lessons database distilled from runs on a source task cut the evaluations the
 builtin proposer needs to reach a target speedup on a related task, compared with the
@@ -20,7 +20,7 @@ Steps:
      parameter space is exhausted"), so the lessons know every setting of the source.
      (The default was 3, softmax's whole space when its template had W alone; it stayed 3
      when softmax's template grew to 44 allowed points, and 3 evaluations never tried
-     W=16: BENCHMARKS.md "Issue 5: transfer softmax -> rmsnorm with a shared W".)
+     W=16: bench/history/lessons.md "transfer softmax -> rmsnorm with a shared W".)
      `--source-budget N` gives a shorter, partial run instead;
   3. per target and seed, `kforge run TARGET --budget N --seed s` (N: the whole space)
      twice, without and with `--lessons DB`; its evaluations to the target are the

@@ -1,14 +1,44 @@
 #!/bin/sh
-# Install the Debian packages listed in deps.txt that are missing, and say which.
-# As root it installs them with apt-get; otherwise it lists what is missing and fails.
+# Install what deps.txt lists and is missing, and say which. Debian packages (the lines
+# before "[pypi]") are installed with apt-get as root; otherwise the missing ones are
+# listed and the script fails. PyPI packages (the lines after "[pypi]") are installed
+# with python3 -m pip; they are developer tools, so a missing python3 or a failed pip
+# install is reported and does not fail the script.
 list=${1:-deps.txt}
+debs=$(sed -e 's/#.*//' "$list" | sed -e '/^[[:space:]]*\[pypi\]/,$d')
+pypi=$(sed -e 's/#.*//' "$list" | sed -n -e '/^[[:space:]]*\[pypi\]/,$p' | sed -e '1d')
+
+pip_deps() {
+    [ -n "$(echo $pypi)" ] || return 0
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+        echo "deps: python3 -m pip is not available: not installed:" $pypi >&2
+        return 0
+    fi
+    want=""
+    for r in $pypi; do
+        name=$(echo "$r" | sed -e 's/[=<>!~;[ ].*//')
+        python3 -m pip show -q "$name" >/dev/null 2>&1 || want="$want $r"
+    done
+    if [ -z "$want" ]; then
+        echo "deps: all $(echo $pypi | wc -w) PyPI packages present"
+    elif [ "$(id -u)" != 0 ] && [ -z "${VIRTUAL_ENV:-}" ]; then
+        echo "deps: PyPI packages missing:$want (python3 -m pip install$want)" >&2
+    elif python3 -m pip install -q --disable-pip-version-check $want >/tmp/kforge-pip.log 2>&1; then
+        echo "deps: installed from PyPI:$want"
+    else
+        echo "deps: pip could not install$want; see /tmp/kforge-pip.log" >&2
+        tail -3 /tmp/kforge-pip.log >&2
+    fi
+}
+
 missing=""
-for p in $(sed -e 's/#.*//' "$list"); do
+for p in $debs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
         || missing="$missing $p"
 done
 if [ -z "$missing" ]; then
-    echo "deps: all $(sed -e 's/#.*//' "$list" | grep -c .) packages present"
+    echo "deps: all $(echo $debs | wc -w) packages present"
+    pip_deps
     exit 0
 fi
 if [ "$(id -u)" != 0 ]; then
@@ -27,3 +57,4 @@ if ! apt-get install -y -q --no-install-recommends $missing >/tmp/kforge-deps.lo
     }
 fi
 echo "deps: installed:$missing"
+pip_deps

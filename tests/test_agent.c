@@ -239,7 +239,7 @@ static void t_pack_truncates(const void *arg) {
     json_decref(j);
     kf_pack_free(&p);
 
-    /* the lessons slot (issue 5) renders like the other lists */
+    /* the lessons slot renders like the other lists */
     const char *lessons[] = {"vectorise the inner loop first"};
     in = (kf_pack_in){0};
     in.lessons = lessons;

@@ -92,7 +92,7 @@ static const char *honest_saxpy =
     "#include <stdint.h>\nvoid saxpy(const float *x, const float *y, float *z, int64_t n, float a)\n"
     "{ for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n";
 
-/* THREATS #22: the same path with new text is rebuilt and judged afresh. */
+/* docs/checker.md #22: the same path with new text is rebuilt and judged afresh. */
 static void t_rebuild_on_change(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
@@ -463,7 +463,7 @@ static void t_reference_sentinel_values(const void *arg) {
     kf__rmtree(dir);
 }
 
-/* THREATS #25: a time the machine cannot reach is refused. The ceilings are pinned
+/* docs/checker.md #25: a time the machine cannot reach is refused. The ceilings are pinned
  * far below the real machine, so an honest kernel looks impossibly fast. */
 static void t_impossible_speed(const void *arg) {
     (void)arg;

@@ -951,7 +951,7 @@ static void t_launch_eval(const void *arg) {
     built_free(&o);
 }
 
-/* The same text is cached; one changed byte builds afresh (THREATS #22). */
+/* The same text is cached; one changed byte builds afresh (docs/checker.md #22). */
 static void t_cache(const void *arg) {
     (void)arg;
     need_nvrtc();

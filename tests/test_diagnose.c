@@ -113,7 +113,7 @@ static void t_numeric(const void *arg) {
     kf_node_free(&n);
     {   /* two sizes: the smallest separating divisor names the size (rows, off 8 in every
          * failure), then grows on it alone (64); cols, a power of two in both passing
-         * shapes, is not blamed (a review found "cols not divisible by 256" here) */
+         * shapes, is not blamed (not "cols not divisible by 256") */
         const char *v = "{\"reasons\":[{\"code\":\"wrong_result\",\"message\":\"x\"}],\"shapes\":["
                         "{\"status\":\"passed\",\"kind\":\"visible\",\"sizes\":{\"rows\":64,\"cols\":1024}},"
                         "{\"status\":\"passed\",\"kind\":\"visible\",\"sizes\":{\"rows\":128,\"cols\":2048}},"

@@ -758,7 +758,7 @@ static char *embed_reply(kft_http *s, const char *req, char *status, size_t n) {
  * databases' naming, and copies: a lesson with more than 64 nodes is not re-confirmed by a
  * copy of its run; a copy resumed apart adds its own new node; a lesson distilled before
  * the `distilled` table (evidence naming the run as typed) is not re-confirmed by the same
- * run (a reviewer reproduced each of these against the first version of the fix). */
+ * run (each of these broke an earlier version of the rule). */
 static void t_distill_identity(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();

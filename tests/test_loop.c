@@ -550,7 +550,7 @@ static int seals_are(const char *run, const char *want) {
     return ok;
 }
 
-/* Seals (docs/run.md "Seals", redteam-notes H9): run.db edited by hand - a speedup
+/* Seals (docs/run.md "Seals", tests/redteam/notes H9): run.db edited by hand - a speedup
  * raised, a reverted node set kept with a forged approval, a kept node pointed at
  * another source - is read as rejected "tampered" by tree, best and export, and said
  * so; a missing key stops resume with a clear error; the run's own row edited (its
@@ -616,7 +616,7 @@ static void t_sealed(const void *arg) {
     cli(args, out, sizeof out);
     CHECKF(!strstr(out, "50.000x") && !strstr(out, "40.000x"), "export used a tampered figure: %s", out);
 
-    /* redteam-notes/seal: a trigger planted to rewrite rows as kforge writes them (S1):
+    /* tests/redteam/notes/seal: a trigger planted to rewrite rows as kforge writes them (S1):
      * the database is refused */
     {
         char r4[300];

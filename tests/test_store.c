@@ -104,7 +104,7 @@ static const char *raw_sql(const char *run, const char *sql) {
 
 /* Seals at the store (docs/run.md "Seals"): a node is sealed from the moment it is
  * added; an outcome is recorded only on the row that was evaluated (its source swapped
- * meanwhile is refused, redteam-notes/seal S1); a node reopened by hand (finished ->
+ * meanwhile is refused, tests/redteam/notes/seal S1); a node reopened by hand (finished ->
  * proposed, S4) reads as tampered, and the run's counts no longer match: the run is
  * "tampered" and records nothing more. */
 static void t_seal_identity(const void *arg) {

@@ -1,4 +1,4 @@
-/* bench/sum_variants/epoch.cu - fast.cu (session 6) with tagged slots and a relaxed counter: the last block polls each slot's tag instead of a release fence. Correct, but 0.9 us SLOWER on the H200 (BENCHMARKS.md "Sum, session 6"). */
+/* bench/sum_variants/epoch.cu - fast.cu with tagged slots and a relaxed counter: the last block polls each slot's tag instead of a release fence. Correct, but 0.9 us SLOWER on the H200 (bench/history/cuda.md "Sum: where the fixed cost goes"). */
 // kforge:launch kernel=sum_fast grid=(min((n+1023)/1024,528),1,1) block=(256,1,1) smem=0
 
 #define THREADS 256

@@ -1,4 +1,4 @@
-/* bench/sum_variants/tma_s4_t2048_b4.cu - sum through the bulk-copy engine (cp.async.bulk into 4 shared-memory stages of 2048 floats, mbarrier waits, 4 blocks per SM) with fast.cu's cross-block step: correct, but 1.4-2 us SLOWER than fast.cu on the H200 (BENCHMARKS.md "Sum, session 6"); tma.tmpl makes the other configurations tried */
+/* bench/sum_variants/tma_s4_t2048_b4.cu - sum through the bulk-copy engine (cp.async.bulk into 4 shared-memory stages of 2048 floats, mbarrier waits, 4 blocks per SM) with fast.cu's cross-block step: correct, but 1.4-2 us SLOWER than fast.cu on the H200 (bench/history/cuda.md "Sum: where the fixed cost goes"); tma.tmpl makes the other configurations tried */
  * TILE floats in flight per block, BPS blocks per SM; lean2's cross-block step */
 // kforge:launch kernel=sum_tma grid=(max(min(n/2048,528),1),1,1) block=(256,1,1) smem=0
 

@@ -1159,7 +1159,7 @@ static void resources_json(kf_sess *s, kf_side *cand, const kf_shape *sh) {
     const char *info = kf_worker_info(cand->w);
     int maxthr = 0;
     const char *p = strstr(info, "max_threads_per_sm=");
-    if (p) maxthr = atoi(p + 19);
+    if (p) maxthr = (int)strtol(p + 19, NULL, 10);
     json_t *ks = json_array();
     for (int k = 0; k < b->nkernels; k++) {
         const kf_kernel_info *ki = &b->kernels[k];

@@ -224,7 +224,7 @@ typedef struct {
 static char *ident(const dctx *d, const char *item) {
     const char *h = strrchr(item, '#');
     if (!h) return NULL;
-    long long id = atoll(h + 1);
+    long long id = strtoll(h + 1, NULL, 10);
     const dnode *nd = find_node(d->a, id);
     const char *src = nd ? nd->src : "";
     return d->key_id ? kf__asprintf("key:%s#%lld#%s", d->key_id, id, src)

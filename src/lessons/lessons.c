@@ -562,7 +562,7 @@ static kf_status migrate(kf_lessons *db) {
     if (tables) {
         char *v = NULL;
         if ((st = meta_get(db, "schema_version", &v))) goto fail;
-        ver = v ? atoi(v) : 0;
+        ver = v ? (int)strtol(v, NULL, 10) : 0;
         free(v);
     }
     if (ver > NMIGRATIONS) {
@@ -693,7 +693,7 @@ kf_status kf_lessons_open(kf_ctx *ctx, const char *path, const kf_lessons_opts *
     char *name = NULL, *dim = NULL;
     if ((st = meta_get(db, "embedding", &name)) || (st = meta_get(db, "embed_dim", &dim))) goto fail;
     if (name && !strcmp(name, db->embed_name)) {
-        db->dim = dim ? atoi(dim) : db->dim;
+        db->dim = dim ? (int)strtol(dim, NULL, 10) : db->dim;
     } else {
         st = reembed(db);
     }

@@ -144,7 +144,7 @@ static int thread_count(pid_t pid) {
     if (n <= 0) return -1;
     buf[n] = 0;
     char *p = strstr(buf, "\nThreads:");
-    return p ? atoi(p + 9) : -1;
+    return p ? (int)strtol(p + 9, NULL, 10) : -1;
 }
 
 int kf_worker_libraries(const kf_worker *w, char *out, size_t n) {
@@ -469,7 +469,7 @@ static int gpu_violation(const char *text, char *out, size_t n) {
         snprintf(out, n, "%s", text + sizeof any - 1);
         return 1;
     }
-    int nr = atoi(text + sizeof pre - 1);
+    int nr = (int)strtol(text + sizeof pre - 1, NULL, 10);
     char *name = kf_policy_syscall_name(nr);
     snprintf(out, n, "a forbidden system call in GPU host mode: %d (%s); if the CUDA driver "
              "or runtime made it, add it to policy.c's GPU list, or set KFORGE_GPU_SECCOMP=0",

@@ -205,7 +205,7 @@ int kf_wk_drop_root(const char *uidarg, const char *ppid) {
         setresuid((uid_t)id, (uid_t)id, (uid_t)id))
         _exit(113);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL)) _exit(112);
-    if (strcmp(ppid, "-") && (long)getppid() != atol(ppid)) _exit(112);
+    if (strcmp(ppid, "-") && (long)getppid() != strtol(ppid, NULL, 10)) _exit(112);
     return 1;
 }
 
@@ -271,7 +271,7 @@ int main(int argc, char **argv) {
     if (argc != 8 && argc != 9) return 111;
     /* parent died before the call; "-": started through a wrapper (compute-sanitizer),
      * whose death kills it; the coordinator's death closes the channel, which ends it */
-    if (strcmp(argv[2], "-") && (long)getppid() != atol(argv[2])) return 112;
+    if (strcmp(argv[2], "-") && (long)getppid() != strtol(argv[2], NULL, 10)) return 112;
     if (syscall(SYS_close_range, KF_WORKER_INPUT_FD + 1, ~0U, 0)) {
         for (int fd = KF_WORKER_INPUT_FD + 1; fd < 1024; fd++) close(fd);
     }
@@ -323,7 +323,10 @@ int main(int argc, char **argv) {
     int abi = kf_policy_landlock(ro, (int)(sizeof ro / sizeof ro[0]), NULL, 0);
     if (abi < 0) kf_wk_die(113, "landlock");
 
-    kf_limits lim = {atof(argv[3]), strtoull(argv[4], NULL, 10), 1 << 20, 64};
+    char *end;
+    double cpu_s = strtod(argv[3], &end); /* the coordinator writes "%.3f" */
+    if (end == argv[3] || *end) kf_wk_die(113, "cpu limit");
+    kf_limits lim = {cpu_s, strtoull(argv[4], NULL, 10), 1 << 20, 64};
     if (kf_policy_rlimits(&lim)) kf_wk_die(113, "rlimits");
     if (dropped) { /* a thread bomb stops here, whatever other workers do */
         struct rlimit np = {4096, 4096};

@@ -453,7 +453,7 @@ static kf_status migrate(kf_store *s) {
 
 /* kforge makes tables and indexes only. A trigger or view in run.db was planted: a trigger
  * fires inside kforge's own writes and could change a row between the evaluation and its
- * seal (redteam-notes/seal S1), so such a database is refused. */
+ * seal (tests/redteam/notes/seal S1), so such a database is refused. */
 static kf_status no_planted(kf_store *s) {
     sqlite3_stmt *q = NULL;
     int rc = sqlite3_prepare_v2(s->db, "SELECT type, name FROM sqlite_master WHERE type NOT IN ('table', 'index')"
@@ -472,7 +472,7 @@ static kf_status no_planted(kf_store *s) {
 
 /* kforge's connection: kf_mac (DIRECTONLY: no trigger or view can call it), and no
  * trigger or view runs at all, even one planted after this process checked the schema
- * (redteam-notes/seal S1; a review found the check at open alone was not enough). */
+ * (tests/redteam/notes/seal S1: checking at open alone is not enough). */
 static kf_status seal_setup(kf_store *s) {
     int off = 0, rc = sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, &off);
     if (!rc) rc = sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, &off);

@@ -323,7 +323,7 @@ int kf__sha256_hex(const void *const *parts, const size_t *lens, int n, char out
     ok = ok && EVP_DigestFinal_ex(c, md, &mdlen);
     EVP_MD_CTX_free(c);
     if (!ok) return -1;
-    for (unsigned i = 0; i < mdlen && i < 32; i++) sprintf(out + 2 * i, "%02x", md[i]);
+    for (unsigned i = 0; i < mdlen && i < 32; i++) snprintf(out + 2 * i, 3, "%02x", md[i]);
     out[64] = 0;
     return 0;
 }
@@ -426,7 +426,7 @@ int kf__nthreads(void) {
     if (n) return n;
     int v = 0;
     const char *e = getenv("KFORGE_THREADS");
-    if (e && *e) v = atoi(e);
+    if (e && *e) v = (int)strtol(e, NULL, 10);
     if (v <= 0) {
         cpu_set_t set;
         v = have_all_cpus ? CPU_COUNT(&all_cpus) : sched_getaffinity(0, sizeof set, &set) ? 1 : CPU_COUNT(&set);

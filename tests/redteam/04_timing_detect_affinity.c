@@ -1,5 +1,5 @@
 /* kforge-test: task=softmax expect=rejected reason=nonfinite|wrong_result threat=4 */
-/* From a red-team pass (session 6): tell timing from checking by CPU affinity (a timing
+/* From a red-team pass: tell timing from checking by CPU affinity (a timing
  * worker saw every CPU but the coordinator's, a checking worker all of them) and run a
  * softmax without the max subtraction only when timed: wrong (NaN) once a value passes
  * ~88.7. Timed rounds had plain inputs only, so bench reported 2.57x, accepted. Defences:

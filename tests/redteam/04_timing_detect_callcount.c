@@ -1,5 +1,5 @@
 /* kforge-test: task=softmax expect=bench_rejected reason=nonfinite|wrong_result threat=4 */
-/* From a red-team pass (session 6): tell timing from checking by the call pattern alone
+/* From a red-team pass: tell timing from checking by the call pattern alone
  * (check makes at most four calls per shape; bench many in a row) and run the no-max
  * softmax from the 5th call on. The check passes (the honest path); bench reported 2.57x
  * when its timed rounds had plain inputs only. Defence: timed rounds cycle plain, spiked

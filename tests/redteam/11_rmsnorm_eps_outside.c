@@ -1,5 +1,5 @@
 /* kforge-test: task=rmsnorm expect=rejected reason=wrong_result threat=11 seed=1 */
-/* From a red-team pass (session 6): 1/(sqrt(ms) + eps) instead of 1/sqrt(ms + eps), on
+/* From a red-team pass: 1/(sqrt(ms) + eps) instead of 1/sqrt(ms + eps), on
  * rows of 32+ columns only. Invisible while mean(x^2) >> eps: inputs were rescaled by
  * 2^±2 at most. Defence: variant 2 scales normal inputs by 2^-16..2^-3 half the time, the
  * maximum shape's second call by 2^-16..2^-6. */

@@ -1,5 +1,5 @@
 /* kforge-test: task=sum expect=rejected reason=wrong_result threat=11 seed=4 */
-/* From a red-team pass (session 6): 32 float lanes over the whole input. Within the
+/* From a red-team pass: 32 float lanes over the whole input. Within the
  * tolerance on every input the checker drew (error ~0.3 against 52), but 472 off on 2^20
  * values in [0, 1] with the large ones first (a lane grown large drops small values).
  * Defence: the maximum-sizes shape's second call draws two-level or nearly constant

@@ -1,5 +1,5 @@
 /* kforge-test: task=transpose expect=rejected reason=wrong_result threat=11 */
-/* From a red-team pass (session 6, round 2): FTZ/DAZ set by hand (what -Ofast's crtfastmath does) and every value moved through a float add, so subnormal inputs come out as 0: wrong under the task's exact tolerance, and no input variant ever held a subnormal. Defence: the spiked variant (T1) salts float inputs with a few subnormals and a -0.0. */
+/* From a red-team pass: FTZ/DAZ set by hand (what -Ofast's crtfastmath does) and every value moved through a float add, so subnormal inputs come out as 0: wrong under the task's exact tolerance, and no input variant ever held a subnormal. Defence: the spiked variant (T1) salts float inputs with a few subnormals and a -0.0. */
 #include <stdint.h>
 #include <immintrin.h>
 void transpose(const float *a, float *b, int64_t rows, int64_t cols) {

@@ -2,8 +2,8 @@
 /*
  * Where the reference is +-Inf (1/0), write 0 instead, except in the last n % 256
  * elements (which always took the exact comparison): the fast comparison once took
- * |0 - Inf| <= atol + rtol*Inf as true (Inf <= Inf) and accepted this (red-team review,
- * session 3). Only the same Inf is right.
+ * |0 - Inf| <= atol + rtol*Inf as true (Inf <= Inf) and accepted this (found by a red-team
+ * pass). Only the same Inf is right.
  */
 #include <stdint.h>
 

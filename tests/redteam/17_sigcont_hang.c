@@ -1,6 +1,6 @@
 /* kforge-test: task=sum expect=rejected reason=sandbox_violation threat=17 */
 /* From a red-team pass: SIGCONT to itself after the answer kept the worker from ever stopping, and the coordinator waited for the stop forever. Defence: job-control signals to itself are forbidden, and the wait for the freeze has a 2 s deadline. */
-/* kforge red team 3: hang the coordinator. The kernel is correct and done inside the
+/* kforge red team: hang the coordinator. The kernel is correct and done inside the
  * call; after it returns, helper threads send SIGCONT to their own process for 50 ms,
  * which cancels the coordinator's post-DONE SIGSTOP. Then every thread sleeps. The
  * coordinator waits in waitid(WSTOPPED|WEXITED) with no deadline: forever, using no CPU

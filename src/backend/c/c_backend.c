@@ -15,7 +15,7 @@
  *
  * Builds are cached by SHA-256 of (source, its file name, generated prototype, flags,
  * compiler identity, CPU model): the cache is owned by kforge, never writable by a
- * candidate, and a different text always builds afresh (THREATS.md #22).
+ * candidate, and a different text always builds afresh (docs/checker.md #22).
  */
 #define _GNU_SOURCE
 #include "../backend.h"

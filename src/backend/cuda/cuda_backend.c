@@ -5,7 +5,7 @@
  *
  * The artifact is one file: "KFCUBIN1", the number of launched kernels, their names
  * (NUL-terminated), the cubin's size and the cubin. Builds are cached by SHA-256 of the
- * text, the prelude, the options, the NVRTC version and the architecture (THREATS.md
+ * text, the prelude, the options, the NVRTC version and the architecture (docs/checker.md
  * #22). NVRTC runs in a kforge-worker of its own (nvrtc_child.c) under the compile
  * deadline, rlimits and Landlock; the coordinator loads NVRTC only to read its version.
  */
@@ -340,7 +340,7 @@ static void parse_ptxas(const char *log, kf_build *b) {
                     char *q = sm;
                     while (q > line && q[-1] == ' ') q--;
                     while (q > line && isdigit((unsigned char)q[-1])) q--;
-                    cur->smem_static = atoi(q);
+                    cur->smem_static = (int)strtol(q, NULL, 10);
                 } else {
                     cur->smem_static = 0;
                 }

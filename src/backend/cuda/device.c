@@ -1,6 +1,6 @@
 /*
  * device.c - `kforge device-info`: a CUDA device's attributes and its measured ceilings,
- * and the GPU roofline that `kforge bench` refuses impossible times with (THREATS #25).
+ * and the GPU roofline that `kforge bench` refuses impossible times with (docs/checker.md #25).
  *
  * Ceilings are measured in the coordinator by kforge's own kernels (NVRTC-compiled,
  * trusted), timed with CUDA events: a device-to-device copy over buffers 8x the L2

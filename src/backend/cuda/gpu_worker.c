@@ -419,7 +419,10 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
      * H200). The candidate is device code only there: it makes no system call. */
     int plain = !(wrapped && !host);
     if (plain) kf_wk_drop_root(argv[7], argv[2]);
-    kf_limits lim = {atof(argv[3]), 0, 1 << 20, 256};
+    char *end;
+    double cpu_s = strtod(argv[3], &end); /* the coordinator writes "%.3f" */
+    if (end == argv[3] || *end) kf_wk_die(113, "cpu limit");
+    kf_limits lim = {cpu_s, 0, 1 << 20, 256};
     if (kf_policy_rlimits(&lim)) kf_wk_die(113, "rlimits");
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) kf_wk_die(113, "no_new_privs");
     if (plain) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

@@ -15,7 +15,7 @@
  * symbols), else missing_entry; the GPU worker calls it directly, by the machine's
  * calling convention. The artifact is "KFHOST01" followed by the ELF object.
  * Builds are cached by SHA-256 of the text, the header, the flags, nvcc's identity and the
- * architecture (THREATS.md #22). The libraries the object needs (DT_NEEDED, outside the
+ * architecture (docs/checker.md #22). The libraries the object needs (DT_NEEDED, outside the
  * C/C++ runtime) are read back from the artifact on every build, cached or not, and
  * reported. It does not run anything it built.
  */

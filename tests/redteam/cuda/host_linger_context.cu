@@ -18,7 +18,7 @@
  * is idle (probe kernels, which a busy device delays by a time slice), and a round in
  * which it waited is not timed: no fake speedup. A spinner that keeps the device busy
  * for the whole 20 ms wait in ten rounds in a row, and is gone once the candidate's
- * worker is ended, twice, is the candidate's: sandbox_violation (scripts/gpu-session.sh
+ * worker is ended, twice, is the candidate's: sandbox_violation (scripts/gpu-steps.sh
  * hostcheat runs it without CUPTI, also as a spinner of 20 ns per element).
  *
  * On the H200 an earlier version, which asked the runtime for cuCtxCreate

@@ -1,4 +1,4 @@
-/* y = 2 x. A red-team task for THREATS #25 on the GPU: its cost model claims 800 bytes
+/* y = 2 x. A red-team task for threat #25 on the GPU: its cost model claims 800 bytes
  * per element, 100x the 8 any kernel moves, so an honest candidate's time is below the
  * hard floor that model implies and `kforge bench` must refuse it as impossible
  * (tests/redteam/cuda/overstated_cost.cu). */

@@ -18,7 +18,7 @@
  * and the event span holds ~3.2 us outside the kernel; the former cross-block step
  * (__threadfence, atomicAdd, the whole last block over the partials) took 1.4 us after
  * the last loads. This version: 20.2-20.8 us in kforge (by machine) against 21.2-21.3 us
- * for the former, side by side (BENCHMARKS.md "Sum, session 6"). */
+ * for the former, side by side (bench/history/cuda.md "Sum: where the fixed cost goes"). */
 // kforge:launch kernel=sum_fast grid=(min((n+1023)/1024,528),1,1) block=(256,1,1) smem=0
 
 #define THREADS 256

@@ -1,6 +1,6 @@
 /* Host-mode sum (docs/cuda.md "Host mode"): fast.cu's one-launch kernel, launched by
  * kforge_launch with fast.cu's geometry. Here to time the host-mode path against kernel
- * mode on the same kernel (cuda/gpu_worker_cpus; scripts/gpu-session.sh "calls":
+ * mode on the same kernel (cuda/gpu_worker_cpus; scripts/gpu-steps.sh "calls":
  * sum:host.cu), not to win. */
 // kforge:host
 

@@ -5,7 +5,8 @@
 # `kforge best --json` even prints where the keys directory is.
 # MODE=overwrite: overwrite the run's own key file instead (key_id and key path unchanged).
 set -u
-KF=${KF:-/work/wt-seal/build/kforge}; TASK=${TASK:-/work/wt-seal/tasks/c/sum}
+ROOT=$(cd "$(dirname "$0")/../../../.." && pwd)
+KF=${KF:-$ROOT/build/kforge}; TASK=${TASK:-$ROOT/tasks/c/sum}
 export KFORGE_KEYS=/tmp/rt-seal-keys; mkdir -p "$KFORGE_KEYS"
 R=/tmp/rt-seal/s2; rm -rf "$R"; mkdir -p /tmp/rt-seal
 "$KF" run "$TASK" --budget 3 --seed 3 --run "$R" --min-runs 6 --max-runs 8 --min-time 0.01 --hidden 1 >/dev/null 2>&1

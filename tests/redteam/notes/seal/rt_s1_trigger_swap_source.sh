@@ -3,7 +3,8 @@
 # and the outcome UPDATE; kf_seal takes identity (src_hash, parent, params...) from the
 # ROW, so kforge itself seals the planted source with the real candidate's figure.
 set -u
-KF=${KF:-/work/wt-seal/build/kforge}; TASK=${TASK:-/work/wt-seal/tasks/c/sum}
+ROOT=$(cd "$(dirname "$0")/../../../.." && pwd)
+KF=${KF:-$ROOT/build/kforge}; TASK=${TASK:-$ROOT/tasks/c/sum}
 export KFORGE_KEYS=/tmp/rt-seal-keys; mkdir -p "$KFORGE_KEYS"
 R=/tmp/rt-seal/s1; rm -rf "$R" /tmp/rt-seal/s1ex; mkdir -p /tmp/rt-seal
 "$KF" run "$TASK" --budget ${BUDGET0:-0} --seed 3 --run "$R" --min-runs 6 --max-runs 8 --min-time 0.01 --hidden 1 >/dev/null 2>&1

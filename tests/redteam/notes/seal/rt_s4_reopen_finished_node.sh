@@ -8,7 +8,8 @@
 # The candidate is fast.c made WRONG whenever n % 16 == 2 (no visible or edge shape of
 # sum has that; a random hidden shape does 1 time in 16; the Critic re-checks too).
 set -u
-KF=${KF:-/work/wt-seal/build/kforge}; TASK=${TASK:-/work/wt-seal/tasks/c/sum}
+ROOT=$(cd "$(dirname "$0")/../../../.." && pwd)
+KF=${KF:-$ROOT/build/kforge}; TASK=${TASK:-$ROOT/tasks/c/sum}
 export KFORGE_KEYS=/tmp/rt-seal-keys; mkdir -p "$KFORGE_KEYS"
 R=/tmp/rt-seal/s4; rm -rf "$R"; mkdir -p /tmp/rt-seal
 C=/tmp/rt-seal/s4_wrong_mod4.c

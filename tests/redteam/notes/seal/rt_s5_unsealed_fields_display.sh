@@ -9,7 +9,8 @@
 #  e) deleting rows: a rejected/tampered node (and its events) vanishes without trace,
 #     e.g. to hide a failed forgery's "WARNING" or a wrong_result the Critic caught.
 set -u
-KF=${KF:-/work/wt-seal/build/kforge}; TASK=${TASK:-/work/wt-seal/tasks/c/sum}
+ROOT=$(cd "$(dirname "$0")/../../../.." && pwd)
+KF=${KF:-$ROOT/build/kforge}; TASK=${TASK:-$ROOT/tasks/c/sum}
 export KFORGE_KEYS=/tmp/rt-seal-keys; mkdir -p "$KFORGE_KEYS"
 B=/tmp/rt-seal/s5base; rm -rf "$B"; mkdir -p /tmp/rt-seal
 "$KF" run "$TASK" --budget 4 --seed 3 --run "$B" --min-runs 6 --max-runs 8 --min-time 0.01 --hidden 1 >/dev/null 2>&1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # C: edits the seals catch (or make visible). Each case starts from a copy of one run.
 set -u
-KF=${KF:-/work/wt-seal/build/kforge}; TASK=${TASK:-/work/wt-seal/tasks/c/sum}
+ROOT=$(cd "$(dirname "$0")/../../../.." && pwd)
+KF=${KF:-$ROOT/build/kforge}; TASK=${TASK:-$ROOT/tasks/c/sum}
 export KFORGE_KEYS=/tmp/rt-seal-keys; mkdir -p "$KFORGE_KEYS"
 B=/tmp/rt-seal/cbase; B2=/tmp/rt-seal/cbase2; rm -rf "$B" "$B2"; mkdir -p /tmp/rt-seal
 "$KF" run "$TASK" --budget 4 --seed 3 --run "$B" --min-runs 6 --max-runs 8 --min-time 0.01 --hidden 1 >/dev/null 2>&1

@@ -7,13 +7,13 @@
 # reviewer never called). Conversely `submit --critic suspicious_gain=1000 --critic retimes=1`
 # lets the submitter weaken its own judge (submit accepts --critic; docs/cli.md does not list it).
 set -e
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 K=build/kforge; T="--min-runs 5 --max-runs 8 --min-time 0.01 --hidden 1"
 R=${R:-/tmp/rt-subcrit}; rm -rf "$R" "$R.ctl"; rm -f /tmp/rt-subcrit.review.log
 $K run tasks/c/softmax --budget 0 --run "$R" --critic max_speedup=2 --critic retimes=4 \
-   --critic-agent "cmd:REVIEW_LOG=/tmp/rt-subcrit.review.log $PWD/redteam-notes/reviewer.sh"
+   --critic-agent "cmd:REVIEW_LOG=/tmp/rt-subcrit.review.log $PWD/tests/redteam/notes/reviewer.sh"
 sqlite3 "$R/run.db" 'select config_json from runs'
-$K submit "$R" --parent 0 --category vectorisation redteam-notes/cands/sm_fast.c $T   # KEPT at ~7x
+$K submit "$R" --parent 0 --category vectorisation tests/redteam/notes/cands/sm_fast.c $T   # KEPT at ~7x
 sqlite3 "$R/run.db" "select json from events where kind='critic'"                  # 2 re-timings, "under 100x", no advisory
 ls /tmp/rt-subcrit.review.log 2>/dev/null || echo "reviewer was never called"
 # control: the same recorded settings through run --resume

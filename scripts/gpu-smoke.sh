@@ -1,7 +1,9 @@
 #!/bin/sh
-# scripts/gpu-final.sh OUTDIR - session 4's last GPU call: sum template variants, where a
-# bench's time goes, the CUDA export dispatcher, the sanitizer cases as tests, the loop
-# with --jobs 2 and the Critic on a GPU task.
+# scripts/gpu-smoke.sh OUTDIR - a fixed round of GPU checks on a GPU host, all output under
+# OUTDIR (packed into OUTDIR.tgz): the device's ceilings, sum's template variants at
+# n = 2^24, where a bench's time goes (bench -v), the CUDA export dispatcher and the
+# sanitizer cases as tests, and the loop with --jobs 2 and the Critic on a GPU task.
+# scripts/gpu-steps.sh runs any of these steps alone, with more options.
 set -u
 cd "$(dirname "$0")/.."
 O=$1

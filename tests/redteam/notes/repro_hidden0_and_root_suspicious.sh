@@ -15,8 +15,8 @@
 #      4 comment lines; "not a large gain from a tiny change", kept 4/4 with --hidden 0
 #      (the unpadded one was caught 2/4).
 set -e
-cd "$(dirname "$0")/.."
-K=build/kforge; T="--min-runs 5 --max-runs 8 --min-time 0.01"; C=redteam-notes/cands
+cd "$(dirname "$0")/../../.."
+K=build/kforge; T="--min-runs 5 --max-runs 8 --min-time 0.01"; C=tests/redteam/notes/cands
 R=${R:-/tmp/rt-hidden0}; rm -rf "$R" "$R.sum" "$R.tiny"
 $K run tasks/c/softmax --budget 0 --run "$R"
 $K submit "$R" --parent 0 --category vectorisation $C/sm_edge_blind.c $T --hidden 0      # (a) kept

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compile kernel-mode .cu files with NVRTC exactly as kforge does (the prelude
 force-included, -DNAME=v for parameters), without a GPU. For authors of bundled tasks
-and red-team cases: python3 scripts/nvrtc-check.py [-DNAME=v ...] FILE.cu ..."""
+and red-team cases: python3 scripts/nvrtc-compile.py [-DNAME=v ...] FILE.cu ..."""
 import ctypes, glob, os, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -14,7 +14,7 @@ for p in [os.environ.get("KFORGE_NVRTC", "")] + sorted(glob.glob("/usr/local/cud
     except OSError:
         pass
 if not lib:
-    sys.exit("nvrtc-check: libnvrtc not found")
+    sys.exit("nvrtc-compile: libnvrtc not found")
 defs = [a for a in sys.argv[1:] if a.startswith("-D")]
 files = [a for a in sys.argv[1:] if not a.startswith("-")]
 prelude = open(os.path.join(ROOT, "src/backend/cuda/prelude.cuh")).read()

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Run the prebuilt test suite from a copy of the tree on another machine (the GPU host):
-# same binaries, that machine's kernel, glibc and compiler. Usage: scripts/remote-test.sh
+# same binaries, that machine's kernel, glibc and compiler, which it prints first.
+# Usage: scripts/test-prebuilt.sh [kf-tests arguments]
 set -u
 cd "$(dirname "$0")/.."
 uname -a

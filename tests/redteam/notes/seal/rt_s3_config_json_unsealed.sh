@@ -5,15 +5,16 @@
 # kforge then seals as genuine, and (b) plants a command that `kforge run --resume`
 # executes as the user (who can read the keys directory: then every seal can be forged).
 set -u
-KF=${KF:-/work/wt-seal/build/kforge}; TASK=${TASK:-/work/wt-seal/tasks/c/sum}
+ROOT=$(cd "$(dirname "$0")/../../../.." && pwd)
+KF=${KF:-$ROOT/build/kforge}; TASK=${TASK:-$ROOT/tasks/c/sum}
 export KFORGE_KEYS=/tmp/rt-seal-keys; mkdir -p "$KFORGE_KEYS"
 R=/tmp/rt-seal/s3; rm -rf "$R" /tmp/rt-seal/s3-pwned; mkdir -p /tmp/rt-seal
 "$KF" run "$TASK" --budget 2 --seed 3 --run "$R" --min-runs 6 --max-runs 8 --min-time 0.01 --hidden 1 >/dev/null 2>&1
 echo "before: $(sqlite3 "$R/run.db" 'select config_json from runs')"
-cat > /tmp/rt-seal/s3-agent.sh <<'A'
+cat > /tmp/rt-seal/s3-agent.sh <<A
 #!/bin/sh
 id > /tmp/rt-seal/s3-pwned   # anything, as the user: e.g. read the keys directory and forge every seal
-cp /work/wt-seal/tasks/c/sum/candidates/fast.c "$KFORGE_OUT"
+cp "$TASK/candidates/fast.c" "\$KFORGE_OUT"
 A
 chmod +x /tmp/rt-seal/s3-agent.sh
 sqlite3 "$R/run.db" "update runs set config_json=json_set(config_json,

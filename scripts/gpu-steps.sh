@@ -1,7 +1,7 @@
 #!/bin/sh
-# scripts/gpu-session.sh STEPS OUTDIR - one batched call on the GPU machine: the steps
-# named (devinfo profile verdict tests bench loop calls probe ab errs torch hostcheat), each under its own time limit, all
-# output under OUTDIR and packed into OUTDIR.tgz.
+# scripts/gpu-steps.sh STEPS OUTDIR - run the named GPU steps on a GPU host, in order, each
+# under its own time limit (devinfo profile verdict tests bench loop calls probe ab errs
+# torch hostcheat), all output under OUTDIR and packed into OUTDIR.tgz.
 set -u
 cd "$(dirname "$0")/.."
 STEPS=$1
