@@ -3,8 +3,8 @@
  * code makes into a backend comes through here, which checks its arguments and supplies
  * the default of an optional slot left NULL (backend.h says which).
  *
- * Adding a backend to the build is one line of `builtin` below (and its folder under
- * src/backend/, which the build picks up by itself: src/backend/CMakeLists.txt).
+ * Adding a backend to the build is one line of KF_BACKENDS (backend.h) and its folder
+ * under src/backend/, which the build picks up by itself (src/backend/CMakeLists.txt).
  */
 #include "backend.h"
 
@@ -13,10 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static kf_backend *(*const builtin[])(void) = {
-    kf_backend_c,
-    kf_backend_cuda,
-};
+#define ENTRY(NAME) kf_backend_##NAME,
+static kf_backend *(*const builtin[])(void) = {KF_BACKENDS(ENTRY)};
+#undef ENTRY
 #define NBUILTIN ((int)(sizeof builtin / sizeof builtin[0]))
 
 /* names a task may give that this build has no backend for (docs/tasks.md) */

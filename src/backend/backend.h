@@ -221,8 +221,14 @@ void kf_backend_report_call(kf_backend *b, const kf_build *build, const kf_call_
 json_t *kf_backend_resources(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
                              const char *info, const uint32_t *occ);
 
-/* Registered backends */
-kf_backend *kf_backend_c(void);
-kf_backend *kf_backend_cuda(void);
+/* The backends of the build, one line each: X(NAME) for the constructor
+ * kf_backend_NAME(void) in src/backend/NAME/, which returns its static kf_backend. The
+ * registry (backend.c) lists them in this order. */
+#define KF_BACKENDS(X) \
+    X(c)               \
+    X(cuda)
+#define KF_BACKEND_DECLARE(NAME) kf_backend *kf_backend_##NAME(void);
+KF_BACKENDS(KF_BACKEND_DECLARE)
+#undef KF_BACKEND_DECLARE
 
 #endif
