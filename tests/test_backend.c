@@ -60,7 +60,7 @@ static void need_device(kf_backend *b) {
     if (!kf_backend_has(b, KF_BACKEND_DEVICE)) return;
     kf_ctx *ctx = kf_ctx_new();
     char *json = NULL;
-    kf_status st = b->iface.describe ? b->iface.describe(b, ctx, 0, 0, &json) : KF_EBACKEND;
+    kf_status st = kf_backend_describe(b, ctx, 0, 0, &json);
     free(json);
     if (st) kft_skip("backend %s needs a device: %s", kf_backend_name(b), kf_errmsg(ctx));
     kf_ctx_free(ctx);
@@ -198,6 +198,13 @@ static void t_defaults(const void *arg) {
         CHECK(!kf_backend_resources(b, &bd, NULL, NULL, "", NULL));
         defaults++;
     }
+    if (!f->describe) {
+        char *json = (char *)"x";
+        kf_ctx *ctx = kf_ctx_new();
+        CHECK(kf_backend_describe(b, ctx, 0, 0, &json) == KF_EBACKEND && !json);
+        kf_ctx_free(ctx);
+        defaults++;
+    }
     CHECK(kf_backend_timing_rounds(b) >= 0);
     printf("    %s: %d optional slots left to their defaults\n", f->name, defaults);
 }
@@ -313,7 +320,8 @@ void kft_register_backend(void) {
     static char names[16][32];
     int k = 0;
     kf_backend *b;
-    for (int i = 0; (b = kf_backend_at(i)) && k < 16; i++) snprintf(names[k++], sizeof names[0], "%s", kf_backend_name(b));
+    for (int i = 0; (b = kf_backend_at(i)) && k < 16; i++)
+        snprintf(names[k++], sizeof names[0], "%s", kf_backend_name(b));
     for (int i = 0; i < NTEST && k < 16; i++)
         snprintf(names[k++], sizeof names[0], "%s", kf_backend_name(test_backends[i]()));
     static const struct {

@@ -141,7 +141,9 @@ uint64_t kf_backend_clock(kf_backend *b, const kf_call_result *cr) {
     return b->iface.clock ? b->iface.clock(b, cr) : cr->worker_ns;
 }
 
-int kf_backend_timing_rounds(const kf_backend *b) { return b->iface.timing_rounds > 0 ? b->iface.timing_rounds : 0; }
+int kf_backend_timing_rounds(const kf_backend *b) {
+    return b->iface.timing_rounds > 0 ? b->iface.timing_rounds : 0;
+}
 int kf_backend_ceilings_early(const kf_backend *b) { return b->iface.ceilings_early != 0; }
 int kf_backend_has_ceilings(const kf_backend *b) { return b->iface.ceilings != NULL; }
 
@@ -195,11 +197,18 @@ json_t *kf_backend_resources(kf_backend *b, const kf_build *build, const kf_task
     return b->iface.resources ? b->iface.resources(b, build, t, sizes, info, occ) : NULL;
 }
 
+kf_status kf_backend_describe(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json) {
+    *json = NULL;
+    if (!b->iface.describe)
+        return kf__err(ctx, KF_EBACKEND, "backend %s has no devices to describe", b->iface.name);
+    return b->iface.describe(b, ctx, device, refresh, json);
+}
+
 /* kforge device-info: the first backend that describes devices answers */
 kf_status kf_device_info(kf_ctx *ctx, int device, int refresh, char **json) {
     *json = NULL;
     kf_backend *b;
     for (int i = 0; (b = kf_backend_at(i)); i++)
-        if (b->iface.describe) return b->iface.describe(b, ctx, device, refresh, json);
+        if (b->iface.describe) return kf_backend_describe(b, ctx, device, refresh, json);
     return kf__err(ctx, KF_EBACKEND, "no backend of this build has devices to describe");
 }

@@ -8,9 +8,8 @@
  * Core code (check, bench, task, the loop, export, context packs, lessons) never names a
  * backend: it calls the kf_backend_* wrappers below, never the vtable, and reads the
  * capability bits (KF_BACKEND_*). A wrapper checks its arguments and supplies the
- * default of an optional slot left NULL; it is where tests inject faults. Backends build
- * code and describe how it runs; they never judge it: the checker compares, the bench
- * times, the sandbox confines.
+ * default of an optional slot left NULL. Backends build code and describe how it runs;
+ * they never judge it: the checker compares, the bench times, the sandbox confines.
  *
  * A backend is complete with api_version, its four names and compile; every other slot
  * is optional and says what NULL means. Adding one: docs/design.md, "Extending".
@@ -220,6 +219,8 @@ void kf_backend_report_sandbox(kf_backend *b, const kf_build *build, kf_worker *
 void kf_backend_report_call(kf_backend *b, const kf_build *build, const kf_call_result *cr, json_t *shape);
 json_t *kf_backend_resources(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
                              const char *info, const uint32_t *occ);
+/* KF_EBACKEND (with why on ctx) for a backend without devices. */
+kf_status kf_backend_describe(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json);
 
 /* The backends of the build, one line each: X(NAME) for the constructor
  * kf_backend_NAME(void) in src/backend/NAME/, which returns its static kf_backend. The

@@ -196,7 +196,8 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
     else if (!kf_backend_starts_early(s->be, &wo)) return kf__err(ctx, KF_EUSAGE, "no early worker");
     /* a CPU worker's copy of the object is named as the documented build names it:
      * x.so for x.c (the reference's reference.so) */
-    const char *src = b && b == &s->cbuild && s->cand ? s->cand->path : b && b == &s->rbuild ? s->t->ref_path : NULL;
+    const char *src = !b ? NULL : b == &s->cbuild && s->cand ? s->cand->path
+                                : b == &s->rbuild ? s->t->ref_path : NULL;
     char so_name[NAME_MAX + 1] = "";
     if (src) {
         const char *base = strrchr(src, '/');

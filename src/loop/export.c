@@ -1344,7 +1344,8 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     const char *ext = be ? kf_backend_ext(be) : "", *title = em >= 0 ? emitters[em].title : t->backend;
     snprintf(dname, sizeof dname, "%s_dispatch.%s", t->name, ext);
     s = em >= 0 ? emitters[em].build(ctx, t, run_dir, w, nw, fallback, best, &disp, routes, notes)
-                : kf__err(ctx, KF_EUSAGE, "kforge export writes no dispatcher in %s", be ? kf_backend_lang(be) : "?");
+                : kf__err(ctx, KF_EUSAGE, "kforge export writes no dispatcher in %s",
+                          be ? kf_backend_lang(be) : "?");
     if (s == KF_EUSAGE && (em < 0 || emitters[em].soft)) {
         /* this task cannot have a dispatcher: the winners are still exported */
         json_object_set_new(doc, "dispatcher", json_null());
@@ -1420,7 +1421,8 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
                 doc, "why",
                 json_sprintf("the %s dispatcher could not be verified here (%s); it builds with nvcc and was "
                              "written as %s, unverified: check it on a GPU with kforge bench %s %s/%s",
-                             title, json_string_value(json_object_get(ver, "error")), uname, t->dir, out_dir, uname));
+                             title, json_string_value(json_object_get(ver, "error")), uname, t->dir, out_dir,
+                             uname));
             fprintf(stderr,
                     "kforge export: the %s dispatcher could not be verified here (%s): written as %s/%s, "
                     "UNVERIFIED; the winners are verified\n",

@@ -175,7 +175,8 @@ int kf__c_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t
     const kf_c_ceilings *c = ceil;
     if (!c) return 0;
     double fl = in->flops, by = in->bytes, cmed = in->cand_ns;
-    double tmin = fmax(c->flops_per_s > 0 ? fl / c->flops_per_s : 0, c->bytes_per_s > 0 ? by / c->bytes_per_s : 0) * 1e9;
+    double tmin = fmax(c->flops_per_s > 0 ? fl / c->flops_per_s : 0,
+                       c->bytes_per_s > 0 ? by / c->bytes_per_s : 0) * 1e9;
     if (!(tmin > 0)) return 0;
     double frac = tmin / cmed;
     json_object_set_new(jo, "roofline_fraction", json_real(frac));
