@@ -49,7 +49,8 @@ typedef struct {
     char *log;       /* compiler output, capped */
     double seconds;  /* wall time of the compile (0 when cached) */
     int cached;
-    /* GPU kernel mode (nlaunch > 0): the launches, the kernels they name, and the
+    /* The rest is the CUDA backend's own (its slots read it; core code does not).
+     * GPU kernel mode (nlaunch > 0): the launches, the kernels they name, and the
      * integer parameters the launch expressions may use */
     int nlaunch;
     kf_launch launch[KF_MAX_LAUNCH];

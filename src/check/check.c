@@ -1199,7 +1199,7 @@ static kf_status run_check(kf_sess *s) {
     /* where the backend can start a worker early (a GPU worker), it starts while the
      * candidate compiles: the driver and context set-up overlaps the compile; it gets its
      * artifact once built */
-    kf_worker_opts early;
+    kf_worker_opts early = {0};
     if (kf_backend_starts_early(s->be, &early)) {
         kf_ctx *quiet = kf_ctx_new();
         if (quiet && sess_spawn(s, quiet, NULL, arena, &cand, &fail) == KF_OK) pre = cand.w;
