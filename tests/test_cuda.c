@@ -14,6 +14,7 @@
 #include "backend/cuda/cupti_abi.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/host.h"
+#include "backend/cuda/run.h"
 #include "check/check.h"
 #include "data/data.h"
 #include "task/candidate.h"
@@ -451,6 +452,8 @@ static void t_timing_libraries(const void *arg) {
         kf_sess s;
         memset(&s, 0, sizeof s);
         s.res = kf_result_new("bench");
+        s.be = kf_backend_get("cuda");
+        s.cbuild.host = 1;
         s.cbuild.libraries = kf__strdup(declared ? "cublas" : "");
         kf_side side = {.w = w};
         kf_call_result r;
@@ -1614,27 +1617,27 @@ static void t_fairness(const void *arg) {
     CHECK(kf_launch_host_timing(&a, &b) && kf_launch_host_timing(&b, &a));
     CHECK(!strcmp(kf_launch_mode_name(KF_MODE_GRAPH), "graph"));
     /* library kernels by name */
-    CHECK(kf_library_kernel("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32"));
-    CHECK(kf_library_kernel("cutlass::Kernel2<cutlass_80_simt_sgemm>"));
-    CHECK(!kf_library_kernel("softmax_fast"));
+    CHECK(kf_cupti_is_library("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32"));
+    CHECK(kf_cupti_is_library("cutlass::Kernel2<cutlass_80_simt_sgemm>"));
+    CHECK(!kf_cupti_is_library("softmax_fast"));
     /* libraries mapped at run time against those declared */
     char bad[256];
-    CHECK(kf_library_undeclared("libcublas.so.13,libcublasLt.so.13,libfoo.so", "cublas,libcublas.so.13", bad, sizeof bad) == 0);
-    CHECK(kf_library_undeclared("libcublas.so.13,libcublasLt.so.13", "", bad, sizeof bad) == 2 && strstr(bad, "libcublasLt"));
-    CHECK(kf_library_undeclared("libcublas.so.13", "cublasLt", bad, sizeof bad) == 1 && !strcmp(bad, "libcublas.so.13"));
-    CHECK(kf_library_undeclared("libcudnn.so.9,libz.so.1", "cublas", bad, sizeof bad) == 1 && !strcmp(bad, "libcudnn.so.9"));
+    CHECK(kf__cuda_undeclared("libcublas.so.13,libcublasLt.so.13,libfoo.so", "cublas,libcublas.so.13", bad, sizeof bad) == 0);
+    CHECK(kf__cuda_undeclared("libcublas.so.13,libcublasLt.so.13", "", bad, sizeof bad) == 2 && strstr(bad, "libcublasLt"));
+    CHECK(kf__cuda_undeclared("libcublas.so.13", "cublasLt", bad, sizeof bad) == 1 && !strcmp(bad, "libcublas.so.13"));
+    CHECK(kf__cuda_undeclared("libcudnn.so.9,libz.so.1", "cublas", bad, sizeof bad) == 1 && !strcmp(bad, "libcudnn.so.9"));
     /* per-shape JSON with and without CUPTI */
     kf_call_result cr;
     memset(&cr, 0, sizeof cr);
     json_t *j = json_object();
-    kf_sess_launch_json(j, &cr);
+    kf__cuda_launch_json(j, &cr);
     CHECK(json_is_null(json_object_get(j, "launch_count")) && json_object_get(j, "launch_note"));
     json_decref(j);
     cr.cupti = 1, cr.nlaunch = 3, cr.ngraph = 0, cr.nnames = 2, cr.nlib = 1;
     snprintf(cr.names[0], sizeof cr.names[0], "row_stats");
     snprintf(cr.names[1], sizeof cr.names[1], "cutlass_80_tensorop_s1688gemm");
     j = json_object();
-    kf_sess_launch_json(j, &cr);
+    kf__cuda_launch_json(j, &cr);
     CHECK(json_integer_value(json_object_get(j, "launches_per_call")) == 3);
     CHECK(json_array_size(json_object_get(j, "kernels")) == 2 && json_array_size(json_object_get(j, "library_kernels")) == 1);
     json_decref(j);

@@ -20,6 +20,7 @@
  * Not here: choosing what goes in (the loop), retrieving lessons (src/lessons/).
  */
 #include "agent.h"
+#include "../backend/registry.h"
 #include "../check/result.h"
 
 #include <jansson.h>
@@ -396,8 +397,15 @@ static size_t list_full(int n, const kf_pack_failure *fails, const char *const *
 static kf_status build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out, int64_t mem_cap_in) {
     memset(out, 0, sizeof *out);
     const char *ext = in->ext ? in->ext : "c";
-    if (strcmp(ext, "c") && strcmp(ext, "cu"))
-        return kf__err(ctx, KF_EUSAGE, "pack: extension '%s' (expected c or cu)", ext);
+    kf_backend *be = kf_backend_by_ext(ext); /* the language the reply is asked in */
+    if (!be) {
+        char exts[128] = "";
+        kf_backend *b;
+        for (int i = 0; (b = kf_backend_at(i)); i++)
+            snprintf(exts + strlen(exts), sizeof exts - strlen(exts), "%s%s",
+                     !i ? "" : kf_backend_at(i + 1) ? ", " : " or ", kf_backend_ext(b));
+        return kf__err(ctx, KF_EUSAGE, "pack: extension '%s' (expected %s)", ext, exts);
+    }
     for (int s = 0; s < KF_PACK_NSECTIONS; s++)
         if (in->budget[s] < 0)
             return kf__err(ctx, KF_EUSAGE, "pack: negative allowance for section %s",
@@ -418,7 +426,7 @@ static kf_status build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out, int64_t 
     int lused = 0;
     kf_status st = KF_OK;
     int rc = !B.root || !B.meta;
-    const char *lang = strcmp(ext, "cu") ? "c" : "cuda";
+    const char *lang = kf_backend_lang(be);
 
     /* the frame: what to do, written last, paid first */
     rc = rc || kf_buf_printf(&instr, "# What to do\nWrite a faster version of the kernel above");

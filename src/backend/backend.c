@@ -1,5 +1,10 @@
 /*
- * backend.c - backend registry and the checked wrappers around the vtable.
+ * backend.c - the backend registry and the wrappers around the vtable: every call core
+ * code makes into a backend comes through here, which checks its arguments and supplies
+ * the default of an optional slot left NULL (backend.h says which).
+ *
+ * Adding a backend to the build is one line of KF_BACKENDS (backend.h) and its folder
+ * under src/backend/, which the build picks up by itself (src/backend/CMakeLists.txt).
  */
 #include "backend.h"
 
@@ -10,10 +15,87 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define ENTRY(NAME) kf_backend_##NAME,
+static kf_backend *(*const builtin[])(void) = {KF_BACKENDS(ENTRY)};
+#undef ENTRY
+#define NBUILTIN ((int)(sizeof builtin / sizeof builtin[0]))
+
+/* names a task may give that this build has no backend for (docs/tasks.md) */
+static const char *const reserved[] = {"opencl"};
+#define NRESERVED ((int)(sizeof reserved / sizeof reserved[0]))
+
+#define MAX_ADDED 8
+static kf_backend *added[MAX_ADDED]; /* kf_backend_register; read-only once kforge runs */
+static int nadded;
+
+kf_backend *kf_backend_at(int i) {
+    if (i < 0) return NULL;
+    if (i < NBUILTIN) return builtin[i]();
+    return i - NBUILTIN < nadded ? added[i - NBUILTIN] : NULL;
+}
+
 kf_backend *kf_backend_get(const char *name) {
-    if (name && !strcmp(name, "c")) return kf_backend_c();
-    if (name && !strcmp(name, "cuda")) return kf_backend_cuda();
+    kf_backend *b;
+    for (int i = 0; name && (b = kf_backend_at(i)); i++)
+        if (!strcmp(b->iface.name, name)) return b;
     return NULL;
+}
+
+kf_backend *kf_backend_by_ext(const char *ext) {
+    kf_backend *b;
+    for (int i = 0; ext && (b = kf_backend_at(i)); i++)
+        if (!strcmp(b->iface.ext, ext)) return b;
+    return NULL;
+}
+
+int kf_backend_reserved(const char *name) {
+    for (int i = 0; name && i < NRESERVED; i++)
+        if (!strcmp(reserved[i], name)) return 1;
+    return 0;
+}
+
+void kf_backend_names(int with_reserved, const char *sep, char *out, size_t n) {
+    const char *v[NBUILTIN + MAX_ADDED + NRESERVED];
+    int k = 0;
+    kf_backend *b;
+    for (int i = 0; (b = kf_backend_at(i)); i++) v[k++] = b->iface.name;
+    for (int i = 0; with_reserved && i < NRESERVED; i++) v[k++] = reserved[i];
+    size_t o = 0;
+    if (n) out[0] = 0;
+    for (int i = 0; i < k && o < n; i++) {
+        int w = snprintf(out + o, n - o, "%s\"%s\"", i == 0 ? "" : i + 1 == k ? sep : ", ", v[i]);
+        if (w < 0) break;
+        o += (size_t)w;
+    }
+}
+
+const char *kf_backend_name(const kf_backend *b) { return b->iface.name; }
+const char *kf_backend_ext(const kf_backend *b) { return b->iface.ext; }
+const char *kf_backend_reference(const kf_backend *b) { return b->iface.reference; }
+const char *kf_backend_lang(const kf_backend *b) { return b->iface.lang; }
+int kf_backend_has(const kf_backend *b, unsigned caps) { return b && (b->iface.caps & caps) == caps; }
+
+static int named(const char *s) { return s && *s && !strchr(s, '/') && !strchr(s, '.'); }
+
+kf_status kf_backend_register(kf_ctx *ctx, kf_backend *b) {
+    if (!b) return kf__err(ctx, KF_EUSAGE, "kf_backend_register: NULL backend");
+    const struct kf_backend_i *f = &b->iface;
+    const char *who = f->name ? f->name : "(unnamed)";
+    if (f->api_version != KF_BACKEND_API_VERSION)
+        return kf__err(ctx, KF_EUSAGE, "backend %s: interface version %d, this build speaks %d", who,
+                       f->api_version, KF_BACKEND_API_VERSION);
+    if (!named(f->name) || !named(f->ext) || !f->reference || !*f->reference || strchr(f->reference, '/') ||
+        !f->lang || !*f->lang)
+        return kf__err(ctx, KF_EUSAGE, "backend %s: a name, an extension, a reference file and a language "
+                                       "are required (plain names, no '/' or '.')", who);
+    if (!f->compile) return kf__err(ctx, KF_EUSAGE, "backend %s: no compile slot", who);
+    if (kf_backend_get(f->name) || kf_backend_reserved(f->name))
+        return kf__err(ctx, KF_EUSAGE, "backend %s: the name is taken", who);
+    if (kf_backend_by_ext(f->ext))
+        return kf__err(ctx, KF_EUSAGE, "backend %s: extension .%s is taken", who, f->ext);
+    if (nadded == MAX_ADDED) return kf__err(ctx, KF_EUSAGE, "backend %s: the registry is full", who);
+    added[nadded++] = b;
+    return KF_OK;
 }
 
 kf_status kf_backend_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path,
@@ -40,65 +122,97 @@ void kf_build_free(kf_build *b) {
     memset(b, 0, sizeof *b);
 }
 
-int kf_build_eval_launches(const kf_build *b, const kf_task *t, const int64_t *sizes,
-                           uint32_t lx[][7], char *err, size_t n) {
-    const char *names[64];
-    int64_t vals[64];
-    int nv = 0;
-    for (int i = 0; i < t->nsizes && nv < 64; i++, nv++) names[nv] = t->size_names[i], vals[nv] = sizes[i];
-    for (int i = 0; i < b->nparams && nv < 64; i++, nv++) names[nv] = b->pnames[i], vals[nv] = b->pvals[i];
-    kf_vars v = {names, vals, nv};
-    static const char *const what[7] = {"grid.x", "grid.y", "grid.z", "block.x", "block.y",
-                                        "block.z", "smem"};
-    for (int i = 0; i < b->nlaunch; i++) {
-        int64_t threads = 1;
-        for (int d = 0; d < 7; d++) {
-            int64_t x = d == 6 ? 0 : 1;
-            char e[256];
-            if (b->launch[i].dim[d] && kf_expr_eval(b->launch[i].dim[d], &v, &x, e, sizeof e)) {
-                snprintf(err, n, "line %d: kforge:launch %s: %s", b->launch[i].line, what[d], e);
-                return -1;
-            }
-            int64_t lim = d == 6 ? (int64_t)1 << 30 : d == 0 ? INT32_MAX : d < 3 ? 65535 : 1024;
-            if (x < (d == 6 ? 0 : 1) || x > lim) {
-                snprintf(err, n, "line %d: kforge:launch %s = %lld is out of range [%d, %lld]",
-                         b->launch[i].line, what[d], (long long)x, d == 6 ? 0 : 1, (long long)lim);
-                return -1;
-            }
-            if (d >= 3 && d < 6) threads *= x;
-            lx[i][d] = (uint32_t)x;
-        }
-        if (threads > 1024) {
-            snprintf(err, n, "line %d: kforge:launch block has %lld threads (at most 1024)",
-                     b->launch[i].line, (long long)threads);
-            return -1;
-        }
-    }
+/* ---- the optional slots: their defaults ---------------------------------------------- */
+
+void kf_backend_worker_opts(kf_backend *b, const kf_build *build, kf_worker_opts *o) {
+    if (b->iface.worker_opts && build) b->iface.worker_opts(b, build, o);
+}
+
+int kf_backend_starts_early(kf_backend *b, kf_worker_opts *o) {
+    return b->iface.worker_opts ? b->iface.worker_opts(b, NULL, o) : 0;
+}
+
+int kf_backend_stage(kf_backend *b, const kf_build *build, const kf_stage *st, kf_msg_run *m,
+                     char *err, size_t n) {
+    if (b->iface.stage) return b->iface.stage(b, build, st, m, err, n);
+    kf_data_flush(st->arena, st->lay);
     return 0;
 }
 
-const char *kf_launch_mode_name(kf_launch_mode m) {
-    static const char *const n[] = {"cpu", "kernel", "host", "graph"};
-    return (unsigned)m < 4 ? n[m] : "?";
+uint64_t kf_backend_clock(kf_backend *b, const kf_call_result *cr) {
+    return b->iface.clock ? b->iface.clock(b, cr) : cr->worker_ns;
 }
 
-int kf_launch_host_timing(const kf_build *a, const kf_build *b) {
-    return (a && a->host) || (b && b->host);
+int kf_backend_timing_rounds(const kf_backend *b) {
+    return b->iface.timing_rounds > 0 ? b->iface.timing_rounds : 0;
+}
+int kf_backend_ceilings_early(const kf_backend *b) { return b->iface.ceilings_early != 0; }
+int kf_backend_has_ceilings(const kf_backend *b) { return b->iface.ceilings != NULL; }
+
+void *kf_backend_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report) {
+    return b->iface.ceilings ? b->iface.ceilings(b, ctx, report) : NULL;
 }
 
-int kf_launch_fair(kf_launch_mode cand, kf_launch_mode base, int graph_known, char *why, size_t n) {
+int kf_backend_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why,
+                        size_t n) {
     if (n) why[0] = 0;
-    if (cand == KF_MODE_GRAPH && base != KF_MODE_GRAPH) {
-        snprintf(why, n, "the candidate replays a CUDA graph and the baseline is launched %s, "
-                         "so the launch overhead the graph saves is not a kernel speedup",
-                 base == KF_MODE_HOST ? "by its own host code (which kforge cannot capture as a graph)"
-                                      : "kernel by kernel (no graph use was seen during the check)");
-        return 0;
-    }
-    if (cand == KF_MODE_HOST && !graph_known)
-        snprintf(why, n, "graph use unknown (CUPTI not available): a speedup may include launch "
-                         "overhead saved by a CUDA graph");
-    return 1;
+    return b->iface.roofline ? b->iface.roofline(b, ceil, in, jo, why, n) : 0;
+}
+
+void kf_backend_plan(kf_backend *b, const kf_build *cand, const kf_build *base, int cand_graph,
+                     int *host_timing, int *base_graph) {
+    *host_timing = *base_graph = 0;
+    if (b->iface.plan) b->iface.plan(b, cand, base, cand_graph, host_timing, base_graph);
+}
+
+int kf_backend_fair(kf_backend *b, const kf_build *cand, const kf_launch_seen *cs, const kf_build *base,
+                    int base_graph, const kf_launch_seen *bs, json_t *jo) {
+    return b->iface.fair ? b->iface.fair(b, cand, cs, base, base_graph, bs, jo) : 1;
+}
+
+int kf_backend_watches_libraries(kf_backend *b, const kf_build *build) {
+    return b->iface.libraries && b->iface.libraries(b, build, NULL, NULL, 0) >= 0;
+}
+
+int kf_backend_undeclared(kf_backend *b, const kf_build *build, const char *loaded, char *bad, size_t n) {
+    if (n) bad[0] = 0;
+    if (!b->iface.libraries || !loaded) return 0;
+    int k = b->iface.libraries(b, build, loaded, bad, n);
+    return k > 0 ? k : 0;
+}
+
+void kf_backend_report_build(kf_backend *b, const kf_build *build, json_t *root) {
+    if (b->iface.report_build) b->iface.report_build(b, build, root);
+}
+
+void kf_backend_report_sandbox(kf_backend *b, const kf_build *build, kf_worker *w, json_t *sandbox) {
+    if (b->iface.report_sandbox) b->iface.report_sandbox(b, build, w, sandbox);
+    else json_object_set_new(sandbox, "seccomp", json_true());
+}
+
+void kf_backend_report_call(kf_backend *b, const kf_build *build, const kf_call_result *cr, json_t *shape) {
+    if (b->iface.report_call) b->iface.report_call(b, build, cr, shape);
+}
+
+json_t *kf_backend_resources(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
+                             const char *info, const uint32_t *occ) {
+    return b->iface.resources ? b->iface.resources(b, build, t, sizes, info, occ) : NULL;
+}
+
+kf_status kf_backend_describe(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json) {
+    *json = NULL;
+    if (!b->iface.describe)
+        return kf__err(ctx, KF_EBACKEND, "backend %s has no devices to describe", b->iface.name);
+    return b->iface.describe(b, ctx, device, refresh, json);
+}
+
+/* kforge device-info: the first backend that describes devices answers */
+kf_status kf_device_info(kf_ctx *ctx, int device, int refresh, char **json) {
+    *json = NULL;
+    kf_backend *b;
+    for (int i = 0; (b = kf_backend_at(i)); i++)
+        if (b->iface.describe) return kf_backend_describe(b, ctx, device, refresh, json);
+    return kf__err(ctx, KF_EBACKEND, "no backend of this build has devices to describe");
 }
 
 /* Does the ELF shared object at path define `name` as an exported function? 1 yes,

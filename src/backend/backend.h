@@ -1,13 +1,28 @@
 /*
- * backend.h - the backend interface: turn a source text into something a worker can
- * load. A backend is a vtable (struct kf_backend_i) plus a context, registered by
- * name. Core code calls the kf_backend_* wrappers, never the vtable directly: the
- * wrappers check arguments. Backends build code; they never judge it.
+ * backend.h - the backend interface. A backend turns a source text into something a
+ * worker can load, and says how its workers stage, run and time a call and what to
+ * report about them: a vtable (struct kf_backend_i) plus a context (struct kf_backend),
+ * registered by name (registry.h), as ggml's ggml-backend-impl.h and SQLite's
+ * sqlite3_io_methods.
+ *
+ * Core code (check, bench, task, the loop, export, context packs, lessons) never names a
+ * backend: it calls the kf_backend_* wrappers below, never the vtable, and reads the
+ * capability bits (KF_BACKEND_*). A wrapper checks its arguments and supplies the
+ * default of an optional slot left NULL. Backends build code and describe how it runs;
+ * they never judge it: the checker compares, the bench times, the sandbox confines.
+ *
+ * A backend is complete with api_version, its four names and compile; every other slot
+ * is optional and says what NULL means. Adding one: docs/design.md, "Extending".
  */
 #ifndef KF_BACKEND_H
 #define KF_BACKEND_H
 
+#include "../data/data.h"
+#include "../sandbox/sandbox.h"
 #include "../task/candidate.h"
+#include "registry.h"
+
+#include <jansson.h>
 
 #define KF_MAX_LAUNCH 8
 
@@ -34,7 +49,8 @@ typedef struct {
     char *log;       /* compiler output, capped */
     double seconds;  /* wall time of the compile (0 when cached) */
     int cached;
-    /* GPU kernel mode (nlaunch > 0): the launches, the kernels they name, and the
+    /* The rest is the CUDA backend's own (its slots read it; core code does not).
+     * GPU kernel mode (nlaunch > 0): the launches, the kernels they name, and the
      * integer parameters the launch expressions may use */
     int nlaunch;
     kf_launch launch[KF_MAX_LAUNCH];
@@ -49,38 +65,124 @@ typedef struct {
     char *libraries; /* owned: "cublas,libcublas.so.13" (kforge:link, then DT_NEEDED) or "" */
 } kf_build;
 
-/* 1 for a GPU artifact (kernel or host mode), which a GPU worker runs. */
-static inline int kf_build_gpu(const kf_build *b) { return b && (b->nlaunch > 0 || b->host); }
+/* One call being staged (the stage slot): the coordinator has written its inputs,
+ * sentinels and guard zones into the arena at lay, and m holds its arguments. */
+typedef struct {
+    const kf_task *t;
+    const kf_extents *ex;
+    const unsigned char *arena;
+    const kf_layout *lay;
+    /* what the session asks of this call, as KF_RUN_* bits (sandbox/proto.h): FLUSH_L2
+     * and WAIT_IDLE for a timed call, HOST_TIMING and GRAPH as the plan slot decided,
+     * PRECISE under compute-sanitizer. The backend passes on those its build can honour. */
+    uint32_t flags;
+} kf_stage;
 
-/* How one side's calls reach the device, for kforge bench's fairness rule. */
-typedef enum {
-    KF_MODE_CPU = 0, /* the C backend */
-    KF_MODE_KERNEL,  /* GPU kernel mode: kforge launches the kernels */
-    KF_MODE_HOST,    /* GPU host mode: the candidate's kforge_launch, no graph seen */
-    KF_MODE_GRAPH    /* GPU host mode that launched a CUDA graph */
-} kf_launch_mode;
+/* One timed shape, for the roofline slot: the task's cost model evaluated there and the
+ * median times. */
+typedef struct {
+    const kf_task *t;
+    double flops, bytes;
+    double cand_ns, base_ns;
+} kf_roof_in;
 
-const char *kf_launch_mode_name(kf_launch_mode m); /* "cpu", "kernel", "host", "graph" */
-/* 1 when a comparison of a and b uses the host-mode timing protocol (a device-wide
- * synchronise inside the timed span, on both sides): either is in host mode. */
-int kf_launch_host_timing(const kf_build *a, const kf_build *b);
-/* Is timing cand against base a fair comparison? graph_known: whether the candidate's
- * graph use is known (CUPTI ran). 1 fair; 0 unfair with why. A candidate replaying a
- * graph saves the per-launch overhead a kernel-by-kernel baseline pays: fair only
- * against a graph baseline (KF_MODE_GRAPH: a kernel-mode baseline bench captured as a
- * graph). Unknown graph use stays fair, with a note in why. */
-int kf_launch_fair(kf_launch_mode cand, kf_launch_mode base, int graph_known, char *why, size_t n);
-
-typedef struct kf_backend kf_backend;
+/* What the worker's counters saw over one side's timed calls (CUPTI, GPU host mode). */
+typedef struct {
+    int graph;    /* some call launched a graph */
+    int known;    /* every call was counted */
+    int launches; /* the most launches one call made (-1: never counted) */
+} kf_launch_seen;
 
 struct kf_backend_i {
-    const char *name;
+    int api_version;       /* KF_BACKEND_API_VERSION */
+    const char *name;      /* a task's "backend": "c", "cuda" */
+    const char *ext;       /* a candidate's file extension, without the dot: "c", "cu" */
+    const char *reference; /* the reference's file in a task's directory: "reference.c" */
+    /* The language of its sources: a context pack's fence tag, and the dispatcher export
+     * writes ("c", "cuda"; export writes none for a language it does not know) */
+    const char *lang;
+    unsigned caps;         /* KF_BACKEND_* (registry.h) */
+    /* bench: timed rounds that are enough whatever their total time, once bench_min_runs
+     * are made too (0: the time decides). A GPU round costs milliseconds of staging and
+     * copies around microseconds of kernel. */
+    int timing_rounds;
+    /* 1: the ceilings slot runs before the timing workers start and the coordinator is
+     * pinned (a device the workers would hold), and "ceilings" comes first in a bench
+     * result; 0: after, on the coordinator's own CPU, and "ceilings" comes last. */
+    int ceilings_early;
+
+    /* ---- mandatory ---- */
+
     /* Build `text` (from `path`, for messages) with the task's calling convention and
      * the selected parameters into a loadable object under workdir. KF_OK when the
      * compiler ran (whether or not the build succeeded: see out->ok). */
     kf_status (*compile)(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path,
                          const char *text, size_t len, const kf_param *params, int nparams,
                          const char *workdir, double timeout_s, kf_build *out);
+
+    /* ---- optional: NULL means what each says ---- */
+
+    /* Adjust o (filled with the session's limits and CPUs) for a worker running build.
+     * build NULL asks for a worker started before its build exists (kf_worker_spawn
+     * without an object, kf_worker_attach once built): return 1 and set o when this
+     * backend can start one, which must then be the kind of worker every build of its
+     * runs in; 0 when it cannot. NULL: a CPU worker as o says, never started early. */
+    int (*worker_opts)(kf_backend *b, const kf_build *build, kf_worker_opts *o);
+    /* Finish staging one call: make the staged data visible to the candidate as a cold
+     * call would see it, and set the backend's part of m (a GPU worker's span, launches
+     * and KF_RUN_* flags). 0, or -1 with err (the call fails as a crash: a launch
+     * expression that cannot be evaluated at this shape). NULL: the staged lines are
+     * flushed from every CPU cache level (kf_data_flush). */
+    int (*stage)(kf_backend *b, const kf_build *build, const kf_stage *st, kf_msg_run *m, char *err,
+                 size_t n);
+    /* The clock that times a call, in ns. NULL: cr->worker_ns, the worker's own clock
+     * around the call (cross-checked against the coordinator's by the bench). */
+    uint64_t (*clock)(kf_backend *b, const kf_call_result *cr);
+    /* The ceilings the roofline is judged against, measured or from a cache, with the
+     * timing lock held (ceilings_early says when): report gets their JSON fields, or why
+     * there are none. Returns what the roofline slot reads (caller frees with free()), or
+     * NULL when there are none. NULL: no ceilings, no roofline. */
+    void *(*ceilings)(kf_backend *b, kf_ctx *ctx, json_t *report);
+    /* One timed shape of a task with a cost model: its rates and roofline fraction into
+     * jo; ceil is the ceilings slot's answer (NULL when there was none). 1 when the time
+     * is impossible (why says so: the shape is rejected, timing_mismatch), else 0. NULL:
+     * nothing is reported. */
+    int (*roofline)(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why,
+                    size_t n);
+    /* bench, before the first timed call: whether every call of the comparison is timed
+     * under the host protocol (*host_timing) and the baseline as a replayed graph
+     * (*base_graph); cand_graph: the candidate launched a graph while it was checked.
+     * NULL: neither. */
+    void (*plan)(kf_backend *b, const kf_build *cand, const kf_build *base, int cand_graph,
+                 int *host_timing, int *base_graph);
+    /* bench, after a shape's rounds: how each side reached the device (into jo) and
+     * whether comparing them is fair; an unfair shape wins nothing and stays out of the
+     * mean. 1 fair, 0 unfair. NULL: always fair, nothing reported. */
+    int (*fair)(kf_backend *b, const kf_build *cand, const kf_launch_seen *cs, const kf_build *base,
+                int base_graph, const kf_launch_seen *bs, json_t *jo);
+    /* The library policy of build's workers: the vendor libraries in loaded (a worker's
+     * mapped files, comma-separated) that build did not declare, ", "-separated into bad;
+     * returns how many. loaded NULL: 0 when build's workers are watched at all, -1 when
+     * not. NULL: no worker is watched. */
+    int (*libraries)(kf_backend *b, const kf_build *build, const char *loaded, char *bad, size_t n);
+    /* A built candidate's own fields on the result, after "compile" (its launch mode,
+     * its libraries). NULL: none. */
+    void (*report_build)(kf_backend *b, const kf_build *build, json_t *root);
+    /* The candidate worker's confinement on the result's "sandbox" object, first
+     * ("seccomp", and the backend's own keys). NULL: "seccomp": true. */
+    void (*report_sandbox)(kf_backend *b, const kf_build *build, kf_worker *w, json_t *sandbox);
+    /* What the first checking call at a shape reported about itself, onto the shape
+     * (launch counts, kernel names). NULL: nothing. */
+    void (*report_call)(kf_backend *b, const kf_build *build, const kf_call_result *cr, json_t *shape);
+    /* The resource report of a checked candidate (registers, shared memory, occupancy),
+     * at the first visible shape: sizes (NULL when they have no extents), the worker's
+     * kf_worker_info text and the first call's resident blocks per launch (occ, NULL
+     * when unknown). A new object, or NULL for none. NULL: none. */
+    json_t *(*resources)(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
+                         const char *info, const uint32_t *occ);
+    /* kforge device-info: describe device `device` as one JSON text (caller frees with
+     * free()); refresh measures its ceilings again. NULL: this backend has no devices. */
+    kf_status (*describe)(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json);
 };
 
 struct kf_backend {
@@ -88,8 +190,6 @@ struct kf_backend {
     void *context;
 };
 
-/* The backend registered under name, or NULL. */
-kf_backend *kf_backend_get(const char *name);
 /* Does the ELF shared object at path export `name` as a function (its dynamic symbol
  * table, what dlsym sees)? 1 yes, 0 no, -1 unreadable or not a 64-bit ELF. */
 int kf__so_defines(const char *path, const char *name);
@@ -99,14 +199,42 @@ kf_status kf_backend_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const
                              const char *workdir, double timeout_s, kf_build *out);
 void kf_build_free(kf_build *b);
 
-/* Evaluate a GPU build's launches at the given sizes (the task's order) into lx[]
- * (grid x y z, block x y z, smem per launch). 0, or -1 with err (a bad expression, a
- * zero or negative dimension, a block over 1024 threads). */
-int kf_build_eval_launches(const kf_build *b, const kf_task *t, const int64_t *sizes,
-                           uint32_t lx[][7], char *err, size_t n);
+/* The wrappers of the optional slots: each applies the slot's default when it is NULL
+ * (backend.h above says which). b must not be NULL. */
+void kf_backend_worker_opts(kf_backend *b, const kf_build *build, kf_worker_opts *o);
+int kf_backend_starts_early(kf_backend *b, kf_worker_opts *o);
+int kf_backend_stage(kf_backend *b, const kf_build *build, const kf_stage *st, kf_msg_run *m,
+                     char *err, size_t n);
+uint64_t kf_backend_clock(kf_backend *b, const kf_call_result *cr);
+int kf_backend_timing_rounds(const kf_backend *b);
+int kf_backend_ceilings_early(const kf_backend *b);
+int kf_backend_has_ceilings(const kf_backend *b);
+void *kf_backend_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report);
+int kf_backend_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why,
+                        size_t n);
+void kf_backend_plan(kf_backend *b, const kf_build *cand, const kf_build *base, int cand_graph,
+                     int *host_timing, int *base_graph);
+int kf_backend_fair(kf_backend *b, const kf_build *cand, const kf_launch_seen *cs, const kf_build *base,
+                    int base_graph, const kf_launch_seen *bs, json_t *jo);
+/* 1 when build's workers are under a library policy (kf_backend_undeclared applies). */
+int kf_backend_watches_libraries(kf_backend *b, const kf_build *build);
+int kf_backend_undeclared(kf_backend *b, const kf_build *build, const char *loaded, char *bad, size_t n);
+void kf_backend_report_build(kf_backend *b, const kf_build *build, json_t *root);
+void kf_backend_report_sandbox(kf_backend *b, const kf_build *build, kf_worker *w, json_t *sandbox);
+void kf_backend_report_call(kf_backend *b, const kf_build *build, const kf_call_result *cr, json_t *shape);
+json_t *kf_backend_resources(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
+                             const char *info, const uint32_t *occ);
+/* KF_EBACKEND (with why on ctx) for a backend without devices. */
+kf_status kf_backend_describe(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json);
 
-/* Registered backends */
-kf_backend *kf_backend_c(void);
-kf_backend *kf_backend_cuda(void);
+/* The backends of the build, one line each: X(NAME) for the constructor
+ * kf_backend_NAME(void) in src/backend/NAME/, which returns its static kf_backend. The
+ * registry (backend.c) lists them in this order. */
+#define KF_BACKENDS(X) \
+    X(c)               \
+    X(cuda)
+#define KF_BACKEND_DECLARE(NAME) kf_backend *kf_backend_##NAME(void);
+KF_BACKENDS(KF_BACKEND_DECLARE)
+#undef KF_BACKEND_DECLARE
 
 #endif

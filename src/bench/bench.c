@@ -9,7 +9,8 @@
  *     from every cache level (clflush from the coordinator), then calls both sides
  *     back to back in alternating order (ABBA);
  *   - two warm-up rounds, then at least bench_min_runs rounds and bench_min_time_s per
- *     side, at most bench_max_runs (GPU: GPU_ROUNDS rounds are enough);
+ *     side, at most bench_max_runs (or the backend's timing_rounds, where it has them: a
+ *     GPU's);
  *   - every timed output is verified exactly as in the check (same call path);
  *   - the in-worker clock is cross-checked against the coordinator's clock: it must
  *     nest inside it, and the candidate's overhead (the span from the coordinator's
@@ -19,14 +20,14 @@
  *     while the other is timed;
  *   - speedup = exp(median of paired log-ratios), with an order-statistics interval;
  *     a win must have the interval's low end above 1 and clear the noise floor;
- *   - with a cost model, the fraction of the measured roofline; beyond twice the
- *     machine's all-core ceiling (a margin for ceilings measured on a busy machine)
- *     the result is refused as impossible. On a GPU the ceilings are the device's
- *     (kforge device-info) and the refusal uses a hard floor (kf_device_roofline).
+ *   - with a cost model, the fraction of the roofline of the backend's ceilings (its
+ *     ceilings and roofline slots), and a refusal of a time no honest kernel reaches:
+ *     beyond twice the machine's all-core ceiling for C, below the device's hard floor
+ *     for CUDA (kforge device-info).
  *
  * The timing lock: at most one timed phase runs in the process at a time, whichever
  * thread asks (kforge run --jobs N benches several candidates at once). The timed phase
- * is everything after the --vs baseline's compile: the GPU and CPU ceilings, pinning,
+ * is everything after the --vs baseline's compile: the ceilings, pinning,
  * the fresh timing workers and every timed round of every shape. Compiles and the
  * correctness check (kf_check's part of kf_bench) of other candidates are not under
  * it and do run beside a timing; the ABBA pairing puts their load on both sides of a
@@ -35,7 +36,6 @@
 #define _GNU_SOURCE
 #include "bench.h"
 
-#include "../backend/cuda/device.h"
 #include "../check/check.h"
 
 #include <math.h>
@@ -95,11 +95,9 @@ static double eval_cost(const kf_task *t, const kf_shape *sh, const kf_expr *e) 
     return kf_expr_eval(e, &v, &x, err, sizeof err) ? 0 : (double)x;
 }
 
-#define GPU_ROUNDS 60
-
 /* Time one shape. KF_OK; a rejection (wrong timed output, clock tampering) is recorded
  * on s->res and sets *stop. */
-#define PH_N 8     /* bench -v: the steps of a GPU call reported */
+#define PH_N 8     /* bench -v: the steps of a device call reported */
 #define PH_MAX 512 /* rounds kept for them */
 
 /* The baseline's worker found the device busy past its whole wait budget (20 ms of
@@ -155,8 +153,8 @@ static kf_status busy_device(kf_sess *s, kf_side *cand, kf_side *base, const kf_
 }
 
 static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *ref, size_t arena,
-                            const kf_shape *sh, const kf_ceilings *ceil, const kf_devinfo *dev,
-                            json_t *jo, double *speedup, int *stop) {
+                            const kf_shape *sh, int cost, const void *ceil, json_t *jo, double *speedup,
+                            int *stop) {
     const kf_task *t = s->t;
     kf_extents ex;
     char err[512];
@@ -177,7 +175,9 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         goto out;
     }
     double sum_c = 0, sum_b = 0;
-    static __thread double phs[PH_N][PH_MAX]; /* bench -v's per-step durations (GPU) */
+    static __thread double phs[PH_N][PH_MAX]; /* bench -v's per-step durations (a device's) */
+    const int device = kf_backend_has(s->be, KF_BACKEND_DEVICE);
+    const int enough_rounds = kf_backend_timing_rounds(s->be);
     uint64_t started = kf__now_ns();
     /* GPU host mode: what the timed calls launched (CUPTI; unknown without it) */
     int c_graph = 0, b_graph = 0, c_known = 1, b_known = 1, c_launch = -1;
@@ -193,7 +193,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
                          sum_b >= s->o->bench_min_time_s * 1e9;
             /* a GPU round costs milliseconds of staging and copies around microseconds of
              * kernel: kernel time alone would take thousands of rounds to add up */
-            if (kf_build_gpu(cand->b) && n >= s->o->bench_min_runs && n >= GPU_ROUNDS) enough = 1;
+            if (enough_rounds > 0 && n >= s->o->bench_min_runs && n >= enough_rounds) enough = 1;
             if (enough || n >= max || (n >= 5 && kf__now_ns() - started > 60ull * 1000000000ull))
                 break;
         }
@@ -234,7 +234,8 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         kf_sess_free_outputs(t, curm);
         /* GPU host mode: a library loaded only in the timing worker (where a candidate
          * can tell it is timed) is seen as in the check, after every call */
-        if (cc.st == KF_CALL_OK && cand->b->host && kf_check_libraries(s, cand, "seen while timing")) {
+        if (cc.st == KF_CALL_OK && kf_backend_watches_libraries(s->be, cand->b) &&
+            kf_check_libraries(s, cand, "seen while timing")) {
             *stop = 1;
             kf_data_free_inputs(t, &in);
             break;
@@ -246,7 +247,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
          * end of its wait is never timed. The baseline's busy rounds in a row are traced
          * to their source. */
         int discard = 0, respawned = 0;
-        if (cc.st == KF_CALL_OK && cb.st == KF_CALL_OK && kf_build_gpu(cand->b)) {
+        if (cc.st == KF_CALL_OK && cb.st == KF_CALL_OK && device) {
             int busy = (cb.gpu_flags & KF_DONE_GPU_BUSY) != 0;
             int waited = busy || cb.idle_wait_ns > IDLE_DIRTY_NS || (cc.gpu_flags & KF_DONE_GPU_BUSY) ||
                          cc.idle_wait_ns > IDLE_DIRTY_NS;
@@ -325,12 +326,10 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         kf_data_free_inputs(t, &in);
         if (st || *stop) break;
         if (timed && !discard) {
-            /* GPU: the launches' event time; the host spans are cross-checked per call */
-            int gpu = kf_build_gpu(cand->b);
             c_graph |= cc.ngraph > 0, b_graph |= cb.ngraph > 0;
             c_known &= cc.cupti, b_known &= cb.cupti;
             if (cc.cupti && cc.nlaunch > c_launch) c_launch = cc.nlaunch;
-            if (s->o->verbose && gpu && cc.phase[0] && R.n < PH_MAX) { /* bench -v: where a call's time goes */
+            if (s->o->verbose && device && cc.phase[0] && R.n < PH_MAX) { /* bench -v: where a call's time goes */
                 const uint64_t *ph = cc.phase;
                 double v[PH_N] = {(double)(c1 - c0) - (double)cc.parent_ns, (double)ph[0] - (double)cc.resumed_at,
                                   (double)(ph[1] - ph[0]), (double)(ph[2] - ph[1]), (double)(ph[3] - ph[2]),
@@ -338,8 +337,10 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
                                   (double)cc.answered_at - (double)ph[5]};
                 for (int k = 0; k < PH_N; k++) phs[k][R.n] = v[k];
             }
-            R.cw[R.n] = (double)(gpu ? cc.dev_ns : cc.worker_ns);
-            R.bw[R.n] = (double)(gpu ? cb.dev_ns : cb.worker_ns);
+            /* the backend's clock (a GPU's: the launches' event time; the host spans are
+             * cross-checked per call) */
+            R.cw[R.n] = (double)kf_backend_clock(s->be, &cc);
+            R.bw[R.n] = (double)kf_backend_clock(s->be, &cb);
             R.cp[R.n] = (double)cc.parent_ns;
             R.bp[R.n] = (double)cb.parent_ns;
             R.cs[R.n] = (double)cc.sent_ns;
@@ -349,7 +350,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             R.n++;
         }
     }
-    if (kf_build_gpu(cand->b) && (nwait || nunclean)) {
+    if (device && (nwait || nunclean)) {
         /* GPU work of another process was on the device when the baseline's span was due */
         json_object_set_new(jo, "baseline_waited_rounds", json_integer(nwait));
         json_object_set_new(jo, "unclean_rounds", json_integer(nunclean));
@@ -400,27 +401,10 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     json_array_append_new(ci, json_real(q.lo));
     json_array_append_new(ci, json_real(q.hi));
     json_object_set_new(jo, "ci95", ci);
-    /* the launch modes, and whether comparing them is fair (docs/cuda.md) */
-    int fair = 1;
-    if (kf_build_gpu(cand->b)) {
-        kf_launch_mode cm = cand->b->host ? (c_graph ? KF_MODE_GRAPH : KF_MODE_HOST) : KF_MODE_KERNEL;
-        kf_launch_mode bm = base->b->host ? (b_graph ? KF_MODE_GRAPH : KF_MODE_HOST)
-                            : base->graph ? KF_MODE_GRAPH : KF_MODE_KERNEL;
-        char why[400];
-        fair = kf_launch_fair(cm, bm, !cand->b->host || c_known, why, sizeof why);
-        json_t *lm = json_object();
-        json_object_set_new(lm, "candidate", json_string(kf_launch_mode_name(cm)));
-        json_object_set_new(lm, "baseline", json_string(kf_launch_mode_name(bm)));
-        json_object_set_new(jo, "launch_mode", lm);
-        if (cand->b->host) {
-            json_object_set_new(jo, "graph_use", json_string(!c_known ? "unknown" : c_graph ? "yes" : "no"));
-            if (c_launch >= 0) json_object_set_new(jo, "launches_per_call", json_integer(c_launch));
-        }
-        json_object_set_new(jo, "fair", json_boolean(fair));
-        if (why[0]) json_object_set_new(jo, fair ? "fair_note" : "fair_reason", json_string(why));
-        if (!fair) q.win = 0;
-        (void)b_known;
-    }
+    /* how each side reached the device, and whether comparing them is fair (docs/cuda.md) */
+    kf_launch_seen cseen = {c_graph, c_known, c_launch}, bseen = {b_graph, b_known, -1};
+    int fair = kf_backend_fair(s->be, cand->b, &cseen, base->b, base->graph, &bseen, jo);
+    if (!fair) q.win = 0;
     json_object_set_new(jo, "win", json_boolean(q.win));
     json_object_set_new(jo, "slower", json_boolean(q.slower));
     json_object_set_new(jo, "runs", json_integer(R.n));
@@ -433,52 +417,16 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     json_object_set_new(jo, "candidate_wall_ns", json_real(kf_stats_median(R.cp, (size_t)R.n)));
     json_object_set_new(jo, "baseline_wall_ns", json_real(kf_stats_median(R.bp, (size_t)R.n)));
     *speedup = fair ? q.speedup : 0; /* an unfair shape stays out of the geomean */
-    if (!ceil && kf_build_gpu(cand->b) && (t->cost_flops || t->cost_bytes)) {
-        /* GPU: rates from the task's cost model; the roofline when the device's
-         * ceilings are known */
-        double fl = eval_cost(t, sh, t->cost_flops), by = eval_cost(t, sh, t->cost_bytes);
-        json_object_set_new(jo, "gflops", json_real(fl / cmed));
-        json_object_set_new(jo, "gbytes_per_s", json_real(by / cmed));
-        json_object_set_new(jo, "baseline_gbytes_per_s", json_real(by / bmed));
-        int half = 0;
-        for (int i = 0; i < t->nargs; i++)
-            half |= t->args[i].is_buffer && (t->args[i].type == KF_T_F16 || t->args[i].type == KF_T_BF16);
-        kf_device_roof roof = {0};
-        if (dev && kf_device_roofline(dev, fl, by, half, cmed, &roof)) {
-            kf_result_reject(s->res, KF_REASON_TIMING_MISMATCH, sizes,
-                             "impossible: %.0f ns measured, but %.3g bytes (%.3g beyond the L2) "
-                             "at %.3g B/s and %.3g FLOP at %.3g FLOP/s (the device's best, with "
-                             "margin) take at least %.0f ns; or the task's cost model "
-                             "overstates the work",
-                             cmed, by, roof.hard_bytes, roof.hard_bw, fl, roof.hard_flops, roof.floor_ns);
+    if (cost) { /* rates from the task's cost model, and the roofline of the backend's ceilings */
+        char why[1024];
+        kf_roof_in rin = {t, eval_cost(t, sh, t->cost_flops), eval_cost(t, sh, t->cost_bytes), cmed, bmed};
+        if (kf_backend_roofline(s->be, ceil, &rin, jo, why, sizeof why)) {
+            kf_result_reject(s->res, KF_REASON_TIMING_MISMATCH, sizes, "%s", why);
             *stop = 1;
-        }
-        if (dev && roof.tmin_ns > 0) {
-            json_object_set_new(jo, "roofline_fraction", json_real(roof.tmin_ns / cmed));
-            json_object_set_new(jo, "roofline_flops_ceiling", json_string(roof.flops_ceiling));
-            json_object_set_new(jo, "floor_ns", json_real(roof.floor_ns));
-        }
-    }
-    if (ceil && (t->cost_flops || t->cost_bytes)) {
-        double fl = eval_cost(t, sh, t->cost_flops), by = eval_cost(t, sh, t->cost_bytes);
-        double tmin = fmax(ceil->flops_per_s > 0 ? fl / ceil->flops_per_s : 0,
-                           ceil->bytes_per_s > 0 ? by / ceil->bytes_per_s : 0) * 1e9;
-        if (tmin > 0) {
-            double frac = tmin / cmed;
-            json_object_set_new(jo, "roofline_fraction", json_real(frac));
-            json_object_set_new(jo, "gflops", json_real(fl / cmed));
-            json_object_set_new(jo, "gbytes_per_s", json_real(by / cmed));
-            if (frac > 2.0 * ceil->cores) {
-                kf_result_reject(s->res, KF_REASON_TIMING_MISMATCH, sizes,
-                                 "impossible: %.1fx the machine's measured roofline on all %d "
-                                 "cores (%.0f ns measured, at least %.0f ns possible)",
-                                 frac, ceil->cores, cmed, tmin / ceil->cores);
-                *stop = 1;
-            }
         }
     }
 out:
-    if (s->o->verbose && kf_build_gpu(cand->b) && R.n) {
+    if (s->o->verbose && device && R.n) {
         static const char *const names[PH_N] = {"coordinator (staging, outputs)", "wake", "inputs to device",
                                                 "flush (host protocol)", "timed span", "outputs back",
                                                 "re-poison", "answer"};
@@ -551,29 +499,17 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     PHASE("timing: waiting for the timing lock");
     pthread_mutex_lock(&timing_mu);
     PHASE("timing: lock held");
-    /* GPU ceilings (kforge device-info): from the cache, or measured now, while no
-     * worker holds the device and before this thread is pinned; without them bench
-     * still reports GB/s and GFLOP/s */
-    kf_devinfo gpu;
-    int have_gpu = 0;
-    if (kf_build_gpu(&s->cbuild) && (t->cost_flops || t->cost_bytes)) {
-        have_gpu = kf_device_get(s->ctx, 0, 0, &gpu) == KF_OK;
+    /* The backend's ceilings for the roofline of a task with a cost model: a device's
+     * (kforge device-info) before any worker holds it and before this thread is pinned
+     * (ceilings_early), this machine's later, on this thread's CPU. Without them bench
+     * still reports what the backend can (GB/s, GFLOP/s). */
+    const int cost = t->cost_flops || t->cost_bytes;
+    const int ceilings = cost && kf_backend_has_ceilings(s->be), early = kf_backend_ceilings_early(s->be);
+    void *ceil = NULL;
+    json_t *late = NULL; /* the late ceilings' report, set on the result at the end */
+    if (ceilings && early) {
         json_t *c = json_object();
-        if (have_gpu) {
-            kf_device_theory th;
-            kf_device_theory_of(&gpu, &th);
-            json_object_set_new(c, "bytes_per_s", json_real(gpu.copy_bytes_per_s));
-            json_object_set_new(c, "flops_per_s", json_real(gpu.fp32_flops_per_s));
-            json_object_set_new(c, "tensor_flops_per_s", json_real(gpu.tensor_flops_per_s));
-            json_object_set_new(c, "theoretical_bytes_per_s", json_real(th.mem_bytes_per_s));
-            json_object_set_new(c, "peak_flops_per_s", json_real(th.peak));
-            json_object_set_new(c, "l2_bytes", json_integer(gpu.l2_bytes));
-            json_object_set_new(c, "device", json_string(gpu.name));
-            json_object_set_new(c, "uuid", json_string(gpu.uuid));
-            json_object_set_new(c, "source", json_string(gpu.from_cache ? "cache" : "measured"));
-        } else {
-            json_object_set_new(c, "error", json_string(kf_errmsg(s->ctx)));
-        }
+        ceil = kf_backend_ceilings(s->be, s->ctx, c);
         json_object_set_new(s->res->root, "ceilings", c);
     }
     /* Timing: this thread keeps one CPU and spin-waits for replies (a steady, small
@@ -604,10 +540,6 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
         goto out;
     }
     if ((st = kf_sess_spawn(s, vs_path ? &vs : &s->rbuild, arena, &base, &fail))) goto out;
-    /* a candidate that replayed CUDA graphs in its check is compared with a baseline
-     * replaying a graph of its own launches (kernel mode; a host-mode baseline cannot
-     * be captured, and the shapes are then marked unfair) */
-    base.graph = s->cand_graph && base.b->nlaunch > 0;
     /* both sides wait for an idle device before their timed spans (the same step) */
     cand.wait_idle = base.wait_idle = 1;
     if (!base.w) {
@@ -630,13 +562,13 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     kf_worker_set_nice(cand.w, s->base_nice, TIMING_SLICE_NS);
     kf_worker_set_nice(base.w, s->base_nice, TIMING_SLICE_NS);
     if (ref.w) kf_worker_set_nice(ref.w, s->base_nice, TIMING_SLICE_NS);
-    kf_ceilings ceil;
-    int have_cost = t->cost_flops || t->cost_bytes;
-    if (kf_build_gpu(&s->cbuild)) have_cost = 0; /* GPU: the device's ceilings (above) */
-    /* GPU: one timing protocol for both sides; host mode on either side puts a
-     * device-wide synchronise inside both timed spans */
-    s->host_timing = kf_launch_host_timing(&s->cbuild, vs_path ? &vs : &s->rbuild);
-    if (have_cost) kf_bench_ceilings(&ceil);
+    /* how the sides are timed (the backend's plan: one protocol for both; a baseline
+     * replayed as a graph against a candidate that replayed graphs in its check) */
+    kf_backend_plan(s->be, &s->cbuild, base.b, s->cand_graph, &s->host_timing, &base.graph);
+    if (ceilings && !early) {
+        late = json_object();
+        ceil = kf_backend_ceilings(s->be, s->ctx, late);
+    }
     double logsum = 0;
     int n = 0, stop = 0, wins = 0;
     int inside = atomic_fetch_add(&timing_now, 1) + 1, seen = atomic_load(&timing_max);
@@ -651,8 +583,8 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
         kf_shape_format(t, &t->shapes[i], txt, sizeof txt);
         PHASE("timing %s", txt);
         double sp = 0;
-        st = time_shape(s, &cand, &base, vs_path ? &ref : NULL, arena, &t->shapes[i],
-                        have_cost ? &ceil : NULL, have_gpu ? &gpu : NULL, o, &sp, &stop);
+        st = time_shape(s, &cand, &base, vs_path ? &ref : NULL, arena, &t->shapes[i], cost, ceil, o, &sp,
+                        &stop);
         /* writes through kept pointers into what no later round reused (kf_spent) */
         if (!st && !stop && kf_data_spent_check(&cand.spent, kf_worker_arena(cand.w)) &&
             kf_sess_spent_report(s, &cand, json_object_get(o, "sizes"), "after the timed rounds"))
@@ -670,14 +602,13 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
         json_object_set_new(s->res->root, "speedup", json_real(s->res->speedup));
         json_object_set_new(s->res->root, "wins", json_integer(wins));
     }
-    if (have_cost) {
-        json_t *c = json_object();
-        json_object_set_new(c, "bytes_per_s", json_real(ceil.bytes_per_s));
-        json_object_set_new(c, "flops_per_s", json_real(ceil.flops_per_s));
-        json_object_set_new(c, "cores", json_integer(ceil.cores));
-        json_object_set_new(s->res->root, "ceilings", c);
+    if (late) {
+        json_object_set_new(s->res->root, "ceilings", late);
+        late = NULL;
     }
 out:
+    json_decref(late);
+    free(ceil);
     kf_worker_close(cand.w);
     kf_worker_close(base.w);
     kf_worker_close(ref.w);

@@ -21,7 +21,6 @@
  */
 #define _GNU_SOURCE
 #include "check.h"
-#include "../backend/cuda/cupti.h"
 
 #include <errno.h>
 #include <math.h>
@@ -163,41 +162,10 @@ kf_status kf_sess_build_cand(kf_sess *s, kf_ctx *ctx) {
                               s->o->compile_timeout_s, &s->cbuild);
 }
 
-int kf_library_kernel(const char *name) { return kf_cupti_is_library(name); }
-
-void kf_sess_launch_json(json_t *jshape, const kf_call_result *cr) {
-    if (!cr->cupti) {
-        json_object_set_new(jshape, "launch_count", json_null());
-        json_object_set_new(jshape, "launch_note", json_string("CUPTI not available: launches not counted"));
-        return;
-    }
-    json_object_set_new(jshape, "launches_per_call", json_integer(cr->nlaunch));
-    json_object_set_new(jshape, "graph_launches", json_integer(cr->ngraph));
-    json_object_set_new(jshape, "memory_ops", json_integer(cr->nmemop));
-    json_t *k = json_array(), *lib = json_array();
-    for (int i = 0; i < cr->nnames; i++) {
-        json_array_append_new(k, kf_result_text_json(cr->names[i]));
-        if (kf_library_kernel(cr->names[i])) json_array_append_new(lib, kf_result_text_json(cr->names[i]));
-    }
-    json_object_set_new(jshape, "kernels", k);
-    if (cr->nlib > (int)json_array_size(lib)) json_object_set_new(jshape, "library_kernel_count", json_integer(cr->nlib));
-    json_object_set_new(jshape, "library_kernels", lib);
-}
-
 /* Record the candidate's build on the result; 1 when it built. */
 static int record_build(kf_sess *s) {
     json_object_set_new(s->res->root, "compile", build_json(&s->cbuild));
-    if (kf_build_gpu(&s->cbuild)) {
-        json_object_set_new(s->res->root, "launch_mode", json_string(s->cbuild.host ? "host" : "kernel"));
-        if (s->cbuild.host) {
-            json_t *libs = json_array();
-            char *dup = kf__strdup(s->cbuild.libraries ? s->cbuild.libraries : ""), *save = NULL;
-            for (char *l = dup ? strtok_r(dup, ",", &save) : NULL; l; l = strtok_r(NULL, ",", &save))
-                json_array_append_new(libs, kf_result_text_json(l));
-            free(dup);
-            json_object_set_new(s->res->root, "libraries", libs);
-        }
-    }
+    kf_backend_report_build(s->be, &s->cbuild, s->res->root);
     if (s->cbuild.ok) return 1;
     kf_result_reject(s->res, s->cbuild.reason, NULL, "%s", s->cbuild.message);
     return 0;
@@ -218,30 +186,32 @@ kf_status kf_sess_build(kf_sess *s, int *cand_ok) {
  * NULL (inherit) when there is one CPU, as timing then does not pin either. */
 static const void *check_cpus(const kf_sess *s) { return s->have_check_cpus ? &s->check_cpus : NULL; }
 
+/* b NULL: a worker started before the candidate's build (the backend's early start),
+ * which kf_worker_attach gives its artifact. */
 static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t bytes, kf_side *side,
                             kf_call_result *fail) {
     kf_worker_opts wo = {s->o->cpu_limit_s, s->o->mem_limit, s->o->call_timeout_s, s->timing,
-                         s->timing ? (const void *)&s->worker_cpus : check_cpus(s), kf_build_gpu(b),
-                         NULL, 0, NULL, NULL};
-    if (wo.gpu && wo.start_timeout_s < 60) wo.start_timeout_s = 60; /* driver and context set-up */
+                         s->timing ? (const void *)&s->worker_cpus : check_cpus(s), 0, NULL, 0, NULL, NULL};
+    if (b) kf_backend_worker_opts(s->be, b, &wo);
+    else if (!kf_backend_starts_early(s->be, &wo)) return kf__err(ctx, KF_EUSAGE, "no early worker");
     /* a worker's copy of the object is named as the documented build names it: x.so
-     * for x.c or x.cu (the reference's reference.so), in checking and timing workers
-     * alike, a GPU worker started before its artifact exists (no so_path) too */
-    const char *src = b == &s->rbuild ? s->t->ref_path
-                      : (b == &s->cbuild || (!b->so_path && wo.gpu)) && s->cand ? s->cand->path : NULL;
+     * for x.c or x.cu, the backend's extension (the reference's reference.so), in checking and timing workers
+     * alike, an early worker started before its artifact exists (no build yet) too */
+    const char *src = !b || b == &s->cbuild ? (s->cand ? s->cand->path : NULL)
+                      : b == &s->rbuild ? s->t->ref_path : NULL;
     char so_name[NAME_MAX + 1] = "";
     if (src) {
         const char *base = strrchr(src, '/');
         base = base ? base + 1 : src;
         size_t k = strlen(base);
-        if (k > 2 && !strcmp(base + k - 2, ".c")) k -= 2;
-        else if (k > 3 && !strcmp(base + k - 3, ".cu")) k -= 3;
+        size_t el = s->be->iface.ext ? strlen(s->be->iface.ext) : 0; /* "x.<ext>" -> "x" */
+        if (el && k > el + 1 && base[k - el - 1] == '.' && !strcmp(base + k - el, s->be->iface.ext)) k -= el + 1;
         if (k && k < sizeof so_name - 3) snprintf(so_name, sizeof so_name, "%.*s.so", (int)k, base);
     }
     wo.entry = s->t->entry;
     wo.so_name = so_name[0] ? so_name : NULL;
     side->b = b;
-    kf_status st = kf_worker_spawn(ctx, b->so_path, bytes, &wo, &side->w, fail);
+    kf_status st = kf_worker_spawn(ctx, b ? b->so_path : NULL, bytes, &wo, &side->w, fail);
     /* kf_sess_place lays the inputs out in the worker's read-only region, if it has one */
     side->lay.ro_base = side->w ? kf_worker_ro_base(side->w) : 0;
     /* a CPU candidate's (or --vs baseline's) writes through pointers kept from earlier
@@ -250,7 +220,8 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
      * a call must not differ between the sides); a GPU worker copies one span to the
      * device: kept device pointers are outside what comes back */
     side->spent.on = 0;
-    if (!st && side->w && !wo.gpu && (b != &s->rbuild || s->timing) && kf_data_spent_init(&side->spent))
+    if (!st && side->w && kf_backend_has(s->be, KF_BACKEND_CPU) && (b != &s->rbuild || s->timing) &&
+        kf_data_spent_init(&side->spent))
         st = kf__err(ctx, KF_EINTERNAL, "getrandom: %s", strerror(errno));
     /* and the bytes no call has used yet: a write far past a guard zone lands there */
     if (!st && side->spent.on) kf_data_spent_unused(&side->spent, kf_worker_arena(side->w), side->lay.ro_base);
@@ -278,8 +249,6 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
     uint64_t t0 = kf__now_ns();
     kf_data_spent_retire(&side->spent, &side->lay, arena);
     kf_data_stage(s->t, ex, &side->lay, in, p, arena);
-    if (!kf_build_gpu(side->b)) kf_data_flush(arena, &side->lay); /* GPU: L2 in the worker */
-    if (side == s->cand_side) s->prof[KF_PROF_CAND_STAGE] += kf__now_ns() - t0;
     kf_msg_run m;
     memset(&m, 0, sizeof m);
     m.nargs = (uint32_t)s->t->nargs;
@@ -296,38 +265,23 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
                     : a->type == KF_T_F32 ? KF_ARG_F32
                     : a->type == KF_T_F64 ? KF_ARG_F64 : KF_ARG_U8;
     }
-    if (kf_build_gpu(side->b)) {
-        /* a GPU worker: the span it copies, the launches (none in host mode: the
-         * candidate's kforge_launch makes them) */
-        m.span_lo = side->lay.lo;
-        m.span_hi = side->lay.end;
-        char err[300];
-        uint32_t lx[KF_MAX_LAUNCH][7];
-        if (side->b->nlaunch && kf_build_eval_launches(side->b, s->t, ex->size, lx, err, sizeof err)) {
-            memset(cr, 0, sizeof *cr);
-            cr->st = KF_CALL_FAILED;
-            cr->reason = KF_REASON_CRASH;
-            snprintf(cr->msg, sizeof cr->msg, "%s", err);
-            return;
-        }
-        m.nlaunch = (uint32_t)side->b->nlaunch;
-        for (int l = 0; l < side->b->nlaunch; l++) {
-            m.kernel[l] = (uint32_t)side->b->launch[l].kernel;
-            memcpy(m.dims[l], lx[l], sizeof m.dims[l]);
-        }
-        if (s->timing) m.flags |= KF_RUN_FLUSH_L2;
-        if (s->host_timing || side->b->host) m.flags |= KF_RUN_HOST_TIMING;
-        if (side->graph && side->b->nlaunch) m.flags |= KF_RUN_GRAPH;
-        if (s->timing && side->wait_idle) m.flags |= KF_RUN_WAIT_IDLE;
-        if (s->precise) { /* under compute-sanitizer: one allocation per buffer */
-            m.flags |= KF_RUN_PRECISE;
-            for (int i = 0; i < s->t->nargs; i++) {
-                const kf_arg *a = &s->t->args[i];
-                m.len[i] = a->is_buffer ? ex->bytes[i] : 0;
-                m.io[i] = a->io == KF_IO_IN ? KF_IO_ARG_IN : a->io == KF_IO_OUT ? KF_IO_ARG_OUT
-                                                                                : KF_IO_ARG_INOUT;
-            }
-        }
+    /* the backend's part: caches flushed as a cold call finds them, and what its worker
+     * needs to know of the call */
+    kf_stage stg = {s->t, ex, arena, &side->lay, 0};
+    if (s->timing) stg.flags |= KF_RUN_FLUSH_L2;
+    if (s->host_timing) stg.flags |= KF_RUN_HOST_TIMING;
+    if (side->graph) stg.flags |= KF_RUN_GRAPH;
+    if (s->timing && side->wait_idle) stg.flags |= KF_RUN_WAIT_IDLE;
+    if (s->precise) stg.flags |= KF_RUN_PRECISE;
+    char err[300];
+    int staged = kf_backend_stage(s->be, side->b, &stg, &m, err, sizeof err);
+    if (side == s->cand_side) s->prof[KF_PROF_CAND_STAGE] += kf__now_ns() - t0;
+    if (staged) {
+        memset(cr, 0, sizeof *cr);
+        cr->st = KF_CALL_FAILED;
+        cr->reason = KF_REASON_CRASH;
+        snprintf(cr->msg, sizeof cr->msg, "%s", err);
+        return;
     }
     uint64_t t1 = kf__now_ns();
     kf_worker_call(side->w, &m, s->call_timeout_s > 0 ? s->call_timeout_s : s->o->call_timeout_s, cr);
@@ -997,11 +951,12 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
          * T1's subnormal salt, and a kernel wrong only on one CPU (as a process pinned to
          * one core runs it) and only away from those calls was never seen wrong; on 3 or
          * more CPUs no checking call had one CPU at all (tests/redteam/32_one_cpu_gate.c) */
+        const int cpu = kf_backend_has(s->be, KF_BACKEND_CPU); /* its threads run on our CPUs */
         int solo = s->have_check_cpus && s->cand_called && trial == (pp->calls == 4 ? 0 : 1) && cand->b &&
-                   !kf_build_gpu(cand->b) && (kf_rng_next(&s->crng) & 1);
+                   cpu && (kf_rng_next(&s->crng) & 1);
         if (solo && !s->parallel_call && kf_worker_set_cpus(cand->w, &s->one_cpu)) solo = 0;
         int par = !solo && s->parallel_call && s->cand_called && (pp->calls == 4 ? trial != 1 : 1) && cand->b &&
-                  !kf_build_gpu(cand->b) && !kf_worker_set_cpus(cand->w, &s->all_cpus);
+                  cpu && !kf_worker_set_cpus(cand->w, &s->all_cpus);
         /* boosted with a short slice: where other work (the reference's thread, other
          * checks) holds a CPU, the candidate's threads still get both, or take turns
          * every 0.1 ms on one, and an unsynchronised update is lost either way */
@@ -1023,9 +978,9 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
             break;
         }
         if (cr.worker_ns < best_ns) best_ns = cr.worker_ns;
-        if (trial == 0 && cand->b && cand->b->host) kf_sess_launch_json(jshape, &cr);
+        if (trial == 0 && cand->b) kf_backend_report_call(s->be, cand->b, &cr, jshape);
         if (cr.cupti && cr.ngraph > 0) s->cand_graph = 1;
-        if (!s->have_occ && cand->b && cand->b->nlaunch) {
+        if (!s->have_occ && cand->b) { /* the first call's (the resource report's) */
             memcpy(s->occ, cr.occ, sizeof s->occ);
             s->have_occ = 1;
         }
@@ -1151,59 +1106,6 @@ static void *ref_main(void *arg) {
     return NULL;
 }
 
-/* GPU: the per-kernel resource report. Registers, spills and static shared memory from
- * the compiler (or the driver), dynamic shared memory and an occupancy estimate for
- * each launch at the first visible shape. */
-static void resources_json(kf_sess *s, kf_side *cand, const kf_shape *sh) {
-    const kf_build *b = &s->cbuild;
-    const char *info = kf_worker_info(cand->w);
-    int maxthr = 0;
-    const char *p = strstr(info, "max_threads_per_sm=");
-    if (p) maxthr = (int)strtol(p + 19, NULL, 10);
-    json_t *ks = json_array();
-    for (int k = 0; k < b->nkernels; k++) {
-        const kf_kernel_info *ki = &b->kernels[k];
-        int regs = ki->regs, local = -1, shared = ki->smem_static;
-        char key[32];
-        snprintf(key, sizeof key, "kernel %d ", k);
-        if ((p = strstr(info, key)))
-            sscanf(p + strlen(key), "regs=%d local=%d shared=%d", &regs, &local, &shared);
-        json_t *o = json_object();
-        json_object_set_new(o, "kernel", json_string(ki->name));
-        json_object_set_new(o, "registers", json_integer(regs));
-        if (ki->spill_stores >= 0) json_object_set_new(o, "spill_store_bytes", json_integer(ki->spill_stores));
-        if (ki->spill_loads >= 0) json_object_set_new(o, "spill_load_bytes", json_integer(ki->spill_loads));
-        json_object_set_new(o, "static_smem_bytes", json_integer(shared));
-        if (local >= 0) json_object_set_new(o, "local_bytes_per_thread", json_integer(local));
-        json_array_append_new(ks, o);
-    }
-    json_t *ls = json_array();
-    uint32_t lx[KF_MAX_LAUNCH][7];
-    char err[256];
-    kf_extents ex;
-    if (!kf_data_extents(s->t, sh, &ex, err, sizeof err) &&
-        !kf_build_eval_launches(b, s->t, ex.size, lx, err, sizeof err))
-        for (int l = 0; l < b->nlaunch; l++) {
-            json_t *o = json_object();
-            uint32_t thr = lx[l][3] * lx[l][4] * lx[l][5];
-            json_object_set_new(o, "kernel", json_string(b->kernels[b->launch[l].kernel].name));
-            json_object_set_new(o, "grid", json_pack("[i,i,i]", lx[l][0], lx[l][1], lx[l][2]));
-            json_object_set_new(o, "block", json_pack("[i,i,i]", lx[l][3], lx[l][4], lx[l][5]));
-            json_object_set_new(o, "dynamic_smem_bytes", json_integer(lx[l][6]));
-            if (s->have_occ && maxthr > 0) {
-                json_object_set_new(o, "blocks_per_sm", json_integer(s->occ[l]));
-                json_object_set_new(o, "occupancy", json_real((double)s->occ[l] * thr / maxthr));
-            }
-            json_array_append_new(ls, o);
-        }
-    json_t *r = json_object();
-    json_object_set_new(r, "arch", json_string(b->arch));
-    json_object_set_new(r, "kernels", ks);
-    json_object_set_new(r, "launches", ls);
-    json_object_set_new(r, "at", kf_sess_shape_json(s->t, sh));
-    json_object_set_new(s->res->root, "resources", r);
-}
-
 /* Wait until shape i is prepared (1) or the thread has stopped short of it (0). */
 static int ref_wait(ref_job *j, int i) {
     pthread_mutex_lock(&j->mu);
@@ -1211,38 +1113,6 @@ static int ref_wait(ref_job *j, int i) {
     int ready = j->next > i;
     pthread_mutex_unlock(&j->mu);
     return ready;
-}
-
-int kf_library_undeclared(const char *loaded, const char *declared, char *out, size_t n) {
-    static const char *const vendor[] = {"libcublasLt", "libcublas", "libcudnn", "libcufft", "libcurand",
-                                         "libcusparse", "libcusolver", "libnccl", "libcutensor", "libnvblas",
-                                         "libnpp", "libnvjpeg", NULL};
-    out[0] = 0;
-    int cnt = 0;
-    char *dup = kf__strdup(loaded ? loaded : ""), *save = NULL;
-    for (char *l = dup ? strtok_r(dup, ",", &save) : NULL; l; l = strtok_r(NULL, ",", &save)) {
-        int v = -1;
-        for (int i = 0; vendor[i] && v < 0; i++)
-            if (!strncmp(l, vendor[i], strlen(vendor[i]))) v = i;
-        if (v < 0) continue;
-        /* declared: named by kforge:link ("cublas") or DT_NEEDED ("libcublas.so.13");
-         * cublasLt comes with cublas (libcublas needs it) */
-        char name[64];
-        snprintf(name, sizeof name, "%s", vendor[v] + 3);
-        const char *d = declared ? declared : "";
-        int ok = strstr(d, vendor[v]) != NULL;
-        for (const char *q = d; !ok && (q = strstr(q, name)); q++) {
-            size_t nl = strlen(name);
-            ok = (q == d || q[-1] == ',') && (q[nl] == 0 || q[nl] == ',');
-        }
-        if (!ok && v == 0) ok = strstr(d, "cublas") != NULL;
-        if (ok) continue;
-        size_t o = strlen(out);
-        snprintf(out + o, n - o, "%s%s", o ? ", " : "", l);
-        cnt++;
-    }
-    free(dup);
-    return cnt;
 }
 
 int kf_check_libraries(kf_sess *s, kf_side *side, const char *when) {
@@ -1266,7 +1136,7 @@ int kf_check_libraries(kf_sess *s, kf_side *side, const char *when) {
         if (!have) json_array_append_new(a, kf_result_text_json(l));
     }
     free(dup);
-    if (!kf_library_undeclared(loaded, s->cbuild.libraries, bad, sizeof bad)) return 0;
+    if (!kf_backend_undeclared(s->be, &s->cbuild, loaded, bad, sizeof bad)) return 0;
     kf_result_reject(s->res, KF_REASON_SANDBOX_VIOLATION, NULL,
                      "loaded %s at run time without declaring it (%s; kforge:link allows cublas and "
                      "cublasLt, declared in the file)", bad, when);
@@ -1328,13 +1198,13 @@ static kf_status run_check(kf_sess *s) {
         ref_main(&job);
     }
 
-    /* a CUDA candidate's worker starts while the candidate compiles: the driver and
-     * context set-up overlaps the compile; it gets its artifact once built */
-    if (!strcmp(s->t->backend, "cuda")) {
-        kf_build gpu = {0};
-        gpu.host = 1; /* only kf_build_gpu's answer matters here */
+    /* where the backend can start a worker early (a GPU worker), it starts while the
+     * candidate compiles: the driver and context set-up overlaps the compile; it gets its
+     * artifact once built */
+    kf_worker_opts early = {0};
+    if (kf_backend_starts_early(s->be, &early)) {
         kf_ctx *quiet = kf_ctx_new();
-        if (quiet && sess_spawn(s, quiet, &gpu, arena, &cand, &fail) == KF_OK) pre = cand.w;
+        if (quiet && sess_spawn(s, quiet, NULL, arena, &cand, &fail) == KF_OK) pre = cand.w;
         cand.w = NULL;
         cand.b = NULL;
         kf_ctx_free(quiet); /* no early worker: the normal start below says why */
@@ -1343,7 +1213,7 @@ static kf_status run_check(kf_sess *s) {
     if (s->o->verbose)
         fprintf(stderr, "kforge: [%.1f ms] candidate built\n", (double)(kf__now_ns() - s->t0) / 1e6);
     if (st || !record_build(s)) goto out;
-    if (pre && kf_build_gpu(&s->cbuild)) {
+    if (pre) { /* every build of a backend that starts early runs in that worker */
         cand.b = &s->cbuild;
         cand.w = pre;
         pre = NULL;
@@ -1359,12 +1229,7 @@ static kf_status run_check(kf_sess *s) {
         goto out;
     }
     json_t *sandbox = json_object();
-    /* a GPU kernel-mode worker runs no candidate host code; it has no seccomp filter
-     * or Landlock (the driver needs its devices), only its own uid and rlimits */
-    json_object_set_new(sandbox, "seccomp", json_boolean(!kf_build_gpu(&s->cbuild) ||
-                                                         (s->cbuild.host && cand.w && kf_worker_filtered(cand.w))));
-    if (s->cbuild.nlaunch) json_object_set_new(sandbox, "gpu_kernel_mode", json_true());
-    if (s->cbuild.host) json_object_set_new(sandbox, "gpu_host_mode", json_true());
+    kf_backend_report_sandbox(s->be, &s->cbuild, cand.w, sandbox); /* seccomp, and the backend's */
     json_object_set_new(sandbox, "landlock_abi", json_integer(kf_worker_landlock_abi(cand.w)));
     json_object_set_new(sandbox, "mseal", json_boolean(kf_worker_sealed(cand.w)));
     json_object_set_new(sandbox, "frozen_between_calls", json_true());
@@ -1372,9 +1237,11 @@ static kf_status run_check(kf_sess *s) {
      * call per shape that runs on every CPU when that is a single CPU (0: none) */
     json_object_set_new(sandbox, "check_cpus", json_integer(s->have_check_cpus ? CPU_COUNT(&s->check_cpus) : 0));
     json_object_set_new(sandbox, "parallel_call_cpus",
-                        json_integer(s->parallel_call && !kf_build_gpu(&s->cbuild) ? CPU_COUNT(&s->all_cpus) : 0));
+                        json_integer(s->parallel_call && kf_backend_has(s->be, KF_BACKEND_CPU)
+                                         ? CPU_COUNT(&s->all_cpus) : 0));
     json_object_set_new(s->res->root, "sandbox", sandbox);
     int dead = 0;
+    const int watched = kf_backend_watches_libraries(s->be, &s->cbuild);
     for (int i = 0; i < L.n && !st; i++) {
         json_t *o = json_object();
         json_object_set_new(o, "sizes", kf_sess_shape_json(s->t, &L.all[i]));
@@ -1403,16 +1270,27 @@ static kf_status run_check(kf_sess *s) {
         }
         st = check_shape(s, &job, &cand, &prep[i], o, &dead);
         prep_free(s->t, &prep[i]);
-        /* host mode: what the worker has mapped, after every shape (the last one's below) */
-        if (!st && !dead && s->cbuild.host && cand.w && !kf_worker_dead(cand.w) && i + 1 < L.n &&
+        /* a watched worker (GPU host mode): what it has mapped, after every shape (the
+         * last one's below) */
+        if (!st && !dead && watched && cand.w && !kf_worker_dead(cand.w) && i + 1 < L.n &&
             kf_check_libraries(s, &cand, "seen while checking"))
             dead = 1;
     }
     /* what earlier calls used and no later call reused: verified once, here */
     if (!st && cand.w && kf_data_spent_check(&cand.spent, kf_worker_arena(cand.w)))
         kf_sess_spent_report(s, &cand, NULL, "after the last call");
-    if (!st && s->cbuild.nlaunch && cand.w && L.n > 0) resources_json(s, &cand, &L.all[0]);
-    if (!st && !dead && s->cbuild.host && cand.w) kf_check_libraries(s, &cand, "seen while checking");
+    if (!st && cand.w && L.n > 0) { /* the resource report, at the first shape */
+        kf_extents ex;
+        char err[256];
+        int sized = !kf_data_extents(s->t, &L.all[0], &ex, err, sizeof err);
+        json_t *r = kf_backend_resources(s->be, &s->cbuild, s->t, sized ? ex.size : NULL, kf_worker_info(cand.w),
+                                         s->have_occ ? s->occ : NULL);
+        if (r) {
+            json_object_set_new(r, "at", kf_sess_shape_json(s->t, &L.all[0]));
+            json_object_set_new(s->res->root, "resources", r);
+        }
+    }
+    if (!st && !dead && watched && cand.w) kf_check_libraries(s, &cand, "seen while checking");
 out:
     if (threaded) {
         pthread_mutex_lock(&job.mu);

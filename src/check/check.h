@@ -32,14 +32,14 @@ typedef struct {
     kf_result *res;
     uint64_t t0;
     int timing;              /* bench: workers spin-waited and kept off our CPU */
-    int have_occ;            /* GPU: resident blocks per SM of each launch, first call */
+    int have_occ;            /* occ holds the first checking call's (GPU kernel mode reports them) */
     int host_timing;         /* GPU: the host-mode timing protocol on every side */
     int cand_graph;          /* GPU host mode: CUPTI saw the candidate launch a graph */
     const void *cand_side;   /* -v: the check's candidate side (a kf_side), for prof */
     uint64_t prof[KF_PROF_N]; /* -v: nanoseconds per phase (KF_PROF_*) */
     int precise;             /* GPU calls with one allocation per buffer (sanitize.c) */
     double call_timeout_s;   /* overrides o->call_timeout_s when > 0 (sanitize.c) */
-    uint32_t occ[KF_PROTO_MAXLAUNCH];
+    uint32_t occ[KF_PROTO_MAXLAUNCH]; /* resident blocks per SM of each launch */
     cpu_set_t worker_cpus;
     cpu_set_t check_cpus;    /* a checking worker's CPUs: the same count as a timing worker's */
     int have_check_cpus;     /* set once in kf_sess_open; read only after */
@@ -106,22 +106,14 @@ int kf_sess_mtol_fails(const kf_sess *s, const kf_side *side, const kf_extents *
  * Verify what is still poisoned first with kf_data_spent_check. */
 int kf_sess_spent_report(kf_sess *s, kf_side *side, json_t *shape, const char *when);
 
-/* GPU host mode: CUPTI's counts of one call onto a shape's JSON (launches_per_call,
- * kernels, graph_launches, library_kernels; launch_count null without CUPTI). */
-void kf_sess_launch_json(json_t *jshape, const kf_call_result *cr);
-/* 1 when a kernel name looks like a library's (cuBLAS, cuDNN, CUTLASS, ...). */
-int kf_library_kernel(const char *name);
-/* The vendor compute libraries in loaded (comma-separated file names) that declared
- * (kforge:link names and DT_NEEDED entries) does not cover, ", "-separated into out;
- * returns how many. */
-int kf_library_undeclared(const char *loaded, const char *declared, char *out, size_t n);
-/* GPU host mode: the shared libraries side's (frozen) worker has mapped, from
- * /proc/PID/maps (the kernel's view), merged into the result's "libraries_loaded" (null
- * when the maps are unreadable: kforge not root); a vendor compute library the
- * candidate did not declare (kforge:link, DT_NEEDED) was loaded behind the allow-list's
- * back: sandbox_violation, with when ("seen while timing") in the message. Run after
- * every shape of a check and every call of a timing worker, so a library loaded only
- * where the candidate detects timing is seen too. 1 when it rejected. */
+/* A watched worker (kf_backend_watches_libraries: GPU host mode): the shared libraries
+ * side's (frozen) worker has mapped, from /proc/PID/maps (the kernel's view), merged into
+ * the result's "libraries_loaded" (null when the maps are unreadable: kforge not root);
+ * a vendor compute library the candidate did not declare (kf_backend_undeclared) was
+ * loaded behind the allow-list's back: sandbox_violation, with when ("seen while
+ * timing") in the message. Run after every shape of a check and every call of a timing
+ * worker, so a library loaded only where the candidate detects timing is seen too. 1
+ * when it rejected. */
 int kf_check_libraries(kf_sess *s, kf_side *side, const char *when);
 
 /* Do two sets of outputs agree under the task's determinism rule (bitwise, or within

@@ -196,7 +196,7 @@ kf_status kf_sanitize_prepare(kf_ctx *ctx, const kf_task *t, const kf_opts *o, c
     if (!o->sanitize) return KF_OK;
     if (o->sanitize & ~KF_SANITIZE_ALL)
         return kf__err(ctx, KF_EUSAGE, "--sanitize: unknown tool bits 0x%x", o->sanitize);
-    if (strcmp(t->backend, "cuda"))
+    if (!kf_backend_has(kf_backend_get(t->backend), KF_BACKEND_SANITIZE))
         return kf__err(ctx, KF_EUSAGE, "--sanitize runs compute-sanitizer, for CUDA tasks only; "
                                        "%s is a %s task", t->name, t->backend);
     char why[512];
@@ -230,7 +230,8 @@ static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *c
     wrap[nw++] = "--log-file";
     wrap[nw++] = logpath;
     double cpu = s->o->cpu_limit_s * 30 > 600 ? s->o->cpu_limit_s * 30 : 600;
-    kf_worker_opts wo = {cpu, s->o->mem_limit, 300, 0, NULL, 1, wrap, 60, s->t->entry, NULL};
+    kf_worker_opts wo = {cpu, s->o->mem_limit, 300, 0, NULL, 0, wrap, 60, s->t->entry, NULL};
+    kf_backend_worker_opts(s->be, &s->cbuild, &wo); /* the worker the build runs in */
     kf_side side;
     memset(&side, 0, sizeof side);
     side.b = &s->cbuild;

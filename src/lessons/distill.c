@@ -43,6 +43,7 @@
  */
 #define _GNU_SOURCE
 #include "lessons.h"
+#include "../backend/registry.h"
 #include "../store/store.h"
 
 #include <limits.h>
@@ -684,12 +685,14 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
     const char *td = kf_store_task_dir(s);
     const char *base = strrchr(td, '/');
     snprintf(task_name, sizeof task_name, "%s", base && base[1] ? base + 1 : td);
-    snprintf(backend, sizeof backend, "c");
-    for (size_t i = 0; i < a.n; i++) /* the backend follows from the sources */
+    /* the backend follows from the sources (registry.h); without any, the first one's */
+    snprintf(backend, sizeof backend, "%s", kf_backend_name(kf_backend_at(0)));
+    for (size_t i = 0; i < a.n; i++)
         if (a.v[i].id) {
             kf_node n;
             if (!kf_store_get_node(s, a.v[i].id, &n)) {
-                if (!strcmp(n.ext, "cu")) snprintf(backend, sizeof backend, "cuda");
+                kf_backend *be = kf_backend_by_ext(n.ext);
+                if (be) snprintf(backend, sizeof backend, "%s", kf_backend_name(be));
                 kf_node_free(&n);
             }
             break;

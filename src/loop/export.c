@@ -32,7 +32,9 @@
  * Without a GPU it cannot be checked: it is then built with nvcc only (host mode's build
  * path) and written as <task>_dispatch.unverified.cu, never under the dispatcher's name
  * (EXPORT.json: "dispatcher": null, "dispatcher_unverified"; the CLI exits 3); one that
- * does not build is rejected and not written.
+ * does not build is rejected and not written. Which dispatcher is written follows the
+ * language of the task backend's sources (kf_backend_lang: `emitters` below); a backend
+ * in another language has its winners exported without one.
  */
 #define _GNU_SOURCE
 #include "loop.h"
@@ -1121,20 +1123,20 @@ static kf_status bench_verify(kf_ctx *ctx, const kf_task *t, const char *path, c
     return KF_OK;
 }
 
-/* No GPU here (kf_bench said KF_EBACKEND, whose message is on ctx): build the CUDA
- * dispatcher at path with nvcc, as host mode does. *ver: verdict "unverified" (it builds;
- * error: why it could not be run), or "rejected" with compile_error and the compiler's
- * message. KF_OK, or KF_ENOMEM. When nvcc itself is missing it is "unverified" too, with
- * compiled false. */
-static kf_status cuda_compile_only(kf_ctx *ctx, const kf_task *t, const char *path, const char *text, size_t len,
-                                   json_t **ver) {
+/* No device here (kf_bench said KF_EBACKEND, whose message is on ctx): build the
+ * dispatcher at path with the task's backend only (CUDA: nvcc, as host mode does). *ver:
+ * verdict "unverified" (it builds; error: why it could not be run), or "rejected" with
+ * compile_error and the compiler's message. KF_OK, or KF_ENOMEM. When the compiler itself
+ * is missing it is "unverified" too, with compiled false. */
+static kf_status compile_only(kf_ctx *ctx, const kf_task *t, const char *path, const char *text, size_t len,
+                              json_t **ver) {
     char why[1024], bdir[4400];
     snprintf(why, sizeof why, "%s", kf_errmsg(ctx));
     snprintf(bdir, sizeof bdir, "%s.build-XXXXXX", path);
     kf_build bd;
     memset(&bd, 0, sizeof bd);
-    kf_status cs = mkdtemp(bdir) ? kf_backend_compile(kf_backend_get("cuda"), ctx, t, path, text, len, NULL, 0, bdir,
-                                                      300, &bd)
+    kf_status cs = mkdtemp(bdir) ? kf_backend_compile(kf_backend_get(t->backend), ctx, t, path, text, len, NULL, 0,
+                                                      bdir, 300, &bd)
                                  : kf__err(ctx, KF_EIO, "%s: %s", bdir, strerror(errno));
     if (!cs && !bd.ok) {
         *ver = json_pack("{s:s, s:[{s:s, s:s?}], s:[], s:n, s:b}", "verdict", "rejected", "reasons", "code",
@@ -1149,6 +1151,21 @@ static kf_status cuda_compile_only(kf_ctx *ctx, const kf_task *t, const char *pa
     if (bdir[0]) kf__rmtree(bdir);
     return *ver ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
 }
+
+/* The dispatchers export writes, by the language of the task backend's sources
+ * (kf_backend_lang); a backend in another language gets its winners without one. soft: a
+ * refusal (KF_EUSAGE: this task cannot have one) exports the winners alone rather than
+ * failing. */
+typedef kf_status (*emitter)(kf_ctx *ctx, const kf_task *t, const char *run_dir, winner *w, int nw, int fallback,
+                             json_t *best, kf_buf *b, json_t *routes, json_t *notes);
+static const struct {
+    const char *lang, *title;
+    emitter build;
+    int soft;
+} emitters[] = {
+    {"c", "C", build_dispatcher, 0},
+    {"cuda", "CUDA", build_cuda_dispatcher, 1},
+};
 
 /* Rejected for timing_mismatch and nothing else. */
 kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_arg,
@@ -1262,7 +1279,10 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
         goto out;
     }
     chmod(tmp, 0755);
-    const int is_c = !strcmp(t->backend, "c");
+    kf_backend *be = kf_backend_get(t->backend);
+    int em = -1;
+    for (int i = 0; be && i < (int)(sizeof emitters / sizeof emitters[0]); i++)
+        if (!strcmp(emitters[i].lang, kf_backend_lang(be))) em = i;
     for (int i = 0; i < nw && !s; i++) {
         char name[256];
         snprintf(name, sizeof name, "%s_%lld.%s", t->name, (long long)w[i].id, w[i].ext);
@@ -1321,14 +1341,17 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     }
     int rejected = 0, unverified = 0;
     char dname[256], dpath[4700];
-    snprintf(dname, sizeof dname, "%s_dispatch.%s", t->name, is_c ? "c" : "cu");
-    s = is_c ? build_dispatcher(ctx, t, run_dir, w, nw, fallback, best, &disp, routes, notes)
-             : build_cuda_dispatcher(ctx, t, run_dir, w, nw, fallback, best, &disp, routes, notes);
-    if (s == KF_EUSAGE && !is_c) {
-        /* this task cannot have a host-mode dispatcher: the winners are still exported */
+    const char *ext = be ? kf_backend_ext(be) : "", *title = em >= 0 ? emitters[em].title : t->backend;
+    snprintf(dname, sizeof dname, "%s_dispatch.%s", t->name, ext);
+    s = em >= 0 ? emitters[em].build(ctx, t, run_dir, w, nw, fallback, best, &disp, routes, notes)
+                : kf__err(ctx, KF_EUSAGE, "kforge export writes no dispatcher in %s",
+                          be ? kf_backend_lang(be) : "?");
+    if (s == KF_EUSAGE && (em < 0 || emitters[em].soft)) {
+        /* this task cannot have a dispatcher: the winners are still exported */
         json_object_set_new(doc, "dispatcher", json_null());
-        json_object_set_new(doc, "why", json_sprintf("no CUDA dispatcher: %s", kf_errmsg(ctx)));
-        fprintf(stderr, "kforge export: no CUDA dispatcher (%s); the winners are in %s\n", kf_errmsg(ctx), out_dir);
+        json_object_set_new(doc, "why", json_sprintf("no %s dispatcher: %s", title, kf_errmsg(ctx)));
+        fprintf(stderr, "kforge export: no %s dispatcher (%s); the winners are in %s\n", title, kf_errmsg(ctx),
+                out_dir);
         s = KF_OK;
     } else if (s) {
         goto out;
@@ -1350,9 +1373,10 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
             json_decref(ver);
             ver = NULL;
             s = bench_verify(ctx, t, dpath, &o, &ver);
-            if (s == KF_EBACKEND && !is_c) {
-                /* no GPU here: nvcc can still say whether it builds; never written as verified */
-                s = cuda_compile_only(ctx, t, dpath, disp.p, disp.len, &ver);
+            if (s == KF_EBACKEND && kf_backend_has(be, KF_BACKEND_DEVICE)) {
+                /* no device here: the compiler can still say whether it builds; never
+                 * written as verified */
+                s = compile_only(ctx, t, dpath, disp.p, disp.len, &ver);
                 unverified = !s && !strcmp(json_string_value(json_object_get(ver, "verdict")), "unverified");
                 break;
             }
@@ -1383,7 +1407,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
         } else if (unverified) {
             /* written under a name that says so, and not as "dispatcher" */
             char uname[256], upath[4700];
-            snprintf(uname, sizeof uname, "%s_dispatch.unverified.cu", t->name);
+            snprintf(uname, sizeof uname, "%s_dispatch.unverified.%s", t->name, ext);
             snprintf(upath, sizeof upath, "%s/%s", tmp, uname);
             if (rename(dpath, upath)) {
                 s = kf__err(ctx, KF_EIO, "%s: %s", upath, strerror(errno));
@@ -1395,13 +1419,14 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
             json_object_set_new(doc, "dispatcher_unverified", json_string(uname));
             json_object_set_new(
                 doc, "why",
-                json_sprintf("the CUDA dispatcher could not be verified here (%s); it builds with nvcc and was "
+                json_sprintf("the %s dispatcher could not be verified here (%s); it builds with nvcc and was "
                              "written as %s, unverified: check it on a GPU with kforge bench %s %s/%s",
-                             json_string_value(json_object_get(ver, "error")), uname, t->dir, out_dir, uname));
+                             title, json_string_value(json_object_get(ver, "error")), uname, t->dir, out_dir,
+                             uname));
             fprintf(stderr,
-                    "kforge export: the CUDA dispatcher could not be verified here (%s): written as %s/%s, "
+                    "kforge export: the %s dispatcher could not be verified here (%s): written as %s/%s, "
                     "UNVERIFIED; the winners are verified\n",
-                    json_string_value(json_object_get(ver, "error")), out_dir, uname);
+                    title, json_string_value(json_object_get(ver, "error")), out_dir, uname);
         } else {
             json_object_set_new(doc, "dispatcher", json_string(dname));
             json_object_set_new(doc, "why", json_null());

@@ -18,6 +18,7 @@
 #include "loop.h"
 
 #include "../agent/agent.h"
+#include "../backend/registry.h"
 #include "../bench/bench.h"
 #include "diagnose.h"
 #include "memory.h"
@@ -406,7 +407,7 @@ static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
              * compares it with the reference's text */
             if (!parent) {
                 char rp[4200];
-                snprintf(rp, sizeof rp, "%s/reference.%s", r->t->dir, !strcmp(r->t->backend, "cuda") ? "cu" : "c");
+                snprintf(rp, sizeof rp, "%s", r->t->ref_path);
                 if (kf__read_file(rp, 16u << 20, &psrc, &sl)) psrc = NULL;
             }
         }
@@ -1090,15 +1091,19 @@ static int sched_flying(const sched *s, const kf_point *p) {
 /* The lessons the builtin started from, one line (defined with tree, below). */
 static void lessons_text(kf_buf *b, kf_store *st);
 
-/* The template the builtin proposer walks: candidates/param.<c|cu>. */
+/* The template the builtin proposer walks: candidates/param.<ext> for the first backend
+ * (registry.h) whose extension names a file there; the backend's index, or -1. */
 static int template_path(const kf_task *t, char *out, size_t n) {
-    static const char *const ext[] = {"c", "cu"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(out, n, "%s/candidates/param.%s", t->dir, ext[i]);
+    kf_backend *b;
+    for (int i = 0; (b = kf_backend_at(i)); i++) {
+        snprintf(out, n, "%s/candidates/param.%s", t->dir, kf_backend_ext(b));
         if (!access(out, R_OK)) return i;
     }
     return -1;
 }
+
+/* The extension of the template template_path found (index ti). */
+static const char *template_ext(int ti) { return kf_backend_ext(kf_backend_at(ti)); }
 
 /* ---- the context pack of an action -------------------------------------------------- */
 
@@ -1162,7 +1167,7 @@ static int collect_constraint(void *arg, const kf_constraint *c) {
     return 0;
 }
 
-static const char *task_ext(const kf_task *t) { return !strcmp(t->backend, "cuda") ? "cu" : "c"; }
+static const char *task_ext(const kf_task *t) { return kf_backend_ext(kf_backend_get(t->backend)); }
 
 /* The pack for improving node parent (0: the reference) along category (NULL: any):
  * task.json, the visible shapes, the parent's source, its verdict and per-shape timings,
@@ -1681,10 +1686,15 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     char tpath[4200];
     int ti = template_path(r.t, tpath, sizeof tpath);
     if (!agent && ti < 0 && o->budget > 0) {
-        st = kf__err(ctx, KF_EUSAGE, "%s: no template candidate (candidates/param.c or param.cu) for the "
+        char names[256] = "";
+        kf_backend *b;
+        for (int i = 0; (b = kf_backend_at(i)); i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%sparam.%s", i ? " or " : "",
+                     i ? "" : "candidates/", kf_backend_ext(b));
+        st = kf__err(ctx, KF_EUSAGE, "%s: no template candidate (%s) for the "
                                      "builtin proposer: give the task one with kforge:param lines (docs/tasks.md), "
                                      "use --agent, or create an empty run for tool mode with --budget 0",
-                     r.t->dir);
+                     r.t->dir, names);
         goto out;
     }
     if (o->resume) {
@@ -1766,7 +1776,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         }
         if (bi) { /* measurements that call for a specialisation come first */
             int done = 0;
-            if ((st = specialise(&r, se, bi, &pm, &seen, tmpl, tlen, ti ? "cu" : "c", &done)) || done) continue;
+            if ((st = specialise(&r, se, bi, &pm, &seen, tmpl, tlen, template_ext(ti), &done)) || done) continue;
         }
         kf_action a;
         if (kf_search_pick(se, &a)) {
@@ -1821,7 +1831,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
         kf_node n;
         memset(&n, 0, sizeof n);
         n.parent = a.parent;
-        snprintf(n.ext, sizeof n.ext, "%s", ti ? "cu" : "c");
+        snprintf(n.ext, sizeof n.ext, "%s", template_ext(ti));
         snprintf(n.proposer, sizeof n.proposer, "builtin");
         snprintf(n.category, sizeof n.category, "%s",
                  kf_search_category_name(mcat >= 0 ? mcat : a.category) ? kf_search_category_name(mcat >= 0 ? mcat : a.category) : "other");
@@ -2099,7 +2109,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
             if (want < 0) want = ps.v[i].category;
         }
     const char *dot = strrchr(path, '.');
-    snprintf(n.ext, sizeof n.ext, "%s", dot && (!strcmp(dot, ".c") || !strcmp(dot, ".cu")) ? dot + 1 : task_ext(r.t));
+    snprintf(n.ext, sizeof n.ext, "%s", dot && kf_backend_by_ext(dot + 1) ? dot + 1 : task_ext(r.t));
     n.parent = parent;
     snprintf(n.proposer, sizeof n.proposer, "tool");
     snprintf(n.category, sizeof n.category, "%s", want >= 0 ? kf_search_category_name(want) : "other");

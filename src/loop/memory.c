@@ -14,6 +14,7 @@
  * endpoint reported when it reported any. Not here: building packs (src/agent/pack.c).
  */
 #include "memory.h"
+#include "../backend/registry.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -70,13 +71,13 @@ void kf_loop_memory_close(kf_loop_memory *m) {
 }
 
 /* The task's template parameters as " name name ... " (lower case; "" when it has no
- * template): candidates/param.<c|cu>'s kforge:param lines. */
+ * template): candidates/param.<ext>'s kforge:param lines (a backend's extension). */
 static void template_params(const kf_task *t, char *out, size_t n) {
-    static const char *const ext[] = {"c", "cu"};
     snprintf(out, n, " ");
-    for (int e = 0; e < 2; e++) {
+    kf_backend *b;
+    for (int e = 0; (b = kf_backend_at(e)); e++) {
         char path[4200];
-        snprintf(path, sizeof path, "%s/candidates/param.%s", t->dir, ext[e]);
+        snprintf(path, sizeof path, "%s/candidates/param.%s", t->dir, kf_backend_ext(b));
         char *text = NULL;
         size_t len = 0;
         if (kf__read_file(path, 1 << 20, &text, &len)) continue;
@@ -130,8 +131,8 @@ kf_status kf_loop_memory_lessons(kf_loop_memory *m, const kf_task *t, const char
         memcpy(vals + (size_t)i * (size_t)t->nsizes, t->shapes[i].v, (size_t)t->nsizes * sizeof *vals);
     kf_lesson_query q = {0};
     q.backend = t->backend;
-    /* a C kernel runs on this host; a CUDA task's device is not known here */
-    q.arch = !strcmp(t->backend, "c") && m->arch[0] ? m->arch : NULL;
+    /* a CPU backend's kernel runs on this host; a device's is not known here */
+    q.arch = kf_backend_has(kf_backend_get(t->backend), KF_BACKEND_CPU) && m->arch[0] ? m->arch : NULL;
     q.ops = ops;
     q.nops = nops;
     q.shape_names = (const char *const *)t->size_names;

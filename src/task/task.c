@@ -4,10 +4,13 @@
  * Every field is checked here, once, with an error that names the file, the JSON
  * position (line:column for syntax errors, a path such as args[2].shape[0] for
  * semantic ones) and what is wrong. Later stages trust the kf_task they get.
- * Unknown fields are errors: a typo must not silently change what is checked.
+ * Unknown fields are errors: a typo must not silently change what is checked. Which
+ * backends exist, their reference files and what they allow (f16, launch_mode) come from
+ * the backend registry (registry.h), which knows nothing of tasks.
  */
 #define _GNU_SOURCE
 #include "task.h"
+#include "../backend/registry.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -257,7 +260,8 @@ static kf_status parse_arg(lctx *l, kf_task *t, json_t *v, int i, kf_arg *a) {
         return bad(l, "%s.type: %s%s%s (f32, f64, i32, i64, u8; f16, bf16 on GPU backends)",
                    where, ty ? "unknown type '" : "missing", ty ? ty : "", ty ? "'" : "");
     a->type = (kf_dtype)dt;
-    if ((dt == KF_T_F16 || dt == KF_T_BF16) && !strcmp(t->backend, "c"))
+    kf_backend *be = kf_backend_get(t->backend);
+    if ((dt == KF_T_F16 || dt == KF_T_BF16) && be && !kf_backend_has(be, KF_BACKEND_HALF))
         return bad(l, "%s.type: %s is only available on the GPU backends", where, ty);
     json_t *shape = json_object_get(v, "shape"), *value = json_object_get(v, "value");
     kf_status st;
@@ -344,12 +348,8 @@ static kf_status parse_shape_obj(lctx *l, kf_task *t, json_t *v, const char *whe
     return KF_OK;
 }
 
-static const char *ref_name(const char *backend) {
-    if (!strcmp(backend, "c")) return "reference.c";
-    if (!strcmp(backend, "cuda")) return "reference.cu";
-    if (!strcmp(backend, "opencl")) return "reference.cl";
-    return NULL;
-}
+/* The backends a task may name (registry.h): those of this build, and those reserved. */
+static int known_backend(const char *name) { return kf_backend_get(name) || kf_backend_reserved(name); }
 
 static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
     static const char *const top[] = {"name", "backend", "entry", "sizes", "constraints",
@@ -362,9 +362,11 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
     if (!(s = json_string_value(json_object_get(root, "name"))) || !*s)
         return bad(l, "name: missing or not a string");
     t->name = kf__strdup(s);
+    char names[256];
+    kf_backend_names(1, " or ", names, sizeof names);
     if (!(s = json_string_value(json_object_get(root, "backend"))))
-        return bad(l, "backend: missing (\"c\", \"cuda\" or \"opencl\")");
-    if (!ref_name(s)) return bad(l, "backend: unknown '%s' (\"c\", \"cuda\" or \"opencl\")", s);
+        return bad(l, "backend: missing (%s)", names);
+    if (!known_backend(s)) return bad(l, "backend: unknown '%s' (%s)", s, names);
     t->backend = kf__strdup(s);
     if (!is_ident(s = json_string_value(json_object_get(root, "entry"))))
         return bad(l, "entry: missing or not a C identifier");
@@ -536,8 +538,15 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
         const char *m = json_string_value(lm);
         if (!m || (strcmp(m, "kernel") && strcmp(m, "host")))
             return bad(l, "launch_mode: expected \"kernel\" or \"host\"");
-        if (strcmp(t->backend, "cuda"))
-            return bad(l, "launch_mode: only for the cuda backend");
+        if (!kf_backend_has(kf_backend_get(t->backend), KF_BACKEND_LAUNCH_MODE)) {
+            char with[128] = "";
+            kf_backend *b;
+            for (int i = 0; (b = kf_backend_at(i)); i++)
+                if (kf_backend_has(b, KF_BACKEND_LAUNCH_MODE))
+                    snprintf(with + strlen(with), sizeof with - strlen(with), "%s%s", with[0] ? " or " : "",
+                             kf_backend_name(b));
+            return bad(l, "launch_mode: only for the %s backend", with);
+        }
         t->launch_host = !strcmp(m, "host");
     }
     if (json_object_get(root, "description") &&
@@ -596,12 +605,15 @@ kf_status kf_task_load(kf_ctx *ctx, const char *dir, kf_task **out) {
         goto fail;
     }
     if ((st = parse_task(&l, t, root, 1ull << 30))) goto fail;
-    if (strcmp(t->backend, "c") && strcmp(t->backend, "cuda")) {
+    kf_backend *be = kf_backend_get(t->backend);
+    if (!be) {
+        char names[256];
+        kf_backend_names(0, " and ", names, sizeof names);
         st = kf__err(ctx, KF_EBACKEND, "%s: backend \"%s\" is not available in this version of "
-                     "kforge (it runs \"c\" and \"cuda\" tasks)", path, t->backend);
+                     "kforge (it runs %s tasks)", path, t->backend, names);
         goto fail;
     }
-    t->ref_path = kf__asprintf("%s/%s", dir, ref_name(t->backend));
+    t->ref_path = kf__asprintf("%s/%s", dir, kf_backend_reference(be));
     if (!t->ref_path) {
         st = kf__err(ctx, KF_ENOMEM, "out of memory");
         goto fail;

@@ -16,9 +16,13 @@
  * Builds are cached by SHA-256 of (source, its file name, generated prototype, flags,
  * compiler identity, CPU model): the cache is owned by kforge, never writable by a
  * candidate, and a different text always builds afresh (docs/checker.md #22).
+ *
+ * Its candidates run in CPU workers as the worker loads them (the interface's defaults:
+ * staged lines flushed from the CPU caches, the worker's own clock); the roofline is
+ * this machine's measured ceilings (ceilings.c).
  */
 #define _GNU_SOURCE
-#include "../backend.h"
+#include "c.h"
 #include "../../sandbox/sandbox.h"
 
 #include <ctype.h>
@@ -368,6 +372,16 @@ done:
 }
 
 kf_backend *kf_backend_c(void) {
-    static kf_backend b = {{"c", c_compile}, NULL};
+    static kf_backend b = {{
+        .api_version = KF_BACKEND_API_VERSION,
+        .name = "c",
+        .ext = "c",
+        .reference = "reference.c",
+        .lang = "c",
+        .caps = KF_BACKEND_CPU,
+        .compile = c_compile,
+        .ceilings = kf__c_ceilings,
+        .roofline = kf__c_roofline,
+    }, NULL};
     return &b;
 }

@@ -8,11 +8,13 @@
  * text, the prelude, the options, the NVRTC version and the architecture (docs/checker.md
  * #22). NVRTC runs in a kforge-worker of its own (nvrtc_child.c) under the compile
  * deadline, rlimits and Landlock; the coordinator loads NVRTC only to read its version.
+ * Host mode is host_build.c; how builds run (the rest of the vtable) is run.c.
  */
 #define _GNU_SOURCE
 #include "../backend.h"
 #include "cuda_api.h"
 #include "host.h"
+#include "run.h"
 #include "../../sandbox/sandbox.h"
 
 #include <ctype.h>
@@ -703,6 +705,29 @@ done:
 }
 
 kf_backend *kf_backend_cuda(void) {
-    static kf_backend b = {{"cuda", cuda_compile}, NULL};
+    static kf_backend b = {{
+        .api_version = KF_BACKEND_API_VERSION,
+        .name = "cuda",
+        .ext = "cu",
+        .reference = "reference.cu",
+        .lang = "cuda",
+        .caps = KF_BACKEND_DEVICE | KF_BACKEND_HALF | KF_BACKEND_LAUNCH_MODE | KF_BACKEND_SANITIZE,
+        .timing_rounds = 60,
+        .ceilings_early = 1,
+        .compile = cuda_compile,
+        .worker_opts = kf__cuda_worker_opts,
+        .stage = kf__cuda_stage,
+        .clock = kf__cuda_clock,
+        .ceilings = kf__cuda_ceilings,
+        .roofline = kf__cuda_roofline,
+        .plan = kf__cuda_plan,
+        .fair = kf__cuda_fair,
+        .libraries = kf__cuda_libraries,
+        .report_build = kf__cuda_report_build,
+        .report_sandbox = kf__cuda_report_sandbox,
+        .report_call = kf__cuda_report_call,
+        .resources = kf__cuda_resources,
+        .describe = kf__cuda_describe,
+    }, NULL};
     return &b;
 }

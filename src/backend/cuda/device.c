@@ -22,6 +22,7 @@
  */
 #define _GNU_SOURCE
 #include "device.h"
+#include "run.h"
 
 #include "../../util/util.h"
 #include "cuda_api.h"
@@ -516,7 +517,9 @@ kf_status kf_device_get(kf_ctx *ctx, int dev, int refresh, kf_devinfo *d) {
     return st;
 }
 
-kf_status kf_device_info(kf_ctx *ctx, int device, int refresh, char **json) {
+/* The describe slot: kf_device_info (kforge.h) for the CUDA backend. */
+kf_status kf__cuda_describe(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json) {
+    (void)b;
     *json = NULL;
     kf_devinfo d;
     kf_status st = kf_device_get(ctx, device, refresh, &d);

@@ -10,14 +10,18 @@
  * a third of an AVX-512 core's rate (88 against 272 GFLOP/s on the 2-core VM), below
  * what an honest sgemm reaches (110-124), so the Critic refused it as impossible.
  * Built with -O2 and without sanitizers whatever the build type (CMakeLists.txt).
+ *
+ * The roofline: with a cost model, a time beyond twice the machine's all-core ceiling (a
+ * margin for ceilings measured on a busy machine) is refused as impossible.
  */
-#include "bench.h"
+#include "c.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../util/util.h"
+#include "../../util/util.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -114,8 +118,8 @@ static double measure_flops(void) {
     return best;
 }
 
-void kf_bench_ceilings(kf_ceilings *c) {
-    static kf_ceilings cached;
+static void measure(kf_c_ceilings *c) {
+    static kf_c_ceilings cached;
     const char *pin = getenv("KFORGE_CEILINGS"); /* "BYTES_PER_S,FLOPS_PER_S": pinned */
     if (pin && *pin && !cached.bytes_per_s) {
         double b = 0, f = 0;
@@ -152,4 +156,34 @@ void kf_bench_ceilings(kf_ceilings *c) {
         }
     }
     *c = cached;
+}
+
+void *kf__c_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report) {
+    (void)b;
+    (void)ctx;
+    kf_c_ceilings *c = malloc(sizeof *c);
+    if (!c) return NULL;
+    measure(c);
+    json_object_set_new(report, "bytes_per_s", json_real(c->bytes_per_s));
+    json_object_set_new(report, "flops_per_s", json_real(c->flops_per_s));
+    json_object_set_new(report, "cores", json_integer(c->cores));
+    return c;
+}
+
+int kf__c_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why, size_t n) {
+    (void)b;
+    const kf_c_ceilings *c = ceil;
+    if (!c) return 0;
+    double fl = in->flops, by = in->bytes, cmed = in->cand_ns;
+    double tmin = fmax(c->flops_per_s > 0 ? fl / c->flops_per_s : 0,
+                       c->bytes_per_s > 0 ? by / c->bytes_per_s : 0) * 1e9;
+    if (!(tmin > 0)) return 0;
+    double frac = tmin / cmed;
+    json_object_set_new(jo, "roofline_fraction", json_real(frac));
+    json_object_set_new(jo, "gflops", json_real(fl / cmed));
+    json_object_set_new(jo, "gbytes_per_s", json_real(by / cmed));
+    if (!(frac > 2.0 * c->cores)) return 0;
+    snprintf(why, n, "impossible: %.1fx the machine's measured roofline on all %d cores (%.0f ns measured, at "
+             "least %.0f ns possible)", frac, c->cores, cmed, tmin / c->cores);
+    return 1;
 }

@@ -1,0 +1,23 @@
+/*
+ * c.h - the C backend's files: the compile (c_backend.c) and this machine's ceilings
+ * with the roofline judged against them (ceilings.c).
+ */
+#ifndef KF_C_BACKEND_H
+#define KF_C_BACKEND_H
+
+#include "../backend.h"
+
+typedef struct {
+    double bytes_per_s; /* single-core copy bandwidth, read + write */
+    double flops_per_s; /* single-core peak */
+    int cores;
+} kf_c_ceilings;
+
+/* The ceilings slot: this machine's ceilings (a kf_c_ceilings, caller frees), measured
+ * on the calling thread's CPU with the timing lock held (the cache it fills is not
+ * locked itself); KFORGE_CEILINGS pins them. */
+void *kf__c_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report);
+/* The roofline slot: a time beyond twice the all-core roofline is impossible. */
+int kf__c_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why, size_t n);
+
+#endif

@@ -1,0 +1,226 @@
+/*
+ * test_cuda_run.c - the CUDA backend's run-side slots (src/backend/cuda/run.c) on made-up
+ * builds, without a GPU: what a GPU worker is told of a call (span, launches, KF_RUN_*
+ * flags), the timing plan and the fairness rule with what they report, the sandbox,
+ * build and resource reports, the clock, the library policy and the roofline's rates
+ * and refusal. The GPU tests run the same slots on a device.
+ */
+#include "kft.h"
+
+#include "backend/backend.h"
+#include "backend/cuda/device.h"
+#include "backend/cuda/run.h"
+#include "task/task.h"
+#include "util/util.h"
+
+#include <jansson.h>
+#include <string.h>
+
+/* A kernel-mode build of one kernel "k" launched once (grid and block from exprs). */
+static void kernel_build(kf_build *b, const char *grid, const char *block) {
+    memset(b, 0, sizeof *b);
+    char err[128];
+    b->nlaunch = 1;
+    b->nkernels = 1;
+    b->kernels[0].name = kf__strdup("k");
+    b->kernels[0].regs = 32;
+    b->kernels[0].spill_stores = b->kernels[0].spill_loads = 0;
+    b->kernels[0].smem_static = 0;
+    b->launch[0].kernel = 0;
+    b->launch[0].line = 3;
+    if (grid) CHECKF(b->launch[0].dim[0] = kf_expr_parse(grid, err, sizeof err), "%s", err);
+    if (block) CHECKF(b->launch[0].dim[3] = kf_expr_parse(block, err, sizeof err), "%s", err);
+    snprintf(b->arch, sizeof b->arch, "sm_90");
+}
+
+static void t_stage(const void *arg) {
+    (void)arg;
+    kf_backend *be = kf_backend_get("cuda");
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/sum");
+    kf_extents ex;
+    char err[300];
+    CHECKF(kf_data_extents(t, &t->shapes[0], &ex, err, sizeof err) == 0, "%s", err);
+    kf_layout lay;
+    memset(&lay, 0, sizeof lay);
+    lay.lo = 64, lay.end = 4096;
+    static unsigned char arena[8192];
+    kf_build b;
+    kernel_build(&b, "(n + 255) / 256", "256");
+    kf_msg_run m;
+    memset(&m, 0, sizeof m);
+    kf_stage st = {t, &ex, arena, &lay, KF_RUN_FLUSH_L2 | KF_RUN_WAIT_IDLE | KF_RUN_GRAPH};
+    CHECK(kf_backend_stage(be, &b, &st, &m, err, sizeof err) == 0);
+    CHECK(m.span_lo == 64 && m.span_hi == 4096 && m.nlaunch == 1 && m.kernel[0] == 0);
+    CHECKF(m.dims[0][0] == (uint32_t)((ex.size[0] + 255) / 256) && m.dims[0][1] == 1 && m.dims[0][3] == 256 &&
+               m.dims[0][6] == 0,
+           "%u %u %u", m.dims[0][0], m.dims[0][3], m.dims[0][6]);
+    CHECK(m.flags == (KF_RUN_FLUSH_L2 | KF_RUN_WAIT_IDLE | KF_RUN_GRAPH));
+    /* host mode: its own timing protocol always, and no graph of kforge's launches */
+    kf_build h;
+    memset(&h, 0, sizeof h);
+    h.host = 1;
+    memset(&m, 0, sizeof m);
+    st.flags = KF_RUN_GRAPH | KF_RUN_PRECISE;
+    CHECK(kf_backend_stage(be, &h, &st, &m, err, sizeof err) == 0);
+    CHECK(m.flags == (KF_RUN_HOST_TIMING | KF_RUN_PRECISE) && m.nlaunch == 0);
+    for (int i = 0; i < t->nargs; i++)
+        CHECK(m.len[i] == (t->args[i].is_buffer ? ex.bytes[i] : 0) &&
+              m.io[i] == (t->args[i].io == KF_IO_IN ? KF_IO_ARG_IN : t->args[i].io == KF_IO_OUT ? KF_IO_ARG_OUT
+                                                                                                : KF_IO_ARG_INOUT));
+    /* a launch that cannot be made at this shape fails the call */
+    kf_build_free(&b);
+    kernel_build(&b, "1", "2048");
+    memset(&m, 0, sizeof m);
+    CHECK(kf_backend_stage(be, &b, &st, &m, err, sizeof err) == -1);
+    CHECKF(strstr(err, "line 3: kforge:launch block"), "%s", err);
+    kf_build_free(&b);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+static void t_plan_fair(const void *arg) {
+    (void)arg;
+    kf_backend *be = kf_backend_get("cuda");
+    kf_build k, h;
+    kernel_build(&k, "1", "1");
+    memset(&h, 0, sizeof h);
+    h.host = 1;
+    int host = -1, graph = -1;
+    kf_backend_plan(be, &h, &k, 1, &host, &graph);
+    CHECK(host == 1 && graph == 1);
+    kf_backend_plan(be, &k, &k, 0, &host, &graph);
+    CHECK(host == 0 && graph == 0);
+    kf_backend_plan(be, &k, &h, 1, &host, &graph);
+    CHECK(host == 1 && graph == 0); /* a host-mode baseline is not captured */
+    /* a graph-replaying candidate against a baseline launched kernel by kernel */
+    kf_launch_seen graph_seen = {1, 1, 4}, none = {0, 1, -1}, unknown = {0, 0, -1};
+    json_t *jo = json_object();
+    CHECK(kf_backend_fair(be, &h, &graph_seen, &k, 0, &none, jo) == 0);
+    char *js = json_dumps(jo, JSON_COMPACT);
+    CHECKF(!strcmp(js, "{\"launch_mode\":{\"candidate\":\"graph\",\"baseline\":\"kernel\"},\"graph_use\":\"yes\","
+                       "\"launches_per_call\":4,\"fair\":false,\"fair_reason\":\"the candidate replays a CUDA graph "
+                       "and the baseline is launched kernel by kernel (no graph use was seen during the check), so "
+                       "the launch overhead the graph saves is not a kernel speedup\"}"),
+           "%s", js);
+    free(js);
+    json_decref(jo);
+    /* against a graph baseline it is fair; unknown graph use is noted */
+    jo = json_object();
+    CHECK(kf_backend_fair(be, &h, &graph_seen, &k, 1, &none, jo) == 1 && json_is_true(json_object_get(jo, "fair")));
+    json_decref(jo);
+    jo = json_object();
+    CHECK(kf_backend_fair(be, &h, &unknown, &k, 0, &none, jo) == 1);
+    CHECK(!strcmp(json_string_value(json_object_get(jo, "graph_use")), "unknown") && json_object_get(jo, "fair_note"));
+    json_decref(jo);
+    jo = json_object();
+    CHECK(kf_backend_fair(be, &k, &none, &k, 0, &none, jo) == 1 && !json_object_get(jo, "graph_use"));
+    json_decref(jo);
+    kf_build_free(&k);
+}
+
+static void t_reports(const void *arg) {
+    (void)arg;
+    kf_backend *be = kf_backend_get("cuda");
+    kf_build k, h, none;
+    kernel_build(&k, "1", "128");
+    memset(&h, 0, sizeof h);
+    h.host = 1;
+    h.libraries = kf__strdup("cublas,libcublas.so.13");
+    memset(&none, 0, sizeof none);
+    json_t *o = json_object();
+    kf_backend_report_sandbox(be, &k, NULL, o);
+    char *js = json_dumps(o, JSON_COMPACT);
+    CHECKF(!strcmp(js, "{\"seccomp\":false,\"gpu_kernel_mode\":true}"), "%s", js);
+    free(js);
+    json_decref(o);
+    o = json_object();
+    kf_backend_report_sandbox(be, &h, NULL, o);
+    js = json_dumps(o, JSON_COMPACT);
+    CHECKF(!strcmp(js, "{\"seccomp\":false,\"gpu_host_mode\":true}"), "%s", js);
+    free(js);
+    json_decref(o);
+    o = json_object();
+    kf_backend_report_build(be, &h, o);
+    kf_backend_report_build(be, &none, o); /* not a GPU artifact: nothing */
+    js = json_dumps(o, JSON_COMPACT);
+    CHECKF(!strcmp(js, "{\"launch_mode\":\"host\",\"libraries\":[\"cublas\",\"libcublas.so.13\"]}"), "%s", js);
+    free(js);
+    json_decref(o);
+    /* launch counts: host mode only */
+    kf_call_result cr;
+    memset(&cr, 0, sizeof cr);
+    o = json_object();
+    kf_backend_report_call(be, &k, &cr, o);
+    CHECK(json_object_size(o) == 0);
+    kf_backend_report_call(be, &h, &cr, o);
+    CHECK(json_is_null(json_object_get(o, "launch_count")));
+    json_decref(o);
+    /* resources: kernel mode, from the build and the worker's report */
+    int64_t sizes[1] = {1000};
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/sum");
+    uint32_t occ[KF_PROTO_MAXLAUNCH] = {8};
+    json_t *r = kf_backend_resources(be, &k, t, sizes, "max_threads_per_sm=2048 kernel 0 regs=40 local=8 shared=1024",
+                                     occ);
+    js = json_dumps(r, JSON_COMPACT);
+    CHECKF(!strcmp(js, "{\"arch\":\"sm_90\",\"kernels\":[{\"kernel\":\"k\",\"registers\":40,\"spill_store_bytes\":0,"
+                       "\"spill_load_bytes\":0,\"static_smem_bytes\":1024,\"local_bytes_per_thread\":8}],"
+                       "\"launches\":[{\"kernel\":\"k\",\"grid\":[1,1,1],\"block\":[128,1,1],\"dynamic_smem_bytes\":0,"
+                       "\"blocks_per_sm\":8,\"occupancy\":0.5}]}"),
+           "%s", js);
+    free(js);
+    json_decref(r);
+    CHECK(!kf_backend_resources(be, &h, t, sizes, "", occ));
+    /* the clock, the worker and the library policy */
+    cr.worker_ns = 5000, cr.dev_ns = 1200;
+    CHECK(kf_backend_clock(be, &cr) == 1200);
+    kf_worker_opts wo;
+    memset(&wo, 0, sizeof wo);
+    CHECK(kf_backend_starts_early(be, &wo) && wo.gpu && wo.start_timeout_s == 60);
+    CHECK(kf_backend_watches_libraries(be, &h) && !kf_backend_watches_libraries(be, &k));
+    char bad[256];
+    CHECK(kf_backend_undeclared(be, &h, "libcublas.so.13,libcublasLt.so.13,libcudnn.so.9", bad, sizeof bad) == 1 &&
+          !strcmp(bad, "libcudnn.so.9"));
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    kf_build_free(&k);
+    kf_build_free(&h);
+}
+
+/* The roofline's rates without ceilings, and its refusal below the device's floor. */
+static void t_roofline(const void *arg) {
+    (void)arg;
+    kf_backend *be = kf_backend_get("cuda");
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/sum");
+    kf_roof_in in = {t, 1e6, 4e6, 1000, 2000};
+    char why[1024];
+    json_t *jo = json_object();
+    CHECK(kf_backend_roofline(be, NULL, &in, jo, why, sizeof why) == 0 && !why[0]);
+    char *js = json_dumps(jo, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    CHECKF(!strcmp(js, "{\"gflops\":1000.0,\"gbytes_per_s\":4000.0,\"baseline_gbytes_per_s\":2000.0}"), "%s", js);
+    free(js);
+    json_decref(jo);
+    kf_devinfo d;
+    memset(&d, 0, sizeof d);
+    d.cc_major = 9, d.cc_minor = 0, d.sms = 132, d.sm_clock_khz = 1980000, d.mem_clock_khz = 3201000;
+    d.bus_width_bits = 6144, d.l2_bytes = 60 << 20;
+    d.copy_bytes_per_s = 4.25e12, d.fp32_flops_per_s = 6.0e13, d.tensor_flops_per_s = 6.5e14;
+    in.bytes = 1e10; /* 10 GB in 1 us */
+    jo = json_object();
+    CHECK(kf_backend_roofline(be, &d, &in, jo, why, sizeof why) == 1);
+    CHECKF(strstr(why, "impossible: 1000 ns measured") && json_object_get(jo, "roofline_fraction") &&
+               json_object_get(jo, "floor_ns"),
+           "%s", why);
+    json_decref(jo);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+void kft_register_cuda_run(void) {
+    kft_add("cuda/run/stage", t_stage, NULL, 30);
+    kft_add("cuda/run/plan_fair", t_plan_fair, NULL, 30);
+    kft_add("cuda/run/reports", t_reports, NULL, 30);
+    kft_add("cuda/run/roofline", t_roofline, NULL, 30);
+}
