@@ -672,7 +672,7 @@ static kf_status build_dispatcher(kf_ctx *ctx, const kf_task *t, const char *run
         if (wi == nw || wi == fallback) continue;
         json_t *sizes = json_object_get(e, "sizes");
         char st_[512];
-        kf_loop_sizes_text(sizes, ", ", st_, sizeof st_);
+        kf_critic_sizes_text(sizes, ", ", st_, sizeof st_);
         kf_buf pred;
         kf_buf_init(&pred, 1u << 16);
         int exact = 0;
@@ -965,7 +965,7 @@ static kf_status build_cuda_dispatcher(kf_ctx *ctx, const kf_task *t, const char
         if (wi == nw || wi == fallback) continue;
         json_t *sizes = json_object_get(e, "sizes");
         char st_[512];
-        kf_loop_sizes_text(sizes, ", ", st_, sizeof st_);
+        kf_critic_sizes_text(sizes, ", ", st_, sizeof st_);
         kf_buf pred;
         kf_buf_init(&pred, 1u << 16);
         int exact = 0;
@@ -1279,7 +1279,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
         json_t *x;
         json_array_foreach(sh, k, x) {
             char sz[512];
-            kf_loop_sizes_text(json_object_get(x, "sizes"), ", ", sz, sizeof sz);
+            kf_critic_sizes_text(json_object_get(x, "sizes"), ", ", sz, sizeof sz);
             kf_buf_printf(&f, " [%s] %.3fx%s", sz, json_number_value(json_object_get(x, "speedup")),
                           json_is_true(json_object_get(x, "win")) ? " (a win)" : "");
         }
@@ -1361,7 +1361,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
                 goto out;
             }
             attempt++;
-        } while (attempt < 2 && kf_loop_timing_only(ver));
+        } while (attempt < 2 && kf_critic_timing_only(ver));
         if (s) {
             unlink(dpath);
             goto out;

@@ -18,6 +18,7 @@
 #include "loop.h"
 
 #include "../agent/agent.h"
+#include "../critic/advisor.h"
 #include "../bench/bench.h"
 #include "diagnose.h"
 #include "memory.h"
@@ -123,21 +124,6 @@ typedef struct {
     int trips;         /* circuit-breaker trips already recorded */
 } run_state;
 
-void kf_loop_sizes_text(json_t *sizes, const char *sep, char *out, size_t n) {
-    const char *k;
-    json_t *v;
-    size_t at = 0;
-    if (n) out[0] = 0;
-    json_object_foreach(sizes, k, v) {
-        int w = snprintf(out + at, n - at, "%s%s=%lld", at ? sep : "", k, (long long)json_integer_value(v));
-        if (w < 0 || (size_t)w >= n - at) {
-            out[at] = 0; /* a whole item or none */
-            break;
-        }
-        at += (size_t)w;
-    }
-}
-
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -181,19 +167,6 @@ static double speedup_at(json_t *shapes, json_t *sizes) {
     json_array_foreach(shapes, i, s)
         if (json_equal(json_object_get(s, "sizes"), sizes)) return json_number_value(json_object_get(s, "speedup"));
     return 0;
-}
-
-int kf_loop_timing_only(json_t *res) {
-    const char *v = json_string_value(json_object_get(res, "verdict"));
-    json_t *rs = json_object_get(res, "reasons");
-    if (!v || strcmp(v, "rejected") || !json_array_size(rs)) return 0;
-    size_t i;
-    json_t *x;
-    json_array_foreach(rs, i, x) {
-        const char *c = json_string_value(json_object_get(x, "code"));
-        if (!c || strcmp(c, "timing_mismatch")) return 0;
-    }
-    return 1;
 }
 
 /* kf_bench of the node's source against vs (NULL: the reference): the result JSON, or
@@ -343,7 +316,7 @@ static kf_status evaluate(run_state *r, kf_node *n, const kf_node *parent) {
     /* a rejection for timing_mismatch alone (the two clocks disagreed: a loaded machine
      * or a forged stamp) is timed once more in fresh workers; the second verdict counts,
      * so a forger is rejected again */
-    if (res && kf_loop_timing_only(res)) {
+    if (res && kf_critic_timing_only(res)) {
         json_t *again = bench_json(r, path, NULL, err, sizeof err);
         if (again) {
             json_decref(res);

@@ -7,15 +7,13 @@
 #define KF_LOOP_H
 
 #include "kforge.h"
+#include "../critic/critic.h"
 #include "../search/builtin.h"
 #include "../store/store.h"
 #include "../util/util.h"
 
 #include <jansson.h>
 #include <stddef.h>
-
-/* A shape's sizes ({"n": 64, ...}) as "n=64<sep>m=8" into out (cut at a whole item). */
-void kf_loop_sizes_text(json_t *sizes, const char *sep, char *out, size_t n);
 
 /* The template with each kforge:param list cut to the value point gives its name. */
 char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *outlen);
@@ -53,66 +51,6 @@ kf_status kf_loop_lessons_check(kf_ctx *ctx, const char *path); /* the KF_EUSAGE
 kf_status kf_loop_lessons_prior(kf_ctx *ctx, const kf_task *t, const char *path, struct kf_builtin *b,
                                 char **event);
 kf_status kf_loop_lessons_replay(kf_ctx *ctx, const char *event, struct kf_builtin *b);
-
-/* 1 for a rejected bench result (or verification) whose every reason is
- * timing_mismatch: the two clocks disagreed, and one more timing in fresh workers decides. */
-int kf_loop_timing_only(json_t *res);
-
-/* The Critic (critic.c, docs/run.md): the one stage that may let a node become kept. */
-typedef enum { KF_CRITIC_APPROVE, KF_CRITIC_REJECT, KF_CRITIC_REVIEW } kf_critic_decision;
-typedef struct {
-    double max_speedup;     /* against the reference, on any shape: refused beyond (100) */
-    double max_roofline;    /* roofline fraction refused beyond (1.05) */
-    int retimes;            /* fresh worker pairs against the parent (2) */
-    double suspicious_gain; /* a geomean gain over the parent at least this ... (1.5) */
-    int tiny_lines;         /* ... from at most this many changed lines is verified again (3) */
-} kf_critic_opts;
-void kf_critic_opts_init(kf_critic_opts *o);
-/* One "KEY=VALUE" (--critic); 0, or -1 with err set. */
-int kf_critic_set(kf_critic_opts *o, const char *kv, char *err, size_t n);
-
-typedef struct {
-    const kf_critic_opts *o;
-    double noise_floor;              /* a 95% interval must start above 1 + this (win_floor) */
-    const char *locked_fingerprint;  /* the run's */
-    /* the task's fingerprint as on disk now into hex; 0, or -1 */
-    int (*fingerprint_now)(void *arg, char hex[65]);
-    /* check and time the file at path against vs (NULL: the reference); stricter: twice
-     * the hidden shapes plus four and twice the rounds. The verdict JSON, or NULL with
-     * err set (caller decrefs). */
-    json_t *(*bench)(void *arg, const char *path, const char *vs, int stricter, char *err, size_t n);
-    void *arg;
-} kf_critic_env;
-
-typedef struct {
-    const char *category;        /* the node's */
-    json_t *result;              /* its check and timing against the reference */
-    json_t *parent_result;       /* the parent's (NULL for the root) */
-    int beats_parent;            /* some shape wins and beats the parent's speedup there */
-    int64_t parent_id;           /* 0: the root (the reference) */
-    const char *path, *parent_path;       /* private copies (parent_path NULL for the root) */
-    const char *source, *parent_source;   /* their texts (NULL when unknown) */
-} kf_critic_case;
-
-/* The decision, and *report: {decision, why, checks: [{check, outcome, detail}]}. */
-kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_case *c, json_t **report);
-const char *kf_critic_name(kf_critic_decision d);
-
-/* The optional advisory critic (advisor.c): an agent's second opinion on an approved
- * node, recorded, never deciding. */
-typedef struct kf_advisor kf_advisor;
-typedef struct {
-    int64_t node_id, parent_id;
-    const char *task_dir, *task_json;
-    const char *source, *parent_source; /* parent_source NULL: the reference */
-    json_t *shapes;                     /* per-shape speedups against the reference */
-    json_t *report;                     /* the Critic's report */
-} kf_advisor_case;
-kf_status kf_advisor_new(kf_ctx *ctx, const char *spec, double timeout_s, kf_advisor **out);
-/* {agent, opinion: approve|concern|unclear|none, text | error, tokens_in, tokens_out,
- * seconds}; *tokens grows by the tokens used. Thread-safe (one review at a time). */
-json_t *kf_advisor_review(kf_advisor *a, const kf_advisor_case *c, int64_t *tokens);
-void kf_advisor_free(kf_advisor *a);
 
 /* Specialisation proposals (spec.c): per point that wins some visible shapes by more
  * than the noise (at least min_noise) over the compromise (kf_builtin_best), the template
