@@ -8,6 +8,7 @@
 
 #include "kforge.h"
 #include "../critic/critic.h"
+#include "record.h"
 #include "../search/builtin.h"
 #include "../store/store.h"
 #include "../util/util.h"
@@ -21,25 +22,6 @@ char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *o
  * results per re-timing against parent): the lowest implied speedup per shape, with its
  * interval; the first timing's as speedup_first / ci95_first (loop.c; for tests). */
 void kf_loop__conservative(kf_node *n, json_t *shapes, const kf_node *parent, json_t *retimed);
-
-/* Per visible shape, the kept node (confirmed by the Critic) with the highest speedup
- * there: [{sizes, node, speedup, win}] in the order shapes are first seen, or
- * NULL when out of memory (caller decrefs). `best` and `export` both use it. */
-json_t *kf_loop_best_shapes(const kf_node *nodes, size_t n);
-
-/* Every node of a run, copied (verdict_json left out: large and unused by readers of
- * the whole tree): kf_store_each_node(st, kf_loop_collect, &vec), then kf_loop_vec_free. */
-typedef struct {
-    kf_node *v;
-    size_t n, cap;
-} kf_node_vec;
-int kf_loop_collect(void *vec, const kf_node *n);
-void kf_loop_vec_free(kf_node_vec *a);
-/* The run's seals for tree, best, export and resume (docs/run.md "Seals"):
- * {"seals": "sealed"|"unsealed"|"key missing", "key": path|null, "tampered": [ids]}
- * (the caller's), and when b is given a warning line into it for tampered nodes, an
- * unsealed run or a missing key. */
-json_t *kf_loop_integrity(kf_store *st, const kf_node *v, size_t n, kf_buf *b);
 
 /* Lessons as the builtin's prior (prior.c, docs/run.md "Lessons"). kf_loop_lessons_prior:
  * open the lessons database at path (KF_EUSAGE when it is missing, unreadable or not
@@ -69,7 +51,5 @@ typedef struct {
 kf_status kf_loop_specs(kf_ctx *ctx, const kf_task *t, const kf_builtin *bi, const char *tmpl, size_t tlen,
                         double min_noise, kf_spec **out, int *n);
 void kf_loop_specs_free(kf_spec *s, int n);
-/* The expression of the first kforge:when in s, or NULL (caller frees). */
-char *kf_loop_when_of(const char *s);
 
 #endif

@@ -28,17 +28,6 @@
 
 #define MAX_SHAPES 64
 
-char *kf_loop_when_of(const char *s) {
-    const char *d = s ? strstr(s, "kforge:when") : NULL;
-    if (!d) return NULL;
-    d += 11;
-    const char *e = d;
-    while (*e && *e != '\n' && strncmp(e, "*/", 2)) e++;
-    while (d < e && isspace((unsigned char)*d)) d++;
-    while (e > d && isspace((unsigned char)e[-1])) e--;
-    return kf__asprintf("%.*s", (int)(e - d), d);
-}
-
 void kf_loop_specs_free(kf_spec *s, int n) {
     for (int i = 0; s && i < n; i++) {
         free(s[i].when);
