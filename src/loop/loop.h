@@ -1,7 +1,20 @@
 /*
- * loop.h - kforge run (docs/run.md): the optimisation loop over the run store, the
- * search policy and the proposers. Its public face is kf_run, kf_run_tree, kf_run_best,
- * kf_run_next, kf_run_submit and kf_run_export in kforge.h.
+ * loop.h - kforge run (docs/run.md): the optimisation loop over the run store. Its public
+ * face is kf_run, kf_run_tree, kf_run_best, kf_run_next and kf_run_submit in kforge.h;
+ * this header is what the rest of the library and the tests use of it. The files:
+ *
+ *   run.c        the driver: set-up, the loop's turns, the stop rules, the summary
+ *   config.c     the options a run records, and what --resume takes back (a field table)
+ *   proposers.c  the builtin and agent proposers behind proposer.h; tool.c: tool mode
+ *   sched.c      --jobs N: evaluator threads, outcomes recorded in arrival order
+ *   evaluate.c   one evaluation: private copy, check and timing, the Critic, the record
+ *   tally.c      what each outcome adds to search, the proposers and the run's counts
+ *   tree.c       kforge tree and best; record.c: a run's records read back (a leaf)
+ *   memory.c     context packs and their lessons; prior.c: lessons as the builtin's prior
+ *   spec.c       a template at a point, and specialisations; diagnose.c: failure classes
+ *
+ * The Critic (src/critic/) and export (src/export/) are modules of their own: the loop
+ * calls the Critic, export reads runs through record.h, and neither calls the driver.
  */
 #ifndef KF_LOOP_H
 #define KF_LOOP_H
@@ -16,11 +29,11 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* The template with each kforge:param list cut to the value point gives its name. */
+/* The template with each kforge:param list cut to the value point gives its name (spec.c). */
 char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *outlen);
 /* A kept node's figures after the Critic's re-timings (retimed: one array of shape
  * results per re-timing against parent): the lowest implied speedup per shape, with its
- * interval; the first timing's as speedup_first / ci95_first (loop.c; for tests). */
+ * interval; the first timing's as speedup_first / ci95_first (evaluate.c; for tests). */
 void kf_loop__conservative(kf_node *n, json_t *shapes, const kf_node *parent, json_t *retimed);
 
 /* Lessons as the builtin's prior (prior.c, docs/run.md "Lessons"). kf_loop_lessons_prior:
@@ -33,6 +46,11 @@ kf_status kf_loop_lessons_check(kf_ctx *ctx, const char *path); /* the KF_EUSAGE
 kf_status kf_loop_lessons_prior(kf_ctx *ctx, const kf_task *t, const char *path, struct kf_builtin *b,
                                 char **event);
 kf_status kf_loop_lessons_replay(kf_ctx *ctx, const char *event, struct kf_builtin *b);
+/* The run's `lessons` event JSON into *json (NULL: none; caller frees). Store errors. */
+kf_status kf_loop_lessons_event(kf_store *st, char **json);
+/* The lessons the builtin started from (the run's `lessons` event), one line into b;
+ * nothing when the run has none. */
+void kf_loop_lessons_text(kf_buf *b, kf_store *st);
 
 /* Specialisation proposals (spec.c): per point that wins some visible shapes by more
  * than the noise (at least min_noise) over the compromise (kf_builtin_best), the template
@@ -51,5 +69,10 @@ typedef struct {
 kf_status kf_loop_specs(kf_ctx *ctx, const kf_task *t, const kf_builtin *bi, const char *tmpl, size_t tlen,
                         double min_noise, kf_spec **out, int *n);
 void kf_loop_specs_free(kf_spec *s, int n);
+/* A specialisation node's note starts with KF_LOOP_SPEC_NOTE: kf_loop_is_spec is 1 for
+ * one (its speedup is a geometric mean over its kforge:when domain only, so it is not the
+ * run's best geomean, and it is no point of the builtin's walk). */
+#define KF_LOOP_SPEC_NOTE "specialisation of node "
+int kf_loop_is_spec(const kf_node *n);
 
 #endif

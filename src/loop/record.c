@@ -153,3 +153,14 @@ char *kf_loop_when_of(const char *s) {
     while (e > d && isspace((unsigned char)e[-1])) e--;
     return kf__asprintf("%.*s", (int)(e - d), d);
 }
+
+char *kf_loop_first_message(const kf_node *n) {
+    json_t *v = n->verdict_json ? json_loads(n->verdict_json, 0, NULL) : NULL;
+    json_t *m = json_object_get(json_array_get(json_object_get(v, "reasons"), 0), "message");
+    char *out = json_is_string(m) ? strdup(json_string_value(m))
+                : m               ? json_dumps(m, JSON_COMPACT | JSON_ENCODE_ANY)
+                : n->note         ? strdup(n->note)
+                                  : NULL;
+    json_decref(v);
+    return out;
+}

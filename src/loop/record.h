@@ -1,6 +1,6 @@
 /*
  * record.h - a run's records read back (record.c): its nodes copied out, its seals, the
- * best node per shape, a node's kforge:when. A leaf of the loop: it calls nothing else
+ * best node per shape, a node's kforge:when and its first message. A leaf of the loop: it calls nothing else
  * of it, so the readers of a run (tree, best, tool mode, resume, export) share it
  * without reaching into the loop's driver.
  */
@@ -40,5 +40,9 @@ json_t *kf_loop_best_shapes(const kf_node *nodes, size_t n);
 
 /* The expression of the first kforge:when in s, or NULL (caller frees). */
 char *kf_loop_when_of(const char *s);
+
+/* The first reason's message of a node's verdict, else its note, else NULL (caller
+ * frees): what a context pack tells of a failure, and what kforge submit says. */
+char *kf_loop_first_message(const kf_node *n);
 
 #endif
