@@ -147,9 +147,8 @@ void kf_dispatch_when_header(kf_buf *b, const kf_winner *fb) {
 /* Winner x's text into b: its parameters as #define, its file-scope names prefixed
  * kf_n<ID>_, its kforge: directives neutralised, then (launcher: a CUDA winner) the
  * function that makes its launches, then the #undefs. */
-kf_status kf_dispatch_section(kf_ctx *ctx, const kf_task *t, const char *run_dir, const kf_winner *x, kf_buf *b,
-                              kf_status (*launcher)(kf_ctx *, const kf_task *, const kf_winner *, const kf_names *,
-                                                    kf_buf *)) {
+kf_status kf_dispatch_section(kf_ctx *ctx, const kf_task *t, const char *run_dir, const kf_winner *x,
+                              kf_buf *b, kf_dispatch_launcher launcher) {
     kf_status st = KF_OK;
     kf_toks tk = {0};
     kf_names ren = {0}, mac = {0};
@@ -186,8 +185,8 @@ kf_status kf_dispatch_section(kf_ctx *ctx, const kf_task *t, const char *run_dir
 
 /* Build the dispatcher's text into b; routes gets {sizes, node, predicate} per routed
  * shape and notes the shapes that could not be routed. */
-kf_status kf_dispatch_c(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw, int fallback,
-                        json_t *best, kf_buf *b, json_t *routes, json_t *notes) {
+kf_status kf_dispatch_c(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw,
+                        int fallback, json_t *best, kf_buf *b, json_t *routes, json_t *notes) {
     kf_buf sw;
     kf_buf_init(&sw, 1u << 20);
     kf_status st = KF_OK;

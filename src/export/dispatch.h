@@ -27,12 +27,12 @@ typedef struct {
 /* The dispatcher's text into b; routes gets {sizes, node, predicate} per routed shape
  * and notes the shapes that could not be routed (w[fallback] runs there). KF_EUSAGE for
  * an argument type C cannot declare, KF_ENOMEM. */
-kf_status kf_dispatch_c(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw, int fallback,
-                        json_t *best, kf_buf *b, json_t *routes, json_t *notes);
+kf_status kf_dispatch_c(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw,
+                        int fallback, json_t *best, kf_buf *b, json_t *routes, json_t *notes);
 /* The CUDA dispatcher into b, a host-mode file (dispatch_cuda.c); routes and notes as
  * for C. KF_EUSAGE with the reason when the task cannot have one. */
-kf_status kf_dispatch_cuda(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw, int fallback,
-                           json_t *best, kf_buf *b, json_t *routes, json_t *notes);
+kf_status kf_dispatch_cuda(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw,
+                           int fallback, json_t *best, kf_buf *b, json_t *routes, json_t *notes);
 
 /* A node's parameters pinned as #define for a plain compiler (export's winner files too). */
 void kf_dispatch_pinned(kf_buf *b, const char *params_json);
@@ -46,9 +46,12 @@ const char *kf_dispatch_ctype(kf_dtype t);
 int kf_dispatch_predicate(const kf_task *t, json_t *sizes, kf_buf *b, int *exact);
 /* The fallback's kforge:when, its parameters replaced by their values, into b. */
 void kf_dispatch_when_header(kf_buf *b, const kf_winner *fb);
+/* The function that makes winner x's launches (the CUDA dispatcher's), into b; ren: the
+ * names renamed apart. */
+typedef kf_status (*kf_dispatch_launcher)(kf_ctx *ctx, const kf_task *t, const kf_winner *x, const kf_names *ren,
+                                          kf_buf *b);
 /* Winner x's text into b, renamed apart, then launcher's function when given. */
-kf_status kf_dispatch_section(kf_ctx *ctx, const kf_task *t, const char *run_dir, const kf_winner *x, kf_buf *b,
-                              kf_status (*launcher)(kf_ctx *, const kf_task *, const kf_winner *, const kf_names *,
-                                                    kf_buf *));
+kf_status kf_dispatch_section(kf_ctx *ctx, const kf_task *t, const char *run_dir, const kf_winner *x,
+                              kf_buf *b, kf_dispatch_launcher launcher);
 
 #endif

@@ -192,8 +192,8 @@ static kf_status cu_launcher(kf_ctx *ctx, const kf_task *t, const kf_winner *x, 
  * tests the shape predicates and calls a winner's launcher, else the fallback's. routes
  * and notes as for C. KF_EUSAGE with the reason when the task cannot have one (a size
  * that no integer scalar argument equals: the launch geometry could not be computed). */
-kf_status kf_dispatch_cuda(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw, int fallback,
-                           json_t *best, kf_buf *b, json_t *routes, json_t *notes) {
+kf_status kf_dispatch_cuda(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw,
+                           int fallback, json_t *best, kf_buf *b, json_t *routes, json_t *notes) {
     for (int k = 0; k < t->nsizes; k++)
         if (!size_arg(t, k))
             return kf__err(ctx, KF_EUSAGE,

@@ -374,8 +374,8 @@ static kf_status start_doc(export_job *x) {
  * machine can cause too) is measured once more in fresh workers; the verdict that counts
  * is the last one, and `attempts` says how many were made. Without a GPU a CUDA
  * dispatcher is only built (*unverified then, when it builds). */
-static kf_status verify_dispatcher(export_job *x, const kf_opts *opts, const char *dpath, int is_c, json_t **ver,
-                                   int *unverified) {
+static kf_status verify_dispatcher(export_job *x, const kf_opts *opts, const char *dpath, int is_c,
+                                   json_t **ver, int *unverified) {
     kf_ctx *ctx = x->ctx;
     const kf_task *t = x->t;
     kf_opts o;
@@ -468,8 +468,8 @@ static kf_status dispatcher(export_job *x, const kf_opts *opts) {
     const int is_c = !strcmp(t->backend, "c");
     char dname[256], dpath[4700];
     snprintf(dname, sizeof dname, "%s_dispatch.%s", t->name, is_c ? "c" : "cu");
-    kf_status s = is_c ? kf_dispatch_c(ctx, t, x->run_dir, x->w, x->nw, x->fallback, x->best, &x->disp, x->routes,
-                                       x->notes)
+    kf_status s = is_c ? kf_dispatch_c(ctx, t, x->run_dir, x->w, x->nw, x->fallback, x->best, &x->disp,
+                                       x->routes, x->notes)
                        : kf_dispatch_cuda(ctx, t, x->run_dir, x->w, x->nw, x->fallback, x->best, &x->disp,
                                           x->routes, x->notes);
     if (s == KF_EUSAGE && !is_c) {

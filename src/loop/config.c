@@ -166,8 +166,8 @@ static void take_all(kf_run_opts *o, json_t *cfg, unsigned which) {
 
 void kf_config_resume(kf_run_opts *o, json_t *cfg) { take_all(o, cfg, CF_RESUME); }
 
-kf_status kf_config_tool(kf_ctx *ctx, const char *run_dir, int hidden_count, const kf_run_opts *o, json_t *cfg,
-                         kf_run_opts *own) {
+kf_status kf_config_tool(kf_ctx *ctx, const char *run_dir, int hidden_count, const kf_run_opts *o,
+                         json_t *cfg, kf_run_opts *own) {
     *own = *o;
     if (o->ncritic || o->critic_agent)
         return kf__err(ctx, KF_EUSAGE, "%s: --critic%s: the Critic's settings are the run's (set by `kforge run`, "
@@ -176,8 +176,8 @@ kf_status kf_config_tool(kf_ctx *ctx, const char *run_dir, int hidden_count, con
     json_t *h = json_object_get(cfg, "hidden");
     int floor_ = json_is_integer(h) ? (int)json_integer_value(h) : hidden_count;
     if (o->hidden >= 0 && o->hidden < floor_)
-        return kf__err(ctx, KF_EUSAGE, "%s: --hidden %d: fewer hidden shapes than the run checks with (%d)", run_dir,
-                       o->hidden, floor_);
+        return kf__err(ctx, KF_EUSAGE, "%s: --hidden %d: fewer hidden shapes than the run checks with (%d)",
+                       run_dir, o->hidden, floor_);
     /* the Critic's: the run's, whatever the submitter's command says */
     own->ncritic = 0;
     own->critic_agent = NULL;

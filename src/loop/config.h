@@ -25,7 +25,7 @@ void kf_config_resume(kf_run_opts *o, json_t *cfg);
  * recorded none), never the submitter's (o); timing rounds not given take the run's too.
  * *own: o with the run's settings. KF_EUSAGE (naming run_dir) when o gives the Critic's
  * settings or fewer hidden shapes than the run checks with. */
-kf_status kf_config_tool(kf_ctx *ctx, const char *run_dir, int hidden_count, const kf_run_opts *o, json_t *cfg,
-                         kf_run_opts *own);
+kf_status kf_config_tool(kf_ctx *ctx, const char *run_dir, int hidden_count, const kf_run_opts *o,
+                         json_t *cfg, kf_run_opts *own);
 
 #endif

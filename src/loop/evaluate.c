@@ -210,7 +210,8 @@ static json_t *critic_bench(void *arg, const char *path, const char *vs, int str
  * verdict makes of n: measured (*shapes: its per-shape figures), rejected or
  * compile_failed (its reasons), crashed when no verdict was reached (err: why). The
  * verdict JSON, or NULL. */
-static json_t *measure(kf_eval *r, kf_node *n, char *path, size_t plen, json_t **shapes, char *err, size_t en) {
+static json_t *measure(kf_eval *r, kf_node *n, char *path, size_t plen, json_t **shapes, char *err,
+                       size_t en) {
     json_t *res = private_copy(r, n, path, plen, err, en) ? NULL : bench_json(r, path, NULL, err, en);
     /* a rejection for timing_mismatch alone (the two clocks disagreed: a loaded machine
      * or a forged stamp) is timed once more in fresh workers; the second verdict counts,
@@ -287,8 +288,8 @@ static void sources(const kf_eval *r, const char *path, const kf_node *parent, i
 
 /* The advisory reviewer's opinion of an approved node, into the Critic's report; the
  * run's token budget counts the review. */
-static void advise(kf_eval *r, kf_node *n, const kf_node *parent, const char *src, const char *psrc, json_t *shapes,
-                   json_t *rep) {
+static void advise(kf_eval *r, kf_node *n, const kf_node *parent, const char *src, const char *psrc,
+                   json_t *shapes, json_t *rep) {
     kf_advisor_case ac = {n->id, parent ? parent->id : 0, r->t->dir, NULL, src, psrc, shapes, rep};
     char *tj = NULL;
     size_t tl = 0;
@@ -308,8 +309,8 @@ static void advise(kf_eval *r, kf_node *n, const kf_node *parent, const char *sr
  * the parent in fresh workers, a second look at a large gain from a tiny change. Its
  * decision becomes n's state and a `critic` event (no recorded approval, no keep); the
  * parent's private copy goes to ppath. */
-static void judge(kf_eval *r, kf_node *n, const kf_node *parent, const char *path, json_t *res, json_t *shapes,
-                  char *ppath, size_t pplen, char *err, size_t en) {
+static void judge(kf_eval *r, kf_node *n, const kf_node *parent, const char *path, json_t *res,
+                  json_t *shapes, char *ppath, size_t pplen, char *err, size_t en) {
     int better = beats_parent(r, shapes, parent);
     const char *disp = r->display;
     r->display = NULL; /* the parent's copy keeps its node name */
@@ -342,7 +343,8 @@ kf_status kf_eval_evaluate(kf_eval *r, kf_node *n, const kf_node *parent) {
     double t0 = kf_eval_now();
     json_t *shapes = NULL;
     json_t *res = measure(r, n, path, sizeof path, &shapes, err, sizeof err);
-    if (n->state == KF_NODE_MEASURED) judge(r, n, parent, path, res, shapes, ppath, sizeof ppath, err, sizeof err);
+    if (n->state == KF_NODE_MEASURED)
+        judge(r, n, parent, path, res, shapes, ppath, sizeof ppath, err, sizeof err);
     json_decref(shapes);
     json_decref(res);
     if (path[0]) private_drop(path);

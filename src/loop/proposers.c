@@ -210,7 +210,8 @@ static int flying(const builtin_proposer *b, const kf_point *p) {
     int np = kf_builtin_nparams(b->bi);
     for (int k = 0; s && k < s->n; k++) {
         kf_point q;
-        if (!point_of(b->bi, s->fl[k].params_json, &q) && !memcmp(q.v, p->v, (size_t)np * sizeof p->v[0])) return 1;
+        if (!point_of(b->bi, s->fl[k].params_json, &q) && !memcmp(q.v, p->v, (size_t)np * sizeof p->v[0]))
+            return 1;
     }
     return 0;
 }

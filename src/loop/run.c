@@ -89,7 +89,8 @@ static kf_status options(run *r) {
                                        "--resume applies the ones it recorded then");
     if (r->cmd_lessons && strcmp(r->cmd_lessons, "none") && (st = kf_loop_lessons_check(ctx, r->cmd_lessons)))
         return st;
-    if (!r->task_dir) return kf__err(ctx, KF_EUSAGE, "kforge run: no task (kforge run TASK, or --resume RUN)");
+    if (!r->task_dir)
+        return kf__err(ctx, KF_EUSAGE, "kforge run: no task (kforge run TASK, or --resume RUN)");
     return KF_OK;
 }
 
@@ -101,7 +102,8 @@ static kf_status new_agent(run *r) {
     if (o->agent_timeout_s > 0) ao.timeout_s = o->agent_timeout_s;
     ao.base_url = o->base_url;
     if (o->api_key_env && !(ao.api_key = getenv(o->api_key_env)))
-        return kf__err(r->ev.ctx, KF_EUSAGE, "--api-key-env %s: %s is not set", o->api_key_env, o->api_key_env);
+        return kf__err(r->ev.ctx, KF_EUSAGE, "--api-key-env %s: %s is not set", o->api_key_env,
+                       o->api_key_env);
     return kf_agent_new(r->ev.ctx, o->agent, &ao, &r->ag);
 }
 
@@ -189,7 +191,8 @@ static const char *stop_rule(const run *r) {
     if (o->wall_s > 0 && (double)(kf__now_ns() - tl->t0) / 1e9 >= o->wall_s) return "wall time spent";
     if (o->tokens > 0 && tl->tokens >= o->tokens) return "token budget spent";
     if (o->target > 0 && tl->best >= o->target) return "target reached";
-    if (o->patience > 0 && tl->since_improve >= o->patience) return "no improvement in the last --patience evaluations";
+    if (o->patience > 0 && tl->since_improve >= o->patience)
+        return "no improvement in the last --patience evaluations";
     return NULL;
 }
 
@@ -235,13 +238,9 @@ static kf_status loop(run *r, const char **why) {
     kf_status st = kf_sched_start(sc, &r->ev, &r->tally, r->eo.jobs);
     if (st) return st;
     for (size_t i = 0; i < r->nun && !st; i++) st = kf_sched_put(sc, r->unfinished[i]);
-    *why = "budget spent";
     const char *stop = NULL;
-    while (!st && !stop) {
-        if ((stop = stop_rule(r))) break;
-        st = turn(r, &stop);
-    }
-    if (stop) *why = stop;
+    while (!st && !stop && !(stop = stop_rule(r))) st = turn(r, &stop);
+    *why = stop;
     while (sc->n) {
         kf_status ws = kf_sched_wait(sc);
         if (!st) st = ws;
@@ -262,7 +261,8 @@ static void summary_line(const run *r, const char *why) {
     }
     char tok[64] = "", best[64] = "none kept";
     if (tl->p[KF_PROPOSER_AGENT]) snprintf(tok, sizeof tok, ", %lld tokens", (long long)tl->tokens);
-    if (tl->best_id) snprintf(best, sizeof best, "best %.3fx geomean (node %lld)", tl->best, (long long)tl->best_id);
+    if (tl->best_id)
+        snprintf(best, sizeof best, "best %.3fx geomean (node %lld)", tl->best, (long long)tl->best_id);
     char split[512] = "";
     if (r->split) {
         split[0] = ';', split[1] = ' ';

@@ -261,7 +261,8 @@ kf_status kf_run_next(kf_ctx *ctx, const kf_run_opts *o, int json, char **out) {
     int64_t pid = 0;
     if ((st = next_action(&r, &a, &pid))) goto out;
     const char *cat = kf_search_category_name(a.category);
-    if ((st = kf_loop_pack_for(ctx, r.ev.t, r.ev.st, r.mem, r.ev.o->pack_tokens, a.parent, cat, &pk))) goto out;
+    st = kf_loop_pack_for(ctx, r.ev.t, r.ev.st, r.mem, r.ev.o->pack_tokens, a.parent, cat, &pk);
+    if (st) goto out;
     kf_loop_pack_record(r.ev.st, 0, &pk, -1, pid);
     if (!(*out = next_answer(&r, &a, pid, &pk, json))) st = kf__err(ctx, KF_ENOMEM, "out of memory");
 out:
@@ -392,7 +393,8 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
     if (n.state == KF_NODE_KEPT) kf_store_savepoint(r.ev.st, n.id, "kept");
     int passed = n.state == KF_NODE_MEASURED || n.state == KF_NODE_KEPT || n.state == KF_NODE_REVERTED;
     *outcome = passed ? 0 : n.state == KF_NODE_CRASHED ? 2 : 1;
-    if (!(*out = submit_answer(&r, &n, parent, pid, passed, json))) st = kf__err(ctx, KF_ENOMEM, "out of memory");
+    if (!(*out = submit_answer(&r, &n, parent, pid, passed, json)))
+        st = kf__err(ctx, KF_ENOMEM, "out of memory");
 out:
     free(text);
     kf_node_free(&n);
