@@ -327,7 +327,7 @@ static void diag_numeric(const kf_node *n, json_t *v, const char *code, const ch
     int d_div = 0;
     char names[128] = "", ex[160] = "";
     for (int i = 0; i < ns && !ex[0]; i++)
-        if (s[i].failed) kf_loop_sizes_text(s[i].sizes, ",", ex, sizeof ex);
+        if (s[i].failed) kf_critic_sizes_text(s[i].sizes, ",", ex, sizeof ex);
     int largest = -1;
     for (int i = 0; i < ns; i++)
         if (largest < 0 || s[i].volume > s[largest].volume) largest = i;

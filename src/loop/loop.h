@@ -1,12 +1,27 @@
 /*
- * loop.h - kforge run (docs/run.md): the optimisation loop over the run store, the
- * search policy and the proposers. Its public face is kf_run, kf_run_tree, kf_run_best,
- * kf_run_next, kf_run_submit and kf_run_export in kforge.h.
+ * loop.h - kforge run (docs/run.md): the optimisation loop over the run store. Its public
+ * face is kf_run, kf_run_tree, kf_run_best, kf_run_next and kf_run_submit in kforge.h;
+ * this header is what the rest of the library and the tests use of it. The files:
+ *
+ *   run.c        the driver: set-up, the loop's turns, the stop rules, the summary
+ *   config.c     the options a run records, and what --resume takes back (a field table)
+ *   proposers.c  the builtin and agent proposers behind proposer.h; tool.c: tool mode
+ *   sched.c      --jobs N: evaluator threads, outcomes recorded in arrival order
+ *   evaluate.c   one evaluation: private copy, check and timing, the Critic, the record
+ *   tally.c      what each outcome adds to search, the proposers and the run's counts
+ *   tree.c       kforge tree and best; record.c: a run's records read back (a leaf)
+ *   memory.c     context packs and their lessons; prior.c: lessons as the builtin's prior
+ *   spec.c       a template at a point, and specialisations; diagnose.c: failure classes
+ *
+ * The Critic (src/critic/) and export (src/export/) are modules of their own: the loop
+ * calls the Critic, export reads runs through record.h, and neither calls the driver.
  */
 #ifndef KF_LOOP_H
 #define KF_LOOP_H
 
 #include "kforge.h"
+#include "../critic/critic.h"
+#include "record.h"
 #include "../search/builtin.h"
 #include "../store/store.h"
 #include "../util/util.h"
@@ -14,34 +29,12 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* A shape's sizes ({"n": 64, ...}) as "n=64<sep>m=8" into out (cut at a whole item). */
-void kf_loop_sizes_text(json_t *sizes, const char *sep, char *out, size_t n);
-
-/* The template with each kforge:param list cut to the value point gives its name. */
+/* The template with each kforge:param list cut to the value point gives its name (spec.c). */
 char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *outlen);
 /* A kept node's figures after the Critic's re-timings (retimed: one array of shape
  * results per re-timing against parent): the lowest implied speedup per shape, with its
- * interval; the first timing's as speedup_first / ci95_first (loop.c; for tests). */
+ * interval; the first timing's as speedup_first / ci95_first (evaluate.c; for tests). */
 void kf_loop__conservative(kf_node *n, json_t *shapes, const kf_node *parent, json_t *retimed);
-
-/* Per visible shape, the kept node (confirmed by the Critic) with the highest speedup
- * there: [{sizes, node, speedup, win}] in the order shapes are first seen, or
- * NULL when out of memory (caller decrefs). `best` and `export` both use it. */
-json_t *kf_loop_best_shapes(const kf_node *nodes, size_t n);
-
-/* Every node of a run, copied (verdict_json left out: large and unused by readers of
- * the whole tree): kf_store_each_node(st, kf_loop_collect, &vec), then kf_loop_vec_free. */
-typedef struct {
-    kf_node *v;
-    size_t n, cap;
-} kf_node_vec;
-int kf_loop_collect(void *vec, const kf_node *n);
-void kf_loop_vec_free(kf_node_vec *a);
-/* The run's seals for tree, best, export and resume (docs/run.md "Seals"):
- * {"seals": "sealed"|"unsealed"|"key missing", "key": path|null, "tampered": [ids]}
- * (the caller's), and when b is given a warning line into it for tampered nodes, an
- * unsealed run or a missing key. */
-json_t *kf_loop_integrity(kf_store *st, const kf_node *v, size_t n, kf_buf *b);
 
 /* Lessons as the builtin's prior (prior.c, docs/run.md "Lessons"). kf_loop_lessons_prior:
  * open the lessons database at path (KF_EUSAGE when it is missing, unreadable or not
@@ -53,66 +46,11 @@ kf_status kf_loop_lessons_check(kf_ctx *ctx, const char *path); /* the KF_EUSAGE
 kf_status kf_loop_lessons_prior(kf_ctx *ctx, const kf_task *t, const char *path, struct kf_builtin *b,
                                 char **event);
 kf_status kf_loop_lessons_replay(kf_ctx *ctx, const char *event, struct kf_builtin *b);
-
-/* 1 for a rejected bench result (or verification) whose every reason is
- * timing_mismatch: the two clocks disagreed, and one more timing in fresh workers decides. */
-int kf_loop_timing_only(json_t *res);
-
-/* The Critic (critic.c, docs/run.md): the one stage that may let a node become kept. */
-typedef enum { KF_CRITIC_APPROVE, KF_CRITIC_REJECT, KF_CRITIC_REVIEW } kf_critic_decision;
-typedef struct {
-    double max_speedup;     /* against the reference, on any shape: refused beyond (100) */
-    double max_roofline;    /* roofline fraction refused beyond (1.05) */
-    int retimes;            /* fresh worker pairs against the parent (2) */
-    double suspicious_gain; /* a geomean gain over the parent at least this ... (1.5) */
-    int tiny_lines;         /* ... from at most this many changed lines is verified again (3) */
-} kf_critic_opts;
-void kf_critic_opts_init(kf_critic_opts *o);
-/* One "KEY=VALUE" (--critic); 0, or -1 with err set. */
-int kf_critic_set(kf_critic_opts *o, const char *kv, char *err, size_t n);
-
-typedef struct {
-    const kf_critic_opts *o;
-    double noise_floor;              /* a 95% interval must start above 1 + this (win_floor) */
-    const char *locked_fingerprint;  /* the run's */
-    /* the task's fingerprint as on disk now into hex; 0, or -1 */
-    int (*fingerprint_now)(void *arg, char hex[65]);
-    /* check and time the file at path against vs (NULL: the reference); stricter: twice
-     * the hidden shapes plus four and twice the rounds. The verdict JSON, or NULL with
-     * err set (caller decrefs). */
-    json_t *(*bench)(void *arg, const char *path, const char *vs, int stricter, char *err, size_t n);
-    void *arg;
-} kf_critic_env;
-
-typedef struct {
-    const char *category;        /* the node's */
-    json_t *result;              /* its check and timing against the reference */
-    json_t *parent_result;       /* the parent's (NULL for the root) */
-    int beats_parent;            /* some shape wins and beats the parent's speedup there */
-    int64_t parent_id;           /* 0: the root (the reference) */
-    const char *path, *parent_path;       /* private copies (parent_path NULL for the root) */
-    const char *source, *parent_source;   /* their texts (NULL when unknown) */
-} kf_critic_case;
-
-/* The decision, and *report: {decision, why, checks: [{check, outcome, detail}]}. */
-kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_case *c, json_t **report);
-const char *kf_critic_name(kf_critic_decision d);
-
-/* The optional advisory critic (advisor.c): an agent's second opinion on an approved
- * node, recorded, never deciding. */
-typedef struct kf_advisor kf_advisor;
-typedef struct {
-    int64_t node_id, parent_id;
-    const char *task_dir, *task_json;
-    const char *source, *parent_source; /* parent_source NULL: the reference */
-    json_t *shapes;                     /* per-shape speedups against the reference */
-    json_t *report;                     /* the Critic's report */
-} kf_advisor_case;
-kf_status kf_advisor_new(kf_ctx *ctx, const char *spec, double timeout_s, kf_advisor **out);
-/* {agent, opinion: approve|concern|unclear|none, text | error, tokens_in, tokens_out,
- * seconds}; *tokens grows by the tokens used. Thread-safe (one review at a time). */
-json_t *kf_advisor_review(kf_advisor *a, const kf_advisor_case *c, int64_t *tokens);
-void kf_advisor_free(kf_advisor *a);
+/* The run's `lessons` event JSON into *json (NULL: none; caller frees). Store errors. */
+kf_status kf_loop_lessons_event(kf_store *st, char **json);
+/* The lessons the builtin started from (the run's `lessons` event), one line into b;
+ * nothing when the run has none. */
+void kf_loop_lessons_text(kf_buf *b, kf_store *st);
 
 /* Specialisation proposals (spec.c): per point that wins some visible shapes by more
  * than the noise (at least min_noise) over the compromise (kf_builtin_best), the template
@@ -131,7 +69,10 @@ typedef struct {
 kf_status kf_loop_specs(kf_ctx *ctx, const kf_task *t, const kf_builtin *bi, const char *tmpl, size_t tlen,
                         double min_noise, kf_spec **out, int *n);
 void kf_loop_specs_free(kf_spec *s, int n);
-/* The expression of the first kforge:when in s, or NULL (caller frees). */
-char *kf_loop_when_of(const char *s);
+/* A specialisation node's note starts with KF_LOOP_SPEC_NOTE: kf_loop_is_spec is 1 for
+ * one (its speedup is a geometric mean over its kforge:when domain only, so it is not the
+ * run's best geomean, and it is no point of the builtin's walk). */
+#define KF_LOOP_SPEC_NOTE "specialisation of node "
+int kf_loop_is_spec(const kf_node *n);
 
 #endif

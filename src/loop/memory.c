@@ -1,5 +1,6 @@
 /*
- * memory.c - lessons for context packs, and the packs' token accounting.
+ * memory.c - context packs: the pack of an action, the lessons in it, and the packs'
+ * token accounting.
  *
  * Lessons: one kf_lessons handle per run (its first retrieval loads the cache, the
  * others reuse it), queried with the task's scope (backend, op/<task name> and the task's
@@ -11,10 +12,17 @@
  *
  * Accounting: every pack handed to an agent is a "pack" event with its per-section
  * estimated tokens; a run's split sums them, scaling each pack to the prompt tokens its
- * endpoint reported when it reported any. Not here: building packs (src/agent/pack.c).
+ * endpoint reported when it reported any.
+ *
+ * The pack of an action (kf_loop_pack_for): what the run knows about the parent, read
+ * from the store (its source, verdict and timings; the latest failures among its children
+ * and siblings; the run's constraints that apply there) and the lessons, handed to
+ * kf_pack_build (src/agent/pack.c), which fits them to the token budget.
  */
 #include "memory.h"
 #include "../backend/registry.h"
+
+#include "record.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -237,4 +245,124 @@ void kf_loop_pack_split_text(const json_t *split, char *buf, size_t n) {
                  total > 0 ? 100 * (double)json_integer_value(json_object_get(split, "frame")) / total : 0,
                  100 * json_number_value(json_object_get(split, "memory_share")),
                  (long long)json_integer_value(json_object_get(split, "lessons")));
+}
+
+/* ---- the context pack of an action -------------------------------------------------- */
+
+#define PACK_FAILURES 8       /* recent failures of related nodes told to an agent */
+#define PACK_CONSTRAINTS 32
+
+static int failed_state(kf_node_state s) {
+    return s == KF_NODE_REJECTED || s == KF_NODE_COMPILE_FAILED || s == KF_NODE_CRASHED ||
+           s == KF_NODE_NO_CANDIDATE;
+}
+
+typedef struct {
+    int64_t parent, grand;    /* the action's parent and the parent's own parent (-1: none) */
+    kf_pack_failure f[PACK_FAILURES];
+    char *own[PACK_FAILURES][2];
+    int n, next;              /* a ring of the latest PACK_FAILURES */
+} fail_ctx;
+
+static int collect_failure(void *arg, const kf_node *n) {
+    fail_ctx *c = arg;
+    /* children of the parent (the new node's siblings) and siblings of the parent */
+    int related = n->parent == c->parent || (c->grand >= 0 && n->parent == c->grand && n->id != c->parent);
+    if (!related || !failed_state(n->state)) return 0;
+    int k = c->next;
+    free(c->own[k][0]);
+    free(c->own[k][1]);
+    c->own[k][0] = strdup(n->reasons ? n->reasons : kf_node_state_name(n->state));
+    c->own[k][1] = kf_loop_first_message(n);
+    c->f[k] = (kf_pack_failure){n->id, c->own[k][0], c->own[k][1]};
+    c->next = (k + 1) % PACK_FAILURES;
+    if (c->n < PACK_FAILURES) c->n++;
+    return 0;
+}
+
+typedef struct {
+    char *text[PACK_CONSTRAINTS];
+    int n;
+    int64_t parent;
+} cons_ctx;
+
+static int collect_constraint(void *arg, const kf_constraint *c) {
+    cons_ctx *k = arg;
+    if (k->n == PACK_CONSTRAINTS) return 1;
+    if (c->scope && c->scope != k->parent) return 0; /* another node's children */
+    k->text[k->n] = strdup(c->text);
+    if (k->text[k->n]) k->n++;
+    return 0;
+}
+
+const char *kf_loop_task_ext(const kf_task *t) { return kf_backend_ext(kf_backend_get(t->backend)); }
+
+/* The pack for improving node parent (0: the reference) along category (NULL: any):
+ * task.json, the visible shapes, the parent's source, its verdict and per-shape timings,
+ * recent failures of its children and siblings (latest first), the run's constraints. */
+kf_status kf_loop_pack_for(kf_ctx *ctx, const kf_task *t, kf_store *st, kf_loop_memory *mem, int64_t budget,
+                           int64_t parent, const char *category, kf_pack *out) {
+    char path[4200], *task_json = NULL, *src = NULL, *shapes = NULL;
+    size_t len;
+    kf_node pn;
+    memset(&pn, 0, sizeof pn);
+    fail_ctx fc;
+    memset(&fc, 0, sizeof fc);
+    cons_ctx cc;
+    memset(&cc, 0, sizeof cc);
+    kf_status s = KF_OK;
+    snprintf(path, sizeof path, "%s/task.json", t->dir);
+    if (kf__read_file(path, 4u << 20, &task_json, &len)) {
+        s = kf__err(ctx, KF_EIO, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    json_t *tj = json_loads(task_json, 0, NULL);
+    shapes = json_object_get(tj, "shapes") ? json_dumps(json_object_get(tj, "shapes"), JSON_COMPACT) : NULL;
+    json_decref(tj);
+    fc.parent = parent;
+    fc.grand = -1;
+    cc.parent = parent;
+    if (parent == 0) {
+        if (kf__read_file(t->ref_path, 4u << 20, &src, &len)) {
+            s = kf__err(ctx, KF_EIO, "%s: %s", t->ref_path, strerror(errno));
+            goto out;
+        }
+    } else {
+        if ((s = kf_store_get_node(st, parent, &pn))) goto out;
+        if ((s = kf_store_read_source(st, pn.src_hash, pn.ext, &src, &len))) goto out;
+        fc.grand = pn.parent;
+    }
+    if ((s = kf_store_each_node(st, collect_failure, &fc))) goto out;
+    if ((s = kf_store_each_constraint(st, collect_constraint, &cc))) goto out;
+    kf_pack_failure fl[PACK_FAILURES];
+    for (int i = 0; i < fc.n; i++) fl[i] = fc.f[((fc.next - 1 - i) % PACK_FAILURES + PACK_FAILURES) % PACK_FAILURES];
+    kf_pack_in in;
+    memset(&in, 0, sizeof in);
+    in.task_dir = t->dir;
+    in.task_json = task_json;
+    in.shapes_json = shapes;
+    in.parent_id = parent;
+    in.parent_src = src;
+    in.ext = kf_loop_task_ext(t);
+    in.category = category;
+    in.verdict_json = pn.verdict_json;
+    in.timings_json = pn.shapes_json;
+    in.failures = fl;
+    in.nfailures = fc.n;
+    in.constraints = (const char *const *)cc.text;
+    in.nconstraints = cc.n;
+    in.total = budget;
+    char qtext[1024];
+    snprintf(qtext, sizeof qtext, "%s %s %.800s", kf_task_name(t), category ? category : "",
+             fc.n ? fl[0].message ? fl[0].message : "" : pn.note ? pn.note : "");
+    if ((s = kf_loop_memory_lessons(mem, t, qtext, &in))) goto out;
+    s = kf_pack_build(ctx, &in, out);
+out:
+    for (int i = 0; i < PACK_FAILURES; i++) free(fc.own[i][0]), free(fc.own[i][1]);
+    for (int i = 0; i < cc.n; i++) free(cc.text[i]);
+    kf_node_free(&pn);
+    free(task_json);
+    free(shapes);
+    free(src);
+    return s;
 }

@@ -1,5 +1,6 @@
 /*
- * memory.h - what the loop remembers for and about context packs (memory.c): the
+ * memory.h - what the loop remembers for and about context packs (memory.c): the pack of
+ * an action (the parent, its verdict, related failures, the run's constraints), the
  * lessons retrieved for each pack, each pack's per-section token counts in the run's
  * event log, and their split over a run (docs/run.md "The context pack").
  */
@@ -28,6 +29,16 @@ void kf_loop_memory_close(kf_loop_memory *m); /* accepts NULL */
  * feedback) and point in->lessons_db and in->lesson_hits at them (owned by m, valid until
  * the next call). m NULL: nothing. KF_EBACKEND (an embeddings endpoint), KF_EIO. */
 kf_status kf_loop_memory_lessons(kf_loop_memory *m, const kf_task *t, const char *text, kf_pack_in *in);
+
+/* The pack for improving node parent (0: the reference) of the run in st along category
+ * (NULL: any), within budget tokens (0: the pack's default): task.json, the visible
+ * shapes, the parent's source, its verdict and per-shape timings, recent failures of its
+ * children and siblings (latest first), the run's constraints, lessons from m (NULL:
+ * none). *out is the caller's (kf_pack_free). KF_EIO, store errors, KF_ENOMEM. */
+kf_status kf_loop_pack_for(kf_ctx *ctx, const kf_task *t, kf_store *st, kf_loop_memory *m, int64_t budget,
+                           int64_t parent, const char *category, kf_pack *out);
+/* The source extension of the task's backend: "cu" for CUDA, else "c". */
+const char *kf_loop_task_ext(const kf_task *t);
 
 /* Record pack's per-section token counts as a "pack" event of node (0: run-wide, as
  * tool mode's next). prompt_tokens: what the endpoint reported for the prompt, or -1

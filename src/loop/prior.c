@@ -21,9 +21,10 @@
  * (exact names and values: lessons do not guess what a parameter of another template
  * means). What applied is recorded as one run-wide `lessons` event; a resumed run
  * applies the recorded list again and does not read the database, so resume replays the
- * same walk whatever the database holds by then (loop.c reads it only for a run killed
- * before its event was written, which had proposed nothing). Other lessons (techniques, prose) are
- * for agents' context packs, not for this proposer.
+ * same walk whatever the database holds by then (the builtin proposer reads it only for a
+ * run killed before its event was written, which had proposed nothing). Other lessons
+ * (techniques, prose) are for agents' context packs, not for this proposer. The event is
+ * read back here too: kf_loop_lessons_event, and kf_loop_lessons_text for tree and run.
  */
 #define _GNU_SOURCE
 #include "loop.h"
@@ -211,4 +212,46 @@ kf_status kf_loop_lessons_replay(kf_ctx *ctx, const char *event, kf_builtin *b) 
     }
     json_decref(ev);
     return st;
+}
+
+/* ---- the run's `lessons` event -------------------------------------------------------- */
+
+/* kf_store_each_event callback: a copy of the first event's JSON into *(char **)arg. */
+static int first_event(void *arg, int64_t id, int64_t node, const char *json, double created) {
+    (void)id, (void)node, (void)created;
+    char **out = arg;
+    if (!*out && json) *out = strdup(json);
+    return 1;
+}
+
+kf_status kf_loop_lessons_event(kf_store *st, char **json) {
+    *json = NULL;
+    return kf_store_each_event(st, "lessons", first_event, json);
+}
+
+void kf_loop_lessons_text(kf_buf *b, kf_store *st) {
+    char *ev = NULL;
+    kf_loop_lessons_event(st, &ev);
+    json_t *j = ev ? json_loads(ev, 0, NULL) : NULL;
+    free(ev);
+    if (!j) return;
+    json_t *ap = json_object_get(j, "applied");
+    kf_buf_printf(b, "lessons from %s: %zu applied of %lld retrieved", json_string_value(json_object_get(j, "db")),
+                  json_array_size(ap), (long long)json_integer_value(json_object_get(j, "retrieved")));
+    size_t i;
+    json_t *a;
+    json_array_foreach(ap, i, a)
+        kf_buf_printf(b, "%s%s %s %+.2f", i ? ", " : ": ", json_string_value(json_object_get(a, "id")),
+                      json_string_value(json_object_get(a, "setting")), json_number_value(json_object_get(a, "weight")));
+    const char *k;
+    json_t *v;
+    int first = 1;
+    json_object_foreach(json_object_get(j, "start"), k, v) {
+        kf_buf_printf(b, "%s%s=", first ? "; the walk started at " : ", ", k);
+        if (json_is_string(v)) kf_buf_printf(b, "%s", json_string_value(v));
+        else kf_buf_printf(b, "%lld", (long long)json_integer_value(v));
+        first = 0;
+    }
+    kf_buf_printf(b, "\n");
+    json_decref(j);
 }

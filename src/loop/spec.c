@@ -1,5 +1,7 @@
 /*
- * spec.c - specialisation proposals (docs/run.md "Specialisation proposals").
+ * spec.c - a template at a point: materialised (kf_loop_materialize: each kforge:param
+ * list cut to the point's value, what the builtin proposes), and specialised
+ * (specialisation proposals, docs/run.md "Specialisation proposals").
  *
  * When the builtin's measurements show that some visible shapes' fastest point beats the
  * compromise (the point with the best geometric mean, kf_builtin_best) there by more than
@@ -28,15 +30,55 @@
 
 #define MAX_SHAPES 64
 
-char *kf_loop_when_of(const char *s) {
-    const char *d = s ? strstr(s, "kforge:when") : NULL;
-    if (!d) return NULL;
-    d += 11;
-    const char *e = d;
-    while (*e && *e != '\n' && strncmp(e, "*/", 2)) e++;
-    while (d < e && isspace((unsigned char)*d)) d++;
-    while (e > d && isspace((unsigned char)e[-1])) e--;
-    return kf__asprintf("%.*s", (int)(e - d), d);
+/* The template with every "kforge:param NAME = v1, v2" list replaced by the value the
+ * point gives NAME (a JSON object {"NAME": "value"}). Lines are kept, so compile errors
+ * keep the template's line numbers. */
+char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *outlen) {
+    kf_buf b;
+    kf_buf_init(&b, 64u << 20);
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        const char *d = NULL;
+        for (const char *q = p; q + 12 <= le; q++)
+            if (!memcmp(q, "kforge:param", 12)) {
+                d = q;
+                break;
+            }
+        const char *eq = d ? memchr(d, '=', (size_t)(le - d)) : NULL;
+        if (!eq) {
+            kf_buf_append(&b, p, (size_t)(le - p) + (nl ? 1 : 0));
+            p = le + (nl ? 1 : 0);
+            continue;
+        }
+        /* the name between "kforge:param" and '=' */
+        const char *n0 = d + 12;
+        while (n0 < eq && (*n0 == ' ' || *n0 == '\t')) n0++;
+        const char *n1 = eq;
+        while (n1 > n0 && (n1[-1] == ' ' || n1[-1] == '\t')) n1--;
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(n1 - n0), n0);
+        const char *v = json_string_value(json_object_get(point, name));
+        /* the list runs to the comment's end or the line's */
+        const char *ce = NULL;
+        for (const char *q = eq; q + 1 < le; q++)
+            if (q[0] == '*' && q[1] == '/') {
+                ce = q;
+                break;
+            }
+        if (!ce) ce = le;
+        kf_buf_append(&b, p, (size_t)(eq + 1 - p));
+        if (v) {
+            kf_buf_printf(&b, " %s ", v);
+            kf_buf_append(&b, ce, (size_t)(le - ce) + (nl ? 1 : 0));
+        } else {
+            kf_buf_append(&b, eq + 1, (size_t)(le - eq - 1) + (nl ? 1 : 0));
+        }
+        p = le + (nl ? 1 : 0);
+    }
+    *outlen = b.len;
+    return b.p;
 }
 
 void kf_loop_specs_free(kf_spec *s, int n) {
@@ -152,4 +194,9 @@ kf_status kf_loop_specs(kf_ctx *ctx, const kf_task *t, const kf_builtin *bi, con
     *out = sp;
     *nout = n;
     return KF_OK;
+}
+
+int kf_loop_is_spec(const kf_node *n) {
+    return !strcmp(n->category, "specialisation") && n->note &&
+           !strncmp(n->note, KF_LOOP_SPEC_NOTE, strlen(KF_LOOP_SPEC_NOTE));
 }

@@ -6,7 +6,7 @@
  * reasons. Its answer is recorded beside the Critic's decision and shown by `kforge tree`;
  * it never changes the decision: the mechanical checks keep the veto.
  */
-#include "loop.h"
+#include "advisor.h"
 
 #include "../agent/agent.h"
 #include "../check/result.h"

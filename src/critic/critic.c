@@ -1,7 +1,8 @@
 /*
  * critic.c - the Critic: the one stage that may let a measured node become `kept`
  * (docs/run.md, "The Critic"). It never measures anything itself: it reads the check's
- * verdict and asks the loop, through a callback, for more timings. Its checks, in order:
+ * verdict and asks its caller (the loop), through callbacks, for more timings; it calls
+ * nothing of the loop's. Its checks, in order, one stage function each:
  *
  *   integrity     the task's files are still the ones the run locked, the verdict names
  *                 the same fingerprint, and a node whose kforge:when skips visible shapes
@@ -20,7 +21,7 @@
  * checks cannot settle, shown to a person by `kforge tree`). Each is stored with its
  * checks; the store refuses `kept` for a node without an approve (kf_store_finish_node).
  */
-#include "loop.h"
+#include "critic.h"
 
 #include "../util/util.h"
 
@@ -69,6 +70,34 @@ int kf_critic_set(kf_critic_opts *o, const char *kv, char *err, size_t n) {
 }
 
 /* ---- helpers ------------------------------------------------------------------------- */
+
+int kf_critic_timing_only(json_t *res) {
+    const char *v = json_string_value(json_object_get(res, "verdict"));
+    json_t *rs = json_object_get(res, "reasons");
+    if (!v || strcmp(v, "rejected") || !json_array_size(rs)) return 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(rs, i, x) {
+        const char *c = json_string_value(json_object_get(x, "code"));
+        if (!c || strcmp(c, "timing_mismatch")) return 0;
+    }
+    return 1;
+}
+
+void kf_critic_sizes_text(json_t *sizes, const char *sep, char *out, size_t n) {
+    const char *k;
+    json_t *v;
+    size_t at = 0;
+    if (n) out[0] = 0;
+    json_object_foreach(sizes, k, v) {
+        int w = snprintf(out + at, n - at, "%s%s=%lld", at ? sep : "", k, (long long)json_integer_value(v));
+        if (w < 0 || (size_t)w >= n - at) {
+            out[at] = 0; /* a whole item or none */
+            break;
+        }
+        at += (size_t)w;
+    }
+}
 
 static void check(json_t *checks, const char *name, const char *outcome, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -237,7 +266,7 @@ static void view(json_t *res, timing_view *v) {
  * more, and that one counts: a forged stamp is rejected again. */
 static json_t *retime(const kf_critic_env *env, const kf_critic_case *c, int stricter, char *err, size_t n) {
     json_t *r = env->bench(env->arg, c->path, c->parent_path, stricter, err, n);
-    if (r && kf_loop_timing_only(r)) {
+    if (r && kf_critic_timing_only(r)) {
         json_t *again = env->bench(env->arg, c->path, c->parent_path, stricter, err, n);
         if (again) {
             json_decref(r);
@@ -249,118 +278,148 @@ static json_t *retime(const kf_critic_env *env, const kf_critic_case *c, int str
 
 /* ---- the judgement ------------------------------------------------------------------------ */
 
-kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_case *c, json_t **report) {
-    const kf_critic_opts *o = env->o;
-    json_t *checks = json_array();
-    json_t *retimed = json_array(); /* per re-timing: [{sizes, speedup over the parent}] */
-    kf_critic_decision d = KF_CRITIC_APPROVE;
-    char why[1200] = "";
-    char err[600] = "";
-#define DECIDE(dec, ...)                                  \
-    do {                                                  \
-        d = (dec);                                        \
-        snprintf(why, sizeof why, __VA_ARGS__);           \
-        goto out;                                         \
-    } while (0)
+/* The judgement in progress: the checks so far, the re-timings against the parent, and
+ * why the decision is what it is. Each stage returns KF_CRITIC_APPROVE to go on, or the
+ * decision that ends the judgement (decide). */
+typedef struct {
+    const kf_critic_env *env;
+    const kf_critic_case *c;
+    json_t *checks;
+    json_t *retimed; /* per re-timing: [{sizes, speedup over the parent}] */
+    char why[1200];
+    char err[600];
+    char now[65];    /* the task's fingerprint as on disk now */
+    double gain;     /* the lowest geomean over the parent among the re-timings */
+} judgement;
 
-    /* integrity: the task on disk, the verdict's task, the domain */
-    char now[65] = "";
-    if (env->fingerprint_now && env->fingerprint_now(env->arg, now)) {
+static kf_critic_decision decide(judgement *j, kf_critic_decision d, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static kf_critic_decision decide(judgement *j, kf_critic_decision d, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(j->why, sizeof j->why, fmt, ap);
+    va_end(ap);
+    return d;
+}
+
+/* integrity: the task on disk and the verdict's task are the run's */
+static kf_critic_decision judge_task(judgement *j) {
+    const kf_critic_env *env = j->env;
+    json_t *checks = j->checks;
+    if (env->fingerprint_now && env->fingerprint_now(env->arg, j->now)) {
         check(checks, "integrity", "fail", "the task's files could not be read again");
-        DECIDE(KF_CRITIC_REJECT, "task integrity: the task's files could not be read again");
+        return decide(j, KF_CRITIC_REJECT, "task integrity: the task's files could not be read again");
     }
-    if (env->locked_fingerprint && now[0] && strcmp(now, env->locked_fingerprint)) {
+    if (env->locked_fingerprint && j->now[0] && strcmp(j->now, env->locked_fingerprint)) {
         check(checks, "integrity", "fail", "the task's files changed during the run (locked %.12s, now %.12s)",
-              env->locked_fingerprint, now);
-        DECIDE(KF_CRITIC_REJECT, "task integrity: the task's files changed during the run");
+              env->locked_fingerprint, j->now);
+        return decide(j, KF_CRITIC_REJECT, "task integrity: the task's files changed during the run");
     }
-    const char *vfp = json_string_value(json_object_get(c->result, "fingerprint"));
+    const char *vfp = json_string_value(json_object_get(j->c->result, "fingerprint"));
     if (env->locked_fingerprint && vfp && strcmp(vfp, env->locked_fingerprint)) {
         check(checks, "integrity", "fail", "the verdict is for another task (fingerprint %.12s, the run's %.12s)", vfp,
               env->locked_fingerprint);
-        DECIDE(KF_CRITIC_REJECT, "task integrity: the verdict is for another version of the task");
+        return decide(j, KF_CRITIC_REJECT, "task integrity: the verdict is for another version of the task");
     }
-    {
-        /* visible shapes this node leaves untimed that its parent timed */
-        char skipped[400] = "";
-        size_t so = 0;
-        int nskip = 0;
-        size_t i;
-        json_t *u;
-        json_array_foreach(json_object_get(c->result, "untimed_shapes"), i, u) {
-            json_t *sz = json_object_get(u, "sizes") ? json_object_get(u, "sizes") : u;
-            if (c->parent_result && untimed_has(c->parent_result, sz)) continue;
-            char t[160];
-            kf_loop_sizes_text(sz, " ", t, sizeof t);
-            if (so < sizeof skipped) so += (size_t)snprintf(skipped + so, sizeof skipped - so, "%s[%s]", nskip ? " " : "", t);
-            nskip++;
-        }
-        const char *when = json_string_value(json_object_get(c->result, "when"));
-        /* any kforge:when narrows the task's domain (hidden and edge shapes are drawn
-         * inside it: one that pins the visible shapes gets none at all): only a node
-         * proposed as a specialisation may have one */
-        if (when && strcmp(c->category, "specialisation")) {
-            check(checks, "integrity", "fail",
-                  "its kforge:when (%s) narrows the task's domain, and it was proposed as '%s', not as a "
-                  "specialisation",
-                  when, c->category);
-            DECIDE(KF_CRITIC_REJECT, "task integrity: its kforge:when (%s) narrows the domain and it is not a "
-                                     "specialisation",
-                   when);
-        }
-        if (nskip && strcmp(c->category, "specialisation")) {
-            check(checks, "integrity", "fail",
-                  "its kforge:when (%s) skips %d visible shape%s its parent timed (%s), and it was proposed as "
-                  "'%s', not as a specialisation",
-                  when ? when : "?", nskip, nskip == 1 ? "" : "s", skipped, c->category);
-            DECIDE(KF_CRITIC_REJECT, "task integrity: it narrowed its kforge:when to skip %s without being a specialisation",
-                   skipped);
-        }
-        if (nskip)
-            check(checks, "integrity", "pass", "a specialisation: its kforge:when (%s) leaves %s to other nodes",
-                  when ? when : "?", skipped);
-        else
-            check(checks, "integrity", "pass", "task unchanged (%.12s), every visible shape its parent timed is timed",
-                  now[0] ? now : env->locked_fingerprint ? env->locked_fingerprint : "?");
-    }
+    return KF_CRITIC_APPROVE;
+}
 
-    /* plausibility */
-    {
-        size_t i;
-        json_t *s;
-        json_array_foreach(json_object_get(c->result, "shapes"), i, s) {
-            double sp = json_number_value(json_object_get(s, "speedup"));
-            double rf = json_number_value(json_object_get(s, "roofline_fraction"));
-            char t[160];
-            kf_loop_sizes_text(json_object_get(s, "sizes"), " ", t, sizeof t);
-            if (sp > o->max_speedup) {
-                check(checks, "plausibility", "fail", "%.1fx against the reference at %s: over the %.0fx limit", sp, t,
-                      o->max_speedup);
-                DECIDE(KF_CRITIC_REJECT, "impossible: %.1fx against the reference at %s (limit %.0fx, --critic max_speedup)",
-                       sp, t, o->max_speedup);
-            }
-            if (rf > o->max_roofline) {
-                check(checks, "plausibility", "fail", "%.2f of the roofline at %s", rf, t);
-                DECIDE(KF_CRITIC_REJECT, "impossible: %.2f of the roofline at %s", rf, t);
-            }
+/* integrity: a node whose kforge:when narrows the domain is a specialisation */
+static kf_critic_decision judge_domain(judgement *j) {
+    const kf_critic_env *env = j->env;
+    const kf_critic_case *c = j->c;
+    json_t *checks = j->checks;
+    /* visible shapes this node leaves untimed that its parent timed */
+    char skipped[400] = "";
+    size_t so = 0;
+    int nskip = 0;
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(c->result, "untimed_shapes"), i, u) {
+        json_t *sz = json_object_get(u, "sizes") ? json_object_get(u, "sizes") : u;
+        if (c->parent_result && untimed_has(c->parent_result, sz)) continue;
+        char t[160];
+        kf_critic_sizes_text(sz, " ", t, sizeof t);
+        if (so < sizeof skipped) so += (size_t)snprintf(skipped + so, sizeof skipped - so, "%s[%s]", nskip ? " " : "", t);
+        nskip++;
+    }
+    const char *when = json_string_value(json_object_get(c->result, "when"));
+    /* any kforge:when narrows the task's domain (hidden and edge shapes are drawn
+     * inside it: one that pins the visible shapes gets none at all): only a node
+     * proposed as a specialisation may have one */
+    if (when && strcmp(c->category, "specialisation")) {
+        check(checks, "integrity", "fail",
+              "its kforge:when (%s) narrows the task's domain, and it was proposed as '%s', not as a "
+              "specialisation",
+              when, c->category);
+        return decide(j, KF_CRITIC_REJECT, "task integrity: its kforge:when (%s) narrows the domain and it is not a "
+                                           "specialisation",
+                      when);
+    }
+    if (nskip && strcmp(c->category, "specialisation")) {
+        check(checks, "integrity", "fail",
+              "its kforge:when (%s) skips %d visible shape%s its parent timed (%s), and it was proposed as "
+              "'%s', not as a specialisation",
+              when ? when : "?", nskip, nskip == 1 ? "" : "s", skipped, c->category);
+        return decide(j, KF_CRITIC_REJECT,
+                      "task integrity: it narrowed its kforge:when to skip %s without being a specialisation", skipped);
+    }
+    if (nskip)
+        check(checks, "integrity", "pass", "a specialisation: its kforge:when (%s) leaves %s to other nodes",
+              when ? when : "?", skipped);
+    else
+        check(checks, "integrity", "pass", "task unchanged (%.12s), every visible shape its parent timed is timed",
+              j->now[0] ? j->now : env->locked_fingerprint ? env->locked_fingerprint : "?");
+    return KF_CRITIC_APPROVE;
+}
+
+/* plausibility: no shape beyond max_speedup or the roofline */
+static kf_critic_decision judge_plausibility(judgement *j) {
+    const kf_critic_opts *o = j->env->o;
+    json_t *checks = j->checks;
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(j->c->result, "shapes"), i, s) {
+        double sp = json_number_value(json_object_get(s, "speedup"));
+        double rf = json_number_value(json_object_get(s, "roofline_fraction"));
+        char t[160];
+        kf_critic_sizes_text(json_object_get(s, "sizes"), " ", t, sizeof t);
+        if (sp > o->max_speedup) {
+            check(checks, "plausibility", "fail", "%.1fx against the reference at %s: over the %.0fx limit", sp, t,
+                  o->max_speedup);
+            return decide(j, KF_CRITIC_REJECT,
+                          "impossible: %.1fx against the reference at %s (limit %.0fx, --critic max_speedup)", sp, t,
+                          o->max_speedup);
         }
-        check(checks, "plausibility", "pass", "every shape under %.0fx and under the roofline", o->max_speedup);
+        if (rf > o->max_roofline) {
+            check(checks, "plausibility", "fail", "%.2f of the roofline at %s", rf, t);
+            return decide(j, KF_CRITIC_REJECT, "impossible: %.2f of the roofline at %s", rf, t);
+        }
     }
+    check(checks, "plausibility", "pass", "every shape under %.0fx and under the roofline", o->max_speedup);
+    return KF_CRITIC_APPROVE;
+}
 
-    /* gain: beats the parent somewhere by more than the noise */
-    if (!c->beats_parent) {
-        check(checks, "gain", "fail", "no shape beats the parent by more than the noise");
-        DECIDE(KF_CRITIC_REJECT, "no shape beats the parent by more than the noise");
+/* gain: beats the parent somewhere by more than the noise, and the parent can be re-timed */
+static kf_critic_decision judge_gain(judgement *j) {
+    if (!j->c->beats_parent) {
+        check(j->checks, "gain", "fail", "no shape beats the parent by more than the noise");
+        return decide(j, KF_CRITIC_REJECT, "no shape beats the parent by more than the noise");
     }
-    if (c->parent_id > 0 && !c->parent_path) {
-        check(checks, "gain", "fail", "the parent's source could not be read back for the re-timing");
-        DECIDE(KF_CRITIC_REJECT, "the parent's source could not be read back for the re-timing");
+    if (j->c->parent_id > 0 && !j->c->parent_path) {
+        check(j->checks, "gain", "fail", "the parent's source could not be read back for the re-timing");
+        return decide(j, KF_CRITIC_REJECT, "the parent's source could not be read back for the re-timing");
     }
+    return KF_CRITIC_APPROVE;
+}
 
-    /* measurement: fresh pairs against the parent */
-    double gain = 0;
-    for (int k = 0; k < o->retimes; k++) {
-        json_t *again = retime(env, c, 0, err, sizeof err);
+/* measurement: fresh pairs against the parent, each a win; j->gain the lowest geomean */
+static kf_critic_decision judge_measurement(judgement *j) {
+    const kf_critic_env *env = j->env;
+    json_t *checks = j->checks;
+    char *err = j->err;
+    for (int k = 0; k < env->o->retimes; k++) {
+        json_t *again = retime(env, j->c, 0, err, sizeof j->err);
         timing_view v;
         view(again, &v);
         /* each re-timing's speedups over the parent, for the conservative figures */
@@ -372,70 +431,87 @@ kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_cas
                 json_array_append_new(rt, json_pack("{s:O, s:O}", "sizes", json_object_get(sh, "sizes"), "speedup",
                                                     json_object_get(sh, "speedup")));
         }
-        json_array_append_new(retimed, rt);
+        json_array_append_new(j->retimed, rt);
         json_decref(again);
         if (!again) {
             check(checks, "measurement", "fail", "re-timing %d failed: %s", k + 1, err);
-            DECIDE(KF_CRITIC_REJECT, "the re-timing failed: %s", err);
+            return decide(j, KF_CRITIC_REJECT, "the re-timing failed: %s", err);
         }
         if (!v.accepted) {
             check(checks, "measurement", "fail", "re-timing %d: not accepted (%s)", k + 1, v.reasons);
-            DECIDE(KF_CRITIC_REJECT, "a re-timing in fresh workers was not accepted (%s)", v.reasons);
+            return decide(j, KF_CRITIC_REJECT, "a re-timing in fresh workers was not accepted (%s)", v.reasons);
         }
         if (v.unfair) {
             check(checks, "measurement", "review", "re-timing %d: not the same launch mode as the parent: %s", k + 1,
                   v.unfair_why);
-            DECIDE(KF_CRITIC_REVIEW, "the comparison with its parent is not in the same launch mode (%s)", v.unfair_why);
+            return decide(j, KF_CRITIC_REVIEW, "the comparison with its parent is not in the same launch mode (%s)",
+                          v.unfair_why);
         }
         if (!(v.best_lo > 1.0 + env->noise_floor)) {
             check(checks, "measurement", "fail",
                   "re-timing %d: the best 95%% interval starts at %.3f, not clear of 1 by the noise floor %.2f", k + 1,
                   v.best_lo, env->noise_floor);
-            DECIDE(KF_CRITIC_REJECT, "a re-timing against its parent in fresh workers did not confirm the win");
+            return decide(j, KF_CRITIC_REJECT, "a re-timing against its parent in fresh workers did not confirm the win");
         }
         check(checks, "measurement", "pass", "re-timing %d: %.3fx, 95%% interval from %.3f (geomean %.3fx)", k + 1,
               v.best_speedup, v.best_lo, v.geomean);
-        if (k == 0 || v.geomean < gain) gain = v.geomean;
+        if (k == 0 || v.geomean < j->gain) j->gain = v.geomean;
     }
+    return KF_CRITIC_APPROVE;
+}
 
-    /* suspicious: a large gain from a tiny change */
-    int lines = changed_lines(c->source, c->parent_source);
-    if (lines >= 0 && lines <= o->tiny_lines && gain >= o->suspicious_gain) {
-        json_t *again = retime(env, c, 1, err, sizeof err);
-        timing_view v;
-        view(again, &v);
-        int ok = again && v.accepted && !v.unfair && v.best_lo > 1.0 + env->noise_floor;
-        char reasons[300] = "";
-        if (again && !v.accepted) {
-            size_t i;
-            json_t *x;
-            size_t ro = 0;
-            json_array_foreach(json_object_get(again, "reasons"), i, x) {
-                const char *code = json_string_value(json_object_get(x, "code"));
-                if (code && ro < sizeof reasons) ro += (size_t)snprintf(reasons + ro, sizeof reasons - ro, "%s%s", ro ? "," : "", code);
-            }
-        }
-        json_decref(again);
-        if (!ok) {
-            check(checks, "suspicious", "fail",
-                  "%.2fx over the parent from %d changed line%s; with more hidden shapes and rounds: %s", gain, lines,
-                  lines == 1 ? "" : "s", !again ? err : !v.accepted ? reasons : "the win did not hold");
-            DECIDE(KF_CRITIC_REJECT, "a %.2fx gain from a %d-line change did not survive verification with more hidden "
-                                     "shapes and rounds",
-                   gain, lines);
-        }
-        check(checks, "suspicious", "pass", "%.2fx from %d changed line%s: verified again with more hidden shapes and rounds",
-              gain, lines, lines == 1 ? "" : "s");
-    } else {
+/* suspicious: a large gain from a tiny change is verified again, stricter */
+static kf_critic_decision judge_suspicious(judgement *j) {
+    const kf_critic_env *env = j->env;
+    const kf_critic_opts *o = env->o;
+    json_t *checks = j->checks;
+    char *err = j->err;
+    double gain = j->gain;
+    int lines = changed_lines(j->c->source, j->c->parent_source);
+    if (!(lines >= 0 && lines <= o->tiny_lines && gain >= o->suspicious_gain)) {
         check(checks, "suspicious", "pass", "%s", lines < 0 ? "no parent source to compare"
                                                   : "not a large gain from a tiny change");
+        return KF_CRITIC_APPROVE;
     }
-    snprintf(why, sizeof why, "re-timed against its parent in fresh workers, %d time%s: a win each time", o->retimes,
-             o->retimes == 1 ? "" : "s");
-out:
-#undef DECIDE
-    *report = json_pack("{s:s, s:s, s:o, s:o}", "decision", kf_critic_name(d), "why", why, "checks", checks,
-                        "retimed", retimed);
+    json_t *again = retime(env, j->c, 1, err, sizeof j->err);
+    timing_view v;
+    view(again, &v);
+    int ok = again && v.accepted && !v.unfair && v.best_lo > 1.0 + env->noise_floor;
+    char reasons[300] = "";
+    if (again && !v.accepted) {
+        size_t i;
+        json_t *x;
+        size_t ro = 0;
+        json_array_foreach(json_object_get(again, "reasons"), i, x) {
+            const char *code = json_string_value(json_object_get(x, "code"));
+            if (code && ro < sizeof reasons) ro += (size_t)snprintf(reasons + ro, sizeof reasons - ro, "%s%s", ro ? "," : "", code);
+        }
+    }
+    json_decref(again);
+    if (!ok) {
+        check(checks, "suspicious", "fail",
+              "%.2fx over the parent from %d changed line%s; with more hidden shapes and rounds: %s", gain, lines,
+              lines == 1 ? "" : "s", !again ? err : !v.accepted ? reasons : "the win did not hold");
+        return decide(j, KF_CRITIC_REJECT, "a %.2fx gain from a %d-line change did not survive verification with more "
+                                           "hidden shapes and rounds",
+                      gain, lines);
+    }
+    check(checks, "suspicious", "pass", "%.2fx from %d changed line%s: verified again with more hidden shapes and rounds",
+          gain, lines, lines == 1 ? "" : "s");
+    return KF_CRITIC_APPROVE;
+}
+
+kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_case *c, json_t **report) {
+    static kf_critic_decision (*const stages[])(judgement *) = {judge_task, judge_domain, judge_plausibility,
+                                                                  judge_gain, judge_measurement, judge_suspicious};
+    judgement j = {env, c, json_array(), json_array(), "", "", "", 0};
+    kf_critic_decision d = KF_CRITIC_APPROVE;
+    for (size_t k = 0; k < sizeof stages / sizeof *stages && d == KF_CRITIC_APPROVE; k++) d = stages[k](&j);
+    if (d == KF_CRITIC_APPROVE)
+        snprintf(j.why, sizeof j.why, "re-timed against its parent in fresh workers, %d time%s: a win each time",
+                 env->o->retimes, env->o->retimes == 1 ? "" : "s");
+    *report = json_pack("{s:s, s:s, s:o, s:o}", "decision", kf_critic_name(d), "why", j.why, "checks", j.checks,
+                        "retimed", j.retimed);
     return d;
 }
 

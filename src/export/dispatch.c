@@ -1,0 +1,301 @@
+/*
+ * dispatch.c - the C dispatcher of kforge export, and what the CUDA one (dispatch_cuda.c)
+ * shares with it. One file: each routed winner's text with its kforge: directives
+ * neutralised, its parameters as #define before it and #undef after (with every macro it
+ * defines), and every name it defines at file scope prefixed with kf_n<ID>_ (ctok.c), so
+ * two winners' helpers cannot collide; then the entry, which tests the shape predicates
+ * (integer scalar arguments equal to their values at the winner's shape) and calls the
+ * winner, else the fallback. A shape no argument tells apart, or a winner with a
+ * kforge:when whose arguments do not pin every size, goes to the fallback (a note says
+ * so). The dispatcher is checked and timed by export before it is written.
+ */
+#include "dispatch.h"
+
+#include "../critic/critic.h"
+#include "../loop/record.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- shared by both dispatchers ------------------------------------------------------ */
+
+/* text with every identifier in ren prefixed and every "kforge:" directive neutralised. */
+static int rewrite(kf_buf *b, const char *s, size_t n, const kf_toks *t, const kf_names *ren,
+                   const char *prefix) {
+    size_t at = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const kf_tok *k = &t->v[i];
+        if (k->kind != KF_TOK_ID || k->include || !kf_ctok_has(ren, s + k->off, k->len)) continue;
+        kf_buf_append(b, s + at, k->off - at);
+        kf_buf_printf(b, "%s", prefix);
+        kf_buf_append(b, s + k->off, k->len);
+        at = k->off + k->len;
+    }
+    kf_buf_append(b, s + at, n - at);
+    return 0;
+}
+
+static void neutralise(char *p) {
+    for (char *q = p; (q = strstr(q, "kforge:")); q += 7)
+        q[6] = ' ';
+}
+
+/* A node's parameter values as "NAME VALUE" pairs from its params_json. */
+static void param_defs(kf_buf *b, const char *params_json, const char *prefix) {
+    json_t *pj = params_json ? json_loads(params_json, 0, NULL) : NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach(pj, k, v) {
+        if (json_is_string(v))
+            kf_buf_printf(b, "%s%s %s\n", prefix, k, json_string_value(v));
+        else if (json_is_integer(v))
+            kf_buf_printf(b, "%s%s %lld\n", prefix, k, (long long)json_integer_value(v));
+        else if (json_is_number(v))
+            kf_buf_printf(b, "%s%s %.17g\n", prefix, k, json_number_value(v));
+    }
+    json_decref(pj);
+}
+
+/* A node's parameters pinned for a plain compiler: kforge builds a template node with
+ * -DK=V from its kforge:param lines, and the template's own "#ifndef K / #define K
+ * <default>" would otherwise win under cc or nvcc (a docs-only user compiled an exported
+ * ACC=16 kernel as ACC=1). The same definition twice (-D and this) is no redefinition. */
+void kf_dispatch_pinned(kf_buf *b, const char *params_json) {
+    json_t *pj = params_json ? json_loads(params_json, 0, NULL) : NULL;
+    if (json_object_size(pj)) {
+        kf_buf_printf(b, "/* the parameters this node was checked with, for any compiler */\n");
+        param_defs(b, params_json, "#define ");
+    }
+    json_decref(pj);
+}
+
+const char *kf_dispatch_ctype(kf_dtype t) {
+    switch (t) {
+    case KF_T_F32: return "float";
+    case KF_T_F64: return "double";
+    case KF_T_I32: return "int32_t";
+    case KF_T_I64: return "int64_t";
+    case KF_T_U8: return "uint8_t";
+    default: return NULL;
+    }
+}
+
+/* The predicate that picks the shape sizes (a JSON object) out of the entry's integer
+ * scalar arguments, into b; *exact: every size is such an argument itself. 0, or -1
+ * when no argument tells shapes apart. */
+int kf_dispatch_predicate(const kf_task *t, json_t *sizes, kf_buf *b, int *exact) {
+    int64_t vals[64];
+    int ns = t->nsizes < 64 ? t->nsizes : 64, terms = 0;
+    for (int i = 0; i < ns; i++)
+        vals[i] = json_integer_value(json_object_get(sizes, t->size_names[i]));
+    kf_vars vars = {(const char *const *)t->size_names, vals, ns};
+    int direct = 0;
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        if (a->is_buffer || !a->value_expr ||
+            !(a->type == KF_T_I32 || a->type == KF_T_I64 || a->type == KF_T_U8))
+            continue;
+        int64_t v;
+        char err[128];
+        if (kf_expr_eval(a->value_expr, &vars, &v, err, sizeof err)) continue;
+        kf_buf_printf(b, "%s%s == %lld", terms++ ? " && " : "", a->name, (long long)v);
+        for (int k = 0; k < ns; k++)
+            if (!strcmp(kf_expr_src(a->value_expr), t->size_names[k])) direct++;
+    }
+    *exact = direct >= ns;
+    return terms ? 0 : -1;
+}
+
+/* The fallback's kforge:when, its parameters replaced by their values, as the
+ * dispatcher's own (it claims what the fallback claims). */
+void kf_dispatch_when_header(kf_buf *b, const kf_winner *fb) {
+    char *fw = kf_loop_when_of(fb->text);
+    if (fw) {
+        /* the fallback's domain is the dispatcher's; its parameters are fixed here */
+        kf_buf wb;
+        kf_buf_init(&wb, 1u << 16);
+        kf_buf_printf(&wb, "%s", fw);
+        kf_toks tw = {0};
+        json_t *pj = fb->params_json ? json_loads(fb->params_json, 0, NULL) : NULL;
+        kf_buf out;
+        kf_buf_init(&out, 1u << 16);
+        if (!kf_ctok_tokenize(wb.p, wb.len, &tw)) {
+            size_t at = 0;
+            for (size_t i = 0; i < tw.n; i++) {
+                json_t *pv = json_object_getn(pj, wb.p + tw.v[i].off, tw.v[i].len);
+                if (tw.v[i].kind != KF_TOK_ID || !pv) continue;
+                kf_buf_append(&out, wb.p + at, tw.v[i].off - at);
+                if (json_is_string(pv))
+                    kf_buf_printf(&out, "%s", json_string_value(pv));
+                else
+                    kf_buf_printf(&out, "%lld", (long long)json_integer_value(pv));
+                at = tw.v[i].off + tw.v[i].len;
+            }
+            kf_buf_append(&out, wb.p + at, wb.len - at);
+        }
+        kf_buf_printf(b, "/* kforge:when %s */\n", out.p ? out.p : fw);
+        kf_buf_free(&out);
+        json_decref(pj);
+        free(tw.v);
+        kf_buf_free(&wb);
+    }
+    free(fw);
+}
+
+/* Winner x's text into b: its parameters as #define, its file-scope names prefixed
+ * kf_n<ID>_, its kforge: directives neutralised, then (launcher: a CUDA winner) the
+ * function that makes its launches, then the #undefs. */
+kf_status kf_dispatch_section(kf_ctx *ctx, const kf_task *t, const char *run_dir, const kf_winner *x,
+                              kf_buf *b, kf_dispatch_launcher launcher) {
+    kf_status st = KF_OK;
+    kf_toks tk = {0};
+    kf_names ren = {0}, mac = {0};
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "kf_n%lld_", (long long)x->id);
+    if (kf_ctok_tokenize(x->text, x->len, &tk) || kf_ctok_scan(x->text, &tk, &ren, &mac)) {
+        st = kf__err(ctx, KF_ENOMEM, "out of memory");
+    } else {
+        if (!launcher) kf_ctok_add(&ren, t->entry, strlen(t->entry));
+        kf_buf_printf(b, "\n/* ---- node %lld (%s/src/%s.%s) ---- */\n", (long long)x->id, run_dir, x->hash,
+                      x->ext);
+        param_defs(b, x->params_json, "#define ");
+        size_t at = b->len;
+        rewrite(b, x->text, x->len, &tk, &ren, prefix);
+        if (b->p) neutralise(b->p + at);
+        kf_buf_printf(b, "\n");
+        if (launcher) st = launcher(ctx, t, x, &ren, b);
+        json_t *pj = x->params_json ? json_loads(x->params_json, 0, NULL) : NULL;
+        const char *k;
+        json_t *v;
+        json_object_foreach(pj, k, v) kf_buf_printf(b, "#undef %s\n", k);
+        for (size_t m = 0; m < mac.n; m++)
+            if (!(mac.v[m][0] == '_' && strstr(mac.v[m], "_SOURCE")) && !json_object_get(pj, mac.v[m]))
+                kf_buf_printf(b, "#undef %s\n", mac.v[m]);
+        json_decref(pj);
+    }
+    free(tk.v);
+    kf_ctok_names_free(&ren);
+    kf_ctok_names_free(&mac);
+    return st;
+}
+
+/* ---- the C dispatcher ------------------------------------------------------------------ */
+
+/* Build the dispatcher's text into b; routes gets {sizes, node, predicate} per routed
+ * shape and notes the shapes that could not be routed. */
+kf_status kf_dispatch_c(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw,
+                        int fallback, json_t *best, kf_buf *b, json_t *routes, json_t *notes) {
+    kf_buf sw;
+    kf_buf_init(&sw, 1u << 20);
+    kf_status st = KF_OK;
+    /* the dispatch function's body: one test per routed shape */
+    int *used = calloc((size_t)nw, sizeof *used);
+    if (!used) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    used[fallback] = 1;
+    kf_buf call;
+    kf_buf_init(&call, 1u << 16);
+    for (int i = 0; i < t->nargs; i++)
+        kf_buf_printf(&call, "%s%s", i ? ", " : "", t->args[i].name);
+    size_t j;
+    json_t *e;
+    json_array_foreach(best, j, e) {
+        int64_t id = json_integer_value(json_object_get(e, "node"));
+        int wi = 0;
+        while (wi < nw && w[wi].id != id)
+            wi++;
+        if (wi == nw || wi == fallback) continue;
+        json_t *sizes = json_object_get(e, "sizes");
+        char st_[512];
+        kf_critic_sizes_text(sizes, ", ", st_, sizeof st_);
+        kf_buf pred;
+        kf_buf_init(&pred, 1u << 16);
+        int exact = 0;
+        if (kf_dispatch_predicate(t, sizes, &pred, &exact)) {
+            json_array_append_new(
+                notes, json_sprintf("%s: no integer argument tells this shape apart; the "
+                                    "fallback (node %lld) runs there",
+                                    st_, (long long)w[fallback].id));
+        } else {
+            char *wh = kf_loop_when_of(w[wi].text);
+            if (wh && !exact) {
+                json_array_append_new(
+                    notes, json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
+                                        "pin every size; the fallback runs there",
+                                        st_, (long long)id));
+            } else {
+                kf_buf_printf(
+                    &sw,
+                    "    if (%s) { /* %s */\n        kf_n%lld_%s(%s);\n        return;\n    }\n",
+                    pred.p, st_, (long long)id, t->entry, call.p);
+                json_array_append_new(routes, json_pack("{s:O, s:I, s:s}", "sizes", sizes, "node",
+                                                        (json_int_t)id, "predicate", pred.p));
+                used[wi] = 1;
+            }
+            free(wh);
+        }
+        kf_buf_free(&pred);
+    }
+    kf_buf_printf(&sw, "    kf_n%lld_%s(%s); /* the fallback */\n", (long long)w[fallback].id,
+                  t->entry, call.p);
+    kf_buf_free(&call);
+    if (!json_array_size(routes)) {
+        /* one node wins everywhere (or no shape can be told apart): the dispatcher is
+         * that kernel, as it was checked */
+        kf_buf_printf(
+            b,
+            "/* %s_dispatch.c - written by `kforge export` from run %s: node %lld runs on every "
+            "shape. */\n",
+            t->name, run_dir, (long long)w[fallback].id);
+        kf_dispatch_pinned(b, w[fallback].params_json);
+        kf_buf_append(b, w[fallback].text, w[fallback].len);
+        free(used);
+        kf_buf_free(&sw);
+        return b->p && !b->dropped ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
+    }
+
+    /* the header: what this is, the fallback's domain, feature macros first */
+    kf_buf_printf(b,
+                  "/* %s_dispatch.c - written by `kforge export` from run %s.\n"
+                  " * Picks the fastest kept kernel of the run for each visible shape, else "
+                  "node %lld (the\n"
+                  " * best over all shapes). Each kernel below is its node's source with its "
+                  "file-scope names\n"
+                  " * prefixed kf_n<ID>_ and its parameters as #define. */\n",
+                  t->name, run_dir, (long long)w[fallback].id);
+    kf_dispatch_when_header(b, &w[fallback]);
+    for (int i = 0; i < nw; i++) {
+        if (!used[i]) continue;
+        for (const char *p = w[i].text; (p = strstr(p, "#define _")); p++) {
+            const char *q = p + 9;
+            while (kf_ctok_idch(*q))
+                q++;
+            if (q - p > 15 && !strncmp(q - 7, "_SOURCE", 7))
+                kf_buf_printf(b, "%.*s\n", (int)(q - p), p);
+        }
+    }
+    kf_buf_printf(b, "#include <stdint.h>\n");
+    for (int i = 0; i < nw && !st; i++)
+        if (used[i]) st = kf_dispatch_section(ctx, t, run_dir, &w[i], b, NULL);
+    /* the entry */
+    kf_buf_printf(b, "\n/* ---- the dispatcher ---- */\nvoid %s(", t->entry);
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        const char *ct = kf_dispatch_ctype(a->type);
+        if (!ct) {
+            st = kf__err(ctx, KF_EUSAGE, "argument %s: type not supported by the C dispatcher",
+                         a->name);
+            break;
+        }
+        kf_buf_printf(b, "%s%s%s%s%s", i ? ", " : "",
+                      a->is_buffer && a->io == KF_IO_IN ? "const " : "", ct,
+                      a->is_buffer ? " *" : " ", a->name);
+    }
+    kf_buf_printf(b, ")\n{\n%s}\n", sw.p ? sw.p : "");
+    if (!st && (b->dropped || !b->p))
+        st = kf__err(ctx, KF_ENOMEM, "the dispatcher is too large or out of memory");
+    free(used);
+    kf_buf_free(&sw);
+    return st;
+}

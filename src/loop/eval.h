@@ -1,0 +1,47 @@
+/*
+ * eval.h - one evaluation of a node (evaluate.c): its private copy checked and timed
+ * against the reference, the Critic's decision, the outcome recorded in one transaction.
+ * A kf_eval is what that needs; the main thread has one, and each --jobs evaluator a
+ * copy with its own context, task and store connection.
+ */
+#ifndef KF_LOOP_EVAL_H
+#define KF_LOOP_EVAL_H
+
+#include "kforge.h"
+#include "../critic/advisor.h"
+#include "../critic/critic.h"
+#include "../store/store.h"
+
+#include <stdint.h>
+
+typedef struct kf_eval {
+    kf_ctx *ctx;
+    const kf_run_opts *o;  /* the options in effect (checks' and timings' settings) */
+    kf_task *t;
+    kf_store *st;
+    char run_dir[4096];
+    const char *display;   /* submit: the file's own name, for the evaluated copy (messages) */
+    kf_critic_opts critic; /* the Critic's settings (--critic) */
+    double noise_floor;    /* a kept win's 95% interval starts above 1 + this */
+    kf_advisor *advisor;   /* --critic-agent: a second opinion on approved nodes (the
+                              evaluators share the main thread's: one review at a time) */
+    uint64_t bench_ns;     /* time inside kf_bench (compiles, checks, timing) */
+} kf_eval;
+
+/* The Critic's settings: its defaults, then each of r->o's --critic KEY=VALUE; the noise
+ * floor is the checker's own (kf_opts.win_floor); the advisory reviewer when
+ * --critic-agent names one (r->advisor, the caller's: kf_advisor_free). KF_EUSAGE. */
+kf_status kf_eval_setup(kf_eval *r);
+
+/* Evaluate node n (recorded as proposed) against its parent (NULL: the root): check and
+ * time it, let the Critic decide whether it is kept, record the outcome (store errors
+ * are returned; a failed evaluation is the node's state, crashed, not an error). */
+kf_status kf_eval_evaluate(kf_eval *r, kf_node *n, const kf_node *parent);
+/* Evaluate node id of r's store: its outcome into *n (caller frees with kf_node_free,
+ * also on error). KF_EUSAGE for a node changed by hand while it waited. */
+kf_status kf_eval_node(kf_eval *r, int64_t id, kf_node *n);
+
+/* The wall clock in seconds, as nodes record created and finished. */
+double kf_eval_now(void);
+
+#endif
