@@ -177,7 +177,7 @@ static void t_reports(const void *arg) {
     CHECK(kf_backend_clock(be, &cr) == 1200);
     kf_worker_opts wo;
     memset(&wo, 0, sizeof wo);
-    CHECK(kf_backend_starts_early(be, &wo) && wo.gpu && wo.start_timeout_s == 60);
+    CHECK(kf_backend_starts_early(be, &wo) && wo.device && wo.start_timeout_s == 60 && wo.env_settings && wo.env_pass);
     CHECK(kf_backend_watches_libraries(be, &h) && !kf_backend_watches_libraries(be, &k));
     char bad[256];
     CHECK(kf_backend_undeclared(be, &h, "libcublas.so.13,libcublasLt.so.13,libcudnn.so.9", bad, sizeof bad) == 1 &&

@@ -191,7 +191,7 @@ static const void *check_cpus(const kf_sess *s) { return s->have_check_cpus ? &s
 static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t bytes, kf_side *side,
                             kf_call_result *fail) {
     kf_worker_opts wo = {s->o->cpu_limit_s, s->o->mem_limit, s->o->call_timeout_s, s->timing,
-                         s->timing ? (const void *)&s->worker_cpus : check_cpus(s), 0, NULL, 0, NULL, NULL};
+                         s->timing ? (const void *)&s->worker_cpus : check_cpus(s), 0, NULL, 0, NULL, NULL, NULL, NULL};
     if (b) kf_backend_worker_opts(s->be, b, &wo);
     else if (!kf_backend_starts_early(s->be, &wo)) return kf__err(ctx, KF_EUSAGE, "no early worker");
     /* a worker's copy of the object is named as the documented build names it: x.so

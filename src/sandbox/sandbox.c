@@ -45,7 +45,7 @@ struct kf_worker {
     size_t arena_size;  /* the whole mapping: both regions when there are two */
     size_t ro_base;     /* CPU workers: where the read-only region starts; 0: none */
     uint32_t seq;
-    int dead, stopped, landlock_abi, sealed, spin, gpu, filtered;
+    int dead, stopped, landlock_abi, sealed, spin, device, filtered;
     int stamped;        /* SO_TIMESTAMPNS is on for the channel */
     uint64_t sent_ns;   /* the kernel's send time of the last message received, or 0 */
     int wrapped, end_status;  /* started through a wrapper; its exit status, or -1 */
@@ -185,12 +185,12 @@ int kf_worker_libraries(const kf_worker *w, char *out, size_t n) {
 }
 
 int kf_worker_set_cpus(kf_worker *w, const void *cpus) {
-    if (!w || w->dead || w->pid <= 0 || w->gpu || w->wrapped || !cpus) return -1;
+    if (!w || w->dead || w->pid <= 0 || w->device || w->wrapped || !cpus) return -1;
     return sched_setaffinity(w->pid, sizeof(cpu_set_t), (const cpu_set_t *)cpus) ? -1 : 0;
 }
 
 int kf_worker_set_nice(kf_worker *w, int nice, uint64_t slice_ns) {
-    if (!w || w->dead || w->pid <= 0 || w->gpu || w->wrapped) return -1;
+    if (!w || w->dead || w->pid <= 0 || w->device || w->wrapped) return -1;
     /* struct sched_attr (linux/sched/types.h), SCHED_OTHER: sched_runtime is the slice
      * (Linux 6.12+, 0.1 to 100 ms; 0: the default); older kernels refuse a runtime and
      * get the nice value alone */
@@ -478,7 +478,7 @@ static int gpu_violation(const char *text, char *out, size_t n) {
     return 1;
 }
 
-static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int gpu, kf_worker **out, kf_call_result *fail);
+static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int device, kf_worker **out, kf_call_result *fail);
 
 /* A new read-only open file description of a memfd: a descriptor opened O_RDONLY can
  * never give a writable shared mapping, nor be made to (mprotect needs VM_MAYWRITE). */
@@ -576,7 +576,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     w->mem_limit = o->mem_limit;
     w->cpu_s = o->cpu_s;
     w->spin = o->spin;
-    w->gpu = o->gpu;
+    w->device = o->device;
     w->wrapped = o->wrap && o->wrap[0];
     w->grace_s = o->wrap_grace_s;
     w->end_status = -1;
@@ -590,7 +590,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     /* a worker is anonymous: no argument but its random name, an ordinary environment,
      * a mktemp-style directory (threat #31); a GPU worker under a wrapping tool
      * (compute-sanitizer) keeps its arguments */
-    int anon = !(o->gpu && o->wrap && o->wrap[0]);
+    int anon = !(o->device && o->wrap && o->wrap[0]);
     const char *root = tmp && *tmp ? tmp : "/tmp";
     snprintf(w->dir, sizeof w->dir, anon ? "%s/tmp.XXXXXXXXXX" : "%s/kforge-w-%d-XXXXXX", root, (int)getpid());
     if (!mkdtemp(w->dir)) {
@@ -609,7 +609,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
 
     w->uid = -1;
     w->start_timeout_s = o->start_timeout_s;
-    w->deferred = !so_path && o->gpu && !w->wrapped;
+    w->deferred = !so_path && o->device && !w->wrapped;
     char *so_copy = w->so_file, exe_copy[PATH_MAX + 16] = "";
     if (anon) {
         const char *nm = o->so_name && *o->so_name && !strchr(o->so_name, '/') ? o->so_name : "kernel.so";
@@ -637,14 +637,14 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
      * from a read-only descriptor and which is sealed against writable mappings
      * (F_SEAL_FUTURE_WRITE): no writable alias of an input exists in the worker. A GPU
      * worker copies one span to the device and back: one region. */
-    size_t total = o->gpu ? arena_size : 2 * arena_size;
+    size_t total = o->device ? arena_size : 2 * arena_size;
     w->arena_size = total;
-    w->ro_base = o->gpu ? 0 : arena_size;
+    w->ro_base = o->device ? 0 : arena_size;
     void *res = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (res == MAP_FAILED || (memfd = memfd_create("buffers", MFD_CLOEXEC)) < 0 ||
         ftruncate(memfd, (off_t)arena_size) ||
         mmap(res, arena_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, memfd, 0) == MAP_FAILED ||
-        (!o->gpu && ((rofd = memfd_create("inputs", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0 ||
+        (!o->device && ((rofd = memfd_create("inputs", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0 ||
                      ftruncate(rofd, (off_t)arena_size) ||
                      mmap((char *)res + arena_size, arena_size, PROT_READ | PROT_WRITE,
                           MAP_SHARED | MAP_FIXED, rofd, 0) == MAP_FAILED ||
@@ -710,19 +710,19 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     }
     char *wargv[] = {(char *)wpath, w->deferred ? "-" : so_copy, w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus, uidarg,
                      o->entry ? (char *)o->entry : NULL, NULL};
-    /* a GPU worker's own settings, which the user's environment gave kforge: in the
-     * configuration, set by the worker for the driver's set-up and removed before any
-     * candidate code loads (no KFORGE_ variable in a candidate's environment) */
-    const char *sw = getenv("KFORGE_GPU_SECCOMP"), *cupti = getenv("KFORGE_LIBCUPTI");
-    const char *lcu = getenv("KFORGE_LIBCUDA");
-    char gpuenv[3 * (PATH_MAX + 32)] = "";
-    if (o->gpu) {
-        size_t ge = 0;
-        if (lcu && *lcu && strlen(lcu) < PATH_MAX)
-            ge += (size_t)snprintf(gpuenv + ge, sizeof gpuenv - ge, "\nKFORGE_LIBCUDA=%s", lcu);
-        if (sw && !strcmp(sw, "0")) ge += (size_t)snprintf(gpuenv + ge, sizeof gpuenv - ge, "\nKFORGE_GPU_SECCOMP=0");
-        if (cupti && *cupti && strlen(cupti) < PATH_MAX)
-            snprintf(gpuenv + ge, sizeof gpuenv - ge, "\nKFORGE_LIBCUPTI=%s", cupti);
+    /* a device worker's own settings, which the user's environment gave kforge: in the
+     * configuration, set by the worker for its set-up and removed before any candidate
+     * code loads (no kforge variable in a candidate's environment) */
+    char devenv[4 * (PATH_MAX + 64)] = "";
+    size_t dl = 0;
+    for (int i = 0; o->device && o->env_settings && o->env_settings[i] && anon; i++) {
+        const char *v = getenv(o->env_settings[i]);
+        if (v && *v && strlen(v) < PATH_MAX && dl < sizeof devenv)
+            dl += (size_t)snprintf(devenv + dl, sizeof devenv - dl, "\n%s=%s", o->env_settings[i], v);
+    }
+    if (dl >= sizeof devenv) {
+        st = kf__err(ctx, KF_EINTERNAL, "worker settings too long (%s)", w->dir);
+        goto fail;
     }
     kf_msg_config cfg;
     if (anon) {
@@ -732,7 +732,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         /* a deferred GPU worker: "-", and its artifact's path as a ninth line */
         int len = snprintf(cfg.text, sizeof cfg.text, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s%s",
                            w->deferred ? "-" : so_copy, w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus,
-                           uidarg, o->entry ? o->entry : "", w->deferred ? so_copy : "", gpuenv);
+                           uidarg, o->entry ? o->entry : "", w->deferred ? so_copy : "", devenv);
         if (len < 0 || (size_t)len >= sizeof cfg.text) {
             st = kf__err(ctx, KF_EINTERNAL, "worker arguments too long (%s)", w->dir);
             goto fail;
@@ -750,23 +750,21 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         av = argv;
         exe = o->wrap[0];
     }
-    /* a GPU worker sees the devices the user chose, nothing else of the environment */
-    char cvd[256] = "";
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-    if (o->gpu && vis) snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", vis);
-    /* under a wrapping tool, the seccomp switch, where CUPTI is and the driver the
-     * coordinator uses, if the user named them (paths only) */
-    char cup[PATH_MAX + 32] = "", lcuda[PATH_MAX + 32] = "";
-    if (!anon && cupti && *cupti && strlen(cupti) < PATH_MAX) snprintf(cup, sizeof cup, "KFORGE_LIBCUPTI=%s", cupti);
-    if (!anon && lcu && *lcu && strlen(lcu) < PATH_MAX) snprintf(lcuda, sizeof lcuda, "KFORGE_LIBCUDA=%s", lcu);
-    char *envp[16];
+    /* a device worker sees what the backend passes (the devices the user chose) and,
+     * under a wrapping tool, kforge's settings for it; nothing else of kforge's
+     * environment */
+    char *envp[28];
     int ne = 0;
     if (anon) ne = plain_env(envp, 12);
-    int nplain = ne;
-    if (cvd[0]) envp[ne++] = cvd;
-    if (lcuda[0]) envp[ne++] = lcuda;
-    if (!anon && sw && !strcmp(sw, "0")) envp[ne++] = "KFORGE_GPU_SECCOMP=0";
-    if (cup[0]) envp[ne++] = cup;
+    for (int pass = 0; o->device && pass < 2; pass++) {
+        const char *const *names = pass ? (anon ? NULL : o->env_settings) : o->env_pass;
+        for (int i = 0; names && names[i] && ne < 26; i++) {
+            /* a passed variable counts even when empty (no devices at all) */
+            const char *v = getenv(names[i]);
+            if (v && (*v || !pass) && strlen(v) < PATH_MAX && (envp[ne] = kf__asprintf("%s=%s", names[i], v)))
+                ne++;
+        }
+    }
     envp[ne] = NULL;
     /* the copy was just written: a fork elsewhere in this process (the compiler's, from
      * another thread) may still hold its descriptor for a moment, and exec then fails
@@ -779,7 +777,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     }
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
-    for (int i = 0; i < nplain; i++) free(envp[i]);
+    for (int i = 0; i < ne; i++) free(envp[i]);
     /* its arguments, the first message it reads (queued: it need not have started) */
     if (!rc && anon && send(sv[0], &cfg, sizeof cfg, MSG_NOSIGNAL) != (ssize_t)sizeof cfg) {
         st = kf__err(ctx, KF_EIO, "sending the worker its arguments: %s", strerror(errno));
@@ -807,7 +805,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         *out = w;
         return KF_OK;
     }
-    return spawn_finish(ctx, w, o->gpu, out, fail);
+    return spawn_finish(ctx, w, o->device, out, fail);
 fail:
     for (int i = 0; i < 6; i++)
         if (hi[i] >= 0) close(hi[i]);
@@ -844,7 +842,7 @@ kf_status kf_worker_attach(kf_ctx *ctx, kf_worker **wp, const char *so_path, kf_
 }
 
 /* The start's second half: SETUP_OK (the trusted set-up), then the candidate's load. */
-static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int gpu, kf_worker **out, kf_call_result *fail) {
+static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int device, kf_worker **out, kf_call_result *fail) {
     kf_status st;
     union {
         kf_msg_done d;
@@ -861,7 +859,7 @@ static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int gpu, kf_worker **ou
     } else {
         if (ok > 0 && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_LOADFAIL) {
             m.t.text[sizeof m.t.text - 1] = 0;
-            st = kf__err(ctx, gpu ? KF_EBACKEND : KF_EINTERNAL, "%s", m.t.text);
+            st = kf__err(ctx, device ? KF_EBACKEND : KF_EINTERNAL, "%s", m.t.text);
         } else {
             st = kf__err(ctx, KF_EINTERNAL, "kforge-worker failed to set up its sandbox%s%s",
                          ok == 0 ? ": " : "", ok == 0 ? fail->msg : "");
@@ -872,7 +870,7 @@ static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int gpu, kf_worker **ou
     }
     /* 2. loading the candidate: from here on, every byte may come from it */
     ok = await(w, &m, sizeof m, &len, deadline, fail, "while loading the candidate", 0);
-    if (ok > 0 && w->gpu && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_INFO) {
+    if (ok > 0 && w->device && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_INFO) {
         m.t.text[sizeof m.t.text - 1] = 0;
         snprintf(w->info, sizeof w->info, "%s", m.t.text);
         ok = await(w, &m, sizeof m, &len, deadline, fail, "while loading the candidate", 0);
@@ -889,7 +887,7 @@ static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int gpu, kf_worker **ou
         fail->st = KF_CALL_FAILED;
         fail->reason = KF_REASON_CRASH;
         char named[700];
-        if (w->gpu && gpu_violation(m.t.text, named, sizeof named)) {
+        if (w->device && gpu_violation(m.t.text, named, sizeof named)) {
             fail->reason = KF_REASON_SANDBOX_VIOLATION;
             snprintf(fail->msg, sizeof fail->msg, "while loading the candidate: %s", named);
         } else {
@@ -934,7 +932,7 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
         return 0;
     }
     if (!ok) return 0;
-    if (w->gpu && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_FAIL) {
+    if (w->device && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_FAIL) {
         /* the GPU worker's own report (no candidate host code runs there): a CUDA error,
          * sticky or not, ends this worker */
         m.t.text[sizeof m.t.text - 1] = 0;
@@ -948,7 +946,7 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
     }
     int arg = -1;
     unsigned long long byte = 0;
-    if (!w->gpu && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_FAIL &&
+    if (!w->device && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_FAIL &&
         (m.t.text[sizeof m.t.text - 1] = 0, sscanf(m.t.text, "input_modified %d %llu", &arg, &byte) == 2 ||
                                              !strncmp(m.t.text, "input_modified - ", 17))) {
         /* the worker's fault handler: a write to a read-only input (the candidate can
@@ -1063,7 +1061,7 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
          * the next SIGCONT and could start on the (already staged) inputs before the START
          * stamp, untimed. Threads joined just before return may still be finishing their
          * exit: allow them 2 ms. */
-        int nth = w->gpu ? 1 : thread_count(w->pid); /* the CUDA driver's own threads */
+        int nth = w->device ? 1 : thread_count(w->pid); /* the CUDA driver's own threads */
         for (int i = 0; nth > 1 && i < 40; i++) {
             usleep(50);
             nth = thread_count(w->pid);
@@ -1088,7 +1086,7 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     }
     /* the device's clock against the host's: the launches' event time cannot exceed the
      * host span around them and the synchronise (50 us of slack for clock granularity) */
-    if (w->gpu && r->dev_ns > (t1 - t0) + 50000) {
+    if (w->device && r->dev_ns > (t1 - t0) + 50000) {
         fail_kill(w, r, KF_REASON_TIMING_MISMATCH,
                   "the kernels' event time (%.1f us) exceeds the host clock around them (%.1f us)",
                   (double)r->dev_ns / 1e3, (double)(t1 - t0) / 1e3);
@@ -1159,7 +1157,7 @@ void kf_worker_close(kf_worker *w) {
          * background, so the verdict need not wait. */
         int bg = 0;
         pthread_attr_t at;
-        if (w->gpu && !pthread_attr_init(&at)) {
+        if (w->device && !pthread_attr_init(&at)) {
             pthread_t th;
             bg = !pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) &&
                  !pthread_create(&th, &at, reap_main, (void *)(intptr_t)w->pid);

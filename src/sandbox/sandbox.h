@@ -49,7 +49,10 @@ typedef struct {
     double start_timeout_s;
     int spin;              /* spin-wait for replies (timing runs): steady latency */
     const void *cpus;      /* cpu_set_t the worker may run on, or NULL for any */
-    int gpu;               /* a GPU artifact (kernel or host mode): driver threads allowed */
+    /* A device worker (the worker's device mode, for a backend with a device): one arena
+     * region, which the worker copies to and from the device; the driver's own threads
+     * allowed; a set-up failure is the backend's (KF_EBACKEND) */
+    int device;
     /* A wrapper program and its arguments (NULL-terminated), or NULL: the worker is
      * started as wrap[0] wrap[1].. kforge-worker ARGS, in the same session, and the
      * wrapper is the process waited for (compute-sanitizer). When a wrapped worker fails
@@ -61,6 +64,14 @@ typedef struct {
      * gets (the name the documented build gives it, "x.so" for x.c; NULL: kernel.so) */
     const char *entry;
     const char *so_name;
+    /* Device workers: the variables of kforge's environment the worker gets, by name
+     * (NULL-terminated, or NULL). env_pass: in its environment as they are (the user's
+     * choice of devices); env_settings: kforge's own settings for it, in its
+     * configuration message, which the worker sets for its set-up and removes before
+     * candidate code loads (under a wrapping tool: in its environment). Unset or empty
+     * ones are left out. */
+    const char *const *env_pass;
+    const char *const *env_settings;
 } kf_worker_opts;
 
 /* Spawn a worker for the built object so_path with an arena of arena_size bytes.
@@ -108,7 +119,7 @@ int kf_worker_finish(kf_worker *w, double timeout_s);
 /* Kill the worker's process group, reap it, remove its directory. Accepts NULL. */
 void kf_worker_close(kf_worker *w);
 /* A GPU worker may be started before its artifact exists: kf_worker_spawn with so_path
- * NULL (and opts->gpu) returns at once with a worker that initialises the driver and
+ * NULL (and opts->device) returns at once with a worker that initialises the driver and
  * page-locks its arena meanwhile; kf_worker_attach gives it the artifact and finishes the
  * start exactly as kf_worker_spawn does (*w NULL and fail set when the candidate does not
  * load; the worker is consumed either way). Saves most of a GPU worker's start (about

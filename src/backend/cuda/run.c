@@ -142,11 +142,22 @@ int kf__cuda_undeclared(const char *loaded, const char *declared, char *out, siz
 
 /* ---- the slots ---------------------------------------------------------------------- */
 
+/* What of kforge's environment a GPU worker gets: the devices the user chose, and where
+ * the driver and CUPTI are and the seccomp switch (docs/cuda.md), as settings. */
+static const char *const gpu_env_pass[] = {"CUDA_VISIBLE_DEVICES", NULL};
+static const char *const gpu_env_settings[] = {"KFORGE_LIBCUDA", "KFORGE_GPU_SECCOMP", "KFORGE_LIBCUPTI", NULL};
+
+void kf__cuda_worker_env(kf_worker_opts *o) {
+    o->env_pass = gpu_env_pass;
+    o->env_settings = gpu_env_settings;
+}
+
 int kf__cuda_worker_opts(kf_backend *b, const kf_build *build, kf_worker_opts *o) {
     (void)b;
     /* before the build: the worker every build of this backend runs in */
-    o->gpu = build ? gpu_build(build) : 1;
-    if (o->gpu && o->start_timeout_s < 60) o->start_timeout_s = 60; /* driver and context set-up */
+    o->device = build ? gpu_build(build) : 1;
+    if (o->device) kf__cuda_worker_env(o);
+    if (o->device && o->start_timeout_s < 60) o->start_timeout_s = 60; /* driver and context set-up */
     return 1;
 }
 

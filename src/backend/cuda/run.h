@@ -43,6 +43,8 @@ int kf__cuda_undeclared(const char *loaded, const char *declared, char *out, siz
 
 /* The slots (backend.h says what each does) */
 int kf__cuda_worker_opts(kf_backend *b, const kf_build *build, kf_worker_opts *o);
+/* A GPU worker's environment lists (kf_worker_opts env_pass, env_settings). */
+void kf__cuda_worker_env(kf_worker_opts *o);
 int kf__cuda_stage(kf_backend *b, const kf_build *build, const kf_stage *st, kf_msg_run *m, char *err,
                    size_t n);
 uint64_t kf__cuda_clock(kf_backend *b, const kf_call_result *cr);
