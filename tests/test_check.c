@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "kft.h"
 
+#include "check/result.h"
 #include "loop/loop.h"
 #include "util/util.h"
 
@@ -683,8 +684,167 @@ static void t_candidate_output(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* ---- the typed verdict ---- */
+
+/* What the loop stored before the verdict had a type, from the document's text parsed
+ * back: a node's shapes column (the timed shapes' sizes, speedup, ci95, win, times,
+ * roofline and fairness) and EXPORT.json's verification. */
+static json_t *text_shapes(json_t *res) {
+    json_t *out = json_array();
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(res, "shapes"), i, s) {
+        if (!json_object_get(s, "speedup")) continue;
+        json_t *o = json_object();
+        json_object_set(o, "sizes", json_object_get(s, "sizes"));
+        static const char *const keys[] = {"speedup",           "ci95", "win", "candidate_ns", "baseline_ns",
+                                           "roofline_fraction", "fair"};
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+            if (json_object_get(s, keys[k])) json_object_set(o, keys[k], json_object_get(s, keys[k]));
+        json_array_append_new(out, o);
+    }
+    return out;
+}
+
+static json_t *text_summary(json_t *res) {
+    json_t *v = json_pack("{s:O}", "verdict", json_object_get(res, "verdict"));
+    json_t *rs = json_array(), *sh = json_array();
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(res, "reasons"), i, x)
+        json_array_append_new(rs, json_pack("{s:O, s:O}", "code", json_object_get(x, "code"), "message",
+                                            json_object_get(x, "message")));
+    json_array_foreach(json_object_get(res, "shapes"), i, x) {
+        if (!json_object_get(x, "speedup")) continue;
+        json_array_append_new(sh, json_pack("{s:O, s:O, s:O, s:O}", "sizes", json_object_get(x, "sizes"),
+                                            "speedup", json_object_get(x, "speedup"), "ci95",
+                                            json_object_get(x, "ci95"), "win", json_object_get(x, "win")));
+    }
+    json_object_set_new(v, "reasons", rs);
+    json_object_set_new(v, "shapes", sh);
+    json_t *sp = json_object_get(res, "speedup");
+    json_object_set(v, "speedup", sp ? sp : json_null());
+    return v;
+}
+
+static void same_text(const char *what, json_t *a, json_t *b) {
+    char *x = json_dumps(a, JSON_COMPACT), *y = json_dumps(b, JSON_COMPACT);
+    CHECKF(x && y && !strcmp(x, y), "%s:\n  from the text: %s\n  typed:         %s", what, x, y);
+    free(x);
+    free(y);
+}
+
+/* The typed verdict of r says what its document says, and what is written from it is
+ * what was written from the document's text, byte for byte. */
+static void typed_as_text(kf_result *r, int timed) {
+    char *txt = kf_result_json(r);
+    json_t *j = json_loads(txt, 0, NULL);
+    CHECK(j);
+    char *old = json_dumps(j, JSON_COMPACT), *now = kf_result_json_stored(r);
+    CHECKF(!strcmp(old, now), "stored verdict_json differs:\n  %s\n  %s", old, now);
+    free(old);
+    free(now);
+    struct kf_verdict v;
+    CHECK(kf_result_verdict_typed(r, &v) == 0);
+    CHECK(v.verdict == kf_result_verdict(r) && v.nreasons == kf_result_nreasons(r));
+    for (int i = 0; i < v.nreasons; i++) CHECK(v.reasons[i].code == kf_result_reason(r, i));
+    CHECK(v.has_speedup == (json_object_get(j, "speedup") != NULL));
+    CHECK(v.speedup == json_number_value(json_object_get(j, "speedup")));
+    CHECK(v.has_check == json_is_object(json_object_get(j, "check")));
+    CHECK(v.nshapes == (int)json_array_size(json_object_get(j, "shapes")));
+    CHECK(!strcmp(v.fingerprint, json_string_value(json_object_get(j, "fingerprint"))));
+    json_t *a = text_shapes(j), *b = kf_verdict_shapes_json(&v);
+    CHECK(!timed || json_array_size(a) > 0);
+    same_text("shapes_json", a, b);
+    json_decref(a);
+    json_decref(b);
+    a = text_summary(j), b = kf_verdict_summary_json(&v);
+    same_text("verification", a, b);
+    json_decref(a);
+    json_decref(b);
+    for (int i = 0; i < v.nshapes; i++) { /* the Critic's re-timings */
+        json_t *s = json_array_get(json_object_get(j, "shapes"), (size_t)i);
+        if (!(v.shapes[i].has & KF_VS_SPEEDUP)) continue;
+        a = json_pack("{s:O, s:O}", "sizes", json_object_get(s, "sizes"), "speedup",
+                      json_object_get(s, "speedup"));
+        b = kf_verdict_retimed_json(&v.shapes[i]);
+        same_text("retimed", a, b);
+        json_decref(a);
+        json_decref(b);
+    }
+    /* its own document reads back as itself */
+    a = kf_verdict_to_json(&v);
+    struct kf_verdict w;
+    CHECK(kf_verdict_from_json(a, &w) == 0);
+    b = kf_verdict_to_json(&w);
+    same_text("to_json after from_json", a, b);
+    json_decref(a);
+    json_decref(b);
+    kf_verdict_free(&w);
+    kf_verdict_free(&v);
+    json_decref(j);
+    free(txt);
+}
+
+static void t_verdict_typed(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sum");
+    kf_opts o;
+    kf_opts_init(&o);
+    o.bench_min_time_s = 0.01;
+    o.bench_min_runs = 5;
+    o.bench_max_runs = 8;
+    kf_result *r;
+    CHECK(kf_bench(ctx, t, kft_src("tasks/c/sum/candidates/fast.c"), &o, &r) == KF_OK);
+    typed_as_text(r, 1);
+    kf_result_free(r);
+    /* a domain that leaves a visible shape untimed */
+    const char *p =
+        write_tmp("sumwhen.c", "#include <stdint.h>\n/* kforge:when n >= 10000 */\n"
+                               "void reduce_sum(const float *x, float *out, int64_t n) {\n  double a = 0;\n"
+                               "  for (int64_t i = 0; i < n; i++) a += x[i];\n  out[0] = (float)a; }\n");
+    CHECK(kf_bench(ctx, t, p, &o, &r) == KF_OK);
+    typed_as_text(r, 1);
+    struct kf_verdict v;
+    CHECK(kf_result_verdict_typed(r, &v) == 0);
+    CHECKF(v.nuntimed == 1 && kf_verdict_size(&v.untimed[0], "n") == 5003 && v.when &&
+               !strcmp(v.when, "n >= 10000"),
+           "%d untimed", v.nuntimed);
+    kf_verdict_free(&v);
+    kf_result_free(r);
+    /* rejected: reasons with their shapes, the check's records */
+    p = write_tmp(
+        "sumhalf.c",
+        "#include <stdint.h>\nvoid reduce_sum(const float *x, float *out, int64_t n) {\n"
+        "  double a = 0;\n  for (int64_t i = 0; i < n / 2; i++) a += x[i];\n  out[0] = (float)a; }\n");
+    CHECK(kf_bench(ctx, t, p, &o, &r) == KF_OK);
+    typed_as_text(r, 0);
+    CHECK(kf_result_verdict_typed(r, &v) == 0);
+    int n, failed = 0;
+    const kf_verdict_shape *cs = kf_verdict_check_shapes(&v, &n);
+    for (int i = 0; i < n; i++) failed += cs[i].status == KF_VSHAPE_FAILED && (cs[i].has & KF_VS_MAX_ABS_ERR);
+    CHECKF(v.verdict == KF_VERDICT_REJECTED && v.has_check && failed > 0 && v.reasons[0].message &&
+               v.reasons[0].has_shape,
+           "%d failed shapes of %d", failed, n);
+    kf_verdict_free(&v);
+    kf_result_free(r);
+    /* a compile error: the log */
+    p = write_tmp("sumbad.c", "void reduce_sum(const float *x, float *out, long n) { syntax error }\n");
+    r = kft_check(ctx, t, p, NULL, 0);
+    typed_as_text(r, 0);
+    CHECK(kf_result_verdict_typed(r, &v) == 0);
+    CHECK(v.nreasons && v.reasons[0].code == KF_REASON_COMPILE_ERROR && v.compile_log &&
+          strstr(v.compile_log, "error"));
+    kf_verdict_free(&v);
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 void kft_register_check(void) {
     kft_add("check/candidate_output", t_candidate_output, NULL, 30);
+    kft_add("check/verdict_typed", t_verdict_typed, NULL, 90);
     kft_add("check/magnitude_tolerance", t_magnitude_tolerance, NULL, 90);
     kft_add("check/exact_sign_of_zero", t_exact_sign_of_zero, NULL, 60);
     kft_add("check/bad_when", t_bad_when, NULL, 30);

@@ -32,18 +32,20 @@ static int fp_now(void *arg, char hex[65]) {
     return 0;
 }
 
-static json_t *bench(void *arg, const char *path, const char *vs, int stricter, char *err, size_t n) {
+static int bench(void *arg, const char *path, const char *vs, int stricter, struct kf_verdict *out, char *err,
+                 size_t n) {
     script *s = arg;
     (void)path;
     (void)vs;
     s->calls++;
     s->strict_calls += stricter;
     const char *txt = stricter ? s->strict : s->normal;
+    kf_verdict_init(out);
     if (!txt) {
         snprintf(err, n, "no timing scripted");
-        return NULL;
+        return -1;
     }
-    return json_loads(txt, 0, NULL);
+    return kf_verdict_from_text(txt, out);
 }
 
 #define FP "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -85,10 +87,13 @@ typedef struct {
 static judged judge(script *sc, const kf_critic_opts *o, const char *category, json_t *res, int64_t parent,
                     const char *src, int beats) {
     kf_critic_env env = {o, 0.05, FP, fp_now, bench, sc};
-    kf_critic_case c = {category, res, NULL, beats, parent, "/tmp/cand", parent ? "/tmp/parent" : NULL, src,
+    struct kf_verdict v;
+    kf_verdict_from_json(res, &v);
+    kf_critic_case c = {category, &v, NULL, beats, parent, "/tmp/cand", parent ? "/tmp/parent" : NULL, src,
                         parent ? parent_src : NULL};
     judged j;
     j.d = kf_critic_judge(&env, &c, &j.rep);
+    kf_verdict_free(&v);
     return j;
 }
 
@@ -229,10 +234,13 @@ static void t_measurement(const void *arg) {
     json_decref(j.rep);
     /* the parent's source could not be copied for the re-timing */
     kf_critic_env env = {&o, 0.05, FP, fp_now, bench, &sc4};
-    kf_critic_case c = {"tiling", res, NULL, 1, 3, "/tmp/cand", NULL, big_src, NULL};
+    struct kf_verdict v;
+    kf_verdict_from_json(res, &v);
+    kf_critic_case c = {"tiling", &v, NULL, 1, 3, "/tmp/cand", NULL, big_src, NULL};
     json_t *rep;
     CHECK(kf_critic_judge(&env, &c, &rep) == KF_CRITIC_REJECT);
     json_decref(rep);
+    kf_verdict_free(&v);
     json_decref(res);
 }
 
@@ -242,14 +250,14 @@ static void t_suspicious(const void *arg) {
     kf_critic_opts_init(&o);
     json_t *res = result(2.2, 2.0, 0.5, 0);
     char *t = timing(2.1, 2.0, 2.2, 1);
-    json_t *rj = json_pack("{s:s, s:[{s:s}]}", "verdict", "rejected", "reasons", "code", "wrong_output");
+    json_t *rj = json_pack("{s:s, s:[{s:s}]}", "verdict", "rejected", "reasons", "code", "wrong_result");
     char *rejected = json_dumps(rj, JSON_COMPACT);
     json_decref(rj);
     /* a one-line change, 2.1x: verified again, and that verification fails */
     script sc = {FP, t, rejected, 0, 0};
     judged j = judge(&sc, &o, "other", res, 3, tiny_src, 1);
     char *rs = json_dumps(j.rep, JSON_COMPACT);
-    CHECKF(j.d == KF_CRITIC_REJECT && sc.strict_calls == 1 && strstr(rs, "wrong_output"),
+    CHECKF(j.d == KF_CRITIC_REJECT && sc.strict_calls == 1 && strstr(rs, "wrong_result"),
            "a 2x gain from one line was not verified again: %s", rs);
     free(rs);
     json_decref(j.rep);
@@ -269,11 +277,14 @@ static void t_suspicious(const void *arg) {
     /* a child of the root is compared with the reference's text (redteam H7) */
     script sc5 = {FP, t, rejected, 0, 0};
     kf_critic_env env = {&o, 0.05, FP, fp_now, bench, &sc5};
-    kf_critic_case cr = {"other", res, NULL, 1, 0, "/tmp/cand", NULL, tiny_src, parent_src};
+    struct kf_verdict v;
+    kf_verdict_from_json(res, &v);
+    kf_critic_case cr = {"other", &v, NULL, 1, 0, "/tmp/cand", NULL, tiny_src, parent_src};
     json_t *rep;
     CHECKF(kf_critic_judge(&env, &cr, &rep) == KF_CRITIC_REJECT && sc5.strict_calls == 1,
            "a one-line change of the reference was not verified again");
     json_decref(rep);
+    kf_verdict_free(&v);
     /* a large rewrite is not "tiny": no extra look */
     script sc3 = {FP, t, rejected, 0, 0};
     j = judge(&sc3, &o, "other", res, 3, big_src, 1);

@@ -58,7 +58,10 @@ static void t_conservative(const void *arg) {
     json_t *retimed = json_loads("[[{\"sizes\": {\"n\": 100}, \"speedup\": 1.15, \"ci95\": [1.12, 1.18]}],"
                                  " [{\"sizes\": {\"n\": 100}, \"speedup\": 1.25, \"ci95\": [1.2, 1.3]}]]",
                                  0, NULL);
-    kf_loop__conservative(&n, shapes, &parent, retimed);
+    struct kf_verdict v;
+    kf_verdict_from_json(shapes, &v);
+    kf_loop__conservative(&n, &v, &parent, retimed);
+    kf_verdict_free(&v);
     json_t *got = json_loads(n.shapes_json, 0, NULL), *s0 = json_array_get(got, 0);
     double sp = json_number_value(json_object_get(s0, "speedup"));
     json_t *ci = json_object_get(s0, "ci95");

@@ -117,7 +117,40 @@ kf_reason kf_result_reason(const kf_result *r, int i) {
 double kf_result_speedup(const kf_result *r) { return r->speedup; }
 
 char *kf_result_json(const kf_result *r) {
-    return json_dumps(r->root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    return json_dumps(r->root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(KF_RESULT_DIGITS));
+}
+
+int kf_result_verdict_typed(const kf_result *r, struct kf_verdict *v) {
+    int rc = kf_verdict_from_json(r->root, v);
+    kf_verdict_round(v, KF_RESULT_DIGITS);
+    return rc;
+}
+
+/* A copy of j whose reals are what a reader of kf_result_json's text gets back. */
+static json_t *rounded(const json_t *j) {
+    if (json_is_real(j)) return json_real(kf_verdict_real(json_real_value(j), KF_RESULT_DIGITS));
+    if (json_is_array(j)) {
+        json_t *a = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach((json_t *)j, i, x) json_array_append_new(a, rounded(x));
+        return a;
+    }
+    if (json_is_object(j)) {
+        json_t *o = json_object();
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)j, k, x) json_object_set_new(o, k, rounded(x));
+        return o;
+    }
+    return json_incref((json_t *)j);
+}
+
+char *kf_result_json_stored(const kf_result *r) {
+    json_t *c = rounded(r->root);
+    char *t = c ? json_dumps(c, JSON_COMPACT) : NULL;
+    json_decref(c);
+    return t;
 }
 
 static void fmt_ns(double ns, char *buf, size_t n) {

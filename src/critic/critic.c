@@ -71,16 +71,10 @@ int kf_critic_set(kf_critic_opts *o, const char *kv, char *err, size_t n) {
 
 /* ---- helpers ------------------------------------------------------------------------- */
 
-int kf_critic_timing_only(json_t *res) {
-    const char *v = json_string_value(json_object_get(res, "verdict"));
-    json_t *rs = json_object_get(res, "reasons");
-    if (!v || strcmp(v, "rejected") || !json_array_size(rs)) return 0;
-    size_t i;
-    json_t *x;
-    json_array_foreach(rs, i, x) {
-        const char *c = json_string_value(json_object_get(x, "code"));
-        if (!c || strcmp(c, "timing_mismatch")) return 0;
-    }
+int kf_critic_timing_only(const struct kf_verdict *res) {
+    if (res->verdict != KF_VERDICT_REJECTED || !res->nreasons) return 0;
+    for (int i = 0; i < res->nreasons; i++)
+        if (res->reasons[i].code != KF_REASON_TIMING_MISMATCH) return 0;
     return 1;
 }
 
@@ -110,16 +104,10 @@ static void check(json_t *checks, const char *name, const char *outcome, const c
     json_array_append_new(checks, json_pack("{s:s, s:s, s:s}", "check", name, "outcome", outcome, "detail", buf));
 }
 
-static int same_sizes(json_t *a, json_t *b) { return a && b && json_equal(a, b); }
-
 /* visible shapes the verdict left untimed (outside its kforge:when) */
-static int untimed_has(json_t *res, json_t *sizes) {
-    size_t i;
-    json_t *u;
-    json_array_foreach(json_object_get(res, "untimed_shapes"), i, u) {
-        json_t *s = json_object_get(u, "sizes");
-        if (same_sizes(s ? s : u, sizes)) return 1;
-    }
+static int untimed_has(const struct kf_verdict *res, const kf_verdict_sizes *sizes) {
+    for (int i = 0; i < res->nuntimed; i++)
+        if (kf_verdict_sizes_equal(&res->untimed[i], sizes)) return 1;
     return 0;
 }
 
@@ -225,36 +213,30 @@ typedef struct {
     char reasons[200]; /* the rejection's codes, when not accepted */
 } timing_view;
 
-static void view(json_t *res, timing_view *v) {
+static void view(const struct kf_verdict *res, timing_view *v) {
     memset(v, 0, sizeof *v);
-    const char *verdict = json_string_value(json_object_get(res, "verdict"));
-    v->accepted = verdict && !strcmp(verdict, "accepted");
-    size_t ri;
-    json_t *rx;
-    json_array_foreach(json_object_get(res, "reasons"), ri, rx) {
-        const char *c = json_string_value(json_object_get(rx, "code"));
+    v->accepted = res->verdict == KF_VERDICT_ACCEPTED;
+    for (int ri = 0; ri < res->nreasons; ri++) {
+        const char *c = kf_reason_name(res->reasons[ri].code);
         size_t at = strlen(v->reasons);
-        if (c && !strstr(v->reasons, c) && at + strlen(c) + 2 < sizeof v->reasons)
+        if (!strstr(v->reasons, c) && at + strlen(c) + 2 < sizeof v->reasons)
             snprintf(v->reasons + at, sizeof v->reasons - at, "%s%s", at ? "," : "", c);
     }
-    if (!v->reasons[0]) snprintf(v->reasons, sizeof v->reasons, "%s", verdict ? verdict : "no verdict");
+    if (!v->reasons[0]) snprintf(v->reasons, sizeof v->reasons, "%s", v->accepted ? "accepted" : "rejected");
     double lg = 0;
     int n = 0;
-    size_t i;
-    json_t *s;
-    json_array_foreach(json_object_get(res, "shapes"), i, s) {
-        json_t *sp = json_object_get(s, "speedup");
-        if (!sp) continue;
-        if (json_is_false(json_object_get(s, "fair"))) {
+    for (int i = 0; i < res->nshapes; i++) {
+        const kf_verdict_shape *s = &res->shapes[i];
+        if (!(s->has & KF_VS_SPEEDUP)) continue;
+        if ((s->has & KF_VS_FAIR) && !s->fair) {
             v->unfair = 1;
             snprintf(v->unfair_why, sizeof v->unfair_why, "%s",
-                     json_string_value(json_object_get(s, "fair_reason")) ? json_string_value(json_object_get(s, "fair_reason"))
-                                                                          : "launch modes differ");
+                     s->fair_reason ? s->fair_reason : "launch modes differ");
             continue;
         }
-        double x = json_number_value(sp);
+        double x = s->speedup;
         if (x > 0) lg += log(x), n++;
-        double lo = json_number_value(json_array_get(json_object_get(s, "ci95"), 0));
+        double lo = s->has & KF_VS_CI95 ? s->ci95[0] : 0;
         if (lo > v->best_lo) v->best_lo = lo, v->best_speedup = x;
     }
     v->geomean = n ? exp(lg / n) : 0;
@@ -264,16 +246,22 @@ static void view(json_t *res, timing_view *v) {
  * hidden shapes and rounds). As in the loop's own timing, one rejected for
  * timing_mismatch alone (the two clocks disagreed, as on a loaded machine) is timed once
  * more, and that one counts: a forged stamp is rejected again. */
-static json_t *retime(const kf_critic_env *env, const kf_critic_case *c, int stricter, char *err, size_t n) {
-    json_t *r = env->bench(env->arg, c->path, c->parent_path, stricter, err, n);
-    if (r && kf_critic_timing_only(r)) {
-        json_t *again = env->bench(env->arg, c->path, c->parent_path, stricter, err, n);
-        if (again) {
-            json_decref(r);
-            r = again;
+static int retime(const kf_critic_env *env, const kf_critic_case *c, int stricter, struct kf_verdict *r,
+                  char *err, size_t n) {
+    if (env->bench(env->arg, c->path, c->parent_path, stricter, r, err, n)) {
+        kf_verdict_free(r);
+        return -1;
+    }
+    struct kf_verdict again;
+    if (kf_critic_timing_only(r)) {
+        if (!env->bench(env->arg, c->path, c->parent_path, stricter, &again, err, n)) {
+            kf_verdict_free(r);
+            *r = again;
+        } else {
+            kf_verdict_free(&again);
         }
     }
-    return r;
+    return 0;
 }
 
 /* ---- the judgement ------------------------------------------------------------------------ */
@@ -315,7 +303,7 @@ static kf_critic_decision judge_task(judgement *j) {
               env->locked_fingerprint, j->now);
         return decide(j, KF_CRITIC_REJECT, "task integrity: the task's files changed during the run");
     }
-    const char *vfp = json_string_value(json_object_get(j->c->result, "fingerprint"));
+    const char *vfp = j->c->result->fingerprint;
     if (env->locked_fingerprint && vfp && strcmp(vfp, env->locked_fingerprint)) {
         check(checks, "integrity", "fail", "the verdict is for another task (fingerprint %.12s, the run's %.12s)", vfp,
               env->locked_fingerprint);
@@ -333,17 +321,15 @@ static kf_critic_decision judge_domain(judgement *j) {
     char skipped[400] = "";
     size_t so = 0;
     int nskip = 0;
-    size_t i;
-    json_t *u;
-    json_array_foreach(json_object_get(c->result, "untimed_shapes"), i, u) {
-        json_t *sz = json_object_get(u, "sizes") ? json_object_get(u, "sizes") : u;
+    for (int i = 0; i < c->result->nuntimed; i++) {
+        const kf_verdict_sizes *sz = &c->result->untimed[i];
         if (c->parent_result && untimed_has(c->parent_result, sz)) continue;
         char t[160];
-        kf_critic_sizes_text(sz, " ", t, sizeof t);
+        kf_verdict_sizes_text(sz, " ", t, sizeof t);
         if (so < sizeof skipped) so += (size_t)snprintf(skipped + so, sizeof skipped - so, "%s[%s]", nskip ? " " : "", t);
         nskip++;
     }
-    const char *when = json_string_value(json_object_get(c->result, "when"));
+    const char *when = c->result->when;
     /* any kforge:when narrows the task's domain (hidden and edge shapes are drawn
      * inside it: one that pins the visible shapes gets none at all): only a node
      * proposed as a specialisation may have one */
@@ -377,13 +363,11 @@ static kf_critic_decision judge_domain(judgement *j) {
 static kf_critic_decision judge_plausibility(judgement *j) {
     const kf_critic_opts *o = j->env->o;
     json_t *checks = j->checks;
-    size_t i;
-    json_t *s;
-    json_array_foreach(json_object_get(j->c->result, "shapes"), i, s) {
-        double sp = json_number_value(json_object_get(s, "speedup"));
-        double rf = json_number_value(json_object_get(s, "roofline_fraction"));
+    for (int i = 0; i < j->c->result->nshapes; i++) {
+        const kf_verdict_shape *s = &j->c->result->shapes[i];
+        double sp = s->speedup, rf = s->roofline_fraction;
         char t[160];
-        kf_critic_sizes_text(json_object_get(s, "sizes"), " ", t, sizeof t);
+        kf_verdict_sizes_text(&s->sizes, " ", t, sizeof t);
         if (sp > o->max_speedup) {
             check(checks, "plausibility", "fail", "%.1fx against the reference at %s: over the %.0fx limit", sp, t,
                   o->max_speedup);
@@ -419,21 +403,18 @@ static kf_critic_decision judge_measurement(judgement *j) {
     json_t *checks = j->checks;
     char *err = j->err;
     for (int k = 0; k < env->o->retimes; k++) {
-        json_t *again = retime(env, j->c, 0, err, sizeof j->err);
+        struct kf_verdict again;
+        int failed = retime(env, j->c, 0, &again, err, sizeof j->err);
         timing_view v;
-        view(again, &v);
+        view(&again, &v);
         /* each re-timing's speedups over the parent, for the conservative figures */
         json_t *rt = json_array();
-        size_t si;
-        json_t *sh;
-        json_array_foreach(json_object_get(again, "shapes"), si, sh) {
-            if (json_object_get(sh, "speedup"))
-                json_array_append_new(rt, json_pack("{s:O, s:O}", "sizes", json_object_get(sh, "sizes"), "speedup",
-                                                    json_object_get(sh, "speedup")));
-        }
+        for (int si = 0; si < again.nshapes; si++)
+            if (again.shapes[si].has & KF_VS_SPEEDUP)
+                json_array_append_new(rt, kf_verdict_retimed_json(&again.shapes[si]));
         json_array_append_new(j->retimed, rt);
-        json_decref(again);
-        if (!again) {
+        kf_verdict_free(&again);
+        if (failed) {
             check(checks, "measurement", "fail", "re-timing %d failed: %s", k + 1, err);
             return decide(j, KF_CRITIC_REJECT, "the re-timing failed: %s", err);
         }
@@ -473,25 +454,25 @@ static kf_critic_decision judge_suspicious(judgement *j) {
                                                   : "not a large gain from a tiny change");
         return KF_CRITIC_APPROVE;
     }
-    json_t *again = retime(env, j->c, 1, err, sizeof j->err);
+    struct kf_verdict again;
+    int failed = retime(env, j->c, 1, &again, err, sizeof j->err);
     timing_view v;
-    view(again, &v);
-    int ok = again && v.accepted && !v.unfair && v.best_lo > 1.0 + env->noise_floor;
+    view(&again, &v);
+    int ok = !failed && v.accepted && !v.unfair && v.best_lo > 1.0 + env->noise_floor;
     char reasons[300] = "";
-    if (again && !v.accepted) {
-        size_t i;
-        json_t *x;
+    if (!failed && !v.accepted) {
         size_t ro = 0;
-        json_array_foreach(json_object_get(again, "reasons"), i, x) {
-            const char *code = json_string_value(json_object_get(x, "code"));
-            if (code && ro < sizeof reasons) ro += (size_t)snprintf(reasons + ro, sizeof reasons - ro, "%s%s", ro ? "," : "", code);
+        for (int i = 0; i < again.nreasons; i++) {
+            const char *code = kf_reason_name(again.reasons[i].code);
+            if (ro < sizeof reasons)
+                ro += (size_t)snprintf(reasons + ro, sizeof reasons - ro, "%s%s", ro ? "," : "", code);
         }
     }
-    json_decref(again);
+    kf_verdict_free(&again);
     if (!ok) {
         check(checks, "suspicious", "fail",
-              "%.2fx over the parent from %d changed line%s; with more hidden shapes and rounds: %s", gain, lines,
-              lines == 1 ? "" : "s", !again ? err : !v.accepted ? reasons : "the win did not hold");
+              "%.2fx over the parent from %d changed line%s; with more hidden shapes and rounds: %s", gain,
+              lines, lines == 1 ? "" : "s", failed ? err : !v.accepted ? reasons : "the win did not hold");
         return decide(j, KF_CRITIC_REJECT, "a %.2fx gain from a %d-line change did not survive verification with more "
                                            "hidden shapes and rounds",
                       gain, lines);

@@ -8,6 +8,7 @@
 #define KF_CRITIC_H
 
 #include "kforge.h"
+#include "../check/verdict.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -32,16 +33,18 @@ typedef struct {
     /* the task's fingerprint as on disk now into hex; 0, or -1 */
     int (*fingerprint_now)(void *arg, char hex[65]);
     /* check and time the file at path against vs (NULL: the reference); stricter: twice
-     * the hidden shapes plus four and twice the rounds. The verdict JSON, or NULL with
-     * err set (caller decrefs). */
-    json_t *(*bench)(void *arg, const char *path, const char *vs, int stricter, char *err, size_t n);
+     * the hidden shapes plus four and twice the rounds. 0 with the verdict in *out, or -1
+     * with err set when no verdict was reached; *out is the caller's (kf_verdict_free)
+     * either way. */
+    int (*bench)(void *arg, const char *path, const char *vs, int stricter, struct kf_verdict *out, char *err,
+                 size_t n);
     void *arg;
 } kf_critic_env;
 
 typedef struct {
     const char *category;        /* the node's */
-    json_t *result;              /* its check and timing against the reference */
-    json_t *parent_result;       /* the parent's (NULL for the root) */
+    const struct kf_verdict *result;        /* its check and timing against the reference */
+    const struct kf_verdict *parent_result; /* the parent's (NULL for the root) */
     int beats_parent;            /* some shape wins and beats the parent's speedup there */
     int64_t parent_id;           /* 0: the root (the reference) */
     const char *path, *parent_path;       /* private copies (parent_path NULL for the root) */
@@ -55,7 +58,7 @@ const char *kf_critic_name(kf_critic_decision d);
 /* 1 for a rejected bench result (or verification) whose every reason is
  * timing_mismatch: the two clocks disagreed, and one more timing in fresh workers decides
  * (the Critic's re-timings, the loop's first timing and export's verification alike). */
-int kf_critic_timing_only(json_t *res);
+int kf_critic_timing_only(const struct kf_verdict *res);
 
 /* A shape's sizes ({"n": 64, ...}) as "n=64<sep>m=8" into out (cut at a whole item), as
  * the Critic's reports, the diagnoses and export's comments name a shape. */

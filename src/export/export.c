@@ -41,6 +41,7 @@
 
 #include "../backend/backend.h"
 #include "../backend/registry.h"
+#include "../check/result.h"
 #include "../critic/critic.h"
 #include "../loop/record.h"
 #include "../store/store.h"
@@ -122,43 +123,17 @@ static kf_status out_ok(kf_ctx *ctx, const char *out, int *exists, char **prev_r
     return KF_OK;
 }
 
-/* The bench result's per-shape part, as EXPORT.json keeps it. */
-static json_t *verification(json_t *res) {
-    json_t *v = json_pack("{s:O}", "verdict", json_object_get(res, "verdict"));
-    json_t *rs = json_array(), *sh = json_array();
-    size_t i;
-    json_t *x;
-    json_array_foreach(json_object_get(res, "reasons"), i, x)
-        json_array_append_new(rs, json_pack("{s:O, s:O}", "code", json_object_get(x, "code"),
-                                            "message", json_object_get(x, "message")));
-    json_array_foreach(json_object_get(res, "shapes"), i, x) {
-        if (!json_object_get(x, "speedup")) continue;
-        json_array_append_new(
-            sh, json_pack("{s:O, s:O, s:O, s:O}", "sizes", json_object_get(x, "sizes"), "speedup",
-                          json_object_get(x, "speedup"), "ci95", json_object_get(x, "ci95"), "win",
-                          json_object_get(x, "win")));
-    }
-    json_object_set_new(v, "reasons", rs);
-    json_object_set_new(v, "shapes", sh);
-    json_t *sp = json_object_get(res, "speedup");
-    json_object_set(v, "speedup", sp ? sp : json_null());
-    return v;
-}
-
-/* kf_bench of the dispatcher at path against the reference: *ver as EXPORT.json keeps it. */
+/* kf_bench of the dispatcher at path against the reference: its verdict into *v (the
+ * caller's either way: kf_verdict_free). */
 static kf_status bench_verify(kf_ctx *ctx, const kf_task *t, const char *path, const kf_opts *o,
-                              json_t **ver) {
+                              struct kf_verdict *v) {
+    kf_verdict_init(v);
     kf_result *res = NULL;
     kf_status s = kf_bench(ctx, t, path, o, &res);
     if (s) return s;
-    char *rj = kf_result_json(res);
+    int rc = kf_result_verdict_typed(res, v);
     kf_result_free(res);
-    json_t *r = rj ? json_loads(rj, 0, NULL) : NULL;
-    free(rj);
-    if (!r) return kf__err(ctx, KF_ENOMEM, "out of memory");
-    *ver = verification(r);
-    json_decref(r);
-    return KF_OK;
+    return rc ? kf__err(ctx, KF_ENOMEM, "out of memory") : KF_OK;
 }
 
 /* No device here (kf_bench said KF_EBACKEND, whose message is on ctx): build the
@@ -321,15 +296,18 @@ static kf_status write_winners(export_job *x) {
             &f,
             "/* %s - node %lld of run %s (kforge export).\n * Speedups over the reference:", name,
             (long long)w[i].id, run_dir);
-        json_t *sh = w[i].shapes_json ? json_loads(w[i].shapes_json, 0, NULL) : NULL;
+        /* the column goes into EXPORT.json as stored; its fields are read from it */
+        json_t *shj = w[i].shapes_json ? json_loads(w[i].shapes_json, 0, NULL) : NULL;
+        struct kf_verdict sh;
+        kf_verdict_from_json(shj, &sh);
         json_t *wins = json_array();
         size_t k;
         json_t *e;
-        json_array_foreach(sh, k, e) {
+        for (int j = 0; j < sh.nshapes; j++) {
             char sz[512];
-            kf_critic_sizes_text(json_object_get(e, "sizes"), ", ", sz, sizeof sz);
-            kf_buf_printf(&f, " [%s] %.3fx%s", sz, json_number_value(json_object_get(e, "speedup")),
-                          json_is_true(json_object_get(e, "win")) ? " (a win)" : "");
+            kf_verdict_sizes_text(&sh.shapes[j].sizes, ", ", sz, sizeof sz);
+            kf_buf_printf(&f, " [%s] %.3fx%s", sz, sh.shapes[j].speedup,
+                          (sh.shapes[j].has & KF_VS_WIN) && sh.shapes[j].win ? " (a win)" : "");
         }
         json_array_foreach(x->best, k, e) if (json_integer_value(json_object_get(e, "node")) == w[i].id)
             json_array_append(wins, json_object_get(e, "sizes"));
@@ -347,10 +325,11 @@ static kf_status write_winners(export_job *x) {
         char srcp[4400];
         snprintf(srcp, sizeof srcp, "%s/src/%s.%s", run_dir, w[i].hash, w[i].ext);
         json_array_append_new(x->files, json_pack("{s:I, s:s, s:s, s:o, s:f, s:o, s:o, s:b}", "node",
-                                                  (json_int_t)w[i].id, "file", name, "source", srcp,
-                                                  "params", pj ? pj : json_null(), "speedup",
-                                                  w[i].speedup, "shapes", sh ? sh : json_array(),
-                                                  "wins", wins, "fallback", i == x->fallback));
+                                                  (json_int_t)w[i].id, "file", name, "source", srcp, "params",
+                                                  pj ? pj : json_null(), "speedup", w[i].speedup, "shapes",
+                                                  shj ? shj : json_array(), "wins", wins, "fallback",
+                                                  i == x->fallback));
+        kf_verdict_free(&sh);
     }
     return s;
 }
@@ -388,21 +367,30 @@ static kf_status verify_dispatcher(export_job *x, const kf_opts *opts, const cha
         kf_opts_init(&o);
     o.vs_path = NULL;
     kf_status s;
-    int attempt = 0;
+    int attempt = 0, compiled = 0;
+    struct kf_verdict v;
+    kf_verdict_init(&v);
     do {
-        json_decref(*ver);
-        *ver = NULL;
-        s = bench_verify(ctx, t, dpath, &o, ver);
+        kf_verdict_free(&v);
+        s = bench_verify(ctx, t, dpath, &o, &v);
         if (s == KF_EBACKEND && kf_backend_has(be, KF_BACKEND_DEVICE)) {
             /* no device here: the compiler can still say whether it builds; never
              * written as verified */
+            json_decref(*ver);
+            *ver = NULL;
             s = compile_only(ctx, t, dpath, x->disp.p, x->disp.len, ver);
             *unverified = !s && !strcmp(json_string_value(json_object_get(*ver, "verdict")), "unverified");
+            compiled = 1;
             break;
         }
-        if (s) return s;
+        if (s) break;
         attempt++;
-    } while (attempt < 2 && kf_critic_timing_only(*ver));
+    } while (attempt < 2 && kf_critic_timing_only(&v));
+    if (!s && !compiled) {
+        json_decref(*ver);
+        if (!(*ver = kf_verdict_summary_json(&v))) s = kf__err(ctx, KF_ENOMEM, "out of memory");
+    }
+    kf_verdict_free(&v);
     if (s) return s;
     json_object_set_new(*ver, "attempts", json_integer(attempt));
     return KF_OK;

@@ -44,6 +44,7 @@
 #define _GNU_SOURCE
 #include "lessons.h"
 #include "../backend/registry.h"
+#include "../check/verdict.h"
 #include "../store/store.h"
 
 #include <limits.h>
@@ -56,7 +57,8 @@
 typedef struct {
     int64_t id, parent;
     kf_node_state state;
-    json_t *params, *shapes;
+    json_t *params;
+    struct kf_verdict shapes; /* its shapes column */
     char *reasons;
     char category[32];
     char src[17]; /* the first 16 hex digits of its source hash: part of its identity */
@@ -84,7 +86,7 @@ static int collect(void *arg, const kf_node *n) {
     d->parent = n->parent;
     d->state = n->state;
     d->params = n->params_json ? json_loads(n->params_json, 0, NULL) : NULL;
-    d->shapes = n->shapes_json ? json_loads(n->shapes_json, 0, NULL) : NULL;
+    kf_verdict_from_text(n->shapes_json, &d->shapes);
     d->reasons = n->reasons ? strdup(n->reasons) : NULL;
     memcpy(d->category, n->category, sizeof d->category);
     snprintf(d->src, sizeof d->src, "%.16s", n->src_hash);
@@ -571,12 +573,10 @@ static kf_status emit(dctx *d, change *c) {
 
 /* The parent's speedup over the reference at these sizes: 1 for the reference itself (a
  * rewrite under the root), 0 when the parent was not measured there. */
-static double parent_at(const dnode *p, json_t *sizes) {
+static double parent_at(const dnode *p, const kf_verdict_sizes *sizes) {
     if (!p) return 1.0;
-    size_t i;
-    json_t *s;
-    json_array_foreach(p->shapes, i, s) if (json_equal(json_object_get(s, "sizes"), sizes)) return json_number_value(json_object_get(s, "speedup"));
-    return 0;
+    const kf_verdict_shape *s = kf_verdict_find(&p->shapes, sizes);
+    return s ? s->speedup : 0;
 }
 
 /* Record what the move to this setting did: node n against its parent p (NULL: the
@@ -588,17 +588,16 @@ static void record(change *c, const dnode *n, const dnode *p) {
     } else if (n->state == KF_NODE_KEPT || n->state == KF_NODE_MEASURED || n->state == KF_NODE_REVERTED) {
         int won = 0;
         double best = 0;
-        size_t i;
-        json_t *s;
-        json_array_foreach(n->shapes, i, s) {
-            json_t *sizes = json_object_get(s, "sizes");
-            double sp = json_number_value(json_object_get(s, "speedup")), ps = parent_at(p, sizes);
+        for (int i = 0; i < n->shapes.nshapes; i++) {
+            const kf_verdict_shape *s = &n->shapes.shapes[i];
+            double sp = s->speedup, ps = parent_at(p, &s->sizes);
             if (sp <= 0 || ps <= 0) continue;
             double g = sp / ps;
             if (g > best) best = g;
             if (n->state != KF_NODE_KEPT || g < KF_DISTILL_FLOOR) continue;
             won = 1;
-            char *key = json_dumps(sizes, JSON_COMPACT | JSON_SORT_KEYS);
+            json_t *sizes = kf_verdict_sizes_json(&s->sizes);
+            char *key = sizes ? json_dumps(sizes, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
             json_t *w = key ? json_object_get(c->won, key) : NULL;
             if (key && !w) {
                 w = json_pack("{s:O, s:f, s:[]}", "sizes", sizes, "gain", g, "nodes");
@@ -608,6 +607,7 @@ static void record(change *c, const dnode *n, const dnode *p) {
             }
             if (w) json_array_append(json_object_get(w, "nodes"), idj);
             free(key);
+            json_decref(sizes);
         }
         if (won) c->nwon++;
         else {
@@ -628,7 +628,7 @@ static void record(change *c, const dnode *n, const dnode *p) {
 
 static int measured(const dnode *p) {
     return (p->state == KF_NODE_KEPT || p->state == KF_NODE_MEASURED || p->state == KF_NODE_REVERTED) &&
-           json_array_size(p->shapes) > 0;
+           p->shapes.nshapes > 0;
 }
 
 static void add_change(cvec *cv, const dvec *a, const dnode *n) {
@@ -729,7 +729,7 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
 out:
     for (size_t i = 0; i < a.n; i++) {
         json_decref(a.v[i].params);
-        json_decref(a.v[i].shapes);
+        kf_verdict_free(&a.v[i].shapes);
         free(a.v[i].reasons);
     }
     free(a.v);

@@ -55,39 +55,32 @@ const char *kf_diag_class_name(kf_diag_class c) {
 #define MAX_SHAPES 64
 
 typedef struct {
-    json_t *sizes;   /* borrowed */
+    const kf_verdict_sizes *sizes; /* borrowed */
     int kind;        /* 0 visible, 1 hidden, 2 edge */
     int failed;
     double volume;   /* product of the sizes */
     double err;      /* max_abs_err */
 } shape_r;
 
-static int read_shapes(json_t *v, shape_r *out) {
-    json_t *check = json_object_get(v, "check");
-    json_t *arr = json_object_get(check ? check : v, "shapes");
-    int n = 0;
-    size_t i;
-    json_t *s;
-    json_array_foreach(arr, i, s) {
-        const char *st = json_string_value(json_object_get(s, "status"));
-        if (!st || (strcmp(st, "passed") && strcmp(st, "failed")) || n == MAX_SHAPES) continue;
-        const char *k = json_string_value(json_object_get(s, "kind"));
+static int read_shapes(const struct kf_verdict *v, shape_r *out) {
+    int n = 0, ns;
+    const kf_verdict_shape *sv = kf_verdict_check_shapes(v, &ns);
+    for (int i = 0; i < ns; i++) {
+        const kf_verdict_shape *s = &sv[i];
+        if ((s->status != KF_VSHAPE_PASSED && s->status != KF_VSHAPE_FAILED) || n == MAX_SHAPES) continue;
         /* the maximum-sizes shape ran on spiked or extreme inputs: its error's size says
          * what the inputs were, not how it grows with the problem (with it, a kernel wrong
          * by half of y everywhere read as an accumulation error) */
-        if (json_is_true(json_object_get(s, "maximum"))) continue;
+        if (s->maximum) continue;
         shape_r *r = &out[n++];
-        r->sizes = json_object_get(s, "sizes");
-        r->kind = k && !strcmp(k, "visible") ? 0 : k && !strcmp(k, "hidden") ? 1 : 2;
-        r->failed = !strcmp(st, "failed");
+        r->sizes = &s->sizes;
+        r->kind = s->kind == KF_VSHAPE_VISIBLE ? 0 : s->kind == KF_VSHAPE_HIDDEN ? 1 : 2;
+        r->failed = s->status == KF_VSHAPE_FAILED;
         r->volume = 1;
-        const char *key;
-        json_t *val;
-        json_object_foreach(r->sizes, key, val) r->volume *= (double)json_integer_value(val);
+        for (int k = 0; k < s->sizes.n; k++) r->volume *= (double)s->sizes.v[k];
         /* the plain call's error when recorded: spiked calls' errors grow with the number
          * of spikes, i.e. with the size, whatever the bug */
-        json_t *pe = json_object_get(s, "plain_abs_err");
-        r->err = json_number_value(pe ? pe : json_object_get(s, "max_abs_err"));
+        r->err = s->has & KF_VS_PLAIN_ABS_ERR ? s->plain_abs_err : s->max_abs_err;
     }
     return n;
 }
@@ -106,14 +99,13 @@ static int divisor_split(const shape_r *s, int n, int *d_out, char *names, size_
     for (int i = 0; i < n; i++) s[i].failed ? nfail++ : npass++;
     if (!npass || nfail < 2) return -1;
     for (int d = 2; d <= 256; d *= 2) {
-        const char *key;
-        json_t *val;
         char qual[16][64];
         int nq = 0;
-        json_object_foreach(s[0].sizes, key, val) { /* every shape has the task's sizes */
+        for (int q0 = 0; q0 < s[0].sizes->n; q0++) { /* every shape has the task's sizes */
+            const char *key = s[0].sizes->name[q0];
             int ok = 1;
             for (int i = 0; i < n && ok; i++)
-                if (!s[i].failed) ok = json_integer_value(json_object_get(s[i].sizes, key)) % d == 0;
+                if (!s[i].failed) ok = kf_verdict_size(s[i].sizes, key) % d == 0;
             if (ok && nq < 16) snprintf(qual[nq++], sizeof qual[0], "%s", key);
         }
         if (!nq) continue;
@@ -121,7 +113,7 @@ static int divisor_split(const shape_r *s, int n, int *d_out, char *names, size_
         for (int i = 0; i < n && all; i++) {
             if (!s[i].failed) continue;
             int off = 0;
-            for (int q = 0; q < nq; q++) off |= json_integer_value(json_object_get(s[i].sizes, qual[q])) % d != 0;
+            for (int q = 0; q < nq; q++) off |= kf_verdict_size(s[i].sizes, qual[q]) % d != 0;
             all = off;
         }
         if (!all) continue;
@@ -131,7 +123,7 @@ static int divisor_split(const shape_r *s, int n, int *d_out, char *names, size_
             /* name only the sizes some failing shape has off the multiple */
             int used = 0;
             for (int i = 0; i < n && !used; i++)
-                used = s[i].failed && json_integer_value(json_object_get(s[i].sizes, qual[q])) % d != 0;
+                used = s[i].failed && kf_verdict_size(s[i].sizes, qual[q]) % d != 0;
             if (used) k += (size_t)snprintf(names + k, nn - k, "%s%s", k ? " or " : "", qual[q]);
         }
         /* the same sizes, a larger multiple, while they still separate */
@@ -143,9 +135,9 @@ static int divisor_split(const shape_r *s, int n, int *d_out, char *names, size_
                 for (int q = 0; q < nq; q++) {
                     int named = 0; /* only the sizes named above */
                     for (int i2 = 0; i2 < n && !named; i2++)
-                        named = s[i2].failed && json_integer_value(json_object_get(s[i2].sizes, qual[q])) % d != 0;
+                        named = s[i2].failed && kf_verdict_size(s[i2].sizes, qual[q]) % d != 0;
                     if (!named) continue;
-                    long long v = json_integer_value(json_object_get(s[i].sizes, qual[q]));
+                    long long v = kf_verdict_size(s[i].sizes, qual[q]);
                     if (!s[i].failed && v % e) ok = 0;
                     off |= v % e != 0;
                 }
@@ -235,8 +227,8 @@ static void quoted_after(const char *s, const char *needle, char *out, size_t n)
     snprintf(out, n, "%.*s", (int)k, p);
 }
 
-static void diag_compile(const kf_node *n, json_t *v, const char *msg, kf_diag *d) {
-    const char *log = json_string_value(json_object_get(json_object_get(v, "compile"), "log"));
+static void diag_compile(const kf_node *n, const struct kf_verdict *v, const char *msg, kf_diag *d) {
+    const char *log = v->compile_log;
     if (!log) log = msg ? msg : "";
     static const char *const resource[] = {"too much shared", "shared memory", "too many resources",
                                            "registers", "exceeds maximum object size", "is too large",
@@ -315,7 +307,8 @@ static void diag_crash(const char *msg, kf_diag *d) {
 }
 
 /* wrong_result, unwritten_output, nonfinite: which shapes failed and how. */
-static void diag_numeric(const kf_node *n, json_t *v, const char *code, const char *msg, kf_diag *d) {
+static void diag_numeric(const kf_node *n, const struct kf_verdict *v, const char *code, const char *msg,
+                         kf_diag *d) {
     shape_r s[MAX_SHAPES];
     int ns = read_shapes(v, s), vis = 0, vis_fail = 0, other_fail = 0, nfail = 0;
     for (int i = 0; i < ns; i++) {
@@ -327,7 +320,7 @@ static void diag_numeric(const kf_node *n, json_t *v, const char *code, const ch
     int d_div = 0;
     char names[128] = "", ex[160] = "";
     for (int i = 0; i < ns && !ex[0]; i++)
-        if (s[i].failed) kf_critic_sizes_text(s[i].sizes, ",", ex, sizeof ex);
+        if (s[i].failed) kf_verdict_sizes_text(s[i].sizes, ",", ex, sizeof ex);
     int largest = -1;
     for (int i = 0; i < ns; i++)
         if (largest < 0 || s[i].volume > s[largest].volume) largest = i;
@@ -398,10 +391,11 @@ int kf_diag_node(const kf_node *n, kf_diag *d) {
         return 0;
     }
     if (n->state != KF_NODE_REJECTED && n->state != KF_NODE_COMPILE_FAILED) return -1;
-    json_t *v = n->verdict_json ? json_loads(n->verdict_json, 0, NULL) : NULL;
-    json_t *r0 = json_array_get(json_object_get(v, "reasons"), 0);
-    const char *code = json_string_value(json_object_get(r0, "code"));
-    const char *msg = json_string_value(json_object_get(r0, "message"));
+    struct kf_verdict vd, *v = &vd;
+    kf_verdict_from_text(n->verdict_json, v);
+    const kf_verdict_reason *r0 = v->nreasons ? &v->reasons[0] : NULL;
+    const char *code = r0 ? kf_reason_name(r0->code) : NULL;
+    const char *msg = r0 ? r0->message : NULL;
     if (!code) code = n->reasons ? n->reasons : "";
     if (n->state == KF_NODE_COMPILE_FAILED || !strncmp(code, "compile_error", 13)) {
         diag_compile(n, v, msg, d);
@@ -436,7 +430,7 @@ int kf_diag_node(const kf_node *n, kf_diag *d) {
     }
     if (!d->detail[0] && (d->cls == KF_DIAG_INTEGRITY || d->cls == KF_DIAG_OTHER))
         snprintf(d->detail, sizeof d->detail, "%s", code);
-    json_decref(v);
+    kf_verdict_free(v);
     return 0;
 }
 

@@ -12,6 +12,7 @@
 
 #include "loop.h"
 #include "../bench/bench.h"
+#include "../check/result.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -40,37 +41,26 @@ static void bench_opts(const kf_eval *r, kf_opts *o, const char *vs) {
      * seed derived from it would let a proposer predict hidden shapes and inputs) */
 }
 
-/* The per-shape part of a bench result kept on the node: sizes, speedup, ci95, win,
- * the two times. */
-static json_t *shapes_of(json_t *res) {
-    json_t *out = json_array(), *sh = json_object_get(res, "shapes");
-    size_t i;
-    json_t *s;
-    json_array_foreach(sh, i, s) {
-        if (!json_object_get(s, "speedup")) continue;
-        json_t *o = json_object();
-        json_object_set(o, "sizes", json_object_get(s, "sizes"));
-        static const char *const keys[] = {"speedup", "ci95", "win", "candidate_ns", "baseline_ns",
-                                           "roofline_fraction", "fair"};
-        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
-            if (json_object_get(s, keys[k])) json_object_set(o, keys[k], json_object_get(s, keys[k]));
-        json_array_append_new(out, o);
-    }
-    return out;
+/* The speedup the shapes of v give for the shape with these sizes, or 0. */
+static double speedup_at(const struct kf_verdict *v, const kf_verdict_sizes *sizes) {
+    const kf_verdict_shape *s = kf_verdict_find(v, sizes);
+    return s ? s->speedup : 0;
 }
 
-/* The speedup this shapes array gives for the shape with these sizes, or 0. */
-static double speedup_at(json_t *shapes, json_t *sizes) {
-    size_t i;
-    json_t *s;
-    json_array_foreach(shapes, i, s)
-        if (json_equal(json_object_get(s, "sizes"), sizes)) return json_number_value(json_object_get(s, "speedup"));
-    return 0;
+/* A parent's shapes column into *ps: 1, or 0 when it has none (no parent, the root).
+ * *ps is the caller's either way (kf_verdict_free). */
+static int parent_shapes(const kf_node *parent, struct kf_verdict *ps) {
+    kf_verdict_init(ps);
+    return parent && parent->shapes_json && !kf_verdict_from_text(parent->shapes_json, ps);
 }
 
-/* kf_bench of the node's source against vs (NULL: the reference): the result JSON, or
- * NULL with *err set when no verdict was reached (the evaluation itself failed). */
-static json_t *bench_json_ex(kf_eval *r, const char *path, const char *vs, int stricter, char *err, size_t n) {
+/* kf_bench of the node's source against vs (NULL: the reference): 0 with the verdict in
+ * *v (its reals as its document gives them) and, when stored is not NULL, the document
+ * as the store keeps it in *stored (caller frees); -1 with err set when no verdict was
+ * reached (the evaluation itself failed). *v is the caller's either way. */
+static int bench_ex(kf_eval *r, const char *path, const char *vs, int stricter, struct kf_verdict *v,
+                    char **stored, char *err, size_t n) {
+    kf_verdict_init(v);
     kf_opts o;
     bench_opts(r, &o, vs);
     if (stricter) {
@@ -84,18 +74,13 @@ static json_t *bench_json_ex(kf_eval *r, const char *path, const char *vs, int s
     r->bench_ns += kf__now_ns() - b0;
     if (s) {
         snprintf(err, n, "%s: %s", kf_strstatus(s), kf_errmsg(r->ctx));
-        return NULL;
+        return -1;
     }
-    char *txt = kf_result_json(res);
+    int rc = kf_result_verdict_typed(res, v);
+    if (!rc && stored && !(*stored = kf_result_json_stored(res))) rc = -1;
     kf_result_free(res);
-    json_t *j = txt ? json_loads(txt, 0, NULL) : NULL;
-    free(txt);
-    if (!j) snprintf(err, n, "out of memory");
-    return j;
-}
-
-static json_t *bench_json(kf_eval *r, const char *path, const char *vs, char *err, size_t n) {
-    return bench_json_ex(r, path, vs, 0, err, n);
+    if (rc) snprintf(err, n, "out of memory");
+    return rc;
 }
 
 static void sweep_runs(void) { kf__sweep_dead_dirs("kforge-run-"); }
@@ -145,53 +130,56 @@ static void private_drop(const char *path) {
  * re-timed speedup over the parent): a lucky first timing does not become its record.
  * The first timing's figure stays as speedup_first, its interval as ci95_first; ci95
  * becomes the re-timing's interval scaled by the parent's speedup there. */
-void kf_loop__conservative(kf_node *n, json_t *shapes, const kf_node *parent, json_t *retimed) {
-    json_t *pshapes = parent && parent->shapes_json ? json_loads(parent->shapes_json, 0, NULL) : NULL;
+void kf_loop__conservative(kf_node *n, struct kf_verdict *v, const kf_node *parent, json_t *retimed) {
+    struct kf_verdict ps;
+    int hasp = parent_shapes(parent, &ps);
+    /* each re-timing's speedups over the parent (the Critic's report: shape records) */
+    size_t nrt = json_array_size(retimed);
+    struct kf_verdict *rt = calloc(nrt ? nrt : 1, sizeof *rt);
+    for (size_t k = 0; rt && k < nrt; k++) kf_verdict_from_json(json_array_get(retimed, k), &rt[k]);
     double lg = 0;
     int cnt = 0;
-    size_t i;
-    json_t *s;
-    json_array_foreach(shapes, i, s) {
-        json_t *sizes = json_object_get(s, "sizes");
-        double first = json_number_value(json_object_get(s, "speedup")), low = first;
-        double base = pshapes ? speedup_at(pshapes, sizes) : 1.0;
-        json_t *low_ci = NULL; /* the interval that goes with low: the re-timing's, scaled */
-        size_t k;
-        json_t *rt;
-        json_array_foreach(retimed, k, rt) {
-            size_t j;
-            json_t *x;
-            json_array_foreach(rt, j, x) {
-                if (!json_equal(json_object_get(x, "sizes"), sizes)) continue;
-                double implied = base * json_number_value(json_object_get(x, "speedup"));
+    for (int i = 0; i < v->nshapes; i++) {
+        kf_verdict_shape *s = &v->shapes[i];
+        if (!(s->has & KF_VS_SPEEDUP)) continue;
+        double first = s->speedup, low = first;
+        double base = hasp ? speedup_at(&ps, &s->sizes) : 1.0;
+        int have_ci = 0; /* the interval that goes with low: the re-timing's, scaled */
+        double low_ci[2] = {0, 0};
+        for (size_t k = 0; rt && k < nrt; k++)
+            for (int j = 0; j < rt[k].nshapes; j++) {
+                const kf_verdict_shape *x = &rt[k].shapes[j];
+                if (!kf_verdict_sizes_equal(&x->sizes, &s->sizes)) continue;
+                double implied = base * x->speedup;
                 if (base > 0 && implied > 0 && implied < low) {
                     low = implied;
-                    json_t *ci = json_object_get(x, "ci95");
-                    json_decref(low_ci);
-                    low_ci = json_array_size(ci) == 2
-                                 ? json_pack("[f, f]", base * json_number_value(json_array_get(ci, 0)),
-                                             base * json_number_value(json_array_get(ci, 1)))
-                                 : NULL;
+                    have_ci = (x->has & KF_VS_CI95) != 0;
+                    low_ci[0] = base * x->ci95[0], low_ci[1] = base * x->ci95[1];
                 }
             }
-        }
         if (low < first) {
-            json_object_set_new(s, "speedup_first", json_real(first));
-            json_object_set_new(s, "speedup", json_real(low));
+            s->has |= KF_VS_SPEEDUP_FIRST;
+            s->speedup_first = first;
+            s->speedup = low;
             /* its interval with it: a record whose speedup lay outside its own 95%
              * interval (the first timing's) misled a docs-only user */
-            json_t *ci0 = json_object_get(s, "ci95");
-            if (ci0) json_object_set(s, "ci95_first", ci0);
-            if (low_ci) json_object_set(s, "ci95", low_ci);
-            else json_object_del(s, "ci95");
+            if (s->has & KF_VS_CI95) {
+                s->has |= KF_VS_CI95_FIRST;
+                memcpy(s->ci95_first, s->ci95, sizeof s->ci95);
+            }
+            if (have_ci)
+                s->has |= KF_VS_CI95, memcpy(s->ci95, low_ci, sizeof low_ci);
+            else
+                s->has &= ~(unsigned)KF_VS_CI95;
         }
-        json_decref(low_ci);
-        if (json_number_value(json_object_get(s, "speedup")) > 0) lg += log(json_number_value(json_object_get(s, "speedup"))), cnt++;
+        if (s->speedup > 0) lg += log(s->speedup), cnt++;
     }
-    json_decref(pshapes);
+    for (size_t k = 0; rt && k < nrt; k++) kf_verdict_free(&rt[k]);
+    free(rt);
+    kf_verdict_free(&ps);
     if (cnt) n->speedup = exp(lg / cnt);
     free(n->shapes_json);
-    n->shapes_json = json_dumps(shapes, JSON_COMPACT);
+    n->shapes_json = kf_verdict_shapes_text(v);
 }
 
 /* The Critic's callbacks: the task's fingerprint as on disk now, and one more timing
@@ -201,71 +189,71 @@ static int critic_fingerprint(void *arg, char hex[65]) {
     return kf_store_fingerprint(r->ctx, r->t, hex) ? -1 : 0;
 }
 
-static json_t *critic_bench(void *arg, const char *path, const char *vs, int stricter, char *err, size_t n) {
-    kf_eval *r = arg;
-    return bench_json_ex(r, path, vs, stricter, err, n);
+static int critic_bench(void *arg, const char *path, const char *vs, int stricter, struct kf_verdict *out,
+                        char *err, size_t n) {
+    return bench_ex(arg, path, vs, stricter, out, NULL, err, n);
 }
 
 /* Check and time n's private copy (into path) against the reference, and what the
- * verdict makes of n: measured (*shapes: its per-shape figures), rejected or
- * compile_failed (its reasons), crashed when no verdict was reached (err: why). The
- * verdict JSON, or NULL. */
-static json_t *measure(kf_eval *r, kf_node *n, char *path, size_t plen, json_t **shapes, char *err,
-                       size_t en) {
-    json_t *res = private_copy(r, n, path, plen, err, en) ? NULL : bench_json(r, path, NULL, err, en);
+ * verdict (into *res, the caller's either way) makes of n: measured (its per-shape
+ * figures), rejected or compile_failed (its reasons), crashed when no verdict was reached
+ * (err: why). */
+static void measure(kf_eval *r, kf_node *n, char *path, size_t plen, struct kf_verdict *res, char *err,
+                    size_t en) {
+    char *stored = NULL;
+    kf_verdict_init(res);
+    int failed = private_copy(r, n, path, plen, err, en) || bench_ex(r, path, NULL, 0, res, &stored, err, en);
     /* a rejection for timing_mismatch alone (the two clocks disagreed: a loaded machine
      * or a forged stamp) is timed once more in fresh workers; the second verdict counts,
      * so a forger is rejected again */
-    if (res && kf_critic_timing_only(res)) {
-        json_t *again = bench_json(r, path, NULL, err, en);
-        if (again) {
-            json_decref(res);
-            res = again;
+    if (!failed && kf_critic_timing_only(res)) {
+        struct kf_verdict again;
+        char *astored = NULL;
+        if (!bench_ex(r, path, NULL, 0, &again, &astored, err, en)) {
+            kf_verdict_free(res);
+            free(stored);
+            *res = again;
+            stored = astored;
+        } else {
+            kf_verdict_free(&again);
         }
     }
-    if (!res) {
+    if (failed) {
         n->state = KF_NODE_CRASHED;
         n->note = strdup(err);
-        return NULL;
+        return;
     }
-    const char *v = json_string_value(json_object_get(res, "verdict"));
-    n->verdict_json = json_dumps(res, JSON_COMPACT);
-    if (v && !strcmp(v, "accepted")) {
-        *shapes = shapes_of(res);
-        n->shapes_json = json_dumps(*shapes, JSON_COMPACT);
-        n->speedup = json_number_value(json_object_get(res, "speedup"));
+    n->verdict_json = stored;
+    if (res->verdict == KF_VERDICT_ACCEPTED) {
+        n->shapes_json = kf_verdict_shapes_text(res);
+        n->speedup = res->has_speedup ? res->speedup : 0;
         n->state = KF_NODE_MEASURED;
-        return res;
+        return;
     }
     kf_buf rb;
     kf_buf_init(&rb, 4096);
-    size_t i;
-    json_t *x;
     int compile = 0;
-    json_array_foreach(json_object_get(res, "reasons"), i, x) {
-        const char *c = json_string_value(json_object_get(x, "code"));
-        if (!c) continue;
+    for (int i = 0; i < res->nreasons; i++) {
+        const char *c = kf_reason_name(res->reasons[i].code);
         if (!strstr(rb.p ? rb.p : "", c)) kf_buf_printf(&rb, "%s%s", rb.len ? "," : "", c);
-        compile |= !strcmp(c, "compile_error");
+        compile |= res->reasons[i].code == KF_REASON_COMPILE_ERROR;
     }
     n->reasons = rb.p;
     n->state = compile ? KF_NODE_COMPILE_FAILED : KF_NODE_REJECTED;
-    return res;
 }
 
 /* 1 when some shape of a measured node wins and beats its parent there (against the
  * reference: its own win; against a node: a higher speedup there, by keep_margin). */
-static int beats_parent(const kf_eval *r, json_t *shapes, const kf_node *parent) {
-    json_t *pshapes = parent && parent->shapes_json ? json_loads(parent->shapes_json, 0, NULL) : NULL;
-    int better = 0;
-    size_t i;
-    json_t *s;
-    json_array_foreach(shapes, i, s) {
-        double mine = json_number_value(json_object_get(s, "speedup"));
-        double theirs = pshapes ? speedup_at(pshapes, json_object_get(s, "sizes")) : 1.0;
-        if (json_is_true(json_object_get(s, "win")) && mine > theirs * (1 + r->o->keep_margin)) better = 1;
+static int beats_parent(const kf_eval *r, const struct kf_verdict *v, const kf_node *parent) {
+    struct kf_verdict ps;
+    int hasp = parent_shapes(parent, &ps), better = 0;
+    for (int i = 0; i < v->nshapes; i++) {
+        const kf_verdict_shape *s = &v->shapes[i];
+        if (!(s->has & KF_VS_SPEEDUP)) continue;
+        double theirs = hasp ? speedup_at(&ps, &s->sizes) : 1.0;
+        if ((s->has & KF_VS_WIN) && s->win && s->speedup > theirs * (1 + r->o->keep_margin)) better = 1;
     }
-    json_decref(pshapes);
+    kf_verdict_free(&ps);
     return better;
 }
 
@@ -289,7 +277,8 @@ static void sources(const kf_eval *r, const char *path, const kf_node *parent, i
 /* The advisory reviewer's opinion of an approved node, into the Critic's report; the
  * run's token budget counts the review. */
 static void advise(kf_eval *r, kf_node *n, const kf_node *parent, const char *src, const char *psrc,
-                   json_t *shapes, json_t *rep) {
+                   const struct kf_verdict *res, json_t *rep) {
+    json_t *shapes = kf_verdict_shapes_json(res);
     kf_advisor_case ac = {n->id, parent ? parent->id : 0, r->t->dir, NULL, src, psrc, shapes, rep};
     char *tj = NULL;
     size_t tl = 0;
@@ -301,6 +290,7 @@ static void advise(kf_eval *r, kf_node *n, const kf_node *parent, const char *sr
     n->tokens_in += used; /* the run's token budget counts the reviews */
     n->review_tokens += used;
     free(tj);
+    json_decref(shapes);
 }
 
 /* The Critic (critic.c): a measured node is kept only when it beats its parent on
@@ -309,28 +299,30 @@ static void advise(kf_eval *r, kf_node *n, const kf_node *parent, const char *sr
  * the parent in fresh workers, a second look at a large gain from a tiny change. Its
  * decision becomes n's state and a `critic` event (no recorded approval, no keep); the
  * parent's private copy goes to ppath. */
-static void judge(kf_eval *r, kf_node *n, const kf_node *parent, const char *path, json_t *res,
-                  json_t *shapes, char *ppath, size_t pplen, char *err, size_t en) {
-    int better = beats_parent(r, shapes, parent);
+static void judge(kf_eval *r, kf_node *n, const kf_node *parent, const char *path, struct kf_verdict *res,
+                  char *ppath, size_t pplen, char *err, size_t en) {
+    int better = beats_parent(r, res, parent);
     const char *disp = r->display;
     r->display = NULL; /* the parent's copy keeps its node name */
     int pfail = better && parent && private_copy(r, parent, ppath, pplen, err, en);
     r->display = disp;
     char *src = NULL, *psrc = NULL;
     if (better) sources(r, path, parent, pfail, ppath, &src, &psrc);
-    json_t *pres = parent && parent->verdict_json ? json_loads(parent->verdict_json, 0, NULL) : NULL;
+    struct kf_verdict pres;
+    kf_verdict_init(&pres);
+    int hasp = parent && parent->verdict_json && !kf_verdict_from_text(parent->verdict_json, &pres);
     kf_critic_env env = {&r->critic, r->noise_floor, kf_store_task_fingerprint(r->st), critic_fingerprint,
                          critic_bench, r};
-    kf_critic_case cc = {n->category, res, pres, better, parent ? parent->id : 0, path,
+    kf_critic_case cc = {n->category, res, hasp ? &pres : NULL, better, parent ? parent->id : 0, path,
                          parent && !pfail ? ppath : NULL, src, psrc};
     json_t *rep = NULL;
     kf_critic_decision d = kf_critic_judge(&env, &cc, &rep);
-    if (d == KF_CRITIC_APPROVE && r->advisor) advise(r, n, parent, src, psrc, shapes, rep);
+    if (d == KF_CRITIC_APPROVE && r->advisor) advise(r, n, parent, src, psrc, res, rep);
     free(src);
     free(psrc);
-    json_decref(pres);
+    kf_verdict_free(&pres);
     n->state = d == KF_CRITIC_APPROVE ? KF_NODE_KEPT : KF_NODE_REVERTED;
-    if (d == KF_CRITIC_APPROVE) kf_loop__conservative(n, shapes, parent, json_object_get(rep, "retimed"));
+    if (d == KF_CRITIC_APPROVE) kf_loop__conservative(n, res, parent, json_object_get(rep, "retimed"));
     char *evs = json_dumps(rep, JSON_COMPACT);
     kf_status est = kf_store_event(r->st, n->id, "critic", evs);
     if (est) n->state = KF_NODE_REVERTED; /* no recorded approval, no keep */
@@ -341,12 +333,10 @@ static void judge(kf_eval *r, kf_node *n, const kf_node *parent, const char *pat
 kf_status kf_eval_evaluate(kf_eval *r, kf_node *n, const kf_node *parent) {
     char path[4400] = "", ppath[4400] = "", err[1200] = "";
     double t0 = kf_eval_now();
-    json_t *shapes = NULL;
-    json_t *res = measure(r, n, path, sizeof path, &shapes, err, sizeof err);
-    if (n->state == KF_NODE_MEASURED)
-        judge(r, n, parent, path, res, shapes, ppath, sizeof ppath, err, sizeof err);
-    json_decref(shapes);
-    json_decref(res);
+    struct kf_verdict res;
+    measure(r, n, path, sizeof path, &res, err, sizeof err);
+    if (n->state == KF_NODE_MEASURED) judge(r, n, parent, path, &res, ppath, sizeof ppath, err, sizeof err);
+    kf_verdict_free(&res);
     if (path[0]) private_drop(path);
     if (ppath[0]) private_drop(ppath);
     n->cost_s += kf_eval_now() - t0;

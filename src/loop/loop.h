@@ -31,10 +31,12 @@
 
 /* The template with each kforge:param list cut to the value point gives its name (spec.c). */
 char *kf_loop_materialize(const char *text, size_t len, json_t *point, size_t *outlen);
-/* A kept node's figures after the Critic's re-timings (retimed: one array of shape
- * results per re-timing against parent): the lowest implied speedup per shape, with its
- * interval; the first timing's as speedup_first / ci95_first (evaluate.c; for tests). */
-void kf_loop__conservative(kf_node *n, json_t *shapes, const kf_node *parent, json_t *retimed);
+/* A kept node's figures after the Critic's re-timings (retimed: the Critic's report's,
+ * one array of shape records per re-timing against parent): the lowest implied speedup
+ * per timed shape of v, with its interval, the first timing's as speedup_first /
+ * ci95_first; v's shapes change, n's shapes_json and speedup become theirs (evaluate.c;
+ * for tests). */
+void kf_loop__conservative(kf_node *n, struct kf_verdict *v, const kf_node *parent, json_t *retimed);
 
 /* Lessons as the builtin's prior (prior.c, docs/run.md "Lessons"). kf_loop_lessons_prior:
  * open the lessons database at path (KF_EUSAGE when it is missing, unreadable or not

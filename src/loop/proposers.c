@@ -172,20 +172,16 @@ static void builtin_observe(kf_proposer *base, const kf_node *n, int replayed) {
                                                                    : KF_BUILTIN_REJECTED;
         kf_shape_time times[64];
         int ns = 0;
-        json_t *sh = n->shapes_json ? json_loads(n->shapes_json, 0, NULL) : NULL;
-        size_t i;
-        json_t *s;
-        json_array_foreach(sh, i, s) {
-            if (ns == 64) break;
-            json_t *ci = json_object_get(s, "ci95");
-            double sp = json_number_value(json_object_get(s, "speedup"));
-            double half = json_is_array(ci) && sp > 0
-                              ? (json_number_value(json_array_get(ci, 1)) - json_number_value(json_array_get(ci, 0))) / 2 / sp
-                              : 0;
-            times[ns].ns = json_number_value(json_object_get(s, "candidate_ns"));
+        struct kf_verdict sh;
+        kf_verdict_from_text(n->shapes_json, &sh);
+        for (int i = 0; i < sh.nshapes && ns < 64; i++) {
+            const kf_verdict_shape *s = &sh.shapes[i];
+            double sp = s->speedup;
+            double half = (s->has & KF_VS_CI95) && sp > 0 ? (s->ci95[1] - s->ci95[0]) / 2 / sp : 0;
+            times[ns].ns = s->candidate_ns;
             times[ns++].rel_noise = half;
         }
-        json_decref(sh);
+        kf_verdict_free(&sh);
         if (bo == KF_BUILTIN_OK && ns == 0) bo = KF_BUILTIN_REJECTED;
         kf_builtin_observe(bi, &p, bo, times, bo == KF_BUILTIN_OK ? ns : 0);
     }

@@ -7,6 +7,7 @@
  */
 #include "record.h"
 
+#include "../check/verdict.h"
 #include "../task/task.h"
 
 #include <ctype.h>
@@ -116,28 +117,29 @@ json_t *kf_loop_best_shapes(const kf_node *v, size_t n) {
     for (size_t i = 0; best && i < n; i++) {
         const kf_node *nd = &v[i];
         if (nd->state != KF_NODE_KEPT) continue; /* only what the Critic kept */
-        json_t *sh = nd->shapes_json ? json_loads(nd->shapes_json, 0, NULL) : NULL;
-        size_t k;
-        json_t *sv;
-        json_array_foreach(sh, k, sv) {
-            json_t *sizes = json_object_get(sv, "sizes");
-            double sp = json_number_value(json_object_get(sv, "speedup"));
-            int win = json_is_true(json_object_get(sv, "win"));
+        struct kf_verdict sh;
+        kf_verdict_from_text(nd->shapes_json, &sh);
+        for (int k = 0; k < sh.nshapes; k++) {
+            const kf_verdict_shape *sv = &sh.shapes[k];
+            json_t *sizes = kf_verdict_sizes_json(&sv->sizes);
+            double sp = sv->speedup;
+            int win = (sv->has & KF_VS_WIN) && sv->win;
             size_t j;
             json_t *e, *slot = NULL;
             json_array_foreach(best, j, e) if (json_equal(json_object_get(e, "sizes"), sizes))
                 slot = e;
             if (!slot) {
-                json_array_append_new(best,
-                                      json_pack("{s:O, s:I, s:f, s:b}", "sizes", sizes, "node",
-                                                (json_int_t)nd->id, "speedup", sp, "win", win));
+                json_array_append_new(best, json_pack("{s:o, s:I, s:f, s:b}", "sizes", sizes, "node",
+                                                      (json_int_t)nd->id, "speedup", sp, "win", win));
+                sizes = NULL;
             } else if (sp > json_number_value(json_object_get(slot, "speedup"))) {
                 json_object_set_new(slot, "node", json_integer(nd->id));
                 json_object_set_new(slot, "speedup", json_real(sp));
                 json_object_set_new(slot, "win", json_boolean(win));
             }
+            json_decref(sizes);
         }
-        json_decref(sh);
+        kf_verdict_free(&sh);
     }
     return best;
 }
@@ -155,12 +157,10 @@ char *kf_loop_when_of(const char *s) {
 }
 
 char *kf_loop_first_message(const kf_node *n) {
-    json_t *v = n->verdict_json ? json_loads(n->verdict_json, 0, NULL) : NULL;
-    json_t *m = json_object_get(json_array_get(json_object_get(v, "reasons"), 0), "message");
-    char *out = json_is_string(m) ? strdup(json_string_value(m))
-                : m               ? json_dumps(m, JSON_COMPACT | JSON_ENCODE_ANY)
-                : n->note         ? strdup(n->note)
-                                  : NULL;
-    json_decref(v);
+    struct kf_verdict v;
+    kf_verdict_from_text(n->verdict_json, &v);
+    const char *m = v.nreasons ? v.reasons[0].message : NULL;
+    char *out = m ? strdup(m) : n->note ? strdup(n->note) : NULL;
+    kf_verdict_free(&v);
     return out;
 }

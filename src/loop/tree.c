@@ -95,22 +95,16 @@ void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent,
         kf_buf_printf(b, "%*s#%lld %s  %s/%s", depth * 2, "", (long long)n->id, kf_node_state_name(n->state),
                       n->proposer, n->category);
         if (n->params_json) kf_buf_printf(b, "  %s", n->params_json);
-        json_t *sh = n->shapes_json ? json_loads(n->shapes_json, 0, NULL) : NULL;
-        size_t k;
-        json_t *s;
-        json_array_foreach(sh, k, s) {
-            const char *key;
-            json_t *val;
+        struct kf_verdict sh;
+        kf_verdict_from_text(n->shapes_json, &sh);
+        for (int k = 0; k < sh.nshapes; k++) {
+            const kf_verdict_shape *s = &sh.shapes[k];
             kf_buf_printf(b, "  [");
-            int first = 1;
-            json_object_foreach(json_object_get(s, "sizes"), key, val) {
-                kf_buf_printf(b, "%s%s=%lld", first ? "" : ",", key, (long long)json_integer_value(val));
-                first = 0;
-            }
-            kf_buf_printf(b, "] %.3fx%s", json_number_value(json_object_get(s, "speedup")),
-                          json_is_true(json_object_get(s, "win")) ? "*" : "");
+            for (int q = 0; q < s->sizes.n; q++)
+                kf_buf_printf(b, "%s%s=%lld", q ? "," : "", s->sizes.name[q], (long long)s->sizes.v[q]);
+            kf_buf_printf(b, "] %.3fx%s", s->speedup, (s->has & KF_VS_WIN) && s->win ? "*" : "");
         }
-        json_decref(sh);
+        kf_verdict_free(&sh);
         if (n->reasons) kf_buf_printf(b, "  (%s)", n->reasons);
         if (whens && whens[i]) kf_buf_printf(b, "  safe for: %s", whens[i]);
         if (n->note) kf_buf_printf(b, "  note: %.160s", n->note);
