@@ -1,0 +1,72 @@
+/*
+ * test-list.h - the table of kf-tests: every suite (a tests/test_*.c file and the
+ * kft_register_<suite>() that adds its tests with kft_add), in run order, and the rules
+ * that put a test in the fast tier (`kf-tests --fast`, `make test-fast`).
+ *
+ * Names: every test is GROUP/NAME. GROUP is one lower-case word ([a-z0-9_]); NAME is
+ * the rest, and may have /-separated parts of its own (a corpus file's path:
+ * `redteam/cuda/oob_write.cu`). Names hold no spaces and are unique; kft_add refuses
+ * others, so the run stops before any test starts.
+ *
+ * To add a test file: write its kft_register_<suite>(), add X(<suite>) below, add the
+ * file to tests/CMakeLists.txt, and give its groups a tier rule when they are fast.
+ */
+#ifndef KFT_TEST_LIST_H
+#define KFT_TEST_LIST_H
+
+#define KFT_SUITES(X)                                                                   \
+    X(unit)                                                                             \
+    X(task)                                                                             \
+    X(check)                                                                            \
+    X(corpus)                                                                           \
+    X(cli)                                                                              \
+    X(cuda)                                                                             \
+    X(cupti)                                                                            \
+    X(cupti_abi)                                                                        \
+    X(sanitize)                                                                         \
+    X(agent)                                                                            \
+    X(store)                                                                            \
+    X(search)                                                                           \
+    X(loop)                                                                             \
+    X(run_agents)                                                                       \
+    X(export)                                                                           \
+    X(lessons)                                                                          \
+    X(prior)                                                                            \
+    X(critic)                                                                           \
+    X(pack)                                                                             \
+    X(diagnose)                                                                         \
+    X(timing)
+
+/* The fast tier: X(pattern, fast). For each test the LAST rule whose fnmatch(3) pattern
+ * matches its name decides; a test no rule matches is slow. The tier is the
+ * edit-compile-test loop's: every group that judges a single call or a single check
+ * (the checker, the corpora, the CLI contract, the modules' unit tests), without the
+ * searches, runs and exports that take seconds each; it runs in about a minute in the
+ * normal build on a 2-CPU machine (tests/README.md has the figure). */
+#define KFT_TIERS(X)                                                                    \
+    X("unit/*", 1)                                                                      \
+    X("task/*", 1)                                                                      \
+    X("store/*", 1)                                                                     \
+    X("search/*", 1)                                                                    \
+    X("agent/*", 1)                                                                     \
+    X("lessons/*", 1)                                                                   \
+    X("cli/*", 1)                                                                       \
+    X("check/*", 1)                                                                     \
+    X("check/bench_fields", 0)                                                          \
+    X("critic/*", 1)                                                                    \
+    X("critic/advisory", 0)                                                             \
+    X("validate/*", 1)                                                                  \
+    X("cuda/*", 1)                                                                      \
+    X("cuda/host_errors", 0)                                                            \
+    X("cupti/*", 1)                                                                     \
+    X("sanitize/*", 1)                                                                  \
+    X("timing/determinism_bits", 1)                                                     \
+    X("honest/*", 1)                                                                    \
+    X("redteam/*", 1)                                                                   \
+    X("redteam/17_*", 0) /* exhaustion: each waits out a limit */                       \
+    X("redteam/06_*", 0) /* signal tricks: each waits out a limit */                    \
+    X("redteam/17_infinite_loop.c", 1) /* one of each */                                \
+    X("redteam/06_sigcont_handler.c", 1)                                                \
+    X("bundled/*", 1)
+
+#endif
