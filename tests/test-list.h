@@ -15,6 +15,7 @@
 #define KFT_TEST_LIST_H
 
 #define KFT_SUITES(X)                                                                   \
+    X(runner)                                                                           \
     X(unit)                                                                             \
     X(task)                                                                             \
     X(check)                                                                            \
@@ -44,6 +45,7 @@
  * searches, runs and exports that take seconds each; it runs in about a minute in the
  * normal build on a 2-CPU machine (tests/README.md has the figure). */
 #define KFT_TIERS(X)                                                                    \
+    X("runner/*", 1)                                                                    \
     X("unit/*", 1)                                                                      \
     X("task/*", 1)                                                                      \
     X("store/*", 1)                                                                     \
