@@ -20,6 +20,7 @@
     X(task)                                                                             \
     X(check)                                                                            \
     X(corpus)                                                                           \
+    X(xref)                                                                             \
     X(cli)                                                                              \
     X(cuda)                                                                             \
     X(cupti)                                                                            \
@@ -58,6 +59,7 @@
     X("critic/*", 1)                                                                    \
     X("critic/advisory", 0)                                                             \
     X("validate/*", 1)                                                                  \
+    X("xref/*", 1)                                                                      \
     X("cuda/*", 1)                                                                      \
     X("cuda/host_errors", 0)                                                            \
     X("cupti/*", 1)                                                                     \
