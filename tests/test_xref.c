@@ -12,11 +12,14 @@
  * The comparison itself runs on every machine: xref/c_twin holds the C softmax
  * reference against a task whose reference is the honest fast candidate (a different
  * program for the same operation), and xref/catches_mismatch against one that computes
- * something else, which the comparison must report.
+ * something else, which the comparison must report. xref/fake_driver takes each CUDA
+ * reference's whole path (NVRTC, a GPU worker, staging, launches, outputs back) on the
+ * stand-in driver, whose kernels do nothing: the CUDA outputs must come back unwritten.
  */
 #define _GNU_SOURCE
 #include "kft.h"
 
+#include "backend/cuda/cuda_api.h"
 #include "check/check.h"
 
 #include <limits.h>
@@ -266,6 +269,44 @@ static void t_catches_mismatch(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+static void t_fake_driver(const void *arg) {
+    (void)arg;
+    char why[1024] = "";
+    if (!kf_nvrtc_load(why, sizeof why)) kft_skip("needs NVRTC: %s", why);
+    /* the stand-in as libcuda.so.1 in a directory of its own, its events 1 us apart (the
+     * coordinator then accepts the calls against its own clock) */
+    char dir[] = "/tmp/kft-xfake-XXXXXX", lib[64], envf[64];
+    CHECK(mkdtemp(dir));
+    snprintf(lib, sizeof lib, "%s/libcuda.so.1", dir);
+    snprintf(envf, sizeof envf, "%s/fakecuda.env", dir);
+    CHECK(symlink(kft_bin("libkft_fakecuda.so"), lib) == 0);
+    FILE *f = fopen(envf, "w");
+    CHECK(f && fputs("FAKECUDA_MS=0.001\n", f) >= 0 && fclose(f) == 0);
+    /* the worker drops to a user of its own: it must read the settings */
+    CHECK(chmod(dir, 0755) == 0 && chmod(envf, 0644) == 0);
+    setenv("KFORGE_LIBCUDA", lib, 1);
+    kf_ctx *ctx = kf_ctx_new();
+    int n = 0;
+    for (int i = 0; kft_cuda_tasks[i]; i++) {
+        char rel_c[128], rel_cuda[128];
+        struct stat st;
+        snprintf(rel_c, sizeof rel_c, "tasks/c/%s", kft_cuda_tasks[i]);
+        snprintf(rel_cuda, sizeof rel_cuda, "tasks/cuda/%s", kft_cuda_tasks[i]);
+        if (stat(kft_src(rel_c), &st)) continue;
+        kf_task *c = kft_task(ctx, rel_c), *cuda = kft_task(ctx, rel_cuda);
+        int bad = xref_compare(c, cuda, why, sizeof why);
+        CHECKF(bad && strstr(why, " unwritten (first ") && strstr(why, "reference.cu at "), "%s: %s",
+               rel_cuda, bad ? why : "agreed");
+        printf("%s: %s\n", kft_cuda_tasks[i], why);
+        kf_task_free(cuda);
+        kf_task_free(c);
+        n++;
+    }
+    kf__rmtree(dir);
+    CHECK(n > 0);
+    kf_ctx_free(ctx);
+}
+
 void kft_register_xref(void) {
     for (int i = 0; kft_cuda_tasks[i]; i++) {
         char rel[128], name[128];
@@ -277,4 +318,5 @@ void kft_register_xref(void) {
     }
     kft_add("xref/c_twin", t_c_twin, NULL, 60);
     kft_add("xref/catches_mismatch", t_catches_mismatch, NULL, 60);
+    kft_add("xref/fake_driver", t_fake_driver, NULL, 120);
 }
