@@ -40,11 +40,12 @@
     X(timing)
 
 /* The fast tier: X(pattern, fast). For each test the LAST rule whose fnmatch(3) pattern
- * matches its name decides; a test no rule matches is slow. The tier is the
- * edit-compile-test loop's: every group that judges a single call or a single check
- * (the checker, the corpora, the CLI contract, the modules' unit tests), without the
- * searches, runs and exports that take seconds each; it runs in about a minute in the
- * normal build on a 2-CPU machine (tests/README.md has the figure). */
+ * matches its name decides; a test no rule matches is slow, and a rule that matches no
+ * test is reported. The tier is the edit-compile-test loop's: the groups that judge a
+ * single call or a single check (the checker, the corpora, the CLI contract, the
+ * modules' unit tests), without the searches, runs and exports that take seconds each;
+ * it stays well under 90 s in the normal build on a 2-CPU machine (tests/README.md has
+ * the figure). */
 #define KFT_TIERS(X)                                                                    \
     X("runner/*", 1)                                                                    \
     X("unit/*", 1)                                                                      \
@@ -66,11 +67,22 @@
     X("sanitize/*", 1)                                                                  \
     X("timing/determinism_bits", 1)                                                     \
     X("honest/*", 1)                                                                    \
-    X("redteam/*", 1)                                                                   \
-    X("redteam/17_*", 0) /* exhaustion: each waits out a limit */                       \
-    X("redteam/06_*", 0) /* signal tricks: each waits out a limit */                    \
-    X("redteam/17_infinite_loop.c", 1) /* one of each */                                \
-    X("redteam/06_sigcont_handler.c", 1)                                                \
+    /* the red-team corpus: one file per threat (make test runs them all) */            \
+    X("redteam/01_skip_last_row.c", 1) X("redteam/02_memo_sgemm_shape.c", 1)            \
+    X("redteam/03_sysv_shm_cache.c", 1) X("redteam/04_count_then_skip.c", 1)            \
+    X("redteam/05_fork_child.c", 1) X("redteam/06_sigcont_handler.c", 1)                \
+    X("redteam/07_report_injection.c", 1) X("redteam/08_zero_input.c", 1)               \
+    X("redteam/09_sgemm_tile_overrun.c", 1) X("redteam/10_sum_drop_tail.c", 1)          \
+    X("redteam/11_i64_in_double.c", 1) X("redteam/12_sum_half_sample.c", 1)             \
+    X("redteam/14_iabs_wrap.c", 1) X("redteam/15_static_not_reset.c", 1)                \
+    X("redteam/16_ctor_exit.c", 1) X("redteam/17_infinite_loop.c", 1)                   \
+    X("redteam/18_process_vm_readv.c", 1) X("redteam/22_include_dev_zero.c", 1)         \
+    X("redteam/23_edit_task_json.c", 1) X("redteam/24_sum_comment.c", 1)                \
+    X("redteam/25_sum_same_work.c", 1) X("redteam/26_when_overflow.c", 1)               \
+    X("redteam/27_layernorm_one_pass.c", 1)                                             \
+    X("redteam/28_kept_pointer_earlier_shape.c", 1)                                     \
+    X("redteam/29_const_negate_restore.c", 1) X("redteam/30_sqrt_nan_payload.c", 1)     \
+    X("redteam/31_has_include_proto.c", 1) X("redteam/32_sum_thread_race.c", 1)         \
     X("bundled/*", 1)
 
 #endif

@@ -66,6 +66,7 @@ static void t_pass(const void *arg) { (void)arg; }
 static void t_list(const void *arg) {
     (void)arg;
     CHECK(self("", "--list") == 0);
+    CHECKF(!strstr(out, "kf-tests: "), "%.2000s", out); /* no tier rule without a test */
     static char all[1 << 20];
     snprintf(all, sizeof all, "%s", out);
     int n = count_lines(all);
