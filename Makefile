@@ -33,9 +33,9 @@ asan-build: $(ASAN)/Makefile
 test-asan: asan-build
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(ASAN)/kf-tests
 
-# The normal build's tests only (quick loop while developing).
+# The fast tier (tests/test-list.h) of the normal build: the edit-compile-test loop.
 test-fast: all
-	@$(BUILD)/kf-tests
+	@$(BUILD)/kf-tests --fast
 
 demo: deps
 	@$(MAKE) --no-print-directory all

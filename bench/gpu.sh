@@ -37,8 +37,8 @@ RUNS=${RUNS:-5}
 BENCH_ARGS=${BENCH_ARGS:-}
 rc=0
 if [ "$MODE" = tests ] || [ "$MODE" = all ]; then
-    echo "== GPU test suite (cuda/, redteam/cuda, honest/cuda, bundled/cuda, validate/cuda)"
-    ./build/kf-tests -j 4 cuda/ redteam/cuda honest/cuda bundled/cuda validate/cuda > "$OUT/tests.txt" 2>&1
+    echo "== GPU test suite (cuda/, redteam/cuda, honest/cuda, bundled/cuda, validate/cuda, xref/)"
+    ./build/kf-tests -j 4 cuda/ redteam/cuda honest/cuda bundled/cuda validate/cuda xref/ > "$OUT/tests.txt" 2>&1
     rc=$?
     grep -E "^(FAIL|skip)|FAIL at|skipped:" "$OUT/tests.txt" | cut -c1-400 | head -80
     tail -1 "$OUT/tests.txt"

@@ -1,7 +1,8 @@
 /*
  * kft.h - kforge's test harness: every test runs in a forked child with a timeout
  * (kernels and the sandbox crash and hang on purpose), may skip with a reason, and the
- * run ends with "N passed, N failed, N skipped".
+ * run ends with "N passed, N failed, N skipped". The suites and the fast tier are listed
+ * in test-list.h; tests/README.md says how to list, select and debug tests.
  */
 #ifndef KFT_H
 #define KFT_H
@@ -9,16 +10,21 @@
 #include "kforge.h"
 
 #include "store/store.h"
+#include "test-list.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 typedef void (*kft_fn)(const void *arg);
 
-/* Register a test (name is copied; arg is borrowed for the run's life). */
+/* Register a test: name is GROUP/NAME (test-list.h; copied), arg is borrowed for the
+ * run's life, timeout_s is its wall-clock limit (<= 0: 120 s). A bad or repeated name
+ * stops the run (exit 2). */
 void kft_add(const char *name, kft_fn fn, const void *arg, double timeout_s);
+/* Fail the test: print "FAIL at file:line: message" and end its process with 1. */
 void kft_fail_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
+/* Skip the test with a reason: its process ends with 77. */
 void kft_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 #define CHECK(c)                                                                        \
@@ -33,10 +39,6 @@ void kft_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretur
 /* Paths */
 const char *kft_src(const char *rel);  /* KF_SOURCE_DIR/rel (static buffer ring) */
 const char *kft_bin(const char *rel);  /* KF_BINARY_DIR/rel */
-
-void kft_register_cuda(void);
-void kft_register_cupti(void);
-void kft_register_cupti_abi(void);
 
 /* 1 when a CUDA driver and a device are usable; 0 with the reason in why. */
 int kft_have_gpu(char *why, size_t n);
@@ -53,26 +55,10 @@ const char *kft_reasons(kf_result *r);
 /* Run a shell command, capture stdout (capped) into out; return exit status. */
 int kft_run(const char *cmd, char *out, size_t n);
 
-void kft_register_unit(void);
-void kft_register_task(void);
-void kft_register_check(void);
-void kft_register_corpus(void);
-void kft_register_timing(void);
-void kft_register_cli(void);
-void kft_register_sanitize(void);
-void kft_register_agent(void);
-void kft_register_store(void);
-void kft_register_search(void);
-void kft_register_loop(void);
-void kft_register_critic(void);
-void kft_register_run_agents(void);
-void kft_register_export(void);
-void kft_register_lessons(void);
-void kft_register_pack(void);
-void kft_register_diagnose(void);
-void kft_register_prior(void);
-void kft_register_backend(void);
-void kft_register_cuda_run(void);
+/* Each suite's registration (test-list.h) */
+#define KFT_DECLARE(suite) void kft_register_##suite(void);
+KFT_SUITES(KFT_DECLARE)
+#undef KFT_DECLARE
 
 /* A test's stand-in for the Critic: a node the test marks kept gets an approval on
  * record first (kf_store_finish_node refuses `kept` without one). */

@@ -227,7 +227,7 @@ static void add_param_values(const char *backend, const char *task) {
                     if (strncmp(alts[a], name, nl) || alts[a][nl] != '=')
                         snprintf(c->alt[c->nalt++], sizeof c->alt[0], "%s", alts[a]);
                 char tn[256];
-                snprintf(tn, sizeof tn, "bundled/%s%s%s/param %s", strcmp(backend, "c") ? backend : "",
+                snprintf(tn, sizeof tn, "bundled/%s%s%s/param:%s", strcmp(backend, "c") ? backend : "",
                          strcmp(backend, "c") ? "/" : "", task, c->param);
                 kft_add(tn, run_case, c, 120);
             }

@@ -1003,17 +1003,17 @@ static void t_cli(const void *arg) {
 }
 
 void kft_register_lessons(void) {
-    kft_add("lessons_cli", t_cli, NULL, 60);
-    kft_add("lessons_refuse", t_refuse, NULL, 30);
-    kft_add("lessons_tags", t_tags, NULL, 30);
-    kft_add("lessons_scope", t_scope, NULL, 30);
-    kft_add("lessons_trust", t_trust, NULL, 30);
-    kft_add("lessons_embed", t_embed, NULL, 30);
-    kft_add("lessons_rrf", t_rrf, NULL, 30);
-    kft_add("lessons_roundtrip", t_roundtrip, NULL, 30);
-    kft_add("lessons_import_bad", t_import_bad, NULL, 30);
-    kft_add("lessons_distill", t_distill, NULL, 60);
-    kft_add("lessons_distill_identity", t_distill_identity, NULL, 60);
-    kft_add("lessons_endpoint", t_endpoint, NULL, 60);
-    kft_add("lessons_render", t_render, NULL, 30);
+    kft_add("lessons/cli", t_cli, NULL, 60);
+    kft_add("lessons/refuse", t_refuse, NULL, 30);
+    kft_add("lessons/tags", t_tags, NULL, 30);
+    kft_add("lessons/scope", t_scope, NULL, 30);
+    kft_add("lessons/trust", t_trust, NULL, 30);
+    kft_add("lessons/embed", t_embed, NULL, 30);
+    kft_add("lessons/rrf", t_rrf, NULL, 30);
+    kft_add("lessons/roundtrip", t_roundtrip, NULL, 30);
+    kft_add("lessons/import_bad", t_import_bad, NULL, 30);
+    kft_add("lessons/distill", t_distill, NULL, 60);
+    kft_add("lessons/distill_identity", t_distill_identity, NULL, 60);
+    kft_add("lessons/endpoint", t_endpoint, NULL, 60);
+    kft_add("lessons/render", t_render, NULL, 30);
 }
