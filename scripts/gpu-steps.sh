@@ -16,7 +16,7 @@ for s in $STEPS; do
              timeout 30 ./build/kforge device-info 2>&1 | tee "$O/devinfo.txt" ;;
     profile) timeout ${PROFILE_T:-90} bench/gpu.sh profile "$O/p" | grep -v "^kforge: \[.*reference for" ;;
     verdict) RUNS=${RUNS:-3} timeout ${VERDICT_T:-90} bench/gpu.sh verdict "$O/v" ;;
-    tests)   timeout ${TESTS_T:-200} ./build/kf-tests -j 4 ${TEST_FILTERS:-cuda/ cupti/ redteam/cuda honest/cuda bundled/cuda validate/cuda xref/ overstated_cost} > "$O/tests.txt" 2>&1
+    tests)   timeout ${TESTS_T:-200} ./build/kf-tests -j 4 ${TEST_FILTERS:-cuda/ cupti/ redteam/cuda honest/cuda bundled/cuda validate/cuda xref/ backend/ overstated_cost} > "$O/tests.txt" 2>&1
              grep -E "^(FAIL|skip)|FAIL at|skipped:" "$O/tests.txt" | sort | uniq -c | sort -rn | cut -c1-300 | head -40
              tail -1 "$O/tests.txt" ;;
     bench)   TASKS=${BENCH_TASKS:-"softmax rmsnorm sum transpose"} timeout ${BENCH_T:-200} bench/gpu.sh bench "$O/b" | tail -30 ;;
