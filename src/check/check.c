@@ -81,10 +81,10 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
     }
     if (!(s->res = kf_result_new(kind))) return kf__err(ctx, KF_ENOMEM, "out of memory");
     json_t *root = s->res->root;
-    json_object_set_new(root, "task", kf_result_text_json(t->name));
+    json_object_set_new(root, "task", kf_text_json(t->name));
     json_object_set_new(root, "fingerprint", json_string(t->fingerprint));
     if (s->cand) {
-        json_object_set_new(root, "candidate", kf_result_text_json(cand_path));
+        json_object_set_new(root, "candidate", kf_text_json(cand_path));
         json_t *params = json_object();
         for (int i = 0; i < s->cand->nparams; i++)
             json_object_set_new(params, s->cand->params[i].name,
@@ -136,7 +136,7 @@ static json_t *build_json(const kf_build *b) {
     json_object_set_new(o, "ok", json_boolean(b->ok));
     json_object_set_new(o, "cached", json_boolean(b->cached));
     json_object_set_new(o, "seconds", json_real(b->seconds));
-    if (b->log && *b->log) json_object_set_new(o, "log", kf_result_text_json(b->log));
+    if (b->log && *b->log) json_object_set_new(o, "log", kf_text_json(b->log));
     return o;
 }
 
@@ -1133,7 +1133,7 @@ int kf_check_libraries(kf_sess *s, kf_side *side, const char *when) {
         json_t *v;
         int have = 0;
         json_array_foreach(a, i, v) have |= json_is_string(v) && !strcmp(json_string_value(v), l);
-        if (!have) json_array_append_new(a, kf_result_text_json(l));
+        if (!have) json_array_append_new(a, kf_text_json(l));
     }
     free(dup);
     if (!kf_backend_undeclared(s->be, &s->cbuild, loaded, bad, sizeof bad)) return 0;
@@ -1310,7 +1310,7 @@ out:
             fprintf(stderr, "kforge:   %-24s %8.1f ms\n", pn[i], (double)s->prof[i] / 1e6);
     }
     if (cand.w && *kf_worker_output(cand.w)) /* what the candidate printed (capped) */
-        json_object_set_new(s->res->root, "candidate_output", kf_result_text_json(kf_worker_output(cand.w)));
+        json_object_set_new(s->res->root, "candidate_output", kf_text_json(kf_worker_output(cand.w)));
     for (int i = 0; prep && i < L.n; i++) prep_free(s->t, &prep[i]);
     free(prep);
     pthread_mutex_destroy(&job.mu);
