@@ -164,7 +164,7 @@ int kf__cuda_stage(kf_backend *b, const kf_build *build, const kf_stage *st, kf_
                    size_t n) {
     (void)b;
     if (!gpu_build(build)) {
-        kf_data_flush(st->arena, st->lay);
+        kf_stage_flush(st);
         return 0;
     }
     /* a GPU worker: the span it copies, the launches (none in host mode: the candidate's
