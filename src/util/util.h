@@ -27,13 +27,6 @@ struct kf_ctx {
 kf_status kf__err(kf_ctx *ctx, kf_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* A JSON string for untrusted text: as is when valid UTF-8, else with every byte that
- * is not printable ASCII replaced by '?'. NULL only when out of memory. */
-json_t *kf_text_json(const char *text);
-/* The token estimate of a text of `bytes` bytes: ceil(bytes / 4), close for English and
- * code with BPE tokenizers, high on dense JSON. Context packs and lessons budget by it. */
-int64_t kf_text_tokens(size_t bytes);
-
 /* Allocation that treats failure as fatal is NOT used: these return NULL like malloc. */
 char *kf__strdup(const char *s);
 char *kf__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -52,6 +45,13 @@ void kf_buf_free(kf_buf *b);
 
 /* Read a whole file (at most `limit` bytes; larger is an error). Caller frees *out. */
 int kf__read_file(const char *path, size_t limit, char **out, size_t *len);
+
+/* A JSON string for untrusted text: as is when valid UTF-8, else with every byte that
+ * is not printable ASCII replaced by '?'. NULL only when out of memory. */
+json_t *kf_text_json(const char *text);
+/* The token estimate of a text of `bytes` bytes: ceil(bytes / 4), close for English and
+ * code with BPE tokenizers, high on dense JSON. Context packs and lessons budget by it. */
+int64_t kf_text_tokens(size_t bytes);
 
 /* Integer expressions over named variables: integers, names, + - * / % unary - !,
  * comparisons, && ||, ?:, parentheses, min(a,b), max(a,b). 64-bit signed arithmetic;
