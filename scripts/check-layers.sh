@@ -70,6 +70,7 @@ nobj=0
 for o in $(find "$B" -name '*.o' | sort); do
     src=$(echo "${o#"$B"/}" | sed -e 's|CMakeFiles/[^/]*\.dir/||' -e 's|\.o$||')
     case "$src" in src/* | cli/*) ;; *) continue ;; esac
+    [ -f "$src" ] || continue # left by a build of an older tree: its source is gone
     nobj=$((nobj + 1))
     nm -P "$o" | awk -v src="$src" 'NF >= 2 { printf "%s\t%s\t%s\n", src, $2, $1 }' >> "$tmp/symbols"
 done
