@@ -24,6 +24,7 @@ test: deps
 	@$(MAKE) --no-print-directory all asan-build
 	@sh scripts/check-symbols.sh $(BUILD)
 	@sh scripts/check-banned.sh
+	@sh scripts/check-layers.sh $(BUILD)
 	@sh scripts/test.sh $(BUILD) $(ASAN)
 
 asan-build: $(ASAN)/Makefile

@@ -10,7 +10,8 @@ Prints, over the files git tracks:
 2. the functions of src/ and cli/ over --func-lines lines (default 150) or over a
    cyclomatic complexity of --ccn (default 40), measured by lizard (PyPI; `make deps`
    installs it). Without lizard this part says so and the script exits 3 after the rest;
-3. include edges between modules (a module is a folder src/<module>/; an `#include
+3. include edges between modules (a module is a folder src/<module>/, or a header that
+   docs/design.md's layer table makes a module of its own, HEADER_MODULES; an `#include
    "../other/x.h"` from module A is an edge A -> other) and the cycles among them; with
    --build DIR, also the call edges of a build's object files (nm: a symbol one module
    uses and another defines) and their cycles, which includes alone can hide;
@@ -85,10 +86,29 @@ def strip_comments(text):
     return "".join(out)
 
 
+# Headers that docs/design.md's layer table counts as a module of their own (a row whose
+# path is a file): the backend registry, which includes nothing and sits below the task
+# layer although it lives in src/backend/. A function such a header declares is that
+# module's, wherever it is defined (scripts/check-layers.sh counts the same way).
+HEADER_MODULES = {"src/backend/registry.h": "registry"}
+
+
 def module_of(path):
-    """src/<module>/... -> module; anything else -> its top folder."""
+    """src/<module>/... -> module (HEADER_MODULES first); anything else -> its top folder."""
+    if path in HEADER_MODULES:
+        return HEADER_MODULES[path]
     parts = path.split("/")
     return parts[1] if parts[0] == "src" and len(parts) > 2 else parts[0]
+
+
+def header_symbols():
+    """The functions each HEADER_MODULES header declares -> its module."""
+    out = {}
+    for path, mod in HEADER_MODULES.items():
+        if os.path.isfile(os.path.join(ROOT, path)):
+            for name in re.findall(r"\b(kf_\w+)\s*\(", strip_comments(read(path))):
+                out[name] = mod
+    return out
 
 
 def lines(path):
@@ -140,7 +160,8 @@ def include_graph():
         a = module_of(p)
         for inc in INCLUDE.findall(strip_comments(read(p))):
             target = os.path.normpath(os.path.join(os.path.dirname(p), inc))
-            if not target.startswith("src/"):
+            # "kforge.h" (include/, by the include path) and generated files are no module's
+            if not target.startswith("src/") or not os.path.isfile(os.path.join(ROOT, target)):
                 continue
             b = module_of(target)
             if b != a:
@@ -208,9 +229,10 @@ def link_graph(build):
             elif f[1] in "TDBR":
                 defined.setdefault(f[0], mod)
     edges = {}
+    owner = header_symbols()
     for mod, syms in used.items():
         for sym in sorted(syms):
-            other = defined.get(sym)
+            other = owner.get(sym, defined.get(sym))
             if other and other != mod:
                 edges.setdefault((mod, other), []).append(sym)
     return len(objs), edges

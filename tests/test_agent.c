@@ -58,11 +58,11 @@ static void small_pack(kf_pack *p, const char *ext) {
 
 static void t_pack_tokens(const void *arg) {
     (void)arg;
-    CHECK(kf_pack_tokens(0) == 0);
-    CHECK(kf_pack_tokens(1) == 1);
-    CHECK(kf_pack_tokens(4) == 1);
-    CHECK(kf_pack_tokens(5) == 2);
-    CHECK(kf_pack_tokens(4000) == 1000);
+    CHECK(kf_text_tokens(0) == 0);
+    CHECK(kf_text_tokens(1) == 1);
+    CHECK(kf_text_tokens(4) == 1);
+    CHECK(kf_text_tokens(5) == 2);
+    CHECK(kf_text_tokens(4000) == 1000);
     CHECK(!strcmp(kf_pack_section_name(KF_PACK_LESSONS), "lessons"));
     CHECK(kf_pack_default_budget(KF_PACK_PARENT) == 8000);
 }
@@ -98,10 +98,10 @@ static void t_pack_fits(const void *arg) {
         CHECK(!json_is_true(json_object_get(m, "truncated")) && !p.truncated[s]);
         CHECK(p.tokens[s] == p.full_tokens[s]);
     }
-    CHECK(p.tokens[KF_PACK_PARENT] == kf_pack_tokens(strlen(parent_src)));
-    CHECK(p.tokens[KF_PACK_TASK] == kf_pack_tokens(strlen(task_json)));
+    CHECK(p.tokens[KF_PACK_PARENT] == kf_text_tokens(strlen(parent_src)));
+    CHECK(p.tokens[KF_PACK_TASK] == kf_text_tokens(strlen(task_json)));
     CHECK(p.tokens[KF_PACK_LESSONS] == 0);
-    CHECK(p.tokens_prompt == kf_pack_tokens(strlen(p.system) + strlen(p.prompt)));
+    CHECK(p.tokens_prompt == kf_text_tokens(strlen(p.system) + strlen(p.prompt)));
     CHECK(json_integer_value(json_object_get(j, "prompt_tokens")) == p.tokens_prompt);
     CHECKSTR(p.prompt, "```c\nvoid saxpy");
     CHECKSTR(p.prompt, "node 7");
@@ -188,7 +188,7 @@ static void t_pack_truncates(const void *arg) {
         CHECKF(p.tokens[s] <= cut[i].budget && p.tokens[s] > cut[i].budget * 3 / 4,
                "%s: %lld tokens for an allowance of %lld", name, (long long)p.tokens[s],
                (long long)cut[i].budget);
-        CHECK(p.full_tokens[s] == kf_pack_tokens(cut[i].full));
+        CHECK(p.full_tokens[s] == kf_text_tokens(cut[i].full));
         json_t *m = section_meta(j, name);
         CHECK(json_is_true(json_object_get(m, "truncated")));
         CHECK(json_integer_value(json_object_get(m, "tokens")) == p.tokens[s]);
@@ -246,7 +246,7 @@ static void t_pack_truncates(const void *arg) {
     in.nlessons = 1;
     CHECK(kf_pack_build(ctx, &in, &p) == KF_OK);
     CHECKSTR(p.prompt, "# Lessons\n- vectorise the inner loop first\n");
-    CHECK(p.tokens[KF_PACK_LESSONS] == kf_pack_tokens(strlen("- vectorise the inner loop first\n")));
+    CHECK(p.tokens[KF_PACK_LESSONS] == kf_text_tokens(strlen("- vectorise the inner loop first\n")));
     kf_pack_free(&p);
 
     /* a source with invalid UTF-8 and its own fences: still valid JSON, a longer fence */
@@ -770,7 +770,7 @@ static void t_openai_good(const void *arg) {
     c.mode = S_NOUSAGE;
     ask(&s2, &c, &o, &p, base, sizeof base);
     CHECK(p.text && p.tokens_estimated && p.tokens_in > 0 &&
-          p.tokens_out == kf_pack_tokens(strlen(good_content)));
+          p.tokens_out == kf_text_tokens(strlen(good_content)));
     kf_proposal_free(&p);
 }
 

@@ -80,7 +80,7 @@ static void t_budget(const void *arg) {
         CHECKF(p.tokens_prompt <= total, "pack %d: %lld tokens for a budget of %lld", it, (long long)p.tokens_prompt,
                (long long)total);
         CHECK(p.total == total);
-        CHECK(p.tokens_prompt == kf_pack_tokens(strlen(p.system) + strlen(p.prompt)));
+        CHECK(p.tokens_prompt == kf_text_tokens(strlen(p.system) + strlen(p.prompt)));
         CHECKF(mem_tokens(&p) <= total / 5, "pack %d: memory %lld of %lld", it, (long long)mem_tokens(&p),
                (long long)total);
         CHECKF(mem_tokens(&p) * 5 <= p.tokens_prompt, "pack %d: memory %lld of a %lld-token pack", it,

@@ -423,7 +423,7 @@ static kf_status cmd_propose(kf_agent *a, const kf_pack *pack, kf_proposal *out)
         char *usage = kf__asprintf("%s.usage.json", strchr(vars[3], '=') + 1);
         if (!usage || read_usage(usage, out)) {
             out->tokens_in = pack->tokens_prompt;
-            out->tokens_out = kf_pack_tokens(out->len);
+            out->tokens_out = kf_text_tokens(out->len);
             out->tokens_estimated = 1;
         }
         free(usage);

@@ -15,7 +15,7 @@
  * The context pack: what an agent is told. Built from plain inputs (the loop reads them
  * from the store), as one JSON object and as prompt text, each section under its own
  * token allowance. Tokens are ESTIMATED, never counted with a model's tokenizer:
- * kf_pack_tokens(bytes) = ceil(bytes / 4), which is close for English and code with
+ * kf_text_tokens(bytes) = ceil(bytes / 4), which is close for English and code with
  * BPE tokenizers and errs high on dense JSON. A section larger than its allowance is
  * cut to fit (head and tail kept, cut at line ends where near) with a marker
  * "[kforge: truncated, N of M tokens omitted]" in the middle; list sections drop whole
@@ -114,7 +114,6 @@ typedef struct kf_pack {
  * KF_EIO when rendering the lessons fails; KF_ENOMEM. */
 kf_status kf_pack_build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out);
 void kf_pack_free(kf_pack *p); /* accepts a zeroed or freed pack */
-int64_t kf_pack_tokens(size_t bytes); /* the estimator: ceil(bytes / 4) */
 const char *kf_pack_section_name(kf_pack_section s);
 int64_t kf_pack_default_budget(kf_pack_section s);
 
@@ -130,7 +129,7 @@ typedef struct {
     int64_t tokens_in, tokens_out;
     char *error;                           /* why no candidate came (recorded on the node) */
     /* set by the agents */
-    int tokens_estimated;  /* 1: tokens are kf_pack_tokens estimates, not reported counts */
+    int tokens_estimated;  /* 1: tokens are kf_text_tokens estimates, not reported counts */
     int attempts;          /* openai: HTTP requests made; cmd: 1 */
     double elapsed_s;      /* wall seconds spent proposing */
     char *log;             /* for the record, capped: cmd: its stdout and stderr;

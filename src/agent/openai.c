@@ -19,7 +19,6 @@
  */
 #define _GNU_SOURCE
 #include "agent.h"
-#include "../check/result.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -152,7 +151,7 @@ static void take_reply(kf_agent *a, const kf_pack *pack, const sink *s, const ch
         out->tokens_out = json_integer_value(ct);
     } else {
         out->tokens_in = pack->tokens_prompt;
-        out->tokens_out = json_is_string(content) ? kf_pack_tokens(json_string_length(content)) : 0;
+        out->tokens_out = json_is_string(content) ? kf_text_tokens(json_string_length(content)) : 0;
         out->tokens_estimated = 1;
     }
     if (!json_is_string(content)) {
@@ -205,11 +204,11 @@ kf_status kf_agent_openai_propose(kf_agent *a, const kf_pack *pack, kf_proposal 
         json_decref(user);
         goto oom;
     }
-    json_object_set_new(body, "model", kf_result_text_json(a->arg));
+    json_object_set_new(body, "model", kf_text_json(a->arg));
     json_object_set_new(sys, "role", json_string("system"));
-    json_object_set_new(sys, "content", kf_result_text_json(pack->system));
+    json_object_set_new(sys, "content", kf_text_json(pack->system));
     json_object_set_new(user, "role", json_string("user"));
-    json_object_set_new(user, "content", kf_result_text_json(pack->prompt));
+    json_object_set_new(user, "content", kf_text_json(pack->prompt));
     json_array_append_new(msgs, sys);
     json_array_append_new(msgs, user);
     json_object_set_new(body, "messages", msgs);

@@ -5,7 +5,7 @@
  * parent's source, its verdict and timings, recent failures, constraints, lessons).
  * Each section gets a token allowance; a section over it is cut to fit, so a pack's
  * size is bounded whatever the store holds (a 2 MB compiler log cannot crowd the
- * kernel out of a model's context). Tokens are estimated (kf_pack_tokens), never
+ * kernel out of a model's context). Tokens are estimated (kf_text_tokens), never
  * counted with a tokenizer: kforge talks to any model, and a 25% error on an allowance
  * does not matter. The same cut text goes to the JSON and to the prompt, so both say
  * the same thing and the recorded counts describe what was sent.
@@ -21,7 +21,6 @@
  */
 #include "agent.h"
 #include "../backend/registry.h"
-#include "../check/result.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -51,8 +50,6 @@ static const char system_text[] =
     "with exactly its signature, keeps no state between calls, and does not try to influence "
     "the measurement. Reply with the complete candidate file in one fenced code block and "
     "nothing after it but an optional short explanation.";
-
-int64_t kf_pack_tokens(size_t bytes) { return (int64_t)((bytes + 3) / 4); }
 
 const char *kf_pack_section_name(kf_pack_section s) {
     return s >= 0 && s < KF_PACK_NSECTIONS ? section_names[s] : "unknown";
@@ -101,7 +98,7 @@ static char *fit_text(const char *s, size_t n, size_t limit, int *cut) {
         }
     while (head > 0 && ((unsigned char)s[head] & 0xC0) == 0x80) head--;
     while (ts < n && ((unsigned char)s[ts] & 0xC0) == 0x80) ts++;
-    int64_t full = kf_pack_tokens(n), kept = kf_pack_tokens(head + (n - ts));
+    int64_t full = kf_text_tokens(n), kept = kf_text_tokens(head + (n - ts));
     kf_buf b;
     kf_buf_init(&b, (size_t)-1);
     if (kf_buf_append(&b, s, head) ||
@@ -122,7 +119,7 @@ static json_t *json_or_text(const char *text, int cut) {
         json_t *j = json_loads(text, JSON_DECODE_ANY, NULL);
         if (j) return j;
     }
-    return kf_result_text_json(text);
+    return kf_text_json(text);
 }
 
 /* The longest run of backticks in s, so a fence around it can be one longer. */
@@ -183,7 +180,7 @@ static size_t body_limit(const plan *q) {
 static void record(builder *B, kf_pack_section s, const char *sent, int64_t full, int cut,
                    int omitted) {
     plan *q = &B->pl[s];
-    B->p->tokens[s] = kf_pack_tokens(strlen(sent));
+    B->p->tokens[s] = kf_text_tokens(strlen(sent));
     B->p->full_tokens[s] = full;
     B->p->truncated[s] = cut;
     B->p->allowance[s] = q->allowance;
@@ -208,7 +205,7 @@ static int json_section(builder *B, kf_pack_section s, const char *text) {
                  : strlen(text) > lim && lim < MARKER_ROOM ? (cut = 1, kf__strdup(""))
                                                            : fit_text(text, strlen(text), lim, &cut);
     if (!sent) return -1;
-    record(B, s, sent, kf_pack_tokens(strlen(text)), cut, 0);
+    record(B, s, sent, kf_text_tokens(strlen(text)), cut, 0);
     json_object_set_new(B->root, section_names[s], *text ? json_or_text(sent, cut) : json_null());
     int rc = 0;
     if (*sent) rc = kf_buf_printf(&B->prompt, "%s", q->heading) || fenced(&B->prompt, q->lang, sent);
@@ -256,10 +253,10 @@ static int list_section(builder *B, kf_pack_section s, int n, const kf_pack_fail
             if (fails) {
                 item = json_object();
                 json_object_set_new(item, "id", json_integer(fails[i].id));
-                json_object_set_new(item, "reasons", kf_result_text_json(fails[i].reasons));
-                json_object_set_new(item, "message", kf_result_text_json(sent));
+                json_object_set_new(item, "reasons", kf_text_json(fails[i].reasons));
+                json_object_set_new(item, "message", kf_text_json(sent));
             } else {
-                item = kf_result_text_json(sent);
+                item = kf_text_json(sent);
             }
             json_array_append_new(arr, item);
         } else {
@@ -277,7 +274,7 @@ static int list_section(builder *B, kf_pack_section s, int n, const kf_pack_fail
         return -1;
     }
     const char *sent = sec.p ? sec.p : "";
-    record(B, s, sent, kf_pack_tokens(full_bytes), any_cut || omitted, omitted);
+    record(B, s, sent, kf_text_tokens(full_bytes), any_cut || omitted, omitted);
     json_object_set_new(B->root, section_names[s], arr);
     if (*sent) rc = kf_buf_printf(&B->prompt, "%s%s\n", q->heading, sent);
     kf_buf_free(&sec);
@@ -303,7 +300,7 @@ static kf_status lessons_text(kf_ctx *ctx, const kf_pack_in *in, int64_t max_tok
 static int lessons_section(builder *B, const char *full_text, const char *sent, int used) {
     plan *q = &B->pl[KF_PACK_LESSONS];
     int omitted = B->in->nlesson_hits - used;
-    record(B, KF_PACK_LESSONS, sent, kf_pack_tokens(strlen(full_text)), omitted > 0, omitted);
+    record(B, KF_PACK_LESSONS, sent, kf_text_tokens(strlen(full_text)), omitted > 0, omitted);
     json_t *ids = json_array();
     for (int i = 0; i < B->in->nlesson_hits; i++)
         json_array_append_new(ids, json_string(B->in->lesson_hits[i].id));
@@ -328,7 +325,7 @@ static int plan_section(builder *B, kf_pack_section s, const char *heading, cons
         if (q->fence < 3) q->fence = 3;
         q->overhead = strlen(heading) + 2 * (size_t)q->fence + strlen(lang) + 4;
     }
-    q->need = kf_pack_tokens(q->overhead + full);
+    q->need = kf_text_tokens(q->overhead + full);
     return 0;
 }
 
@@ -465,7 +462,7 @@ static kf_status build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out, int64_t 
             /* rendering counts whole tokens: plan for the bytes those tokens may hold */
             if (*lfull)
                 rc = plan_section(&B, KF_PACK_LESSONS, "# Lessons\n", NULL, lfull,
-                                  (size_t)kf_pack_tokens(strlen(lfull)) * 4);
+                                  (size_t)kf_text_tokens(strlen(lfull)) * 4);
         } else if (!rc && in->nlessons > 0) {
             rc = plan_section(&B, KF_PACK_LESSONS, "# Lessons\n", NULL, "-",
                               list_full(in->nlessons, NULL, in->lessons));
@@ -477,15 +474,13 @@ static kf_status build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out, int64_t 
     }
     int64_t mem_cap = (int64_t)(mem_share * (double)total);
     if (mem_cap_in >= 0 && mem_cap_in < mem_cap) mem_cap = mem_cap_in;
-    if (!rc) allocate(&B, total, kf_pack_tokens(strlen(out->system) + instr.len), mem_cap);
+    if (!rc) allocate(&B, total, kf_text_tokens(strlen(out->system) + instr.len), mem_cap);
 
     if (!rc) {
         json_object_set_new(B.root, "kforge_pack", json_integer(1));
-        json_object_set_new(B.root, "task_dir", in->task_dir ? kf_result_text_json(in->task_dir)
-                                                             : json_null());
+        json_object_set_new(B.root, "task_dir", in->task_dir ? kf_text_json(in->task_dir) : json_null());
         json_object_set_new(B.root, "ext", json_string(ext));
-        json_object_set_new(B.root, "category",
-                            in->category ? kf_result_text_json(in->category) : json_null());
+        json_object_set_new(B.root, "category", in->category ? kf_text_json(in->category) : json_null());
         rc = json_section(&B, KF_PACK_TASK, in->task_json) ||
              json_section(&B, KF_PACK_SHAPES, in->shapes_json);
     }
@@ -499,10 +494,10 @@ static kf_status build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out, int64_t 
                                                               : fit_text(src, strlen(src), lim, &cut);
         rc = !sent;
         if (!rc) {
-            record(&B, KF_PACK_PARENT, sent, kf_pack_tokens(strlen(src)), cut, 0);
+            record(&B, KF_PACK_PARENT, sent, kf_text_tokens(strlen(src)), cut, 0);
             json_t *par = json_object();
             json_object_set_new(par, "id", json_integer(in->parent_id));
-            json_object_set_new(par, "source", kf_result_text_json(sent));
+            json_object_set_new(par, "source", kf_text_json(sent));
             json_object_set_new(B.root, "parent", par);
             if (*sent) rc = kf_buf_printf(&B.prompt, "%s", q->heading) || fenced(&B.prompt, lang, sent);
             free(sent);
@@ -529,7 +524,7 @@ static kf_status build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out, int64_t 
         rc = !out->prompt;
     }
     if (!rc) {
-        out->tokens_prompt = kf_pack_tokens(strlen(out->system) + strlen(out->prompt));
+        out->tokens_prompt = kf_text_tokens(strlen(out->system) + strlen(out->prompt));
         int64_t secs = 0;
         for (int s = 0; s < KF_PACK_NSECTIONS; s++) secs += out->tokens[s];
         out->frame_tokens = out->tokens_prompt - secs;
@@ -577,7 +572,7 @@ kf_status kf_pack_build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out) {
     int64_t mem = out->tokens[KF_PACK_FAILURES] + out->tokens[KF_PACK_CONSTRAINTS] + out->tokens[KF_PACK_LESSONS];
     if ((double)mem <= share * (double)out->tokens_prompt || share >= 1) return KF_OK;
     /* each section's count rounds up: take one token off each for the rounding */
-    int64_t rest = kf_pack_tokens(strlen(out->system)) - 1;
+    int64_t rest = kf_text_tokens(strlen(out->system)) - 1;
     for (int s = 0; s < KF_PACK_NSECTIONS; s++)
         if (!is_memory((kf_pack_section)s)) rest += out->tokens[s] > 0 ? out->tokens[s] - 1 : 0;
     int64_t cap = (int64_t)(share / (1 - share) * (double)rest);

@@ -77,6 +77,9 @@ typedef struct {
      * PRECISE under compute-sanitizer. The backend passes on those its build can honour. */
     uint32_t flags;
 } kf_stage;
+/* The stage slot's default for a CPU worker: evict the staged bytes (both regions of
+ * st->lay) from every cache level, from the coordinator (cold-cache timing). */
+void kf_stage_flush(const kf_stage *st);
 
 /* One timed shape, for the roofline slot: the task's cost model evaluated there and the
  * median times. */
@@ -132,7 +135,7 @@ struct kf_backend_i {
      * call would see it, and set the backend's part of m (a GPU worker's span, launches
      * and KF_RUN_* flags). 0, or -1 with err (the call fails as a crash: a launch
      * expression that cannot be evaluated at this shape). NULL: the staged lines are
-     * flushed from every CPU cache level (kf_data_flush). */
+     * flushed from every CPU cache level (kf_stage_flush). */
     int (*stage)(kf_backend *b, const kf_build *build, const kf_stage *st, kf_msg_run *m, char *err,
                  size_t n);
     /* The clock that times a call, in ns. NULL: cr->worker_ns, the worker's own clock

@@ -1,5 +1,6 @@
 /*
- * bench.c - fair timing of a checked candidate against a baseline.
+ * bench.c - kf_bench: the candidate is checked (kf_sess_check, the checker's session),
+ * then, when accepted, timed fairly against a baseline.
  *
  * Protocol, per visible shape in the candidate's domain:
  *   - two fresh workers (candidate, baseline) and, when the baseline is not the
@@ -36,14 +37,14 @@
 #define _GNU_SOURCE
 #include "bench.h"
 
-#include "../check/check.h"
-
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define WARMUP 2
 #define TIMING_SLICE_NS 100000 /* 0.1 ms, the least Linux allows (6.12+; ignored before) */
@@ -621,4 +622,31 @@ out:
     s->host_timing = 0;
     pthread_mutex_unlock(&timing_mu);
     return st;
+}
+
+kf_status kf_bench(kf_ctx *ctx, const kf_task *task, const char *candidate, const kf_opts *opts,
+                   kf_result **out) {
+    if (!task || !candidate || !out) return kf__err(ctx, KF_EUSAGE, "kf_bench: NULL argument");
+    *out = NULL;
+    kf_opts dflt;
+    if (!opts) kf_opts_init(&dflt), opts = &dflt;
+    if (opts->sanitize)
+        return kf__err(ctx, KF_EUSAGE, "--sanitize applies to kforge check, not bench");
+    if (opts->vs_path && access(opts->vs_path, R_OK))
+        return kf__err(ctx, KF_EIO, "--vs %s: %s", opts->vs_path, strerror(errno));
+    kf_sess s;
+    kf_status st = kf_sess_open(&s, ctx, task, candidate, opts, "bench");
+    if (!st) st = kf_sess_check(&s);
+    if (!st) {
+        /* the check's document moves under "check"; "shapes" becomes the timed list */
+        json_t *root = s.res->root, *chk = json_object();
+        json_object_set(chk, "verdict", json_object_get(root, "verdict"));
+        json_object_set(chk, "shapes", json_object_get(root, "shapes"));
+        json_object_set_new(chk, "seconds", json_real((double)(kf__now_ns() - s.t0) / 1e9));
+        json_object_del(root, "shapes");
+        json_object_set_new(root, "check", chk);
+        json_object_set_new(root, "shapes", json_array());
+        if (s.res->verdict == KF_VERDICT_ACCEPTED) st = kf_bench_timed(&s, opts->vs_path);
+    }
+    return kf_sess_finish(&s, st, out);
 }

@@ -81,10 +81,10 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
     }
     if (!(s->res = kf_result_new(kind))) return kf__err(ctx, KF_ENOMEM, "out of memory");
     json_t *root = s->res->root;
-    json_object_set_new(root, "task", kf_result_text_json(t->name));
+    json_object_set_new(root, "task", kf_text_json(t->name));
     json_object_set_new(root, "fingerprint", json_string(t->fingerprint));
     if (s->cand) {
-        json_object_set_new(root, "candidate", kf_result_text_json(cand_path));
+        json_object_set_new(root, "candidate", kf_text_json(cand_path));
         json_t *params = json_object();
         for (int i = 0; i < s->cand->nparams; i++)
             json_object_set_new(params, s->cand->params[i].name,
@@ -136,7 +136,7 @@ static json_t *build_json(const kf_build *b) {
     json_object_set_new(o, "ok", json_boolean(b->ok));
     json_object_set_new(o, "cached", json_boolean(b->cached));
     json_object_set_new(o, "seconds", json_real(b->seconds));
-    if (b->log && *b->log) json_object_set_new(o, "log", kf_result_text_json(b->log));
+    if (b->log && *b->log) json_object_set_new(o, "log", kf_text_json(b->log));
     return o;
 }
 
@@ -1133,7 +1133,7 @@ int kf_check_libraries(kf_sess *s, kf_side *side, const char *when) {
         json_t *v;
         int have = 0;
         json_array_foreach(a, i, v) have |= json_is_string(v) && !strcmp(json_string_value(v), l);
-        if (!have) json_array_append_new(a, kf_result_text_json(l));
+        if (!have) json_array_append_new(a, kf_text_json(l));
     }
     free(dup);
     if (!kf_backend_undeclared(s->be, &s->cbuild, loaded, bad, sizeof bad)) return 0;
@@ -1144,7 +1144,7 @@ int kf_check_libraries(kf_sess *s, kf_side *side, const char *when) {
 }
 
 /* Check the session's candidate on every shape. KF_OK with the verdict on s->res. */
-static kf_status run_check(kf_sess *s) {
+kf_status kf_sess_check(kf_sess *s) {
     kf_status st = kf_sess_build_ref(s);
     if (st) return st;
     if (s->o->verbose)
@@ -1310,7 +1310,7 @@ out:
             fprintf(stderr, "kforge:   %-24s %8.1f ms\n", pn[i], (double)s->prof[i] / 1e6);
     }
     if (cand.w && *kf_worker_output(cand.w)) /* what the candidate printed (capped) */
-        json_object_set_new(s->res->root, "candidate_output", kf_result_text_json(kf_worker_output(cand.w)));
+        json_object_set_new(s->res->root, "candidate_output", kf_text_json(kf_worker_output(cand.w)));
     for (int i = 0; prep && i < L.n; i++) prep_free(s->t, &prep[i]);
     free(prep);
     pthread_mutex_destroy(&job.mu);
@@ -1328,7 +1328,7 @@ out:
     return st;
 }
 
-static kf_status finish(kf_sess *s, kf_status st, kf_result **out) {
+kf_status kf_sess_finish(kf_sess *s, kf_status st, kf_result **out) {
     if (st == KF_OK) {
         json_object_set_new(s->res->root, "seconds",
                             json_real((double)(kf__now_ns() - s->t0) / 1e9));
@@ -1352,35 +1352,8 @@ kf_status kf_check(kf_ctx *ctx, const kf_task *task, const char *candidate, cons
     if (st) return st;
     kf_sess s;
     st = kf_sess_open(&s, ctx, task, candidate, opts, "check");
-    if (!st) st = run_check(&s);
+    if (!st) st = kf_sess_check(&s);
     /* a rejected candidate needs no sanitizer */
     if (!st && opts->sanitize && s.res->verdict == KF_VERDICT_ACCEPTED) st = kf_sanitize_run(&s, san);
-    return finish(&s, st, out);
-}
-
-kf_status kf_bench(kf_ctx *ctx, const kf_task *task, const char *candidate, const kf_opts *opts,
-                   kf_result **out) {
-    if (!task || !candidate || !out) return kf__err(ctx, KF_EUSAGE, "kf_bench: NULL argument");
-    *out = NULL;
-    kf_opts dflt;
-    if (!opts) kf_opts_init(&dflt), opts = &dflt;
-    if (opts->sanitize)
-        return kf__err(ctx, KF_EUSAGE, "--sanitize applies to kforge check, not bench");
-    if (opts->vs_path && access(opts->vs_path, R_OK))
-        return kf__err(ctx, KF_EIO, "--vs %s: %s", opts->vs_path, strerror(errno));
-    kf_sess s;
-    kf_status st = kf_sess_open(&s, ctx, task, candidate, opts, "bench");
-    if (!st) st = run_check(&s);
-    if (!st) {
-        /* the check's document moves under "check"; "shapes" becomes the timed list */
-        json_t *root = s.res->root, *chk = json_object();
-        json_object_set(chk, "verdict", json_object_get(root, "verdict"));
-        json_object_set(chk, "shapes", json_object_get(root, "shapes"));
-        json_object_set_new(chk, "seconds", json_real((double)(kf__now_ns() - s.t0) / 1e9));
-        json_object_del(root, "shapes");
-        json_object_set_new(root, "check", chk);
-        json_object_set_new(root, "shapes", json_array());
-        if (s.res->verdict == KF_VERDICT_ACCEPTED) st = kf_bench_timed(&s, opts->vs_path);
-    }
-    return finish(&s, st, out);
+    return kf_sess_finish(&s, st, out);
 }

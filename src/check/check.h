@@ -63,6 +63,13 @@ typedef struct {
 kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path,
                        const kf_opts *o, const char *kind);
 void kf_sess_close(kf_sess *s);
+/* The check of an open session (kf_check's, and kf_bench's first part): both builds, then
+ * every shape; the verdict and its reasons are on s->res. KF_OK whatever the verdict; an
+ * error for the session's own failures (a broken task, the sandbox). */
+kf_status kf_sess_check(kf_sess *s);
+/* End a session: with st KF_OK, its result (with "seconds") goes to *out, the caller's to
+ * free with kf_result_free; the session is closed either way. Returns st. */
+kf_status kf_sess_finish(kf_sess *s, kf_status st, kf_result **out);
 /* Build the reference (a failure is a task error) and, when the session has one, the
  * candidate (a failure is a rejection recorded on s->res; *cand_ok = 0). */
 kf_status kf_sess_build(kf_sess *s, int *cand_ok);
@@ -133,8 +140,6 @@ char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in,
  * kf_sess_free_outputs. */
 kf_status kf_sess_magnitude(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extents *ex,
                             const kf_inputs *in, kf_rng *rng, void **mag, const char *shape_txt);
-
-kf_status kf_bench_timed(kf_sess *s, const char *vs_path);
 
 /* ---- compute-sanitizer (sanitize.c) ---- */
 

@@ -16,23 +16,9 @@ static const char *const reason_names[] = {
 #undef KF_X
 };
 
-static const char *const status_text[] = {
-#define KF_X(n, s) s,
-    KF_STATUS_MAP(KF_X)
-#undef KF_X
-};
-
 const char *kf_reason_name(kf_reason r) {
     return (unsigned)r < KF_REASON_COUNT ? reason_names[r] : "unknown";
 }
-
-const char *kf_strstatus(kf_status s) {
-    return (unsigned)s < KF_STATUS_COUNT ? status_text[s] : "unknown status";
-}
-
-kf_ctx *kf_ctx_new(void) { return calloc(1, sizeof(kf_ctx)); }
-void kf_ctx_free(kf_ctx *ctx) { free(ctx); }
-const char *kf_errmsg(const kf_ctx *ctx) { return ctx && ctx->err[0] ? ctx->err : "no error"; }
 
 void kf_opts_init(kf_opts *o) {
     memset(o, 0, sizeof *o);
@@ -46,24 +32,6 @@ void kf_opts_init(kf_opts *o) {
     o->bench_min_runs = 15;
     o->bench_max_runs = 400;
     o->win_floor = 0.05;
-}
-
-json_t *kf_result_text_json(const char *text) {
-    json_t *j = json_string(text ? text : "");
-    if (j) return j;
-    /* not valid UTF-8 (a candidate's output, a compiler's echo of its source): keep
-     * printable ASCII, replace every other byte with '?' */
-    size_t n = strlen(text);
-    char *copy = malloc(n + 1);
-    if (!copy) return json_string("");
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)text[i];
-        copy[i] = (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t' ? (char)c : '?';
-    }
-    copy[n] = 0;
-    j = json_string(copy);
-    free(copy);
-    return j;
 }
 
 kf_result *kf_result_new(const char *kind) {
@@ -102,7 +70,7 @@ void kf_result_reject(kf_result *r, kf_reason code, json_t *shape, const char *f
     defang_text(msg, 0); /* one line, no control bytes: it may quote the candidate */
     json_t *o = json_object();
     json_object_set_new(o, "code", json_string(kf_reason_name(code)));
-    json_object_set_new(o, "message", kf_result_text_json(msg));
+    json_object_set_new(o, "message", kf_text_json(msg));
     json_object_set_new(o, "shape", shape ? json_deep_copy(shape) : json_null());
     json_object_set_new(o, "count", json_integer(1));
     json_array_append_new(r->jreasons, o);

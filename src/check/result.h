@@ -37,8 +37,5 @@ int kf_result_verdict_typed(const kf_result *r, struct kf_verdict *v);
 /* The document as a run's store keeps it (a node's verdict_json): kf_result_json's
  * document, its reals written back at full precision. Caller frees; NULL on OOM. */
 char *kf_result_json_stored(const kf_result *r);
-/* A JSON string for untrusted text: as is when valid UTF-8, else with every byte that
- * is not printable ASCII replaced by '?'. */
-json_t *kf_result_text_json(const char *text);
 
 #endif

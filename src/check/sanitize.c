@@ -297,8 +297,8 @@ static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *c
     json_object_set_new(out, "exit", json_integer(status));
     json_object_set_new(out, "calls", json_integer(calls));
     json_object_set_new(out, "seconds", json_real((double)(kf__now_ns() - t0) / 1e9));
-    if (note[0]) json_object_set_new(out, "note", kf_result_text_json(note));
-    if (r.report[0]) json_object_set_new(out, "report", kf_result_text_json(r.report));
+    if (note[0]) json_object_set_new(out, "note", kf_text_json(note));
+    if (r.report[0]) json_object_set_new(out, "report", kf_text_json(r.report));
     if (r.errors > 0)
         kf_result_reject(s->res, KF_REASON_SANITIZER, NULL, "compute-sanitizer %s found %d error%s: %s",
                          name, r.errors, r.errors == 1 ? "" : "s", r.first);

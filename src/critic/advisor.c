@@ -9,7 +9,6 @@
 #include "advisor.h"
 
 #include "../agent/agent.h"
-#include "../check/result.h"
 #include "../util/util.h"
 
 #include <ctype.h>
@@ -93,7 +92,7 @@ json_t *kf_advisor_review(kf_advisor *a, const kf_advisor_case *c, int64_t *toke
     pk.system = strdup(review_system);
     pk.prompt = p.p;
     snprintf(pk.ext, sizeof pk.ext, "txt");
-    pk.tokens_prompt = kf_pack_tokens(strlen(review_system) + (p.p ? strlen(p.p) : 0));
+    pk.tokens_prompt = kf_text_tokens(strlen(review_system) + (p.p ? strlen(p.p) : 0));
     json_t *out = json_pack("{s:s}", "agent", a->spec);
     if (!pk.json || !pk.system || !pk.prompt) {
         json_object_set_new(out, "error", json_string("out of memory"));
@@ -111,12 +110,12 @@ json_t *kf_advisor_review(kf_advisor *a, const kf_advisor_case *c, int64_t *toke
         json_object_set_new(out, "error", json_string("the review could not be asked for"));
     } else if (!text && pr.error) {
         json_object_set_new(out, "opinion", json_string("none"));
-        json_object_set_new(out, "error", kf_result_text_json(pr.error));
+        json_object_set_new(out, "error", kf_text_json(pr.error));
     } else {
         json_object_set_new(out, "opinion", json_string(opinion_of(text)));
         char cut[2001];
         snprintf(cut, sizeof cut, "%s", text ? text : "");
-        json_object_set_new(out, "text", kf_result_text_json(cut));
+        json_object_set_new(out, "text", kf_text_json(cut));
     }
     json_object_set_new(out, "tokens_in", json_integer(pr.tokens_in));
     json_object_set_new(out, "tokens_out", json_integer(pr.tokens_out));

@@ -622,29 +622,6 @@ void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
     }
 }
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-void kf_data_flush(const unsigned char *arena, const kf_layout *lay) {
-    /* clflush from the coordinator evicts the lines from every core's caches; the
-     * candidate's process cannot skip or shorten it */
-    for (size_t p = lay->lo & ~(size_t)63; p < lay->end; p += 64)
-        _mm_clflush(arena + p);
-    for (size_t p = lay->ro_lo & ~(size_t)63; p < lay->ro_end; p += 64)
-        _mm_clflush(arena + p);
-    _mm_mfence();
-}
-#else
-void kf_data_flush(const unsigned char *arena, const kf_layout *lay) {
-    /* no portable line flush: stream through a buffer larger than common LLCs */
-    static unsigned char *junk;
-    static const size_t n = 256u << 20;
-    (void)arena;
-    (void)lay;
-    if (!junk && !(junk = calloc(1, n))) return;
-    for (size_t i = 0; i < n; i += 64) junk[i]++;
-}
-#endif
-
 int kf_data_check_guards(const kf_task *t, const kf_layout *lay, const kf_poison *p,
                          const unsigned char *arena) {
     /* the writable region's guards only: the read-only region's cannot change */

@@ -150,8 +150,6 @@ int64_t kf_data_count_pattern(const void *buf, int64_t n, uint64_t pat, size_t e
 /* Write the inputs, sentinels and guards of one call into the arena. */
 void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
                    const kf_inputs *in, const kf_poison *p, unsigned char *arena);
-/* Evict the staged bytes from every cache level (cold-cache timing). */
-void kf_data_flush(const unsigned char *arena, const kf_layout *lay);
 
 /* After a call: the argument index of the buffer whose preceding guard zone changed
  * first, t->nargs for the guard after the last buffer, or -1 when all are intact. */

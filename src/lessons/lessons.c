@@ -8,7 +8,8 @@
  * holds the lesson's vector under the embedding named in meta.
  *
  * Guarantees: WAL, synchronous=NORMAL, a busy timeout of 5 s; the schema version is in
- * meta and older files are migrated forward in one transaction, newer ones refused; an
+ * meta and older files are migrated forward in one transaction, newer ones and SQLite
+ * files of something else refused (the runner of util/db.h, as the run store's); an
  * import is one transaction (all lines or none); a lesson without a situation or an
  * action never reaches the table (validated here, and NOT NULL there).
  *
@@ -16,14 +17,13 @@
  */
 #define _GNU_SOURCE
 #include "lessons.h"
+#include "../util/db.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define BUSY_MS 5000
 
 static const char *const migrations[] = {
     /* 0 -> 1 */
@@ -52,7 +52,9 @@ static const char *const migrations[] = {
     /* 1 -> 2: what each distilled lesson has counted (distill.c), one row per node */
     "CREATE TABLE distilled(what TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY(what, item)) WITHOUT ROWID;",
 };
-#define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+static const kf_db_schema schema = {migrations, (int)(sizeof migrations / sizeof migrations[0]),
+                                    "lessons schema", "kforge lessons database",
+                                    "open it with a newer kforge"};
 
 #define COLS                                                                            \
     "id, uid, key, situation, backend, arch, ops, shape, action, boundaries, evidence," \
@@ -549,44 +551,6 @@ static kf_status meta_set(kf_lessons *db, const char *key, const char *val) {
     return rc == SQLITE_DONE ? KF_OK : dberr(db, "writing meta");
 }
 
-static kf_status migrate(kf_lessons *db) {
-    kf_status st = kf_lessons__exec(db, "BEGIN IMMEDIATE");
-    if (st) return st;
-    int ver = 0, tables = 0;
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(db->db, "SELECT count(*) FROM sqlite_master WHERE name = 'meta'", -1, &q, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-        tables = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
-    if (tables) {
-        char *v = NULL;
-        if ((st = meta_get(db, "schema_version", &v))) goto fail;
-        ver = v ? (int)strtol(v, NULL, 10) : 0;
-        free(v);
-    }
-    if (ver > NMIGRATIONS) {
-        st = kf__err(db->ctx, KF_EIO, "%s: lessons schema version %d is newer than this kforge (%s) knows (%d)",
-                     db->path, ver, KF_VERSION, NMIGRATIONS);
-        goto fail;
-    }
-    for (int v = ver; v < NMIGRATIONS; v++) {
-        if (sqlite3_exec(db->db, migrations[v], NULL, NULL, NULL) != SQLITE_OK) {
-            char what[96];
-            snprintf(what, sizeof what, "migrating the lessons schema from version %d", v);
-            st = dberr(db, what);
-            goto fail;
-        }
-        char num[16];
-        snprintf(num, sizeof num, "%d", v + 1);
-        if ((st = meta_set(db, "schema_version", num))) goto fail;
-    }
-    return kf_lessons__exec(db, "COMMIT");
-fail:
-    sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
-    return st;
-}
-
 /* Embed every lesson again under db's embedding (it changed since they were stored). */
 static kf_status reembed(kf_lessons *db) {
     kf_status st = kf_lessons__exec(db, "BEGIN IMMEDIATE");
@@ -680,15 +644,8 @@ kf_status kf_lessons_open(kf_ctx *ctx, const char *path, const kf_lessons_opts *
             goto fail;
         }
     }
-    if (sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
-        st = db->db ? dberr(db, "opening") : kf__err(ctx, KF_ENOMEM, "out of memory");
-        goto fail;
-    }
-    sqlite3_busy_timeout(db->db, BUSY_MS);
-    sqlite3_extended_result_codes(db->db, 1);
-    if ((st = kf_lessons__exec(db, "PRAGMA journal_mode=WAL")) ||
-        (st = kf_lessons__exec(db, "PRAGMA synchronous=NORMAL")) || (st = migrate(db)))
+    if ((st = kf_db_open(ctx, path, KF_DB_CREATE, NULL, &db->db)) ||
+        (st = kf_db_migrate(ctx, db->db, path, &schema)))
         goto fail;
     char *name = NULL, *dim = NULL;
     if ((st = meta_get(db, "embedding", &name)) || (st = meta_get(db, "embed_dim", &dim))) goto fail;

@@ -21,7 +21,6 @@
  */
 #define _GNU_SOURCE
 #include "lessons.h"
-#include "../agent/agent.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -519,7 +518,7 @@ kf_status kf_lessons_render(kf_lessons *db, const kf_lesson_hit *hits, int nhits
             break;
         }
         size_t len = b.len + (b.len ? 0 : sizeof head - 1) + strlen(item);
-        if (kf_pack_tokens(len) > max_tokens) { /* whole lessons only; a later shorter one may fit */
+        if (kf_text_tokens(len) > max_tokens) { /* whole lessons only; a later shorter one may fit */
             free(item);
             continue;
         }
@@ -534,7 +533,7 @@ kf_status kf_lessons_render(kf_lessons *db, const kf_lesson_hit *hits, int nhits
         return st;
     }
     *text = b.p;
-    if (tokens) *tokens = kf_pack_tokens(b.len);
+    if (tokens) *tokens = kf_text_tokens(b.len);
     if (used) *used = u;
     return KF_OK;
 }

@@ -1,6 +1,7 @@
 /*
  * worker.h - pieces of kforge-worker shared by its CPU (worker_main.c) and GPU
- * (backend/cuda/gpu_worker.c) modes.
+ * (backend/cuda/gpu_worker.c) modes, and the start every mode but the NVRTC child makes
+ * (kf_wk_start). The program's main, which picks the mode, is src/worker/main.c.
  */
 #ifndef KF_WORKER_H
 #define KF_WORKER_H
@@ -17,10 +18,23 @@ int kf_wk_drop_root(const char *uidarg, const char *ppid);
 extern const char *kf_wk_deferred_path;
 void kf_wk_forget_env(void); /* the KFORGE_ settings its configuration set, removed */
 
-/* GPU mode (backend/cuda/gpu_worker.c) */
-int kf_wk_is_gpu_artifact(const char *path);
-int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size);
-/* compile mode: one NVRTC compile (backend/cuda/nvrtc_child.c) */
-int kf_nvrtc_child_main(int argc, char **argv);
+/* The arena a worker runs on, mapped by kf_wk_start. */
+typedef struct {
+    void *base;   /* the shared arena; with split, the inputs' read-only region follows it */
+    size_t size;  /* the arena's bytes */
+    size_t total; /* size, or 2 * size with the inputs' region */
+    int split;    /* 1: the inputs' region is mapped (CPU workers) */
+} kf_wk_arena;
+
+/* The start of a worker, before its mode: a parent-death SIGKILL, the arguments (argv[1..8]
+ * and the entry as argv[8], or for a CPU worker started under a random name the
+ * configuration message; *argc, *argv and *entry are set to them), the parent check, every
+ * other descriptor closed, the arena mapped into *a, the CPU affinity. 0, or the status
+ * to exit with: 111 bad arguments, 112 the parent is gone (setup failures exit 113 with
+ * a LOADFAIL message). */
+int kf_wk_start(int *argc, char ***argv, const char **entry, kf_wk_arena *a);
+/* The CPU mode, after kf_wk_start: every confinement layer, then the candidate loaded and
+ * its entry served, one RUN request at a time, until EXIT. Does not return. */
+int kf_wk_cpu_main(char **argv, const char *entry, const kf_wk_arena *a);
 
 #endif

@@ -1,5 +1,8 @@
 /*
- * worker_main.c - kforge-worker, the trusted runner that executes one candidate.
+ * worker_main.c - kforge-worker, the trusted runner that executes one candidate: the
+ * start every mode shares (kf_wk_start) and the CPU mode (kf_wk_cpu_main). Its main,
+ * src/worker/main.c, picks the mode: this CPU runner, or the CUDA backend's GPU worker or
+ * NVRTC compile child.
  *
  * Its arguments: SO_PATH, PARENT_PID (or "-" when started through a wrapper program),
  * CPU_S, AS_BYTES, SO_DIR, CPUS ("0,2,3" or "-"), UID (used when started as root, or
@@ -254,10 +257,9 @@ static void on_segv(int sig, siginfo_t *si, void *uc) {
     raise(sig);
 }
 
-int main(int argc, char **argv) {
-    /* compile mode (backend/cuda/nvrtc_child.c): started by kf_sandbox_exec, which has
-     * already confined it; it runs no candidate code, only NVRTC on candidate text */
-    if (argc >= 2 && !strcmp(argv[1], "--nvrtc")) return kf_nvrtc_child_main(argc, argv);
+int kf_wk_start(int *argcp, char ***argvp, const char **entryp, kf_wk_arena *a) {
+    int argc = *argcp;
+    char **argv = *argvp;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL)) return 112;
     /* a CPU worker: nothing but its (random) name on the command line */
     const char *entry = NULL;
@@ -309,11 +311,20 @@ int main(int argc, char **argv) {
         }
         if (sched_setaffinity(0, sizeof set, &set)) kf_wk_die(113, "sched_setaffinity");
     }
+    *argcp = argc;
+    *argvp = argv;
+    *entryp = entry;
+    a->base = arena;
+    a->size = asz;
+    a->total = total;
+    a->split = split;
+    return 0;
+}
 
-    /* A GPU kernel-mode artifact: no candidate host code at all; the GPU worker sets up
-     * the device before it drops root (the device files must be opened first) */
-    if (!strcmp(argv[1], "-") || kf_wk_is_gpu_artifact(argv[1])) /* "-": a deferred GPU worker */
-        return kf_gpu_worker_main(argv, arena, asz);
+int kf_wk_cpu_main(char **argv, const char *entry, const kf_wk_arena *a) {
+    void *arena = a->base;
+    size_t asz = a->size, total = a->total;
+    int split = a->split;
     int dropped = kf_wk_drop_root(argv[7], argv[2]);
 
     int sealed = kf_wk_seal_image();

@@ -14,7 +14,8 @@
  *  - Every change is one statement or one transaction: a node's outcome is one UPDATE;
  *    creating a run (schema + its row) and each migration are one transaction each.
  *  - The schema version is in meta; older databases are migrated forward in one
- *    transaction under a write lock (BEGIN IMMEDIATE), newer ones refused.
+ *    transaction under a write lock (BEGIN IMMEDIATE), newer ones refused (the
+ *    migration runner of util/db.h, which the lessons database uses too).
  *  - Concurrent writers (threads with a store each, or processes) wait for each other
  *    up to 5 s per statement; write transactions start IMMEDIATE, so a waiting writer
  *    never has to fail on a stale snapshot.
@@ -23,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include "store.h"
+#include "../util/db.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -33,7 +35,6 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <openssl/rand.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BUSY_MS 5000
 #define SRC_MAX (64u << 20)   /* a candidate text larger than this is not a kernel */
 #define TASK_FILE_MAX (64u << 20)
 
@@ -212,24 +212,8 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* An SQLite failure as an error on the context: the database's path, what was being
- * done, and SQLite's own message. */
-static kf_status db_err(kf_ctx *ctx, sqlite3 *db, const char *dbpath, int rc, const char *what) {
-    int base = rc & 0xff;
-    if (base == SQLITE_NOMEM) return kf__err(ctx, KF_ENOMEM, "%s: %s: out of memory", dbpath, what);
-    if (base == SQLITE_NOTADB)
-        return kf__err(ctx, KF_EIO, "%s: %s: not a SQLite database (a damaged file, or not a "
-                       "kforge run)", dbpath, what);
-    /* for an I/O failure, what the system said ("disk I/O error" alone says little) */
-    int sys = db && (base == SQLITE_IOERR || base == SQLITE_FULL || base == SQLITE_CANTOPEN)
-                  ? sqlite3_system_errno(db) : 0;
-    return kf__err(ctx, KF_EIO, "%s: %s: %s%s%s%s", dbpath, what,
-                   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), sys ? " (" : "",
-                   sys ? strerror(sys) : "", sys ? ")" : "");
-}
-
 static kf_status serr(kf_store *s, int rc, const char *what) {
-    return db_err(s->ctx, s->db, s->dbpath, rc, what);
+    return kf_db_err(s->ctx, s->db, s->dbpath, rc, what);
 }
 
 static int is_hex64(const char *h) {
@@ -329,93 +313,16 @@ static kf_store *store_new(kf_ctx *ctx, const char *dir) {
     return s;
 }
 
-/* Open the connection and set it up: WAL (persistent in the file), synchronous=NORMAL,
- * foreign keys, the busy timeout. */
-static kf_status db_open(kf_store *s, int create) {
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-    int rc = sqlite3_open_v2(s->dbpath, &s->db, flags, NULL);
-    if (rc != SQLITE_OK) return serr(s, rc, "opening");
-    sqlite3_extended_result_codes(s->db, 1);
-    sqlite3_busy_timeout(s->db, BUSY_MS);
-    sqlite3_stmt *q = NULL;
-    rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &q, NULL);
-    if (rc == SQLITE_OK) rc = sqlite3_step(q);
-    const char *mode = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
-    int wal = mode && !strcmp(mode, "wal");
-    if (rc != SQLITE_ROW) {
-        kf_status st = serr(s, rc, "setting WAL mode");
-        sqlite3_finalize(q);
-        return st;
-    }
-    sqlite3_finalize(q);
-    if (!wal)
-        return kf__err(s->ctx, KF_EIO, "%s: the database cannot use WAL mode (journal mode "
-                       "stays \"%s\"): is the run directory on a network file system?",
-                       s->dbpath, mode ? mode : "?");
-    if ((rc = exec1(s->db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON")))
-        return serr(s, rc, "setting pragmas");
-    return KF_OK;
+/* This build's schema, as the migration runner (util/db.h) takes it. */
+static kf_db_schema schema(void) {
+    return (kf_db_schema){migrations, nmigrations, "schema", "kforge run database",
+                          "open the run with a newer kforge"};
 }
 
-/* *ver = meta.schema_version, or 0 for a database without tables. An error for a
- * database that is not a kforge run (tables but no meta) or cannot be read. */
-static kf_status schema_version(kf_store *s, int *ver) {
-    sqlite3_stmt *q = NULL;
-    *ver = 0;
-    int rc = sqlite3_prepare_v2(s->db,
-        "SELECT (SELECT count(*) FROM sqlite_master),"
-        " (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta')",
-        -1, &q, NULL);
-    if (rc == SQLITE_OK) rc = sqlite3_step(q);
-    if (rc != SQLITE_ROW) {
-        kf_status st = serr(s, rc, "reading the schema");
-        sqlite3_finalize(q);
-        return st;
-    }
-    int64_t objects = sqlite3_column_int64(q, 0), meta = sqlite3_column_int64(q, 1);
-    sqlite3_finalize(q);
-    if (!objects) return KF_OK;
-    if (!meta) return kf__err(s->ctx, KF_EIO, "%s: not a kforge run database (no meta table)",
-                              s->dbpath);
-    rc = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &q,
-                            NULL);
-    if (rc == SQLITE_OK) rc = sqlite3_step(q);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        kf_status st = serr(s, rc, "reading meta.schema_version");
-        sqlite3_finalize(q);
-        return st;
-    }
-    const char *v = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
-    char *end = NULL;
-    long n = v ? strtol(v, &end, 10) : -1;
-    kf_status st = KF_OK;
-    if (!v || !*v || *end || n < 1 || n > 1000000)
-        st = kf__err(s->ctx, KF_EIO, "%s: meta.schema_version is %s%s%s", s->dbpath,
-                     v ? "\"" : "missing", v ? v : "", v ? "\"" : "");
-    else
-        *ver = (int)n;
-    sqlite3_finalize(q);
-    return st;
-}
-
-/* Run the migrations from version `from` to the current one, inside the caller's
- * transaction. */
-static kf_status migrate_steps(kf_store *s, int from) {
-    for (int v = from; v < nmigrations; v++) {
-        int rc = exec1(s->db, migrations[v]);
-        if (rc == SQLITE_OK) {
-            char sql[128];
-            snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key, value) VALUES"
-                     "('schema_version', '%d')", v + 1);
-            rc = exec1(s->db, sql);
-        }
-        if (rc != SQLITE_OK) {
-            char what[96];
-            snprintf(what, sizeof what, "migrating the schema from version %d to %d", v, v + 1);
-            return serr(s, rc, what);
-        }
-    }
-    return KF_OK;
+/* Open the connection and set it up: WAL (persistent in the file, and required),
+ * synchronous=NORMAL, foreign keys, the busy timeout. */
+static kf_status db_open(kf_store *s) {
+    return kf_db_open(s->ctx, s->dbpath, KF_DB_WAL, "PRAGMA foreign_keys=ON", &s->db);
 }
 
 static kf_status rollback(kf_store *s, kf_status st) {
@@ -423,32 +330,17 @@ static kf_status rollback(kf_store *s, kf_status st) {
     return st;
 }
 
-static kf_status newer(kf_store *s, int ver) {
-    return kf__err(s->ctx, KF_EIO, "%s: schema version %d is newer than this kforge (%s) "
-                   "understands (%d): open the run with a newer kforge", s->dbpath, ver,
-                   KF_VERSION, nmigrations);
-}
-
 /* Bring an existing database to the current schema (open). */
 static kf_status migrate(kf_store *s) {
+    kf_db_schema sc = schema();
     int ver;
-    kf_status st = schema_version(s, &ver);
+    kf_status st = kf_db_version(s->ctx, s->db, s->dbpath, &sc, &ver);
     if (st) return st;
     if (ver == 0)
         return kf__err(s->ctx, KF_EIO, "%s: an empty database: no run was ever recorded here "
                        "(its creation was interrupted; remove the directory and start again)",
                        s->dbpath);
-    if (ver > nmigrations) return newer(s, ver);
-    if (ver == nmigrations) return KF_OK;
-    int rc = exec1(s->db, "BEGIN IMMEDIATE");
-    if (rc) return serr(s, rc, "starting the migration");
-    /* another process may have migrated it meanwhile */
-    if ((st = schema_version(s, &ver))) return rollback(s, st);
-    if (ver > nmigrations) return rollback(s, newer(s, ver));
-    st = migrate_steps(s, ver);
-    if (st) return rollback(s, st);
-    if ((rc = exec1(s->db, "COMMIT"))) return rollback(s, serr(s, rc, "committing the migration"));
-    return KF_OK;
+    return kf_db_migrate(s->ctx, s->db, s->dbpath, &sc);
 }
 
 /* kforge makes tables and indexes only. A trigger or view in run.db was planted: a trigger
@@ -610,13 +502,14 @@ kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
     }
     close(fd);
     char *abs = realpath(task->dir, NULL);
-    if ((st = open_src(s, 1)) || (st = db_open(s, 0)) || (st = seal_setup(s))) goto fail;
+    if ((st = open_src(s, 1)) || (st = db_open(s)) || (st = seal_setup(s))) goto fail;
     int rc = exec1(s->db, "BEGIN IMMEDIATE");
     if (rc) {
         st = serr(s, rc, "starting the run");
         goto fail;
     }
-    if ((st = migrate_steps(s, 0))) goto fail;
+    kf_db_schema sc = schema();
+    if ((st = kf_db_migrate_steps(ctx, s->db, s->dbpath, &sc, 0))) goto fail;
     if ((st = key_create(s))) goto fail;
     sqlite3_stmt *q = NULL;
     rc = sqlite3_prepare_v2(s->db, "INSERT INTO runs(task_dir, task_fingerprint, backend,"
@@ -693,7 +586,7 @@ kf_status kf_store_open(kf_ctx *ctx, const char *dir, const kf_task *task, kf_st
         st = kf__err(ctx, KF_EIO, "%s: not a regular file", s->dbpath);
         goto fail;
     }
-    if ((st = db_open(s, 0)) || (st = seal_setup(s)) || (st = migrate(s)) || (st = no_planted(s)) || (st = load_run(s)) ||
+    if ((st = db_open(s)) || (st = seal_setup(s)) || (st = migrate(s)) || (st = no_planted(s)) || (st = load_run(s)) ||
         (st = open_src(s, 0)) || (st = prepare_all(s)))
         goto fail;
     if (task) {

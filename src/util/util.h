@@ -1,13 +1,16 @@
 /*
- * util.h - small internal helpers shared by every module: the context and its error
- * text, a capped growable buffer, integer expressions, the input RNG, hashing, clocks.
- * Nothing here is exported; names are kf_<module>_ or kf__.
+ * util.h - the core: what every module may use and nothing in it uses another module.
+ * The context and its error text (ctx.c), allocation, a capped growable buffer, files,
+ * hashing, clocks and threads (util.c), integer expressions (expr.c), the input RNG
+ * (rng.c), untrusted text as JSON and its size in tokens (text.c). The SQLite helper is
+ * db.h. Nothing here is exported; names are kf_<module>_ or kf__.
  */
 #ifndef KF_UTIL_H
 #define KF_UTIL_H
 
 #include "kforge.h"
 
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +45,13 @@ void kf_buf_free(kf_buf *b);
 
 /* Read a whole file (at most `limit` bytes; larger is an error). Caller frees *out. */
 int kf__read_file(const char *path, size_t limit, char **out, size_t *len);
+
+/* A JSON string for untrusted text: as is when valid UTF-8, else with every byte that
+ * is not printable ASCII replaced by '?'. NULL only when out of memory. */
+json_t *kf_text_json(const char *text);
+/* The token estimate of a text of `bytes` bytes: ceil(bytes / 4), close for English and
+ * code with BPE tokenizers, high on dense JSON. Context packs and lessons budget by it. */
+int64_t kf_text_tokens(size_t bytes);
 
 /* Integer expressions over named variables: integers, names, + - * / % unary - !,
  * comparisons, && ||, ?:, parentheses, min(a,b), max(a,b). 64-bit signed arithmetic;

@@ -15,7 +15,9 @@
  *
  * Builds are cached by SHA-256 of (source, its file name, generated prototype, flags,
  * compiler identity, CPU model): the cache is owned by kforge, never writable by a
- * candidate, and a different text always builds afresh (docs/checker.md #22).
+ * candidate, and a different text always builds afresh (docs/checker.md #22). The build
+ * directory, the two passes and the cache are the compiler driver's (../driver.h), which
+ * CUDA host mode shares; this file holds what is the C compiler's.
  *
  * Its candidates run in CPU workers as the worker loads them (the interface's defaults:
  * staged lines flushed from the CPU caches, the worker's own clock); the roofline is
@@ -23,17 +25,12 @@
  */
 #define _GNU_SOURCE
 #include "c.h"
-#include "../../sandbox/sandbox.h"
+#include "../driver.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #define LOG_CAP (32u << 10)
@@ -93,22 +90,12 @@ static char *gen_header(const kf_task *t) {
     return b.p;
 }
 
-static int find_compiler(char *out, size_t n) {
+/* $CC (a path, or a name along $PATH), else cc. */
+static int find_compiler(char *out) {
     const char *cc = getenv("CC");
     if (!cc || !*cc) cc = "cc";
     if (strchr(cc, '/')) return realpath(cc, out) ? 0 : -1;
-    const char *path = getenv("PATH");
-    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
-    char *dup = kf__strdup(path), *save = NULL;
-    int rc = -1;
-    for (char *d = strtok_r(dup, ":", &save); d && rc; d = strtok_r(NULL, ":", &save)) {
-        char cand[PATH_MAX];
-        snprintf(cand, sizeof cand, "%s/%s", d, cc);
-        if (!access(cand, X_OK) && realpath(cand, out)) rc = 0;
-    }
-    free(dup);
-    (void)n;
-    return rc;
+    return kf_driver_which(cc, "/usr/local/bin:/usr/bin:/bin", out);
 }
 
 /* The build's copy of the candidate: its own file name, as a user's build sees it
@@ -122,56 +109,14 @@ static void source_name(const char *path, char *out, size_t n) {
     snprintf(out, n, "%s%s", base, dotc ? "" : ".c");
 }
 
-static int write_file(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wbx");
-    if (!f) return -1;
-    size_t w = fwrite(data, 1, n, f);
-    return (fclose(f) || w != n) ? -1 : 0;
-}
-
-static char *first_error(const char *log, const char *fallback) {
-    const char *p = log ? strstr(log, "undefined reference to") : NULL;
-    if (!p && log) p = strstr(log, "error:");
-    if (!p) return kf__strdup(fallback);
-    const char *s = p;
-    while (s > log && s[-1] != '\n') s--;
-    size_t n = strcspn(s, "\n");
-    if (n > 400) n = 400;
-    return strndup(s, n);
-}
-
-/* The syntax-only pass, run beside the object pass. */
-typedef struct {
-    kf_ctx *ctx;
-    char **argv;
-    const char *cwd;
-    char **env;
-    const kf_limits *lim;
-    const char *const *ro;
-    int nro;
-    const char *const *rw;
-    int nrw;
-    double timeout_s;
-    kf_buf log;
-    int code;
-    kf_status st;
-} syntax_job;
-
-static void *syntax_main(void *arg) {
-    syntax_job *j = arg;
-    j->st = kf_sandbox_exec(j->ctx, j->argv, j->cwd, j->env, j->lim, j->ro, j->nro, j->rw,
-                            j->nrw, j->timeout_s, &j->log, &j->code);
-    return NULL;
-}
-
 static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path,
                            const char *text, size_t len, const kf_param *params, int nparams,
                            const char *workdir, double timeout_s, kf_build *out) {
     (void)b;
-    char cc[PATH_MAX], cdir[PATH_MAX], key[65];
+    char cc[PATH_MAX], key[65];
     char *hdr = gen_header(t);
     if (!hdr) return kf__err(ctx, KF_ENOMEM, "out of memory");
-    if (find_compiler(cc, sizeof cc)) {
+    if (find_compiler(cc)) {
         free(hdr);
         return kf__err(ctx, KF_EBACKEND, "no C compiler found (set CC or install gcc)");
     }
@@ -203,8 +148,7 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     size_t lens[] = {len, 1, strlen(hdr), 1, fb.len, 1, strlen(ccid), 1, strlen(cpu), 1, strlen(src), 1, strlen(mt)};
     kf__sha256_hex(parts, lens, 13, key);
     kf_buf_free(&fb);
-    kf__cache_dir(cdir, sizeof cdir);
-    char *cached = kf__asprintf("%s/c/%.2s/%s.so", cdir, key, key);
+    char *cached = kf_driver_cache_path("c", key, ".so");
     if (cached && !access(cached, R_OK)) {
         out->ok = 1;
         out->cached = 1;
@@ -214,33 +158,11 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     }
 
     kf_status st = KF_OK;
-    char bdir[PATH_MAX], srcpath[PATH_MAX + 300], hname[40], hpath[PATH_MAX + 48];
-    char soname[NAME_MAX + 8], so[PATH_MAX + NAME_MAX + 8], srcarg[NAME_MAX + 8];
-    snprintf(bdir, sizeof bdir, "%s/build-XXXXXX", workdir);
-    if (!mkdtemp(bdir)) {
-        st = kf__err(ctx, KF_EIO, "mkdtemp in %s: %s", workdir, strerror(errno));
-        goto done;
-    }
-    snprintf(srcpath, sizeof srcpath, "%s/%s", bdir, src);
-    /* the prototype under a random name, for the syntax pass only: a candidate cannot
-     * name it in __has_include, and the object pass never sees it */
-    snprintf(hname, sizeof hname, "%016llx.h", (unsigned long long)kf__secret_u64());
-    snprintf(hpath, sizeof hpath, "%s/%s", bdir, hname);
-    /* "x.c" -> "x.so", as the documented command names it */
-    snprintf(soname, sizeof soname, "%.*s.so", (int)(strlen(src) - 2), src);
-    snprintf(so, sizeof so, "%s/%s", bdir, soname);
+    kf_driver_dir d;
+    if ((st = kf_driver_prepare(ctx, workdir, src, text, len, hdr, have_ps ? &ps : NULL, &d))) goto done;
     /* a name the compiler would read as an option is given as ./-x.c, as a user must */
+    char srcarg[NAME_MAX + 8];
     snprintf(srcarg, sizeof srcarg, "%s%s", src[0] == '-' ? "./" : "", src);
-    if (write_file(srcpath, text, len) || write_file(hpath, hdr, strlen(hdr))) {
-        st = kf__err(ctx, KF_EIO, "writing into %s: %s", bdir, strerror(errno));
-        goto done;
-    }
-    /* the copy keeps the file's own modification time (__TIMESTAMP__): a file written
-     * just before the compile was a tell; a stored text keeps the time it was written */
-    if (have_ps) {
-        struct timespec tv[2] = {ps.st_atim, ps.st_mtim};
-        utimensat(AT_FDCWD, srcpath, tv, 0);
-    }
     /* pass 1, the signature: syntax only, with the prototype force-included */
     char *sargv[64], *argv[64];
     int sc = 0, ac = 0;
@@ -252,89 +174,46 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     for (int i = 0; i < nparams && i < KF_MAX_PARAMS; i++) sargv[sc++] = argv[ac++] = defs[i];
     sargv[sc++] = "-fsyntax-only";
     sargv[sc++] = "-include";
-    sargv[sc++] = hname;
+    sargv[sc++] = d.hname;
     sargv[sc++] = srcarg;
     sargv[sc] = NULL;
     /* pass 2, the object: the candidate alone, the command docs/tasks.md gives */
     argv[ac++] = "-o";
-    argv[ac++] = soname;
+    argv[ac++] = d.soname;
     argv[ac++] = srcarg;
     argv[ac++] = "-lm";
     argv[ac++] = "-Wl,-z,defs";
     argv[ac++] = "-Wl,-z,now";
     argv[ac] = NULL;
-    char tmpenv[PATH_MAX + 16];
-    snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", bdir);
     /* the toolchain's own prefix too (a compiler under /opt/gcc/bin reads /opt/gcc) */
     char prefix[PATH_MAX];
-    snprintf(prefix, sizeof prefix, "%s", cc);
-    for (int up = 0; up < 2; up++) {
-        char *slash = strrchr(prefix, '/');
-        if (slash && slash != prefix) *slash = 0;
-    }
-    char pathenv[PATH_MAX + 64];
-    snprintf(pathenv, sizeof pathenv, "PATH=%s/bin:/usr/local/bin:/usr/bin:/bin", prefix);
-    char *env[] = {pathenv, "LANG=C", "LC_ALL=C", tmpenv, NULL};
-    const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/etc/ld.so.cache",
-                        "/etc/alternatives", prefix};
-    /* cc1 -fsyntax-only writes its (empty) assembly to /dev/null */
-    const char *rw[] = {bdir, "/dev/null"};
-    kf_limits lim = {timeout_s + 1, 4ull << 30, 256u << 20, 256};
-    kf_buf log;
-    kf_buf_init(&log, LOG_CAP);
-    int code = 0;
-    uint64_t t0 = kf__now_ns();
-    /* both passes at once: the syntax pass in a thread of its own. The object pass cannot
-     * see the prototype header meanwhile: it is reachable only by its random name. The
-     * syntax pass's output is the log only when it fails: its warnings are the object
-     * pass's too. */
-    kf_ctx *sctx = kf_ctx_new(); /* the thread's errors */
-    syntax_job sj = {sctx ? sctx : ctx, sargv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 2,
-                     timeout_s, {0}, -1, KF_OK};
-    kf_buf_init(&sj.log, LOG_CAP);
-    pthread_t th;
-    int threaded = sctx && !pthread_create(&th, NULL, syntax_main, &sj);
-    if (!threaded) syntax_main(&sj);
-    st = kf_sandbox_exec(ctx, argv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 2, timeout_s,
-                         &log, &code);
-    if (threaded) pthread_join(th, NULL);
-    unlink(hpath);
-    if (!st && sj.st) st = sctx ? kf__err(ctx, sj.st, "%s", kf_errmsg(sctx)) : sj.st;
-    kf_ctx_free(sctx);
-    if (!st && sj.code != 0) { /* the signature (or the syntax) is wrong: its report */
-        kf_buf_free(&log);
-        log = sj.log;
-        code = sj.code;
-    } else {
-        kf_buf_free(&sj.log);
-    }
-    out->seconds = (double)(kf__now_ns() - t0) / 1e9;
+    kf_driver_prefix(cc, prefix, sizeof prefix);
+    kf_driver_job job = {.argv = argv,
+                         .sargv = sargv,
+                         .prefix = prefix,
+                         .lim = {timeout_s + 1, 4ull << 30, 256u << 20, 256},
+                         .timeout_s = timeout_s,
+                         .log_cap = LOG_CAP};
+    kf_driver_out r;
+    st = kf_driver_run(ctx, &d, &job, &r);
+    out->seconds = r.seconds;
     for (int i = 0; i < KF_MAX_PARAMS; i++) free(defs[i]);
-    if (st) {
-        kf_buf_free(&log);
-        goto done;
-    }
-    out->log = log.p ? log.p : kf__strdup("");
-    int defined = code == 0 ? kf__so_defines(so, t->entry) : -1;
+    if (st) goto done;
+    int code = r.code;
+    out->log = r.log.p ? r.log.p : kf__strdup("");
+    int defined = code == 0 ? kf__so_defines(d.so, t->entry) : -1;
     if (code == 0 && defined == 1) {
         out->ok = 1;
         /* publish into the cache atomically; a failure here only costs a rebuild */
-        char *tmp = cached ? kf__asprintf("%s.%d.tmp", cached, (int)gettid()) /* per thread: --jobs */ : NULL;
-        char *dir = cached ? kf__strdup(cached) : NULL;
-        if (dir) *strrchr(dir, '/') = 0;
         char *data = NULL;
         size_t dl = 0;
-        if (tmp && dir && !kf__mkdirs(dir) && !kf__read_file(so, 1u << 30, &data, &dl) &&
-            !write_file(tmp, data, dl) && !rename(tmp, cached)) {
+        if (cached && !kf__read_file(d.so, 1u << 30, &data, &dl) && !kf_driver_publish(cached, data, dl)) {
             out->so_path = cached;
             cached = NULL;
         } else {
-            if (tmp) unlink(tmp);
-            out->so_path = kf__strdup(so);
+            out->so_path = kf__strdup(d.so);
         }
         free(data);
-        free(tmp);
-        free(dir);
         goto done;
     }
     out->ok = 0;
@@ -351,7 +230,9 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
         out->message = kf__asprintf("%s does not define the entry function %s", path, t->entry);
     } else {
         out->reason = KF_REASON_COMPILE_ERROR;
-        out->message = first_error(out->log, "the compiler failed");
+        const char *at = strstr(out->log, "undefined reference to");
+        if (!at) at = strstr(out->log, "error:");
+        out->message = kf_driver_line(out->log, at, "the compiler failed");
         /* a wrong signature: say which one the task wants */
         char conflict[300];
         snprintf(conflict, sizeof conflict, "conflicting types for '%s'", t->entry);

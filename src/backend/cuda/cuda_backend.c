@@ -15,7 +15,7 @@
 #include "cuda_api.h"
 #include "host.h"
 #include "run.h"
-#include "../../sandbox/sandbox.h"
+#include "../driver.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -352,24 +352,6 @@ static void parse_ptxas(const char *log, kf_build *b) {
     }
 }
 
-static int write_file(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t w = fwrite(data, 1, n, f);
-    return (fclose(f) || w != n) ? -1 : 0;
-}
-
-/* The first error line of an NVRTC log, "file(12): error: ..." */
-static char *first_error(const char *log) {
-    const char *p = log ? strstr(log, "error") : NULL;
-    if (!p) return kf__strdup("NVRTC failed");
-    const char *s = p;
-    while (s > log && s[-1] != '\n') s--;
-    size_t n = strcspn(s, "\n");
-    if (n > 400) n = 400;
-    return strndup(s, n);
-}
-
 /* 1 when name (the text between '<' and '>', nl bytes) names a file inside one of the
  * toolkit's include trees (roots, real paths): a relative path of plain segments (no
  * "..", no hidden segment, no absolute path), whose real path still lies inside the
@@ -518,7 +500,7 @@ static kf_status nvrtc_child(kf_ctx *ctx, const kf_nvrtc_api *rtc, const char *s
     const char *rw[] = {bdir};
     kf_limits lim = {timeout_s + 1, 16ull << 30, 256u << 20, 256};
     int code = 0;
-    if (write_file(p_src, src, strlen(src))) {
+    if (kf_driver_write(p_src, src, strlen(src))) {
         st = kf__err(ctx, KF_EIO, "writing %s: %s", p_src, strerror(errno));
         goto out;
     }
@@ -548,7 +530,8 @@ static kf_status nvrtc_child(kf_ctx *ctx, const kf_nvrtc_api *rtc, const char *s
     out->ok = 0;
     out->reason = KF_REASON_COMPILE_ERROR;
     if (code == 1) {
-        out->message = first_error(out->log);
+        /* the first error line of an NVRTC log, "file(12): error: ..." */
+        out->message = kf_driver_line(out->log, out->log ? strstr(out->log, "error") : NULL, "NVRTC failed");
     } else if (code == -1) {
         out->message = kf__asprintf("NVRTC ran past its %g s deadline (--compile-timeout)", timeout_s);
     } else if (code >= 128) {
@@ -608,14 +591,13 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     kf_buf_init(&ob, 1u << 20);
     for (int i = 0; i < no; i++) kf_buf_printf(&ob, "%s ", opts[i] ? opts[i] : "");
     kf_buf_printf(&ob, "nvrtc %d.%d", vmaj, vmin);
-    char key[65], cdir[PATH_MAX];
+    char key[65];
     const void *parts[] = {text, "\0", prelude, "\0", ob.p ? ob.p : ""};
     size_t lens[] = {len, 1, strlen(prelude), 1, ob.p ? ob.len : 0};
     kf__sha256_hex(parts, lens, 5, key);
     kf_buf_free(&ob);
-    kf__cache_dir(cdir, sizeof cdir);
-    char *cached = kf__asprintf("%s/cuda/%.2s/%s.kfc", cdir, key, key);
-    char *cached_log = kf__asprintf("%s/cuda/%.2s/%s.log", cdir, key, key);
+    char *cached = kf_driver_cache_path("cuda", key, ".kfc");
+    char *cached_log = kf_driver_cache_path("cuda", key, ".log");
     kf_status st = KF_OK;
     char *src = NULL, *log = NULL, *cubin = NULL;
     size_t loglen = 0, cs = 0;
@@ -675,24 +657,8 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     memcpy(blob + o, cubin, cs), o += cs;
     char local[PATH_MAX + 64];
     snprintf(local, sizeof local, "%s/%.16s.kfc", workdir, key);
-    char *dir = cached ? kf__strdup(cached) : NULL;
-    if (dir) *strrchr(dir, '/') = 0;
-    char *tmp = cached ? kf__asprintf("%s.%d.tmp", cached, (int)gettid()) : NULL;
-    char *tmpl = cached_log ? kf__asprintf("%s.%d.tmp", cached_log, (int)gettid()) : NULL;
-    if (dir && tmp && tmpl && !kf__mkdirs(dir) && !write_file(tmpl, out->log, strlen(out->log)) &&
-        !rename(tmpl, cached_log) && !write_file(tmp, blob, o) && !rename(tmp, cached)) {
-        out->so_path = cached;
-        cached = NULL;
-    } else if (!write_file(local, blob, o)) {
-        if (tmp) unlink(tmp);
-        out->so_path = kf__strdup(local);
-    } else {
-        st = kf__err(ctx, KF_EIO, "writing %s: %s", local, strerror(errno));
-    }
+    st = kf_driver_keep(ctx, &cached, cached_log, out->log, blob, o, local, &out->so_path);
     free(blob);
-    free(dir);
-    free(tmp);
-    free(tmpl);
     if (!st) out->ok = 1;
 done:
     for (int i = 0; i < no; i++) free(opts[i]);

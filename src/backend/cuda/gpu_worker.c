@@ -22,6 +22,7 @@
 #include "../../sandbox/worker.h"
 #include "cuda_api.h"
 #include "cupti.h"
+#include "modes.h"
 
 #include <dlfcn.h>
 #include <ffi.h>

@@ -1,9 +1,9 @@
 /*
  * host_build.c - the CUDA backend's host mode: a candidate with its own host code,
  * `extern "C" int kforge_launch(<the task's arguments as device pointers>, cudaStream_t)`,
- * built with nvcc into a shared object by the C backend's sandboxed compiler child
- * (own session, rlimits, Landlock: the toolchain read-only, its private build directory
- * read-write).
+ * built with nvcc into a shared object through the compiler driver the C backend uses
+ * (../driver.h: a sandboxed child in its own session, rlimits, Landlock: the toolchain
+ * read-only, its private build directory read-write).
  *
  * The object is built from the candidate alone, with the command a user would type
  * (docs/cuda.md "Host mode"): the file under its own name, nothing force-included, no
@@ -21,12 +21,11 @@
  */
 #define _GNU_SOURCE
 #include "../backend.h"
-#include "../../sandbox/sandbox.h"
+#include "../driver.h"
 #include "host.h"
 
 #include <ctype.h>
 #include <elf.h>
-#include <pthread.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -153,16 +152,7 @@ static int find_nvcc(char *out) {
         if (!access(cand, X_OK) && realpath(cand, out)) return 0;
     }
     if (!access("/usr/local/cuda/bin/nvcc", X_OK) && realpath("/usr/local/cuda/bin/nvcc", out)) return 0;
-    const char *path = getenv("PATH");
-    if (!path) return -1;
-    char *dup = kf__strdup(path), *save = NULL;
-    int rc = -1;
-    for (char *d = dup ? strtok_r(dup, ":", &save) : NULL; d && rc; d = strtok_r(NULL, ":", &save)) {
-        snprintf(cand, sizeof cand, "%s/nvcc", d);
-        if (!access(cand, X_OK) && realpath(cand, out)) rc = 0;
-    }
-    free(dup);
-    return rc;
+    return kf_driver_which("nvcc", NULL, out);
 }
 
 int kf__cuda_have_nvcc(char *why, size_t n) {
@@ -170,27 +160,6 @@ int kf__cuda_have_nvcc(char *why, size_t n) {
     if (!find_nvcc(p)) return 1;
     snprintf(why, n, "no nvcc (set KFORGE_NVCC or CUDA_HOME, or install the CUDA toolkit)");
     return 0;
-}
-
-static int write_new(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t w = fwrite(data, 1, n, f);
-    return (fclose(f) || w != n) ? -1 : 0;
-}
-
-/* The first error of an nvcc log: cudafe "x.cu(12): error: ...", gcc "x.cu:12:3: error:",
- * or the linker's "undefined reference". */
-static char *first_error(const char *log) {
-    const char *p = log ? strstr(log, "error") : NULL;
-    const char *u = log ? strstr(log, "undefined reference") : NULL;
-    if (u && (!p || u < p)) p = u;
-    if (!p) return kf__strdup("nvcc failed");
-    const char *s = p;
-    while (s > log && s[-1] != '\n') s--;
-    size_t n = strcspn(s, "\n");
-    if (n > 400) n = 400;
-    return strndup(s, n);
 }
 
 static int is_runtime_lib(const char *name) {
@@ -243,30 +212,6 @@ static void record_libraries(kf_build *out, const char *links) {
     out->libraries = kf__asprintf("%s%s%s", links, links[0] && needed[0] ? "," : "", needed);
 }
 
-/* The signature pass, run beside the object pass in a thread of its own. */
-typedef struct {
-    kf_ctx *ctx;
-    char **argv;
-    const char *cwd;
-    char **env;
-    const kf_limits *lim;
-    const char *const *ro;
-    int nro;
-    const char *const *rw;
-    int nrw;
-    double timeout_s;
-    kf_buf log;
-    int code;
-    kf_status st;
-} sig_job;
-
-static void *sig_main(void *arg) {
-    sig_job *j = arg;
-    j->st = kf_sandbox_exec(j->ctx, j->argv, j->cwd, j->env, j->lim, j->ro, j->nro, j->rw, j->nrw,
-                            j->timeout_s, &j->log, &j->code);
-    return NULL;
-}
-
 kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path, const char *text,
                                 size_t len, const kf_param *params, int nparams, const char *workdir,
                                 double timeout_s, kf_build *out) {
@@ -289,11 +234,7 @@ kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path,
                                           "or install the CUDA toolkit (kernel mode needs only NVRTC)");
     /* the toolkit: nvcc lives in <top>/bin */
     char top[PATH_MAX];
-    snprintf(top, sizeof top, "%s", nvcc);
-    for (int up = 0; up < 2; up++) {
-        char *sl = strrchr(top, '/');
-        if (sl && sl != top) *sl = 0;
-    }
+    kf_driver_prefix(nvcc, top, sizeof top);
     char *hdr = kf__cuda_host_header(t);
     if (!hdr) return kf__err(ctx, KF_ENOMEM, "out of memory");
     char archflag[40], rpath[PATH_MAX + 32];
@@ -313,14 +254,13 @@ kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path,
         free(hdr);
         return kf__err(ctx, KF_EUSAGE, "compiler flags too long");
     }
-    char key[65], cdir[PATH_MAX];
+    char key[65];
     const void *parts[] = {text, "\0", hdr, "\0", fb.p};
     size_t lens[] = {len, 1, strlen(hdr), 1, fb.len};
     kf__sha256_hex(parts, lens, 5, key);
     kf_buf_free(&fb);
-    kf__cache_dir(cdir, sizeof cdir);
-    char *cached = kf__asprintf("%s/cudahost/%.2s/%s.kfh", cdir, key, key);
-    char *cached_log = kf__asprintf("%s/cudahost/%.2s/%s.log", cdir, key, key);
+    char *cached = kf_driver_cache_path("cudahost", key, ".kfh");
+    char *cached_log = kf_driver_cache_path("cudahost", key, ".log");
     kf_status st = KF_OK;
     char *log = NULL;
     size_t loglen = 0;
@@ -335,32 +275,16 @@ kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path,
         goto done;
     }
 
-    char bdir[PATH_MAX], src[256], srcpath[PATH_MAX + 300], hname[40], hpath[PATH_MAX + 48];
-    char soname[300], so[PATH_MAX + 320];
-    snprintf(bdir, sizeof bdir, "%s/build-XXXXXX", workdir);
-    if (!mkdtemp(bdir)) {
-        st = kf__err(ctx, KF_EIO, "mkdtemp in %s: %s", workdir, strerror(errno));
-        goto done;
-    }
     /* a plain file name in the messages: "fast.cu(12): error: ..." */
+    char src[256];
     size_t k = 0;
     for (const char *c = base; *c && k + 4 < sizeof src; c++)
         src[k++] = (isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-') ? *c : '_';
     src[k] = 0;
     if (k < 4 || strcmp(src + k - 3, ".cu")) snprintf(src + k, sizeof src - k, ".cu");
     if (src[0] == '.' || src[0] == '-') src[0] = '_';
-    snprintf(srcpath, sizeof srcpath, "%s/%s", bdir, src);
-    /* the prototype under a random name, for the signature pass only: a candidate cannot
-     * name it in __has_include, and the object pass never sees it */
-    snprintf(hname, sizeof hname, "%016llx.h", (unsigned long long)kf__secret_u64());
-    snprintf(hpath, sizeof hpath, "%s/%s", bdir, hname);
-    /* "x.cu" -> "x.so", as the documented command names it */
-    snprintf(soname, sizeof soname, "%.*s.so", (int)(strlen(src) - 3), src);
-    snprintf(so, sizeof so, "%s/%s", bdir, soname);
-    if (write_new(srcpath, text, len) || write_new(hpath, hdr, strlen(hdr))) {
-        st = kf__err(ctx, KF_EIO, "writing into %s: %s", bdir, strerror(errno));
-        goto done;
-    }
+    kf_driver_dir d;
+    if ((st = kf_driver_prepare(ctx, workdir, src, text, len, hdr, NULL, &d))) goto done;
     /* pass 1, the object: the candidate alone, the command docs/cuda.md gives; pass 2,
      * the signature: nvcc's front end with the prototype force-included, no output */
     char *argv[64], *sargv[64];
@@ -376,67 +300,41 @@ kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path,
         sargv[sc++] = argv[ac++] = defs[i];
     }
     argv[ac++] = "-o";
-    argv[ac++] = soname;
+    argv[ac++] = d.soname;
     argv[ac++] = src;
     for (int i = 0; i < nl; i++) argv[ac++] = (char *)lflags[i];
     argv[ac] = NULL;
     sargv[sc++] = "--cuda";
     sargv[sc++] = "-include";
-    sargv[sc++] = hname;
+    sargv[sc++] = d.hname;
     sargv[sc++] = "-o";
     sargv[sc++] = "/dev/null";
     sargv[sc++] = src;
     sargv[sc] = NULL;
-    char tmpenv[PATH_MAX + 16], pathenv[PATH_MAX + 64];
-    snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", bdir);
-    snprintf(pathenv, sizeof pathenv, "PATH=%s/bin:/usr/local/bin:/usr/bin:/bin", top);
-    char *env[] = {pathenv, "LANG=C", "LC_ALL=C", tmpenv, NULL};
-    const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/etc/ld.so.cache",
-                        "/etc/alternatives", "/dev/urandom", top};
-    const char *rw[] = {bdir, "/dev/null"};
-    /* cicc and ptxas need more than cc: 8 GiB of address space */
-    kf_limits lim = {timeout_s + 1, 8ull << 30, 512u << 20, 256};
-    kf_buf lb;
-    kf_buf_init(&lb, LOG_CAP);
-    int code = 0;
-    uint64_t t0 = kf__now_ns();
-    /* both passes at once. The object pass cannot see the prototype meanwhile: it is
-     * reachable only by its random name. The signature pass's output is the log only
-     * when it fails: its warnings are the object pass's too. */
-    kf_ctx *sctx = kf_ctx_new();
-    sig_job sj = {sctx ? sctx : ctx, sargv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 2,
-                  timeout_s, {0}, -1, KF_OK};
-    kf_buf_init(&sj.log, LOG_CAP);
-    pthread_t th;
-    int threaded = sctx && !pthread_create(&th, NULL, sig_main, &sj);
-    if (!threaded) sig_main(&sj);
-    st = kf_sandbox_exec(ctx, argv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 2,
-                         timeout_s, &lb, &code);
-    if (threaded) pthread_join(th, NULL);
-    unlink(hpath);
-    if (!st && sj.st) st = sctx ? kf__err(ctx, sj.st, "%s", kf_errmsg(sctx)) : sj.st;
-    kf_ctx_free(sctx);
-    out->seconds = (double)(kf__now_ns() - t0) / 1e9;
-    if (st) {
-        kf_buf_free(&lb);
-        kf_buf_free(&sj.log);
-        goto done;
-    }
-    /* a signature (or syntax) error: the front end's report, which names the line */
-    if (sj.code != 0 && code != -1 && code < 128) {
-        kf_buf_free(&lb);
-        lb = sj.log;
-        code = sj.code;
-    } else {
-        kf_buf_free(&sj.log);
-    }
-    out->log = lb.p ? lb.p : kf__strdup("");
-    int defined = code == 0 ? kf__so_defines(so, "kforge_launch") : -1;
+    /* cicc and ptxas need more than cc: 8 GiB of address space; an object pass past its
+     * deadline or killed says so, whatever the signature pass found */
+    static const char *const ro[] = {"/dev/urandom"};
+    kf_driver_job job = {.argv = argv,
+                         .sargv = sargv,
+                         .prefix = top,
+                         .ro = ro,
+                         .nro = 1,
+                         .lim = {timeout_s + 1, 8ull << 30, 512u << 20, 256},
+                         .timeout_s = timeout_s,
+                         .log_cap = LOG_CAP,
+                         .deadline_first = 1};
+    kf_driver_out r;
+    st = kf_driver_run(ctx, &d, &job, &r);
+    out->seconds = r.seconds;
+    if (st) goto done;
+    int code = r.code;
+    out->log = r.log.p ? r.log.p : kf__strdup("");
+    int defined = code == 0 ? kf__so_defines(d.so, "kforge_launch") : -1;
     if (code == 0 && defined == 1) {
         char *data = NULL;
         size_t dl = 0;
-        if (kf__read_file(so, 1u << 30, &data, &dl)) {
-            st = kf__err(ctx, KF_EIO, "reading %s: %s", so, strerror(errno));
+        if (kf__read_file(d.so, 1u << 30, &data, &dl)) {
+            st = kf__err(ctx, KF_EIO, "reading %s: %s", d.so, strerror(errno));
             goto done;
         }
         char *blob = malloc(dl + 8);
@@ -448,26 +346,10 @@ kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path,
         memcpy(blob, HOST_MAGIC, 8);
         memcpy(blob + 8, data, dl);
         free(data);
-        char *dir = cached ? kf__strdup(cached) : NULL;
-        if (dir) *strrchr(dir, '/') = 0;
-        char *tmp = cached ? kf__asprintf("%s.%d.tmp", cached, (int)gettid()) : NULL;
-        char *tmpl = cached_log ? kf__asprintf("%s.%d.tmp", cached_log, (int)gettid()) : NULL;
         char local[PATH_MAX + 64];
         snprintf(local, sizeof local, "%s/%.16s.kfh", workdir, key);
-        if (dir && tmp && tmpl && !kf__mkdirs(dir) && !write_new(tmpl, out->log, strlen(out->log)) &&
-            !rename(tmpl, cached_log) && !write_new(tmp, blob, dl + 8) && !rename(tmp, cached)) {
-            out->so_path = cached;
-            cached = NULL;
-        } else if (!write_new(local, blob, dl + 8)) {
-            if (tmp) unlink(tmp);
-            out->so_path = kf__strdup(local);
-        } else {
-            st = kf__err(ctx, KF_EIO, "writing %s: %s", local, strerror(errno));
-        }
+        st = kf_driver_keep(ctx, &cached, cached_log, out->log, blob, dl + 8, local, &out->so_path);
         free(blob);
-        free(dir);
-        free(tmp);
-        free(tmpl);
         if (!st) {
             out->ok = 1;
             record_libraries(out, links);
@@ -486,7 +368,11 @@ kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path,
         out->message = kf__asprintf("%s does not define extern \"C\" int kforge_launch(...)", base);
     } else {
         out->reason = KF_REASON_COMPILE_ERROR;
-        out->message = first_error(out->log);
+        /* cudafe "x.cu(12): error: ...", gcc "x.cu:12:3: error:", or the linker's
+         * "undefined reference": whichever comes first */
+        const char *at = strstr(out->log, "error"), *u = strstr(out->log, "undefined reference");
+        if (u && (!at || u < at)) at = u;
+        out->message = kf_driver_line(out->log, at, "nvcc failed");
     }
 done:
     for (int i = 0; i < KF_MAX_PARAMS; i++) free(defs[i]);

@@ -16,8 +16,8 @@
  * that outlives it.
  */
 #define _GNU_SOURCE
-#include "../../sandbox/worker.h"
 #include "cuda_api.h"
+#include "modes.h"
 
 #include <fcntl.h>
 #include <stdio.h>

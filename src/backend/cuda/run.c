@@ -15,7 +15,6 @@
  */
 #define _GNU_SOURCE
 #include "run.h"
-#include "../../check/result.h" /* kf_result_text_json: untrusted names as JSON text */
 #include "cupti.h"
 #include "device.h"
 
@@ -100,8 +99,8 @@ void kf__cuda_launch_json(json_t *jshape, const kf_call_result *cr) {
     json_object_set_new(jshape, "memory_ops", json_integer(cr->nmemop));
     json_t *k = json_array(), *lib = json_array();
     for (int i = 0; i < cr->nnames; i++) {
-        json_array_append_new(k, kf_result_text_json(cr->names[i]));
-        if (kf_cupti_is_library(cr->names[i])) json_array_append_new(lib, kf_result_text_json(cr->names[i]));
+        json_array_append_new(k, kf_text_json(cr->names[i]));
+        if (kf_cupti_is_library(cr->names[i])) json_array_append_new(lib, kf_text_json(cr->names[i]));
     }
     json_object_set_new(jshape, "kernels", k);
     if (cr->nlib > (int)json_array_size(lib)) json_object_set_new(jshape, "library_kernel_count", json_integer(cr->nlib));
@@ -165,7 +164,7 @@ int kf__cuda_stage(kf_backend *b, const kf_build *build, const kf_stage *st, kf_
                    size_t n) {
     (void)b;
     if (!gpu_build(build)) {
-        kf_data_flush(st->arena, st->lay);
+        kf_stage_flush(st);
         return 0;
     }
     /* a GPU worker: the span it copies, the launches (none in host mode: the candidate's
@@ -306,7 +305,7 @@ void kf__cuda_report_build(kf_backend *b, const kf_build *build, json_t *root) {
         json_t *libs = json_array();
         char *dup = kf__strdup(build->libraries ? build->libraries : ""), *save = NULL;
         for (char *l = dup ? strtok_r(dup, ",", &save) : NULL; l; l = strtok_r(NULL, ",", &save))
-            json_array_append_new(libs, kf_result_text_json(l));
+            json_array_append_new(libs, kf_text_json(l));
         free(dup);
         json_object_set_new(root, "libraries", libs);
     }
