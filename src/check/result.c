@@ -30,7 +30,10 @@ const char *kf_strstatus(kf_status s) {
     return (unsigned)s < KF_STATUS_COUNT ? status_text[s] : "unknown status";
 }
 
-kf_ctx *kf_ctx_new(void) { return calloc(1, sizeof(kf_ctx)); }
+kf_ctx *kf_ctx_new(void) {
+    kf__json_init();
+    return calloc(1, sizeof(kf_ctx));
+}
 void kf_ctx_free(kf_ctx *ctx) { free(ctx); }
 const char *kf_errmsg(const kf_ctx *ctx) { return ctx && ctx->err[0] ? ctx->err : "no error"; }
 
