@@ -275,11 +275,11 @@ kf_status kf_store_fingerprint(kf_ctx *ctx, const kf_task *t, char hex[65]) {
     kf_status st = KF_OK;
     if (!path) return kf__err(ctx, KF_ENOMEM, "out of memory");
     if (kf__read_file(path, TASK_FILE_MAX, &json, &jlen)) {
-        st = kf__err(ctx, KF_EIO, "%s: %s", path, strerror(errno));
+        st = kf__err(ctx, kf__io_status(errno), "%s: %s", path, strerror(errno));
         goto out;
     }
     if (kf__read_file(t->ref_path, TASK_FILE_MAX, &ref, &rlen)) {
-        st = kf__err(ctx, KF_EIO, "%s: %s", t->ref_path, strerror(errno));
+        st = kf__err(ctx, kf__io_status(errno), "%s: %s", t->ref_path, strerror(errno));
         goto out;
     }
     /* the same bytes kf_task_load hashes: the run's fingerprint is the verdicts' */
@@ -816,7 +816,7 @@ kf_status kf_store_read_source(kf_store *s, const char *hash, const char *ext, c
     size_t n = 0;
     kf_status st = KF_OK;
     if (kf__read_file(path, SRC_MAX, &p, &n)) {
-        st = kf__err(s->ctx, KF_EIO, "%s: %s", path, strerror(errno));
+        st = kf__err(s->ctx, kf__io_status(errno), "%s: %s", path, strerror(errno));
     } else {
         const void *parts[] = {p};
         size_t lens[] = {n};
