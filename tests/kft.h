@@ -71,6 +71,7 @@ void kft_register_lessons(void);
 void kft_register_pack(void);
 void kft_register_diagnose(void);
 void kft_register_prior(void);
+void kft_register_fault(void);
 
 /* A test's stand-in for the Critic: a node the test marks kept gets an approval on
  * record first (kf_store_finish_node refuses `kept` without one). */

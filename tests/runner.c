@@ -155,6 +155,7 @@ int main(int argc, char **argv) {
     kft_register_pack();
     kft_register_diagnose();
     kft_register_timing();
+    kft_register_fault();
     int passed = 0, failed = 0, skipped = 0, next = 0, running = 0;
     test *run[64] = {0};
     for (;;) {
