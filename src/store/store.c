@@ -610,6 +610,10 @@ kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
     }
     close(fd);
     char *abs = realpath(task->dir, NULL);
+    if (!abs && errno == ENOMEM) { /* not the relative path instead: resume must find the task */
+        st = kf__err(ctx, KF_ENOMEM, "out of memory");
+        goto fail;
+    }
     if ((st = open_src(s, 1)) || (st = db_open(s, 0)) || (st = seal_setup(s))) goto fail;
     int rc = exec1(s->db, "BEGIN IMMEDIATE");
     if (rc) {
@@ -659,18 +663,16 @@ fail:
     if (s->db) rollback(s, st);
     free(abs);
     if (s->keyed) unlink(s->key_path); /* the key of a run that does not exist */
-    /* nothing was recorded: give the directory back as it was, so a retry can work */
-    char *dbp = kf__strdup(s->dbpath);
+    /* nothing was recorded: give the directory back as it was, so a retry can work (no
+     * allocation here: this runs when memory ran out too) */
+    char dbp[4200], side[4208];
+    snprintf(dbp, sizeof dbp, "%s", s->dbpath);
     kf_store_close(s);
-    if (dbp) {
-        char side[4200];
-        unlink(dbp);
-        snprintf(side, sizeof side, "%s-wal", dbp);
-        unlink(side);
-        snprintf(side, sizeof side, "%s-shm", dbp);
-        unlink(side);
-        free(dbp);
-    }
+    unlink(dbp);
+    snprintf(side, sizeof side, "%s-wal", dbp);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", dbp);
+    unlink(side);
     return st;
 }
 
