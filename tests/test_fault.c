@@ -1,13 +1,14 @@
 /*
  * test_fault.c - failure paths on purpose (docs/design.md "Failure seams"). Each public
  * entry point is called with its 1st, 2nd, 3rd... allocation, process or thread start,
- * or file write failing (tests/fault.h), until a call runs without meeting the fault.
- * Every faulted call must either
+ * or file write failing (tests/fault.h), until a call runs without meeting the fault;
+ * then again with every such event from the Nth on failing, which reaches the cleanup
+ * paths that allocate or write themselves. Every faulted call must either
  *  - return an error with a message on the context: KF_ENOMEM for a failed allocation
- *    (OpenSSL's excepted: see ok_status), an environment status (EIO,
- *    ENOMEM, EBACKEND, EINTERNAL) for a failed start or write, never one that blames the
- *    input; and leave nothing half-made behind: no object handed out, a run store or
- *    lessons database that opens and holds all of the call's work or none, no scratch
+ *    (OpenSSL's excepted: see ok_status), an environment status (EIO, ENOMEM,
+ *    EBACKEND, EINTERNAL) for a failed start or write, never one that blames the input;
+ *    and leave nothing half-made behind: no object handed out, a run store or lessons
+ *    database that opens and holds all of the call's work or none, no scratch
  *    directory left over;
  *  - or return KF_OK with a whole product: the same document as an unfaulted call's;
  * and leak nothing (LeakSanitizer, in the sanitizer build, after every call).
@@ -127,6 +128,9 @@ static int ok_status(kft_fault_kind kind, kf_status st) {
     return st == KF_EIO || st == KF_ENOMEM || st == KF_EBACKEND || st == KF_EINTERNAL;
 }
 
+/* One loop over the events: the nth fails (persist: the nth and every later one). */
+static void fault_pass(fcase *c, kf_ctx *ctx, kft_fault_kind kind, long total, int persist);
+
 static void fault_loop(const void *arg, kft_fault_kind kind) {
     fcase *c = (fcase *)arg;
     if (kft_fault_libs()) kft_fail_at(__FILE__, __LINE__, "the libraries' hooks could not be set");
@@ -152,6 +156,15 @@ static void fault_loop(const void *arg, kft_fault_kind kind) {
     }
     /* a seam that counts nothing tests nothing (a wrap lost from the link) */
     CHECKF(total > 0, "%s: no %s event counted", c->name, kft_fault_name(kind));
+    /* a single failure, then failure from there on: the second reaches the cleanup paths
+     * that allocate or write themselves (SQLite's "transient" and "persistent" faults) */
+    fault_pass(c, ctx, kind, total, 0);
+    fault_pass(c, ctx, kind, total, 1);
+    kf_ctx_free(ctx);
+}
+
+static void fault_pass(fcase *c, kf_ctx *ctx, kft_fault_kind kind, long total, int persist) {
+    kf_status st;
     const char *env = getenv("KFT_FAULT_STRIDE");
     long stride = env && *env ? strtol(env, NULL, 10) : 0;
     /* starts and writes are few: every one fails in turn */
@@ -164,13 +177,15 @@ static void fault_loop(const void *arg, kft_fault_kind kind) {
         if (c->prepare) c->prepare(c);
         ctx->err[0] = 0;
         ctx->last = KF_OK;
-        snprintf(where, sizeof where, "%s: %s fault %ld of %ld", c->name, kft_fault_name(kind), n, total);
-        kft_fault_arm(kind, n, 0);
+        snprintf(where, sizeof where, "%s: %s fault %ld%s of %ld", c->name, kft_fault_name(kind), n,
+                 persist ? " on" : "", total);
+        kft_fault_arm(kind, n, persist);
         st = c->call(c, ctx);
         kft_fault_disarm();
         long fired = kft_fault_fired();
-        snprintf(where, sizeof where, "%s: %s fault %ld of %ld (%s): %s: %s", c->name, kft_fault_name(kind),
-                 n, total, kft_fault_site(), kf_strstatus(st), st ? kf_errmsg(ctx) : "");
+        snprintf(where, sizeof where, "%s: %s fault %ld%s of %ld (%s): %s: %s", c->name, kft_fault_name(kind),
+                 n, persist ? " on" : "", total, kft_fault_site(), kf_strstatus(st),
+                 st ? kf_errmsg(ctx) : "");
         calls++;
         if (!fired) { /* past the last event: the call is whole again */
             FCHECK(st == KF_OK, "no fault met, yet %s", kf_strstatus(st));
@@ -193,12 +208,12 @@ static void fault_loop(const void *arg, kft_fault_kind kind) {
         FCHECK(!kft_fault_leaks(), "leaked (LeakSanitizer's report above)");
         FCHECK(calls < 100000, "the loop does not end");
     }
-    char how[96] = "each failed in turn";
+    char how[96] = "each in turn";
     if (prefix < total && stride > 1)
-        snprintf(how, sizeof how, "the first %ld in turn, then every %ldth", prefix, stride);
-    printf("    %s: %ld %s events (%s): %ld faulted calls, %ld errors, %ld absorbed\n", c->name, total,
-           kft_fault_name(kind), how, calls - 1, errors, absorbed);
-    kf_ctx_free(ctx);
+        snprintf(how, sizeof how, "the first %ld, then a stride of %ld", prefix, stride);
+    printf("    %s, %s faults (%ld events), %s: %ld calls (%s), %ld errors, %ld absorbed\n", c->name,
+           kft_fault_name(kind), total, persist ? "from one on" : "one at a time", calls - 1, how, errors,
+           absorbed);
 }
 
 static void t_alloc(const void *arg) { fault_loop(arg, KFT_FAULT_ALLOC); }
@@ -489,7 +504,8 @@ static fcase cases[] = {
     {"check (cold cache)", "check_cold", ALL, 8, 16, check_setup, check_prepare, check_call, check_verify},
     {"check (warm cache)", "check_warm", ALL, 16, 32, check_setup, check_prepare, check_call, check_verify},
     {"store writes", "store", NO_SPAWN, 64, 200, store_setup, store_prepare, store_call, store_verify},
-    {"lessons import", "lessons_import", NO_SPAWN, 64, 200, NULL, lessons_prepare, lessons_call, lessons_verify},
+    {"lessons import", "lessons_import", NO_SPAWN, 64, 200, NULL, lessons_prepare, lessons_call,
+     lessons_verify},
 };
 
 void kft_register_fault(void) {
