@@ -504,7 +504,7 @@ static fcase cases[] = {
     {"check (cold cache)", "check_cold", ALL, 8, 16, check_setup, check_prepare, check_call, check_verify},
     {"check (warm cache)", "check_warm", ALL, 16, 32, check_setup, check_prepare, check_call, check_verify},
     {"store writes", "store", NO_SPAWN, 64, 200, store_setup, store_prepare, store_call, store_verify},
-    {"lessons import", "lessons_import", NO_SPAWN, 64, 200, NULL, lessons_prepare, lessons_call,
+    {"lessons import", "lessons_import", NO_SPAWN, 64, 120, NULL, lessons_prepare, lessons_call,
      lessons_verify},
 };
 
