@@ -39,7 +39,8 @@
     X(diagnose)                                                                         \
     X(timing)                                                                           \
     X(backend)                                                                          \
-    X(cuda_run)
+    X(cuda_run)                                                                         \
+    X(fault)
 
 /* The fast tier: X(pattern, fast). For each test the LAST rule whose fnmatch(3) pattern
  * matches its name decides; a test no rule matches is slow, and a rule that matches no

@@ -47,6 +47,7 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
     s->t = t;
     s->o = o;
     s->t0 = kf__now_ns();
+    s->json_failures = kf__json_failures();
     if (!(o->mem_limit >= (16u << 20) && o->mem_limit <= (1ull << 44)) ||
         !(o->buffer_cap >= 1 && o->buffer_cap <= (1ull << 40)) ||
         !(o->call_timeout_s > 0 && o->call_timeout_s <= 86400) ||
@@ -144,7 +145,7 @@ kf_status kf_sess_build_ref(kf_sess *s) {
     char *ref = NULL;
     size_t rlen = 0;
     if (kf__read_file(s->t->ref_path, 4u << 20, &ref, &rlen))
-        return kf__err(s->ctx, KF_EIO, "%s: %s", s->t->ref_path, strerror(errno));
+        return kf__err(s->ctx, kf__io_status(errno), "%s: %s", s->t->ref_path, strerror(errno));
     kf_status st = kf_backend_compile(s->be, s->ctx, s->t, s->t->ref_path, ref, rlen, NULL, 0,
                                       s->workdir, s->o->compile_timeout_s, &s->rbuild);
     free(ref);
@@ -541,6 +542,7 @@ char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in,
     int all_zero = 1, all_other = 1, all_copy = 1;
     char copied[256] = "";
     int64_t out_elems = 0;
+    errno = 0; /* ENOMEM from a failed allocation below: no answer */
     for (int i = 0; i < t->nargs; i++)
         if (t->args[i].is_buffer && t->args[i].io != KF_IO_IN) out_elems += ex->count[i];
     if (!out_elems) return kf__strdup("every output is empty at this shape: there is nothing to check");
@@ -616,7 +618,7 @@ static kf_status gather_shapes(kf_sess *s, shape_list *L, json_t *jshapes) {
         reject_domain(s, L, err);
         return KF_OK;
     }
-    if (rc) return kf__err(s->ctx, when ? KF_EUSAGE : KF_ETASK, "%s: %s", t->dir, err);
+    if (rc) return kf__err(s->ctx, rc == -3 ? KF_ENOMEM : when ? KF_EUSAGE : KF_ETASK, "%s: %s", t->dir, err);
     kf_shape *all = realloc(L->all, (size_t)(L->n + ndrawn + 1) * sizeof *L->all);
     if (!all) {
         kf_shapes_free(drawn, ndrawn);
@@ -797,6 +799,7 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
     if (sh->kind == KF_SHAPE_VISIBLE && mags) {
         void **one[1] = {pp->refo[0]}, **mone[1] = {pp->mag[0]};
         char *w1 = kf_degenerate(t, &pp->ex, pp->in, one, mone, 1);
+        if (!w1 && errno == ENOMEM) return kf__err(ctx, KF_ENOMEM, "out of memory");
         int other = 1; /* the second set's outputs pass the first set's bound */
         for (int i = 0; i < t->nargs && other; i++) {
             const kf_arg *a = &t->args[i];
@@ -826,6 +829,7 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
         void **sets[3] = {pp->refo[0], pp->refo[1], pp->refo[2]};
         void **msets[3] = {pp->mag[0], pp->mag[1], pp->mag[2]};
         char *why = kf_degenerate(t, &pp->ex, pp->in, sets, msets, 3);
+        if (!why && errno == ENOMEM) return kf__err(ctx, KF_ENOMEM, "out of memory");
         if (why) {
             kf_status st = kf__err(ctx, KF_ETASK,
                                    "%s: degenerate task at %s: %s; it cannot tell a correct "
@@ -1329,9 +1333,12 @@ out:
 }
 
 kf_status kf_sess_finish(kf_sess *s, kf_status st, kf_result **out) {
+    if (st == KF_OK)
+        json_object_set_new(s->res->root, "seconds", json_real((double)(kf__now_ns() - s->t0) / 1e9));
+    /* a field that could not be added is missing from the verdict: no verdict then */
+    if (st == KF_OK && kf__json_failures() != s->json_failures)
+        st = kf__err(s->ctx, KF_ENOMEM, "out of memory (writing the result)");
     if (st == KF_OK) {
-        json_object_set_new(s->res->root, "seconds",
-                            json_real((double)(kf__now_ns() - s->t0) / 1e9));
         *out = s->res;
         s->res = NULL;
     }

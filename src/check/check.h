@@ -31,6 +31,8 @@ typedef struct {
     kf_build cbuild, rbuild; /* candidate, reference */
     kf_result *res;
     uint64_t t0;
+    unsigned long json_failures; /* kf__json_failures() at the start: the result is whole
+                                    when it has not moved */
     int timing;              /* bench: workers spin-waited and kept off our CPU */
     int have_occ;            /* occ holds the first checking call's (GPU kernel mode reports them) */
     int host_timing;         /* GPU: the host-mode timing protocol on every side */
@@ -130,7 +132,8 @@ int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b);
 /* Task-level degeneracy at one shape, judged over nsets input sets and their reference
  * outputs: would zeros, a copied input, or the output of other inputs pass as the
  * reference on EVERY set? (One set can pass by chance at tiny shapes.) Returns a
- * description or NULL (caller frees). */
+ * description or NULL (caller frees); NULL with errno ENOMEM when memory ran out (the
+ * question is then open), errno 0 otherwise. */
 char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void ***ref,
                     void ***mag, int nsets);
 /* For a task with an mtol (kf_task_has_mtol): the reference (side ref, at its current

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,7 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
         }
         void **sets[3] = {outs[0], outs[1], outs[2]}, **msets[3] = {mag[0], mag[1], mag[2]};
         char *why = kf_degenerate(t, &ex, in, sets, msets, 3);
+        if (!why && errno == ENOMEM) st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
         if (why) {
             if (sh->kind == KF_SHAPE_VISIBLE) {
                 kf_result_reject(s->res, KF_REASON_DEGENERATE_TASK, sizes, "degenerate task: %s", why);
@@ -128,9 +130,10 @@ kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts, kf_
     if (st || (st = kf_sess_build(&s, &ok))) goto out;
     char err[512];
     int hidden = opts->hidden_count >= 0 ? opts->hidden_count : task->hidden_count;
-    if (kf_task_draw_hidden(task, &s.rng, hidden, NULL, NULL, opts->buffer_cap, &drawn, &ndrawn,
-                            err, sizeof err)) {
-        st = kf__err(ctx, KF_ETASK, "%s: %s", task->dir, err);
+    int drew = kf_task_draw_hidden(task, &s.rng, hidden, NULL, NULL, opts->buffer_cap, &drawn, &ndrawn, err,
+                                   sizeof err);
+    if (drew) {
+        st = kf__err(ctx, drew == -3 ? KF_ENOMEM : KF_ETASK, "%s: %s", task->dir, err);
         goto out;
     }
     size_t arena = 0;

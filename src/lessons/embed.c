@@ -182,6 +182,7 @@ typedef struct {
     int *slot; /* open addressing over f by (h, w): index + 1, 0 empty; 2 * cap slots */
     char prev[64];
     size_t nprev;
+    int oom; /* a feature was dropped for memory */
 } fstate;
 
 static size_t slot_of(uint64_t h, float w, size_t mask) {
@@ -207,8 +208,9 @@ static void put(fstate *s, uint64_t h, float w) {
         feat *f = realloc(s->f, sizeof *f * (size_t)cap);
         int *sl = calloc(2 * (size_t)cap, sizeof *sl);
         if (f) s->f = f;
-        if (!f || !sl) { /* out of memory: a feature less, never a crash */
+        if (!f || !sl) { /* out of memory: a feature less, never a crash; the caller hears */
             free(sl);
+            s->oom = 1;
             return;
         }
         free(s->slot);
@@ -334,7 +336,7 @@ static void v2_text(fstate *s, const char *text) {
     }
 }
 
-void kf_lessons__hash_embed(const char *text, float *v) {
+int kf_lessons__hash_embed(const char *text, float *v) {
     memset(v, 0, sizeof(float) * KF_LESSONS_HASH_DIM);
     fstate s = {0};
     v2_text(&s, text);
@@ -344,6 +346,7 @@ void kf_lessons__hash_embed(const char *text, float *v) {
     free(s.f);
     free(s.slot);
     normalise(v, KF_LESSONS_HASH_DIM);
+    return s.oom ? -1 : 0;
 }
 
 /* ---- the endpoint --------------------------------------------------------------------- */
@@ -457,6 +460,8 @@ out:
 
 kf_status kf_lessons__embed(kf_lessons *db, const char *const *texts, int n, float *out) {
     if (db->embed_url) return endpoint(db, texts, n, out);
-    for (int i = 0; i < n; i++) kf_lessons__hash_embed(texts[i], out + (size_t)i * KF_LESSONS_HASH_DIM);
+    for (int i = 0; i < n; i++)
+        if (kf_lessons__hash_embed(texts[i], out + (size_t)i * KF_LESSONS_HASH_DIM))
+            return kf__err(db->ctx, KF_ENOMEM, "out of memory (embedding a text)");
     return KF_OK;
 }

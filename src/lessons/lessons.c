@@ -67,7 +67,8 @@ static double now_s(void) {
 }
 
 static kf_status dberr(kf_lessons *db, const char *what) {
-    return kf__err(db->ctx, KF_EIO, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->db));
+    kf_status st = (sqlite3_errcode(db->db) & 0xff) == SQLITE_NOMEM ? KF_ENOMEM : KF_EIO;
+    return kf__err(db->ctx, st, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->db));
 }
 
 kf_status kf_lessons__exec(kf_lessons *db, const char *sql) {
@@ -122,6 +123,9 @@ static int name_ok(const char *s, size_t max, const char *extra) {
     return 1;
 }
 
+/* What kf_lessons__from_json's helpers write to err when memory ran out. */
+static const char oom_text[] = "out of memory";
+
 /* An optional string field: *out stays NULL when absent or empty. */
 static int opt_text(json_t *o, const char *field, const char *label, char **out, char *err,
                     size_t errlen) {
@@ -143,7 +147,7 @@ static int opt_text(json_t *o, const char *field, const char *label, char **out,
         return -1;
     }
     if (*s && !(*out = strdup(s))) {
-        snprintf(err, errlen, "out of memory");
+        snprintf(err, errlen, "%s", oom_text);
         return -1;
     }
     return 0;
@@ -171,7 +175,7 @@ static int tag_array(json_t *o, const char *field, const char *label, char **out
         }
     }
     if (json_array_size(v) && !(*out = json_dumps(v, JSON_COMPACT))) {
-        snprintf(err, errlen, "out of memory");
+        snprintf(err, errlen, "%s", oom_text);
         return -1;
     }
     return 0;
@@ -248,7 +252,10 @@ kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errle
             char e[256];
             kf_expr *x = kf_expr_parse(l->shape, e, sizeof e);
             if (!x) {
-                snprintf(err, errlen, "field 'situation.shape': %s", e);
+                if (errno == ENOMEM)
+                    snprintf(err, errlen, "%s", oom_text);
+                else
+                    snprintf(err, errlen, "field 'situation.shape': %s", e);
                 goto bad;
             }
             kf_expr_free(x);
@@ -279,7 +286,10 @@ kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errle
             snprintf(err, errlen, "field 'evidence': expected an object (nodes, effects, fingerprints)");
             goto bad;
         }
-        l->evidence_json = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!(l->evidence_json = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS))) {
+            snprintf(err, errlen, "%s", oom_text);
+            goto bad;
+        }
     }
     v = json_object_get(o, "trust");
     if (v && !json_is_null(v)) {
@@ -321,6 +331,10 @@ kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errle
         char ops_sorted[4096] = ""; /* the ops as a set: their order names no other scope */
         if (l->ops_json) {
             json_t *a = json_loads(l->ops_json, 0, NULL);
+            if (!a) { /* it was just written from valid JSON */
+                snprintf(err, errlen, "%s", oom_text);
+                goto bad;
+            }
             size_t n = json_array_size(a), at = 0;
             const char *tv[64];
             for (size_t i = 0; i < n && i < 64; i++) tv[i] = json_string_value(json_array_get(a, i));
@@ -340,13 +354,17 @@ kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errle
         size_t lens[10] = {strlen(l->situation), 1, strlen(l->action), l->backend ? strlen(l->backend) : 0,
                            1, strlen(a), 1, strlen(sh), 1, strlen(op)};
         char hex[65];
-        kf__sha256_hex(parts, lens, scoped ? 10 : 4, hex);
+        if (kf__sha256_hex(parts, lens, scoped ? 10 : 4, hex)) {
+            snprintf(err, errlen, "SHA-256 failed");
+            kf_lesson_free(l);
+            return KF_EINTERNAL;
+        }
         snprintf(l->id, sizeof l->id, "L-%.12s", hex);
     }
     return KF_OK;
-bad:
+bad: /* the lesson's fault, unless memory ran out */
     kf_lesson_free(l);
-    return KF_EUSAGE;
+    return strcmp(err, oom_text) ? KF_EUSAGE : KF_ENOMEM;
 }
 
 json_t *kf_lessons__to_json(const kf_lesson *l) {
@@ -379,31 +397,38 @@ char *kf_lessons__doc_text(const kf_lesson *l) {
 
 /* ---- rows ------------------------------------------------------------------------ */
 
-static char *col(sqlite3_stmt *q, int i) {
+/* Column i's text, copied (NULL when NULL or empty); *oom set when the copy failed. */
+static char *col(sqlite3_stmt *q, int i, int *oom) {
     const unsigned char *t = sqlite3_column_text(q, i);
-    return t && *t ? strdup((const char *)t) : NULL;
+    char *p = t && *t ? strdup((const char *)t) : NULL;
+    if (t && *t && !p) *oom = 1;
+    return p;
 }
 
-static void row(sqlite3_stmt *q, kf_lesson *l) {
+/* The lesson of q's row: 0, or -1 (l freed) when memory ran out. */
+static int row(sqlite3_stmt *q, kf_lesson *l) {
+    int oom = 0;
     memset(l, 0, sizeof *l);
     l->rowid = sqlite3_column_int64(q, 0);
     snprintf(l->id, sizeof l->id, "%s", (const char *)sqlite3_column_text(q, 1));
-    l->key = col(q, 2);
-    l->situation = col(q, 3);
-    l->backend = col(q, 4);
-    l->arch = col(q, 5);
-    l->ops_json = col(q, 6);
-    l->shape = col(q, 7);
-    l->action = col(q, 8);
-    l->boundaries = col(q, 9);
-    l->evidence_json = col(q, 10);
+    l->key = col(q, 2, &oom);
+    l->situation = col(q, 3, &oom);
+    l->backend = col(q, 4, &oom);
+    l->arch = col(q, 5, &oom);
+    l->ops_json = col(q, 6, &oom);
+    l->shape = col(q, 7, &oom);
+    l->action = col(q, 8, &oom);
+    l->boundaries = col(q, 9, &oom);
+    l->evidence_json = col(q, 10, &oom);
     l->confirmations = sqlite3_column_int64(q, 11);
     l->refutations = sqlite3_column_int64(q, 12);
     snprintf(l->source, sizeof l->source, "%s", (const char *)sqlite3_column_text(q, 13));
-    l->tags_json = col(q, 14);
+    l->tags_json = col(q, 14, &oom);
     l->retired = sqlite3_column_int(q, 15);
     l->created = sqlite3_column_double(q, 16);
     l->updated = sqlite3_column_double(q, 17);
+    if (oom) kf_lesson_free(l);
+    return oom ? -1 : 0;
 }
 
 static void bind_s(sqlite3_stmt *q, int i, const char *s) {
@@ -473,7 +498,11 @@ kf_status kf_lessons__put(kf_lessons *db, kf_lesson *l) {
         goto out;
     }
     l->rowid = sqlite3_column_int64(q, 0);
-    sqlite3_step(q);
+    /* the statement's end can still fail (out of memory: SQLite then rolls back) */
+    if (sqlite3_step(q) != SQLITE_DONE) {
+        st = dberr(db, "storing a lesson");
+        goto out;
+    }
     kf_lessons__cache_drop(db);
 out:
     sqlite3_finalize(q);
@@ -491,8 +520,12 @@ static kf_status get_where(kf_lessons *db, const char *where, const char *val, k
     int rc = sqlite3_step(q);
     kf_status st = KF_OK;
     *found = rc == SQLITE_ROW;
-    if (rc == SQLITE_ROW) row(q, l);
-    else if (rc != SQLITE_DONE) st = dberr(db, "reading a lesson");
+    if (rc == SQLITE_ROW && row(q, l)) {
+        *found = 0;
+        st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+    } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        st = dberr(db, "reading a lesson");
+    }
     sqlite3_finalize(q);
     return st;
 }
@@ -516,12 +549,15 @@ kf_status kf_lessons__each(kf_lessons *db, int (*fn)(void *, kf_lesson *), void 
     kf_status st = KF_OK;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         kf_lesson l;
-        row(q, &l);
+        if (row(q, &l)) {
+            st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+            break;
+        }
         int stop = fn(arg, &l);
         kf_lesson_free(&l);
         if (stop) break;
     }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) st = dberr(db, "listing lessons");
+    if (!st && rc != SQLITE_ROW && rc != SQLITE_DONE) st = dberr(db, "listing lessons");
     sqlite3_finalize(q);
     return st;
 }
@@ -534,9 +570,15 @@ static kf_status meta_get(kf_lessons *db, const char *key, char **out) {
     if (sqlite3_prepare_v2(db->db, "SELECT value FROM meta WHERE key = ?1", -1, &q, NULL))
         return dberr(db, "reading meta");
     sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(q) == SQLITE_ROW) *out = col(q, 0);
+    int rc = sqlite3_step(q);
+    const char *v = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
+    kf_status st = KF_OK;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        st = dberr(db, "reading meta");
+    else if (v && *v && !(*out = strdup(v)))
+        st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
     sqlite3_finalize(q);
-    return KF_OK;
+    return st;
 }
 
 static kf_status meta_set(kf_lessons *db, const char *key, const char *val) {
@@ -561,9 +603,13 @@ static kf_status reembed(kf_lessons *db) {
         st = dberr(db, "re-embedding");
         goto out;
     }
-    while (sqlite3_step(q) == SQLITE_ROW) {
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         kf_lesson l;
-        row(q, &l);
+        if (row(q, &l)) {
+            st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+            goto out;
+        }
         char *doc = kf_lessons__doc_text(&l);
         const char *t[1] = {doc};
         float *v = malloc(sizeof(float) * KF_LESSONS_MAX_DIM);
@@ -578,6 +624,10 @@ static kf_status reembed(kf_lessons *db) {
         free(doc);
         kf_lesson_free(&l);
         if (st) goto out;
+    }
+    if (rc != SQLITE_DONE) { /* not every lesson was read: not every one re-embedded */
+        st = dberr(db, "re-embedding");
+        goto out;
     }
     char num[16];
     snprintf(num, sizeof num, "%d", db->dim);
@@ -623,17 +673,24 @@ kf_status kf_lessons_open(kf_ctx *ctx, const char *path, const kf_lessons_opts *
     db->timeout_s = o->timeout_s > 0 ? o->timeout_s : 30;
     if (o->embed_url) {
         db->embed_url = strdup(o->embed_url);
-        size_t n = strlen(db->embed_url);
+        size_t n = db->embed_url ? strlen(db->embed_url) : 0;
         while (n > 8 && db->embed_url[n - 1] == '/') db->embed_url[--n] = 0;
         db->embed_model = strdup(o->embed_model);
-        db->embed_name = kf__asprintf("openai:%s@%s", o->embed_model, db->embed_url);
+        db->embed_name = db->embed_url ? kf__asprintf("openai:%s@%s", o->embed_model, db->embed_url) : NULL;
         const char *k = getenv(o->api_key_env ? o->api_key_env : "OPENAI_API_KEY");
-        if (k && *k) db->api_key = strdup(k);
+        if (k && *k && !(db->api_key = strdup(k))) { /* out of memory, as below */
+            free(db->embed_model);
+            db->embed_model = NULL;
+        }
     } else {
         db->embed_name = strdup(KF_LESSONS_HASH_NAME);
         db->dim = KF_LESSONS_HASH_DIM;
     }
     kf_status st = KF_OK;
+    if (!db->path || !db->embed_name || (o->embed_url && !db->embed_model)) {
+        st = kf__err(ctx, KF_ENOMEM, "out of memory");
+        goto fail;
+    }
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -704,9 +761,10 @@ kf_status kf_lessons_add_json_ex(kf_lessons *db, const char *json, char id[64], 
     kf_lesson l;
     char err[512];
     kf_status st = kf_lessons__from_json(o, &l, err, sizeof err);
+    int refused = st != KF_OK;
     if (!st && (st = adopt_key_id(db, o, &l))) kf_lesson_free(&l);
     json_decref(o);
-    if (st == KF_EUSAGE) return kf__err(db->ctx, st, "lesson refused: %s", err);
+    if (refused || st == KF_EUSAGE) return kf__err(db->ctx, st, "lesson refused: %s", err);
     if (st) return st;
     if (replaced) {
         sqlite3_stmt *q = NULL;
@@ -854,7 +912,12 @@ kf_status kf_lessons_import(kf_lessons *db, const char *text, size_t len, const 
         while (k < n && isspace((unsigned char)p[k])) k++;
         if (k == n) continue;
         json_error_t je;
+        unsigned long jf = kf__json_failures();
         json_t *o = json_loadb(p, n, 0, &je);
+        if (!o && (json_error_code(&je) == json_error_out_of_memory || kf__json_failures() != jf)) {
+            st = kf__err(db->ctx, KF_ENOMEM, "%s:%d: out of memory", name, line);
+            break;
+        }
         if (!o) {
             st = kf__err(db->ctx, KF_EUSAGE, "%s:%d: not a JSON object: %s (column %d)", name, line, je.text,
                          je.column);

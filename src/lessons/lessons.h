@@ -101,8 +101,9 @@ typedef struct {
     float word, bigram, grams, parts, concept;
 } kf_lessons_hash_knobs;
 extern kf_lessons_hash_knobs kf_lessons__knobs;
-/* The built-in embedding of one text into v[KF_LESSONS_HASH_DIM]. */
-void kf_lessons__hash_embed(const char *text, float *v);
+/* The built-in embedding of one text into v[KF_LESSONS_HASH_DIM]. 0, or -1 when memory
+ * ran out (v then lacks some features). */
+int kf_lessons__hash_embed(const char *text, float *v);
 /* The words of text: lower-case [a-z0-9_] runs (at most 63 bytes) of 2+ characters
  * besides leading and trailing '_', not stop words; fn is called per word, in order. */
 void kf_lessons__words(const char *text, void (*fn)(void *arg, const char *w, size_t n), void *arg);

@@ -532,11 +532,11 @@ static void random_name(char *out, int n, const char *set) {
 /* The environment of a CPU worker: a few ordinary variables of kforge's own (none with
  * a secret's name), with anything that names kforge left out, so that it looks like any
  * program's and says nothing about kforge (threat #31). PATH always. Strings are
- * malloc'd into env[]; returns the count. */
+ * malloc'd into env[]; returns the count, or -1 (nothing kept) when memory ran out. */
 static int plain_env(char **env, int cap) {
     static const char *const keep[] = {"HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM",
                                        "TZ", "PATH", NULL};
-    int n = 0, have_path = 0;
+    int n = 0, have_path = 0, b_oom = 0;
     for (int i = 0; keep[i] && n < cap - 2; i++) {
         const char *v = getenv(keep[i]);
         if (!v || !*v || strcasestr(v, "kforge")) {
@@ -547,6 +547,7 @@ static int plain_env(char **env, int cap) {
                 for (char *e = dup ? strtok_r(dup, ":", &save) : NULL; e; e = strtok_r(NULL, ":", &save))
                     if (!strcasestr(e, "kforge")) kf_buf_printf(&b, "%s%s", b.len ? ":" : "", e);
                 free(dup);
+                b_oom |= !dup || b.oom;
                 if (b.p && b.len) {
                     env[n++] = kf__asprintf("PATH=%s", b.p);
                     have_path = 1;
@@ -560,7 +561,12 @@ static int plain_env(char **env, int cap) {
     }
     if (!have_path) env[n++] = kf__strdup("PATH=/usr/local/bin:/usr/bin:/bin");
     env[n] = NULL;
-    return n;
+    int lost = 0; /* an entry missing for memory: the worker would stand out */
+    for (int i = 0; i < n; i++) lost |= !env[i];
+    if (!lost && !b_oom) return n;
+    for (int i = 0; i < n; i++) free(env[i]);
+    env[0] = NULL;
+    return -1;
 }
 
 kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
@@ -618,7 +624,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         snprintf(so_copy, sizeof w->so_file, "%s/candidate.so", w->dir);
     }
     if (!w->deferred && copy_file(so_path, so_copy)) {
-        st = kf__err(ctx, KF_EIO, "copying %s: %s", so_path, strerror(errno));
+        st = kf__err(ctx, kf__io_status(errno), "copying %s: %s", so_path, strerror(errno));
         goto fail;
     }
     if (anon) { /* the worker runs as a copy under a random name: comm, argv[0], AT_EXECFN */
@@ -626,7 +632,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         random_name(nm, 8, "abcdefghijklmnopqrstuvwxyz");
         snprintf(exe_copy, sizeof exe_copy, "%s/%s", w->dir, nm);
         if (copy_file(wpath, exe_copy) || chmod(exe_copy, 0500)) {
-            st = kf__err(ctx, KF_EIO, "copying %s: %s", wpath, strerror(errno));
+            st = kf__err(ctx, kf__io_status(errno), "copying %s: %s", wpath, strerror(errno));
             goto fail;
         }
     }
@@ -755,7 +761,12 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
      * environment */
     char *envp[28];
     int ne = 0;
-    if (anon) ne = plain_env(envp, 12);
+    if (anon && (ne = plain_env(envp, 12)) < 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&at);
+        st = kf__err(ctx, KF_ENOMEM, "out of memory");
+        goto fail;
+    }
     for (int pass = 0; o->device && pass < 2; pass++) {
         const char *const *names = pass ? (anon ? NULL : o->env_settings) : o->env_pass;
         for (int i = 0; names && names[i] && ne < 26; i++) {

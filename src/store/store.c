@@ -259,11 +259,11 @@ kf_status kf_store_fingerprint(kf_ctx *ctx, const kf_task *t, char hex[65]) {
     kf_status st = KF_OK;
     if (!path) return kf__err(ctx, KF_ENOMEM, "out of memory");
     if (kf__read_file(path, TASK_FILE_MAX, &json, &jlen)) {
-        st = kf__err(ctx, KF_EIO, "%s: %s", path, strerror(errno));
+        st = kf__err(ctx, kf__io_status(errno), "%s: %s", path, strerror(errno));
         goto out;
     }
     if (kf__read_file(t->ref_path, TASK_FILE_MAX, &ref, &rlen)) {
-        st = kf__err(ctx, KF_EIO, "%s: %s", t->ref_path, strerror(errno));
+        st = kf__err(ctx, kf__io_status(errno), "%s: %s", t->ref_path, strerror(errno));
         goto out;
     }
     /* the same bytes kf_task_load hashes: the run's fingerprint is the verdicts' */
@@ -502,6 +502,10 @@ kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
     }
     close(fd);
     char *abs = realpath(task->dir, NULL);
+    if (!abs && errno == ENOMEM) { /* not the relative path instead: resume must find the task */
+        st = kf__err(ctx, KF_ENOMEM, "out of memory");
+        goto fail;
+    }
     if ((st = open_src(s, 1)) || (st = db_open(s)) || (st = seal_setup(s))) goto fail;
     int rc = exec1(s->db, "BEGIN IMMEDIATE");
     if (rc) {
@@ -552,18 +556,16 @@ fail:
     if (s->db) rollback(s, st);
     free(abs);
     if (s->keyed) unlink(s->key_path); /* the key of a run that does not exist */
-    /* nothing was recorded: give the directory back as it was, so a retry can work */
-    char *dbp = kf__strdup(s->dbpath);
+    /* nothing was recorded: give the directory back as it was, so a retry can work (no
+     * allocation here: this runs when memory ran out too) */
+    char dbp[4200], side[4208];
+    snprintf(dbp, sizeof dbp, "%s", s->dbpath);
     kf_store_close(s);
-    if (dbp) {
-        char side[4200];
-        unlink(dbp);
-        snprintf(side, sizeof side, "%s-wal", dbp);
-        unlink(side);
-        snprintf(side, sizeof side, "%s-shm", dbp);
-        unlink(side);
-        free(dbp);
-    }
+    unlink(dbp);
+    snprintf(side, sizeof side, "%s-wal", dbp);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", dbp);
+    unlink(side);
     return st;
 }
 
@@ -709,7 +711,7 @@ kf_status kf_store_read_source(kf_store *s, const char *hash, const char *ext, c
     size_t n = 0;
     kf_status st = KF_OK;
     if (kf__read_file(path, SRC_MAX, &p, &n)) {
-        st = kf__err(s->ctx, KF_EIO, "%s: %s", path, strerror(errno));
+        st = kf__err(s->ctx, kf__io_status(errno), "%s: %s", path, strerror(errno));
     } else {
         const void *parts[] = {p};
         size_t lens[] = {n};

@@ -131,9 +131,9 @@ kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
     }
     kf_status st;
     if (kf__read_file(path, CAND_MAX, &c->text, &c->len)) {
-        st = kf__err(ctx, errno == EFBIG || errno == EINVAL ? KF_EUSAGE : KF_EIO, "%s: %s", path,
-                     errno == EFBIG ? "larger than 1 MiB" : errno == EINVAL ? "not a regular file"
-                                                                             : strerror(errno));
+        int e = errno;
+        st = kf__err(ctx, e == EFBIG || e == EINVAL ? KF_EUSAGE : kf__io_status(e), "%s: %s", path,
+                     e == EFBIG ? "larger than 1 MiB" : e == EINVAL ? "not a regular file" : strerror(e));
         goto fail;
     }
     if (memchr(c->text, 0, c->len)) {

@@ -344,14 +344,17 @@ enum {
  * the smallest multiple of each power of two up to 1024, equal sizes, and the visible
  * shapes' values. A domain such as `cols % 8 == 0` thus gets cols = 8, not a random
  * multiple. Returns 1 with v filled, 0 when none was found, -1 or -2 as
- * kf_task_shape_ok (err set). */
+ * kf_task_shape_ok (err set), -3 when memory ran out. */
 static int smallest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when,
                           const kf_vars *params, uint64_t cap, int64_t *v, char *err,
                           size_t errlen) {
     int64_t *cand = calloc((size_t)t->nsizes, sizeof *cand);
     uint64_t best = UINT64_MAX;
     int rc = 0;
-    if (!cand) return 0;
+    if (!cand) { /* not "none found": the minimum edge shape would go unchecked */
+        snprintf(err, errlen, "out of memory");
+        return -3;
+    }
     for (int tries = 0; tries < 3000; tries++) {
         for (int i = 0; i < t->nsizes; i++) {
             int64_t lo = t->size_min[i], hi = t->size_max[i], x = lo;
@@ -397,7 +400,10 @@ static int largest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when,
     int64_t *cand = calloc((size_t)t->nsizes, sizeof *cand);
     uint64_t best = 0;
     int rc = 0;
-    if (!cand) return 0;
+    if (!cand) {
+        snprintf(err, errlen, "out of memory");
+        return -3;
+    }
     for (int tries = 0; tries < 3000; tries++) {
         for (int i = 0; i < t->nsizes; i++) {
             int64_t lo = t->size_min[i], hi = t->size_max[i], x = hi;
@@ -708,6 +714,7 @@ int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr 
     return 0;
 oom:
     snprintf(err, errlen, "out of memory");
+    rc = -3;
 fail:
     free(v);
     free(base);

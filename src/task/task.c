@@ -162,6 +162,7 @@ static kf_status parse_expr(lctx *l, kf_task *t, json_t *v, const char *where, k
         return bad(l, "%s: expected an integer or an expression string", where);
     }
     kf_expr *e = kf_expr_parse(s, err, sizeof err);
+    if (!e && errno == ENOMEM) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
     if (!e) return bad(l, "%s: bad expression \"%s\": %s", where, s, err);
     if (kf_expr_check_names(e, (const char *const *)t->size_names, t->nsizes, err,
                             sizeof err)) {
@@ -408,9 +409,10 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
     json_t *cons = json_object_get(root, "constraints");
     if (cons) {
         if (!json_is_array(cons)) return bad(l, "constraints: expected an array of strings");
-        t->ncons = (int)json_array_size(cons);
-        if (!(t->cons = calloc((size_t)t->ncons + 1, sizeof *t->cons)))
+        /* the count only with the array: kf_task_free walks t->cons[0, ncons) */
+        if (!(t->cons = calloc(json_array_size(cons) + 1, sizeof *t->cons)))
             return kf__err(l->ctx, KF_ENOMEM, "out of memory");
+        t->ncons = (int)json_array_size(cons);
         for (int i = 0; i < t->ncons; i++) {
             char w[48];
             snprintf(w, sizeof w, "constraints[%d]", i);
@@ -425,9 +427,9 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
         return bad(l, "args: missing or empty");
     if (json_array_size(args) > KF_MAX_ARGS)
         return bad(l, "args: at most %d arguments", KF_MAX_ARGS);
-    t->nargs = (int)json_array_size(args);
-    if (!(t->args = calloc((size_t)t->nargs, sizeof *t->args)))
+    if (!(t->args = calloc(json_array_size(args), sizeof *t->args)))
         return kf__err(l->ctx, KF_ENOMEM, "out of memory");
+    t->nargs = (int)json_array_size(args);
     int nout = 0;
     for (int i = 0; i < t->nargs; i++) {
         if ((st = parse_arg(l, t, json_array_get(args, (size_t)i), i, &t->args[i]))) return st;
@@ -595,13 +597,17 @@ kf_status kf_task_load(kf_ctx *ctx, const char *dir, kf_task **out) {
     }
     lctx l = {ctx, path};
     if (kf__read_file(path, TASK_JSON_MAX, &text, &textlen)) {
-        st = kf__err(ctx, errno == EFBIG ? KF_ETASK : KF_EIO, "%s: %s", path, strerror(errno));
+        st = kf__err(ctx, errno == EFBIG ? KF_ETASK : kf__io_status(errno), "%s: %s", path, strerror(errno));
         goto fail;
     }
     json_error_t je;
+    unsigned long jf = kf__json_failures();
     root = json_loadb(text, textlen, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        st = kf__err(ctx, KF_ETASK, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+        if (json_error_code(&je) == json_error_out_of_memory || kf__json_failures() != jf)
+            st = kf__err(ctx, KF_ENOMEM, "%s: out of memory", path);
+        else
+            st = kf__err(ctx, KF_ETASK, "%s:%d:%d: %s", path, je.line, je.column, je.text);
         goto fail;
     }
     if ((st = parse_task(&l, t, root, 1ull << 30))) goto fail;
@@ -619,7 +625,7 @@ kf_status kf_task_load(kf_ctx *ctx, const char *dir, kf_task **out) {
         goto fail;
     }
     if (kf__read_file(t->ref_path, REF_MAX, &ref, &reflen)) {
-        st = kf__err(ctx, KF_EIO, "%s: %s (the task's reference implementation)", t->ref_path,
+        st = kf__err(ctx, kf__io_status(errno), "%s: %s (the task's reference implementation)", t->ref_path,
                      strerror(errno));
         goto fail;
     }

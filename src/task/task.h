@@ -109,7 +109,8 @@ void kf_shape_format(const kf_task *t, const kf_shape *s, char *buf, size_t n);
  * satisfying the constraints, `when`, and the buffer cap (shapes.c says how). *out is an
  * array of *nout shapes, freed with kf_shapes_free. Returns 0; -1 (err set) when the
  * constraints cannot be met or fail to evaluate; -2 (err names the expression and the
- * shape) when `when` fails to evaluate at a shape inside the constraints. */
+ * shape) when `when` fails to evaluate at a shape inside the constraints; -3 when memory
+ * ran out. */
 int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr *when,
                         const kf_vars *params, uint64_t buffer_cap, kf_shape **out,
                         int *nout, char *err, size_t errlen);

@@ -16,7 +16,10 @@ static const char *const status_text[] = {
 #undef KF_X
 };
 
-kf_ctx *kf_ctx_new(void) { return calloc(1, sizeof(kf_ctx)); }
+kf_ctx *kf_ctx_new(void) {
+    kf__json_init(); /* jansson allocates through kforge's counter (kf__json_failures) */
+    return calloc(1, sizeof(kf_ctx));
+}
 void kf_ctx_free(kf_ctx *ctx) { free(ctx); }
 const char *kf_errmsg(const kf_ctx *ctx) { return ctx && ctx->err[0] ? ctx->err : "no error"; }
 

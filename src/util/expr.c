@@ -37,6 +37,7 @@ typedef struct {
     char *err;
     size_t errlen;
     int failed;
+    int oom; /* failed for memory, not for the text */
     int depth;
 } parser;
 
@@ -60,9 +61,13 @@ static int accept(parser *p, const char *tok) {
     return 1;
 }
 
-static node *mk(int kind, int op, node *a, node *b) {
+static node *mk(parser *p, int kind, int op, node *a, node *b) {
     node *n = calloc(1, sizeof *n);
-    if (!n) return NULL;
+    if (!n) {
+        p->oom = 1;
+        perr(p, "out of memory");
+        return NULL;
+    }
     n->kind = kind;
     n->op = op;
     n->a = a;
@@ -96,7 +101,7 @@ static node *p_primary(parser *p) {
         if (errno || isalpha((unsigned char)*end) || *end == '.') {
             perr(p, "bad integer literal");
         } else {
-            r = mk(E_NUM, 0, NULL, NULL);
+            r = mk(p, E_NUM, 0, NULL, NULL);
             if (r) r->num = v;
             p->pos += (size_t)(end - s);
         }
@@ -105,7 +110,10 @@ static node *p_primary(parser *p) {
         while (isalnum((unsigned char)s[n]) || s[n] == '_') n++;
         char *name = strndup(s, n);
         p->pos += n;
-        if (accept(p, "(")) {
+        if (!name) {
+            p->oom = 1;
+            perr(p, "out of memory");
+        } else if (accept(p, "(")) {
             int kind = !strcmp(name, "min") ? E_MIN : !strcmp(name, "max") ? E_MAX : -1;
             free(name);
             if (kind < 0) {
@@ -115,7 +123,7 @@ static node *p_primary(parser *p) {
                 if (!p->failed && !accept(p, ",")) perr(p, "expected ','");
                 if (!p->failed) b = p_cond(p);
                 if (!p->failed && !accept(p, ")")) perr(p, "expected ')'");
-                r = mk(kind, 0, a, b);
+                r = mk(p, kind, 0, a, b);
                 if (p->failed || !r) {
                     node_free(r ? r : a);
                     if (!r) node_free(b);
@@ -123,7 +131,7 @@ static node *p_primary(parser *p) {
                 }
             }
         } else {
-            r = mk(E_VAR, 0, NULL, NULL);
+            r = mk(p, E_VAR, 0, NULL, NULL);
             if (r) r->name = name;
             else free(name);
         }
@@ -142,8 +150,12 @@ static node *p_primary(parser *p) {
 }
 
 static node *p_unary(parser *p) {
-    if (accept(p, "-")) return p->failed ? NULL : mk(E_NEG, 0, p_unary(p), NULL);
-    if (accept(p, "!")) return p->failed ? NULL : mk(E_NOT, 0, p_unary(p), NULL);
+    int kind = accept(p, "-") ? E_NEG : accept(p, "!") ? E_NOT : -1;
+    if (kind >= 0) {
+        node *a = p_unary(p), *n = a ? mk(p, kind, 0, a, NULL) : NULL;
+        if (!n) node_free(a);
+        return n;
+    }
     if (accept(p, "+")) return p_unary(p);
     return p_primary(p);
 }
@@ -175,7 +187,7 @@ static node *p_binary(parser *p, int level) {
             }
         if (op < 0) break;
         node *r = p_binary(p, level + 1);
-        node *n = r ? mk(E_BIN, op, l, r) : NULL;
+        node *n = r ? mk(p, E_BIN, op, l, r) : NULL;
         if (!n) {
             node_free(l);
             node_free(r);
@@ -196,7 +208,7 @@ static node *p_cond(parser *p) {
     node *a = p_cond(p), *b = NULL;
     if (!p->failed && !accept(p, ":")) perr(p, "expected ':'");
     if (!p->failed) b = p_cond(p);
-    node *n = p->failed ? NULL : mk(E_COND, 0, a, b);
+    node *n = p->failed ? NULL : mk(p, E_COND, 0, a, b);
     if (!n) {
         node_free(c);
         node_free(a);
@@ -208,13 +220,14 @@ static node *p_cond(parser *p) {
 }
 
 kf_expr *kf_expr_parse(const char *src, char *err, size_t errlen) {
-    parser p = {src, 0, err, errlen, 0, 0};
+    parser p = {src, 0, err, errlen, 0, 0, 0};
     node *root = p_cond(&p);
     skip(&p);
     if (!p.failed && src[p.pos]) perr(&p, "unexpected trailing text");
     if (p.failed || !root) {
-        if (!p.failed) snprintf(err, errlen, "out of memory");
+        if (p.oom) snprintf(err, errlen, "out of memory");
         node_free(root);
+        errno = p.oom ? ENOMEM : EINVAL;
         return NULL;
     }
     kf_expr *e = malloc(sizeof *e);
@@ -222,6 +235,7 @@ kf_expr *kf_expr_parse(const char *src, char *err, size_t errlen) {
         free(e);
         node_free(root);
         snprintf(err, errlen, "out of memory");
+        errno = ENOMEM;
         return NULL;
     }
     e->root = root;

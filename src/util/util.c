@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <jansson.h>
 #include <math.h>
 #include <openssl/evp.h>
 #include <sched.h>
@@ -22,6 +23,25 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+static atomic_ulong json_failures;
+
+static void *json_alloc(size_t n) {
+    void *p = malloc(n);
+    if (!p) atomic_fetch_add(&json_failures, 1);
+    return p;
+}
+
+static void json_setup(void) { json_set_alloc_funcs(json_alloc, free); }
+
+void kf__json_init(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, json_setup);
+}
+
+unsigned long kf__json_failures(void) { return atomic_load(&json_failures); }
+
+kf_status kf__io_status(int err) { return err == ENOMEM ? KF_ENOMEM : KF_EIO; }
 
 char *kf__strdup(const char *s) {
     size_t n = strlen(s) + 1;
@@ -54,7 +74,10 @@ int kf_buf_append(kf_buf *b, const void *data, size_t n) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1) cap *= 2;
         char *p = realloc(b->p, cap);
-        if (!p) return -1;
+        if (!p) {
+            b->oom = 1;
+            return -1;
+        }
         b->p = p;
         b->cap = cap;
     }
@@ -73,7 +96,10 @@ int kf_buf_printf(kf_buf *b, const char *fmt, ...) {
     if (n < 0) return -1;
     if ((size_t)n >= sizeof tmp) {
         s = malloc((size_t)n + 1);
-        if (!s) return -1;
+        if (!s) {
+            b->oom = 1;
+            return -1;
+        }
         va_start(ap, fmt);
         vsnprintf(s, (size_t)n + 1, fmt, ap);
         va_end(ap);

@@ -27,16 +27,30 @@ struct kf_ctx {
 kf_status kf__err(kf_ctx *ctx, kf_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* jansson's allocations go through kforge's allocator, which counts the ones that
+ * failed: a document built with json_object_set_new and friends (which fail silently)
+ * is whole when the count did not move while it was built, and a parse that failed while
+ * it moved failed for memory (jansson's lexer reports some of those as syntax errors).
+ * kf__json_init (once per process; kf_ctx_new calls it) installs it. */
+void kf__json_init(void);
+unsigned long kf__json_failures(void);
+
+/* The status of a failed file or system call from its errno: KF_ENOMEM for ENOMEM (a
+ * read's buffer, realpath's), else KF_EIO. */
+kf_status kf__io_status(int err);
+
 /* Allocation that treats failure as fatal is NOT used: these return NULL like malloc. */
 char *kf__strdup(const char *s);
 char *kf__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A growable byte buffer with a hard cap: appends beyond `limit` are dropped and counted
- * (curl's dynbuf). Always NUL-terminated when p != NULL. */
+ * (curl's dynbuf). Always NUL-terminated when p != NULL. An append that failed for
+ * memory sets oom: a builder checks it once, at the end. */
 typedef struct {
     char *p;
     size_t len, cap, limit;
     size_t dropped;
+    int oom;
 } kf_buf;
 void kf_buf_init(kf_buf *b, size_t limit);
 int kf_buf_append(kf_buf *b, const void *data, size_t n); /* 0, or -1 on OOM */
@@ -62,8 +76,8 @@ typedef struct {
     const int64_t *values;
     int n;
 } kf_vars;
-/* Parse src. NULL on error with "position N: ..." in err. Caller frees with
- * kf_expr_free. */
+/* Parse src. NULL on error with "position N: ..." in err (errno EINVAL), or "out of
+ * memory" (errno ENOMEM). Caller frees with kf_expr_free. */
 kf_expr *kf_expr_parse(const char *src, char *err, size_t errlen);
 /* 0 on success; -1 with err set (unknown name, division by zero, overflow). */
 int kf_expr_eval(const kf_expr *e, const kf_vars *vars, int64_t *out, char *err,

@@ -27,6 +27,7 @@
 #include "c.h"
 #include "../driver.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,8 @@ static char *display_proto(const kf_task *t) {
                       display_type(a->type), a->is_buffer ? " *" : " ", a->name);
     }
     kf_buf_printf(&b, ")");
-    return b.p;
+    if (b.oom) kf_buf_free(&b);
+    return b.p; /* NULL after kf_buf_free */
 }
 
 static char *gen_header(const kf_task *t) {
@@ -87,6 +89,7 @@ static char *gen_header(const kf_task *t) {
                       a->is_buffer ? " *" : "", a->name);
     }
     kf_buf_printf(&b, ");\n");
+    if (b.oom) kf_buf_free(&b); /* a prototype cut short would not compile */
     return b.p;
 }
 
@@ -116,8 +119,10 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     char cc[PATH_MAX], key[65];
     char *hdr = gen_header(t);
     if (!hdr) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    errno = 0;
     if (find_compiler(cc)) {
         free(hdr);
+        if (errno == ENOMEM) return kf__err(ctx, KF_ENOMEM, "out of memory");
         return kf__err(ctx, KF_EBACKEND, "no C compiler found (set CC or install gcc)");
     }
     /* every flag goes into the key in full: a truncated key once reused one
@@ -126,10 +131,12 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     kf_buf_init(&fb, 1u << 20);
     for (size_t i = 0; i < sizeof cflags / sizeof cflags[0]; i++) kf_buf_printf(&fb, "%s ", cflags[i]);
     for (int i = 0; i < nparams; i++) kf_buf_printf(&fb, "-D%s=%s ", params[i].name, params[i].selected);
-    if (!fb.p || fb.dropped) {
+    if (!fb.p || fb.dropped || fb.oom) {
+        int oom = fb.oom;
         kf_buf_free(&fb);
         free(hdr);
-        return kf__err(ctx, KF_EUSAGE, "compiler flags too long");
+        return oom ? kf__err(ctx, KF_ENOMEM, "out of memory")
+                   : kf__err(ctx, KF_EUSAGE, "compiler flags too long");
     }
     struct stat sb;
     char ccid[PATH_MAX + 64];
@@ -146,8 +153,12 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
         snprintf(mt, sizeof mt, "%lld", (long long)ps.st_mtim.tv_sec);
     const void *parts[] = {text, "\0", hdr, "\0", fb.p, "\0", ccid, "\0", cpu, "\0", src, "\0", mt};
     size_t lens[] = {len, 1, strlen(hdr), 1, fb.len, 1, strlen(ccid), 1, strlen(cpu), 1, strlen(src), 1, strlen(mt)};
-    kf__sha256_hex(parts, lens, 13, key);
+    int hashed = kf__sha256_hex(parts, lens, 13, key);
     kf_buf_free(&fb);
+    if (hashed) {
+        free(hdr);
+        return kf__err(ctx, KF_EINTERNAL, "sha256 failed");
+    }
     char *cached = kf_driver_cache_path("c", key, ".so");
     if (cached && !access(cached, R_OK)) {
         out->ok = 1;
@@ -168,7 +179,11 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     int sc = 0, ac = 0;
     char *defs[KF_MAX_PARAMS] = {0};
     for (int i = 0; i < nparams && i < KF_MAX_PARAMS; i++)
-        defs[i] = kf__asprintf("-D%s=%s", params[i].name, params[i].selected);
+        if (!(defs[i] = kf__asprintf("-D%s=%s", params[i].name, params[i].selected))) {
+            for (int k = 0; k < i; k++) free(defs[k]);
+            st = kf__err(ctx, KF_ENOMEM, "out of memory");
+            goto done;
+        }
     sargv[sc++] = argv[ac++] = cc;
     for (size_t i = 0; i < sizeof cflags / sizeof cflags[0]; i++) sargv[sc++] = argv[ac++] = (char *)cflags[i];
     for (int i = 0; i < nparams && i < KF_MAX_PARAMS; i++) sargv[sc++] = argv[ac++] = defs[i];
@@ -198,10 +213,20 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     st = kf_driver_run(ctx, &d, &job, &r);
     out->seconds = r.seconds;
     for (int i = 0; i < KF_MAX_PARAMS; i++) free(defs[i]);
-    if (st) goto done;
+    /* a log cut short for memory could turn one failure into another */
+    if (!st && r.log.oom) st = kf__err(ctx, KF_ENOMEM, "out of memory (reading the compiler's output)");
+    if (st) {
+        kf_buf_free(&r.log);
+        goto done;
+    }
     int code = r.code;
     out->log = r.log.p ? r.log.p : kf__strdup("");
+    errno = 0;
     int defined = code == 0 ? kf__so_defines(d.so, t->entry) : -1;
+    if (!out->log || (code == 0 && defined < 0 && errno == ENOMEM)) {
+        st = kf__err(ctx, KF_ENOMEM, "out of memory");
+        goto done;
+    }
     if (code == 0 && defined == 1) {
         out->ok = 1;
         /* publish into the cache atomically; a failure here only costs a rebuild */
@@ -211,7 +236,7 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
             out->so_path = cached;
             cached = NULL;
         } else {
-            out->so_path = kf__strdup(d.so);
+            if (!(out->so_path = kf__strdup(d.so))) st = kf__err(ctx, KF_ENOMEM, "out of memory");
         }
         free(data);
         goto done;
@@ -246,6 +271,7 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
         }
         free(proto);
     }
+    if (!out->message) st = kf__err(ctx, KF_ENOMEM, "out of memory");
 done:
     free(cached);
     free(hdr);
