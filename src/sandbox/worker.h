@@ -14,6 +14,8 @@ void kf_wk_die(int code, const char *what); /* LOADFAIL with errno's text, then 
 uint64_t kf_wk_now_ns(void);                /* CLOCK_MONOTONIC */
 int kf_wk_seal_image(void);                 /* mseal; 1 when sealed */
 int kf_wk_drop_root(const char *uidarg, const char *ppid);
+/* The libffi type (an ffi_type *) of a kf_msg_run argument kind (KF_ARG_*). */
+void *kf_wk_ffi_type(unsigned kind);
 /* a deferred GPU worker's artifact path, from its configuration (NULL: <dir>/candidate.so) */
 extern const char *kf_wk_deferred_path;
 void kf_wk_forget_env(void); /* the KFORGE_ settings its configuration set, removed */

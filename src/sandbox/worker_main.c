@@ -64,17 +64,19 @@ static ffi_cif call_cif;
 static ffi_type *call_types[KF_PROTO_MAXARGS];
 static int call_ready;
 
-static int call_prepare(const kf_msg_run *m) {
-    for (uint32_t i = 0; i < m->nargs && i < KF_PROTO_MAXARGS; i++) {
-        switch (m->kind[i]) {
-        case KF_ARG_BUF: call_types[i] = &ffi_type_pointer; break;
-        case KF_ARG_I32: call_types[i] = &ffi_type_sint32; break;
-        case KF_ARG_U8: call_types[i] = &ffi_type_uint8; break;
-        case KF_ARG_F32: call_types[i] = &ffi_type_float; break;
-        case KF_ARG_F64: call_types[i] = &ffi_type_double; break;
-        default: call_types[i] = &ffi_type_sint64; break;
-        }
+void *kf_wk_ffi_type(unsigned kind) {
+    switch (kind) {
+    case KF_ARG_BUF: return &ffi_type_pointer;
+    case KF_ARG_I32: return &ffi_type_sint32;
+    case KF_ARG_U8: return &ffi_type_uint8;
+    case KF_ARG_F32: return &ffi_type_float;
+    case KF_ARG_F64: return &ffi_type_double;
+    default: return &ffi_type_sint64;
     }
+}
+
+static int call_prepare(const kf_msg_run *m) {
+    for (uint32_t i = 0; i < m->nargs && i < KF_PROTO_MAXARGS; i++) call_types[i] = kf_wk_ffi_type(m->kind[i]);
     unsigned n = m->nargs < KF_PROTO_MAXARGS ? m->nargs : KF_PROTO_MAXARGS;
     return ffi_prep_cif(&call_cif, FFI_DEFAULT_ABI, n, &ffi_type_void, call_types) == FFI_OK ? 0 : -1;
 }

@@ -64,16 +64,7 @@ static ffi_type *host_types[KF_PROTO_MAXARGS + 1];
 static int host_ready;
 
 static int host_prepare(const kf_msg_run *m) {
-    for (uint32_t i = 0; i < m->nargs; i++) {
-        switch (m->kind[i]) {
-        case KF_ARG_BUF: host_types[i] = &ffi_type_pointer; break;
-        case KF_ARG_I32: host_types[i] = &ffi_type_sint32; break;
-        case KF_ARG_U8: host_types[i] = &ffi_type_uint8; break;
-        case KF_ARG_F32: host_types[i] = &ffi_type_float; break;
-        case KF_ARG_F64: host_types[i] = &ffi_type_double; break;
-        default: host_types[i] = &ffi_type_sint64; break;
-        }
-    }
+    for (uint32_t i = 0; i < m->nargs; i++) host_types[i] = kf_wk_ffi_type(m->kind[i]);
     host_types[m->nargs] = &ffi_type_pointer; /* cudaStream_t */
     return ffi_prep_cif(&host_cif, FFI_DEFAULT_ABI, m->nargs + 1, &ffi_type_sint32, host_types) == FFI_OK ? 0 : -1;
 }
