@@ -121,19 +121,29 @@ char *__wrap_realpath(const char *path, char *resolved);
         }                                     \
     } while (0)
 
+/* A successful allocation that leaves ENOMEM in errno, as glibc's may (kft_fault_stale_errno) */
+static atomic_int stale;
+
+void kft_fault_stale_errno(int on_) { atomic_store(&stale, on_); }
+
+static void *stale_errno(void *p) {
+    if (p && atomic_load_explicit(&stale, memory_order_relaxed)) errno = ENOMEM;
+    return p;
+}
+
 void *__wrap_malloc(size_t n) {
     ALLOC_FAULT(NULL);
-    return __real_malloc(n);
+    return stale_errno(__real_malloc(n));
 }
 
 void *__wrap_calloc(size_t n, size_t m) {
     ALLOC_FAULT(NULL);
-    return __real_calloc(n, m);
+    return stale_errno(__real_calloc(n, m));
 }
 
 void *__wrap_realloc(void *p, size_t n) {
     ALLOC_FAULT(NULL); /* p stays the caller's, as with a real failure */
-    return __real_realloc(p, n);
+    return stale_errno(__real_realloc(p, n));
 }
 
 char *__wrap_strdup(const char *s) {

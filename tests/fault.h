@@ -35,6 +35,11 @@ const char *kft_fault_name(kft_fault_kind kind);
 void kft_fault_arm(kft_fault_kind kind, long nth, int persist);
 /* Stop counting and failing. */
 void kft_fault_disarm(void);
+/* on 1: every successful malloc, calloc and realloc leaves errno ENOMEM, as glibc's may
+ * (a large calloc did on the H200 host, after a failed attempt inside). A caller that
+ * reads errno after a NULL-free success reports an out-of-memory that never happened.
+ * Independent of arming; 0 turns it off. */
+void kft_fault_stale_errno(int on);
 /* Events of `kind` seen since the last kft_fault_arm. */
 long kft_fault_count(kft_fault_kind kind);
 /* How many events failed since the last kft_fault_arm. */

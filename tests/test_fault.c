@@ -11,7 +11,9 @@
  *    database that opens and holds all of the call's work or none, no scratch
  *    directory left over;
  *  - or return KF_OK with a whole product: the same document as an unfaulted call's;
- * and leak nothing (LeakSanitizer, in the sanitizer build, after every call).
+ * and leak nothing (LeakSanitizer, in the sanitizer build, after every call). Before the
+ * allocation loop, one call runs with every successful allocation leaving ENOMEM in errno
+ * (glibc's may): it must succeed, with the same product, as errno is no answer.
  *
  * Entry points: kf_task_load (saxpy); kf_check of saxpy's fast candidate, with a cold
  * build cache (both compiles, their processes and the cache's writes) and a warm one;
@@ -156,6 +158,19 @@ static void fault_loop(const void *arg, kft_fault_kind kind) {
     }
     /* a seam that counts nothing tests nothing (a wrap lost from the link) */
     CHECKF(total > 0, "%s: no %s event counted", c->name, kft_fault_name(kind));
+    /* errno is no answer: with every successful allocation leaving ENOMEM there the call
+     * must still succeed, with the same product */
+    if (kind == KFT_FAULT_ALLOC) {
+        snprintf(where, sizeof where, "%s: allocations leave ENOMEM in errno", c->name);
+        if (c->prepare) c->prepare(c);
+        kft_fault_stale_errno(1);
+        st = c->call(c, ctx);
+        kft_fault_stale_errno(0);
+        CHECKF(st == KF_OK, "%s with ENOMEM left in errno by successful allocations: %s: %s", c->name,
+               kf_strstatus(st), kf_errmsg(ctx));
+        c->verify(c, st, 0);
+        CHECKF(!kft_fault_leaks(), "%s: leaked (LeakSanitizer's report above)", c->name);
+    }
     /* a single failure, then failure from there on: the second reaches the cleanup paths
      * that allocate or write themselves (SQLite's "transient" and "persistent" faults) */
     fault_pass(c, ctx, kind, total, 0);

@@ -9,6 +9,7 @@
 #include "backend.h"
 
 #include <elf.h>
+#include <errno.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -242,8 +243,8 @@ kf_status kf_device_info(kf_ctx *ctx, int device, int refresh, char **json) {
 }
 
 /* Does the ELF shared object at path define `name` as an exported function? 1 yes,
- * 0 no, -1 unreadable or not a 64-bit ELF. The dynamic symbol table is what dlsym
- * sees. */
+ * 0 no, -1 unreadable (errno from the read) or not a 64-bit ELF (errno ENOEXEC). The
+ * dynamic symbol table is what dlsym sees. */
 int kf__so_defines(const char *path, const char *name) {
     char *d = NULL;
     size_t n = 0;
@@ -252,8 +253,10 @@ int kf__so_defines(const char *path, const char *name) {
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
     if (n < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
         eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > n ||
-        (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > n - eh->e_shoff)
+        (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > n - eh->e_shoff) {
+        errno = ENOEXEC; /* not what a successful read may have left there */
         goto out;
+    }
     const Elf64_Shdr *sh = (const Elf64_Shdr *)(d + eh->e_shoff);
     found = 0;
     for (int i = 0; i < eh->e_shnum && !found; i++) {

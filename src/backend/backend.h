@@ -194,7 +194,8 @@ struct kf_backend {
 };
 
 /* Does the ELF shared object at path export `name` as a function (its dynamic symbol
- * table, what dlsym sees)? 1 yes, 0 no, -1 unreadable or not a 64-bit ELF. */
+ * table, what dlsym sees)? 1 yes, 0 no, -1 unreadable (errno from the read) or not a
+ * 64-bit ELF (errno ENOEXEC). */
 int kf__so_defines(const char *path, const char *name);
 
 kf_status kf_backend_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path,

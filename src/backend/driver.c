@@ -158,6 +158,7 @@ int kf_driver_which(const char *name, const char *dflt, char *out) {
         snprintf(cand, sizeof cand, "%s/%s", dir, name);
         if (!access(cand, X_OK) && realpath(cand, out)) rc = 0;
     }
+    if (rc && dup) errno = ENOENT; /* not found; ENOMEM only when the copy failed */
     free(dup);
     return rc;
 }

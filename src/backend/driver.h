@@ -80,7 +80,8 @@ kf_status kf_driver_run(kf_ctx *ctx, const kf_driver_dir *d, const kf_driver_job
 char *kf_driver_line(const char *log, const char *at, const char *fallback);
 
 /* The first executable name found along $PATH (dflt when $PATH is unset or empty; NULL:
- * none then), its real path in out (PATH_MAX bytes). 0, or -1. */
+ * none then), its real path in out (PATH_MAX bytes). 0, or -1 (errno ENOMEM when
+ * memory ran out, ENOENT or 0 when nothing was found). */
 int kf_driver_which(const char *name, const char *dflt, char *out);
 /* A toolchain's top: its compiler's path two levels up (/usr/local/cuda/bin/nvcc ->
  * /usr/local/cuda), into out. */

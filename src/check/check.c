@@ -475,10 +475,10 @@ int kf_sess_spent_report(kf_sess *s, kf_side *side, json_t *shape, const char *w
 }
 
 /* One input set: clears *all_zero / *all_copy / *all_other when that trivial strategy
- * fails on some output. */
-static void degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void **ref,
-                      void **mag, void **ref_other, int *all_zero, int *all_copy, int *all_other,
-                      char *copied, size_t ncopied) {
+ * fails on some output. -1 when memory ran out (the question is then open). */
+static int degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void **ref,
+                     void **mag, void **ref_other, int *all_zero, int *all_copy, int *all_other,
+                     char *copied, size_t ncopied) {
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
         if (!a->is_buffer || a->io == KF_IO_IN) continue;
@@ -490,10 +490,7 @@ static void degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *i
         double mtol = mg ? kf_task_mtol(t, a) : 0;
         size_t bytes = ex->bytes[i] ? ex->bytes[i] : 1;
         void *zero = *all_zero ? calloc(1, bytes) : NULL;
-        if (*all_zero && !zero) {
-            *all_zero = *all_copy = *all_other = 0;
-            return;
-        }
+        if (*all_zero && !zero) return -1;
         if (*all_zero && (ex->count[i] == 0 ||
                           !kf_data_same_mag(a->type, zero, ref[i], mg, ex->count[i], 0, rtol, atol, mtol)))
             *all_zero = 0;
@@ -515,7 +512,10 @@ static void degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *i
                 continue;
             }
             void *conv = malloc(bytes);
-            if (!conv) break;
+            if (!conv) {
+                free(zero);
+                return -1;
+            }
             for (int64_t k = 0; k < ex->count[i]; k++) {
                 double v = kf_data_get(b->type, in->buf[j], k);
                 switch (a->type) {
@@ -535,27 +535,30 @@ static void degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *i
         if (!copy_ok) *all_copy = 0;
         free(zero);
     }
+    return 0;
 }
 
-char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void ***ref,
-                    void ***mag, int nsets) {
+int kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void ***ref, void ***mag,
+                  int nsets, char **why) {
     int all_zero = 1, all_other = 1, all_copy = 1;
     char copied[256] = "";
     int64_t out_elems = 0;
-    errno = 0; /* ENOMEM from a failed allocation below: no answer */
+    *why = NULL;
     for (int i = 0; i < t->nargs; i++)
         if (t->args[i].is_buffer && t->args[i].io != KF_IO_IN) out_elems += ex->count[i];
-    if (!out_elems) return kf__strdup("every output is empty at this shape: there is nothing to check");
+    if (!out_elems) return (*why = kf__strdup("every output is empty at this shape: there is nothing to check")) ? 0 : -1;
     for (int k = 0; k < nsets; k++)
-        degen_set(t, ex, &in[k], ref[k], mag ? mag[k] : NULL, k + 1 < nsets ? ref[k + 1] : ref[0], &all_zero,
-                  &all_copy, &all_other, copied, sizeof copied);
+        if (degen_set(t, ex, &in[k], ref[k], mag ? mag[k] : NULL, k + 1 < nsets ? ref[k + 1] : ref[0],
+                      &all_zero, &all_copy, &all_other, copied, sizeof copied))
+            return -1;
     if (nsets < 2) all_other = 0;
-    if (all_zero) return kf__strdup("an all-zero output passes the tolerance");
-    if (all_copy) return kf__asprintf("copying the inputs passes the tolerance (%s)", copied);
-    if (all_other)
-        return kf__strdup("the output for other inputs passes the tolerance (the output "
+    if (all_zero) *why = kf__strdup("an all-zero output passes the tolerance");
+    else if (all_copy) *why = kf__asprintf("copying the inputs passes the tolerance (%s)", copied);
+    else if (all_other)
+        *why = kf__strdup("the output for other inputs passes the tolerance (the output "
                           "does not depend on the inputs)");
-    return NULL;
+    else return 0;
+    return *why ? 0 : -1;
 }
 
 /* ---- the check itself -------------------------------------------------------- */
@@ -798,8 +801,8 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
     int settled = 0;
     if (sh->kind == KF_SHAPE_VISIBLE && mags) {
         void **one[1] = {pp->refo[0]}, **mone[1] = {pp->mag[0]};
-        char *w1 = kf_degenerate(t, &pp->ex, pp->in, one, mone, 1);
-        if (!w1 && errno == ENOMEM) return kf__err(ctx, KF_ENOMEM, "out of memory");
+        char *w1;
+        if (kf_degenerate(t, &pp->ex, pp->in, one, mone, 1, &w1)) return kf__err(ctx, KF_ENOMEM, "out of memory");
         int other = 1; /* the second set's outputs pass the first set's bound */
         for (int i = 0; i < t->nargs && other; i++) {
             const kf_arg *a = &t->args[i];
@@ -828,8 +831,8 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
     if (sh->kind == KF_SHAPE_VISIBLE && !settled) {
         void **sets[3] = {pp->refo[0], pp->refo[1], pp->refo[2]};
         void **msets[3] = {pp->mag[0], pp->mag[1], pp->mag[2]};
-        char *why = kf_degenerate(t, &pp->ex, pp->in, sets, msets, 3);
-        if (!why && errno == ENOMEM) return kf__err(ctx, KF_ENOMEM, "out of memory");
+        char *why;
+        if (kf_degenerate(t, &pp->ex, pp->in, sets, msets, 3, &why)) return kf__err(ctx, KF_ENOMEM, "out of memory");
         if (why) {
             kf_status st = kf__err(ctx, KF_ETASK,
                                    "%s: degenerate task at %s: %s; it cannot tell a correct "

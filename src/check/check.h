@@ -131,11 +131,12 @@ int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b);
 
 /* Task-level degeneracy at one shape, judged over nsets input sets and their reference
  * outputs: would zeros, a copied input, or the output of other inputs pass as the
- * reference on EVERY set? (One set can pass by chance at tiny shapes.) Returns a
- * description or NULL (caller frees); NULL with errno ENOMEM when memory ran out (the
- * question is then open), errno 0 otherwise. */
-char *kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void ***ref,
-                    void ***mag, int nsets);
+ * reference on EVERY set? (One set can pass by chance at tiny shapes.) 0 with *why a
+ * description (caller frees) or NULL; -1 when memory ran out (the question is then
+ * open). Not errno: a successful allocation may leave ENOMEM there (glibc does, on
+ * the H200 host, for a 32 MiB calloc). */
+int kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void ***ref, void ***mag,
+                  int nsets, char **why);
 /* For a task with an mtol (kf_task_has_mtol): the reference (side ref, at its current
  * layout) on the absolute values of in's float inputs, its float outputs with an mtol
  * into mag[i] (the magnitude M of what each element sums; the rest NULL). KF_OK with mag

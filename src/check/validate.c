@@ -97,8 +97,8 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
             problems = 1;
         }
         void **sets[3] = {outs[0], outs[1], outs[2]}, **msets[3] = {mag[0], mag[1], mag[2]};
-        char *why = kf_degenerate(t, &ex, in, sets, msets, 3);
-        if (!why && errno == ENOMEM) st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+        char *why = NULL;
+        if (kf_degenerate(t, &ex, in, sets, msets, 3, &why)) st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
         if (why) {
             if (sh->kind == KF_SHAPE_VISIBLE) {
                 kf_result_reject(s->res, KF_REASON_DEGENERATE_TASK, sizes, "degenerate task: %s", why);
