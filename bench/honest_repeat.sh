@@ -8,7 +8,9 @@
 # timing beside it: a background loop of `kforge bench` of tasks/c/sum's fast.c), and
 # prints accepted/total per case and condition, then the false-rejection count. An
 # honest case rejected even once is a defect (docs/checker.md). Reasons of rejections
-# are listed under the table. Exit 1 when any rejection was seen, 2 on a usage error.
+# are listed under the table (an error verdict's message when there are none). COND=alone
+# or COND=loaded runs one condition only (to split the repeats over two calls with a
+# time limit). Exit 1 when any rejection was seen, 2 on a usage error.
 set -u
 B=${1:-build}
 REPS=${2:-20}
@@ -46,6 +48,8 @@ import json, sys
 try:
     d = json.load(open(sys.argv[1]))
     r = "; ".join("%s: %s" % (x["code"], x["message"][:160]) for x in d.get("reasons", []))
+    if not r:
+        r = "%s: %s" % (d.get("verdict"), str(d.get("error", ""))[:160])
 except Exception as e:
     r = "no verdict (%s)" % e
 print("%s [%s] %s" % (sys.argv[2], sys.argv[3], r))
@@ -56,20 +60,31 @@ PY
     done
 }
 
-run_all alone
+COND=${COND:-both}
+case "$COND" in both | alone | loaded) ;; *) echo "honest_repeat: COND is both, alone or loaded" >&2; exit 2 ;; esac
+: > "$TMP/alone"
+: > "$TMP/loaded"
+[ "$COND" = loaded ] || run_all alone
 # the load: another evaluation checking and timing beside these checks, in a loop
 LT=${LOAD:-tasks/c/sum:fast.c}
-( while :; do "$K" bench "$ROOT/${LT%%:*}" "$ROOT/${LT%%:*}/candidates/${LT#*:}" > /dev/null 2>&1; done ) &
-LOADPID=$!
-run_all loaded
-kill "$LOADPID" 2>/dev/null
-wait "$LOADPID" 2>/dev/null
-LOADPID=
+if [ "$COND" != alone ]; then
+    ( while :; do "$K" bench "$ROOT/${LT%%:*}" "$ROOT/${LT%%:*}/candidates/${LT#*:}" > /dev/null 2>&1; done ) &
+    LOADPID=$!
+    run_all loaded
+    kill "$LOADPID" 2>/dev/null
+    wait "$LOADPID" 2>/dev/null
+    LOADPID=
+fi
 
-printf '%-36s %8s %8s\n' "honest case (${EXT:-c})" alone "--jobs 2"
-join "$TMP/alone" "$TMP/loaded" | while read -r name a at l lt; do
-    printf '%-36s %8s %8s\n' "$name" "$a/$at" "$l/$lt"
-done
+if [ "$COND" = both ]; then
+    printf '%-36s %8s %8s\n' "honest case (${EXT:-c})" alone "--jobs 2"
+    join "$TMP/alone" "$TMP/loaded" | while read -r name a at l lt; do
+        printf '%-36s %8s %8s\n' "$name" "$a/$at" "$l/$lt"
+    done
+else
+    printf '%-36s %8s\n' "honest case (${EXT:-c})" "$([ "$COND" = alone ] && echo alone || echo "--jobs 2")"
+    cat "$TMP/alone" "$TMP/loaded" | while read -r name a at; do printf '%-36s %8s\n' "$name" "$a/$at"; done
+fi
 bad=$(cat "$TMP/alone" "$TMP/loaded" | awk '{r += $3 - $2} END {print r + 0}')
 total=$(cat "$TMP/alone" "$TMP/loaded" | awk '{t += $3} END {print t + 0}')
 echo "false rejections: $bad of $total checks"
