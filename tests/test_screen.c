@@ -83,13 +83,14 @@ static void t_submit(const void *arg) {
         snprintf(args, sizeof args, "next %s --json", run);
         CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
         json_t *a = json_loads(out, 0, NULL);
-        CHECKF(a && json_integer_value(json_object_get(a, "parent")) == 0, "a screened node offered as a parent: %s",
-               out);
+        CHECKF(a && json_integer_value(json_object_get(a, "parent")) == 0,
+               "a screened node offered as a parent: %s", out);
         json_decref(a);
     }
     /* the same text screened again: pruned, naming the screened node */
     snprintf(args, sizeof args, "submit %s --parent 0 %s --screen 2>&1", run, fast);
-    CHECKF(cli(args, out, sizeof out) == 1 && strstr(out, "pruned") && strstr(out, "already screened"), "%s", out);
+    CHECKF(cli(args, out, sizeof out) == 1 && strstr(out, "pruned") && strstr(out, "already screened"), "%s",
+           out);
     /* the full check still runs */
     snprintf(wrong, sizeof wrong, "%s/wrong.c", dir);
     FILE *f = fopen(wrong, "w");
@@ -102,7 +103,8 @@ static void t_submit(const void *arg) {
     snprintf(args, sizeof args, "submit %s --parent 0 %s --screen --json", run, wrong);
     CHECKF(cli(args, out, sizeof out) == 1, "%s", out);
     json_t *s2 = json_loads(out, 0, NULL);
-    CHECKF(s2 && !strcmp(sget(s2, "state"), "rejected") && strstr(sget(s2, "reasons"), "wrong_result"), "%s", out);
+    CHECKF(s2 && !strcmp(sget(s2, "state"), "rejected") && strstr(sget(s2, "reasons"), "wrong_result"), "%s",
+           out);
     int64_t rej = json_integer_value(json_object_get(s2, "id"));
     json_decref(s2);
 

@@ -63,8 +63,8 @@ static int parent_shapes(const kf_node *parent, struct kf_verdict *ps) {
  * gives them) and, when stored is not NULL, the document as the store keeps it in *stored
  * (caller frees); -1 with err set when no verdict was reached (the evaluation itself
  * failed). *v is the caller's either way. */
-static int bench_ex(kf_eval *r, const char *path, const char *vs, int stricter, int screen, struct kf_verdict *v,
-                    char **stored, char *err, size_t n) {
+static int bench_ex(kf_eval *r, const char *path, const char *vs, int stricter, int screen,
+                    struct kf_verdict *v, char **stored, char *err, size_t n) {
     kf_verdict_init(v);
     kf_opts o;
     bench_opts(r, &o, vs, screen);

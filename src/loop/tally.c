@@ -34,9 +34,13 @@ static kf_search_state sobs_state(kf_node_state s) {
 }
 
 void kf_tally_observe(kf_tally *tl, const kf_node *n, int replayed) {
-    kf_search_obs o = {n->id, n->parent, kf_search_category_parse(n->category), kf_proposer_index(n->proposer),
+    kf_search_obs o = {n->id,
+                       n->parent,
+                       kf_search_category_parse(n->category),
+                       kf_proposer_index(n->proposer),
                        sobs_state(n->state),
-                       n->state == KF_NODE_SCREENED ? 0 : n->speedup, n->cost_s};
+                       n->state == KF_NODE_SCREENED ? 0 : n->speedup,
+                       n->cost_s};
     if (o.category < 0) o.category = KF_CAT_OTHER;
     kf_search_observe(tl->se, &o);
     for (int k = 0; k < KF_PROPOSER_COUNT; k++) kf_proposer_observe(tl->p[k], n, replayed);
@@ -126,8 +130,8 @@ void kf_tally_progress(kf_tally *tl, const kf_node *n) {
     int budget = tl->budget;
     double eta = tl->evals > 0 && budget > tl->evals ? el / tl->evals * (budget - tl->evals) : 0;
     if (n->state == KF_NODE_SCREENED) /* one short timing: labelled, never a best */
-        snprintf(tl->last, sizeof tl->last, "#%lld screened %.3fx (screened, not confirmed)", (long long)n->id,
-                 n->speedup);
+        snprintf(tl->last, sizeof tl->last, "#%lld screened %.3fx (screened, not confirmed)",
+                 (long long)n->id, n->speedup);
     else
         snprintf(tl->last, sizeof tl->last, "#%lld %s%s%s", (long long)n->id, kf_node_state_name(n->state),
                  n->reasons ? " " : "", n->reasons ? n->reasons : "");

@@ -285,8 +285,9 @@ static kf_status submit_parent(tool_run *r, int64_t parent, kf_node *pn, int *ha
                        (long long)parent, r->ev.run_dir);
     *hasp = 1;
     if (pn->state == KF_NODE_SCREENED)
-        return kf__err(ctx, KF_EUSAGE, "%s: node %lld is screened (one short timing): promote it first "
-                                       "(kforge submit %s --promote %lld), then submit its children",
+        return kf__err(ctx, KF_EUSAGE,
+                       "%s: node %lld is screened (one short timing): promote it first "
+                       "(kforge submit %s --promote %lld), then submit its children",
                        r->ev.run_dir, (long long)parent, r->ev.run_dir, (long long)parent);
     if (!(pn->state == KF_NODE_MEASURED || pn->state == KF_NODE_KEPT || pn->state == KF_NODE_REVERTED))
         return kf__err(ctx, KF_EUSAGE, "%s: node %lld is %s: a parent is the root (0) or a node that passed the check",
@@ -364,7 +365,8 @@ typedef struct {
 
 static int find_screened(void *arg, const kf_node *m) {
     screened_dup *d = arg;
-    if (m->id == d->n->id || m->tampered || strcmp(m->src_hash, d->n->src_hash) || m->state != KF_NODE_SCREENED)
+    if (m->id == d->n->id || m->tampered || strcmp(m->src_hash, d->n->src_hash) ||
+        m->state != KF_NODE_SCREENED)
         return 0;
     d->id = m->id;
     return 1;
@@ -372,15 +374,17 @@ static int find_screened(void *arg, const kf_node *m) {
 
 /* Evaluate recorded node *n (pruned when the run has evaluated its text: in full, or for
  * a screening, screened too), record what it teaches, and answer. */
-static kf_status submit_eval(tool_run *r, kf_node *n, int64_t parent, const kf_node *pn, int64_t pid, int json,
-                             char **out, int *outcome) {
+static kf_status submit_eval(tool_run *r, kf_node *n, int64_t parent, const kf_node *pn, int64_t pid,
+                             int json, char **out, int *outcome) {
     /* a text the run has already evaluated is not evaluated again: submitting it until a
      * lucky timing or a lucky draw of hidden shapes passes proves nothing new */
     char *dup = kf_diag_prune_note(r->ev.st, n, 1);
     screened_dup sd = {n, 0};
     if (!dup && r->ev.screen && !kf_store_each_node(r->ev.st, find_screened, &sd) && sd.id)
-        dup = kf__asprintf("pruned: the same source as node %lld, already screened (kforge submit --promote %lld "
-                           "evaluates it in full)", (long long)sd.id, (long long)sd.id);
+        dup = kf__asprintf(
+            "pruned: the same source as node %lld, already screened (kforge submit --promote %lld "
+            "evaluates it in full)",
+            (long long)sd.id, (long long)sd.id);
     kf_status st;
     if (dup) {
         n->state = KF_NODE_PRUNED;
@@ -396,7 +400,8 @@ static kf_status submit_eval(tool_run *r, kf_node *n, int64_t parent, const kf_n
     int passed = n->state == KF_NODE_MEASURED || n->state == KF_NODE_KEPT || n->state == KF_NODE_REVERTED ||
                  n->state == KF_NODE_SCREENED;
     *outcome = passed ? 0 : n->state == KF_NODE_CRASHED ? 2 : 1;
-    if (!(*out = submit_answer(r, n, parent, pid, passed, json))) return kf__err(r->ev.ctx, KF_ENOMEM, "out of memory");
+    if (!(*out = submit_answer(r, n, parent, pid, passed, json)))
+        return kf__err(r->ev.ctx, KF_ENOMEM, "out of memory");
     return KF_OK;
 }
 
@@ -438,7 +443,8 @@ out:
     return st;
 }
 
-kf_status kf_run_promote(kf_ctx *ctx, const kf_run_opts *o, int64_t node, int json, char **out, int *outcome) {
+kf_status kf_run_promote(kf_ctx *ctx, const kf_run_opts *o, int64_t node, int json, char **out,
+                         int *outcome) {
     *out = NULL;
     *outcome = 2;
     if (node <= 0) return kf__err(ctx, KF_EUSAGE, "--promote %lld: a screened node's id", (long long)node);
@@ -455,13 +461,15 @@ kf_status kf_run_promote(kf_ctx *ctx, const kf_run_opts *o, int64_t node, int js
     int hasp = 0;
     int64_t pid = 0;
     if (kf_store_get_node(r.ev.st, node, &sn)) {
-        st = kf__err(ctx, KF_EUSAGE, "%s: no node %lld (kforge tree %s lists them)", r.ev.run_dir, (long long)node,
-                     r.ev.run_dir);
+        st = kf__err(ctx, KF_EUSAGE, "%s: no node %lld (kforge tree %s lists them)", r.ev.run_dir,
+                     (long long)node, r.ev.run_dir);
         goto out;
     }
     if (sn.tampered || sn.state != KF_NODE_SCREENED) {
-        st = kf__err(ctx, KF_EUSAGE, "%s: node %lld is %s: only a screened node is promoted (kforge submit --screen)",
-                     r.ev.run_dir, (long long)node, sn.tampered ? "changed outside kforge" : kf_node_state_name(sn.state));
+        st = kf__err(ctx, KF_EUSAGE,
+                     "%s: node %lld is %s: only a screened node is promoted (kforge submit --screen)",
+                     r.ev.run_dir, (long long)node,
+                     sn.tampered ? "changed outside kforge" : kf_node_state_name(sn.state));
         goto out;
     }
     if ((st = submit_parent(&r, sn.parent, &pn, &hasp))) goto out;

@@ -45,8 +45,10 @@ static int screen_event(void *arg, int64_t id, int64_t node, const char *js, dou
     snprintf(key, sizeof key, "%lld", (long long)node);
     json_t *o = json_object_get(arg, key);
     if (j && !o) json_object_set_new(arg, key, o = json_object());
-    if (json_is_integer(from)) json_object_set(o, "promoted_from", from);
-    else if (j && json_object_get(j, "speedup")) json_object_set(o, "screen", j);
+    if (json_is_integer(from))
+        json_object_set(o, "promoted_from", from);
+    else if (j && json_object_get(j, "speedup"))
+        json_object_set(o, "screen", j);
     json_decref(j);
     return 0;
 }
@@ -88,7 +90,8 @@ json_t *kf_tree_node_json(const kf_node *n, const char *when, json_t *critics) {
     if (n->note) json_object_set_new(o, "note", json_string(n->note));
     json_t *cr = critic_of(critics, n->id), *sc = screen_of(critics, n->id);
     if (cr) json_object_set(o, "critic", cr);
-    if (json_object_get(sc, "promoted_from")) json_object_set(o, "promoted_from", json_object_get(sc, "promoted_from"));
+    if (json_object_get(sc, "promoted_from"))
+        json_object_set(o, "promoted_from", json_object_get(sc, "promoted_from"));
     if (json_object_get(sc, "screen")) json_object_set(o, "screen", json_object_get(sc, "screen"));
     /* a node that passed the check is safe on every shape of the task's ranges in its
      * kforge:when domain (hidden and edge shapes included) */
@@ -139,14 +142,19 @@ void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent,
             kf_buf_printf(b, "  [");
             for (int q = 0; q < s->sizes.n; q++)
                 kf_buf_printf(b, "%s%s=%lld", q ? "," : "", s->sizes.name[q], (long long)s->sizes.v[q]);
-            if (screened) kf_buf_printf(b, "] screened %.3fx", s->speedup);
-            else kf_buf_printf(b, "] %.3fx%s", s->speedup, (s->has & KF_VS_WIN) && s->win ? "*" : "");
+            if (screened)
+                kf_buf_printf(b, "] screened %.3fx", s->speedup);
+            else
+                kf_buf_printf(b, "] %.3fx%s", s->speedup, (s->has & KF_VS_WIN) && s->win ? "*" : "");
         }
         kf_verdict_free(&sh);
-        if (screened) kf_buf_printf(b, "  (one short timing, not confirmed: kforge submit --promote %lld)", (long long)n->id);
+        if (screened)
+            kf_buf_printf(b, "  (one short timing, not confirmed: kforge submit --promote %lld)",
+                          (long long)n->id);
         json_t *sc = screen_of(critics, n->id);
         if (json_is_integer(json_object_get(sc, "promoted_from")))
-            kf_buf_printf(b, "  promoted from #%lld", (long long)json_integer_value(json_object_get(sc, "promoted_from")));
+            kf_buf_printf(b, "  promoted from #%lld",
+                          (long long)json_integer_value(json_object_get(sc, "promoted_from")));
         if (json_object_get(sc, "screen"))
             kf_buf_printf(b, "  screened first at %.3fx",
                           json_number_value(json_object_get(json_object_get(sc, "screen"), "speedup")));
@@ -206,7 +214,8 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     for (size_t i = 0; whens && i < a.n; i++) {
         char *txt = NULL;
         kf_node_state ns = a.v[i].state;
-        int passed = ns == KF_NODE_MEASURED || ns == KF_NODE_KEPT || ns == KF_NODE_REVERTED || ns == KF_NODE_SCREENED;
+        int passed =
+            ns == KF_NODE_MEASURED || ns == KF_NODE_KEPT || ns == KF_NODE_REVERTED || ns == KF_NODE_SCREENED;
         if (!passed || kf_store_read_source(st, a.v[i].src_hash, a.v[i].ext, &txt, NULL)) continue;
         whens[i] = kf_loop_when_of(txt);
         free(txt);
