@@ -179,7 +179,64 @@ static void t_run_first(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* validate reports the reference's time per shape and its slowest; a reference that
+ * takes over 100 ms a call at its slowest shape is warned about (still VALID, exit 0). */
+static void t_reference_time(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-scr-XXXXXX", path[512], args[1024], out[1 << 17];
+    CHECK(mkdtemp(dir));
+    /* saxpy's task, with a reference that spins at its largest sizes (volatile: kept) */
+    char *tj = NULL;
+    size_t tl = 0;
+    CHECK(!kf__read_file(kft_src("tasks/c/saxpy/task.json"), 1 << 20, &tj, &tl));
+    snprintf(path, sizeof path, "%s/task.json", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f);
+    fputs(tj, f);
+    fclose(f);
+    free(tj);
+    snprintf(path, sizeof path, "%s/reference.c", dir);
+    CHECK(f = fopen(path, "w"));
+    fputs("#include <stdint.h>\n"
+          "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) {\n"
+          "    volatile float sink = 0;\n"
+          "    int64_t reps = n > 900000 ? 200 : 1;\n"
+          "    for (int64_t r = 0; r < reps; r++)\n"
+          "        for (int64_t i = 0; i < n; i++) sink += x[i];\n"
+          "    for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i];\n"
+          "}\n",
+          f);
+    fclose(f);
+    snprintf(args, sizeof args, "validate %s --json", dir);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(j, "%s", out);
+    json_t *rt = json_object_get(j, "reference_time");
+    CHECKF(json_is_true(json_object_get(rt, "slow")) &&
+               json_number_value(json_object_get(rt, "slowest_ms")) > 100,
+           "%s", out);
+    CHECK(json_integer_value(json_object_get(json_object_get(rt, "at"), "n")) > 900000);
+    CHECK(strstr(sget(rt, "warning"), "over 100 ms"));
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(j, "shapes"), i, o)
+        CHECK(json_number_value(json_object_get(o, "reference_ms")) > 0);
+    json_decref(j);
+    snprintf(args, sizeof args, "validate %s", dir);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "reference per call:") &&
+               strstr(out, "warning: the reference takes"),
+           "%s", out);
+    /* the bundled saxpy: fast, no warning */
+    CHECKF(cli("validate tasks/c/saxpy --json", out, sizeof out) == 0, "%s", out);
+    CHECK(j = json_loads(out, 0, NULL));
+    rt = json_object_get(j, "reference_time");
+    CHECKF(json_is_false(json_object_get(rt, "slow")) && !json_object_get(rt, "warning"), "%s", out);
+    json_decref(j);
+    kf__rmtree(dir);
+}
+
 void kft_register_screen(void) {
+    kft_add("validate/reference_time", t_reference_time, NULL, 120);
     kft_add("screen/submit", t_submit, NULL, 240);
     kft_add("screen/run_first", t_run_first, NULL, 240);
 }
