@@ -9,7 +9,8 @@
 #   screen   kforge submit RUN --parent 0 fast.c --screen   (check, one short timing)
 #   clflush  full, with KFORGE_CLFLUSH=1 (the staged lines flushed with clflush, as before
 #            clflushopt): the A/B of the flush in one binary
-# MODES is a space-separated list (default "full screen"). Prints per task and mode the
+# MODES is a space-separated list (default "full screen"); TASKS (environment) names the
+# tasks to run (default: every one with a candidates/fast.c). Prints per task and mode the
 # median wall seconds and the spread (min-max), then the median over the tasks of each
 # mode's medians and the load average at the end. Targets (BENCHMARKS.md, quiet 2-core
 # machine): full at most 10 s, screen at most 2 s, medians over the bundled tasks.
@@ -40,6 +41,7 @@ one() { # mode task -> seconds
 }
 printf '%-10s %-8s %8s %17s\n' task mode median_s spread_s
 for t in "$ROOT"/tasks/c/*/; do
+    case " ${TASKS:-$(basename "$t")} " in *" $(basename "$t") "*) ;; *) continue ;; esac
     cand="$t/candidates/fast.c"
     [ -f "$cand" ] || continue
     name=$(basename "$t")
