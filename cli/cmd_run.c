@@ -73,6 +73,8 @@ static const char run_usage[] =
     "  --agent cmd:'COMMAND' | openai:MODEL, --with-builtin, --base-url URL,\n"
     "  --api-key-env NAME, --agent-timeout S, --tokens N      agents (docs/agents.md)\n"
     "  --pack-tokens N   each context pack's token budget (18000)\n"
+    "  --screen-first    screen every proposal (the check, one short timing) and evaluate\n"
+    "                    only those that beat their parent there in full (recorded)\n"
     "  --lessons PATH    a lessons database: for the packs (not given: the shared one if it\n"
     "                    exists) and, named, as the builtin's prior (docs/run.md \"Lessons\");\n"
     "                    \"default\": the shared one, named; \"none\": no lessons\n"
@@ -91,6 +93,7 @@ int kf_cli_run(int argc, char **argv) {
             if (c < 0) return KF_EXIT_USAGE;
         } else if (!strcmp(a, "--resume")) o.resume = 1;
         else if (!strcmp(a, "--with-builtin")) o.with_builtin = 1;
+        else if (!strcmp(a, "--screen-first")) o.screen = 1;
         else if (!strcmp(a, "--agent") && more) o.agent = argv[++i];
         else if (!strcmp(a, "--base-url") && more) o.base_url = argv[++i];
         else if (!strcmp(a, "--api-key-env") && more) o.api_key_env = argv[++i];
@@ -152,13 +155,14 @@ int kf_cli_run(int argc, char **argv) {
 }
 
 /* kforge next RUN [--json] [search and bench options]
- * kforge submit RUN --parent N FILE [--category C] [--json] [bench options] (docs/agents.md) */
+ * kforge submit RUN --parent N FILE [--category C] [--screen] [--json] [bench options]
+ * kforge submit RUN --promote N [--json] [bench options] (docs/agents.md) */
 int kf_cli_tool(int argc, char **argv, int submit) {
     kf_run_opts o;
     kf_run_opts_init(&o);
     int json = 0, c;
     const char *file = NULL, *category = NULL;
-    double parent = -1;
+    double parent = -1, promote = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -167,20 +171,28 @@ int kf_cli_tool(int argc, char **argv, int submit) {
             if (c < 0) return KF_EXIT_USAGE;
         } else if (submit && !strcmp(a, "--parent") && more) {
             if (kf_cli_number(a, argv[++i], 0, 9e15, &parent)) return KF_EXIT_USAGE;
-        } else if (submit && !strcmp(a, "--category") && more) category = argv[++i];
+        } else if (submit && !strcmp(a, "--promote") && more) {
+            if (kf_cli_number(a, argv[++i], 1, 9e15, &promote)) return KF_EXIT_USAGE;
+        } else if (submit && !strcmp(a, "--screen")) o.screen = 1;
+        else if (submit && !strcmp(a, "--category") && more) category = argv[++i];
         else if (a[0] == '-') return kf_cli_fail(json, "kforge %s: unknown option %s", argv[0], a);
         else if (!o.run_dir) o.run_dir = a;
         else if (submit && !file) file = a;
         else return kf_cli_fail(json, "kforge %s: unexpected argument %s", argv[0], a);
     }
-    if (!o.run_dir || (submit && (!file || parent < 0)))
-        return kf_cli_fail(json, submit ? "usage: kforge submit RUN --parent N FILE [--category C] [--json]"
+    if (promote > 0 && (file || parent >= 0 || category || o.screen))
+        return kf_cli_fail(json, "kforge submit --promote N: the screened node's own text, parent and category "
+                                 "are evaluated in full (no FILE, --parent, --category or --screen)");
+    if (!o.run_dir || (submit && promote < 0 && (!file || parent < 0)))
+        return kf_cli_fail(json, submit ? "usage: kforge submit RUN --parent N FILE [--category C] [--screen] "
+                                          "[--json] | kforge submit RUN --promote N [--json]"
                                         : "usage: kforge next RUN [--json]");
     kf_ctx *ctx = kf_ctx_new();
     char *out = NULL;
     int outcome = 0;
-    kf_status st = submit ? kf_run_submit(ctx, &o, (int64_t)parent, file, category, json, &out, &outcome)
-                          : kf_run_next(ctx, &o, json, &out);
+    kf_status st = !submit       ? kf_run_next(ctx, &o, json, &out)
+                   : promote > 0 ? kf_run_promote(ctx, &o, (int64_t)promote, json, &out, &outcome)
+                                 : kf_run_submit(ctx, &o, (int64_t)parent, file, category, json, &out, &outcome);
     int rc = KF_EXIT_OK;
     if (st) rc = kf_cli_fail(json, "%s", kf_errmsg(ctx));
     else {

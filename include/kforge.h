@@ -211,6 +211,9 @@ typedef struct kf_run_opts {
                                "default": the default one, named. Not a new one with resume:
                                a resumed run keeps what its start recorded. */
     int64_t pack_tokens;    /* each context pack's token budget (0: 18000) */
+    int screen;             /* submit: the full check and one short timing, recorded as
+                               `screened` (never kept); run: every proposal screened first,
+                               only the promising ones evaluated in full (recorded, --resume) */
 } kf_run_opts;
 
 #define KF_RUN_MAX_JOBS 64
@@ -239,6 +242,13 @@ KF_API kf_status kf_run_next(kf_ctx *ctx, const kf_run_opts *o, int json, char *
  * file or an unknown category (nothing recorded). */
 KF_API kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const char *path,
                                const char *category, int json, char **out, int *outcome);
+/* Tool mode: a full evaluation (check, timing, the Critic) of screened node `node` of
+ * o->run_dir, recorded as a new node with its source, parent and category and a
+ * `promoted_from` in its submit event; the screened node stays as it was. *outcome and
+ * *out as kf_run_submit's (a text the run has already evaluated in full is pruned).
+ * KF_EUSAGE for a node that is not screened (nothing recorded). */
+KF_API kf_status kf_run_promote(kf_ctx *ctx, const kf_run_opts *o, int64_t node, int json, char **out,
+                                int *outcome);
 /* kforge export (docs/run.md): write the run's per-shape winners to out_dir as
  * <task>_<node>.<ext>, and for C tasks <task>_dispatch.c, one file that calls the right
  * winner by shape (else the best all-shape node), checked and timed (kf_bench with opts;

@@ -237,6 +237,23 @@ static char *result_text_raw(const kf_result *r) {
             else
                 kf_buf_printf(&b, "], launches not counted (no CUPTI)\n");
         }
+        /* validate: the reference's time, at the visible shapes and its slowest */
+        json_t *rt = json_object_get(root, "reference_time");
+        if (json_is_object(rt)) {
+            kf_buf_printf(&b, "  reference per call:");
+            json_array_foreach(shapes, i, o) {
+                const char *k = json_string_value(json_object_get(o, "kind"));
+                if (!k || strcmp(k, "visible") || !json_object_get(o, "reference_ms")) continue;
+                kf_buf_printf(&b, " ");
+                sizes_text(json_object_get(o, "sizes"), &b);
+                kf_buf_printf(&b, " %.2f ms,", json_number_value(json_object_get(o, "reference_ms")));
+            }
+            kf_buf_printf(&b, " slowest %.2f ms at ", json_number_value(json_object_get(rt, "slowest_ms")));
+            sizes_text(json_object_get(rt, "at"), &b);
+            kf_buf_printf(&b, " (%s)\n", json_string_value(json_object_get(rt, "kind")));
+            const char *rw = json_string_value(json_object_get(rt, "warning"));
+            if (rw) kf_buf_printf(&b, "  warning: %s\n", rw);
+        }
         json_array_foreach(shapes, i, o) {
             const char *w = json_string_value(json_object_get(o, "warning"));
             if (!w) continue;

@@ -3,6 +3,8 @@
  * output element, be deterministic, and its answers must not be reachable by a
  * trivial kernel: all-zero outputs, a copied input, or the outputs of other inputs
  * must FAIL the tolerance on every visible shape. A degenerate task is refused.
+ * It also reports the reference's time per shape (its fastest call there) and warns
+ * when the slowest is slow (KF_REF_SLOW_MS a call: every check pays it).
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -10,6 +12,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A reference call slower than this at its slowest shape (in practice the maximum-sizes
+ * edge shape, which every check draws) is reported as slow: a check calls the reference
+ * there at least twice, against a check's usual 0.05-0.25 s for a small kernel. */
+#define KF_REF_SLOW_MS 100.0
 
 static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, json_t *o) {
     const kf_task *t = s->t;
@@ -27,6 +34,7 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
     memset(mag, 0, sizeof mag);
     kf_status st = KF_OK;
     int problems = 0;
+    uint64_t fastest = UINT64_MAX; /* the reference's fastest call here */
     /* three input sets, then the third again under new poison (determinism) */
     for (int trial = 0; trial < 4 && !st; trial++) {
         int set = trial < 3 ? trial : 2;
@@ -51,6 +59,7 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
             problems = 1;
             break;
         }
+        if (cr.worker_ns < fastest) fastest = cr.worker_ns;
         const unsigned char *arena = kf_worker_arena(ref->w);
         if (kf_data_check_guards(t, &ref->lay, &p, arena) >= 0) {
             kf_result_reject(s->res, KF_REASON_OUT_OF_BOUNDS, sizes,
@@ -109,11 +118,36 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
             free(why);
         }
     }
+    if (fastest != UINT64_MAX) json_object_set_new(o, "reference_ms", json_real((double)fastest / 1e6));
     json_object_set_new(o, "status", json_string(problems ? "failed" : "passed"));
     for (int k = 0; k < 4; k++) kf_sess_free_outputs(t, outs[k]);
     for (int k = 0; k < 3; k++) kf_sess_free_outputs(t, mag[k]);
     for (int k = 0; k < 3; k++) kf_data_free_inputs(t, &in[k]);
     return st;
+}
+
+/* The reference's slowest shape, as "reference_time" of the verdict: {slowest_ms, at,
+ * kind, slow_ms, slow} and, when slow, a warning saying what it costs. */
+static void reference_times(json_t *root, json_t *shapes) {
+    size_t i;
+    json_t *o, *worst = NULL;
+    double w = -1;
+    json_array_foreach(shapes, i, o) {
+        double ms = json_number_value(json_object_get(o, "reference_ms"));
+        if (json_object_get(o, "reference_ms") && ms > w) w = ms, worst = o;
+    }
+    if (!worst) return;
+    int slow = w > KF_REF_SLOW_MS;
+    json_t *r = json_pack("{s:f, s:O, s:O, s:f, s:b}", "slowest_ms", w, "at", json_object_get(worst, "sizes"),
+                          "kind", json_object_get(worst, "kind"), "slow_ms", KF_REF_SLOW_MS, "slow", slow);
+    if (r && slow)
+        json_object_set_new(
+            r, "warning",
+            json_sprintf("the reference takes %.0f ms a call at its slowest shape (over %.0f ms): "
+                         "every check calls it there at least twice; make the reference faster "
+                         "or the largest sizes smaller",
+                         w, KF_REF_SLOW_MS));
+    if (r) json_object_set_new(root, "reference_time", r);
 }
 
 kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts, kf_result **out) {
@@ -165,6 +199,7 @@ kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts, kf_
         st = validate_shape(&s, &ref, sh, o);
         if (kf_worker_dead(ref.w)) break; /* the rest cannot run */
     }
+    if (!st) reference_times(s.res->root, json_object_get(s.res->root, "shapes"));
 out:
     kf_worker_close(ref.w);
     kf_shapes_free(drawn, ndrawn);

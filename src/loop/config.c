@@ -67,6 +67,7 @@ static const cf_field fields[] = {
     {"jobs", CF_INT, F(jobs), CF_ALWAYS | CF_RESUME, NULL}, /* kf_run has made it 1 or more */
     {"lessons", CF_PATH, F(lessons), CF_RESUME, NULL}, /* absolute, so a resume from elsewhere finds it */
     {"pack_tokens", CF_I64, F(pack_tokens), CF_RESUME, NULL},
+    {"screen_first", CF_BOOL, F(screen), CF_RESUME, NULL}, /* recorded when given */
 };
 #undef F
 
@@ -102,7 +103,7 @@ static json_t *recorded(const kf_run_opts *o, const cf_field *f) {
         double v = *AT_C(o, f, double);
         return always || v > 0 ? json_real(v) : NULL;
     }
-    case CF_BOOL: return json_boolean(*AT_C(o, f, int));
+    case CF_BOOL: return always || *AT_C(o, f, int) ? json_boolean(*AT_C(o, f, int)) : NULL;
     case CF_LIST:
         if (o->ncritic <= 0) return NULL;
         json_t *ca = json_array();

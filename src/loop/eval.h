@@ -26,7 +26,15 @@ typedef struct kf_eval {
     kf_advisor *advisor;   /* --critic-agent: a second opinion on approved nodes (the
                               evaluators share the main thread's: one review at a time) */
     uint64_t bench_ns;     /* time inside kf_bench (compiles, checks, timing) */
+    int screen;            /* KF_EVAL_FULL, KF_EVAL_SCREEN (submit --screen) or
+                              KF_EVAL_SCREEN_FIRST (run --screen-first) */
 } kf_eval;
+
+/* How kf_eval_evaluate judges a node. A screening is the full check and one short timing
+ * (KF_SCREEN_RUNS rounds per shape, no minimum time) without the Critic: a node that
+ * passes is `screened`, its figures labelled so and never kept. */
+enum { KF_EVAL_FULL, KF_EVAL_SCREEN, KF_EVAL_SCREEN_FIRST };
+#define KF_SCREEN_RUNS 8
 
 /* The Critic's settings: its defaults, then each of r->o's --critic KEY=VALUE; the noise
  * floor is the checker's own (kf_opts.win_floor); the advisory reviewer when
@@ -35,8 +43,16 @@ kf_status kf_eval_setup(kf_eval *r);
 
 /* Evaluate node n (recorded as proposed) against its parent (NULL: the root): check and
  * time it, let the Critic decide whether it is kept, record the outcome (store errors
- * are returned; a failed evaluation is the node's state, crashed, not an error). */
+ * are returned; a failed evaluation is the node's state, crashed, not an error). With
+ * r->screen KF_EVAL_SCREEN a node that passes the check is `screened`; with
+ * KF_EVAL_SCREEN_FIRST it is screened, and evaluated in full only when its screened
+ * figures beat its parent's on some shape (kf_eval_promising); the screening's figures
+ * are then a `screen` event of the node. */
 kf_status kf_eval_evaluate(kf_eval *r, kf_node *n, const kf_node *parent);
+/* 1 when some shape of v (a screening's verdict) has a speedup above its parent's there
+ * (the reference's 1 for a child of the root) by r->o->keep_margin: a screened node worth
+ * a full evaluation. Its interval is not asked for: a few rounds' is wide. */
+int kf_eval_promising(const kf_eval *r, const struct kf_verdict *v, const kf_node *parent);
 /* Evaluate node id of r's store: its outcome into *n (caller frees with kf_node_free,
  * also on error). KF_EUSAGE for a node changed by hand while it waited. */
 kf_status kf_eval_node(kf_eval *r, int64_t id, kf_node *n);

@@ -30,13 +30,17 @@ double kf_eval_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void bench_opts(const kf_eval *r, kf_opts *o, const char *vs) {
+static void bench_opts(const kf_eval *r, kf_opts *o, const char *vs, int screen) {
     kf_opts_init(o);
     o->vs_path = vs;
     if (r->o->min_runs > 0) o->bench_min_runs = r->o->min_runs;
     if (r->o->max_runs > 0) o->bench_max_runs = r->o->max_runs;
     if (r->o->min_time_s > 0) o->bench_min_time_s = r->o->min_time_s;
     if (r->o->hidden >= 0) o->hidden_count = r->o->hidden;
+    if (screen) { /* the same check; one short timing: a few rounds, no minimum time */
+        o->bench_min_runs = o->bench_max_runs = KF_SCREEN_RUNS;
+        o->bench_min_time_s = 0;
+    }
     /* --seed makes the search's walk reproducible; checks keep their secret inputs (a
      * seed derived from it would let a proposer predict hidden shapes and inputs) */
 }
@@ -54,15 +58,16 @@ static int parent_shapes(const kf_node *parent, struct kf_verdict *ps) {
     return parent && parent->shapes_json && !kf_verdict_from_text(parent->shapes_json, ps);
 }
 
-/* kf_bench of the node's source against vs (NULL: the reference): 0 with the verdict in
- * *v (its reals as its document gives them) and, when stored is not NULL, the document
- * as the store keeps it in *stored (caller frees); -1 with err set when no verdict was
- * reached (the evaluation itself failed). *v is the caller's either way. */
-static int bench_ex(kf_eval *r, const char *path, const char *vs, int stricter, struct kf_verdict *v,
-                    char **stored, char *err, size_t n) {
+/* kf_bench of the node's source against vs (NULL: the reference), with a screening's
+ * short timing when screen is 1: 0 with the verdict in *v (its reals as its document
+ * gives them) and, when stored is not NULL, the document as the store keeps it in *stored
+ * (caller frees); -1 with err set when no verdict was reached (the evaluation itself
+ * failed). *v is the caller's either way. */
+static int bench_ex(kf_eval *r, const char *path, const char *vs, int stricter, int screen,
+                    struct kf_verdict *v, char **stored, char *err, size_t n) {
     kf_verdict_init(v);
     kf_opts o;
-    bench_opts(r, &o, vs);
+    bench_opts(r, &o, vs, screen);
     if (stricter) {
         o.hidden_count = (o.hidden_count >= 0 ? o.hidden_count : r->t->hidden_count) * 2 + 4;
         o.bench_min_runs *= 2;
@@ -191,25 +196,27 @@ static int critic_fingerprint(void *arg, char hex[65]) {
 
 static int critic_bench(void *arg, const char *path, const char *vs, int stricter, struct kf_verdict *out,
                         char *err, size_t n) {
-    return bench_ex(arg, path, vs, stricter, out, NULL, err, n);
+    return bench_ex(arg, path, vs, stricter, 0, out, NULL, err, n);
 }
 
-/* Check and time n's private copy (into path) against the reference, and what the
- * verdict (into *res, the caller's either way) makes of n: measured (its per-shape
- * figures), rejected or compile_failed (its reasons), crashed when no verdict was reached
- * (err: why). */
-static void measure(kf_eval *r, kf_node *n, char *path, size_t plen, struct kf_verdict *res, char *err,
-                    size_t en) {
+/* Check and time n's private copy (made into path when path is empty) against the
+ * reference, with a screening's short timing when screen is 1, and what the verdict
+ * (into *res, the caller's either way) makes of n: measured (its per-shape figures),
+ * rejected or compile_failed (its reasons), crashed when no verdict was reached (err:
+ * why). */
+static void measure(kf_eval *r, kf_node *n, char *path, size_t plen, int screen, struct kf_verdict *res,
+                    char *err, size_t en) {
     char *stored = NULL;
     kf_verdict_init(res);
-    int failed = private_copy(r, n, path, plen, err, en) || bench_ex(r, path, NULL, 0, res, &stored, err, en);
+    int failed = (!path[0] && private_copy(r, n, path, plen, err, en)) ||
+                 bench_ex(r, path, NULL, 0, screen, res, &stored, err, en);
     /* a rejection for timing_mismatch alone (the two clocks disagreed: a loaded machine
      * or a forged stamp) is timed once more in fresh workers; the second verdict counts,
      * so a forger is rejected again */
     if (!failed && kf_critic_timing_only(res)) {
         struct kf_verdict again;
         char *astored = NULL;
-        if (!bench_ex(r, path, NULL, 0, &again, &astored, err, en)) {
+        if (!bench_ex(r, path, NULL, 0, screen, &again, &astored, err, en)) {
             kf_verdict_free(res);
             free(stored);
             *res = again;
@@ -330,11 +337,49 @@ static void judge(kf_eval *r, kf_node *n, const kf_node *parent, const char *pat
     json_decref(rep);
 }
 
+int kf_eval_promising(const kf_eval *r, const struct kf_verdict *v, const kf_node *parent) {
+    struct kf_verdict ps;
+    int hasp = parent_shapes(parent, &ps), better = 0;
+    for (int i = 0; i < v->nshapes; i++) {
+        const kf_verdict_shape *s = &v->shapes[i];
+        double theirs = hasp ? speedup_at(&ps, &s->sizes) : 1.0;
+        if ((s->has & KF_VS_SPEEDUP) && s->speedup > theirs * (1 + r->o->keep_margin)) better = 1;
+    }
+    kf_verdict_free(&ps);
+    return better;
+}
+
+/* A screening that passed, as the `screen` event of a node about to be evaluated in
+ * full: its geometric mean and per-shape figures (what the full evaluation's replace). */
+static void screen_event(kf_eval *r, kf_node *n) {
+    json_t *ev = json_pack("{s:f, s:i}", "speedup", n->speedup, "rounds", KF_SCREEN_RUNS);
+    json_t *sh = n->shapes_json ? json_loads(n->shapes_json, 0, NULL) : NULL;
+    json_object_set_new(ev, "shapes", sh ? sh : json_null());
+    char *evs = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    json_decref(ev);
+    if (evs) kf_store_event(r->st, n->id, "screen", evs); /* a record of the path taken, no outcome */
+    free(evs);
+    free(n->verdict_json), n->verdict_json = NULL;
+    free(n->shapes_json), n->shapes_json = NULL;
+    n->speedup = 0;
+    n->state = KF_NODE_PROPOSED;
+}
+
 kf_status kf_eval_evaluate(kf_eval *r, kf_node *n, const kf_node *parent) {
     char path[4400] = "", ppath[4400] = "", err[1200] = "";
     double t0 = kf_eval_now();
     struct kf_verdict res;
-    measure(r, n, path, sizeof path, &res, err, sizeof err);
+    measure(r, n, path, sizeof path, r->screen != KF_EVAL_FULL, &res, err, sizeof err);
+    if (r->screen != KF_EVAL_FULL && n->state == KF_NODE_MEASURED) {
+        /* screened: never kept, never judged by the Critic; screen-first evaluates a
+         * promising one in full */
+        n->state = KF_NODE_SCREENED;
+        if (r->screen == KF_EVAL_SCREEN_FIRST && kf_eval_promising(r, &res, parent)) {
+            screen_event(r, n);
+            kf_verdict_free(&res);
+            measure(r, n, path, sizeof path, 0, &res, err, sizeof err);
+        }
+    }
     if (n->state == KF_NODE_MEASURED) judge(r, n, parent, path, &res, ppath, sizeof ppath, err, sizeof err);
     kf_verdict_free(&res);
     if (path[0]) private_drop(path);

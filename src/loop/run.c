@@ -83,6 +83,7 @@ static kf_status options(run *r) {
     if (r->eo.jobs > KF_RUN_MAX_JOBS)
         return kf__err(ctx, KF_EUSAGE, "--jobs %d: at most %d", r->eo.jobs, KF_RUN_MAX_JOBS);
     r->ev.o = &r->eo;
+    r->ev.screen = r->eo.screen ? KF_EVAL_SCREEN_FIRST : KF_EVAL_FULL;
     if ((st = kf_eval_setup(&r->ev))) return st;
     r->agent = strcmp(r->eo.agent ? r->eo.agent : "builtin", "builtin") != 0;
     if (r->cmd_lessons && o->resume)

@@ -19,7 +19,10 @@ static kf_search_state sobs_state(kf_node_state s) {
     switch (s) {
     case KF_NODE_KEPT: return KF_SOBS_KEPT;
     case KF_NODE_MEASURED:
-    case KF_NODE_REVERTED: return KF_SOBS_MEASURED;
+    case KF_NODE_REVERTED:
+    /* a try that passed the check; its screened figures are no speedup search may build
+     * on (kf_tally_observe gives it none) */
+    case KF_NODE_SCREENED: return KF_SOBS_MEASURED;
     case KF_NODE_COMPILE_FAILED: return KF_SOBS_COMPILE_FAILED;
     case KF_NODE_CRASHED: return KF_SOBS_CRASHED;
     case KF_NODE_PRUNED: return KF_SOBS_PRUNED;
@@ -31,9 +34,13 @@ static kf_search_state sobs_state(kf_node_state s) {
 }
 
 void kf_tally_observe(kf_tally *tl, const kf_node *n, int replayed) {
-    kf_search_obs o = {n->id, n->parent, kf_search_category_parse(n->category), kf_proposer_index(n->proposer),
+    kf_search_obs o = {n->id,
+                       n->parent,
+                       kf_search_category_parse(n->category),
+                       kf_proposer_index(n->proposer),
                        sobs_state(n->state),
-                       n->speedup, n->cost_s};
+                       n->state == KF_NODE_SCREENED ? 0 : n->speedup,
+                       n->cost_s};
     if (o.category < 0) o.category = KF_CAT_OTHER;
     kf_search_observe(tl->se, &o);
     for (int k = 0; k < KF_PROPOSER_COUNT; k++) kf_proposer_observe(tl->p[k], n, replayed);
@@ -122,8 +129,12 @@ void kf_tally_progress(kf_tally *tl, const kf_node *n) {
     double el = (double)(kf__now_ns() - tl->t0) / 1e9;
     int budget = tl->budget;
     double eta = tl->evals > 0 && budget > tl->evals ? el / tl->evals * (budget - tl->evals) : 0;
-    snprintf(tl->last, sizeof tl->last, "#%lld %s%s%s", (long long)n->id, kf_node_state_name(n->state),
-             n->reasons ? " " : "", n->reasons ? n->reasons : "");
+    if (n->state == KF_NODE_SCREENED) /* one short timing: labelled, never a best */
+        snprintf(tl->last, sizeof tl->last, "#%lld screened %.3fx (screened, not confirmed)",
+                 (long long)n->id, n->speedup);
+    else
+        snprintf(tl->last, sizeof tl->last, "#%lld %s%s%s", (long long)n->id, kf_node_state_name(n->state),
+                 n->reasons ? " " : "", n->reasons ? n->reasons : "");
     char best[64] = "none kept yet", run[32] = "";
     if (tl->best_id) snprintf(best, sizeof best, "%.3fx geomean (node %lld)", tl->best, (long long)tl->best_id);
     if (tl->running) snprintf(run, sizeof run, tl->tty ? "  %d running" : ", %d running", tl->running);

@@ -284,6 +284,11 @@ static kf_status submit_parent(tool_run *r, int64_t parent, kf_node *pn, int *ha
         return kf__err(ctx, KF_EUSAGE, "%s: no node %lld (kforge tree %s lists them; 0 is the root)", r->ev.run_dir,
                        (long long)parent, r->ev.run_dir);
     *hasp = 1;
+    if (pn->state == KF_NODE_SCREENED)
+        return kf__err(ctx, KF_EUSAGE,
+                       "%s: node %lld is screened (one short timing): promote it first "
+                       "(kforge submit %s --promote %lld), then submit its children",
+                       r->ev.run_dir, (long long)parent, r->ev.run_dir, (long long)parent);
     if (!(pn->state == KF_NODE_MEASURED || pn->state == KF_NODE_KEPT || pn->state == KF_NODE_REVERTED))
         return kf__err(ctx, KF_EUSAGE, "%s: node %lld is %s: a parent is the root (0) or a node that passed the check",
                        r->ev.run_dir, (long long)parent, kf_node_state_name(pn->state));
@@ -292,15 +297,16 @@ static kf_status submit_parent(tool_run *r, int64_t parent, kf_node *pn, int *ha
 
 /* The submitted text as node *n of the run (proposer tool; the category as given, else
  * the pending action's for this parent, else other) with its `submit` event; *pid: the
- * pending action it answers (0: none). */
+ * pending action it answers (0: none). A promotion (promoted_from > 0: the screened
+ * node's text again) answers no pending action: its screening did. */
 static kf_status submit_record(tool_run *r, int64_t parent, const char *path, const char *text, size_t len,
-                               const char *category, kf_node *n, int64_t *pid) {
+                               const char *category, int64_t promoted_from, kf_node *n, int64_t *pid) {
     pending_set ps;
     kf_status st = pendings(r->ev.st, &ps);
     if (st) return st;
     *pid = 0;
     int want = category ? kf_search_category_parse(category) : -1;
-    for (int i = 0; i < ps.n && !*pid; i++)
+    for (int i = 0; i < ps.n && !*pid && !promoted_from; i++)
         if (ps.v[i].open && ps.v[i].parent == parent && (want < 0 || ps.v[i].category == want)) {
             *pid = ps.v[i].id;
             if (want < 0) want = ps.v[i].category;
@@ -316,6 +322,8 @@ static kf_status submit_record(tool_run *r, int64_t parent, const char *path, co
     if ((st = kf_store_add_node(r->ev.st, n))) return st;
     json_t *ev = json_pack("{s:I, s:s}", "parent", (json_int_t)parent, "category", n->category);
     json_object_set_new(ev, "pending", *pid ? json_integer(*pid) : json_null());
+    if (promoted_from > 0) json_object_set_new(ev, "promoted_from", json_integer(promoted_from));
+    if (r->ev.screen) json_object_set_new(ev, "screen", json_true());
     char *evs = json_dumps(ev, JSON_COMPACT);
     json_decref(ev);
     st = kf_store_event(r->ev.st, n->id, "submit", evs);
@@ -350,6 +358,53 @@ static char *submit_answer(tool_run *r, kf_node *n, int64_t parent, int64_t pid,
     return out;
 }
 
+typedef struct {
+    const kf_node *n;
+    int64_t id;
+} screened_dup;
+
+static int find_screened(void *arg, const kf_node *m) {
+    screened_dup *d = arg;
+    if (m->id == d->n->id || m->tampered || strcmp(m->src_hash, d->n->src_hash) ||
+        m->state != KF_NODE_SCREENED)
+        return 0;
+    d->id = m->id;
+    return 1;
+}
+
+/* Evaluate recorded node *n (pruned when the run has evaluated its text: in full, or for
+ * a screening, screened too), record what it teaches, and answer. */
+static kf_status submit_eval(tool_run *r, kf_node *n, int64_t parent, const kf_node *pn, int64_t pid,
+                             int json, char **out, int *outcome) {
+    /* a text the run has already evaluated is not evaluated again: submitting it until a
+     * lucky timing or a lucky draw of hidden shapes passes proves nothing new */
+    char *dup = kf_diag_prune_note(r->ev.st, n, 1);
+    screened_dup sd = {n, 0};
+    if (!dup && r->ev.screen && !kf_store_each_node(r->ev.st, find_screened, &sd) && sd.id)
+        dup = kf__asprintf(
+            "pruned: the same source as node %lld, already screened (kforge submit --promote %lld "
+            "evaluates it in full)",
+            (long long)sd.id, (long long)sd.id);
+    kf_status st;
+    if (dup) {
+        n->state = KF_NODE_PRUNED;
+        n->note = dup;
+        n->finished = kf_eval_now();
+        st = kf_store_finish_node(r->ev.st, n);
+    } else {
+        st = kf_eval_evaluate(&r->ev, n, pn);
+    }
+    if (st) return st;
+    kf_diag_record(r->ev.st, n);
+    if (n->state == KF_NODE_KEPT) kf_store_savepoint(r->ev.st, n->id, "kept");
+    int passed = n->state == KF_NODE_MEASURED || n->state == KF_NODE_KEPT || n->state == KF_NODE_REVERTED ||
+                 n->state == KF_NODE_SCREENED;
+    *outcome = passed ? 0 : n->state == KF_NODE_CRASHED ? 2 : 1;
+    if (!(*out = submit_answer(r, n, parent, pid, passed, json)))
+        return kf__err(r->ev.ctx, KF_ENOMEM, "out of memory");
+    return KF_OK;
+}
+
 kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const char *path, const char *category,
                         int json, char **out, int *outcome) {
     *out = NULL;
@@ -362,6 +417,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
     tool_run r;
     kf_status st = open_run(ctx, o, &r);
     if (st) return st;
+    r.ev.screen = o->screen ? KF_EVAL_SCREEN : KF_EVAL_FULL;
     kf_node pn, n;
     memset(&pn, 0, sizeof pn);
     memset(&n, 0, sizeof n);
@@ -375,30 +431,57 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
         st = kf__err(ctx, KF_EUSAGE, "%s: %s", path, errno ? strerror(errno) : "larger than 1 MiB");
         goto out;
     }
-    st = submit_record(&r, parent, path, text, len, category, &n, &pid);
+    st = submit_record(&r, parent, path, text, len, category, 0, &n, &pid);
     r.ev.display = path; /* the node's copy carries the submitted file's name */
     if (st) goto out;
-    /* a text the run has already evaluated is not evaluated again: submitting it until a
-     * lucky timing or a lucky draw of hidden shapes passes proves nothing new */
-    char *dup = kf_diag_prune_note(r.ev.st, &n, 1);
-    if (dup) {
-        n.state = KF_NODE_PRUNED;
-        n.note = dup;
-        n.finished = kf_eval_now();
-        st = kf_store_finish_node(r.ev.st, &n);
-    } else {
-        st = kf_eval_evaluate(&r.ev, &n, hasp ? &pn : NULL);
-    }
-    if (st) goto out;
-    kf_diag_record(r.ev.st, &n);
-    if (n.state == KF_NODE_KEPT) kf_store_savepoint(r.ev.st, n.id, "kept");
-    int passed = n.state == KF_NODE_MEASURED || n.state == KF_NODE_KEPT || n.state == KF_NODE_REVERTED;
-    *outcome = passed ? 0 : n.state == KF_NODE_CRASHED ? 2 : 1;
-    if (!(*out = submit_answer(&r, &n, parent, pid, passed, json)))
-        st = kf__err(ctx, KF_ENOMEM, "out of memory");
+    st = submit_eval(&r, &n, parent, hasp ? &pn : NULL, pid, json, out, outcome);
 out:
     free(text);
     kf_node_free(&n);
+    if (hasp) kf_node_free(&pn);
+    close_run(&r);
+    return st;
+}
+
+kf_status kf_run_promote(kf_ctx *ctx, const kf_run_opts *o, int64_t node, int json, char **out,
+                         int *outcome) {
+    *out = NULL;
+    *outcome = 2;
+    if (node <= 0) return kf__err(ctx, KF_EUSAGE, "--promote %lld: a screened node's id", (long long)node);
+    tool_run r;
+    kf_status st = open_run(ctx, o, &r);
+    if (st) return st;
+    r.ev.screen = KF_EVAL_FULL;
+    kf_node sn, pn, n;
+    memset(&sn, 0, sizeof sn);
+    memset(&pn, 0, sizeof pn);
+    memset(&n, 0, sizeof n);
+    char *text = NULL;
+    size_t len = 0;
+    int hasp = 0;
+    int64_t pid = 0;
+    if (kf_store_get_node(r.ev.st, node, &sn)) {
+        st = kf__err(ctx, KF_EUSAGE, "%s: no node %lld (kforge tree %s lists them)", r.ev.run_dir,
+                     (long long)node, r.ev.run_dir);
+        goto out;
+    }
+    if (sn.tampered || sn.state != KF_NODE_SCREENED) {
+        st = kf__err(ctx, KF_EUSAGE,
+                     "%s: node %lld is %s: only a screened node is promoted (kforge submit --screen)",
+                     r.ev.run_dir, (long long)node,
+                     sn.tampered ? "changed outside kforge" : kf_node_state_name(sn.state));
+        goto out;
+    }
+    if ((st = submit_parent(&r, sn.parent, &pn, &hasp))) goto out;
+    if ((st = kf_store_read_source(r.ev.st, sn.src_hash, sn.ext, &text, &len))) goto out;
+    char name[64];
+    snprintf(name, sizeof name, "n%lld.%s", (long long)node, sn.ext);
+    if ((st = submit_record(&r, sn.parent, name, text, len, sn.category, node, &n, &pid))) goto out;
+    st = submit_eval(&r, &n, sn.parent, hasp ? &pn : NULL, pid, json, out, outcome);
+out:
+    free(text);
+    kf_node_free(&n);
+    kf_node_free(&sn);
     if (hasp) kf_node_free(&pn);
     close_run(&r);
     return st;

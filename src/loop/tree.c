@@ -34,9 +34,31 @@ static int critic_event(void *arg, int64_t id, int64_t node, const char *js, dou
     return 0;
 }
 
+/* What a node's screening left: {"ID": {"promoted_from": N}} from a promotion's submit
+ * event, {"ID": {"screen": {speedup, rounds, shapes}}} from screen-first's screen event;
+ * kept under the "~screen" key of the critics' object. */
+static int screen_event(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    (void)id;
+    (void)created;
+    json_t *j = json_loads(js, 0, NULL), *from = json_object_get(j, "promoted_from");
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)node);
+    json_t *o = json_object_get(arg, key);
+    if (j && !o) json_object_set_new(arg, key, o = json_object());
+    if (json_is_integer(from))
+        json_object_set(o, "promoted_from", from);
+    else if (j && json_object_get(j, "speedup"))
+        json_object_set(o, "screen", j);
+    json_decref(j);
+    return 0;
+}
+
 json_t *kf_tree_critics(kf_store *st) {
-    json_t *critics = json_object();
+    json_t *critics = json_object(), *scr = json_object();
     kf_store_each_event(st, "critic", critic_event, critics);
+    kf_store_each_event(st, "submit", screen_event, scr);
+    kf_store_each_event(st, "screen", screen_event, scr);
+    json_object_set_new(critics, "~screen", scr);
     return critics;
 }
 
@@ -46,19 +68,35 @@ static json_t *critic_of(json_t *critics, int64_t node) {
     return json_object_get(critics, key);
 }
 
+static json_t *screen_of(json_t *critics, int64_t node) {
+    return critic_of(json_object_get(critics, "~screen"), node);
+}
+
 json_t *kf_tree_node_json(const kf_node *n, const char *when, json_t *critics) {
     json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:s, s:f}", "id", (json_int_t)n->id, "parent",
                           (json_int_t)n->parent, "state", kf_node_state_name(n->state), "proposer",
                           n->proposer, "category", n->category, "speedup", n->speedup);
     if (n->params_json) json_object_set_new(o, "params", json_loads(n->params_json, 0, NULL));
     if (n->reasons) json_object_set_new(o, "reasons", json_string(n->reasons));
-    if (n->shapes_json) json_object_set_new(o, "shapes", json_loads(n->shapes_json, 0, NULL));
+    /* a screened node's figures are one short timing: under their own names, never
+     * "speedup" and "shapes" (what best, export and a reader take as measured) */
+    int screened = n->state == KF_NODE_SCREENED;
+    if (screened) {
+        json_object_set_new(o, "speedup", json_real(0));
+        json_object_set_new(o, "screened_speedup", json_real(n->speedup));
+    }
+    if (n->shapes_json)
+        json_object_set_new(o, screened ? "screened_shapes" : "shapes", json_loads(n->shapes_json, 0, NULL));
     if (n->note) json_object_set_new(o, "note", json_string(n->note));
-    json_t *cr = critic_of(critics, n->id);
+    json_t *cr = critic_of(critics, n->id), *sc = screen_of(critics, n->id);
     if (cr) json_object_set(o, "critic", cr);
+    if (json_object_get(sc, "promoted_from"))
+        json_object_set(o, "promoted_from", json_object_get(sc, "promoted_from"));
+    if (json_object_get(sc, "screen")) json_object_set(o, "screen", json_object_get(sc, "screen"));
     /* a node that passed the check is safe on every shape of the task's ranges in its
      * kforge:when domain (hidden and edge shapes included) */
-    int ok = n->state == KF_NODE_MEASURED || n->state == KF_NODE_KEPT || n->state == KF_NODE_REVERTED;
+    int ok = n->state == KF_NODE_MEASURED || n->state == KF_NODE_KEPT || n->state == KF_NODE_REVERTED ||
+             n->state == KF_NODE_SCREENED;
     if (when) json_object_set_new(o, "when", json_string(when));
     json_object_set_new(o, "safe_for", !ok   ? json_null()
                                        : when ? json_sprintf("the shapes where %s", when)
@@ -97,14 +135,29 @@ void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent,
         if (n->params_json) kf_buf_printf(b, "  %s", n->params_json);
         struct kf_verdict sh;
         kf_verdict_from_text(n->shapes_json, &sh);
+        /* a screened figure is labelled, and never starred as a win */
+        int screened = n->state == KF_NODE_SCREENED;
         for (int k = 0; k < sh.nshapes; k++) {
             const kf_verdict_shape *s = &sh.shapes[k];
             kf_buf_printf(b, "  [");
             for (int q = 0; q < s->sizes.n; q++)
                 kf_buf_printf(b, "%s%s=%lld", q ? "," : "", s->sizes.name[q], (long long)s->sizes.v[q]);
-            kf_buf_printf(b, "] %.3fx%s", s->speedup, (s->has & KF_VS_WIN) && s->win ? "*" : "");
+            if (screened)
+                kf_buf_printf(b, "] screened %.3fx", s->speedup);
+            else
+                kf_buf_printf(b, "] %.3fx%s", s->speedup, (s->has & KF_VS_WIN) && s->win ? "*" : "");
         }
         kf_verdict_free(&sh);
+        if (screened)
+            kf_buf_printf(b, "  (one short timing, not confirmed: kforge submit --promote %lld)",
+                          (long long)n->id);
+        json_t *sc = screen_of(critics, n->id);
+        if (json_is_integer(json_object_get(sc, "promoted_from")))
+            kf_buf_printf(b, "  promoted from #%lld",
+                          (long long)json_integer_value(json_object_get(sc, "promoted_from")));
+        if (json_object_get(sc, "screen"))
+            kf_buf_printf(b, "  screened first at %.3fx",
+                          json_number_value(json_object_get(json_object_get(sc, "screen"), "speedup")));
         if (n->reasons) kf_buf_printf(b, "  (%s)", n->reasons);
         if (whens && whens[i]) kf_buf_printf(b, "  safe for: %s", whens[i]);
         if (n->note) kf_buf_printf(b, "  note: %.160s", n->note);
@@ -161,7 +214,8 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     for (size_t i = 0; whens && i < a.n; i++) {
         char *txt = NULL;
         kf_node_state ns = a.v[i].state;
-        int passed = ns == KF_NODE_MEASURED || ns == KF_NODE_KEPT || ns == KF_NODE_REVERTED;
+        int passed =
+            ns == KF_NODE_MEASURED || ns == KF_NODE_KEPT || ns == KF_NODE_REVERTED || ns == KF_NODE_SCREENED;
         if (!passed || kf_store_read_source(st, a.v[i].src_hash, a.v[i].ext, &txt, NULL)) continue;
         whens[i] = kf_loop_when_of(txt);
         free(txt);

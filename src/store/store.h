@@ -35,7 +35,8 @@
     X(REVERTED, "reverted")                                                     \
     X(CRASHED, "crashed")                                                       \
     X(PRUNED, "pruned")                                                         \
-    X(NO_CANDIDATE, "no_candidate")
+    X(NO_CANDIDATE, "no_candidate")                                             \
+    X(SCREENED, "screened")
 
 typedef enum {
 #define KF_X(n, s) KF_NODE_##n,
