@@ -17,8 +17,8 @@
  * kf_n<ID>_, so two winners' helpers cannot collide. The names come from a small
  * tokenizer and declaration scanner (ctok.c), not a C parser: names made by macros at
  * file scope (DEFINE_KERNEL(x)) are not seen. The entry tests the shape predicates
- * (integer scalar arguments equal to their values at the winner's shape) and calls the
- * winner, else the fallback. Whatever the scanner misses, the dispatcher is checked and
+ * (integer scalar arguments equal to their values at the winner's shape), then each
+ * winner's kforge:when domain, and calls the winner, else the fallback. Whatever the scanner misses, the dispatcher is checked and
  * timed like any candidate before it is written; a rejected dispatcher is never written.
  *
  * Every file is written into DIR.tmp-XXXXXX and renamed onto DIR at the end: a failed
