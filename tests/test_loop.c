@@ -585,6 +585,30 @@ static json_t *node_of(json_t *tree, int64_t id) {
     return NULL;
 }
 
+/* A resumed run whose nodes so far came from tool mode: the builtin tries the
+ * template's defaults first (docs/run.md "the defaults first"), not a restart. */
+static void t_resume_defaults(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-resdef-XXXXXX", run[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 0 --run %s %s 2>&1", run, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "submit %s --parent 0 tasks/c/saxpy/candidates/fast.c --category unrolling 2>&1", run);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "run --resume %s --budget 2 2>&1", run);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *tr = tree_json(run), *n2 = node_of(tr, 2);
+    const char *prop = json_string_value(json_object_get(n2, "proposer"));
+    char *pj = json_dumps(json_object_get(n2, "params"), JSON_COMPACT);
+    CHECKF(prop && !strcmp(prop, "builtin") && json_integer_value(json_object_get(n2, "parent")) == 0 && pj &&
+               !strcmp(pj, "{\"UNROLL\":8}"),
+           "node 2: %s %s, not the defaults (UNROLL=8)", prop ? prop : "?", pj ? pj : "?");
+    free(pj);
+    json_decref(tr);
+    kf__rmtree(dir);
+}
+
 static const char seal_timing[] = "--min-runs 6 --max-runs 8 --min-time 0.01 --hidden 1";
 
 /* A run of tasks/c/sum at dir/name with budget evaluations (0: created empty). */
@@ -784,6 +808,7 @@ void kft_register_loop(void) {
     kft_add("loop/sealed", t_sealed, NULL, 120);
     kft_add("loop/conservative", t_conservative, NULL, 10);
     kft_add("loop/tree_figures", t_tree_figures, NULL, 10);
+    kft_add("loop/resume_defaults", t_resume_defaults, NULL, 120);
     kft_add("loop/learnt_constraint", t_learnt_constraint, NULL, 120);
     kft_add("loop/materialize", t_materialize, NULL, 10);
     kft_add("loop/specialise", t_specialise, NULL, 180);
