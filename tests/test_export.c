@@ -770,6 +770,32 @@ static void t_when_domain(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* -o a/b whose parent a does not exist: a clear message naming it (exit 2), nothing
+ * written; a path through a file says so. */
+static void t_out_parent(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export10-XXXXXX", run[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    kf_store *st = fab_run(ctx, &t, run);
+    char *a = point("16");
+    fab_node(st, a, "{\"W\": 16}", 6.0, 2.0, KF_NODE_KEPT);
+    free(a);
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "export %s -o %s/missing/out %s 2>&1", run, dir, quick);
+    char want[1024];
+    snprintf(want, sizeof want, "its parent directory %s/missing does not exist", dir);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, want), "%s", out);
+    CHECK(!exists(dir, "missing"));
+    snprintf(args, sizeof args, "export %s -o %s/r/run.db/out %s 2>&1", run, dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "a part of the path is a file"), "%s", out);
+    kf__rmtree(dir);
+}
+
 /* The domain as a C predicate: sizes that are arguments, parameters as their values;
  * none for a size no argument carries, a call, or a division by a size or by zero. */
 static void t_domain_predicate(const void *arg) {
@@ -849,6 +875,7 @@ static void t_all_when(const void *arg) {
 void kft_register_export(void) {
     kft_add("export/all_when", t_all_when, NULL, 120);
     kft_add("export/when_domain", t_when_domain, NULL, 120);
+    kft_add("export/out_parent", t_out_parent, NULL, 60);
     kft_add("export/domain_predicate", t_domain_predicate, NULL, 30);
     kft_add("export/plain_compile", t_plain_compile, NULL, 120);
     kft_add("export/when_winner", t_when, NULL, 120);
