@@ -585,6 +585,52 @@ static json_t *node_of(json_t *tree, int64_t id) {
     return NULL;
 }
 
+/* A kept node of one recorded shape and speedup s (sizes n), as tool mode records one. */
+static int64_t kept_node(kf_store *st, const char *category, const char *text, double s) {
+    kf_node n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.ext, sizeof n.ext, "c");
+    snprintf(n.proposer, sizeof n.proposer, "tool");
+    snprintf(n.category, sizeof n.category, "%s", category);
+    CHECK(kf_store_put_source(st, text, strlen(text), "c", n.src_hash) == KF_OK);
+    CHECK(kf_store_add_node(st, &n) == KF_OK);
+    n.state = KF_NODE_KEPT;
+    char sh[256];
+    snprintf(sh, sizeof sh, "[{\"sizes\": {\"n\": 65536}, \"speedup\": %g, \"win\": true}]", s);
+    n.shapes_json = sh;
+    n.speedup = s;
+    CHECK(kft_finish_node(st, &n) == KF_OK);
+    n.shapes_json = NULL;
+    int64_t id = n.id;
+    kf_node_free(&n);
+    return id;
+}
+
+/* The run's best geomean (progress line, summary, --target) leaves out a specialisation
+ * from tool mode or an agent too: its figure is over its domain only (a one-shape 5x is
+ * no run-wide 5x). */
+static void t_best_no_spec(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-bestspec-XXXXXX", run[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 0 --run %s %s 2>&1", run, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_store *st = NULL;
+    CHECKF(kf_store_open(ctx, run, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+    int64_t g = kept_node(st, "unrolling", "/* general */\n", 2.0);
+    kept_node(st, "specialisation", "/* kforge:when n == 65536 */\n", 5.0);
+    kf_store_close(st);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "run --resume %s --budget 2 2>&1", run);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    char want[128];
+    snprintf(want, sizeof want, "best 2.000x geomean (node %lld)", (long long)g);
+    CHECKF(strstr(out, want), "expected '%s': %s", want, out);
+    kf__rmtree(dir);
+}
+
 /* A resumed run whose nodes so far came from tool mode: the builtin tries the
  * template's defaults first (docs/run.md "the defaults first"), not a restart. */
 static void t_resume_defaults(const void *arg) {
@@ -809,6 +855,7 @@ void kft_register_loop(void) {
     kft_add("loop/conservative", t_conservative, NULL, 10);
     kft_add("loop/tree_figures", t_tree_figures, NULL, 10);
     kft_add("loop/resume_defaults", t_resume_defaults, NULL, 120);
+    kft_add("loop/best_no_spec", t_best_no_spec, NULL, 60);
     kft_add("loop/learnt_constraint", t_learnt_constraint, NULL, 120);
     kft_add("loop/materialize", t_materialize, NULL, 10);
     kft_add("loop/specialise", t_specialise, NULL, 180);
