@@ -44,6 +44,18 @@ json_t *kf_tree_critics(kf_store *st) {
     return critics;
 }
 
+/* The node of that id among a's nodes, which are in id order (kf_store_each_node): a
+ * binary search, so a 100,000-node tree stays linear. NULL when none (0: the root). */
+static const kf_node *node_in(const kf_node_vec *a, int64_t id) {
+    size_t lo = 0, hi = a->n;
+    while (id > 0 && lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->v[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return id > 0 && lo < a->n && a->v[lo].id == id ? &a->v[lo] : NULL;
+}
+
 static json_t *critic_of(json_t *critics, int64_t node) {
     char key[32];
     snprintf(key, sizeof key, "%lld", (long long)node);
@@ -136,9 +148,7 @@ void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent,
         kf_buf_printf(b, "%*s#%lld %s  %s/%s", depth * 2, "", (long long)n->id, kf_node_state_name(n->state),
                       n->proposer, n->category);
         if (n->params_json) kf_buf_printf(b, "  %s", n->params_json);
-        const kf_node *pn = NULL;
-        for (size_t q = 0; q < a->n && parent > 0; q++)
-            if (a->v[q].id == n->parent) pn = &a->v[q];
+        const kf_node *pn = node_in(a, n->parent);
         struct kf_verdict sh, ps;
         kf_verdict_from_text(n->shapes_json, &sh);
         kf_verdict_from_text(pn ? pn->shapes_json : NULL, &ps);
@@ -224,10 +234,7 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     if (json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < a.n; i++) {
-            const kf_node *pn = NULL;
-            for (size_t q = 0; q < a.n && a.v[i].parent > 0; q++)
-                if (a.v[q].id == a.v[i].parent) pn = &a.v[q];
-            json_t *nj = kf_tree_node_json(&a.v[i], pn, whens ? whens[i] : NULL, critics),
+            json_t *nj = kf_tree_node_json(&a.v[i], node_in(&a, a.v[i].parent), whens ? whens[i] : NULL, critics),
                    *dj = kf_diag_json(dm, a.v[i].id);
             if (dj) json_object_set_new(nj, "diagnosis", dj);
             json_array_append_new(arr, nj);
