@@ -318,6 +318,8 @@ typedef struct {
     char *what;              /* what the change is, in words: the template parameter's own
                                 comment, or what a rewrite's diff added (NULL: unknown) */
     char *when;              /* a won move's kforge:when (its domain), NULL: none */
+    int what_read, when_read; /* the texts were read for them (once a change: a 100,000-node
+                                 run is not read node by node) */
 } change;
 
 typedef struct {
@@ -891,9 +893,10 @@ static void add_change(cvec *cv, const dvec *a, const dnode *n, const dsrc *ds) 
             snprintf(setting, sizeof setting, "%s=%s", k, val);
             change *c = change_get(cv, setting);
             if (!c) break;
-            if (!read++) txt = node_text(ds, n);
-            if (!c->what) c->what = param_meaning(txt, k); /* what the template says K is */
-            if (!c->when && n->state == KF_NODE_KEPT) c->when = when_of(txt);
+            int want_when = !c->when_read && n->state == KF_NODE_KEPT;
+            if ((!c->what_read || want_when) && !read++) txt = node_text(ds, n);
+            if (!c->what_read) c->what = param_meaning(txt, k), c->what_read = 1; /* what the template says K is */
+            if (want_when) c->when = when_of(txt), c->when_read = 1;
             record(c, n, p);
         }
         free(txt);
@@ -910,7 +913,7 @@ static void add_change(cvec *cv, const dvec *a, const dnode *n, const dsrc *ds) 
             change *c = change_get(cv, setting);
             if (c && !c->what && (what || desc))
                 c->what = desc ? kf__asprintf("\"%s\"%s%s", desc, what ? "; " : "", what ? what : "") : strdup(what);
-            if (c && !c->when && n->state == KF_NODE_KEPT) c->when = when_of(txt);
+            if (c && !c->when_read && n->state == KF_NODE_KEPT) c->when = when_of(txt), c->when_read = 1;
             if (c) record(c, n, p);
         }
         free(what);
