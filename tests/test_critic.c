@@ -13,6 +13,7 @@
 #include "util/util.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -217,6 +218,16 @@ static void t_measurement(const void *arg) {
     j = judge(&sc2, &o, "tiling", res, 3, big_src, 1);
     CHECKF(j.d == KF_CRITIC_REJECT && !strcmp(outcome(j.rep, "measurement"), "fail"),
            "an interval starting at 1.02 confirmed a win");
+    /* and says with which figures: the re-timing's geomean and interval, in why and in
+     * figures (what tree and submit show) */
+    {
+        const char *why = json_string_value(json_object_get(j.rep, "why"));
+        json_t *f = json_array_get(json_object_get(j.rep, "figures"), 0);
+        CHECKF(why && strstr(why, "geomean 1.060x over the parent, best 95% interval from 1.020, needed above 1.050"),
+               "%s", why ? why : "(none)");
+        CHECK(fabs(json_number_value(json_object_get(f, "geomean")) - 1.06) < 1e-9 &&
+              fabs(json_number_value(json_object_get(f, "best_lo")) - 1.02) < 1e-9);
+    }
     json_decref(j.rep);
     free(t);
     /* not the same launch mode as the parent: a person decides */

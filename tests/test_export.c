@@ -8,6 +8,7 @@
 #include "kft.h"
 
 #include "backend/cuda/host.h"
+#include "export/dispatch.h"
 #include "loop/loop.h"
 #include "store/store.h"
 #include "task/candidate.h"
@@ -656,7 +657,7 @@ static void t_cuda_dispatch_broken(const void *arg) {
 /* sgemm: square_when.c (kforge:when m == n && n == k && m % 16 == 0) has the best
  * geometric mean over the shapes it was timed on and wins 128^3; fast.c wins the other
  * shape. The fallback is fast.c (a node with a kforge:when claims only its domain), and
- * square_when is routed to at m == n == k == 128 only. */
+ * square_when is routed to at m == n == k == 128 first, then over its domain. */
 static void t_when(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-export7-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
@@ -718,6 +719,119 @@ static void t_when(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* A winner with a kforge:when is routed by its domain, not only by the visible shape it
+ * won: the winner of `kforge:when cols == 777` runs for any rows with cols == 777 (it was
+ * checked on every shape there), after the exact shapes' routes; the dispatcher is
+ * checked as before. (A LayerNorm winner of cols == 768 ran only at rows == 1024.) */
+static void t_when_domain(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export9-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(ex, sizeof ex, "%s/ex", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    kf_store *st = fab_run(ctx, &t, run);
+    char *a = point("16");
+    char *bw = kf__asprintf("/* kforge:when cols == 777 */\n%s", other_src);
+    int64_t ida = fab_node(st, a, "{\"W\": 16}", 6.0, 2.0, KF_NODE_KEPT);
+    int64_t idb = fab_node(st, bw, NULL, 1.5, 3.0, KF_NODE_KEPT);
+    free(a), free(bw);
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "export %s -o %s --json %s 2>&1", run, ex, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(j, "fallback")) == ida, "%s", out);
+    json_t *routes = json_object_get(j, "routes");
+    int domain = 0;
+    for (size_t i = 0; i < json_array_size(routes); i++) {
+        json_t *r = json_array_get(routes, i);
+        const char *d = json_string_value(json_object_get(r, "domain"));
+        if (d && !strcmp(d, "cols == 777") && json_integer_value(json_object_get(r, "node")) == idb &&
+            !strcmp(json_string_value(json_object_get(r, "predicate")), "((int64_t)(cols) == 777)"))
+            domain = 1;
+    }
+    CHECKF(domain, "no route by node %lld's domain: %s", (long long)idb, out);
+    json_decref(j);
+    char p[1024], *txt = NULL;
+    size_t len = 0;
+    snprintf(p, sizeof p, "%s/softmax_dispatch.c", ex);
+    CHECK(kf__read_file(p, 1 << 20, &txt, &len) == 0);
+    /* the exact shape first, then the domain, then the fallback */
+    char want[256];
+    snprintf(want, sizeof want, "if ((int64_t)(cols) == 777) { /* node %lld's domain: cols == 777 */", (long long)idb);
+    char *ex1 = strstr(txt, "rows == 100 && cols == 777"), *dom = strstr(txt, want), *fb = strstr(txt, "the fallback */");
+    CHECKF(ex1 && dom && fb && ex1 < dom && dom < fb, "%s", txt);
+    free(txt);
+    snprintf(args, sizeof args, "check tasks/c/softmax %s --hidden 3 2>&1", p);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    kf__rmtree(dir);
+}
+
+/* -o a/b whose parent a does not exist: a clear message naming it (exit 2), nothing
+ * written; a path through a file says so. */
+static void t_out_parent(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-export10-XXXXXX", run[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    kf_store *st = fab_run(ctx, &t, run);
+    char *a = point("16");
+    fab_node(st, a, "{\"W\": 16}", 6.0, 2.0, KF_NODE_KEPT);
+    free(a);
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "export %s -o %s/missing/out %s 2>&1", run, dir, quick);
+    char want[1024];
+    snprintf(want, sizeof want, "its parent directory %s/missing does not exist", dir);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, want), "%s", out);
+    CHECK(!exists(dir, "missing"));
+    snprintf(args, sizeof args, "export %s -o %s/r/run.db/out %s 2>&1", run, dir, quick);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "a part of the path is a file"), "%s", out);
+    kf__rmtree(dir);
+}
+
+/* The domain as a C predicate: sizes that are arguments, parameters as their values;
+ * none for a size no argument carries, a call, or a division by a size or by zero. */
+static void t_domain_predicate(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/softmax");
+    const struct {
+        const char *when, *params, *want;
+    } c[] = {
+        {"cols % W == 0 && rows >= 2", "{\"W\": 8}", "((int64_t)(cols) % 8 == 0 && (int64_t)(rows) >= 2)"},
+        {"cols <= 1024 || !(rows > 4)", NULL, "((int64_t)(cols) <= 1024 || !((int64_t)(rows) > 4))"},
+        {"min(rows, cols) > 4", NULL, NULL},
+        {"cols / rows > 4", NULL, NULL},
+        {"cols % 0 == 1", NULL, NULL},
+        {"depth == 3", NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        char *text = kf__asprintf("/* kforge:when %s */\nint x;\n", c[i].when);
+        kf_winner w = {0};
+        w.text = text;
+        w.len = strlen(text);
+        w.params_json = (char *)c[i].params;
+        kf_buf b;
+        kf_buf_init(&b, 1u << 16);
+        int rc = kf_dispatch_domain(t, &w, &b);
+        if (c[i].want)
+            CHECKF(rc == 0 && !strcmp(b.p, c[i].want), "%s: %d '%s'", c[i].when, rc, b.p ? b.p : "");
+        else
+            CHECKF(rc == -1, "%s: %s", c[i].when, b.p ? b.p : "");
+        kf_buf_free(&b);
+        free(text);
+    }
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 /* Every node claims a domain (kforge:when cols >= W, W a parameter): the fallback's
  * domain becomes the dispatcher's, its parameter replaced by its value. */
 static void t_all_when(const void *arg) {
@@ -760,6 +874,9 @@ static void t_all_when(const void *arg) {
 
 void kft_register_export(void) {
     kft_add("export/all_when", t_all_when, NULL, 120);
+    kft_add("export/when_domain", t_when_domain, NULL, 120);
+    kft_add("export/out_parent", t_out_parent, NULL, 60);
+    kft_add("export/domain_predicate", t_domain_predicate, NULL, 30);
     kft_add("export/plain_compile", t_plain_compile, NULL, 120);
     kft_add("export/when_winner", t_when, NULL, 120);
     kft_add("export/bundled_c_tasks", t_bundled, NULL, 240);

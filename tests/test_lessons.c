@@ -574,7 +574,7 @@ static void t_distill(const void *arg) {
     node(s, nv, "{\"BLOCK\": 256, \"UNROLL\": 64}", KF_NODE_KEPT, 3.5, 1, 3.9, 1, NULL);
     kf_store_close(s);
     kf_lessons *db = open_db(ctx, dir, "l.db");
-    distill(db, ctx, run, "added 5 confirmed 0 unchanged 0 refuted 0 retired 0");
+    distill(db, ctx, run, "added 4 confirmed 0 unchanged 0 refuted 0 retired 0");
     json_t *win = lesson_with(db, "BLOCK=256");
     json_t *sit = json_object_get(win, "situation");
     CHECKF(!strcmp(json_string_value(json_object_get(sit, "shape")), "n >= 1000 && n <= 4000"), "%s",
@@ -616,10 +616,14 @@ static void t_distill(const void *arg) {
                strstr(act, "0.60x over the parent") && strstr(act, "nodes [4]"),
            "%s", act);
     json_decref(lose);
-    lose = lesson_with(db, "UNROLL=8");
-    act = json_string_value(json_object_get(lose, "action"));
-    CHECKF(strstr(act, "Do not expect UNROLL=8") && strstr(act, "1.03x over the parent"), "%s", act);
-    json_decref(lose);
+    /* UNROLL=8: one move, 1.03x over its parent: noise, not a "do not" lesson (one lost move
+     * teaches that only at 0.90x or less, as BLOCK=32's 0.60x does) */
+    {
+        char *all = NULL;
+        CHECK(kf_lessons_list_json(db, NULL, 0, 1, &all) == KF_OK);
+        CHECKF(!strstr(all, "UNROLL=8"), "a single noisy move became a lesson: %s", all);
+        free(all);
+    }
     {
         char *all = NULL;
         CHECK(kf_lessons_list_json(db, NULL, 0, 1, &all) == KF_OK);
@@ -631,17 +635,17 @@ static void t_distill(const void *arg) {
     /* the same run again: nothing new; nor under another spelling of its path, nor from
      * a copy of its directory (a docs-only user raised a lesson's trust 0.67 -> 0.83 by
      * distilling "runs/sm", "./runs/sm/" and the absolute path in turn) */
-    distill(db, ctx, run, "added 0 confirmed 0 unchanged 5 refuted 0 retired 0");
+    distill(db, ctx, run, "added 0 confirmed 0 unchanged 4 refuted 0 retired 0");
     {
         char alias[300], copy[300], cmd[800];
         snprintf(alias, sizeof alias, "%s/./run/", dir);
-        distill(db, ctx, alias, "added 0 confirmed 0 unchanged 5 refuted 0 retired 0");
+        distill(db, ctx, alias, "added 0 confirmed 0 unchanged 4 refuted 0 retired 0");
         snprintf(copy, sizeof copy, "%s/run-copy", dir);
         snprintf(cmd, sizeof cmd, "cp -a '%s' '%s'", run, copy);
         CHECK(system(cmd) == 0);
-        distill(db, ctx, copy, "added 0 confirmed 0 unchanged 5 refuted 0 retired 0");
+        distill(db, ctx, copy, "added 0 confirmed 0 unchanged 4 refuted 0 retired 0");
     }
-    CHECK(count_lessons(db, 1) == 5);
+    CHECK(count_lessons(db, 1) == 4);
 
     /* new evidence: a move to BLOCK=256 wins again (confirmed, merged); two moves to
      * BLOCK=32 win (2 won against 1 lost): a new win lesson, and the lose lesson is
@@ -651,8 +655,8 @@ static void t_distill(const void *arg) {
     int64_t n9 = node(s, n1, "{\"BLOCK\": 32}", KF_NODE_KEPT, 1.7, 1, 2.0, 1, NULL);
     node(s, n5, "{\"BLOCK\": 32}", KF_NODE_KEPT, 1.8, 1, 2.1, 1, NULL);
     kf_store_close(s);
-    distill(db, ctx, run, "added 1 confirmed 1 unchanged 3 refuted 1 retired 0");
-    CHECK(count_lessons(db, 1) == 6);
+    distill(db, ctx, run, "added 1 confirmed 1 unchanged 2 refuted 1 retired 0");
+    CHECK(count_lessons(db, 1) == 5);
     win = lesson_with(db, "Set BLOCK=256");
     CHECK(conf(win, "confirmations") == 2 && conf(win, "refutations") == 0);
     ev = json_dumps(json_object_get(win, "evidence"), JSON_COMPACT);
@@ -671,7 +675,8 @@ static void t_distill(const void *arg) {
     node(s, n9, "{\"BLOCK\": 32, \"UNROLL\": 2}", KF_NODE_REVERTED, 1.6, 0, 1.9, 0, NULL);
     node(s, n8, "{\"BLOCK\": 32}", KF_NODE_KEPT, 1.9, 1, 2.0, 1, NULL);
     kf_store_close(s);
-    distill(db, ctx, run, "added 1 confirmed 1 unchanged 4 refuted 0 retired 1");
+    /* (UNROLL=2's one move, 0.95x its parent, is noise: no lesson) */
+    distill(db, ctx, run, "added 0 confirmed 1 unchanged 3 refuted 0 retired 1");
     lose = lesson_with(db, "Do not expect BLOCK=32");
     CHECK(!strcmp(json_string_value(json_object_get(lose, "status")), "retired"));
     kf_lesson_query q = {0};
@@ -688,7 +693,7 @@ static void t_distill(const void *arg) {
     node_as(s, "other", n1, NULL, KF_NODE_KEPT, 1.9, 1, 2.4, 1, NULL); /* no technique named */
     node_as(s, "unrolling", 0, NULL, KF_NODE_KEPT, 1.3, 1, 1.4, 1, NULL);
     kf_store_close(s);
-    distill(db, ctx, run, "added 2 confirmed 0 unchanged 6 refuted 0 retired 0");
+    distill(db, ctx, run, "added 2 confirmed 0 unchanged 4 refuted 0 retired 0");
     json_t *tech = lesson_with(db, "Use vectorisation");
     CHECKF(strstr(json_string_value(json_object_get(json_object_get(tech, "situation"), "text")),
                   "the technique vectorisation"), "%s", json_string_value(json_object_get(json_object_get(tech, "situation"), "text")));
@@ -708,7 +713,7 @@ static void t_distill(const void *arg) {
     node(s, n5, "{\"BLOCK\": 256, \"UNROLL\": 4}", KF_NODE_REVERTED, 1.4, 0, 1.8, 0, NULL);
     node(s, n8, "{\"BLOCK\": 256, \"UNROLL\": 4}", KF_NODE_REVERTED, 1.5, 0, 1.6, 0, NULL);
     kf_store_close(s);
-    distill(db, ctx, run, "added 1 confirmed 0 unchanged 7 refuted 1 retired 0");
+    distill(db, ctx, run, "added 1 confirmed 0 unchanged 5 refuted 1 retired 0");
     lose = lesson_with(db, "Do not expect UNROLL=4");
     act = json_string_value(json_object_get(lose, "action"));
     CHECKF(strstr(act, "2 of 3 moves to it did not beat"), "%s", act);
@@ -718,6 +723,103 @@ static void t_distill(const void *arg) {
     json_decref(shape);
     /* a directory that is not a run */
     CHECK(kf_lessons_distill(db, dir, NULL) != KF_OK);
+    kf_lessons_close(db);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* A finished node with its own text: (sp1000, sp4000), both wins. */
+static int64_t node_text(kf_store *s, const char *category, int64_t parent, const char *params, const char *text,
+                         double s1, double s4) {
+    char h[65], shapes[512];
+    CHECK(kf_store_put_source(s, text, strlen(text), "c", h) == KF_OK);
+    kf_node n = {0};
+    memcpy(n.src_hash, h, 65);
+    strcpy(n.ext, "c");
+    strcpy(n.proposer, "tool");
+    snprintf(n.category, sizeof n.category, "%s", category);
+    n.parent = parent;
+    n.params_json = (char *)params;
+    CHECK(kf_store_add_node(s, &n) == KF_OK);
+    n.state = KF_NODE_KEPT;
+    snprintf(shapes, sizeof shapes,
+             "[{\"sizes\": {\"n\": 1000}, \"speedup\": %g, \"win\": true}, {\"sizes\": {\"n\": 4000}, \"speedup\": %g,"
+             " \"win\": true}]",
+             s1, s4);
+    n.shapes_json = shapes;
+    n.speedup = sqrt(s1 * s4);
+    CHECK(kft_finish_node(s, &n) == KF_OK);
+    return n.id;
+}
+
+/* A lesson says what changed: the template parameter's own comment (on its kforge:param
+ * line, or the template's words for it), what a rewrite's diff added and its submitter's
+ * description, and where it held (the shapes, the node's kforge:when). A rewrite is
+ * labelled by what its diff shows, not by its claimed category alone: a vectorisation
+ * proposed as a specialisation (no kforge:when) teaches vectorisation. ("Use
+ * memory_layout", "Set NT=1" said nothing of what NT is.) */
+static void t_distill_content(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    char *dir = scratch(), run[128];
+    snprintf(run, sizeof run, "%s/run", dir);
+    kf_task *t = twice_task(ctx, dir);
+    kf_store *s = NULL;
+    CHECKF(kf_store_create(ctx, run, t, NULL, &s) == KF_OK, "%s", kf_errmsg(ctx));
+    static const char tmpl[] = "/* Template twice: BLOCK picks the elements per step, scalar tail. */\n"
+                               "/* kforge:param BLOCK = %d */\n"
+                               "/* kforge:param NT = %d */ // threads per row\n"
+                               "%s"
+                               "#include <stdint.h>\n"
+                               "void twice(const float *x, float *y, int64_t n) {\n"
+                               "    for (int64_t i = 0; i < n; i++) y[i] = 2 * x[i];\n"
+                               "}\n";
+    char *t1 = kf__asprintf(tmpl, 256, 1, ""), *t2 = kf__asprintf(tmpl, 256, 2, "/* kforge:when n >= 1000 */\n"),
+         *t3 = kf__asprintf(tmpl, 512, 1, "");
+    int64_t n1 = node_text(s, "other", 0, "{\"BLOCK\": 256, \"NT\": 1}", t1, 1.5, 1.8);
+    node_text(s, "launch_config", n1, "{\"BLOCK\": 256, \"NT\": 2}", t2, 1.8, 2.2);
+    node_text(s, "tiling", n1, "{\"BLOCK\": 512, \"NT\": 1}", t3, 1.7, 2.1);
+    /* rewrites of node 1: GCC vectors proposed as a specialisation; an unroll pragma with a
+     * description */
+    char *vec = kf__asprintf("%s%s", t1, "typedef float vf __attribute__((vector_size(32)));\n");
+    int64_t nv = node_text(s, "specialisation", n1, NULL, vec, 1.9, 2.4);
+    char *unr = kf__asprintf("%s%s", t1, "#pragma GCC unroll 4\n");
+    int64_t nu = node_text(s, "unrolling", n1, NULL, unr, 1.8, 2.3);
+    CHECK(kf_store_event(s, nu, "submit", "{\"parent\": 1, \"category\": \"unrolling\", \"description\": \"unrolled "
+                                          "by four\"}") == KF_OK);
+    (void)nv;
+    kf_store_close(s);
+    kf_lessons *db = open_db(ctx, dir, "l.db");
+    char *sum = NULL;
+    CHECKF(kf_lessons_distill(db, run, &sum) == KF_OK, "%s", kf_errmsg(ctx));
+    free(sum);
+    json_t *l = lesson_with(db, "Set NT=2");
+    const char *act = json_string_value(json_object_get(l, "action"));
+    const char *sit = json_string_value(json_object_get(json_object_get(l, "situation"), "text"));
+    CHECKF(strstr(act, "Set NT=2 (NT: threads per row)"), "%s", act);
+    CHECKF(strstr(sit, "n >= 1000 && n <= 4000, within its kforge:when (n >= 1000)"), "%s", sit);
+    json_decref(l);
+    l = lesson_with(db, "Set BLOCK=512");
+    act = json_string_value(json_object_get(l, "action"));
+    CHECKF(strstr(act, "Set BLOCK=512 (BLOCK picks the elements per step)"), "%s", act);
+    json_decref(l);
+    l = lesson_with(db, "Use vectorisation");
+    act = json_string_value(json_object_get(l, "action"));
+    CHECKF(strstr(act, "added GCC vector types; proposed as specialisation; 1 line changed"), "%s", act);
+    char *tags = json_dumps(json_object_get(l, "tags"), JSON_COMPACT);
+    CHECKF(strstr(tags, "technique/vectorisation"), "%s", tags);
+    free(tags);
+    json_decref(l);
+    l = lesson_with(db, "Use unrolling");
+    act = json_string_value(json_object_get(l, "action"));
+    CHECKF(strstr(act, "(\"unrolled by four\"; added an unroll pragma; 1 line changed)"), "%s", act);
+    json_decref(l);
+    char *all = NULL;
+    CHECK(kf_lessons_list_json(db, NULL, 0, 1, &all) == KF_OK);
+    CHECKF(!strstr(all, "technique/specialisation") && !strstr(all, "Use specialisation"),
+           "a vectorisation win was labelled a specialisation: %s", all);
+    free(all);
+    free(t1), free(t2), free(t3), free(vec), free(unr);
     kf_lessons_close(db);
     kf_task_free(t);
     kf_ctx_free(ctx);
@@ -1013,6 +1115,7 @@ void kft_register_lessons(void) {
     kft_add("lessons/roundtrip", t_roundtrip, NULL, 30);
     kft_add("lessons/import_bad", t_import_bad, NULL, 30);
     kft_add("lessons/distill", t_distill, NULL, 60);
+    kft_add("lessons/distill_content", t_distill_content, NULL, 60);
     kft_add("lessons/distill_identity", t_distill_identity, NULL, 60);
     kft_add("lessons/endpoint", t_endpoint, NULL, 60);
     kft_add("lessons/render", t_render, NULL, 30);

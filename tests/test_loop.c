@@ -7,6 +7,7 @@
 #include "kft.h"
 
 #include "loop/loop.h"
+#include "loop/tree.h"
 #include "search/builtin.h"
 #include "store/store.h"
 #include "util/util.h"
@@ -37,6 +38,56 @@ static void t_materialize(const void *arg) {
            "%s", s ? s : "(null)");
     CHECK(n == strlen(s));
     free(s);
+}
+
+/* tree and submit explain their figures: each shape against the parent as well as the
+ * reference, and a reverted node's starred first timing next to the Critic's re-timing
+ * against the parent that reverted it (a reverted 2.6x* read as better than a kept
+ * 2.0x*, and "did not confirm the win" gave no figure). */
+static void t_tree_figures(const void *arg) {
+    (void)arg;
+    kf_node v[3];
+    memset(v, 0, sizeof v);
+    v[0].id = 1, v[0].state = KF_NODE_KEPT, v[0].speedup = 2.0;
+    v[0].shapes_json = (char *)"[{\"sizes\": {\"n\": 100}, \"speedup\": 2.0, \"win\": true}]";
+    v[1].id = 2, v[1].parent = 1, v[1].state = KF_NODE_REVERTED, v[1].speedup = 2.6;
+    v[1].shapes_json = (char *)"[{\"sizes\": {\"n\": 100}, \"speedup\": 2.6, \"win\": true}]";
+    v[2].id = 3, v[2].parent = 1, v[2].state = KF_NODE_REVERTED, v[2].speedup = 2.1;
+    v[2].shapes_json = (char *)"[{\"sizes\": {\"n\": 100}, \"speedup\": 2.1, \"win\": true}]";
+    for (int i = 0; i < 3; i++) strcpy(v[i].proposer, "builtin"), strcpy(v[i].category, "tiling");
+    json_t *critics = json_loads(
+        "{\"2\": {\"decision\": \"reject\", \"why\": \"a re-timing against its parent did not confirm the win\", "
+        "\"retimings\": [{\"geomean\": 1.02, \"best\": 1.03, \"best_lo\": 0.99, \"floor\": 1.05}]},"
+        " \"3\": {\"decision\": \"reject\", \"why\": \"no shape beats the parent by more than the noise\"}}",
+        0, NULL);
+    CHECK(critics);
+    kf_node_vec a = {v, 3, 3};
+    kf_buf b;
+    kf_buf_init(&b, 1u << 20);
+    kf_tree_text(&b, &a, NULL, 0, 1, critics, NULL);
+    CHECKF(b.p && strstr(b.p, "[n=100] 2.600x* (1.300x vs parent)") && strstr(b.p, "[n=100] 2.000x*  critic") == NULL,
+           "%s", b.p ? b.p : "");
+    CHECKF(strstr(b.p, "critic: reject: a re-timing against its parent did not confirm the win; re-timed vs parent: "
+                       "#1 1.020x (best shape 1.030x, 95% from 0.990)"),
+           "%s", b.p);
+    /* a veto for no gain over the parent is shown too: its star is against the reference */
+    CHECKF(strstr(b.p, "#3 reverted") && strstr(b.p, "(1.050x vs parent)  critic: reject: no shape beats the parent"),
+           "%s", b.p);
+    kf_buf_free(&b);
+    json_t *j = kf_tree_node_json(&v[1], &v[0], NULL, critics);
+    json_t *vp = json_array_get(json_object_get(j, "vs_parent"), 0);
+    CHECKF(fabs(json_number_value(json_object_get(vp, "speedup")) - 1.3) < 1e-9 &&
+               fabs(json_number_value(json_object_get(j, "speedup_vs_parent")) - 1.3) < 1e-9 &&
+               json_integer_value(json_object_get(json_object_get(vp, "sizes"), "n")) == 100,
+           "%s", json_dumps(j, 0));
+    json_t *rt = json_object_get(json_object_get(j, "critic"), "retimings");
+    CHECK(json_number_value(json_object_get(json_array_get(rt, 0), "geomean")) == 1.02);
+    json_decref(j);
+    /* a child of the root: its parent is the reference, no second figure */
+    j = kf_tree_node_json(&v[0], NULL, NULL, critics);
+    CHECK(!json_object_get(j, "vs_parent"));
+    json_decref(j);
+    json_decref(critics);
 }
 
 static int cli(const char *args, char *out, size_t n) {
@@ -534,6 +585,76 @@ static json_t *node_of(json_t *tree, int64_t id) {
     return NULL;
 }
 
+/* A kept node of one recorded shape and speedup s (sizes n), as tool mode records one. */
+static int64_t kept_node(kf_store *st, const char *category, const char *text, double s) {
+    kf_node n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.ext, sizeof n.ext, "c");
+    snprintf(n.proposer, sizeof n.proposer, "tool");
+    snprintf(n.category, sizeof n.category, "%s", category);
+    CHECK(kf_store_put_source(st, text, strlen(text), "c", n.src_hash) == KF_OK);
+    CHECK(kf_store_add_node(st, &n) == KF_OK);
+    n.state = KF_NODE_KEPT;
+    char sh[256];
+    snprintf(sh, sizeof sh, "[{\"sizes\": {\"n\": 65536}, \"speedup\": %g, \"win\": true}]", s);
+    n.shapes_json = sh;
+    n.speedup = s;
+    CHECK(kft_finish_node(st, &n) == KF_OK);
+    n.shapes_json = NULL;
+    int64_t id = n.id;
+    kf_node_free(&n);
+    return id;
+}
+
+/* The run's best geomean (progress line, summary, --target) leaves out a specialisation
+ * from tool mode or an agent too: its figure is over its domain only (a one-shape 5x is
+ * no run-wide 5x). */
+static void t_best_no_spec(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-bestspec-XXXXXX", run[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 0 --run %s %s 2>&1", run, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_store *st = NULL;
+    CHECKF(kf_store_open(ctx, run, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+    int64_t g = kept_node(st, "unrolling", "/* general */\n", 2.0);
+    kept_node(st, "specialisation", "/* kforge:when n == 65536 */\n", 5.0);
+    kf_store_close(st);
+    kf_ctx_free(ctx);
+    snprintf(args, sizeof args, "run --resume %s --budget 2 2>&1", run);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    char want[128];
+    snprintf(want, sizeof want, "best 2.000x geomean (node %lld)", (long long)g);
+    CHECKF(strstr(out, want), "expected '%s': %s", want, out);
+    kf__rmtree(dir);
+}
+
+/* A resumed run whose nodes so far came from tool mode: the builtin tries the
+ * template's defaults first (docs/run.md "the defaults first"), not a restart. */
+static void t_resume_defaults(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-resdef-XXXXXX", run[512], args[2048], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 0 --run %s %s 2>&1", run, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "submit %s --parent 0 tasks/c/saxpy/candidates/fast.c --category unrolling 2>&1", run);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "run --resume %s --budget 2 2>&1", run);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *tr = tree_json(run), *n2 = node_of(tr, 2);
+    const char *prop = json_string_value(json_object_get(n2, "proposer"));
+    char *pj = json_dumps(json_object_get(n2, "params"), JSON_COMPACT);
+    CHECKF(prop && !strcmp(prop, "builtin") && json_integer_value(json_object_get(n2, "parent")) == 0 && pj &&
+               !strcmp(pj, "{\"UNROLL\":8}"),
+           "node 2: %s %s, not the defaults (UNROLL=8)", prop ? prop : "?", pj ? pj : "?");
+    free(pj);
+    json_decref(tr);
+    kf__rmtree(dir);
+}
+
 static const char seal_timing[] = "--min-runs 6 --max-runs 8 --min-time 0.01 --hidden 1";
 
 /* A run of tasks/c/sum at dir/name with budget evaluations (0: created empty). */
@@ -732,6 +853,9 @@ static void t_sealed(const void *arg) {
 void kft_register_loop(void) {
     kft_add("loop/sealed", t_sealed, NULL, 120);
     kft_add("loop/conservative", t_conservative, NULL, 10);
+    kft_add("loop/tree_figures", t_tree_figures, NULL, 10);
+    kft_add("loop/resume_defaults", t_resume_defaults, NULL, 120);
+    kft_add("loop/best_no_spec", t_best_no_spec, NULL, 60);
     kft_add("loop/learnt_constraint", t_learnt_constraint, NULL, 120);
     kft_add("loop/materialize", t_materialize, NULL, 10);
     kft_add("loop/specialise", t_specialise, NULL, 180);

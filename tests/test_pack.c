@@ -409,7 +409,33 @@ static void t_run_split(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* The verdict section is a compact summary: verdict, reasons, what passed, per-shape
+ * figures, and no temporary paths (the whole document was 1,100 tokens of sandbox,
+ * ceilings and /tmp paths). */
+static void t_verdict_summary(const void *arg) {
+    (void)arg;
+    const char *doc =
+        "{\"verdict\": \"rejected\", \"candidate\": \"/tmp/kforge-run-77-AbCd/n4.c\", \"fingerprint\": "
+        "\"bbd42635d9dc\", \"sandbox\": {\"seccomp\": true}, \"ceilings\": {\"cores\": 2}, \"reasons\": "
+        "[{\"code\": \"compile_error\", \"message\": \"/tmp/kforge-run-77-AbCd/n4.c:12:3: error: expected ';'\"}],"
+        " \"check\": {\"shapes\": [{\"sizes\": {\"n\": 64}, \"kind\": \"visible\", \"status\": \"passed\"}, "
+        "{\"sizes\": {\"n\": 7}, \"kind\": \"edge\", \"status\": \"failed\", \"max_abs_err\": 0.5}]}}";
+    char *s = kf_pack_verdict_summary(doc, "[{\"sizes\": {\"n\": 64}, \"speedup\": 1.5, \"win\": true}]");
+    CHECK(s != NULL);
+    CHECKF(!strstr(s, "/tmp/") && !strstr(s, "kforge-run") && !strstr(s, "seccomp") && !strstr(s, "bbd42635") &&
+               !strstr(s, "cores"),
+           "%s", s);
+    CHECKF(strstr(s, "\"n4.c:12:3: error: expected ';'\"") && strstr(s, "compile_error") &&
+               strstr(s, "1 of 2 shapes passed (1 visible, 0 hidden, 1 edge)") && strstr(s, "\"max_abs_err\":0.5") &&
+               strstr(s, "\"speedup\":1.5"),
+           "%s", s);
+    CHECKF(strlen(s) < strlen(doc), "%zu bytes from %zu", strlen(s), strlen(doc));
+    free(s);
+    CHECK(kf_pack_verdict_summary(NULL, NULL) == NULL && kf_pack_verdict_summary("not json", NULL) == NULL);
+}
+
 void kft_register_pack(void) {
+    kft_add("pack/verdict_summary", t_verdict_summary, NULL, 30);
     kft_add("pack/budget", t_budget, NULL, 60);
     kft_add("pack/giveback", t_giveback, NULL, 30);
     kft_add("pack/lessons", t_lessons, NULL, 60);

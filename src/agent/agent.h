@@ -113,6 +113,14 @@ typedef struct kf_pack {
  * extension, a negative allowance or a total under KF_PACK_MIN_TOKENS; KF_EBACKEND or
  * KF_EIO when rendering the lessons fails; KF_ENOMEM. */
 kf_status kf_pack_build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out);
+/* A verdict document (`kforge bench --json`, a node's verdict_json) as the pack's compact
+ * verdict: {verdict, reasons: [{code, shape, message}], checked: "N of M shapes passed
+ * (...)", failed: [{sizes, kind, max_abs_err}], speedup, shapes: [{sizes, speedup, ci95,
+ * win}]}, the per-shape figures from shapes_json when given (a node's recorded ones),
+ * with no temporary paths (a private copy's directory is cut from every message) and
+ * nothing the agent cannot act on (sandbox, fingerprint, ceilings). NULL when verdict_json
+ * is NULL or no JSON object; caller frees. */
+char *kf_pack_verdict_summary(const char *verdict_json, const char *shapes_json);
 void kf_pack_free(kf_pack *p); /* accepts a zeroed or freed pack */
 const char *kf_pack_section_name(kf_pack_section s);
 int64_t kf_pack_default_budget(kf_pack_section s);

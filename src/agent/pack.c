@@ -565,6 +565,96 @@ out:
  * capped at share / (1 - share) of what the rest took (system, instructions and
  * non-memory sections, headings left out: a lower bound, so the rebuilt pack holds). The
  * rest does not depend on memory's cap (it is given back to first), so once is enough. */
+/* text without the directories of kforge's private copies ("/tmp/kforge-run-1-Ab/n2.c:3"
+ * becomes "n2.c:3"): they change every evaluation and mean nothing to an agent. */
+static json_t *no_tmp_paths(const char *text, size_t cap) {
+    kf_buf b;
+    kf_buf_init(&b, cap + 64);
+    const char *p = text;
+    while (*p) {
+        const char *k = strstr(p, "/kforge-");
+        if (!k) {
+            kf_buf_printf(&b, "%s", p);
+            break;
+        }
+        const char *start = k; /* back to the path's first character */
+        while (start > p && !strchr(" \t\n'\"(:=", start[-1])) start--;
+        const char *end = k + 1; /* past the private directory's name */
+        while (*end && *end != '/' && !strchr(" \t\n'\")", *end)) end++;
+        kf_buf_append(&b, p, (size_t)(start - p));
+        p = *end == '/' ? end + 1 : end;
+    }
+    if (b.len > cap) {
+        b.p[cap] = 0;
+        b.len = cap;
+    }
+    json_t *j = kf_text_json(b.p ? b.p : "");
+    kf_buf_free(&b);
+    return j;
+}
+
+char *kf_pack_verdict_summary(const char *verdict_json, const char *shapes_json) {
+    json_t *v = verdict_json ? json_loads(verdict_json, 0, NULL) : NULL;
+    if (!json_is_object(v)) {
+        json_decref(v);
+        return NULL;
+    }
+    json_t *o = json_object();
+    json_object_set(o, "verdict", json_object_get(v, "verdict"));
+    json_t *rs = json_array(), *r;
+    size_t i;
+    json_array_foreach(json_object_get(v, "reasons"), i, r) {
+        if (i == 6) break; /* the first few say what to fix */
+        json_t *x = json_pack("{s:O?}", "code", json_object_get(r, "code"));
+        if (json_object_get(r, "shape")) json_object_set(x, "shape", json_object_get(r, "shape"));
+        const char *m = json_string_value(json_object_get(r, "message"));
+        if (m) json_object_set_new(x, "message", no_tmp_paths(m, 600));
+        json_array_append_new(rs, x);
+    }
+    json_object_set_new(o, "reasons", rs);
+    if (json_is_string(json_object_get(v, "when"))) json_object_set(o, "when", json_object_get(v, "when"));
+    /* the check: how many shapes of each kind passed, and the failing ones */
+    json_t *cs = json_object_get(json_object_get(v, "check"), "shapes");
+    if (!cs) cs = json_object_get(v, "shapes");
+    int n = 0, pass = 0, kinds[3] = {0, 0, 0};
+    json_t *failed = json_array(), *s;
+    json_array_foreach(cs, i, s) {
+        const char *st = json_string_value(json_object_get(s, "status")), *kd = json_string_value(json_object_get(s, "kind"));
+        if (!st) continue;
+        n++;
+        pass += !strcmp(st, "passed");
+        kinds[kd && !strcmp(kd, "visible") ? 0 : kd && !strcmp(kd, "hidden") ? 1 : 2]++;
+        if (!strcmp(st, "failed") && json_array_size(failed) < 6)
+            json_array_append_new(failed, json_pack("{s:O?, s:O?, s:O?}", "sizes", json_object_get(s, "sizes"), "kind",
+                                                    json_object_get(s, "kind"), "max_abs_err",
+                                                    json_object_get(s, "max_abs_err")));
+    }
+    if (n)
+        json_object_set_new(o, "checked", json_sprintf("%d of %d shapes passed (%d visible, %d hidden, %d edge)", pass,
+                                                       n, kinds[0], kinds[1], kinds[2]));
+    if (json_array_size(failed)) json_object_set(o, "failed", failed);
+    json_decref(failed);
+    /* the timing: the geomean and each visible shape's figure (the recorded ones) */
+    if (json_is_number(json_object_get(v, "speedup"))) json_object_set(o, "speedup", json_object_get(v, "speedup"));
+    json_t *sj = shapes_json ? json_loads(shapes_json, 0, NULL) : NULL;
+    json_t *ts = json_is_array(sj) ? sj : json_object_get(v, "shapes"), *sh = json_array();
+    json_array_foreach(ts, i, s) {
+        if (!json_is_number(json_object_get(s, "speedup"))) continue;
+        json_t *x = json_pack("{s:O?, s:O?}", "sizes", json_object_get(s, "sizes"), "speedup",
+                              json_object_get(s, "speedup"));
+        if (json_object_get(s, "ci95")) json_object_set(x, "ci95", json_object_get(s, "ci95"));
+        if (json_object_get(s, "win")) json_object_set(x, "win", json_object_get(s, "win"));
+        json_array_append_new(sh, x);
+    }
+    if (json_array_size(sh)) json_object_set(o, "shapes", sh);
+    json_decref(sh);
+    json_decref(sj);
+    char *out = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(4));
+    json_decref(o);
+    json_decref(v);
+    return out;
+}
+
 kf_status kf_pack_build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out) {
     kf_status st = build(ctx, in, out, -1);
     if (st) return st;

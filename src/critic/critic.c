@@ -274,6 +274,7 @@ typedef struct {
     const kf_critic_case *c;
     json_t *checks;
     json_t *retimed; /* per re-timing: [{sizes, speedup over the parent}] */
+    json_t *figures; /* per re-timing: {geomean, best, best_lo, floor} over the parent */
     char why[1200];
     char err[600];
     char now[65];    /* the task's fingerprint as on disk now */
@@ -414,6 +415,12 @@ static kf_critic_decision judge_measurement(judgement *j) {
                 json_array_append_new(rt, kf_verdict_retimed_json(&again.shapes[si]));
         json_array_append_new(j->retimed, rt);
         kf_verdict_free(&again);
+        /* what the decision rests on, for tree and submit: each re-timing's geomean over
+         * the parent, its best shape and where that shape's 95% interval starts */
+        if (!failed && v.accepted)
+            json_array_append_new(j->figures, json_pack("{s:f, s:f, s:f, s:f}", "geomean", v.geomean, "best",
+                                                        v.best_speedup, "best_lo", v.best_lo, "floor",
+                                                        1.0 + env->noise_floor));
         if (failed) {
             check(checks, "measurement", "fail", "re-timing %d failed: %s", k + 1, err);
             return decide(j, KF_CRITIC_REJECT, "the re-timing failed: %s", err);
@@ -430,9 +437,13 @@ static kf_critic_decision judge_measurement(judgement *j) {
         }
         if (!(v.best_lo > 1.0 + env->noise_floor)) {
             check(checks, "measurement", "fail",
-                  "re-timing %d: the best 95%% interval starts at %.3f, not clear of 1 by the noise floor %.2f", k + 1,
-                  v.best_lo, env->noise_floor);
-            return decide(j, KF_CRITIC_REJECT, "a re-timing against its parent in fresh workers did not confirm the win");
+                  "re-timing %d: %.3fx over the parent (geomean %.3fx), the best 95%% interval starts at %.3f, not "
+                  "clear of 1 by the noise floor %.2f",
+                  k + 1, v.best_speedup, v.geomean, v.best_lo, env->noise_floor);
+            return decide(j, KF_CRITIC_REJECT,
+                          "a re-timing against its parent in fresh workers did not confirm the win (re-timing %d: "
+                          "geomean %.3fx over the parent, best 95%% interval from %.3f, needed above %.3f)",
+                          k + 1, v.geomean, v.best_lo, 1.0 + env->noise_floor);
         }
         check(checks, "measurement", "pass", "re-timing %d: %.3fx, 95%% interval from %.3f (geomean %.3fx)", k + 1,
               v.best_speedup, v.best_lo, v.geomean);
@@ -485,14 +496,16 @@ static kf_critic_decision judge_suspicious(judgement *j) {
 kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_case *c, json_t **report) {
     static kf_critic_decision (*const stages[])(judgement *) = {judge_task, judge_domain, judge_plausibility,
                                                                   judge_gain, judge_measurement, judge_suspicious};
-    judgement j = {env, c, json_array(), json_array(), "", "", "", 0};
+    judgement j = {env, c, json_array(), json_array(), json_array(), "", "", "", 0};
     kf_critic_decision d = KF_CRITIC_APPROVE;
     for (size_t k = 0; k < sizeof stages / sizeof *stages && d == KF_CRITIC_APPROVE; k++) d = stages[k](&j);
     if (d == KF_CRITIC_APPROVE)
-        snprintf(j.why, sizeof j.why, "re-timed against its parent in fresh workers, %d time%s: a win each time",
-                 env->o->retimes, env->o->retimes == 1 ? "" : "s");
-    *report = json_pack("{s:s, s:s, s:o, s:o}", "decision", kf_critic_name(d), "why", j.why, "checks", j.checks,
-                        "retimed", j.retimed);
+        snprintf(j.why, sizeof j.why,
+                 "re-timed against its parent in fresh workers, %d time%s: a win each time (lowest geomean %.3fx "
+                 "over the parent)",
+                 env->o->retimes, env->o->retimes == 1 ? "" : "s", j.gain);
+    *report = json_pack("{s:s, s:s, s:o, s:o, s:o}", "decision", kf_critic_name(d), "why", j.why, "checks",
+                        j.checks, "retimed", j.retimed, "figures", j.figures);
     return d;
 }
 

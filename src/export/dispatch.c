@@ -5,9 +5,12 @@
  * defines), and every name it defines at file scope prefixed with kf_n<ID>_ (ctok.c), so
  * two winners' helpers cannot collide; then the entry, which tests the shape predicates
  * (integer scalar arguments equal to their values at the winner's shape) and calls the
- * winner, else the fallback. A shape no argument tells apart, or a winner with a
- * kforge:when whose arguments do not pin every size, goes to the fallback (a note says
- * so). The dispatcher is checked and timed by export before it is written.
+ * winner; then each winner with a kforge:when over its whole domain (its when as a
+ * predicate over the arguments, kf_dispatch_domain: it was checked on every shape there),
+ * else the fallback. A shape no argument tells apart, or a winner whose kforge:when
+ * cannot be written over the arguments and whose arguments do not pin every size, goes
+ * to the fallback (a note says so). The dispatcher is checked and timed by export before
+ * it is written.
  */
 #include "dispatch.h"
 
@@ -108,6 +111,59 @@ int kf_dispatch_predicate(const kf_task *t, json_t *sizes, kf_buf *b, int *exact
     return terms ? 0 : -1;
 }
 
+int kf_dispatch_domain(const kf_task *t, const kf_winner *w, kf_buf *b) {
+    char *wh = kf_loop_when_of(w->text);
+    if (!wh || !*wh) {
+        free(wh);
+        return -1;
+    }
+    kf_toks tk = {0};
+    json_t *pj = w->params_json ? json_loads(w->params_json, 0, NULL) : NULL;
+    int rc = kf_ctok_tokenize(wh, strlen(wh), &tk) ? -1 : 0;
+    int divide = 0; /* the previous token was / or % */
+    kf_buf_printf(b, "(");
+    size_t at = 0;
+    for (size_t i = 0; i < tk.n && !rc; i++) {
+        const kf_tok *k = &tk.v[i];
+        const char *x = wh + k->off;
+        int len = (int)k->len;
+        kf_buf_append(b, wh + at, k->off - at); /* the spacing as written */
+        at = k->off + k->len;
+        if (k->kind == KF_TOK_ID) {
+            json_t *pv = json_object_getn(pj, x, k->len);
+            const kf_arg *arg = NULL;
+            for (int a = 0; a < t->nargs && !pv && !arg; a++) {
+                const kf_arg *c = &t->args[a];
+                if (!c->is_buffer && c->value_expr && (c->type == KF_T_I32 || c->type == KF_T_I64) &&
+                    strlen(kf_expr_src(c->value_expr)) == k->len && !strncmp(kf_expr_src(c->value_expr), x, k->len))
+                    arg = c;
+            }
+            if (json_is_integer(pv) && !(divide && !json_integer_value(pv)))
+                kf_buf_printf(b, "%lld", (long long)json_integer_value(pv));
+            else if (arg && !divide)
+                kf_buf_printf(b, "(int64_t)(%s)", arg->name);
+            else
+                rc = -1; /* a size no argument carries, min(), a string, a division by a size */
+            divide = 0;
+        } else if (k->kind == KF_TOK_NUM) {
+            if (divide && strspn(x, "0") >= k->len) rc = -1;
+            kf_buf_printf(b, "%.*s", len, x);
+            divide = 0;
+        } else if (k->kind == KF_TOK_PUNCT && strchr("()+-*/%<>=!&|?:", x[0])) {
+            kf_buf_printf(b, "%.*s", len, x);
+            divide = len == 1 && (x[0] == '/' || x[0] == '%');
+        } else {
+            rc = -1;
+        }
+    }
+    kf_buf_printf(b, ")");
+    if (b->dropped || !b->p) rc = -1;
+    json_decref(pj);
+    free(tk.v);
+    free(wh);
+    return rc;
+}
+
 /* The fallback's kforge:when, its parameters replaced by their values, as the
  * dispatcher's own (it claims what the fallback claims). */
 void kf_dispatch_when_header(kf_buf *b, const kf_winner *fb) {
@@ -183,6 +239,15 @@ kf_status kf_dispatch_section(kf_ctx *ctx, const kf_task *t, const char *run_dir
 
 /* ---- the C dispatcher ------------------------------------------------------------------ */
 
+/* 1 when w's kforge:when can be written as a predicate over the arguments. */
+static int domain_ok(const kf_task *t, const kf_winner *w) {
+    kf_buf b;
+    kf_buf_init(&b, 1u << 16);
+    int ok = !kf_dispatch_domain(t, w, &b);
+    kf_buf_free(&b);
+    return ok;
+}
+
 /* Build the dispatcher's text into b; routes gets {sizes, node, predicate} per routed
  * shape and notes the shapes that could not be routed. */
 kf_status kf_dispatch_c(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw,
@@ -219,11 +284,13 @@ kf_status kf_dispatch_c(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_w
                                     st_, (long long)w[fallback].id));
         } else {
             char *wh = kf_loop_when_of(w[wi].text);
-            if (wh && !exact) {
+            if (wh && !exact && !domain_ok(t, &w[wi])) {
                 json_array_append_new(
                     notes, json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
                                         "pin every size; the fallback runs there",
                                         st_, (long long)id));
+            } else if (wh && !exact) {
+                used[wi] = 1; /* routed by its domain below */
             } else {
                 kf_buf_printf(
                     &sw,
@@ -236,6 +303,22 @@ kf_status kf_dispatch_c(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_w
             free(wh);
         }
         kf_buf_free(&pred);
+    }
+    /* then each winner with a kforge:when over the rest of its domain: it was checked on
+     * every shape there (hidden and edge ones too), and the exact shapes above came first */
+    for (int i = 0; i < nw; i++) {
+        if (i == fallback || !used[i]) continue;
+        kf_buf dom;
+        kf_buf_init(&dom, 1u << 16);
+        if (!kf_dispatch_domain(t, &w[i], &dom)) {
+            char *wh = kf_loop_when_of(w[i].text);
+            kf_buf_printf(&sw, "    if %s { /* node %lld's domain: %s */\n        kf_n%lld_%s(%s);\n        return;\n    }\n",
+                          dom.p, (long long)w[i].id, wh ? wh : "", (long long)w[i].id, t->entry, call.p);
+            json_array_append_new(routes, json_pack("{s:s?, s:I, s:s}", "domain", wh, "node", (json_int_t)w[i].id,
+                                                    "predicate", dom.p));
+            free(wh);
+        }
+        kf_buf_free(&dom);
     }
     kf_buf_printf(&sw, "    kf_n%lld_%s(%s); /* the fallback */\n", (long long)w[fallback].id,
                   t->entry, call.p);

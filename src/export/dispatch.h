@@ -44,6 +44,12 @@ const char *kf_dispatch_ctype(kf_dtype t);
  * into b; *exact: every size is such an argument itself. 0, or -1 when no argument tells
  * shapes apart. */
 int kf_dispatch_predicate(const kf_task *t, json_t *sizes, kf_buf *b, int *exact);
+/* Winner w's kforge:when as a C predicate over the entry's integer scalar arguments, into
+ * b ("cols == 768" -> "(int64_t)(cols) == 768"): each size it names must be such an
+ * argument itself, its template parameters become their values, and it may divide only
+ * by a non-zero number. 0, or -1 when w has no kforge:when or it cannot be written so
+ * (w is then routed by its exact shapes alone). */
+int kf_dispatch_domain(const kf_task *t, const kf_winner *w, kf_buf *b);
 /* The fallback's kforge:when, its parameters replaced by their values, into b. */
 void kf_dispatch_when_header(kf_buf *b, const kf_winner *fb);
 /* The function that makes winner x's launches (the CUDA dispatcher's), into b; ren: the

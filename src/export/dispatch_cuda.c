@@ -227,9 +227,15 @@ kf_status kf_dispatch_cuda(kf_ctx *ctx, const kf_task *t, const char *run_dir, k
                                                       "fallback (node %lld) runs there",
                                                       st_, (long long)w[fallback].id));
         } else if ((wh = kf_loop_when_of(w[wi].text)) && !exact) {
-            json_array_append_new(notes, json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
-                                                      "pin every size; the fallback runs there",
-                                                      st_, (long long)id));
+            kf_buf dom;
+            kf_buf_init(&dom, 1u << 16);
+            if (!kf_dispatch_domain(t, &w[wi], &dom))
+                used[wi] = 1; /* routed by its domain below */
+            else
+                json_array_append_new(notes, json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
+                                                          "pin every size; the fallback runs there",
+                                                          st_, (long long)id));
+            kf_buf_free(&dom);
         } else {
             kf_buf_printf(&sw, "    if (%s) /* %s */\n        return kf_n%lld_launch(%s);\n", pred.p, st_,
                           (long long)id, call.p);
@@ -239,6 +245,20 @@ kf_status kf_dispatch_cuda(kf_ctx *ctx, const kf_task *t, const char *run_dir, k
         }
         free(wh);
         kf_buf_free(&pred);
+    }
+    /* then each winner with a kforge:when over the rest of its domain, as for C */
+    for (int i = 0; i < nw; i++) {
+        kf_buf dom;
+        kf_buf_init(&dom, 1u << 16);
+        if (i != fallback && used[i] && !kf_dispatch_domain(t, &w[i], &dom)) {
+            char *wh = kf_loop_when_of(w[i].text);
+            kf_buf_printf(&sw, "    if %s /* node %lld's domain: %s */\n        return kf_n%lld_launch(%s);\n", dom.p,
+                          (long long)w[i].id, wh ? wh : "", (long long)w[i].id, call.p);
+            json_array_append_new(routes, json_pack("{s:s?, s:I, s:s}", "domain", wh, "node", (json_int_t)w[i].id,
+                                                    "predicate", dom.p));
+            free(wh);
+        }
+        kf_buf_free(&dom);
     }
     kf_status st = KF_OK;
     if (!json_array_size(routes)) {

@@ -17,8 +17,8 @@
  * kf_n<ID>_, so two winners' helpers cannot collide. The names come from a small
  * tokenizer and declaration scanner (ctok.c), not a C parser: names made by macros at
  * file scope (DEFINE_KERNEL(x)) are not seen. The entry tests the shape predicates
- * (integer scalar arguments equal to their values at the winner's shape) and calls the
- * winner, else the fallback. Whatever the scanner misses, the dispatcher is checked and
+ * (integer scalar arguments equal to their values at the winner's shape), then each
+ * winner's kforge:when domain, and calls the winner, else the fallback. Whatever the scanner misses, the dispatcher is checked and
  * timed like any candidate before it is written; a rejected dispatcher is never written.
  *
  * Every file is written into DIR.tmp-XXXXXX and renamed onto DIR at the end: a failed
@@ -93,6 +93,7 @@ static kf_status out_ok(kf_ctx *ctx, const char *out, int *exists, char **prev_r
     *exists = 0;
     if (stat(out, &sb)) {
         if (errno == ENOENT) return KF_OK;
+        if (errno == ENOTDIR) return kf__err(ctx, KF_EUSAGE, "-o %s: a part of the path is a file, not a directory", out);
         return kf__err(ctx, KF_EIO, "%s: %s", out, strerror(errno));
     }
     if (!S_ISDIR(sb.st_mode))
@@ -560,8 +561,23 @@ static kf_status export_run(export_job *x, const kf_opts *opts, char **json) {
     /* a private directory beside DIR, renamed onto it at the end */
     snprintf(x->tmp, sizeof x->tmp, "%s.tmp-XXXXXX", x->out_dir);
     if (!mkdtemp(x->tmp)) {
-        s = kf__err(ctx, KF_EIO, "%s: cannot create a directory beside it (%s)", x->out_dir,
-                    strerror(errno));
+        int e = errno;
+        char parent[4400];
+        snprintf(parent, sizeof parent, "%s", x->out_dir);
+        char *sl = strrchr(parent, '/');
+        if (sl && sl > parent) *sl = 0;
+        else snprintf(parent, sizeof parent, ".");
+        struct stat sb;
+        /* the usual cause, said as such: -o a/b where a does not exist */
+        if (e == ENOENT)
+            s = kf__err(ctx, KF_EUSAGE,
+                        "-o %s: its parent directory %s does not exist (create it first, or choose another -o)",
+                        x->out_dir, parent);
+        else if (!stat(parent, &sb) && !S_ISDIR(sb.st_mode))
+            s = kf__err(ctx, KF_EUSAGE, "-o %s: %s is not a directory", x->out_dir, parent);
+        else
+            s = kf__err(ctx, KF_EIO, "-o %s: cannot create a directory in %s (%s)", x->out_dir, parent,
+                        strerror(e));
         x->tmp[0] = 0;
         return s;
     }

@@ -5,7 +5,12 @@
  *
  * A node's change is the template parameters it sets differently from its parent, or,
  * for a node that changes none (an agent's rewrite), its technique: "technique=CATEGORY"
- * (tiling, vectorisation, ...; not "other"). A setting is credited with what changing TO
+ * (tiling, vectorisation, ...; not "other"), read off the lines its diff adds (a
+ * kforge:when, vector types, an unroll pragma, ...; rewrite_change) and only failing that
+ * the category it was proposed as (a specialisation without a kforge:when is none). A
+ * lesson says what the change is (the template parameter's own comment, param_meaning;
+ * what the diff added and the submitter's description) and where it held (the shapes and
+ * the node's kforge:when). A setting is credited with what changing TO
  * it did: per shape, the node's speedup over the reference divided by its parent's at the
  * same shape (the gain over the parent), not the node's own speedup over the reference
  * (which mostly measures what it inherited). So:
@@ -27,7 +32,9 @@
  *  - no won move, and some of its nodes failed (compile_failed, rejected, crashed): a
  *    "fail" lesson (avoid it) naming the reasons;
  *  - otherwise, as many lost moves as won or more: a "lose" lesson ("Do not expect K=V to
- *    help"): a move to it is no better than a coin flip against where it came from.
+ *    help"): a move to it is no better than a coin flip against where it came from; but
+ *    only on repeated or significant evidence (2+ lost moves, or one at most
+ *    KF_DISTILL_LOSS of its parent's speed): one noisy move teaches nothing.
  * Each lesson has a merge key (distill|backend|op|kind|K=V|scope). A key already in the
  * database is the same lesson: evidence this run adds (nodes not seen before) confirms
  * it once. A win and a fail/lose of the same K=V for the same backend and op contradict:
@@ -53,6 +60,9 @@
 
 #define EVIDENCE_MAX 64 /* node ids and effects kept per lesson */
 #define KF_DISTILL_FLOOR 1.05 /* a move beat its parent at a shape when it gained this much there */
+/* a single lost move teaches "do not" only when it lost clearly: at most this much of its
+ * parent's speed at its best shape (10% slower everywhere); else two lost moves are needed */
+#define KF_DISTILL_LOSS 0.90
 
 typedef struct {
     int64_t id, parent;
@@ -62,6 +72,7 @@ typedef struct {
     char *reasons;
     char category[32];
     char src[17]; /* the first 16 hex digits of its source hash: part of its identity */
+    char hash[65], ext[8]; /* its source in the run (RUN/src/<hash>.<ext>) */
     int vetoed; /* reverted by a Critic's veto that says nothing of its speed (integrity,
                    plausibility, a suspicious gain, needs_review): no evidence either way */
 } dnode;
@@ -90,6 +101,8 @@ static int collect(void *arg, const kf_node *n) {
     d->reasons = n->reasons ? strdup(n->reasons) : NULL;
     memcpy(d->category, n->category, sizeof d->category);
     snprintf(d->src, sizeof d->src, "%.16s", n->src_hash);
+    memcpy(d->hash, n->src_hash, sizeof d->hash);
+    memcpy(d->ext, n->ext, sizeof d->ext);
     d->vetoed = 0;
     return 0;
 }
@@ -121,6 +134,179 @@ static int critic_veto(void *arg, int64_t id, int64_t node, const char *js, doub
     return 0;
 }
 
+/* ---- what a change is, in words ------------------------------------------------------- */
+
+static int idch(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
+
+/* A source's comments without the kforge: directives, one space between them; caller
+ * frees. */
+static char *comment_text(const char *src) {
+    kf_buf b;
+    kf_buf_init(&b, 1u << 20);
+    for (const char *p = src; p && *p;) {
+        const char *o = strstr(p, "/*"), *l = strstr(p, "//"), *st, *e;
+        if (!o && !l) break;
+        int line = l && (!o || l < o);
+        st = (line ? l : o) + 2;
+        e = line ? strchr(st, '\n') : strstr(st, "*/");
+        if (!e) e = st + strlen(st);
+        size_t n = (size_t)(e - st);
+        int directive = 0;
+        for (const char *q = st; q + 7 <= e && !directive; q++) directive = !strncmp(q, "kforge:", 7);
+        if (!directive) {
+            kf_buf_append(&b, " ", 1);
+            for (size_t i = 0; i < n; i++) { /* line breaks and the leading stars go */
+                char c = st[i];
+                if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+                if (c == '*' && i + 1 < n && st[i + 1] == ' ' && (i == 0 || st[i - 1] == ' ')) continue;
+                if (c == ' ' && b.len && b.p[b.len - 1] == ' ') continue;
+                kf_buf_append(&b, &c, 1);
+            }
+        }
+        p = *e ? e + (line ? 1 : 2) : e;
+    }
+    return b.p ? b.p : strdup("");
+}
+
+/* What the template says template parameter name is: a comment after its kforge:param
+ * line on the same line, else the clause of the file's comments that names it ("W picks
+ * the vector width", "ACC the independent sum-of-squares accumulators per step of the
+ * reduction pass"; one where the name is followed by a word or ':' is preferred, "(BM)"
+ * takes the words before it). NULL when none; caller frees. */
+static char *param_meaning(const char *src, const char *name) {
+    size_t nl = strlen(name);
+    if (!src || !nl) return NULL;
+    /* the directive's own line: "kforge:param NT = 1, 2 */ // threads per row" */
+    for (const char *d = src; (d = strstr(d, "kforge:param")); d += 12) {
+        const char *q = d + 12;
+        while (*q == ' ') q++;
+        if (strncmp(q, name, nl) || idch(q[nl])) continue;
+        const char *eol = strchr(q, '\n'), *close = strstr(q, "*/");
+        if (!eol) eol = q + strlen(q);
+        if (close && close < eol) {
+            const char *t = close + 2;
+            while (t < eol && *t == ' ') t++;
+            if (t + 2 < eol && (!strncmp(t, "//", 2) || !strncmp(t, "/*", 2))) {
+                t += 2;
+                while (t < eol && *t == ' ') t++;
+                const char *e = eol;
+                if (strstr(t, "*/") && strstr(t, "*/") < eol) e = strstr(t, "*/");
+                while (e > t && (e[-1] == ' ' || e[-1] == '\r')) e--;
+                if (e > t) return kf__asprintf("%s: %.*s", name, (int)(e - t > 120 ? 120 : e - t), t);
+            }
+        }
+        break;
+    }
+    char *c = comment_text(src);
+    const char *best = NULL;
+    int inparen = 0;
+    for (const char *p = c; (p = strstr(p, name)); p += nl) {
+        if ((p > c && idch(p[-1])) || idch(p[nl])) continue;
+        int word = (p[nl] == ' ' && p[nl + 1] >= 'a' && p[nl + 1] <= 'z') || p[nl] == ':';
+        int paren = p > c && p[-1] == '(' && p[nl] == ')';
+        if (word || paren) {
+            best = p;
+            inparen = paren;
+            break;
+        }
+        if (!best) best = p;
+    }
+    char *out = NULL;
+    if (best && inparen) { /* "over rows of x (BM)": the words before it, back to the clause's start */
+        const char *e = best - 1, *st = e;
+        while (st > c && !strchr(",;.:", st[-1])) st--;
+        while (st < e && *st == ' ') st++;
+        while (e > st && e[-1] == ' ') e--;
+        if (e > st) out = kf__asprintf("%s: %.*s", name, (int)(e - st > 120 ? 120 : e - st), st);
+    } else if (best) {
+        const char *e = best;
+        while (*e && !strchr(",;(", *e) && !(*e == '.' && (e[1] == ' ' || !e[1]))) e++;
+        while (e > best && e[-1] == ' ') e--;
+        if ((size_t)(e - best) > nl + 2) out = kf__asprintf("%.*s", (int)(e - best > 120 ? 120 : e - best), best);
+    }
+    free(c);
+    return out;
+}
+
+/* A source's kforge:when (its domain), or NULL; caller frees. */
+static char *when_of(const char *src) {
+    const char *d = src ? strstr(src, "kforge:when") : NULL;
+    if (!d) return NULL;
+    d += 11;
+    while (*d == ' ') d++;
+    const char *e = d;
+    while (*e && *e != '\n' && strncmp(e, "*/", 2)) e++;
+    while (e > d && e[-1] == ' ') e--;
+    return e > d ? kf__asprintf("%.*s", (int)(e - d), d) : NULL;
+}
+
+/* 1 when text has the line l[0..n) (leading blanks and trailing ones aside). */
+static int has_line(const char *text, const char *l, size_t n) {
+    for (const char *p = text; p && *p;) {
+        const char *e = strchr(p, '\n');
+        const char *a = p, *z = e ? e : p + strlen(p);
+        while (a < z && (*a == ' ' || *a == '\t')) a++;
+        while (z > a && (z[-1] == ' ' || z[-1] == '\r')) z--;
+        if ((size_t)(z - a) == n && !strncmp(a, l, n)) return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+/* What a rewrite changed, read off the lines its text has and its parent's does not: the
+ * technique those lines show (a kforge:when: specialisation; vector types, intrinsics or a
+ * simd pragma: vectorisation; an unroll pragma: unrolling; shared-memory tiles: tiling)
+ * into label, or the claimed category when the lines show none, except a claimed
+ * specialisation without a kforge:when, which is none ("other"); and the words for the
+ * lesson ("added GCC vector types; 14 lines changed"; caller frees). */
+static char *rewrite_change(const char *src, const char *psrc, const char *claimed, char *label, size_t ln) {
+    static const struct {
+        const char *pat, *label, *words;
+    } feat[] = {
+        {"kforge:when", "specialisation", "a kforge:when domain"},
+        {"vector_size", "vectorisation", "GCC vector types"},
+        {"_mm256_", "vectorisation", "AVX intrinsics"},
+        {"_mm512_", "vectorisation", "AVX-512 intrinsics"},
+        {"_mm_", "vectorisation", "SSE intrinsics"},
+        {"float4", "vectorisation", "float4 loads"},
+        {"omp simd", "vectorisation", "a simd pragma"},
+        {"pragma unroll", "unrolling", "an unroll pragma"},
+        {"GCC unroll", "unrolling", "an unroll pragma"},
+        {"__shared__", "tiling", "shared-memory tiles"},
+    };
+    int hit[sizeof feat / sizeof *feat] = {0};
+    int changed = 0;
+    for (const char *p = src; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        const char *a = p, *z = p + n;
+        while (a < z && (*a == ' ' || *a == '\t')) a++;
+        while (z > a && (z[-1] == ' ' || z[-1] == '\r')) z--;
+        int fresh = z > a && !has_line(psrc, a, (size_t)(z - a));
+        if (fresh) {
+            changed++;
+            for (size_t k = 0; k < sizeof feat / sizeof *feat; k++) {
+                const char *f = strstr(a, feat[k].pat);
+                if (f && f < z) hit[k] = 1;
+            }
+        }
+        p = e ? e + 1 : p + n;
+    }
+    const char *lab = NULL;
+    kf_buf b;
+    kf_buf_init(&b, 4096);
+    for (size_t k = 0; k < sizeof feat / sizeof *feat; k++) {
+        if (!hit[k]) continue;
+        if (!lab) lab = feat[k].label;
+        if (!b.p || !strstr(b.p, feat[k].words)) kf_buf_printf(&b, "%s%s", b.len ? ", " : "added ", feat[k].words);
+    }
+    if (!lab) lab = claimed && strcmp(claimed, "specialisation") ? claimed : "other";
+    snprintf(label, ln, "%s", lab);
+    if (claimed && strcmp(claimed, lab)) kf_buf_printf(&b, "%sproposed as %s", b.len ? "; " : "", claimed);
+    if (psrc) kf_buf_printf(&b, "%s%d line%s changed", b.len ? "; " : "", changed, changed == 1 ? "" : "s");
+    return b.p;
+}
+
 /* One K=V change and what became of the nodes that made it. */
 typedef struct {
     char setting[160];       /* "BLOCK=256" */
@@ -129,6 +315,11 @@ typedef struct {
     json_t *reasons;         /* reason -> count */
     size_t nwon;             /* moves to it that won (kept, 5% over the parent somewhere) */
     double best_lost;        /* the best gain over the parent among the lost moves */
+    char *what;              /* what the change is, in words: the template parameter's own
+                                comment, or what a rewrite's diff added (NULL: unknown) */
+    char *when;              /* a won move's kforge:when (its domain), NULL: none */
+    int what_read, when_read; /* the texts were read for them (once a change: a 100,000-node
+                                 run is not read node by node) */
 } change;
 
 typedef struct {
@@ -475,8 +666,16 @@ static kf_status emit(dctx *d, change *c) {
         char *ids = json_dumps(nodes, JSON_COMPACT);
         int one = nwon == 1;
         char *subj = subject(c->setting), *verb = doing(c->setting);
+        if (c->what) { /* what the change is: "Set NT=4 (NT: threads per row)" */
+            char *v2 = kf__asprintf("%s (%s)", verb, c->what);
+            free(verb);
+            verb = v2;
+        }
+        /* where it held: the shapes, and the domain its node claimed */
+        char *where = c->when ? kf__asprintf("%s, within its kforge:when (%s)", pred, c->when) : strdup(pred);
         char *situation = kf__asprintf("%s kernels (task %s, %s backend) on %s %s: %s", d->op, d->task, d->backend,
-                                       one ? "the shape" : "shapes with", pred, subj);
+                                       one ? "the shape" : "shapes with", where, subj);
+        free(where);
         char *action =
             one ? kf__asprintf("%s for this shape: moving to it beat the parent there, %.2fx over the parent "
                                "(%zu of %zu moves to it won; nodes %s); a shape-specific win, dispatch it by shape",
@@ -532,6 +731,10 @@ static kf_status emit(dctx *d, change *c) {
     int failed = !c->nwon && json_array_size(c->failed) > 0;
     json_t *which = failed ? c->failed : c->lost;
     if (!json_array_size(which)) return KF_OK;
+    /* one lost move that did not clearly lose is noise, not a lesson (a single 1.03x
+     * became "Do not expect ACC=2" at trust 0.67): two lost moves, or one at most
+     * KF_DISTILL_LOSS of its parent's speed at its best shape */
+    if (!failed && json_array_size(c->lost) < 2 && c->best_lost > KF_DISTILL_LOSS) return KF_OK;
     char *ids = json_dumps(which, JSON_COMPACT);
     kf_buf rb;
     kf_buf_init(&rb, 4096);
@@ -539,7 +742,9 @@ static kf_status emit(dctx *d, change *c) {
     json_t *v;
     json_object_foreach(c->reasons, k, v) kf_buf_printf(&rb, "%s%s x%lld", rb.len ? ", " : "", k, (long long)json_integer_value(v));
     char *subj = subject(c->setting);
-    char *situation = kf__asprintf("%s kernels (task %s, %s backend): %s", d->op, d->task, d->backend, subj);
+    char *situation = c->what ? kf__asprintf("%s kernels (task %s, %s backend): %s (%s)", d->op, d->task, d->backend,
+                                             subj, c->what)
+                              : kf__asprintf("%s kernels (task %s, %s backend): %s", d->op, d->task, d->backend, subj);
     free(subj);
     size_t nf = json_array_size(c->failed), nl = json_array_size(c->lost);
     char *action = failed ? kf__asprintf("Avoid %s: %zu of its candidates failed (%s; nodes %s) and none won", c->setting,
@@ -631,7 +836,38 @@ static int measured(const dnode *p) {
            p->shapes.nshapes > 0;
 }
 
-static void add_change(cvec *cv, const dvec *a, const dnode *n) {
+/* Where distill reads the texts behind a change: the run's sources, the reference's file
+ * (a rewrite under the root changed the reference), the submitters' descriptions. */
+typedef struct {
+    kf_store *st;
+    const char *ref_path; /* NULL when the task no longer loads */
+    json_t *desc;         /* "ID" -> the one-line description its submitter gave */
+} dsrc;
+
+/* Node n's text (NULL: the reference's), or NULL when it cannot be read; caller frees. */
+static char *node_text(const dsrc *ds, const dnode *n) {
+    char *t = NULL;
+    size_t l = 0;
+    if (!n) return ds->ref_path && !kf__read_file(ds->ref_path, 16u << 20, &t, &l) ? t : NULL;
+    return kf_store_read_source(ds->st, n->hash, n->ext, &t, &l) ? NULL : t;
+}
+
+/* The submit events' descriptions, by node. */
+static int submit_desc(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    (void)id;
+    (void)created;
+    json_t *j = json_loads(js, 0, NULL);
+    const char *d = json_string_value(json_object_get(j, "description"));
+    if (d && *d) {
+        char key[32];
+        snprintf(key, sizeof key, "%lld", (long long)node);
+        json_object_set_new(arg, key, json_string(d));
+    }
+    json_decref(j);
+    return 0;
+}
+
+static void add_change(cvec *cv, const dvec *a, const dnode *n, const dsrc *ds) {
     if (!n->id) return;
     int templated = json_is_object(n->params) && json_object_size(n->params);
     const dnode *p = NULL;
@@ -647,6 +883,8 @@ static void add_change(cvec *cv, const dvec *a, const dnode *n) {
         if (!p || !json_is_object(p->params) || !json_object_size(p->params)) return;
         const char *k;
         json_t *v;
+        char *txt = NULL;
+        int read = 0;
         json_object_foreach(n->params, k, v) {
             json_t *pv = json_object_get(p->params, k);
             if (pv && json_equal(pv, v)) continue; /* not this node's change */
@@ -654,14 +892,33 @@ static void add_change(cvec *cv, const dvec *a, const dnode *n) {
             value_text(v, val, sizeof val);
             snprintf(setting, sizeof setting, "%s=%s", k, val);
             change *c = change_get(cv, setting);
-            if (!c) return;
+            if (!c) break;
+            int want_when = !c->when_read && n->state == KF_NODE_KEPT;
+            if ((!c->what_read || want_when) && !read++) txt = node_text(ds, n);
+            if (!c->what_read) c->what = param_meaning(txt, k), c->what_read = 1; /* what the template says K is */
+            if (want_when) c->when = when_of(txt), c->when_read = 1;
             record(c, n, p);
         }
-    } else if (n->category[0] && strcmp(n->category, "other")) { /* a rewrite: its technique */
-        char setting[160];
-        snprintf(setting, sizeof setting, "technique=%s", n->category);
-        change *c = change_get(cv, setting);
-        if (c) record(c, n, p);
+        free(txt);
+    } else { /* a rewrite: the technique its diff shows, else the one it was proposed as */
+        char *txt = node_text(ds, n), *ptxt = node_text(ds, p), label[32];
+        char *what = txt ? rewrite_change(txt, ptxt, n->category[0] ? n->category : NULL, label, sizeof label) : NULL;
+        if (!txt) snprintf(label, sizeof label, "%s", n->category);
+        char key[32];
+        snprintf(key, sizeof key, "%lld", (long long)n->id);
+        const char *desc = json_string_value(json_object_get(ds->desc, key));
+        if (label[0] && strcmp(label, "other")) {
+            char setting[160];
+            snprintf(setting, sizeof setting, "technique=%s", label);
+            change *c = change_get(cv, setting);
+            if (c && !c->what && (what || desc))
+                c->what = desc ? kf__asprintf("\"%s\"%s%s", desc, what ? "; " : "", what ? what : "") : strdup(what);
+            if (c && !c->when_read && n->state == KF_NODE_KEPT) c->when = when_of(txt), c->when_read = 1;
+            if (c) record(c, n, p);
+        }
+        free(what);
+        free(txt);
+        free(ptxt);
     }
 }
 
@@ -714,7 +971,14 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
               task};
     d.summary = json_pack("{s:s, s:s, s:s, s:[], s:[], s:[], s:[], s:[]}", "run", run, "task", task_name, "backend",
                           backend, "added", "confirmed", "unchanged", "refuted", "retired");
-    for (size_t i = 0; i < a.n; i++) add_change(&cv, &a, &a.v[i]);
+    dsrc ds = {s, task ? task->ref_path : NULL, json_object()};
+    if ((st = kf_store_each_event(s, "submit", submit_desc, ds.desc))) {
+        json_decref(ds.desc);
+        json_decref(d.summary);
+        goto out;
+    }
+    for (size_t i = 0; i < a.n; i++) add_change(&cv, &a, &a.v[i], &ds);
+    json_decref(ds.desc);
     if ((st = kf_lessons__exec(db, "BEGIN IMMEDIATE"))) goto out;
     for (size_t i = 0; i < cv.n && !st; i++) st = emit(&d, &cv.v[i]);
     sqlite3_finalize(d.count_q);
@@ -738,6 +1002,8 @@ out:
         json_decref(cv.v[i].lost);
         json_decref(cv.v[i].failed);
         json_decref(cv.v[i].reasons);
+        free(cv.v[i].what);
+        free(cv.v[i].when);
     }
     free(cv.v);
     kf_task_free(task);

@@ -18,7 +18,14 @@
  *                     exactly those with a size not divisible by some 2^k the passing
  *                     ones all are divisible by (the sizes the smallest such 2^k
  *                     names, at the largest 2^k that still separates on them);
- *   numeric/overfit   every visible shape passed, hidden or edge ones failed;
+ *   numeric/stress_inputs  the first failing call was not the plain one: the shape passed
+ *                     its inputs of the declared distributions and failed on the
+ *                     checker's stress inputs (spikes, rescaled or offset values, the
+ *                     maximum shape's extremes; "call K of N" in the message), so its
+ *                     sizes are handled and its values are not (a one-pass variance
+ *                     under a large mean, an exp without the max);
+ *   numeric/overfit   every visible shape passed, hidden or edge ones failed on their
+ *                     plain inputs;
  *   numeric/other, memory/out_of_bounds, timeout, sandbox_violation, integrity
  *   (stale, modified inputs, nondeterminism, forged timing), evaluation_failed (the
  *   evaluation itself died), agent/no_candidate, other.
@@ -306,9 +313,35 @@ static void diag_crash(const char *msg, kf_diag *d) {
     snprintf(d->note, sizeof d->note, "it crashed%s%s: %.500s", d->detail[0] ? " with " : "", d->detail, msg ? msg : "");
 }
 
+/* Which inputs the call in a reason's message ("...; call 2 of 4 at this shape") had,
+ * when it was not the plain call on the declared distributions (check.c: of four calls,
+ * 1 plain, 2 spiked, 3 and 4 rescaled, some with an offset mean or mixed scales; of the
+ * maximum shape's two, 1 spiked, 2 extreme), with *call and *kind ("spikes", "rescaled",
+ * "extremes"); NULL for the plain call, a call with threads on every CPU (where a race
+ * shows) or no call named. */
+static const char *stress_call(const char *msg, int *call, const char **kind) {
+    const char *p = msg ? strstr(msg, "call ") : NULL;
+    int k = 0, n = 0;
+    while (p && sscanf(p, "call %d of %d at this shape", &k, &n) != 2) p = strstr(p + 5, "call ");
+    if (!p || !((n == 4 && k >= 2 && k <= 4) || (n == 2 && (k == 1 || k == 2)))) return NULL;
+    /* a call with threads on every CPU differs by more than its values: a race shows there */
+    if (strstr(p, "threads on every CPU")) return NULL;
+    *call = k;
+    *kind = k == 2 && n == 4 ? "spikes" : n == 4 ? "rescaled" : k == 1 ? "spikes" : "extremes";
+    if (n == 2)
+        return k == 1 ? "spiked inputs at the maximum sizes"
+                      : "extreme inputs at the maximum sizes (tiny magnitudes, two levels or nearly constant)";
+    return k == 2 ? "spiked inputs (a few elements x32 or at the range's ends, subnormals, -0.0)"
+                  : "rescaled inputs (by a power of two, some with a mean offset by 8-128 standard deviations or "
+                    "per-row and per-column scales, zeros, narrow ranges)";
+}
+
 /* wrong_result, unwritten_output, nonfinite: which shapes failed and how. */
 static void diag_numeric(const kf_node *n, const struct kf_verdict *v, const char *code, const char *msg,
                          kf_diag *d) {
+    const kf_verdict_reason *r0 = v->nreasons ? &v->reasons[0] : NULL;
+    const char *stress = NULL, *skind = "";
+    int call = 0;
     shape_r s[MAX_SHAPES];
     int ns = read_shapes(v, s), vis = 0, vis_fail = 0, other_fail = 0, nfail = 0;
     for (int i = 0; i < ns; i++) {
@@ -337,6 +370,24 @@ static void diag_numeric(const kf_node *n, const struct kf_verdict *v, const cha
                  "accumulate in at least the output's precision (or pairwise / in blocks): errors grew with the "
                  "size at node %lld",
                  (long long)n->id);
+    } else if ((stress = stress_call(msg, &call, &skind))) {
+        /* its first failing shape passed the plain call: the sizes are not what broke it,
+         * so "not only the visible shapes" would teach the wrong thing */
+        const char *at = ex;
+        char fs[160] = "";
+        if (r0 && r0->has_shape) kf_verdict_sizes_text(&r0->shape, ",", fs, sizeof fs), at = fs;
+        d->cls = KF_DIAG_NUMERIC_STRESS;
+        snprintf(d->detail, sizeof d->detail, "%s", skind);
+        snprintf(d->subject, sizeof d->subject, "%s", skind);
+        snprintf(d->note, sizeof d->note,
+                 "stress inputs: at %s it passed the declared distribution and failed on call %d, %s (%s; %d of %d "
+                 "shapes failed)",
+                 at, call, stress, code, nfail, ns);
+        snprintf(d->constraint, sizeof d->constraint,
+                 "children of node %lld must stay correct on the checker's stress inputs, not only the declared "
+                 "distribution: node %lld failed on %s at %s",
+                 (long long)n->parent, (long long)n->id, stress, at);
+        d->scope = n->parent;
     } else if (!divisor_split(s, ns, &d_div, names, sizeof names)) {
         d->cls = KF_DIAG_NUMERIC_BOUNDARY;
         snprintf(d->detail, sizeof d->detail, "%d", d_div);

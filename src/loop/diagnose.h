@@ -22,6 +22,7 @@
     X(NUMERIC_OVERFIT, "numeric/overfit")                                        \
     X(NUMERIC_ACCUMULATION, "numeric/accumulation")                              \
     X(NUMERIC_OTHER, "numeric/other")                                            \
+    X(NUMERIC_STRESS, "numeric/stress_inputs")                                   \
     X(MEMORY_BOUNDS, "memory/out_of_bounds")                                     \
     X(TIMEOUT, "timeout")                                                        \
     X(SANDBOX, "sandbox_violation")                                              \

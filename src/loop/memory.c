@@ -302,7 +302,7 @@ const char *kf_loop_task_ext(const kf_task *t) { return kf_backend_ext(kf_backen
  * recent failures of its children and siblings (latest first), the run's constraints. */
 kf_status kf_loop_pack_for(kf_ctx *ctx, const kf_task *t, kf_store *st, kf_loop_memory *mem, int64_t budget,
                            int64_t parent, const char *category, kf_pack *out) {
-    char path[4200], *task_json = NULL, *src = NULL, *shapes = NULL;
+    char path[4200], *task_json = NULL, *src = NULL, *shapes = NULL, *vsum = NULL;
     size_t len;
     kf_node pn;
     memset(&pn, 0, sizeof pn);
@@ -345,7 +345,10 @@ kf_status kf_loop_pack_for(kf_ctx *ctx, const kf_task *t, kf_store *st, kf_loop_
     in.parent_src = src;
     in.ext = kf_loop_task_ext(t);
     in.category = category;
-    in.verdict_json = pn.verdict_json;
+    /* the verdict as a compact summary: a 1,100-token document with temporary paths
+     * gave an agent nothing the summary does not */
+    vsum = kf_pack_verdict_summary(pn.verdict_json, pn.shapes_json);
+    in.verdict_json = vsum ? vsum : pn.verdict_json;
     in.timings_json = pn.shapes_json;
     in.failures = fl;
     in.nfailures = fc.n;
@@ -364,5 +367,6 @@ out:
     free(task_json);
     free(shapes);
     free(src);
+    free(vsum);
     return s;
 }

@@ -222,9 +222,13 @@ static int next_point(builtin_proposer *b, const kf_action *a, kf_point *pt, int
     kf_move mv;
     int got;
     const kf_point *from = pm_get(&b->pm, a->parent);
+    /* a child of the root: the defaults first while they were never tried (a resumed run
+     * whose nodes so far came from agents or tool mode had them never tried), then
+     * restarts */
     if (a->parent == 0)
-        got = env->tally->evals + env->sched->n == 0 ? kf_builtin_next(bi, NULL, -1, pt, &mv, mcat)
-                                                      : kf_builtin_restart(bi, pt);
+        got = env->tally->evals + env->sched->n == 0 || kf_builtin_start_untried(bi)
+                  ? kf_builtin_next(bi, NULL, -1, pt, &mv, mcat)
+                  : kf_builtin_restart(bi, pt);
     else
         got = from ? kf_builtin_next(bi, from, a->category, pt, &mv, mcat) : -1;
     if (!got) return 0;

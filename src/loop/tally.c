@@ -33,6 +33,11 @@ static kf_search_state sobs_state(kf_node_state s) {
     }
 }
 
+/* 1 for a specialisation, whoever proposed it (the builtin, an agent, tool mode): its
+ * speedup is a geometric mean over its domain only (one shape, perhaps), so it is not
+ * the run's best geomean (progress line, --target, the summary). */
+static int narrowed(const kf_node *n) { return kf_loop_is_spec(n) || !strcmp(n->category, "specialisation"); }
+
 void kf_tally_observe(kf_tally *tl, const kf_node *n, int replayed) {
     kf_search_obs o = {n->id,
                        n->parent,
@@ -78,7 +83,7 @@ static int replay_one(void *arg, const kf_node *n) {
     if (n->state == KF_NODE_NO_CANDIDATE || n->state == KF_NODE_PRUNED) return 0; /* not an evaluation */
     tl->evals++;
     tl->kept += n->state == KF_NODE_KEPT;
-    if (n->speedup > tl->best && n->state == KF_NODE_KEPT && !kf_loop_is_spec(n)) {
+    if (n->speedup > tl->best && n->state == KF_NODE_KEPT && !narrowed(n)) {
         tl->best = n->speedup;
         tl->best_id = n->id;
     }
@@ -102,7 +107,7 @@ void kf_tally_record(kf_tally *tl, const kf_node *n) {
     tl->evals++;
     tl->fresh++;
     tl->tokens += n->review_tokens;
-    if (n->state == KF_NODE_KEPT && n->speedup > tl->best && !kf_loop_is_spec(n)) {
+    if (n->state == KF_NODE_KEPT && n->speedup > tl->best && !narrowed(n)) {
         tl->best = n->speedup;
         tl->best_id = n->id;
         tl->since_improve = 0;

@@ -337,8 +337,14 @@ static char *submit_answer(tool_run *r, kf_node *n, int64_t parent, int64_t pid,
     char *msg = passed ? NULL : kf_loop_first_message(n);
     json_t *critics = kf_tree_critics(r->ev.st);
     char *out;
+    /* its parent, for the speedups against it (none: the root, or not read); in id
+     * order, as tree's nodes are */
+    kf_node pv[2];
+    memset(pv, 0, sizeof pv);
+    int hasp = parent > 0 && kf_store_get_node(r->ev.st, parent, &pv[0]) == KF_OK;
+    pv[hasp] = *n;
     if (json) {
-        json_t *j = kf_tree_node_json(n, NULL, critics);
+        json_t *j = kf_tree_node_json(n, hasp ? &pv[0] : NULL, NULL, critics);
         json_object_set_new(j, "run", json_string(r->ev.run_dir));
         json_object_set_new(j, "pending", pid ? json_integer(pid) : json_null());
         json_object_set_new(j, "message", msg ? json_string(msg) : json_null());
@@ -347,12 +353,13 @@ static char *submit_answer(tool_run *r, kf_node *n, int64_t parent, int64_t pid,
     } else {
         kf_buf b;
         kf_buf_init(&b, 1u << 20);
-        kf_node_vec one = {n, 1, 1};
+        kf_node_vec one = {pv, (size_t)(hasp + 1), 2};
         kf_buf_printf(&b, "kforge submit: ");
         kf_tree_text(&b, &one, NULL, parent, 0, critics, NULL);
         if (msg && !(b.p && strstr(b.p, msg))) kf_buf_printf(&b, "  %s\n", msg); /* the tree line may hold it */
         out = b.p;
     }
+    if (hasp) kf_node_free(&pv[0]);
     json_decref(critics);
     free(msg);
     return out;

@@ -13,6 +13,7 @@
 #include "loop.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,9 @@ static int critic_event(void *arg, int64_t id, int64_t node, const char *js, dou
         json_t *c = json_pack("{s:O?, s:O?}", "decision", json_object_get(j, "decision"), "why", json_object_get(j, "why"));
         json_t *adv = json_object_get(j, "advisory");
         if (adv) json_object_set(c, "advisory", adv);
+        /* the re-timings against the parent that the decision rests on */
+        json_t *fig = json_object_get(j, "figures");
+        if (json_array_size(fig)) json_object_set(c, "retimings", fig);
         json_object_set_new(arg, key, c);
     }
     json_decref(j);
@@ -62,6 +66,18 @@ json_t *kf_tree_critics(kf_store *st) {
     return critics;
 }
 
+/* The node of that id among a's nodes, which are in id order (kf_store_each_node): a
+ * binary search, so a 100,000-node tree stays linear. NULL when none (0: the root). */
+static const kf_node *node_in(const kf_node_vec *a, int64_t id) {
+    size_t lo = 0, hi = a->n;
+    while (id > 0 && lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->v[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return id > 0 && lo < a->n && a->v[lo].id == id ? &a->v[lo] : NULL;
+}
+
 static json_t *critic_of(json_t *critics, int64_t node) {
     char key[32];
     snprintf(key, sizeof key, "%lld", (long long)node);
@@ -72,7 +88,38 @@ static json_t *screen_of(json_t *critics, int64_t node) {
     return critic_of(json_object_get(critics, "~screen"), node);
 }
 
-json_t *kf_tree_node_json(const kf_node *n, const char *when, json_t *critics) {
+/* The node's speedup over its parent at each of its shapes (its speedup over the reference
+ * divided by the parent's there), as [{sizes, speedup}], and their geomean into *geo (0:
+ * none); NULL for a child of the root (its parent is the reference) or a parent not
+ * measured at its shapes. */
+static json_t *vs_parent(const kf_node *n, const kf_node *parent, double *geo) {
+    *geo = 0;
+    if (!parent || !parent->shapes_json || !n->shapes_json) return NULL;
+    struct kf_verdict sh, ps;
+    kf_verdict_from_text(n->shapes_json, &sh);
+    kf_verdict_from_text(parent->shapes_json, &ps);
+    json_t *out = json_array();
+    double lg = 0;
+    int cnt = 0;
+    for (int k = 0; k < sh.nshapes; k++) {
+        const kf_verdict_shape *p = kf_verdict_find(&ps, &sh.shapes[k].sizes);
+        if (!p || p->speedup <= 0 || sh.shapes[k].speedup <= 0) continue;
+        double r = sh.shapes[k].speedup / p->speedup;
+        json_array_append_new(out, json_pack("{s:o, s:f}", "sizes", kf_verdict_sizes_json(&sh.shapes[k].sizes),
+                                             "speedup", r));
+        lg += log(r), cnt++;
+    }
+    kf_verdict_free(&sh);
+    kf_verdict_free(&ps);
+    if (!cnt) {
+        json_decref(out);
+        return NULL;
+    }
+    *geo = exp(lg / cnt);
+    return out;
+}
+
+json_t *kf_tree_node_json(const kf_node *n, const kf_node *parent, const char *when, json_t *critics) {
     json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:s, s:f}", "id", (json_int_t)n->id, "parent",
                           (json_int_t)n->parent, "state", kf_node_state_name(n->state), "proposer",
                           n->proposer, "category", n->category, "speedup", n->speedup);
@@ -88,6 +135,12 @@ json_t *kf_tree_node_json(const kf_node *n, const char *when, json_t *critics) {
     if (n->shapes_json)
         json_object_set_new(o, screened ? "screened_shapes" : "shapes", json_loads(n->shapes_json, 0, NULL));
     if (n->note) json_object_set_new(o, "note", json_string(n->note));
+    double geo = 0;
+    json_t *vp = screened ? NULL : vs_parent(n, parent, &geo); /* a screened figure is no measurement */
+    if (vp) {
+        json_object_set_new(o, "vs_parent", vp);
+        json_object_set_new(o, "speedup_vs_parent", json_real(geo));
+    }
     json_t *cr = critic_of(critics, n->id), *sc = screen_of(critics, n->id);
     if (cr) json_object_set(o, "critic", cr);
     if (json_object_get(sc, "promoted_from"))
@@ -133,21 +186,27 @@ void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent,
         kf_buf_printf(b, "%*s#%lld %s  %s/%s", depth * 2, "", (long long)n->id, kf_node_state_name(n->state),
                       n->proposer, n->category);
         if (n->params_json) kf_buf_printf(b, "  %s", n->params_json);
-        struct kf_verdict sh;
+        const kf_node *pn = node_in(a, n->parent);
+        struct kf_verdict sh, ps;
         kf_verdict_from_text(n->shapes_json, &sh);
         /* a screened figure is labelled, and never starred as a win */
         int screened = n->state == KF_NODE_SCREENED;
+        kf_verdict_from_text(pn ? pn->shapes_json : NULL, &ps);
         for (int k = 0; k < sh.nshapes; k++) {
             const kf_verdict_shape *s = &sh.shapes[k];
             kf_buf_printf(b, "  [");
             for (int q = 0; q < s->sizes.n; q++)
                 kf_buf_printf(b, "%s%s=%lld", q ? "," : "", s->sizes.name[q], (long long)s->sizes.v[q]);
-            if (screened)
+            if (screened) {
                 kf_buf_printf(b, "] screened %.3fx", s->speedup);
-            else
-                kf_buf_printf(b, "] %.3fx%s", s->speedup, (s->has & KF_VS_WIN) && s->win ? "*" : "");
+                continue;
+            }
+            kf_buf_printf(b, "] %.3fx%s", s->speedup, (s->has & KF_VS_WIN) && s->win ? "*" : "");
+            const kf_verdict_shape *p = pn ? kf_verdict_find(&ps, &s->sizes) : NULL;
+            if (p && p->speedup > 0 && s->speedup > 0) kf_buf_printf(b, " (%.3fx vs parent)", s->speedup / p->speedup);
         }
         kf_verdict_free(&sh);
+        kf_verdict_free(&ps);
         if (screened)
             kf_buf_printf(b, "  (one short timing, not confirmed: kforge submit --promote %lld)",
                           (long long)n->id);
@@ -161,12 +220,19 @@ void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent,
         if (n->reasons) kf_buf_printf(b, "  (%s)", n->reasons);
         if (whens && whens[i]) kf_buf_printf(b, "  safe for: %s", whens[i]);
         if (n->note) kf_buf_printf(b, "  note: %.160s", n->note);
-        /* a veto beyond "no better than its parent" is worth a look */
+        /* every veto says why, with the re-timing figures behind it: a reverted node's
+         * starred first timing must not read as better than a kept one */
         json_t *cr = critic_of(critics, n->id);
         const char *cd = json_string_value(json_object_get(cr, "decision"));
         const char *cw = json_string_value(json_object_get(cr, "why"));
-        if (cd && strcmp(cd, "approve") && cw && !strstr(cw, "beats the parent by more than the noise"))
-            kf_buf_printf(b, "  critic: %s: %.200s", cd, cw);
+        if (cd && cw) kf_buf_printf(b, "  critic: %s: %.300s", cd, cw);
+        json_t *fig = json_object_get(cr, "retimings");
+        for (size_t k = 0; k < json_array_size(fig); k++) {
+            json_t *f = json_array_get(fig, k);
+            kf_buf_printf(b, "%s#%zu %.3fx (best shape %.3fx, 95%% from %.3f)", k ? ", " : "; re-timed vs parent: ",
+                          k + 1, json_number_value(json_object_get(f, "geomean")),
+                          json_number_value(json_object_get(f, "best")), json_number_value(json_object_get(f, "best_lo")));
+        }
         /* the advisory critic's concern (it never decides) */
         json_t *adv = json_object_get(cr, "advisory");
         const char *op = json_string_value(json_object_get(adv, "opinion"));
@@ -223,7 +289,8 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     if (json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < a.n; i++) {
-            json_t *nj = kf_tree_node_json(&a.v[i], whens ? whens[i] : NULL, critics), *dj = kf_diag_json(dm, a.v[i].id);
+            json_t *nj = kf_tree_node_json(&a.v[i], node_in(&a, a.v[i].parent), whens ? whens[i] : NULL, critics),
+                   *dj = kf_diag_json(dm, a.v[i].id);
             if (dj) json_object_set_new(nj, "diagnosis", dj);
             json_array_append_new(arr, nj);
         }
@@ -243,8 +310,12 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_buf b;
         kf_buf_init(&b, 256u << 20);
         json_decref(kf_loop_integrity(st, a.v, a.n, &b));
-        kf_buf_printf(&b, "run %s (task %s): %zu nodes; speedups against the reference, * = a win\n", dir,
-                      kf_store_task_dir(st), a.n);
+        kf_buf_printf(&b,
+                      "run %s (task %s): %zu nodes; speedups against the reference, * = a win against the reference "
+                      "in that node's own timing, (vs parent) = against its parent. A kept node's figures are the "
+                      "lower of its timing and the Critic's re-timings; a reverted node's are its first timing, "
+                      "which the Critic's re-timing against its parent did not confirm (critic: says why)\n",
+                      dir, kf_store_task_dir(st), a.n);
         kf_buf_printf(&b, "#0 root: the reference\n");
         kf_tree_text(&b, &a, whens, 0, 1, critics, dm);
         ctext ct = {&b, 0};

@@ -490,6 +490,19 @@ static int by_geo(const void *x, const void *y, void *arg) {
     return *(const size_t *)x < *(const size_t *)y ? -1 : 1;
 }
 
+/* The walk's first point: the declared defaults (value 0 of each), or the prior's start. */
+static void start_point(const kf_builtin *b, kf_point *p) {
+    memset(p, 0, sizeof *p);
+    kf_point ps;
+    if (b->has_prior && kf_builtin_prior_start(b, &ps) && kf_builtin_allowed(b, &ps)) *p = ps; /* lessons */
+}
+
+int kf_builtin_start_untried(const kf_builtin *b) {
+    kf_point p;
+    start_point(b, &p);
+    return kf_builtin_allowed(b, &p) && !kf_builtin_tried(b, &p);
+}
+
 int kf_builtin_next(kf_builtin *b, const kf_point *from, int category, kf_point *out,
                     kf_move *move, int *move_cat) {
     uint64_t rng = b->seed ^ (0xd1b54a32d192ed03ULL * (b->ntried + 1));
@@ -499,10 +512,10 @@ int kf_builtin_next(kf_builtin *b, const kf_point *from, int category, kf_point 
     if (from) {
         found = random_neighbour(b, &rng, from, category, &p, &mc);
     } else {
-        memset(&p, 0, sizeof p); /* the declared defaults: value 0 of each */
-        kf_point ps;
-        if (b->has_prior && kf_builtin_prior_start(b, &ps) && kf_builtin_allowed(b, &ps)) p = ps; /* lessons */
-        if (!b->ntried && kf_builtin_allowed(b, &p)) {
+        start_point(b, &p);
+        /* the defaults first, whenever they were never tried: also after a resume of a run
+         * whose earlier nodes were other proposers' */
+        if (kf_builtin_allowed(b, &p) && !kf_builtin_tried(b, &p)) {
             mv = KF_MOVE_DEFAULT;
             found = 0;
         } else if (below(&rng, 10) != 0) {

@@ -79,6 +79,9 @@ int kf_builtin_prior(kf_builtin *b, int i, int j, double weight);
 /* The prior's first point into *out (the defaults where the prior says nothing); 1 when
  * it differs from the template's defaults. */
 int kf_builtin_prior_start(const kf_builtin *b, kf_point *out);
+/* 1 when the walk's first point (the defaults, or the prior's start) is allowed and was
+ * never proposed or observed: kf_builtin_next(b, NULL, ...) proposes it next. */
+int kf_builtin_start_untried(const kf_builtin *b);
 /* 1 when p satisfies every kforge:require and learnt constraint. */
 int kf_builtin_allowed(const kf_builtin *b, const kf_point *p);
 /* 1 when p was proposed or observed. */
