@@ -31,6 +31,7 @@
     X(search)                                                                           \
     X(loop)                                                                             \
     X(run_agents)                                                                       \
+    X(run_safe)                                                                         \
     X(export)                                                                           \
     X(lessons)                                                                          \
     X(prior)                                                                            \

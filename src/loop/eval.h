@@ -26,6 +26,8 @@ typedef struct kf_eval {
     kf_advisor *advisor;   /* --critic-agent: a second opinion on approved nodes (the
                               evaluators share the main thread's: one review at a time) */
     uint64_t bench_ns;     /* time inside kf_bench (compiles, checks, timing) */
+    int env_failed;        /* this evaluation failed for the machine, not the candidate */
+    char env_err[1400];    /* what failed, when env_failed */
 } kf_eval;
 
 /* The Critic's settings: its defaults, then each of r->o's --critic KEY=VALUE; the noise
@@ -35,7 +37,11 @@ kf_status kf_eval_setup(kf_eval *r);
 
 /* Evaluate node n (recorded as proposed) against its parent (NULL: the root): check and
  * time it, let the Critic decide whether it is kept, record the outcome (store errors
- * are returned; a failed evaluation is the node's state, crashed, not an error). */
+ * are returned; a failed evaluation is the node's state, crashed, not an error). An
+ * evaluation the environment failed (kf_bench's KF_EIO, KF_ENOMEM, KF_EBACKEND or
+ * KF_EINTERNAL: a full disk, no compiler, no process or thread could start, or the
+ * private copy could not be written) records nothing - the node stays unfinished, for
+ * resume - and returns KF_EENV saying what failed and where. */
 kf_status kf_eval_evaluate(kf_eval *r, kf_node *n, const kf_node *parent);
 /* Evaluate node id of r's store: its outcome into *n (caller frees with kf_node_free,
  * also on error). KF_EUSAGE for a node changed by hand while it waited. */

@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The Critic's last decision per node: {"ID": {decision, why}} from the critic events. */
+/* The Critic's last decision per node: {"ID": {decision, why}} from the critic events
+ * of the node's current attempt. */
 static int critic_event(void *arg, int64_t id, int64_t node, const char *js, double created) {
     (void)id;
     (void)created;
@@ -34,15 +35,43 @@ static int critic_event(void *arg, int64_t id, int64_t node, const char *js, dou
     return 0;
 }
 
-json_t *kf_tree_critics(kf_store *st) {
-    json_t *critics = json_object();
-    kf_store_each_event(st, "critic", critic_event, critics);
-    return critics;
-}
-
-static json_t *critic_of(json_t *critics, int64_t node) {
+/* A new attempt at a node (a resume evaluating it again): its earlier decisions no
+ * longer count. */
+static int attempt_event(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    (void)js;
+    (void)created;
     char key[32];
     snprintf(key, sizeof key, "%lld", (long long)node);
+    json_object_set_new(arg, key, json_integer(id));
+    return 0;
+}
+
+typedef struct {
+    json_t *critics, *attempts;
+} critics_ctx;
+
+static int critic_current(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    critics_ctx *c = arg;
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)node);
+    if (json_integer_value(json_object_get(c->attempts, key)) > id) return 0; /* an interrupted attempt's */
+    return critic_event(c->critics, id, node, js, created);
+}
+
+json_t *kf_tree_critics(kf_store *st) {
+    critics_ctx c = {json_object(), json_object()};
+    kf_store_each_event(st, "attempt", attempt_event, c.attempts);
+    kf_store_each_event(st, "critic", critic_current, &c);
+    json_decref(c.attempts);
+    return c.critics;
+}
+
+/* The node's decision, of its current attempt; none while it is unfinished (an
+ * interrupted attempt's decision is no longer its). */
+static json_t *critic_of(json_t *critics, const kf_node *n) {
+    if (kf_node_state_unfinished(n->state)) return NULL;
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)n->id);
     return json_object_get(critics, key);
 }
 
@@ -54,7 +83,7 @@ json_t *kf_tree_node_json(const kf_node *n, const char *when, json_t *critics) {
     if (n->reasons) json_object_set_new(o, "reasons", json_string(n->reasons));
     if (n->shapes_json) json_object_set_new(o, "shapes", json_loads(n->shapes_json, 0, NULL));
     if (n->note) json_object_set_new(o, "note", json_string(n->note));
-    json_t *cr = critic_of(critics, n->id);
+    json_t *cr = critic_of(critics, n);
     if (cr) json_object_set(o, "critic", cr);
     /* a node that passed the check is safe on every shape of the task's ranges in its
      * kforge:when domain (hidden and edge shapes included) */
@@ -109,7 +138,7 @@ void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent,
         if (whens && whens[i]) kf_buf_printf(b, "  safe for: %s", whens[i]);
         if (n->note) kf_buf_printf(b, "  note: %.160s", n->note);
         /* a veto beyond "no better than its parent" is worth a look */
-        json_t *cr = critic_of(critics, n->id);
+        json_t *cr = critic_of(critics, n);
         const char *cd = json_string_value(json_object_get(cr, "decision"));
         const char *cw = json_string_value(json_object_get(cr, "why"));
         if (cd && strcmp(cd, "approve") && cw && !strstr(cw, "beats the parent by more than the noise"))
