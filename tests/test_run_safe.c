@@ -252,8 +252,8 @@ static void t_create_kill(const void *arg) {
         taken++;
     }
     CHECKF(complete >= 1 && taken >= 1, "%d complete, %d taken over", complete, taken);
-    printf("    killed before each of %ld writes, and after the last: %d whole runs, %d taken by a new run\n", total,
-           complete, taken);
+    printf("    killed before each of %ld writes, and after the last: %d whole runs, %d taken by a new run\n",
+           total, complete, taken);
     /* what an interrupted creation by an older kforge left: an empty run.db */
     snprintf(run, sizeof run, "%s/old", dir);
     CHECK(mkdir(run, 0755) == 0);
