@@ -15,6 +15,7 @@
 #include "util/util.h"
 
 #include <jansson.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,10 +132,15 @@ static void t_env_failure(const void *arg) {
     snprintf(run, sizeof run, "%s/r", dir);
     snprintf(tiny, sizeof tiny, "%s/tiny", dir);
     CHECK(mkdir(tiny, 0755) == 0);
-    /* a full file system where one can be mounted (root), else a TMPDIR that is not there */
-    int mounted = mount("tmpfs", tiny, "tmpfs", 0, "size=64k") == 0;
+    /* a full file system where one can be mounted (root), else a TMPDIR that is not there;
+     * in a mount namespace of this test's own, so that it goes with the test, failed or
+     * not (the kforge commands below are its children and see it) */
+    int mounted = unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+                  mount("tmpfs", tiny, "tmpfs", 0, "size=64k") == 0;
     const char *want = mounted ? "No space left on device" : "No such file or directory";
     if (!mounted) snprintf(tiny, sizeof tiny, "%s/missing", dir);
+    printf("    TMPDIR: %s\n",
+           mounted ? "a full 64 KiB tmpfs" : "a directory that does not exist (no tmpfs here)");
     snprintf(args, sizeof args, "TMPDIR=%s %s run tasks/c/saxpy --budget 3 --seed 2 --run %s %s 2>&1", tiny,
              kft_bin("kforge"), run, quick);
     char cmd[2000];
