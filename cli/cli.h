@@ -7,8 +7,20 @@
 #include "kforge.h"
 
 /* 3: export only: everything was written but the dispatcher could not be verified here
- * (a CUDA dispatcher without a GPU); it is written as <task>_dispatch.unverified.cu */
-enum { KF_EXIT_OK = 0, KF_EXIT_REJECTED = 1, KF_EXIT_USAGE = 2, KF_EXIT_UNVERIFIED = 3 };
+ * (a CUDA dispatcher without a GPU); it is written as <task>_dispatch.unverified.cu.
+ * 4: run, next, submit: the run directory is held by another writer (KF_EBUSY).
+ * 5: run, submit: the environment failed an evaluation (KF_EENV); resume when fixed. */
+enum {
+    KF_EXIT_OK = 0,
+    KF_EXIT_REJECTED = 1,
+    KF_EXIT_USAGE = 2,
+    KF_EXIT_UNVERIFIED = 3,
+    KF_EXIT_BUSY = 4,
+    KF_EXIT_ENV = 5
+};
+
+/* The exit code of a failed run, next or submit: 4 for KF_EBUSY, 5 for KF_EENV, else 2. */
+int kf_cli_run_exit(kf_status st);
 
 int kf_cli_check(int argc, char **argv, int bench);
 int kf_cli_validate(int argc, char **argv);

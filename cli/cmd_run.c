@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+int kf_cli_run_exit(kf_status st) {
+    return st == KF_EBUSY ? KF_EXIT_BUSY : st == KF_EENV ? KF_EXIT_ENV : KF_EXIT_USAGE;
+}
+
 /* Options shared by run, next and submit: search, bench and seed settings. 1: argv[*i]
  * (and its value) taken; 0: not one of them; -1: a bad value (reported). */
 static int common_opt(kf_run_opts *o, int argc, char **argv, int *i, int json) {
@@ -147,8 +151,12 @@ int kf_cli_run(int argc, char **argv) {
     char *summary = NULL;
     kf_status st = kf_run(ctx, &o, &summary);
     int rc = KF_EXIT_OK;
-    if (st) rc = kf_cli_fail(json, "%s", kf_errmsg(ctx));
-    else if (json && summary) printf("%s\n", summary);
+    if (st) {
+        kf_cli_fail(json, "%s", kf_errmsg(ctx));
+        rc = kf_cli_run_exit(st);
+    } else if (json && summary) {
+        printf("%s\n", summary);
+    }
     free(summary);
     kf_ctx_free(ctx);
     return rc;
@@ -194,8 +202,10 @@ int kf_cli_tool(int argc, char **argv, int submit) {
                    : promote > 0 ? kf_run_promote(ctx, &o, (int64_t)promote, json, &out, &outcome)
                                  : kf_run_submit(ctx, &o, (int64_t)parent, file, category, json, &out, &outcome);
     int rc = KF_EXIT_OK;
-    if (st) rc = kf_cli_fail(json, "%s", kf_errmsg(ctx));
-    else {
+    if (st) {
+        kf_cli_fail(json, "%s", kf_errmsg(ctx));
+        rc = kf_cli_run_exit(st);
+    } else {
         fputs(out, stdout);
         if (json) fputc('\n', stdout);
         rc = outcome == 0 ? KF_EXIT_OK : outcome == 1 ? KF_EXIT_REJECTED : KF_EXIT_USAGE;

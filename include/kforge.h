@@ -45,7 +45,11 @@ extern "C" {
 
 /* Status codes. X(name, text). KF_OK is 0; every other value is an error whose detail
  * is on the context (kf_errmsg). A rejected candidate is NOT an error: kf_check returns
- * KF_OK with a result whose verdict is KF_VERDICT_REJECTED. */
+ * KF_OK with a result whose verdict is KF_VERDICT_REJECTED. KF_EBUSY: a run directory
+ * is held by another writer (kf_run, tool mode); KF_EENV: kf_run or kf_run_submit
+ * stopped because the machine failed an evaluation (a full disk, no compiler, no
+ * process could start): nothing was recorded for it, and the run resumes once the
+ * environment is fixed. */
 #define KF_STATUS_MAP(X)                                                        \
     X(OK, "ok")                                                                 \
     X(EUSAGE, "bad usage")                                                      \
@@ -53,7 +57,9 @@ extern "C" {
     X(EIO, "i/o error")                                                         \
     X(ENOMEM, "out of memory")                                                  \
     X(EBACKEND, "backend unavailable")                                          \
-    X(EINTERNAL, "internal error")
+    X(EINTERNAL, "internal error")                                              \
+    X(EBUSY, "in use by another writer")                                        \
+    X(EENV, "the environment failed")
 
 typedef enum {
 #define KF_X(n, s) KF_##n,

@@ -27,6 +27,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -43,6 +44,7 @@ static atomic_long fired;
 static kft_fault_kind armed_kind;
 static long armed_nth; /* 0: none fails */
 static int armed_persist;
+static int armed_kill;         /* kft_fault_arm_kill: the nth event kills the process */
 static const char *first_site; /* the first failed event's wrapper, and its stack */
 static void *first_stack[24];
 static int first_depth;
@@ -61,12 +63,21 @@ void kft_fault_arm(kft_fault_kind kind, long nth, int persist) {
     static int loaded;
     if (!loaded++) backtrace(first_stack, 1); /* loads what backtrace needs, before a fault */
     armed_kind = kind;
+    armed_kill = 0;
     armed_nth = nth;
     armed_persist = persist;
     atomic_store(&on, 1);
 }
 
-void kft_fault_disarm(void) { atomic_store(&on, 0); }
+void kft_fault_arm_kill(kft_fault_kind kind, long nth) {
+    kft_fault_arm(kind, nth, 0);
+    armed_kill = 1;
+}
+
+void kft_fault_disarm(void) {
+    atomic_store(&on, 0);
+    armed_kill = 0;
+}
 
 long kft_fault_count(kft_fault_kind kind) { return atomic_load(&counts[kind]); }
 
@@ -89,6 +100,7 @@ static int hit(kft_fault_kind k, const char *site) {
     if (in_parser || !atomic_load_explicit(&on, memory_order_acquire)) return 0;
     long i = atomic_fetch_add(&counts[k], 1) + 1;
     if (k != armed_kind || armed_nth <= 0 || i < armed_nth || (i > armed_nth && !armed_persist)) return 0;
+    if (armed_kill) raise(SIGKILL);
     if (atomic_fetch_add(&fired, 1) == 0) {
         first_site = site;
         first_depth = backtrace(first_stack, (int)(sizeof first_stack / sizeof first_stack[0]));

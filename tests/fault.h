@@ -33,6 +33,10 @@ const char *kft_fault_name(kft_fault_kind kind);
  * persist every later one of that kind too. nth 0: none fails (counting only). Threads
  * count together; a forked child neither counts nor fails. */
 void kft_fault_arm(kft_fault_kind kind, long nth, int persist);
+/* Start counting as kft_fault_arm does; at the nth event of `kind` the process kills
+ * itself (SIGKILL) before the call happens: a kill at that step, for the tests of what a
+ * killed writer leaves behind. Arm it in a forked child. */
+void kft_fault_arm_kill(kft_fault_kind kind, long nth);
 /* Stop counting and failing. */
 void kft_fault_disarm(void);
 /* on 1: every successful malloc, calloc and realloc leaves errno ENOMEM, as glibc's may

@@ -32,6 +32,7 @@
     X(loop)                                                                             \
     X(run_agents)                                                                       \
     X(screen)                                                                           \
+    X(run_safe)                                                                         \
     X(export)                                                                           \
     X(lessons)                                                                          \
     X(prior)                                                                            \

@@ -134,6 +134,16 @@ kf_status kf_driver_run(kf_ctx *ctx, const kf_driver_dir *d, const kf_driver_job
     } else {
         kf_buf_free(&sp.log);
     }
+    /* the compiler never ran: its child exits 127, silent or with kforge's own "kforge:
+     * exec ...: ERROR" (the compiler's own failures exit 1 to 4), so no candidate text
+     * can make it: the machine's failure, not a compile error */
+    if (!st && o->code == 127 && (!o->log.p || !o->log.len || !strncmp(o->log.p, "kforge: ", 8))) {
+        char line[400];
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(o->log.p ? o->log.p : "", "\n"),
+                 o->log.p ? o->log.p : "");
+        st = kf__err(ctx, KF_EBACKEND, "the compiler %s could not start%s%s", j->argv[0], line[0] ? ": " : "",
+                     line);
+    }
     if (st) kf_buf_free(&o->log);
     return st;
 }

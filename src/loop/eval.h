@@ -28,6 +28,8 @@ typedef struct kf_eval {
     uint64_t bench_ns;     /* time inside kf_bench (compiles, checks, timing) */
     int screen;            /* KF_EVAL_FULL, KF_EVAL_SCREEN (submit --screen) or
                               KF_EVAL_SCREEN_FIRST (run --screen-first) */
+    int env_failed;        /* this evaluation failed for the machine, not the candidate */
+    char env_err[1400];    /* what failed, when env_failed */
 } kf_eval;
 
 /* How kf_eval_evaluate judges a node. A screening is the full check and one short timing
@@ -47,7 +49,11 @@ kf_status kf_eval_setup(kf_eval *r);
  * r->screen KF_EVAL_SCREEN a node that passes the check is `screened`; with
  * KF_EVAL_SCREEN_FIRST it is screened, and evaluated in full only when its screened
  * figures beat its parent's on some shape (kf_eval_promising); the screening's figures
- * are then a `screen` event of the node. */
+ * are then a `screen` event of the node. An evaluation the environment failed
+ * (kf_bench's KF_EIO, KF_ENOMEM, KF_EBACKEND or KF_EINTERNAL: a full disk, no compiler,
+ * no process or thread could start, or the private copy could not be written) records
+ * nothing - the node stays unfinished, for resume - and returns KF_EENV saying what
+ * failed and where. */
 kf_status kf_eval_evaluate(kf_eval *r, kf_node *n, const kf_node *parent);
 /* 1 when some shape of v (a screening's verdict) has a speedup above its parent's there
  * (the reference's 1 for a child of the root) by r->o->keep_margin: a screened node worth

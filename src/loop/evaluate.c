@@ -58,6 +58,12 @@ static int parent_shapes(const kf_node *parent, struct kf_verdict *ps) {
     return parent && parent->shapes_json && !kf_verdict_from_text(parent->shapes_json, ps);
 }
 
+/* The evaluation failed for the environment: the first cause is kept. */
+static void env_fail(kf_eval *r, const char *what) {
+    if (r->env_failed++) return;
+    snprintf(r->env_err, sizeof r->env_err, "%s", what);
+}
+
 /* kf_bench of the node's source against vs (NULL: the reference), with a screening's
  * short timing when screen is 1: 0 with the verdict in *v (its reals as its document
  * gives them) and, when stored is not NULL, the document as the store keeps it in *stored
@@ -79,6 +85,9 @@ static int bench_ex(kf_eval *r, const char *path, const char *vs, int stricter, 
     r->bench_ns += kf__now_ns() - b0;
     if (s) {
         snprintf(err, n, "%s: %s", kf_strstatus(s), kf_errmsg(r->ctx));
+        /* no verdict for the machine's reasons (kf_bench's failures: fault tests pin
+         * them to these): nothing to hold against the candidate */
+        if (s == KF_EIO || s == KF_ENOMEM || s == KF_EBACKEND || s == KF_EINTERNAL) env_fail(r, err);
         return -1;
     }
     int rc = kf_result_verdict_typed(res, v);
@@ -117,7 +126,11 @@ static int private_copy(kf_eval *r, const kf_node *n, char *out, size_t len, cha
         if (f && fwrite(text, 1, tl, f) == tl && !fclose(f)) rc = 0;
         else if (f) fclose(f);
     }
-    if (rc) snprintf(err, en, "a private copy of node %lld's source: %s", (long long)n->id, strerror(errno));
+    if (rc) {
+        snprintf(err, en, "a private copy of node %lld's source in %s: %s", (long long)n->id, dir,
+                 strerror(errno));
+        env_fail(r, err);
+    }
     free(text);
     return rc;
 }
@@ -324,6 +337,13 @@ static void judge(kf_eval *r, kf_node *n, const kf_node *parent, const char *pat
                          parent && !pfail ? ppath : NULL, src, psrc};
     json_t *rep = NULL;
     kf_critic_decision d = kf_critic_judge(&env, &cc, &rep);
+    if (r->env_failed) { /* a re-timing failed for the machine: no decision on the candidate */
+        free(src);
+        free(psrc);
+        kf_verdict_free(&pres);
+        json_decref(rep);
+        return;
+    }
     if (d == KF_CRITIC_APPROVE && r->advisor) advise(r, n, parent, src, psrc, res, rep);
     free(src);
     free(psrc);
@@ -369,8 +389,9 @@ kf_status kf_eval_evaluate(kf_eval *r, kf_node *n, const kf_node *parent) {
     char path[4400] = "", ppath[4400] = "", err[1200] = "";
     double t0 = kf_eval_now();
     struct kf_verdict res;
+    r->env_failed = 0;
     measure(r, n, path, sizeof path, r->screen != KF_EVAL_FULL, &res, err, sizeof err);
-    if (r->screen != KF_EVAL_FULL && n->state == KF_NODE_MEASURED) {
+    if (r->screen != KF_EVAL_FULL && n->state == KF_NODE_MEASURED && !r->env_failed) {
         /* screened: never kept, never judged by the Critic; screen-first evaluates a
          * promising one in full */
         n->state = KF_NODE_SCREENED;
@@ -380,10 +401,22 @@ kf_status kf_eval_evaluate(kf_eval *r, kf_node *n, const kf_node *parent) {
             measure(r, n, path, sizeof path, 0, &res, err, sizeof err);
         }
     }
-    if (n->state == KF_NODE_MEASURED) judge(r, n, parent, path, &res, ppath, sizeof ppath, err, sizeof err);
+    if (n->state == KF_NODE_MEASURED && !r->env_failed)
+        judge(r, n, parent, path, &res, ppath, sizeof ppath, err, sizeof err);
     kf_verdict_free(&res);
     if (path[0]) private_drop(path);
     if (ppath[0]) private_drop(ppath);
+    if (r->env_failed) {
+        /* not the candidate's failure: nothing recorded, nothing taught; the node stays
+         * unfinished and a resume evaluates it again */
+        const char *tmp = getenv("TMPDIR");
+        return kf__err(
+            r->ctx, KF_EENV,
+            "%s: stopped: the environment failed while evaluating node %lld, not the "
+            "candidate (nothing was recorded for it): %s [TMPDIR %s]; fix it, then `kforge run --resume "
+            "%s` evaluates the node again",
+            r->run_dir, (long long)n->id, r->env_err, tmp && *tmp ? tmp : "/tmp", r->run_dir);
+    }
     n->cost_s += kf_eval_now() - t0;
     n->finished = kf_eval_now();
     return kf_store_finish_node(r->st, n);

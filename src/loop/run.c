@@ -47,8 +47,9 @@ typedef struct {
     kf_proposer_env env;
     kf_loop_memory *mem;
     int64_t *unfinished;     /* interrupted nodes, evaluated again */
-    size_t nun;
+    size_t nun, nredo;       /* how many, and how many of them the budget lets run again */
     json_t *split;           /* the split of prompt tokens over the run's packs */
+    kf_store_lock *lock;     /* one writer at a time: held from before create or open to the end */
 } run;
 
 void kf_run_opts_init(kf_run_opts *o) {
@@ -150,6 +151,9 @@ static kf_status open_run(run *r) {
                                        "use --agent, or create an empty run for tool mode with --budget 0",
                        r->ev.t->dir, names);
     }
+    if ((st = kf_store_lock_take(ctx, r->ev.run_dir, o->resume ? "run --resume" : "run",
+                                 o->resume ? 0 : KF_STORE_LOCK_CREATE, &r->lock)))
+        return st;
     if (o->resume) {
         st = kf_store_open(ctx, r->ev.run_dir, r->ev.t, &r->ev.st);
         if (!st) st = kf_loop_seals_usable(ctx, r->ev.run_dir, r->ev.st);
@@ -157,6 +161,9 @@ static kf_status open_run(run *r) {
         char *cs = kf_config_json(o);
         st = kf_store_create(ctx, r->ev.run_dir, r->ev.t, cs, &r->ev.st);
         free(cs);
+        if (!st && kf_store_replaced(r->ev.st))
+            fprintf(stderr, "kforge run: %s held an interrupted creation (an empty run.db): replaced\n",
+                    r->ev.run_dir);
     }
     if (st) return st;
     r->tally.st = r->ev.st;
@@ -186,7 +193,17 @@ static kf_status replay(run *r) {
         if (tl->p[k]) kf_search_offer(tl->se, k, tl->p[k]->categories);
     if ((st = kf_tally_replay(tl, &r->unfinished, &r->nun))) return st;
     tl->trips = kf_search_trips(tl->se); /* the breaker's trips, relearnt from the replay: already stored */
-    if (tl->evals)
+    /* the budget counts evaluations started: an interrupted node evaluated again is one
+     * of them, and those past the budget wait, unfinished, for a resume with more */
+    size_t room = r->eo.budget > tl->evals ? (size_t)(r->eo.budget - tl->evals) : 0;
+    r->nredo = r->nun < room ? r->nun : room;
+    if (r->nredo < r->nun)
+        fprintf(stderr,
+                "kforge run: resuming %s: %d evaluation%s recorded, %zu interrupted: %zu evaluated again, "
+                "%zu left unfinished (--budget %d; a resume with a larger budget evaluates them)\n",
+                r->ev.run_dir, tl->evals, tl->evals == 1 ? "" : "s", r->nun, r->nredo, r->nun - r->nredo,
+                r->eo.budget);
+    else if (tl->evals || r->nun)
         fprintf(stderr, "kforge run: resuming %s: %d evaluation%s recorded, %zu interrupted (evaluated again)\n",
                 r->ev.run_dir, tl->evals, tl->evals == 1 ? "" : "s", r->nun);
     return KF_OK;
@@ -246,7 +263,11 @@ static kf_status loop(run *r, const char **why) {
     kf_sched *sc = &r->sched;
     kf_status st = kf_sched_start(sc, &r->ev, &r->tally, r->eo.jobs);
     if (st) return st;
-    for (size_t i = 0; i < r->nun && !st; i++) st = kf_sched_put(sc, r->unfinished[i]);
+    for (size_t i = 0; i < r->nredo && !st; i++) {
+        /* a new attempt: what the Critic decided in an interrupted one no longer counts */
+        if (!(st = kf_store_event(r->ev.st, r->unfinished[i], "attempt", "{\"resumed\":true}")))
+            st = kf_sched_put(sc, r->unfinished[i]);
+    }
     const char *stop = NULL;
     while (!st && !stop && !(stop = stop_rule(r))) st = turn(r, &stop);
     *why = stop;
@@ -343,6 +364,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     kf_agent_free(r->ag);
     kf_advisor_free(r->ev.advisor);
     kf_store_close(r->ev.st);
+    kf_store_unlock(r->lock);
     kf_task_free(r->ev.t);
     json_decref(r->rcfg);
     free(r);

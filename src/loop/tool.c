@@ -38,6 +38,7 @@ typedef struct {
     kf_proposer_env env;
     kf_proposer tool;
     kf_loop_memory *mem;
+    kf_store_lock *lock; /* the run's writer's lock, for this command's duration */
 } tool_run;
 
 /* ---- pending actions ------------------------------------------------------------------ */
@@ -140,7 +141,7 @@ static const kf_proposer_i tool_iface = {"tool", tool_propose, NULL, NULL, NULL,
 
 /* Open an existing run for tool mode: the task from the run, its fingerprint checked,
  * its seals usable, the run's settings in force. */
-static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, tool_run *r) {
+static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, const char *cmd, tool_run *r) {
     memset(r, 0, sizeof *r);
     r->ev.ctx = ctx;
     r->ev.o = o;
@@ -152,7 +153,14 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, tool_run *r) {
     char td[4096];
     snprintf(td, sizeof td, "%s", kf_store_task_dir(peek));
     kf_store_close(peek);
-    if ((st = kf_task_load(ctx, td, &r->ev.t))) return st;
+    /* one writer at a time: a run in progress holds it (exit 4 at once), or another
+     * tool-mode command (this one waits its turn) */
+    if ((st = kf_store_lock_take(ctx, o->run_dir, cmd, KF_STORE_LOCK_QUEUE, &r->lock))) return st;
+    if ((st = kf_task_load(ctx, td, &r->ev.t))) {
+        kf_store_unlock(r->lock);
+        r->lock = NULL;
+        return st;
+    }
     snprintf(r->ev.run_dir, sizeof r->ev.run_dir, "%s", o->run_dir);
     if (!(st = kf_store_open(ctx, r->ev.run_dir, r->ev.t, &r->ev.st)) &&
         !(st = kf_loop_seals_usable(ctx, r->ev.run_dir, r->ev.st))) {
@@ -163,6 +171,8 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, tool_run *r) {
         st = kf_config_tool(ctx, r->ev.run_dir, r->ev.t->hidden_count, o, r->cfg, &r->own);
     }
     if (st || (st = kf_eval_setup(&r->ev))) {
+        kf_store_unlock(r->lock);
+        r->lock = NULL;
         kf_store_close(r->ev.st);
         r->ev.st = NULL;
         kf_task_free(r->ev.t);
@@ -186,6 +196,8 @@ static void close_run(tool_run *r) {
     json_decref(r->cfg);
     r->cfg = NULL;
     kf_store_close(r->ev.st);
+    kf_store_unlock(r->lock);
+    r->lock = NULL;
     kf_task_free(r->ev.t);
 }
 
@@ -247,7 +259,7 @@ static char *next_answer(const tool_run *r, const kf_action *a, int64_t pid, con
 kf_status kf_run_next(kf_ctx *ctx, const kf_run_opts *o, int json, char **out) {
     *out = NULL;
     tool_run r;
-    kf_status st = open_run(ctx, o, &r);
+    kf_status st = open_run(ctx, o, "next", &r);
     if (st) return st;
     int64_t *unfinished = NULL;
     size_t nun = 0;
@@ -422,7 +434,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
                        category);
     if (parent < 0) return kf__err(ctx, KF_EUSAGE, "--parent %lld: a node id, 0 for the root", (long long)parent);
     tool_run r;
-    kf_status st = open_run(ctx, o, &r);
+    kf_status st = open_run(ctx, o, "submit", &r);
     if (st) return st;
     r.ev.screen = o->screen ? KF_EVAL_SCREEN : KF_EVAL_FULL;
     kf_node pn, n;
@@ -456,7 +468,7 @@ kf_status kf_run_promote(kf_ctx *ctx, const kf_run_opts *o, int64_t node, int js
     *outcome = 2;
     if (node <= 0) return kf__err(ctx, KF_EUSAGE, "--promote %lld: a screened node's id", (long long)node);
     tool_run r;
-    kf_status st = open_run(ctx, o, &r);
+    kf_status st = open_run(ctx, o, "submit --promote", &r);
     if (st) return st;
     r.ev.screen = KF_EVAL_FULL;
     kf_node sn, pn, n;

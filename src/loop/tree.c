@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The Critic's last decision per node: {"ID": {decision, why}} from the critic events. */
+/* The Critic's last decision per node: {"ID": {decision, why}} from the critic events
+ * of the node's current attempt. */
 static int critic_event(void *arg, int64_t id, int64_t node, const char *js, double created) {
     (void)id;
     (void)created;
@@ -57,15 +58,6 @@ static int screen_event(void *arg, int64_t id, int64_t node, const char *js, dou
     return 0;
 }
 
-json_t *kf_tree_critics(kf_store *st) {
-    json_t *critics = json_object(), *scr = json_object();
-    kf_store_each_event(st, "critic", critic_event, critics);
-    kf_store_each_event(st, "submit", screen_event, scr);
-    kf_store_each_event(st, "screen", screen_event, scr);
-    json_object_set_new(critics, "~screen", scr);
-    return critics;
-}
-
 /* The node of that id among a's nodes, which are in id order (kf_store_each_node): a
  * binary search, so a 100,000-node tree stays linear. NULL when none (0: the root). */
 static const kf_node *node_in(const kf_node_vec *a, int64_t id) {
@@ -78,14 +70,55 @@ static const kf_node *node_in(const kf_node_vec *a, int64_t id) {
     return id > 0 && lo < a->n && a->v[lo].id == id ? &a->v[lo] : NULL;
 }
 
-static json_t *critic_of(json_t *critics, int64_t node) {
+/* A new attempt at a node (a resume evaluating it again): its earlier decisions no
+ * longer count. */
+static int attempt_event(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    (void)js;
+    (void)created;
     char key[32];
     snprintf(key, sizeof key, "%lld", (long long)node);
+    json_object_set_new(arg, key, json_integer(id));
+    return 0;
+}
+
+typedef struct {
+    json_t *critics, *attempts;
+} critics_ctx;
+
+static int critic_current(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    critics_ctx *c = arg;
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)node);
+    if (json_integer_value(json_object_get(c->attempts, key)) > id) return 0; /* an interrupted attempt's */
+    return critic_event(c->critics, id, node, js, created);
+}
+
+json_t *kf_tree_critics(kf_store *st) {
+    critics_ctx c = {json_object(), json_object()};
+    json_t *scr = json_object();
+    kf_store_each_event(st, "attempt", attempt_event, c.attempts);
+    kf_store_each_event(st, "critic", critic_current, &c);
+    kf_store_each_event(st, "submit", screen_event, scr);
+    kf_store_each_event(st, "screen", screen_event, scr);
+    json_object_set_new(c.critics, "~screen", scr);
+    json_decref(c.attempts);
+    return c.critics;
+}
+
+/* The node's decision, of its current attempt; none while it is unfinished (an
+ * interrupted attempt's decision is no longer its). */
+static json_t *critic_of(json_t *critics, const kf_node *n) {
+    if (kf_node_state_unfinished(n->state)) return NULL;
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)n->id);
     return json_object_get(critics, key);
 }
 
+/* What the node's screening left (screen_event), under the critics' "~screen" key. */
 static json_t *screen_of(json_t *critics, int64_t node) {
-    return critic_of(json_object_get(critics, "~screen"), node);
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)node);
+    return json_object_get(json_object_get(critics, "~screen"), key);
 }
 
 /* The node's speedup over its parent at each of its shapes (its speedup over the reference
@@ -141,7 +174,7 @@ json_t *kf_tree_node_json(const kf_node *n, const kf_node *parent, const char *w
         json_object_set_new(o, "vs_parent", vp);
         json_object_set_new(o, "speedup_vs_parent", json_real(geo));
     }
-    json_t *cr = critic_of(critics, n->id), *sc = screen_of(critics, n->id);
+    json_t *cr = critic_of(critics, n), *sc = screen_of(critics, n->id);
     if (cr) json_object_set(o, "critic", cr);
     if (json_object_get(sc, "promoted_from"))
         json_object_set(o, "promoted_from", json_object_get(sc, "promoted_from"));
@@ -222,7 +255,7 @@ void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent,
         if (n->note) kf_buf_printf(b, "  note: %.160s", n->note);
         /* every veto says why, with the re-timing figures behind it: a reverted node's
          * starred first timing must not read as better than a kept one */
-        json_t *cr = critic_of(critics, n->id);
+        json_t *cr = critic_of(critics, n);
         const char *cd = json_string_value(json_object_get(cr, "decision"));
         const char *cw = json_string_value(json_object_get(cr, "why"));
         if (cd && cw) kf_buf_printf(b, "  critic: %s: %.300s", cd, cw);

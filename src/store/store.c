@@ -173,6 +173,7 @@ struct kf_store {
     EVP_MAC_CTX *mac;      /* HMAC-SHA256 initialised with the key, duplicated per seal */
     int run_tampered;      /* the run's row (fingerprint, settings) does not match its seal */
     char tamper_note[512]; /* a borrowed row's note when its seal does not match */
+    int replaced;          /* create: dir held an interrupted creation, now replaced */
 };
 
 static kf_status key_create(kf_store *s);
@@ -337,9 +338,10 @@ static kf_status migrate(kf_store *s) {
     kf_status st = kf_db_version(s->ctx, s->db, s->dbpath, &sc, &ver);
     if (st) return st;
     if (ver == 0)
-        return kf__err(s->ctx, KF_EIO, "%s: an empty database: no run was ever recorded here "
-                       "(its creation was interrupted; remove the directory and start again)",
-                       s->dbpath);
+        return kf__err(s->ctx, KF_EIO,
+                       "%s: an empty database: no run was ever recorded here "
+                       "(its creation was interrupted; `kforge run TASK --run %s` creates it again)",
+                       s->dbpath, s->dir);
     return kf_db_migrate(s->ctx, s->db, s->dbpath, &sc);
 }
 
@@ -477,44 +479,68 @@ static kf_status load_run(kf_store *s) {
     return st;
 }
 
-kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
-                          const char *config_json, kf_store **out) {
-    if (!dir || !*dir || !task || !out) return kf__err(ctx, KF_EUSAGE, "kf_store_create: NULL argument");
-    *out = NULL;
-    char fp[65];
-    kf_status st = kf_store_fingerprint(ctx, task, fp);
-    if (st) return st;
-    struct stat sb;
-    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
-        return kf__err(ctx, KF_EIO, "%s: not a directory (a run is a directory)", dir);
-    if (kf__mkdirs(dir)) return kf__err(ctx, KF_EIO, "%s: %s", dir, strerror(errno));
-    kf_store *s = store_new(ctx, dir);
-    if (!s) return kf__err(ctx, KF_ENOMEM, "out of memory");
-    /* claim run.db: exactly one creator wins, an existing run is never touched */
-    int fd = open(s->dbpath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        st = errno == EEXIST
-                 ? kf__err(ctx, KF_EUSAGE, "%s: already holds a run (run.db): resume it, or "
-                           "choose another run directory", dir)
-                 : kf__err(ctx, KF_EIO, "%s: %s", s->dbpath, strerror(errno));
-        kf_store_close(s);
-        return st;
+/* Remove path and SQLite's -wal and -shm beside it (no allocation: this runs when memory
+ * ran out too). */
+static void unlink_db(const char *path) {
+    char side[4300];
+    unlink(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+}
+
+/* 1 when dir/run.db holds no run at all: an empty database, what a creation by an older
+ * kforge left when it was killed before its one transaction committed. */
+static int half_made(kf_store *s) {
+    sqlite3 *db = NULL;
+    kf_ctx *quiet = kf_ctx_new();
+    int ver = -1;
+    kf_db_schema sc = schema();
+    if (quiet && !kf_db_open(quiet, s->dbpath, KF_DB_WAL, NULL, &db) &&
+        kf_db_version(quiet, db, s->dbpath, &sc, &ver))
+        ver = -1;
+    if (db) sqlite3_close(db);
+    kf_ctx_free(quiet);
+    return ver == 0;
+}
+
+/* Remove DIR/.run.db.tmp-PID-* left by a creator that is dead (killed before it
+ * published run.db). Best effort. */
+static void sweep_creations(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long pid;
+        if (strncmp(e->d_name, ".run.db.tmp-", 12) || sscanf(e->d_name + 12, "%ld-", &pid) != 1 || pid <= 0)
+            continue;
+        if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+            char p[4400];
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
     }
-    close(fd);
+    closedir(d);
+}
+
+/* The new run's database, complete, at s->dbpath (a temporary name): schema, the run's
+ * row, its seal, in one transaction; closed again, so that the file alone holds it. */
+static kf_status build_db(kf_store *s, const kf_task *task, const char *config_json, const char *fp) {
+    kf_ctx *ctx = s->ctx;
+    kf_status st;
     char *abs = realpath(task->dir, NULL);
-    if (!abs && errno == ENOMEM) { /* not the relative path instead: resume must find the task */
-        st = kf__err(ctx, KF_ENOMEM, "out of memory");
-        goto fail;
-    }
-    if ((st = open_src(s, 1)) || (st = db_open(s)) || (st = seal_setup(s))) goto fail;
+    if (!abs && errno == ENOMEM) /* not the relative path instead: resume must find the task */
+        return kf__err(ctx, KF_ENOMEM, "out of memory");
+    if ((st = db_open(s)) || (st = seal_setup(s))) goto out;
     int rc = exec1(s->db, "BEGIN IMMEDIATE");
     if (rc) {
         st = serr(s, rc, "starting the run");
-        goto fail;
+        goto out;
     }
     kf_db_schema sc = schema();
-    if ((st = kf_db_migrate_steps(ctx, s->db, s->dbpath, &sc, 0))) goto fail;
-    if ((st = key_create(s))) goto fail;
+    if ((st = kf_db_migrate_steps(ctx, s->db, s->dbpath, &sc, 0))) goto out;
+    if ((st = key_create(s))) goto out;
     sqlite3_stmt *q = NULL;
     rc = sqlite3_prepare_v2(s->db, "INSERT INTO runs(task_dir, task_fingerprint, backend,"
                             " config_json, created, status, key_id) VALUES(?1, ?2, ?3, ?4, ?5, 'running', ?6)",
@@ -544,30 +570,97 @@ kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
         rc = exec1(s->db, sql);
     }
     if (rc == SQLITE_OK) rc = exec1(s->db, "COMMIT");
+    if (rc == SQLITE_OK) rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     if (rc) {
         st = serr(s, rc, "recording the run");
-        goto fail;
+        goto out;
     }
-    if ((st = load_run(s)) || (st = prepare_all(s))) goto fail;
+    rc = sqlite3_close(s->db);
+    s->db = NULL;
+    if (rc) st = kf__err(ctx, KF_EIO, "%s: closing: %s", s->dbpath, sqlite3_errstr(rc));
+out:
+    if (s->db && !sqlite3_get_autocommit(s->db)) exec1(s->db, "ROLLBACK");
     free(abs);
-    *out = s;
-    return KF_OK;
-fail:
-    if (s->db) rollback(s, st);
-    free(abs);
-    if (s->keyed) unlink(s->key_path); /* the key of a run that does not exist */
-    /* nothing was recorded: give the directory back as it was, so a retry can work (no
-     * allocation here: this runs when memory ran out too) */
-    char dbp[4200], side[4208];
-    snprintf(dbp, sizeof dbp, "%s", s->dbpath);
-    kf_store_close(s);
-    unlink(dbp);
-    snprintf(side, sizeof side, "%s-wal", dbp);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", dbp);
-    unlink(side);
     return st;
 }
+
+/* Creation is atomic: the database is built whole under a temporary name in dir and
+ * published as run.db with link(2), which fails when run.db exists (exactly one creator
+ * wins). A process killed at any moment leaves either a complete run or no run.db (and
+ * a temporary file the next creation sweeps), never a run.db that neither resume nor a
+ * new run accepts. */
+kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task, const char *config_json,
+                          kf_store **out) {
+    if (!dir || !*dir || !task || !out) return kf__err(ctx, KF_EUSAGE, "kf_store_create: NULL argument");
+    *out = NULL;
+    char fp[65];
+    kf_status st = kf_store_fingerprint(ctx, task, fp);
+    if (st) return st;
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return kf__err(ctx, KF_EIO, "%s: not a directory (a run is a directory)", dir);
+    if (kf__mkdirs(dir)) return kf__err(ctx, KF_EIO, "%s: %s", dir, strerror(errno));
+    kf_store *s = store_new(ctx, dir);
+    if (!s) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    int replaced = 0;
+    if (lstat(s->dbpath, &sb) == 0) {
+        if (!S_ISREG(sb.st_mode) || !half_made(s)) {
+            st = kf__err(ctx, KF_EUSAGE,
+                         "%s: already holds a run (run.db): resume it, or choose another run "
+                         "directory",
+                         dir);
+            kf_store_close(s);
+            return st;
+        }
+        unlink_db(s->dbpath); /* an interrupted creation: nothing was ever recorded in it */
+        replaced = 1;
+    }
+    sweep_creations(dir);
+    char final[4200], tmp[4300];
+    snprintf(final, sizeof final, "%s", s->dbpath);
+    snprintf(tmp, sizeof tmp, "%s/.run.db.tmp-%ld-%016llx", dir, (long)getpid(),
+             (unsigned long long)kf__secret_u64());
+    free(s->dbpath);
+    if (!(s->dbpath = kf__strdup(tmp))) {
+        kf_store_close(s);
+        return kf__err(ctx, KF_ENOMEM, "out of memory");
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        st = kf__err(ctx, kf__io_status(errno), "%s: %s", tmp, strerror(errno));
+        kf_store_close(s);
+        return st;
+    }
+    close(fd);
+    if ((st = open_src(s, 1)) || (st = build_db(s, task, config_json, fp))) goto fail;
+    if (link(tmp, final) < 0) {
+        st = errno == EEXIST
+                 ? kf__err(ctx, KF_EUSAGE,
+                           "%s: already holds a run (run.db): resume it, or choose "
+                           "another run directory",
+                           dir)
+                 : kf__err(ctx, kf__io_status(errno), "%s: publishing the run: %s", final, strerror(errno));
+        goto fail;
+    }
+    unlink(tmp);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        if (fsync(dfd)) (void)0; /* durability against a power cut only; a kill loses nothing here */
+        close(dfd);
+    }
+    kf_store_close(s);
+    /* from here the run exists: opened as any run is, its seals and fingerprint checked */
+    if ((st = kf_store_open(ctx, dir, task, out))) return st;
+    (*out)->replaced = replaced;
+    return KF_OK;
+fail:
+    if (s->keyed) unlink(s->key_path); /* the key of a run that does not exist */
+    kf_store_close(s);
+    unlink_db(tmp);
+    return st;
+}
+
+int kf_store_replaced(const kf_store *s) { return s && s->replaced; }
 
 kf_status kf_store_open(kf_ctx *ctx, const char *dir, const kf_task *task, kf_store **out) {
     if (!dir || !*dir || !out) return kf__err(ctx, KF_EUSAGE, "kf_store_open: NULL argument");
@@ -581,7 +674,17 @@ kf_status kf_store_open(kf_ctx *ctx, const char *dir, const kf_task *task, kf_st
     if (!s) return kf__err(ctx, KF_ENOMEM, "out of memory");
     kf_status st;
     if (stat(s->dbpath, &sb) < 0) {
-        st = kf__err(ctx, KF_EIO, "%s: %s (not a kforge run directory)", s->dbpath, strerror(errno));
+        char srcd[4200];
+        snprintf(srcd, sizeof srcd, "%s/src", dir);
+        int e = errno;
+        /* a creation killed before it published run.db leaves src/ (and a temporary file) */
+        if (e == ENOENT && stat(srcd, &sb) == 0)
+            st = kf__err(ctx, KF_EIO,
+                         "%s: no run.db: the run's creation was interrupted before it was recorded "
+                         "(`kforge run TASK --run %s` creates it again)",
+                         dir, dir);
+        else
+            st = kf__err(ctx, KF_EIO, "%s: %s (not a kforge run directory)", s->dbpath, strerror(e));
         goto fail;
     }
     if (!S_ISREG(sb.st_mode)) {
@@ -1121,14 +1224,17 @@ kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
                                                        "outside kforge): its outcome is not recorded",
                                    s->dbpath, (long long)n->id));
     /* the Critic's veto is mechanical: kept only with its approval on record, an event
-     * kforge sealed */
+     * kforge sealed, of this attempt: the node's last Critic decision, with no `attempt`
+     * event after it (an interrupted attempt's approval does not count for its re-run) */
     if (n->state == KF_NODE_KEPT) {
         sqlite3_stmt *a = NULL;
-        rc = sqlite3_prepare_v2(s->db,
-                                "SELECT 1 FROM events WHERE run = ?1 AND node = ?2 AND kind = 'critic'"
-                                " AND json_extract(json, '$.decision') = 'approve' AND (?3 = 0 OR seal IS " EVENT_MAC
-                                ") LIMIT 1",
-                                -1, &a, NULL);
+        rc = sqlite3_prepare_v2(
+            s->db,
+            "SELECT 1 FROM events e WHERE run = ?1 AND node = ?2 AND kind = 'critic'"
+            " AND json_extract(json, '$.decision') = 'approve' AND (?3 = 0 OR seal IS " EVENT_MAC
+            ") AND NOT EXISTS (SELECT 1 FROM events f WHERE f.node = ?2 AND f.id > e.id AND"
+            " f.kind IN ('critic', 'attempt')) LIMIT 1",
+            -1, &a, NULL);
         if (rc) return rollback(s, serr(s, rc, "reading the Critic's decisions"));
         sqlite3_bind_int64(a, 1, s->run);
         sqlite3_bind_int64(a, 2, n->id);
@@ -1418,4 +1524,106 @@ kf_status kf_store_each_event(kf_store *s, const char *kind,
     kf_status st = rc == SQLITE_ROW || rc == SQLITE_DONE ? KF_OK : serr(s, rc, "reading events");
     sqlite3_finalize(q);
     return st;
+}
+
+/* ---- the writer's lock ------------------------------------------------------------- */
+
+struct kf_store_lock {
+    int fd;
+};
+
+/* The holder's line in RUN/lock, as "kforge CMD (pid N on HOST since TIME)", or "" when
+ * it cannot be read (the holder has not written it yet). *pid: its pid, 0 if unknown;
+ * *queue: 1 when the holder is a command that others may queue behind. */
+static void lock_holder(int fd, char *out, size_t n, long *pid, int *queue) {
+    char buf[512];
+    ssize_t k = pread(fd, buf, sizeof buf - 1, 0);
+    buf[k > 0 ? k : 0] = 0;
+    char host[256] = "?", cmd[64] = "?";
+    long long since = 0;
+    *pid = 0;
+    *queue = 0;
+    out[0] = 0;
+    if (sscanf(buf, "pid=%ld host=%255s since=%lld queue=%d command=%63[^\n]", pid, host, &since, queue,
+               cmd) < 5) {
+        *pid = 0;
+        return;
+    }
+    time_t t = (time_t)since;
+    struct tm tm;
+    char when[64] = "?";
+    if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    snprintf(out, n, "kforge %s (pid %ld on %s since %s)", cmd, *pid, host, when);
+}
+
+kf_status kf_store_lock_take(kf_ctx *ctx, const char *dir, const char *command, unsigned flags,
+                             kf_store_lock **out) {
+    if (!dir || !*dir || !out) return kf__err(ctx, KF_EUSAGE, "kf_store_lock_take: NULL argument");
+    *out = NULL;
+    struct stat sb;
+    if ((flags & KF_STORE_LOCK_CREATE) && kf__mkdirs(dir))
+        return kf__err(ctx, KF_EIO, "%s: %s", dir, strerror(errno));
+    if (stat(dir, &sb) < 0) return kf__err(ctx, KF_EIO, "%s: %s (no run here)", dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode)) return kf__err(ctx, KF_EIO, "%s: not a directory (a run is a directory)", dir);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) return kf__err(ctx, kf__io_status(errno), "%s: %s (the run's lock)", path, strerror(errno));
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    uint64_t t0 = kf__now_ns();
+    for (;;) {
+        if (!fcntl(fd, F_OFD_SETLK, &fl)) break;
+        int e = errno;
+        if (e != EAGAIN && e != EACCES) {
+            close(fd);
+            return kf__err(ctx, KF_EIO, "%s: locking: %s", path, strerror(e));
+        }
+        char who[600];
+        long pid;
+        int queue;
+        lock_holder(fd, who, sizeof who, &pid, &queue);
+        double waited = (double)(kf__now_ns() - t0) / 1e9;
+        /* wait: for a holder that has not written its line yet (it does right after
+         * taking the lock); for one that is gone, whose children keep the lock for the
+         * moment between their fork and exec (or until their parent-death signal); and,
+         * when both queue, for a tool-mode command to end */
+        int wait = (!pid && waited < 1) ||
+                   (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH && waited < 2) ||
+                   ((flags & KF_STORE_LOCK_QUEUE) && queue && waited < KF_STORE_LOCK_QUEUE_S);
+        if (wait) {
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        close(fd);
+        return kf__err(
+            ctx, KF_EBUSY,
+            "%s is in use by %s: one writer at a time (tree, best and export still read it); wait for it "
+            "to end, or stop it",
+            dir, who[0] ? who : "another kforge process");
+    }
+    char host[256] = "?", line[512];
+    if (gethostname(host, sizeof host - 1)) snprintf(host, sizeof host, "?");
+    host[sizeof host - 1] = 0;
+    for (char *p = host; *p; p++)
+        if (*p == ' ' || *p == '\n') *p = '_';
+    int k = snprintf(line, sizeof line, "pid=%ld host=%s since=%lld queue=%d command=%s\n", (long)getpid(),
+                     host, (long long)time(NULL), (flags & KF_STORE_LOCK_QUEUE) ? 1 : 0,
+                     command && *command ? command : "?");
+    /* the line is for messages only: a lock without it still excludes */
+    if (ftruncate(fd, 0) == 0 && k > 0 && pwrite(fd, line, (size_t)k, 0) < 0) (void)0;
+    kf_store_lock *l = malloc(sizeof *l);
+    if (!l) {
+        close(fd);
+        return kf__err(ctx, KF_ENOMEM, "out of memory");
+    }
+    l->fd = fd;
+    *out = l;
+    return KF_OK;
+}
+
+void kf_store_unlock(kf_store_lock *l) {
+    if (!l) return;
+    close(l->fd); /* the lock goes with the last descriptor of its open file description */
+    free(l);
 }

@@ -88,6 +88,10 @@ typedef struct {
  * outlive the store; errors of later calls are set on it. */
 kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
                           const char *config_json, kf_store **out);
+/* 1 when kf_store_create found dir holding an interrupted creation (an empty run.db, as
+ * an older kforge killed while creating left it) and replaced it. Creation itself is
+ * atomic: the database is built under a temporary name and published whole. */
+int kf_store_replaced(const kf_store *s);
 /* Open an existing run (resume). An older schema is migrated (one transaction); a newer
  * one is refused (KF_EIO). With a task, its fingerprint must be the run's: KF_ETASK
  * "RUN: the task changed since this run started (fingerprint A, now B)" otherwise. task
@@ -192,6 +196,28 @@ kf_status kf_store_gaps(kf_store *s, int64_t *nodes, int64_t *events);
 
 /* PRAGMA integrity_check: KF_OK, or KF_EIO with SQLite's first complaint. */
 kf_status kf_store_check(kf_store *s);
+
+/* The writer's lock of a run directory (docs/run.md "One writer at a time"): RUN/lock,
+ * an open-file-description lock (fcntl F_OFD_SETLK) that the kernel drops when its holder
+ * exits or is killed, so no lock outlives its process. The file holds the holder's pid,
+ * host, start time and command, for the message others get. The descriptor is
+ * close-on-exec: no compiler, worker or agent holds it. */
+typedef struct kf_store_lock kf_store_lock;
+enum {
+    KF_STORE_LOCK_CREATE = 1, /* make dir when it is missing (a new run) */
+    KF_STORE_LOCK_QUEUE = 2   /* tool mode: wait while another queueing command holds it */
+};
+#define KF_STORE_LOCK_QUEUE_S 600.0 /* the longest a queueing command waits */
+/* Take dir's lock for `command` ("run", "submit", ...). KF_OK and *out (the caller's:
+ * kf_store_unlock); KF_EBUSY when another writer holds it, with "RUN is in use by kforge
+ * CMD (pid N on HOST since TIME)"; KF_EIO when dir or the lock file cannot be made or
+ * opened. It does not wait for a live holder, except that with KF_STORE_LOCK_QUEUE it
+ * waits (up to KF_STORE_LOCK_QUEUE_S) behind another command that took it with that flag;
+ * a holder that is gone (its children, between fork and exec, still hold the lock) is
+ * waited for up to 2 s, and one that has not written its line yet up to 1 s. */
+kf_status kf_store_lock_take(kf_ctx *ctx, const char *dir, const char *command, unsigned flags,
+                             kf_store_lock **out);
+void kf_store_unlock(kf_store_lock *l); /* accepts NULL */
 
 /* Tests only: replace the migrations (steps[i] takes schema version i to i + 1) with
  * n given steps; NULL restores kforge's own. Not thread-safe. */
