@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, json_t *o) {
+static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, kf_verdict_shape *o) {
     const kf_task *t = s->t;
     kf_extents ex;
     char err[512], txt[512];
     kf_shape_format(t, sh, txt, sizeof txt);
-    json_t *sizes = json_object_get(o, "sizes");
+    const kf_verdict_sizes *sizes = &o->sizes;
     if (kf_data_extents(t, sh, &ex, err, sizeof err))
         return kf__err(s->ctx, KF_ETASK, "%s: at %s: %s", t->dir, txt, err);
     kf_inputs in[3];
@@ -104,12 +104,12 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
                 kf_result_reject(s->res, KF_REASON_DEGENERATE_TASK, sizes, "degenerate task: %s", why);
                 problems = 1;
             } else {
-                json_object_set_new(o, "warning", json_string(why));
+                o->warning = kf_verdict_str(&s->res->v, why);
             }
             free(why);
         }
     }
-    json_object_set_new(o, "status", json_string(problems ? "failed" : "passed"));
+    o->status = problems ? KF_VSHAPE_FAILED : KF_VSHAPE_PASSED;
     for (int k = 0; k < 4; k++) kf_sess_free_outputs(t, outs[k]);
     for (int k = 0; k < 3; k++) kf_sess_free_outputs(t, mag[k]);
     for (int k = 0; k < 3; k++) kf_data_free_inputs(t, &in[k]);
@@ -153,15 +153,18 @@ kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts, kf_
         kf_result_reject(s.res, fail.reason, NULL, "the reference does not load: %s", fail.msg);
         goto out;
     }
-    json_t *jshapes = json_array();
-    json_object_set_new(s.res->root, "shapes", jshapes);
+    s.res->v.has_shapes = 1;
     for (int i = 0; i < task->nshapes + ndrawn && !st && ref.w; i++) {
         const kf_shape *sh = i < task->nshapes ? &task->shapes[i] : &drawn[i - task->nshapes];
-        json_t *o = json_object();
-        json_object_set_new(o, "sizes", kf_sess_shape_json(task, sh));
-        json_object_set_new(o, "kind", json_string(sh->kind == KF_SHAPE_VISIBLE ? "visible" :
-                                                   sh->kind == KF_SHAPE_HIDDEN ? "hidden" : "edge"));
-        json_array_append_new(jshapes, o);
+        kf_verdict_shape *o = kf_verdict_add_shape(&s.res->v);
+        if (!o) {
+            st = kf__err(ctx, KF_ENOMEM, "out of memory");
+            break;
+        }
+        kf_sess_sizes(&s, sh, &o->sizes);
+        o->kind = sh->kind == KF_SHAPE_VISIBLE  ? KF_VSHAPE_VISIBLE
+                  : sh->kind == KF_SHAPE_HIDDEN ? KF_VSHAPE_HIDDEN
+                                                : KF_VSHAPE_EDGE;
         st = validate_shape(&s, &ref, sh, o);
         if (kf_worker_dead(ref.w)) break; /* the rest cannot run */
     }
@@ -169,7 +172,11 @@ out:
     kf_worker_close(ref.w);
     kf_shapes_free(drawn, ndrawn);
     if (st == KF_OK) {
-        json_object_set_new(s.res->root, "seconds", json_real((double)(kf__now_ns() - s.t0) / 1e9));
+        s.res->v.has_seconds = 1;
+        s.res->v.seconds = (double)(kf__now_ns() - s.t0) / 1e9;
+        if (kf_result_seal(s.res)) st = kf__err(ctx, KF_ENOMEM, "out of memory (writing the result)");
+    }
+    if (st == KF_OK) {
         *out = s.res;
         s.res = NULL;
     }
