@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "kft.h"
 
+#include "backend/backend.h"
 #include "check/result.h"
 #include "loop/loop.h"
 #include "util/util.h"
@@ -734,10 +735,32 @@ static void same_text(const char *what, json_t *a, json_t *b) {
     free(y);
 }
 
+/* kf_verdict_to_json(kf_verdict_from_json(doc)) is doc: the same keys in the same order,
+ * the same values and types, written as the CLI writes (six digits) and whole (17). */
+static void roundtrip(const char *what, const char *txt) {
+    json_t *j = json_loads(txt, 0, NULL);
+    CHECKF(j, "%s: not JSON: %s", what, txt);
+    struct kf_verdict v;
+    CHECKF(kf_verdict_from_json(j, &v) == 0, "%s", what);
+    json_t *b = kf_verdict_to_json(&v);
+    CHECK(b);
+    for (int digits = 6; digits <= 17; digits += 11) {
+        size_t fl = JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(digits);
+        char *x = json_dumps(j, fl), *y = json_dumps(b, fl);
+        CHECKF(x && y && !strcmp(x, y), "%s: the round trip changed the document:\n  %s\n  %s", what, x, y);
+        free(x);
+        free(y);
+    }
+    json_decref(b);
+    json_decref(j);
+    kf_verdict_free(&v);
+}
+
 /* The typed verdict of r says what its document says, and what is written from it is
  * what was written from the document's text, byte for byte. */
 static void typed_as_text(kf_result *r, int timed) {
     char *txt = kf_result_json(r);
+    roundtrip("kf_result_json", txt);
     json_t *j = json_loads(txt, 0, NULL);
     CHECK(j);
     char *old = json_dumps(j, JSON_COMPACT), *now = kf_result_json_stored(r);
@@ -842,9 +865,171 @@ static void t_verdict_typed(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+
+/* A GPU bench in kernel mode, built in the order the checker, bench and the CUDA backend
+ * (src/backend/cuda/run.c) write: the build's launch mode after "compile", the sandbox's
+ * GPU keys first, the resources with their "at", the launch modes and fairness after
+ * "ci95", the rates and the roofline after "baseline_wall_ns", the device's ceilings
+ * before "timing_cpus" (measured early). */
+static const char gpu_bench_doc[] =
+    "{\"verdict\":\"accepted\",\"reasons\":[],\"task\":\"softmax\",\"fingerprint\":\"f00d\","
+    "\"candidate\":\"tasks/cuda/softmax/candidates/fast.cu\",\"params\":{\"BLOCK\":128,\"MODE\":\"warp\"},"
+    "\"when\":null,\"seed\":7,\"compile\":{\"ok\":true,\"cached\":false,\"seconds\":0.5},\"launch_mode\":\"kernel\","
+    "\"sandbox\":{\"seccomp\":false,\"gpu_kernel_mode\":true,\"landlock_abi\":0,\"mseal\":false,"
+    "\"frozen_between_calls\":true,\"check_cpus\":1,\"parallel_call_cpus\":0},\"libraries_loaded\":null,"
+    "\"resources\":{\"arch\":\"sm_90\",\"kernels\":[{\"kernel\":\"softmax_k\",\"registers\":32,"
+    "\"spill_store_bytes\":0,\"spill_load_bytes\":0,\"static_smem_bytes\":512,\"local_bytes_per_thread\":0}],"
+    "\"launches\":[{\"kernel\":\"softmax_k\",\"grid\":[256,1,1],\"block\":[128,1,1],\"dynamic_smem_bytes\":0,"
+    "\"blocks_per_sm\":16,\"occupancy\":1.0}],\"at\":{\"rows\":256,\"cols\":1024}},"
+    "\"check\":{\"verdict\":\"accepted\",\"shapes\":[{\"sizes\":{\"rows\":256,\"cols\":1024},\"kind\":\"visible\","
+    "\"status\":\"passed\",\"calls\":4,\"max_abs_err\":1.5e-08,\"plain_abs_err\":1.25e-08,\"max_rel_err\":2.5e-07,"
+    "\"best_ns\":10240},{\"sizes\":{\"rows\":4096,\"cols\":4096},\"kind\":\"edge\",\"maximum\":true,"
+    "\"status\":\"passed\",\"calls\":2,\"max_abs_err\":0.0,\"max_rel_err\":0.0,\"best_ns\":99000}],"
+    "\"seconds\":1.25},\"shapes\":[{\"sizes\":{\"rows\":256,\"cols\":1024},\"baseline_waited_rounds\":2,"
+    "\"unclean_rounds\":1,\"gpu_shared\":true,\"candidate_gap_ns\":5100.5,\"baseline_gap_ns\":5000.25,"
+    "\"candidate_ns\":10240.0,\"baseline_ns\":51200.0,\"speedup\":5.0,\"noise\":0.02,\"ci95\":[4.9,5.1],"
+    "\"launch_mode\":{\"candidate\":\"kernel\",\"baseline\":\"kernel\"},\"fair\":true,\"win\":true,"
+    "\"slower\":false,\"runs\":60,\"candidate_spread\":0.01,\"baseline_spread\":0.02,\"candidate_wall_ns\":20000.0,"
+    "\"baseline_wall_ns\":61000.0,\"gflops\":12.5,\"gbytes_per_s\":800.5,\"baseline_gbytes_per_s\":160.125,"
+    "\"roofline_fraction\":0.25,\"roofline_flops_ceiling\":\"fp32\",\"floor_ns\":2000.0}],"
+    "\"baseline\":\"reference\",\"untimed_shapes\":[],\"ceilings\":{\"bytes_per_s\":3200000000000.0,"
+    "\"flops_per_s\":60000000000000.0,\"tensor_flops_per_s\":9e+14,\"theoretical_bytes_per_s\":4.8e+12,"
+    "\"peak_flops_per_s\":6.7e+13,\"l2_bytes\":52428800,\"device\":\"NVIDIA H200\",\"uuid\":\"GPU-1234\","
+    "\"source\":\"cache\"},\"timing_cpus\":{\"coordinator_pinned\":true,\"worker_cpus\":15},\"speedup\":5.0,"
+    "\"wins\":1,\"seconds\":3.5}";
+
+/* A GPU check in host mode: the libraries, CUPTI's counts on the first shape, none on the
+ * next (no CUPTI), a shape not run, the libraries loaded seen last (after the resources),
+ * what the candidate printed, and compute-sanitizer's tools. */
+static const char gpu_check_doc[] =
+    "{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"sanitizer\",\"message\":\"compute-sanitizer memcheck "
+    "found 1 error: Invalid __global__ read\",\"shape\":null,\"count\":1},{\"code\":\"wrong_result\","
+    "\"message\":\"1 of 9 elements\",\"shape\":{\"n\":9},\"count\":3}],\"task\":\"sum\",\"fingerprint\":\"beef\","
+    "\"candidate\":\"h.cu\",\"params\":{},\"when\":\"n % 4 == 0\",\"shapes\":[{\"sizes\":{\"n\":4096},"
+    "\"kind\":\"visible\",\"launches_per_call\":3,\"graph_launches\":0,\"memory_ops\":1,\"kernels\":[\"k1\","
+    "\"cublas_gemm\"],\"library_kernel_count\":5,\"library_kernels\":[\"cublas_gemm\"],\"status\":\"passed\","
+    "\"calls\":4,\"max_abs_err\":0.0,\"plain_abs_err\":0.0,\"max_rel_err\":0.0,\"best_ns\":5000},"
+    "{\"sizes\":{\"n\":9},\"kind\":\"hidden\",\"launch_count\":null,\"launch_note\":\"CUPTI not available: "
+    "launches not counted\",\"status\":\"failed\",\"calls\":4,\"max_abs_err\":3.5,\"plain_abs_err\":3.5,"
+    "\"max_rel_err\":1.0},{\"sizes\":{\"n\":1},\"kind\":\"edge\",\"status\":\"not_run\"}],"
+    "\"compile\":{\"ok\":true,\"cached\":true,\"seconds\":0.125,\"log\":\"nvcc: note\"},\"launch_mode\":\"host\","
+    "\"libraries\":[\"cublas\",\"libcublas.so.13\"],\"sandbox\":{\"seccomp\":true,\"gpu_kernel_mode\":true,"
+    "\"gpu_host_mode\":true,\"landlock_abi\":0,\"mseal\":false,\"frozen_between_calls\":true,\"check_cpus\":1,"
+    "\"parallel_call_cpus\":0},\"resources\":{\"arch\":\"sm_90\",\"kernels\":[],\"launches\":[],"
+    "\"at\":{\"n\":4096}},\"libraries_loaded\":[\"libcudart.so.13\",\"libcublas.so.13\"],"
+    "\"candidate_output\":\"hello\\n\",\"sanitizer\":{\"memcheck\":{\"ran\":true,\"errors\":1,\"exit\":3,"
+    "\"calls\":1,\"seconds\":12.5,\"report\":\"========= Invalid __global__ read\"},\"racecheck\":{\"ran\":false,"
+    "\"errors\":0,\"warnings\":0,\"exit\":-1,\"calls\":0,\"seconds\":0.5,\"note\":\"compute-sanitizer left no "
+    "summary (exit status -1)\"}},\"seconds\":20.5}";
+
+/* The verdict's conversions lose nothing of any document kforge writes: checked here on
+ * documents the C backend makes (validate, a domain error, skipped shapes, a bench
+ * against --vs), the CLI's error document, and GPU documents in the backend's order;
+ * the GPU keys the CUDA backend reports land where it put them before (by its own code,
+ * without a GPU). typed_as_text does the same for the documents of check/verdict_typed. */
+static void t_verdict_roundtrip(const void *arg) {
+    (void)arg;
+    roundtrip("error", "{\"verdict\":\"error\",\"error\":\"/x.c: No such file or directory\"}");
+    roundtrip("GPU bench", gpu_bench_doc);
+    roundtrip("GPU check", gpu_check_doc);
+    /* a key of a newer build stays where it was, typed fields of an odd type too */
+    roundtrip("unknown keys", "{\"verdict\":\"accepted\",\"zeta\":1,\"reasons\":[],\"task\":\"t\",\"alpha\":[1],"
+                              "\"shapes\":[{\"omega\":true,\"sizes\":{\"n\":1},\"speedup\":\"fast\",\"kind\":\"visible\","
+                              "\"z\":null}],\"seconds\":1.5,\"last\":{}}");
+    kf_ctx *ctx = kf_ctx_new();
+    kf_opts o;
+    kf_opts_init(&o);
+    o.has_seed = 1;
+    o.seed = 11;
+    kf_task *t = kft_task(ctx, "tasks/c/sum");
+    kf_result *r;
+    CHECK(kf_validate(ctx, t, &o, &r) == KF_OK);
+    char *txt = kf_result_json(r);
+    roundtrip("validate", txt);
+    free(txt);
+    kf_result_free(r);
+    o.bench_min_time_s = 0.01;
+    o.bench_min_runs = 3;
+    o.bench_max_runs = 5;
+    o.vs_path = kft_src("tasks/c/sum/candidates/param.c");
+    CHECK(kf_bench(ctx, t, kft_src("tasks/c/sum/candidates/fast.c"), &o, &r) == KF_OK);
+    txt = kf_result_json(r);
+    CHECKF(strstr(txt, "\"baseline_params\":{"), "%s", txt);
+    roundtrip("bench --vs", txt);
+    free(txt);
+    kf_result_free(r);
+    o.vs_path = NULL;
+    kf_task_free(t);
+    /* visible shapes outside the candidate's domain: skipped records with their note */
+    t = kft_task(ctx, "tasks/c/sgemm");
+    CHECK(kf_check(ctx, t, kft_src("tasks/c/sgemm/candidates/square_when.c"), &o, &r) == KF_OK);
+    txt = kf_result_json(r);
+    CHECKF(strstr(txt, "\"status\":\"skipped\",\"note\":"), "%s", txt);
+    roundtrip("skipped shapes", txt);
+    free(txt);
+    kf_result_free(r);
+    kf_task_free(t);
+    /* a reason without a shape (domain_error) */
+    t = kft_task(ctx, "tasks/c/saxpy");
+    const char *p = write_tmp("rtwhen.c", "/* kforge:when 1 / (n - 100003) != 7 */\n#include <stdint.h>\n"
+                                          "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) "
+                                          "{ for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
+    CHECK(kf_check(ctx, t, p, &o, &r) == KF_OK);
+    CHECK(kf_result_reason(r, 0) == KF_REASON_DOMAIN_ERROR);
+    txt = kf_result_json(r);
+    CHECKF(strstr(txt, "\"shape\":null"), "%s", txt);
+    roundtrip("domain_error", txt);
+    free(txt);
+    kf_result_free(r);
+    kf_task_free(t);
+
+    /* The CUDA backend's reports, made by its own code, go where the record had them
+     * when the backend wrote into it: the launch modes and fairness after "ci95" */
+    kf_backend *be = kf_backend_get("cuda");
+    kf_build k, h;
+    memset(&k, 0, sizeof k);
+    memset(&h, 0, sizeof h);
+    k.nlaunch = 1;
+    h.host = 1;
+    kf_launch_seen graph_seen = {1, 1, 4}, none = {0, 1, -1};
+    json_t *old = json_pack("{s:{s:i}, s:f, s:f, s:f, s:f, s:[f, f]}", "sizes", "n", 64, "candidate_ns", 10.0,
+                            "baseline_ns", 20.0, "speedup", 2.0, "noise", 0.01, "ci95", 1.9, 2.1);
+    CHECK(old);
+    kf_backend_fair(be, &h, &graph_seen, &k, 0, &none, old);
+    json_object_set_new(old, "win", json_false());
+    json_object_set_new(old, "slower", json_false());
+    json_t *doc = json_pack("{s:s, s:[], s:[o]}", "verdict", "accepted", "reasons", "shapes", old);
+    struct kf_verdict v;
+    kf_verdict_init(&v);
+    v.verdict = KF_VERDICT_ACCEPTED;
+    v.has_reasons = 1;
+    kf_verdict_shape *s = kf_verdict_add_shape(&v);
+    const char *names[] = {"n"};
+    const int64_t vals[] = {64};
+    kf_verdict_sizes_set(&v, &s->sizes, 1, names, vals);
+    s->has = KF_VS_CANDIDATE_NS | KF_VS_BASELINE_NS | KF_VS_SPEEDUP | KF_VS_NOISE | KF_VS_CI95 | KF_VS_WIN |
+             KF_VS_SLOWER;
+    s->candidate_ns = 10, s->baseline_ns = 20, s->speedup = 2, s->noise = 0.01, s->ci95[0] = 1.9, s->ci95[1] = 2.1;
+    json_t *rep = json_object();
+    kf_backend_fair(be, &h, &graph_seen, &k, 0, &none, rep);
+    CHECK(kf_verdict_merge_shape(&v, s, rep, KF_VAT_FAIR) == 0 && (s->has & KF_VS_FAIR) && !s->fair &&
+          s->fair_reason);
+    json_decref(rep);
+    json_t *now = kf_verdict_to_json(&v);
+    char *x = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER), *y = json_dumps(now, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    CHECKF(x && y && !strcmp(x, y), "the fairness report moved:\n  %s\n  %s", x, y);
+    free(x);
+    free(y);
+    json_decref(now);
+    json_decref(doc);
+    kf_verdict_free(&v);
+    kf_ctx_free(ctx);
+}
+
 void kft_register_check(void) {
     kft_add("check/candidate_output", t_candidate_output, NULL, 30);
     kft_add("check/verdict_typed", t_verdict_typed, NULL, 90);
+    kft_add("check/verdict_roundtrip", t_verdict_roundtrip, NULL, 90);
     kft_add("check/magnitude_tolerance", t_magnitude_tolerance, NULL, 90);
     kft_add("check/exact_sign_of_zero", t_exact_sign_of_zero, NULL, 60);
     kft_add("check/bad_when", t_bad_when, NULL, 30);

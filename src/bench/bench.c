@@ -118,7 +118,8 @@ static double eval_cost(const kf_task *t, const kf_shape *sh, const kf_expr *e) 
  * take about 50 us each; one slow probe restarts the streak) */
 #define IDLE_DIRTY_NS 500000ull
 static kf_status busy_device(kf_sess *s, kf_side *cand, kf_side *base, const kf_extents *ex,
-                             const kf_inputs *in, size_t arena, json_t *sizes, int *stop, int *external,
+                             const kf_inputs *in, size_t arena, const kf_verdict_sizes *sizes, int *stop,
+                             int *external,
                              int *suspect) {
     kf_worker_close(cand->w); /* reaped: its contexts are gone with it */
     cand->w = NULL;
@@ -154,12 +155,13 @@ static kf_status busy_device(kf_sess *s, kf_side *cand, kf_side *base, const kf_
 }
 
 static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *ref, size_t arena,
-                            const kf_shape *sh, int cost, const void *ceil, json_t *jo, double *speedup,
-                            int *stop) {
+                            const kf_shape *sh, int cost, const void *ceil, kf_verdict_shape *jo,
+                            double *speedup, int *stop) {
     const kf_task *t = s->t;
+    struct kf_verdict *vd = &s->res->v;
     kf_extents ex;
     char err[512];
-    json_t *sizes = json_object_get(jo, "sizes");
+    const kf_verdict_sizes *sizes = &jo->sizes;
     if (kf_data_extents(t, sh, &ex, err, sizeof err))
         return kf__err(s->ctx, KF_ETASK, "%s: %s", t->dir, err);
     int max = s->o->bench_max_runs > 0 ? s->o->bench_max_runs : 400;
@@ -316,12 +318,12 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
                                     &mr)) {
                 /* a wrong baseline is the user's problem, not the candidate's: an error,
                  * with what the judge found (the result is discarded) */
-                json_t *last = json_array_get(s->res->jreasons, json_array_size(s->res->jreasons) - 1);
+                const kf_verdict_reason *last = vd->nreasons ? &vd->reasons[vd->nreasons - 1] : NULL;
                 char where[256];
                 kf_shape_format(t, sh, where, sizeof where);
                 st = kf__err(s->ctx, KF_EUSAGE, "the --vs baseline is wrong at %s: %s: %s", where,
-                             json_string_value(json_object_get(last, "code")),
-                             json_string_value(json_object_get(last, "message")));
+                             last ? kf_reason_name(last->code) : "(null)",
+                             last && last->message ? last->message : "(null)");
             }
         }
         kf_data_free_inputs(t, &in);
@@ -353,9 +355,9 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     }
     if (device && (nwait || nunclean)) {
         /* GPU work of another process was on the device when the baseline's span was due */
-        json_object_set_new(jo, "baseline_waited_rounds", json_integer(nwait));
-        json_object_set_new(jo, "unclean_rounds", json_integer(nunclean));
-        if (external) json_object_set_new(jo, "gpu_shared", json_true());
+        jo->has |= KF_VS_WAITED | (external ? KF_VS_GPU_SHARED : 0);
+        jo->waited_rounds = nwait;
+        jo->unclean_rounds = nunclean;
     }
     if (st || *stop || R.n == 0) goto out;
 
@@ -380,8 +382,9 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     double iqr_b = kf_stats_quantile(gb, (size_t)R.n, 0.75) - kf_stats_quantile(gb, (size_t)R.n, 0.25);
     free(gc);
     free(gb);
-    json_object_set_new(jo, "candidate_gap_ns", json_real(gap_c));
-    json_object_set_new(jo, "baseline_gap_ns", json_real(gap_b));
+    jo->has |= KF_VS_GAPS;
+    jo->candidate_gap_ns = gap_c;
+    jo->baseline_gap_ns = gap_b;
     double bmed_w = kf_stats_median(R.bw, (size_t)R.n);
     if (gap_c - gap_b > 3000 + 3 * iqr_b + 0.002 * bmed_w) {
         kf_result_reject(s->res, KF_REASON_TIMING_MISMATCH, sizes,
@@ -394,34 +397,42 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     kf_ratio q;
     kf_stats_ratio(R.cw, R.bw, (size_t)R.n, s->o->win_floor, &q);
     double cmed = kf_stats_median(R.cw, (size_t)R.n), bmed = kf_stats_median(R.bw, (size_t)R.n);
-    json_object_set_new(jo, "candidate_ns", json_real(cmed));
-    json_object_set_new(jo, "baseline_ns", json_real(bmed));
-    json_object_set_new(jo, "speedup", json_real(q.speedup));
-    json_object_set_new(jo, "noise", json_real(q.noise));
-    json_t *ci = json_array();
-    json_array_append_new(ci, json_real(q.lo));
-    json_array_append_new(ci, json_real(q.hi));
-    json_object_set_new(jo, "ci95", ci);
-    /* how each side reached the device, and whether comparing them is fair (docs/cuda.md) */
+    jo->has |= KF_VS_CANDIDATE_NS | KF_VS_BASELINE_NS | KF_VS_SPEEDUP | KF_VS_NOISE | KF_VS_CI95;
+    jo->candidate_ns = cmed;
+    jo->baseline_ns = bmed;
+    jo->speedup = q.speedup;
+    jo->noise = q.noise;
+    jo->ci95[0] = q.lo;
+    jo->ci95[1] = q.hi;
+    /* how each side reached the device, and whether comparing them is fair (docs/cuda.md):
+     * the backend's report */
     kf_launch_seen cseen = {c_graph, c_known, c_launch}, bseen = {b_graph, b_known, -1};
-    int fair = kf_backend_fair(s->be, cand->b, &cseen, base->b, base->graph, &bseen, jo);
+    json_t *rep = json_object();
+    if (!rep) vd->oom = 1;
+    int fair = kf_backend_fair(s->be, cand->b, &cseen, base->b, base->graph, &bseen, rep);
+    kf_verdict_merge_shape(vd, jo, rep, KF_VAT_FAIR);
+    json_decref(rep);
     if (!fair) q.win = 0;
-    json_object_set_new(jo, "win", json_boolean(q.win));
-    json_object_set_new(jo, "slower", json_boolean(q.slower));
-    json_object_set_new(jo, "runs", json_integer(R.n));
-    json_object_set_new(jo, "candidate_spread",
-                        json_real((kf_stats_quantile(R.cw, (size_t)R.n, 0.75) -
-                                   kf_stats_quantile(R.cw, (size_t)R.n, 0.25)) / cmed));
-    json_object_set_new(jo, "baseline_spread",
-                        json_real((kf_stats_quantile(R.bw, (size_t)R.n, 0.75) -
-                                   kf_stats_quantile(R.bw, (size_t)R.n, 0.25)) / bmed));
-    json_object_set_new(jo, "candidate_wall_ns", json_real(kf_stats_median(R.cp, (size_t)R.n)));
-    json_object_set_new(jo, "baseline_wall_ns", json_real(kf_stats_median(R.bp, (size_t)R.n)));
+    jo->has |= KF_VS_WIN | KF_VS_SLOWER | KF_VS_RUNS | KF_VS_SPREADS | KF_VS_WALLS;
+    jo->win = q.win;
+    jo->slower = q.slower;
+    jo->runs = R.n;
+    jo->candidate_spread =
+        (kf_stats_quantile(R.cw, (size_t)R.n, 0.75) - kf_stats_quantile(R.cw, (size_t)R.n, 0.25)) / cmed;
+    jo->baseline_spread =
+        (kf_stats_quantile(R.bw, (size_t)R.n, 0.75) - kf_stats_quantile(R.bw, (size_t)R.n, 0.25)) / bmed;
+    jo->candidate_wall_ns = kf_stats_median(R.cp, (size_t)R.n);
+    jo->baseline_wall_ns = kf_stats_median(R.bp, (size_t)R.n);
     *speedup = fair ? q.speedup : 0; /* an unfair shape stays out of the geomean */
     if (cost) { /* rates from the task's cost model, and the roofline of the backend's ceilings */
         char why[1024];
         kf_roof_in rin = {t, eval_cost(t, sh, t->cost_flops), eval_cost(t, sh, t->cost_bytes), cmed, bmed};
-        if (kf_backend_roofline(s->be, ceil, &rin, jo, why, sizeof why)) {
+        json_t *roof = json_object(); /* the backend's: the roofline, GB/s, GFLOP/s */
+        if (!roof) vd->oom = 1;
+        int bad = kf_backend_roofline(s->be, ceil, &rin, roof, why, sizeof why);
+        kf_verdict_merge_shape(vd, jo, roof, KF_VAT_ROOF);
+        json_decref(roof);
+        if (bad) {
             kf_result_reject(s->res, KF_REASON_TIMING_MISMATCH, sizes, "%s", why);
             *stop = 1;
         }
@@ -455,25 +466,28 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     kf_build vs = {0};
     kf_status st = KF_OK;
     kf_side cand = {0}, base = {0}, ref = {0};
-    json_t *jshapes = json_object_get(s->res->root, "shapes");
-    json_object_set_new(s->res->root, "baseline", json_string(vs_path ? vs_path : "reference"));
+    struct kf_verdict *v = &s->res->v;
+    v->baseline = kf_verdict_str(v, vs_path ? vs_path : "reference");
     kf_candidate *vsc = NULL;
     if (vs_path && (st = load_baseline(s, vs_path, &vs, &vsc))) return st;
     if (vsc) {
-        json_t *p = json_object();
-        for (int i = 0; i < vsc->nparams; i++)
-            json_object_set_new(p, vsc->params[i].name, json_string(vsc->params[i].selected));
-        json_object_set_new(s->res->root, "baseline_params", p);
+        v->has_baseline_params = 1;
+        for (int i = 0; i < vsc->nparams; i++) kf_verdict_add_param(v, 1, vsc->params[i].name, vsc->params[i].selected, 0);
     }
     /* the shapes: visible ones in the candidate's (and the baseline's) domain */
     size_t arena = 0;
     int ntimed = 0;
     char err[512];
-    json_t *skipped = json_array();
-    json_object_set_new(s->res->root, "untimed_shapes", skipped);
+    v->has_untimed = 1;
     for (int i = 0; i < t->nshapes; i++) {
         if (!timed_shape(s, vsc, i)) {
-            json_array_append_new(skipped, kf_sess_shape_json(t, &t->shapes[i]));
+            kf_verdict_sizes *u = realloc(v->untimed, (size_t)(v->nuntimed + 1) * sizeof *u);
+            if (!u) {
+                v->oom = 1;
+                continue;
+            }
+            v->untimed = u;
+            kf_sess_sizes(s, &t->shapes[i], &v->untimed[v->nuntimed++]);
             continue;
         }
         kf_extents ex;
@@ -510,8 +524,9 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     json_t *late = NULL; /* the late ceilings' report, set on the result at the end */
     if (ceilings && early) {
         json_t *c = json_object();
+        if (!c) v->oom = 1;
         ceil = kf_backend_ceilings(s->be, s->ctx, c);
-        json_object_set_new(s->res->root, "ceilings", c);
+        kf_verdict_set_ceilings(v, c, 0);
     }
     /* Timing: this thread keeps one CPU and spin-waits for replies (a steady, small
      * reply latency on both sides); the workers get the other CPUs. */
@@ -530,10 +545,9 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     }
     s->timing = pinned ? 1 : 0;
     if (!pinned) CPU_ZERO(&s->worker_cpus);
-    json_t *cpus = json_object();
-    json_object_set_new(cpus, "coordinator_pinned", json_boolean(pinned));
-    json_object_set_new(cpus, "worker_cpus", json_integer(pinned ? CPU_COUNT(&s->worker_cpus) : 0));
-    json_object_set_new(s->res->root, "timing_cpus", cpus);
+    v->has_timing_cpus = 1;
+    v->coordinator_pinned = pinned;
+    v->worker_cpus = pinned ? CPU_COUNT(&s->worker_cpus) : 0;
     kf_call_result fail;
     if ((st = kf_sess_spawn(s, &s->cbuild, arena, &cand, &fail))) goto out;
     if (!cand.w) {
@@ -567,7 +581,7 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
      * replayed as a graph against a candidate that replayed graphs in its check) */
     kf_backend_plan(s->be, &s->cbuild, base.b, s->cand_graph, &s->host_timing, &base.graph);
     if (ceilings && !early) {
-        late = json_object();
+        if (!(late = json_object())) v->oom = 1;
         ceil = kf_backend_ceilings(s->be, s->ctx, late);
     }
     double logsum = 0;
@@ -577,9 +591,12 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     }
     for (int i = 0; i < t->nshapes && !st && !stop; i++) {
         if (!timed_shape(s, vsc, i)) continue;
-        json_t *o = json_object();
-        json_object_set_new(o, "sizes", kf_sess_shape_json(t, &t->shapes[i]));
-        json_array_append_new(jshapes, o);
+        kf_verdict_shape *o = kf_verdict_add_shape(v);
+        if (!o) {
+            st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+            break;
+        }
+        kf_sess_sizes(s, &t->shapes[i], &o->sizes);
         char txt[256];
         kf_shape_format(t, &t->shapes[i], txt, sizeof txt);
         PHASE("timing %s", txt);
@@ -588,23 +605,24 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
                         &stop);
         /* writes through kept pointers into what no later round reused (kf_spent) */
         if (!st && !stop && kf_data_spent_check(&cand.spent, kf_worker_arena(cand.w)) &&
-            kf_sess_spent_report(s, &cand, json_object_get(o, "sizes"), "after the timed rounds"))
+            kf_sess_spent_report(s, &cand, &o->sizes, "after the timed rounds"))
             stop = 1;
-        PHASE("timed %s: %lld rounds", txt, (long long)json_integer_value(json_object_get(o, "runs")));
+        PHASE("timed %s: %lld rounds", txt, (long long)o->runs);
         if (!st && !stop && sp > 0) {
             logsum += log(sp);
             n++;
-            wins += json_is_true(json_object_get(o, "win"));
+            wins += (o->has & KF_VS_WIN) && o->win;
         }
     }
     atomic_fetch_sub(&timing_now, 1);
     if (!st && !stop && n) {
-        s->res->speedup = exp(logsum / n);
-        json_object_set_new(s->res->root, "speedup", json_real(s->res->speedup));
-        json_object_set_new(s->res->root, "wins", json_integer(wins));
+        v->has_speedup = 1;
+        v->speedup = exp(logsum / n);
+        v->has_wins = 1;
+        v->wins = wins;
     }
     if (late) {
-        json_object_set_new(s->res->root, "ceilings", late);
+        kf_verdict_set_ceilings(v, late, 1);
         late = NULL;
     }
 out:
@@ -638,15 +656,9 @@ kf_status kf_bench(kf_ctx *ctx, const kf_task *task, const char *candidate, cons
     kf_status st = kf_sess_open(&s, ctx, task, candidate, opts, "bench");
     if (!st) st = kf_sess_check(&s);
     if (!st) {
-        /* the check's document moves under "check"; "shapes" becomes the timed list */
-        json_t *root = s.res->root, *chk = json_object();
-        json_object_set(chk, "verdict", json_object_get(root, "verdict"));
-        json_object_set(chk, "shapes", json_object_get(root, "shapes"));
-        json_object_set_new(chk, "seconds", json_real((double)(kf__now_ns() - s.t0) / 1e9));
-        json_object_del(root, "shapes");
-        json_object_set_new(root, "check", chk);
-        json_object_set_new(root, "shapes", json_array());
-        if (s.res->verdict == KF_VERDICT_ACCEPTED) st = kf_bench_timed(&s, opts->vs_path);
+        /* the check's verdict and records move under "check"; "shapes" becomes the timed list */
+        kf_verdict_to_bench(&s.res->v, (double)(kf__now_ns() - s.t0) / 1e9);
+        if (s.res->v.verdict == KF_VERDICT_ACCEPTED) st = kf_bench_timed(&s, opts->vs_path);
     }
     return kf_sess_finish(&s, st, out);
 }

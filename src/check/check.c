@@ -81,21 +81,20 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
         return kf__err(ctx, KF_EIO, "mkdtemp: %s", strerror(errno));
     }
     if (!(s->res = kf_result_new(kind))) return kf__err(ctx, KF_ENOMEM, "out of memory");
-    json_t *root = s->res->root;
-    json_object_set_new(root, "task", kf_text_json(t->name));
-    json_object_set_new(root, "fingerprint", json_string(t->fingerprint));
+    struct kf_verdict *v = &s->res->v;
+    v->task = kf_verdict_str(v, t->name);
+    v->fingerprint = kf_verdict_str(v, t->fingerprint);
     if (s->cand) {
-        json_object_set_new(root, "candidate", kf_text_json(cand_path));
-        json_t *params = json_object();
-        for (int i = 0; i < s->cand->nparams; i++)
-            json_object_set_new(params, s->cand->params[i].name,
-                                s->cand->params[i].is_int ? json_integer(s->cand->params[i].ival)
-                                                          : json_string(s->cand->params[i].selected));
-        json_object_set_new(root, "params", params);
-        json_object_set_new(root, "when", s->cand->when ? json_string(kf_expr_src(s->cand->when))
-                                                        : json_null());
+        v->candidate = kf_verdict_str(v, cand_path);
+        v->has_params = 1;
+        for (int i = 0; i < s->cand->nparams; i++) {
+            const kf_param *p = &s->cand->params[i];
+            kf_verdict_add_param(v, 0, p->name, p->is_int ? NULL : p->selected, p->is_int ? p->ival : 0);
+        }
+        v->has_when = 1;
+        v->when = s->cand->when ? kf_verdict_str(v, kf_expr_src(s->cand->when)) : NULL;
     }
-    if (o->has_seed) json_object_set_new(root, "seed", json_integer((json_int_t)o->seed));
+    if (o->has_seed) v->has_seed = 1, v->seed = (int64_t)o->seed;
     /* a checking worker's CPUs, fixed here before any thread exists (the reference's
      * thread and this one spawn workers at once: sess_spawn only reads it) */
     cpu_set_t all;
@@ -132,15 +131,6 @@ void kf_sess_close(kf_sess *s) {
     s->cand = NULL;
 }
 
-static json_t *build_json(const kf_build *b) {
-    json_t *o = json_object();
-    json_object_set_new(o, "ok", json_boolean(b->ok));
-    json_object_set_new(o, "cached", json_boolean(b->cached));
-    json_object_set_new(o, "seconds", json_real(b->seconds));
-    if (b->log && *b->log) json_object_set_new(o, "log", kf_text_json(b->log));
-    return o;
-}
-
 kf_status kf_sess_build_ref(kf_sess *s) {
     char *ref = NULL;
     size_t rlen = 0;
@@ -165,8 +155,16 @@ kf_status kf_sess_build_cand(kf_sess *s, kf_ctx *ctx) {
 
 /* Record the candidate's build on the result; 1 when it built. */
 static int record_build(kf_sess *s) {
-    json_object_set_new(s->res->root, "compile", build_json(&s->cbuild));
-    kf_backend_report_build(s->be, &s->cbuild, s->res->root);
+    struct kf_verdict *v = &s->res->v;
+    const kf_build *b = &s->cbuild;
+    v->has_compile = 1;
+    v->compile_ok = b->ok, v->compile_cached = b->cached, v->compile_seconds = b->seconds;
+    if (b->log && *b->log) v->compile_log = kf_verdict_str(v, b->log);
+    json_t *rep = json_object(); /* the backend's (a GPU build's launch mode, libraries) */
+    if (!rep) v->oom = 1;
+    kf_backend_report_build(s->be, &s->cbuild, rep);
+    kf_verdict_merge(v, rep, KF_VAT_BUILD);
+    json_decref(rep);
     if (s->cbuild.ok) return 1;
     kf_result_reject(s->res, s->cbuild.reason, NULL, "%s", s->cbuild.message);
     return 0;
@@ -316,11 +314,8 @@ void kf_sess_free_outputs(const kf_task *t, void **outs) {
     }
 }
 
-json_t *kf_sess_shape_json(const kf_task *t, const kf_shape *sh) {
-    json_t *o = json_object();
-    for (int i = 0; i < t->nsizes; i++)
-        json_object_set_new(o, t->size_names[i], json_integer((json_int_t)sh->v[i]));
-    return o;
+void kf_sess_sizes(kf_sess *s, const kf_shape *sh, kf_verdict_sizes *out) {
+    kf_verdict_sizes_set(&s->res->v, out, s->t->nsizes, (const char *const *)s->t->size_names, sh->v);
 }
 
 int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b) {
@@ -339,7 +334,7 @@ static const char *io_name(const kf_arg *a) { return a->io == KF_IO_INOUT ? "ino
 
 int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
                  const kf_poison *p, void **ref, void **mag, void ***prev, void ***prevmag, int nprev,
-                 json_t *shape, const char *when, double *max_abs, double *max_rel) {
+                 const kf_verdict_sizes *shape, const char *when, double *max_abs, double *max_rel) {
     const kf_task *t = s->t;
     kf_result *r = s->res;
     const unsigned char *arena = kf_worker_arena(side->w);
@@ -446,7 +441,7 @@ int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_input
     return bad;
 }
 
-int kf_sess_spent_report(kf_sess *s, kf_side *side, json_t *shape, const char *when) {
+int kf_sess_spent_report(kf_sess *s, kf_side *side, const kf_verdict_sizes *shape, const char *when) {
     kf_spent *sp = &side->spent;
     if (!sp->on || !sp->bad || sp->bad == 2) return 0;
     const kf_spent_range *sr = &sp->bad_range;
@@ -574,6 +569,10 @@ static const char *kind_name(kf_shape_kind k) {
     return k == KF_SHAPE_VISIBLE ? "visible" : k == KF_SHAPE_HIDDEN ? "hidden" : "edge";
 }
 
+static kf_vshape_kind vshape_kind(kf_shape_kind k) {
+    return k == KF_SHAPE_VISIBLE ? KF_VSHAPE_VISIBLE : k == KF_SHAPE_HIDDEN ? KF_VSHAPE_HIDDEN : KF_VSHAPE_EDGE;
+}
+
 /* A `when` that cannot be evaluated at a shape inside the task's ranges and constraints
  * (overflow, division by zero) was once read as "outside the domain" where the maximum
  * edge was searched for: an expression that overflows on large sizes excluded them
@@ -585,7 +584,7 @@ static void reject_domain(kf_sess *s, shape_list *L, const char *err) {
 
 /* Visible shapes in the candidate's domain, then freshly drawn hidden and edge shapes.
  * KF_OK with L->rejected set when the candidate's domain cannot be evaluated. */
-static kf_status gather_shapes(kf_sess *s, shape_list *L, json_t *jshapes) {
+static kf_status gather_shapes(kf_sess *s, shape_list *L) {
     const kf_task *t = s->t;
     const kf_expr *when = s->cand ? s->cand->when : NULL;
     const kf_vars *pv = s->cand ? &s->cand->pvars : NULL;
@@ -604,12 +603,12 @@ static kf_status gather_shapes(kf_sess *s, shape_list *L, json_t *jshapes) {
         }
         if (ok < 0) return kf__err(s->ctx, KF_ETASK, "%s: %s", t->dir, err);
         if (!ok) {
-            json_t *o = json_object();
-            json_object_set_new(o, "sizes", kf_sess_shape_json(t, &t->shapes[i]));
-            json_object_set_new(o, "kind", json_string("visible"));
-            json_object_set_new(o, "status", json_string("skipped"));
-            json_object_set_new(o, "note", json_string("outside the candidate's kforge:when domain"));
-            json_array_append_new(jshapes, o);
+            kf_verdict_shape *o = kf_verdict_add_shape(&s->res->v);
+            if (!o) continue; /* the verdict says it is not whole */
+            kf_sess_sizes(s, &t->shapes[i], &o->sizes);
+            o->kind = KF_VSHAPE_VISIBLE;
+            o->status = KF_VSHAPE_SKIPPED;
+            o->note = kf_verdict_str(&s->res->v, "outside the candidate's kforge:when domain");
             continue;
         }
         L->all[L->n++] = t->shapes[i];
@@ -908,11 +907,11 @@ int kf_sess_mtol_fails(const kf_sess *s, const kf_side *side, const kf_extents *
 }
 
 /* The candidate's four calls at one shape. A fatal failure sets *dead. */
-static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep *pp, json_t *jshape,
+static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep *pp, kf_verdict_shape *rec,
                              int *dead) {
     const kf_task *t = s->t;
     const kf_extents *ex = &pp->ex;
-    json_t *sizes = json_object_get(jshape, "sizes");
+    const kf_verdict_sizes *sizes = &rec->sizes;
     void *cando[2][KF_MAX_ARGS];
     memset(cando, 0, sizeof cando);
     kf_status st = KF_OK;
@@ -985,7 +984,13 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
             break;
         }
         if (cr.worker_ns < best_ns) best_ns = cr.worker_ns;
-        if (trial == 0 && cand->b) kf_backend_report_call(s->be, cand->b, &cr, jshape);
+        if (trial == 0 && cand->b) { /* the backend's report of the call (a GPU's launches) */
+            json_t *rep = json_object();
+            if (!rep) s->res->v.oom = 1;
+            kf_backend_report_call(s->be, cand->b, &cr, rep);
+            kf_verdict_merge_shape(&s->res->v, rec, rep, KF_VAT_CALL);
+            json_decref(rep);
+        }
         if (cr.cupti && cr.ngraph > 0) s->cand_graph = 1;
         if (!s->have_occ && cand->b) { /* the first call's (the resource report's) */
             memcpy(s->occ, cr.occ, sizeof s->occ);
@@ -1048,14 +1053,15 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
         }
         failed |= bad;
     }
-    json_object_set_new(jshape, "status", json_string(failed ? "failed" : "passed"));
-    json_object_set_new(jshape, "calls", json_integer(calls));
-    json_object_set_new(jshape, "max_abs_err", json_real(max_abs));
+    rec->status = failed ? KF_VSHAPE_FAILED : KF_VSHAPE_PASSED;
+    rec->has |= KF_VS_CALLS | KF_VS_MAX_ABS_ERR | KF_VS_MAX_REL_ERR;
+    rec->calls = calls;
+    rec->max_abs_err = max_abs;
     /* the first call's alone, on the declared distributions (not the maximum shape's, whose
      * first call is spiked): how an error grows with size, without the spikes' own growth */
-    if (plain_abs >= 0 && pp->calls == 4) json_object_set_new(jshape, "plain_abs_err", json_real(plain_abs));
-    json_object_set_new(jshape, "max_rel_err", json_real(max_rel));
-    if (best_ns != UINT64_MAX) json_object_set_new(jshape, "best_ns", json_integer((json_int_t)best_ns));
+    if (plain_abs >= 0 && pp->calls == 4) rec->has |= KF_VS_PLAIN_ABS_ERR, rec->plain_abs_err = plain_abs;
+    rec->max_rel_err = max_rel;
+    if (best_ns != UINT64_MAX) rec->has |= KF_VS_BEST_NS, rec->best_ns = (int64_t)best_ns;
     kf_sess_free_outputs(t, cando[0]);
     kf_sess_free_outputs(t, cando[1]);
     return st;
@@ -1124,24 +1130,17 @@ static int ref_wait(ref_job *j, int i) {
 
 int kf_check_libraries(kf_sess *s, kf_side *side, const char *when) {
     char loaded[4096], bad[1024];
-    json_t *a = json_object_get(s->res->root, "libraries_loaded");
+    struct kf_verdict *v = &s->res->v;
     if (kf_worker_libraries(side->w, loaded, sizeof loaded)) {
-        if (!json_is_array(a)) json_object_set_new(s->res->root, "libraries_loaded", json_null());
+        kf_verdict_libraries_unknown(v);
         return 0;
-    }
-    if (!json_is_array(a)) {
-        a = json_array();
-        json_object_set_new(s->res->root, "libraries_loaded", a);
     }
     /* merged: every worker's libraries, each once */
     char *dup = kf__strdup(loaded), *save = NULL;
-    for (char *l = dup ? strtok_r(dup, ",", &save) : NULL; l; l = strtok_r(NULL, ",", &save)) {
-        size_t i;
-        json_t *v;
-        int have = 0;
-        json_array_foreach(a, i, v) have |= json_is_string(v) && !strcmp(json_string_value(v), l);
-        if (!have) json_array_append_new(a, kf_text_json(l));
-    }
+    if (!dup) v->oom = 1;
+    kf_verdict_libraries_known(v);
+    for (char *l = dup ? strtok_r(dup, ",", &save) : NULL; l; l = strtok_r(NULL, ",", &save))
+        kf_verdict_add_library(v, l);
     free(dup);
     if (!kf_backend_undeclared(s->be, &s->cbuild, loaded, bad, sizeof bad)) return 0;
     kf_result_reject(s->res, KF_REASON_SANDBOX_VIOLATION, NULL,
@@ -1156,8 +1155,8 @@ kf_status kf_sess_check(kf_sess *s) {
     if (st) return st;
     if (s->o->verbose)
         fprintf(stderr, "kforge: [%.1f ms] reference built\n", (double)(kf__now_ns() - s->t0) / 1e6);
-    json_t *jshapes = json_array();
-    json_object_set_new(s->res->root, "shapes", jshapes);
+    struct kf_verdict *v = &s->res->v;
+    v->has_shapes = 1;
     shape_list L = {0};
     shape_prep *prep = NULL;
     kf_side ref = {0}, cand = {0};
@@ -1171,7 +1170,7 @@ kf_status kf_sess_check(kf_sess *s) {
     pthread_cond_init(&job.cv, NULL);
     pthread_t th;
     int threaded = 0;
-    if ((st = gather_shapes(s, &L, jshapes)) || L.rejected) goto out;
+    if ((st = gather_shapes(s, &L)) || L.rejected) goto out;
     if (!(prep = calloc((size_t)L.n + 1, sizeof *prep))) {
         st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
         goto out;
@@ -1236,28 +1235,31 @@ kf_status kf_sess_check(kf_sess *s) {
         goto out;
     }
     json_t *sandbox = json_object();
+    if (!sandbox) v->oom = 1;
     kf_backend_report_sandbox(s->be, &s->cbuild, cand.w, sandbox); /* seccomp, and the backend's */
-    json_object_set_new(sandbox, "landlock_abi", json_integer(kf_worker_landlock_abi(cand.w)));
-    json_object_set_new(sandbox, "mseal", json_boolean(kf_worker_sealed(cand.w)));
-    json_object_set_new(sandbox, "frozen_between_calls", json_true());
+    kf_verdict_merge_sandbox(v, sandbox);
+    json_decref(sandbox);
+    v->landlock_abi = kf_worker_landlock_abi(cand.w);
+    v->mseal = kf_worker_sealed(cand.w);
+    v->frozen = 1;
     /* the CPUs a checking worker runs on (as a timing worker's), and those of the one
      * call per shape that runs on every CPU when that is a single CPU (0: none) */
-    json_object_set_new(sandbox, "check_cpus", json_integer(s->have_check_cpus ? CPU_COUNT(&s->check_cpus) : 0));
-    json_object_set_new(sandbox, "parallel_call_cpus",
-                        json_integer(s->parallel_call && kf_backend_has(s->be, KF_BACKEND_CPU)
-                                         ? CPU_COUNT(&s->all_cpus) : 0));
-    json_object_set_new(s->res->root, "sandbox", sandbox);
+    v->check_cpus = s->have_check_cpus ? CPU_COUNT(&s->check_cpus) : 0;
+    v->parallel_call_cpus = s->parallel_call && kf_backend_has(s->be, KF_BACKEND_CPU) ? CPU_COUNT(&s->all_cpus) : 0;
     int dead = 0;
     const int watched = kf_backend_watches_libraries(s->be, &s->cbuild);
     for (int i = 0; i < L.n && !st; i++) {
-        json_t *o = json_object();
-        json_object_set_new(o, "sizes", kf_sess_shape_json(s->t, &L.all[i]));
-        json_object_set_new(o, "kind", json_string(kind_name(L.all[i].kind)));
+        kf_verdict_shape *o = kf_verdict_add_shape(v);
+        if (!o) {
+            st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+            break;
+        }
+        kf_sess_sizes(s, &L.all[i], &o->sizes);
+        o->kind = vshape_kind(L.all[i].kind);
         /* the maximum-sizes shape: two calls on spiked and extreme inputs, not four */
-        if (L.all[i].light) json_object_set_new(o, "maximum", json_true());
-        json_array_append_new(jshapes, o);
+        o->maximum = L.all[i].light;
         if (dead) {
-            json_object_set_new(o, "status", json_string("not_run"));
+            o->status = KF_VSHAPE_OTHER; /* not_run */
             continue;
         }
         if (!ref_wait(&job, i)) {
@@ -1293,8 +1295,9 @@ kf_status kf_sess_check(kf_sess *s) {
         json_t *r = kf_backend_resources(s->be, &s->cbuild, s->t, sized ? ex.size : NULL, kf_worker_info(cand.w),
                                          s->have_occ ? s->occ : NULL);
         if (r) {
-            json_object_set_new(r, "at", kf_sess_shape_json(s->t, &L.all[0]));
-            json_object_set_new(s->res->root, "resources", r);
+            kf_verdict_sizes at;
+            kf_sess_sizes(s, &L.all[0], &at);
+            kf_verdict_set_resources(v, r, &at);
         }
     }
     if (!st && !dead && watched && cand.w) kf_check_libraries(s, &cand, "seen while checking");
@@ -1317,7 +1320,7 @@ out:
             fprintf(stderr, "kforge:   %-24s %8.1f ms\n", pn[i], (double)s->prof[i] / 1e6);
     }
     if (cand.w && *kf_worker_output(cand.w)) /* what the candidate printed (capped) */
-        json_object_set_new(s->res->root, "candidate_output", kf_text_json(kf_worker_output(cand.w)));
+        v->candidate_output = kf_verdict_str(v, kf_worker_output(cand.w));
     for (int i = 0; prep && i < L.n; i++) prep_free(s->t, &prep[i]);
     free(prep);
     pthread_mutex_destroy(&job.mu);
@@ -1336,10 +1339,12 @@ out:
 }
 
 kf_status kf_sess_finish(kf_sess *s, kf_status st, kf_result **out) {
-    if (st == KF_OK)
-        json_object_set_new(s->res->root, "seconds", json_real((double)(kf__now_ns() - s->t0) / 1e9));
+    if (st == KF_OK) {
+        s->res->v.has_seconds = 1;
+        s->res->v.seconds = (double)(kf__now_ns() - s->t0) / 1e9;
+    }
     /* a field that could not be added is missing from the verdict: no verdict then */
-    if (st == KF_OK && kf__json_failures() != s->json_failures)
+    if (st == KF_OK && (kf_result_seal(s->res) || kf__json_failures() != s->json_failures))
         st = kf__err(s->ctx, KF_ENOMEM, "out of memory (writing the result)");
     if (st == KF_OK) {
         *out = s->res;
@@ -1364,6 +1369,6 @@ kf_status kf_check(kf_ctx *ctx, const kf_task *task, const char *candidate, cons
     st = kf_sess_open(&s, ctx, task, candidate, opts, "check");
     if (!st) st = kf_sess_check(&s);
     /* a rejected candidate needs no sanitizer */
-    if (!st && opts->sanitize && s.res->verdict == KF_VERDICT_ACCEPTED) st = kf_sanitize_run(&s, san);
+    if (!st && opts->sanitize && s.res->v.verdict == KF_VERDICT_ACCEPTED) st = kf_sanitize_run(&s, san);
     return kf_sess_finish(&s, st, out);
 }

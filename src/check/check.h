@@ -93,7 +93,8 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
 /* Copy the out/inout buffers of a side into fresh heap buffers (outs[i]). */
 int kf_sess_take_outputs(const kf_sess *s, kf_side *side, const kf_extents *ex, void **outs);
 void kf_sess_free_outputs(const kf_task *t, void **outs);
-json_t *kf_sess_shape_json(const kf_task *t, const kf_shape *sh);
+/* The sizes of sh, their names in the session's verdict's pool. */
+void kf_sess_sizes(kf_sess *s, const kf_shape *sh, kf_verdict_sizes *out);
 
 /* Judge one candidate call against reference outputs `ref`. Returns 0 when the
  * outputs pass; records reasons otherwise. `prev` (may be NULL, nprev entries) are
@@ -103,7 +104,7 @@ json_t *kf_sess_shape_json(const kf_task *t, const kf_shape *sh);
  * the earlier calls'; either may be NULL (no magnitude term). */
 int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
                  const kf_poison *p, void **ref, void **mag, void ***prev, void ***prevmag, int nprev,
-                 json_t *shape, const char *when, double *max_abs, double *max_rel);
+                 const kf_verdict_sizes *shape, const char *when, double *max_abs, double *max_rel);
 
 /* Does any output of side's last call with an mtol fail its bound against ref, with the
  * magnitudes mag (NULL: atol + rtol*|ref| alone, where the magnitudes would then
@@ -113,7 +114,7 @@ int kf_sess_mtol_fails(const kf_sess *s, const kf_side *side, const kf_extents *
 /* A write into memory earlier calls used (kf_spent), found by a verification so far:
  * recorded once as out_of_bounds on s->res (shape may be NULL); 1 when recorded now.
  * Verify what is still poisoned first with kf_data_spent_check. */
-int kf_sess_spent_report(kf_sess *s, kf_side *side, json_t *shape, const char *when);
+int kf_sess_spent_report(kf_sess *s, kf_side *side, const kf_verdict_sizes *shape, const char *when);
 
 /* A watched worker (kf_backend_watches_libraries: GPU host mode): the shared libraries
  * side's (frozen) worker has mapped, from /proc/PID/maps (the kernel's view), merged into

@@ -38,58 +38,59 @@ kf_result *kf_result_new(const char *kind) {
     kf_result *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     snprintf(r->kind, sizeof r->kind, "%s", kind);
-    r->root = json_object();
-    r->jreasons = json_array();
-    if (!r->root || !r->jreasons) {
-        json_decref(r->root);
-        json_decref(r->jreasons);
-        free(r);
-        return NULL;
-    }
-    json_object_set_new(r->root, "verdict", json_string("accepted"));
-    json_object_set(r->root, "reasons", r->jreasons);
+    kf_verdict_init(&r->v);
+    r->v.verdict = KF_VERDICT_ACCEPTED;
+    r->v.has_reasons = 1;
     return r;
 }
 
-void kf_result_reject(kf_result *r, kf_reason code, json_t *shape, const char *fmt, ...) {
-    r->verdict = KF_VERDICT_REJECTED;
-    json_object_set_new(r->root, "verdict", json_string("rejected"));
-    for (int i = 0; i < r->nreasons; i++)
-        if (r->reasons[i] == code) {
-            json_t *o = json_array_get(r->jreasons, (size_t)i);
-            json_int_t c = json_integer_value(json_object_get(o, "count"));
-            json_object_set_new(o, "count", json_integer(c + 1));
+void kf_result_reject(kf_result *r, kf_reason code, const kf_verdict_sizes *shape, const char *fmt, ...) {
+    r->v.verdict = KF_VERDICT_REJECTED;
+    for (int i = 0; i < r->v.nreasons; i++)
+        if (r->v.reasons[i].code == code) {
+            r->v.reasons[i].count++;
             return;
         }
-    if (r->nreasons == KF_MAX_REASONS) return;
+    if (r->v.nreasons == KF_MAX_REASONS) return;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     defang_text(msg, 0); /* one line, no control bytes: it may quote the candidate */
-    json_t *o = json_object();
-    json_object_set_new(o, "code", json_string(kf_reason_name(code)));
-    json_object_set_new(o, "message", kf_text_json(msg));
-    json_object_set_new(o, "shape", shape ? json_deep_copy(shape) : json_null());
-    json_object_set_new(o, "count", json_integer(1));
-    json_array_append_new(r->jreasons, o);
-    r->reasons[r->nreasons++] = code;
+    kf_verdict_add_reason(&r->v, code, shape, msg);
 }
 
-kf_verdict kf_result_verdict(const kf_result *r) { return r->verdict; }
-int kf_result_nreasons(const kf_result *r) { return r->nreasons; }
-kf_reason kf_result_reason(const kf_result *r, int i) {
-    return i >= 0 && i < r->nreasons ? r->reasons[i] : KF_REASON_COUNT;
+int kf_result_seal(kf_result *r) {
+    json_decref(r->root);
+    r->root = kf_verdict_to_json(&r->v);
+    return r->root && !r->v.oom ? 0 : -1;
 }
-double kf_result_speedup(const kf_result *r) { return r->speedup; }
+
+kf_verdict kf_result_verdict(const kf_result *r) { return r->v.verdict; }
+int kf_result_nreasons(const kf_result *r) { return r->v.nreasons; }
+kf_reason kf_result_reason(const kf_result *r, int i) {
+    return i >= 0 && i < r->v.nreasons ? r->v.reasons[i].code : KF_REASON_COUNT;
+}
+double kf_result_speedup(const kf_result *r) { return r->v.has_speedup ? r->v.speedup : 0; }
+
+/* The document: the sealed one, or (a result still being filled) one made now. A new
+ * reference; NULL when out of memory. */
+static json_t *result_doc(const kf_result *r) {
+    return r->root ? json_incref(r->root) : kf_verdict_to_json(&r->v);
+}
 
 char *kf_result_json(const kf_result *r) {
-    return json_dumps(r->root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(KF_RESULT_DIGITS));
+    json_t *d = result_doc(r);
+    char *t = d ? json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(KF_RESULT_DIGITS)) : NULL;
+    json_decref(d);
+    return t;
 }
 
 int kf_result_verdict_typed(const kf_result *r, struct kf_verdict *v) {
-    int rc = kf_verdict_from_json(r->root, v);
+    json_t *d = result_doc(r);
+    int rc = kf_verdict_from_json(d, v);
+    json_decref(d);
     kf_verdict_round(v, KF_RESULT_DIGITS);
     return rc;
 }
@@ -115,9 +116,10 @@ static json_t *rounded(const json_t *j) {
 }
 
 char *kf_result_json_stored(const kf_result *r) {
-    json_t *c = rounded(r->root);
+    json_t *d = result_doc(r), *c = d ? rounded(d) : NULL;
     char *t = c ? json_dumps(c, JSON_COMPACT) : NULL;
     json_decref(c);
+    json_decref(d);
     return t;
 }
 
@@ -170,11 +172,12 @@ char *kf_result_text(const kf_result *r) {
 static char *result_text_raw(const kf_result *r) {
     kf_buf b;
     kf_buf_init(&b, 1u << 20);
-    json_t *root = r->root;
+    json_t *root = result_doc(r);
+    if (!root) return b.p;
     const char *task = json_string_value(json_object_get(root, "task"));
     const char *cand = json_string_value(json_object_get(root, "candidate"));
     kf_buf_printf(&b, "%s %s%s%s: %s (%.2f s)\n", r->kind, task ? task : "", cand ? " " : "",
-                  cand ? cand : "", r->verdict == KF_VERDICT_ACCEPTED
+                  cand ? cand : "", r->v.verdict == KF_VERDICT_ACCEPTED
                                         ? (!strcmp(r->kind, "validate") ? "VALID" : "ACCEPTED")
                                         : (!strcmp(r->kind, "validate") ? "REFUSED" : "REJECTED"),
                   json_real_value(json_object_get(root, "seconds")));
@@ -182,7 +185,7 @@ static char *result_text_raw(const kf_result *r) {
     if (when) kf_buf_printf(&b, "  claims only the shapes where: %s (kforge:when)\n", when);
     size_t i;
     json_t *o;
-    json_array_foreach(r->jreasons, i, o) {
+    json_array_foreach(json_object_get(root, "reasons"), i, o) {
         kf_buf_printf(&b, "  %s: %s", json_string_value(json_object_get(o, "code")),
                       json_string_value(json_object_get(o, "message")));
         json_t *sh = json_object_get(o, "shape");
@@ -302,7 +305,7 @@ static char *result_text_raw(const kf_result *r) {
             if (json_is_number(rf)) kf_buf_printf(&b, ", %.0f%% of roofline", 100 * json_number_value(rf));
             kf_buf_printf(&b, "\n");
         }
-        if (r->speedup > 0) kf_buf_printf(&b, "  geomean speedup %.3fx\n", r->speedup);
+        if (kf_result_speedup(r) > 0) kf_buf_printf(&b, "  geomean speedup %.3fx\n", kf_result_speedup(r));
         json_t *un = json_object_get(root, "untimed_shapes");
         json_array_foreach(un, i, o) {
             kf_buf_printf(&b, "  not timed (outside a kforge:when domain): ");
@@ -310,12 +313,13 @@ static char *result_text_raw(const kf_result *r) {
             kf_buf_printf(&b, "\n");
         }
     }
+    json_decref(root);
     return b.p;
 }
 
 void kf_result_free(kf_result *r) {
     if (!r) return;
-    json_decref(r->jreasons);
+    kf_verdict_free(&r->v);
     json_decref(r->root);
     free(r);
 }

@@ -207,7 +207,7 @@ kf_status kf_sanitize_prepare(kf_ctx *ctx, const kf_task *t, const kf_opts *o, c
 
 /* One tool over every visible shape; the tool's JSON object on out. */
 static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *const *shapes,
-                          int nsh, size_t arena, json_t *out) {
+                          int nsh, size_t arena, kf_verdict_tool *out) {
     const kf_task *t = s->t;
     const char *name = tools[ti].name;
     char logpath[PATH_MAX + 64], exitcode[16], note[700] = "";
@@ -291,14 +291,15 @@ static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *c
     int ran = r.errors > 0 || (started && !note[0] && r.summary);
     if (!ran && !note[0])
         snprintf(note, sizeof note, "compute-sanitizer left no summary (exit status %d)", status);
-    json_object_set_new(out, "ran", json_boolean(ran));
-    json_object_set_new(out, "errors", json_integer(r.errors));
-    if (tools[ti].bit == KF_SANITIZE_RACECHECK) json_object_set_new(out, "warnings", json_integer(r.warnings));
-    json_object_set_new(out, "exit", json_integer(status));
-    json_object_set_new(out, "calls", json_integer(calls));
-    json_object_set_new(out, "seconds", json_real((double)(kf__now_ns() - t0) / 1e9));
-    if (note[0]) json_object_set_new(out, "note", kf_text_json(note));
-    if (r.report[0]) json_object_set_new(out, "report", kf_text_json(r.report));
+    out->ran = ran;
+    out->errors = r.errors;
+    out->has_warnings = tools[ti].bit == KF_SANITIZE_RACECHECK;
+    out->warnings = r.warnings;
+    out->exit = status;
+    out->calls = calls;
+    out->seconds = (double)(kf__now_ns() - t0) / 1e9;
+    if (note[0]) out->note = kf_verdict_str(&s->res->v, note);
+    if (r.report[0]) out->report = kf_verdict_str(&s->res->v, r.report);
     if (r.errors > 0)
         kf_result_reject(s->res, KF_REASON_SANITIZER, NULL, "compute-sanitizer %s found %d error%s: %s",
                          name, r.errors, r.errors == 1 ? "" : "s", r.first);
@@ -307,8 +308,7 @@ static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *c
 
 kf_status kf_sanitize_run(kf_sess *s, const char *san) {
     const kf_task *t = s->t;
-    json_t *jsan = json_object();
-    json_object_set_new(s->res->root, "sanitizer", jsan);
+    s->res->v.has_sanitizer = 1;
     const kf_shape **shapes = calloc((size_t)t->nshapes + 1, sizeof *shapes);
     if (!shapes) return kf__err(s->ctx, KF_ENOMEM, "out of memory");
     int nsh = 0;
@@ -329,8 +329,11 @@ kf_status kf_sanitize_run(kf_sess *s, const char *san) {
     kf_status st = KF_OK;
     for (size_t i = 0; i < sizeof tools / sizeof tools[0] && !st; i++) {
         if (!(s->o->sanitize & tools[i].bit)) continue;
-        json_t *o = json_object();
-        json_object_set_new(jsan, tools[i].name, o);
+        kf_verdict_tool *o = kf_verdict_add_tool(&s->res->v, tools[i].name);
+        if (!o) {
+            st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+            break;
+        }
         st = run_tool(s, san, (int)i, shapes, nsh, arena, o);
     }
     s->precise = 0;

@@ -18,12 +18,12 @@
  * there at least twice, against a check's usual 0.05-0.25 s for a small kernel. */
 #define KF_REF_SLOW_MS 100.0
 
-static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, json_t *o) {
+static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, kf_verdict_shape *o) {
     const kf_task *t = s->t;
     kf_extents ex;
     char err[512], txt[512];
     kf_shape_format(t, sh, txt, sizeof txt);
-    json_t *sizes = json_object_get(o, "sizes");
+    const kf_verdict_sizes *sizes = &o->sizes;
     if (kf_data_extents(t, sh, &ex, err, sizeof err))
         return kf__err(s->ctx, KF_ETASK, "%s: at %s: %s", t->dir, txt, err);
     kf_inputs in[3];
@@ -113,13 +113,13 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
                 kf_result_reject(s->res, KF_REASON_DEGENERATE_TASK, sizes, "degenerate task: %s", why);
                 problems = 1;
             } else {
-                json_object_set_new(o, "warning", json_string(why));
+                o->warning = kf_verdict_str(&s->res->v, why);
             }
             free(why);
         }
     }
-    if (fastest != UINT64_MAX) json_object_set_new(o, "reference_ms", json_real((double)fastest / 1e6));
-    json_object_set_new(o, "status", json_string(problems ? "failed" : "passed"));
+    if (fastest != UINT64_MAX) o->has |= KF_VS_REFERENCE_MS, o->reference_ms = (double)fastest / 1e6;
+    o->status = problems ? KF_VSHAPE_FAILED : KF_VSHAPE_PASSED;
     for (int k = 0; k < 4; k++) kf_sess_free_outputs(t, outs[k]);
     for (int k = 0; k < 3; k++) kf_sess_free_outputs(t, mag[k]);
     for (int k = 0; k < 3; k++) kf_data_free_inputs(t, &in[k]);
@@ -128,18 +128,17 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, js
 
 /* The reference's slowest shape, as "reference_time" of the verdict: {slowest_ms, at,
  * kind, slow_ms, slow} and, when slow, a warning saying what it costs. */
-static void reference_times(json_t *root, json_t *shapes) {
-    size_t i;
-    json_t *o, *worst = NULL;
-    double w = -1;
-    json_array_foreach(shapes, i, o) {
-        double ms = json_number_value(json_object_get(o, "reference_ms"));
-        if (json_object_get(o, "reference_ms") && ms > w) w = ms, worst = o;
-    }
+static void reference_times(struct kf_verdict *v) {
+    const kf_verdict_shape *worst = NULL;
+    for (int i = 0; i < v->nshapes; i++)
+        if ((v->shapes[i].has & KF_VS_REFERENCE_MS) && (!worst || v->shapes[i].reference_ms > worst->reference_ms))
+            worst = &v->shapes[i];
     if (!worst) return;
+    double w = worst->reference_ms;
     int slow = w > KF_REF_SLOW_MS;
-    json_t *r = json_pack("{s:f, s:O, s:O, s:f, s:b}", "slowest_ms", w, "at", json_object_get(worst, "sizes"),
-                          "kind", json_object_get(worst, "kind"), "slow_ms", KF_REF_SLOW_MS, "slow", slow);
+    const char *kind = worst->kind == KF_VSHAPE_VISIBLE ? "visible" : worst->kind == KF_VSHAPE_HIDDEN ? "hidden" : "edge";
+    json_t *r = json_pack("{s:f, s:o, s:s, s:f, s:b}", "slowest_ms", w, "at", kf_verdict_sizes_json(&worst->sizes),
+                          "kind", kind, "slow_ms", KF_REF_SLOW_MS, "slow", slow);
     if (r && slow)
         json_object_set_new(
             r, "warning",
@@ -147,7 +146,9 @@ static void reference_times(json_t *root, json_t *shapes) {
                          "every check calls it there at least twice; make the reference faster "
                          "or the largest sizes smaller",
                          w, KF_REF_SLOW_MS));
-    if (r) json_object_set_new(root, "reference_time", r);
+    if (!r) v->oom = 1;
+    json_decref(v->reference_time);
+    v->reference_time = r;
 }
 
 kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts, kf_result **out) {
@@ -187,24 +188,31 @@ kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts, kf_
         kf_result_reject(s.res, fail.reason, NULL, "the reference does not load: %s", fail.msg);
         goto out;
     }
-    json_t *jshapes = json_array();
-    json_object_set_new(s.res->root, "shapes", jshapes);
+    s.res->v.has_shapes = 1;
     for (int i = 0; i < task->nshapes + ndrawn && !st && ref.w; i++) {
         const kf_shape *sh = i < task->nshapes ? &task->shapes[i] : &drawn[i - task->nshapes];
-        json_t *o = json_object();
-        json_object_set_new(o, "sizes", kf_sess_shape_json(task, sh));
-        json_object_set_new(o, "kind", json_string(sh->kind == KF_SHAPE_VISIBLE ? "visible" :
-                                                   sh->kind == KF_SHAPE_HIDDEN ? "hidden" : "edge"));
-        json_array_append_new(jshapes, o);
+        kf_verdict_shape *o = kf_verdict_add_shape(&s.res->v);
+        if (!o) {
+            st = kf__err(ctx, KF_ENOMEM, "out of memory");
+            break;
+        }
+        kf_sess_sizes(&s, sh, &o->sizes);
+        o->kind = sh->kind == KF_SHAPE_VISIBLE  ? KF_VSHAPE_VISIBLE
+                  : sh->kind == KF_SHAPE_HIDDEN ? KF_VSHAPE_HIDDEN
+                                                : KF_VSHAPE_EDGE;
         st = validate_shape(&s, &ref, sh, o);
         if (kf_worker_dead(ref.w)) break; /* the rest cannot run */
     }
-    if (!st) reference_times(s.res->root, json_object_get(s.res->root, "shapes"));
+    if (!st) reference_times(&s.res->v);
 out:
     kf_worker_close(ref.w);
     kf_shapes_free(drawn, ndrawn);
     if (st == KF_OK) {
-        json_object_set_new(s.res->root, "seconds", json_real((double)(kf__now_ns() - s.t0) / 1e9));
+        s.res->v.has_seconds = 1;
+        s.res->v.seconds = (double)(kf__now_ns() - s.t0) / 1e9;
+        if (kf_result_seal(s.res)) st = kf__err(ctx, KF_ENOMEM, "out of memory (writing the result)");
+    }
+    if (st == KF_OK) {
         *out = s.res;
         s.res = NULL;
     }

@@ -1,17 +1,22 @@
 /*
- * verdict.h - the verdict as a C type: what check and bench decided (accepted or
- * rejected, the reasons) and the per-shape records behind it (sizes, kind, status and
- * errors of the check; speedup, interval, win, times, roofline and fairness of the
- * timing). The loop, the Critic, diagnosis, export and distillation read its fields.
+ * verdict.h - the verdict as a C type: what check, bench and validate decided (accepted
+ * or rejected, the reasons), the per-shape records behind it (sizes, kind, status and
+ * errors of the check; speedup, interval, win, times, spreads, roofline and fairness of
+ * the timing), and what the document reports besides (the build, the sandbox, the
+ * libraries loaded, the sanitizer, the timing CPUs, the seconds). The checker and bench
+ * fill it; the loop, the Critic, diagnosis, export and distillation read its fields.
  *
  * JSON stays at the edges: the CLI's document (docs/cli.md), the store's verdict_json
  * and shapes_json columns, EXPORT.json. verdict.c alone knows the key names: the
  * document and the columns become a struct kf_verdict through kf_verdict_from_json, and
- * the columns and summaries are written by the kf_verdict_*_json functions.
+ * the document, the columns and summaries are written by the kf_verdict_*_json
+ * functions.
  *
- * The struct holds the fields those readers use, not the whole document: the sandbox,
- * build, resource and ceiling reports stay in the document. Its name is the struct tag
- * (kf_verdict alone is the accepted/rejected enum of kforge.h).
+ * What a backend reports (src/backend/: CUDA launches and kernels, launch modes, device
+ * ceilings, resources) is the backend's own JSON: a verdict keeps each such key as an
+ * extra, with the typed field it followed, and writes it back there, so the document
+ * keeps its order (kf_verdict_merge). A key this build does not know is kept the same way.
+ * Its name is the struct tag (kf_verdict alone is the accepted/rejected enum of kforge.h).
  */
 #ifndef KF_VERDICT_H
 #define KF_VERDICT_H
@@ -44,6 +49,27 @@ typedef enum {
     KF_VSHAPE_OTHER /* not_run, or a status this build does not know */
 } kf_vshape_status;
 
+/* A key the verdict does not type, its value (owned), and the typed field it follows
+ * (a KF_VAT_* or a field's slot; 0: first). */
+typedef struct {
+    int at;
+    const char *key; /* from the pool */
+    json_t *val;
+} kf_verdict_extra;
+
+typedef struct {
+    int n, cap;
+    kf_verdict_extra *e;
+} kf_verdict_extras;
+
+/* Where a backend's report goes in a shape record (kf_verdict_merge_shape): after the
+ * check's "maximum" (a call's launches), after the timing's "ci95" (launch modes and
+ * fairness), after "baseline_wall_ns" (the roofline and its rates). */
+enum { KF_VAT_CALL = 3, KF_VAT_FAIR = 22, KF_VAT_ROOF = 32 };
+/* and in the document (kf_verdict_merge): after "compile" (the build's launch mode and
+ * libraries) */
+enum { KF_VAT_BUILD = 10 };
+
 /* Which optional fields of a shape record are present (kf_verdict_shape.has). */
 enum {
     KF_VS_SPEEDUP = 1u << 0,
@@ -57,6 +83,18 @@ enum {
     KF_VS_CI95_FIRST = 1u << 8,
     KF_VS_MAX_ABS_ERR = 1u << 9,
     KF_VS_PLAIN_ABS_ERR = 1u << 10,
+    KF_VS_MAX_REL_ERR = 1u << 11,
+    KF_VS_CALLS = 1u << 12,
+    KF_VS_BEST_NS = 1u << 13,
+    KF_VS_WAITED = 1u << 14,  /* baseline_waited_rounds, unclean_rounds (a device's) */
+    KF_VS_GPU_SHARED = 1u << 15,
+    KF_VS_GAPS = 1u << 16,    /* candidate_gap_ns, baseline_gap_ns */
+    KF_VS_NOISE = 1u << 17,
+    KF_VS_SLOWER = 1u << 18,
+    KF_VS_RUNS = 1u << 19,
+    KF_VS_SPREADS = 1u << 20, /* candidate_spread, baseline_spread */
+    KF_VS_WALLS = 1u << 21,   /* candidate_wall_ns, baseline_wall_ns */
+    KF_VS_REFERENCE_MS = 1u << 22, /* validate: the reference's fastest call there */
 };
 
 /* One shape record: of the check (kind, status, errors) or of the timing (speedup and
@@ -67,16 +105,27 @@ typedef struct {
     kf_vshape_status status;
     int maximum;  /* the maximum-sizes shape (spiked or extreme inputs) */
     unsigned has; /* KF_VS_* */
-    double max_abs_err, plain_abs_err;
+    const char *warning, *note; /* validate's warning, a skipped shape's note (NULL: none) */
+    double reference_ms;        /* validate: the reference's fastest call (KF_VS_REFERENCE_MS) */
+    int64_t calls, best_ns;     /* the check's calls and its fastest call's worker time */
+    double max_abs_err, plain_abs_err, max_rel_err;
+    int64_t waited_rounds, unclean_rounds; /* rounds the baseline waited for an idle device */
+    double candidate_gap_ns, baseline_gap_ns;
     double speedup; /* median paired ratio, baseline over candidate */
+    double noise;
     double ci95[2]; /* its 95% interval */
     int win;        /* the interval clears 1 and the win floor */
+    int slower;
+    int64_t runs;
     double candidate_ns, baseline_ns;
+    double candidate_spread, baseline_spread, candidate_wall_ns, baseline_wall_ns;
     double roofline_fraction;
     int fair;                /* 0: the comparison was not fair (fair_reason says why) */
     const char *fair_reason; /* NULL when none; from the pool */
-    double speedup_first;    /* a kept node's first timing, when the Critic's was lower */
+    const char *fair_note;
+    double speedup_first; /* a kept node's first timing, when the Critic's was lower */
     double ci95_first[2];
+    kf_verdict_extras extra; /* the backend's keys (launches, launch modes, rates) */
 } kf_verdict_shape;
 
 typedef struct {
@@ -87,23 +136,77 @@ typedef struct {
     int count;              /* how many times it was seen */
 } kf_verdict_reason;
 
+/* A template parameter's value ("params", "baseline_params"): a number or a word. */
+typedef struct {
+    const char *name, *str; /* str NULL: the integer ival */
+    int64_t ival;
+} kf_verdict_param;
+
+/* One compute-sanitizer tool's run ("sanitizer"). */
+typedef struct {
+    const char *tool;
+    int ran, has_warnings;
+    int64_t errors, warnings, exit, calls;
+    double seconds;
+    const char *note, *report; /* NULL: none */
+} kf_verdict_tool;
+
 struct kf_verdict {
-    kf_verdict verdict; /* accepted, or rejected (any other word too) */
-    int nreasons;
+    kf_verdict verdict;       /* accepted, or rejected (any other word too) */
+    const char *verdict_word; /* that other word ("error"), or NULL */
+    int has_reasons;          /* "reasons" is there (every verdict kforge reaches) */
+    int nreasons, capreasons;
     kf_verdict_reason *reasons;
     /* "shapes": a check's records, or a bench's timed ones (the check's are then in
      * checked, has_check) */
-    int nshapes;
+    int has_shapes, nshapes, capshapes;
     kf_verdict_shape *shapes;
     int has_check;
+    kf_verdict check_verdict; /* the check's own verdict, in a bench's "check" */
+    int has_check_seconds;
+    double check_seconds;
     int nchecked;
     kf_verdict_shape *checked;
-    int nuntimed; /* visible shapes outside the candidate's kforge:when */
+    int has_untimed;
+    int nuntimed; /* visible shapes outside the candidate's kforge:when domain */
     kf_verdict_sizes *untimed;
     int has_speedup;
     double speedup;                                      /* geometric mean over the timed shapes */
     const char *task, *fingerprint, *when, *compile_log; /* NULL when absent; from the pool */
-    char **pool;                                         /* the strings above point into it */
+    const char *candidate;       /* the candidate's path (NULL: validate) */
+    int has_when;                /* "when" is there (null when the candidate claims every shape) */
+    int has_params, nparams;     /* the candidate's template values */
+    kf_verdict_param *params;
+    int has_seed;
+    int64_t seed;
+    int has_compile, compile_ok, compile_cached;
+    double compile_seconds;
+    int has_sandbox;
+    int64_t landlock_abi, check_cpus, parallel_call_cpus;
+    int mseal, frozen;
+    kf_verdict_extras sandbox_extra; /* the backend's (seccomp, GPU modes) */
+    int has_libraries, libraries_null, libraries_late; /* late: after "resources" */
+    int nlibraries;
+    const char **libraries; /* "libraries_loaded", each once; from the pool */
+    json_t *resources;      /* the backend's resource report, its "at" included (owned) */
+    const char *candidate_output;
+    int has_sanitizer, ntools;
+    kf_verdict_tool *tools;
+    const char *baseline; /* bench: "reference" or the --vs file */
+    int has_baseline_params, nbaseline_params;
+    kf_verdict_param *baseline_params;
+    json_t *ceilings; /* the backend's ceilings report (owned) */
+    json_t *reference_time; /* validate: the reference's slowest shape (owned; NULL: none) */
+    int ceilings_late;  /* written after the geomean (measured on the timing CPU) */
+    int has_timing_cpus, coordinator_pinned;
+    int64_t worker_cpus;
+    int has_wins;
+    int64_t wins;
+    int has_seconds;
+    double seconds;
+    kf_verdict_extras extra; /* the backend's top-level keys (launch mode, libraries) */
+    int oom;                 /* a setter ran out of memory: the verdict is not whole */
+    char **pool;             /* the strings above point into it */
     int npool, cappool;
 };
 
@@ -118,13 +221,55 @@ int kf_verdict_from_text(const char *text, struct kf_verdict *v);
 void kf_verdict_init(struct kf_verdict *v);
 void kf_verdict_free(struct kf_verdict *v);
 
+/* ---- filling: the checker's and bench's setters. Each records a failed allocation in
+ * v->oom (the verdict is then not whole: no document may be made from it). */
+
+/* A copy of s in v's pool, as the document can hold it (not UTF-8: printable ASCII
+ * kept, every other byte '?'); NULL: "" . NULL when out of memory. */
+const char *kf_verdict_str(struct kf_verdict *v, const char *s);
+/* Sizes from n names (copied to the pool) and values. */
+void kf_verdict_sizes_set(struct kf_verdict *v, kf_verdict_sizes *s, int n, const char *const *names,
+                          const int64_t *vals);
+/* A new empty record at the end of "shapes" (valid until the next one is added), or NULL. */
+kf_verdict_shape *kf_verdict_add_shape(struct kf_verdict *v);
+/* A reason at the end of the list, count 1, message copied (kf_verdict_str), shape (may be
+ * NULL) copied; NULL when out of memory. */
+kf_verdict_reason *kf_verdict_add_reason(struct kf_verdict *v, kf_reason code, const kf_verdict_sizes *shape,
+                                         const char *message);
+/* A template value of the candidate's (baseline 0) or the --vs baseline's (1): the word
+ * str, or the integer ival when str is NULL. 0, or -1 when out of memory. */
+int kf_verdict_add_param(struct kf_verdict *v, int baseline, const char *name, const char *str, int64_t ival);
+/* "libraries_loaded": unknown (null, unless a list is there already), a list (empty at
+ * first), name into the list unless it is there (0 or -1). */
+void kf_verdict_libraries_unknown(struct kf_verdict *v);
+void kf_verdict_libraries_known(struct kf_verdict *v);
+int kf_verdict_add_library(struct kf_verdict *v, const char *name);
+/* A sanitizer tool's record at the end of "sanitizer" (fill its fields), or NULL. */
+kf_verdict_tool *kf_verdict_add_tool(struct kf_verdict *v, const char *tool);
+/* A backend's report merged into v, s, or v's sandbox report: each key v types sets its
+ * field, every other one is kept as an extra after the last typed field before it (at,
+ * a KF_VAT_*, for the first ones). frag is borrowed. 0, or -1 when out of memory. */
+int kf_verdict_merge(struct kf_verdict *v, const json_t *frag, int at);
+int kf_verdict_merge_shape(struct kf_verdict *v, kf_verdict_shape *s, const json_t *frag, int at);
+int kf_verdict_merge_sandbox(struct kf_verdict *v, const json_t *frag);
+/* The backend's resource report (taken; NULL: none), measured at the sizes at. 0 or -1. */
+int kf_verdict_set_resources(struct kf_verdict *v, json_t *r, const kf_verdict_sizes *at);
+/* The backend's ceilings report (taken), measured before the timing (late 0) or on the
+ * timing CPU (1). */
+void kf_verdict_set_ceilings(struct kf_verdict *v, json_t *c, int late);
+/* A bench: the check's verdict and records move under "check", "shapes" starts empty for
+ * the timed records. */
+void kf_verdict_to_bench(struct kf_verdict *v, double check_seconds);
+
 /* Every real of v as a reader of its document written with `digits` significant digits
  * sees it (kf_result_json writes six). */
 void kf_verdict_round(struct kf_verdict *v, int digits);
 double kf_verdict_real(double x, int digits);
 
-/* v as a verdict document: the fields the struct holds, in the order and under the
- * keys of the CLI's (caller decrefs; NULL when out of memory). */
+/* v as its document: `kforge check/bench/validate --json`'s, every field in the order
+ * and under the keys the CLI writes (docs/cli.md). The reals are v's, whole (the CLI's
+ * text has six digits). Caller decrefs; NULL when out of memory (a field that could not
+ * be added shows in kf__json_failures()). */
 json_t *kf_verdict_to_json(const struct kf_verdict *v);
 /* The timed records of v (those with a speedup) as a node's shapes_json keeps them:
  * sizes, speedup, ci95, win, candidate_ns, baseline_ns, roofline_fraction, fair,
