@@ -442,7 +442,8 @@ static kf_status record_proposal(agent_proposer *g, const kf_action *a, const ch
     n->tokens_out = pr->tokens_out;
     n->cost_s = pr->elapsed_s;
     n->created = kf_eval_now();
-    g->base.env->tally->tokens += pr->tokens_in + pr->tokens_out;
+    g->base.env->tally->tokens =
+        kf__sat_add(g->base.env->tally->tokens, kf__sat_add(pr->tokens_in, pr->tokens_out));
     kf_status st;
     if (pr->text) {
         st = add_node(r->st, n, pr->text, pr->len);
@@ -451,9 +452,11 @@ static kf_status record_proposal(agent_proposer *g, const kf_action *a, const ch
         st = add_node(r->st, n, "", 0);
     }
     if (st) return st;
-    json_t *ev = json_pack("{s:s, s:i, s:b, s:f, s:s%}", "agent", kf_agent_kind(ag), "attempts", pr->attempts,
-                           "tokens_estimated", pr->tokens_estimated, "elapsed_s", pr->elapsed_s, "log",
-                           pr->log ? pr->log : "", pr->log ? strlen(pr->log) < 4096 ? strlen(pr->log) : 4096 : 0);
+    json_t *ev = json_pack(
+        "{s:s, s:i, s:b, s:f, s:s%, s:s?}", "agent", kf_agent_kind(ag), "attempts", pr->attempts,
+        "tokens_estimated", pr->tokens_estimated, "elapsed_s", pr->elapsed_s, "log", pr->log ? pr->log : "",
+        pr->log ? strlen(pr->log) < 4096 ? strlen(pr->log) : 4096 : 0, "warning", pr->warning);
+    if (pr->warning) fprintf(stderr, "kforge run: WARNING: node %lld: %s\n", (long long)n->id, pr->warning);
     char *evs = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
     kf_store_event(r->st, n->id, "proposal", evs);
     free(evs);

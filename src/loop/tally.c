@@ -67,7 +67,7 @@ static int replay_one(void *arg, const kf_node *n) {
         return 0;
     }
     kf_tally_observe(tl, n, 1);
-    tl->tokens += n->tokens_in + n->tokens_out;
+    tl->tokens = kf__sat_add(tl->tokens, kf__sat_add(n->tokens_in, n->tokens_out));
     if (n->state == KF_NODE_NO_CANDIDATE || n->state == KF_NODE_PRUNED) return 0; /* not an evaluation */
     tl->evals++;
     tl->kept += n->state == KF_NODE_KEPT;
@@ -94,7 +94,7 @@ void kf_tally_record(kf_tally *tl, const kf_node *n) {
     for (int k = 0; k < KF_PROPOSER_COUNT; k++) kf_proposer_recorded(tl->p[k], n);
     tl->evals++;
     tl->fresh++;
-    tl->tokens += n->review_tokens;
+    tl->tokens = kf__sat_add(tl->tokens, n->review_tokens);
     if (n->state == KF_NODE_KEPT && n->speedup > tl->best && !kf_loop_is_spec(n)) {
         tl->best = n->speedup;
         tl->best_id = n->id;
