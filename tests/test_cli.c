@@ -131,6 +131,40 @@ static void t_compile_dies_with_kforge(const void *arg) {
     CHECKF(!left, "process %d of a compile's group outlived kforge", (int)left);
 }
 
+/* A `when` that leaves nothing to check or time, or that cannot be evaluated, is the
+ * candidate's error and names its file and line, not the task. */
+static void t_when_errors_at_line(const void *arg) {
+    (void)arg;
+    static char out[1 << 16];
+    char dir[] = "/tmp/kft-whenline-XXXXXX", path[300], args[700];
+    CHECK(mkdtemp(dir));
+    static const struct {
+        const char *cmd, *when, *want;
+    } cases[] = {
+        {"check", "n < 0", "kforge:when \"n < 0\": no shape satisfies"},
+        {"check", "n / (n - n) > 1", "kforge:when \"n / (n - n) > 1\" cannot be evaluated at"},
+        {"bench", "n == 7", "kforge:when \"n == 7\": no visible shape lies in the candidate's domain"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(path, sizeof path, "%s/w%zu.c", dir, i);
+        FILE *f = fopen(path, "w");
+        CHECK(f);
+        fprintf(f,
+                "#include <stdint.h>\n\n/* kforge:when %s */\nvoid reduce_sum(const float *x, float *out, "
+                "int64_t n) { double s = 0; for (int64_t i = 0; i < n; i++) s += x[i]; *out = (float)s; }\n",
+                cases[i].when);
+        fclose(f);
+        snprintf(args, sizeof args, "%s tasks/c/sum %s%s 2>&1", cases[i].cmd, path,
+                 strcmp(cases[i].cmd, "bench") ? "" : " --min-runs 3 --max-runs 3 --min-time 0.001");
+        int rc = kforge(args, out, sizeof out);
+        char want[600];
+        snprintf(want, sizeof want, "%s:3: %s", path, cases[i].want);
+        CHECKF(rc != 0 && strstr(out, want), "%s: exit %d: %s (want %s)", cases[i].when, rc, out, want);
+        CHECKF(!strstr(out, "tasks/c/sum:"), "%s", out);
+    }
+    kf__rmtree(dir);
+}
+
 static void t_exit_codes(const void *arg) {
     (void)arg;
     static char out[1 << 20];
@@ -288,6 +322,7 @@ void kft_register_cli(void) {
     kft_add("cli/when_skipped_text", t_when_skipped_text, NULL, 60);
     kft_add("cli/exit_codes", t_exit_codes, NULL, 120);
     kft_add("cli/compile_dies_with_kforge", t_compile_dies_with_kforge, NULL, 60);
+    kft_add("cli/when_errors_at_line", t_when_errors_at_line, NULL, 60);
     kft_add("cli/json_contract", t_json_contract, NULL, 120);
     kft_add("cli/bad_task_message", t_bad_task_message, NULL, 30);
     kft_add("cli/torch_compare_dry_run", t_torch_compare_dry_run, NULL, 60);
