@@ -152,7 +152,8 @@ int kf_cli_run(int argc, char **argv) {
 }
 
 /* kforge next RUN [--json] [search and bench options]
- * kforge submit RUN --parent N FILE [--category C] [--json] [bench options] (docs/agents.md) */
+ * kforge submit RUN --parent N FILE [--category C] [--description TEXT] [--json] [bench options]
+ * (docs/agents.md) */
 int kf_cli_tool(int argc, char **argv, int submit) {
     kf_run_opts o;
     kf_run_opts_init(&o);
@@ -168,14 +169,18 @@ int kf_cli_tool(int argc, char **argv, int submit) {
         } else if (submit && !strcmp(a, "--parent") && more) {
             if (kf_cli_number(a, argv[++i], 0, 9e15, &parent)) return KF_EXIT_USAGE;
         } else if (submit && !strcmp(a, "--category") && more) category = argv[++i];
+        else if (submit && !strcmp(a, "--description") && more)
+            o.description = argv[++i];
         else if (a[0] == '-') return kf_cli_fail(json, "kforge %s: unknown option %s", argv[0], a);
         else if (!o.run_dir) o.run_dir = a;
         else if (submit && !file) file = a;
         else return kf_cli_fail(json, "kforge %s: unexpected argument %s", argv[0], a);
     }
     if (!o.run_dir || (submit && (!file || parent < 0)))
-        return kf_cli_fail(json, submit ? "usage: kforge submit RUN --parent N FILE [--category C] [--json]"
-                                        : "usage: kforge next RUN [--json]");
+        return kf_cli_fail(
+            json,
+            submit ? "usage: kforge submit RUN --parent N FILE [--category C] [--description TEXT] [--json]"
+                   : "usage: kforge next RUN [--json]");
     kf_ctx *ctx = kf_ctx_new();
     char *out = NULL;
     int outcome = 0;

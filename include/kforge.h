@@ -211,6 +211,9 @@ typedef struct kf_run_opts {
                                "default": the default one, named. Not a new one with resume:
                                a resumed run keeps what its start recorded. */
     int64_t pack_tokens;    /* each context pack's token budget (0: 18000) */
+    const char *description; /* submit: a one-line description of the change (its first
+                               line, at most 200 bytes, is kept), shown by tree and
+                               carried into lessons; NULL: none */
 } kf_run_opts;
 
 #define KF_RUN_MAX_JOBS 64
@@ -236,7 +239,10 @@ KF_API kf_status kf_run_next(kf_ctx *ctx, const kf_run_opts *o, int json, char *
  * candidate passed the check (measured, kept or reverted), 1 it was rejected or did not
  * build, 2 the evaluation itself failed (recorded as crashed). *out as kf_run_next.
  * KF_EUSAGE for an unknown parent, a parent that did not pass the check, an unreadable
- * file or an unknown category (nothing recorded). */
+ * file, an unknown category, or a file that contradicts its category (a kforge:when in
+ * anything but a specialisation, a specialisation without one): nothing recorded, nothing
+ * compiled or timed. A text the run already evaluated is not evaluated again: *outcome 1,
+ * *out says which node it is the same source as, and no node is recorded. */
 KF_API kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const char *path,
                                const char *category, int json, char **out, int *outcome);
 /* kforge export (docs/run.md): write the run's per-shape winners to out_dir as

@@ -40,6 +40,7 @@ extern char **environ;
 #define TAIL 2048          /* bytes of stderr kept for the error message */
 #define TAIL_LINES 5
 #define USAGE_CAP (64u << 10)
+#define DESC_CAP 1024u /* bytes of KFORGE_OUT.description read */
 
 void kf_agent_opts_init(kf_agent_opts *o) {
     memset(o, 0, sizeof *o);
@@ -61,6 +62,7 @@ void kf_proposal_free(kf_proposal *p) {
     free(p->error);
     free(p->log);
     free(p->warning);
+    free(p->description);
     memset(p, 0, sizeof *p);
 }
 
@@ -467,6 +469,12 @@ static kf_status cmd_propose(kf_agent *a, const kf_pack *pack, kf_proposal *out)
         char *usage = kf__asprintf("%s.usage.json", strchr(vars[3], '=') + 1);
         read_usage(usage, pack->tokens_prompt, kf_text_tokens(out->len), out);
         free(usage);
+        char *dpath = kf__asprintf("%s.description", strchr(vars[3], '=') + 1), *d = NULL;
+        size_t dl;
+        if (dpath && !kf__read_file(dpath, DESC_CAP, &d, &dl) && dl && !memchr(d, 0, dl))
+            out->description = strndup(d, strcspn(d, "\r\n"));
+        free(d);
+        free(dpath);
     } else {
         out->tokens_in = pack->tokens_prompt; /* what it was given, for the cost */
         out->tokens_estimated = 1;

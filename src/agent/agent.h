@@ -134,6 +134,9 @@ typedef struct {
     double elapsed_s;      /* wall seconds spent proposing */
     char *log;             /* for the record, capped: cmd: its stdout and stderr;
                               openai: the reply's content. NULL when there is none */
+    char *description;     /* the agent's description of its change, raw (its first line,
+                              at most 1 KiB: cmd: KFORGE_OUT.description; openai: a line
+                              "Description: ..." of the reply outside the code); or NULL */
     char *warning;         /* a token count the agent reported that was not one (a
                               negative, huge or non-integer value): the estimate counts
                               instead (tokens_estimated). NULL when none */

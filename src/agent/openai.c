@@ -30,6 +30,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #define MSG_CAP 300 /* bytes of a server's error text quoted in ours */
@@ -163,6 +164,24 @@ static void take_reply(kf_agent *a, const kf_pack *pack, const sink *s, const ch
     }
     const char *text = json_string_value(content);
     size_t len = json_string_length(content);
+    /* a "Description: ..." line (the prompt asks for one) outside the code block */
+    for (const char *p = text; p && *p;) {
+        const char *q = p;
+        while (*q == ' ' || *q == '*' || *q == '_') q++;
+        if (!strncasecmp(q, "description:", 12)) {
+            q += 12;
+            size_t n = strcspn(q, "\r\n");
+            out->description = strndup(q, n < 1024 ? n : 1024);
+            break;
+        }
+        if (!strncmp(q, "```", 3)) { /* skip the fenced block */
+            const char *e = strstr(q + 3, "\n```");
+            if (!e) break;
+            p = e + 4;
+        }
+        const char *nl = strchr(p, '\n');
+        p = nl ? nl + 1 : NULL;
+    }
     size_t keep = len < a->o.log_cap ? len : a->o.log_cap;
     out->log = strndup(text, keep);
     const char *code;

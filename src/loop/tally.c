@@ -30,12 +30,36 @@ static kf_search_state sobs_state(kf_node_state s) {
     }
 }
 
+int kf_tally_specialisable(const kf_node *n) {
+    if (!n || n->state != KF_NODE_KEPT || !n->shapes_json) return 0;
+    struct kf_verdict v;
+    if (kf_verdict_from_text(n->shapes_json, &v)) return 0;
+    double lo = 0, hi = 0;
+    int timed = 0, wins = 0;
+    for (int k = 0; k < v.nshapes; k++) {
+        const kf_verdict_shape *s = &v.shapes[k];
+        if (!(s->speedup > 0)) continue;
+        lo = timed ? (s->speedup < lo ? s->speedup : lo) : s->speedup;
+        hi = timed ? (s->speedup > hi ? s->speedup : hi) : s->speedup;
+        timed++;
+        wins += (s->has & KF_VS_WIN) && s->win;
+    }
+    kf_verdict_free(&v);
+    return timed >= 2 && ((wins && wins < timed) || hi > lo * KF_TALLY_SPEC_SPREAD);
+}
+
 void kf_tally_observe(kf_tally *tl, const kf_node *n, int replayed) {
     kf_search_obs o = {n->id, n->parent, kf_search_category_parse(n->category), kf_proposer_index(n->proposer),
                        sobs_state(n->state),
                        n->speedup, n->cost_s};
     if (o.category < 0) o.category = KF_CAT_OTHER;
     kf_search_observe(tl->se, &o);
+    /* an agent is asked for a specialisation of a node only when there is something to
+     * specialise (the builtin proposes its own, from its measurements) */
+    if (!kf_tally_specialisable(n)) {
+        kf_search_exhaust(tl->se, n->id, KF_CAT_SPECIALISATION, KF_PROPOSER_AGENT);
+        kf_search_exhaust(tl->se, n->id, KF_CAT_SPECIALISATION, KF_PROPOSER_TOOL);
+    }
     for (int k = 0; k < KF_PROPOSER_COUNT; k++) kf_proposer_observe(tl->p[k], n, replayed);
 }
 

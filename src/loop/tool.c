@@ -290,11 +290,9 @@ static kf_status submit_parent(tool_run *r, int64_t parent, kf_node *pn, int *ha
     return KF_OK;
 }
 
-/* The submitted text as node *n of the run (proposer tool; the category as given, else
- * the pending action's for this parent, else other) with its `submit` event; *pid: the
- * pending action it answers (0: none). */
-static kf_status submit_record(tool_run *r, int64_t parent, const char *path, const char *text, size_t len,
-                               const char *category, kf_node *n, int64_t *pid) {
+/* The category of a submission: as given, else the pending action's for this parent,
+ * else other; *pid: the pending action it answers (0: none). */
+static kf_status submit_category(tool_run *r, int64_t parent, const char *category, int *cat, int64_t *pid) {
     pending_set ps;
     kf_status st = pendings(r->ev.st, &ps);
     if (st) return st;
@@ -305,22 +303,60 @@ static kf_status submit_record(tool_run *r, int64_t parent, const char *path, co
             *pid = ps.v[i].id;
             if (want < 0) want = ps.v[i].category;
         }
+    *cat = want >= 0 ? want : KF_CAT_OTHER;
+    return KF_OK;
+}
+
+/* The `submit` event of a submission: the pending action it answers (closed by it), and
+ * for one not evaluated again the node it is the same source as. */
+static kf_status submit_event(tool_run *r, int64_t node, int64_t parent, const char *category, int64_t pid,
+                              int64_t same_as) {
+    json_t *ev = json_pack("{s:I, s:s}", "parent", (json_int_t)parent, "category", category);
+    json_object_set_new(ev, "pending", pid ? json_integer(pid) : json_null());
+    if (same_as) json_object_set_new(ev, "same_as", json_integer(same_as));
+    char *evs = json_dumps(ev, JSON_COMPACT);
+    json_decref(ev);
+    kf_status st =
+        evs ? kf_store_event(r->ev.st, node, "submit", evs) : kf__err(r->ev.ctx, KF_ENOMEM, "out of memory");
+    free(evs);
+    return st;
+}
+
+/* The submitted text as node *n of the run (proposer tool, category cat), with its
+ * `submit` event and its description. */
+static kf_status submit_record(tool_run *r, int64_t parent, const char *path, const char *text, size_t len,
+                               int cat, int64_t pid, const char *desc, kf_node *n) {
     const char *dot = strrchr(path, '.');
     snprintf(n->ext, sizeof n->ext, "%s",
              dot && kf_backend_by_ext(dot + 1) ? dot + 1 : kf_loop_task_ext(r->ev.t));
     n->parent = parent;
     snprintf(n->proposer, sizeof n->proposer, "tool");
-    snprintf(n->category, sizeof n->category, "%s", want >= 0 ? kf_search_category_name(want) : "other");
+    snprintf(n->category, sizeof n->category, "%s", kf_search_category_name(cat));
     n->created = kf_eval_now();
+    kf_status st;
     if ((st = kf_store_put_source(r->ev.st, text, len, n->ext, n->src_hash))) return st;
     if ((st = kf_store_add_node(r->ev.st, n))) return st;
-    json_t *ev = json_pack("{s:I, s:s}", "parent", (json_int_t)parent, "category", n->category);
-    json_object_set_new(ev, "pending", *pid ? json_integer(*pid) : json_null());
-    char *evs = json_dumps(ev, JSON_COMPACT);
-    json_decref(ev);
-    st = kf_store_event(r->ev.st, n->id, "submit", evs);
-    free(evs);
-    return st;
+    if ((st = submit_event(r, n->id, parent, n->category, pid, 0))) return st;
+    return kf_loop_describe(r->ev.st, n->id, desc);
+}
+
+/* A text the run already evaluated: not evaluated again, and no node; the answer names
+ * the earlier node (`kforge tree` shows it). */
+static char *pruned_answer(tool_run *r, int64_t parent, const char *cat, int64_t pid, int64_t same,
+                           const char *note, int json) {
+    if (json) {
+        json_t *j = json_pack("{s:s, s:n, s:I, s:s, s:s, s:s, s:I, s:s}", "run", r->ev.run_dir, "id",
+                              "parent", (json_int_t)parent, "state", "pruned", "proposer", "tool", "category",
+                              cat, "same_as", (json_int_t)same, "note", note);
+        json_object_set_new(j, "pending", pid ? json_integer(pid) : json_null());
+        json_object_set_new(j, "message", json_string(note));
+        char *out = j ? json_dumps(j, JSON_INDENT(1)) : NULL;
+        json_decref(j);
+        return out;
+    }
+    return kf__asprintf(
+        "kforge submit: not evaluated, no node recorded: %s (kforge tree %s shows node %lld)\n", note,
+        r->ev.run_dir, (long long)same);
 }
 
 /* The answer of kforge submit: the node as tree shows it (a line, or its JSON with the
@@ -375,20 +411,45 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
         st = kf__err(ctx, KF_EUSAGE, "%s: %s", path, errno ? strerror(errno) : "larger than 1 MiB");
         goto out;
     }
-    st = submit_record(&r, parent, path, text, len, category, &n, &pid);
+    int cat;
+    if ((st = submit_category(&r, parent, category, &cat, &pid))) goto out;
+    const char *cname = kf_search_category_name(cat);
+    /* a file that contradicts its category is refused before anything is compiled or
+     * timed: nothing recorded, so the same file under the right category is no duplicate */
+    char *conflict = kf_loop_category_conflict(text, len, cname, path);
+    if (conflict) {
+        st = kf__err(ctx, KF_EUSAGE, "%s", conflict);
+        free(conflict);
+        goto out;
+    }
+    char desc[KF_LOOP_DESC_MAX + 1] = "";
+    if (o->description && kf_loop_description(o->description, desc, sizeof desc)) {
+        st = kf__err(ctx, KF_EUSAGE, "--description: an empty description");
+        goto out;
+    }
+    /* a text the run has already evaluated is not evaluated again, whatever its category:
+     * submitting it until a lucky timing or a lucky draw of hidden shapes passes proves
+     * nothing new. No node: the answer names the earlier one */
+    const void *parts[] = {text};
+    size_t lens[] = {len};
+    if (kf__sha256_hex(parts, lens, 1, n.src_hash)) {
+        st = kf__err(ctx, KF_EINTERNAL, "sha256 failed");
+        goto out;
+    }
+    int64_t same = 0;
+    char *dup = kf_diag_prune_note(r.ev.st, &n, 1, &same);
+    if (dup) {
+        st = submit_event(&r, 0, parent, cname, pid, same);
+        if (!st && !(*out = pruned_answer(&r, parent, cname, pid, same, dup, json)))
+            st = kf__err(ctx, KF_ENOMEM, "out of memory");
+        free(dup);
+        *outcome = 1;
+        goto out;
+    }
+    st = submit_record(&r, parent, path, text, len, cat, pid, desc, &n);
     r.ev.display = path; /* the node's copy carries the submitted file's name */
     if (st) goto out;
-    /* a text the run has already evaluated is not evaluated again: submitting it until a
-     * lucky timing or a lucky draw of hidden shapes passes proves nothing new */
-    char *dup = kf_diag_prune_note(r.ev.st, &n, 1);
-    if (dup) {
-        n.state = KF_NODE_PRUNED;
-        n.note = dup;
-        n.finished = kf_eval_now();
-        st = kf_store_finish_node(r.ev.st, &n);
-    } else {
-        st = kf_eval_evaluate(&r.ev, &n, hasp ? &pn : NULL);
-    }
+    st = kf_eval_evaluate(&r.ev, &n, hasp ? &pn : NULL);
     if (st) goto out;
     kf_diag_record(r.ev.st, &n);
     if (n.state == KF_NODE_KEPT) kf_store_savepoint(r.ev.st, n.id, "kept");

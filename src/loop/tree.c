@@ -34,10 +34,30 @@ static int critic_event(void *arg, int64_t id, int64_t node, const char *js, dou
     return 0;
 }
 
+/* A node's description (the last one recorded) into {"ID": text}. */
+static int description_event(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    (void)id;
+    (void)created;
+    json_t *j = json_loads(js, 0, NULL), *t = json_object_get(j, "text");
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)node);
+    if (json_is_string(t)) json_object_set(arg, key, t);
+    json_decref(j);
+    return 0;
+}
+
 json_t *kf_tree_critics(kf_store *st) {
-    json_t *critics = json_object();
+    json_t *critics = json_object(), *desc = json_object();
     kf_store_each_event(st, "critic", critic_event, critics);
+    kf_store_each_event(st, "description", description_event, desc);
+    json_object_set_new(critics, "descriptions", desc);
     return critics;
+}
+
+static const char *description_of(json_t *critics, int64_t node) {
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)node);
+    return json_string_value(json_object_get(json_object_get(critics, "descriptions"), key));
 }
 
 static json_t *critic_of(json_t *critics, int64_t node) {
@@ -56,6 +76,8 @@ json_t *kf_tree_node_json(const kf_node *n, const char *when, json_t *critics) {
     if (n->note) json_object_set_new(o, "note", json_string(n->note));
     json_t *cr = critic_of(critics, n->id);
     if (cr) json_object_set(o, "critic", cr);
+    const char *desc = description_of(critics, n->id);
+    if (desc) json_object_set_new(o, "description", json_string(desc));
     /* a node that passed the check is safe on every shape of the task's ranges in its
      * kforge:when domain (hidden and edge shapes included) */
     int ok = n->state == KF_NODE_MEASURED || n->state == KF_NODE_KEPT || n->state == KF_NODE_REVERTED;
@@ -95,6 +117,8 @@ void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent,
         kf_buf_printf(b, "%*s#%lld %s  %s/%s", depth * 2, "", (long long)n->id, kf_node_state_name(n->state),
                       n->proposer, n->category);
         if (n->params_json) kf_buf_printf(b, "  %s", n->params_json);
+        const char *desc = description_of(critics, n->id);
+        if (desc) kf_buf_printf(b, "  \"%s\"", desc);
         struct kf_verdict sh;
         kf_verdict_from_text(n->shapes_json, &sh);
         for (int k = 0; k < sh.nshapes; k++) {

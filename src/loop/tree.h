@@ -11,7 +11,8 @@
 #include <jansson.h>
 
 /* The Critic's last decision per node, {"ID": {decision, why, advisory?}}, from the
- * run's critic events (caller decrefs). */
+ * run's critic events, and the submitters' descriptions, {"descriptions": {"ID": text}}
+ * (caller decrefs). */
 json_t *kf_tree_critics(kf_store *st);
 /* A node as tree --json gives it; when: its kforge:when (NULL: none, or not read). */
 json_t *kf_tree_node_json(const kf_node *n, const char *when, json_t *critics);
