@@ -167,7 +167,12 @@ static void t_cmd_jobs(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-raj-XXXXXX", path[512], args[2048], out[1 << 16], script[1024];
     CHECK(mkdtemp(dir));
-    snprintf(script, sizeof script, "cp %s \"$KFORGE_OUT\"\n", kft_src("tasks/c/saxpy/candidates/fast.c"));
+    /* it follows the category: a specialisation (of the whole domain) when asked for one */
+    snprintf(
+        script, sizeof script,
+        "{ grep -q '\"category\": *\"specialisation\"' \"$KFORGE_PACK\" && echo '/* kforge:when n > 0 */'; "
+        "cat %s; } > \"$KFORGE_OUT\"\n",
+        kft_src("tasks/c/saxpy/candidates/fast.c"));
     snprintf(path, sizeof path, "%s/agent.sh", dir);
     write_text(path, script);
     for (int builtin = 0; builtin < 2; builtin++) {

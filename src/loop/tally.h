@@ -33,7 +33,7 @@ typedef struct kf_tally {
 
 /* A node's visible shapes differ by more than this ratio of speedups to be worth a
  * specialisation (or some are wins and some are not). */
-#define KF_TALLY_SPEC_SPREAD 1.5
+#define KF_TALLY_SPEC_SPREAD 2.0
 /* 1 when n is worth specialising: kept, with per-shape results that differ (a win at one
  * visible shape and not at another, or speedups KF_TALLY_SPEC_SPREAD times apart).
  * Agents (run's and tool mode's) are asked for a specialisation of such a node only. */
