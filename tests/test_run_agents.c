@@ -75,7 +75,8 @@ static void t_cmd_run(const void *arg) {
     snprintf(script, sizeof script,
              "n=$(ls %s/packs | wc -l)\n"
              "cp \"$KFORGE_PACK\" %s/packs/pack-$n.json\n"
-             "cp %s \"$KFORGE_OUT\"\n"
+             "{ grep -q '\"category\": *\"specialisation\"' \"$KFORGE_PACK\" && echo '/* kforge:when n > 0 */'; "
+             "cat %s; } > \"$KFORGE_OUT\"\n"
              "echo '{\"prompt_tokens\": 100, \"completion_tokens\": 20}' > \"$KFORGE_OUT.usage.json\"\n",
              dir, dir, kft_src("tasks/c/saxpy/candidates/fast.c"));
     snprintf(path, sizeof path, "%s/agent.sh", dir);
