@@ -9,7 +9,9 @@
  *
  * Tool mode judges every node of a run alike: the checks' and the Critic's settings are
  * the run's, recorded when it was created (config.c), never the submitter's. A text the
- * run has already evaluated is not evaluated again.
+ * run has already evaluated is not evaluated again, under any category, and records no
+ * node; a file that contradicts its category (kf_loop_category_conflict) is refused
+ * before anything is compiled or timed, and records nothing.
  */
 #include "config.h"
 #include "diagnose.h"
