@@ -163,7 +163,7 @@ int kf_cli_run(int argc, char **argv) {
 }
 
 /* kforge next RUN [--json] [search and bench options]
- * kforge submit RUN --parent N FILE [--category C] [--screen] [--json] [bench options]
+ * kforge submit RUN --parent N FILE [--category C] [--description TEXT] [--screen] [--json] [bench options]
  * kforge submit RUN --promote N [--json] [bench options] (docs/agents.md) */
 int kf_cli_tool(int argc, char **argv, int submit) {
     kf_run_opts o;
@@ -183,6 +183,8 @@ int kf_cli_tool(int argc, char **argv, int submit) {
             if (kf_cli_number(a, argv[++i], 1, 9e15, &promote)) return KF_EXIT_USAGE;
         } else if (submit && !strcmp(a, "--screen")) o.screen = 1;
         else if (submit && !strcmp(a, "--category") && more) category = argv[++i];
+        else if (submit && !strcmp(a, "--description") && more)
+            o.description = argv[++i];
         else if (a[0] == '-') return kf_cli_fail(json, "kforge %s: unknown option %s", argv[0], a);
         else if (!o.run_dir) o.run_dir = a;
         else if (submit && !file) file = a;
@@ -192,7 +194,8 @@ int kf_cli_tool(int argc, char **argv, int submit) {
         return kf_cli_fail(json, "kforge submit --promote N: the screened node's own text, parent and category "
                                  "are evaluated in full (no FILE, --parent, --category or --screen)");
     if (!o.run_dir || (submit && promote < 0 && (!file || parent < 0)))
-        return kf_cli_fail(json, submit ? "usage: kforge submit RUN --parent N FILE [--category C] [--screen] "
+        return kf_cli_fail(json, submit ? "usage: kforge submit RUN --parent N FILE [--category C] [--description TEXT] "
+                                          "[--screen] "
                                           "[--json] | kforge submit RUN --promote N [--json]"
                                         : "usage: kforge next RUN [--json]");
     kf_ctx *ctx = kf_ctx_new();

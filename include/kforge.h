@@ -220,6 +220,9 @@ typedef struct kf_run_opts {
     int screen;             /* submit: the full check and one short timing, recorded as
                                `screened` (never kept); run: every proposal screened first,
                                only the promising ones evaluated in full (recorded, --resume) */
+    const char *description; /* submit: a one-line description of the change (its first
+                               line, at most 200 bytes, is kept), shown by tree and
+                               carried into lessons; NULL: none */
 } kf_run_opts;
 
 #define KF_RUN_MAX_JOBS 64
@@ -245,7 +248,10 @@ KF_API kf_status kf_run_next(kf_ctx *ctx, const kf_run_opts *o, int json, char *
  * candidate passed the check (measured, kept or reverted), 1 it was rejected or did not
  * build, 2 the evaluation itself failed (recorded as crashed). *out as kf_run_next.
  * KF_EUSAGE for an unknown parent, a parent that did not pass the check, an unreadable
- * file or an unknown category (nothing recorded). */
+ * file, an unknown category, or a file that contradicts its category (a kforge:when in
+ * anything but a specialisation, a specialisation without one): nothing recorded, nothing
+ * compiled or timed. A text the run already evaluated is not evaluated again: *outcome 1,
+ * *out says which node it is the same source as, and no node is recorded. */
 KF_API kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const char *path,
                                const char *category, int json, char **out, int *outcome);
 /* Tool mode: a full evaluation (check, timing, the Critic) of screened node `node` of

@@ -557,8 +557,21 @@ static void t_agent_specs(const void *arg) {
 /* ---- the stub OpenAI server ----------------------------------------------------------- */
 
 typedef enum {
-    S_GOOD, S_429, S_500_TWICE, S_500_ALWAYS, S_GARBAGE, S_NOCODE, S_NOCONTENT, S_HUGE,
-    S_HUGE_STREAM, S_SLOW, S_401, S_NOUSAGE, S_PARTS
+    S_GOOD,
+    S_429,
+    S_500_TWICE,
+    S_500_ALWAYS,
+    S_GARBAGE,
+    S_NOCODE,
+    S_NOCONTENT,
+    S_HUGE,
+    S_HUGE_STREAM,
+    S_SLOW,
+    S_401,
+    S_NOUSAGE,
+    S_PARTS,
+    S_BADUSAGE,
+    S_429_LONG
 } smode;
 
 typedef struct {
@@ -606,6 +619,15 @@ static void *stub_main(void *arg) {
         char *good = completion(good_content, 1);
         switch (s->mode) {
         case S_GOOD: reply(c, "200 OK", NULL, good); break;
+        case S_BADUSAGE:
+            reply(c, "200 OK", NULL,
+                  "{\"choices\": [{\"message\": {\"content\": \"```c\\nint y;\\n```\"}}], \"usage\": "
+                  "{\"prompt_tokens\": -5, \"completion_tokens\": 9223372036854775807}}");
+            break;
+        case S_429_LONG: /* a server asking for a wait far past the proposal's deadline */
+            reply(c, "429 Too Many Requests", "Retry-After: 100000\r\n",
+                  "{\"error\": {\"message\": \"Rate limit reached for requests\"}}");
+            break;
         case S_NOUSAGE: {
             char *b = completion(good_content, 0);
             reply(c, "200 OK", NULL, b);
@@ -791,6 +813,31 @@ static void t_openai_retries(const void *arg) {
     CHECKF(el >= 0.95 && el < 4, "took %.2f s", el);
     kf_proposal_free(&p);
 
+    /* Retry-After far past the agent timeout: not waited for; the proposal ends by its
+     * deadline with the server's answer */
+    static stub s0;
+    c.mode = S_429_LONG;
+    o.timeout_s = 2;
+    el = ask(&s0, &c, &o, &p, base, sizeof base);
+    CHECK(!p.text && p.attempts == 1 && atomic_load(&s0.requests) == 1);
+    CHECKSTR(p.error, "HTTP 429");
+    CHECKSTR(p.error,
+             "Rate limit reached for requests; gave up after 1 attempt: the next one, after a wait of "
+             "60 s (Retry-After), would end past the agent timeout of 2 s");
+    CHECKF(el < 2.5, "took %.2f s", el);
+    kf_proposal_free(&p);
+    /* retries within the deadline: 500s after waits of 0.5-1 s, never past 2.2 s */
+    static stub s0b;
+    c.mode = S_500_ALWAYS;
+    o.backoff_s = 1;
+    o.max_attempts = 10;
+    el = ask(&s0b, &c, &o, &p, base, sizeof base);
+    CHECK(!p.text && p.attempts >= 2 && p.attempts < 10);
+    CHECKSTR(p.error, "would end past the agent timeout of 2 s");
+    CHECKF(el < 2.2, "took %.2f s", el);
+    kf_proposal_free(&p);
+    fast_opts(&o);
+
     /* 500 twice, then good: three attempts, short backoffs */
     static stub s2;
     c.mode = S_500_TWICE;
@@ -894,6 +941,62 @@ static void t_openai_bad_replies(const void *arg) {
     kf_proposal_free(&p);
 }
 
+/* Token counts an agent reports are input: a negative, huge or non-integer count is
+ * not trusted (the estimate counts, with a warning), from a command and an endpoint. */
+static void t_token_counts(const void *arg) {
+    (void)arg;
+    cmdt t;
+    cmdt_init(&t);
+    kf_proposal p;
+    static const char *const bad[] = {
+        "{\"prompt_tokens\": 9223372036854775807, \"completion_tokens\": 1}",
+        "{\"prompt_tokens\": 10, \"completion_tokens\": -3}",
+        "{\"prompt_tokens\": 1.5e30, \"completion_tokens\": 2}",
+        "{\"prompt_tokens\": 1000000001, \"completion_tokens\": 2}",
+        "[1, 2]",
+    };
+    static const char *const said[] = {
+        "prompt_tokens 9223372036854775807 (outside [0, 1000000000])", "completion_tokens -3 (outside",
+        "(not an integer)", "prompt_tokens 1000000001 (outside", "prompt_tokens null (not an integer)"};
+    for (int i = 0; i < 5; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "printf 'x;' > \"$KFORGE_OUT\"; echo '%s' > \"$KFORGE_OUT.usage.json\"",
+                 bad[i]);
+        cmdt_run(&t, cmd, &p);
+        CHECKF(p.text, "error: %s", p.error);
+        CHECKF(p.tokens_estimated && p.tokens_in == t.pack.tokens_prompt && p.tokens_out == 1,
+               "%s: %lld in, %lld out", bad[i], (long long)p.tokens_in, (long long)p.tokens_out);
+        CHECKF(p.warning && strstr(p.warning, said[i]) && strstr(p.warning, "not trusted"), "%s: %s", bad[i],
+               p.warning ? p.warning : "no warning");
+        kf_proposal_free(&p);
+    }
+    /* the largest trusted count is taken as it is */
+    cmdt_run(
+        &t,
+        "printf 'x;' > \"$KFORGE_OUT\"; "
+        "printf '{\"prompt_tokens\": 1000000000, \"completion_tokens\": 0}' > \"$KFORGE_OUT.usage.json\"",
+        &p);
+    CHECK(!p.tokens_estimated && p.tokens_in == 1000000000 && p.tokens_out == 0 && !p.warning);
+    kf_proposal_free(&p);
+    cmdt_done(&t);
+
+    static stub s;
+    kf_agent_opts o;
+    fast_opts(&o);
+    char base[128];
+    ocase c = {S_BADUSAGE, 0};
+    ask(&s, &c, &o, &p, base, sizeof base);
+    CHECKF(p.text, "error: %s", p.error);
+    CHECKF(p.tokens_estimated && p.tokens_in > 0 && p.tokens_in < 100000 && p.tokens_out >= 0 &&
+               p.tokens_out < 100,
+           "%lld in, %lld out", (long long)p.tokens_in, (long long)p.tokens_out);
+    CHECKSTR(p.warning, "openai: the endpoint reported prompt_tokens -5 (outside [0, 1000000000]) and "
+                        "completion_tokens 9223372036854775807 (outside");
+    kf_proposal_free(&p);
+    CHECK(kf__sat_add(INT64_MAX, 1) == INT64_MAX && kf__sat_add(INT64_MIN, -1) == INT64_MIN &&
+          kf__sat_add(40, 2) == 42);
+}
+
 void kft_register_agent(void) {
     kft_add("agent/pack_tokens", t_pack_tokens, NULL, 10);
     kft_add("agent/pack_fits", t_pack_fits, NULL, 10);
@@ -905,4 +1008,5 @@ void kft_register_agent(void) {
     kft_add("agent/openai_good", t_openai_good, NULL, 30);
     kft_add("agent/openai_retries", t_openai_retries, NULL, 30);
     kft_add("agent/openai_bad_replies", t_openai_bad_replies, NULL, 30);
+    kft_add("agent/token_counts", t_token_counts, NULL, 60);
 }

@@ -5,9 +5,16 @@
 #define _GNU_SOURCE
 #include "kft.h"
 
+#include "util/util.h"
+
+#include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int kforge(const char *args, char *out, size_t n) {
@@ -21,6 +28,141 @@ static json_t *parse(const char *s) {
     json_t *j = json_loads(s, 0, &e);
     CHECKF(j, "not JSON (%s): %.300s", e.text, s);
     return j;
+}
+
+/* The process groups of the processes whose command line holds `mark` (at most n). */
+static int groups_of(const char *mark, pid_t *g, int n) {
+    int k = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], buf[4096];
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t m = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < m; i++)
+            if (!buf[i]) buf[i] = ' ';
+        buf[m] = 0;
+        if (!strstr(buf, mark)) continue;
+        pid_t pg = getpgid((pid_t)strtol(e->d_name, NULL, 10));
+        int seen = 0;
+        for (int i = 0; i < k; i++) seen |= g[i] == pg;
+        if (pg > 0 && !seen && k < n) g[k++] = pg;
+    }
+    if (d) closedir(d);
+    return k;
+}
+
+/* A live (not zombie) process in process group pg, or 0. */
+static pid_t alive_in(pid_t pg) {
+    pid_t found = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d)) && !found) {
+        char path[300], buf[1024];
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t m = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[m] = 0;
+        char *p = strrchr(buf, ')'), state;
+        int ppid, pgrp;
+        if (p && sscanf(p + 2, "%c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pg && state != 'Z' &&
+            state != 'X')
+            found = (pid_t)strtol(e->d_name, NULL, 10);
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+/* kill -9 of kforge during a compile: nothing of the compiler's process groups is left
+ * (the driver's own children included: a stand-in compiler that starts one and waits). */
+static void t_compile_dies_with_kforge(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-ccdie-XXXXXX", bin[300], cc[320], mark[32];
+    CHECK(mkdtemp(dir));
+    snprintf(bin, sizeof bin, "%s/bin", dir);
+    CHECK(mkdir(bin, 0755) == 0);
+    snprintf(cc, sizeof cc, "%s/cc", bin);
+    snprintf(mark, sizeof mark, "%d.%d", 80 + (int)(getpid() % 17), (int)getpid());
+    FILE *f = fopen(cc, "w");
+    CHECK(f);
+    fprintf(f, "#!/bin/sh\n/bin/sleep %s &\nwait\n", mark);
+    fclose(f);
+    CHECK(chmod(cc, 0755) == 0);
+    pid_t k = fork();
+    CHECK(k >= 0);
+    if (k == 0) {
+        setenv("CC", cc, 1);
+        int dn = open("/dev/null", O_WRONLY);
+        dup2(dn, 1);
+        dup2(dn, 2);
+        if (chdir(kft_src("."))) _exit(126);
+        execl(kft_bin("kforge"), "kforge", "check", "tasks/c/saxpy", "tasks/c/saxpy/candidates/fast.c",
+              (char *)NULL);
+        _exit(127);
+    }
+    pid_t g[8];
+    int n = 0;
+    for (int i = 0; i < 400 && n < 1; i++) {
+        usleep(25000);
+        n = groups_of(mark, g, 8);
+    }
+    usleep(200000); /* both passes under way */
+    n = groups_of(mark, g, 8);
+    kill(k, SIGKILL);
+    int status;
+    waitpid(k, &status, 0);
+    pid_t left = 0;
+    for (int i = 0; i < 200; i++) {
+        left = 0;
+        for (int j = 0; j < n && !left; j++) left = alive_in(g[j]);
+        if (!left) break;
+        usleep(10000);
+    }
+    for (int j = 0; j < n; j++) kill(-g[j], SIGKILL);
+    kf__rmtree(dir);
+    CHECKF(n > 0, "the stand-in compiler never started");
+    CHECKF(!left, "process %d of a compile's group outlived kforge", (int)left);
+}
+
+/* A `when` that leaves nothing to check or time, or that cannot be evaluated, is the
+ * candidate's error and names its file and line, not the task. */
+static void t_when_errors_at_line(const void *arg) {
+    (void)arg;
+    static char out[1 << 16];
+    char dir[] = "/tmp/kft-whenline-XXXXXX", path[300], args[700];
+    CHECK(mkdtemp(dir));
+    static const struct {
+        const char *cmd, *when, *want;
+    } cases[] = {
+        {"check", "n < 0", "kforge:when \"n < 0\": no shape satisfies"},
+        {"check", "n / (n - n) > 1", "kforge:when \"n / (n - n) > 1\" cannot be evaluated at"},
+        {"bench", "n == 7", "kforge:when \"n == 7\": no visible shape lies in the candidate's domain"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(path, sizeof path, "%s/w%zu.c", dir, i);
+        FILE *f = fopen(path, "w");
+        CHECK(f);
+        fprintf(f,
+                "#include <stdint.h>\n\n/* kforge:when %s */\nvoid reduce_sum(const float *x, float *out, "
+                "int64_t n) { double s = 0; for (int64_t i = 0; i < n; i++) s += x[i]; *out = (float)s; }\n",
+                cases[i].when);
+        fclose(f);
+        snprintf(args, sizeof args, "%s tasks/c/sum %s%s 2>&1", cases[i].cmd, path,
+                 strcmp(cases[i].cmd, "bench") ? "" : " --min-runs 3 --max-runs 3 --min-time 0.001");
+        int rc = kforge(args, out, sizeof out);
+        char want[600];
+        snprintf(want, sizeof want, "%s:3: %s", path, cases[i].want);
+        CHECKF(rc != 0 && strstr(out, want), "%s: exit %d: %s (want %s)", cases[i].when, rc, out, want);
+        CHECKF(!strstr(out, "tasks/c/sum:"), "%s", out);
+    }
+    kf__rmtree(dir);
 }
 
 static void t_exit_codes(const void *arg) {
@@ -179,6 +321,8 @@ void kft_register_cli(void) {
     kft_add("cli/verbose_hides_hidden", t_verbose_hides_hidden, NULL, 60);
     kft_add("cli/when_skipped_text", t_when_skipped_text, NULL, 60);
     kft_add("cli/exit_codes", t_exit_codes, NULL, 120);
+    kft_add("cli/compile_dies_with_kforge", t_compile_dies_with_kforge, NULL, 60);
+    kft_add("cli/when_errors_at_line", t_when_errors_at_line, NULL, 60);
     kft_add("cli/json_contract", t_json_contract, NULL, 120);
     kft_add("cli/bad_task_message", t_bad_task_message, NULL, 30);
     kft_add("cli/torch_compare_dry_run", t_torch_compare_dry_run, NULL, 60);

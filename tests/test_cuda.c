@@ -839,8 +839,9 @@ static void t_errors(const void *arg) {
     CHECKF(strstr(o.b.message, "nothere"), "%s", o.b.message);
     built_free(&o);
 
-    static const struct { const char *line, *want; } bad[] = {
-        {"// kforge:launch kernel=k grid=(rows block=(32)\n", "line 2"},
+    static const struct { const char *line, *want;
+    } bad[] = {
+        {"// kforge:launch kernel=k grid=(rows block=(32)\n", "bad.cu:2: kforge:launch"},
         {"// kforge:launch kernel=k grid=(nosuch) block=(32)\n", "nosuch"},
         {"// kforge:launch kernel=k block=(32)\n", "grid= and block= are required"},
         {"// kforge:launch grid=(1) block=(32)\n", "kernel= is missing"},
@@ -851,7 +852,8 @@ static void t_errors(const void *arg) {
         {"#  include </etc/passwd>\n// kforge:launch kernel=k grid=(1) block=(32)\n", "allows #include only"},
         {"%:include \"/dev/zero\"\n// kforge:launch kernel=k grid=(1) block=(32)\n", "allows #include only"},
         {"#inc\\\nlude \"x.h\"\n// kforge:launch kernel=k grid=(1) block=(32)\n", "allows #include only"},
-        {"#define P \"/etc/passwd\"\n#include P\n// kforge:launch kernel=k grid=(1) block=(32)\n", "allows #include only"},
+        {"#define P \"/etc/passwd\"\n#include P\n// kforge:launch kernel=k grid=(1) block=(32)\n",
+         "allows #include only"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[512];
@@ -1532,19 +1534,28 @@ static void t_host_errors(const void *arg) {
     CHECK(o.b.ok && o.b.cached);
     built_free(&o);
 
-    static const struct { const char *text, *want; kf_reason why; } bad[] = {
-        {"// kforge:host\nextern \"C\" int kforge_launch(const float *x, float *y, int64_t r, int64_t c, cudaStream_t s) {\n"
-         "  return r +;\n}\n", "syn.cu(3)", KF_REASON_COMPILE_ERROR},
+    static const struct { const char *text, *want; kf_reason why;
+    } bad[] = {
+        {"// kforge:host\nextern \"C\" int kforge_launch(const float *x, float *y, int64_t r, int64_t c, "
+         "cudaStream_t s) {\n"
+         "  return r +;\n}\n",
+         "syn.cu(3)", KF_REASON_COMPILE_ERROR},
         /* y is an output: float *, not const float * */
-        {"// kforge:host\nextern \"C\" int kforge_launch(const float *x, const float *y, int64_t r, int64_t c, cudaStream_t s) {\n"
-         "  return 0;\n}\n", "syn.cu(2)", KF_REASON_COMPILE_ERROR},
-        {"// kforge:host\nextern \"C\" void kforge_launch(const float *x, float *y, int64_t r, int64_t c, cudaStream_t s) {\n"
-         "}\n", "syn.cu(2)", KF_REASON_COMPILE_ERROR},
-        {"// kforge:host\nextern \"C\" int kforge_other(void) { return 0; }\n", "kforge_launch", KF_REASON_MISSING_ENTRY},
-        {"// kforge:host\n// kforge:link cudnn\nextern \"C\" int kforge_launch(const float *x, float *y, int64_t r, int64_t c, cudaStream_t s) { return 0; }\n",
-         "syn.cu:line 2: kforge:link 'cudnn' is not allowed", KF_REASON_COMPILE_ERROR},
-        {"// kforge:host\n// kforge:launch kernel=k grid=(1) block=(1)\n", "line 2: kforge:launch in a host-mode file",
-         KF_REASON_COMPILE_ERROR},
+        {"// kforge:host\nextern \"C\" int kforge_launch(const float *x, const float *y, int64_t r, int64_t "
+         "c, cudaStream_t s) {\n"
+         "  return 0;\n}\n",
+         "syn.cu(2)", KF_REASON_COMPILE_ERROR},
+        {"// kforge:host\nextern \"C\" void kforge_launch(const float *x, float *y, int64_t r, int64_t c, "
+         "cudaStream_t s) {\n"
+         "}\n",
+         "syn.cu(2)", KF_REASON_COMPILE_ERROR},
+        {"// kforge:host\nextern \"C\" int kforge_other(void) { return 0; }\n", "kforge_launch",
+         KF_REASON_MISSING_ENTRY},
+        {"// kforge:host\n// kforge:link cudnn\nextern \"C\" int kforge_launch(const float *x, float *y, "
+         "int64_t r, int64_t c, cudaStream_t s) { return 0; }\n",
+         "syn.cu:2: kforge:link 'cudnn' is not allowed", KF_REASON_COMPILE_ERROR},
+        {"// kforge:host\n// kforge:launch kernel=k grid=(1) block=(1)\n",
+         "syn.cu:2: kforge:launch in a host-mode file", KF_REASON_COMPILE_ERROR},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         build_text(&o, "tasks/cuda/softmax", "syn.cu", bad[i].text, NULL, 0);

@@ -311,7 +311,12 @@ static void t_run_split(const void *arg) {
     char db[256], script[2048], path[512], args[4096], out[1 << 16];
     snprintf(db, sizeof db, "%s/lessons.db", dir);
     make_lessons(db);
-    snprintf(script, sizeof script, "grep -q saxpy-tail \"$KFORGE_PACK\" || exit 4\ncp %s \"$KFORGE_OUT\"\n",
+    /* it follows the category asked for: a specialisation (of the whole domain) has a
+     * kforge:when, as one without is refused */
+    snprintf(script, sizeof script,
+             "grep -q saxpy-tail \"$KFORGE_PACK\" || exit 4\n"
+             "{ grep -q '\"category\": *\"specialisation\"' \"$KFORGE_PACK\" && echo '/* kforge:when n > 0 */'; "
+             "cat %s; } > \"$KFORGE_OUT\"\n",
              kft_src("tasks/c/saxpy/candidates/fast.c"));
     snprintf(path, sizeof path, "%s/agent.sh", dir);
     FILE *f = fopen(path, "w");

@@ -75,7 +75,8 @@ static void t_cmd_run(const void *arg) {
     snprintf(script, sizeof script,
              "n=$(ls %s/packs | wc -l)\n"
              "cp \"$KFORGE_PACK\" %s/packs/pack-$n.json\n"
-             "cp %s \"$KFORGE_OUT\"\n"
+             "{ grep -q '\"category\": *\"specialisation\"' \"$KFORGE_PACK\" && echo '/* kforge:when n > 0 */'; "
+             "cat %s; } > \"$KFORGE_OUT\"\n"
              "echo '{\"prompt_tokens\": 100, \"completion_tokens\": 20}' > \"$KFORGE_OUT.usage.json\"\n",
              dir, dir, kft_src("tasks/c/saxpy/candidates/fast.c"));
     snprintf(path, sizeof path, "%s/agent.sh", dir);
@@ -167,7 +168,12 @@ static void t_cmd_jobs(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-raj-XXXXXX", path[512], args[2048], out[1 << 16], script[1024];
     CHECK(mkdtemp(dir));
-    snprintf(script, sizeof script, "cp %s \"$KFORGE_OUT\"\n", kft_src("tasks/c/saxpy/candidates/fast.c"));
+    /* it follows the category: a specialisation (of the whole domain) when asked for one */
+    snprintf(
+        script, sizeof script,
+        "{ grep -q '\"category\": *\"specialisation\"' \"$KFORGE_PACK\" && echo '/* kforge:when n > 0 */'; "
+        "cat %s; } > \"$KFORGE_OUT\"\n",
+        kft_src("tasks/c/saxpy/candidates/fast.c"));
     snprintf(path, sizeof path, "%s/agent.sh", dir);
     write_text(path, script);
     for (int builtin = 0; builtin < 2; builtin++) {
@@ -419,6 +425,165 @@ static void t_tool(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* Categories in tool mode: `next` never asks for a specialisation of the root (nothing
+ * is kept yet, so nothing to specialise); a file whose kforge:when contradicts its
+ * category is refused before any evaluation, recording nothing, so the same file under
+ * the right category is evaluated, not pruned; the same source under another label is
+ * pruned (pointing at the earlier node) without a node; a description flows into tree. */
+static void t_tool_categories(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-rac-XXXXXX", args[2048], out[1 << 17], run[256], when[300];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/r", dir);
+    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 0 --run %s %s 2>&1", run, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    /* every action at the root, until none is left: never a specialisation */
+    int asked = 0;
+    for (int i = 0; i < 12; i++) {
+        snprintf(args, sizeof args, "next %s --json 2>&1", run);
+        if (cli(args, out, sizeof out) != 0) break;
+        json_t *j = json_loads(out, 0, NULL);
+        CHECKF(j, "%s", out);
+        CHECKF(strcmp(sget(j, "category"), "specialisation"), "next asked to specialise the reference: %s",
+               out);
+        /* the prompt defines the category it asks for */
+        CHECKF(strstr(sget(j, "prompt"), "by a change of the kind") &&
+                   strstr(sget(j, "prompt"), "Description: "),
+               "%s", sget(j, "prompt"));
+        json_decref(j);
+        asked++;
+    }
+    CHECKF(asked >= 4, "only %d actions", asked);
+
+    /* a kforge:when under another category: refused at once, at its line, nothing recorded */
+    snprintf(when, sizeof when, "%s/when.c", dir);
+    char *fast = slurp(kft_src("tasks/c/saxpy/candidates/fast.c"));
+    CHECK(fast);
+    char *wtext =
+        kf__asprintf("/* fast saxpy, claimed for large n only */\n/* kforge:when n >= 1000 */\n%s", fast);
+    write_text(when, wtext);
+    free(wtext);
+    snprintf(args, sizeof args, "submit %s --parent 0 %s --category vectorisation %s 2>&1", run, when, quick);
+    double t0 = (double)kf__now_ns() / 1e9;
+    int rc = cli(args, out, sizeof out);
+    double el = (double)kf__now_ns() / 1e9 - t0;
+    char want[512];
+    snprintf(want, sizeof want, "%s:2: kforge:when \"n >= 1000\" narrows the task's domain", when);
+    CHECKF(rc == 2 && strstr(out, want) && strstr(out, "refused before any evaluation"), "exit %d: %s", rc,
+           out);
+    CHECKF(el < 1.5, "a refusal took %.2f s", el);
+    json_t *t = tree(run);
+    CHECK(json_array_size(json_object_get(t, "nodes")) == 0);
+    json_decref(t);
+    /* a specialisation without a kforge:when: refused too */
+    snprintf(args, sizeof args, "submit %s --parent 0 %s --category specialisation %s 2>&1", run,
+             kft_src("tasks/c/saxpy/candidates/fast.c"), quick);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "has none: refused before any evaluation"), "%s",
+           out);
+
+    /* the same file as a specialisation: evaluated (nothing was before), with its description */
+    snprintf(args, sizeof args,
+             "submit %s --parent 0 %s --category specialisation --description '8 lanes, restrict\tpointers' "
+             "--json %s",
+             run, when, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *s1 = json_loads(out, 0, NULL);
+    CHECKF(s1 && passed(sget(s1, "state")) && !strcmp(sget(s1, "category"), "specialisation"), "%s", out);
+    CHECKF(!strcmp(sget(s1, "description"), "8 lanes, restrict pointers"), "%s", out);
+    int64_t first = json_integer_value(json_object_get(s1, "id"));
+    json_decref(s1);
+
+    /* the fast file twice, under two labels: the second is the same source, pruned with no node */
+    snprintf(args, sizeof args, "submit %s --parent 0 %s --category unrolling --json %s", run,
+             kft_src("tasks/c/saxpy/candidates/fast.c"), quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    json_t *s2 = json_loads(out, 0, NULL);
+    int64_t second = json_integer_value(json_object_get(s2, "id"));
+    CHECK(second > first);
+    json_decref(s2);
+    snprintf(args, sizeof args, "submit %s --parent 0 %s --category tiling --json %s", run,
+             kft_src("tasks/c/saxpy/candidates/fast.c"), quick);
+    CHECKF(cli(args, out, sizeof out) == 1, "%s", out);
+    json_t *s3 = json_loads(out, 0, NULL);
+    CHECKF(s3 && !strcmp(sget(s3, "state"), "pruned") && json_is_null(json_object_get(s3, "id")) &&
+               json_integer_value(json_object_get(s3, "same_as")) == second,
+           "%s", out);
+    snprintf(want, sizeof want, "the same source as node %lld", (long long)second);
+    CHECKF(strstr(sget(s3, "note"), want), "%s", out);
+    json_decref(s3);
+    t = tree(run);
+    CHECKF(json_array_size(json_object_get(t, "nodes")) == 2, "%zu nodes",
+           json_array_size(json_object_get(t, "nodes")));
+    json_decref(t);
+    /* the text tree shows the description */
+    snprintf(args, sizeof args, "tree %s", run);
+    CHECKF(cli(args, out, sizeof out) == 0 &&
+               strstr(out, "tool/specialisation  \"8 lanes, restrict pointers\""),
+           "%s", out);
+    free(fast);
+    kf__rmtree(dir);
+}
+
+/* Categories with an agent in `kforge run`: a candidate whose kforge:when contradicts the
+ * category it was asked for is refused before any evaluation (a no_candidate node that
+ * keeps its text, never compiled); an agent's description (KFORGE_OUT.description)
+ * flows into tree and into the lessons distilled from the run. */
+static void t_agent_categories(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-rag-XXXXXX", path[512], args[2048], out[1 << 17], script[2048], run[600];
+    CHECK(mkdtemp(dir));
+    snprintf(script, sizeof script, "{ echo '/* kforge:when n >= 1000 */'; cat %s; } > \"$KFORGE_OUT\"\n",
+             kft_src("tasks/c/saxpy/candidates/fast.c"));
+    snprintf(path, sizeof path, "%s/when.sh", dir);
+    write_text(path, script);
+    snprintf(run, sizeof run, "%s/r1", dir);
+    snprintf(args, sizeof args,
+             "run tasks/c/saxpy --budget 2 --seed 1 --run %s --agent 'cmd:sh %s' --json %s 2>&1", run, path,
+             quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECKF(strstr(out, "\"evaluations\":0") && strstr(out, "no candidate 3 times in a row"), "%s", out);
+    json_t *t = tree(run);
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(t, "nodes"), i, n) {
+        CHECKF(!strcmp(sget(n, "state"), "no_candidate") &&
+                   strstr(sget(n, "note"), ":1: kforge:when \"n >= 1000\"") &&
+                   strstr(sget(n, "note"), "refused before any evaluation"),
+               "node %zu: %s %s", i, sget(n, "state"), sget(n, "note"));
+        CHECK(strcmp(sget(n, "category"), "specialisation"));
+    }
+    CHECK(json_array_size(json_object_get(t, "nodes")) == 3);
+    json_decref(t);
+
+    snprintf(script, sizeof script,
+             "cp %s \"$KFORGE_OUT\"\necho 'eight lanes with restrict pointers' > "
+             "\"$KFORGE_OUT.description\"\n",
+             kft_src("tasks/c/saxpy/candidates/fast.c"));
+    snprintf(path, sizeof path, "%s/desc.sh", dir);
+    write_text(path, script);
+    snprintf(run, sizeof run, "%s/r2", dir);
+    snprintf(args, sizeof args,
+             "run tasks/c/saxpy --budget 1 --seed 1 --run %s --agent 'cmd:sh %s' --json %s 2>&1", run, path,
+             quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    t = tree(run);
+    n = json_array_get(json_object_get(t, "nodes"), 0);
+    CHECKF(!strcmp(sget(n, "description"), "eight lanes with restrict pointers"), "%s", sget(n, "state"));
+    int kept = !strcmp(sget(n, "state"), "kept");
+    json_decref(t);
+    if (kept) { /* a win lesson then says what the change was */
+        snprintf(args, sizeof args,
+                 "lessons distill %s --lessons %s/l.db --json >/dev/null 2>&1 && "
+                 "%s lessons export --lessons %s/l.db",
+                 run, dir, kft_bin("kforge"), dir);
+        CHECKF(cli(args, out, sizeof out) == 0 &&
+                   strstr(out, "What the change was: \\\"eight lanes with restrict "
+                               "pointers\\\" (node 1)"),
+               "%s", out);
+    }
+    kf__rmtree(dir);
+}
+
 void kft_register_run_agents(void) {
     kft_add("run_agents/cmd_run", t_cmd_run, NULL, 180);
     kft_add("run_agents/cmd_fails", t_cmd_fails, NULL, 60);
@@ -426,4 +591,6 @@ void kft_register_run_agents(void) {
     kft_add("run_agents/openai_run", t_openai_run, NULL, 120);
     kft_add("run_agents/openai_dead", t_openai_dead, NULL, 120);
     kft_add("run_agents/tool", t_tool, NULL, 180);
+    kft_add("run_agents/tool_categories", t_tool_categories, NULL, 180);
+    kft_add("run_agents/agent_categories", t_agent_categories, NULL, 180);
 }

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "kft.h"
 
+#include "search/builtin.h"
 #include "task/candidate.h"
 #include "util/util.h"
 
@@ -477,6 +478,46 @@ static void t_directives(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* Every directive error names the file and the directive's line: "PATH:LINE: ...", for
+ * errors found while reading (a bad expression), after the selections (a require that
+ * fails or cannot be evaluated, a when naming an unknown size) and by the builtin
+ * proposer (an unknown category). */
+static void t_directive_lines(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sum");
+    const char *path = "/tmp/kft-directive-lines.c";
+    static const struct {
+        const char *line3, *want;
+        int builtin;
+    } cases[] = {
+        {"/* kforge:require LANES % 0 == 0 */", "kforge:require \"LANES % 0 == 0\": division by zero", 0},
+        {"/* kforge:require LANES > 100 */", "kforge:require \"LANES > 100\" fails for LANES=16", 0},
+        {"/* kforge:when rows > 4 */", "kforge:when \"rows > 4\": unknown name 'rows'", 0},
+        {"/* kforge:when n > */", "kforge:when \"n >\"", 0},
+        {"/* kforge:param B = 1, 2 # nosuchcategory */", "kforge:param B: unknown category 'nosuchcategory'",
+         1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *f = fopen(path, "w");
+        CHECK(f);
+        fprintf(f, "/* line 1 */\n/* kforge:param LANES = 16, 8 */\n%s\nvoid reduce_sum(void) {}\n",
+                cases[i].line3);
+        fclose(f);
+        kf_candidate *c = NULL;
+        kf_builtin *b = NULL;
+        kf_status st = cases[i].builtin ? kf_builtin_new(ctx, t, path, 1, &b)
+                                        : kf_candidate_load(ctx, t, path, NULL, 0, &c);
+        CHECKF(st == KF_EUSAGE, "%s: %d", cases[i].line3, (int)st);
+        char want[512];
+        snprintf(want, sizeof want, "%s:3: %s", path, cases[i].want);
+        CHECKF(strstr(kf_errmsg(ctx), want), "%s: %s (want %s)", cases[i].line3, kf_errmsg(ctx), want);
+    }
+    unlink(path);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 /* Bad input never crashes the loader: 3000 random mutations of a valid task.json
  * (byte flips, truncations, duplicated spans), each loaded in-process (ASan in CI). */
 static void t_mutations(const void *arg) {
@@ -545,4 +586,5 @@ void kft_register_task(void) {
     kft_add("task/hidden_when_errors", t_hidden_when_errors, NULL, 10);
     kft_add("task/hidden_corner_constrained", t_hidden_corner_constrained, NULL, 10);
     kft_add("task/directives", t_directives, NULL, 10);
+    kft_add("task/directive_lines", t_directive_lines, NULL, 10);
 }

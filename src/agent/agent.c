@@ -40,6 +40,7 @@ extern char **environ;
 #define TAIL 2048          /* bytes of stderr kept for the error message */
 #define TAIL_LINES 5
 #define USAGE_CAP (64u << 10)
+#define DESC_CAP 1024u /* bytes of KFORGE_OUT.description read */
 
 void kf_agent_opts_init(kf_agent_opts *o) {
     memset(o, 0, sizeof *o);
@@ -60,6 +61,8 @@ void kf_proposal_free(kf_proposal *p) {
     free(p->params_json);
     free(p->error);
     free(p->log);
+    free(p->warning);
+    free(p->description);
     memset(p, 0, sizeof *p);
 }
 
@@ -293,22 +296,65 @@ static void read_candidate(kf_agent *a, const char *path, kf_proposal *out) {
     out->len = len;
 }
 
-/* KFORGE_OUT.usage.json: {"prompt_tokens": N, "completion_tokens": N}; 0 when used. */
-static int read_usage(const char *path, kf_proposal *out) {
-    char *text;
+/* One reported count: 0 with *v set, or -1 with what it is in `what`. */
+static int token_count(json_t *j, int64_t *v, char *what, size_t n) {
+    if (!j) {
+        snprintf(what, n, "nothing");
+        return -1;
+    }
+    if (!json_is_integer(j)) {
+        char *d = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+        snprintf(what, n, "%.40s (not an integer)", d ? d : "a value");
+        free(d);
+        return -1;
+    }
+    json_int_t x = json_integer_value(j);
+    if (x < 0 || x > KF_AGENT_TOKENS_MAX) {
+        snprintf(what, n, "%lld (outside [0, %lld])", (long long)x, KF_AGENT_TOKENS_MAX);
+        return -1;
+    }
+    *v = x;
+    return 0;
+}
+
+void kf_agent_usage(const char *who, json_t *pt, json_t *ct, int64_t est_in, int64_t est_out,
+                    kf_proposal *out) {
+    int64_t in = 0, o = 0;
+    char wi[96], wo[96];
+    int bi = token_count(pt, &in, wi, sizeof wi), bo = token_count(ct, &o, wo, sizeof wo);
+    if (!bi && !bo) {
+        out->tokens_in = in;
+        out->tokens_out = o;
+        return;
+    }
+    out->tokens_in = est_in;
+    out->tokens_out = est_out;
+    out->tokens_estimated = 1;
+    if (!pt && !ct) return; /* nothing reported: the estimate is all there is */
+    free(out->warning);
+    out->warning =
+        kf__asprintf("%s reported %s%s%s%s%s as token counts; they are not trusted: kforge's "
+                     "estimate (%lld in, %lld out) counts instead",
+                     who, bi ? "prompt_tokens " : "", bi ? wi : "", bi && bo ? " and " : "",
+                     bo ? "completion_tokens " : "", bo ? wo : "", (long long)est_in, (long long)est_out);
+}
+
+/* KFORGE_OUT.usage.json: {"prompt_tokens": N, "completion_tokens": N}, into out (the
+ * estimates when it is absent or bad: kf_agent_usage). */
+static void read_usage(const char *path, int64_t est_in, int64_t est_out, kf_proposal *out) {
+    char *text = NULL;
     size_t len;
-    if (kf__read_file(path, USAGE_CAP, &text, &len)) return -1;
+    if (!path || kf__read_file(path, USAGE_CAP, &text, &len)) {
+        kf_agent_usage("cmd", NULL, NULL, est_in, est_out, out);
+        return;
+    }
     json_t *j = json_loadb(text, len, 0, NULL);
     free(text);
     json_t *pt = json_object_get(j, "prompt_tokens"), *ct = json_object_get(j, "completion_tokens");
-    int ok = json_is_integer(pt) && json_is_integer(ct) && json_integer_value(pt) >= 0 &&
-             json_integer_value(ct) >= 0;
-    if (ok) {
-        out->tokens_in = json_integer_value(pt);
-        out->tokens_out = json_integer_value(ct);
-    }
+    /* a file that is there but holds no counts is a bad report too */
+    kf_agent_usage("cmd: KFORGE_OUT.usage.json", pt ? pt : json_null(), ct ? ct : json_null(), est_in,
+                   est_out, out);
     json_decref(j);
-    return ok ? 0 : -1;
 }
 
 static kf_status cmd_propose(kf_agent *a, const kf_pack *pack, kf_proposal *out) {
@@ -421,12 +467,14 @@ static kf_status cmd_propose(kf_agent *a, const kf_pack *pack, kf_proposal *out)
 
     if (out->text) {
         char *usage = kf__asprintf("%s.usage.json", strchr(vars[3], '=') + 1);
-        if (!usage || read_usage(usage, out)) {
-            out->tokens_in = pack->tokens_prompt;
-            out->tokens_out = kf_text_tokens(out->len);
-            out->tokens_estimated = 1;
-        }
+        read_usage(usage, pack->tokens_prompt, kf_text_tokens(out->len), out);
         free(usage);
+        char *dpath = kf__asprintf("%s.description", strchr(vars[3], '=') + 1), *d = NULL;
+        size_t dl;
+        if (dpath && !kf__read_file(dpath, DESC_CAP, &d, &dl) && dl && !memchr(d, 0, dl))
+            out->description = strndup(d, strcspn(d, "\r\n"));
+        free(d);
+        free(dpath);
     } else {
         out->tokens_in = pack->tokens_prompt; /* what it was given, for the cost */
         out->tokens_estimated = 1;

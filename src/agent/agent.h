@@ -142,13 +142,25 @@ typedef struct {
     double elapsed_s;      /* wall seconds spent proposing */
     char *log;             /* for the record, capped: cmd: its stdout and stderr;
                               openai: the reply's content. NULL when there is none */
+    char *description;     /* the agent's description of its change, raw (its first line,
+                              at most 1 KiB: cmd: KFORGE_OUT.description; openai: a line
+                              "Description: ..." of the reply outside the code); or NULL */
+    char *warning;         /* a token count the agent reported that was not one (a
+                              negative, huge or non-integer value): the estimate counts
+                              instead (tokens_estimated). NULL when none */
 } kf_proposal;
+
+/* The most tokens one proposal may report for its prompt or its completion: larger
+ * counts are not trusted (no model reads or writes a billion tokens in one call), so
+ * sums of many of them stay far from overflowing. */
+#define KF_AGENT_TOKENS_MAX 1000000000LL
 
 /* Free what a proposal owns and zero it. Accepts NULL and a zeroed proposal. */
 void kf_proposal_free(kf_proposal *p);
 
 typedef struct {
-    double timeout_s;          /* cmd: the command's wall time; openai: one request (300) */
+    double timeout_s;          /* the proposal's wall time (300): cmd: the command's; openai:
+                                  every request, retry and wait (Retry-After included) */
     double connect_timeout_s;  /* openai: connecting (10) */
     int max_attempts;          /* openai: requests at most, the first included (4) */
     double backoff_s;          /* openai: first retry delay (1); doubled each retry, with
@@ -209,5 +221,11 @@ struct kf_agent {
 enum { KF_AGENT_CMD = 1, KF_AGENT_OPENAI = 2 };
 kf_status kf_agent_openai_check(kf_agent *a);
 kf_status kf_agent_openai_propose(kf_agent *a, const kf_pack *pack, kf_proposal *out);
+/* The counts an agent reported (pt, ct: JSON values; both NULL when it reported none)
+ * into out: taken when both are integers in [0, KF_AGENT_TOKENS_MAX], else the estimates
+ * est_in and est_out with tokens_estimated set and, when something was reported, a
+ * warning naming `who` and the bad value. */
+void kf_agent_usage(const char *who, json_t *pt, json_t *ct, int64_t est_in, int64_t est_out,
+                    kf_proposal *out);
 
 #endif

@@ -11,7 +11,10 @@
  * is an error, not an OOM); connection failures, 429 and 5xx are retried at most
  * max_attempts times in all, after waits that double from backoff_s with jitter (each
  * uniform in [d/2, d], so many clients do not retry in step), a Retry-After header
- * lengthening the wait, every wait capped at backoff_max_s. A request that connected and
+ * lengthening the wait, every wait capped at backoff_max_s. timeout_s bounds the whole
+ * proposal, retries and waits included: each request gets what is left of it, and a wait
+ * (a Retry-After too) that would end past it is not waited: the proposal ends at once
+ * with the last error. A request that connected and
  * then timed out is not retried: the server took the whole allowance once already.
  * Other 4xx, a reply that is not JSON, one without content or without code end the
  * attempt at once. The API key goes into one header and nowhere else: no verbose mode,
@@ -27,6 +30,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #define MSG_CAP 300 /* bytes of a server's error text quoted in ours */
@@ -146,14 +150,9 @@ static void take_reply(kf_agent *a, const kf_pack *pack, const sink *s, const ch
     const char *finish = json_string_value(json_object_get(c0, "finish_reason"));
     json_t *usage = json_object_get(j, "usage");
     json_t *pt = json_object_get(usage, "prompt_tokens"), *ct = json_object_get(usage, "completion_tokens");
-    if (json_is_integer(pt) && json_is_integer(ct)) {
-        out->tokens_in = json_integer_value(pt);
-        out->tokens_out = json_integer_value(ct);
-    } else {
-        out->tokens_in = pack->tokens_prompt;
-        out->tokens_out = json_is_string(content) ? kf_text_tokens(json_string_length(content)) : 0;
-        out->tokens_estimated = 1;
-    }
+    kf_agent_usage("openai: the endpoint", usage ? pt ? pt : json_null() : NULL,
+                   usage ? ct ? ct : json_null() : NULL, pack->tokens_prompt,
+                   json_is_string(content) ? kf_text_tokens(json_string_length(content)) : 0, out);
     if (!json_is_string(content)) {
         char msg[MSG_CAP + 8] = "";
         if (json_object_get(j, "error")) server_message(s, msg, sizeof msg);
@@ -165,6 +164,24 @@ static void take_reply(kf_agent *a, const kf_pack *pack, const sink *s, const ch
     }
     const char *text = json_string_value(content);
     size_t len = json_string_length(content);
+    /* a "Description: ..." line (the prompt asks for one) outside the code block */
+    for (const char *p = text; p && *p;) {
+        const char *q = p;
+        while (*q == ' ' || *q == '*' || *q == '_') q++;
+        if (!strncasecmp(q, "description:", 12)) {
+            q += 12;
+            size_t n = strcspn(q, "\r\n");
+            out->description = strndup(q, n < 1024 ? n : 1024);
+            break;
+        }
+        if (!strncmp(q, "```", 3)) { /* skip the fenced block */
+            const char *e = strstr(q + 3, "\n```");
+            if (!e) break;
+            p = e + 4;
+        }
+        const char *nl = strchr(p, '\n');
+        p = nl ? nl + 1 : NULL;
+    }
     size_t keep = len < a->o.log_cap ? len : a->o.log_cap;
     out->log = strndup(text, keep);
     const char *code;
@@ -235,8 +252,6 @@ kf_status kf_agent_openai_propose(kf_agent *a, const kf_pack *pack, kf_proposal 
     curl_easy_setopt(h, CURLOPT_USERAGENT, "kforge/" KF_VERSION);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(a->o.connect_timeout_s * 1000));
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(a->o.timeout_s * 1000));
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)a->o.reply_cap);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
@@ -244,7 +259,15 @@ kf_status kf_agent_openai_propose(kf_agent *a, const kf_pack *pack, kf_proposal 
     s.cap = a->o.reply_cap;
 
     int max = a->o.max_attempts > 0 ? a->o.max_attempts : 1;
+    const uint64_t t0 = kf__now_ns(), deadline = t0 + (uint64_t)(a->o.timeout_s * 1e9);
     for (int attempt = 1;; attempt++) {
+        /* what is left of the proposal's time (at least 1 ms: curl reads 0 as none) */
+        uint64_t now = kf__now_ns();
+        long left_ms = now < deadline ? (long)((deadline - now) / 1000000u) : 0;
+        if (left_ms < 1) left_ms = 1;
+        long conn_ms = (long)(a->o.connect_timeout_s * 1000);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, conn_ms < left_ms ? conn_ms : left_ms);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left_ms);
         kf_buf_free(&s.body);
         kf_buf_init(&s.body, (size_t)-1);
         s.over = s.oom = 0;
@@ -295,8 +318,25 @@ kf_status kf_agent_openai_propose(kf_agent *a, const kf_pack *pack, kf_proposal 
             break;
         }
         if (!err) goto oom;
-        if (!retry || attempt >= max) {
-            if (retry) {
+        double wait = 0;
+        if (retry && attempt < max) {
+            double d = a->o.backoff_s * (double)(1u << (attempt - 1 < 20 ? attempt - 1 : 20));
+            if (d > a->o.backoff_max_s) d = a->o.backoff_max_s;
+            wait = d / 2 + d / 2 * ((double)(kf__secret_u64() >> 11) / 9007199254740992.0);
+            if (retry_after > 0 && (double)retry_after > wait)
+                wait = (double)retry_after < a->o.backoff_max_s ? (double)retry_after : a->o.backoff_max_s;
+        }
+        /* the next request must start with time left for it; else stop now */
+        int late = retry && attempt < max && (double)kf__now_ns() + wait * 1e9 >= (double)deadline;
+        if (!retry || attempt >= max || late) {
+            if (late) {
+                char *e2 = dupf("%s; gave up after %d attempt%s: the next one, after a wait of %g s%s, "
+                                "would end past the agent timeout of %g s",
+                                err, attempt, attempt > 1 ? "s" : "", wait,
+                                retry_after > 0 ? " (Retry-After)" : "", a->o.timeout_s);
+                free(err);
+                err = e2;
+            } else if (retry) {
                 char *e2 = dupf("%s; gave up after %d attempts", err, attempt);
                 free(err);
                 err = e2;
@@ -305,11 +345,6 @@ kf_status kf_agent_openai_propose(kf_agent *a, const kf_pack *pack, kf_proposal 
             break;
         }
         free(err);
-        double d = a->o.backoff_s * (double)(1u << (attempt - 1 < 20 ? attempt - 1 : 20));
-        if (d > a->o.backoff_max_s) d = a->o.backoff_max_s;
-        double wait = d / 2 + d / 2 * ((double)(kf__secret_u64() >> 11) / 9007199254740992.0);
-        if (retry_after > 0 && (double)retry_after > wait)
-            wait = (double)retry_after < a->o.backoff_max_s ? (double)retry_after : a->o.backoff_max_s;
         sleep_s(wait);
     }
     if (!out->text && !out->error) goto oom;

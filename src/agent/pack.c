@@ -51,6 +51,39 @@ static const char system_text[] =
     "the measurement. Reply with the complete candidate file in one fenced code block and "
     "nothing after it but an optional short explanation.";
 
+/* What each category of change means: the prompt says it for the category asked for, and
+ * docs/agents.md "Categories" says the same. */
+static const char *const category_defs[][2] = {
+    {"tiling",
+     "split the work into blocks (tiles) that fit a cache level, registers or shared memory, and reuse "
+     "the data inside each block"},
+    {"vectorisation",
+     "process several elements per instruction: SIMD lanes, wider loads and stores, restrict "
+     "pointers and loops the compiler can vectorise"},
+    {"unrolling", "unroll loops and keep several independent accumulators, to cut loop overhead and expose "
+                  "instruction-level parallelism"},
+    {"memory_layout", "change how memory is accessed or staged: access order, coalescing, padding, staged or "
+                      "transposed copies, prefetching"},
+    {"launch_config",
+     "change how the work is spread: block and grid sizes, work per thread, occupancy (GPU), "
+     "chunks per thread (CPU)"},
+    {"algorithm", "compute the same result another way: a different reduction order, a fused or one-pass "
+                  "formulation, fewer passes over memory"},
+    {"specialisation", "a version for some shapes only, declared by one kforge:when line saying which (for "
+                       "example kforge:when n % 16 == 0); it is checked and timed only there"},
+    {"precision",
+     "cheaper arithmetic that stays within the task's tolerance on every shape: fused multiply-add, "
+     "fast intrinsics, a different accumulator type"},
+    {"other", "a change that fits none of the other categories"},
+};
+
+/* The definition of category c, or NULL for a name it does not know. */
+static const char *category_def(const char *c) {
+    for (size_t i = 0; c && i < sizeof category_defs / sizeof category_defs[0]; i++)
+        if (!strcmp(c, category_defs[i][0])) return category_defs[i][1];
+    return NULL;
+}
+
 const char *kf_pack_section_name(kf_pack_section s) {
     return s >= 0 && s < KF_PACK_NSECTIONS ? section_names[s] : "unknown";
 }
@@ -428,10 +461,15 @@ static kf_status build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out, int64_t 
     /* the frame: what to do, written last, paid first */
     rc = rc || kf_buf_printf(&instr, "# What to do\nWrite a faster version of the kernel above");
     if (!rc && in->category) rc = kf_buf_printf(&instr, " by a change of the kind '%.31s'", in->category);
+    const char *def = in->category ? category_def(in->category) : NULL;
+    if (!rc && def) rc = kf_buf_printf(&instr, " (%s)", def);
     rc = rc || kf_buf_printf(&instr,
                              ". Keep the entry point and its signature exactly as they are, stay "
                              "correct for every size the task allows, and respect the constraints. "
-                             "Reply with the complete file in one fenced ```%s block.\n",
+                             "Only a specialisation has a kforge:when line, and a specialisation must "
+                             "have one: a file that contradicts its category is refused unevaluated. "
+                             "Reply with the complete file in one fenced ```%s block, then one line "
+                             "'Description: ' saying in a few words what you changed.\n",
                              lang);
     /* plan every section */
     if (!rc) {

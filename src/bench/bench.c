@@ -499,9 +499,20 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     if (!ntimed) {
         kf_build_free(&vs);
         kf_candidate_free(vsc);
-        return kf__err(s->ctx, KF_EUSAGE, "no visible shape lies in the kforge:when domain of "
-                                          "the candidate%s: nothing to time",
-                       vsc ? " and the baseline" : "");
+        const kf_candidate *c = s->cand && s->cand->when ? s->cand : vsc && vsc->when ? vsc : NULL;
+        if (c && vsc && vsc->when && s->cand && s->cand->when)
+            return kf__err(s->ctx, KF_EUSAGE,
+                           "%s:%d: kforge:when \"%s\": no visible shape lies in it and in "
+                           "the baseline's (%s:%d): nothing to time",
+                           s->cand->path, s->cand->when_line, kf_expr_src(s->cand->when), vsc->path,
+                           vsc->when_line);
+        if (c)
+            return kf__err(s->ctx, KF_EUSAGE,
+                           "%s:%d: kforge:when \"%s\": no visible shape lies in %s domain: "
+                           "nothing to time",
+                           c->path, c->when_line, kf_expr_src(c->when),
+                           c == vsc ? "the baseline's" : "the candidate's");
+        return kf__err(s->ctx, KF_EUSAGE, "no visible shape to time");
     }
 #define PHASE(...)                                                                              \
     do {                                                                                        \

@@ -578,7 +578,8 @@ static kf_vshape_kind vshape_kind(kf_shape_kind k) {
  * edge was searched for: an expression that overflows on large sizes excluded them
  * silently. It is the candidate's claim, so it is the candidate's fault: domain_error. */
 static void reject_domain(kf_sess *s, shape_list *L, const char *err) {
-    kf_result_reject(s->res, KF_REASON_DOMAIN_ERROR, NULL, "%s: %s", s->cand->path, err);
+    kf_result_reject(s->res, KF_REASON_DOMAIN_ERROR, NULL, "%s:%d: %s", s->cand->path, s->cand->when_line,
+                     err);
     L->rejected = 1;
 }
 
@@ -620,7 +621,11 @@ static kf_status gather_shapes(kf_sess *s, shape_list *L) {
         reject_domain(s, L, err);
         return KF_OK;
     }
-    if (rc) return kf__err(s->ctx, rc == -3 ? KF_ENOMEM : when ? KF_EUSAGE : KF_ETASK, "%s: %s", t->dir, err);
+    /* with a `when`, the candidate's claim is what leaves no shape: name its line */
+    if (rc && rc != -3 && when)
+        return kf__err(s->ctx, KF_EUSAGE, "%s:%d: kforge:when \"%s\": %s", s->cand->path, s->cand->when_line,
+                       kf_expr_src(when), err);
+    if (rc) return kf__err(s->ctx, rc == -3 ? KF_ENOMEM : KF_ETASK, "%s: %s", t->dir, err);
     kf_shape *all = realloc(L->all, (size_t)(L->n + ndrawn + 1) * sizeof *L->all);
     if (!all) {
         kf_shapes_free(drawn, ndrawn);

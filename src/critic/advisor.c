@@ -120,7 +120,7 @@ json_t *kf_advisor_review(kf_advisor *a, const kf_advisor_case *c, int64_t *toke
     json_object_set_new(out, "tokens_in", json_integer(pr.tokens_in));
     json_object_set_new(out, "tokens_out", json_integer(pr.tokens_out));
     json_object_set_new(out, "seconds", json_real(pr.elapsed_s));
-    if (tokens) *tokens += pr.tokens_in + pr.tokens_out;
+    if (tokens) *tokens = kf__sat_add(*tokens, kf__sat_add(pr.tokens_in, pr.tokens_out));
     kf_proposal_free(&pr);
     kf_pack_free(&pk);
     return out;

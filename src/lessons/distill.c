@@ -75,6 +75,7 @@ typedef struct {
     char hash[65], ext[8]; /* its source in the run (RUN/src/<hash>.<ext>) */
     int vetoed; /* reverted by a Critic's veto that says nothing of its speed (integrity,
                    plausibility, a suspicious gain, needs_review): no evidence either way */
+    char desc[204]; /* its submitter's description of the change ("" for none) */
 } dnode;
 
 typedef struct {
@@ -104,7 +105,41 @@ static int collect(void *arg, const kf_node *n) {
     memcpy(d->hash, n->src_hash, sizeof d->hash);
     memcpy(d->ext, n->ext, sizeof d->ext);
     d->vetoed = 0;
+    d->desc[0] = 0;
     return 0;
+}
+
+/* The submitters' descriptions (description events) onto their nodes. */
+static int node_description(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    (void)id;
+    (void)created;
+    dvec *a = arg;
+    json_t *j = json_loads(js, 0, NULL);
+    const char *t = json_string_value(json_object_get(j, "text"));
+    for (size_t k = 0; t && k < a->n; k++)
+        if (a->v[k].id == node) snprintf(a->v[k].desc, sizeof a->v[k].desc, "%s", t);
+    json_decref(j);
+    return 0;
+}
+
+/* What the nodes (a JSON array of ids) said they did, from their descriptions: '. What the
+ * change was: "..." (node 3); ...' (at most three), or "" (caller frees). */
+static char *described(const dvec *a, json_t *nodes) {
+    kf_buf b;
+    kf_buf_init(&b, 4096);
+    size_t i;
+    json_t *x;
+    int k = 0;
+    json_array_foreach(nodes, i, x) {
+        for (size_t m = 0; m < a->n && k < 3; m++)
+            if (a->v[m].id == json_integer_value(x) && a->v[m].desc[0]) {
+                kf_buf_printf(&b, "%s\"%s\" (node %lld)", k ? "; " : ". What the change was: ", a->v[m].desc,
+                              (long long)a->v[m].id);
+                k++;
+            }
+    }
+    char *s = b.p ? b.p : kf__strdup("");
+    return s;
 }
 
 /* The Critic's decisions (critic events): a reverted node whose veto was not about its
@@ -676,13 +711,17 @@ static kf_status emit(dctx *d, change *c) {
         char *situation = kf__asprintf("%s kernels (task %s, %s backend) on %s %s: %s", d->op, d->task, d->backend,
                                        one ? "the shape" : "shapes with", where, subj);
         free(where);
+        char *what = described(d->a, nodes);
         char *action =
-            one ? kf__asprintf("%s for this shape: moving to it beat the parent there, %.2fx over the parent "
-                               "(%zu of %zu moves to it won; nodes %s); a shape-specific win, dispatch it by shape",
-                               verb, hi, c->nwon, nmoves, ids)
-                : kf__asprintf("%s: moving to it beat the parent at %zu shapes, %.2fx to %.2fx over the parent (%zu "
-                               "of %zu moves to it won; nodes %s)",
-                               verb, nwon, lo, hi, c->nwon, nmoves, ids);
+            one ? kf__asprintf(
+                      "%s for this shape: moving to it beat the parent there, %.2fx over the parent "
+                      "(%zu of %zu moves to it won; nodes %s); a shape-specific win, dispatch it by shape%s",
+                      verb, hi, c->nwon, nmoves, ids, what ? what : "")
+                : kf__asprintf(
+                      "%s: moving to it beat the parent at %zu shapes, %.2fx to %.2fx over the parent (%zu "
+                      "of %zu moves to it won; nodes %s)%s",
+                      verb, nwon, lo, hi, c->nwon, nmoves, ids, what ? what : "");
+        free(what);
         free(subj);
         free(verb);
         char *bound = json_array_size(c->failed) || json_array_size(c->lost)
@@ -852,12 +891,12 @@ static char *node_text(const dsrc *ds, const dnode *n) {
     return kf_store_read_source(ds->st, n->hash, n->ext, &t, &l) ? NULL : t;
 }
 
-/* The submit events' descriptions, by node. */
+/* The submitters' descriptions ("description" events: {text}), by node. */
 static int submit_desc(void *arg, int64_t id, int64_t node, const char *js, double created) {
     (void)id;
     (void)created;
     json_t *j = json_loads(js, 0, NULL);
-    const char *d = json_string_value(json_object_get(j, "description"));
+    const char *d = json_string_value(json_object_get(j, "text"));
     if (d && *d) {
         char key[32];
         snprintf(key, sizeof key, "%lld", (long long)node);
@@ -933,6 +972,7 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
     char op[160], backend[32], run[4096], task_name[128];
     if ((st = kf_store_each_node(s, collect, &a))) goto out;
     if ((st = kf_store_each_event(s, "critic", critic_veto, &a))) goto out;
+    if ((st = kf_store_each_event(s, "description", node_description, &a))) goto out;
     /* the run's name in evidence: its directory's real path (one name however it is
      * spelled; the key id covers copies), or as given when that cannot be resolved */
     char *real = realpath(run_dir, NULL);
@@ -972,7 +1012,7 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
     d.summary = json_pack("{s:s, s:s, s:s, s:[], s:[], s:[], s:[], s:[]}", "run", run, "task", task_name, "backend",
                           backend, "added", "confirmed", "unchanged", "refuted", "retired");
     dsrc ds = {s, task ? task->ref_path : NULL, json_object()};
-    if ((st = kf_store_each_event(s, "submit", submit_desc, ds.desc))) {
+    if ((st = kf_store_each_event(s, "description", submit_desc, ds.desc))) {
         json_decref(ds.desc);
         json_decref(d.summary);
         goto out;

@@ -677,9 +677,11 @@ static int find_dup(void *arg, const kf_node *m) {
     return 1;
 }
 
-char *kf_diag_prune_note(kf_store *st, const kf_node *n, int passed_too) {
+char *kf_diag_prune_note(kf_store *st, const kf_node *n, int passed_too, int64_t *same) {
     dup_ctx c = {n, passed_too, 0, KF_NODE_PROPOSED, {0}};
+    if (same) *same = 0;
     if (kf_store_each_node(st, find_dup, &c) || !c.id) return NULL;
+    if (same) *same = c.id;
     if (c.state == KF_NODE_MEASURED || c.state == KF_NODE_KEPT || c.state == KF_NODE_REVERTED)
         return kf__asprintf("pruned: the same source as node %lld (%s), already checked and timed; its figures stand",
                             (long long)c.id, kf_node_state_name(c.state));

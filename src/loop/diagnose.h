@@ -64,8 +64,11 @@ kf_status kf_diag_record(kf_store *st, const kf_node *n);
  * that prunes n: "pruned: the same source as node N, which failed (class)"; with
  * passed_too, also of one that passed the check ("... (kept), already checked and timed;
  * its figures stand": tool mode, where resubmitting until a lucky figure proves nothing).
- * Caller frees. NULL when there is none (or on a store error: n is then evaluated). */
-char *kf_diag_prune_note(kf_store *st, const kf_node *n, int passed_too);
+ * The node's category plays no part (the same text is the same source under any label),
+ * and nodes never evaluated (no_candidate: an agent's empty answer, a file refused for
+ * its category) are no earlier source. *same (may be NULL): the earlier node's id, 0 for
+ * none. Caller frees. NULL when there is none (or on a store error: n is then evaluated). */
+char *kf_diag_prune_note(kf_store *st, const kf_node *n, int passed_too, int64_t *same);
 
 /* Record the circuit breaker's trips since *seen (kf_search_trips) as "breaker" events
  * of node (the outcome that tripped it: {proposer, category, failures, pause}) with a

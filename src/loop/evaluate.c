@@ -307,8 +307,8 @@ static void advise(kf_eval *r, kf_node *n, const kf_node *parent, const char *sr
     if (!kf__read_file(tp, 1u << 20, &tj, &tl)) ac.task_json = tj;
     int64_t used = 0;
     json_object_set_new(rep, "advisory", kf_advisor_review(r->advisor, &ac, &used));
-    n->tokens_in += used; /* the run's token budget counts the reviews */
-    n->review_tokens += used;
+    n->tokens_in = kf__sat_add(n->tokens_in, used); /* the run's token budget counts the reviews */
+    n->review_tokens = kf__sat_add(n->review_tokens, used);
     free(tj);
     json_decref(shapes);
 }

@@ -77,4 +77,21 @@ void kf_loop_specs_free(kf_spec *s, int n);
 #define KF_LOOP_SPEC_NOTE "specialisation of node "
 int kf_loop_is_spec(const kf_node *n);
 
+/* The line (1-based) of a text's kforge:when directive, its expression into expr (cut
+ * to n bytes; may be NULL), or 0 when it has none. */
+int kf_loop_when_line(const char *text, size_t len, char *expr, size_t n);
+/* Why a text contradicts the category it is proposed under: a kforge:when (which narrows
+ * the task's domain) in anything but a specialisation, or a specialisation without one.
+ * A message "PATH:LINE: ..." or "PATH: ..." (caller frees), or NULL when they agree (or
+ * out of memory). Checked before any evaluation: nothing is compiled or timed. */
+char *kf_loop_category_conflict(const char *text, size_t len, const char *category, const char *path);
+
+/* A submitter's one-line description of its change, as the run keeps it: the first line
+ * of in, control characters as spaces, trimmed, cut to KF_LOOP_DESC_MAX bytes (at a
+ * character boundary). 0 with out filled (n > KF_LOOP_DESC_MAX), -1 when nothing is left. */
+#define KF_LOOP_DESC_MAX 200
+int kf_loop_description(const char *in, char *out, size_t n);
+/* Record a node's description (a `description` event); none when desc is NULL or empty. */
+kf_status kf_loop_describe(kf_store *st, int64_t node, const char *desc);
+
 #endif

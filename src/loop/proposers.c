@@ -79,6 +79,9 @@ kf_status kf_proposer_search(kf_ctx *ctx, const kf_run_opts *o, kf_search **out)
     cfg.nproposers = KF_PROPOSER_COUNT;
     if (!(*out = kf_search_new(&cfg))) return kf__err(ctx, KF_ENOMEM, "out of memory");
     for (int p = 0; p < KF_PROPOSER_COUNT; p++) kf_search_offer(*out, p, 0); /* the caller offers */
+    /* nothing to specialise at the root (the reference): kf_tally_specialisable */
+    kf_search_exhaust(*out, 0, KF_CAT_SPECIALISATION, KF_PROPOSER_AGENT);
+    kf_search_exhaust(*out, 0, KF_CAT_SPECIALISATION, KF_PROPOSER_TOOL);
     return KF_OK;
 }
 
@@ -446,7 +449,8 @@ static kf_status record_proposal(agent_proposer *g, const kf_action *a, const ch
     n->tokens_out = pr->tokens_out;
     n->cost_s = pr->elapsed_s;
     n->created = kf_eval_now();
-    g->base.env->tally->tokens += pr->tokens_in + pr->tokens_out;
+    g->base.env->tally->tokens =
+        kf__sat_add(g->base.env->tally->tokens, kf__sat_add(pr->tokens_in, pr->tokens_out));
     kf_status st;
     if (pr->text) {
         st = add_node(r->st, n, pr->text, pr->len);
@@ -455,9 +459,15 @@ static kf_status record_proposal(agent_proposer *g, const kf_action *a, const ch
         st = add_node(r->st, n, "", 0);
     }
     if (st) return st;
-    json_t *ev = json_pack("{s:s, s:i, s:b, s:f, s:s%}", "agent", kf_agent_kind(ag), "attempts", pr->attempts,
-                           "tokens_estimated", pr->tokens_estimated, "elapsed_s", pr->elapsed_s, "log",
-                           pr->log ? pr->log : "", pr->log ? strlen(pr->log) < 4096 ? strlen(pr->log) : 4096 : 0);
+    char desc[KF_LOOP_DESC_MAX + 1];
+    if (pr->description && !kf_loop_description(pr->description, desc, sizeof desc) &&
+        (st = kf_loop_describe(r->st, n->id, desc)))
+        return st;
+    json_t *ev = json_pack(
+        "{s:s, s:i, s:b, s:f, s:s%, s:s?}", "agent", kf_agent_kind(ag), "attempts", pr->attempts,
+        "tokens_estimated", pr->tokens_estimated, "elapsed_s", pr->elapsed_s, "log", pr->log ? pr->log : "",
+        pr->log ? strlen(pr->log) < 4096 ? strlen(pr->log) : 4096 : 0, "warning", pr->warning);
+    if (pr->warning) fprintf(stderr, "kforge run: WARNING: node %lld: %s\n", (long long)n->id, pr->warning);
     char *evs = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
     kf_store_event(r->st, n->id, "proposal", evs);
     free(evs);
@@ -519,7 +529,23 @@ static kf_status agent_propose(kf_proposer *base, const kf_action *a, kf_propose
     kf_node n;
     memset(&n, 0, sizeof n);
     st = record_proposal(g, a, cat, &pk, &pr, &n);
-    char *dup = !st && pr.text ? kf_diag_prune_note(r->st, &n, 0) : NULL;
+    /* a candidate that contradicts the category it was asked for is refused before any
+     * evaluation: kept as the node's source, recorded as no candidate */
+    char where[64];
+    snprintf(where, sizeof where, "node %lld's candidate", (long long)n.id);
+    char *conflict = !st && pr.text ? kf_loop_category_conflict(pr.text, pr.len, n.category, where) : NULL;
+    if (conflict) {
+        free(n.note);
+        n.note = conflict;
+        /* not asked again for that category of this parent: an agent that cannot give one
+         * is not asked until it gives up the run */
+        kf_search_exhaust(env->tally->se, a->parent, a->category, KF_PROPOSER_AGENT);
+        st = agent_unevaluated(g, &n, NULL, out);
+        out->id = n.id;
+        kf_node_free(&n);
+        goto out;
+    }
+    char *dup = !st && pr.text ? kf_diag_prune_note(r->st, &n, 0, NULL) : NULL;
     if (!st && pr.text && !dup) {
         g->fails = 0;
         out->id = n.id;

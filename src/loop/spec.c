@@ -18,6 +18,7 @@
  * kforge:when of its own (the two domains would have to be combined), and tasks whose
  * visible shapes are not all timed for the template's points.
  */
+#define _GNU_SOURCE
 #include "loop.h"
 
 #include "../task/task.h"
@@ -199,4 +200,80 @@ kf_status kf_loop_specs(kf_ctx *ctx, const kf_task *t, const kf_builtin *bi, con
 int kf_loop_is_spec(const kf_node *n) {
     return !strcmp(n->category, "specialisation") && n->note &&
            !strncmp(n->note, KF_LOOP_SPEC_NOTE, strlen(KF_LOOP_SPEC_NOTE));
+}
+
+int kf_loop_when_line(const char *text, size_t len, char *expr, size_t n) {
+    int line = 1;
+    for (const char *p = text, *end = text + len; p < end; line++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        /* as the candidate's reader takes it: "kforge:when" then a space, a tab or the end */
+        for (const char *q = p; q + 11 <= le; q++) {
+            if (memcmp(q, "kforge:when", 11) || (q + 11 < le && q[11] != ' ' && q[11] != '\t')) continue;
+            if (expr && n) {
+                const char *e = q + 11, *z = le;
+                while (e < z && (*e == ' ' || *e == '\t')) e++;
+                for (const char *c = e; c + 1 < z; c++)
+                    if (c[0] == '*' && c[1] == '/') {
+                        z = c;
+                        break;
+                    }
+                while (z > e && (z[-1] == ' ' || z[-1] == '\t' || z[-1] == '\r')) z--;
+                snprintf(expr, n, "%.*s", (int)(z - e), e);
+            }
+            return line;
+        }
+        p = le + (nl ? 1 : 0);
+    }
+    return 0;
+}
+
+char *kf_loop_category_conflict(const char *text, size_t len, const char *category, const char *path) {
+    char expr[256] = "";
+    int line = kf_loop_when_line(text, len, expr, sizeof expr);
+    int spec = category && !strcmp(category, "specialisation");
+    if (line && !spec)
+        return kf__asprintf(
+            "%s:%d: kforge:when \"%s\" narrows the task's domain, and only a specialisation "
+            "may: proposed as '%s', so refused before any evaluation (submit it with --category "
+            "specialisation, or remove the line)",
+            path, line, expr, category ? category : "other");
+    if (!line && spec)
+        return kf__asprintf(
+            "%s: a specialisation says which shapes it is for with a kforge:when line, and this "
+            "file has none: refused before any evaluation (add the line, or choose the category "
+            "of the change it makes)",
+            path);
+    return NULL;
+}
+
+int kf_loop_description(const char *in, char *out, size_t n) {
+    if (!in || n <= KF_LOOP_DESC_MAX) return -1;
+    while (*in == ' ' || *in == '\t') in++;
+    size_t k = 0;
+    for (const char *p = in; *p && *p != '\n' && *p != '\r' && k < KF_LOOP_DESC_MAX; p++) {
+        unsigned char c = (unsigned char)*p;
+        out[k++] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+    }
+    /* no UTF-8 sequence cut in two: drop a partial one at the end */
+    size_t j = k;
+    while (j > 0 && ((unsigned char)out[j - 1] & 0xC0) == 0x80) j--;
+    if (j > 0 && ((unsigned char)out[j - 1] & 0x80)) {
+        unsigned char lead = (unsigned char)out[j - 1];
+        size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+        if (k - (j - 1) < need) k = j - 1;
+    }
+    while (k > 0 && out[k - 1] == ' ') k--;
+    out[k] = 0;
+    return k ? 0 : -1;
+}
+
+kf_status kf_loop_describe(kf_store *st, int64_t node, const char *desc) {
+    if (!desc || !*desc) return KF_OK;
+    json_t *j = json_pack("{s:o}", "text", kf_text_json(desc));
+    char *js = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    kf_status s = js ? kf_store_event(st, node, "description", js) : KF_ENOMEM;
+    free(js);
+    return s;
 }

@@ -38,6 +38,24 @@ static kf_search_state sobs_state(kf_node_state s) {
  * the run's best geomean (progress line, --target, the summary). */
 static int narrowed(const kf_node *n) { return kf_loop_is_spec(n) || !strcmp(n->category, "specialisation"); }
 
+int kf_tally_specialisable(const kf_node *n) {
+    if (!n || n->state != KF_NODE_KEPT || !n->shapes_json) return 0;
+    struct kf_verdict v;
+    if (kf_verdict_from_text(n->shapes_json, &v)) return 0;
+    double lo = 0, hi = 0;
+    int timed = 0, wins = 0;
+    for (int k = 0; k < v.nshapes; k++) {
+        const kf_verdict_shape *s = &v.shapes[k];
+        if (!(s->speedup > 0)) continue;
+        lo = timed ? (s->speedup < lo ? s->speedup : lo) : s->speedup;
+        hi = timed ? (s->speedup > hi ? s->speedup : hi) : s->speedup;
+        timed++;
+        wins += (s->has & KF_VS_WIN) && s->win;
+    }
+    kf_verdict_free(&v);
+    return timed >= 2 && ((wins && wins < timed) || hi > lo * KF_TALLY_SPEC_SPREAD);
+}
+
 void kf_tally_observe(kf_tally *tl, const kf_node *n, int replayed) {
     kf_search_obs o = {n->id,
                        n->parent,
@@ -48,6 +66,12 @@ void kf_tally_observe(kf_tally *tl, const kf_node *n, int replayed) {
                        n->cost_s};
     if (o.category < 0) o.category = KF_CAT_OTHER;
     kf_search_observe(tl->se, &o);
+    /* an agent is asked for a specialisation of a node only when there is something to
+     * specialise (the builtin proposes its own, from its measurements) */
+    if (!kf_tally_specialisable(n)) {
+        kf_search_exhaust(tl->se, n->id, KF_CAT_SPECIALISATION, KF_PROPOSER_AGENT);
+        kf_search_exhaust(tl->se, n->id, KF_CAT_SPECIALISATION, KF_PROPOSER_TOOL);
+    }
     for (int k = 0; k < KF_PROPOSER_COUNT; k++) kf_proposer_observe(tl->p[k], n, replayed);
 }
 
@@ -79,7 +103,7 @@ static int replay_one(void *arg, const kf_node *n) {
         return 0;
     }
     kf_tally_observe(tl, n, 1);
-    tl->tokens += n->tokens_in + n->tokens_out;
+    tl->tokens = kf__sat_add(tl->tokens, kf__sat_add(n->tokens_in, n->tokens_out));
     if (n->state == KF_NODE_NO_CANDIDATE || n->state == KF_NODE_PRUNED) return 0; /* not an evaluation */
     tl->evals++;
     tl->kept += n->state == KF_NODE_KEPT;
@@ -106,7 +130,7 @@ void kf_tally_record(kf_tally *tl, const kf_node *n) {
     for (int k = 0; k < KF_PROPOSER_COUNT; k++) kf_proposer_recorded(tl->p[k], n);
     tl->evals++;
     tl->fresh++;
-    tl->tokens += n->review_tokens;
+    tl->tokens = kf__sat_add(tl->tokens, n->review_tokens);
     if (n->state == KF_NODE_KEPT && n->speedup > tl->best && !narrowed(n)) {
         tl->best = n->speedup;
         tl->best_id = n->id;

@@ -31,6 +31,13 @@ typedef struct kf_tally {
     char last[160];  /* the last verdict, for the progress line */
 } kf_tally;
 
+/* A node's visible shapes differ by more than this ratio of speedups to be worth a
+ * specialisation (or some are wins and some are not). */
+#define KF_TALLY_SPEC_SPREAD 2.0
+/* 1 when n is worth specialising: kept, with per-shape results that differ (a win at one
+ * visible shape and not at another, or speedups KF_TALLY_SPEC_SPREAD times apart).
+ * Agents (run's and tool mode's) are asked for a specialisation of such a node only. */
+int kf_tally_specialisable(const kf_node *n);
 /* Tell search and the proposers what a finished node gave (replayed: read back). */
 void kf_tally_observe(kf_tally *tl, const kf_node *n, int replayed);
 /* Replay the run's finished nodes in id order (tampered ones count as spent tries that

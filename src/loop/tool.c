@@ -9,7 +9,9 @@
  *
  * Tool mode judges every node of a run alike: the checks' and the Critic's settings are
  * the run's, recorded when it was created (config.c), never the submitter's. A text the
- * run has already evaluated is not evaluated again.
+ * run has already evaluated is not evaluated again, under any category, and records no
+ * node; a file that contradicts its category (kf_loop_category_conflict) is refused
+ * before anything is compiled or timed, and records nothing.
  */
 #include "config.h"
 #include "diagnose.h"
@@ -307,40 +309,78 @@ static kf_status submit_parent(tool_run *r, int64_t parent, kf_node *pn, int *ha
     return KF_OK;
 }
 
-/* The submitted text as node *n of the run (proposer tool; the category as given, else
- * the pending action's for this parent, else other) with its `submit` event; *pid: the
- * pending action it answers (0: none). A promotion (promoted_from > 0: the screened
- * node's text again) answers no pending action: its screening did. */
-static kf_status submit_record(tool_run *r, int64_t parent, const char *path, const char *text, size_t len,
-                               const char *category, int64_t promoted_from, kf_node *n, int64_t *pid) {
+/* The category of a submission: as given, else the pending action's for this parent,
+ * else other; *pid: the pending action it answers (0: none; always for a promotion, whose
+ * screening answered it). */
+static kf_status submit_category(tool_run *r, int64_t parent, const char *category, int promotion, int *cat,
+                                 int64_t *pid) {
     pending_set ps;
     kf_status st = pendings(r->ev.st, &ps);
     if (st) return st;
     *pid = 0;
     int want = category ? kf_search_category_parse(category) : -1;
-    for (int i = 0; i < ps.n && !*pid && !promoted_from; i++)
+    for (int i = 0; i < ps.n && !*pid && !promotion; i++)
         if (ps.v[i].open && ps.v[i].parent == parent && (want < 0 || ps.v[i].category == want)) {
             *pid = ps.v[i].id;
             if (want < 0) want = ps.v[i].category;
         }
+    *cat = want >= 0 ? want : KF_CAT_OTHER;
+    return KF_OK;
+}
+
+/* The `submit` event of a submission: the pending action it answers (closed by it), for
+ * one not evaluated again the node it is the same source as, for a promotion the
+ * screened node, and whether it is a screening. */
+static kf_status submit_event(tool_run *r, int64_t node, int64_t parent, const char *category, int64_t pid,
+                              int64_t same_as, int64_t promoted_from) {
+    json_t *ev = json_pack("{s:I, s:s}", "parent", (json_int_t)parent, "category", category);
+    json_object_set_new(ev, "pending", pid ? json_integer(pid) : json_null());
+    if (same_as) json_object_set_new(ev, "same_as", json_integer(same_as));
+    if (promoted_from > 0) json_object_set_new(ev, "promoted_from", json_integer(promoted_from));
+    if (r->ev.screen) json_object_set_new(ev, "screen", json_true());
+    char *evs = json_dumps(ev, JSON_COMPACT);
+    json_decref(ev);
+    kf_status st =
+        evs ? kf_store_event(r->ev.st, node, "submit", evs) : kf__err(r->ev.ctx, KF_ENOMEM, "out of memory");
+    free(evs);
+    return st;
+}
+
+/* The submitted text as node *n of the run (proposer tool, category cat), with its
+ * `submit` event and its description. */
+static kf_status submit_record(tool_run *r, int64_t parent, const char *path, const char *text, size_t len,
+                               int cat, int64_t pid, int64_t promoted_from, const char *desc, kf_node *n) {
     const char *dot = strrchr(path, '.');
     snprintf(n->ext, sizeof n->ext, "%s",
              dot && kf_backend_by_ext(dot + 1) ? dot + 1 : kf_loop_task_ext(r->ev.t));
     n->parent = parent;
     snprintf(n->proposer, sizeof n->proposer, "tool");
-    snprintf(n->category, sizeof n->category, "%s", want >= 0 ? kf_search_category_name(want) : "other");
+    snprintf(n->category, sizeof n->category, "%s", kf_search_category_name(cat));
     n->created = kf_eval_now();
+    kf_status st;
     if ((st = kf_store_put_source(r->ev.st, text, len, n->ext, n->src_hash))) return st;
     if ((st = kf_store_add_node(r->ev.st, n))) return st;
-    json_t *ev = json_pack("{s:I, s:s}", "parent", (json_int_t)parent, "category", n->category);
-    json_object_set_new(ev, "pending", *pid ? json_integer(*pid) : json_null());
-    if (promoted_from > 0) json_object_set_new(ev, "promoted_from", json_integer(promoted_from));
-    if (r->ev.screen) json_object_set_new(ev, "screen", json_true());
-    char *evs = json_dumps(ev, JSON_COMPACT);
-    json_decref(ev);
-    st = kf_store_event(r->ev.st, n->id, "submit", evs);
-    free(evs);
-    return st;
+    if ((st = submit_event(r, n->id, parent, n->category, pid, 0, promoted_from))) return st;
+    return desc && *desc ? kf_loop_describe(r->ev.st, n->id, desc) : KF_OK;
+}
+
+/* A text the run already evaluated: not evaluated again, and no node; the answer names
+ * the earlier node (`kforge tree` shows it). */
+static char *pruned_answer(tool_run *r, int64_t parent, const char *cat, int64_t pid, int64_t same,
+                           const char *note, int json) {
+    if (json) {
+        json_t *j = json_pack("{s:s, s:n, s:I, s:s, s:s, s:s, s:I, s:s}", "run", r->ev.run_dir, "id",
+                              "parent", (json_int_t)parent, "state", "pruned", "proposer", "tool", "category",
+                              cat, "same_as", (json_int_t)same, "note", note);
+        json_object_set_new(j, "pending", pid ? json_integer(pid) : json_null());
+        json_object_set_new(j, "message", json_string(note));
+        char *out = j ? json_dumps(j, JSON_INDENT(1)) : NULL;
+        json_decref(j);
+        return out;
+    }
+    return kf__asprintf(
+        "kforge submit: not evaluated, no node recorded: %s (kforge tree %s shows node %lld)\n", note,
+        r->ev.run_dir, (long long)same);
 }
 
 /* The answer of kforge submit: the node as tree shows it (a line, or its JSON with the
@@ -391,28 +431,46 @@ static int find_screened(void *arg, const kf_node *m) {
     return 1;
 }
 
-/* Evaluate recorded node *n (pruned when the run has evaluated its text: in full, or for
- * a screening, screened too), record what it teaches, and answer. */
+/* The note when the run has evaluated n's text already (in full, or for a screening,
+ * screened too), with the earlier node in *same; NULL when it has not. */
+static char *submit_dup(tool_run *r, const kf_node *n, int64_t *same) {
+    char *dup = kf_diag_prune_note(r->ev.st, n, 1, same);
+    screened_dup sd = {n, 0};
+    if (!dup && r->ev.screen && !kf_store_each_node(r->ev.st, find_screened, &sd) && sd.id) {
+        *same = sd.id;
+        dup = kf__asprintf("pruned: the same source as node %lld, already screened (kforge submit --promote %lld "
+                           "evaluates it in full)",
+                           (long long)sd.id, (long long)sd.id);
+    }
+    return dup;
+}
+
+/* The text of a submission, unless the run has evaluated it already: then no node is
+ * recorded, and *out says which node it is the same source as (*outcome 1). 0 when
+ * it is new, 1 when pruned, -1 on error (in *st). */
+static int submit_pruned(tool_run *r, kf_node *n, const char *text, size_t len, int64_t parent, const char *cname,
+                         int64_t pid, int json, char **out, int *outcome, kf_status *st) {
+    const void *parts[] = {text};
+    size_t lens[] = {len};
+    if (kf__sha256_hex(parts, lens, 1, n->src_hash)) {
+        *st = kf__err(r->ev.ctx, KF_EINTERNAL, "sha256 failed");
+        return -1;
+    }
+    int64_t same = 0;
+    char *dup = submit_dup(r, n, &same);
+    if (!dup) return 0;
+    *st = submit_event(r, 0, parent, cname, pid, same, 0);
+    if (!*st && !(*out = pruned_answer(r, parent, cname, pid, same, dup, json)))
+        *st = kf__err(r->ev.ctx, KF_ENOMEM, "out of memory");
+    free(dup);
+    *outcome = 1;
+    return *st ? -1 : 1;
+}
+
+/* Evaluate recorded node *n, record what it teaches, and answer. */
 static kf_status submit_eval(tool_run *r, kf_node *n, int64_t parent, const kf_node *pn, int64_t pid,
                              int json, char **out, int *outcome) {
-    /* a text the run has already evaluated is not evaluated again: submitting it until a
-     * lucky timing or a lucky draw of hidden shapes passes proves nothing new */
-    char *dup = kf_diag_prune_note(r->ev.st, n, 1);
-    screened_dup sd = {n, 0};
-    if (!dup && r->ev.screen && !kf_store_each_node(r->ev.st, find_screened, &sd) && sd.id)
-        dup = kf__asprintf(
-            "pruned: the same source as node %lld, already screened (kforge submit --promote %lld "
-            "evaluates it in full)",
-            (long long)sd.id, (long long)sd.id);
-    kf_status st;
-    if (dup) {
-        n->state = KF_NODE_PRUNED;
-        n->note = dup;
-        n->finished = kf_eval_now();
-        st = kf_store_finish_node(r->ev.st, n);
-    } else {
-        st = kf_eval_evaluate(&r->ev, n, pn);
-    }
+    kf_status st = kf_eval_evaluate(&r->ev, n, pn);
     if (st) return st;
     kf_diag_record(r->ev.st, n);
     if (n->state == KF_NODE_KEPT) kf_store_savepoint(r->ev.st, n->id, "kept");
@@ -450,7 +508,27 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
         st = kf__err(ctx, KF_EUSAGE, "%s: %s", path, errno ? strerror(errno) : "larger than 1 MiB");
         goto out;
     }
-    st = submit_record(&r, parent, path, text, len, category, 0, &n, &pid);
+    int cat;
+    if ((st = submit_category(&r, parent, category, 0, &cat, &pid))) goto out;
+    const char *cname = kf_search_category_name(cat);
+    /* a file that contradicts its category is refused before anything is compiled or
+     * timed: nothing recorded, so the same file under the right category is no duplicate */
+    char *conflict = kf_loop_category_conflict(text, len, cname, path);
+    if (conflict) {
+        st = kf__err(ctx, KF_EUSAGE, "%s", conflict);
+        free(conflict);
+        goto out;
+    }
+    char desc[KF_LOOP_DESC_MAX + 1] = "";
+    if (o->description && kf_loop_description(o->description, desc, sizeof desc)) {
+        st = kf__err(ctx, KF_EUSAGE, "--description: an empty description");
+        goto out;
+    }
+    /* a text the run has already evaluated is not evaluated again, whatever its category:
+     * submitting it until a lucky timing or a lucky draw of hidden shapes passes proves
+     * nothing new. No node: the answer names the earlier one */
+    if (submit_pruned(&r, &n, text, len, parent, cname, pid, json, out, outcome, &st)) goto out;
+    st = submit_record(&r, parent, path, text, len, cat, pid, 0, desc, &n);
     r.ev.display = path; /* the node's copy carries the submitted file's name */
     if (st) goto out;
     st = submit_eval(&r, &n, parent, hasp ? &pn : NULL, pid, json, out, outcome);
@@ -493,9 +571,12 @@ kf_status kf_run_promote(kf_ctx *ctx, const kf_run_opts *o, int64_t node, int js
     }
     if ((st = submit_parent(&r, sn.parent, &pn, &hasp))) goto out;
     if ((st = kf_store_read_source(r.ev.st, sn.src_hash, sn.ext, &text, &len))) goto out;
+    int cat;
+    if ((st = submit_category(&r, sn.parent, sn.category, 1, &cat, &pid))) goto out;
     char name[64];
     snprintf(name, sizeof name, "n%lld.%s", (long long)node, sn.ext);
-    if ((st = submit_record(&r, sn.parent, name, text, len, sn.category, node, &n, &pid))) goto out;
+    if (submit_pruned(&r, &n, text, len, sn.parent, sn.category, pid, json, out, outcome, &st)) goto out;
+    if ((st = submit_record(&r, sn.parent, name, text, len, cat, pid, node, NULL, &n))) goto out;
     st = submit_eval(&r, &n, sn.parent, hasp ? &pn : NULL, pid, json, out, outcome);
 out:
     free(text);

@@ -39,6 +39,24 @@ static int critic_event(void *arg, int64_t id, int64_t node, const char *js, dou
     return 0;
 }
 
+/* A node's description (the last one recorded) into {"ID": text}. */
+static int description_event(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    (void)id;
+    (void)created;
+    json_t *j = json_loads(js, 0, NULL), *t = json_object_get(j, "text");
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)node);
+    if (json_is_string(t)) json_object_set(arg, key, t);
+    json_decref(j);
+    return 0;
+}
+
+static const char *description_of(json_t *critics, int64_t node) {
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)node);
+    return json_string_value(json_object_get(json_object_get(critics, "descriptions"), key));
+}
+
 /* What a node's screening left: {"ID": {"promoted_from": N}} from a promotion's submit
  * event, {"ID": {"screen": {speedup, rounds, shapes}}} from screen-first's screen event;
  * kept under the "~screen" key of the critics' object. */
@@ -101,6 +119,9 @@ json_t *kf_tree_critics(kf_store *st) {
     kf_store_each_event(st, "submit", screen_event, scr);
     kf_store_each_event(st, "screen", screen_event, scr);
     json_object_set_new(c.critics, "~screen", scr);
+    json_t *desc = json_object();
+    kf_store_each_event(st, "description", description_event, desc);
+    json_object_set_new(c.critics, "descriptions", desc);
     json_decref(c.attempts);
     return c.critics;
 }
@@ -179,6 +200,8 @@ json_t *kf_tree_node_json(const kf_node *n, const kf_node *parent, const char *w
     if (json_object_get(sc, "promoted_from"))
         json_object_set(o, "promoted_from", json_object_get(sc, "promoted_from"));
     if (json_object_get(sc, "screen")) json_object_set(o, "screen", json_object_get(sc, "screen"));
+    const char *desc = description_of(critics, n->id);
+    if (desc) json_object_set_new(o, "description", json_string(desc));
     /* a node that passed the check is safe on every shape of the task's ranges in its
      * kforge:when domain (hidden and edge shapes included) */
     int ok = n->state == KF_NODE_MEASURED || n->state == KF_NODE_KEPT || n->state == KF_NODE_REVERTED ||
@@ -221,6 +244,8 @@ void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent,
         if (n->params_json) kf_buf_printf(b, "  %s", n->params_json);
         const kf_node *pn = node_in(a, n->parent);
         struct kf_verdict sh, ps;
+        const char *desc = description_of(critics, n->id);
+        if (desc) kf_buf_printf(b, "  \"%s\"", desc);
         kf_verdict_from_text(n->shapes_json, &sh);
         /* a screened figure is labelled, and never starred as a win */
         int screened = n->state == KF_NODE_SCREENED;

@@ -12,7 +12,8 @@
 
 /* The Critic's last decision per node, {"ID": {decision, why, advisory?, retimings?}}
  * (retimings: each re-timing against the parent, {geomean, best, best_lo, floor}), from the
- * run's critic events (caller decrefs). */
+ * run's critic events, and the submitters' descriptions, {"descriptions": {"ID": text}}
+ * (caller decrefs). */
 json_t *kf_tree_critics(kf_store *st);
 /* A node as tree --json gives it; parent: its parent's node (NULL: the root, or unknown),
  * for its speedups against the parent; when: its kforge:when (NULL: none, or not read). */

@@ -10,6 +10,11 @@
  * the file-size limit, a fault near the memory limit resource_limit, any other fault
  * or exit a crash. kf_worker_close always kills and reaps: no candidate process
  * survives the verdict.
+ *
+ * kf_sandbox_exec (the compiler) puts a guard at the head of the group: the compiler
+ * runs as its child, and the guard, told by PR_SET_PDEATHSIG when kforge dies (kill -9
+ * included), kills the whole group: the driver's children (cc1, as, ld) die with kforge,
+ * not only the driver. On every other way out kforge kills the group itself.
  */
 #define _GNU_SOURCE
 #include "sandbox.h"
@@ -1191,6 +1196,29 @@ void kf_worker_close(kf_worker *w) {
     free(w);
 }
 
+/* The group's leader while the compiler runs (its child): with SIGTERM and SIGCHLD
+ * blocked, it waits for either. SIGTERM is its parent-death signal: kforge is gone, so
+ * the whole group is killed, itself included. The child's end becomes its own exit
+ * status, a signal as 128 + its number (what kforge makes of a signal anyway). */
+static void guard_group(pid_t child) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGCHLD);
+    for (;;) {
+        siginfo_t si;
+        int s = sigwaitinfo(&set, &si);
+        if (s == SIGTERM) {
+            kill(0, SIGKILL);
+            _exit(128 + SIGKILL);
+        }
+        int status;
+        pid_t r = waitpid(child, &status, WNOHANG);
+        if (r == child) _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+        if (r < 0 && errno == ECHILD) _exit(127);
+    }
+}
+
 kf_status kf_sandbox_exec(kf_ctx *ctx, char *const argv[], const char *cwd, char *const env[],
                           const kf_limits *lim, const char *const *ro, int nro,
                           const char *const *rw, int nrw, double timeout_s, kf_buf *log,
@@ -1206,7 +1234,12 @@ kf_status kf_sandbox_exec(kf_ctx *ctx, char *const argv[], const char *cwd, char
     }
     if (pid == 0) {
         setsid();
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        sigset_t guard, old;
+        sigemptyset(&guard);
+        sigaddset(&guard, SIGTERM);
+        sigaddset(&guard, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &guard, &old);
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* the guard's: pending until it waits for it */
         if (getppid() != parent) _exit(127);
         int dn = open("/dev/null", O_RDONLY);
         if (dn < 0 || dup2(dn, 0) < 0 || dup2(lp[1], 1) < 0 || dup2(lp[1], 2) < 0) _exit(127);
@@ -1218,6 +1251,13 @@ kf_status kf_sandbox_exec(kf_ctx *ctx, char *const argv[], const char *cwd, char
             dprintf(2, "kforge: landlock setup failed: %s\n", strerror(errno));
             _exit(127);
         }
+        pid_t c = fork();
+        if (c < 0) {
+            dprintf(2, "kforge: fork: %s\n", strerror(errno));
+            _exit(127);
+        }
+        if (c > 0) guard_group(c);
+        sigprocmask(SIG_SETMASK, &old, NULL);
         execve(argv[0], argv, env);
         dprintf(2, "kforge: exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);

@@ -133,9 +133,10 @@ void kf_worker_kill(kf_worker *w);
 const char *kf_sandbox_worker_path(kf_ctx *ctx);
 
 /* Run argv in cwd with an empty environment plus env (NULL-terminated), in its own
- * session, under lim, with Landlock (ro/rw lists) and a wall deadline. Captures
- * stdout+stderr up to log->limit. *exit_code gets the exit status, or 128+signal,
- * or -1 on timeout. KF_OK when it ran (whatever it returned). */
+ * session (headed by a guard process that kills the whole group when kforge dies, kill -9
+ * included; every other way out kills the group too), under lim, with Landlock (ro/rw lists) and a wall
+ * deadline. Captures stdout+stderr up to log->limit. *exit_code gets the exit status, or 128+signal, or -1 on
+ * timeout. KF_OK when it ran (whatever it returned). */
 kf_status kf_sandbox_exec(kf_ctx *ctx, char *const argv[], const char *cwd, char *const env[],
                           const kf_limits *lim, const char *const *ro, int nro,
                           const char *const *rw, int nrw, double timeout_s, kf_buf *log,

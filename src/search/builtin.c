@@ -167,7 +167,8 @@ kf_status kf_builtin_new(kf_ctx *ctx, const kf_task *t, const char *path, uint64
         const kf_param *p = &b->cand->params[i];
         b->nvals[i] = p->nvalues;
         if (p->nvalues > MAX_VALUES) {
-            st = kf__err(ctx, KF_EUSAGE, "%s: kforge:param %s has more than %d values", path, p->name, MAX_VALUES);
+            st = kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s has more than %d values", path, p->line,
+                         p->name, MAX_VALUES);
             goto fail;
         }
         b->radix[i] = b->space;
@@ -178,7 +179,8 @@ kf_status kf_builtin_new(kf_ctx *ctx, const kf_task *t, const char *path, uint64
         }
         b->cat[i] = p->category ? kf_search_category_parse(p->category) : kf_search_category_of_param(p->name);
         if (b->cat[i] < 0) {
-            st = kf__err(ctx, KF_EUSAGE, "%s: kforge:param %s: unknown category '%s'", path, p->name, p->category);
+            st = kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: unknown category '%s'", path, p->line,
+                         p->name, p->category);
             goto fail;
         }
         b->order[i] = malloc((size_t)p->nvalues * sizeof(int));

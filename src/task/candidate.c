@@ -70,6 +70,7 @@ static kf_status directive(kf_ctx *ctx, kf_candidate *c, const char *kind, char 
             return kf__err(ctx, KF_EUSAGE, "%s:%d: more than %d parameters", c->path, line, KF_MAX_PARAMS);
         kf_param *p = &c->params[c->nparams];
         if (!(p->name = kf__strdup(name))) return kf__err(ctx, KF_ENOMEM, "out of memory");
+        p->line = line;
         c->nparams++;
         /* "v1, v2 # category": the search category of moves along this parameter */
         char *hash = strchr(eq + 1, '#');
@@ -109,6 +110,7 @@ static kf_status directive(kf_ctx *ctx, kf_candidate *c, const char *kind, char 
             kf_expr_free(e);
             return kf__err(ctx, KF_EUSAGE, "%s:%d: more than 8 kforge:require lines", c->path, line);
         }
+        c->require_line[c->nrequire] = line;
         c->require[c->nrequire++] = e;
     } else {
         if (c->when) {
@@ -116,6 +118,7 @@ static kf_status directive(kf_ctx *ctx, kf_candidate *c, const char *kind, char 
             return kf__err(ctx, KF_EUSAGE, "%s:%d: a second kforge:when (combine them with &&)", c->path, line);
         }
         c->when = e;
+        c->when_line = line;
     }
     return KF_OK;
 }
@@ -208,7 +211,8 @@ kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
         int64_t v;
         char err[256];
         if (kf_expr_eval(c->require[i], &c->pvars, &v, err, sizeof err)) {
-            st = kf__err(ctx, KF_EUSAGE, "%s: kforge:require \"%s\": %s", path, kf_expr_src(c->require[i]), err);
+            st = kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:require \"%s\": %s", path, c->require_line[i],
+                         kf_expr_src(c->require[i]), err);
             goto fail;
         }
         if (!v) {
@@ -216,7 +220,8 @@ kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
             size_t off = 0;
             for (int j = 0; j < c->nparams && off < sizeof sels; j++)
                 off += (size_t)snprintf(sels + off, sizeof sels - off, "%s%s=%s", j ? " " : "", c->params[j].name, c->params[j].selected);
-            st = kf__err(ctx, KF_EUSAGE, "%s: kforge:require \"%s\" fails for %s", path, kf_expr_src(c->require[i]), sels);
+            st = kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:require \"%s\" fails for %s", path,
+                         c->require_line[i], kf_expr_src(c->require[i]), sels);
             goto fail;
         }
     }
@@ -228,7 +233,8 @@ kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
         for (int i = 0; i < t->nsizes; i++) known[n++] = t->size_names[i];
         for (int i = 0; i < c->pvars.n; i++) known[n++] = c->pnames[i];
         if (kf_expr_check_names(c->when, known, n, err, sizeof err)) {
-            st = kf__err(ctx, KF_EUSAGE, "%s: kforge:when \"%s\": %s", path, kf_expr_src(c->when), err);
+            st = kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:when \"%s\": %s", path, c->when_line,
+                         kf_expr_src(c->when), err);
             goto fail;
         }
     }

@@ -20,6 +20,7 @@ typedef struct {
     int64_t ival;         /* selected value as an integer, when it is one */
     int is_int;
     char *category;       /* "# category" after the values, or NULL */
+    int line;             /* its line in the file, for messages */
 } kf_param;
 
 typedef struct {
@@ -31,15 +32,17 @@ typedef struct {
     kf_param params[KF_MAX_PARAMS];
     int nrequire;
     kf_expr *require[8];
+    int require_line[8]; /* each one's line in the file */
     kf_expr *when;
+    int when_line; /* its line (0: no when) */
     /* expression view of the selected integer parameters */
     const char *pnames[KF_MAX_PARAMS];
     int64_t pvals[KF_MAX_PARAMS];
     kf_vars pvars;
 } kf_candidate;
 
-/* Read path, parse its directives, apply selections ("NAME=VALUE"), check the
- * requirements. KF_EIO (missing file), KF_EUSAGE (bad directive, unknown parameter,
+/* Read path, parse its directives (every error about one is "PATH:LINE: ..."), apply selections
+ * ("NAME=VALUE"), check the requirements. KF_EIO (missing file), KF_EUSAGE (bad directive, unknown parameter,
  * value not declared, a failed kforge:require) with detail on ctx. */
 kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
                             const char **sel, int nsel, kf_candidate **out);

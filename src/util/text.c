@@ -29,3 +29,9 @@ json_t *kf_text_json(const char *text) {
 }
 
 int64_t kf_text_tokens(size_t bytes) { return (int64_t)((bytes + 3) / 4); }
+
+int64_t kf__sat_add(int64_t a, int64_t b) {
+    int64_t r;
+    if (!__builtin_add_overflow(a, b, &r)) return r;
+    return b > 0 ? INT64_MAX : INT64_MIN;
+}

@@ -66,6 +66,9 @@ json_t *kf_text_json(const char *text);
 /* The token estimate of a text of `bytes` bytes: ceil(bytes / 4), close for English and
  * code with BPE tokenizers, high on dense JSON. Context packs and lessons budget by it. */
 int64_t kf_text_tokens(size_t bytes);
+/* a + b for counts (tokens, seconds' worth of work) that outside input can make huge:
+ * saturates at INT64_MAX and INT64_MIN instead of overflowing. */
+int64_t kf__sat_add(int64_t a, int64_t b);
 
 /* Integer expressions over named variables: integers, names, + - * / % unary - !,
  * comparisons, && ||, ?:, parentheses, min(a,b), max(a,b). 64-bit signed arithmetic;

@@ -205,7 +205,7 @@ static int parse_tuple(const char **pp, kf_expr **dim, const char *const *names,
     return -1;
 }
 
-/* Every "kforge:launch" line of text into out. 0, or -1 with "line N: ..." in err. */
+/* Every "kforge:launch" line of text into out. 0, or -1 with "N: ..." (its line) in err. */
 static int parse_launches(const kf_task *t, const char *text, size_t len, const kf_param *params,
                           int nparams, kf_build *out, char *err, size_t n) {
     const char *names[64];
@@ -221,7 +221,7 @@ static int parse_launches(const kf_task *t, const char *text, size_t len, const 
         const char *d = memmem(p, (size_t)(eol - p), "kforge:launch", 13);
         if (d) {
             if (out->nlaunch == KF_MAX_LAUNCH) {
-                snprintf(err, n, "line %d: more than %d kforge:launch lines", line, KF_MAX_LAUNCH);
+                snprintf(err, n, "%d: more than %d kforge:launch lines", line, KF_MAX_LAUNCH);
                 return -1;
             }
             kf_launch *L = &out->launch[out->nlaunch++];
@@ -290,7 +290,7 @@ static int parse_launches(const kf_task *t, const char *text, size_t len, const 
             if (!e[0] && !seen[0]) snprintf(e, sizeof e, "kernel= is missing");
             if (!e[0] && (!seen[1] || !seen[2])) snprintf(e, sizeof e, "grid= and block= are required");
             if (e[0]) {
-                snprintf(err, n, "line %d: kforge:launch: %s", line, e);
+                snprintf(err, n, "%d: kforge:launch: %s", line, e);
                 return -1;
             }
         }
@@ -435,7 +435,8 @@ static int check_includes(const char *text, size_t len, char roots[][PATH_MAX], 
                     ok = z && toolkit_header(a + 1, (size_t)(z - a - 1), roots, nroots);
                 }
                 if (!ok) {
-                    snprintf(err, n, "line %d: kernel mode allows #include only of the CUDA toolkit's "
+                    snprintf(err, n,
+                             "%d: kernel mode allows #include only of the CUDA toolkit's "
                              "headers by name, in angle brackets (<cuda_fp16.h>, <cooperative_groups.h>, "
                              "<cuda/barrier>, ...; found under %s): %.80s",
                              line, nroots ? roots[0] : "no toolkit include directory", p);
@@ -567,7 +568,7 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
         parse_launches(t, text, len, params, nparams, out, err, sizeof err)) {
         out->ok = 0;
         out->reason = KF_REASON_COMPILE_ERROR;
-        out->message = kf__asprintf("%s:%s", base, err);
+        out->message = kf__asprintf("%s:%s%s", path, isdigit((unsigned char)err[0]) ? "" : " ", err);
         out->log = kf__strdup("");
         return KF_OK;
     }
@@ -632,9 +633,12 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
         if (!memmem(cubin, cs, sec, (size_t)sl + 1)) {
             out->ok = 0;
             out->reason = KF_REASON_MISSING_ENTRY;
-            out->message = kf__asprintf("%s: kforge:launch names kernel %s, which is not an "
+            int at = 0;
+            for (int l = 0; l < out->nlaunch && !at; l++)
+                if (out->launch[l].kernel == i) at = out->launch[l].line;
+            out->message = kf__asprintf("%s:%d: kforge:launch names kernel %s, which is not an "
                                         "extern \"C\" __global__ function of the file",
-                                        base, out->kernels[i].name);
+                                        path, at, out->kernels[i].name);
             goto done;
         }
     }

@@ -83,8 +83,10 @@ static int parse_links(const char *text, size_t len, const char **lflags, int *n
         if (!eol) eol = end;
         const char *rest;
         if (directive(p, (size_t)(eol - p), "kforge:launch", NULL)) {
-            snprintf(err, n, "line %d: kforge:launch in a host-mode file (kforge_launch makes its "
-                             "own launches)", line);
+            snprintf(err, n,
+                     "%d: kforge:launch in a host-mode file (kforge_launch makes its "
+                     "own launches)",
+                     line);
             return -1;
         }
         if (directive(p, (size_t)(eol - p), "kforge:link", &rest)) {
@@ -96,7 +98,7 @@ static int parse_links(const char *text, size_t len, const char **lflags, int *n
             for (size_t i = 0; i < sizeof allowed_links / sizeof allowed_links[0]; i++)
                 if (wl == strlen(allowed_links[i][0]) && !strncmp(w, allowed_links[i][0], wl)) found = (int)i;
             if (found < 0) {
-                snprintf(err, n, "line %d: kforge:link '%.*s' is not allowed (allowed: cublas, cublasLt, nvrtc)",
+                snprintf(err, n, "%d: kforge:link '%.*s' is not allowed (allowed: cublas, cublasLt, nvrtc)",
                          line, (int)(wl ? wl : (size_t)(eol - w > 40 ? 40 : eol - w)), w);
                 return -1;
             }
@@ -224,7 +226,7 @@ kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path,
     if (parse_links(text, len, lflags, &nl, links, sizeof links, err, sizeof err)) {
         out->ok = 0;
         out->reason = KF_REASON_COMPILE_ERROR;
-        out->message = kf__asprintf("%s:%s", base, err);
+        out->message = kf__asprintf("%s:%s%s", path, isdigit((unsigned char)err[0]) ? "" : " ", err);
         out->log = kf__strdup("");
         return KF_OK;
     }
