@@ -785,8 +785,7 @@ static void t_distill_content(const void *arg) {
     int64_t nv = node_text(s, "specialisation", n1, NULL, vec, 1.9, 2.4);
     char *unr = kf__asprintf("%s%s", t1, "#pragma GCC unroll 4\n");
     int64_t nu = node_text(s, "unrolling", n1, NULL, unr, 1.8, 2.3);
-    CHECK(kf_store_event(s, nu, "submit", "{\"parent\": 1, \"category\": \"unrolling\", \"description\": \"unrolled "
-                                          "by four\"}") == KF_OK);
+    CHECK(kf_store_event(s, nu, "description", "{\"text\": \"unrolled by four\"}") == KF_OK);
     (void)nv;
     kf_store_close(s);
     kf_lessons *db = open_db(ctx, dir, "l.db");
