@@ -9,6 +9,7 @@
 #include "loop/loop.h"
 #include "search/builtin.h"
 #include "store/store.h"
+#include "task/candidate.h"
 #include "util/util.h"
 
 #include <jansson.h>
@@ -429,7 +430,7 @@ static void t_spec_domains(const void *arg) {
                    "%s", sp[0].text);
             CHECK(!strcmp(sp[0].params_json, "{\"V\":1}"));
             /* the text is a candidate the checker can parse: its domain is read back */
-            char *w = kf_loop_when_of(sp[0].text);
+            char *w = kf_candidate_when_text(sp[0].text);
             CHECK(w && !strcmp(w, sp[0].when));
             free(w);
         } else if (c == 1) {

@@ -12,7 +12,6 @@
 #include "dispatch.h"
 
 #include "../critic/critic.h"
-#include "../loop/record.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -111,7 +110,7 @@ int kf_dispatch_predicate(const kf_task *t, json_t *sizes, kf_buf *b, int *exact
 /* The fallback's kforge:when, its parameters replaced by their values, as the
  * dispatcher's own (it claims what the fallback claims). */
 void kf_dispatch_when_header(kf_buf *b, const kf_winner *fb) {
-    char *fw = kf_loop_when_of(fb->text);
+    char *fw = kf_candidate_when_text(fb->text);
     if (fw) {
         /* the fallback's domain is the dispatcher's; its parameters are fixed here */
         kf_buf wb;
@@ -218,7 +217,7 @@ kf_status kf_dispatch_c(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_w
                                     "fallback (node %lld) runs there",
                                     st_, (long long)w[fallback].id));
         } else {
-            char *wh = kf_loop_when_of(w[wi].text);
+            char *wh = kf_candidate_when_text(w[wi].text);
             if (wh && !exact) {
                 json_array_append_new(
                     notes, json_sprintf("%s: node %lld has a kforge:when and the arguments do not "

@@ -8,7 +8,7 @@
 #define KF_EXPORT_DISPATCH_H
 
 #include "ctok.h"
-#include "../task/task.h"
+#include "../task/candidate.h"
 #include "../util/util.h"
 
 #include <jansson.h>

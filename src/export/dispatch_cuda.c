@@ -10,7 +10,6 @@
 #include "dispatch.h"
 
 #include "../critic/critic.h"
-#include "../loop/record.h"
 
 #include <ctype.h>
 #include <jansson.h>
@@ -226,7 +225,7 @@ kf_status kf_dispatch_cuda(kf_ctx *ctx, const kf_task *t, const char *run_dir, k
             json_array_append_new(notes, json_sprintf("%s: no integer argument tells this shape apart; the "
                                                       "fallback (node %lld) runs there",
                                                       st_, (long long)w[fallback].id));
-        } else if ((wh = kf_loop_when_of(w[wi].text)) && !exact) {
+        } else if ((wh = kf_candidate_when_text(w[wi].text)) && !exact) {
             json_array_append_new(notes, json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
                                                       "pin every size; the fallback runs there",
                                                       st_, (long long)id));

@@ -45,6 +45,7 @@
 #include "../critic/critic.h"
 #include "../loop/record.h"
 #include "../store/store.h"
+#include "../task/candidate.h"
 #include "../task/task.h"
 #include "../util/util.h"
 
@@ -215,7 +216,7 @@ static kf_status pick_fallback(export_job *x, int64_t *fb_id) {
                 char *txt = NULL;
                 size_t tl = 0;
                 if ((s = kf_store_read_source(x->st, a->v[i].src_hash, a->v[i].ext, &txt, &tl))) break;
-                char *wh = kf_loop_when_of(txt);
+                char *wh = kf_candidate_when_text(txt);
                 free(txt);
                 if (wh) {
                     free(wh);

@@ -10,7 +10,6 @@
 #include "../check/verdict.h"
 #include "../task/task.h"
 
-#include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,17 +143,6 @@ json_t *kf_loop_best_shapes(const kf_node *v, size_t n) {
     return best;
 }
 
-
-char *kf_loop_when_of(const char *s) {
-    const char *d = s ? strstr(s, "kforge:when") : NULL;
-    if (!d) return NULL;
-    d += 11;
-    const char *e = d;
-    while (*e && *e != '\n' && strncmp(e, "*/", 2)) e++;
-    while (d < e && isspace((unsigned char)*d)) d++;
-    while (e > d && isspace((unsigned char)e[-1])) e--;
-    return kf__asprintf("%.*s", (int)(e - d), d);
-}
 
 char *kf_loop_first_message(const kf_node *n) {
     struct kf_verdict v;

@@ -38,9 +38,6 @@ kf_status kf_loop_seals_usable(kf_ctx *ctx, const char *dir, kf_store *st);
  * NULL when out of memory (caller decrefs). `best` and `export` both use it. */
 json_t *kf_loop_best_shapes(const kf_node *nodes, size_t n);
 
-/* The expression of the first kforge:when in s, or NULL (caller frees). */
-char *kf_loop_when_of(const char *s);
-
 /* The first reason's message of a node's verdict, else its note, else NULL (caller
  * frees): what a context pack tells of a failure, and what kforge submit says. */
 char *kf_loop_first_message(const kf_node *n);

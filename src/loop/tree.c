@@ -9,6 +9,7 @@
  */
 #include "tree.h"
 
+#include "../task/candidate.h"
 #include "diagnose.h"
 #include "loop.h"
 
@@ -163,7 +164,7 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_node_state ns = a.v[i].state;
         int passed = ns == KF_NODE_MEASURED || ns == KF_NODE_KEPT || ns == KF_NODE_REVERTED;
         if (!passed || kf_store_read_source(st, a.v[i].src_hash, a.v[i].ext, &txt, NULL)) continue;
-        whens[i] = kf_loop_when_of(txt);
+        whens[i] = kf_candidate_when_text(txt);
         free(txt);
     }
     if (json) {
