@@ -274,7 +274,7 @@ static void t_jobs(const void *arg) {
     CHECK(kf_store_open(ctx, args, NULL, &st) == KF_OK);
     CHECK(kf_store_check(st) == KF_OK);
     kf_node_vec a = {0};
-    CHECK(kf_store_each_node(st, kf_loop_collect, &a) == KF_OK);
+    CHECK(kf_store_each_node(st, kf_record_collect, &a) == KF_OK);
     CHECKF(a.n == 6, "%zu nodes", a.n);
     int overlap = 0;
     for (size_t x = 0; x < a.n; x++) {
@@ -290,7 +290,7 @@ static void t_jobs(const void *arg) {
         }
     }
     CHECKF(overlap >= 2, "only %d pairs of evaluations ran at once with --jobs 3", overlap);
-    kf_loop_vec_free(&a);
+    kf_record_vec_free(&a);
     CHECKF(strstr(kf_store_config(st), "\"jobs\":3"), "%s", kf_store_config(st));
     kf_store_close(st);
     /* --resume without --jobs takes the run's */

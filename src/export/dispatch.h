@@ -1,7 +1,7 @@
 /*
  * dispatch.h - the dispatchers export writes (dispatch.c: the C one and what both share;
  * dispatch_cuda.c: the CUDA host-mode one). Each takes the run's winners, the fallback
- * among them and the best node per visible shape (kf_loop_best_shapes), and writes one
+ * among them and the best node per visible shape (kf_record_best_shapes), and writes one
  * source file that calls the right winner by shape.
  */
 #ifndef KF_EXPORT_DISPATCH_H

@@ -4,8 +4,8 @@
  *
  * Winners: per visible shape, the kept node (accepted by the checker on visible, hidden
  * and edge shapes, and confirmed by the Critic) with the highest speedup there
- * (kf_loop_best_shapes, which `kforge best` uses too: export reads the run through the
- * loop's record readers, record.h, and the loop never calls export). Fallback: the kept node with
+ * (kf_record_best_shapes, which `kforge best` uses too: export reads the run through
+ * src/record/, and calls nothing of the loop, which never calls export). Fallback: the kept node with
  * the best geometric mean over the visible shapes, among the nodes without a kforge:when
  * when there is one (a node with one is timed on its domain only); every shape no
  * predicate claims goes to it.
@@ -43,7 +43,7 @@
 #include "../backend/registry.h"
 #include "../check/result.h"
 #include "../critic/critic.h"
-#include "../loop/record.h"
+#include "../record/record.h"
 #include "../store/store.h"
 #include "../task/candidate.h"
 #include "../task/task.h"
@@ -197,8 +197,8 @@ static kf_status read_run(export_job *x) {
                        "%s: the task changed since this run started (fingerprint %.12s, now %.12s): "
                        "its verdicts do not hold for the task as it is",
                        x->run_dir, kf_store_task_fingerprint(x->st), x->t->fingerprint);
-    if ((s = kf_store_each_node(x->st, kf_loop_collect, &x->a))) return s;
-    x->best = kf_loop_best_shapes(x->a.v, x->a.n);
+    if ((s = kf_store_each_node(x->st, kf_record_collect, &x->a))) return s;
+    x->best = kf_record_best_shapes(x->a.v, x->a.n);
     return KF_OK;
 }
 
@@ -346,7 +346,7 @@ static kf_status start_doc(export_job *x) {
     json_object_set_new(x->doc, "replaced_run", x->prev_run ? json_string(x->prev_run) : json_null());
     kf_buf iw;
     kf_buf_init(&iw, 1u << 16);
-    json_object_set_new(x->doc, "integrity", kf_loop_integrity(x->st, x->a.v, x->a.n, &iw));
+    json_object_set_new(x->doc, "integrity", kf_record_integrity(x->st, x->a.v, x->a.n, &iw));
     if (iw.p && iw.p[0]) fprintf(stderr, "kforge export: %s", iw.p);
     kf_buf_free(&iw);
     return KF_OK;
@@ -605,7 +605,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     for (int i = 0; i < x.nw; i++)
         free(x.w[i].text);
     free(x.w);
-    kf_loop_vec_free(&x.a);
+    kf_record_vec_free(&x.a);
     kf_buf_free(&x.disp);
     json_decref(x.best);
     json_decref(x.doc);

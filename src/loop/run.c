@@ -151,7 +151,7 @@ static kf_status open_run(run *r) {
     }
     if (o->resume) {
         st = kf_store_open(ctx, r->ev.run_dir, r->ev.t, &r->ev.st);
-        if (!st) st = kf_loop_seals_usable(ctx, r->ev.run_dir, r->ev.st);
+        if (!st) st = kf_record_seals_usable(ctx, r->ev.run_dir, r->ev.st);
     } else {
         char *cs = kf_config_json(o);
         st = kf_store_create(ctx, r->ev.run_dir, r->ev.t, cs, &r->ev.st);

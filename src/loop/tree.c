@@ -5,7 +5,7 @@
  * reviewer's concerns, why a failure failed (diagnose.c), the constraints the run learnt,
  * the circuit breaker's trips and the lessons the walk started from; or, per visible
  * shape, the kept node with the highest speedup there. Both begin with what the run's
- * seals say (record.c). Read-only: nothing here writes to the run.
+ * seals say (src/record/). Read-only: nothing here writes to the run.
  */
 #include "tree.h"
 
@@ -140,7 +140,7 @@ static kf_status load_nodes(kf_ctx *ctx, const char *dir, kf_node_vec *a, kf_sto
     kf_store *st = NULL;
     kf_status s = kf_store_open(ctx, dir, NULL, &st);
     if (s) return s;
-    if ((s = kf_store_each_node(st, kf_loop_collect, a))) {
+    if ((s = kf_store_each_node(st, kf_record_collect, a))) {
         kf_store_close(st);
         return s;
     }
@@ -176,8 +176,8 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         }
         json_t *cs = json_array();
         kf_store_each_constraint(st, constraint_json, cs);
-        json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes", arr,
-                              "constraints", cs, "integrity", kf_loop_integrity(st, a.v, a.n, NULL));
+        json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes",
+                              arr, "constraints", cs, "integrity", kf_record_integrity(st, a.v, a.n, NULL));
         json_object_set_new(o, "breakers", dm ? json_deep_copy(kf_diag_breakers(dm)) : json_array());
         char *lev = NULL;
         kf_loop_lessons_event(st, &lev);
@@ -189,7 +189,7 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     } else {
         kf_buf b;
         kf_buf_init(&b, 256u << 20);
-        json_decref(kf_loop_integrity(st, a.v, a.n, &b));
+        json_decref(kf_record_integrity(st, a.v, a.n, &b));
         kf_buf_printf(&b, "run %s (task %s): %zu nodes; speedups against the reference, * = a win\n", dir,
                       kf_store_task_dir(st), a.n);
         kf_buf_printf(&b, "#0 root: the reference\n");
@@ -204,7 +204,7 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     json_decref(critics);
     for (size_t i = 0; whens && i < a.n; i++) free(whens[i]);
     free(whens);
-    kf_loop_vec_free(&a);
+    kf_record_vec_free(&a);
     kf_store_close(st);
     return *out ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
 }
@@ -216,7 +216,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
     if (s) return s;
     /* per visible shape: the kept node with the highest speedup there (export.c); a
      * source whose bytes are not what the node names is refused, never reported */
-    json_t *best = kf_loop_best_shapes(a.v, a.n);
+    json_t *best = kf_record_best_shapes(a.v, a.n);
     size_t bi;
     json_t *be;
     json_array_foreach(best, bi, be) {
@@ -225,7 +225,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
             if (a.v[k].id == id) {
                 char *txt = NULL;
                 if (kf_store_read_source(st, a.v[k].src_hash, a.v[k].ext, &txt, NULL)) {
-                    kf_loop_vec_free(&a);
+                    kf_record_vec_free(&a);
                     json_decref(best);
                     kf_store_close(st);
                     return KF_EIO; /* the detail is on ctx */
@@ -236,7 +236,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
     }
     if (json) {
         json_t *o = json_pack("{s:s, s:O, s:o}", "run", dir, "best", best, "integrity",
-                              kf_loop_integrity(st, a.v, a.n, NULL));
+                              kf_record_integrity(st, a.v, a.n, NULL));
         *out = json_dumps(o, JSON_INDENT(1));
         json_decref(o);
     } else {
@@ -244,7 +244,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_buf_init(&b, 1u << 20);
         size_t j;
         json_t *e;
-        json_decref(kf_loop_integrity(st, a.v, a.n, &b));
+        json_decref(kf_record_integrity(st, a.v, a.n, &b));
         if (!json_array_size(best)) kf_buf_printf(&b, "no node kept yet (none beat its parent, confirmed by re-timing)\n");
         json_array_foreach(best, j, e) {
             const char *key;
@@ -266,7 +266,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
         *out = b.p;
     }
     json_decref(best);
-    kf_loop_vec_free(&a);
+    kf_record_vec_free(&a);
     kf_store_close(st);
     return *out ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
 }
