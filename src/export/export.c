@@ -10,12 +10,13 @@
  * when there is one (a node with one is timed on its domain only); every shape no
  * predicate claims goes to it.
  *
- * The C dispatcher is one file (dispatch.c): each winner's text with its kforge:
+ * The dispatcher is the task backend's to write (its dispatcher slot, backend.h). The C
+ * one (src/backend/c/dispatch.c) is one file: each winner's text with its kforge:
  * directives neutralised, its parameters as #define before it and #undef after (with
  * every macro it defines), and every name it defines at file scope (functions, the entry,
  * static helpers, typedefs, variables, struct/union/enum tags, enumerators) prefixed with
  * kf_n<ID>_, so two winners' helpers cannot collide. The names come from a small
- * tokenizer and declaration scanner (ctok.c), not a C parser: names made by macros at
+ * tokenizer and declaration scanner (src/backend/ctok.c), not a C parser: names made by macros at
  * file scope (DEFINE_KERNEL(x)) are not seen. The entry tests the shape predicates
  * (integer scalar arguments equal to their values at the winner's shape) and calls the
  * winner, else the fallback. Whatever the scanner misses, the dispatcher is checked and
@@ -25,21 +26,19 @@
  * export leaves nothing half-written. An existing DIR is replaced only when it is empty
  * or holds an earlier export (EXPORT.json).
  *
- * The CUDA dispatcher (dispatch_cuda.c) is a host-mode file (docs/cuda.md "Host mode"):
+ * The CUDA dispatcher (src/backend/cuda/dispatch.c) is a host-mode file (docs/cuda.md "Host mode"):
  * each routed winner's kernel-mode text renamed apart as for C, then a launcher per
  * winner that makes its kforge:launch launches, and kforge_launch choosing by the same
  * predicates.
  * Without a GPU it cannot be checked: it is then built with nvcc only (host mode's build
  * path) and written as <task>_dispatch.unverified.cu, never under the dispatcher's name
  * (EXPORT.json: "dispatcher": null, "dispatcher_unverified"; the CLI exits 3); one that
- * does not build is rejected and not written. Which dispatcher is written follows the
- * language of the task backend's sources (kf_backend_lang: `emitters` below); a backend
- * in another language has its winners exported without one.
+ * does not build is rejected and not written. A backend without a dispatcher slot has its
+ * winners exported without one, and EXPORT.json's "why" says so.
  */
 #define _GNU_SOURCE
-#include "dispatch.h"
-
 #include "../backend/backend.h"
+#include "../backend/dispatch.h"
 #include "../backend/registry.h"
 #include "../check/result.h"
 #include "../critic/critic.h"
@@ -49,6 +48,7 @@
 #include "../task/task.h"
 #include "../util/util.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -451,21 +451,6 @@ static kf_status settle_dispatcher(export_job *x, json_t *ver, int unverified, c
     return KF_OK;
 }
 
-/* The dispatchers export writes, by the language of the task backend's sources
- * (kf_backend_lang); a backend in another language gets its winners without one. soft: a
- * refusal (KF_EUSAGE: this task cannot have one) exports the winners alone rather than
- * failing. */
-typedef kf_status (*emitter)(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw,
-                             int fallback, json_t *best, kf_buf *b, json_t *routes, json_t *notes);
-static const struct {
-    const char *lang, *title;
-    emitter build;
-    int soft;
-} emitters[] = {
-    {"c", "C", kf_dispatch_c, 0},
-    {"cuda", "CUDA", kf_dispatch_cuda, 1},
-};
-
 /* The dispatcher: built, written into the private directory, checked and timed, and what
  * came of it said in EXPORT.json. A task that cannot have one (a soft emitter's refusal)
  * still exports its winners. */
@@ -474,17 +459,18 @@ static kf_status dispatcher(export_job *x, const kf_opts *opts) {
     const kf_task *t = x->t;
     json_t *doc = x->doc;
     kf_backend *be = kf_backend_get(t->backend);
-    int em = -1;
-    for (int i = 0; be && i < (int)(sizeof emitters / sizeof emitters[0]); i++)
-        if (!strcmp(emitters[i].lang, kf_backend_lang(be))) em = i;
-    char dname[256], dpath[4700];
-    const char *ext = be ? kf_backend_ext(be) : "", *title = em >= 0 ? emitters[em].title : t->backend;
+    if (!be) return kf__err(ctx, KF_EBACKEND, "backend %s is not in this build", t->backend);
+    /* "the C dispatcher", "the CUDA dispatcher": the language of the backend's sources */
+    char dname[256], dpath[4700], title[32];
+    const char *ext = kf_backend_ext(be);
+    int has = kf_backend_has_dispatcher(be);
+    snprintf(title, sizeof title, "%s", has ? kf_backend_lang(be) : t->backend);
+    for (char *c = title; has && *c; c++) *c = (char)toupper((unsigned char)*c);
     snprintf(dname, sizeof dname, "%s_dispatch.%s", t->name, ext);
-    kf_status s = em >= 0 ? emitters[em].build(ctx, t, x->run_dir, x->w, x->nw, x->fallback, x->best, &x->disp,
-                                               x->routes, x->notes)
-                          : kf__err(ctx, KF_EUSAGE, "kforge export writes no dispatcher in %s",
-                                    be ? kf_backend_lang(be) : "?");
-    if (s == KF_EUSAGE && (em < 0 || emitters[em].soft)) {
+    int alone = 0;
+    kf_status s = kf_backend_dispatcher(be, ctx, t, x->run_dir, x->w, x->nw, x->fallback, x->best, &x->disp,
+                                        x->routes, x->notes, &alone);
+    if (s == KF_EUSAGE && alone) {
         /* this task cannot have a dispatcher: the winners are still exported */
         json_object_set_new(doc, "dispatcher", json_null());
         json_object_set_new(doc, "why", json_sprintf("no %s dispatcher: %s", title, kf_errmsg(ctx)));
