@@ -44,6 +44,28 @@ static int push(const char **v, int *n, const char *s, const char *what) {
     return 0;
 }
 
+/* 1 when name is a backend of this build (the library's registry says). */
+static int known_backend(const char *name) {
+    for (int i = 0; kf_backend_name_at(i); i++)
+        if (!strcmp(kf_backend_name_at(i), name)) return 1;
+    return 0;
+}
+
+/* The backends' names as "a, b or c" into out. */
+static void backend_names(char *out, size_t n) {
+    size_t at = 0;
+    out[0] = 0;
+    for (int i = 0; kf_backend_name_at(i) && at < n; i++) {
+        int w = snprintf(out + at, n - at, "%s%s",
+                         !i                          ? ""
+                         : kf_backend_name_at(i + 1) ? ", "
+                                                     : " or ",
+                         kf_backend_name_at(i));
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+}
+
 static int parse(int argc, char **argv, lopts *o) {
     memset(o, 0, sizeof *o);
     o->k = 5;
@@ -64,8 +86,10 @@ static int parse(int argc, char **argv, lopts *o) {
         else if (!strcmp(a, "--boundaries") && more) o->boundaries = argv[++i];
         else if (!strcmp(a, "--backend") && more) {
             o->backend = argv[++i]; /* a person's typo is refused; imports keep other backends' lessons */
-            if (strcmp(o->backend, "c") && strcmp(o->backend, "cuda")) {
-                fprintf(stderr, "kforge: error: --backend %s: c or cuda (kforge's backends)\n", o->backend);
+            if (!known_backend(o->backend)) {
+                char names[256];
+                backend_names(names, sizeof names);
+                fprintf(stderr, "kforge: error: --backend %s: %s (kforge's backends)\n", o->backend, names);
                 return -1;
             }
         }

@@ -143,6 +143,10 @@ KF_API const char *kf_strstatus(kf_status s);
 /* Stable name of a reason code ("stale_result"), or "unknown". */
 KF_API const char *kf_reason_name(kf_reason r);
 
+/* The name of the i-th backend of this build ("c", "cuda", ...; i from 0), or NULL past the
+ * last: what a task's "backend" and a lesson's --backend may name. */
+KF_API const char *kf_backend_name_at(int i);
+
 /* Load and validate the task in directory dir (task.json plus the backend's reference).
  * KF_ETASK with the file, position and problem on ctx when it is malformed; KF_EIO when a
  * file is missing. On success *out is owned by the caller: free with kf_task_free. */

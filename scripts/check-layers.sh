@@ -6,11 +6,14 @@
 # table row's header declares (src/backend/registry.h) counts as that row's, wherever it
 # is defined; "api" (cli/) stands for the functions include/kforge.h declares. The table
 # must name only modules above each row, and every file of src/ must belong to a row.
+# NEVER lists uses the table itself may not allow (export and the Critic read runs through
+# record and call nothing of the loop).
 # Usage: scripts/check-layers.sh [BUILD] (default: build, made from this tree).
 set -eu
 cd "$(dirname "$0")/.."
 B=${1:-build}
 [ -d "$B" ] || { echo "check-layers: no build directory $B (make all first)" >&2; exit 2; }
+NEVER="export:loop critic:loop"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -76,7 +79,7 @@ for o in $(find "$B" -name '*.o' | sort); do
 done
 [ "$nobj" -gt 0 ] || { echo "check-layers: no object files of src/ or cli/ under $B" >&2; exit 2; }
 
-awk -F'\t' -v nobj="$nobj" '
+awk -F'\t' -v nobj="$nobj" -v never="$NEVER" '
 function unit(p,    best, k) {  # the row whose path is the longest prefix of p
     best = ""
     for (k = 1; k <= nrow; k++)
@@ -109,6 +112,7 @@ FILENAME ~ /\/table$/ {
         if (u[i] == "api") { uses[$1, "api"] = 1; continue }
         if (!(u[i] in seen) || u[i] == $1) bad("docs/design.md: " $1 " may use " u[i] ", which is not a module below it")
         uses[$1, u[i]] = 1
+        if (index(" " never " ", " " $1 ":" u[i] " ")) bad("docs/design.md: " $1 " may never use " u[i] " (check-layers.sh NEVER)")
     }
     next
 }

@@ -5,13 +5,15 @@
  * and extension and refuses an incomplete or clashing one, the wrappers give the
  * documented default of every slot it leaves NULL, and on its sum task (tasks/<name>/sum,
  * or tests/backend_<name>/sum) its reference builds and garbage does not, the task's
- * fast candidate is accepted and timed, and a wrong one (candidates/wrong.<ext>, where
- * there is one) is rejected. A backend whose calls need a device skips what runs calls
- * where its describe slot finds none.
+ * fast candidate is accepted and timed, a wrong one (candidates/wrong.<ext>, where
+ * there is one) is rejected, and a run that kept the fast one exports it (with the
+ * backend's dispatcher, or without one when it has no dispatcher slot). A backend whose calls need a device
+ * skips what runs calls where its describe slot finds none.
  */
 #include "kft.h"
 
 #include "backend/backend.h"
+#include "store/store.h"
 #include "task/task.h"
 #include "util/util.h"
 
@@ -205,6 +207,24 @@ static void t_defaults(const void *arg) {
         kf_ctx_free(ctx);
         defaults++;
     }
+    if (!f->dispatcher) {
+        int alone = 0;
+        kf_buf out;
+        kf_buf_init(&out, 1u << 16);
+        kf_winner w = {1, (char *)"", 0, NULL, NULL, 1.0, "c", ""};
+        json_t *routes = json_array(), *notes = json_array();
+        kf_ctx *ctx = kf_ctx_new();
+        CHECK(!kf_backend_has_dispatcher(b));
+        CHECKF(kf_backend_dispatcher(b, ctx, NULL, "run", &w, 1, 0, NULL, &out, routes, notes, &alone) ==
+                       KF_EUSAGE &&
+                   alone && strstr(kf_errmsg(ctx), f->name) && !out.len && !json_array_size(routes),
+               "%s", kf_errmsg(ctx));
+        kf_ctx_free(ctx);
+        json_decref(routes);
+        json_decref(notes);
+        kf_buf_free(&out);
+        defaults++;
+    }
     CHECK(kf_backend_timing_rounds(b) >= 0);
     printf("    %s: %d optional slots left to their defaults\n", f->name, defaults);
 }
@@ -316,6 +336,73 @@ static void t_bench(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* kforge export of a run whose one kept node is the fast candidate: its winner is
+ * written, and the dispatcher is the backend's slot's (written, or said why not), or with
+ * no slot there is none and EXPORT.json says so. */
+static void t_export(const void *arg) {
+    kf_backend *b = backend(arg);
+    need_device(b);
+    char rel[256], dir[] = "/tmp/kft-bexport-XXXXXX", run[512], out[512];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, fixture(b, rel, sizeof rel));
+    kf_store *st = NULL;
+    CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+    char *src = NULL;
+    size_t len = 0;
+    CHECK(kf__read_file(candidate(b, rel, "fast"), 1u << 20, &src, &len) == 0);
+    kf_node nd;
+    memset(&nd, 0, sizeof nd);
+    snprintf(nd.ext, sizeof nd.ext, "%s", kf_backend_ext(b));
+    snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+    snprintf(nd.category, sizeof nd.category, "other");
+    CHECK(kf_store_put_source(st, src, len, nd.ext, nd.src_hash) == KF_OK &&
+          kf_store_add_node(st, &nd) == KF_OK);
+    nd.state = KF_NODE_KEPT;
+    json_t *sh = json_array();
+    for (int s = 0; s < t->nshapes; s++) {
+        json_t *sz = json_object();
+        for (int z = 0; z < t->nsizes; z++)
+            json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
+        json_array_append_new(sh, json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup", 1.5, "win", 1));
+    }
+    nd.shapes_json = json_dumps(sh, JSON_COMPACT);
+    nd.speedup = 1.5;
+    json_decref(sh);
+    CHECK(kft_finish_node(st, &nd) == KF_OK);
+    int64_t id = nd.id;
+    kf_node_free(&nd);
+    kf_store_close(st);
+    kf_opts o;
+    kf_opts_init(&o);
+    o.bench_min_time_s = 0.02;
+    o.bench_min_runs = 6;
+    char *js = NULL;
+    CHECKF(kf_run_export_opts(ctx, run, out, &o, &js) == KF_OK && js, "%s", kf_errmsg(ctx));
+    json_t *doc = json_loads(js, 0, NULL);
+    char wname[600], path[1200];
+    snprintf(wname, sizeof wname, "%s_%lld.%s", t->name, (long long)id, kf_backend_ext(b));
+    snprintf(path, sizeof path, "%s/%s", out, wname);
+    CHECKF(!access(path, R_OK) && json_integer_value(json_object_get(doc, "fallback")) == id, "%s", js);
+    const char *disp = json_string_value(json_object_get(doc, "dispatcher"));
+    const char *why = json_string_value(json_object_get(doc, "why"));
+    if (kf_backend_has_dispatcher(b)) {
+        CHECKF(disp || why, "%s", js);
+    } else {
+        CHECKF(!disp && json_is_null(json_object_get(doc, "dispatcher")) && why &&
+                   strstr(why, "no dispatcher slot"),
+               "%s", js);
+    }
+    json_decref(doc);
+    free(js);
+    free(src);
+    kf__rmtree(dir);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 void kft_register_backend(void) {
     static char names[16][32];
     int k = 0;
@@ -330,7 +417,7 @@ void kft_register_backend(void) {
         double timeout;
     } tests[] = {
         {"interface", t_interface, 30}, {"defaults", t_defaults, 30}, {"compile", t_compile, 180},
-        {"check", t_check, 180},        {"bench", t_bench, 300},
+        {"check", t_check, 180},        {"bench", t_bench, 300},      {"export", t_export, 180},
     };
     for (int i = 0; i < k; i++)
         for (size_t j = 0; j < sizeof tests / sizeof tests[0]; j++) {

@@ -8,7 +8,7 @@
 #include "kft.h"
 
 #include "backend/cuda/host.h"
-#include "export/dispatch.h"
+#include "backend/dispatch.h"
 #include "loop/loop.h"
 #include "store/store.h"
 #include "task/candidate.h"

@@ -18,12 +18,15 @@
  * Entry points: kf_task_load (saxpy); kf_check of saxpy's fast candidate, with a cold
  * build cache (both compiles, their processes and the cache's writes) and a warm one;
  * a run store's create, source, node and sealed outcome; opening a lessons database and
- * importing three lessons into it. One test per entry point and kind of fault it meets
- * (a task load neither starts a process nor writes, a store or an import starts none).
+ * importing three lessons into it; kf_run (the builtin proposer on saxpy, a budget of 2);
+ * distilling a small finished run into a new lessons database; exporting a run with one
+ * kept node. One test per entry point and kind of fault it meets (a task load neither
+ * starts a process nor writes, a store, an import or a distillation starts none).
  *
  * Cost: starts and writes are few, and each one fails in turn. Allocations are many: the
  * first `prefix` are each failed in turn, and past them a stride keeps the loop to about
- * `samples` more calls (the test's line says which it did). The environment variable
+ * `samples` more calls (the test's line says which it did); a case whose calls take
+ * seconds (the run, the export) samples its starts and writes so too. The environment variable
  * KFT_FAULT_STRIDE=1 fails every allocation too (minutes); KFT_FAULT_SHOW=1 prints where
  * each fault was that a call absorbed (returned KF_OK with its whole product);
  * KFT_FAULT_FROM=N starts at the Nth event (to reproduce one failure).
@@ -54,6 +57,7 @@ struct fcase {
     /* after every call, unfaulted: on KF_OK the product is whole, else nothing is
      * half-made; frees what the call made. faulted 0: the reference call. */
     void (*verify)(fcase *c, kf_status st, int faulted);
+    unsigned sampled; /* kinds sampled as allocations are (a slow call) */
 };
 
 static char where[256]; /* the call being verified, for messages */
@@ -183,7 +187,7 @@ static void fault_pass(fcase *c, kf_ctx *ctx, kft_fault_kind kind, long total, i
     const char *env = getenv("KFT_FAULT_STRIDE");
     long stride = env && *env ? strtol(env, NULL, 10) : 0;
     /* starts and writes are few: every one fails in turn */
-    long prefix = stride || kind != KFT_FAULT_ALLOC ? total : c->prefix;
+    long prefix = stride || (kind != KFT_FAULT_ALLOC && !(c->sampled & (1u << kind))) ? total : c->prefix;
     int show = getenv("KFT_FAULT_SHOW") != NULL;
     if (stride < 1) stride = total > prefix + c->samples ? (total - prefix) / c->samples : 1;
     long calls = 0, errors = 0, absorbed = 0;
@@ -508,6 +512,270 @@ static void lessons_verify(fcase *c, kf_status st, int faulted) {
     kf_ctx_free(ctx);
 }
 
+/* ---- kf_run, distill, export over a small run ----------------------------------------- */
+
+/* A run's state as the fault loops compare it: its nodes' count, and whether each is
+ * whole (proposed, or an outcome with its source readable). -1: it does not open or is
+ * damaged (the message into why). */
+static int run_nodes(const char *dir, int *finished, char *why, size_t n) {
+    kf_ctx *ctx = kf_ctx_new();
+    kf_store *s = NULL;
+    int count = -1;
+    *finished = 0;
+    if (kf_store_open(ctx, dir, NULL, &s) || kf_store_check(s)) {
+        snprintf(why, n, "%s", kf_errmsg(ctx));
+        goto out;
+    }
+    count = 0;
+    for (int64_t id = 1;; id++) {
+        kf_node nd;
+        memset(&nd, 0, sizeof nd);
+        if (kf_store_get_node(s, id, &nd)) break;
+        count++;
+        char *text = NULL;
+        size_t len = 0;
+        if (nd.tampered || kf_store_read_source(s, nd.src_hash, nd.ext, &text, &len)) {
+            snprintf(why, n, "node %lld %s", (long long)id,
+                     nd.tampered ? "reads as tampered" : "has no source");
+            count = -1;
+        }
+        if (nd.state != KF_NODE_PROPOSED) ++*finished;
+        free(text);
+        kf_node_free(&nd);
+        if (count < 0) break;
+    }
+out:
+    kf_store_close(s);
+    kf_ctx_free(ctx);
+    return count;
+}
+
+static void run_opts(kf_run_opts *o, const char *dir) {
+    static const char *critic[] = {"retimes=1"};
+    kf_run_opts_init(o);
+    o->task_dir = kft_src("tasks/c/saxpy");
+    o->run_dir = dir;
+    o->budget = 2;
+    o->seed = 3;
+    o->has_seed = 1;
+    o->hidden = 1;
+    o->min_runs = 3;
+    o->max_runs = 4;
+    o->min_time_s = 0.01;
+    o->lessons = "none";
+    o->critic[0] = critic[0];
+    o->ncritic = 1;
+}
+
+static void run_setup(fcase *c) {
+    /* workers' scratch under a directory of the test's, as for check */
+    setenv("KFORGE_CACHE_DIR", scratch_path("cache"), 1);
+    CHECK(chmod(scratch_root, 0755) == 0 && mkdir(scratch_path("tmp"), 0700) == 0 &&
+          chmod(scratch_path("tmp"), 01777) == 0);
+    setenv("TMPDIR", scratch_path("tmp"), 1);
+    setenv("KFORGE_KEYS", scratch_path("keys"), 1);
+}
+
+static void run_prepare(fcase *c) { kf__rmtree(scratch_path("run")); }
+
+static char *run_summary;
+
+static kf_status run_call(fcase *c, kf_ctx *ctx) {
+    kf_run_opts o;
+    run_opts(&o, scratch_path("run"));
+    run_summary = NULL;
+    return kf_run(ctx, &o, &run_summary);
+}
+
+static void run_verify(fcase *c, kf_status st, int faulted) {
+    char why[512] = "";
+    int fin = 0,
+        n = exists(scratch_path("run/run.db")) ? run_nodes(scratch_path("run"), &fin, why, sizeof why) : 0;
+    FCHECK(n >= 0, "the run store does not open whole afterwards: %s", why);
+    FCHECK(entries(scratch_path("tmp")) == 0, "scratch files left in %s", scratch_path("tmp"));
+    if (st) {
+        FCHECK(!run_summary, "an error, yet a summary was handed out");
+        /* every evaluation recorded is whole; none past the budget */
+        FCHECK(fin <= 2 && n <= 3, "%d nodes (%d finished) after %s", n, fin, kf_strstatus(st));
+        return;
+    }
+    json_t *j = run_summary ? json_loads(run_summary, 0, NULL) : NULL;
+    FCHECK(j, "KF_OK without a summary: %s", run_summary ? run_summary : "(null)");
+    FCHECK(fin == 2, "KF_OK, yet %d evaluations finished (budget 2): %s", fin, run_summary);
+    json_decref(j);
+    free(run_summary);
+    run_summary = NULL;
+}
+
+/* distill and export read a run made once, unfaulted; export's has a kept node. */
+static char distill_ref[1 << 14];
+
+static void distill_setup(fcase *c) {
+    run_setup(c);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_run_opts o;
+    run_opts(&o, scratch_path("drun"));
+    char *sum = NULL;
+    CHECKF(kf_run(ctx, &o, &sum) == KF_OK, "%s", kf_errmsg(ctx));
+    free(sum);
+    kf_ctx_free(ctx);
+}
+
+static void distill_prepare(fcase *c) {
+    const char *sfx[] = {"", "-wal", "-shm", "-journal"};
+    for (int i = 0; i < 4; i++) {
+        char p[300];
+        snprintf(p, sizeof p, "%s%s", scratch_path("d/lessons.db"), sfx[i]);
+        unlink(p);
+    }
+}
+
+static char *distill_summary;
+
+/* `kforge lessons distill RUN`: open (create) the database, distil, close. */
+static kf_status distill_call(fcase *c, kf_ctx *ctx) {
+    kf_lessons *db = NULL;
+    distill_summary = NULL;
+    mkdir(scratch_path("d"), 0755);
+    kf_status st = kf_lessons_open(ctx, scratch_path("d/lessons.db"), NULL, &db);
+    if (st) return st;
+    st = kf_lessons_distill(db, scratch_path("drun"), &distill_summary);
+    kf_lessons_close(db);
+    return st;
+}
+
+static void distill_verify(fcase *c, kf_status st, int faulted) {
+    char why[512] = "";
+    int fin = 0;
+    FCHECK(run_nodes(scratch_path("drun"), &fin, why, sizeof why) >= 0 && fin == 2,
+           "distill changed the run: %s", why);
+    if (st) FCHECK(!distill_summary, "an error, yet a summary was handed out");
+    if (st && !exists(scratch_path("d/lessons.db"))) return;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_lessons *db = NULL;
+    kf_status o = kf_lessons_open(ctx, scratch_path("d/lessons.db"), NULL, &db);
+    FCHECK(o == KF_OK, "the database does not open afterwards: %s: %s", kf_strstatus(o), kf_errmsg(ctx));
+    char *out = NULL;
+    o = kf_lessons_export(db, &out);
+    FCHECK(o == KF_OK, "export: %s", kf_errmsg(ctx));
+    /* all of the run's lessons or none */
+    if (st) {
+        FCHECK(!out[0], "lessons in the database after %s:\n%s", kf_strstatus(st), out);
+    } else {
+        json_t *sj = distill_summary ? json_loads(distill_summary, 0, NULL) : NULL;
+        FCHECK(sj && json_integer_value(json_object_get(sj, "nodes")) == 2,
+               "KF_OK without a whole summary: %s", distill_summary ? distill_summary : "(null)");
+        json_decref(sj);
+        /* the same lessons as the reference call's, ids and all */
+        kf_buf b;
+        kf_buf_init(&b, 1u << 20);
+        for (const char *p = out; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+            const char *e = !strncmp(p, "{\"id\":\"", 7) ? strchr(p + 7, '"') : NULL;
+            if (e) kf_buf_printf(&b, "%.*s\n", (int)(e - p - 7), p + 7);
+        }
+        if (!faulted) snprintf(distill_ref, sizeof distill_ref, "%s", b.p ? b.p : "");
+        FCHECK(!strcmp(b.p ? b.p : "", distill_ref), "KF_OK with other lessons:\n%s\nnot\n%s", b.p ? b.p : "",
+               distill_ref);
+        kf_buf_free(&b);
+    }
+    free(out);
+    free(distill_summary);
+    distill_summary = NULL;
+    kf_lessons_close(db);
+    kf_ctx_free(ctx);
+}
+
+static char *export_json;
+static int64_t export_node;
+
+static void export_setup(fcase *c) {
+    run_setup(c);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/saxpy");
+    kf_store *st = NULL;
+    CHECKF(kf_store_create(ctx, scratch_path("erun"), t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+    char *src = NULL;
+    size_t len = 0;
+    CHECK(kf__read_file(kft_src("tasks/c/saxpy/candidates/fast.c"), 1u << 20, &src, &len) == 0);
+    kf_node nd;
+    memset(&nd, 0, sizeof nd);
+    snprintf(nd.ext, sizeof nd.ext, "c");
+    snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+    snprintf(nd.category, sizeof nd.category, "other");
+    CHECK(kf_store_put_source(st, src, len, "c", nd.src_hash) == KF_OK &&
+          kf_store_add_node(st, &nd) == KF_OK);
+    nd.state = KF_NODE_KEPT;
+    json_t *sh = json_array();
+    for (int s = 0; s < t->nshapes; s++) {
+        json_t *sz = json_object();
+        for (int z = 0; z < t->nsizes; z++)
+            json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
+        json_array_append_new(sh, json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup", 1.5, "win", 1));
+    }
+    nd.shapes_json = json_dumps(sh, JSON_COMPACT);
+    nd.speedup = 1.5;
+    json_decref(sh);
+    CHECK(kft_finish_node(st, &nd) == KF_OK);
+    export_node = nd.id;
+    kf_node_free(&nd);
+    free(src);
+    kf_store_close(st);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    CHECK(mkdir(scratch_path("e"), 0755) == 0);
+}
+
+static void export_prepare(fcase *c) { kf__rmtree(scratch_path("e/out")); }
+
+static kf_status export_call(fcase *c, kf_ctx *ctx) {
+    kf_opts o;
+    kf_opts_init(&o);
+    o.bench_min_time_s = 0.01;
+    o.bench_min_runs = 3;
+    o.bench_max_runs = 4;
+    o.hidden_count = 1;
+    export_json = NULL;
+    return kf_run_export_opts(ctx, scratch_path("erun"), scratch_path("e/out"), &o, &export_json);
+}
+
+static void export_verify(fcase *c, kf_status st, int faulted) {
+    char why[512] = "";
+    int fin = 0;
+    FCHECK(run_nodes(scratch_path("erun"), &fin, why, sizeof why) == 1 && fin == 1,
+           "the run is not whole: %s", why);
+    FCHECK(entries(scratch_path("tmp")) == 0, "scratch files left in %s", scratch_path("tmp"));
+    if (st) {
+        FCHECK(!export_json, "an error, yet a document was handed out");
+        /* nothing half-written: no DIR, nor DIR.tmp-* or DIR.old-* beside it */
+        FCHECK(entries(scratch_path("e")) == 0, "%d files left in %s after %s", entries(scratch_path("e")),
+               scratch_path("e"), kf_strstatus(st));
+        return;
+    }
+    FCHECK(entries(scratch_path("e")) == 1, "more than DIR in %s", scratch_path("e"));
+    json_t *j = export_json ? json_loads(export_json, 0, NULL) : NULL;
+    FCHECK(j, "KF_OK without EXPORT.json's text");
+    json_t *onfile = json_load_file(scratch_path("e/out/EXPORT.json"), 0, NULL);
+    FCHECK(onfile && json_equal(j, onfile), "EXPORT.json on disk is not the document returned");
+    /* the dispatcher written, or rejected by its verification (a loaded machine's timing
+     * may refuse it) and said why */
+    FCHECK(
+        json_integer_value(json_object_get(j, "fallback")) == export_node &&
+            (json_is_string(json_object_get(j, "dispatcher")) || json_is_string(json_object_get(j, "why"))),
+        "KF_OK, yet no dispatcher and no why: %s", export_json);
+    char path[600];
+    snprintf(path, sizeof path, "%s/saxpy_%lld.c", scratch_path("e/out"), (long long)export_node);
+    FCHECK(exists(path), "the winner's file is missing");
+    if (json_is_string(json_object_get(j, "dispatcher"))) {
+        snprintf(path, sizeof path, "%s/%s", scratch_path("e/out"),
+                 json_string_value(json_object_get(j, "dispatcher")));
+        FCHECK(exists(path), "the dispatcher's file is missing");
+    }
+    json_decref(onfile);
+    json_decref(j);
+    free(export_json);
+    export_json = NULL;
+}
+
 /* ---- registration ------------------------------------------------------------------- */
 
 #define ALL ((1u << KFT_FAULT_ALLOC) | (1u << KFT_FAULT_SPAWN) | (1u << KFT_FAULT_WRITE))
@@ -515,12 +783,17 @@ static void lessons_verify(fcase *c, kf_status st, int faulted) {
 
 static fcase cases[] = {
     /* a task load only reads: no process, no write */
-    {"task load", "task_load", 1u << KFT_FAULT_ALLOC, 64, 200, NULL, NULL, task_call, task_verify},
-    {"check (cold cache)", "check_cold", ALL, 8, 16, check_setup, check_prepare, check_call, check_verify},
-    {"check (warm cache)", "check_warm", ALL, 16, 32, check_setup, check_prepare, check_call, check_verify},
-    {"store writes", "store", NO_SPAWN, 64, 200, store_setup, store_prepare, store_call, store_verify},
+    {"task load", "task_load", 1u << KFT_FAULT_ALLOC, 64, 200, NULL, NULL, task_call, task_verify, 0},
+    {"check (cold cache)", "check_cold", ALL, 8, 16, check_setup, check_prepare, check_call, check_verify, 0},
+    {"check (warm cache)", "check_warm", ALL, 16, 32, check_setup, check_prepare, check_call, check_verify,
+     0},
+    {"store writes", "store", NO_SPAWN, 64, 200, store_setup, store_prepare, store_call, store_verify, 0},
     {"lessons import", "lessons_import", NO_SPAWN, 64, 120, NULL, lessons_prepare, lessons_call,
-     lessons_verify},
+     lessons_verify, 0},
+    /* a run, and an export's verification, take seconds: every kind is sampled */
+    {"run (builtin, budget 2)", "run", ALL, 3, 4, run_setup, run_prepare, run_call, run_verify, ALL},
+    {"distill", "distill", NO_SPAWN, 16, 40, distill_setup, distill_prepare, distill_call, distill_verify, 0},
+    {"export", "export", ALL, 4, 10, export_setup, export_prepare, export_call, export_verify, ALL},
 };
 
 void kft_register_fault(void) {

@@ -10,6 +10,7 @@
 #include "loop/tree.h"
 #include "search/builtin.h"
 #include "store/store.h"
+#include "task/candidate.h"
 #include "util/util.h"
 
 #include <jansson.h>
@@ -324,7 +325,7 @@ static void t_jobs(const void *arg) {
     CHECK(kf_store_open(ctx, args, NULL, &st) == KF_OK);
     CHECK(kf_store_check(st) == KF_OK);
     kf_node_vec a = {0};
-    CHECK(kf_store_each_node(st, kf_loop_collect, &a) == KF_OK);
+    CHECK(kf_store_each_node(st, kf_record_collect, &a) == KF_OK);
     CHECKF(a.n == 6, "%zu nodes", a.n);
     int overlap = 0;
     for (size_t x = 0; x < a.n; x++) {
@@ -340,7 +341,7 @@ static void t_jobs(const void *arg) {
         }
     }
     CHECKF(overlap >= 2, "only %d pairs of evaluations ran at once with --jobs 3", overlap);
-    kf_loop_vec_free(&a);
+    kf_record_vec_free(&a);
     CHECKF(strstr(kf_store_config(st), "\"jobs\":3"), "%s", kf_store_config(st));
     kf_store_close(st);
     /* --resume without --jobs takes the run's */
@@ -480,7 +481,7 @@ static void t_spec_domains(const void *arg) {
                    "%s", sp[0].text);
             CHECK(!strcmp(sp[0].params_json, "{\"V\":1}"));
             /* the text is a candidate the checker can parse: its domain is read back */
-            char *w = kf_loop_when_of(sp[0].text);
+            char *w = kf_candidate_when_text(sp[0].text);
             CHECK(w && !strcmp(w, sp[0].when));
             free(w);
         } else if (c == 1) {

@@ -73,6 +73,11 @@ void kf_backend_names(int with_reserved, const char *sep, char *out, size_t n) {
     }
 }
 
+const char *kf_backend_name_at(int i) {
+    kf_backend *b = kf_backend_at(i);
+    return b ? b->iface.name : NULL;
+}
+
 const char *kf_backend_name(const kf_backend *b) { return b->iface.name; }
 const char *kf_backend_ext(const kf_backend *b) { return b->iface.ext; }
 const char *kf_backend_reference(const kf_backend *b) { return b->iface.reference; }
@@ -262,6 +267,19 @@ kf_status kf_backend_describe(kf_backend *b, kf_ctx *ctx, int device, int refres
     if (!b->iface.describe)
         return kf__err(ctx, KF_EBACKEND, "backend %s has no devices to describe", b->iface.name);
     return b->iface.describe(b, ctx, device, refresh, json);
+}
+
+int kf_backend_has_dispatcher(const kf_backend *b) { return b->iface.dispatcher != NULL; }
+
+kf_status kf_backend_dispatcher(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *run_dir,
+                                const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *out,
+                                json_t *routes, json_t *notes, int *alone) {
+    *alone = 1;
+    if (!b->iface.dispatcher)
+        return kf__err(ctx, KF_EUSAGE, "backend %s has no dispatcher slot", b->iface.name);
+    *alone = 0;
+    if (fallback < 0 || fallback >= nw) return kf__err(ctx, KF_EUSAGE, "kf_backend_dispatcher: no fallback");
+    return b->iface.dispatcher(b, ctx, t, run_dir, w, nw, fallback, best, out, routes, notes, alone);
 }
 
 /* kforge device-info: the first backend that describes devices answers */

@@ -89,6 +89,17 @@ typedef struct {
     double cand_ns, base_ns;
 } kf_roof_in;
 
+/* A node that wins a shape in kforge export, or its fallback, with its text (the
+ * dispatcher slot's input). */
+typedef struct {
+    int64_t id;
+    char *text; /* the node's source */
+    size_t len;
+    char *params_json, *shapes_json;
+    double speedup;
+    char ext[8], hash[65];
+} kf_winner;
+
 /* What the worker's counters saw over one side's timed calls (CUPTI, GPU host mode). */
 typedef struct {
     int graph;    /* some call launched a graph */
@@ -101,8 +112,8 @@ struct kf_backend_i {
     const char *name;      /* a task's "backend": "c", "cuda" */
     const char *ext;       /* a candidate's file extension, without the dot: "c", "cu" */
     const char *reference; /* the reference's file in a task's directory: "reference.c" */
-    /* The language of its sources: a context pack's fence tag, and the dispatcher export
-     * writes ("c", "cuda"; export writes none for a language it does not know) */
+    /* The language of its sources: a context pack's fence tag, and the name export gives its
+     * dispatcher ("c": "the C dispatcher") */
     const char *lang;
     unsigned caps;         /* KF_BACKEND_* (registry.h) */
     /* bench: timed rounds that are enough whatever their total time, once bench_min_runs
@@ -186,6 +197,16 @@ struct kf_backend_i {
     /* kforge device-info: describe device `device` as one JSON text (caller frees with
      * free()); refresh measures its ceilings again. NULL: this backend has no devices. */
     kf_status (*describe)(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json);
+    /* kforge export: the dispatcher, one source file in this backend's language that calls
+     * the winner of each routed shape and w[fallback] elsewhere (w: the run's winners; best:
+     * the best kept node per visible shape, [{sizes, node, ...}]), into out. routes gets
+     * {sizes, node, predicate} per routed shape, notes a line per shape it could not route.
+     * KF_EUSAGE with why on ctx when the task cannot have one: *alone set, export writes the
+     * winners without it; clear, the export fails. Shared pieces: dispatch.h. NULL: no
+     * dispatcher, the winners are exported alone. */
+    kf_status (*dispatcher)(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *run_dir,
+                            const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *out,
+                            json_t *routes, json_t *notes, int *alone);
 };
 
 struct kf_backend {
@@ -230,6 +251,13 @@ json_t *kf_backend_resources(kf_backend *b, const kf_build *build, const kf_task
                              const char *info, const uint32_t *occ);
 /* KF_EBACKEND (with why on ctx) for a backend without devices. */
 kf_status kf_backend_describe(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json);
+/* 1 when b has a dispatcher slot. */
+int kf_backend_has_dispatcher(const kf_backend *b);
+/* KF_EUSAGE with *alone set (and why on ctx) for a backend without a dispatcher; KF_EUSAGE
+ * for fallback outside w. */
+kf_status kf_backend_dispatcher(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *run_dir,
+                                const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *out,
+                                json_t *routes, json_t *notes, int *alone);
 
 /* The backends of the build, one line each: X(NAME) for the constructor
  * kf_backend_NAME(void) in src/backend/NAME/, which returns its static kf_backend. The

@@ -78,21 +78,6 @@ int kf_critic_timing_only(const struct kf_verdict *res) {
     return 1;
 }
 
-void kf_critic_sizes_text(json_t *sizes, const char *sep, char *out, size_t n) {
-    const char *k;
-    json_t *v;
-    size_t at = 0;
-    if (n) out[0] = 0;
-    json_object_foreach(sizes, k, v) {
-        int w = snprintf(out + at, n - at, "%s%s=%lld", at ? sep : "", k, (long long)json_integer_value(v));
-        if (w < 0 || (size_t)w >= n - at) {
-            out[at] = 0; /* a whole item or none */
-            break;
-        }
-        at += (size_t)w;
-    }
-}
-
 static void check(json_t *checks, const char *name, const char *outcome, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void check(json_t *checks, const char *name, const char *outcome, const char *fmt, ...) {

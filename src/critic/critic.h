@@ -60,8 +60,4 @@ const char *kf_critic_name(kf_critic_decision d);
  * (the Critic's re-timings, the loop's first timing and export's verification alike). */
 int kf_critic_timing_only(const struct kf_verdict *res);
 
-/* A shape's sizes ({"n": 64, ...}) as "n=64<sep>m=8" into out (cut at a whole item), as
- * the Critic's reports, the diagnoses and export's comments name a shape. */
-void kf_critic_sizes_text(json_t *sizes, const char *sep, char *out, size_t n);
-
 #endif

@@ -4,18 +4,19 @@
  *
  * Winners: per visible shape, the kept node (accepted by the checker on visible, hidden
  * and edge shapes, and confirmed by the Critic) with the highest speedup there
- * (kf_loop_best_shapes, which `kforge best` uses too: export reads the run through the
- * loop's record readers, record.h, and the loop never calls export). Fallback: the kept node with
+ * (kf_record_best_shapes, which `kforge best` uses too: export reads the run through
+ * src/record/, and calls nothing of the loop, which never calls export). Fallback: the kept node with
  * the best geometric mean over the visible shapes, among the nodes without a kforge:when
  * when there is one (a node with one is timed on its domain only); every shape no
  * predicate claims goes to it.
  *
- * The C dispatcher is one file (dispatch.c): each winner's text with its kforge:
+ * The dispatcher is the task backend's to write (its dispatcher slot, backend.h). The C
+ * one (src/backend/c/dispatch.c) is one file: each winner's text with its kforge:
  * directives neutralised, its parameters as #define before it and #undef after (with
  * every macro it defines), and every name it defines at file scope (functions, the entry,
  * static helpers, typedefs, variables, struct/union/enum tags, enumerators) prefixed with
  * kf_n<ID>_, so two winners' helpers cannot collide. The names come from a small
- * tokenizer and declaration scanner (ctok.c), not a C parser: names made by macros at
+ * tokenizer and declaration scanner (src/backend/ctok.c), not a C parser: names made by macros at
  * file scope (DEFINE_KERNEL(x)) are not seen. The entry tests the shape predicates
  * (integer scalar arguments equal to their values at the winner's shape), then each
  * winner's kforge:when domain, and calls the winner, else the fallback. Whatever the scanner misses, the dispatcher is checked and
@@ -25,29 +26,29 @@
  * export leaves nothing half-written. An existing DIR is replaced only when it is empty
  * or holds an earlier export (EXPORT.json).
  *
- * The CUDA dispatcher (dispatch_cuda.c) is a host-mode file (docs/cuda.md "Host mode"):
+ * The CUDA dispatcher (src/backend/cuda/dispatch.c) is a host-mode file (docs/cuda.md "Host mode"):
  * each routed winner's kernel-mode text renamed apart as for C, then a launcher per
  * winner that makes its kforge:launch launches, and kforge_launch choosing by the same
  * predicates.
  * Without a GPU it cannot be checked: it is then built with nvcc only (host mode's build
  * path) and written as <task>_dispatch.unverified.cu, never under the dispatcher's name
  * (EXPORT.json: "dispatcher": null, "dispatcher_unverified"; the CLI exits 3); one that
- * does not build is rejected and not written. Which dispatcher is written follows the
- * language of the task backend's sources (kf_backend_lang: `emitters` below); a backend
- * in another language has its winners exported without one.
+ * does not build is rejected and not written. A backend without a dispatcher slot has its
+ * winners exported without one, and EXPORT.json's "why" says so.
  */
 #define _GNU_SOURCE
-#include "dispatch.h"
-
 #include "../backend/backend.h"
+#include "../backend/dispatch.h"
 #include "../backend/registry.h"
 #include "../check/result.h"
 #include "../critic/critic.h"
-#include "../loop/record.h"
+#include "../record/record.h"
 #include "../store/store.h"
+#include "../task/candidate.h"
 #include "../task/task.h"
 #include "../util/util.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -197,8 +198,8 @@ static kf_status read_run(export_job *x) {
                        "%s: the task changed since this run started (fingerprint %.12s, now %.12s): "
                        "its verdicts do not hold for the task as it is",
                        x->run_dir, kf_store_task_fingerprint(x->st), x->t->fingerprint);
-    if ((s = kf_store_each_node(x->st, kf_loop_collect, &x->a))) return s;
-    x->best = kf_loop_best_shapes(x->a.v, x->a.n);
+    if ((s = kf_store_each_node(x->st, kf_record_collect, &x->a))) return s;
+    x->best = kf_record_best_shapes(x->a.v, x->a.n);
     return KF_OK;
 }
 
@@ -216,7 +217,7 @@ static kf_status pick_fallback(export_job *x, int64_t *fb_id) {
                 char *txt = NULL;
                 size_t tl = 0;
                 if ((s = kf_store_read_source(x->st, a->v[i].src_hash, a->v[i].ext, &txt, &tl))) break;
-                char *wh = kf_loop_when_of(txt);
+                char *wh = kf_candidate_when_text(txt);
                 free(txt);
                 if (wh) {
                     free(wh);
@@ -346,7 +347,7 @@ static kf_status start_doc(export_job *x) {
     json_object_set_new(x->doc, "replaced_run", x->prev_run ? json_string(x->prev_run) : json_null());
     kf_buf iw;
     kf_buf_init(&iw, 1u << 16);
-    json_object_set_new(x->doc, "integrity", kf_loop_integrity(x->st, x->a.v, x->a.n, &iw));
+    json_object_set_new(x->doc, "integrity", kf_record_integrity(x->st, x->a.v, x->a.n, &iw));
     if (iw.p && iw.p[0]) fprintf(stderr, "kforge export: %s", iw.p);
     kf_buf_free(&iw);
     return KF_OK;
@@ -451,21 +452,6 @@ static kf_status settle_dispatcher(export_job *x, json_t *ver, int unverified, c
     return KF_OK;
 }
 
-/* The dispatchers export writes, by the language of the task backend's sources
- * (kf_backend_lang); a backend in another language gets its winners without one. soft: a
- * refusal (KF_EUSAGE: this task cannot have one) exports the winners alone rather than
- * failing. */
-typedef kf_status (*emitter)(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw,
-                             int fallback, json_t *best, kf_buf *b, json_t *routes, json_t *notes);
-static const struct {
-    const char *lang, *title;
-    emitter build;
-    int soft;
-} emitters[] = {
-    {"c", "C", kf_dispatch_c, 0},
-    {"cuda", "CUDA", kf_dispatch_cuda, 1},
-};
-
 /* The dispatcher: built, written into the private directory, checked and timed, and what
  * came of it said in EXPORT.json. A task that cannot have one (a soft emitter's refusal)
  * still exports its winners. */
@@ -474,17 +460,18 @@ static kf_status dispatcher(export_job *x, const kf_opts *opts) {
     const kf_task *t = x->t;
     json_t *doc = x->doc;
     kf_backend *be = kf_backend_get(t->backend);
-    int em = -1;
-    for (int i = 0; be && i < (int)(sizeof emitters / sizeof emitters[0]); i++)
-        if (!strcmp(emitters[i].lang, kf_backend_lang(be))) em = i;
-    char dname[256], dpath[4700];
-    const char *ext = be ? kf_backend_ext(be) : "", *title = em >= 0 ? emitters[em].title : t->backend;
+    if (!be) return kf__err(ctx, KF_EBACKEND, "backend %s is not in this build", t->backend);
+    /* "the C dispatcher", "the CUDA dispatcher": the language of the backend's sources */
+    char dname[256], dpath[4700], title[32];
+    const char *ext = kf_backend_ext(be);
+    int has = kf_backend_has_dispatcher(be);
+    snprintf(title, sizeof title, "%s", has ? kf_backend_lang(be) : t->backend);
+    for (char *c = title; has && *c; c++) *c = (char)toupper((unsigned char)*c);
     snprintf(dname, sizeof dname, "%s_dispatch.%s", t->name, ext);
-    kf_status s = em >= 0 ? emitters[em].build(ctx, t, x->run_dir, x->w, x->nw, x->fallback, x->best, &x->disp,
-                                               x->routes, x->notes)
-                          : kf__err(ctx, KF_EUSAGE, "kforge export writes no dispatcher in %s",
-                                    be ? kf_backend_lang(be) : "?");
-    if (s == KF_EUSAGE && (em < 0 || emitters[em].soft)) {
+    int alone = 0;
+    kf_status s = kf_backend_dispatcher(be, ctx, t, x->run_dir, x->w, x->nw, x->fallback, x->best, &x->disp,
+                                        x->routes, x->notes, &alone);
+    if (s == KF_EUSAGE && alone) {
         /* this task cannot have a dispatcher: the winners are still exported */
         json_object_set_new(doc, "dispatcher", json_null());
         json_object_set_new(doc, "why", json_sprintf("no %s dispatcher: %s", title, kf_errmsg(ctx)));
@@ -620,7 +607,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     for (int i = 0; i < x.nw; i++)
         free(x.w[i].text);
     free(x.w);
-    kf_loop_vec_free(&x.a);
+    kf_record_vec_free(&x.a);
     kf_buf_free(&x.disp);
     json_decref(x.best);
     json_decref(x.doc);

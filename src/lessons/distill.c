@@ -448,6 +448,15 @@ typedef struct {
     const kf_task *t; /* the run's task when it still loads: its "ops" widen the scope */
 } dctx;
 
+/* Lesson id under key ("added", "refuted", ...) of the summary: KF_ENOMEM when it cannot
+ * be noted (the call then fails and its transaction is rolled back: a summary that
+ * leaves out a change is no summary). */
+static kf_status noted(dctx *d, const char *key, const char *id) {
+    if (json_array_append_new(json_object_get(d->summary, key), json_string(id)))
+        return kf__err(d->db->ctx, KF_ENOMEM, "out of memory");
+    return KF_OK;
+}
+
 /* A node's identity for what a lesson has counted ("key:KEYID#id#SRC", or "path:REALPATH#
  * id#SRC" for an unsealed run), from its evidence item "REALPATH#id"; NULL when malformed. */
 static char *ident(const dctx *d, const char *item) {
@@ -552,7 +561,7 @@ static kf_status refute(dctx *d, const char *setting, int win, json_t *new_nodes
                 int retire = l.refutations > l.confirmations;
                 l.retired = retire;
                 st = kf_lessons__put(d->db, &l);
-                json_array_append_new(json_object_get(d->summary, retire ? "retired" : "refuted"), json_string(l.id));
+                if (!st) st = noted(d, retire ? "retired" : "refuted", l.id);
             }
             json_decref(ev);
             kf_lesson_free(&l);
@@ -608,7 +617,7 @@ static kf_status put_lesson(dctx *d, const char *kind, const char *setting, cons
             l.updated = 0;
             st = kf_lessons__put(d->db, &l);
         }
-        json_array_append_new(json_object_get(d->summary, fresh ? "confirmed" : "unchanged"), json_string(l.id));
+        if (!st) st = noted(d, fresh ? "confirmed" : "unchanged", l.id);
         json_decref(ev);
     } else {
         ev = json_pack("{s:o, s:O, s:[s]}", "nodes", json_copy(nodes), "effects", effects, "fingerprints",
@@ -637,7 +646,7 @@ static kf_status put_lesson(dctx *d, const char *kind, const char *setting, cons
         json_decref(o);
         if (st) st = kf__err(d->db->ctx, KF_EINTERNAL, "distill made a bad lesson: %s", err);
         else st = kf_lessons__put(d->db, &l);
-        if (!st) json_array_append_new(json_object_get(d->summary, "added"), json_string(l.id));
+        if (!st) st = noted(d, "added", l.id);
         found = 1;
         fresh = 1;
     }
@@ -1019,15 +1028,26 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
     }
     for (size_t i = 0; i < a.n; i++) add_change(&cv, &a, &a.v[i], &ds);
     json_decref(ds.desc);
-    if ((st = kf_lessons__exec(db, "BEGIN IMMEDIATE"))) goto out;
+    if (!d.summary) st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+    if (st || (st = kf_lessons__exec(db, "BEGIN IMMEDIATE"))) {
+        json_decref(d.summary);
+        goto out;
+    }
     for (size_t i = 0; i < cv.n && !st; i++) st = emit(&d, &cv.v[i]);
     sqlite3_finalize(d.count_q);
+    /* the summary before the commit: without it the call fails, and changes nothing */
+    char *text = NULL;
+    if (!st && summary &&
+        (json_object_set_new(d.summary, "nodes", json_integer((json_int_t)a.n)) ||
+         !(text = json_dumps(d.summary, JSON_INDENT(1)))))
+        st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+    if (!st) st = kf_lessons__exec(db, "COMMIT");
     if (st) {
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
         kf_lessons__cache_drop(db);
-    } else if (!(st = kf_lessons__exec(db, "COMMIT")) && summary) {
-        json_object_set_new(d.summary, "nodes", json_integer((json_int_t)a.n));
-        *summary = json_dumps(d.summary, JSON_INDENT(1));
+        free(text);
+    } else if (summary) {
+        *summary = text;
     }
     json_decref(d.summary);
 out:

@@ -9,19 +9,19 @@
  *   sched.c      --jobs N: evaluator threads, outcomes recorded in arrival order
  *   evaluate.c   one evaluation: private copy, check and timing, the Critic, the record
  *   tally.c      what each outcome adds to search, the proposers and the run's counts
- *   tree.c       kforge tree and best; record.c: a run's records read back (a leaf)
+ *   tree.c       kforge tree and best (a run's records read back: src/record/)
  *   memory.c     context packs and their lessons; prior.c: lessons as the builtin's prior
  *   spec.c       a template at a point, and specialisations; diagnose.c: failure classes
  *
  * The Critic (src/critic/) and export (src/export/) are modules of their own: the loop
- * calls the Critic, export reads runs through record.h, and neither calls the driver.
+ * calls the Critic; export reads runs through src/record/ and calls nothing of the loop.
  */
 #ifndef KF_LOOP_H
 #define KF_LOOP_H
 
 #include "kforge.h"
 #include "../critic/critic.h"
-#include "record.h"
+#include "../record/record.h"
 #include "../search/builtin.h"
 #include "../store/store.h"
 #include "../util/util.h"

@@ -22,7 +22,7 @@
 #include "memory.h"
 #include "../backend/registry.h"
 
-#include "record.h"
+#include "../record/record.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -273,7 +273,7 @@ static int collect_failure(void *arg, const kf_node *n) {
     free(c->own[k][0]);
     free(c->own[k][1]);
     c->own[k][0] = strdup(n->reasons ? n->reasons : kf_node_state_name(n->state));
-    c->own[k][1] = kf_loop_first_message(n);
+    c->own[k][1] = kf_record_first_message(n);
     c->f[k] = (kf_pack_failure){n->id, c->own[k][0], c->own[k][1]};
     c->next = (k + 1) % PACK_FAILURES;
     if (c->n < PACK_FAILURES) c->n++;

@@ -156,7 +156,7 @@ static kf_status open_run(run *r) {
         return st;
     if (o->resume) {
         st = kf_store_open(ctx, r->ev.run_dir, r->ev.t, &r->ev.st);
-        if (!st) st = kf_loop_seals_usable(ctx, r->ev.run_dir, r->ev.st);
+        if (!st) st = kf_record_seals_usable(ctx, r->ev.run_dir, r->ev.st);
     } else {
         char *cs = kf_config_json(o);
         st = kf_store_create(ctx, r->ev.run_dir, r->ev.t, cs, &r->ev.st);
@@ -306,8 +306,9 @@ static void summary_line(const run *r, const char *why) {
             best, tok, trips, why, split);
 }
 
-/* The run marked done, the line on stderr, and *summary (when asked for). */
-static void finish(run *r, const char *why, char **summary) {
+/* The run marked done, the line on stderr, and *summary (when asked for). KF_ENOMEM when
+ * the summary could not be made (the run itself is recorded whole). */
+static kf_status finish(run *r, const char *why, char **summary) {
     const kf_tally *tl = &r->tally;
     const kf_run_opts *o = &r->eo;
     kf_store_set_status(r->ev.st, "done");
@@ -317,7 +318,7 @@ static void finish(run *r, const char *why, char **summary) {
     /* --jobs N: the main thread's time outside waiting for outcomes */
     uint64_t inside = o->jobs > 1 ? r->sched.wait_ns : r->ev.bench_ns;
     double over_ms = tl->fresh ? ((double)(kf__now_ns() - tl->t0 - inside) / 1e6) / tl->fresh : 0;
-    if (!summary) return;
+    if (!summary) return KF_OK;
     json_t *j = json_pack("{s:s, s:i, s:i, s:f, s:I, s:I, s:s, s:f, s:i, s:i}", "run", r->ev.run_dir,
                           "evaluations", tl->evals, "kept", tl->kept, "best_speedup", tl->best, "best_node",
                           (json_int_t)tl->best_id, "tokens", (json_int_t)tl->tokens, "stopped", why,
@@ -331,8 +332,10 @@ static void finish(run *r, const char *why, char **summary) {
     if (j && lj) json_object_set_new(j, "lessons", lj);
     else json_decref(lj);
     if (j) json_object_set_new(j, "breaker_trips", json_integer(kf_search_trips(tl->se)));
-    *summary = json_dumps(j, JSON_COMPACT);
+    *summary = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
+    return *summary ? KF_OK
+                    : kf__err(r->ev.ctx, KF_ENOMEM, "out of memory (the run's summary; the run is recorded)");
 }
 
 kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
@@ -354,7 +357,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (!st) st = open_run(r);
     if (!st) st = replay(r);
     if (!st) st = loop(r, &why);
-    if (!st) finish(r, why, summary);
+    if (!st) st = finish(r, why, summary);
     kf_sched_stop(&r->sched);
     json_decref(r->split);
     kf_loop_memory_close(r->mem);

@@ -165,7 +165,7 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, const char *cmd, to
     }
     snprintf(r->ev.run_dir, sizeof r->ev.run_dir, "%s", o->run_dir);
     if (!(st = kf_store_open(ctx, r->ev.run_dir, r->ev.t, &r->ev.st)) &&
-        !(st = kf_loop_seals_usable(ctx, r->ev.run_dir, r->ev.st))) {
+        !(st = kf_record_seals_usable(ctx, r->ev.run_dir, r->ev.st))) {
         const char *cs = kf_store_config(r->ev.st);
         r->cfg = cs ? json_loads(cs, 0, NULL) : NULL;
         r->own = *o;
@@ -386,7 +386,7 @@ static char *pruned_answer(tool_run *r, int64_t parent, const char *cat, int64_t
 /* The answer of kforge submit: the node as tree shows it (a line, or its JSON with the
  * run, the pending action and the first message of a failure). */
 static char *submit_answer(tool_run *r, kf_node *n, int64_t parent, int64_t pid, int passed, int json) {
-    char *msg = passed ? NULL : kf_loop_first_message(n);
+    char *msg = passed ? NULL : kf_record_first_message(n);
     json_t *critics = kf_tree_critics(r->ev.st);
     char *out;
     /* its parent, for the speedups against it (none: the root, or not read); in id

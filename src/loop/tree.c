@@ -5,10 +5,11 @@
  * reviewer's concerns, why a failure failed (diagnose.c), the constraints the run learnt,
  * the circuit breaker's trips and the lessons the walk started from; or, per visible
  * shape, the kept node with the highest speedup there. Both begin with what the run's
- * seals say (record.c). Read-only: nothing here writes to the run.
+ * seals say (src/record/). Read-only: nothing here writes to the run.
  */
 #include "tree.h"
 
+#include "../task/candidate.h"
 #include "diagnose.h"
 #include "loop.h"
 
@@ -316,7 +317,7 @@ static kf_status load_nodes(kf_ctx *ctx, const char *dir, kf_node_vec *a, kf_sto
     kf_store *st = NULL;
     kf_status s = kf_store_open(ctx, dir, NULL, &st);
     if (s) return s;
-    if ((s = kf_store_each_node(st, kf_loop_collect, a))) {
+    if ((s = kf_store_each_node(st, kf_record_collect, a))) {
         kf_store_close(st);
         return s;
     }
@@ -341,7 +342,7 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         int passed =
             ns == KF_NODE_MEASURED || ns == KF_NODE_KEPT || ns == KF_NODE_REVERTED || ns == KF_NODE_SCREENED;
         if (!passed || kf_store_read_source(st, a.v[i].src_hash, a.v[i].ext, &txt, NULL)) continue;
-        whens[i] = kf_loop_when_of(txt);
+        whens[i] = kf_candidate_when_text(txt);
         free(txt);
     }
     if (json) {
@@ -354,8 +355,8 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         }
         json_t *cs = json_array();
         kf_store_each_constraint(st, constraint_json, cs);
-        json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes", arr,
-                              "constraints", cs, "integrity", kf_loop_integrity(st, a.v, a.n, NULL));
+        json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o}", "run", dir, "task", kf_store_task_dir(st), "nodes",
+                              arr, "constraints", cs, "integrity", kf_record_integrity(st, a.v, a.n, NULL));
         json_object_set_new(o, "breakers", dm ? json_deep_copy(kf_diag_breakers(dm)) : json_array());
         char *lev = NULL;
         kf_loop_lessons_event(st, &lev);
@@ -367,7 +368,7 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     } else {
         kf_buf b;
         kf_buf_init(&b, 256u << 20);
-        json_decref(kf_loop_integrity(st, a.v, a.n, &b));
+        json_decref(kf_record_integrity(st, a.v, a.n, &b));
         kf_buf_printf(&b,
                       "run %s (task %s): %zu nodes; speedups against the reference, * = a win against the reference "
                       "in that node's own timing, (vs parent) = against its parent. A kept node's figures are the "
@@ -386,7 +387,7 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     json_decref(critics);
     for (size_t i = 0; whens && i < a.n; i++) free(whens[i]);
     free(whens);
-    kf_loop_vec_free(&a);
+    kf_record_vec_free(&a);
     kf_store_close(st);
     return *out ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
 }
@@ -398,7 +399,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
     if (s) return s;
     /* per visible shape: the kept node with the highest speedup there (export.c); a
      * source whose bytes are not what the node names is refused, never reported */
-    json_t *best = kf_loop_best_shapes(a.v, a.n);
+    json_t *best = kf_record_best_shapes(a.v, a.n);
     size_t bi;
     json_t *be;
     json_array_foreach(best, bi, be) {
@@ -407,7 +408,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
             if (a.v[k].id == id) {
                 char *txt = NULL;
                 if (kf_store_read_source(st, a.v[k].src_hash, a.v[k].ext, &txt, NULL)) {
-                    kf_loop_vec_free(&a);
+                    kf_record_vec_free(&a);
                     json_decref(best);
                     kf_store_close(st);
                     return KF_EIO; /* the detail is on ctx */
@@ -418,7 +419,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
     }
     if (json) {
         json_t *o = json_pack("{s:s, s:O, s:o}", "run", dir, "best", best, "integrity",
-                              kf_loop_integrity(st, a.v, a.n, NULL));
+                              kf_record_integrity(st, a.v, a.n, NULL));
         *out = json_dumps(o, JSON_INDENT(1));
         json_decref(o);
     } else {
@@ -426,7 +427,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_buf_init(&b, 1u << 20);
         size_t j;
         json_t *e;
-        json_decref(kf_loop_integrity(st, a.v, a.n, &b));
+        json_decref(kf_record_integrity(st, a.v, a.n, &b));
         if (!json_array_size(best)) kf_buf_printf(&b, "no node kept yet (none beat its parent, confirmed by re-timing)\n");
         json_array_foreach(best, j, e) {
             const char *key;
@@ -448,7 +449,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
         *out = b.p;
     }
     json_decref(best);
-    kf_loop_vec_free(&a);
+    kf_record_vec_free(&a);
     kf_store_close(st);
     return *out ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
 }

@@ -6,7 +6,7 @@
 #define KF_LOOP_TREE_H
 
 #include "diagnose.h"
-#include "record.h"
+#include "../record/record.h"
 
 #include <jansson.h>
 

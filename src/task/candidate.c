@@ -244,3 +244,14 @@ fail:
     kf_candidate_free(c);
     return st;
 }
+
+char *kf_candidate_when_text(const char *s) {
+    const char *d = s ? strstr(s, "kforge:when") : NULL;
+    if (!d) return NULL;
+    d += 11;
+    const char *e = d;
+    while (*e && *e != '\n' && strncmp(e, "*/", 2)) e++;
+    while (d < e && isspace((unsigned char)*d)) d++;
+    while (e > d && isspace((unsigned char)e[-1])) e--;
+    return kf__asprintf("%.*s", (int)(e - d), d);
+}

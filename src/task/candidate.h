@@ -48,4 +48,8 @@ kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
                             const char **sel, int nsel, kf_candidate **out);
 void kf_candidate_free(kf_candidate *c);
 
+/* The expression of the first kforge:when in the text s, unparsed, or NULL (caller frees):
+ * what export and tree read of a stored node without loading it as a candidate. */
+char *kf_candidate_when_text(const char *s);
+
 #endif

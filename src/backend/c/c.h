@@ -1,6 +1,6 @@
 /*
- * c.h - the C backend's files: the compile (c_backend.c) and this machine's ceilings
- * with the roofline judged against them (ceilings.c).
+ * c.h - the C backend's files: the compile (c_backend.c), this machine's ceilings with
+ * the roofline judged against them (ceilings.c), and export's dispatcher (dispatch.c).
  */
 #ifndef KF_C_BACKEND_H
 #define KF_C_BACKEND_H
@@ -19,5 +19,10 @@ typedef struct {
 void *kf__c_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report);
 /* The roofline slot: a time beyond twice the all-core roofline is impossible. */
 int kf__c_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why, size_t n);
+/* The dispatcher slot (dispatch.c): one C file; an argument type C cannot declare fails
+ * the export (KF_EUSAGE, *alone clear). */
+kf_status kf__c_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, const char *run_dir,
+                           const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *b, json_t *routes,
+                           json_t *notes, int *alone);
 
 #endif

@@ -289,6 +289,7 @@ kf_backend *kf_backend_c(void) {
         .compile = c_compile,
         .ceilings = kf__c_ceilings,
         .roofline = kf__c_roofline,
+        .dispatcher = kf__c_dispatcher,
     }, NULL};
     return &b;
 }

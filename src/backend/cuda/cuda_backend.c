@@ -698,6 +698,7 @@ kf_backend *kf_backend_cuda(void) {
         .report_call = kf__cuda_report_call,
         .resources = kf__cuda_resources,
         .describe = kf__cuda_describe,
+        .dispatcher = kf__cuda_dispatcher,
     }, NULL};
     return &b;
 }

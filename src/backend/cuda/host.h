@@ -1,6 +1,7 @@
 /*
- * host.h - the CUDA backend's host mode (host_build.c): the build side, and the
- * launch-mode decisions that bench and check share (pure functions, unit-tested).
+ * host.h - the CUDA backend's host mode (host_build.c): the build side, the launch-mode
+ * decisions that bench and check share (pure functions, unit-tested), and export's
+ * dispatcher, a host-mode file (dispatch.c).
  */
 #ifndef KF_CUDA_HOST_H
 #define KF_CUDA_HOST_H
@@ -22,5 +23,11 @@ int kf__cuda_have_nvcc(char *why, size_t n);
 /* The DT_NEEDED entries of an ELF64 object outside the C/C++ runtime, comma-separated
  * into out. 0, or -1 when it is not a readable ELF64 object. */
 int kf__elf_needed(const unsigned char *elf, size_t n, char *out, size_t outsz);
+
+/* The dispatcher slot (dispatch.c): a host-mode file. A task whose sizes are not all
+ * integer arguments cannot have one (KF_EUSAGE, *alone set: its winners are exported). */
+kf_status kf__cuda_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, const char *run_dir,
+                              const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *b,
+                              json_t *routes, json_t *notes, int *alone);
 
 #endif

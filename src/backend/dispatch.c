@@ -1,28 +1,20 @@
 /*
- * dispatch.c - the C dispatcher of kforge export, and what the CUDA one (dispatch_cuda.c)
- * shares with it. One file: each routed winner's text with its kforge: directives
+ * dispatch.c - what the backends' dispatcher emitters (the dispatcher slot: c/dispatch.c,
+ * cuda/dispatch.c) share: a winner's section of the file, with its kforge: directives
  * neutralised, its parameters as #define before it and #undef after (with every macro it
  * defines), and every name it defines at file scope prefixed with kf_n<ID>_ (ctok.c), so
- * two winners' helpers cannot collide; then the entry, which tests the shape predicates
- * (integer scalar arguments equal to their values at the winner's shape) and calls the
- * winner; then each winner with a kforge:when over its whole domain (its when as a
- * predicate over the arguments, kf_dispatch_domain: it was checked on every shape there),
- * else the fallback. A shape no argument tells apart, or a winner whose kforge:when
- * cannot be written over the arguments and whose arguments do not pin every size, goes
- * to the fallback (a note says so). The dispatcher is checked and timed by export before
- * it is written.
+ * two winners' helpers cannot collide; the shape predicates (integer scalar arguments
+ * equal to their values at the winner's shape); a winner's kforge:when as a predicate
+ * over the arguments (kf_dispatch_domain: it was checked on every shape there); the
+ * fallback's kforge:when as the dispatcher's own. export checks and times a dispatcher before it is written; nothing
+ * here reads a run.
  */
 #include "dispatch.h"
-
-#include "../critic/critic.h"
-#include "../loop/record.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- shared by both dispatchers ------------------------------------------------------ */
 
 /* text with every identifier in ren prefixed and every "kforge:" directive neutralised. */
 static int rewrite(kf_buf *b, const char *s, size_t n, const kf_toks *t, const kf_names *ren,
@@ -41,8 +33,7 @@ static int rewrite(kf_buf *b, const char *s, size_t n, const kf_toks *t, const k
 }
 
 static void neutralise(char *p) {
-    for (char *q = p; (q = strstr(q, "kforge:")); q += 7)
-        q[6] = ' ';
+    for (char *q = p; (q = strstr(q, "kforge:")); q += 7) q[6] = ' ';
 }
 
 /* A node's parameter values as "NAME VALUE" pairs from its params_json. */
@@ -91,8 +82,7 @@ const char *kf_dispatch_ctype(kf_dtype t) {
 int kf_dispatch_predicate(const kf_task *t, json_t *sizes, kf_buf *b, int *exact) {
     int64_t vals[64];
     int ns = t->nsizes < 64 ? t->nsizes : 64, terms = 0;
-    for (int i = 0; i < ns; i++)
-        vals[i] = json_integer_value(json_object_get(sizes, t->size_names[i]));
+    for (int i = 0; i < ns; i++) vals[i] = json_integer_value(json_object_get(sizes, t->size_names[i]));
     kf_vars vars = {(const char *const *)t->size_names, vals, ns};
     int direct = 0;
     for (int i = 0; i < t->nargs; i++) {
@@ -112,7 +102,7 @@ int kf_dispatch_predicate(const kf_task *t, json_t *sizes, kf_buf *b, int *exact
 }
 
 int kf_dispatch_domain(const kf_task *t, const kf_winner *w, kf_buf *b) {
-    char *wh = kf_loop_when_of(w->text);
+    char *wh = kf_candidate_when_text(w->text);
     if (!wh || !*wh) {
         free(wh);
         return -1;
@@ -164,10 +154,11 @@ int kf_dispatch_domain(const kf_task *t, const kf_winner *w, kf_buf *b) {
     return rc;
 }
 
+
 /* The fallback's kforge:when, its parameters replaced by their values, as the
  * dispatcher's own (it claims what the fallback claims). */
 void kf_dispatch_when_header(kf_buf *b, const kf_winner *fb) {
-    char *fw = kf_loop_when_of(fb->text);
+    char *fw = kf_candidate_when_text(fb->text);
     if (fw) {
         /* the fallback's domain is the dispatcher's; its parameters are fixed here */
         kf_buf wb;
@@ -237,148 +228,17 @@ kf_status kf_dispatch_section(kf_ctx *ctx, const kf_task *t, const char *run_dir
     return st;
 }
 
-/* ---- the C dispatcher ------------------------------------------------------------------ */
-
-/* 1 when w's kforge:when can be written as a predicate over the arguments. */
-static int domain_ok(const kf_task *t, const kf_winner *w) {
-    kf_buf b;
-    kf_buf_init(&b, 1u << 16);
-    int ok = !kf_dispatch_domain(t, w, &b);
-    kf_buf_free(&b);
-    return ok;
-}
-
-/* Build the dispatcher's text into b; routes gets {sizes, node, predicate} per routed
- * shape and notes the shapes that could not be routed. */
-kf_status kf_dispatch_c(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw,
-                        int fallback, json_t *best, kf_buf *b, json_t *routes, json_t *notes) {
-    kf_buf sw;
-    kf_buf_init(&sw, 1u << 20);
-    kf_status st = KF_OK;
-    /* the dispatch function's body: one test per routed shape */
-    int *used = calloc((size_t)nw, sizeof *used);
-    if (!used) return kf__err(ctx, KF_ENOMEM, "out of memory");
-    used[fallback] = 1;
-    kf_buf call;
-    kf_buf_init(&call, 1u << 16);
-    for (int i = 0; i < t->nargs; i++)
-        kf_buf_printf(&call, "%s%s", i ? ", " : "", t->args[i].name);
-    size_t j;
-    json_t *e;
-    json_array_foreach(best, j, e) {
-        int64_t id = json_integer_value(json_object_get(e, "node"));
-        int wi = 0;
-        while (wi < nw && w[wi].id != id)
-            wi++;
-        if (wi == nw || wi == fallback) continue;
-        json_t *sizes = json_object_get(e, "sizes");
-        char st_[512];
-        kf_critic_sizes_text(sizes, ", ", st_, sizeof st_);
-        kf_buf pred;
-        kf_buf_init(&pred, 1u << 16);
-        int exact = 0;
-        if (kf_dispatch_predicate(t, sizes, &pred, &exact)) {
-            json_array_append_new(
-                notes, json_sprintf("%s: no integer argument tells this shape apart; the "
-                                    "fallback (node %lld) runs there",
-                                    st_, (long long)w[fallback].id));
-        } else {
-            char *wh = kf_loop_when_of(w[wi].text);
-            if (wh && !exact && !domain_ok(t, &w[wi])) {
-                json_array_append_new(
-                    notes, json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
-                                        "pin every size; the fallback runs there",
-                                        st_, (long long)id));
-            } else if (wh && !exact) {
-                used[wi] = 1; /* routed by its domain below */
-            } else {
-                kf_buf_printf(
-                    &sw,
-                    "    if (%s) { /* %s */\n        kf_n%lld_%s(%s);\n        return;\n    }\n",
-                    pred.p, st_, (long long)id, t->entry, call.p);
-                json_array_append_new(routes, json_pack("{s:O, s:I, s:s}", "sizes", sizes, "node",
-                                                        (json_int_t)id, "predicate", pred.p));
-                used[wi] = 1;
-            }
-            free(wh);
-        }
-        kf_buf_free(&pred);
-    }
-    /* then each winner with a kforge:when over the rest of its domain: it was checked on
-     * every shape there (hidden and edge ones too), and the exact shapes above came first */
-    for (int i = 0; i < nw; i++) {
-        if (i == fallback || !used[i]) continue;
-        kf_buf dom;
-        kf_buf_init(&dom, 1u << 16);
-        if (!kf_dispatch_domain(t, &w[i], &dom)) {
-            char *wh = kf_loop_when_of(w[i].text);
-            kf_buf_printf(&sw, "    if %s { /* node %lld's domain: %s */\n        kf_n%lld_%s(%s);\n        return;\n    }\n",
-                          dom.p, (long long)w[i].id, wh ? wh : "", (long long)w[i].id, t->entry, call.p);
-            json_array_append_new(routes, json_pack("{s:s?, s:I, s:s}", "domain", wh, "node", (json_int_t)w[i].id,
-                                                    "predicate", dom.p));
-            free(wh);
-        }
-        kf_buf_free(&dom);
-    }
-    kf_buf_printf(&sw, "    kf_n%lld_%s(%s); /* the fallback */\n", (long long)w[fallback].id,
-                  t->entry, call.p);
-    kf_buf_free(&call);
-    if (!json_array_size(routes)) {
-        /* one node wins everywhere (or no shape can be told apart): the dispatcher is
-         * that kernel, as it was checked */
-        kf_buf_printf(
-            b,
-            "/* %s_dispatch.c - written by `kforge export` from run %s: node %lld runs on every "
-            "shape. */\n",
-            t->name, run_dir, (long long)w[fallback].id);
-        kf_dispatch_pinned(b, w[fallback].params_json);
-        kf_buf_append(b, w[fallback].text, w[fallback].len);
-        free(used);
-        kf_buf_free(&sw);
-        return b->p && !b->dropped ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
-    }
-
-    /* the header: what this is, the fallback's domain, feature macros first */
-    kf_buf_printf(b,
-                  "/* %s_dispatch.c - written by `kforge export` from run %s.\n"
-                  " * Picks the fastest kept kernel of the run for each visible shape, else "
-                  "node %lld (the\n"
-                  " * best over all shapes). Each kernel below is its node's source with its "
-                  "file-scope names\n"
-                  " * prefixed kf_n<ID>_ and its parameters as #define. */\n",
-                  t->name, run_dir, (long long)w[fallback].id);
-    kf_dispatch_when_header(b, &w[fallback]);
-    for (int i = 0; i < nw; i++) {
-        if (!used[i]) continue;
-        for (const char *p = w[i].text; (p = strstr(p, "#define _")); p++) {
-            const char *q = p + 9;
-            while (kf_ctok_idch(*q))
-                q++;
-            if (q - p > 15 && !strncmp(q - 7, "_SOURCE", 7))
-                kf_buf_printf(b, "%.*s\n", (int)(q - p), p);
-        }
-    }
-    kf_buf_printf(b, "#include <stdint.h>\n");
-    for (int i = 0; i < nw && !st; i++)
-        if (used[i]) st = kf_dispatch_section(ctx, t, run_dir, &w[i], b, NULL);
-    /* the entry */
-    kf_buf_printf(b, "\n/* ---- the dispatcher ---- */\nvoid %s(", t->entry);
-    for (int i = 0; i < t->nargs; i++) {
-        const kf_arg *a = &t->args[i];
-        const char *ct = kf_dispatch_ctype(a->type);
-        if (!ct) {
-            st = kf__err(ctx, KF_EUSAGE, "argument %s: type not supported by the C dispatcher",
-                         a->name);
+void kf_dispatch_sizes_text(json_t *sizes, const char *sep, char *out, size_t n) {
+    const char *k;
+    json_t *v;
+    size_t at = 0;
+    if (n) out[0] = 0;
+    json_object_foreach(sizes, k, v) {
+        int w = snprintf(out + at, n - at, "%s%s=%lld", at ? sep : "", k, (long long)json_integer_value(v));
+        if (w < 0 || (size_t)w >= n - at) {
+            out[at] = 0; /* a whole item or none */
             break;
         }
-        kf_buf_printf(b, "%s%s%s%s%s", i ? ", " : "",
-                      a->is_buffer && a->io == KF_IO_IN ? "const " : "", ct,
-                      a->is_buffer ? " *" : " ", a->name);
+        at += (size_t)w;
     }
-    kf_buf_printf(b, ")\n{\n%s}\n", sw.p ? sw.p : "");
-    if (!st && (b->dropped || !b->p))
-        st = kf__err(ctx, KF_ENOMEM, "the dispatcher is too large or out of memory");
-    free(used);
-    kf_buf_free(&sw);
-    return st;
 }

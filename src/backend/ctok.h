@@ -1,9 +1,9 @@
 /*
  * ctok.h - a small C tokenizer and file-scope declaration scanner (ctok.c): enough for
- * export to rename a winner's names apart in a dispatcher, not a C parser.
+ * the dispatcher slots to rename a winner's names apart (dispatch.c), not a C parser.
  */
-#ifndef KF_EXPORT_CTOK_H
-#define KF_EXPORT_CTOK_H
+#ifndef KF_BACKEND_CTOK_H
+#define KF_BACKEND_CTOK_H
 
 #include <stddef.h>
 

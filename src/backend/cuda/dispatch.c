@@ -1,16 +1,16 @@
 /*
- * dispatch_cuda.c - the CUDA dispatcher of kforge export: a host-mode file (docs/cuda.md
- * "Host mode": // kforge:host and extern "C" int kforge_launch(<args>, cudaStream_t)).
- * Each routed winner's kernel-mode text is renamed apart as for C (dispatch.c), then a
+ * dispatch.c - the CUDA backend's dispatcher slot (kforge export): a host-mode file
+ * (docs/cuda.md "Host mode": // kforge:host and extern "C" int kforge_launch(<args>,
+ * cudaStream_t)). Each routed winner's kernel-mode text is renamed apart as for C
+ * (../dispatch.c), then a
  * launcher per winner makes its kforge:launch launches (geometry from its launch
  * expressions over the sizes, which must be integer arguments, and its parameters), and
  * kforge_launch chooses by the same predicates as the C dispatcher.
  */
 #define _GNU_SOURCE
-#include "dispatch.h"
+#include "host.h"
 
-#include "../critic/critic.h"
-#include "../loop/record.h"
+#include "../dispatch.h"
 
 #include <ctype.h>
 #include <jansson.h>
@@ -61,7 +61,8 @@ static void cu_expr(kf_buf *b, const kf_task *t, const char *e, size_t n) {
         if (k->kind != KF_TOK_ID) continue;
         const char *rep = NULL, *pre = "";
         for (int z = 0; z < t->nsizes; z++)
-            if (strlen(t->size_names[z]) == k->len && !memcmp(t->size_names[z], e + k->off, k->len)) pre = "kf_s_";
+            if (strlen(t->size_names[z]) == k->len && !memcmp(t->size_names[z], e + k->off, k->len))
+                pre = "kf_s_";
         if (k->len == 3 && !memcmp(e + k->off, "min", 3)) rep = "kf_min";
         if (k->len == 3 && !memcmp(e + k->off, "max", 3)) rep = "kf_max";
         if (!rep && !*pre) continue;
@@ -79,8 +80,10 @@ static void cu_expr(kf_buf *b, const kf_task *t, const char *e, size_t n) {
 /* A (a, b, c) tuple's i-th element (i < 3) at *p into b as C; "1" when absent. */
 static int cu_tuple(kf_buf *b, const kf_task *t, const char *v, size_t n, int i) {
     if (!n || v[0] != '(') {
-        if (i == 0) cu_expr(b, t, v, n);
-        else kf_buf_printf(b, "1");
+        if (i == 0)
+            cu_expr(b, t, v, n);
+        else
+            kf_buf_printf(b, "1");
         return 0;
     }
     int d = 0, k = 0;
@@ -126,12 +129,14 @@ static int launch_key(const char *p, const char *e, const char *key, const char 
 /* The host function that makes winner x's launches as kernel mode would: every
  * kforge:launch line in order, each kernel given every task argument, the dynamic shared
  * memory limit raised when a launch asks for more than the default 48 KiB. */
-static kf_status cu_launcher(kf_ctx *ctx, const kf_task *t, const kf_winner *x, const kf_names *ren, kf_buf *b) {
+static kf_status cu_launcher(kf_ctx *ctx, const kf_task *t, const kf_winner *x, const kf_names *ren,
+                             kf_buf *b) {
     kf_buf_printf(b, "static int kf_n%lld_launch(", (long long)x->id);
     cu_params(b, t);
     kf_buf_printf(b, ", cudaStream_t stream)\n{\n");
     for (int k = 0; k < t->nsizes; k++)
-        kf_buf_printf(b, "    const int64_t kf_s_%s = (int64_t)%s;\n", t->size_names[k], size_arg(t, k)->name);
+        kf_buf_printf(b, "    const int64_t kf_s_%s = (int64_t)%s;\n", t->size_names[k],
+                      size_arg(t, k)->name);
     for (int k = 0; k < t->nsizes; k++) kf_buf_printf(b, "    (void)kf_s_%s;\n", t->size_names[k]);
     kf_buf call;
     kf_buf_init(&call, 1u << 16);
@@ -148,8 +153,9 @@ static kf_status cu_launcher(kf_ctx *ctx, const kf_task *t, const kf_winner *x, 
             if (launch_key(d, eol, "kernel", &kv, &kn) || launch_key(d, eol, "grid", &gv, &gn) ||
                 launch_key(d, eol, "block", &bv, &bn)) {
                 kf_buf_free(&call);
-                return kf__err(ctx, KF_EUSAGE, "node %lld: a kforge:launch line without kernel=, grid= or block=",
-                               (long long)x->id);
+                return kf__err(
+                    ctx, KF_EUSAGE,
+                    "node %lld: a kforge:launch line without kernel=, grid= or block=", (long long)x->id);
             }
             int has_smem = !launch_key(d, eol, "smem", &sv, &sn);
             char kname[256];
@@ -162,23 +168,26 @@ static kf_status cu_launcher(kf_ctx *ctx, const kf_task *t, const kf_winner *x, 
                 kf_buf_printf(b, ";\n");
             }
             kf_buf_printf(b, "        const int64_t smem = ");
-            if (has_smem) cu_expr(b, t, sv, sn);
-            else kf_buf_printf(b, "0");
+            if (has_smem)
+                cu_expr(b, t, sv, sn);
+            else
+                kf_buf_printf(b, "0");
             kf_buf_printf(b, ";\n");
-            kf_buf_printf(b,
-                          "        if (gx <= 0 || gy <= 0 || gz <= 0 || bx <= 0 || by <= 0 || bz <= 0 || smem < 0)\n"
-                          "            return (int)cudaErrorInvalidConfiguration;\n"
-                          "        if (smem > 48 * 1024) {\n"
-                          "            cudaError_t e = cudaFuncSetAttribute(kf_n%lld_%s, "
-                          "cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);\n"
-                          "            if (e != cudaSuccess) return (int)e;\n"
-                          "        }\n"
-                          "        kf_n%lld_%s<<<dim3((unsigned)gx, (unsigned)gy, (unsigned)gz), "
-                          "dim3((unsigned)bx, (unsigned)by, (unsigned)bz), (size_t)smem, stream>>>(%s);\n"
-                          "        cudaError_t e = cudaGetLastError();\n"
-                          "        if (e != cudaSuccess) return (int)e;\n"
-                          "    }\n",
-                          (long long)x->id, kname, (long long)x->id, kname, call.p ? call.p : "");
+            kf_buf_printf(
+                b,
+                "        if (gx <= 0 || gy <= 0 || gz <= 0 || bx <= 0 || by <= 0 || bz <= 0 || smem < 0)\n"
+                "            return (int)cudaErrorInvalidConfiguration;\n"
+                "        if (smem > 48 * 1024) {\n"
+                "            cudaError_t e = cudaFuncSetAttribute(kf_n%lld_%s, "
+                "cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);\n"
+                "            if (e != cudaSuccess) return (int)e;\n"
+                "        }\n"
+                "        kf_n%lld_%s<<<dim3((unsigned)gx, (unsigned)gy, (unsigned)gz), "
+                "dim3((unsigned)bx, (unsigned)by, (unsigned)bz), (size_t)smem, stream>>>(%s);\n"
+                "        cudaError_t e = cudaGetLastError();\n"
+                "        if (e != cudaSuccess) return (int)e;\n"
+                "    }\n",
+                (long long)x->id, kname, (long long)x->id, kname, call.p ? call.p : "");
         }
         p = eol + 1;
     }
@@ -192,14 +201,18 @@ static kf_status cu_launcher(kf_ctx *ctx, const kf_task *t, const kf_winner *x, 
  * tests the shape predicates and calls a winner's launcher, else the fallback's. routes
  * and notes as for C. KF_EUSAGE with the reason when the task cannot have one (a size
  * that no integer scalar argument equals: the launch geometry could not be computed). */
-kf_status kf_dispatch_cuda(kf_ctx *ctx, const kf_task *t, const char *run_dir, kf_winner *w, int nw,
-                           int fallback, json_t *best, kf_buf *b, json_t *routes, json_t *notes) {
+kf_status kf__cuda_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, const char *run_dir,
+                              const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *b,
+                              json_t *routes, json_t *notes, int *alone) {
+    (void)be;
+    *alone = 1; /* a task that cannot have one still has its winners exported */
     for (int k = 0; k < t->nsizes; k++)
         if (!size_arg(t, k))
-            return kf__err(ctx, KF_EUSAGE,
-                           "size %s is no integer argument of the kernels: a host-mode dispatcher cannot compute "
-                           "the launch geometry",
-                           t->size_names[k]);
+            return kf__err(
+                ctx, KF_EUSAGE,
+                "size %s is no integer argument of the kernels: a host-mode dispatcher cannot compute "
+                "the launch geometry",
+                t->size_names[k]);
     int *used = calloc((size_t)nw, sizeof *used);
     if (!used) return kf__err(ctx, KF_ENOMEM, "out of memory");
     used[fallback] = 1;
@@ -217,7 +230,7 @@ kf_status kf_dispatch_cuda(kf_ctx *ctx, const kf_task *t, const char *run_dir, k
         if (wi == nw || wi == fallback) continue;
         json_t *sizes = json_object_get(e, "sizes");
         char st_[512];
-        kf_critic_sizes_text(sizes, ", ", st_, sizeof st_);
+        kf_dispatch_sizes_text(sizes, ", ", st_, sizeof st_);
         kf_buf pred;
         kf_buf_init(&pred, 1u << 16);
         int exact = 0;
@@ -226,21 +239,22 @@ kf_status kf_dispatch_cuda(kf_ctx *ctx, const kf_task *t, const char *run_dir, k
             json_array_append_new(notes, json_sprintf("%s: no integer argument tells this shape apart; the "
                                                       "fallback (node %lld) runs there",
                                                       st_, (long long)w[fallback].id));
-        } else if ((wh = kf_loop_when_of(w[wi].text)) && !exact) {
+        } else if ((wh = kf_candidate_when_text(w[wi].text)) && !exact) {
             kf_buf dom;
             kf_buf_init(&dom, 1u << 16);
             if (!kf_dispatch_domain(t, &w[wi], &dom))
                 used[wi] = 1; /* routed by its domain below */
             else
-                json_array_append_new(notes, json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
-                                                          "pin every size; the fallback runs there",
-                                                          st_, (long long)id));
+                json_array_append_new(notes,
+                                      json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
+                                                   "pin every size; the fallback runs there",
+                                                   st_, (long long)id));
             kf_buf_free(&dom);
         } else {
             kf_buf_printf(&sw, "    if (%s) /* %s */\n        return kf_n%lld_launch(%s);\n", pred.p, st_,
                           (long long)id, call.p);
-            json_array_append_new(routes,
-                                  json_pack("{s:O, s:I, s:s}", "sizes", sizes, "node", (json_int_t)id, "predicate", pred.p));
+            json_array_append_new(routes, json_pack("{s:O, s:I, s:s}", "sizes", sizes, "node", (json_int_t)id,
+                                                    "predicate", pred.p));
             used[wi] = 1;
         }
         free(wh);
@@ -251,7 +265,7 @@ kf_status kf_dispatch_cuda(kf_ctx *ctx, const kf_task *t, const char *run_dir, k
         kf_buf dom;
         kf_buf_init(&dom, 1u << 16);
         if (i != fallback && used[i] && !kf_dispatch_domain(t, &w[i], &dom)) {
-            char *wh = kf_loop_when_of(w[i].text);
+            char *wh = kf_candidate_when_text(w[i].text);
             kf_buf_printf(&sw, "    if %s /* node %lld's domain: %s */\n        return kf_n%lld_launch(%s);\n", dom.p,
                           (long long)w[i].id, wh ? wh : "", (long long)w[i].id, call.p);
             json_array_append_new(routes, json_pack("{s:s?, s:I, s:s}", "domain", wh, "node", (json_int_t)w[i].id,
@@ -263,8 +277,10 @@ kf_status kf_dispatch_cuda(kf_ctx *ctx, const kf_task *t, const char *run_dir, k
     kf_status st = KF_OK;
     if (!json_array_size(routes)) {
         /* one node wins everywhere: the dispatcher is that kernel-mode file, as checked */
-        kf_buf_printf(b, "/* %s_dispatch.cu - written by `kforge export` from run %s: node %lld runs on every shape. */\n",
-                      t->name, run_dir, (long long)w[fallback].id);
+        kf_buf_printf(
+            b,
+            "/* %s_dispatch.cu - written by `kforge export` from run %s: node %lld runs on every shape. */\n",
+            t->name, run_dir, (long long)w[fallback].id);
         kf_dispatch_pinned(b, w[fallback].params_json);
         kf_buf_append(b, w[fallback].text, w[fallback].len);
         goto out;
@@ -278,16 +294,18 @@ kf_status kf_dispatch_cuda(kf_ctx *ctx, const kf_task *t, const char *run_dir, k
                   "// kforge:host\n",
                   t->name, run_dir, (long long)w[fallback].id);
     kf_dispatch_when_header(b, &w[fallback]);
-    kf_buf_printf(b, "#include <stdint.h>\n#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
-                     "static inline int64_t kf_min(int64_t a, int64_t b) { return a < b ? a : b; }\n"
-                     "static inline int64_t kf_max(int64_t a, int64_t b) { return a > b ? a : b; }\n");
+    kf_buf_printf(
+        b, "#include <stdint.h>\n#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
+           "static inline int64_t kf_min(int64_t a, int64_t b) { return a < b ? a : b; }\n"
+           "static inline int64_t kf_max(int64_t a, int64_t b) { return a > b ? a : b; }\n");
     for (int i = 0; i < nw && !st; i++)
         if (used[i]) st = kf_dispatch_section(ctx, t, run_dir, &w[i], b, cu_launcher);
     kf_buf_printf(b, "\n/* ---- the dispatcher ---- */\nextern \"C\" int kforge_launch(");
     cu_params(b, t);
     kf_buf_printf(b, ", cudaStream_t stream)\n{\n%s    return kf_n%lld_launch(%s); /* the fallback */\n}\n",
                   sw.p ? sw.p : "", (long long)w[fallback].id, call.p);
-    if (!st && (b->dropped || !b->p)) st = kf__err(ctx, KF_ENOMEM, "the dispatcher is too large or out of memory");
+    if (!st && (b->dropped || !b->p))
+        st = kf__err(ctx, KF_ENOMEM, "the dispatcher is too large or out of memory");
 out:
     free(used);
     kf_buf_free(&sw);

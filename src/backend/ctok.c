@@ -1,6 +1,6 @@
 /*
  * ctok.c - a small C tokenizer and a scanner of the names a file defines at file scope,
- * for export's dispatchers (export.c): each winner's names are prefixed apart so that
+ * the dispatcher slots (dispatch.c): each winner's names are prefixed apart so that
  * two winners' helpers cannot collide. Tokens are identifiers, numbers, string and
  * character literals and single punctuators, with the preprocessor lines marked;
  * comments are dropped. The scanner reads declarations, not C: names made by macros at

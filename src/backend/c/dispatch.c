@@ -1,0 +1,153 @@
+/*
+ * dispatch.c - the C backend's dispatcher slot (kforge export): one C file that holds each
+ * routed winner's text renamed apart (../dispatch.c), then the entry, which tests the
+ * shape predicates and calls the winner; then each winner with a kforge:when over its
+ * whole domain (kf_dispatch_domain), else the fallback. A shape no argument tells apart,
+ * or a winner whose kforge:when cannot be written over the arguments and whose arguments
+ * do not pin every size, goes to the fallback (a note says so). One node winning
+ * everywhere is the dispatcher as it is.
+ */
+#include "c.h"
+
+#include "../dispatch.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 1 when w's kforge:when can be written as a predicate over the arguments. */
+static int domain_ok(const kf_task *t, const kf_winner *w) {
+    kf_buf b;
+    kf_buf_init(&b, 1u << 16);
+    int ok = !kf_dispatch_domain(t, w, &b);
+    kf_buf_free(&b);
+    return ok;
+}
+
+kf_status kf__c_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, const char *run_dir,
+                           const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *b, json_t *routes,
+                           json_t *notes, int *alone) {
+    (void)be;
+    *alone = 0; /* an argument type C cannot declare fails the export */
+    kf_buf sw;
+    kf_buf_init(&sw, 1u << 20);
+    kf_status st = KF_OK;
+    /* the dispatch function's body: one test per routed shape */
+    int *used = calloc((size_t)nw, sizeof *used);
+    if (!used) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    used[fallback] = 1;
+    kf_buf call;
+    kf_buf_init(&call, 1u << 16);
+    for (int i = 0; i < t->nargs; i++) kf_buf_printf(&call, "%s%s", i ? ", " : "", t->args[i].name);
+    size_t j;
+    json_t *e;
+    json_array_foreach(best, j, e) {
+        int64_t id = json_integer_value(json_object_get(e, "node"));
+        int wi = 0;
+        while (wi < nw && w[wi].id != id) wi++;
+        if (wi == nw || wi == fallback) continue;
+        json_t *sizes = json_object_get(e, "sizes");
+        char st_[512];
+        kf_dispatch_sizes_text(sizes, ", ", st_, sizeof st_);
+        kf_buf pred;
+        kf_buf_init(&pred, 1u << 16);
+        int exact = 0;
+        if (kf_dispatch_predicate(t, sizes, &pred, &exact)) {
+            json_array_append_new(notes, json_sprintf("%s: no integer argument tells this shape apart; the "
+                                                      "fallback (node %lld) runs there",
+                                                      st_, (long long)w[fallback].id));
+        } else {
+            char *wh = kf_candidate_when_text(w[wi].text);
+            if (wh && !exact && !domain_ok(t, &w[wi])) {
+                json_array_append_new(notes,
+                                      json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
+                                                   "pin every size; the fallback runs there",
+                                                   st_, (long long)id));
+            } else if (wh && !exact) {
+                used[wi] = 1; /* routed by its domain below */
+            } else {
+                kf_buf_printf(&sw,
+                              "    if (%s) { /* %s */\n        kf_n%lld_%s(%s);\n        return;\n    }\n",
+                              pred.p, st_, (long long)id, t->entry, call.p);
+                json_array_append_new(routes, json_pack("{s:O, s:I, s:s}", "sizes", sizes, "node",
+                                                        (json_int_t)id, "predicate", pred.p));
+                used[wi] = 1;
+            }
+            free(wh);
+        }
+        kf_buf_free(&pred);
+    }
+    /* then each winner with a kforge:when over the rest of its domain: it was checked on
+     * every shape there (hidden and edge ones too), and the exact shapes above came first */
+    for (int i = 0; i < nw; i++) {
+        if (i == fallback || !used[i]) continue;
+        kf_buf dom;
+        kf_buf_init(&dom, 1u << 16);
+        if (!kf_dispatch_domain(t, &w[i], &dom)) {
+            char *wh = kf_candidate_when_text(w[i].text);
+            kf_buf_printf(&sw, "    if %s { /* node %lld's domain: %s */\n        kf_n%lld_%s(%s);\n        return;\n    }\n",
+                          dom.p, (long long)w[i].id, wh ? wh : "", (long long)w[i].id, t->entry, call.p);
+            json_array_append_new(routes, json_pack("{s:s?, s:I, s:s}", "domain", wh, "node", (json_int_t)w[i].id,
+                                                    "predicate", dom.p));
+            free(wh);
+        }
+        kf_buf_free(&dom);
+    }
+    kf_buf_printf(&sw, "    kf_n%lld_%s(%s); /* the fallback */\n", (long long)w[fallback].id, t->entry,
+                  call.p);
+    kf_buf_free(&call);
+    if (!json_array_size(routes)) {
+        /* one node wins everywhere (or no shape can be told apart): the dispatcher is
+         * that kernel, as it was checked */
+        kf_buf_printf(b,
+                      "/* %s_dispatch.c - written by `kforge export` from run %s: node %lld runs on every "
+                      "shape. */\n",
+                      t->name, run_dir, (long long)w[fallback].id);
+        kf_dispatch_pinned(b, w[fallback].params_json);
+        kf_buf_append(b, w[fallback].text, w[fallback].len);
+        free(used);
+        kf_buf_free(&sw);
+        return b->p && !b->dropped ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
+    }
+
+    /* the header: what this is, the fallback's domain, feature macros first */
+    kf_buf_printf(b,
+                  "/* %s_dispatch.c - written by `kforge export` from run %s.\n"
+                  " * Picks the fastest kept kernel of the run for each visible shape, else "
+                  "node %lld (the\n"
+                  " * best over all shapes). Each kernel below is its node's source with its "
+                  "file-scope names\n"
+                  " * prefixed kf_n<ID>_ and its parameters as #define. */\n",
+                  t->name, run_dir, (long long)w[fallback].id);
+    kf_dispatch_when_header(b, &w[fallback]);
+    for (int i = 0; i < nw; i++) {
+        if (!used[i]) continue;
+        for (const char *p = w[i].text; (p = strstr(p, "#define _")); p++) {
+            const char *q = p + 9;
+            while (kf_ctok_idch(*q)) q++;
+            if (q - p > 15 && !strncmp(q - 7, "_SOURCE", 7)) kf_buf_printf(b, "%.*s\n", (int)(q - p), p);
+        }
+    }
+    kf_buf_printf(b, "#include <stdint.h>\n");
+    for (int i = 0; i < nw && !st; i++)
+        if (used[i]) st = kf_dispatch_section(ctx, t, run_dir, &w[i], b, NULL);
+    /* the entry */
+    kf_buf_printf(b, "\n/* ---- the dispatcher ---- */\nvoid %s(", t->entry);
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i];
+        const char *ct = kf_dispatch_ctype(a->type);
+        if (!ct) {
+            st = kf__err(ctx, KF_EUSAGE, "argument %s: type not supported by the C dispatcher", a->name);
+            break;
+        }
+        kf_buf_printf(b, "%s%s%s%s%s", i ? ", " : "", a->is_buffer && a->io == KF_IO_IN ? "const " : "", ct,
+                      a->is_buffer ? " *" : " ", a->name);
+    }
+    kf_buf_printf(b, ")\n{\n%s}\n", sw.p ? sw.p : "");
+    if (!st && (b->dropped || !b->p))
+        st = kf__err(ctx, KF_ENOMEM, "the dispatcher is too large or out of memory");
+    free(used);
+    kf_buf_free(&sw);
+    return st;
+}
