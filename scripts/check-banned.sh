@@ -11,6 +11,11 @@
 #   strtok                      -> strtok_r, strsep
 #   asctime ctime gmtime localtime -> the _r forms
 #   tmpnam tempnam mktemp       -> mkstemp, mkdtemp
+#   json_dumps                  -> kf__json_dumps (jansson's dump leaves a key out when
+#                                  an allocation fails, and goes on; src/util/util.c's
+#                                  wrapper, the one caller in src/, gives NULL
+#                                  instead; cli/ uses the public API only, and prints
+#                                  what it dumps at once)
 # Usage: scripts/check-banned.sh [DIR...] (default: src cli include). Comments and string
 # literals are not code: a name there is not a call. tests/ and bench/ are not checked:
 # the red-team corpus calls these functions on purpose, and test and benchmark code reads
@@ -18,7 +23,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] || set -- src cli include
-banned='gets|strcpy|strcat|strncat|strncpy|sprintf|vsprintf|strtok|atoi|atol|atoll|atof|asctime|ctime|gmtime|localtime|tmpnam|tempnam|mktemp'
+banned='json_dumps|gets|strcpy|strcat|strncat|strncpy|sprintf|vsprintf|strtok|atoi|atol|atoll|atof|asctime|ctime|gmtime|localtime|tmpnam|tempnam|mktemp'
 files=$(find "$@" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) | sort)
 # Print FILE:LINE:code with comments and the contents of string and character literals
 # blanked (a comment's lines stay, so line numbers are the file's).
@@ -52,7 +57,8 @@ strip() {
     }' "$@"
 }
 # shellcheck disable=SC2086
-hits=$(strip $files | grep -E "^[^:]*:[0-9]+:(.*[^A-Za-z0-9_.>])?($banned)[[:space:]]*\(" || true)
+hits=$(strip $files | grep -E "^[^:]*:[0-9]+:(.*[^A-Za-z0-9_.>])?($banned)[[:space:]]*\(" |
+    grep -Ev "^(src/util/util.c|cli/[^:]*):[0-9]+:.*[^_]json_dumps\(" || true)
 if [ -n "$hits" ]; then
     echo "banned functions (scripts/check-banned.sh says what to use instead):" >&2
     echo "$hits" | while IFS=: read -r f l _; do

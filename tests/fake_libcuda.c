@@ -9,7 +9,8 @@
  * Like the real driver, a launch with more than 48 KiB of dynamic shared memory fails
  * (CUDA_ERROR_INVALID_VALUE) unless cuFuncSetAttribute raised the function's limit to
  * at least that much first; FAKECUDA_LAUNCH_LOG=PATH appends "launch SMEM LIMIT" per
- * launch. While the file named by FAKECUDA_BUSY_FILE exists the device is "busy with
+ * launch, FAKECUDA_PROBE_LOG=PATH "probe" per launch of the idle probe. While the file
+ * named by FAKECUDA_BUSY_FILE exists the device is "busy with
  * another process": waiting for a launch of kf_idle_probe takes 300 us. The persisting-L2
  * limit is kept and returned (cuCtxSetLimit/cuCtxGetLimit, limit 6); it starts at the
  * H200 driver's 11.25 MiB.
@@ -187,6 +188,14 @@ API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsi
     F("cuLaunchKernel");
     if (f == heap + 4) probe_pending = 1;
     int lim = smem_limit[f == heap + 4];
+    const char *plog = getenv("FAKECUDA_PROBE_LOG");
+    if (plog && f == heap + 4) {
+        FILE *o = fopen(plog, "a");
+        if (o) {
+            fputs("probe\n", o);
+            fclose(o);
+        }
+    }
     const char *log = getenv("FAKECUDA_LAUNCH_LOG");
     if (log && f == heap + 1) {
         FILE *o = fopen(log, "a");

@@ -303,7 +303,7 @@ static int token_count(json_t *j, int64_t *v, char *what, size_t n) {
         return -1;
     }
     if (!json_is_integer(j)) {
-        char *d = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *d = kf__json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
         snprintf(what, n, "%.40s (not an integer)", d ? d : "a value");
         free(d);
         return -1;

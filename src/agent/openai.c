@@ -232,7 +232,7 @@ kf_status kf_agent_openai_propose(kf_agent *a, const kf_pack *pack, kf_proposal 
     msgs = NULL;
     if (a->o.temperature >= 0) json_object_set_new(body, "temperature", json_real(a->o.temperature));
     if (a->o.max_tokens > 0) json_object_set_new(body, "max_tokens", json_integer(a->o.max_tokens));
-    req = json_dumps(body, JSON_COMPACT);
+    req = kf__json_dumps(body, JSON_COMPACT);
     if (!req) goto oom;
     struct curl_slist *t;
     hdr = curl_slist_append(NULL, "Content-Type: application/json");

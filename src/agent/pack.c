@@ -575,7 +575,7 @@ static kf_status build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out, int64_t 
         json_object_set_new(B.root, "memory_cap_tokens", json_integer(mem_cap));
         json_object_set_new(B.root, "token_estimator", json_string("ceil(bytes/4)"));
         json_object_set(B.root, "sections", B.meta);
-        out->json = json_dumps(B.root, JSON_INDENT(2));
+        out->json = kf__json_dumps(B.root, JSON_INDENT(2));
         rc = !out->json;
     }
 out:
@@ -687,7 +687,7 @@ char *kf_pack_verdict_summary(const char *verdict_json, const char *shapes_json)
     if (json_array_size(sh)) json_object_set(o, "shapes", sh);
     json_decref(sh);
     json_decref(sj);
-    char *out = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(4));
+    char *out = kf__json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(4));
     json_decref(o);
     json_decref(v);
     return out;

@@ -82,7 +82,7 @@ static json_t *result_doc(const kf_result *r) {
 
 char *kf_result_json(const kf_result *r) {
     json_t *d = result_doc(r);
-    char *t = d ? json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(KF_RESULT_DIGITS)) : NULL;
+    char *t = d ? kf__json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(KF_RESULT_DIGITS)) : NULL;
     json_decref(d);
     return t;
 }
@@ -117,7 +117,7 @@ static json_t *rounded(const json_t *j) {
 
 char *kf_result_json_stored(const kf_result *r) {
     json_t *d = result_doc(r), *c = d ? rounded(d) : NULL;
-    char *t = c ? json_dumps(c, JSON_COMPACT) : NULL;
+    char *t = c ? kf__json_dumps(c, JSON_COMPACT) : NULL;
     json_decref(c);
     json_decref(d);
     return t;

@@ -931,7 +931,7 @@ json_t *kf_verdict_shapes_json(const struct kf_verdict *v) {
 
 char *kf_verdict_shapes_text(const struct kf_verdict *v) {
     json_t *a = kf_verdict_shapes_json(v);
-    char *t = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    char *t = a ? kf__json_dumps(a, JSON_COMPACT) : NULL;
     json_decref(a);
     return t;
 }

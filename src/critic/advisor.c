@@ -76,8 +76,8 @@ json_t *kf_advisor_review(kf_advisor *a, const kf_advisor_case *c, int64_t *toke
         kf_buf_printf(&p, "## The parent\n\nThe task's reference implementation.\n\n");
     kf_buf_printf(&p, "## The candidate (node %lld)\n\n```\n%s\n```\n\n", (long long)c->node_id,
                   c->source ? c->source : "(unavailable)");
-    char *sh = c->shapes ? json_dumps(c->shapes, JSON_COMPACT) : NULL;
-    char *ck = c->report ? json_dumps(json_object_get(c->report, "checks"), JSON_COMPACT) : NULL;
+    char *sh = c->shapes ? kf__json_dumps(c->shapes, JSON_COMPACT) : NULL;
+    char *ck = c->report ? kf__json_dumps(json_object_get(c->report, "checks"), JSON_COMPACT) : NULL;
     kf_buf_printf(&p, "## Speedups against the reference, per visible shape\n\n%s\n\n", sh ? sh : "[]");
     kf_buf_printf(&p, "## kforge's Critic (mechanical checks, all passed)\n\n%s\n\n", ck ? ck : "[]");
     kf_buf_printf(&p, "Answer as the system message says: APPROVE or CONCERN, then your reasons.\n");
@@ -87,7 +87,7 @@ json_t *kf_advisor_review(kf_advisor *a, const kf_advisor_case *c, int64_t *toke
                            (json_int_t)c->parent_id, "task_dir", c->task_dir);
     kf_pack pk;
     memset(&pk, 0, sizeof pk);
-    pk.json = json_dumps(pj, JSON_COMPACT);
+    pk.json = kf__json_dumps(pj, JSON_COMPACT);
     json_decref(pj);
     pk.system = strdup(review_system);
     pk.prompt = p.p;

@@ -523,7 +523,7 @@ static void record_export(export_job *x) {
                            json_object_get(doc, "fallback"), "routes", x->routes);
     json_t *ver = json_object_get(doc, "verification");
     if (ver) json_object_set(ev, "verification", ver);
-    char *evs = json_dumps(ev, JSON_COMPACT);
+    char *evs = kf__json_dumps(ev, JSON_COMPACT);
     if (!evs || kf_store_event(x->st, 0, "export", evs))
         fprintf(stderr,
                 "kforge export: warning: the export was written but not recorded in %s: %s\n",
@@ -572,7 +572,7 @@ static kf_status export_run(export_job *x, const kf_opts *opts, char **json) {
     if ((s = write_winners(x)) || (s = start_doc(x)) || (s = dispatcher(x, opts))) return s;
     json_object_set(x->doc, "routes", x->routes);
     json_object_set(x->doc, "notes", x->notes);
-    char *txt = json_dumps(x->doc, JSON_INDENT(1));
+    char *txt = kf__json_dumps(x->doc, JSON_INDENT(1));
     if (!txt) return kf__err(ctx, KF_ENOMEM, "out of memory");
     s = write_file(ctx, x->tmp, "EXPORT.json", txt, strlen(txt));
     if (!s) s = into_place(x);

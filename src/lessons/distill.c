@@ -386,7 +386,7 @@ static void value_text(json_t *v, char *out, size_t n) {
     if (json_is_string(v)) snprintf(out, n, "%s", json_string_value(v));
     else if (json_is_integer(v)) snprintf(out, n, "%lld", (long long)json_integer_value(v));
     else {
-        char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *s = kf__json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
         snprintf(out, n, "%s", s ? s : "?");
         free(s);
     }
@@ -556,7 +556,7 @@ static kf_status refute(dctx *d, const char *setting, int win, json_t *new_nodes
             if (!st && fresh && !l.retired) {
                 l.refutations++;
                 free(l.evidence_json);
-                l.evidence_json = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
+                l.evidence_json = kf__json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
                 l.updated = 0;
                 int retire = l.refutations > l.confirmations;
                 l.retired = retire;
@@ -611,7 +611,7 @@ static kf_status put_lesson(dctx *d, const char *kind, const char *setting, cons
             l.confirmations++;
             if (l.retired && l.confirmations >= l.refutations) l.retired = 0;
             free(l.evidence_json);
-            l.evidence_json = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
+            l.evidence_json = kf__json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
             free(l.action);
             l.action = strdup(action); /* the newest numbers */
             l.updated = 0;
@@ -707,7 +707,7 @@ static kf_status emit(dctx *d, change *c) {
             json_array_append_new(effects, json_pack("{s:O, s:f}", "sizes", json_object_get(w, "sizes"), "gain_over_parent", s));
         }
         char *pred = predicate(sizes);
-        char *ids = json_dumps(nodes, JSON_COMPACT);
+        char *ids = kf__json_dumps(nodes, JSON_COMPACT);
         int one = nwon == 1;
         char *subj = subject(c->setting), *verb = doing(c->setting);
         if (c->what) { /* what the change is: "Set NT=4 (NT: threads per row)" */
@@ -783,7 +783,7 @@ static kf_status emit(dctx *d, change *c) {
      * became "Do not expect ACC=2" at trust 0.67): two lost moves, or one at most
      * KF_DISTILL_LOSS of its parent's speed at its best shape */
     if (!failed && json_array_size(c->lost) < 2 && c->best_lost > KF_DISTILL_LOSS) return KF_OK;
-    char *ids = json_dumps(which, JSON_COMPACT);
+    char *ids = kf__json_dumps(which, JSON_COMPACT);
     kf_buf rb;
     kf_buf_init(&rb, 4096);
     const char *k;
@@ -850,7 +850,7 @@ static void record(change *c, const dnode *n, const dnode *p) {
             if (n->state != KF_NODE_KEPT || g < KF_DISTILL_FLOOR) continue;
             won = 1;
             json_t *sizes = kf_verdict_sizes_json(&s->sizes);
-            char *key = sizes ? json_dumps(sizes, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+            char *key = sizes ? kf__json_dumps(sizes, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
             json_t *w = key ? json_object_get(c->won, key) : NULL;
             if (key && !w) {
                 w = json_pack("{s:O, s:f, s:[]}", "sizes", sizes, "gain", g, "nodes");
@@ -1039,7 +1039,7 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
     char *text = NULL;
     if (!st && summary &&
         (json_object_set_new(d.summary, "nodes", json_integer((json_int_t)a.n)) ||
-         !(text = json_dumps(d.summary, JSON_INDENT(1)))))
+         !(text = kf__json_dumps(d.summary, JSON_INDENT(1)))))
         st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
     if (!st) st = kf_lessons__exec(db, "COMMIT");
     if (st) {

@@ -369,7 +369,7 @@ static kf_status endpoint(kf_lessons *db, const char *const *texts, int n, float
     json_t *in = json_array();
     for (int i = 0; i < n; i++) json_array_append_new(in, json_string(texts[i]));
     json_t *req = json_pack("{s:s, s:o}", "model", db->embed_model, "input", in);
-    char *body = json_dumps(req, JSON_COMPACT);
+    char *body = kf__json_dumps(req, JSON_COMPACT);
     json_decref(req);
     char url[4200], auth[4200], errbuf[CURL_ERROR_SIZE] = "";
     snprintf(url, sizeof url, "%s/embeddings", db->embed_url);

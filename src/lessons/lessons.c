@@ -174,7 +174,7 @@ static int tag_array(json_t *o, const char *field, const char *label, char **out
             return -1;
         }
     }
-    if (json_array_size(v) && !(*out = json_dumps(v, JSON_COMPACT))) {
+    if (json_array_size(v) && !(*out = kf__json_dumps(v, JSON_COMPACT))) {
         snprintf(err, errlen, "%s", oom_text);
         return -1;
     }
@@ -286,7 +286,7 @@ kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errle
             snprintf(err, errlen, "field 'evidence': expected an object (nodes, effects, fingerprints)");
             goto bad;
         }
-        if (!(l->evidence_json = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS))) {
+        if (!(l->evidence_json = kf__json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS))) {
             snprintf(err, errlen, "%s", oom_text);
             goto bad;
         }
@@ -786,7 +786,7 @@ kf_status kf_lessons_get_json(kf_lessons *db, const char *id, char **json) {
     kf_status st = kf_lessons__get(db, id, &l);
     if (st) return st;
     json_t *o = kf_lessons__to_json(&l);
-    *json = json_dumps(o, JSON_INDENT(1));
+    *json = kf__json_dumps(o, JSON_INDENT(1));
     json_decref(o);
     kf_lesson_free(&l);
     return *json ? KF_OK : kf__err(db->ctx, KF_ENOMEM, "out of memory");
@@ -821,7 +821,7 @@ static int list_one(void *arg, kf_lesson *l) {
     if (ls->arr) {
         json_array_append_new(ls->arr, o);
     } else {
-        char *s = json_dumps(o, JSON_COMPACT);
+        char *s = kf__json_dumps(o, JSON_COMPACT);
         if (s) kf_buf_printf(ls->b, "%s\n", s);
         free(s);
         json_decref(o);
@@ -833,7 +833,7 @@ kf_status kf_lessons_list_json(kf_lessons *db, const char *const *tags, int ntag
     lister ls = {json_array(), tags, ntags, all, NULL};
     kf_status st = kf_lessons__each(db, list_one, &ls);
     if (!st) {
-        *json = json_dumps(ls.arr, JSON_INDENT(1));
+        *json = kf__json_dumps(ls.arr, JSON_INDENT(1));
         if (!*json) st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
     }
     json_decref(ls.arr);

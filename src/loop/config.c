@@ -119,7 +119,7 @@ char *kf_config_json(const kf_run_opts *o) {
         json_t *v = recorded(o, &fields[i]);
         if (v) json_object_set_new(cfg, fields[i].key, v);
     }
-    char *cs = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
+    char *cs = cfg ? kf__json_dumps(cfg, JSON_COMPACT) : NULL;
     json_decref(cfg);
     return cs;
 }

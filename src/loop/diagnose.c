@@ -511,7 +511,7 @@ kf_status kf_diag_record(kf_store *st, const kf_node *n) {
         json_object_set_new(ev, "constraint", json_string(d.constraint));
         json_object_set_new(ev, "scope", json_integer(d.scope));
     }
-    char *js = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    char *js = ev ? kf__json_dumps(ev, JSON_COMPACT) : NULL;
     json_decref(ev);
     kf_status rc = js ? kf_store_event(st, n->id, "diagnosis", js) : KF_ENOMEM;
     free(js);
@@ -522,7 +522,7 @@ kf_status kf_diag_record(kf_store *st, const kf_node *n) {
     seen_ctx s = {key, 0};
     if ((rc = kf_store_each_constraint(st, seen, &s)) || s.found) return rc;
     json_t *pj = json_pack("{s:s, s:s, s:s}", "key", key, "class", kf_diag_class_name(d.cls), "detail", d.detail);
-    char *ps = pj ? json_dumps(pj, JSON_COMPACT) : NULL;
+    char *ps = pj ? kf__json_dumps(pj, JSON_COMPACT) : NULL;
     json_decref(pj);
     rc = kf_store_add_constraint(st, n->id, d.scope, n->category[0] ? n->category : NULL, d.constraint, ps);
     free(ps);
@@ -649,7 +649,7 @@ void kf_diag_breaker(kf_store *st, const kf_search *se, int *seen, int64_t node,
     const char *cn = kf_search_category_name(c) ? kf_search_category_name(c) : "?";
     int pause = kf_search_paused(se, p, c);
     json_t *ev = json_pack("{s:s, s:s, s:i, s:i}", "proposer", pn, "category", cn, "failures", k, "pause", pause);
-    char *js = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    char *js = ev ? kf__json_dumps(ev, JSON_COMPACT) : NULL;
     json_decref(ev);
     if (js) kf_store_event(st, node, "breaker", js);
     free(js);

@@ -350,7 +350,7 @@ static void judge(kf_eval *r, kf_node *n, const kf_node *parent, const char *pat
     kf_verdict_free(&pres);
     n->state = d == KF_CRITIC_APPROVE ? KF_NODE_KEPT : KF_NODE_REVERTED;
     if (d == KF_CRITIC_APPROVE) kf_loop__conservative(n, res, parent, json_object_get(rep, "retimed"));
-    char *evs = json_dumps(rep, JSON_COMPACT);
+    char *evs = kf__json_dumps(rep, JSON_COMPACT);
     kf_status est = kf_store_event(r->st, n->id, "critic", evs);
     if (est) n->state = KF_NODE_REVERTED; /* no recorded approval, no keep */
     free(evs);
@@ -375,7 +375,7 @@ static void screen_event(kf_eval *r, kf_node *n) {
     json_t *ev = json_pack("{s:f, s:i}", "speedup", n->speedup, "rounds", KF_SCREEN_RUNS);
     json_t *sh = n->shapes_json ? json_loads(n->shapes_json, 0, NULL) : NULL;
     json_object_set_new(ev, "shapes", sh ? sh : json_null());
-    char *evs = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    char *evs = ev ? kf__json_dumps(ev, JSON_COMPACT) : NULL;
     json_decref(ev);
     if (evs) kf_store_event(r->st, n->id, "screen", evs); /* a record of the path taken, no outcome */
     free(evs);

@@ -175,7 +175,7 @@ kf_status kf_loop_pack_record(kf_store *st, int64_t node, const kf_pack *pk, int
                            (json_int_t)pk->total, "reported_prompt_tokens", (json_int_t)prompt_tokens, "lessons",
                            pk->nlessons);
     if (ev && pending > 0) json_object_set_new(ev, "pending", json_integer(pending));
-    char *js = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    char *js = ev ? kf__json_dumps(ev, JSON_COMPACT) : NULL;
     json_decref(ev);
     kf_status rc = js ? kf_store_event(st, node, "pack", js) : KF_ENOMEM;
     free(js);
@@ -317,7 +317,7 @@ kf_status kf_loop_pack_for(kf_ctx *ctx, const kf_task *t, kf_store *st, kf_loop_
         goto out;
     }
     json_t *tj = json_loads(task_json, 0, NULL);
-    shapes = json_object_get(tj, "shapes") ? json_dumps(json_object_get(tj, "shapes"), JSON_COMPACT) : NULL;
+    shapes = json_object_get(tj, "shapes") ? kf__json_dumps(json_object_get(tj, "shapes"), JSON_COMPACT) : NULL;
     json_decref(tj);
     fc.parent = parent;
     fc.grand = -1;

@@ -172,7 +172,7 @@ kf_status kf_loop_lessons_prior(kf_ctx *ctx, const kf_task *t, const char *path,
     json_t *start = json_loads(kf_builtin_json(b, &p, pj, sizeof pj), 0, NULL);
     json_t *ev = json_pack("{s:s, s:s, s:i, s:O, s:o}", "db", path, "embedding", kf_lessons_embedding(db),
                            "retrieved", n, "applied", applied, "start", start ? start : json_null());
-    *event = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    *event = ev ? kf__json_dumps(ev, JSON_COMPACT) : NULL;
     json_decref(ev);
     if (!*event) st = kf__err(ctx, KF_ENOMEM, "out of memory");
 out:

@@ -271,7 +271,7 @@ static kf_status builtin_propose(kf_proposer *base, const kf_action *a, kf_propo
     snprintf(n.proposer, sizeof n.proposer, "builtin");
     const char *cat = kf_search_category_name(mcat >= 0 ? mcat : a->category);
     snprintf(n.category, sizeof n.category, "%s", cat ? cat : "other");
-    n.params_json = pjson ? json_dumps(pjson, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    n.params_json = pjson ? kf__json_dumps(pjson, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(pjson);
     n.created = kf_eval_now();
     kf_status st = src ? add_node(ev->st, &n, src, slen) : kf__err(ev->ctx, KF_ENOMEM, "out of memory");
@@ -468,7 +468,7 @@ static kf_status record_proposal(agent_proposer *g, const kf_action *a, const ch
         "tokens_estimated", pr->tokens_estimated, "elapsed_s", pr->elapsed_s, "log", pr->log ? pr->log : "",
         pr->log ? strlen(pr->log) < 4096 ? strlen(pr->log) : 4096 : 0, "warning", pr->warning);
     if (pr->warning) fprintf(stderr, "kforge run: WARNING: node %lld: %s\n", (long long)n->id, pr->warning);
-    char *evs = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    char *evs = ev ? kf__json_dumps(ev, JSON_COMPACT) : NULL;
     kf_store_event(r->st, n->id, "proposal", evs);
     free(evs);
     json_decref(ev);

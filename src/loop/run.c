@@ -332,7 +332,7 @@ static kf_status finish(run *r, const char *why, char **summary) {
     if (j && lj) json_object_set_new(j, "lessons", lj);
     else json_decref(lj);
     if (j) json_object_set_new(j, "breaker_trips", json_integer(kf_search_trips(tl->se)));
-    *summary = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    *summary = j ? kf__json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     return *summary ? KF_OK
                     : kf__err(r->ev.ctx, KF_ENOMEM, "out of memory (the run's summary; the run is recorded)");

@@ -174,7 +174,7 @@ kf_status kf_loop_specs(kf_ctx *ctx, const kf_task *t, const kf_builtin *bi, con
         char pj[1024];
         kf_builtin_json(bi, &per[s], pj, sizeof pj);
         json_t *pjson = json_loads(pj, 0, NULL);
-        x->params_json = pjson ? json_dumps(pjson, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        x->params_json = pjson ? kf__json_dumps(pjson, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         json_decref(pjson);
         kf_buf sh;
         kf_buf_init(&sh, 1u << 16);
@@ -271,7 +271,7 @@ int kf_loop_description(const char *in, char *out, size_t n) {
 kf_status kf_loop_describe(kf_store *st, int64_t node, const char *desc) {
     if (!desc || !*desc) return KF_OK;
     json_t *j = json_pack("{s:o}", "text", kf_text_json(desc));
-    char *js = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    char *js = j ? kf__json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     kf_status s = js ? kf_store_event(st, node, "description", js) : KF_ENOMEM;
     free(js);

@@ -116,7 +116,7 @@ static kf_status tool_propose(kf_proposer *p, const kf_action *a, kf_proposed *o
     snprintf(m.nonce, sizeof m.nonce, "%016llx", (unsigned long long)kf__secret_u64());
     json_t *ev = json_pack("{s:I, s:s, s:s, s:f, s:s}", "parent", (json_int_t)a->parent, "category", cat,
                            "proposer", "tool", "score", a->h, "nonce", m.nonce);
-    char *evs = json_dumps(ev, JSON_COMPACT);
+    char *evs = kf__json_dumps(ev, JSON_COMPACT);
     json_decref(ev);
     kf_status s = kf_store_event(st, 0, "pending", evs);
     free(evs);
@@ -242,7 +242,7 @@ static char *next_answer(const tool_run *r, const kf_action *a, int64_t pid, con
                               (json_int_t)pid, "parent", (json_int_t)a->parent, "category", cat, "score", a->h,
                               "explain", ej ? json_incref(ej) : json_null(), "submit", submit,
                               "pack", json_loads(pk->json, 0, NULL), "system", pk->system, "prompt", pk->prompt);
-        out = j ? json_dumps(j, JSON_INDENT(1)) : NULL;
+        out = j ? kf__json_dumps(j, JSON_INDENT(1)) : NULL;
         json_decref(j);
     } else {
         kf_buf b;
@@ -338,7 +338,7 @@ static kf_status submit_event(tool_run *r, int64_t node, int64_t parent, const c
     if (same_as) json_object_set_new(ev, "same_as", json_integer(same_as));
     if (promoted_from > 0) json_object_set_new(ev, "promoted_from", json_integer(promoted_from));
     if (r->ev.screen) json_object_set_new(ev, "screen", json_true());
-    char *evs = json_dumps(ev, JSON_COMPACT);
+    char *evs = kf__json_dumps(ev, JSON_COMPACT);
     json_decref(ev);
     kf_status st =
         evs ? kf_store_event(r->ev.st, node, "submit", evs) : kf__err(r->ev.ctx, KF_ENOMEM, "out of memory");
@@ -374,7 +374,7 @@ static char *pruned_answer(tool_run *r, int64_t parent, const char *cat, int64_t
                               cat, "same_as", (json_int_t)same, "note", note);
         json_object_set_new(j, "pending", pid ? json_integer(pid) : json_null());
         json_object_set_new(j, "message", json_string(note));
-        char *out = j ? json_dumps(j, JSON_INDENT(1)) : NULL;
+        char *out = j ? kf__json_dumps(j, JSON_INDENT(1)) : NULL;
         json_decref(j);
         return out;
     }
@@ -400,7 +400,7 @@ static char *submit_answer(tool_run *r, kf_node *n, int64_t parent, int64_t pid,
         json_object_set_new(j, "run", json_string(r->ev.run_dir));
         json_object_set_new(j, "pending", pid ? json_integer(pid) : json_null());
         json_object_set_new(j, "message", msg ? json_string(msg) : json_null());
-        out = json_dumps(j, JSON_INDENT(1));
+        out = kf__json_dumps(j, JSON_INDENT(1));
         json_decref(j);
     } else {
         kf_buf b;

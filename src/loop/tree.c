@@ -363,7 +363,7 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         json_t *lj = lev ? json_loads(lev, 0, NULL) : NULL;
         if (lj) json_object_set_new(o, "lessons", lj);
         free(lev);
-        *out = json_dumps(o, JSON_INDENT(1));
+        *out = kf__json_dumps(o, JSON_INDENT(1));
         json_decref(o);
     } else {
         kf_buf b;
@@ -420,7 +420,7 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
     if (json) {
         json_t *o = json_pack("{s:s, s:O, s:o}", "run", dir, "best", best, "integrity",
                               kf_record_integrity(st, a.v, a.n, NULL));
-        *out = json_dumps(o, JSON_INDENT(1));
+        *out = kf__json_dumps(o, JSON_INDENT(1));
         json_decref(o);
     } else {
         kf_buf b;

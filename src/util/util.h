@@ -34,6 +34,11 @@ kf_status kf__err(kf_ctx *ctx, kf_status st, const char *fmt, ...)
  * kf__json_init (once per process; kf_ctx_new calls it) installs it. */
 void kf__json_init(void);
 unsigned long kf__json_failures(void);
+/* json_dumps, or NULL when an allocation failed while it ran: jansson's dump does not check
+ * every one of them (a key whose buffer could not grow is left out, and the document goes
+ * on without it: '"stopped":"x",":7.35'). Every document kforge writes goes through it
+ * (scripts/check-banned.sh). */
+char *kf__json_dumps(const json_t *j, size_t flags);
 
 /* The status of a failed file or system call from its errno: KF_ENOMEM for ENOMEM (a
  * read's buffer, realpath's), else KF_EIO. */

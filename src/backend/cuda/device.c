@@ -525,7 +525,7 @@ kf_status kf__cuda_describe(kf_backend *b, kf_ctx *ctx, int device, int refresh,
     kf_status st = kf_device_get(ctx, device, refresh, &d);
     if (st) return st;
     json_t *o = kf_device_json(&d);
-    *json = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+    *json = o ? kf__json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
     json_decref(o);
     return *json ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
 }
