@@ -83,7 +83,8 @@ static void make_query(query *x, json_t *j) {
     x->q.arch = json_string_value(json_object_get(j, "arch"));
     size_t i, k;
     json_t *v, *w;
-    json_array_foreach(json_object_get(j, "ops"), i, v) if (i < 16) x->ops[x->q.nops++] = json_string_value(v);
+    json_array_foreach(json_object_get(j, "ops"), i, v) if (i < 16) x->ops[x->q.nops++] =
+        json_string_value(v);
     /* a pack query names op/<task>: memory.c adds the task's own "ops" from its task.json
      * (tasks/<backend>/<task>/task.json, from where the bench runs); kept alive in task_ops */
     const char *op0 = x->q.nops ? x->ops[0] : NULL;
@@ -95,15 +96,18 @@ static void make_query(query *x, json_t *j) {
         json_array_foreach(json_object_get(tj, "ops"), i, o) {
             if (x->q.nops < 16 && json_string_value(o)) {
                 json_array_append(task_ops, o);
-                x->ops[x->q.nops++] = json_string_value(json_array_get(task_ops, json_array_size(task_ops) - 1));
+                x->ops[x->q.nops++] =
+                    json_string_value(json_array_get(task_ops, json_array_size(task_ops) - 1));
             }
         }
         json_decref(tj);
     }
-    json_array_foreach(json_object_get(j, "shape_names"), i, v) if (i < 16) x->names[x->q.nshape_names++] = json_string_value(v);
+    json_array_foreach(json_object_get(j, "shape_names"), i, v) if (i < 16) x->names[x->q.nshape_names++] =
+        json_string_value(v);
     json_array_foreach(json_object_get(j, "shapes"), i, v) {
         if (i >= 16) break;
-        json_array_foreach(v, k, w) if (k < 16) x->shapes[i * (size_t)x->q.nshape_names + k] = json_integer_value(w);
+        json_array_foreach(v, k, w) if (k < 16) x->shapes[i * (size_t)x->q.nshape_names + k] =
+            json_integer_value(w);
         x->q.nshapes++;
     }
     x->q.ops = x->ops;
@@ -141,13 +145,15 @@ static char *synthetic(json_t *base, int total, unsigned seed) {
         char *txt = kf__asprintf("%s Variant %d: %s", t1, i, t2);
         json_object_set_new(sit, "text", json_string(txt));
         free(txt);
-        json_t *o = json_pack("{s:s++, s:o, s:O, s:s, s:O}", "id", "syn-", json_string_value(json_object_get(a, "id")),
-                              "", "situation", sit, "action", json_object_get(c, "action"), "source", "agent", "tags",
-                              json_object_get(d, "tags"));
+        json_t *o =
+            json_pack("{s:s++, s:o, s:O, s:s, s:O}", "id", "syn-",
+                      json_string_value(json_object_get(a, "id")), "", "situation", sit, "action",
+                      json_object_get(c, "action"), "source", "agent", "tags", json_object_get(d, "tags"));
         char id[64];
         snprintf(id, sizeof id, "syn-%05d", i);
         json_object_set_new(o, "id", json_string(id));
-        if (json_object_get(c, "boundaries")) json_object_set(o, "boundaries", json_object_get(c, "boundaries"));
+        if (json_object_get(c, "boundaries"))
+            json_object_set(o, "boundaries", json_object_get(c, "boundaries"));
         char *s = json_dumps(o, JSON_COMPACT);
         kf_buf_printf(&b, "%s\n", s);
         free(s);
@@ -159,7 +165,8 @@ static char *synthetic(json_t *base, int total, unsigned seed) {
 /* Quality of the three rankings on the queries Q (prefix: "" for queries.jsonl, "pack-" for
  * queries_pack.jsonl; it starts every line --tune prints). With each query's scope the
  * table also says how many expected lessons pass the scope filter at all (reachable). */
-static void quality(kf_ctx *ctx, kf_lessons *db, query *Q, size_t nq, const char *prefix, int quiet, int verbose) {
+static void quality(kf_ctx *ctx, kf_lessons *db, query *Q, size_t nq, const char *prefix, int quiet,
+                    int verbose) {
     /* The fixed split: queries with an odd number (q01, q03, ...) are the tuning half, on
      * which the embedding's knobs and the fusion's weights were chosen; even ones are held
      * out and are the headline. */
@@ -191,14 +198,18 @@ static void quality(kf_ctx *ctx, kf_lessons *db, query *Q, size_t nq, const char
                 reach += (double)got / (double)json_array_size(json_object_get(Q[i].j, "expected"));
             }
             if (!quiet) {
-                if (scoped) printf("%s, %s: %d queries, best possible P@5 %.3f, expected lessons that pass the scope"
-                                   " filter (best possible R@10) %.3f\n\n",
-                                   "With each query's scope (backend, arch, ops, shapes), as a context pack retrieves",
-                                   half_name[half], nin, bestp / nin, reach / nin);
-                else printf("%s, %s: %d queries, best possible P@5 %.3f\n\n",
-                       scoped ? "With each query's scope (backend, ops, shapes), as a context pack retrieves"
-                              : "Ranking alone (no scope filter: every query against all the lessons)",
-                       half_name[half], nin, bestp / nin);
+                if (scoped)
+                    printf(
+                        "%s, %s: %d queries, best possible P@5 %.3f, expected lessons that pass the scope"
+                        " filter (best possible R@10) %.3f\n\n",
+                        "With each query's scope (backend, arch, ops, shapes), as a context pack retrieves",
+                        half_name[half], nin, bestp / nin, reach / nin);
+                else
+                    printf("%s, %s: %d queries, best possible P@5 %.3f\n\n",
+                           scoped
+                               ? "With each query's scope (backend, ops, shapes), as a context pack retrieves"
+                               : "Ranking alone (no scope filter: every query against all the lessons)",
+                           half_name[half], nin, bestp / nin);
                 printf("| ranking | precision@5 | recall@10 | queries with nothing relevant in the top 10 |\n"
                        "|---|---|---|---|\n");
             }
@@ -207,12 +218,12 @@ static void quality(kf_ctx *ctx, kf_lessons *db, query *Q, size_t nq, const char
                 int mode = order[oi];
                 char name[96];
                 if (mode == KF_LESSON_RANK_HYBRID)
-                    snprintf(name, sizeof name, "%s", kf_lessons__fusion.alpha > 0 ? "hybrid (convex combination)"
-                                                                                     : "hybrid (weighted RRF)");
+                    snprintf(name, sizeof name, "%s",
+                             kf_lessons__fusion.alpha > 0 ? "hybrid (convex combination)"
+                                                          : "hybrid (weighted RRF)");
                 else if (mode == KF_LESSON_RANK_KEYWORD)
                     snprintf(name, sizeof name, "keyword only (FTS5 BM25)");
-                else
-                    snprintf(name, sizeof name, "vector only (%s)", kf_lessons_embedding(db));
+                else snprintf(name, sizeof name, "vector only (%s)", kf_lessons_embedding(db));
                 double p5 = 0, r10 = 0, mrr = 0;
                 int misses = 0;
                 kf_buf missed;
@@ -244,15 +255,19 @@ static void quality(kf_ctx *ctx, kf_lessons *db, query *Q, size_t nq, const char
                         kf_buf_printf(&missed, " %s", json_string_value(json_object_get(Q[i].j, "id")));
                     }
                     if (verbose && in10 < (int)ne) {
-                        fprintf(stderr, "%s%s%s %s: %d of %zu in the top 10:", prefix, scoped ? "" : "unscoped ", name,
+                        fprintf(stderr, "%s%s%s %s: %d of %zu in the top 10:", prefix,
+                                scoped ? "" : "unscoped ", name,
                                 json_string_value(json_object_get(Q[i].j, "id")), in10, ne);
                         for (int r = 0; r < n && r < 5; r++) fprintf(stderr, " %s", h[r].id);
                         fprintf(stderr, "\n");
                     }
                 }
                 if (quiet)
-                    printf("%s%s%s %.4f %.4f %.4f\n", prefix, scoped ? "" : "u-", mode == KF_LESSON_RANK_HYBRID ? "hybrid" :
-                           mode == KF_LESSON_RANK_KEYWORD ? "keyword" : "vector", p5 / nin, r10 / nin, mrr / nin);
+                    printf("%s%s%s %.4f %.4f %.4f\n", prefix, scoped ? "" : "u-",
+                           mode == KF_LESSON_RANK_HYBRID    ? "hybrid"
+                           : mode == KF_LESSON_RANK_KEYWORD ? "keyword"
+                                                            : "vector",
+                           p5 / nin, r10 / nin, mrr / nin);
                 else
                     printf("| %s | %.3f | %.3f | %d%s%s |\n", name, p5 / nin, r10 / nin, misses,
                            misses ? ":" : "", missed.p ? missed.p : "");
@@ -278,15 +293,16 @@ int main(int argc, char **argv) {
             }
         } else if (!strcmp(argv[i], "--knobs") && i + 1 < argc) {
             kf_lessons_hash_knobs *k = &kf_lessons__knobs;
-            if (sscanf(argv[++i], "%f,%f,%f,%f,%f", &k->word, &k->bigram, &k->grams, &k->parts, &k->concept) != 5)
+            if (sscanf(argv[++i], "%f,%f,%f,%f,%f", &k->word, &k->bigram, &k->grams, &k->parts,
+                       &k->concept) != 5)
                 return 2;
-        }
-        else if (!strcmp(argv[i], "--keep")) keep = 1;
+        } else if (!strcmp(argv[i], "--keep")) keep = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--total") && i + 1 < argc) total = atoi(argv[++i]);
         else if (argv[i][0] == '-') {
-            fprintf(stderr, "usage: kf-lessons-bench [DATA_DIR] [-v] [--tune] [--fuse W,W,K] [--knobs ...] [--keep] "
-                            "[--reps N] [--total N]\n");
+            fprintf(stderr,
+                    "usage: kf-lessons-bench [DATA_DIR] [-v] [--tune] [--fuse W,W,K] [--knobs ...] [--keep] "
+                    "[--reps N] [--total N]\n");
             return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
         } else data = argv[i];
     }
@@ -310,7 +326,8 @@ int main(int argc, char **argv) {
     query *Q = calloc(nq, sizeof *Q);
     for (size_t i = 0; i < nq; i++) make_query(&Q[i], json_array_get(qs, i));
     if (kf_lessons__fusion.alpha > 0)
-        printf("## Lessons retrieval: %zu labelled lessons, %zu queries (embedding %s; fusion convex, alpha %.2f)\n\n",
+        printf("## Lessons retrieval: %zu labelled lessons, %zu queries (embedding %s; fusion convex, alpha "
+               "%.2f)\n\n",
                json_array_size(base), nq, kf_lessons_embedding(db), kf_lessons__fusion.alpha);
     else
         printf("## Lessons retrieval: %zu labelled lessons, %zu queries (embedding %s; fusion w_keyword %.2f,"
@@ -325,14 +342,16 @@ int main(int argc, char **argv) {
     char *ptext = NULL;
     if (!kf__read_file(ppath, 64u << 20, &ptext, &plen)) {
         json_t *ps = json_array();
-        for (char *save = NULL, *line = strtok_r(ptext, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        for (char *save = NULL, *line = strtok_r(ptext, "\n", &save); line;
+             line = strtok_r(NULL, "\n", &save))
             json_array_append_new(ps, json_loads(line, 0, NULL));
         size_t np = json_array_size(ps);
         query *P = calloc(np, sizeof *P);
         for (size_t i = 0; i < np; i++) make_query(&P[i], json_array_get(ps, i));
         if (!quiet)
             printf("## Pack-style queries (%s): %zu queries as a context pack asks - text '<task> <category>"
-                   " <latest failure's message>', scope backend, arch, [op/<task name>] + the task's \"ops\", visible shapes\n\n",
+                   " <latest failure's message>', scope backend, arch, [op/<task name>] + the task's "
+                   "\"ops\", visible shapes\n\n",
                    ppath, np);
         quality(ctx, db, P, np, "pack-", quiet, verbose);
         free(P);
@@ -350,7 +369,8 @@ int main(int argc, char **argv) {
     char *syn = synthetic(base, nsyn > 0 ? nsyn : 0, 12345);
     snprintf(path, sizeof path, "%s/big.db", dir);
     double t0 = ms();
-    if (kf_lessons_open(ctx, path, NULL, &db) || kf_lessons_import(db, slurp(lpath, &llen), llen, lpath, NULL, NULL) ||
+    if (kf_lessons_open(ctx, path, NULL, &db) ||
+        kf_lessons_import(db, slurp(lpath, &llen), llen, lpath, NULL, NULL) ||
         (syn && kf_lessons_import(db, syn, strlen(syn), "synthetic", NULL, NULL)))
         die(ctx, "loading the synthetic lessons");
     double load = ms() - t0;
@@ -372,14 +392,16 @@ int main(int argc, char **argv) {
             double a = ms();
             char *txt = NULL;
             int64_t tk = 0;
-            if (kf_lessons_retrieve(db, &Q[i].q, 5, 0.4, h, &n) || kf_lessons_render(db, h, n, 800, &txt, &tk, NULL))
+            if (kf_lessons_retrieve(db, &Q[i].q, 5, 0.4, h, &n) ||
+                kf_lessons_render(db, h, n, 800, &txt, &tk, NULL))
                 die(ctx, "retrieve");
             lat[m++] = ms() - a;
             tokens += tk;
             free(txt);
         }
     qsort(lat, m, sizeof *lat, cmp_d);
-    printf("## Lessons retrieval latency per pack: %d lessons, %zu packs (%d x %zu queries)\n\n", total, m, reps, nq);
+    printf("## Lessons retrieval latency per pack: %d lessons, %zu packs (%d x %zu queries)\n\n", total, m,
+           reps, nq);
     printf("| measure | ms |\n|---|---|\n");
     printf("| median | %.2f |\n| p10 | %.2f |\n| p90 | %.2f |\n| p99 | %.2f |\n| max | %.2f |\n", lat[m / 2],
            lat[m / 10], lat[m * 9 / 10], lat[m * 99 / 100], lat[m - 1]);
@@ -394,8 +416,8 @@ int main(int argc, char **argv) {
                 lat[k++] = ms() - a;
             }
         qsort(lat, k, sizeof *lat, cmp_d);
-        printf("| median, retrieval alone, %s only | %.2f |\n", mode == KF_LESSON_RANK_KEYWORD ? "keyword" : "vector",
-               lat[k / 2]);
+        printf("| median, retrieval alone, %s only | %.2f |\n",
+               mode == KF_LESSON_RANK_KEYWORD ? "keyword" : "vector", lat[k / 2]);
     }
     printf("| import of all %d lessons (one transaction, embedding each) | %.0f |\n", total, load);
     printf("\nEach pack: kf_lessons_retrieve (hybrid, k = 5, min_trust 0.4) + kf_lessons_render (800 tokens;"

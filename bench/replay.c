@@ -30,7 +30,7 @@
 #include <string.h>
 
 typedef struct {
-    int state;       /* 0 unknown, 1 ok, 2 require, 3 failed (compile/crash), 4 rejected */
+    int state; /* 0 unknown, 1 ok, 2 require, 3 failed (compile/crash), 4 rejected */
     double geo;
     double ns[16], rel[16];
 } entry;
@@ -64,8 +64,9 @@ static const entry *eval(kf_builtin *b, const kf_point *p) {
     const entry *e = &tab[code_of(p)];
     kf_shape_time t[16];
     for (int s = 0; s < nshapes; s++) t[s] = (kf_shape_time){e->ns[s], e->rel[s]};
-    kf_builtin_outcome o = e->state == 1 ? KF_BUILTIN_OK : e->state == 4 ? KF_BUILTIN_REJECTED
-                                                                         : KF_BUILTIN_COMPILE_FAILED;
+    kf_builtin_outcome o = e->state == 1   ? KF_BUILTIN_OK
+                           : e->state == 4 ? KF_BUILTIN_REJECTED
+                                           : KF_BUILTIN_COMPILE_FAILED;
     if (b && kf_builtin_observe(b, p, o, t, nshapes)) {
         fprintf(stderr, "observe failed\n");
         exit(2);
@@ -73,7 +74,9 @@ static const entry *eval(kf_builtin *b, const kf_point *p) {
     return e;
 }
 
-static int reached(const entry *e, double within) { return e->state == 1 && e->geo <= best_geo * (1 + within); }
+static int reached(const entry *e, double within) {
+    return e->state == 1 && e->geo <= best_geo * (1 + within);
+}
 
 static int run_builtin(kf_ctx *ctx, const kf_task *t, const char *tmpl, uint64_t seed, double within) {
     kf_builtin *b;
@@ -86,7 +89,10 @@ static int run_builtin(kf_ctx *ctx, const kf_task *t, const char *tmpl, uint64_t
         const entry *e = eval(b, &p);
         if (getenv("KF_REPLAY_TRACE") && seed == (uint64_t)atoll(getenv("KF_REPLAY_TRACE"))) {
             char buf[256];
-            fprintf(stderr, "builtin %d %s %s %.4g\n", n, mv == KF_MOVE_RESTART ? "restart" : mv == KF_MOVE_DEFAULT ? "default" : "neighbour",
+            fprintf(stderr, "builtin %d %s %s %.4g\n", n,
+                    mv == KF_MOVE_RESTART   ? "restart"
+                    : mv == KF_MOVE_DEFAULT ? "default"
+                                            : "neighbour",
                     kf_builtin_json(b, &p, buf, sizeof buf), e->state == 1 ? e->geo / best_geo : 0);
         }
         if (reached(e, within)) hit = n;
@@ -174,10 +180,15 @@ static int run_search(kf_ctx *ctx, const kf_task *t, const char *tmpl, uint64_t 
             fprintf(stderr, "%d sp(parent)=%.3f -> %.3f %s\n", evals, sp[a.parent], sp[n],
                     kf_search_explain(&a, buf, sizeof buf));
         }
-        kf_search_obs o = {(int64_t)n, a.parent, cat, 0,
-                           e->state == 1 ? (sp[n] > sp[a.parent] * 1.02 ? KF_SOBS_KEPT : KF_SOBS_MEASURED)
-                           : e->state == 4 ? KF_SOBS_REJECTED : KF_SOBS_COMPILE_FAILED,
-                           sp[n], 1};
+        kf_search_obs o = {(int64_t)n,
+                           a.parent,
+                           cat,
+                           0,
+                           e->state == 1   ? (sp[n] > sp[a.parent] * 1.02 ? KF_SOBS_KEPT : KF_SOBS_MEASURED)
+                           : e->state == 4 ? KF_SOBS_REJECTED
+                                           : KF_SOBS_COMPILE_FAILED,
+                           sp[n],
+                           1};
         if (kf_search_observe(s, &o)) {
             fprintf(stderr, "search observe failed\n");
             exit(2);
@@ -205,7 +216,9 @@ static void report(const char *name, int *v, int n, uint64_t allowed) {
     printf("  %-8s median %5.1f  min %4d  max %4d  (%d/%d seeds reached; %.1f%% of %llu allowed points)  [",
            name, ok ? (ok % 2 ? sorted[ok / 2] : (sorted[ok / 2 - 1] + sorted[ok / 2]) / 2.0) : -1,
            ok ? sorted[0] : -1, ok ? sorted[ok - 1] : -1, ok, n,
-           ok ? 100.0 * (ok % 2 ? sorted[ok / 2] : (sorted[ok / 2 - 1] + sorted[ok / 2]) / 2.0) / (double)allowed : 0,
+           ok ? 100.0 * (ok % 2 ? sorted[ok / 2] : (sorted[ok / 2 - 1] + sorted[ok / 2]) / 2.0) /
+                    (double)allowed
+              : 0,
            (unsigned long long)allowed);
     for (int i = 0; i < n; i++) printf("%s%d", i ? " " : "", v[i]);
     printf("]\n");
@@ -252,7 +265,9 @@ int main(int argc, char **argv) {
         for (int k = 0; k < kf_builtin_nparams(proto); k++) {
             const char *v = json_string_value(json_object_get(pt, kf_builtin_param_name(proto, k)));
             int j = 0;
-            while (v && j < kf_builtin_param_nvalues(proto, k) && strcmp(kf_builtin_param_value(proto, k, j), v)) j++;
+            while (v && j < kf_builtin_param_nvalues(proto, k) &&
+                   strcmp(kf_builtin_param_value(proto, k, j), v))
+                j++;
             if (!v || j == kf_builtin_param_nvalues(proto, k)) {
                 fprintf(stderr, "%s: row %zu: no value of %s\n", path, i, kf_builtin_param_name(proto, k));
                 return 2;
@@ -262,7 +277,9 @@ int main(int argc, char **argv) {
         entry *e = &tab[code_of(&p)];
         const char *fail = json_string_value(json_object_get(row, "failure"));
         if (fail) {
-            e->state = !strcmp(fail, "require") ? 2 : strstr(fail, "compile") || strstr(fail, "crash") ? 3 : 4;
+            e->state = !strcmp(fail, "require")                           ? 2
+                       : strstr(fail, "compile") || strstr(fail, "crash") ? 3
+                                                                          : 4;
             continue;
         }
         json_t *shapes = json_object_get(row, "shapes"), *sh;
@@ -288,12 +305,14 @@ int main(int argc, char **argv) {
         allowed += tab[c].state != 2;
         if (tab[c].state == 1 && tab[c].geo < best_geo) best_geo = tab[c].geo;
     }
-    for (uint64_t c = 0; c < space; c++) within_n += tab[c].state == 1 && tab[c].geo <= best_geo * (1 + within);
+    for (uint64_t c = 0; c < space; c++)
+        within_n += tab[c].state == 1 && tab[c].geo <= best_geo * (1 + within);
     if (missing) {
         fprintf(stderr, "%s: %llu points missing from the table\n", path, (unsigned long long)missing);
         return 2;
     }
-    printf("%s: %llu points, %llu allowed by kforge:require, %llu within %.0f%% of the best (%.6g ns geomean), %d seeds\n",
+    printf("%s: %llu points, %llu allowed by kforge:require, %llu within %.0f%% of the best (%.6g ns "
+           "geomean), %d seeds\n",
            path, (unsigned long long)space, (unsigned long long)allowed, (unsigned long long)within_n,
            within * 100, best_geo, seeds);
     int *vb = malloc((size_t)seeds * sizeof *vb), *vs = malloc((size_t)seeds * sizeof *vs),

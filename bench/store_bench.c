@@ -67,7 +67,8 @@ int main(int argc, char **argv) {
     memset(verdict, 'v', sizeof verdict - 1);
     memcpy(verdict, "{\"pad\": \"", 9);
     strcpy(verdict + sizeof verdict - 3, "\"}");
-    snprintf(shapes, sizeof shapes, "[{\"n\": 65536, \"speedup\": 1.31, \"ci95\": [1.2, 1.4], "
+    snprintf(shapes, sizeof shapes,
+             "[{\"n\": 65536, \"speedup\": 1.31, \"ci95\": [1.2, 1.4], "
              "\"win\": true, \"ns\": 12345}, {\"n\": 100003, \"speedup\": 1.28, \"ci95\": "
              "[1.2, 1.35], \"win\": true, \"ns\": 23456}]");
     memset(text, 'x', sizeof text);
@@ -107,12 +108,11 @@ int main(int argc, char **argv) {
     qsort(put, (size_t)evals, sizeof *put, cmp_d);
     qsort(rec, (size_t)evals, sizeof *rec, cmp_d);
     qsort(all, (size_t)evals, sizeof *all, cmp_d);
-    printf("| store: one evaluation's bookkeeping (%d evaluations) | median | p99 |\n|---|---|---|\n",
-           evals);
+    printf("| store: one evaluation's bookkeeping (%d evaluations) | median | p99 |\n|---|---|---|\n", evals);
     printf("| put_source (new 4 KiB text, fsync + rename + dir fsync) | %.3f ms | %.3f ms |\n",
            put[evals / 2] * 1e3, put[evals * 99 / 100] * 1e3);
-    printf("| add_node + finish_node (2 KiB verdict) | %.3f ms | %.3f ms |\n",
-           rec[evals / 2] * 1e3, rec[evals * 99 / 100] * 1e3);
+    printf("| add_node + finish_node (2 KiB verdict) | %.3f ms | %.3f ms |\n", rec[evals / 2] * 1e3,
+           rec[evals * 99 / 100] * 1e3);
     printf("| total (target <= 5 ms) | %.3f ms | %.3f ms |\n\n", all[evals / 2] * 1e3,
            all[evals * 99 / 100] * 1e3);
 

@@ -20,9 +20,12 @@ typedef struct {
 
 /* "memcheck,racecheck" -> KF_SANITIZE_* bits, 0 when a name is unknown or the list empty */
 static unsigned sanitize_tools(const char *list) {
-    static const struct { const char *name; unsigned bit; } t[] = {
-        {"memcheck", KF_SANITIZE_MEMCHECK}, {"racecheck", KF_SANITIZE_RACECHECK},
-        {"initcheck", KF_SANITIZE_INITCHECK}};
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } t[] = {{"memcheck", KF_SANITIZE_MEMCHECK},
+             {"racecheck", KF_SANITIZE_RACECHECK},
+             {"initcheck", KF_SANITIZE_INITCHECK}};
     unsigned bits = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ","), k = 0;
@@ -79,8 +82,10 @@ static int parse(int argc, char **argv, int npos_want, int bench, args *a) {
         } else if ((!strcmp(s, "--sanitize") || !strncmp(s, "--sanitize=", 11)) && npos_want == 2 && !bench) {
             a->o.sanitize = s[10] ? sanitize_tools(s + 11) : KF_SANITIZE_ALL;
             if (!a->o.sanitize)
-                return kf_cli_fail(a->json, "--sanitize=%s: expected a comma-separated list of "
-                                   "memcheck, racecheck, initcheck", s + 11);
+                return kf_cli_fail(a->json,
+                                   "--sanitize=%s: expected a comma-separated list of "
+                                   "memcheck, racecheck, initcheck",
+                                   s + 11);
         } else if (!strcmp(s, "--compile-timeout") && i + 1 < argc) {
             if (num(a->json, s, argv[++i], 0.01, 3600, &a->o.compile_timeout_s)) return KF_EXIT_USAGE;
         } else if (!strcmp(s, "--min-time") && i + 1 < argc && bench) {
@@ -100,8 +105,7 @@ static int parse(int argc, char **argv, int npos_want, int bench, args *a) {
         }
     }
     if (a->npos != npos_want)
-        return kf_cli_fail(a->json, "%s", npos_want == 2 ? "expected TASK and CANDIDATE"
-                                                         : "expected TASK");
+        return kf_cli_fail(a->json, "%s", npos_want == 2 ? "expected TASK and CANDIDATE" : "expected TASK");
     if (a->o.bench_max_runs < a->o.bench_min_runs) a->o.bench_max_runs = a->o.bench_min_runs;
     return 0;
 }
@@ -132,8 +136,8 @@ static int run(args *a, int kind) {
     /* a degenerate task (check.c's "degenerate task at" message) carries validate's code */
     int degenerate = st == KF_ETASK && strstr(kf_errmsg(ctx), ": degenerate task at ");
     int code = st && degenerate ? kf_cli_fail_code(a->json, "degenerate_task", kf_errmsg(ctx))
-               : st         ? kf_cli_fail(a->json, "%s", kf_errmsg(ctx))
-                            : report(res, a->json);
+               : st             ? kf_cli_fail(a->json, "%s", kf_errmsg(ctx))
+                                : report(res, a->json);
     kf_task_free(task);
     kf_ctx_free(ctx);
     return code;

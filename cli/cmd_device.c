@@ -28,9 +28,9 @@ static void print_table(json_t *o) {
     printf("device %lld: %s (%s, %s)\n", (long long)num(o, "device"),
            json_string_value(json_object_get(o, "name")), json_string_value(json_object_get(o, "arch")),
            json_string_value(json_object_get(o, "uuid")));
-    printf("  SMs %lld, SM clock %lld kHz, memory clock %lld kHz, bus %lld bits\n",
-           (long long)num(o, "sms"), (long long)num(o, "sm_clock_khz"),
-           (long long)num(o, "mem_clock_khz"), (long long)num(o, "mem_bus_width_bits"));
+    printf("  SMs %lld, SM clock %lld kHz, memory clock %lld kHz, bus %lld bits\n", (long long)num(o, "sms"),
+           (long long)num(o, "sm_clock_khz"), (long long)num(o, "mem_clock_khz"),
+           (long long)num(o, "mem_bus_width_bits"));
     const char *kd = json_string_value(json_object_get(o, "kernel_driver"));
     printf("  L2 %.1f MiB, memory %.1f GiB, driver %lld%s%s%s, NVRTC %s\n", num(o, "l2_bytes") / 1048576.0,
            num(o, "total_mem_bytes") / 1073741824.0, (long long)num(o, "driver_version"), kd ? " (" : "",
@@ -40,9 +40,11 @@ static void print_table(json_t *o) {
            rate(num(t, "mem_bytes_per_s"), "B/s", b, sizeof b));
     printf("  %-22s %-14s %s\n", "f32 FMA", rate(num(m, "fp32_flops_per_s"), "FLOP/s", a, sizeof a),
            rate(num(t, "fp32_flops_per_s"), "FLOP/s", b, sizeof b));
-    printf("  %-22s %-14s %s\n", "bf16 tensor", rate(num(m, "bf16_tensor_flops_per_s"), "FLOP/s", a, sizeof a),
+    printf("  %-22s %-14s %s\n", "bf16 tensor",
+           rate(num(m, "bf16_tensor_flops_per_s"), "FLOP/s", a, sizeof a),
            rate(num(t, "bf16_flops_per_s"), "FLOP/s", b, sizeof b));
-    printf("  %-22s %-14s %s\n", "fastest dense path", "", rate(num(t, "peak_flops_per_s"), "FLOP/s", b, sizeof b));
+    printf("  %-22s %-14s %s\n", "fastest dense path", "",
+           rate(num(t, "peak_flops_per_s"), "FLOP/s", b, sizeof b));
     printf("  (%s)\n", !strcmp(json_string_value(json_object_get(o, "source")), "cache")
                            ? "measured earlier, from the cache; --refresh measures again"
                            : "measured now, and cached");

@@ -20,10 +20,8 @@ int kf_cli_export(int argc, char **argv) {
         const char *a = argv[i];
         int more = i + 1 < argc;
         double v;
-        if (!strcmp(a, "--json"))
-            json = 1;
-        else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && more)
-            out = argv[++i];
+        if (!strcmp(a, "--json")) json = 1;
+        else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && more) out = argv[++i];
         else if (!strcmp(a, "--hidden") && more) {
             if (kf_cli_number(a, argv[++i], 0, 1000, &v)) return KF_EXIT_USAGE;
             o.hidden_count = (int)v;
@@ -39,15 +37,11 @@ int kf_cli_export(int argc, char **argv) {
             if (kf_cli_number(a, argv[++i], 0, 1.8e19, &v)) return KF_EXIT_USAGE;
             o.seed = (uint64_t)v;
             o.has_seed = 1;
-        } else if (a[0] == '-')
-            return kf_cli_fail(json, "kforge export: unknown option %s", a);
-        else if (!run)
-            run = a;
-        else
-            return kf_cli_fail(json, "kforge export: unexpected argument %s", a);
+        } else if (a[0] == '-') return kf_cli_fail(json, "kforge export: unknown option %s", a);
+        else if (!run) run = a;
+        else return kf_cli_fail(json, "kforge export: unexpected argument %s", a);
     }
-    if (!run || !out)
-        return kf_cli_fail(json, "usage: kforge export RUN -o DIR [--json] (docs/cli.md)");
+    if (!run || !out) return kf_cli_fail(json, "usage: kforge export RUN -o DIR [--json] (docs/cli.md)");
     kf_ctx *ctx = kf_ctx_new();
     char *doc = NULL;
     kf_status st = kf_run_export_opts(ctx, run, out, &o, &doc);
@@ -66,8 +60,8 @@ int kf_cli_export(int argc, char **argv) {
             size_t i;
             json_t *x;
             json_array_foreach(json_object_get(j, "winners"), i, x)
-                printf("%s/%s: node %lld, %.3fx geomean over the %zu visible shape%s it was timed on%s\n", out,
-                       json_string_value(json_object_get(x, "file")),
+                printf("%s/%s: node %lld, %.3fx geomean over the %zu visible shape%s it was timed on%s\n",
+                       out, json_string_value(json_object_get(x, "file")),
                        (long long)json_integer_value(json_object_get(x, "node")),
                        json_number_value(json_object_get(x, "speedup")),
                        json_array_size(json_object_get(x, "shapes")),

@@ -92,17 +92,17 @@ static int parse(int argc, char **argv, lopts *o) {
                 fprintf(stderr, "kforge: error: --backend %s: %s (kforge's backends)\n", o->backend, names);
                 return -1;
             }
-        }
-        else if (!strcmp(a, "--arch") && more) o->arch = argv[++i];
+        } else if (!strcmp(a, "--arch") && more) o->arch = argv[++i];
         else if (!strcmp(a, "--source") && more) {
             o->source = argv[++i];
             if (strcmp(o->source, "agent") && strcmp(o->source, "person")) {
-                fprintf(stderr, "kforge: error: --source %s: agent or person (distilled lessons come from "
-                                "kforge lessons distill)\n", o->source);
+                fprintf(stderr,
+                        "kforge: error: --source %s: agent or person (distilled lessons come from "
+                        "kforge lessons distill)\n",
+                        o->source);
                 return -1;
             }
-        }
-        else if (!strcmp(a, "--id") && more) o->id = argv[++i];
+        } else if (!strcmp(a, "--id") && more) o->id = argv[++i];
         else if (!strcmp(a, "--op") && more) {
             if (push(o->ops, &o->nops, argv[++i], "--op")) return -1;
         } else if (!strcmp(a, "--tag") && more) {
@@ -120,7 +120,8 @@ static int parse(int argc, char **argv, lopts *o) {
             o->tokens = (long long)v;
             o->tokens_set = 1;
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "kforge: error: kforge lessons %s: unknown option %s (or a missing value)\n", argv[1], a);
+            fprintf(stderr, "kforge: error: kforge lessons %s: unknown option %s (or a missing value)\n",
+                    argv[1], a);
             return -1;
         } else if (push(o->args, &o->nargs, a, "arguments")) {
             return -1;
@@ -179,8 +180,7 @@ static void print_lesson_text(json_t *l, const kf_lesson_hit *h) {
            json_number_value(json_object_get(tr, "value")),
            (long long)json_integer_value(json_object_get(tr, "confirmations")),
            (long long)json_integer_value(json_object_get(tr, "refutations")));
-    if (h && !h->keyword_rank && !h->vector_rank)
-        printf("  (no search words: in scope, ranked by trust)");
+    if (h && !h->keyword_rank && !h->vector_rank) printf("  (no search words: in scope, ranked by trust)");
     else if (h)
         printf("  score %.4f (keyword #%d, vector #%d; 0: not in that list)", h->score, h->keyword_rank,
                h->vector_rank);
@@ -209,7 +209,8 @@ static int add_text(lopts *o, char **text_out) {
     *text_out = NULL;
     if (o->nargs > 1) return kf_cli_fail(o->json, "kforge lessons add: one FILE at most");
     if (o->nargs == 1) {
-        if (o->situation || o->action) return kf_cli_fail(o->json, "kforge lessons add: a FILE or --situation/--action, not both");
+        if (o->situation || o->action)
+            return kf_cli_fail(o->json, "kforge lessons add: a FILE or --situation/--action, not both");
         if (read_input(o->args[0], &text, &len)) return KF_EXIT_USAGE;
     } else {
         if (o->nshapes > 1) return kf_cli_fail(o->json, "kforge lessons add: one --shape predicate");
@@ -253,8 +254,12 @@ static int cmd_add(kf_lessons *db, kf_ctx *ctx, lopts *o, const char *text) {
 static int cmd_search(kf_lessons *db, kf_ctx *ctx, lopts *o) {
     char text[16384] = "";
     size_t tl = 0;
-    for (int i = 0; i < o->nargs; i++) tl += (size_t)snprintf(text + tl, tl < sizeof text ? sizeof text - tl : 0, "%s%s", i ? " " : "", o->args[i]);
-    if (tl >= sizeof text) return kf_cli_fail(o->json, "kforge lessons search: the text is longer than %zu bytes", sizeof text - 1);
+    for (int i = 0; i < o->nargs; i++)
+        tl += (size_t)snprintf(text + tl, tl < sizeof text ? sizeof text - tl : 0, "%s%s", i ? " " : "",
+                               o->args[i]);
+    if (tl >= sizeof text)
+        return kf_cli_fail(o->json, "kforge lessons search: the text is longer than %zu bytes",
+                           sizeof text - 1);
     kf_lesson_query q = {0};
     q.backend = o->backend;
     q.arch = o->arch;
@@ -281,21 +286,26 @@ static int cmd_search(kf_lessons *db, kf_ctx *ctx, lopts *o) {
             char *end = NULL;
             long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
             if (!eq || eq == t || !end || *end || end == eq + 1 || k >= MAXV)
-                return kf_cli_fail(o->json, "kforge lessons search: --shape %s: expected NAME=INT,NAME=INT", o->shapes[s]);
+                return kf_cli_fail(o->json, "kforge lessons search: --shape %s: expected NAME=INT,NAME=INT",
+                                   o->shapes[s]);
             *eq = 0;
             if (s == 0) {
                 snprintf(names_buf[k], sizeof names_buf[k], "%s", t);
                 names[k] = names_buf[k];
                 nn = k + 1;
             } else if (k >= nn || strcmp(names[k], t)) {
-                return kf_cli_fail(o->json, "kforge lessons search: --shape %s: give the sizes of the first --shape, in its order",
-                                   o->shapes[s]);
+                return kf_cli_fail(
+                    o->json,
+                    "kforge lessons search: --shape %s: give the sizes of the first --shape, in its order",
+                    o->shapes[s]);
             }
             values[s * nn + k] = v;
         }
         if (s && k != nn)
-            return kf_cli_fail(o->json, "kforge lessons search: --shape %s: give the sizes of the first --shape, in its order",
-                               o->shapes[s]);
+            return kf_cli_fail(
+                o->json,
+                "kforge lessons search: --shape %s: give the sizes of the first --shape, in its order",
+                o->shapes[s]);
     }
     q.shape_names = names;
     q.nshape_names = nn;
@@ -319,10 +329,11 @@ static int cmd_search(kf_lessons *db, kf_ctx *ctx, lopts *o) {
             return kf_cli_fail(o->json, "%s", kf_errmsg(ctx));
         }
         if (used < n) /* what the budget left out is said, not silently dropped */
-            fprintf(stderr, "kforge: %d of the %d lessons found fit in %lld tokens\n", used, n, (long long)o->tokens);
+            fprintf(stderr, "kforge: %d of the %d lessons found fit in %lld tokens\n", used, n,
+                    (long long)o->tokens);
         if (o->json) {
-            json_t *j = json_pack("{s:s, s:I, s:i, s:i}", "text", txt, "tokens", (json_int_t)tokens, "lessons", used,
-                                  "found", n);
+            json_t *j = json_pack("{s:s, s:I, s:i, s:i}", "text", txt, "tokens", (json_int_t)tokens,
+                                  "lessons", used, "found", n);
             char *s = json_dumps(j, JSON_INDENT(1));
             printf("%s\n", s);
             free(s);
@@ -365,7 +376,8 @@ static int cmd_search(kf_lessons *db, kf_ctx *ctx, lopts *o) {
 
 static int cmd_list(kf_lessons *db, kf_ctx *ctx, lopts *o, const char *id) {
     char *j = NULL;
-    kf_status st = id ? kf_lessons_get_json(db, id, &j) : kf_lessons_list_json(db, o->tags, o->ntags, o->all, &j);
+    kf_status st =
+        id ? kf_lessons_get_json(db, id, &j) : kf_lessons_list_json(db, o->tags, o->ntags, o->all, &j);
     if (st) return kf_cli_fail(o->json, "%s", kf_errmsg(ctx));
     if (o->json) {
         printf("%s\n", j);
@@ -373,7 +385,9 @@ static int cmd_list(kf_lessons *db, kf_ctx *ctx, lopts *o, const char *id) {
         json_t *v = json_loads(j, 0, NULL);
         if (id) {
             print_lesson_text(v, NULL);
-            char *ev = json_object_get(v, "evidence") ? json_dumps(json_object_get(v, "evidence"), JSON_COMPACT) : NULL;
+            char *ev = json_object_get(v, "evidence")
+                           ? json_dumps(json_object_get(v, "evidence"), JSON_COMPACT)
+                           : NULL;
             if (ev) printf("  evidence: %s\n", ev);
             free(ev);
         } else {
@@ -382,7 +396,8 @@ static int cmd_list(kf_lessons *db, kf_ctx *ctx, lopts *o, const char *id) {
             json_array_foreach(v, i, l) {
                 json_t *tr = json_object_get(l, "trust");
                 printf("%-16s %-9s trust %.2f  %s\n", json_string_value(json_object_get(l, "id")),
-                       json_string_value(json_object_get(l, "source")), json_number_value(json_object_get(tr, "value")),
+                       json_string_value(json_object_get(l, "source")),
+                       json_number_value(json_object_get(tr, "value")),
                        json_string_value(json_object_get(l, "action")));
             }
             if (!json_array_size(v)) printf("no lessons\n");
@@ -412,7 +427,9 @@ int kf_cli_lessons(int argc, char **argv) {
     if (!known) return kf_cli_fail(o.json, "kforge lessons: unknown command '%s'\n%s", cmd, usage_text);
     if ((!strcmp(cmd, "show") || !strcmp(cmd, "distill") || !strcmp(cmd, "import")) && o.nargs != 1)
         return kf_cli_fail(o.json, "usage: kforge lessons %s %s", cmd,
-                           !strcmp(cmd, "show") ? "ID" : !strcmp(cmd, "distill") ? "RUN" : "FILE|-");
+                           !strcmp(cmd, "show")      ? "ID"
+                           : !strcmp(cmd, "distill") ? "RUN"
+                                                     : "FILE|-");
     if ((!strcmp(cmd, "list") || !strcmp(cmd, "export")) && o.nargs)
         return kf_cli_fail(o.json, "kforge lessons %s: unexpected argument %s", cmd, o.args[0]);
     char path[4096];
@@ -428,8 +445,8 @@ int kf_cli_lessons(int argc, char **argv) {
      * leaves nothing behind. */
     int writes = !strcmp(cmd, "add") || !strcmp(cmd, "import") || !strcmp(cmd, "distill");
     if (!writes && access(path, F_OK))
-        return kf_cli_fail(o.json, "%s: no lessons database there (kforge lessons add, import or distill makes one)",
-                           path);
+        return kf_cli_fail(
+            o.json, "%s: no lessons database there (kforge lessons add, import or distill makes one)", path);
     kf_ctx *ctx = kf_ctx_new();
     kf_lessons *db = NULL;
     int rc = KF_EXIT_OK;
@@ -454,7 +471,8 @@ int kf_cli_lessons(int argc, char **argv) {
         char rdb[4200];
         snprintf(rdb, sizeof rdb, "%s/run.db", o.args[0]);
         if (access(rdb, F_OK)) {
-            rc = kf_cli_fail(o.json, "%s: not a kforge run (no run.db there: kforge run --run DIR makes one)", o.args[0]);
+            rc = kf_cli_fail(o.json, "%s: not a kforge run (no run.db there: kforge run --run DIR makes one)",
+                             o.args[0]);
             goto out;
         }
     }
@@ -493,9 +511,12 @@ int kf_cli_lessons(int argc, char **argv) {
             printf("%s\n", sum);
         } else {
             json_t *j = json_loads(sum, 0, NULL);
-            printf("distilled %s (%lld nodes) into %s:", o.args[0], (long long)json_integer_value(json_object_get(j, "nodes")), path);
+            printf("distilled %s (%lld nodes) into %s:", o.args[0],
+                   (long long)json_integer_value(json_object_get(j, "nodes")), path);
             static const char *const keys[] = {"added", "confirmed", "refuted", "retired", "unchanged"};
-            for (int i = 0; i < 5; i++) printf(" %zu %s%s", json_array_size(json_object_get(j, keys[i])), keys[i], i < 4 ? "," : "\n");
+            for (int i = 0; i < 5; i++)
+                printf(" %zu %s%s", json_array_size(json_object_get(j, keys[i])), keys[i],
+                       i < 4 ? "," : "\n");
             json_decref(j);
         }
         free(sum);

@@ -109,8 +109,7 @@ int kf_cli_run(int argc, char **argv) {
                 kf_lessons_default_path(def, sizeof def);
                 o.lessons = def;
             }
-        }
-        else if (!strcmp(a, "--budget") && more) {
+        } else if (!strcmp(a, "--budget") && more) {
             if (kf_cli_number(a, argv[++i], 0, 1e7, &v)) return KF_EXIT_USAGE;
             o.budget = (int)v;
         } else if (!strcmp(a, "--tokens") && more) {
@@ -126,8 +125,8 @@ int kf_cli_run(int argc, char **argv) {
             errno = 0;
             long j = strtol(val, &end, 10);
             if (errno || end == val || *end || j < 1 || j > KF_RUN_MAX_JOBS)
-                return kf_cli_fail(json, "--jobs %s: expected a whole number of evaluations at once, 1 to %d", val,
-                                   KF_RUN_MAX_JOBS);
+                return kf_cli_fail(json, "--jobs %s: expected a whole number of evaluations at once, 1 to %d",
+                                   val, KF_RUN_MAX_JOBS);
             o.jobs = (int)j;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(run_usage, stdout);
@@ -183,27 +182,29 @@ int kf_cli_tool(int argc, char **argv, int submit) {
             if (kf_cli_number(a, argv[++i], 1, 9e15, &promote)) return KF_EXIT_USAGE;
         } else if (submit && !strcmp(a, "--screen")) o.screen = 1;
         else if (submit && !strcmp(a, "--category") && more) category = argv[++i];
-        else if (submit && !strcmp(a, "--description") && more)
-            o.description = argv[++i];
+        else if (submit && !strcmp(a, "--description") && more) o.description = argv[++i];
         else if (a[0] == '-') return kf_cli_fail(json, "kforge %s: unknown option %s", argv[0], a);
         else if (!o.run_dir) o.run_dir = a;
         else if (submit && !file) file = a;
         else return kf_cli_fail(json, "kforge %s: unexpected argument %s", argv[0], a);
     }
     if (promote > 0 && (file || parent >= 0 || category || o.screen))
-        return kf_cli_fail(json, "kforge submit --promote N: the screened node's own text, parent and category "
-                                 "are evaluated in full (no FILE, --parent, --category or --screen)");
+        return kf_cli_fail(json,
+                           "kforge submit --promote N: the screened node's own text, parent and category "
+                           "are evaluated in full (no FILE, --parent, --category or --screen)");
     if (!o.run_dir || (submit && promote < 0 && (!file || parent < 0)))
-        return kf_cli_fail(json, submit ? "usage: kforge submit RUN --parent N FILE [--category C] [--description TEXT] "
-                                          "[--screen] "
-                                          "[--json] | kforge submit RUN --promote N [--json]"
-                                        : "usage: kforge next RUN [--json]");
+        return kf_cli_fail(
+            json, submit ? "usage: kforge submit RUN --parent N FILE [--category C] [--description TEXT] "
+                           "[--screen] "
+                           "[--json] | kforge submit RUN --promote N [--json]"
+                         : "usage: kforge next RUN [--json]");
     kf_ctx *ctx = kf_ctx_new();
     char *out = NULL;
     int outcome = 0;
-    kf_status st = !submit       ? kf_run_next(ctx, &o, json, &out)
-                   : promote > 0 ? kf_run_promote(ctx, &o, (int64_t)promote, json, &out, &outcome)
-                                 : kf_run_submit(ctx, &o, (int64_t)parent, file, category, json, &out, &outcome);
+    kf_status st = !submit ? kf_run_next(ctx, &o, json, &out)
+                   : promote > 0
+                       ? kf_run_promote(ctx, &o, (int64_t)promote, json, &out, &outcome)
+                       : kf_run_submit(ctx, &o, (int64_t)parent, file, category, json, &out, &outcome);
     int rc = KF_EXIT_OK;
     if (st) {
         kf_cli_fail(json, "%s", kf_errmsg(ctx));
@@ -224,7 +225,8 @@ int kf_cli_tree(int argc, char **argv, int best) {
     const char *dir = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
-        else if (argv[i][0] == '-') return kf_cli_fail(json, "kforge %s: unknown option %s", argv[0], argv[i]);
+        else if (argv[i][0] == '-')
+            return kf_cli_fail(json, "kforge %s: unknown option %s", argv[0], argv[i]);
         else if (!dir) dir = argv[i];
         else return kf_cli_fail(json, "kforge %s: unexpected argument %s", argv[0], argv[i]);
     }

@@ -88,7 +88,6 @@ int kf_cli_number(const char *opt, const char *s, double lo, double hi, double *
     return 0;
 }
 
-
 int main(int argc, char **argv) {
     /* kforge allocates and frees many large buffers (inputs, outputs): keep them in the
      * heap instead of fresh mmaps, so each is not faulted in page by page again */

@@ -50,50 +50,54 @@ extern "C" {
  * stopped because the machine failed an evaluation (a full disk, no compiler, no
  * process could start): nothing was recorded for it, and the run resumes once the
  * environment is fixed. */
-#define KF_STATUS_MAP(X)                                                        \
-    X(OK, "ok")                                                                 \
-    X(EUSAGE, "bad usage")                                                      \
-    X(ETASK, "invalid task")                                                    \
-    X(EIO, "i/o error")                                                         \
-    X(ENOMEM, "out of memory")                                                  \
-    X(EBACKEND, "backend unavailable")                                          \
-    X(EINTERNAL, "internal error")                                              \
-    X(EBUSY, "in use by another writer")                                        \
+#define KF_STATUS_MAP(X)                 \
+    X(OK, "ok")                          \
+    X(EUSAGE, "bad usage")               \
+    X(ETASK, "invalid task")             \
+    X(EIO, "i/o error")                  \
+    X(ENOMEM, "out of memory")           \
+    X(EBACKEND, "backend unavailable")   \
+    X(EINTERNAL, "internal error")       \
+    X(EBUSY, "in use by another writer") \
     X(EENV, "the environment failed")
 
+// clang-format off
 typedef enum {
 #define KF_X(n, s) KF_##n,
     KF_STATUS_MAP(KF_X)
 #undef KF_X
     KF_STATUS_COUNT
 } kf_status;
+// clang-format on
 
 /* Rejection reasons: a fixed vocabulary, stable across versions (docs/checker.md). */
-#define KF_REASON_MAP(X)                                                        \
-    X(COMPILE_ERROR, "compile_error")                                           \
-    X(MISSING_ENTRY, "missing_entry")                                           \
-    X(WRONG_RESULT, "wrong_result")                                             \
-    X(NONFINITE, "nonfinite")                                                   \
-    X(UNWRITTEN_OUTPUT, "unwritten_output")                                     \
-    X(INPUT_MODIFIED, "input_modified")                                         \
-    X(OUT_OF_BOUNDS, "out_of_bounds")                                           \
-    X(NONDETERMINISTIC, "nondeterministic")                                     \
-    X(STALE_RESULT, "stale_result")                                             \
-    X(TIMING_MISMATCH, "timing_mismatch")                                       \
-    X(CRASH, "crash")                                                           \
-    X(TIMEOUT, "timeout")                                                       \
-    X(RESOURCE_LIMIT, "resource_limit")                                         \
-    X(SANDBOX_VIOLATION, "sandbox_violation")                                   \
-    X(SANITIZER, "sanitizer")                                                   \
-    X(DEGENERATE_TASK, "degenerate_task")                                       \
+#define KF_REASON_MAP(X)                      \
+    X(COMPILE_ERROR, "compile_error")         \
+    X(MISSING_ENTRY, "missing_entry")         \
+    X(WRONG_RESULT, "wrong_result")           \
+    X(NONFINITE, "nonfinite")                 \
+    X(UNWRITTEN_OUTPUT, "unwritten_output")   \
+    X(INPUT_MODIFIED, "input_modified")       \
+    X(OUT_OF_BOUNDS, "out_of_bounds")         \
+    X(NONDETERMINISTIC, "nondeterministic")   \
+    X(STALE_RESULT, "stale_result")           \
+    X(TIMING_MISMATCH, "timing_mismatch")     \
+    X(CRASH, "crash")                         \
+    X(TIMEOUT, "timeout")                     \
+    X(RESOURCE_LIMIT, "resource_limit")       \
+    X(SANDBOX_VIOLATION, "sandbox_violation") \
+    X(SANITIZER, "sanitizer")                 \
+    X(DEGENERATE_TASK, "degenerate_task")     \
     X(DOMAIN_ERROR, "domain_error")
 
+// clang-format off
 typedef enum {
 #define KF_X(n, s) KF_REASON_##n,
     KF_REASON_MAP(KF_X)
 #undef KF_X
     KF_REASON_COUNT
 } kf_reason;
+// clang-format on
 
 typedef enum { KF_VERDICT_ACCEPTED = 0, KF_VERDICT_REJECTED = 1 } kf_verdict;
 
@@ -104,24 +108,24 @@ typedef struct kf_result kf_result; /* the outcome of check, bench or validate *
 /* Options for check, bench and validate. Initialise with kf_opts_init, then set fields.
  * Strings are borrowed: they must outlive the call. */
 typedef struct kf_opts {
-    uint64_t seed;          /* input seed; used only when has_seed (reproduction) */
-    int has_seed;           /* 0: a fresh secret seed from getrandom() per call */
-    const char **params;    /* "NAME=VALUE" template parameter selections */
+    uint64_t seed;       /* input seed; used only when has_seed (reproduction) */
+    int has_seed;        /* 0: a fresh secret seed from getrandom() per call */
+    const char **params; /* "NAME=VALUE" template parameter selections */
     int nparams;
-    const char *vs_path;    /* bench: baseline candidate file (NULL: the reference) */
-    double call_timeout_s;  /* wall deadline of one call in the worker (default 10) */
-    double cpu_limit_s;     /* CPU seconds for one worker process (default 60) */
+    const char *vs_path;      /* bench: baseline candidate file (NULL: the reference) */
+    double call_timeout_s;    /* wall deadline of one call in the worker (default 10) */
+    double cpu_limit_s;       /* CPU seconds for one worker process (default 60) */
     double compile_timeout_s; /* wall deadline of one compile (default 60) */
-    uint64_t mem_limit;     /* bytes of address space a worker may add (default 2 GiB) */
-    uint64_t buffer_cap;    /* max bytes of all buffers of one shape (default 1 GiB) */
-    int hidden_count;       /* -1: the task's hidden.count */
-    double bench_min_time_s;/* bench: minimum timed seconds per shape and side (0.3) */
-    int bench_min_runs;     /* bench: minimum timed rounds per shape (15) */
-    int bench_max_runs;     /* bench: maximum timed rounds per shape (400) */
-    double win_floor;       /* bench: relative noise floor a win must clear (0.05) */
-    int verbose;            /* progress lines on stderr */
-    unsigned sanitize;      /* check, CUDA tasks: KF_SANITIZE_* tools to run after an
-                               accepted check (0: none) */
+    uint64_t mem_limit;       /* bytes of address space a worker may add (default 2 GiB) */
+    uint64_t buffer_cap;      /* max bytes of all buffers of one shape (default 1 GiB) */
+    int hidden_count;         /* -1: the task's hidden.count */
+    double bench_min_time_s;  /* bench: minimum timed seconds per shape and side (0.3) */
+    int bench_min_runs;       /* bench: minimum timed rounds per shape (15) */
+    int bench_max_runs;       /* bench: maximum timed rounds per shape (400) */
+    double win_floor;         /* bench: relative noise floor a win must clear (0.05) */
+    int verbose;              /* progress lines on stderr */
+    unsigned sanitize;        /* check, CUDA tasks: KF_SANITIZE_* tools to run after an
+                                 accepted check (0: none) */
 } kf_opts;
 
 /* compute-sanitizer tools for kf_opts.sanitize (docs/cuda.md) */
@@ -157,21 +161,20 @@ KF_API const char *kf_task_name(const kf_task *task);
 /* Check a candidate source file against the task. KF_OK means a verdict was reached
  * (accepted or rejected) and *out holds it; other codes mean no verdict (usage, task,
  * or environment errors; detail on ctx). Caller frees *out with kf_result_free. */
-KF_API kf_status kf_check(kf_ctx *ctx, const kf_task *task, const char *candidate,
-                          const kf_opts *opts, kf_result **out);
+KF_API kf_status kf_check(kf_ctx *ctx, const kf_task *task, const char *candidate, const kf_opts *opts,
+                          kf_result **out);
 
 /* Check, then time the candidate against the baseline (opts->vs_path or the reference)
  * on every visible shape in its domain. Same return contract as kf_check; a candidate
  * rejected by the check is not timed. */
-KF_API kf_status kf_bench(kf_ctx *ctx, const kf_task *task, const char *candidate,
-                          const kf_opts *opts, kf_result **out);
+KF_API kf_status kf_bench(kf_ctx *ctx, const kf_task *task, const char *candidate, const kf_opts *opts,
+                          kf_result **out);
 
 /* Validate the task itself: the reference builds and runs on every visible shape and on
  * drawn hidden ones, is deterministic, and all-zero, input-copy and other-input outputs
  * would fail the tolerance. KF_OK with an accepted verdict when the task is sound,
  * KF_OK with a rejected verdict when it is degenerate (reasons say why). */
-KF_API kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts,
-                             kf_result **out);
+KF_API kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts, kf_result **out);
 
 /* Describe CUDA device `device` (0 is the one kernel mode uses) as one JSON object
  * (docs/cli.md, device-info): its attributes, ceilings measured on it (copy bandwidth,
@@ -183,47 +186,47 @@ KF_API kf_status kf_device_info(kf_ctx *ctx, int device, int refresh, char **jso
 
 /* kforge run (docs/run.md): the optimisation loop. Initialise with kf_run_opts_init. */
 typedef struct kf_run_opts {
-    const char *task_dir;   /* NULL with resume: the run's own task */
-    const char *run_dir;    /* NULL: runs/<task>-<date> */
-    const char *agent;      /* "builtin", "cmd:COMMAND", "openai:MODEL"; NULL: builtin, or
-                               on resume the run's own (docs/agents.md) */
-    int with_builtin;       /* an agent run: the builtin proposer too, when the task has
-                               a template */
-    const char *base_url;   /* openai: NULL: $OPENAI_BASE_URL, else OpenAI's */
+    const char *task_dir;    /* NULL with resume: the run's own task */
+    const char *run_dir;     /* NULL: runs/<task>-<date> */
+    const char *agent;       /* "builtin", "cmd:COMMAND", "openai:MODEL"; NULL: builtin, or
+                                on resume the run's own (docs/agents.md) */
+    int with_builtin;        /* an agent run: the builtin proposer too, when the task has
+                                a template */
+    const char *base_url;    /* openai: NULL: $OPENAI_BASE_URL, else OpenAI's */
     const char *api_key_env; /* openai: the variable holding the key (NULL: OPENAI_API_KEY);
                                only its name is recorded, never the key */
-    double agent_timeout_s; /* one proposal's wall time (0: the agent's default) */
-    int64_t tokens;         /* stop once the recorded tokens (in + out) reach this (0: none) */
-    int budget;             /* evaluations in all, the run's earlier ones included (20) */
-    double wall_s;          /* 0: no wall-time budget */
-    int resume;             /* continue the run in run_dir */
-    uint64_t seed;          /* the builtin proposer's and the inputs' seed, when has_seed */
+    double agent_timeout_s;  /* one proposal's wall time (0: the agent's default) */
+    int64_t tokens;          /* stop once the recorded tokens (in + out) reach this (0: none) */
+    int budget;              /* evaluations in all, the run's earlier ones included (20) */
+    double wall_s;           /* 0: no wall-time budget */
+    int resume;              /* continue the run in run_dir */
+    uint64_t seed;           /* the builtin proposer's and the inputs' seed, when has_seed */
     int has_seed;
     double target;          /* stop at this geometric-mean speedup (0: none) */
     int patience;           /* stop after this many evaluations without a better one (0: none) */
     double keep_margin;     /* a node beats its parent by more than this, besides the noise (0) */
     const char *search[16]; /* "KEY=VALUE" settings of the search policy */
     int nsearch;
-    const char *critic[8];  /* "KEY=VALUE" settings of the Critic (docs/run.md); recorded in
-                               the run and reused by --resume when none is given */
+    const char *critic[8]; /* "KEY=VALUE" settings of the Critic (docs/run.md); recorded in
+                              the run and reused by --resume when none is given */
     int ncritic;
     const char *critic_agent; /* "cmd:COMMAND" or "openai:MODEL": a second, advisory opinion
                                on each node the Critic approves (never deciding); recorded
                                in the run and reused by --resume */
-    int hidden;             /* hidden shapes per check (-1: the task's) */
-    int min_runs, max_runs; /* bench rounds (0: the defaults) */
+    int hidden;               /* hidden shapes per check (-1: the task's) */
+    int min_runs, max_runs;   /* bench rounds (0: the defaults) */
     double min_time_s;
-    int jobs;               /* evaluations at once, 1..KF_RUN_MAX_JOBS (0: 1, or on resume
-                               the run's own) */
-    const char *lessons;    /* a lessons database (docs/lessons.md): for agents' context packs
-                               (NULL: the default one when it exists) and, when named, as the
-                               builtin's prior (docs/run.md "Lessons"); "none": no lessons;
-                               "default": the default one, named. Not a new one with resume:
-                               a resumed run keeps what its start recorded. */
-    int64_t pack_tokens;    /* each context pack's token budget (0: 18000) */
-    int screen;             /* submit: the full check and one short timing, recorded as
-                               `screened` (never kept); run: every proposal screened first,
-                               only the promising ones evaluated in full (recorded, --resume) */
+    int jobs;                /* evaluations at once, 1..KF_RUN_MAX_JOBS (0: 1, or on resume
+                                the run's own) */
+    const char *lessons;     /* a lessons database (docs/lessons.md): for agents' context packs
+                                (NULL: the default one when it exists) and, when named, as the
+                                builtin's prior (docs/run.md "Lessons"); "none": no lessons;
+                                "default": the default one, named. Not a new one with resume:
+                                a resumed run keeps what its start recorded. */
+    int64_t pack_tokens;     /* each context pack's token budget (0: 18000) */
+    int screen;              /* submit: the full check and one short timing, recorded as
+                                `screened` (never kept); run: every proposal screened first,
+                                only the promising ones evaluated in full (recorded, --resume) */
     const char *description; /* submit: a one-line description of the change (its first
                                line, at most 200 bytes, is kept), shown by tree and
                                carried into lessons; NULL: none */
@@ -301,8 +304,7 @@ KF_API void kf_lessons_default_path(char *out, size_t n);
  * lesson is embedded again (one transaction). KF_EIO with the path and SQLite's message,
  * KF_EBACKEND when the embeddings endpoint fails, KF_EUSAGE for bad options. On KF_OK
  * *out is the caller's: kf_lessons_close. ctx must outlive it (errors go there). */
-KF_API kf_status kf_lessons_open(kf_ctx *ctx, const char *path, const kf_lessons_opts *o,
-                                 kf_lessons **out);
+KF_API kf_status kf_lessons_open(kf_ctx *ctx, const char *path, const kf_lessons_opts *o, kf_lessons **out);
 KF_API void kf_lessons_close(kf_lessons *db); /* accepts NULL */
 /* The embedding in use ("hashgram-v2-512" or "openai:MODEL@URL"); owned by db. */
 KF_API const char *kf_lessons_embedding(const kf_lessons *db);
@@ -337,18 +339,18 @@ KF_API kf_status kf_lessons_import(kf_lessons *db, const char *jsonl, size_t len
 /* What a context pack is about: every field may be left empty (NULL / 0), which does not
  * constrain (docs/lessons.md, "Retrieval"). */
 typedef struct kf_lesson_query {
-    const char *backend;           /* "c", "cuda" */
-    const char *arch;              /* "sm_90", "x86_64" */
-    const char *const *ops;        /* the task's operation tags, e.g. "op/norm/rmsnorm" */
+    const char *backend;    /* "c", "cuda" */
+    const char *arch;       /* "sm_90", "x86_64" */
+    const char *const *ops; /* the task's operation tags, e.g. "op/norm/rmsnorm" */
     int nops;
-    const char *const *tags;       /* tag filters: a lesson must match each (or a descendant) */
+    const char *const *tags; /* tag filters: a lesson must match each (or a descendant) */
     int ntags;
     const char *const *shape_names; /* the size names of the task's shapes ("rows", "cols") */
     int nshape_names;
-    const int64_t *shapes;         /* nshapes rows of nshape_names values each */
+    const int64_t *shapes; /* nshapes rows of nshape_names values each */
     int nshapes;
-    const char *text;              /* free text: the task, the parent's idea, its feedback */
-    int rank;                      /* KF_LESSON_RANK_* */
+    const char *text; /* free text: the task, the parent's idea, its feedback */
+    int rank;         /* KF_LESSON_RANK_* */
 } kf_lesson_query;
 
 enum { KF_LESSON_RANK_HYBRID = 0, KF_LESSON_RANK_KEYWORD = 1, KF_LESSON_RANK_VECTOR = 2 };
@@ -365,14 +367,14 @@ typedef struct kf_lesson_hit {
  * gives every lesson that passes the filters, most trusted first (score = trust, both
  * ranks 0); text whose words are all too common or too short can give none. KF_EUSAGE
  * for k < 1 or a bad query, KF_EBACKEND when the embeddings endpoint fails. */
-KF_API kf_status kf_lessons_retrieve(kf_lessons *db, const kf_lesson_query *q, int k,
-                                     double min_trust, kf_lesson_hit *hits, int *nhits);
+KF_API kf_status kf_lessons_retrieve(kf_lessons *db, const kf_lesson_query *q, int k, double min_trust,
+                                     kf_lesson_hit *hits, int *nhits);
 /* Render hits (in their order) as the lessons section of a context pack, adding whole
  * lessons while the text stays within max_tokens estimated tokens (bytes / 4, as
  * packs count). *text is the caller's (empty when none fits); *tokens (may be NULL) its
  * estimate; *used (may be NULL) the number of lessons rendered. */
-KF_API kf_status kf_lessons_render(kf_lessons *db, const kf_lesson_hit *hits, int nhits,
-                                   int64_t max_tokens, char **text, int64_t *tokens, int *used);
+KF_API kf_status kf_lessons_render(kf_lessons *db, const kf_lesson_hit *hits, int nhits, int64_t max_tokens,
+                                   char **text, int64_t *tokens, int *used);
 /* Distil the run in run_dir into lessons (docs/lessons.md, "Distillation"): merge them
  * with those already in db, raise or lower trust, retire refuted ones. *summary (may be
  * NULL; caller frees) is a JSON object listing what changed. Never changes the run. */

@@ -27,18 +27,18 @@ void kft_fail_at(const char *file, int line, const char *fmt, ...)
 /* Skip the test with a reason: its process ends with 77. */
 void kft_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
-#define CHECK(c)                                                                        \
-    do {                                                                                \
-        if (!(c)) kft_fail_at(__FILE__, __LINE__, "%s", #c);                            \
+#define CHECK(c)                                             \
+    do {                                                     \
+        if (!(c)) kft_fail_at(__FILE__, __LINE__, "%s", #c); \
     } while (0)
-#define CHECKF(c, ...)                                                                  \
-    do {                                                                                \
-        if (!(c)) kft_fail_at(__FILE__, __LINE__, __VA_ARGS__);                         \
+#define CHECKF(c, ...)                                          \
+    do {                                                        \
+        if (!(c)) kft_fail_at(__FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 
 /* Paths */
-const char *kft_src(const char *rel);  /* KF_SOURCE_DIR/rel (static buffer ring) */
-const char *kft_bin(const char *rel);  /* KF_BINARY_DIR/rel */
+const char *kft_src(const char *rel); /* KF_SOURCE_DIR/rel (static buffer ring) */
+const char *kft_bin(const char *rel); /* KF_BINARY_DIR/rel */
 
 /* 1 when a CUDA driver and a device are usable; 0 with the reason in why. */
 int kft_have_gpu(char *why, size_t n);
@@ -48,8 +48,7 @@ extern const char *const kft_cuda_tasks[];
 /* Load a task or fail the test. */
 kf_task *kft_task(kf_ctx *ctx, const char *rel_dir);
 /* Check a candidate with default options (plus params); fail the test on a status. */
-kf_result *kft_check(kf_ctx *ctx, kf_task *t, const char *cand_path, const char **params,
-                     int nparams);
+kf_result *kft_check(kf_ctx *ctx, kf_task *t, const char *cand_path, const char **params, int nparams);
 /* "code1,code2" of a result, in a static buffer. */
 const char *kft_reasons(kf_result *r);
 /* Run a shell command, capture stdout (capped) into out; return exit status. */

@@ -54,9 +54,7 @@ static int ntests, cap_tests;
 /* Names tests had before the GROUP/NAME rule: a filter that matches nothing is tried
  * again with `old` replaced by `now` (with a note), so an old command still finds its
  * test. */
-static const struct {
-    const char *old, *now;
-} renamed[] = {{"lessons_", "lessons/"}, {"param ", "param:"}};
+static const struct { const char *old, *now; } renamed[] = {{"lessons_", "lessons/"}, {"param ", "param:"}};
 
 /* This run's directory of seal keys (docs/run.md "Seals"), removed by the process
  * that made it: at the end of a run, or when an in-process test ends */
@@ -255,8 +253,9 @@ static void set_tiers(void) {
         for (int i = 0; i < ntests; i++)
             if (!fnmatch(tiers[r].pattern, tests[i].name, 0)) tests[i].fast = tiers[r].fast, hits++;
         /* a renamed or removed test: say so, or the tier shrinks unseen */
-        if (!hits) fprintf(stderr, "kf-tests: the tier rule '%s' matches no test (tests/test-list.h)\n",
-                           tiers[r].pattern);
+        if (!hits)
+            fprintf(stderr, "kf-tests: the tier rule '%s' matches no test (tests/test-list.h)\n",
+                    tiers[r].pattern);
     }
 }
 
@@ -440,10 +439,8 @@ int main(int argc, char **argv) {
             else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) word = "pass", passed++;
             else if (WIFEXITED(status) && WEXITSTATUS(status) == SKIP_CODE) word = "skip", skipped++;
             else word = "FAIL", failed++;
-            printf("%s %-58s %6.2f s%s\n", word, t->name, secs,
-                   timed_out ? "  (timed out)" : "");
-            if (WIFSIGNALED(status) && !timed_out)
-                printf("    killed by signal %d\n", WTERMSIG(status));
+            printf("%s %-58s %6.2f s%s\n", word, t->name, secs, timed_out ? "  (timed out)" : "");
+            if (WIFSIGNALED(status) && !timed_out) printf("    killed by signal %d\n", WTERMSIG(status));
             else if (WIFEXITED(status) && !timed_out && WEXITSTATUS(status) != 0 &&
                      WEXITSTATUS(status) != 1 && WEXITSTATUS(status) != SKIP_CODE)
                 printf("    exited with %d\n", WEXITSTATUS(status));
@@ -489,8 +486,8 @@ static const char *dir_of(const char *env, const char *dflt) {
 const char *kft_src(const char *rel) { return join(dir_of("KFT_SOURCE_DIR", KF_SOURCE_DIR), rel); }
 const char *kft_bin(const char *rel) { return join(dir_of("KFT_BINARY_DIR", KF_BINARY_DIR), rel); }
 
-const char *const kft_cuda_tasks[] = {"softmax", "rmsnorm", "sum", "transpose", "sgemm",
-                                      "bgemm", "gdn_decode", NULL};
+const char *const kft_cuda_tasks[] = {"softmax", "rmsnorm", "sum",        "transpose",
+                                      "sgemm",   "bgemm",   "gdn_decode", NULL};
 
 int kft_have_gpu(char *why, size_t n) {
     const kf_cu_api *cu = kf_cu_load(why, n);

@@ -30,9 +30,8 @@
 static double now_s(void) { return (double)kf__now_ns() / 1e9; }
 
 static const char *orempty(const char *s) { return s ? s : ""; }
-#define CHECKSTR(hay, needle)                                                           \
-    CHECKF(strstr(orempty(hay), (needle)), "expected '%s' in '%s'", (needle),          \
-           orempty(hay))
+#define CHECKSTR(hay, needle) \
+    CHECKF(strstr(orempty(hay), (needle)), "expected '%s' in '%s'", (needle), orempty(hay))
 
 /* ---- the pack ------------------------------------------------------------------------ */
 
@@ -83,8 +82,7 @@ static void t_pack_fits(const void *arg) {
     CHECK(json_is_object(json_object_get(j, "task")));
     CHECK(!strcmp(json_string_value(json_object_get(json_object_get(j, "task"), "entry")), "saxpy"));
     CHECK(json_is_array(json_object_get(j, "shapes")));
-    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(j, "parent"), "source")),
-                  parent_src));
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(j, "parent"), "source")), parent_src));
     CHECK(json_integer_value(json_object_get(json_object_get(j, "parent"), "id")) == 7);
     CHECK(json_is_null(json_object_get(j, "verdict")));
     CHECK(json_is_array(json_object_get(j, "lessons")) &&
@@ -93,8 +91,7 @@ static void t_pack_fits(const void *arg) {
         json_t *m = section_meta(j, kf_pack_section_name((kf_pack_section)s));
         CHECKF(m, "no meta for %s", kf_pack_section_name((kf_pack_section)s));
         CHECK(json_integer_value(json_object_get(m, "tokens")) == p.tokens[s]);
-        CHECK(json_integer_value(json_object_get(m, "budget")) ==
-              kf_pack_default_budget((kf_pack_section)s));
+        CHECK(json_integer_value(json_object_get(m, "budget")) == kf_pack_default_budget((kf_pack_section)s));
         CHECK(!json_is_true(json_object_get(m, "truncated")) && !p.truncated[s]);
         CHECK(p.tokens[s] == p.full_tokens[s]);
     }
@@ -178,9 +175,12 @@ static void t_pack_truncates(const void *arg) {
     json_t *j = json_loads(p.json, 0, &je);
     CHECKF(j, "pack JSON invalid: %s", je.text);
 
-    const struct { kf_pack_section s; int64_t budget; size_t full; } cut[] = {
-        {KF_PACK_TASK, 100, task.len}, {KF_PACK_PARENT, 500, src.len},
-        {KF_PACK_VERDICT, 200, verdict.len}};
+    const struct {
+        kf_pack_section s;
+        int64_t budget;
+        size_t full;
+    } cut[] = {
+        {KF_PACK_TASK, 100, task.len}, {KF_PACK_PARENT, 500, src.len}, {KF_PACK_VERDICT, 200, verdict.len}};
     for (int i = 0; i < 3; i++) {
         kf_pack_section s = cut[i].s;
         const char *name = kf_pack_section_name(s);
@@ -225,8 +225,7 @@ static void t_pack_truncates(const void *arg) {
     CHECK(p.tokens[KF_PACK_FAILURES] <= 300 && p.truncated[KF_PACK_FAILURES]);
     CHECK(p.full_tokens[KF_PACK_FAILURES] > 50 * 100);
     CHECK(json_integer_value(json_object_get(json_array_get(fa, 0), "id")) == 100);
-    CHECK(!strcmp(json_string_value(json_object_get(json_array_get(fa, 0), "reasons")),
-                  "wrong_result"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_array_get(fa, 0), "reasons")), "wrong_result"));
     snprintf(expect, sizeof expect, "[kforge: truncated, %zu more failures omitted]", 50 - kept);
     CHECKSTR(p.prompt, expect);
     CHECKSTR(p.prompt, "- node 100 [wrong_result]: mmmm");
@@ -297,8 +296,8 @@ typedef struct {
     kf_ctx *ctx;
     kf_pack pack;
     kf_agent_opts o;
-    char dir[64];      /* the test's own scratch directory */
-    char tmp[128];     /* the agent's temp root, inside dir: must end empty */
+    char dir[64];  /* the test's own scratch directory */
+    char tmp[128]; /* the agent's temp root, inside dir: must end empty */
 } cmdt;
 
 static void cmdt_init(cmdt *t) {
@@ -372,9 +371,7 @@ static void t_cmd_candidate(const void *arg) {
     cmdt t;
     cmdt_init(&t);
     kf_proposal p;
-    cmdt_run(&t,
-             "printf 'void saxpy(void) {}\\n' > \"$KFORGE_OUT\"; echo to-stdout; echo to-stderr >&2",
-             &p);
+    cmdt_run(&t, "printf 'void saxpy(void) {}\\n' > \"$KFORGE_OUT\"; echo to-stdout; echo to-stderr >&2", &p);
     CHECKF(p.text, "error: %s", p.error);
     CHECK(!strcmp(p.text, "void saxpy(void) {}\n") && p.len == 20 && !strcmp(p.ext, "c"));
     CHECK(!strcmp(p.category, "vectorisation"));
@@ -403,7 +400,7 @@ static void t_cmd_candidate(const void *arg) {
     char *c = strstr(b + 3, "@@\n");
     CHECK(c);
     *c = 0;
-    CHECK(!strcmp(a, t.pack.json));     /* the pack files hold exactly the pack */
+    CHECK(!strcmp(a, t.pack.json)); /* the pack files hold exactly the pack */
     CHECK(!strcmp(b + 3, t.pack.prompt));
     CHECK(!strcmp(c + 3, t.pack.system));
     kf_proposal_free(&p);
@@ -446,8 +443,7 @@ static void t_cmd_failures(const void *arg) {
     cmdt_init(&t);
     kf_proposal p;
 
-    cmdt_run(&t, "echo starting; echo 'line one' >&2; echo 'the model is not loaded' >&2; exit 3",
-             &p);
+    cmdt_run(&t, "echo starting; echo 'line one' >&2; echo 'the model is not loaded' >&2; exit 3", &p);
     CHECK(!p.text);
     CHECKSTR(p.error, "cmd: exited with status 3; stderr: line one | the model is not loaded");
     CHECKSTR(p.log, "starting");
@@ -459,8 +455,7 @@ static void t_cmd_failures(const void *arg) {
     kf_proposal_free(&p);
 
     /* only the last lines of a long stderr */
-    cmdt_run(&t, "i=0; while [ $i -lt 2000 ]; do echo \"noise $i\" >&2; i=$((i+1)); done; exit 1",
-             &p);
+    cmdt_run(&t, "i=0; while [ $i -lt 2000 ]; do echo \"noise $i\" >&2; i=$((i+1)); done; exit 1", &p);
     CHECKSTR(p.error, "noise 1995 | noise 1996 | noise 1997 | noise 1998 | noise 1999");
     CHECK(!strstr(p.error, "noise 1994") && strlen(p.error) < 300);
     kf_proposal_free(&p);
@@ -494,8 +489,7 @@ static void t_cmd_failures(const void *arg) {
     /* past its time: killed, with its children, within the deadline */
     t.o.timeout_s = 0.5;
     double t0 = now_s();
-    cmdt_run(&t, "sleep 30 & echo $! > %1$s/child.pid; sleep 30; printf 'x;' > \"$KFORGE_OUT\"",
-             &p);
+    cmdt_run(&t, "sleep 30 & echo $! > %1$s/child.pid; sleep 30; printf 'x;' > \"$KFORGE_OUT\"", &p);
     double el = now_s() - t0;
     CHECKSTR(p.error, "cmd: timed out after 0.5 s; its process group was killed");
     CHECKF(el >= 0.45 && el < 5, "took %.2f s", el);
@@ -596,12 +590,12 @@ static void reply(int fd, const char *status, const char *extra, const char *bod
 }
 
 static char *completion(const char *content, int usage) {
-    json_t *j = json_pack("{s:s, s:[{s:i, s:{s:s, s:s}, s:s}]}", "id", "chatcmpl-1", "choices",
-                          "index", 0, "message", "role", "assistant", "content", content,
-                          "finish_reason", "stop");
+    json_t *j = json_pack("{s:s, s:[{s:i, s:{s:s, s:s}, s:s}]}", "id", "chatcmpl-1", "choices", "index", 0,
+                          "message", "role", "assistant", "content", content, "finish_reason", "stop");
     if (usage)
-        json_object_set_new(j, "usage", json_pack("{s:i, s:i, s:i}", "prompt_tokens", 123,
-                                                  "completion_tokens", 45, "total_tokens", 168));
+        json_object_set_new(
+            j, "usage",
+            json_pack("{s:i, s:i, s:i}", "prompt_tokens", 123, "completion_tokens", 45, "total_tokens", 168));
     char *s = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     return s;
@@ -718,8 +712,7 @@ typedef struct {
 } ocase;
 
 /* Ask the stub once; return the elapsed seconds. */
-static double ask(stub *s, const ocase *c, kf_agent_opts *o, kf_proposal *p, char *base,
-                  size_t nbase) {
+static double ask(stub *s, const ocase *c, kf_agent_opts *o, kf_proposal *p, char *base, size_t nbase) {
     kft_http_no_proxy(); /* the stub is local: no proxy may intercept it */
     int port;
     if (c->dead) {
@@ -853,7 +846,8 @@ static void t_openai_retries(const void *arg) {
     o.max_attempts = 2;
     ask(&s3, &c, &o, &p, base, sizeof base);
     char want[256];
-    snprintf(want, sizeof want, "openai: HTTP 500 from %s/chat/completions: the GPU fell over; gave up after 2 attempts", base);
+    snprintf(want, sizeof want,
+             "openai: HTTP 500 from %s/chat/completions: the GPU fell over; gave up after 2 attempts", base);
     CHECKSTR(p.error, want);
     CHECK(p.attempts == 2 && atomic_load(&s3.requests) == 2);
     kf_proposal_free(&p);
@@ -863,7 +857,8 @@ static void t_openai_retries(const void *arg) {
     c.mode = S_401;
     o.max_attempts = 3;
     ask(&s4, &c, &o, &p, base, sizeof base);
-    snprintf(want, sizeof want, "openai: HTTP 401 from %s/chat/completions: Incorrect API key provided.", base);
+    snprintf(want, sizeof want, "openai: HTTP 401 from %s/chat/completions: Incorrect API key provided.",
+             base);
     CHECKSTR(p.error, want);
     CHECK(p.attempts == 1 && atomic_load(&s4.requests) == 1);
     kf_proposal_free(&p);
@@ -871,7 +866,8 @@ static void t_openai_retries(const void *arg) {
     /* a dead endpoint: every attempt refused, quickly */
     c.dead = 1;
     el = ask(NULL, &c, &o, &p, base, sizeof base);
-    snprintf(want, sizeof want, "openai: cannot connect to %s (Connection refused); gave up after 3 attempts", base);
+    snprintf(want, sizeof want, "openai: cannot connect to %s (Connection refused); gave up after 3 attempts",
+             base);
     CHECKSTR(p.error, want);
     CHECK(p.attempts == 3);
     CHECKF(el < 3, "took %.2f s", el);
@@ -934,7 +930,8 @@ static void t_openai_bad_replies(const void *arg) {
     o.timeout_s = 0.5;
     double el = ask(&s6, &c, &o, &p, base, sizeof base);
     char want[256];
-    snprintf(want, sizeof want, "openai: no complete reply from %s/chat/completions within 0.5 s (timed out)", base);
+    snprintf(want, sizeof want, "openai: no complete reply from %s/chat/completions within 0.5 s (timed out)",
+             base);
     CHECKSTR(p.error, want);
     CHECK(p.attempts == 1);
     CHECKF(el >= 0.45 && el < 2.9, "took %.2f s", el); /* the stub answers at 3 s */

@@ -148,7 +148,8 @@ static void t_defaults(const void *arg) {
     }
     if (!f->ceilings) {
         json_t *rep = json_object();
-        CHECK(!kf_backend_has_ceilings(b) && !kf_backend_ceilings(b, NULL, rep) && json_object_size(rep) == 0);
+        CHECK(!kf_backend_has_ceilings(b) && !kf_backend_ceilings(b, NULL, rep) &&
+              json_object_size(rep) == 0);
         json_decref(rep);
         defaults++;
     }
@@ -156,7 +157,8 @@ static void t_defaults(const void *arg) {
         char why[64] = "x";
         kf_roof_in in = {NULL, 1e9, 1e9, 1, 1};
         json_t *jo = json_object();
-        CHECK(kf_backend_roofline(b, NULL, &in, jo, why, sizeof why) == 0 && !why[0] && json_object_size(jo) == 0);
+        CHECK(kf_backend_roofline(b, NULL, &in, jo, why, sizeof why) == 0 && !why[0] &&
+              json_object_size(jo) == 0);
         json_decref(jo);
         defaults++;
     }
@@ -176,7 +178,8 @@ static void t_defaults(const void *arg) {
     if (!f->libraries) {
         char bad[64] = "x";
         CHECK(!kf_backend_watches_libraries(b, &bd));
-        CHECK(kf_backend_undeclared(b, &bd, "libcublas.so.13,libcudnn.so.9", bad, sizeof bad) == 0 && !bad[0]);
+        CHECK(kf_backend_undeclared(b, &bd, "libcublas.so.13,libcudnn.so.9", bad, sizeof bad) == 0 &&
+              !bad[0]);
         defaults++;
     }
     json_t *root = json_object();
@@ -235,8 +238,8 @@ static void t_compile(const void *arg) {
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, fixture(b, rel, sizeof rel));
     char *slash = strrchr(t->ref_path, '/');
-    CHECKF(!strcmp(t->backend, kf_backend_name(b)) && slash && !strcmp(slash + 1, kf_backend_reference(b)), "%s",
-           t->ref_path);
+    CHECKF(!strcmp(t->backend, kf_backend_name(b)) && slash && !strcmp(slash + 1, kf_backend_reference(b)),
+           "%s", t->ref_path);
     char wd[] = "/tmp/kft-backend-XXXXXX";
     CHECK(mkdtemp(wd));
     char *ref = NULL;

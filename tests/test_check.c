@@ -59,7 +59,8 @@ static char *hidden_sizes(json_t *j) {
     json_t *o;
     json_array_foreach(json_object_get(j, "shapes"), i, o) {
         if (strcmp(json_string_value(json_object_get(o, "kind")), "visible"))
-            kf_buf_printf(&b, "%lld,", (long long)json_integer_value(json_object_get(json_object_get(o, "sizes"), "n")));
+            kf_buf_printf(&b, "%lld,",
+                          (long long)json_integer_value(json_object_get(json_object_get(o, "sizes"), "n")));
     }
     return b.p;
 }
@@ -103,8 +104,10 @@ static void t_rebuild_on_change(const void *arg) {
     kf_result *r = kft_check(ctx, t, p, NULL, 0);
     CHECK(kf_result_verdict(r) == KF_VERDICT_ACCEPTED);
     kf_result_free(r);
-    write_tmp("cand.c", "#include <stdint.h>\nvoid saxpy(const float *x, const float *y, float *z, int64_t n, float a)\n"
-                        "{ for (int64_t i = 0; i + 1 < n; i++) z[i] = a * x[i] + y[i]; }\n");
+    write_tmp(
+        "cand.c",
+        "#include <stdint.h>\nvoid saxpy(const float *x, const float *y, float *z, int64_t n, float a)\n"
+        "{ for (int64_t i = 0; i + 1 < n; i++) z[i] = a * x[i] + y[i]; }\n");
     r = kft_check(ctx, t, p, NULL, 0);
     CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED, "stale build reused");
     CHECKF(!strcmp(kft_reasons(r), "unwritten_output"), "%s", kft_reasons(r));
@@ -121,10 +124,11 @@ static void t_source_timestamp(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, "tasks/c/saxpy");
-    const char *p = write_tmp("stamp.c", "#include <stdint.h>\n#include <string.h>\n"
-                                         "void saxpy(const float *x, const float *y, float *z, int64_t n, float a)\n"
-                                         "{ float b = strstr(__TIMESTAMP__, \" 2001\") ? a : a + 1;\n"
-                                         "  for (int64_t i = 0; i < n; i++) z[i] = b * x[i] + y[i]; }\n");
+    const char *p =
+        write_tmp("stamp.c", "#include <stdint.h>\n#include <string.h>\n"
+                             "void saxpy(const float *x, const float *y, float *z, int64_t n, float a)\n"
+                             "{ float b = strstr(__TIMESTAMP__, \" 2001\") ? a : a + 1;\n"
+                             "  for (int64_t i = 0; i < n; i++) z[i] = b * x[i] + y[i]; }\n");
     struct timeval tv[2] = {{991396800, 0}, {991396800, 0}}; /* 2001-06-01 */
     CHECK(utimes(p, tv) == 0);
     kf_result *r = kft_check(ctx, t, p, NULL, 0);
@@ -146,19 +150,27 @@ static void t_missing_entry_and_signature(const void *arg) {
     kf_result *r = kft_check(ctx, t, p, NULL, 0);
     CHECKF(!strcmp(kft_reasons(r), "missing_entry"), "%s", kft_reasons(r));
     kf_result_free(r);
-    p = write_tmp("badsig.c", "#include <stdint.h>\n\nvoid saxpy(const float *x, const float *y, float *z, int n, float a)\n"
-                              "{ for (int i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
+    p = write_tmp(
+        "badsig.c",
+        "#include <stdint.h>\n\nvoid saxpy(const float *x, const float *y, float *z, int n, float a)\n"
+        "{ for (int i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
     r = kft_check(ctx, t, p, NULL, 0);
     CHECKF(!strcmp(kft_reasons(r), "compile_error"), "%s", kft_reasons(r));
     json_t *j = as_json(r);
-    const char *msg = json_string_value(json_object_get(json_array_get(json_object_get(j, "reasons"), 0), "message"));
+    const char *msg =
+        json_string_value(json_object_get(json_array_get(json_object_get(j, "reasons"), 0), "message"));
     CHECKF(msg && strstr(msg, "badsig.c:3:"), "message lacks file:line: %s", msg);
     /* and it says which signature the task wants */
-    CHECKF(strstr(msg, "the task's entry is: void saxpy(const float *x, const float *y, float *z, int64_t n, float a)"),
-           "message lacks the expected prototype: %s", msg);
+    CHECKF(
+        strstr(
+            msg,
+            "the task's entry is: void saxpy(const float *x, const float *y, float *z, int64_t n, float a)"),
+        "message lacks the expected prototype: %s", msg);
     json_decref(j);
     kf_result_free(r);
-    p = write_tmp("syntax.c", "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) {\n  z[0] = \n}\n");
+    p = write_tmp(
+        "syntax.c",
+        "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) {\n  z[0] = \n}\n");
     r = kft_check(ctx, t, p, NULL, 0);
     CHECKF(!strcmp(kft_reasons(r), "compile_error"), "%s", kft_reasons(r));
     kf_result_free(r);
@@ -226,7 +238,8 @@ static void t_when_domain(const void *arg) {
     int skipped = 0, checked = 0;
     json_array_foreach(json_object_get(j, "shapes"), i, o) {
         json_t *s = json_object_get(o, "sizes");
-        json_int_t m = json_integer_value(json_object_get(s, "m")), n = json_integer_value(json_object_get(s, "n")),
+        json_int_t m = json_integer_value(json_object_get(s, "m")),
+                   n = json_integer_value(json_object_get(s, "n")),
                    k = json_integer_value(json_object_get(s, "k"));
         if (!strcmp(json_string_value(json_object_get(o, "status")), "skipped")) {
             skipped++;
@@ -271,7 +284,8 @@ static void t_bench_fields(const void *arg) {
     size_t i;
     json_t *s;
     json_array_foreach(shapes, i, s) {
-        const char *keys[] = {"sizes", "candidate_ns", "baseline_ns", "speedup", "noise", "win", "runs", "roofline_fraction"};
+        const char *keys[] = {"sizes", "candidate_ns", "baseline_ns", "speedup",
+                              "noise", "win",          "runs",        "roofline_fraction"};
         for (int k = 0; k < 8; k++) CHECKF(json_object_get(s, keys[k]), "missing %s", keys[k]);
         CHECK(json_number_value(json_object_get(s, "candidate_ns")) > 0);
         CHECK(json_integer_value(json_object_get(s, "runs")) >= 21);
@@ -282,11 +296,12 @@ static void t_bench_fields(const void *arg) {
     json_decref(j);
     kf_result_free(r);
     /* a candidate doing the reference's work three times is measured slower */
-    const char *p3 = write_tmp("sum3x.c",
-        "#include <stdint.h>\nvoid reduce_sum(const float *x, float *out, int64_t n) {\n"
-        "  double s[3] = {0, 0, 0};\n  for (int r = 0; r < 3; r++) { double a = 0;\n"
-        "    for (int64_t i = 0; i < n; i++) a += x[i];\n    s[r] = a; __asm__ volatile(\"\" ::: \"memory\"); }\n"
-        "  out[0] = (float)((s[0] + s[1] + s[2]) / 3.0); }\n");
+    const char *p3 =
+        write_tmp("sum3x.c", "#include <stdint.h>\nvoid reduce_sum(const float *x, float *out, int64_t n) {\n"
+                             "  double s[3] = {0, 0, 0};\n  for (int r = 0; r < 3; r++) { double a = 0;\n"
+                             "    for (int64_t i = 0; i < n; i++) a += x[i];\n    s[r] = a; __asm__ "
+                             "volatile(\"\" ::: \"memory\"); }\n"
+                             "  out[0] = (float)((s[0] + s[1] + s[2]) / 3.0); }\n");
     CHECK(kf_bench(ctx, t, p3, &o, &r) == KF_OK);
     CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", kft_reasons(r));
     CHECKF(kf_result_speedup(r) < 0.6, "3x work measured at %.3fx", kf_result_speedup(r));
@@ -339,8 +354,9 @@ static void t_sweep_dead_dirs(const void *arg) {
     snprintf(d1, sizeof d1, "/tmp/kforge-w-%d-kftAAA", (int)dead);
     snprintf(d2, sizeof d2, "/tmp/kforge-w-%d-kftBBB", (int)getpid()); /* alive: this test */
     CHECK(mkdir(d1, 0700) == 0 && mkdir(d2, 0700) == 0);
-    snprintf(cmd, sizeof cmd, "cd %s && %s check tasks/c/saxpy tasks/c/saxpy/candidates/fast.c >/dev/null 2>&1",
-             kft_src("."), kft_bin("kforge"));
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s check tasks/c/saxpy tasks/c/saxpy/candidates/fast.c >/dev/null 2>&1", kft_src("."),
+             kft_bin("kforge"));
     kft_run(cmd, NULL, 0);
     struct stat sb;
     CHECKF(stat(d1, &sb) != 0, "%s (a dead coordinator's) is still there", d1);
@@ -373,11 +389,14 @@ static void t_reference_failure_is_task_error(const void *arg) {
     fputs("{\"name\":\"crashy\",\"backend\":\"c\",\"entry\":\"f\",\"sizes\":{\"n\":[1,64]},"
           "\"args\":[{\"name\":\"x\",\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"in\"},"
           "{\"name\":\"y\",\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"out\"},"
-          "{\"name\":\"n\",\"type\":\"i64\",\"value\":\"n\"}],\"shapes\":[{\"n\":8}]}", f);
+          "{\"name\":\"n\",\"type\":\"i64\",\"value\":\"n\"}],\"shapes\":[{\"n\":8}]}",
+          f);
     fclose(f);
     snprintf(p, sizeof p, "%s/reference.c", dir);
     f = fopen(p, "w");
-    fputs("#include <stdint.h>\nvoid f(const float *x, float *y, int64_t n) { (void)x; (void)n; *(volatile int *)0 = 1; y[0] = 0; }\n", f);
+    fputs("#include <stdint.h>\nvoid f(const float *x, float *y, int64_t n) { (void)x; (void)n; *(volatile "
+          "int *)0 = 1; y[0] = 0; }\n",
+          f);
     fclose(f);
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = NULL;
@@ -387,7 +406,8 @@ static void t_reference_failure_is_task_error(const void *arg) {
     CHECKF(strstr(kf_errmsg(ctx), "reference failed"), "%s", kf_errmsg(ctx));
     /* validate reports it as the task's fault, with the reason */
     CHECK(kf_validate(ctx, t, NULL, &r) == KF_OK);
-    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "crash"), "%s", kft_reasons(r));
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "crash"), "%s",
+           kft_reasons(r));
     kf_result_free(r);
     kf_task_free(t);
     /* a reference that fails only in the large corner (n in [61, 64]), which is prepared while an
@@ -397,24 +417,26 @@ static void t_reference_failure_is_task_error(const void *arg) {
     f = fopen(p, "w");
     fputs("#include <stdint.h>\nvoid f(const float *x, float *y, int64_t n) {\n"
           "  if (n > 60) *(volatile int *)0 = 1;\n"
-          "  for (int64_t i = 0; i < n; i++) y[i] = 2 * x[i];\n}\n", f);
+          "  for (int64_t i = 0; i < n; i++) y[i] = 2 * x[i];\n}\n",
+          f);
     fclose(f);
     char c[512];
     snprintf(c, sizeof c, "%s/cand.c", dir);
     f = fopen(c, "w");
     fputs("#include <stdint.h>\nvoid f(const float *x, float *y, int64_t n) {\n"
-          "  for (int64_t i = 0; i < n; i++) y[i] = x[i] + x[i];\n}\n", f);
+          "  for (int64_t i = 0; i < n; i++) y[i] = x[i] + x[i];\n}\n",
+          f);
     fclose(f);
     CHECK(kf_task_load(ctx, dir, &t) == KF_OK);
     r = NULL;
     CHECK(kf_check(ctx, t, c, NULL, &r) == KF_ETASK && r == NULL);
-    CHECKF(strstr(kf_errmsg(ctx), "reference failed") && strstr(kf_errmsg(ctx), "n=6"), "%s",
-           kf_errmsg(ctx));
+    CHECKF(strstr(kf_errmsg(ctx), "reference failed") && strstr(kf_errmsg(ctx), "n=6"), "%s", kf_errmsg(ctx));
     kf_task_free(t);
     /* a reference that leaves outputs at the sentinel is the task's fault too */
     f = fopen(p, "w");
     fputs("#include <stdint.h>\nvoid f(const float *x, float *y, int64_t n) {\n"
-          "  for (int64_t i = 0; i < (n + 1) / 2; i++) y[i] = 2 * x[i];\n}\n", f);
+          "  for (int64_t i = 0; i < (n + 1) / 2; i++) y[i] = 2 * x[i];\n}\n",
+          f);
     fclose(f);
     CHECK(kf_task_load(ctx, dir, &t) == KF_OK);
     CHECK(kf_check(ctx, t, c, NULL, &r) == KF_ETASK && r == NULL);
@@ -440,7 +462,8 @@ static void t_reference_sentinel_values(const void *arg) {
           "\"init\":{\"dist\":\"int\",\"lo\":-1000,\"hi\":1000}},"
           "{\"name\":\"y\",\"type\":\"i32\",\"shape\":[\"n\"],\"io\":\"out\"},"
           "{\"name\":\"n\",\"type\":\"i64\",\"value\":\"n\"}],\"shapes\":[{\"n\":39080}],"
-          "\"hidden\":{\"count\":1}}", f);
+          "\"hidden\":{\"count\":1}}",
+          f);
     fclose(f);
     static const char body[] =
         "#include <stdint.h>\nvoid f(const int32_t *x, int32_t *y, int64_t n) {\n"
@@ -479,11 +502,12 @@ static void t_impossible_speed(const void *arg) {
     o.bench_max_runs = 21;
     kf_result *r;
     CHECK(kf_bench(ctx, t, kft_src("tasks/c/sum/candidates/fast.c"), &o, &r) == KF_OK);
-    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "timing_mismatch"),
-           "%s", kft_reasons(r));
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "timing_mismatch"), "%s",
+           kft_reasons(r));
     json_t *j = as_json(r);
-    CHECK(strstr(json_string_value(json_object_get(json_array_get(json_object_get(j, "reasons"), 0), "message")),
-                 "impossible"));
+    CHECK(strstr(
+        json_string_value(json_object_get(json_array_get(json_object_get(j, "reasons"), 0), "message")),
+        "impossible"));
     CHECK(!json_object_get(j, "speedup")); /* no speedup is reported for a refused run */
     json_decref(j);
     kf_result_free(r);
@@ -539,15 +563,18 @@ static void t_bad_when(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, "tasks/c/saxpy");
-    const char *p = write_tmp("when0.c", "/* kforge:when 1 / (n - 100003) != 7 */\n" "#include <stdint.h>\n"
-        "void saxpy(const float *x, const float *y, float *z, int64_t n, float a)\n"
-        "{ for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
+    const char *p =
+        write_tmp("when0.c", "/* kforge:when 1 / (n - 100003) != 7 */\n"
+                             "#include <stdint.h>\n"
+                             "void saxpy(const float *x, const float *y, float *z, int64_t n, float a)\n"
+                             "{ for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
     kf_result *r = kft_check(ctx, t, p, NULL, 0);
-    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "domain_error"),
-           "%s", kft_reasons(r));
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "domain_error"), "%s",
+           kft_reasons(r));
     char *js = kf_result_json(r);
     CHECKF(strstr(js, "kforge:when \\\"1 / (n - 100003) != 7\\\" cannot be evaluated at n=100003") &&
-           strstr(js, "division by zero"), "%s", js);
+               strstr(js, "division by zero"),
+           "%s", js);
     free(js);
     kf_result_free(r);
     r = kft_check(ctx, t, kft_src("tasks/c/saxpy/candidates/fast.c"), NULL, 0); /* task still whole */
@@ -623,7 +650,8 @@ static void t_magnitude_tolerance(const void *arg) {
         CHECK(kf_check(ctx, t, dp, &o, &r) == KF_OK);
         char *js = kf_result_json(r);
         CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && strstr(js, "wrong_result") &&
-                   strstr(js, "*magnitude"), "seed %llu: a dropped term: %s", (unsigned long long)seed, js);
+                   strstr(js, "*magnitude"),
+               "seed %llu: a dropped term: %s", (unsigned long long)seed, js);
         free(js);
         kf_result_free(r);
     }
@@ -648,7 +676,8 @@ static void t_exact_sign_of_zero(const void *arg) {
     CHECK(kf_check(ctx, t, kft_src("tests/redteam/30_transpose_plus_zero.c"), NULL, &r) == KF_OK);
     char *js = kf_result_json(r);
     CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "wrong_result"), "%s", js);
-    CHECKF(strstr(js, "a zero of the wrong sign") && strstr(js, "bits 0x80000000") && strstr(js, "bits 0x00000000"),
+    CHECKF(strstr(js, "a zero of the wrong sign") && strstr(js, "bits 0x80000000") &&
+               strstr(js, "bits 0x00000000"),
            "%s", js);
     free(js);
     kf_result_free(r);
@@ -660,10 +689,11 @@ static void t_candidate_output(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, "tasks/c/saxpy");
-    const char *p = write_tmp("print.c", "#include <stdint.h>\n#include <stdio.h>\n"
-        "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) {\n"
-        "    static int once; if (!once++) printf(\"debug: n=%lld\\n\", (long long)n);\n"
-        "    for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
+    const char *p =
+        write_tmp("print.c", "#include <stdint.h>\n#include <stdio.h>\n"
+                             "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) {\n"
+                             "    static int once; if (!once++) printf(\"debug: n=%lld\\n\", (long long)n);\n"
+                             "    for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
     kf_result *r = kft_check(ctx, t, p, NULL, 0);
     json_t *j = as_json(r);
     const char *out = json_string_value(json_object_get(j, "candidate_output"));
@@ -672,9 +702,9 @@ static void t_candidate_output(const void *arg) {
     kf_result_free(r);
     /* bytes that are not UTF-8 still give valid JSON */
     p = write_tmp("print8.c", "#include <stdint.h>\n#include <stdio.h>\n"
-        "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) {\n"
-        "    printf(\"\\xff\\xfe\\n\");\n"
-        "    for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
+                              "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) {\n"
+                              "    printf(\"\\xff\\xfe\\n\");\n"
+                              "    for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
     r = kft_check(ctx, t, p, NULL, 0);
     j = as_json(r);
     out = json_string_value(json_object_get(j, "candidate_output"));
@@ -865,7 +895,6 @@ static void t_verdict_typed(const void *arg) {
     kf_ctx_free(ctx);
 }
 
-
 /* A GPU bench in kernel mode, built in the order the checker, bench and the CUDA backend
  * (src/backend/cuda/run.c) write: the build's launch mode after "compile", the sandbox's
  * GPU keys first, the resources with their "at", the launch modes and fairness after
@@ -874,22 +903,26 @@ static void t_verdict_typed(const void *arg) {
 static const char gpu_bench_doc[] =
     "{\"verdict\":\"accepted\",\"reasons\":[],\"task\":\"softmax\",\"fingerprint\":\"f00d\","
     "\"candidate\":\"tasks/cuda/softmax/candidates/fast.cu\",\"params\":{\"BLOCK\":128,\"MODE\":\"warp\"},"
-    "\"when\":null,\"seed\":7,\"compile\":{\"ok\":true,\"cached\":false,\"seconds\":0.5},\"launch_mode\":\"kernel\","
+    "\"when\":null,\"seed\":7,\"compile\":{\"ok\":true,\"cached\":false,\"seconds\":0.5},\"launch_mode\":"
+    "\"kernel\","
     "\"sandbox\":{\"seccomp\":false,\"gpu_kernel_mode\":true,\"landlock_abi\":0,\"mseal\":false,"
     "\"frozen_between_calls\":true,\"check_cpus\":1,\"parallel_call_cpus\":0},\"libraries_loaded\":null,"
     "\"resources\":{\"arch\":\"sm_90\",\"kernels\":[{\"kernel\":\"softmax_k\",\"registers\":32,"
     "\"spill_store_bytes\":0,\"spill_load_bytes\":0,\"static_smem_bytes\":512,\"local_bytes_per_thread\":0}],"
     "\"launches\":[{\"kernel\":\"softmax_k\",\"grid\":[256,1,1],\"block\":[128,1,1],\"dynamic_smem_bytes\":0,"
     "\"blocks_per_sm\":16,\"occupancy\":1.0}],\"at\":{\"rows\":256,\"cols\":1024}},"
-    "\"check\":{\"verdict\":\"accepted\",\"shapes\":[{\"sizes\":{\"rows\":256,\"cols\":1024},\"kind\":\"visible\","
-    "\"status\":\"passed\",\"calls\":4,\"max_abs_err\":1.5e-08,\"plain_abs_err\":1.25e-08,\"max_rel_err\":2.5e-07,"
+    "\"check\":{\"verdict\":\"accepted\",\"shapes\":[{\"sizes\":{\"rows\":256,\"cols\":1024},\"kind\":"
+    "\"visible\","
+    "\"status\":\"passed\",\"calls\":4,\"max_abs_err\":1.5e-08,\"plain_abs_err\":1.25e-08,\"max_rel_err\":2."
+    "5e-07,"
     "\"best_ns\":10240},{\"sizes\":{\"rows\":4096,\"cols\":4096},\"kind\":\"edge\",\"maximum\":true,"
     "\"status\":\"passed\",\"calls\":2,\"max_abs_err\":0.0,\"max_rel_err\":0.0,\"best_ns\":99000}],"
     "\"seconds\":1.25},\"shapes\":[{\"sizes\":{\"rows\":256,\"cols\":1024},\"baseline_waited_rounds\":2,"
     "\"unclean_rounds\":1,\"gpu_shared\":true,\"candidate_gap_ns\":5100.5,\"baseline_gap_ns\":5000.25,"
     "\"candidate_ns\":10240.0,\"baseline_ns\":51200.0,\"speedup\":5.0,\"noise\":0.02,\"ci95\":[4.9,5.1],"
     "\"launch_mode\":{\"candidate\":\"kernel\",\"baseline\":\"kernel\"},\"fair\":true,\"win\":true,"
-    "\"slower\":false,\"runs\":60,\"candidate_spread\":0.01,\"baseline_spread\":0.02,\"candidate_wall_ns\":20000.0,"
+    "\"slower\":false,\"runs\":60,\"candidate_spread\":0.01,\"baseline_spread\":0.02,\"candidate_wall_ns\":"
+    "20000.0,"
     "\"baseline_wall_ns\":61000.0,\"gflops\":12.5,\"gbytes_per_s\":800.5,\"baseline_gbytes_per_s\":160.125,"
     "\"roofline_fraction\":0.25,\"roofline_flops_ceiling\":\"fp32\",\"floor_ns\":2000.0}],"
     "\"baseline\":\"reference\",\"untimed_shapes\":[],\"ceilings\":{\"bytes_per_s\":3200000000000.0,"
@@ -904,7 +937,8 @@ static const char gpu_bench_doc[] =
 static const char gpu_check_doc[] =
     "{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"sanitizer\",\"message\":\"compute-sanitizer memcheck "
     "found 1 error: Invalid __global__ read\",\"shape\":null,\"count\":1},{\"code\":\"wrong_result\","
-    "\"message\":\"1 of 9 elements\",\"shape\":{\"n\":9},\"count\":3}],\"task\":\"sum\",\"fingerprint\":\"beef\","
+    "\"message\":\"1 of 9 "
+    "elements\",\"shape\":{\"n\":9},\"count\":3}],\"task\":\"sum\",\"fingerprint\":\"beef\","
     "\"candidate\":\"h.cu\",\"params\":{},\"when\":\"n % 4 == 0\",\"shapes\":[{\"sizes\":{\"n\":4096},"
     "\"kind\":\"visible\",\"launches_per_call\":3,\"graph_launches\":0,\"memory_ops\":1,\"kernels\":[\"k1\","
     "\"cublas_gemm\"],\"library_kernel_count\":5,\"library_kernels\":[\"cublas_gemm\"],\"status\":\"passed\","
@@ -912,14 +946,18 @@ static const char gpu_check_doc[] =
     "{\"sizes\":{\"n\":9},\"kind\":\"hidden\",\"launch_count\":null,\"launch_note\":\"CUPTI not available: "
     "launches not counted\",\"status\":\"failed\",\"calls\":4,\"max_abs_err\":3.5,\"plain_abs_err\":3.5,"
     "\"max_rel_err\":1.0},{\"sizes\":{\"n\":1},\"kind\":\"edge\",\"status\":\"not_run\"}],"
-    "\"compile\":{\"ok\":true,\"cached\":true,\"seconds\":0.125,\"log\":\"nvcc: note\"},\"launch_mode\":\"host\","
+    "\"compile\":{\"ok\":true,\"cached\":true,\"seconds\":0.125,\"log\":\"nvcc: "
+    "note\"},\"launch_mode\":\"host\","
     "\"libraries\":[\"cublas\",\"libcublas.so.13\"],\"sandbox\":{\"seccomp\":true,\"gpu_kernel_mode\":true,"
-    "\"gpu_host_mode\":true,\"landlock_abi\":0,\"mseal\":false,\"frozen_between_calls\":true,\"check_cpus\":1,"
+    "\"gpu_host_mode\":true,\"landlock_abi\":0,\"mseal\":false,\"frozen_between_calls\":true,\"check_cpus\":"
+    "1,"
     "\"parallel_call_cpus\":0},\"resources\":{\"arch\":\"sm_90\",\"kernels\":[],\"launches\":[],"
     "\"at\":{\"n\":4096}},\"libraries_loaded\":[\"libcudart.so.13\",\"libcublas.so.13\"],"
     "\"candidate_output\":\"hello\\n\",\"sanitizer\":{\"memcheck\":{\"ran\":true,\"errors\":1,\"exit\":3,"
-    "\"calls\":1,\"seconds\":12.5,\"report\":\"========= Invalid __global__ read\"},\"racecheck\":{\"ran\":false,"
-    "\"errors\":0,\"warnings\":0,\"exit\":-1,\"calls\":0,\"seconds\":0.5,\"note\":\"compute-sanitizer left no "
+    "\"calls\":1,\"seconds\":12.5,\"report\":\"========= Invalid __global__ "
+    "read\"},\"racecheck\":{\"ran\":false,"
+    "\"errors\":0,\"warnings\":0,\"exit\":-1,\"calls\":0,\"seconds\":0.5,\"note\":\"compute-sanitizer left "
+    "no "
     "summary (exit status -1)\"}},\"seconds\":20.5}";
 
 /* The verdict's conversions lose nothing of any document kforge writes: checked here on
@@ -933,9 +971,10 @@ static void t_verdict_roundtrip(const void *arg) {
     roundtrip("GPU bench", gpu_bench_doc);
     roundtrip("GPU check", gpu_check_doc);
     /* a key of a newer build stays where it was, typed fields of an odd type too */
-    roundtrip("unknown keys", "{\"verdict\":\"accepted\",\"zeta\":1,\"reasons\":[],\"task\":\"t\",\"alpha\":[1],"
-                              "\"shapes\":[{\"omega\":true,\"sizes\":{\"n\":1},\"speedup\":\"fast\",\"kind\":\"visible\","
-                              "\"z\":null}],\"seconds\":1.5,\"last\":{}}");
+    roundtrip("unknown keys",
+              "{\"verdict\":\"accepted\",\"zeta\":1,\"reasons\":[],\"task\":\"t\",\"alpha\":[1],"
+              "\"shapes\":[{\"omega\":true,\"sizes\":{\"n\":1},\"speedup\":\"fast\",\"kind\":\"visible\","
+              "\"z\":null}],\"seconds\":1.5,\"last\":{}}");
     kf_ctx *ctx = kf_ctx_new();
     kf_opts o;
     kf_opts_init(&o);
@@ -971,9 +1010,10 @@ static void t_verdict_roundtrip(const void *arg) {
     kf_task_free(t);
     /* a reason without a shape (domain_error) */
     t = kft_task(ctx, "tasks/c/saxpy");
-    const char *p = write_tmp("rtwhen.c", "/* kforge:when 1 / (n - 100003) != 7 */\n#include <stdint.h>\n"
-                                          "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) "
-                                          "{ for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
+    const char *p =
+        write_tmp("rtwhen.c", "/* kforge:when 1 / (n - 100003) != 7 */\n#include <stdint.h>\n"
+                              "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) "
+                              "{ for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i]; }\n");
     CHECK(kf_check(ctx, t, p, &o, &r) == KF_OK);
     CHECK(kf_result_reason(r, 0) == KF_REASON_DOMAIN_ERROR);
     txt = kf_result_json(r);
@@ -1009,14 +1049,16 @@ static void t_verdict_roundtrip(const void *arg) {
     kf_verdict_sizes_set(&v, &s->sizes, 1, names, vals);
     s->has = KF_VS_CANDIDATE_NS | KF_VS_BASELINE_NS | KF_VS_SPEEDUP | KF_VS_NOISE | KF_VS_CI95 | KF_VS_WIN |
              KF_VS_SLOWER;
-    s->candidate_ns = 10, s->baseline_ns = 20, s->speedup = 2, s->noise = 0.01, s->ci95[0] = 1.9, s->ci95[1] = 2.1;
+    s->candidate_ns = 10, s->baseline_ns = 20, s->speedup = 2, s->noise = 0.01, s->ci95[0] = 1.9,
+    s->ci95[1] = 2.1;
     json_t *rep = json_object();
     kf_backend_fair(be, &h, &graph_seen, &k, 0, &none, rep);
     CHECK(kf_verdict_merge_shape(&v, s, rep, KF_VAT_FAIR) == 0 && (s->has & KF_VS_FAIR) && !s->fair &&
           s->fair_reason);
     json_decref(rep);
     json_t *now = kf_verdict_to_json(&v);
-    char *x = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER), *y = json_dumps(now, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *x = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER),
+         *y = json_dumps(now, JSON_COMPACT | JSON_PRESERVE_ORDER);
     CHECKF(x && y && !strcmp(x, y), "the fairness report moved:\n  %s\n  %s", x, y);
     free(x);
     free(y);

@@ -185,10 +185,13 @@ static void t_exit_codes(const void *arg) {
     CHECK(kforge("validate tests/redteam/tasks/degenerate_empty --json 2>/dev/null", out, sizeof out) == 2);
     CHECKF(strstr(out, "\"code\":\"degenerate_task\"") && strstr(out, "every output is empty"), "%s", out);
     /* check and bench refuse it (exit 2) with the same code in their error object */
-    CHECK(kforge("check tests/redteam/tasks/degenerate_const tests/redteam/tasks/degenerate_const/reference.c "
-                 "--json 2>/dev/null", out, sizeof out) == 2);
+    CHECK(
+        kforge("check tests/redteam/tasks/degenerate_const tests/redteam/tasks/degenerate_const/reference.c "
+               "--json 2>/dev/null",
+               out, sizeof out) == 2);
     CHECKF(strstr(out, "\"verdict\":\"error\"") && strstr(out, "\"code\":\"degenerate_task\""), "%s", out);
-    CHECK(kforge("check tasks/c/sum tasks/c/sum/candidates/param.c --param LANES=7 2>&1", out, sizeof out) == 2);
+    CHECK(kforge("check tasks/c/sum tasks/c/sum/candidates/param.c --param LANES=7 2>&1", out, sizeof out) ==
+          2);
     CHECK(strstr(out, "LANES"));
     CHECK(kforge("version", out, sizeof out) == 0 && strstr(out, "kforge"));
 }
@@ -204,22 +207,27 @@ static void t_json_contract(const void *arg) {
     CHECK(json_is_string(json_object_get(r0, "message")) && json_is_object(json_object_get(r0, "shape")));
     CHECK(json_is_array(json_object_get(j, "shapes")) && json_is_number(json_object_get(j, "seconds")));
     json_decref(j);
-    CHECK(kforge("check tasks/c/saxpy tasks/c/saxpy/candidates/param.c --param UNROLL=4 --json --seed 7", out, sizeof out) == 0);
+    CHECK(kforge("check tasks/c/saxpy tasks/c/saxpy/candidates/param.c --param UNROLL=4 --json --seed 7", out,
+                 sizeof out) == 0);
     j = parse(out);
     CHECK(!strcmp(json_string_value(json_object_get(j, "verdict")), "accepted"));
     CHECK(json_array_size(json_object_get(j, "reasons")) == 0);
     CHECK(json_integer_value(json_object_get(json_object_get(j, "params"), "UNROLL")) == 4);
     json_decref(j);
-    CHECK(kforge("bench tasks/c/saxpy tasks/c/saxpy/candidates/fast.c --json --min-time 0.02 --min-runs 11 --max-runs 31", out, sizeof out) == 0);
+    CHECK(kforge("bench tasks/c/saxpy tasks/c/saxpy/candidates/fast.c --json --min-time 0.02 --min-runs 11 "
+                 "--max-runs 31",
+                 out, sizeof out) == 0);
     j = parse(out);
     json_t *s0 = json_array_get(json_object_get(j, "shapes"), 0);
-    CHECK(json_is_object(json_object_get(s0, "sizes")) && json_is_number(json_object_get(s0, "candidate_ns")) &&
-          json_is_number(json_object_get(s0, "baseline_ns")) && json_is_number(json_object_get(s0, "speedup")) &&
-          json_is_number(json_object_get(s0, "noise")));
+    CHECK(json_is_object(json_object_get(s0, "sizes")) &&
+          json_is_number(json_object_get(s0, "candidate_ns")) &&
+          json_is_number(json_object_get(s0, "baseline_ns")) &&
+          json_is_number(json_object_get(s0, "speedup")) && json_is_number(json_object_get(s0, "noise")));
     CHECK(json_is_number(json_object_get(j, "speedup")));
     json_decref(j);
     /* errors are JSON too under --json, with exit 2 */
-    CHECK(kforge("check /nonexistent tasks/c/saxpy/candidates/fast.c --json 2>/dev/null", out, sizeof out) == 2);
+    CHECK(kforge("check /nonexistent tasks/c/saxpy/candidates/fast.c --json 2>/dev/null", out, sizeof out) ==
+          2);
     j = parse(out);
     CHECK(!strcmp(json_string_value(json_object_get(j, "verdict")), "error"));
     CHECK(strstr(json_string_value(json_object_get(j, "error")), "/nonexistent"));
@@ -232,7 +240,9 @@ static void t_bad_task_message(const void *arg) {
     char dir[] = "/tmp/kft-cli-XXXXXX";
     CHECK(mkdtemp(dir));
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "printf '{\\n  \"name\": \"x\",\\n  \"backend\": \"c\" \"entry\": \"f\"\\n}\\n' > %s/task.json", dir);
+    snprintf(cmd, sizeof cmd,
+             "printf '{\\n  \"name\": \"x\",\\n  \"backend\": \"c\" \"entry\": \"f\"\\n}\\n' > %s/task.json",
+             dir);
     CHECK(system(cmd) == 0);
     snprintf(cmd, sizeof cmd, "validate %s 2>&1", dir);
     CHECK(kforge(cmd, out, sizeof out) == 2);
@@ -251,7 +261,8 @@ static void t_report_injection(const void *arg) {
     for (char *p = out; *p; p++) {
         unsigned char c = (unsigned char)*p;
         CHECKF(c >= 0x20 || c == '\n', "control byte 0x%02x in: %s", c, out);
-        CHECKF(!(c == 0xc2 && (unsigned char)p[1] >= 0x80 && (unsigned char)p[1] <= 0x9f), "C1 control in: %s", out);
+        CHECKF(!(c == 0xc2 && (unsigned char)p[1] >= 0x80 && (unsigned char)p[1] <= 0x9f),
+               "C1 control in: %s", out);
         if ((p == out || p[-1] == '\n') && !strncmp(p, "check ", 6)) headers++;
     }
     CHECKF(headers == 1, "%d report headers in: %s", headers, out);
@@ -266,8 +277,10 @@ static void t_verbose_hides_hidden(const void *arg) {
     (void)arg;
     static char out[1 << 16], js[1 << 16];
     /* the same seed draws the same shapes: the JSON verdict says which were hidden */
-    CHECK(kforge("check tasks/c/saxpy tasks/c/saxpy/candidates/fast.c --seed 11 --json 2>/dev/null", js, sizeof js) == 0);
-    CHECK(kforge("check tasks/c/saxpy tasks/c/saxpy/candidates/fast.c --seed 11 -v 2>&1 >/dev/null", out, sizeof out) == 0);
+    CHECK(kforge("check tasks/c/saxpy tasks/c/saxpy/candidates/fast.c --seed 11 --json 2>/dev/null", js,
+                 sizeof js) == 0);
+    CHECK(kforge("check tasks/c/saxpy tasks/c/saxpy/candidates/fast.c --seed 11 -v 2>&1 >/dev/null", out,
+                 sizeof out) == 0);
     json_t *j = parse(js);
     size_t i;
     json_t *sh;
@@ -275,7 +288,8 @@ static void t_verbose_hides_hidden(const void *arg) {
     json_array_foreach(json_object_get(j, "shapes"), i, sh) {
         if (!strcmp(json_string_value(json_object_get(sh, "kind")), "visible")) continue;
         char pat[64];
-        snprintf(pat, sizeof pat, "n=%lld ", (long long)json_integer_value(json_object_get(json_object_get(sh, "sizes"), "n")));
+        snprintf(pat, sizeof pat, "n=%lld ",
+                 (long long)json_integer_value(json_object_get(json_object_get(sh, "sizes"), "n")));
         CHECKF(!strstr(out, pat), "a %s shape's sizes (%s) in check -v's progress:\n%s",
                json_string_value(json_object_get(sh, "kind")), pat, out);
         hidden++;
@@ -299,7 +313,8 @@ static void t_when_skipped_text(const void *arg) {
     snprintf(args, sizeof args, "check tasks/c/saxpy %s 2>&1", path);
     int rc = kforge(args, out, sizeof out);
     unlink(path);
-    CHECKF(rc == 0 && strstr(out, "skipped visible shape n=65536: outside the candidate's kforge:when domain"),
+    CHECKF(rc == 0 &&
+               strstr(out, "skipped visible shape n=65536: outside the candidate's kforge:when domain"),
            "rc %d: %s", rc, out);
 }
 

@@ -72,8 +72,7 @@ static void run_case(const void *arg) {
     snprintf(rel, sizeof rel, strchr(c->task, '/') ? "%s" : "tasks/c/%s", c->task);
     kf_task *t = kft_task(ctx, rel);
     char why[512];
-    if (!strcmp(t->backend, "cuda") && !kft_have_gpu(why, sizeof why))
-        kft_skip("needs a GPU: %s", why);
+    if (!strcmp(t->backend, "cuda") && !kft_have_gpu(why, sizeof why)) kft_skip("needs a GPU: %s", why);
     int hostmode = 0;
     if (!strcmp(t->backend, "cuda")) { /* host mode builds with nvcc */
         char *text = NULL;
@@ -150,8 +149,7 @@ static void run_case(const void *arg) {
     kf_ctx_free(ctx);
 }
 
-static void add_dir(const char *rel, const char *prefix, const char *force_task,
-                    const char *force_expect) {
+static void add_dir(const char *rel, const char *prefix, const char *force_task, const char *force_expect) {
     DIR *d = opendir(kft_src(rel));
     if (!d) return;
     struct dirent *e;
@@ -242,8 +240,7 @@ static void validate_case(const void *arg) {
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, rel);
     char why[512];
-    if (!strcmp(t->backend, "cuda") && !kft_have_gpu(why, sizeof why))
-        kft_skip("needs a GPU: %s", why);
+    if (!strcmp(t->backend, "cuda") && !kft_have_gpu(why, sizeof why)) kft_skip("needs a GPU: %s", why);
     kf_result *r = NULL;
     kf_opts o = corpus_opts();
     kf_status st = kf_validate(ctx, t, &o, &r);

@@ -21,9 +21,9 @@
 /* ---- scripted timings ----------------------------------------------------------------- */
 
 typedef struct {
-    const char *fp_now;    /* what the task's fingerprint is "now" */
-    const char *normal;    /* the verdict every plain re-timing returns (JSON) */
-    const char *strict;    /* the verdict of a stricter one */
+    const char *fp_now; /* what the task's fingerprint is "now" */
+    const char *normal; /* the verdict every plain re-timing returns (JSON) */
+    const char *strict; /* the verdict of a stricter one */
     int calls, strict_calls;
 } script;
 
@@ -54,9 +54,10 @@ static int bench(void *arg, const char *path, const char *vs, int stricter, stru
 
 /* a check-and-time result against the reference: two visible shapes */
 static json_t *result(double s1, double s2, double roof, int narrow) {
-    json_t *r = json_pack("{s:s, s:s, s:[{s:{s:i}, s:f, s:f, s:b}, {s:{s:i}, s:f, s:f, s:b}]}", "verdict", "accepted",
-                          "fingerprint", FP, "shapes", "sizes", "n", 1000, "speedup", s1, "roofline_fraction", roof,
-                          "win", 1, "sizes", "n", 5003, "speedup", s2, "roofline_fraction", roof / 2, "win", 1);
+    json_t *r =
+        json_pack("{s:s, s:s, s:[{s:{s:i}, s:f, s:f, s:b}, {s:{s:i}, s:f, s:f, s:b}]}", "verdict", "accepted",
+                  "fingerprint", FP, "shapes", "sizes", "n", 1000, "speedup", s1, "roofline_fraction", roof,
+                  "win", 1, "sizes", "n", 5003, "speedup", s2, "roofline_fraction", roof / 2, "win", 1);
     if (narrow) {
         json_array_remove(json_object_get(r, "shapes"), 1);
         json_object_set_new(r, "untimed_shapes", json_pack("[{s:{s:i}}]", "sizes", "n", 5003));
@@ -67,10 +68,11 @@ static json_t *result(double s1, double s2, double roof, int narrow) {
 
 /* one re-timing against the parent: speedup, 95% interval, fairness */
 static char *timing(double sp, double lo, double hi, int fair) {
-    json_t *j = json_pack("{s:s, s:[{s:{s:i}, s:f, s:[f,f], s:b, s:b}]}", "verdict", "accepted", "shapes", "sizes",
-                          "n", 1000, "speedup", sp, "ci95", lo, hi, "fair", fair, "win", lo > 1);
-    if (!fair) json_object_set_new(json_array_get(json_object_get(j, "shapes"), 0), "fair_reason",
-                                   json_string("graph against eager launches"));
+    json_t *j = json_pack("{s:s, s:[{s:{s:i}, s:f, s:[f,f], s:b, s:b}]}", "verdict", "accepted", "shapes",
+                          "sizes", "n", 1000, "speedup", sp, "ci95", lo, hi, "fair", fair, "win", lo > 1);
+    if (!fair)
+        json_object_set_new(json_array_get(json_object_get(j, "shapes"), 0), "fair_reason",
+                            json_string("graph against eager launches"));
     char *s = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     return s;
@@ -90,7 +92,14 @@ static judged judge(script *sc, const kf_critic_opts *o, const char *category, j
     kf_critic_env env = {o, 0.05, FP, fp_now, bench, sc};
     struct kf_verdict v;
     kf_verdict_from_json(res, &v);
-    kf_critic_case c = {category, &v, NULL, beats, parent, "/tmp/cand", parent ? "/tmp/parent" : NULL, src,
+    kf_critic_case c = {category,
+                        &v,
+                        NULL,
+                        beats,
+                        parent,
+                        "/tmp/cand",
+                        parent ? "/tmp/parent" : NULL,
+                        src,
                         parent ? parent_src : NULL};
     judged j;
     j.d = kf_critic_judge(&env, &c, &j.rep);
@@ -223,7 +232,9 @@ static void t_measurement(const void *arg) {
     {
         const char *why = json_string_value(json_object_get(j.rep, "why"));
         json_t *f = json_array_get(json_object_get(j.rep, "figures"), 0);
-        CHECKF(why && strstr(why, "geomean 1.060x over the parent, best 95% interval from 1.020, needed above 1.050"),
+        CHECKF(why &&
+                   strstr(why,
+                          "geomean 1.060x over the parent, best 95% interval from 1.020, needed above 1.050"),
                "%s", why ? why : "(none)");
         CHECK(fabs(json_number_value(json_object_get(f, "geomean")) - 1.06) < 1e-9 &&
               fabs(json_number_value(json_object_get(f, "best_lo")) - 1.02) < 1e-9);
@@ -234,7 +245,8 @@ static void t_measurement(const void *arg) {
     t = timing(1.5, 1.4, 1.6, 0);
     script sc3 = {FP, t, NULL, 0, 0};
     j = judge(&sc3, &o, "tiling", res, 3, big_src, 1);
-    CHECKF(j.d == KF_CRITIC_REVIEW && !strcmp(json_string_value(json_object_get(j.rep, "decision")), "needs_review"),
+    CHECKF(j.d == KF_CRITIC_REVIEW &&
+               !strcmp(json_string_value(json_object_get(j.rep, "decision")), "needs_review"),
            "an unfair comparison was not sent for review");
     json_decref(j.rep);
     free(t);
@@ -346,9 +358,10 @@ static void t_narrowed_domain(const void *arg) {
     fprintf(f, "// kforge:when n != 100003\n%s", src);
     fclose(f);
     free(src);
-    snprintf(args, sizeof args,
-             "submit %s/r --parent 0 %s --category tiling --json --min-runs 5 --max-runs 8 --min-time 0.01 2>&1", dir,
-             cand);
+    snprintf(
+        args, sizeof args,
+        "submit %s/r --parent 0 %s --category tiling --json --min-runs 5 --max-runs 8 --min-time 0.01 2>&1",
+        dir, cand);
     CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "n != 100003") &&
                strstr(out, "refused before any evaluation"),
            "%s", out);
@@ -382,7 +395,6 @@ static void t_narrowed_domain(const void *arg) {
     kf__rmtree(dir);
 }
 
-
 /* The advisory critic: an agent's second opinion on an approved node is recorded and
  * shown, and never changes the decision (a concern does not un-keep; a broken advisor
  * does not either). */
@@ -390,12 +402,14 @@ static void t_advisory(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-advise-XXXXXX", args[4096], out[1 << 16];
     CHECK(mkdtemp(dir));
-    const char *quickb = "--min-runs 6 --max-runs 10 --min-time 0.01 --hidden 1"; /* 6 pairs at least: fewer give no verdict */
+    const char *quickb =
+        "--min-runs 6 --max-runs 10 --min-time 0.01 --hidden 1"; /* 6 pairs at least: fewer give no verdict */
     /* the reviewer is the run's, set when it is created: one that voices a concern, and
      * checks it was shown the candidate */
     snprintf(args, sizeof args,
              "run tasks/c/sgemm --budget 0 --run %s/r %s --critic-agent "
-             "\"cmd:grep -q 'The candidate' \\\"\\$KFORGE_PROMPT\\\" && printf 'CONCERN\\nthe k loop assumes k %%%% 4 == 0\\n' > "
+             "\"cmd:grep -q 'The candidate' \\\"\\$KFORGE_PROMPT\\\" && printf 'CONCERN\\nthe k loop assumes "
+             "k %%%% 4 == 0\\n' > "
              "\\\"\\$KFORGE_OUT\\\"\" 2>&1",
              dir, quickb);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
@@ -413,12 +427,14 @@ static void t_advisory(const void *arg) {
     snprintf(args, sizeof args, "tree %s/r", dir);
     CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "advisory concern: CONCERN the k loop"), "%s", out);
     /* a submitter may not bring its own judge, nor fewer hidden shapes than the run's */
-    snprintf(args, sizeof args, "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --critic max_speedup=2 2>&1", dir);
+    snprintf(args, sizeof args,
+             "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --critic max_speedup=2 2>&1", dir);
     CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "the Critic's settings are the run's"), "%s", out);
-    snprintf(args, sizeof args, "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --critic-agent 'cmd:true' 2>&1",
-             dir);
+    snprintf(args, sizeof args,
+             "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --critic-agent 'cmd:true' 2>&1", dir);
     CHECKF(cli(args, out, sizeof out) == 2, "%s", out);
-    snprintf(args, sizeof args, "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --hidden 0 2>&1", dir);
+    snprintf(args, sizeof args, "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --hidden 0 2>&1",
+             dir);
     CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "fewer hidden shapes"), "%s", out);
     /* the same text again: pruned, not timed again until a lucky figure comes */
     snprintf(args, sizeof args, "submit %s/r --parent 0 tasks/c/sgemm/candidates/fast.c --json 2>&1", dir);
@@ -429,15 +445,16 @@ static void t_advisory(const void *arg) {
            "%d: %s", rc, out);
     json_decref(j);
     /* a reviewer that fails: recorded as such, the node kept all the same */
-    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 0 --run %s/r2 %s --critic-agent 'cmd:exit 3' 2>&1", dir,
-             quickb);
+    snprintf(args, sizeof args,
+             "run tasks/c/sgemm --budget 0 --run %s/r2 %s --critic-agent 'cmd:exit 3' 2>&1", dir, quickb);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     snprintf(args, sizeof args, "submit %s/r2 --parent 0 tasks/c/sgemm/candidates/fast.c --json 2>&1", dir);
     rc = cli(args, out, sizeof out);
     j = json_loads(out, 0, NULL);
     adv = json_object_get(json_object_get(j, "critic"), "advisory");
     CHECKF(rc == 0 && !strcmp(json_string_value(json_object_get(j, "state")), "kept") &&
-               !strcmp(json_string_value(json_object_get(adv, "opinion")), "none") && json_object_get(adv, "error"),
+               !strcmp(json_string_value(json_object_get(adv, "opinion")), "none") &&
+               json_object_get(adv, "error"),
            "%s", out);
     json_decref(j);
     /* a bad spec is a usage error, before anything runs */
@@ -454,8 +471,8 @@ static void t_when_pins_visible(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-pin-XXXXXX", args[2048], out[1 << 16], cand[256];
     CHECK(mkdtemp(dir));
-    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 0 --run %s/r --min-runs 5 --max-runs 8 --min-time 0.01 2>&1",
-             dir);
+    snprintf(args, sizeof args,
+             "run tasks/c/sgemm --budget 0 --run %s/r --min-runs 5 --max-runs 8 --min-time 0.01 2>&1", dir);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     char *src = NULL;
     size_t n = 0;
@@ -463,7 +480,8 @@ static void t_when_pins_visible(const void *arg) {
     snprintf(cand, sizeof cand, "%s/pin.c", dir);
     FILE *f = fopen(cand, "w");
     CHECK(f);
-    fprintf(f, "// kforge:when (m == 128 && n == 128 && k == 128) || (m == 96 && n == 160 && k == 72)\n%s", src);
+    fprintf(f, "// kforge:when (m == 128 && n == 128 && k == 128) || (m == 96 && n == 160 && k == 72)\n%s",
+            src);
     fclose(f);
     free(src);
     snprintf(args, sizeof args, "submit %s/r --parent 0 %s --category tiling --json 2>&1", dir, cand);

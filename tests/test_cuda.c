@@ -59,8 +59,8 @@ typedef struct {
 
 /* Compile text for the task at rel (or path) with the selections sel, under a compile
  * deadline of timeout_s. */
-static void build_text_t(built *o, const char *task_rel, const char *name, const char *text,
-                         const char **sel, int nsel, double timeout_s) {
+static void build_text_t(built *o, const char *task_rel, const char *name, const char *text, const char **sel,
+                         int nsel, double timeout_s) {
     memset(o, 0, sizeof *o);
     o->ctx = kf_ctx_new();
     o->t = kft_task(o->ctx, task_rel);
@@ -73,14 +73,14 @@ static void build_text_t(built *o, const char *task_rel, const char *name, const
     fclose(f);
     kf_candidate *c = NULL;
     CHECKF(kf_candidate_load(o->ctx, o->t, path, sel, nsel, &c) == KF_OK, "%s", kf_errmsg(o->ctx));
-    kf_status st = kf_backend_compile(kf_backend_get("cuda"), o->ctx, o->t, path, c->text, c->len,
-                                      c->params, c->nparams, o->dir, timeout_s, &o->b);
+    kf_status st = kf_backend_compile(kf_backend_get("cuda"), o->ctx, o->t, path, c->text, c->len, c->params,
+                                      c->nparams, o->dir, timeout_s, &o->b);
     CHECKF(st == KF_OK, "%s", kf_errmsg(o->ctx));
     kf_candidate_free(c);
 }
 
-static void build_text(built *o, const char *task_rel, const char *name, const char *text,
-                       const char **sel, int nsel) {
+static void build_text(built *o, const char *task_rel, const char *name, const char *text, const char **sel,
+                       int nsel) {
     build_text_t(o, task_rel, name, text, sel, nsel, 60);
 }
 
@@ -94,7 +94,8 @@ static void built_free(built *o) {
 static const char good[] =
     "// kforge:launch kernel=sm grid=(rows) block=(min(256, cols + 31) / 32 * 32) smem=0\n"
     "extern \"C\" __global__ void sm(const float *x, float *y, int64_t rows, int64_t cols) {\n"
-    "  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) y[blockIdx.x * cols + c] = x[blockIdx.x * cols + c];\n"
+    "  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) y[blockIdx.x * cols + c] = x[blockIdx.x * "
+    "cols + c];\n"
     "}\n";
 
 /* One build in a child process with env (NAME=VALUE pairs); its target architecture,
@@ -299,7 +300,8 @@ static void t_big_smem(const void *arg) {
     size_t n = 0;
     CHECK(kf__read_file(logp, 1 << 20, &log, &n) == 0);
     CHECKF(!strcmp(log, "launch 1024 49152\nlaunch 49152 49152\nlaunch 65536 65536\nlaunch 65536 65536\n"
-                        "launch 204800 204800\n"), "%s", log);
+                        "launch 204800 204800\n"),
+           "%s", log);
     free(log);
     kf_ctx_free(ctx);
     kf__rmtree(dir);
@@ -370,7 +372,8 @@ static const char table_hook[] =
     "// kforge:host\n"
     "#include <dlfcn.h>\n#include <link.h>\n#include <stdio.h>\n#include <string.h>\n"
     "static int hooked, patched;\n"
-    "static int fake_elapsed(float *ms, void *a, void *b) { (void)a; (void)b; hooked = 1; *ms = 0.001f; return 0; }\n"
+    "static int fake_elapsed(float *ms, void *a, void *b) { (void)a; (void)b; hooked = 1; *ms = 0.001f; "
+    "return 0; }\n"
     "static int find_cuda(struct dl_phdr_info *i, size_t n, void *out) {\n"
     "  (void)n; if (!strstr(i->dlpi_name, \"libcuda\")) return 0;\n"
     "  snprintf((char *)out, 512, \"%s\", i->dlpi_name); return 1;\n}\n"
@@ -386,7 +389,8 @@ static const char table_hook[] =
     "  char line[600];\n"
     "  while (fgets(line, sizeof line, f)) {\n"
     "    unsigned long lo, hi; char perm[8];\n"
-    "    if (sscanf(line, \"%lx-%lx %7s\", &lo, &hi, perm) != 3 || perm[0] != 'r' || perm[1] != 'w') continue;\n"
+    "    if (sscanf(line, \"%lx-%lx %7s\", &lo, &hi, perm) != 3 || perm[0] != 'r' || perm[1] != 'w') "
+    "continue;\n"
     "    if (strstr(line, \"[stack]\") || strstr(line, \"[vvar\")) continue;\n"
     "    for (void **p = (void **)lo; (unsigned long)(p + 1) <= hi; p++)\n"
     "      if (*p == real) *p = (void *)fake_elapsed;\n"
@@ -460,7 +464,8 @@ static void t_timing_libraries(const void *arg) {
     static const char late[] =
         "// kforge:host\n#include <dlfcn.h>\n"
         "static int calls;\n"
-        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t "
+        "s) {\n"
         "  (void)a; (void)b; (void)rows; (void)cols; (void)s;\n"
         "  if (++calls == 2 && !dlopen(\"libcublas.so.13\", RTLD_NOW | RTLD_LOCAL)) return 9;\n"
         "  return 0;\n}\n";
@@ -487,7 +492,8 @@ static void t_timing_libraries(const void *arg) {
         CHECKF(strstr(js, "libcublas.so.13"), "not among libraries_loaded: %s", js);
         if (!declared)
             CHECKF(kf_result_verdict(s.res) == KF_VERDICT_REJECTED && strstr(js, "sandbox_violation") &&
-                   strstr(js, "seen while timing"), "%s", js);
+                       strstr(js, "seen while timing"),
+                   "%s", js);
         free(js);
         free(s.cbuild.libraries);
         kf_result_free(s.res);
@@ -505,10 +511,12 @@ static void t_host_nvrtc_worker(const void *arg) {
     (void)arg;
     static const char jit[] =
         "// kforge:host\n// kforge:link nvrtc\n#include <nvrtc.h>\n#include <stdio.h>\n"
-        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t "
+        "s) {\n"
         "  (void)a; (void)b; (void)s;\n"
         "  char src[256];\n"
-        "  snprintf(src, sizeof src, \"extern \\\"C\\\" __global__ void t(float *x) { x[0] = %lld; }\", (long long)(rows * cols));\n"
+        "  snprintf(src, sizeof src, \"extern \\\"C\\\" __global__ void t(float *x) { x[0] = %lld; }\", "
+        "(long long)(rows * cols));\n"
         "  nvrtcProgram p;\n"
         "  if (nvrtcCreateProgram(&p, src, \"jit.cu\", 0, NULL, NULL) != NVRTC_SUCCESS) return 3;\n"
         "  const char *o[] = {\"--gpu-architecture=sm_90\"};\n"
@@ -518,7 +526,8 @@ static void t_host_nvrtc_worker(const void *arg) {
     built o;
     char dir[32];
     kf_worker *w = host_fake_worker(&o, "tasks/cuda/transpose", jit, dir);
-    CHECKF(o.b.libraries && strstr(o.b.libraries, "nvrtc"), "libraries '%s'", o.b.libraries ? o.b.libraries : "");
+    CHECKF(o.b.libraries && strstr(o.b.libraries, "nvrtc"), "libraries '%s'",
+           o.b.libraries ? o.b.libraries : "");
     for (int call = 0; call < 2; call++) {
         kf_call_result r;
         host_call(w, &r);
@@ -535,13 +544,13 @@ static void t_host_nvrtc_worker(const void *arg) {
  * which trapped as a sandbox_violation) and nothing is created. */
 static void t_gpu_write_open_refused(const void *arg) {
     (void)arg;
-    static const char opener[] =
-        "// kforge:host\n#include <errno.h>\n#include <stdio.h>\n"
-        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
-        "  (void)a; (void)b; (void)rows; (void)cols; (void)s;\n"
-        "  FILE *f = fopen(\"/tmp/kft-forbidden-write\", \"w\");\n"
-        "  FILE *g = fopen(\"/proc/self/comm\", \"w\");\n"
-        "  return f || g ? 1 : errno == EACCES ? 0 : 2;\n}\n";
+    static const char opener[] = "// kforge:host\n#include <errno.h>\n#include <stdio.h>\n"
+                                 "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, "
+                                 "int64_t cols, cudaStream_t s) {\n"
+                                 "  (void)a; (void)b; (void)rows; (void)cols; (void)s;\n"
+                                 "  FILE *f = fopen(\"/tmp/kft-forbidden-write\", \"w\");\n"
+                                 "  FILE *g = fopen(\"/proc/self/comm\", \"w\");\n"
+                                 "  return f || g ? 1 : errno == EACCES ? 0 : 2;\n}\n";
     unlink("/tmp/kft-forbidden-write");
     built o;
     char dir[32];
@@ -574,11 +583,13 @@ static void t_persisting_l2(const void *arg) {
         "  int (*lim)(int, size_t) = h ? (int (*)(int, size_t))dlsym(h, \"cuCtxSetLimit\") : NULL;\n"
         "  return lim ? lim(6, 4u << 20) : 1;\n}\n"
         "%s\n"
-        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t "
+        "s) {\n"
         "  (void)a; (void)b; (void)rows; (void)cols; (void)s;\n  return %s;\n}\n";
     for (int outside = 0; outside < 2; outside++) {
         char text[2048];
-        snprintf(text, sizeof text, fmt, outside ? "__attribute__((constructor)) static void early(void) { set_aside(); }" : "",
+        snprintf(text, sizeof text, fmt,
+                 outside ? "__attribute__((constructor)) static void early(void) { set_aside(); }" : "",
                  outside ? "0" : "set_aside()");
         built o;
         char dir[32];
@@ -586,12 +597,13 @@ static void t_persisting_l2(const void *arg) {
         kf_call_result r;
         host_call(w, &r);
         if (outside) {
-            CHECKF(r.st != KF_CALL_OK && r.reason == KF_REASON_SANDBOX_VIOLATION && strstr(r.msg, "persisting-L2"),
+            CHECKF(r.st != KF_CALL_OK && r.reason == KF_REASON_SANDBOX_VIOLATION &&
+                       strstr(r.msg, "persisting-L2"),
                    "%s: %s", kf_reason_name(r.reason), r.msg);
         } else {
             for (int call = 0; call < 2; call++) {
-                CHECKF(r.st == KF_CALL_OK && (r.gpu_flags & KF_DONE_PERSISTING_L2), "call %d: %s: %s, flags %u",
-                       call + 1, kf_reason_name(r.reason), r.msg, r.gpu_flags);
+                CHECKF(r.st == KF_CALL_OK && (r.gpu_flags & KF_DONE_PERSISTING_L2),
+                       "call %d: %s: %s, flags %u", call + 1, kf_reason_name(r.reason), r.msg, r.gpu_flags);
                 host_call(w, &r);
             }
         }
@@ -612,7 +624,8 @@ static void t_gpu_own_context(const void *arg) {
     if (!kft_have_gpu(why, sizeof why)) kft_skip("needs a GPU: %s", why);
     need_nvcc();
     static const char fmt[] =
-        "// kforge:host\n#include <cuda.h>\n#include <dlfcn.h>\n#include <link.h>\n#include <stdio.h>\n#include <string.h>\n"
+        "// kforge:host\n#include <cuda.h>\n#include <dlfcn.h>\n#include <link.h>\n#include "
+        "<stdio.h>\n#include <string.h>\n"
         "static int find_cuda(struct dl_phdr_info *i, size_t n, void *out) {\n"
         "  (void)n; if (!strstr(i->dlpi_name, \"libcuda.so\")) return 0;\n"
         "  snprintf((char *)out, 512, \"%%s\", i->dlpi_name); return 1;\n}\n"
@@ -620,12 +633,15 @@ static void t_gpu_own_context(const void *arg) {
         "  int64_t c = (int64_t)blockIdx.x * 16 + threadIdx.x, r = (int64_t)blockIdx.y * 16 + threadIdx.y;\n"
         "  if (r < rows && c < cols) b[c * rows + r] = a[r * cols + c];\n}\n"
         "static CUcontext side;\n"
-        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t s) {\n"
+        "extern \"C\" int kforge_launch(const float *a, float *b, int64_t rows, int64_t cols, cudaStream_t "
+        "s) {\n"
         "  if (%d && !side) {\n"
         "    char name[512] = \"\"; dl_iterate_phdr(find_cuda, name);\n"
         "    void *h = dlopen(name, RTLD_NOW | RTLD_NOLOAD);\n"
-        "    CUresult (*create)(CUcontext *, unsigned, CUdevice) = h ? (CUresult (*)(CUcontext *, unsigned, CUdevice))dlsym(h, \"cuCtxCreate_v2\") : NULL;\n"
-        "    CUresult (*pop)(CUcontext *) = h ? (CUresult (*)(CUcontext *))dlsym(h, \"cuCtxPopCurrent_v2\") : NULL;\n"
+        "    CUresult (*create)(CUcontext *, unsigned, CUdevice) = h ? (CUresult (*)(CUcontext *, unsigned, "
+        "CUdevice))dlsym(h, \"cuCtxCreate_v2\") : NULL;\n"
+        "    CUresult (*pop)(CUcontext *) = h ? (CUresult (*)(CUcontext *))dlsym(h, \"cuCtxPopCurrent_v2\") "
+        ": NULL;\n"
         "    CUcontext prev;\n"
         "    if (!create || !pop || create(&side, 0, 0) || pop(&prev)) return 9;\n  }\n"
         "  dim3 g((unsigned)((cols + 15) / 16), (unsigned)((rows + 15) / 16));\n"
@@ -650,9 +666,9 @@ static void t_gpu_own_context(const void *arg) {
         if (own && strstr(js, "\"launch_count\":null")) kft_skip("no CUPTI: %s", js);
         if (own)
             CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && strstr(js, "sandbox_violation") &&
-                   strstr(js, "context"), "%s", js);
-        else
-            CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", js);
+                       strstr(js, "context"),
+                   "%s", js);
+        else CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", js);
         free(js);
         kf_result_free(r);
         kf_task_free(t);
@@ -788,12 +804,14 @@ static void t_bundled_build(const void *arg) {
             snprintf(fp, sizeof fp, "%s/%s", rel, names[k]);
             /* each value of the first parameter (the others at their defaults) */
             kf_candidate *c0 = NULL;
-            CHECKF(kf_candidate_load(ctx, t, kft_src(fp), NULL, 0, &c0) == KF_OK, "%s: %s", fp, kf_errmsg(ctx));
+            CHECKF(kf_candidate_load(ctx, t, kft_src(fp), NULL, 0, &c0) == KF_OK, "%s: %s", fp,
+                   kf_errmsg(ctx));
             int nv = c0->nparams ? c0->params[0].nvalues : 1;
             for (int v = 0; v < nv; v++) {
                 char selb[128];
                 const char *sel[1] = {selb};
-                if (c0->nparams) snprintf(selb, sizeof selb, "%s=%s", c0->params[0].name, c0->params[0].values[v]);
+                if (c0->nparams)
+                    snprintf(selb, sizeof selb, "%s=%s", c0->params[0].name, c0->params[0].values[v]);
                 kf_candidate *c = NULL;
                 if (kf_candidate_load(ctx, t, kft_src(fp), sel, c0->nparams ? 1 : 0, &c) != KF_OK)
                     continue; /* a combination its kforge:require refuses */
@@ -831,7 +849,6 @@ static void t_bundled_build(const void *arg) {
     fprintf(stderr, "    %d files, %d builds\n", files, builds);
 }
 
-
 /* Errors say where: NVRTC's line numbers are the file's own (the prelude does not
  * shift them); directive errors name their line. */
 static void t_errors(const void *arg) {
@@ -842,7 +859,8 @@ static void t_errors(const void *arg) {
     build_text(&o, "tasks/cuda/softmax", "syntax.cu",
                "// kforge:launch kernel=k grid=(rows) block=(32)\n"
                "extern \"C\" __global__ void k(const float *x, float *y, int64_t rows, int64_t cols) {\n"
-               "  y[0] = x[0] +;\n}\n", NULL, 0);
+               "  y[0] = x[0] +;\n}\n",
+               NULL, 0);
     CHECK(!o.b.ok && o.b.reason == KF_REASON_COMPILE_ERROR);
     CHECKF(strstr(o.b.message, "syntax.cu(3)") && strstr(o.b.message, "error"), "%s", o.b.message);
     built_free(&o);
@@ -855,7 +873,8 @@ static void t_errors(const void *arg) {
     CHECKF(strstr(o.b.message, "nothere"), "%s", o.b.message);
     built_free(&o);
 
-    static const struct { const char *line, *want;
+    static const struct {
+        const char *line, *want;
     } bad[] = {
         {"// kforge:launch kernel=k grid=(rows block=(32)\n", "bad.cu:2: kforge:launch"},
         {"// kforge:launch kernel=k grid=(nosuch) block=(32)\n", "nosuch"},
@@ -873,8 +892,10 @@ static void t_errors(const void *arg) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[512];
-        snprintf(text, sizeof text, "// a comment\n%sextern \"C\" __global__ void k(const float *x, "
-                 "float *y, int64_t rows, int64_t cols) {}\n", bad[i].line);
+        snprintf(text, sizeof text,
+                 "// a comment\n%sextern \"C\" __global__ void k(const float *x, "
+                 "float *y, int64_t rows, int64_t cols) {}\n",
+                 bad[i].line);
         build_text(&o, "tasks/cuda/softmax", "bad.cu", text, NULL, 0);
         CHECKF(!o.b.ok && o.b.reason == KF_REASON_COMPILE_ERROR && strstr(o.b.message, bad[i].want),
                "%s -> %s", bad[i].line, o.b.message ? o.b.message : "(built)");
@@ -908,7 +929,8 @@ static void t_toolkit_headers(const void *arg) {
         "#include <cuda_pipeline.h>\n#include <cuda/std/cstdint>\n#  include <mma.h>\n"
         "// kforge:launch kernel=k grid=(rows) block=(32)\n"
         "extern \"C\" __global__ void k(const float *x, float *y, int64_t rows, int64_t cols) {\n"
-        "  cuda::std::int64_t i = blockIdx.x; if (threadIdx.x == 0 && cols > 0) y[i * cols] = x[i * cols];\n}\n",
+        "  cuda::std::int64_t i = blockIdx.x; if (threadIdx.x == 0 && cols > 0) y[i * cols] = x[i * "
+        "cols];\n}\n",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         built o;
@@ -932,17 +954,25 @@ static void t_toolkit_headers(const void *arg) {
         built_free(&o);
         free(text);
     }
-    static const char *const bad[] = {"<../include/cuda_fp16.h>", "<cuda/../../../../../etc/passwd>",
-                                      "<./cuda_fp16.h>", "<cuda//barrier>", "<no_such_header.h>",
-                                      "<stdio.h>", "<cuda>", "<cuda_fp16.h", "\"cuda_fp16.h\""};
+    static const char *const bad[] = {"<../include/cuda_fp16.h>",
+                                      "<cuda/../../../../../etc/passwd>",
+                                      "<./cuda_fp16.h>",
+                                      "<cuda//barrier>",
+                                      "<no_such_header.h>",
+                                      "<stdio.h>",
+                                      "<cuda>",
+                                      "<cuda_fp16.h",
+                                      "\"cuda_fp16.h\""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[512];
-        snprintf(text, sizeof text, "#include %s\n// kforge:launch kernel=k grid=(1) block=(32)\n"
+        snprintf(text, sizeof text,
+                 "#include %s\n// kforge:launch kernel=k grid=(1) block=(32)\n"
                  "extern \"C\" __global__ void k(const float *x, float *y, int64_t rows, int64_t cols) {}\n",
                  bad[i]);
         built o;
         build_text(&o, "tasks/cuda/softmax", "bad.cu", text, NULL, 0);
-        CHECKF(!o.b.ok && o.b.reason == KF_REASON_COMPILE_ERROR && strstr(o.b.message, "allows #include only"),
+        CHECKF(!o.b.ok && o.b.reason == KF_REASON_COMPILE_ERROR &&
+                   strstr(o.b.message, "allows #include only"),
                "%s -> %s", bad[i], o.b.message ? o.b.message : "(built)");
         built_free(&o);
     }
@@ -1099,7 +1129,6 @@ static void t_half_types(const void *arg) {
     kf_ctx_free(ctx);
 }
 
-
 /* ---- device-info and the GPU roofline ------------------------------------------ */
 
 /* The measurement kernels build for every architecture kforge may meet; sm_75 has no
@@ -1140,7 +1169,8 @@ static void t_device_info_no_driver(const void *arg) {
     CHECK(kforge_cli(nodrv, "device-info --json --refresh 2>/dev/null", out, sizeof out) == 2);
     json_t *j = json_loads(out, 0, NULL);
     CHECKF(j && !strcmp(json_string_value(json_object_get(j, "verdict")), "error") &&
-           strstr(json_string_value(json_object_get(j, "error")), "no CUDA driver"), "%s", out);
+               strstr(json_string_value(json_object_get(j, "error")), "no CUDA driver"),
+           "%s", out);
     json_decref(j);
     CHECK(kforge_cli(nodrv, "device-info --device x 2>&1", out, sizeof out) == 2 && strstr(out, "--device"));
     CHECK(kforge_cli(nodrv, "device-info --colour 2>&1", out, sizeof out) == 2 && strstr(out, "--colour"));
@@ -1173,9 +1203,12 @@ static void t_device_info_fake_driver(const void *arg) {
      * per SM, 64 iterations (the first launch already took 20 ms or more) */
     double bytes = 8.0 * (60 << 20), threads = 132.0 * 8 * 256;
     json_t *m = json_object_get(a, "measured");
-    CHECKF(rel(json_number_value(json_object_get(m, "copy_bytes_per_s")), 2 * bytes / 0.025) < 1e-5, "%s", out);
-    CHECKF(rel(json_number_value(json_object_get(m, "fp32_flops_per_s")), 256 * threads * 64 / 0.025) < 1e-5, "%s", out);
-    CHECKF(rel(json_number_value(json_object_get(m, "bf16_tensor_flops_per_s")), 1024 * threads * 64 / 0.025) < 1e-5,
+    CHECKF(rel(json_number_value(json_object_get(m, "copy_bytes_per_s")), 2 * bytes / 0.025) < 1e-5, "%s",
+           out);
+    CHECKF(rel(json_number_value(json_object_get(m, "fp32_flops_per_s")), 256 * threads * 64 / 0.025) < 1e-5,
+           "%s", out);
+    CHECKF(rel(json_number_value(json_object_get(m, "bf16_tensor_flops_per_s")),
+               1024 * threads * 64 / 0.025) < 1e-5,
            "%s", out);
     json_t *th = json_object_get(a, "theoretical");
     CHECK(rel(json_number_value(json_object_get(th, "mem_bytes_per_s")), 3201e6 * 6144 * 2 / 8) < 1e-5);
@@ -1194,23 +1227,30 @@ static void t_device_info_fake_driver(const void *arg) {
     CHECKF(kforge_cli(env2, "device-info --json --refresh 2>&1", out, sizeof out) == 0, "%s", out);
     json_t *c = json_loads(out, 0, NULL);
     CHECKF(c && !strcmp(json_string_value(json_object_get(c, "source")), "measured") &&
-           json_equal(json_object_get(a, "measured"), json_object_get(c, "measured")), "%s", out);
+               json_equal(json_object_get(a, "measured"), json_object_get(c, "measured")),
+           "%s", out);
     snprintf(env2, sizeof env2, "%s FAKECUDA_MS=20", env);
     CHECKF(kforge_cli(env2, "device-info --json --refresh 2>&1", out, sizeof out) == 0, "%s", out);
     json_t *d = json_loads(out, 0, NULL);
     CHECKF(d && rel(json_number_value(json_object_get(json_object_get(d, "measured"), "copy_bytes_per_s")),
-                    2 * bytes / 0.020) < 1e-5, "%s", out);
+                    2 * bytes / 0.020) < 1e-5,
+           "%s", out);
     /* the table */
     CHECKF(kforge_cli(env, "device-info", out, sizeof out) == 0 && strstr(out, "Fake H200") &&
-           strstr(out, "sm_90") && strstr(out, "bf16 tensor") && strstr(out, "from the cache"), "%s", out);
+               strstr(out, "sm_90") && strstr(out, "bf16 tensor") && strstr(out, "from the cache"),
+           "%s", out);
     /* errors: exit 2 with what failed */
     snprintf(env2, sizeof env2, "%s FAKECUDA_FAIL=cuMemAlloc_v2", env);
     CHECKF(kforge_cli(env2, "device-info --refresh 2>&1", out, sizeof out) == 2 &&
-           strstr(out, "cuMemAlloc") && strstr(out, "CUDA_ERROR_OUT_OF_MEMORY"), "%s", out);
-    snprintf(env2, sizeof env2, "%s FAKECUDA_FAIL=cuInit", env);
-    CHECKF(kforge_cli(env2, "device-info 2>&1", out, sizeof out) == 2 && strstr(out, "no usable CUDA device: cuInit"),
+               strstr(out, "cuMemAlloc") && strstr(out, "CUDA_ERROR_OUT_OF_MEMORY"),
            "%s", out);
-    CHECKF(kforge_cli(env, "device-info --device 1 2>&1", out, sizeof out) == 2 && strstr(out, "1 CUDA device"), "%s", out);
+    snprintf(env2, sizeof env2, "%s FAKECUDA_FAIL=cuInit", env);
+    CHECKF(kforge_cli(env2, "device-info 2>&1", out, sizeof out) == 2 &&
+               strstr(out, "no usable CUDA device: cuInit"),
+           "%s", out);
+    CHECKF(kforge_cli(env, "device-info --device 1 2>&1", out, sizeof out) == 2 &&
+               strstr(out, "1 CUDA device"),
+           "%s", out);
     /* two at once on a fresh cache: one measures, the other waits and reads its figures */
     char tmp2[] = "/tmp/kft-devfake2-XXXXXX", cmd[2048];
     CHECK(mkdtemp(tmp2));
@@ -1334,7 +1374,8 @@ static void t_device_cache(const void *arg) {
     slow.tensor_flops_per_s = 7e14;
     CHECK(kf_device_cache_save(path, &slow) == 0);
     CHECK(slow.copy_bytes_per_s == 4.25e12 && slow.tensor_flops_per_s == 7e14);
-    CHECK(kf_device_cache_load(path, &e) == 0 && e.copy_bytes_per_s == 4.25e12 && e.tensor_flops_per_s == 7e14);
+    CHECK(kf_device_cache_load(path, &e) == 0 && e.copy_bytes_per_s == 4.25e12 &&
+          e.tensor_flops_per_s == 7e14);
     /* the file is the documented JSON */
     json_t *j = json_load_file(path, 0, NULL);
     CHECK(j && !strcmp(json_string_value(json_object_get(j, "uuid")), d.uuid));
@@ -1347,8 +1388,9 @@ static void t_device_cache(const void *arg) {
                             other.kernel_driver, sizeof other.kernel_driver);
     CHECKF(!strcmp(other.kernel_driver, "580.159.04"), "%s", other.kernel_driver);
     other = fake_h200();
-    kf_device_kernel_driver("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 22:20:39 UTC 2023\n",
-                            other.kernel_driver, sizeof other.kernel_driver);
+    kf_device_kernel_driver(
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 22:20:39 UTC 2023\n",
+        other.kernel_driver, sizeof other.kernel_driver);
     CHECKF(!strcmp(other.kernel_driver, "535.54.03"), "%s", other.kernel_driver);
     char opath[4400];
     kf_device_cache_path(&other, opath, sizeof opath);
@@ -1359,7 +1401,8 @@ static void t_device_cache(const void *arg) {
     /* a damaged file is ignored (measured again), not believed */
     FILE *f = fopen(path, "w");
     fputs("{\"uuid\": \"GPU-01234567-89ab-cdef-0123-456789abcdef\", \"driver_version\": 13000, "
-          "\"measured\": {\"copy_bytes_per_s\": -1, \"fp32_flops_per_s\": 1e13}}", f);
+          "\"measured\": {\"copy_bytes_per_s\": -1, \"fp32_flops_per_s\": 1e13}}",
+          f);
     fclose(f);
     CHECK(kf_device_cache_load(path, &e) == -1);
     unsetenv("KFORGE_CACHE_DIR");
@@ -1395,21 +1438,27 @@ static void t_gpu_device_info(const void *arg) {
     double tc = jnum(a, "measured", "bf16_tensor_flops_per_s");
     CHECKF(bw > 1e11 && bw < 2e13, "copy %g B/s", bw);
     CHECKF(f32 > 1e12 && f32 < 1e15, "fp32 %g FLOP/s", f32);
-    CHECKF(jnum(a, "sms", NULL) > 0 && jnum(a, "l2_bytes", NULL) > 0 && jnum(a, "total_mem_bytes", NULL) > 0, "%s", out);
+    CHECKF(jnum(a, "sms", NULL) > 0 && jnum(a, "l2_bytes", NULL) > 0 && jnum(a, "total_mem_bytes", NULL) > 0,
+           "%s", out);
     CHECKF(!strncmp(json_string_value(json_object_get(a, "uuid")), "GPU-", 4), "%s", out);
     if (jnum(a, "theoretical", "mem_bytes_per_s") > 0) /* measured below the datasheet */
         CHECKF(bw < 1.05 * jnum(a, "theoretical", "mem_bytes_per_s"), "%s", out);
     if (jnum(a, "theoretical", "fp32_flops_per_s") > 0)
-        CHECKF(f32 < 1.05 * jnum(a, "theoretical", "fp32_flops_per_s") && f32 > 0.25 * jnum(a, "theoretical", "fp32_flops_per_s"), "%s", out);
+        CHECKF(f32 < 1.05 * jnum(a, "theoretical", "fp32_flops_per_s") &&
+                   f32 > 0.25 * jnum(a, "theoretical", "fp32_flops_per_s"),
+               "%s", out);
     if (jnum(a, "theoretical", "bf16_flops_per_s") > 0) /* lows: another test may share the GPU */
-        CHECKF(tc > 0.1 * jnum(a, "theoretical", "bf16_flops_per_s") && tc < 1.05 * jnum(a, "theoretical", "bf16_flops_per_s"), "%s", out);
+        CHECKF(tc > 0.1 * jnum(a, "theoretical", "bf16_flops_per_s") &&
+                   tc < 1.05 * jnum(a, "theoretical", "bf16_flops_per_s"),
+               "%s", out);
     /* the second call: the same figures, from the cache */
     t0 = kf__now_ns();
     CHECKF(kforge_cli(env, "device-info --json", out, sizeof out) == 0, "%s", out);
     double second = (double)(kf__now_ns() - t0) / 1e9;
     json_t *b = json_loads(out, 0, NULL);
     CHECKF(b && !strcmp(json_string_value(json_object_get(b, "source")), "cache"), "%s", out);
-    CHECK(jnum(b, "measured", "copy_bytes_per_s") == bw && jnum(b, "measured", "bf16_tensor_flops_per_s") == tc);
+    CHECK(jnum(b, "measured", "copy_bytes_per_s") == bw &&
+          jnum(b, "measured", "bf16_tensor_flops_per_s") == tc);
     CHECKF(second < first, "cached call %.2f s, measuring call %.2f s", second, first);
     fprintf(stderr, "    measured in %.2f s, cached in %.2f s\n", first, second);
     /* --refresh measures again and keeps the best */
@@ -1419,8 +1468,11 @@ static void t_gpu_device_info(const void *arg) {
     CHECK(jnum(c, "measured", "copy_bytes_per_s") >= bw && jnum(c, "measured", "fp32_flops_per_s") >= f32);
     /* the table */
     CHECKF(kforge_cli(env, "device-info", out, sizeof out) == 0 && strstr(out, "bf16 tensor") &&
-           strstr(out, "from the cache"), "%s", out);
-    CHECKF(kforge_cli(env, "device-info --device 64 2>&1", out, sizeof out) == 2 && strstr(out, "CUDA device"), "%s", out);
+               strstr(out, "from the cache"),
+           "%s", out);
+    CHECKF(kforge_cli(env, "device-info --device 64 2>&1", out, sizeof out) == 2 &&
+               strstr(out, "CUDA device"),
+           "%s", out);
     json_decref(a);
     json_decref(b);
     json_decref(c);
@@ -1502,10 +1554,13 @@ static void t_host_build(const void *arg) {
             snprintf(o.dir, sizeof o.dir, "/tmp/kft-host-XXXXXX");
             CHECK(mkdtemp(o.dir));
             CHECKF(kf_backend_compile(kf_backend_get("cuda"), o.ctx, o.t, kft_src(fp), c->text, c->len,
-                                      c->params, c->nparams, o.dir, 120, &o.b) == KF_OK, "%s", kf_errmsg(o.ctx));
-            CHECKF(o.b.ok && o.b.host, "%s: %s\n%s", fp, o.b.message ? o.b.message : "", o.b.log ? o.b.log : "");
+                                      c->params, c->nparams, o.dir, 120, &o.b) == KF_OK,
+                   "%s", kf_errmsg(o.ctx));
+            CHECKF(o.b.ok && o.b.host, "%s: %s\n%s", fp, o.b.message ? o.b.message : "",
+                   o.b.log ? o.b.log : "");
             if (strstr(c->text, "kforge:link cublas"))
-                CHECKF(o.b.libraries && strstr(o.b.libraries, "cublas") && strstr(o.b.libraries, "libcublas.so"),
+                CHECKF(o.b.libraries && strstr(o.b.libraries, "cublas") &&
+                           strstr(o.b.libraries, "libcublas.so"),
                        "%s: libraries '%s'", fp, o.b.libraries ? o.b.libraries : "");
             kf_candidate_free(c);
             built_free(&o);
@@ -1550,7 +1605,9 @@ static void t_host_errors(const void *arg) {
     CHECK(o.b.ok && o.b.cached);
     built_free(&o);
 
-    static const struct { const char *text, *want; kf_reason why;
+    static const struct {
+        const char *text, *want;
+        kf_reason why;
     } bad[] = {
         {"// kforge:host\nextern \"C\" int kforge_launch(const float *x, float *y, int64_t r, int64_t c, "
          "cudaStream_t s) {\n"
@@ -1586,8 +1643,8 @@ static void t_host_errors(const void *arg) {
     kf_task *t = kft_task(ctx, "tasks/cuda/softmax");
     kf_build b;
     memset(&b, 0, sizeof b);
-    kf_status st = kf_backend_compile(kf_backend_get("cuda"), ctx, t, "x.cu", host_ok, strlen(host_ok), NULL, 0,
-                                      tmp, 60, &b);
+    kf_status st = kf_backend_compile(kf_backend_get("cuda"), ctx, t, "x.cu", host_ok, strlen(host_ok), NULL,
+                                      0, tmp, 60, &b);
     CHECKF(st == KF_EBACKEND && strstr(kf_errmsg(ctx), "nvcc"), "status %d: %s", (int)st, kf_errmsg(ctx));
     unsetenv("KFORGE_NVCC");
     kf_build_free(&b);
@@ -1603,7 +1660,8 @@ static void t_host_mode_select(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, "tasks/cuda/bgemm");
-    const char *k = "// kforge:launch kernel=k grid=(1) block=(1)\n", *h = "// kforge:host\n", *none = "int x;\n";
+    const char *k = "// kforge:launch kernel=k grid=(1) block=(1)\n", *h = "// kforge:host\n",
+               *none = "int x;\n";
     CHECK(!kf__cuda_host_mode(t, k, strlen(k)));
     CHECK(kf__cuda_host_mode(t, h, strlen(h)));
     CHECK(!kf__cuda_host_mode(t, none, strlen(none)));
@@ -1623,7 +1681,8 @@ static void t_host_mode_select(const void *arg) {
     free(elf);
     char *hdr = kf__cuda_host_header(t);
     CHECKF(strstr(hdr, "kforge_launch(const __nv_bfloat16 *, const __nv_bfloat16 *, __nv_bfloat16 *, "
-                       "int64_t, int64_t, int64_t, cudaStream_t)"), "%s", hdr);
+                       "int64_t, int64_t, int64_t, cudaStream_t)"),
+           "%s", hdr);
     free(hdr);
     kf_task_free(t);
     kf_ctx_free(ctx);
@@ -1653,10 +1712,14 @@ static void t_fairness(const void *arg) {
     CHECK(!kf_cupti_is_library("softmax_fast"));
     /* libraries mapped at run time against those declared */
     char bad[256];
-    CHECK(kf__cuda_undeclared("libcublas.so.13,libcublasLt.so.13,libfoo.so", "cublas,libcublas.so.13", bad, sizeof bad) == 0);
-    CHECK(kf__cuda_undeclared("libcublas.so.13,libcublasLt.so.13", "", bad, sizeof bad) == 2 && strstr(bad, "libcublasLt"));
-    CHECK(kf__cuda_undeclared("libcublas.so.13", "cublasLt", bad, sizeof bad) == 1 && !strcmp(bad, "libcublas.so.13"));
-    CHECK(kf__cuda_undeclared("libcudnn.so.9,libz.so.1", "cublas", bad, sizeof bad) == 1 && !strcmp(bad, "libcudnn.so.9"));
+    CHECK(kf__cuda_undeclared("libcublas.so.13,libcublasLt.so.13,libfoo.so", "cublas,libcublas.so.13", bad,
+                              sizeof bad) == 0);
+    CHECK(kf__cuda_undeclared("libcublas.so.13,libcublasLt.so.13", "", bad, sizeof bad) == 2 &&
+          strstr(bad, "libcublasLt"));
+    CHECK(kf__cuda_undeclared("libcublas.so.13", "cublasLt", bad, sizeof bad) == 1 &&
+          !strcmp(bad, "libcublas.so.13"));
+    CHECK(kf__cuda_undeclared("libcudnn.so.9,libz.so.1", "cublas", bad, sizeof bad) == 1 &&
+          !strcmp(bad, "libcudnn.so.9"));
     /* per-shape JSON with and without CUPTI */
     kf_call_result cr;
     memset(&cr, 0, sizeof cr);
@@ -1670,7 +1733,8 @@ static void t_fairness(const void *arg) {
     j = json_object();
     kf__cuda_launch_json(j, &cr);
     CHECK(json_integer_value(json_object_get(j, "launches_per_call")) == 3);
-    CHECK(json_array_size(json_object_get(j, "kernels")) == 2 && json_array_size(json_object_get(j, "library_kernels")) == 1);
+    CHECK(json_array_size(json_object_get(j, "kernels")) == 2 &&
+          json_array_size(json_object_get(j, "library_kernels")) == 1);
     json_decref(j);
 }
 
@@ -1691,7 +1755,8 @@ static void t_host_gpu_report(const void *arg) {
     o.call_timeout_s = 10;
     o.hidden_count = 1;
     kf_result *r = NULL;
-    CHECKF(kf_check(ctx, t, kft_src("tasks/cuda/sgemm/candidates/host.cu"), &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECKF(kf_check(ctx, t, kft_src("tasks/cuda/sgemm/candidates/host.cu"), &o, &r) == KF_OK, "%s",
+           kf_errmsg(ctx));
     char *js = kf_result_json(r);
     json_error_t je;
     json_t *root = json_loads(js, 0, &je);
@@ -1712,7 +1777,8 @@ static void t_host_gpu_report(const void *arg) {
     json_t *sh0 = json_array_get(json_object_get(root, "shapes"), 0);
     if (json_object_get(sh0, "launches_per_call")) {
         CHECKF(json_integer_value(json_object_get(sh0, "launches_per_call")) >= 1, "%s", js);
-        CHECKF(json_array_size(json_object_get(sh0, "library_kernels")) >= 1, "cuBLAS kernels not flagged: %s", js);
+        CHECKF(json_array_size(json_object_get(sh0, "library_kernels")) >= 1,
+               "cuBLAS kernels not flagged: %s", js);
         fprintf(stderr, "    CUPTI: %lld launches per call\n",
                 (long long)json_integer_value(json_object_get(sh0, "launches_per_call")));
     } else {
@@ -1732,15 +1798,22 @@ static void t_host_gpu_report(const void *arg) {
     FILE *df = fopen(dl, "w");
     CHECK(df);
     fputs("// kforge:host\n#include <dlfcn.h>\n#include <cublas_v2.h>\n"
-          "extern \"C\" int kforge_launch(const float *a, const float *b, float *c, int64_t m, int64_t n, int64_t k, cudaStream_t s) {\n"
+          "extern \"C\" int kforge_launch(const float *a, const float *b, float *c, int64_t m, int64_t n, "
+          "int64_t k, cudaStream_t s) {\n"
           "  static void *h; static cublasHandle_t hd;\n"
-          "  if (!h && !(h = dlopen(\"libcublas.so.13\", RTLD_NOW)) && !(h = dlopen(\"libcublas.so\", RTLD_NOW))) return 1;\n"
+          "  if (!h && !(h = dlopen(\"libcublas.so.13\", RTLD_NOW)) && !(h = dlopen(\"libcublas.so\", "
+          "RTLD_NOW))) return 1;\n"
           "  auto cr = (cublasStatus_t (*)(cublasHandle_t *))dlsym(h, \"cublasCreate_v2\");\n"
           "  auto ss = (cublasStatus_t (*)(cublasHandle_t, cudaStream_t))dlsym(h, \"cublasSetStream_v2\");\n"
-          "  auto mm = (cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *,\n"
-          "      const float *, int, const float *, int, const float *, float *, int))dlsym(h, \"cublasSgemm_v2\");\n"
-          "  if (!cr || !ss || !mm || (!hd && cr(&hd))) return 2;\n  ss(hd, s);\n  const float one = 1, zero = 0;\n"
-          "  return mm(hd, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b, (int)n, a, (int)k, &zero, c, (int)n) ? 3 : 0;\n}\n", df);
+          "  auto mm = (cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, "
+          "int, const float *,\n"
+          "      const float *, int, const float *, int, const float *, float *, int))dlsym(h, "
+          "\"cublasSgemm_v2\");\n"
+          "  if (!cr || !ss || !mm || (!hd && cr(&hd))) return 2;\n  ss(hd, s);\n  const float one = 1, zero "
+          "= 0;\n"
+          "  return mm(hd, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b, (int)n, a, (int)k, "
+          "&zero, c, (int)n) ? 3 : 0;\n}\n",
+          df);
     fclose(df);
     t = kft_task(ctx, "tasks/cuda/sgemm");
     CHECKF(kf_check(ctx, t, dl, &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
@@ -1772,19 +1845,25 @@ static void t_host_gpu_report(const void *arg) {
     FILE *f = fopen(vs, "w");
     CHECK(f);
     fputs("// kforge:host\n#include <cuda_bf16.h>\n"
-          "__global__ void g(const __nv_bfloat16 *a, const __nv_bfloat16 *b, __nv_bfloat16 *c, int64_t m, int64_t n, int64_t k) {\n"
+          "__global__ void g(const __nv_bfloat16 *a, const __nv_bfloat16 *b, __nv_bfloat16 *c, int64_t m, "
+          "int64_t n, int64_t k) {\n"
           "  int64_t col = blockIdx.x * 16 + threadIdx.x, row = blockIdx.y * 16 + threadIdx.y;\n"
           "  if (row >= m || col >= n) return;\n  float acc = 0;\n"
-          "  for (int64_t p = 0; p < k; p++) acc += __bfloat162float(a[row * k + p]) * __bfloat162float(b[p * n + col]);\n"
+          "  for (int64_t p = 0; p < k; p++) acc += __bfloat162float(a[row * k + p]) * __bfloat162float(b[p "
+          "* n + col]);\n"
           "  c[row * n + col] = __float2bfloat16(acc);\n}\n"
-          "extern \"C\" int kforge_launch(const __nv_bfloat16 *a, const __nv_bfloat16 *b, __nv_bfloat16 *c, int64_t m,\n"
+          "extern \"C\" int kforge_launch(const __nv_bfloat16 *a, const __nv_bfloat16 *b, __nv_bfloat16 *c, "
+          "int64_t m,\n"
           "    int64_t n, int64_t k, cudaStream_t s) {\n"
-          "  g<<<dim3((unsigned)((n + 15) / 16), (unsigned)((m + 15) / 16)), dim3(16, 16), 0, s>>>(a, b, c, m, n, k);\n"
-          "  return 0;\n}\n", f);
+          "  g<<<dim3((unsigned)((n + 15) / 16), (unsigned)((m + 15) / 16)), dim3(16, 16), 0, s>>>(a, b, c, "
+          "m, n, k);\n"
+          "  return 0;\n}\n",
+          f);
     fclose(f);
     for (int pass = 0; pass < 2; pass++) {
         o.vs_path = pass ? vs : NULL;
-        CHECKF(kf_bench(ctx, t, kft_src("tasks/cuda/bgemm/candidates/host.cu"), &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
+        CHECKF(kf_bench(ctx, t, kft_src("tasks/cuda/bgemm/candidates/host.cu"), &o, &r) == KF_OK, "%s",
+               kf_errmsg(ctx));
         js = kf_result_json(r);
         root = json_loads(js, 0, &je);
         CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", js);
@@ -1796,15 +1875,18 @@ static void t_host_gpu_report(const void *arg) {
             const char *gu = json_string_value(json_object_get(v, "graph_use"));
             const char *cm = json_string_value(json_object_get(lm, "candidate"));
             const char *bm = json_string_value(json_object_get(lm, "baseline"));
-            CHECKF(gu && (!strcmp(gu, "yes") || !strcmp(gu, "unknown")), "graph_use %s: %s", gu ? gu : "-", js);
+            CHECKF(gu && (!strcmp(gu, "yes") || !strcmp(gu, "unknown")), "graph_use %s: %s", gu ? gu : "-",
+                   js);
             if (!strcmp(gu, "unknown")) {
                 CHECKF(json_object_get(v, "fair_note") && !strcmp(bm, pass ? "host" : "kernel"), "%s", js);
             } else if (!pass) {
-                CHECKF(!strcmp(cm, "graph") && !strcmp(bm, "graph") && json_is_true(json_object_get(v, "fair")),
+                CHECKF(!strcmp(cm, "graph") && !strcmp(bm, "graph") &&
+                           json_is_true(json_object_get(v, "fair")),
                        "a graph candidate needs a graph baseline: %s", js);
             } else {
-                CHECKF(!strcmp(cm, "graph") && !strcmp(bm, "host") && json_is_false(json_object_get(v, "fair")) &&
-                       json_is_false(json_object_get(v, "win")) && json_object_get(v, "fair_reason"),
+                CHECKF(!strcmp(cm, "graph") && !strcmp(bm, "host") &&
+                           json_is_false(json_object_get(v, "fair")) &&
+                           json_is_false(json_object_get(v, "win")) && json_object_get(v, "fair_reason"),
                        "graph vs host baseline must be unfair: %s", js);
             }
         }
@@ -1855,7 +1937,8 @@ static void t_gpu_worker_cpus(const void *arg) {
         json_error_t je;
         json_t *root = json_loads(js, 0, &je);
         CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", js);
-        int pinned = json_is_true(json_object_get(json_object_get(root, "timing_cpus"), "coordinator_pinned"));
+        int pinned =
+            json_is_true(json_object_get(json_object_get(root, "timing_cpus"), "coordinator_pinned"));
         size_t i;
         json_t *v;
         int timed = 0;
@@ -1863,8 +1946,8 @@ static void t_gpu_worker_cpus(const void *arg) {
             if (!json_object_get(v, "candidate_gap_ns")) continue;
             timed++;
             double gc = jnum(v, "candidate_gap_ns", NULL), gb = jnum(v, "baseline_gap_ns", NULL);
-            fprintf(stderr, "    %s: gap candidate %.0f ns, baseline %.0f ns (coordinator pinned: %d)\n", cands[c], gc,
-                    gb, pinned);
+            fprintf(stderr, "    %s: gap candidate %.0f ns, baseline %.0f ns (coordinator pinned: %d)\n",
+                    cands[c], gc, gb, pinned);
             double n = jnum(json_object_get(v, "sizes"), "n", NULL);
             if (pinned && n <= 200000) CHECKF(gc < 1e6 && gb < 1e6, "host time per call over 1 ms: %s", js);
         }
@@ -1917,7 +2000,8 @@ static void t_gpu_seccomp(const void *arg) {
     ssize_t got = read(p[0], &nr, sizeof nr);
     close(p[0]);
     CHECK(waitpid(pid, &status, 0) == pid);
-    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d (10: the filter did not load; "
+    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "child status %d (10: the filter did not load; "
            "11-14: an allowed call failed; 15: a file opened for writing; 16: socket was not trapped)",
            WEXITSTATUS(status));
     CHECK(access("/tmp/kft-should-not-exist", F_OK) != 0);

@@ -66,8 +66,9 @@ static void t_stage(const void *arg) {
     CHECK(m.flags == (KF_RUN_HOST_TIMING | KF_RUN_PRECISE) && m.nlaunch == 0);
     for (int i = 0; i < t->nargs; i++)
         CHECK(m.len[i] == (t->args[i].is_buffer ? ex.bytes[i] : 0) &&
-              m.io[i] == (t->args[i].io == KF_IO_IN ? KF_IO_ARG_IN : t->args[i].io == KF_IO_OUT ? KF_IO_ARG_OUT
-                                                                                                : KF_IO_ARG_INOUT));
+              m.io[i] == (t->args[i].io == KF_IO_IN    ? KF_IO_ARG_IN
+                          : t->args[i].io == KF_IO_OUT ? KF_IO_ARG_OUT
+                                                       : KF_IO_ARG_INOUT));
     /* a launch that cannot be made at this shape fails the call */
     kf_build_free(&b);
     kernel_build(&b, "1", "2048");
@@ -98,20 +99,24 @@ static void t_plan_fair(const void *arg) {
     json_t *jo = json_object();
     CHECK(kf_backend_fair(be, &h, &graph_seen, &k, 0, &none, jo) == 0);
     char *js = json_dumps(jo, JSON_COMPACT);
-    CHECKF(!strcmp(js, "{\"launch_mode\":{\"candidate\":\"graph\",\"baseline\":\"kernel\"},\"graph_use\":\"yes\","
-                       "\"launches_per_call\":4,\"fair\":false,\"fair_reason\":\"the candidate replays a CUDA graph "
-                       "and the baseline is launched kernel by kernel (no graph use was seen during the check), so "
-                       "the launch overhead the graph saves is not a kernel speedup\"}"),
-           "%s", js);
+    CHECKF(
+        !strcmp(js,
+                "{\"launch_mode\":{\"candidate\":\"graph\",\"baseline\":\"kernel\"},\"graph_use\":\"yes\","
+                "\"launches_per_call\":4,\"fair\":false,\"fair_reason\":\"the candidate replays a CUDA graph "
+                "and the baseline is launched kernel by kernel (no graph use was seen during the check), so "
+                "the launch overhead the graph saves is not a kernel speedup\"}"),
+        "%s", js);
     free(js);
     json_decref(jo);
     /* against a graph baseline it is fair; unknown graph use is noted */
     jo = json_object();
-    CHECK(kf_backend_fair(be, &h, &graph_seen, &k, 1, &none, jo) == 1 && json_is_true(json_object_get(jo, "fair")));
+    CHECK(kf_backend_fair(be, &h, &graph_seen, &k, 1, &none, jo) == 1 &&
+          json_is_true(json_object_get(jo, "fair")));
     json_decref(jo);
     jo = json_object();
     CHECK(kf_backend_fair(be, &h, &unknown, &k, 0, &none, jo) == 1);
-    CHECK(!strcmp(json_string_value(json_object_get(jo, "graph_use")), "unknown") && json_object_get(jo, "fair_note"));
+    CHECK(!strcmp(json_string_value(json_object_get(jo, "graph_use")), "unknown") &&
+          json_object_get(jo, "fair_note"));
     json_decref(jo);
     jo = json_object();
     CHECK(kf_backend_fair(be, &k, &none, &k, 0, &none, jo) == 1 && !json_object_get(jo, "graph_use"));
@@ -144,7 +149,8 @@ static void t_reports(const void *arg) {
     kf_backend_report_build(be, &h, o);
     kf_backend_report_build(be, &none, o); /* not a GPU artifact: nothing */
     js = json_dumps(o, JSON_COMPACT);
-    CHECKF(!strcmp(js, "{\"launch_mode\":\"host\",\"libraries\":[\"cublas\",\"libcublas.so.13\"]}"), "%s", js);
+    CHECKF(!strcmp(js, "{\"launch_mode\":\"host\",\"libraries\":[\"cublas\",\"libcublas.so.13\"]}"), "%s",
+           js);
     free(js);
     json_decref(o);
     /* launch counts: host mode only */
@@ -161,14 +167,17 @@ static void t_reports(const void *arg) {
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, "tasks/cuda/sum");
     uint32_t occ[KF_PROTO_MAXLAUNCH] = {8};
-    json_t *r = kf_backend_resources(be, &k, t, sizes, "max_threads_per_sm=2048 kernel 0 regs=40 local=8 shared=1024",
-                                     occ);
+    json_t *r = kf_backend_resources(be, &k, t, sizes,
+                                     "max_threads_per_sm=2048 kernel 0 regs=40 local=8 shared=1024", occ);
     js = json_dumps(r, JSON_COMPACT);
-    CHECKF(!strcmp(js, "{\"arch\":\"sm_90\",\"kernels\":[{\"kernel\":\"k\",\"registers\":40,\"spill_store_bytes\":0,"
-                       "\"spill_load_bytes\":0,\"static_smem_bytes\":1024,\"local_bytes_per_thread\":8}],"
-                       "\"launches\":[{\"kernel\":\"k\",\"grid\":[1,1,1],\"block\":[128,1,1],\"dynamic_smem_bytes\":0,"
-                       "\"blocks_per_sm\":8,\"occupancy\":0.5}]}"),
-           "%s", js);
+    CHECKF(
+        !strcmp(
+            js,
+            "{\"arch\":\"sm_90\",\"kernels\":[{\"kernel\":\"k\",\"registers\":40,\"spill_store_bytes\":0,"
+            "\"spill_load_bytes\":0,\"static_smem_bytes\":1024,\"local_bytes_per_thread\":8}],"
+            "\"launches\":[{\"kernel\":\"k\",\"grid\":[1,1,1],\"block\":[128,1,1],\"dynamic_smem_bytes\":0,"
+            "\"blocks_per_sm\":8,\"occupancy\":0.5}]}"),
+        "%s", js);
     free(js);
     json_decref(r);
     CHECK(!kf_backend_resources(be, &h, t, sizes, "", occ));
@@ -177,10 +186,12 @@ static void t_reports(const void *arg) {
     CHECK(kf_backend_clock(be, &cr) == 1200);
     kf_worker_opts wo;
     memset(&wo, 0, sizeof wo);
-    CHECK(kf_backend_starts_early(be, &wo) && wo.device && wo.start_timeout_s == 60 && wo.env_settings && wo.env_pass);
+    CHECK(kf_backend_starts_early(be, &wo) && wo.device && wo.start_timeout_s == 60 && wo.env_settings &&
+          wo.env_pass);
     CHECK(kf_backend_watches_libraries(be, &h) && !kf_backend_watches_libraries(be, &k));
     char bad[256];
-    CHECK(kf_backend_undeclared(be, &h, "libcublas.so.13,libcublasLt.so.13,libcudnn.so.9", bad, sizeof bad) == 1 &&
+    CHECK(kf_backend_undeclared(be, &h, "libcublas.so.13,libcublasLt.so.13,libcudnn.so.9", bad, sizeof bad) ==
+              1 &&
           !strcmp(bad, "libcudnn.so.9"));
     kf_task_free(t);
     kf_ctx_free(ctx);
@@ -199,7 +210,8 @@ static void t_roofline(const void *arg) {
     json_t *jo = json_object();
     CHECK(kf_backend_roofline(be, NULL, &in, jo, why, sizeof why) == 0 && !why[0]);
     char *js = json_dumps(jo, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    CHECKF(!strcmp(js, "{\"gflops\":1000.0,\"gbytes_per_s\":4000.0,\"baseline_gbytes_per_s\":2000.0}"), "%s", js);
+    CHECKF(!strcmp(js, "{\"gflops\":1000.0,\"gbytes_per_s\":4000.0,\"baseline_gbytes_per_s\":2000.0}"), "%s",
+           js);
     free(js);
     json_decref(jo);
     kf_devinfo d;

@@ -52,8 +52,7 @@ static void t_classifier(const void *arg) {
                                        "xmm",
                                        "cub_like_but_not",
                                        "_Z10setup_randP17curandStateXORWOW"};
-    for (size_t i = 0; i < sizeof lib / sizeof lib[0]; i++)
-        CHECKF(kf_cupti_is_library(lib[i]), "%s", lib[i]);
+    for (size_t i = 0; i < sizeof lib / sizeof lib[0]; i++) CHECKF(kf_cupti_is_library(lib[i]), "%s", lib[i]);
     for (size_t i = 0; i < sizeof user / sizeof user[0]; i++)
         CHECKF(!kf_cupti_is_library(user[i]), "%s", user[i]);
     CHECK(!kf_cupti_is_library(NULL));
@@ -66,23 +65,18 @@ static void t_classifier(const void *arg) {
     memcpy(longname, "cublas", 6);
     CHECK(kf_cupti_is_library(longname));
 
-    CHECK(kf_cupti__is_memop_name("cuMemcpyHtoD_v2") &&
-          kf_cupti__is_memop_name("cuMemsetD32Async"));
-    CHECK(kf_cupti__is_memop_name("cudaMemcpyAsync_v3020") &&
-          kf_cupti__is_memop_name("cudaMemset2D_v3020"));
+    CHECK(kf_cupti__is_memop_name("cuMemcpyHtoD_v2") && kf_cupti__is_memop_name("cuMemsetD32Async"));
+    CHECK(kf_cupti__is_memop_name("cudaMemcpyAsync_v3020") && kf_cupti__is_memop_name("cudaMemset2D_v3020"));
     CHECK(!kf_cupti__is_memop_name("cuMemAlloc_v2") &&
           !kf_cupti__is_memop_name("cudaGraphAddMemcpyNode_v10000"));
     CHECK(!kf_cupti__is_memop_name("cuLaunchKernel") && !kf_cupti__is_memop_name(NULL));
 }
 
 /* Feed one API call: enter and exit, with a return code and a kernel name. */
-static void feed(int domain, uint32_t cbid, int site, const char *name, int ret,
-                 const void *params) {
+static void feed(int domain, uint32_t cbid, int site, const char *name, int ret, const void *params) {
     int rv = ret;
-    kf_cupti_cbdata d = {.callbackSite = site,
-                         .symbolName = name,
-                         .functionReturnValue = &rv,
-                         .functionParams = params};
+    kf_cupti_cbdata d = {
+        .callbackSite = site, .symbolName = name, .functionReturnValue = &rv, .functionParams = params};
     kf_cupti__callback(NULL, domain, cbid, &d);
 }
 static void call(int domain, uint32_t cbid, const char *name, int ret) {
@@ -143,8 +137,7 @@ static void t_log(const void *arg) {
     feed(DRV, KF_CUPTI_DRV_cuLaunchKernel, KF_CUPTI_API_EXIT, NULL, 0, &lp); /* 9 */
     /* multi-device: one launch per device */
     kf_cupti_multidev_params mp = {NULL, 3, 0};
-    feed(DRV, KF_CUPTI_DRV_cuLaunchCooperativeKernelMultiDevice, KF_CUPTI_API_EXIT, "md", 0,
-         &mp); /* 12 */
+    feed(DRV, KF_CUPTI_DRV_cuLaunchCooperativeKernelMultiDevice, KF_CUPTI_API_EXIT, "md", 0, &mp); /* 12 */
     /* ids outside what we track are ignored */
     call(DRV, 1, "x", 0);
     call(RT, 1, "x", 0);
@@ -152,12 +145,10 @@ static void t_log(const void *arg) {
     kf_cupti_end(&l);
     CHECK(l.available == 1);
     CHECKF(l.nlaunch == 12 && l.ngraph == 2 && l.nmemop == 2 && l.nfail == 2 && l.nlib == 1,
-           "launch %d graph %d memop %d fail %d lib %d", l.nlaunch, l.ngraph, l.nmemop, l.nfail,
-           l.nlib);
+           "launch %d graph %d memop %d fail %d lib %d", l.nlaunch, l.ngraph, l.nmemop, l.nfail, l.nlib);
     CHECKF(l.nnames == 8 && !l.names_overflow, "%d names", l.nnames);
     static const char *const want[] = {"k1", "k2", "k3", "k4", "cutlass_k5", "k6", "?", "md"};
-    for (int i = 0; i < 8; i++)
-        CHECKF(!strcmp(l.names[i], want[i]), "name %d: %s", i, l.names[i]);
+    for (int i = 0; i < 8; i++) CHECKF(!strcmp(l.names[i], want[i]), "name %d: %s", i, l.names[i]);
     int rt, rtc;
     kf_cupti__stats(&rt, &rtc);
     CHECKF(rt == 7 && rtc == 5, "runtime calls %d, counted at runtime level %d", rt, rtc);
@@ -166,8 +157,7 @@ static void t_log(const void *arg) {
     call(DRV, KF_CUPTI_DRV_cuLaunchKernel, "late", 0);
     kf_cupti_begin();
     kf_cupti_end(&l);
-    CHECK(l.available && l.nlaunch == 0 && l.ngraph == 0 && l.nmemop == 0 && l.nfail == 0 &&
-          l.nnames == 0);
+    CHECK(l.available && l.nlaunch == 0 && l.ngraph == 0 && l.nmemop == 0 && l.nfail == 0 && l.nnames == 0);
 
     /* a runtime call entered during an earlier call and left in this one: not counted,
      * and this thread's nesting is not stuck */
@@ -177,8 +167,7 @@ static void t_log(const void *arg) {
     feed(RT, KF_CUPTI_RT_cudaLaunchKernel_v7000, KF_CUPTI_API_EXIT, "old", 0, NULL);
     call(RT, KF_CUPTI_RT_cudaLaunchKernel_v7000, "new", 0);
     kf_cupti_end(&l);
-    CHECKF(l.nlaunch == 1 && l.nnames == 1 && !strcmp(l.names[0], "new"), "%d %s", l.nlaunch,
-           l.names[0]);
+    CHECKF(l.nlaunch == 1 && l.nnames == 1 && !strcmp(l.names[0], "new"), "%d %s", l.nlaunch, l.names[0]);
 
     /* names: 16 slots, the 17th distinct sets the overflow flag; a long name is cut at 95 */
     kf_cupti_begin();
@@ -224,16 +213,13 @@ static void t_threads(const void *arg) {
     for (int round = 0; round < 3; round++) {
         kf_cupti_begin();
         pthread_t th[NTHR];
-        for (long i = 0; i < NTHR; i++)
-            CHECK(pthread_create(&th[i], NULL, launcher, (void *)i) == 0);
-        for (int i = 0; i < NTHR; i++)
-            pthread_join(th[i], NULL);
+        for (long i = 0; i < NTHR; i++) CHECK(pthread_create(&th[i], NULL, launcher, (void *)i) == 0);
+        for (int i = 0; i < NTHR; i++) pthread_join(th[i], NULL);
         kf_launch_log l;
         kf_cupti_end(&l);
         CHECKF(l.nlaunch == NTHR * PERTHR && l.nnames == 5 && !l.names_overflow,
                "round %d: %d launches, %d names", round, l.nlaunch, l.nnames);
-        for (int i = 0; i < 5; i++)
-            CHECKF(has_name(&l, tnames[i]), "%s missing", tnames[i]);
+        for (int i = 0; i < 5; i++) CHECKF(has_name(&l, tnames[i]), "%s missing", tnames[i]);
     }
     kf_cupti__set_fake(0);
 }
@@ -244,8 +230,7 @@ static void t_init_missing(const void *arg) {
     setenv("KFORGE_LIBCUPTI", "/nonexistent/kforge/libcupti.so", 1);
     char err[512] = "";
     CHECK(kf_cupti_init(err, sizeof err) == -1);
-    CHECKF(strstr(err, "KFORGE_LIBCUPTI=/nonexistent/kforge/libcupti.so") &&
-               strstr(err, "No such file"),
+    CHECKF(strstr(err, "KFORGE_LIBCUPTI=/nonexistent/kforge/libcupti.so") && strstr(err, "No such file"),
            "%s", err);
     kf_launch_log l;
     kf_cupti_begin();
@@ -314,10 +299,8 @@ static void t_init_stub(const void *arg) {
     void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     CHECK(h);
     unsigned (*enabled)(int, unsigned) = (unsigned (*)(int, unsigned))dlsym(h, "stub_enabled");
-    void (*fire)(int, unsigned, const void *) =
-        (void (*)(int, unsigned, const void *))dlsym(h, "stub_fire");
-    int (*other)(void **, void *, void *) =
-        (int (*)(void **, void *, void *))dlsym(h, "cuptiSubscribe");
+    void (*fire)(int, unsigned, const void *) = (void (*)(int, unsigned, const void *))dlsym(h, "stub_fire");
+    int (*other)(void **, void *, void *) = (int (*)(void **, void *, void *))dlsym(h, "cuptiSubscribe");
     int (*unsub)(void *) = (int (*)(void *))dlsym(h, "cuptiUnsubscribe");
     int (*finalize)(void) = (int (*)(void))dlsym(h, "cuptiFinalize");
     CHECK(enabled && fire && other && unsub && finalize);
@@ -340,13 +323,11 @@ static void t_init_stub(const void *arg) {
                                    KF_CUPTI_DRV_cuGraphLaunch,
                                    KF_CUPTI_DRV_cuGraphLaunch_ptsz,
                                    276};
-    static const unsigned rt[] = {
-        KF_CUPTI_RT_cudaLaunchKernel_v7000, KF_CUPTI_RT_cudaLaunchKernelExC_v11060,
-        KF_CUPTI_RT___cudaLaunchKernel_v13000, KF_CUPTI_RT_cudaGraphLaunch_v10000, 41};
-    for (size_t i = 0; i < sizeof drv / sizeof drv[0]; i++)
-        CHECKF(enabled(1, drv[i]), "driver %u", drv[i]);
-    for (size_t i = 0; i < sizeof rt / sizeof rt[0]; i++)
-        CHECKF(enabled(2, rt[i]), "runtime %u", rt[i]);
+    static const unsigned rt[] = {KF_CUPTI_RT_cudaLaunchKernel_v7000, KF_CUPTI_RT_cudaLaunchKernelExC_v11060,
+                                  KF_CUPTI_RT___cudaLaunchKernel_v13000, KF_CUPTI_RT_cudaGraphLaunch_v10000,
+                                  41};
+    for (size_t i = 0; i < sizeof drv / sizeof drv[0]; i++) CHECKF(enabled(1, drv[i]), "driver %u", drv[i]);
+    for (size_t i = 0; i < sizeof rt / sizeof rt[0]; i++) CHECKF(enabled(2, rt[i]), "runtime %u", rt[i]);
     /* only what is counted: not every driver call */
     CHECK(!enabled(1, 1) && !enabled(1, KF_CUPTI_DRV_cuMemcpyDtoH_v2) && !enabled(2, 1));
 
@@ -390,10 +371,10 @@ typedef struct {
     char *cubin;
 } gpu;
 
-#define CU(call)                                                                                   \
-    do {                                                                                           \
-        CUresult r_ = (call);                                                                      \
-        CHECKF(!r_, "%s: %s", #call, kf_cu_errname(g->cu, r_));                                    \
+#define CU(call)                                                \
+    do {                                                        \
+        CUresult r_ = (call);                                   \
+        CHECKF(!r_, "%s: %s", #call, kf_cu_errname(g->cu, r_)); \
     } while (0)
 #define NX 1024
 
@@ -463,8 +444,7 @@ static void print_log(const char *what, const kf_launch_log *l) {
             "without a "
             "driver callback; names:",
             what, l->nlaunch, l->ngraph, l->nmemop, l->nfail, l->nlib, rt, rtc);
-    for (int i = 0; i < l->nnames; i++)
-        fprintf(stderr, " %s", l->names[i]);
+    for (int i = 0; i < l->nnames; i++) fprintf(stderr, " %s", l->names[i]);
     fprintf(stderr, "\n");
 }
 
@@ -477,8 +457,7 @@ static void t_gpu_driver(const void *arg) {
     enum { N = 37 };
     kf_launch_log l;
     kf_cupti_begin();
-    for (int i = 0; i < N; i++)
-        launch(g, g->probe);
+    for (int i = 0; i < N; i++) launch(g, g->probe);
     launch(g, g->libprobe);
     CU(g->cu->MemsetD32Async(g->x + 4 * (NX - 1), 0, 1, g->stream));
     CU(g->cu->CtxSynchronize());
@@ -487,8 +466,7 @@ static void t_gpu_driver(const void *arg) {
     CHECK(l.available == 1);
     CHECKF(l.nlaunch == N + 1 && l.ngraph == 0 && l.nfail == 0 && l.nlib == 1,
            "launch %d graph %d fail %d lib %d", l.nlaunch, l.ngraph, l.nfail, l.nlib);
-    CHECKF(l.nnames == 2 && !strcmp(l.names[0], "kfprobe") &&
-               !strcmp(l.names[1], "cutlass_kfprobe"),
+    CHECKF(l.nnames == 2 && !strcmp(l.names[0], "kfprobe") && !strcmp(l.names[1], "cutlass_kfprobe"),
            "%d names", l.nnames);
     CHECKF(l.nmemop == 1, "memop %d", l.nmemop);
     CHECKF(gpu_x0(g) == (float)(N + 2), "x[0] = %g after %d + 1 launches", gpu_x0(g), N);
@@ -518,8 +496,7 @@ static void *thr_launch(void *p) {
     int n = NX;
     void *params[] = {&g->x, &n};
     for (int i = 0; i < 100; i++)
-        if (g->cu->LaunchKernel(g->probe, NX / 256, 1, 1, 256, 1, 1, 0, s, params, NULL))
-            return (void *)1;
+        if (g->cu->LaunchKernel(g->probe, NX / 256, 1, 1, 256, 1, 1, 0, s, params, NULL)) return (void *)1;
     return NULL;
 }
 
@@ -531,8 +508,7 @@ static void t_gpu_threads(const void *arg) {
     thr_gpu = g;
     kf_cupti_begin();
     pthread_t th[4];
-    for (int i = 0; i < 4; i++)
-        CHECK(pthread_create(&th[i], NULL, thr_launch, NULL) == 0);
+    for (int i = 0; i < 4; i++) CHECK(pthread_create(&th[i], NULL, thr_launch, NULL) == 0);
     for (int i = 0; i < 4; i++) {
         void *rv;
         pthread_join(th[i], &rv);
@@ -542,8 +518,7 @@ static void t_gpu_threads(const void *arg) {
     kf_launch_log l;
     kf_cupti_end(&l);
     print_log("threads", &l);
-    CHECKF(l.nlaunch == 400 && l.nnames == 1 && !strcmp(l.names[0], "kfprobe"), "launch %d",
-           l.nlaunch);
+    CHECKF(l.nlaunch == 400 && l.nnames == 1 && !strcmp(l.names[0], "kfprobe"), "launch %d", l.nlaunch);
     kf_cupti_shutdown();
 }
 
@@ -566,8 +541,8 @@ static void t_gpu_graph(const void *arg) {
         (CUresult(*)(CUstream, int))sym_or_skip(lc, "cuStreamBeginCapture_v2");
     CUresult (*end_capture)(CUstream, void **) =
         (CUresult(*)(CUstream, void **))sym_or_skip(lc, "cuStreamEndCapture");
-    CUresult (*instantiate)(void **, void *, unsigned long long) = (CUresult(*)(
-        void **, void *, unsigned long long))sym_or_skip(lc, "cuGraphInstantiateWithFlags");
+    CUresult (*instantiate)(void **, void *, unsigned long long) =
+        (CUresult(*)(void **, void *, unsigned long long))sym_or_skip(lc, "cuGraphInstantiateWithFlags");
     CUresult (*graph_launch)(void *, CUstream) =
         (CUresult(*)(void *, CUstream))sym_or_skip(lc, "cuGraphLaunch");
     kf_launch_log l;
@@ -576,8 +551,7 @@ static void t_gpu_graph(const void *arg) {
     CUstream blocking = g->stream; /* capture on a non-blocking stream, away from the legacy one */
     CU(g->cu->StreamCreate(&g->stream, 1 /* CU_STREAM_NON_BLOCKING */));
     CU(begin_capture(g->stream, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */));
-    for (int i = 0; i < 3; i++)
-        launch(g, g->probe);
+    for (int i = 0; i < 3; i++) launch(g, g->probe);
     CU(end_capture(g->stream, &graph));
     g->stream = blocking;
     CU(instantiate(&exec, graph, 0));
@@ -590,8 +564,7 @@ static void t_gpu_graph(const void *arg) {
     CU(g->cu->CtxSynchronize());
     kf_cupti_end(&l);
     print_log("graph", &l);
-    CHECKF(l.nlaunch == 0 && l.ngraph == 1 && l.nfail == 0, "graph: launch %d graph %d", l.nlaunch,
-           l.ngraph);
+    CHECKF(l.nlaunch == 0 && l.ngraph == 1 && l.nfail == 0, "graph: launch %d graph %d", l.nlaunch, l.ngraph);
     CHECK(gpu_x0(g) == 3.0f);
     kf_cupti_shutdown();
 }
@@ -609,8 +582,7 @@ static void *toolkit_lib(const char *stem) {
             glob_t gl;
             if (glob(pat, 0, NULL, &gl)) continue;
             void *h = NULL;
-            for (size_t k = 0; k < gl.gl_pathc && !h; k++)
-                h = dlopen(gl.gl_pathv[k], RTLD_NOW | RTLD_LOCAL);
+            for (size_t k = 0; k < gl.gl_pathc && !h; k++) h = dlopen(gl.gl_pathv[k], RTLD_NOW | RTLD_LOCAL);
             globfree(&gl);
             if (h) return h;
         }
@@ -629,12 +601,12 @@ static void t_gpu_runtime(const void *arg) {
     gpu_setup(g);
     void *rt = toolkit_lib("libcudart");
     int (*lib_load)(void **, const void *, void *, void **, unsigned, void *, void **, unsigned) =
-        (int (*)(void **, const void *, void *, void **, unsigned, void *, void **,
-                 unsigned))sym_or_skip(rt, "cudaLibraryLoadData");
+        (int (*)(void **, const void *, void *, void **, unsigned, void *, void **, unsigned))sym_or_skip(
+            rt, "cudaLibraryLoadData");
     int (*get_kernel)(void **, void *, const char *) =
         (int (*)(void **, void *, const char *))sym_or_skip(rt, "cudaLibraryGetKernel");
-    int (*rt_launch)(const void *, dim3_, dim3_, void **, size_t, void *) = (int (*)(
-        const void *, dim3_, dim3_, void **, size_t, void *))sym_or_skip(rt, "cudaLaunchKernel");
+    int (*rt_launch)(const void *, dim3_, dim3_, void **, size_t, void *) =
+        (int (*)(const void *, dim3_, dim3_, void **, size_t, void *))sym_or_skip(rt, "cudaLaunchKernel");
     int (*rt_sync)(void) = (int (*)(void))sym_or_skip(rt, "cudaDeviceSynchronize");
     void *lib = NULL, *k = NULL;
     CHECK(lib_load(&lib, g->cubin, NULL, NULL, 0, NULL, NULL, 0) == 0);
@@ -642,8 +614,7 @@ static void t_gpu_runtime(const void *arg) {
     enum { N = 25 };
     int n = NX;
     void *params[] = {&g->x, &n};
-    rt_launch(k, (dim3_){NX / 256, 1, 1}, (dim3_){256, 1, 1}, params, 0,
-              NULL); /* warm-up: lazy loading */
+    rt_launch(k, (dim3_){NX / 256, 1, 1}, (dim3_){256, 1, 1}, params, 0, NULL); /* warm-up: lazy loading */
     CHECK(rt_sync() == 0);
     kf_launch_log l;
     kf_cupti_begin();
@@ -652,10 +623,9 @@ static void t_gpu_runtime(const void *arg) {
     CHECK(rt_sync() == 0);
     kf_cupti_end(&l);
     print_log("runtime", &l);
-    CHECKF(l.nlaunch == N && l.nfail == 0 && l.ngraph == 0, "runtime: %d launches counted for %d",
-           l.nlaunch, N);
-    CHECKF(l.nnames == 1 && !strcmp(l.names[0], "kfprobe"), "%d names, first %s", l.nnames,
-           l.names[0]);
+    CHECKF(l.nlaunch == N && l.nfail == 0 && l.ngraph == 0, "runtime: %d launches counted for %d", l.nlaunch,
+           N);
+    CHECKF(l.nnames == 1 && !strcmp(l.names[0], "kfprobe"), "%d names, first %s", l.nnames, l.names[0]);
     CHECK(gpu_x0(g) == (float)(N + 1));
     kf_cupti_shutdown();
 }
@@ -667,10 +637,10 @@ static void t_gpu_cublas(const void *arg) {
     gpu_setup(g);
     void *cb = toolkit_lib("libcublas");
     int (*create)(void **) = (int (*)(void **))sym_or_skip(cb, "cublasCreate_v2");
-    int (*sgemm)(void *, int, int, int, int, int, const float *, const void *, int, const void *,
-                 int, const float *, void *, int) =
-        (int (*)(void *, int, int, int, int, int, const float *, const void *, int, const void *,
-                 int, const float *, void *, int))sym_or_skip(cb, "cublasSgemm_v2");
+    int (*sgemm)(void *, int, int, int, int, int, const float *, const void *, int, const void *, int,
+                 const float *, void *, int) =
+        (int (*)(void *, int, int, int, int, int, const float *, const void *, int, const void *, int,
+                 const float *, void *, int))sym_or_skip(cb, "cublasSgemm_v2");
     void *h = NULL;
     CHECK(create(&h) == 0);
     enum { M = 512 };
@@ -679,8 +649,7 @@ static void t_gpu_cublas(const void *arg) {
     CU(g->cu->MemAlloc(&b, M * M * 4));
     CU(g->cu->MemAlloc(&c, M * M * 4));
     float one = 1, zero = 0;
-    CHECK(sgemm(h, 0, 0, M, M, M, &one, (void *)a, M, (void *)b, M, &zero, (void *)c, M) ==
-          0); /* warm-up */
+    CHECK(sgemm(h, 0, 0, M, M, M, &one, (void *)a, M, (void *)b, M, &zero, (void *)c, M) == 0); /* warm-up */
     CU(g->cu->CtxSynchronize());
     kf_launch_log l;
     kf_cupti_begin();
@@ -688,8 +657,7 @@ static void t_gpu_cublas(const void *arg) {
     CU(g->cu->CtxSynchronize());
     kf_cupti_end(&l);
     print_log("cublas", &l);
-    CHECKF(l.nlaunch >= 1 && l.nlaunch <= 4 && l.nfail == 0, "cublas sgemm: %d launches",
-           l.nlaunch);
+    CHECKF(l.nlaunch >= 1 && l.nlaunch <= 4 && l.nfail == 0, "cublas sgemm: %d launches", l.nlaunch);
     CHECKF(l.nlib >= 1, "no kernel of cuBLAS's sgemm was recognised as a library's");
     kf_cupti_shutdown();
 }

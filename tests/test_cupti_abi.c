@@ -85,13 +85,10 @@ SAME(sizeof(((cuLaunchCooperativeKernelMultiDevice_params *)0)->numDevices), siz
 static void t_abi(const void *arg) {
     (void)arg;
 #ifdef KF_HAVE_CUPTI_H
-    fprintf(stderr, "    cupti_abi.h matches the CUPTI %d headers of this build\n",
-            CUPTI_API_VERSION);
+    fprintf(stderr, "    cupti_abi.h matches the CUPTI %d headers of this build\n", CUPTI_API_VERSION);
 #else
     kft_skip("built without the CUPTI headers (no CUDA toolkit at configure time)");
 #endif
 }
 
-void kft_register_cupti_abi(void) {
-    kft_add("cupti/abi_matches_headers", t_abi, NULL, 10);
-}
+void kft_register_cupti_abi(void) { kft_add("cupti/abi_matches_headers", t_abi, NULL, 10); }

@@ -16,7 +16,7 @@
 #include <string.h>
 
 static const char *orempty(const char *s) { return s ? s : ""; }
-#define CHECKSTR(hay, needle)                                                           \
+#define CHECKSTR(hay, needle) \
     CHECKF(strstr(orempty(hay), (needle)), "expected '%s' in '%.3000s'", (needle), orempty(hay))
 
 /* Check cand against task with the checker's own defaults (or a short call timeout)
@@ -43,11 +43,13 @@ static void diagnose(const char *task, const char *cand, double call_timeout, kf
     kf_ctx_free(ctx);
 }
 
-static void expect(const char *task, const char *cand, kf_diag_class cls, const char *detail, int constraint) {
+static void expect(const char *task, const char *cand, kf_diag_class cls, const char *detail,
+                   int constraint) {
     kf_diag d;
     kf_node n;
     diagnose(task, cand, 0, &d, &n);
-    CHECKF(d.cls == cls, "%s: %s, expected %s (%s)", cand, kf_diag_class_name(d.cls), kf_diag_class_name(cls), d.note);
+    CHECKF(d.cls == cls, "%s: %s, expected %s (%s)", cand, kf_diag_class_name(d.cls), kf_diag_class_name(cls),
+           d.note);
     if (detail) CHECKF(!strcmp(d.detail, detail), "%s: detail '%s', expected '%s'", cand, d.detail, detail);
     CHECKF(!!d.constraint[0] == constraint, "%s: constraint '%s'", cand, d.constraint);
     CHECK(d.note[0]);
@@ -57,22 +59,25 @@ static void expect(const char *task, const char *cand, kf_diag_class cls, const 
 static void t_compile(const void *arg) {
     (void)arg;
     expect("tasks/c/saxpy", "tests/fixtures/diagnose/syntax.c", KF_DIAG_COMPILE_SYNTAX, NULL, 0);
-    expect("tasks/c/saxpy", "tests/fixtures/diagnose/unknown_symbol.c", KF_DIAG_COMPILE_SYMBOL, "fast_fma", 1);
+    expect("tasks/c/saxpy", "tests/fixtures/diagnose/unknown_symbol.c", KF_DIAG_COMPILE_SYMBOL, "fast_fma",
+           1);
     expect("tasks/c/saxpy", "tests/fixtures/diagnose/too_big.c", KF_DIAG_COMPILE_RESOURCE, "size", 1);
     /* ptxas's refusal as it words it (no CUDA toolkit on this machine to produce one):
      * the limit becomes the constraint; a warning that mentions "exceeds" does not count */
     kf_node c = {0};
     c.id = 12;
     c.state = KF_NODE_COMPILE_FAILED;
-    c.verdict_json = strdup("{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"compile_error\",\"message\":"
-                            "\"ptxas failed\"}],\"compile\":{\"ok\":false,\"log\":\"k.cu(3): warning: a write "
-                            "exceeds the buffer\\nptxas error   : Entry function '_Z1kPf' uses too much shared data "
-                            "(0x10400 bytes, 0xc000 max)\\n\"}}");
+    c.verdict_json =
+        strdup("{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"compile_error\",\"message\":"
+               "\"ptxas failed\"}],\"compile\":{\"ok\":false,\"log\":\"k.cu(3): warning: a write "
+               "exceeds the buffer\\nptxas error   : Entry function '_Z1kPf' uses too much shared data "
+               "(0x10400 bytes, 0xc000 max)\\n\"}}");
     kf_diag d;
     CHECK(kf_diag_node(&c, &d) == 0);
-    CHECKF(d.cls == KF_DIAG_COMPILE_RESOURCE && !strcmp(d.detail, "shared_memory"), "%s %s", kf_diag_class_name(d.cls),
-           d.detail);
-    CHECKSTR(d.constraint, "shared memory above 49152 bytes per block fails to compile (node 12 asked for 66560)");
+    CHECKF(d.cls == KF_DIAG_COMPILE_RESOURCE && !strcmp(d.detail, "shared_memory"), "%s %s",
+           kf_diag_class_name(d.cls), d.detail);
+    CHECKSTR(d.constraint,
+             "shared memory above 49152 bytes per block fails to compile (node 12 asked for 66560)");
     kf_node_free(&c);
 }
 
@@ -88,9 +93,11 @@ static void t_runtime(const void *arg) {
     /* a CUDA error as the GPU worker words it (no GPU on this machine to produce one) */
     kf_node c = {0};
     c.state = KF_NODE_REJECTED;
-    c.verdict_json = strdup("{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"crash\",\"message\":"
-                            "\"cuCtxSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (call 1 of 4 at this shape)\"}]}");
-    CHECK(kf_diag_node(&c, &d) == 0 && d.cls == KF_DIAG_CRASH_CUDA && !strcmp(d.detail, "CUDA_ERROR_ILLEGAL_ADDRESS"));
+    c.verdict_json =
+        strdup("{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"crash\",\"message\":"
+               "\"cuCtxSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (call 1 of 4 at this shape)\"}]}");
+    CHECK(kf_diag_node(&c, &d) == 0 && d.cls == KF_DIAG_CRASH_CUDA &&
+          !strcmp(d.detail, "CUDA_ERROR_ILLEGAL_ADDRESS"));
     kf_node_free(&c);
 }
 
@@ -104,21 +111,23 @@ static void t_numeric(const void *arg) {
     CHECKF(d.cls == KF_DIAG_NUMERIC_BOUNDARY, "%s: %s", kf_diag_class_name(d.cls), d.note);
     CHECK(d.scope == 3);
     CHECKSTR(d.constraint, "children of node 3 must handle ");
-    {   /* the strictest divisor the shapes allow: at least the kernel's 16 (the smallest
-         * separating one said 4 or 8 when the shapes drawn had no multiple of 4 or 8
-         * among the failures) */
+    { /* the strictest divisor the shapes allow: at least the kernel's 16 (the smallest
+       * separating one said 4 or 8 when the shapes drawn had no multiple of 4 or 8
+       * among the failures) */
         const char *at = strstr(d.constraint, "not divisible by ");
         CHECKF(at && atoi(at + 17) >= 16, "%s", d.constraint);
     }
     kf_node_free(&n);
-    {   /* two sizes: the smallest separating divisor names the size (rows, off 8 in every
-         * failure), then grows on it alone (64); cols, a power of two in both passing
-         * shapes, is not blamed (not "cols not divisible by 256") */
+    { /* two sizes: the smallest separating divisor names the size (rows, off 8 in every
+       * failure), then grows on it alone (64); cols, a power of two in both passing
+       * shapes, is not blamed (not "cols not divisible by 256") */
         const char *v = "{\"reasons\":[{\"code\":\"wrong_result\",\"message\":\"x\"}],\"shapes\":["
                         "{\"status\":\"passed\",\"kind\":\"visible\",\"sizes\":{\"rows\":64,\"cols\":1024}},"
                         "{\"status\":\"passed\",\"kind\":\"visible\",\"sizes\":{\"rows\":128,\"cols\":2048}},"
-                        "{\"status\":\"failed\",\"kind\":\"hidden\",\"sizes\":{\"rows\":100,\"cols\":1000},\"max_abs_err\":1},"
-                        "{\"status\":\"failed\",\"kind\":\"hidden\",\"sizes\":{\"rows\":36,\"cols\":520},\"max_abs_err\":1}]}";
+                        "{\"status\":\"failed\",\"kind\":\"hidden\",\"sizes\":{\"rows\":100,\"cols\":1000},"
+                        "\"max_abs_err\":1},"
+                        "{\"status\":\"failed\",\"kind\":\"hidden\",\"sizes\":{\"rows\":36,\"cols\":520},"
+                        "\"max_abs_err\":1}]}";
         kf_node m = {0};
         m.id = 5;
         m.parent = 3;
@@ -150,9 +159,10 @@ static void t_numeric(const void *arg) {
     m.id = 9;
     m.parent = 2;
     m.state = KF_NODE_REJECTED;
-    m.verdict_json = strdup("{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"unwritten_output\",\"message\":\"3 of "
-                            "100003 elements of output z were never written (first z[100000]; call 1 of 4 at this "
-                            "shape)\"}]}");
+    m.verdict_json =
+        strdup("{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"unwritten_output\",\"message\":\"3 of "
+               "100003 elements of output z were never written (first z[100000]; call 1 of 4 at this "
+               "shape)\"}]}");
     CHECK(kf_diag_node(&m, &d) == 0 && d.cls == KF_DIAG_NUMERIC_BOUNDARY && !strcmp(d.detail, "tail"));
     kf_node_free(&m);
     /* not a failure: nothing to diagnose */
@@ -170,14 +180,15 @@ static void t_stress(const void *arg) {
     (void)arg;
     /* every visible shape passed; hidden ones failed, the first on call 3 (rescaled,
      * some with an offset mean): read as overfitting before */
-    const char *v = "{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"wrong_result\",\"shape\":{\"rows\":128,"
-                    "\"cols\":1024},\"message\":\"3 of 18944 elements of y outside tolerance (first y[0][4] = 0.1, "
-                    "expected 0.2; allowed |diff| <= 1e-07 + 0.0001*|ref|; call 3 of 4 at this shape)\"}],"
-                    "\"check\":{\"shapes\":[{\"status\":\"passed\",\"kind\":\"visible\",\"sizes\":{\"rows\":1024,"
-                    "\"cols\":768},\"max_abs_err\":0},{\"status\":\"passed\",\"kind\":\"visible\",\"sizes\":{"
-                    "\"rows\":64,\"cols\":4096},\"max_abs_err\":0},{\"status\":\"failed\",\"kind\":\"hidden\","
-                    "\"sizes\":{\"rows\":128,\"cols\":1024},\"max_abs_err\":0.1},{\"status\":\"failed\",\"kind\":"
-                    "\"hidden\",\"sizes\":{\"rows\":5,\"cols\":3001},\"max_abs_err\":0.1}]}}";
+    const char *v =
+        "{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"wrong_result\",\"shape\":{\"rows\":128,"
+        "\"cols\":1024},\"message\":\"3 of 18944 elements of y outside tolerance (first y[0][4] = 0.1, "
+        "expected 0.2; allowed |diff| <= 1e-07 + 0.0001*|ref|; call 3 of 4 at this shape)\"}],"
+        "\"check\":{\"shapes\":[{\"status\":\"passed\",\"kind\":\"visible\",\"sizes\":{\"rows\":1024,"
+        "\"cols\":768},\"max_abs_err\":0},{\"status\":\"passed\",\"kind\":\"visible\",\"sizes\":{"
+        "\"rows\":64,\"cols\":4096},\"max_abs_err\":0},{\"status\":\"failed\",\"kind\":\"hidden\","
+        "\"sizes\":{\"rows\":128,\"cols\":1024},\"max_abs_err\":0.1},{\"status\":\"failed\",\"kind\":"
+        "\"hidden\",\"sizes\":{\"rows\":5,\"cols\":3001},\"max_abs_err\":0.1}]}}";
     kf_node m = {0};
     m.id = 7;
     m.parent = 4;
@@ -185,8 +196,8 @@ static void t_stress(const void *arg) {
     m.verdict_json = (char *)v;
     kf_diag d;
     CHECK(kf_diag_node(&m, &d) == 0);
-    CHECKF(d.cls == KF_DIAG_NUMERIC_STRESS && !strcmp(d.detail, "rescaled"), "%s (%s): %s", kf_diag_class_name(d.cls),
-           d.detail, d.note);
+    CHECKF(d.cls == KF_DIAG_NUMERIC_STRESS && !strcmp(d.detail, "rescaled"), "%s (%s): %s",
+           kf_diag_class_name(d.cls), d.detail, d.note);
     CHECKSTR(d.note, "at rows=128,cols=1024 it passed the declared distribution and failed on call 3");
     CHECKSTR(d.constraint, "children of node 4 must stay correct on the checker's stress inputs");
     CHECKF(!strstr(d.constraint, "visible"), "%s", d.constraint);
@@ -198,8 +209,9 @@ static void t_stress(const void *arg) {
     CHECK(kf_diag_node(&m, &d) == 0 && d.cls == KF_DIAG_NUMERIC_OVERFIT);
     /* a call with threads on every CPU may be a race: not put down to the inputs */
     free(plain);
-    const char *raced = "{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"wrong_result\",\"message\":\"1 of 9 "
-                        "elements of y outside tolerance (call 3 of 4 at this shape, threads on every CPU)\"}]}";
+    const char *raced =
+        "{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"wrong_result\",\"message\":\"1 of 9 "
+        "elements of y outside tolerance (call 3 of 4 at this shape, threads on every CPU)\"}]}";
     m.verdict_json = (char *)raced;
     CHECK(kf_diag_node(&m, &d) == 0 && d.cls != KF_DIAG_NUMERIC_STRESS);
     /* the real checker: a softmax without the max subtraction overflows on spikes */
@@ -237,13 +249,15 @@ static void t_run(const void *arg) {
     CHECKSTR(out, "why: numeric/boundary: ");
     CHECKSTR(out, "why: compile/unknown_symbol: ");
     CHECKSTR(out, "'fast_fma' is not defined");
-    CHECK(strstr(strstr(out, "'fast_fma' is not defined") + 1, "'fast_fma' is not defined") == NULL); /* once */
+    CHECK(strstr(strstr(out, "'fast_fma' is not defined") + 1, "'fast_fma' is not defined") ==
+          NULL); /* once */
     snprintf(args, sizeof args, "tree %s/t --json", dir);
     CHECK(cli(args, out, sizeof out) == 0);
     json_t *j = json_loads(out, 0, NULL);
     CHECK(j);
     json_t *n1 = json_array_get(json_object_get(j, "nodes"), 0);
-    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(n1, "diagnosis"), "class")), "numeric/boundary"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(n1, "diagnosis"), "class")),
+                  "numeric/boundary"));
     CHECK(json_array_size(json_object_get(j, "constraints")) == 2);
     json_decref(j);
     snprintf(args, sizeof args, "next %s/t --json --lessons none", dir);
@@ -259,10 +273,11 @@ static void t_run(const void *arg) {
     CHECK(f);
     fputs(script, f);
     fclose(f);
-    snprintf(args, sizeof args,
-             "run tasks/c/saxpy --budget 5 --run %s/a --agent 'cmd:sh %s' --lessons none --search breaker_k=1 "
-             "--min-runs 3 --min-time 0.01 --hidden 1 --json 2>%s/err",
-             dir, path, dir);
+    snprintf(
+        args, sizeof args,
+        "run tasks/c/saxpy --budget 5 --run %s/a --agent 'cmd:sh %s' --lessons none --search breaker_k=1 "
+        "--min-runs 3 --min-time 0.01 --hidden 1 --json 2>%s/err",
+        dir, path, dir);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     j = json_loads(out, 0, NULL);
     CHECKF(json_integer_value(json_object_get(j, "breaker_trips")) == 1, "%s", out);
@@ -338,7 +353,8 @@ static void t_breaker(const void *arg) {
     kf_search_observe(s, &o);
     o.id = id++;
     kf_search_observe(s, &o);
-    CHECK(kf_search_paused(s, 0, KF_CAT_TILING) > 0 && kf_search_pick(s, &a) == 0 && a.category == KF_CAT_TILING);
+    CHECK(kf_search_paused(s, 0, KF_CAT_TILING) > 0 && kf_search_pick(s, &a) == 0 &&
+          a.category == KF_CAT_TILING);
     kf_search_free(s);
     /* breaker_k=0: off */
     cfg.breaker_k = 0;

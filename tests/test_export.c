@@ -64,8 +64,8 @@ static int export_events(const char *run) {
     int n = -1;
     if (sqlite3_open_v2(p, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
         sqlite3_stmt *q = NULL;
-        if (sqlite3_prepare_v2(db, "SELECT count(*) FROM events WHERE kind = 'export'", -1, &q,
-                               NULL) == SQLITE_OK &&
+        if (sqlite3_prepare_v2(db, "SELECT count(*) FROM events WHERE kind = 'export'", -1, &q, NULL) ==
+                SQLITE_OK &&
             sqlite3_step(q) == SQLITE_ROW)
             n = sqlite3_column_int(q, 0);
         sqlite3_finalize(q);
@@ -82,8 +82,7 @@ static void t_softmax(const void *arg) {
     char dir[] = "/tmp/kft-export-XXXXXX", args[2048], out[1 << 16], ex[512];
     CHECK(mkdtemp(dir));
     snprintf(ex, sizeof ex, "%s/ex", dir);
-    snprintf(args, sizeof args, "run tasks/c/softmax --budget 3 --seed 5 --run %s/r %s 2>&1", dir,
-             quick);
+    snprintf(args, sizeof args, "run tasks/c/softmax --budget 3 --seed 5 --run %s/r %s 2>&1", dir, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     snprintf(args, sizeof args, "export %s/r -o %s --json %s", dir, ex, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
@@ -184,9 +183,9 @@ static int64_t fab_node(kf_store *st, const char *src, const char *params, doubl
     CHECK(kf_store_add_node(st, &n) == KF_OK);
     n.state = state;
     if (state != KF_NODE_REJECTED) {
-        json_t *sh = json_pack("[{s:{s:i, s:i}, s:f, s:b}, {s:{s:i, s:i}, s:f, s:b}]", "sizes",
-                               "rows", 256, "cols", 1024, "speedup", s1, "win", 1, "sizes", "rows",
-                               100, "cols", 777, "speedup", s2, "win", 1);
+        json_t *sh = json_pack("[{s:{s:i, s:i}, s:f, s:b}, {s:{s:i, s:i}, s:f, s:b}]", "sizes", "rows", 256,
+                               "cols", 1024, "speedup", s1, "win", 1, "sizes", "rows", 100, "cols", 777,
+                               "speedup", s2, "win", 1);
         n.shapes_json = json_dumps(sh, JSON_COMPACT);
         json_decref(sh);
         n.speedup = sqrt(s1 * s2);
@@ -234,9 +233,8 @@ static void t_two_winners(const void *arg) {
     CHECKF(json_array_size(routes) == 1, "%s", out);
     json_t *r = json_array_get(routes, 0);
     CHECK(json_integer_value(json_object_get(r, "node")) == idb);
-    CHECKF(
-        !strcmp(json_string_value(json_object_get(r, "predicate")), "rows == 100 && cols == 777"),
-        "%s", out);
+    CHECKF(!strcmp(json_string_value(json_object_get(r, "predicate")), "rows == 100 && cols == 777"), "%s",
+           out);
     CHECK(json_array_size(json_object_get(j, "winners")) == 2);
     json_decref(j);
     char name[64];
@@ -281,14 +279,13 @@ static void t_rejected(const void *arg) {
     kf_buf b;
     kf_buf_init(&b, 1 << 20);
     kf_buf_append(&b, a, (size_t)(e - a));
-    kf_buf_printf(
-        &b,
-        "static void good(const float *restrict x, float *restrict y, int64_t rows, int64_t "
-        "cols);\n"
-        "void softmax(const float *restrict x, float *restrict y, int64_t rows, int64_t cols)\n{\n"
-        "    good(x, y, rows, cols);\n    if (rows == 100 && cols == 777) y[5] += 1.0f;\n}\n"
-        "static void good(%s",
-        e + strlen("void softmax("));
+    kf_buf_printf(&b,
+                  "static void good(const float *restrict x, float *restrict y, int64_t rows, int64_t "
+                  "cols);\n"
+                  "void softmax(const float *restrict x, float *restrict y, int64_t rows, int64_t cols)\n{\n"
+                  "    good(x, y, rows, cols);\n    if (rows == 100 && cols == 777) y[5] += 1.0f;\n}\n"
+                  "static void good(%s",
+                  e + strlen("void softmax("));
     fab_node(st, b.p, "{\"W\": 8}", 1.5, 9.0, KF_NODE_KEPT);
     kf_buf_free(&b);
     free(a);
@@ -348,8 +345,7 @@ static void t_cuda(const void *arg) {
     CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
     char *src = NULL;
     size_t len = 0;
-    CHECK(kf__read_file(kft_src("tasks/cuda/softmax/candidates/fast.cu"), 1 << 20, &src, &len) ==
-          0);
+    CHECK(kf__read_file(kft_src("tasks/cuda/softmax/candidates/fast.cu"), 1 << 20, &src, &len) == 0);
     kf_node n;
     memset(&n, 0, sizeof n);
     snprintf(n.ext, sizeof n.ext, "cu");
@@ -359,8 +355,7 @@ static void t_cuda(const void *arg) {
     free(src);
     CHECK(kf_store_add_node(st, &n) == KF_OK);
     n.state = KF_NODE_KEPT;
-    n.shapes_json =
-        strdup("[{\"sizes\": {\"rows\": 4, \"cols\": 4}, \"speedup\": 2.0, \"win\": true}]");
+    n.shapes_json = strdup("[{\"sizes\": {\"rows\": 4, \"cols\": 4}, \"speedup\": 2.0, \"win\": true}]");
     n.speedup = 2.0;
     CHECK(kft_finish_node(st, &n) == KF_OK);
     kf_node_free(&n);
@@ -373,10 +368,12 @@ static void t_cuda(const void *arg) {
     CHECKF(cli(args, out, sizeof out) == 3, "%s", out);
     json_t *j = json_loads(out, 0, NULL);
     CHECKF(json_is_null(json_object_get(j, "dispatcher")), "%s", out);
-    CHECKF(strstr(json_string_value(json_object_get(j, "why")), "CUDA dispatcher could not be verified"), "%s", out);
+    CHECKF(strstr(json_string_value(json_object_get(j, "why")), "CUDA dispatcher could not be verified"),
+           "%s", out);
     json_decref(j);
-    CHECK(exists(ex, "softmax_1.cu") && exists(ex, "EXPORT.json") && exists(ex, "softmax_dispatch.unverified.cu") &&
-          !exists(ex, "softmax_dispatch.cu") && !exists(ex, "softmax_dispatch.c"));
+    CHECK(exists(ex, "softmax_1.cu") && exists(ex, "EXPORT.json") &&
+          exists(ex, "softmax_dispatch.unverified.cu") && !exists(ex, "softmax_dispatch.cu") &&
+          !exists(ex, "softmax_dispatch.c"));
     kf__rmtree(dir);
 }
 
@@ -413,7 +410,8 @@ static void t_replace_other(const void *arg) {
         snprintf(ep, sizeof ep, "%s/err", dir);
         CHECK(kf__read_file(ep, 1 << 20, &err, &el) == 0);
         if (k < 2) {
-            CHECKF(json_is_null(json_object_get(j, "replaced_run")) && !strstr(err, "another run"), "%s\n%s", out, err);
+            CHECKF(json_is_null(json_object_get(j, "replaced_run")) && !strstr(err, "another run"), "%s\n%s",
+                   out, err);
         } else {
             CHECKF(!strcmp(json_string_value(json_object_get(j, "replaced_run")), run[0]), "%s", out);
             CHECKF(strstr(err, "warning") && strstr(err, "another run") && strstr(err, run[0]), "%s", err);
@@ -428,8 +426,8 @@ static void t_replace_other(const void *arg) {
  * the first visible shape, its fast.<ext> (with append after it, or NULL) the second. */
 /* Record a kept builtin node of source src (params_json may be NULL) whose speedup at
  * the task's first n visible shapes is sp[i] (a win at each); its speedup is their geomean. */
-static void kept_node(kf_store *st, const kf_task *t, const char *ext, const char *src, const char *params_json,
-                      const double *sp, int n) {
+static void kept_node(kf_store *st, const kf_task *t, const char *ext, const char *src,
+                      const char *params_json, const double *sp, int n) {
     kf_node nd;
     memset(&nd, 0, sizeof nd);
     snprintf(nd.ext, sizeof nd.ext, "%s", ext);
@@ -444,7 +442,8 @@ static void kept_node(kf_store *st, const kf_task *t, const char *ext, const cha
     CHECK(n >= 1 && n <= t->nshapes);
     for (int s = 0; s < n; s++) {
         json_t *sz = json_object();
-        for (int z = 0; z < t->nsizes; z++) json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
+        for (int z = 0; z < t->nsizes; z++)
+            json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
         json_array_append_new(sh, json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup", sp[s], "win", 1));
         lg += log(sp[s]);
     }
@@ -509,8 +508,8 @@ static void t_plain_compile(const void *arg) {
     kf_store *st = NULL;
     CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
     kf_candidate *c = NULL;
-    CHECKF(kf_candidate_load(ctx, t, kft_src("tasks/c/softmax/candidates/param.c"), NULL, 0, &c) == KF_OK, "%s",
-           kf_errmsg(ctx));
+    CHECKF(kf_candidate_load(ctx, t, kft_src("tasks/c/softmax/candidates/param.c"), NULL, 0, &c) == KF_OK,
+           "%s", kf_errmsg(ctx));
     json_t *pt = json_object();
     for (int i = 0; i < c->nparams; i++)
         json_object_set_new(pt, c->params[i].name,
@@ -574,7 +573,8 @@ static void t_cuda_dispatch(const void *arg) {
     if (!gpu && kft_have_gpu(why, sizeof why))
         kft_skip("this machine has a GPU: export/cuda_dispatch_gpu verifies the dispatcher instead");
     setenv("KFORGE_CUDA_ARCH", "sm_90", 0);
-    static const char *const tasks[] = {"bgemm", "gdn_decode", "rmsnorm", "sgemm", "softmax", "sum", "transpose"};
+    static const char *const tasks[] = {"bgemm",   "gdn_decode", "rmsnorm",  "sgemm",
+                                        "softmax", "sum",        "transpose"};
     char failed[256] = "";
     for (size_t ti = 0; ti < sizeof tasks / sizeof *tasks; ti++) {
         char dir[] = "/tmp/kft-export9-XXXXXX", run[512], ex[512], args[2048], out[1 << 16], td[256], f[600];
@@ -599,7 +599,8 @@ static void t_cuda_dispatch(const void *arg) {
                 continue;
             }
             snprintf(f, sizeof f, "%s_dispatch.cu", tasks[ti]);
-            CHECKF(!strcmp(json_string_value(json_object_get(j, "dispatcher")), f) && exists(ex, f), "%s", out);
+            CHECKF(!strcmp(json_string_value(json_object_get(j, "dispatcher")), f) && exists(ex, f), "%s",
+                   out);
         } else {
             CHECKF(rc == 3, "%s: exit %d: %s", td, rc, out);
             CHECKF(json_is_null(json_object_get(j, "dispatcher")), "%s", out);
@@ -607,7 +608,8 @@ static void t_cuda_dispatch(const void *arg) {
                        json_is_true(json_object_get(ver, "compiled")),
                    "%s: it must build with nvcc: %s", td, out);
             snprintf(f, sizeof f, "%s_dispatch.unverified.cu", tasks[ti]);
-            CHECKF(!strcmp(json_string_value(json_object_get(j, "dispatcher_unverified")), f) && exists(ex, f) &&
+            CHECKF(!strcmp(json_string_value(json_object_get(j, "dispatcher_unverified")), f) &&
+                       exists(ex, f) &&
                        strstr(json_string_value(json_object_get(j, "why")), "could not be verified"),
                    "%s", out);
             char g[600];
@@ -618,7 +620,8 @@ static void t_cuda_dispatch(const void *arg) {
         size_t len = 0;
         snprintf(p, sizeof p, "%s/%s", ex, f);
         CHECK(kf__read_file(p, 1 << 20, &txt, &len) == 0);
-        CHECKF(txt && strstr(txt, "// kforge:host") && strstr(txt, "extern \"C\" int kforge_launch("), "%s", txt);
+        CHECKF(txt && strstr(txt, "// kforge:host") && strstr(txt, "extern \"C\" int kforge_launch("), "%s",
+               txt);
         free(txt);
         json_decref(j);
         kf__rmtree(dir);
@@ -633,7 +636,8 @@ static void t_cuda_dispatch_broken(const void *arg) {
     (void)arg;
     char why[512];
     if (!kf__cuda_have_nvcc(why, sizeof why)) kft_skip("needs nvcc (host mode): %s", why);
-    if (kft_have_gpu(why, sizeof why)) kft_skip("this machine has a GPU: the dispatcher is checked, not only built");
+    if (kft_have_gpu(why, sizeof why))
+        kft_skip("this machine has a GPU: the dispatcher is checked, not only built");
     setenv("KFORGE_CUDA_ARCH", "sm_90", 0);
     char dir[] = "/tmp/kft-export10-XXXXXX", run[512], ex[512], args[2048], out[1 << 16];
     CHECK(mkdtemp(dir));
@@ -644,10 +648,12 @@ static void t_cuda_dispatch_broken(const void *arg) {
     CHECKF(cli(args, out, sizeof out) == 1, "%s", out);
     json_t *j = json_loads(out, 0, NULL), *ver = json_object_get(j, "verification");
     CHECKF(!strcmp(json_string_value(json_object_get(ver, "verdict")), "rejected") &&
-               !strcmp(json_string_value(json_object_get(json_array_get(json_object_get(ver, "reasons"), 0), "code")),
+               !strcmp(json_string_value(
+                           json_object_get(json_array_get(json_object_get(ver, "reasons"), 0), "code")),
                        "compile_error"),
            "%s", out);
-    CHECKF(json_is_null(json_object_get(j, "dispatcher")) && !json_object_get(j, "dispatcher_unverified"), "%s", out);
+    CHECKF(json_is_null(json_object_get(j, "dispatcher")) && !json_object_get(j, "dispatcher_unverified"),
+           "%s", out);
     json_decref(j);
     CHECK(!exists(ex, "softmax_dispatch.cu") && !exists(ex, "softmax_dispatch.unverified.cu") &&
           exists(ex, "EXPORT.json"));
@@ -672,9 +678,9 @@ static void t_when(const void *arg) {
     for (int k = 0; k < 2; k++) {
         char *src = NULL;
         size_t len = 0;
-        CHECK(kf__read_file(kft_src(k ? "tasks/c/sgemm/candidates/square_when.c"
-                                      : "tasks/c/sgemm/candidates/fast.c"),
-                            1 << 20, &src, &len) == 0);
+        CHECK(kf__read_file(
+                  kft_src(k ? "tasks/c/sgemm/candidates/square_when.c" : "tasks/c/sgemm/candidates/fast.c"),
+                  1 << 20, &src, &len) == 0);
         kf_node nd;
         memset(&nd, 0, sizeof nd);
         snprintf(nd.ext, sizeof nd.ext, "c");
@@ -684,12 +690,12 @@ static void t_when(const void *arg) {
         free(src);
         CHECK(kf_store_add_node(st, &nd) == KF_OK);
         nd.state = KF_NODE_KEPT;
-        nd.shapes_json = strdup(
-            k ? "[{\"sizes\": {\"m\": 128, \"n\": 128, \"k\": 128}, \"speedup\": 9.0, \"win\": "
-                "true}]"
-              : "[{\"sizes\": {\"m\": 128, \"n\": 128, \"k\": 128}, \"speedup\": 4.0, \"win\": "
-                "true}, {\"sizes\": {\"m\": 96, \"n\": 160, \"k\": 72}, \"speedup\": 4.0, \"win\": "
-                "true}]");
+        nd.shapes_json =
+            strdup(k ? "[{\"sizes\": {\"m\": 128, \"n\": 128, \"k\": 128}, \"speedup\": 9.0, \"win\": "
+                       "true}]"
+                     : "[{\"sizes\": {\"m\": 128, \"n\": 128, \"k\": 128}, \"speedup\": 4.0, \"win\": "
+                       "true}, {\"sizes\": {\"m\": 96, \"n\": 160, \"k\": 72}, \"speedup\": 4.0, \"win\": "
+                       "true}]");
         nd.speedup = k ? 9.0 : 4.0;
         CHECK(kft_finish_node(st, &nd) == KF_OK);
         ids[k] = nd.id;
@@ -704,8 +710,7 @@ static void t_when(const void *arg) {
     CHECKF(json_integer_value(json_object_get(j, "fallback")) == ids[0], "%s", out);
     json_t *r = json_array_get(json_object_get(j, "routes"), 0);
     CHECKF(json_integer_value(json_object_get(r, "node")) == ids[1], "%s", out);
-    CHECKF(!strcmp(json_string_value(json_object_get(r, "predicate")),
-                   "m == 128 && n == 128 && k == 128"),
+    CHECKF(!strcmp(json_string_value(json_object_get(r, "predicate")), "m == 128 && n == 128 && k == 128"),
            "%s", out);
     json_decref(j);
     char p[1024], *txt = NULL;
@@ -761,8 +766,10 @@ static void t_when_domain(const void *arg) {
     CHECK(kf__read_file(p, 1 << 20, &txt, &len) == 0);
     /* the exact shape first, then the domain, then the fallback */
     char want[256];
-    snprintf(want, sizeof want, "if ((int64_t)(cols) == 777) { /* node %lld's domain: cols == 777 */", (long long)idb);
-    char *ex1 = strstr(txt, "rows == 100 && cols == 777"), *dom = strstr(txt, want), *fb = strstr(txt, "the fallback */");
+    snprintf(want, sizeof want, "if ((int64_t)(cols) == 777) { /* node %lld's domain: cols == 777 */",
+             (long long)idb);
+    char *ex1 = strstr(txt, "rows == 100 && cols == 777"), *dom = strstr(txt, want),
+         *fb = strstr(txt, "the fallback */");
     CHECKF(ex1 && dom && fb && ex1 < dom && dom < fb, "%s", txt);
     free(txt);
     snprintf(args, sizeof args, "check tasks/c/softmax %s --hidden 3 2>&1", p);
@@ -823,8 +830,7 @@ static void t_domain_predicate(const void *arg) {
         int rc = kf_dispatch_domain(t, &w, &b);
         if (c[i].want)
             CHECKF(rc == 0 && !strcmp(b.p, c[i].want), "%s: %d '%s'", c[i].when, rc, b.p ? b.p : "");
-        else
-            CHECKF(rc == -1, "%s: %s", c[i].when, b.p ? b.p : "");
+        else CHECKF(rc == -1, "%s: %s", c[i].when, b.p ? b.p : "");
         kf_buf_free(&b);
         free(text);
     }
@@ -856,8 +862,8 @@ static void t_all_when(const void *arg) {
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     json_t *j = json_loads(out, 0, NULL);
     CHECKF(json_integer_value(json_object_get(j, "fallback")) == ida, "%s", out);
-    CHECKF(json_integer_value(
-               json_object_get(json_array_get(json_object_get(j, "routes"), 0), "node")) == idb,
+    CHECKF(json_integer_value(json_object_get(json_array_get(json_object_get(j, "routes"), 0), "node")) ==
+               idb,
            "%s", out);
     json_decref(j);
     char p[1024], *txt = NULL;

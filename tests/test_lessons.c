@@ -52,7 +52,8 @@ static const char *ids(kf_lessons *db, kf_ctx *ctx, const kf_lesson_query *q, do
     int n = 0;
     CHECKF(kf_lessons_retrieve(db, q, 50, min_trust, h, &n) == KF_OK, "%s", kf_errmsg(ctx));
     out[0] = 0;
-    for (int i = 0; i < n; i++) snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", i ? " " : "", h[i].id);
+    for (int i = 0; i < n; i++)
+        snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", i ? " " : "", h[i].id);
     return out;
 }
 
@@ -64,10 +65,12 @@ static const char *sorted_ids(kf_lessons *db, kf_ctx *ctx, const kf_lesson_query
     char buf[4096], *v[64];
     int n = 0;
     snprintf(buf, sizeof buf, "%s", ids(db, ctx, q, 0));
-    for (char *save = NULL, *t = strtok_r(buf, " ", &save); t && n < 64; t = strtok_r(NULL, " ", &save)) v[n++] = t;
+    for (char *save = NULL, *t = strtok_r(buf, " ", &save); t && n < 64; t = strtok_r(NULL, " ", &save))
+        v[n++] = t;
     qsort(v, (size_t)n, sizeof *v, cmp_str);
     out[0] = 0;
-    for (int i = 0; i < n; i++) snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", i ? " " : "", v[i]);
+    for (int i = 0; i < n; i++)
+        snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", i ? " " : "", v[i]);
     return out;
 }
 
@@ -95,14 +98,17 @@ static void t_refuse(const void *arg) {
          "field 'situation.text': missing"},
         {"{\"situation\": \"long rows\", \"action\": \"  \\t \"}", "field 'action': only blanks"},
 
-        {"{\"situation\": \"t\", \"action\": \"a\", \"tags\": [\"ok/tag\", \"Bad Tag\"]}", "\"Bad Tag\" (tag 2)"},
+        {"{\"situation\": \"t\", \"action\": \"a\", \"tags\": [\"ok/tag\", \"Bad Tag\"]}",
+         "\"Bad Tag\" (tag 2)"},
         {"{\"situation\": \"long rows\"}", "field 'action': missing"},
         {"{\"situation\": \"long rows\", \"action\": \"\"}", "field 'action': missing"},
-        {"{\"situation\": {\"text\": \"t\", \"shape\": \"rows >= \"}, \"action\": \"a\"}", "field 'situation.shape'"},
+        {"{\"situation\": {\"text\": \"t\", \"shape\": \"rows >= \"}, \"action\": \"a\"}",
+         "field 'situation.shape'"},
         {"{\"situation\": \"t\", \"action\": \"a\", \"tags\": [\"Cuda//x\"]}", "field 'tags'"},
         {"{\"situation\": \"t\", \"action\": \"a\", \"source\": \"oracle\"}", "field 'source'"},
         {"{\"situation\": \"t\", \"action\": \"a\", \"acton\": \"typo\"}", "field 'acton': unknown"},
-        {"{\"situation\": \"t\", \"action\": \"a\", \"trust\": {\"confirmations\": -1}}", "trust.confirmations"},
+        {"{\"situation\": \"t\", \"action\": \"a\", \"trust\": {\"confirmations\": -1}}",
+         "trust.confirmations"},
         {"[1, 2]", "a JSON object"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -112,7 +118,8 @@ static void t_refuse(const void *arg) {
     }
     CHECK(count_lessons(db, 1) == 0);
     char id[64];
-    CHECK(kf_lessons_add_json(db, "{\"situation\": \"long rows\", \"action\": \"one warp per row\"}", id) == KF_OK);
+    CHECK(kf_lessons_add_json(db, "{\"situation\": \"long rows\", \"action\": \"one warp per row\"}", id) ==
+          KF_OK);
     CHECK(!strncmp(id, "L-", 2) && count_lessons(db, 1) == 1);
     /* the same situation and action again is the same lesson, and says it replaced one */
     int replaced = -1;
@@ -121,24 +128,39 @@ static void t_refuse(const void *arg) {
                                  &replaced) == KF_OK);
     CHECK(count_lessons(db, 1) == 1 && replaced == 1 && !strcmp(id, id2));
     /* the same words for another scope are another lesson (they replaced the unscoped one) */
-    CHECK(kf_lessons_add_json_ex(db, "{\"situation\": {\"text\": \"long rows\", \"ops\": [\"op/softmax\"]},"
-                                     " \"action\": \"one warp per row\"}", id2, &replaced) == KF_OK);
+    CHECK(kf_lessons_add_json_ex(db,
+                                 "{\"situation\": {\"text\": \"long rows\", \"ops\": [\"op/softmax\"]},"
+                                 " \"action\": \"one warp per row\"}",
+                                 id2, &replaced) == KF_OK);
     CHECK(count_lessons(db, 1) == 2 && replaced == 0 && strcmp(id, id2));
     /* the ops are a set: their order names no other lesson */
     char id3[64];
-    CHECK(kf_lessons_add_json_ex(db, "{\"situation\": {\"text\": \"long rows\", \"ops\": [\"op/rowwise\", \"op/softmax\"]},"
-                                     " \"action\": \"x\"}", id2, &replaced) == KF_OK && !replaced);
-    CHECK(kf_lessons_add_json_ex(db, "{\"situation\": {\"text\": \"long rows\", \"ops\": [\"op/softmax\", \"op/rowwise\"]},"
-                                     " \"action\": \"x\"}", id3, &replaced) == KF_OK && replaced && !strcmp(id2, id3));
+    CHECK(kf_lessons_add_json_ex(
+              db,
+              "{\"situation\": {\"text\": \"long rows\", \"ops\": [\"op/rowwise\", \"op/softmax\"]},"
+              " \"action\": \"x\"}",
+              id2, &replaced) == KF_OK &&
+          !replaced);
+    CHECK(kf_lessons_add_json_ex(
+              db,
+              "{\"situation\": {\"text\": \"long rows\", \"ops\": [\"op/softmax\", \"op/rowwise\"]},"
+              " \"action\": \"x\"}",
+              id3, &replaced) == KF_OK &&
+          replaced && !strcmp(id2, id3));
     /* a lesson without an id but with a stored lesson's key is that lesson (an older
      * export, its ids computed differently, the id removed); a blank optional field is
      * absent (older exports have some), a blank action is refused */
-    CHECK(kf_lessons_add_json(db, "{\"id\": \"orig\", \"key\": \"distill|c|op/x|win|A=1|*\", \"situation\": \"s\","
-                                  " \"action\": \"Set A=1\", \"source\": \"distilled\"}", NULL) == KF_OK);
+    CHECK(
+        kf_lessons_add_json(db,
+                            "{\"id\": \"orig\", \"key\": \"distill|c|op/x|win|A=1|*\", \"situation\": \"s\","
+                            " \"action\": \"Set A=1\", \"source\": \"distilled\"}",
+                            NULL) == KF_OK);
     int before = count_lessons(db, 1);
-    CHECK(kf_lessons_add_json_ex(db, "{\"key\": \"distill|c|op/x|win|A=1|*\", \"situation\": \"s2\","
-                                     " \"action\": \"Set A=1 (newer)\", \"source\": \"distilled\", \"boundaries\": \"  \"}",
-                                 id3, &replaced) == KF_OK);
+    CHECK(kf_lessons_add_json_ex(
+              db,
+              "{\"key\": \"distill|c|op/x|win|A=1|*\", \"situation\": \"s2\","
+              " \"action\": \"Set A=1 (newer)\", \"source\": \"distilled\", \"boundaries\": \"  \"}",
+              id3, &replaced) == KF_OK);
     CHECKF(replaced && !strcmp(id3, "orig") && count_lessons(db, 1) == before, "%s %d", id3, replaced);
     kf_lessons_close(db);
     kf_ctx_free(ctx);
@@ -150,10 +172,17 @@ static void t_tags(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
     kf_lessons *db = open_db(ctx, scratch(), "l.db");
-    add(db, ctx, "{\"id\": \"a\", \"situation\": \"s\", \"action\": \"coalesce loads\", \"tags\": [\"cuda/memory/coalescing\"]}");
-    add(db, ctx, "{\"id\": \"b\", \"situation\": \"s\", \"action\": \"pad shared memory\", \"tags\": [\"cuda/memory\"]}");
-    add(db, ctx, "{\"id\": \"c\", \"situation\": \"s\", \"action\": \"warp shuffles\", \"tags\": [\"cuda/warp\", \"op/reduce\"]}");
-    add(db, ctx, "{\"id\": \"d\", \"situation\": \"s\", \"action\": \"memory pool\", \"tags\": [\"cuda/memoryx\"]}");
+    add(db, ctx,
+        "{\"id\": \"a\", \"situation\": \"s\", \"action\": \"coalesce loads\", \"tags\": "
+        "[\"cuda/memory/coalescing\"]}");
+    add(db, ctx,
+        "{\"id\": \"b\", \"situation\": \"s\", \"action\": \"pad shared memory\", \"tags\": "
+        "[\"cuda/memory\"]}");
+    add(db, ctx,
+        "{\"id\": \"c\", \"situation\": \"s\", \"action\": \"warp shuffles\", \"tags\": [\"cuda/warp\", "
+        "\"op/reduce\"]}");
+    add(db, ctx,
+        "{\"id\": \"d\", \"situation\": \"s\", \"action\": \"memory pool\", \"tags\": [\"cuda/memoryx\"]}");
     add(db, ctx, "{\"id\": \"e\", \"situation\": \"s\", \"action\": \"no tags\"}");
     kf_lesson_query q = {0};
     q.text = "loads memory shuffles pool shared tags";
@@ -187,15 +216,24 @@ static void t_scope(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
     kf_lessons *db = open_db(ctx, scratch(), "l.db");
-    add(db, ctx, "{\"id\": \"long\", \"situation\": {\"text\": \"long rows\", \"shape\": \"cols >= 1024\"}, \"action\": \"apply\"}");
-    add(db, ctx, "{\"id\": \"short8\", \"situation\": {\"text\": \"short rows\", \"shape\": \"rows % 8 == 0 && cols < 1024\"},"
-                 " \"action\": \"apply\"}");
-    add(db, ctx, "{\"id\": \"batch1\", \"situation\": {\"text\": \"decode\", \"shape\": \"batch == 1\"}, \"action\": \"apply\"}");
+    add(db, ctx,
+        "{\"id\": \"long\", \"situation\": {\"text\": \"long rows\", \"shape\": \"cols >= 1024\"}, "
+        "\"action\": \"apply\"}");
+    add(db, ctx,
+        "{\"id\": \"short8\", \"situation\": {\"text\": \"short rows\", \"shape\": \"rows % 8 == 0 && cols < "
+        "1024\"},"
+        " \"action\": \"apply\"}");
+    add(db, ctx,
+        "{\"id\": \"batch1\", \"situation\": {\"text\": \"decode\", \"shape\": \"batch == 1\"}, \"action\": "
+        "\"apply\"}");
     add(db, ctx, "{\"id\": \"any\", \"situation\": \"any shape\", \"action\": \"apply\"}");
-    add(db, ctx, "{\"id\": \"norm\", \"situation\": {\"text\": \"norms\", \"ops\": [\"op/norm\"], \"backend\": \"cuda\"},"
-                 " \"action\": \"apply\"}");
-    add(db, ctx, "{\"id\": \"rms\", \"situation\": {\"text\": \"rmsnorm\", \"ops\": [\"op/norm/rmsnorm\"],"
-                 " \"arch\": \"sm_90\"}, \"action\": \"apply\"}");
+    add(db, ctx,
+        "{\"id\": \"norm\", \"situation\": {\"text\": \"norms\", \"ops\": [\"op/norm\"], \"backend\": "
+        "\"cuda\"},"
+        " \"action\": \"apply\"}");
+    add(db, ctx,
+        "{\"id\": \"rms\", \"situation\": {\"text\": \"rmsnorm\", \"ops\": [\"op/norm/rmsnorm\"],"
+        " \"arch\": \"sm_90\"}, \"action\": \"apply\"}");
     kf_lesson_query q = {0};
     q.text = "apply"; /* every lesson matches; the filter decides */
     const char *names[] = {"rows", "cols"};
@@ -234,13 +272,18 @@ static void t_trust(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
     kf_lessons *db = open_db(ctx, scratch(), "l.db");
-    add(db, ctx, "{\"id\": \"refuted\", \"situation\": \"tile\", \"action\": \"tile 64\", \"trust\": {\"confirmations\": 0,"
-                 " \"refutations\": 3}}");
-    add(db, ctx, "{\"id\": \"trusted\", \"situation\": \"tile\", \"action\": \"tile 128\", \"trust\": {\"confirmations\": 3,"
-                 " \"refutations\": 0}}");
+    add(db, ctx,
+        "{\"id\": \"refuted\", \"situation\": \"tile\", \"action\": \"tile 64\", \"trust\": "
+        "{\"confirmations\": 0,"
+        " \"refutations\": 3}}");
+    add(db, ctx,
+        "{\"id\": \"trusted\", \"situation\": \"tile\", \"action\": \"tile 128\", \"trust\": "
+        "{\"confirmations\": 3,"
+        " \"refutations\": 0}}");
     add(db, ctx, "{\"id\": \"new\", \"situation\": \"tile\", \"action\": \"tile 32\"}");
-    add(db, ctx, "{\"id\": \"retired\", \"situation\": \"tile\", \"action\": \"tile 16\", \"status\": \"retired\","
-                 " \"trust\": {\"confirmations\": 9}}");
+    add(db, ctx,
+        "{\"id\": \"retired\", \"situation\": \"tile\", \"action\": \"tile 16\", \"status\": \"retired\","
+        " \"trust\": {\"confirmations\": 9}}");
     kf_lesson_query q = {0};
     q.text = "tile";
     kf_lesson_hit h[8];
@@ -278,13 +321,17 @@ static void t_embed(const void *arg) {
            cosine("stage the tile in smem", "stage the tile in shared memory"));
     /* stems: inflections are the same word */
     CHECKF(cosine("tiling", "tiles") > 0.6, "%f", cosine("tiling", "tiles"));
-    CHECKF(cosine("vectorised loads", "vectorization of loads") > 0.6, "%f", cosine("vectorised loads", "vectorization of loads"));
+    CHECKF(cosine("vectorised loads", "vectorization of loads") > 0.6, "%f",
+           cosine("vectorised loads", "vectorization of loads"));
     /* identifiers: camelCase, snake_case and letter-digit runs give their parts */
     CHECKF(cosine("blockDim", "block dim") > 0.4, "%f", cosine("blockDim", "block dim"));
-    CHECKF(cosine("__shfl_xor_sync", "shfl xor sync") > 0.4, "%f", cosine("__shfl_xor_sync", "shfl xor sync"));
-    CHECKF(cosine("use float4 loads", "use float loads") > 0.4, "%f", cosine("use float4 loads", "use float loads"));
+    CHECKF(cosine("__shfl_xor_sync", "shfl xor sync") > 0.4, "%f",
+           cosine("__shfl_xor_sync", "shfl xor sync"));
+    CHECKF(cosine("use float4 loads", "use float loads") > 0.4, "%f",
+           cosine("use float4 loads", "use float loads"));
     /* sublinear term frequency: repeating a word does not make it dominate */
-    double once = cosine("warp shuffle reduction", "warp"), many = cosine("warp warp warp warp shuffle reduction", "warp");
+    double once = cosine("warp shuffle reduction", "warp"),
+           many = cosine("warp warp warp warp shuffle reduction", "warp");
     CHECKF(many > once && many < 0.9, "%f %f", once, many);
     /* deterministic and normalised */
     CHECK(fabs(cosine("rows of 4096 floats", "rows of 4096 floats") - 1) < 1e-5);
@@ -293,14 +340,17 @@ static void t_embed(const void *arg) {
     kf_ctx *ctx = kf_ctx_new();
     char *dir = scratch(), path[256];
     kf_lessons *db = open_db(ctx, dir, "v1.db");
-    add(db, ctx, "{\"id\": \"c\", \"situation\": \"strided loads\", \"action\": \"make accesses contiguous\"}");
+    add(db, ctx,
+        "{\"id\": \"c\", \"situation\": \"strided loads\", \"action\": \"make accesses contiguous\"}");
     add(db, ctx, "{\"id\": \"g\", \"situation\": \"gemm\", \"action\": \"tensor cores\"}");
     kf_lessons_close(db);
     snprintf(path, sizeof path, "%s/v1.db", dir);
     sqlite3 *s = NULL;
     CHECK(sqlite3_open(path, &s) == SQLITE_OK);
-    CHECK(sqlite3_exec(s, "UPDATE meta SET value = 'hashgram-v1-512' WHERE key = 'embedding';"
-                          "UPDATE lessons SET embed = zeroblob(2048)", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(s,
+                       "UPDATE meta SET value = 'hashgram-v1-512' WHERE key = 'embedding';"
+                       "UPDATE lessons SET embed = zeroblob(2048)",
+                       NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(s);
     db = open_db(ctx, dir, "v1.db");
     CHECK(!strcmp(kf_lessons_embedding(db), KF_LESSONS_HASH_NAME));
@@ -320,12 +370,14 @@ static void t_rrf(const void *arg) {
      * vector weight 0.5 (the built-in fusion):
      *   7: 1/11 + 0.5/13 = 0.129371   3: 1/12 + 0.5/11 = 0.128788
      *   9: 1/13 = 0.076923            5: 0.5/12 = 0.041667 */
-    CHECK(kf_lessons__fusion.k == 10 && kf_lessons__fusion.w_keyword == 1 && kf_lessons__fusion.w_vector == 0.5);
+    CHECK(kf_lessons__fusion.k == 10 && kf_lessons__fusion.w_keyword == 1 &&
+          kf_lessons__fusion.w_vector == 0.5);
     size_t kw[] = {7, 3, 9}, vec[] = {3, 5, 7}, out[6];
     double sc[6];
     int m = kf_lessons__rrf(kw, 3, vec, 3, NULL, out, sc);
     CHECK(m == 4);
-    CHECKF(out[0] == 7 && out[1] == 3 && out[2] == 9 && out[3] == 5, "%zu %zu %zu %zu", out[0], out[1], out[2], out[3]);
+    CHECKF(out[0] == 7 && out[1] == 3 && out[2] == 9 && out[3] == 5, "%zu %zu %zu %zu", out[0], out[1],
+           out[2], out[3]);
     CHECK(fabs(sc[0] - (1.0 / 11 + 0.5 / 13)) < 1e-15 && fabs(sc[3] - 0.5 / 12) < 1e-15);
     /* a tie (rank 1 in one list each, equal weights) goes to the more trusted, then the
      * smaller item */
@@ -348,7 +400,9 @@ static void t_rrf(const void *arg) {
     kf_ctx *ctx = kf_ctx_new();
     kf_lessons *db = open_db(ctx, scratch(), "l.db");
     add(db, ctx, "{\"id\": \"kw\", \"situation\": \"softmax\", \"action\": \"coalesce coalesce coalesce\"}");
-    add(db, ctx, "{\"id\": \"both\", \"situation\": \"softmax rows coalescing\", \"action\": \"coalesced row loads\"}");
+    add(db, ctx,
+        "{\"id\": \"both\", \"situation\": \"softmax rows coalescing\", \"action\": \"coalesced row "
+        "loads\"}");
     add(db, ctx, "{\"id\": \"other\", \"situation\": \"gemm\", \"action\": \"tensor cores\"}");
     kf_lesson_query q = {0};
     q.text = "coalesced row loads";
@@ -369,13 +423,16 @@ static void t_roundtrip(const void *arg) {
     kf_ctx *ctx = kf_ctx_new();
     char *dir = scratch();
     kf_lessons *db = open_db(ctx, dir, "a.db");
-    add(db, ctx, "{\"id\": \"sm-warp\", \"situation\": {\"text\": \"row softmax, long rows\", \"backend\": \"cuda\","
-                 " \"arch\": \"sm_90\", \"ops\": [\"op/softmax\"], \"shape\": \"cols >= 1024\"},"
-                 " \"action\": \"one warp per row, __shfl_xor_sync\", \"boundaries\": \"cols < 32\","
-                 " \"evidence\": {\"nodes\": [\"runs/sm#4\"], \"effects\": [{\"speedup\": 2.5}]},"
-                 " \"trust\": {\"confirmations\": 2, \"refutations\": 1}, \"source\": \"agent\","
-                 " \"tags\": [\"cuda/warp/shuffle\", \"shape/cols=4096\"]}");
-    add(db, ctx, "{\"situation\": \"unicode \\u00e9 and \\\"quotes\\\"\\nnewline\", \"action\": \"keep\", \"status\": \"retired\"}");
+    add(db, ctx,
+        "{\"id\": \"sm-warp\", \"situation\": {\"text\": \"row softmax, long rows\", \"backend\": \"cuda\","
+        " \"arch\": \"sm_90\", \"ops\": [\"op/softmax\"], \"shape\": \"cols >= 1024\"},"
+        " \"action\": \"one warp per row, __shfl_xor_sync\", \"boundaries\": \"cols < 32\","
+        " \"evidence\": {\"nodes\": [\"runs/sm#4\"], \"effects\": [{\"speedup\": 2.5}]},"
+        " \"trust\": {\"confirmations\": 2, \"refutations\": 1}, \"source\": \"agent\","
+        " \"tags\": [\"cuda/warp/shuffle\", \"shape/cols=4096\"]}");
+    add(db, ctx,
+        "{\"situation\": \"unicode \\u00e9 and \\\"quotes\\\"\\nnewline\", \"action\": \"keep\", \"status\": "
+        "\"retired\"}");
     char *a = NULL, *b = NULL;
     CHECK(kf_lessons_export(db, &a) == KF_OK);
     CHECK(strchr(a, '\n') && strchr(strchr(a, '\n') + 1, '\n')); /* two lines */
@@ -386,7 +443,8 @@ static void t_roundtrip(const void *arg) {
     CHECK(kf_lessons_export(db2, &b) == KF_OK);
     CHECKF(!strcmp(a, b), "\n%s\n%s", a, b);
     free(b);
-    CHECK(kf_lessons_import(db2, a, strlen(a), "x.jsonl", &added, &updated) == KF_OK && added == 0 && updated == 2);
+    CHECK(kf_lessons_import(db2, a, strlen(a), "x.jsonl", &added, &updated) == KF_OK && added == 0 &&
+          updated == 2);
     CHECK(kf_lessons_export(db2, &b) == KF_OK && !strcmp(a, b));
     /* the imported lesson is retrievable with its scope */
     kf_lesson_query q = {0};
@@ -412,10 +470,13 @@ static void t_import_bad(const void *arg) {
     static const struct {
         const char *text, *msg;
     } bad[] = {
-        {"{\"situation\": \"s\", \"action\": \"a\"}\n\n{\"situation\": \"s2\"}\n", "in.jsonl:3: field 'action': missing"},
-        {"{\"situation\": \"s\", \"action\": \"a\"}\n{\"situation\": \"s\", \"action\": \n", "in.jsonl:2: not a JSON object"},
+        {"{\"situation\": \"s\", \"action\": \"a\"}\n\n{\"situation\": \"s2\"}\n",
+         "in.jsonl:3: field 'action': missing"},
+        {"{\"situation\": \"s\", \"action\": \"a\"}\n{\"situation\": \"s\", \"action\": \n",
+         "in.jsonl:2: not a JSON object"},
         {"{\"situation\": \"s\", \"action\": \"a\", \"tags\": \"cuda\"}\n", "in.jsonl:1: field 'tags'"},
-        {"{\"situation\": {\"text\": \"s\", \"shape\": \"rows >>\"}, \"action\": \"a\"}", "in.jsonl:1: field 'situation.shape'"},
+        {"{\"situation\": {\"text\": \"s\", \"shape\": \"rows >>\"}, \"action\": \"a\"}",
+         "in.jsonl:1: field 'situation.shape'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int added = -1;
@@ -428,10 +489,11 @@ static void t_import_bad(const void *arg) {
     kf_ctx_free(ctx);
     /* the command line names the line and exits 2 */
     char *dir = scratch(), cmd[1024], out[4096];
-    snprintf(cmd, sizeof cmd,
-             "cd %s && printf '{\"situation\": \"s\", \"action\": \"a\"}\\n{\"action\": \"b\"}\\n' > in.jsonl && "
-             "%s lessons import in.jsonl --lessons %s/l.db 2>&1",
-             dir, kft_bin("kforge"), dir);
+    snprintf(
+        cmd, sizeof cmd,
+        "cd %s && printf '{\"situation\": \"s\", \"action\": \"a\"}\\n{\"action\": \"b\"}\\n' > in.jsonl && "
+        "%s lessons import in.jsonl --lessons %s/l.db 2>&1",
+        dir, kft_bin("kforge"), dir);
     int rc = kft_run(cmd, out, sizeof out);
     CHECKF(rc == 2 && strstr(out, "in.jsonl:2: field 'situation': missing"), "rc %d: %s", rc, out);
 }
@@ -457,8 +519,8 @@ static void write_file(const char *path, const char *text) {
 }
 
 /* Record a finished node: params, state, and (sp1000, win1000, sp4000, win4000). */
-static int64_t node_as(kf_store *s, const char *category, int64_t parent, const char *params, kf_node_state state,
-                       double s1, int w1, double s4, int w4, const char *reasons) {
+static int64_t node_as(kf_store *s, const char *category, int64_t parent, const char *params,
+                       kf_node_state state, double s1, int w1, double s4, int w4, const char *reasons) {
     static int serial;
     char text[128], h[65];
     snprintf(text, sizeof text, "/* node %d */\n", ++serial);
@@ -475,7 +537,8 @@ static int64_t node_as(kf_store *s, const char *category, int64_t parent, const 
     char shapes[512];
     if (s1 > 0) {
         snprintf(shapes, sizeof shapes,
-                 "[{\"sizes\": {\"n\": 1000}, \"speedup\": %g, \"win\": %s}, {\"sizes\": {\"n\": 4000}, \"speedup\": %g,"
+                 "[{\"sizes\": {\"n\": 1000}, \"speedup\": %g, \"win\": %s}, {\"sizes\": {\"n\": 4000}, "
+                 "\"speedup\": %g,"
                  " \"win\": %s}]",
                  s1, w1 ? "true" : "false", s4, w4 ? "true" : "false");
         n.shapes_json = shapes;
@@ -568,8 +631,9 @@ static void t_distill(const void *arg) {
     node(s, n1, "{\"BLOCK\": 256, \"UNROLL\": 8}", KF_NODE_KEPT, 1.52, 1, 1.85, 1, NULL);
     /* vetoed for what it is: no evidence, and no parent to measure its child against */
     int64_t nv = node(s, n1, "{\"BLOCK\": 256, \"UNROLL\": 32}", KF_NODE_REVERTED, 3.0, 1, 3.0, 1, NULL);
-    CHECK(kf_store_event(s, nv, "critic",
-                         "{\"decision\":\"reject\",\"checks\":[{\"check\":\"integrity\",\"outcome\":\"fail\"}]}") ==
+    CHECK(kf_store_event(
+              s, nv, "critic",
+              "{\"decision\":\"reject\",\"checks\":[{\"check\":\"integrity\",\"outcome\":\"fail\"}]}") ==
           KF_OK);
     node(s, nv, "{\"BLOCK\": 256, \"UNROLL\": 64}", KF_NODE_KEPT, 3.5, 1, 3.9, 1, NULL);
     kf_store_close(s);
@@ -581,26 +645,31 @@ static void t_distill(const void *arg) {
            json_string_value(json_object_get(sit, "shape")));
     CHECK(!strcmp(json_string_value(json_object_get(sit, "backend")), "c"));
     CHECK(!strcmp(json_string_value(json_array_get(json_object_get(sit, "ops"), 0)), "op/twice"));
-    CHECK(!strcmp(json_string_value(json_object_get(win, "source")), "distilled") && conf(win, "confirmations") == 1);
+    CHECK(!strcmp(json_string_value(json_object_get(win, "source")), "distilled") &&
+          conf(win, "confirmations") == 1);
     const char *act = json_string_value(json_object_get(win, "action"));
-    CHECKF(strstr(act, "Set BLOCK=256: moving to it beat the parent at 2 shapes, 1.67x to 2.37x over the parent") &&
-               strstr(act, "1 of 1 moves") && !strstr(act, "reference"),
-           "%s", act);
+    CHECKF(
+        strstr(act,
+               "Set BLOCK=256: moving to it beat the parent at 2 shapes, 1.67x to 2.37x over the parent") &&
+            strstr(act, "1 of 1 moves") && !strstr(act, "reference"),
+        "%s", act);
     char *tags = json_dumps(json_object_get(win, "tags"), JSON_COMPACT);
     CHECKF(strstr(tags, "\"param/block=256\"") && strstr(tags, "\"c/tuning/win\""), "%s", tags);
     free(tags);
     /* the evidence is the move (node 5), not the root's child (node 1) */
     char *ev = json_dumps(json_object_get(win, "evidence"), JSON_COMPACT);
-    CHECKF(strstr(ev, "#5\"") && !strstr(ev, "#1\"") && strstr(ev, t->fingerprint) && strstr(ev, "gain_over_parent") &&
-               strstr(ev, "2.37"),
+    CHECKF(strstr(ev, "#5\"") && !strstr(ev, "#1\"") && strstr(ev, t->fingerprint) &&
+               strstr(ev, "gain_over_parent") && strstr(ev, "2.37"),
            "%s", ev);
     free(ev);
     json_decref(win);
     json_t *shape = lesson_with(db, "UNROLL=4");
-    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(shape, "situation"), "shape")), "n == 4000"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(shape, "situation"), "shape")),
+                  "n == 4000"));
     act = json_string_value(json_object_get(shape, "action"));
-    CHECKF(strstr(act, "Set UNROLL=4 for this shape: moving to it beat the parent there, 1.22x over the parent"), "%s",
-           act);
+    CHECKF(
+        strstr(act, "Set UNROLL=4 for this shape: moving to it beat the parent there, 1.22x over the parent"),
+        "%s", act);
     tags = json_dumps(json_object_get(shape, "tags"), 0);
     CHECKF(strstr(tags, "\"shape/n=4000\""), "%s", tags);
     free(tags);
@@ -668,7 +737,8 @@ static void t_distill(const void *arg) {
     CHECKF(strstr(act, "2 of 3 moves to it won"), "%s", act);
     json_decref(win);
     lose = lesson_with(db, "Do not expect BLOCK=32");
-    CHECK(conf(lose, "refutations") == 1 && !strcmp(json_string_value(json_object_get(lose, "status")), "active"));
+    CHECK(conf(lose, "refutations") == 1 &&
+          !strcmp(json_string_value(json_object_get(lose, "status")), "active"));
     json_decref(lose);
     /* once more: refuted more often than confirmed, it is retired and no longer retrieved */
     CHECK(kf_store_open(ctx, run, NULL, &s) == KF_OK);
@@ -696,7 +766,8 @@ static void t_distill(const void *arg) {
     distill(db, ctx, run, "added 2 confirmed 0 unchanged 4 refuted 0 retired 0");
     json_t *tech = lesson_with(db, "Use vectorisation");
     CHECKF(strstr(json_string_value(json_object_get(json_object_get(tech, "situation"), "text")),
-                  "the technique vectorisation"), "%s", json_string_value(json_object_get(json_object_get(tech, "situation"), "text")));
+                  "the technique vectorisation"),
+           "%s", json_string_value(json_object_get(json_object_get(tech, "situation"), "text")));
     CHECKF(strstr(json_string_value(json_object_get(tech, "action")), "1.27x to 1.33x over the parent"), "%s",
            json_string_value(json_object_get(tech, "action")));
     tags = json_dumps(json_object_get(tech, "tags"), JSON_COMPACT);
@@ -729,8 +800,8 @@ static void t_distill(const void *arg) {
 }
 
 /* A finished node with its own text: (sp1000, sp4000), both wins. */
-static int64_t node_text(kf_store *s, const char *category, int64_t parent, const char *params, const char *text,
-                         double s1, double s4) {
+static int64_t node_text(kf_store *s, const char *category, int64_t parent, const char *params,
+                         const char *text, double s1, double s4) {
     char h[65], shapes[512];
     CHECK(kf_store_put_source(s, text, strlen(text), "c", h) == KF_OK);
     kf_node n = {0};
@@ -743,7 +814,8 @@ static int64_t node_text(kf_store *s, const char *category, int64_t parent, cons
     CHECK(kf_store_add_node(s, &n) == KF_OK);
     n.state = KF_NODE_KEPT;
     snprintf(shapes, sizeof shapes,
-             "[{\"sizes\": {\"n\": 1000}, \"speedup\": %g, \"win\": true}, {\"sizes\": {\"n\": 4000}, \"speedup\": %g,"
+             "[{\"sizes\": {\"n\": 1000}, \"speedup\": %g, \"win\": true}, {\"sizes\": {\"n\": 4000}, "
+             "\"speedup\": %g,"
              " \"win\": true}]",
              s1, s4);
     n.shapes_json = shapes;
@@ -774,7 +846,8 @@ static void t_distill_content(const void *arg) {
                                "void twice(const float *x, float *y, int64_t n) {\n"
                                "    for (int64_t i = 0; i < n; i++) y[i] = 2 * x[i];\n"
                                "}\n";
-    char *t1 = kf__asprintf(tmpl, 256, 1, ""), *t2 = kf__asprintf(tmpl, 256, 2, "/* kforge:when n >= 1000 */\n"),
+    char *t1 = kf__asprintf(tmpl, 256, 1, ""),
+         *t2 = kf__asprintf(tmpl, 256, 2, "/* kforge:when n >= 1000 */\n"),
          *t3 = kf__asprintf(tmpl, 512, 1, "");
     int64_t n1 = node_text(s, "other", 0, "{\"BLOCK\": 256, \"NT\": 1}", t1, 1.5, 1.8);
     node_text(s, "launch_config", n1, "{\"BLOCK\": 256, \"NT\": 2}", t2, 1.8, 2.2);
@@ -845,8 +918,8 @@ static char *embed_reply(kft_http *s, const char *req, char *status, size_t n) {
         int w = 0, tl = 0;
         for (const char *p = t; (p = strstr(p, "warp")); p++) w++;
         for (const char *p = t; (p = strstr(p, "tile")); p++) tl++;
-        json_array_append_new(data, json_pack("{s:s, s:i, s:[f, f, f]}", "object", "embedding", "index", (int)i,
-                                              "embedding", (double)w, (double)tl, 0.1));
+        json_array_append_new(data, json_pack("{s:s, s:i, s:[f, f, f]}", "object", "embedding", "index",
+                                              (int)i, "embedding", (double)w, (double)tl, 0.1));
     }
     json_t *r = json_pack("{s:s, s:o, s:s}", "object", "list", "data", data, "model", "stub-embed");
     char *out = json_dumps(r, JSON_COMPACT);
@@ -919,7 +992,7 @@ static void t_distill_identity(const void *arg) {
     CHECK(chdir(dir) == 0);
     distill(db2, ctx, "small", "added 2 confirmed 0 unchanged 0 refuted 0 retired 0");
     kf_lessons_close(db2);
-    {   /* make it look like the old format: no rows, nodes named "run#N" as typed */
+    { /* make it look like the old format: no rows, nodes named "run#N" as typed */
         sqlite3 *raw = NULL;
         CHECK(sqlite3_open("old.db", &raw) == SQLITE_OK);
         CHECK(sqlite3_exec(raw, "DELETE FROM distilled", NULL, NULL, NULL) == SQLITE_OK);
@@ -963,7 +1036,8 @@ static void t_endpoint(const void *arg) {
     o.timeout_s = 5;
     CHECKF(kf_lessons_open(ctx, path, &o, &db) == KF_OK, "%s", kf_errmsg(ctx));
     CHECK(atomic_load(&srv.requests) == 1); /* the one lesson, embedded again */
-    CHECKF(strstr(srv.first, "\"model\":\"stub-embed\"") && strstr(srv.first, "Bearer sk-embed-SECRET"), "%s", srv.first);
+    CHECKF(strstr(srv.first, "\"model\":\"stub-embed\"") && strstr(srv.first, "Bearer sk-embed-SECRET"), "%s",
+           srv.first);
     CHECK(strstr(kf_lessons_embedding(db), "openai:stub-embed@http://127.0.0.1:"));
     add(db, ctx, "{\"id\": \"t\", \"situation\": \"gemm\", \"action\": \"tile tile tile\"}");
     add(db, ctx, "{\"id\": \"wt\", \"situation\": \"mixed\", \"action\": \"warp tile\"}");
@@ -1000,23 +1074,29 @@ static void t_render(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
     kf_lessons *db = open_db(ctx, scratch(), "l.db");
-    add(db, ctx, "{\"id\": \"a\", \"situation\": \"long rows\", \"action\": \"one warp per row\", \"boundaries\": \"cols < 32\"}");
-    add(db, ctx, "{\"id\": \"b\", \"situation\": \"rows\", \"action\": \"a very long action about rows that takes many tokens"
-                 " to say, more than the allowance left after the first lesson, by a long way, yes indeed\"}");
+    add(db, ctx,
+        "{\"id\": \"a\", \"situation\": \"long rows\", \"action\": \"one warp per row\", \"boundaries\": "
+        "\"cols < 32\"}");
+    add(db, ctx,
+        "{\"id\": \"b\", \"situation\": \"rows\", \"action\": \"a very long action about rows that takes "
+        "many tokens"
+        " to say, more than the allowance left after the first lesson, by a long way, yes indeed\"}");
     add(db, ctx, "{\"id\": \"c\", \"situation\": \"rows\", \"action\": \"short\"}");
     kf_lesson_hit h[3] = {{.id = "a"}, {.id = "b"}, {.id = "c"}};
     char *text = NULL;
     int64_t tokens = 0;
     int used = 0;
     CHECK(kf_lessons_render(db, h, 3, 10000, &text, &tokens, &used) == KF_OK && used == 3);
-    CHECK(strstr(text, "[a, trust 0.50: 0+ 0-] When: long rows\n  Do: one warp per row\n  Not when: cols < 32\n"));
+    CHECK(strstr(text,
+                 "[a, trust 0.50: 0+ 0-] When: long rows\n  Do: one warp per row\n  Not when: cols < 32\n"));
     free(text);
     CHECK(kf_lessons_render(db, h, 3, 70, &text, &tokens, &used) == KF_OK);
     CHECKF(used == 2 && tokens <= 70 && strstr(text, "[a,") && !strstr(text, "[b,") && strstr(text, "[c,"),
            "%d %lld\n%s", used, (long long)tokens, text);
     CHECK(tokens == (int64_t)((strlen(text) + 3) / 4));
     free(text);
-    CHECK(kf_lessons_render(db, h, 3, 5, &text, &tokens, &used) == KF_OK && used == 0 && !*text && tokens == 0);
+    CHECK(kf_lessons_render(db, h, 3, 5, &text, &tokens, &used) == KF_OK && used == 0 && !*text &&
+          tokens == 0);
     free(text);
     kf_lessons_close(db);
     kf_ctx_free(ctx);
@@ -1026,7 +1106,8 @@ static void t_render(const void *arg) {
 
 static int cli(const char *dir, const char *args, char *out, size_t n) {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd %s && %s lessons %s --lessons %s/l.db 2>&1", dir, kft_bin("kforge"), args, dir);
+    snprintf(cmd, sizeof cmd, "cd %s && %s lessons %s --lessons %s/l.db 2>&1", dir, kft_bin("kforge"), args,
+             dir);
     return kft_run(cmd, out, n);
 }
 
@@ -1035,16 +1116,20 @@ static void t_cli(const void *arg) {
     char *dir = scratch(), out[16384];
     int rc = cli(dir, "add --action 'use float4'", out, sizeof out);
     CHECKF(rc == 2 && strstr(out, "field 'situation': missing"), "rc %d: %s", rc, out);
-    rc = cli(dir, "add --situation 'long rows' --action 'one block per row' --backend cuda --op op/softmax"
-                  " --shape 'cols > 1024' --tag cuda/block --id sm-long",
+    rc = cli(dir,
+             "add --situation 'long rows' --action 'one block per row' --backend cuda --op op/softmax"
+             " --shape 'cols > 1024' --tag cuda/block --id sm-long",
              out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "added sm-long"), "rc %d: %s", rc, out);
     rc = cli(dir, "add --situation s --action a --shape 'cols >' ", out, sizeof out);
     CHECKF(rc == 2 && strstr(out, "situation.shape"), "rc %d: %s", rc, out);
     /* scope: the shape decides */
-    rc = cli(dir, "search long rows --backend cuda --op op/softmax --shape rows=8,cols=512 --json", out, sizeof out);
+    rc = cli(dir, "search long rows --backend cuda --op op/softmax --shape rows=8,cols=512 --json", out,
+             sizeof out);
     CHECKF(rc == 0 && !strstr(out, "sm-long"), "rc %d: %s", rc, out);
-    rc = cli(dir, "search long rows --backend cuda --op op/softmax --shape rows=8,cols=512 --shape rows=8,cols=4096 --json",
+    rc = cli(dir,
+             "search long rows --backend cuda --op op/softmax --shape rows=8,cols=512 --shape "
+             "rows=8,cols=4096 --json",
              out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "\"sm-long\"") && strstr(out, "\"keyword_rank\": 1"), "rc %d: %s", rc, out);
     rc = cli(dir, "search long rows --shape rows=8 --shape cols=1", out, sizeof out);
@@ -1058,8 +1143,8 @@ static void t_cli(const void *arg) {
     rc = cli(dir, "export -o ex.jsonl", out, sizeof out);
     CHECK(rc == 0);
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "cd %s && %s lessons import ex.jsonl --lessons %s/two.db --json 2>&1", dir, kft_bin("kforge"),
-             dir);
+    snprintf(cmd, sizeof cmd, "cd %s && %s lessons import ex.jsonl --lessons %s/two.db --json 2>&1", dir,
+             kft_bin("kforge"), dir);
     rc = kft_run(cmd, out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "{\"added\": 1, \"updated\": 0}"), "rc %d: %s", rc, out);
     rc = cli(dir, "distill /nonexistent-run", out, sizeof out);
@@ -1070,7 +1155,8 @@ static void t_cli(const void *arg) {
     CHECKF(rc == 0 && strstr(out, "\"sm-long\""), "rc %d: %s", rc, out);
     /* reading commands never create a database on a mistyped path; a failed import
      * leaves none behind */
-    snprintf(cmd, sizeof cmd, "cd %s && %s lessons list --lessons %s/nodir/x.db 2>&1", dir, kft_bin("kforge"), dir);
+    snprintf(cmd, sizeof cmd, "cd %s && %s lessons list --lessons %s/nodir/x.db 2>&1", dir, kft_bin("kforge"),
+             dir);
     rc = kft_run(cmd, out, sizeof out);
     CHECKF(rc == 2 && strstr(out, "no lessons database there"), "rc %d: %s", rc, out);
     char p[512];
@@ -1079,13 +1165,15 @@ static void t_cli(const void *arg) {
     snprintf(p, sizeof p, "%s/bad.jsonl", dir);
     FILE *f = fopen(p, "w");
     CHECK(f && fputs("{\"bad\": 1}\n", f) >= 0 && fclose(f) == 0);
-    snprintf(cmd, sizeof cmd, "cd %s && %s lessons import bad.jsonl --lessons %s/three.db 2>&1", dir, kft_bin("kforge"), dir);
+    snprintf(cmd, sizeof cmd, "cd %s && %s lessons import bad.jsonl --lessons %s/three.db 2>&1", dir,
+             kft_bin("kforge"), dir);
     rc = kft_run(cmd, out, sizeof out);
     snprintf(p, sizeof p, "%s/three.db", dir);
     CHECKF(rc == 2 && strstr(out, "bad.jsonl:1") && access(p, F_OK) != 0, "rc %d: %s", rc, out);
     /* add says when it replaced a lesson; --source is agent or person; --help works */
-    rc = cli(dir, "add --situation 'long rows' --action 'one block per row' --backend cuda --op op/softmax"
-                  " --shape 'cols > 1024' --tag cuda/block --id sm-long",
+    rc = cli(dir,
+             "add --situation 'long rows' --action 'one block per row' --backend cuda --op op/softmax"
+             " --shape 'cols > 1024' --tag cuda/block --id sm-long",
              out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "replaced sm-long"), "rc %d: %s", rc, out);
     rc = cli(dir, "add --situation s --action a --source distilled", out, sizeof out);

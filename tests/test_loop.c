@@ -57,7 +57,8 @@ static void t_tree_figures(const void *arg) {
     v[2].shapes_json = (char *)"[{\"sizes\": {\"n\": 100}, \"speedup\": 2.1, \"win\": true}]";
     for (int i = 0; i < 3; i++) strcpy(v[i].proposer, "builtin"), strcpy(v[i].category, "tiling");
     json_t *critics = json_loads(
-        "{\"2\": {\"decision\": \"reject\", \"why\": \"a re-timing against its parent did not confirm the win\", "
+        "{\"2\": {\"decision\": \"reject\", \"why\": \"a re-timing against its parent did not confirm the "
+        "win\", "
         "\"retimings\": [{\"geomean\": 1.02, \"best\": 1.03, \"best_lo\": 0.99, \"floor\": 1.05}]},"
         " \"3\": {\"decision\": \"reject\", \"why\": \"no shape beats the parent by more than the noise\"}}",
         0, NULL);
@@ -66,13 +67,17 @@ static void t_tree_figures(const void *arg) {
     kf_buf b;
     kf_buf_init(&b, 1u << 20);
     kf_tree_text(&b, &a, NULL, 0, 1, critics, NULL);
-    CHECKF(b.p && strstr(b.p, "[n=100] 2.600x* (1.300x vs parent)") && strstr(b.p, "[n=100] 2.000x*  critic") == NULL,
+    CHECKF(b.p && strstr(b.p, "[n=100] 2.600x* (1.300x vs parent)") &&
+               strstr(b.p, "[n=100] 2.000x*  critic") == NULL,
            "%s", b.p ? b.p : "");
-    CHECKF(strstr(b.p, "critic: reject: a re-timing against its parent did not confirm the win; re-timed vs parent: "
-                       "#1 1.020x (best shape 1.030x, 95% from 0.990)"),
-           "%s", b.p);
+    CHECKF(
+        strstr(b.p,
+               "critic: reject: a re-timing against its parent did not confirm the win; re-timed vs parent: "
+               "#1 1.020x (best shape 1.030x, 95% from 0.990)"),
+        "%s", b.p);
     /* a veto for no gain over the parent is shown too: its star is against the reference */
-    CHECKF(strstr(b.p, "#3 reverted") && strstr(b.p, "(1.050x vs parent)  critic: reject: no shape beats the parent"),
+    CHECKF(strstr(b.p, "#3 reverted") &&
+               strstr(b.p, "(1.050x vs parent)  critic: reject: no shape beats the parent"),
            "%s", b.p);
     kf_buf_free(&b);
     json_t *j = kf_tree_node_json(&v[1], &v[0], NULL, critics);
@@ -106,7 +111,8 @@ static void t_conservative(const void *arg) {
     (void)arg;
     kf_node parent = {0}, n = {0};
     parent.shapes_json = (char *)"[{\"sizes\": {\"n\": 100}, \"speedup\": 2.0}]";
-    json_t *shapes = json_loads("[{\"sizes\": {\"n\": 100}, \"speedup\": 2.4, \"ci95\": [2.34, 2.38]}]", 0, NULL);
+    json_t *shapes =
+        json_loads("[{\"sizes\": {\"n\": 100}, \"speedup\": 2.4, \"ci95\": [2.34, 2.38]}]", 0, NULL);
     json_t *retimed = json_loads("[[{\"sizes\": {\"n\": 100}, \"speedup\": 1.15, \"ci95\": [1.12, 1.18]}],"
                                  " [{\"sizes\": {\"n\": 100}, \"speedup\": 1.25, \"ci95\": [1.2, 1.3]}]]",
                                  0, NULL);
@@ -117,7 +123,8 @@ static void t_conservative(const void *arg) {
     json_t *got = json_loads(n.shapes_json, 0, NULL), *s0 = json_array_get(got, 0);
     double sp = json_number_value(json_object_get(s0, "speedup"));
     json_t *ci = json_object_get(s0, "ci95");
-    CHECKF(fabs(sp - 2.3) < 1e-9 && fabs(json_number_value(json_object_get(s0, "speedup_first")) - 2.4) < 1e-9,
+    CHECKF(fabs(sp - 2.3) < 1e-9 &&
+               fabs(json_number_value(json_object_get(s0, "speedup_first")) - 2.4) < 1e-9,
            "%s", n.shapes_json);
     CHECKF(json_array_size(ci) == 2 && json_number_value(json_array_get(ci, 0)) <= sp &&
                sp <= json_number_value(json_array_get(ci, 1)) &&
@@ -140,7 +147,8 @@ static void t_run_saxpy(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-run-XXXXXX", args[1024], out[1 << 16];
     CHECK(mkdtemp(dir));
-    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 3 --seed 7 --run %s/r --json %s 2>&1", dir, quick);
+    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 3 --seed 7 --run %s/r --json %s 2>&1", dir,
+             quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     snprintf(args, sizeof args, "tree %s/r --json", dir);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
@@ -176,14 +184,15 @@ static void t_run_saxpy(const void *arg) {
         char src[600];
         size_t a;
         json_t *nd;
-        json_array_foreach(json_object_get(j, "nodes"), a, nd)
-            if (!strcmp(json_string_value(json_object_get(nd, "state")), "kept")) break;
+        json_array_foreach(json_object_get(j, "nodes"), a,
+                           nd) if (!strcmp(json_string_value(json_object_get(nd, "state")), "kept")) break;
         CHECK(a < 3);
         json_decref(j);
         snprintf(args, sizeof args, "best %s/r --json", dir);
         cli(args, out, sizeof out);
         j = json_loads(out, 0, NULL);
-        snprintf(src, sizeof src, "%s", json_string_value(json_object_get(json_array_get(json_object_get(j, "best"), 0), "source")));
+        snprintf(src, sizeof src, "%s",
+                 json_string_value(json_object_get(json_array_get(json_object_get(j, "best"), 0), "source")));
         json_decref(j);
         FILE *f = fopen(src, "r+");
         CHECK(f);
@@ -224,9 +233,9 @@ static void t_kill_resume(const void *arg) {
             char b[16];
             snprintf(b, sizeof b, "%d", budget);
             if (round == 0)
-                execl(kft_bin("kforge"), "kforge", "run", "tasks/c/sum", "--budget", b, "--seed", "3", "--run", run,
-                      "--min-runs", "5", "--max-runs", mr, "--min-time", mt, "--hidden", "1", "--jobs",
-                      jobs ? jobs : "1", (char *)NULL);
+                execl(kft_bin("kforge"), "kforge", "run", "tasks/c/sum", "--budget", b, "--seed", "3",
+                      "--run", run, "--min-runs", "5", "--max-runs", mr, "--min-time", mt, "--hidden", "1",
+                      "--jobs", jobs ? jobs : "1", (char *)NULL);
             else
                 execl(kft_bin("kforge"), "kforge", "run", "--resume", run, "--budget", b, "--min-runs", "5",
                       "--max-runs", mr, "--min-time", mt, "--hidden", "1", (char *)NULL);
@@ -258,8 +267,8 @@ static void t_kill_resume(const void *arg) {
         kf_store_close(st);
         snprintf(args, sizeof args, "run --resume %s --budget %d %s 2>&1", run, budget, quick);
     } else {
-        snprintf(args, sizeof args, "run tasks/c/sum --budget %d --seed 3 --run %s --jobs %s %s 2>&1", budget, run,
-                 jobs ? jobs : "1", quick);
+        snprintf(args, sizeof args, "run tasks/c/sum --budget %d --seed 3 --run %s --jobs %s %s 2>&1", budget,
+                 run, jobs ? jobs : "1", quick);
     }
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     CHECK(kf_store_open(ctx, run, NULL, &st) == KF_OK);
@@ -279,7 +288,8 @@ static void t_kill_resume(const void *arg) {
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     json_t *j = json_loads(out, 0, NULL);
     json_t *nodes = json_object_get(j, "nodes");
-    CHECKF(json_array_size(nodes) == (size_t)budget, "%zu nodes, budget %d: %s", json_array_size(nodes), budget, out);
+    CHECKF(json_array_size(nodes) == (size_t)budget, "%zu nodes, budget %d: %s", json_array_size(nodes),
+           budget, out);
     /* a specialisation is a point already evaluated, on a narrower domain (its "when"):
      * the same (point, domain) twice is the repeat */
     for (size_t a = 0; a < json_array_size(nodes); a++)
@@ -294,10 +304,10 @@ static void t_kill_resume(const void *arg) {
     /* the killed runs' private copies are gone: the last resume swept them */
     for (int k = 0; k < 4; k++) {
         char pat[128];
-        snprintf(pat, sizeof pat, "ls -d /tmp/kforge-run-%d-* /tmp/kforge-w-%d-* 2>/dev/null | wc -l", (int)killed[k],
-                 (int)killed[k]);
-        CHECKF(kft_run(pat, out, sizeof out) == 0 && atoi(out) == 0, "%d leftovers of killed run %d", atoi(out),
-               (int)killed[k]);
+        snprintf(pat, sizeof pat, "ls -d /tmp/kforge-run-%d-* /tmp/kforge-w-%d-* 2>/dev/null | wc -l",
+                 (int)killed[k], (int)killed[k]);
+        CHECKF(kft_run(pat, out, sizeof out) == 0 && atoi(out) == 0, "%d leftovers of killed run %d",
+               atoi(out), (int)killed[k]);
     }
     kf__rmtree(dir);
 }
@@ -310,13 +320,14 @@ static void t_jobs(const void *arg) {
     char dir[] = "/tmp/kft-jobs-XXXXXX", args[1024], out[1 << 16];
     CHECK(mkdtemp(dir));
     /* sgemm's template: 99 points, more than the budget */
-    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 6 --seed 5 --jobs 3 --run %s/r --json %s 2>/dev/null", dir,
-             quick);
+    snprintf(args, sizeof args,
+             "run tasks/c/sgemm --budget 6 --seed 5 --jobs 3 --run %s/r --json %s 2>/dev/null", dir, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     json_t *j = json_loads(out, 0, NULL);
     CHECKF(json_integer_value(json_object_get(j, "evaluations")) == 6, "%s", out);
     CHECKF(json_integer_value(json_object_get(j, "jobs")) == 3, "%s", out);
-    CHECKF(json_integer_value(json_object_get(j, "max_concurrent_timing")) == 1, "timed phases overlapped: %s", out);
+    CHECKF(json_integer_value(json_object_get(j, "max_concurrent_timing")) == 1,
+           "timed phases overlapped: %s", out);
     CHECKF(!strcmp(json_string_value(json_object_get(j, "stopped")), "budget spent"), "%s", out);
     json_decref(j);
     kf_ctx *ctx = kf_ctx_new();
@@ -332,7 +343,8 @@ static void t_jobs(const void *arg) {
         CHECKF(a.v[x].finished > 0, "node %lld unfinished", (long long)a.v[x].id);
         for (size_t y = x + 1; y < a.n; y++) {
             /* a specialisation repeats its point's parameters on a narrower domain: its text differs */
-            CHECKF(strcmp(a.v[x].params_json, a.v[y].params_json) || !strcmp(a.v[x].category, "specialisation") ||
+            CHECKF(strcmp(a.v[x].params_json, a.v[y].params_json) ||
+                       !strcmp(a.v[x].category, "specialisation") ||
                        !strcmp(a.v[y].category, "specialisation"),
                    "point evaluated twice: %s", a.v[x].params_json);
             CHECKF(strcmp(a.v[x].src_hash, a.v[y].src_hash), "text evaluated twice: %s", a.v[x].src_hash);
@@ -348,14 +360,17 @@ static void t_jobs(const void *arg) {
     snprintf(args, sizeof args, "run --resume %s/r --budget 8 --json %s 2>/dev/null", dir, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     j = json_loads(out, 0, NULL);
-    CHECKF(json_integer_value(json_object_get(j, "jobs")) == 3 && json_integer_value(json_object_get(j, "evaluations")) == 8,
+    CHECKF(json_integer_value(json_object_get(j, "jobs")) == 3 &&
+               json_integer_value(json_object_get(j, "evaluations")) == 8,
            "%s", out);
     CHECKF(json_integer_value(json_object_get(j, "max_concurrent_timing")) == 1, "%s", out);
     json_decref(j);
     /* a stop rule stops new work and waits for what is in flight, which is recorded: the
      * first outcome reaches the target while the other two are being evaluated */
-    snprintf(args, sizeof args, "run tasks/c/sgemm --budget 9 --seed 5 --jobs 3 --target 2 --run %s/t --json %s "
-             "2>/dev/null", dir, quick);
+    snprintf(args, sizeof args,
+             "run tasks/c/sgemm --budget 9 --seed 5 --jobs 3 --target 2 --run %s/t --json %s "
+             "2>/dev/null",
+             dir, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     j = json_loads(out, 0, NULL);
     CHECKF(json_integer_value(json_object_get(j, "evaluations")) == 3 &&
@@ -374,8 +389,8 @@ static void t_jobs(const void *arg) {
     static const char *const bad[] = {"0", "abc", "1000", "2.5", "-3"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(args, sizeof args, "run tasks/c/sgemm --budget 1 --run %s/bad --jobs %s 2>&1", dir, bad[i]);
-        CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "--jobs") && strstr(out, "1 to 64"), "--jobs %s: %s",
-               bad[i], out);
+        CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "--jobs") && strstr(out, "1 to 64"),
+               "--jobs %s: %s", bad[i], out);
     }
     snprintf(args, sizeof args, "%s/bad", dir);
     CHECKF(access(args, F_OK) != 0, "a run was created for a bad --jobs");
@@ -388,15 +403,19 @@ static void t_learnt_constraint(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-learn-XXXXXX", p[512], args[1024], out[1 << 16];
     CHECK(mkdtemp(dir));
-    snprintf(p, sizeof p, "cp -r %s %s/saxpy && rm -f %s/saxpy/candidates/*", kft_src("tasks/c/saxpy"), dir, dir);
+    snprintf(p, sizeof p, "cp -r %s %s/saxpy && rm -f %s/saxpy/candidates/*", kft_src("tasks/c/saxpy"), dir,
+             dir);
     CHECK(system(p) == 0);
     snprintf(p, sizeof p, "%s/saxpy/candidates/param.c", dir);
     FILE *f = fopen(p, "w");
-    fputs("/* kforge:param UNROLL = 4, 1, 2, 3 */\n#include <stdint.h>\n#if UNROLL == 3\n#error three\n#endif\n"
-          "void saxpy(const float *restrict x, const float *restrict y, float *restrict z, int64_t n, float a) {\n"
-          "    int64_t i = 0;\n    for (; i + UNROLL <= n; i += UNROLL)\n"
-          "        for (int u = 0; u < UNROLL; u++) z[i + u] = a * x[i + u] + y[i + u];\n"
-          "    for (; i < n; i++) z[i] = a * x[i] + y[i];\n}\n", f);
+    fputs(
+        "/* kforge:param UNROLL = 4, 1, 2, 3 */\n#include <stdint.h>\n#if UNROLL == 3\n#error three\n#endif\n"
+        "void saxpy(const float *restrict x, const float *restrict y, float *restrict z, int64_t n, float a) "
+        "{\n"
+        "    int64_t i = 0;\n    for (; i + UNROLL <= n; i += UNROLL)\n"
+        "        for (int u = 0; u < UNROLL; u++) z[i + u] = a * x[i + u] + y[i + u];\n"
+        "    for (; i < n; i++) z[i] = a * x[i] + y[i];\n}\n",
+        f);
     fclose(f);
     snprintf(args, sizeof args, "run %s/saxpy --budget 4 --seed 2 --run %s/r %s 2>&1", dir, dir, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
@@ -404,7 +423,8 @@ static void t_learnt_constraint(const void *arg) {
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     json_t *j = json_loads(out, 0, NULL);
     json_t *cs = json_object_get(j, "constraints");
-    CHECKF(json_array_size(cs) == 1 && strstr(json_string_value(json_object_get(json_array_get(cs, 0), "text")), "UNROLL"),
+    CHECKF(json_array_size(cs) == 1 &&
+               strstr(json_string_value(json_object_get(json_array_get(cs, 0), "text")), "UNROLL"),
            "%s", out);
     int failed3 = 0;
     size_t i;
@@ -438,18 +458,20 @@ static void t_spec_domains(const void *arg) {
     snprintf(p, sizeof p, "%s/task.json", dir);
     f = fopen(p, "w");
     CHECK(f);
-    fprintf(f, "{\"name\": \"lcg\", \"backend\": \"c\", \"entry\": \"lcg\", \"sizes\": {\"n\": [1, 131072]},\n"
-               " \"args\": [{\"name\": \"x\", \"type\": \"i32\", \"shape\": [\"n\"], \"io\": \"in\",\n"
-               "            \"init\": {\"dist\": \"int\", \"lo\": 0, \"hi\": 4095}},\n"
-               "           {\"name\": \"y\", \"type\": \"i32\", \"shape\": [\"n\"], \"io\": \"out\"},\n"
-               "           {\"name\": \"n\", \"type\": \"i64\", \"value\": \"n\"}],\n"
-               " \"shapes\": [{\"n\": 16}, {\"n\": 1000}, {\"n\": 65536}]}\n");
+    fprintf(f,
+            "{\"name\": \"lcg\", \"backend\": \"c\", \"entry\": \"lcg\", \"sizes\": {\"n\": [1, 131072]},\n"
+            " \"args\": [{\"name\": \"x\", \"type\": \"i32\", \"shape\": [\"n\"], \"io\": \"in\",\n"
+            "            \"init\": {\"dist\": \"int\", \"lo\": 0, \"hi\": 4095}},\n"
+            "           {\"name\": \"y\", \"type\": \"i32\", \"shape\": [\"n\"], \"io\": \"out\"},\n"
+            "           {\"name\": \"n\", \"type\": \"i64\", \"value\": \"n\"}],\n"
+            " \"shapes\": [{\"n\": 16}, {\"n\": 1000}, {\"n\": 65536}]}\n");
     CHECK(!fclose(f));
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = NULL;
     CHECKF(kf_task_load(ctx, dir, &t) == KF_OK, "%s", kf_errmsg(ctx));
-    static const char *const tmpls[] = {"/* kforge:param V = 1, 2 */\nint v = V;\n",
-                                        "/* kforge:param V = 1, 2 */\n/* kforge:when n >= 1 */\nint v = V;\n"};
+    static const char *const tmpls[] = {
+        "/* kforge:param V = 1, 2 */\nint v = V;\n",
+        "/* kforge:param V = 1, 2 */\n/* kforge:when n >= 1 */\nint v = V;\n"};
     /* V=1: {100, 200, 100} ns; V=2 (the compromise): {110, 100, 110}, or within the noise */
     static const double times[3][2][3] = {{{100, 200, 100}, {110, 100, 110}},
                                           {{100, 200, 200}, {110, 100, 110}},
@@ -474,7 +496,8 @@ static void t_spec_domains(const void *arg) {
         CHECK(kf_loop_specs(ctx, t, b, tmpls[ti], strlen(tmpls[ti]), 0.05, &sp, &n) == KF_OK);
         if (c == 0) {
             CHECKF(n == 1 && !strcmp(sp[0].when, "n == 16 || n == 65536"), "%d %s", n, n ? sp[0].when : "");
-            CHECK(!strcmp(sp[0].shapes, "n=16; n=65536") && sp[0].point.v[0] == 0 && sp[0].compromise.v[0] == 1);
+            CHECK(!strcmp(sp[0].shapes, "n=16; n=65536") && sp[0].point.v[0] == 0 &&
+                  sp[0].compromise.v[0] == 1);
             CHECKF(fabs(sp[0].gain - 1.1) < 1e-9, "gain %g", sp[0].gain);
             CHECKF(strstr(sp[0].text, "kforge:param V = 1 */") &&
                        strstr(sp[0].text, "\n/* kforge:when n == 16 || n == 65536 */\n"),
@@ -506,7 +529,9 @@ static void t_specialise(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-spec-XXXXXX", args[1024], out[1 << 16];
     CHECK(mkdtemp(dir));
-    snprintf(args, sizeof args, "run tests/tasks/lcg --budget 2 --seed 3 --run %s/r --critic max_speedup=100000 %s 2>&1", dir, quick); /* ALGO 1 is 800x the reference: a synthetic gap */
+    snprintf(args, sizeof args,
+             "run tests/tasks/lcg --budget 2 --seed 3 --run %s/r --critic max_speedup=100000 %s 2>&1", dir,
+             quick); /* ALGO 1 is 800x the reference: a synthetic gap */
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     for (int k = 0; k < 2; k++) { /* resume: the specialisation; again: nothing new */
         snprintf(args, sizeof args, "run --resume %s/r --budget %d %s 2>&1", dir, 4 + 2 * k, quick);
@@ -533,26 +558,31 @@ static void t_specialise(const void *arg) {
     CHECKF(sp, "no specialisation: %s", out);
     CHECK(!strcmp(json_string_value(json_object_get(sp, "proposer")), "builtin"));
     CHECKF(!strcmp(json_string_value(json_object_get(sp, "state")), "kept"), "%s", out);
-    CHECKF(json_integer_value(json_object_get(sp, "parent")) == comp, "its parent is the compromise: %s", out);
+    CHECKF(json_integer_value(json_object_get(sp, "parent")) == comp, "its parent is the compromise: %s",
+           out);
     CHECK(json_integer_value(json_object_get(json_object_get(sp, "params"), "ALGO")) == 0);
     CHECKF(!strcmp(json_string_value(json_object_get(sp, "when")), "n <= 64"), "%s", out);
-    CHECKF(!strcmp(json_string_value(json_object_get(sp, "safe_for")), "the shapes where n <= 64"), "%s", out);
+    CHECKF(!strcmp(json_string_value(json_object_get(sp, "safe_for")), "the shapes where n <= 64"), "%s",
+           out);
     CHECKF(json_array_size(json_object_get(sp, "shapes")) == 1, "timed on its domain only: %s", out);
     json_decref(j);
     snprintf(args, sizeof args, "tree %s/r", dir);
-    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "builtin/specialisation") && strstr(out, "safe for: n <= 64"),
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "builtin/specialisation") &&
+               strstr(out, "safe for: n <= 64"),
            "%s", out);
     snprintf(args, sizeof args, "export %s/r -o %s/ex --json %s 2>/dev/null", dir, dir, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     j = json_loads(out, 0, NULL);
-    CHECKF(!strcmp(json_string_value(json_object_get(json_object_get(j, "verification"), "verdict")), "accepted"),
+    CHECKF(!strcmp(json_string_value(json_object_get(json_object_get(j, "verification"), "verdict")),
+                   "accepted"),
            "%s", out);
     json_t *r = json_array_get(json_object_get(j, "routes"), 0), *w;
     CHECKF(r && !strcmp(json_string_value(json_object_get(r, "predicate")), "n == 64"), "%s", out);
     int algo0 = 0;
-    json_array_foreach(json_object_get(j, "winners"), i, w)
-        if (json_integer_value(json_object_get(w, "node")) == json_integer_value(json_object_get(r, "node")))
-            algo0 = json_integer_value(json_object_get(json_object_get(w, "params"), "ALGO")) == 0;
+    json_array_foreach(json_object_get(j, "winners"), i,
+                       w) if (json_integer_value(json_object_get(w, "node")) ==
+                              json_integer_value(json_object_get(r, "node"))) algo0 =
+        json_integer_value(json_object_get(json_object_get(w, "params"), "ALGO")) == 0;
     CHECKF(algo0, "n=64 is routed to ALGO 0 code: %s", out);
     json_decref(j);
     kf__rmtree(dir);
@@ -595,8 +625,8 @@ static json_t *tree_json(const char *run) {
 static json_t *node_of(json_t *tree, int64_t id) {
     size_t i;
     json_t *n;
-    json_array_foreach(json_object_get(tree, "nodes"), i, n)
-        if (json_integer_value(json_object_get(n, "id")) == id) return n;
+    json_array_foreach(json_object_get(tree, "nodes"), i,
+                       n) if (json_integer_value(json_object_get(n, "id")) == id) return n;
     return NULL;
 }
 
@@ -655,7 +685,8 @@ static void t_resume_defaults(const void *arg) {
     snprintf(run, sizeof run, "%s/r", dir);
     snprintf(args, sizeof args, "run tasks/c/saxpy --budget 0 --run %s %s 2>&1", run, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
-    snprintf(args, sizeof args, "submit %s --parent 0 tasks/c/saxpy/candidates/fast.c --category unrolling 2>&1", run);
+    snprintf(args, sizeof args,
+             "submit %s --parent 0 tasks/c/saxpy/candidates/fast.c --category unrolling 2>&1", run);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     snprintf(args, sizeof args, "run --resume %s --budget 2 2>&1", run);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
@@ -676,7 +707,8 @@ static const char seal_timing[] = "--min-runs 6 --max-runs 8 --min-time 0.01 --h
 static void sum_run(const char *dir, const char *name, int budget, char *run, size_t n) {
     char args[1024], out[1 << 16];
     snprintf(run, n, "%s/%s", dir, name);
-    snprintf(args, sizeof args, "run tasks/c/sum --budget %d --seed 3 --run %s %s 2>&1", budget, run, seal_timing);
+    snprintf(args, sizeof args, "run tasks/c/sum --budget %d --seed 3 --run %s %s 2>&1", budget, run,
+             seal_timing);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
 }
 
@@ -736,7 +768,8 @@ static void t_sealed(const void *arg) {
     }
     json_decref(t);
     snprintf(args, sizeof args, "tree %s", run);
-    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "WARNING: run.db was changed outside kforge: nodes 1, 2"),
+    CHECKF(cli(args, out, sizeof out) == 0 &&
+               strstr(out, "WARNING: run.db was changed outside kforge: nodes 1, 2"),
            "%s", out);
     snprintf(args, sizeof args, "best %s --json", run);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
@@ -762,7 +795,8 @@ static void t_sealed(const void *arg) {
         sum_run(dir, "r4", 0, r4, sizeof r4);
         sql(r4, "CREATE TRIGGER swap AFTER INSERT ON events BEGIN UPDATE nodes SET note = 'x'; END");
         snprintf(args, sizeof args, "tree %s 2>&1", r4);
-        CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "trigger \"swap\" that kforge did not make"), "%s", out);
+        CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "trigger \"swap\" that kforge did not make"),
+               "%s", out);
         snprintf(args, sizeof args, "submit %s --parent 0 tasks/c/sum/candidates/fast.c %s 2>&1", r4, timing);
         CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "did not make"), "%s", out);
         /* a finished node reopened (S4): state back to proposed, seal cleared, so that resume
@@ -801,10 +835,12 @@ static void t_sealed(const void *arg) {
     snprintf(args, sizeof args, "mkdir -p %s/away && mv %s/%s.key %s/away/", dir, kp, kid, dir);
     CHECK(kft_run(args, out, sizeof out) == 0);
     snprintf(args, sizeof args, "tree %s", run);
-    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "seal key") && strstr(out, "is not on this machine"), "%s",
-           out);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "seal key") &&
+               strstr(out, "is not on this machine"),
+           "%s", out);
     snprintf(args, sizeof args, "run --resume %s --budget 4 %s 2>&1", run, timing);
-    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "seal key") && strstr(out, "KFORGE_KEYS"), "%s", out);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "seal key") && strstr(out, "KFORGE_KEYS"), "%s",
+           out);
     snprintf(args, sizeof args, "mv %s/away/%s.key %s/", dir, kid, kp);
     CHECK(kft_run(args, out, sizeof out) == 0);
     /* back: a resume records a new node, sealed, and the tampered ones stay tampered */
@@ -812,8 +848,10 @@ static void t_sealed(const void *arg) {
     CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "WARNING"), "%s", out);
     t = tree_json(run);
     CHECKF(json_array_size(json_object_get(t, "nodes")) == 4 && node_of(t, 4) &&
-               strcmp(json_string_value(json_object_get(node_of(t, 4), "reasons")) ?
-                          json_string_value(json_object_get(node_of(t, 4), "reasons")) : "", "tampered"),
+               strcmp(json_string_value(json_object_get(node_of(t, 4), "reasons"))
+                          ? json_string_value(json_object_get(node_of(t, 4), "reasons"))
+                          : "",
+                      "tampered"),
            "%s", json_dumps(t, 0));
     CHECK(json_array_size(json_object_get(json_object_get(t, "integrity"), "tampered")) == ntamp);
     json_decref(t);
@@ -838,8 +876,9 @@ static void t_sealed(const void *arg) {
     snprintf(args, sizeof args, "submit %s --parent 0 tasks/c/sum/candidates/fast.c %s 2>&1", run2, timing);
     CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "does not match its seal"), "%s", out);
     sum_run(dir, "r3", 0, run2, sizeof run2);
-    sql(run2, "INSERT INTO runs(task_dir, task_fingerprint, backend, config_json, created, status, key_id, seal) "
-              "SELECT task_dir, task_fingerprint, backend, config_json, created, status, key_id, seal FROM runs");
+    sql(run2,
+        "INSERT INTO runs(task_dir, task_fingerprint, backend, config_json, created, status, key_id, seal) "
+        "SELECT task_dir, task_fingerprint, backend, config_json, created, status, key_id, seal FROM runs");
     CHECKF(seals_are(run2, "tampered"), "a second run row");
 
     /* the task the run names, pointed elsewhere (S5a; task_dir is not sealed, since a

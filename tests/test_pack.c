@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 static const char *orempty(const char *s) { return s ? s : ""; }
-#define CHECKSTR(hay, needle)                                                           \
+#define CHECKSTR(hay, needle) \
     CHECKF(strstr(orempty(hay), (needle)), "expected '%s' in '%.2000s'", (needle), orempty(hay))
 
 static const char quick[] = "--min-runs 5 --max-runs 8 --min-time 0.01 --hidden 1";
@@ -77,8 +77,8 @@ static void t_budget(const void *arg) {
         kf_pack p;
         CHECKF(kf_pack_build(ctx, &in, &p) == KF_OK, "%s", kf_errmsg(ctx));
         int64_t total = in.total ? in.total : KF_PACK_DEFAULT_TOKENS, sum = 0;
-        CHECKF(p.tokens_prompt <= total, "pack %d: %lld tokens for a budget of %lld", it, (long long)p.tokens_prompt,
-               (long long)total);
+        CHECKF(p.tokens_prompt <= total, "pack %d: %lld tokens for a budget of %lld", it,
+               (long long)p.tokens_prompt, (long long)total);
         CHECK(p.total == total);
         CHECK(p.tokens_prompt == kf_text_tokens(strlen(p.system) + strlen(p.prompt)));
         CHECKF(mem_tokens(&p) <= total / 5, "pack %d: memory %lld of %lld", it, (long long)mem_tokens(&p),
@@ -89,12 +89,12 @@ static void t_budget(const void *arg) {
             CHECKF(p.tokens[s] <= p.granted[s], "pack %d: %s %lld > granted %lld", it,
                    kf_pack_section_name((kf_pack_section)s), (long long)p.tokens[s], (long long)p.granted[s]);
             /* a section that needs more than its allowance is cut, never starved below it */
-            if (p.full_tokens[s] > p.allowance[s] && !(s == KF_PACK_FAILURES || s == KF_PACK_CONSTRAINTS ||
-                                                       s == KF_PACK_LESSONS))
-                CHECKF(p.granted[s] >= p.allowance[s], "pack %d: %s granted %lld under its allowance %lld", it,
-                       kf_pack_section_name((kf_pack_section)s), (long long)p.granted[s], (long long)p.allowance[s]);
-            if (p.truncated[s] && p.tokens[s] > 0)
-                CHECK(strstr(p.prompt, "[kforge: truncated"));
+            if (p.full_tokens[s] > p.allowance[s] &&
+                !(s == KF_PACK_FAILURES || s == KF_PACK_CONSTRAINTS || s == KF_PACK_LESSONS))
+                CHECKF(p.granted[s] >= p.allowance[s], "pack %d: %s granted %lld under its allowance %lld",
+                       it, kf_pack_section_name((kf_pack_section)s), (long long)p.granted[s],
+                       (long long)p.allowance[s]);
+            if (p.truncated[s] && p.tokens[s] > 0) CHECK(strstr(p.prompt, "[kforge: truncated"));
             sum += p.tokens[s];
         }
         CHECK(p.frame_tokens == p.tokens_prompt - sum && p.frame_tokens > 0);
@@ -130,7 +130,8 @@ static void t_giveback(const void *arg) {
     CHECK(kf_pack_build(ctx, &in, &p) == KF_OK);
     CHECK(p.allowance[KF_PACK_PARENT] == 8000);
     /* every other section's allowance but the task's few tokens came back to it */
-    CHECKF(p.granted[KF_PACK_PARENT] > 8000 + 6000, "parent granted %lld", (long long)p.granted[KF_PACK_PARENT]);
+    CHECKF(p.granted[KF_PACK_PARENT] > 8000 + 6000, "parent granted %lld",
+           (long long)p.granted[KF_PACK_PARENT]);
     CHECK(p.truncated[KF_PACK_PARENT] && p.tokens_prompt <= KF_PACK_DEFAULT_TOKENS);
     CHECK(p.granted[KF_PACK_LESSONS] == 0 && p.tokens[KF_PACK_LESSONS] == 0);
     int64_t alone = p.granted[KF_PACK_PARENT];
@@ -164,15 +165,17 @@ static void make_lessons(const char *path) {
     kf_ctx *ctx = kf_ctx_new();
     kf_lessons *db = NULL;
     CHECKF(kf_lessons_open(ctx, path, NULL, &db) == KF_OK, "%s", kf_errmsg(ctx));
-    CHECK(kf_lessons_add_json(db,
-                              "{\"id\": \"saxpy-tail\", \"situation\": {\"text\": \"saxpy with n not a multiple of "
-                              "the vector width\", \"backend\": \"c\", \"ops\": [\"op/saxpy\"]}, \"action\": \"keep a "
-                              "scalar tail loop after the vectorised one\"}",
-                              NULL) == KF_OK);
-    CHECK(kf_lessons_add_json(db,
-                              "{\"id\": \"softmax-warp\", \"situation\": {\"text\": \"rows of at most 1024\", "
-                              "\"backend\": \"cuda\", \"ops\": [\"op/softmax\"]}, \"action\": \"one warp per row\"}",
-                              NULL) == KF_OK);
+    CHECK(kf_lessons_add_json(
+              db,
+              "{\"id\": \"saxpy-tail\", \"situation\": {\"text\": \"saxpy with n not a multiple of "
+              "the vector width\", \"backend\": \"c\", \"ops\": [\"op/saxpy\"]}, \"action\": \"keep a "
+              "scalar tail loop after the vectorised one\"}",
+              NULL) == KF_OK);
+    CHECK(kf_lessons_add_json(
+              db,
+              "{\"id\": \"softmax-warp\", \"situation\": {\"text\": \"rows of at most 1024\", "
+              "\"backend\": \"cuda\", \"ops\": [\"op/softmax\"]}, \"action\": \"one warp per row\"}",
+              NULL) == KF_OK);
     kf_lessons_close(db);
     kf_ctx_free(ctx);
 }
@@ -205,7 +208,8 @@ static void t_lessons(const void *arg) {
             CHECKF(in.nlesson_hits == 1 && p.nlessons == 1, "%d hits", in.nlesson_hits);
             CHECKSTR(p.prompt, "# Lessons\n");
             CHECKSTR(p.prompt, "keep a scalar tail loop");
-            CHECK(!strcmp(json_string_value(json_array_get(json_object_get(j, "lesson_ids"), 0)), "saxpy-tail"));
+            CHECK(!strcmp(json_string_value(json_array_get(json_object_get(j, "lesson_ids"), 0)),
+                          "saxpy-tail"));
             CHECK(p.tokens[KF_PACK_LESSONS] > 0 && p.tokens[KF_PACK_LESSONS] <= p.granted[KF_PACK_LESSONS]);
         } else {
             /* the CUDA softmax lesson is out of a C task's scope */
@@ -248,11 +252,14 @@ static void t_lessons_params(const void *arg) {
     kf_lessons *l = NULL;
     CHECKF(kf_lessons_open(ctx, db, NULL, &l) == KF_OK, "%s", kf_errmsg(ctx));
     static const char *const add[] = {
-        "{\"id\": \"recomp\", \"situation\": {\"text\": \"row kernels\", \"backend\": \"c\", \"ops\": [\"op/rowwise\"]},"
+        "{\"id\": \"recomp\", \"situation\": {\"text\": \"row kernels\", \"backend\": \"c\", \"ops\": "
+        "[\"op/rowwise\"]},"
         " \"action\": \"Set RECOMP=0\", \"tags\": [\"param/recomp=0\"]}",
-        "{\"id\": \"w16\", \"situation\": {\"text\": \"row kernels\", \"backend\": \"c\", \"ops\": [\"op/rowwise\"]},"
+        "{\"id\": \"w16\", \"situation\": {\"text\": \"row kernels\", \"backend\": \"c\", \"ops\": "
+        "[\"op/rowwise\"]},"
         " \"action\": \"Set W=16\", \"tags\": [\"param/w=16\"]}",
-        "{\"id\": \"plain\", \"situation\": {\"text\": \"row kernels\", \"backend\": \"c\", \"ops\": [\"op/rowwise\"]},"
+        "{\"id\": \"plain\", \"situation\": {\"text\": \"row kernels\", \"backend\": \"c\", \"ops\": "
+        "[\"op/rowwise\"]},"
         " \"action\": \"keep one row in cache\"}",
     };
     for (int i = 0; i < 3; i++) CHECKF(kf_lessons_add_json(l, add[i], NULL) == KF_OK, "%s", kf_errmsg(ctx));
@@ -266,9 +273,14 @@ static void t_lessons_params(const void *arg) {
         CHECKF(kf_loop_memory_lessons(m, t, "row kernels", &in) == KF_OK, "%s", kf_errmsg(ctx));
         int seen[3] = {0, 0, 0};
         for (int h = 0; h < in.nlesson_hits; h++)
-            for (int k = 0; k < 3; k++) seen[k] |= !strcmp(in.lesson_hits[h].id, k == 0 ? "recomp" : k == 1 ? "w16" : "plain");
-        if (i == 0) CHECKF(!seen[0] && seen[1] && seen[2], "rmsnorm: recomp %d w16 %d plain %d", seen[0], seen[1], seen[2]);
-        else CHECKF(seen[0] && seen[1] && seen[2], "softmax: recomp %d w16 %d plain %d", seen[0], seen[1], seen[2]);
+            for (int k = 0; k < 3; k++)
+                seen[k] |= !strcmp(in.lesson_hits[h].id, k == 0 ? "recomp" : k == 1 ? "w16" : "plain");
+        if (i == 0)
+            CHECKF(!seen[0] && seen[1] && seen[2], "rmsnorm: recomp %d w16 %d plain %d", seen[0], seen[1],
+                   seen[2]);
+        else
+            CHECKF(seen[0] && seen[1] && seen[2], "softmax: recomp %d w16 %d plain %d", seen[0], seen[1],
+                   seen[2]);
         kf_task_free(t);
     }
     kf_loop_memory_close(m);
@@ -313,18 +325,20 @@ static void t_run_split(const void *arg) {
     make_lessons(db);
     /* it follows the category asked for: a specialisation (of the whole domain) has a
      * kforge:when, as one without is refused */
-    snprintf(script, sizeof script,
-             "grep -q saxpy-tail \"$KFORGE_PACK\" || exit 4\n"
-             "{ grep -q '\"category\": *\"specialisation\"' \"$KFORGE_PACK\" && echo '/* kforge:when n > 0 */'; "
-             "cat %s; } > \"$KFORGE_OUT\"\n",
-             kft_src("tasks/c/saxpy/candidates/fast.c"));
+    snprintf(
+        script, sizeof script,
+        "grep -q saxpy-tail \"$KFORGE_PACK\" || exit 4\n"
+        "{ grep -q '\"category\": *\"specialisation\"' \"$KFORGE_PACK\" && echo '/* kforge:when n > 0 */'; "
+        "cat %s; } > \"$KFORGE_OUT\"\n",
+        kft_src("tasks/c/saxpy/candidates/fast.c"));
     snprintf(path, sizeof path, "%s/agent.sh", dir);
     FILE *f = fopen(path, "w");
     CHECK(f);
     fputs(script, f);
     fclose(f);
     snprintf(args, sizeof args,
-             "run tasks/c/saxpy --budget 3 --seed 1 --run %s/r --agent 'cmd:sh %s' --lessons %s --pack-tokens 4000 "
+             "run tasks/c/saxpy --budget 3 --seed 1 --run %s/r --agent 'cmd:sh %s' --lessons %s "
+             "--pack-tokens 4000 "
              "--json %s 2>%s/err",
              dir, path, db, quick, dir);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
@@ -344,11 +358,13 @@ static void t_run_split(const void *arg) {
     CHECK(s.n == 3 && s.rep == -3);
     json_t *secs = json_object_get(split, "sections");
     for (int k = 0; k < KF_PACK_NSECTIONS; k++)
-        CHECKF(json_integer_value(json_object_get(secs, kf_pack_section_name((kf_pack_section)k))) == s.sec[k],
+        CHECKF(json_integer_value(json_object_get(secs, kf_pack_section_name((kf_pack_section)k))) ==
+                   s.sec[k],
                "section %s", kf_pack_section_name((kf_pack_section)k));
     CHECK(json_integer_value(json_object_get(split, "prompt_tokens")) == s.est);
     CHECK(s.sec[KF_PACK_LESSONS] > 0); /* the lesson was in every pack: the agent checked */
-    double share = (double)(s.sec[KF_PACK_FAILURES] + s.sec[KF_PACK_CONSTRAINTS] + s.sec[KF_PACK_LESSONS]) / (double)s.est;
+    double share = (double)(s.sec[KF_PACK_FAILURES] + s.sec[KF_PACK_CONSTRAINTS] + s.sec[KF_PACK_LESSONS]) /
+                   (double)s.est;
     CHECK(json_number_value(json_object_get(split, "memory_share")) > share - 1e-9 &&
           json_number_value(json_object_get(split, "memory_share")) < share + 1e-9);
     CHECK(share > 0 && share <= 0.2);
@@ -367,8 +383,8 @@ static void t_run_split(const void *arg) {
 
     /* a resume from elsewhere keeps the run's lessons and budget (the agent exits 4
      * without the lesson in its pack, which would leave a no_candidate node) */
-    snprintf(args, sizeof args, "cd / && %s run --resume %s --budget 4 --json %s 2>/dev/null", kft_bin("kforge"), run,
-             quick);
+    snprintf(args, sizeof args, "cd / && %s run --resume %s --budget 4 --json %s 2>/dev/null",
+             kft_bin("kforge"), run, quick);
     CHECKF(kft_run(args, out, sizeof out) == 0, "%s", out);
     sum = json_loads(out, 0, NULL);
     CHECKF(json_integer_value(json_object_get(json_object_get(sum, "pack_tokens"), "packs")) == 4, "%s", out);
@@ -403,12 +419,14 @@ static void t_run_split(const void *arg) {
     CHECK(json_integer_value(json_object_get(json_object_get(split, "sections"), "lessons")) == 0);
     int64_t tot = json_integer_value(json_object_get(split, "frame"));
     for (int k = 0; k < KF_PACK_NSECTIONS; k++)
-        tot += json_integer_value(json_object_get(json_object_get(split, "sections"), kf_pack_section_name((kf_pack_section)k)));
+        tot += json_integer_value(
+            json_object_get(json_object_get(split, "sections"), kf_pack_section_name((kf_pack_section)k)));
     CHECKF(tot >= 1990 && tot <= 2010, "sections sum to %lld", (long long)tot); /* rounding */
     json_decref(sum);
     /* a named lessons database that does not exist stops the run before it starts */
-    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 1 --run %s/r3 --agent 'cmd:sh %s' --lessons %s/no.db 2>&1",
-             dir, path, dir);
+    snprintf(args, sizeof args,
+             "run tasks/c/saxpy --budget 1 --run %s/r3 --agent 'cmd:sh %s' --lessons %s/no.db 2>&1", dir,
+             path, dir);
     CHECK(cli(args, out, sizeof out) == 2);
     CHECKSTR(out, "no.db");
     kf_ctx_free(ctx);
@@ -422,17 +440,18 @@ static void t_verdict_summary(const void *arg) {
     const char *doc =
         "{\"verdict\": \"rejected\", \"candidate\": \"/tmp/kforge-run-77-AbCd/n4.c\", \"fingerprint\": "
         "\"bbd42635d9dc\", \"sandbox\": {\"seccomp\": true}, \"ceilings\": {\"cores\": 2}, \"reasons\": "
-        "[{\"code\": \"compile_error\", \"message\": \"/tmp/kforge-run-77-AbCd/n4.c:12:3: error: expected ';'\"}],"
+        "[{\"code\": \"compile_error\", \"message\": \"/tmp/kforge-run-77-AbCd/n4.c:12:3: error: expected "
+        "';'\"}],"
         " \"check\": {\"shapes\": [{\"sizes\": {\"n\": 64}, \"kind\": \"visible\", \"status\": \"passed\"}, "
         "{\"sizes\": {\"n\": 7}, \"kind\": \"edge\", \"status\": \"failed\", \"max_abs_err\": 0.5}]}}";
     char *s = kf_pack_verdict_summary(doc, "[{\"sizes\": {\"n\": 64}, \"speedup\": 1.5, \"win\": true}]");
     CHECK(s != NULL);
-    CHECKF(!strstr(s, "/tmp/") && !strstr(s, "kforge-run") && !strstr(s, "seccomp") && !strstr(s, "bbd42635") &&
-               !strstr(s, "cores"),
+    CHECKF(!strstr(s, "/tmp/") && !strstr(s, "kforge-run") && !strstr(s, "seccomp") &&
+               !strstr(s, "bbd42635") && !strstr(s, "cores"),
            "%s", s);
     CHECKF(strstr(s, "\"n4.c:12:3: error: expected ';'\"") && strstr(s, "compile_error") &&
-               strstr(s, "1 of 2 shapes passed (1 visible, 0 hidden, 1 edge)") && strstr(s, "\"max_abs_err\":0.5") &&
-               strstr(s, "\"speedup\":1.5"),
+               strstr(s, "1 of 2 shapes passed (1 visible, 0 hidden, 1 edge)") &&
+               strstr(s, "\"max_abs_err\":0.5") && strstr(s, "\"speedup\":1.5"),
            "%s", s);
     CHECKF(strlen(s) < strlen(doc), "%zu bytes from %zu", strlen(s), strlen(doc));
     free(s);

@@ -30,7 +30,8 @@ static const char *softmax_w_only(void) {
     snprintf(path, sizeof path, "/tmp/kft-prior-w-%d.c", (int)getpid());
     char *src = NULL;
     size_t n = 0;
-    if (kf__read_file(kft_src("tasks/c/softmax/candidates/param.c"), 1 << 20, &src, &n)) return "/nonexistent";
+    if (kf__read_file(kft_src("tasks/c/softmax/candidates/param.c"), 1 << 20, &src, &n))
+        return "/nonexistent";
     FILE *f = fopen(path, "w");
     if (!f) return "/nonexistent";
     for (char *l = src; l && *l;) {
@@ -118,7 +119,8 @@ static const char *lessons_db(kf_ctx *ctx, const char *name, const char *const *
     snprintf(path, sizeof path, "%s/%s", dir, name);
     kf_lessons *db = NULL;
     CHECKF(kf_lessons_open(ctx, path, NULL, &db) == KF_OK, "%s", kf_errmsg(ctx));
-    for (int i = 0; lines[i]; i++) CHECKF(kf_lessons_add_json(db, lines[i], NULL) == KF_OK, "%s", kf_errmsg(ctx));
+    for (int i = 0; lines[i]; i++)
+        CHECKF(kf_lessons_add_json(db, lines[i], NULL) == KF_OK, "%s", kf_errmsg(ctx));
     kf_lessons_close(db);
     return path;
 }
@@ -141,7 +143,7 @@ static const char *first_with(kf_ctx *ctx, const char *path, int *applied) {
     return s;
 }
 
-#define WIN(id, scope, trust)                                                                           \
+#define WIN(id, scope, trust)                                                                              \
     "{\"id\": \"" id "\", \"situation\": {\"text\": \"row kernels\", " scope "}, \"action\": \"Set W=16: " \
     "moving to it beat the parent at 2 shapes, 1.50x to 2.10x over the parent\", \"trust\": " trust "}"
 
@@ -150,7 +152,8 @@ static void t_lessons(const void *arg) {
     kf_ctx *ctx = kf_ctx_new();
     int n = -1;
     /* in scope (backend c, op/softmax), trusted: the walk starts at W=16 */
-    const char *in[] = {WIN("w16", "\"backend\": \"c\", \"ops\": [\"op/softmax\"]", "{\"confirmations\": 1}"), NULL};
+    const char *in[] = {WIN("w16", "\"backend\": \"c\", \"ops\": [\"op/softmax\"]", "{\"confirmations\": 1}"),
+                        NULL};
     CHECKF(!strcmp(first_with(ctx, lessons_db(ctx, "in.db", in), &n), "W=16") && n == 1, "%d", n);
     /* in scope through the task's family ("ops": ["op/rowwise"] in softmax's task.json),
      * and with a shape predicate that holds for a visible shape */
@@ -171,33 +174,37 @@ static void t_lessons(const void *arg) {
         "{\"situation\": \"rows\", \"action\": \"Use vectorisation: it won at 2 shapes\"}", NULL};
     CHECKF(!strcmp(first_with(ctx, lessons_db(ctx, "other.db", other), &n), "W=8") && n == 0, "%d", n);
     /* "Avoid" the default: the walk starts elsewhere */
-    const char *avoid[] = {"{\"situation\": \"rows\", \"action\": \"Avoid W=8: 2 of its candidates failed\"}",
-                           "{\"situation\": \"rows\", \"action\": \"Set W=4: it won at 2 shapes, 1.2x to 1.3x\"}",
-                           NULL};
+    const char *avoid[] = {
+        "{\"situation\": \"rows\", \"action\": \"Avoid W=8: 2 of its candidates failed\"}",
+        "{\"situation\": \"rows\", \"action\": \"Set W=4: it won at 2 shapes, 1.2x to 1.3x\"}", NULL};
     CHECKF(!strcmp(first_with(ctx, lessons_db(ctx, "avoid.db", avoid), &n), "W=4") && n == 2, "%d", n);
     /* an "Avoid" of the default alone: the first declared value not avoided (W = 8, 4, 16) */
-    const char *avoid1[] = {"{\"situation\": \"rows\", \"action\": \"Do not expect W=8 to help: 1 candidate\"}", NULL};
+    const char *avoid1[] = {
+        "{\"situation\": \"rows\", \"action\": \"Do not expect W=8 to help: 1 candidate\"}", NULL};
     CHECKF(!strcmp(first_with(ctx, lessons_db(ctx, "avoid1.db", avoid1), &n), "W=4") && n == 1, "%d", n);
     /* wins weigh trust x the greatest gain over the parent; an older distill's speedups
      * "over the reference" (mostly what its nodes inherited) count as a gain of 1 */
-    const char *gain[] = {
-        "{\"situation\": \"rows\", \"action\": \"Set W=16: it won at 2 shapes, 9.00x to 12.00x over the reference\"}",
-        "{\"situation\": \"rows\", \"action\": \"Set W=4: moving to it beat the parent at 2 shapes, 1.20x to 1.30x "
-        "over the parent\"}",
-        NULL};
+    const char *gain[] = {"{\"situation\": \"rows\", \"action\": \"Set W=16: it won at 2 shapes, 9.00x to "
+                          "12.00x over the reference\"}",
+                          "{\"situation\": \"rows\", \"action\": \"Set W=4: moving to it beat the parent at "
+                          "2 shapes, 1.20x to 1.30x "
+                          "over the parent\"}",
+                          NULL};
     CHECKF(!strcmp(first_with(ctx, lessons_db(ctx, "gain.db", gain), &n), "W=4") && n == 2, "%d", n);
-    const char *gain2[] = {
-        "{\"situation\": \"rows\", \"action\": \"Set W=16: moving to it beat the parent at 2 shapes, 1.10x to 1.45x "
-        "over the parent\"}",
-        "{\"situation\": \"rows\", \"action\": \"Set W=4: moving to it beat the parent at 2 shapes, 1.20x to 1.30x "
-        "over the parent\"}",
-        NULL};
+    const char *gain2[] = {"{\"situation\": \"rows\", \"action\": \"Set W=16: moving to it beat the parent "
+                           "at 2 shapes, 1.10x to 1.45x "
+                           "over the parent\"}",
+                           "{\"situation\": \"rows\", \"action\": \"Set W=4: moving to it beat the parent at "
+                           "2 shapes, 1.20x to 1.30x "
+                           "over the parent\"}",
+                           NULL};
     CHECKF(!strcmp(first_with(ctx, lessons_db(ctx, "gain2.db", gain2), &n), "W=16") && n == 2, "%d", n);
     kf_ctx_free(ctx);
 }
 
 /* A finished sgemm node at its two visible shapes (m128 n128 k128, m96 n160 k72). */
-static int64_t sg_node(kf_store *s, int64_t parent, const char *params, kf_node_state state, double a, double b) {
+static int64_t sg_node(kf_store *s, int64_t parent, const char *params, kf_node_state state, double a,
+                       double b) {
     static int serial;
     char text[64], h[65], shapes[512];
     snprintf(text, sizeof text, "/* sgemm node %d */\n", ++serial);
@@ -239,13 +246,13 @@ static void t_distilled(const void *arg) {
     kf_task *t = kft_task(ctx, "tasks/c/sgemm");
     kf_store *s = NULL;
     CHECKF(kf_store_create(ctx, run, t, NULL, &s) == KF_OK, "%s", kf_errmsg(ctx));
-    int64_t d1 = sg_node(s, 0, SG(64, 1, 8), KF_NODE_KEPT, 10, 10);            /* the default */
-    sg_node(s, d1, SG(128, 1, 8), KF_NODE_KEPT, 11, 11.5);                     /* BK=128: 1.10x, 1.15x */
-    int64_t d3 = sg_node(s, d1, SG(64, 4, 8), KF_NODE_KEPT, 20, 20);           /* UP=4: 2x */
-    int64_t d4 = sg_node(s, d3, SG(64, 4, 16), KF_NODE_KEPT, 27, 28);          /* V=16: the fastest */
-    sg_node(s, d4, SG(128, 4, 16), KF_NODE_KEPT, 28, 19);                      /* BK=128: 1.04x, 0.68x */
-    sg_node(s, d4, SG(128, 4, 16), KF_NODE_REVERTED, 25, 24);                  /* BK=128 lost */
-    sg_node(s, d4, SG(32, 4, 16), KF_NODE_REVERTED, 22, 21);                   /* BK=32 lost */
+    int64_t d1 = sg_node(s, 0, SG(64, 1, 8), KF_NODE_KEPT, 10, 10);   /* the default */
+    sg_node(s, d1, SG(128, 1, 8), KF_NODE_KEPT, 11, 11.5);            /* BK=128: 1.10x, 1.15x */
+    int64_t d3 = sg_node(s, d1, SG(64, 4, 8), KF_NODE_KEPT, 20, 20);  /* UP=4: 2x */
+    int64_t d4 = sg_node(s, d3, SG(64, 4, 16), KF_NODE_KEPT, 27, 28); /* V=16: the fastest */
+    sg_node(s, d4, SG(128, 4, 16), KF_NODE_KEPT, 28, 19);             /* BK=128: 1.04x, 0.68x */
+    sg_node(s, d4, SG(128, 4, 16), KF_NODE_REVERTED, 25, 24);         /* BK=128 lost */
+    sg_node(s, d4, SG(32, 4, 16), KF_NODE_REVERTED, 22, 21);          /* BK=32 lost */
     kf_store_close(s);
     kf_lessons *l = NULL;
     CHECKF(kf_lessons_open(ctx, db, NULL, &l) == KF_OK, "%s", kf_errmsg(ctx));
@@ -270,8 +277,10 @@ static void t_distilled(const void *arg) {
     CHECKF(w128 < 0 && w128 < w64, "BK=128 %.3f, BK=64 %.3f: %s", w128, w64, ev);
     CHECKF(wup4 > wv16 && wv16 > 0, "UP=4 %.3f, V=16 %.3f (gains 2x and 1.4x): %s", wup4, wv16, ev);
     json_t *st = json_object_get(j, "start");
-    CHECKF(json_integer_value(json_object_get(st, "BK")) == 64 && json_integer_value(json_object_get(st, "UP")) == 4 &&
-               json_integer_value(json_object_get(st, "V")) == 16 && json_integer_value(json_object_get(st, "BM")) == 32,
+    CHECKF(json_integer_value(json_object_get(st, "BK")) == 64 &&
+               json_integer_value(json_object_get(st, "UP")) == 4 &&
+               json_integer_value(json_object_get(st, "V")) == 16 &&
+               json_integer_value(json_object_get(st, "BM")) == 32,
            "the walk does not start at the fastest node's point: %s", ev);
     json_decref(j);
     free(ev);
@@ -293,14 +302,16 @@ static const char quick[] = "--min-runs 5 --max-runs 8 --min-time 0.01 --hidden 
 static void t_run(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
-    const char *in[] = {WIN("w16", "\"backend\": \"c\", \"ops\": [\"op/softmax\"]", "{\"confirmations\": 1}"), NULL};
+    const char *in[] = {WIN("w16", "\"backend\": \"c\", \"ops\": [\"op/softmax\"]", "{\"confirmations\": 1}"),
+                        NULL};
     char db[256], args[2048], out[1 << 16];
     snprintf(db, sizeof db, "%s", lessons_db(ctx, "run.db", in));
-    snprintf(args, sizeof args, "run tasks/c/softmax --budget 1 --seed 4 --run %s/r --lessons %s %s --json 2>&1", dir,
-             db, quick);
+    snprintf(args, sizeof args,
+             "run tasks/c/softmax --budget 1 --seed 4 --run %s/r --lessons %s %s --json 2>&1", dir, db,
+             quick);
     /* the run says what applied when it starts, and its summary carries it */
-    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "kforge run: lessons from ") && strstr(out, "w16 W=16") &&
-               strstr(out, "\"lessons\":{\"db\":"),
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "kforge run: lessons from ") &&
+               strstr(out, "w16 W=16") && strstr(out, "\"lessons\":{\"db\":"),
            "%s", out);
     snprintf(args, sizeof args, "tree %s/r --json", dir);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
@@ -310,7 +321,8 @@ static void t_run(const void *arg) {
                json_integer_value(json_object_get(json_object_get(n1, "params"), "W")) == 16,
            "%s", out);
     json_t *ap = json_object_get(json_object_get(j, "lessons"), "applied");
-    CHECKF(json_array_size(ap) == 1 && !strcmp(json_string_value(json_object_get(json_array_get(ap, 0), "id")), "w16"),
+    CHECKF(json_array_size(ap) == 1 &&
+               !strcmp(json_string_value(json_object_get(json_array_get(ap, 0), "id")), "w16"),
            "%s", out);
     json_decref(j);
     snprintf(args, sizeof args, "tree %s/r", dir);
@@ -347,9 +359,11 @@ static void t_run(const void *arg) {
     snprintf(args, sizeof args, "run --resume %s/r2 --budget 1 %s 2>&1", dir, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     snprintf(args, sizeof args, "tree %s/r2", dir);
-    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "lessons from ") && strstr(out, "w16 W=16"), "%s", out);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "lessons from ") && strstr(out, "w16 W=16"), "%s",
+           out);
     /* unreadable, missing, not a database: exit 2, a message naming the path, no run */
-    snprintf(args, sizeof args, "run tasks/c/softmax --budget 1 --run %s/bad --lessons %s/nowhere.db 2>&1", dir, dir);
+    snprintf(args, sizeof args, "run tasks/c/softmax --budget 1 --run %s/bad --lessons %s/nowhere.db 2>&1",
+             dir, dir);
     CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "--lessons ") && strstr(out, "nowhere.db") &&
                strstr(out, "No such file"),
            "%s", out);
@@ -363,7 +377,8 @@ static void t_run(const void *arg) {
         CHECK(f && fwrite("SQLite format 3", 1, 16, f) == 16);
         fclose(f);
         CHECK(chmod(noread, 0) == 0);
-        snprintf(args, sizeof args, "run tasks/c/softmax --budget 1 --run %s/bad --lessons %s 2>&1", dir, noread);
+        snprintf(args, sizeof args, "run tasks/c/softmax --budget 1 --run %s/bad --lessons %s 2>&1", dir,
+                 noread);
         CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "Permission denied"), "%s", out);
     }
     char bad[300];

@@ -72,17 +72,19 @@ static void t_cmd_run(const void *arg) {
     CHECK(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/packs", dir);
     CHECK(kf__mkdirs(path) == 0);
-    snprintf(script, sizeof script,
-             "n=$(ls %s/packs | wc -l)\n"
-             "cp \"$KFORGE_PACK\" %s/packs/pack-$n.json\n"
-             "{ grep -q '\"category\": *\"specialisation\"' \"$KFORGE_PACK\" && echo '/* kforge:when n > 0 */'; "
-             "cat %s; } > \"$KFORGE_OUT\"\n"
-             "echo '{\"prompt_tokens\": 100, \"completion_tokens\": 20}' > \"$KFORGE_OUT.usage.json\"\n",
-             dir, dir, kft_src("tasks/c/saxpy/candidates/fast.c"));
+    snprintf(
+        script, sizeof script,
+        "n=$(ls %s/packs | wc -l)\n"
+        "cp \"$KFORGE_PACK\" %s/packs/pack-$n.json\n"
+        "{ grep -q '\"category\": *\"specialisation\"' \"$KFORGE_PACK\" && echo '/* kforge:when n > 0 */'; "
+        "cat %s; } > \"$KFORGE_OUT\"\n"
+        "echo '{\"prompt_tokens\": 100, \"completion_tokens\": 20}' > \"$KFORGE_OUT.usage.json\"\n",
+        dir, dir, kft_src("tasks/c/saxpy/candidates/fast.c"));
     snprintf(path, sizeof path, "%s/agent.sh", dir);
     write_text(path, script);
-    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 2 --seed 1 --run %s/r --agent 'cmd:sh %s' --json %s",
-             dir, path, quick);
+    snprintf(args, sizeof args,
+             "run tasks/c/saxpy --budget 2 --seed 1 --run %s/r --agent 'cmd:sh %s' --json %s", dir, path,
+             quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     json_t *sum = json_loads(out, 0, NULL);
     CHECKF(json_integer_value(json_object_get(sum, "evaluations")) == 2, "%s", out);
@@ -148,8 +150,8 @@ static void t_cmd_run(const void *arg) {
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     t = tree(run);
     nodes = json_object_get(t, "nodes");
-    CHECKF(json_array_size(nodes) == 3 && !strcmp(sget(json_array_get(nodes, 2), "proposer"), "cmd"), "%zu nodes",
-           json_array_size(nodes));
+    CHECKF(json_array_size(nodes) == 3 && !strcmp(sget(json_array_get(nodes, 2), "proposer"), "cmd"),
+           "%zu nodes", json_array_size(nodes));
     json_decref(t);
     /* 360 tokens recorded: a token budget of 300 is spent before anything is asked */
     snprintf(args, sizeof args, "run --resume %s --budget 10 --tokens 300 --json %s", run, quick);
@@ -177,8 +179,10 @@ static void t_cmd_jobs(const void *arg) {
     snprintf(path, sizeof path, "%s/agent.sh", dir);
     write_text(path, script);
     for (int builtin = 0; builtin < 2; builtin++) {
-        snprintf(args, sizeof args, "run tasks/c/saxpy --budget 4 --seed 1 --jobs 2 --run %s/r%d --agent 'cmd:sh %s'%s "
-                 "--json %s 2>/dev/null", dir, builtin, path, builtin ? " --with-builtin" : "", quick);
+        snprintf(args, sizeof args,
+                 "run tasks/c/saxpy --budget 4 --seed 1 --jobs 2 --run %s/r%d --agent 'cmd:sh %s'%s "
+                 "--json %s 2>/dev/null",
+                 dir, builtin, path, builtin ? " --with-builtin" : "", quick);
         CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
         json_t *sum = json_loads(out, 0, NULL);
         CHECKF(json_integer_value(json_object_get(sum, "evaluations")) == 4, "%s", out);
@@ -215,7 +219,8 @@ static void t_cmd_fails(const void *arg) {
     CHECK(mkdtemp(dir));
     snprintf(run, sizeof run, "%s/r", dir);
     snprintf(args, sizeof args,
-             "run tasks/c/saxpy --budget 5 --run %s --agent 'cmd:echo no model here >&2; exit 3' --json %s 2>/dev/null",
+             "run tasks/c/saxpy --budget 5 --run %s --agent 'cmd:echo no model here >&2; exit 3' --json %s "
+             "2>/dev/null",
              run, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     json_t *sum = json_loads(out, 0, NULL);
@@ -232,12 +237,13 @@ static void t_cmd_fails(const void *arg) {
     json_array_foreach(nodes, i, n) {
         CHECK(!strcmp(sget(n, "state"), "no_candidate") && !strcmp(sget(n, "proposer"), "cmd"));
         CHECK(!strcmp(sget(n, "reasons"), "no_candidate"));
-        CHECKF(strstr(sget(n, "note"), "exited with status 3") && strstr(sget(n, "note"), "no model here"), "%s",
-               sget(n, "note"));
+        CHECKF(strstr(sget(n, "note"), "exited with status 3") && strstr(sget(n, "note"), "no model here"),
+               "%s", sget(n, "note"));
     }
     json_decref(t);
     /* no agent was given a node without a candidate as a parent */
-    snprintf(args, sizeof args, "submit %s --parent 1 %s 2>&1", run, kft_src("tasks/c/saxpy/candidates/fast.c"));
+    snprintf(args, sizeof args, "submit %s --parent 1 %s 2>&1", run,
+             kft_src("tasks/c/saxpy/candidates/fast.c"));
     CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "no_candidate"), "%s", out);
     kf__rmtree(dir);
 }
@@ -249,9 +255,9 @@ static char *answer(kft_http *s, const char *request, char *status, size_t nstat
     (void)request;
     (void)status;
     (void)nstatus;
-    json_t *j = json_pack("{s:s, s:[{s:i, s:{s:s, s:s}, s:s}], s:{s:i, s:i}}", "id", "chatcmpl-1", "choices", "index",
-                          0, "message", "role", "assistant", "content", (const char *)s->arg, "finish_reason", "stop",
-                          "usage", "prompt_tokens", 1234, "completion_tokens", 56);
+    json_t *j = json_pack("{s:s, s:[{s:i, s:{s:s, s:s}, s:s}], s:{s:i, s:i}}", "id", "chatcmpl-1", "choices",
+                          "index", 0, "message", "role", "assistant", "content", (const char *)s->arg,
+                          "finish_reason", "stop", "usage", "prompt_tokens", 1234, "completion_tokens", 56);
     char *body = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     return body;
@@ -274,10 +280,11 @@ static void t_openai_run(const void *arg) {
     char dir[] = "/tmp/kft-ra-XXXXXX", args[1024], out[1 << 16], run[256];
     CHECK(mkdtemp(dir));
     snprintf(run, sizeof run, "%s/r", dir);
-    snprintf(args, sizeof args,
-             "run tasks/c/saxpy --budget 1 --run %s --agent openai:test-model --base-url http://127.0.0.1:%d/v1 "
-             "--api-key-env KFT_RA_KEY --agent-timeout 20 --json %s",
-             run, s.port, quick);
+    snprintf(
+        args, sizeof args,
+        "run tasks/c/saxpy --budget 1 --run %s --agent openai:test-model --base-url http://127.0.0.1:%d/v1 "
+        "--api-key-env KFT_RA_KEY --agent-timeout 20 --json %s",
+        run, s.port, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     CHECKF(strstr(out, "\"evaluations\":1") && strstr(out, "\"tokens\":1290"), "%s", out);
     CHECK(atomic_load(&s.requests) == 1);
@@ -286,8 +293,8 @@ static void t_openai_run(const void *arg) {
            "%.500s", s.first);
     json_t *t = tree(run);
     json_t *n = json_array_get(json_object_get(t, "nodes"), 0);
-    CHECKF(n && !strcmp(sget(n, "proposer"), "openai") && passed(sget(n, "state")), "%s %s", sget(n, "proposer"),
-           sget(n, "state"));
+    CHECKF(n && !strcmp(sget(n, "proposer"), "openai") && passed(sget(n, "state")), "%s %s",
+           sget(n, "proposer"), sget(n, "state"));
     json_decref(t);
     kf_ctx *ctx = kf_ctx_new();
     kf_store *st = NULL;
@@ -315,9 +322,10 @@ static void t_openai_dead(const void *arg) {
     char dir[] = "/tmp/kft-ra-XXXXXX", args[1024], out[1 << 16], run[256];
     CHECK(mkdtemp(dir));
     snprintf(run, sizeof run, "%s/r", dir);
-    snprintf(args, sizeof args,
-             "run tasks/c/saxpy --budget 3 --run %s --agent openai:m --base-url http://127.0.0.1:%d/v1 %s 2>&1", run,
-             port, quick);
+    snprintf(
+        args, sizeof args,
+        "run tasks/c/saxpy --budget 3 --run %s --agent openai:m --base-url http://127.0.0.1:%d/v1 %s 2>&1",
+        run, port, quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     CHECKF(strstr(out, "cannot connect") && strstr(out, "no candidate 3 times in a row"), "%s", out);
     json_t *t = tree(run);
@@ -340,7 +348,8 @@ static void t_tool(const void *arg) {
     char dir[] = "/tmp/kft-ra-XXXXXX", args[1024], out[1 << 17], run[256], wrong[512];
     CHECK(mkdtemp(dir));
     snprintf(run, sizeof run, "%s/r", dir);
-    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 0 --run %s %s 2>&1", run, quick); /* the run's check settings: submit may not lower them */
+    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 0 --run %s %s 2>&1", run,
+             quick); /* the run's check settings: submit may not lower them */
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     snprintf(args, sizeof args, "next %s --json", run);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
@@ -356,22 +365,25 @@ static void t_tool(const void *arg) {
     json_t *a2 = json_loads(out, 0, NULL);
     CHECK(a2);
     CHECKF(strcmp(sget(a1, "category"), sget(a2, "category")) ||
-               json_integer_value(json_object_get(a1, "parent")) != json_integer_value(json_object_get(a2, "parent")),
+               json_integer_value(json_object_get(a1, "parent")) !=
+                   json_integer_value(json_object_get(a2, "parent")),
            "two pending actions alike: %s", sget(a1, "category"));
     /* the text form says the same */
     snprintf(args, sizeof args, "next %s", run);
-    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "pending action") && strstr(out, "---- prompt ----"), "%s",
-           out);
+    CHECKF(cli(args, out, sizeof out) == 0 && strstr(out, "pending action") &&
+               strstr(out, "---- prompt ----"),
+           "%s", out);
 
     /* a good file for the first action: passes, recorded, answers the pending action */
-    snprintf(args, sizeof args, "submit %s --parent 0 %s --json %s", run, kft_src("tasks/c/saxpy/candidates/fast.c"),
-             quick);
+    snprintf(args, sizeof args, "submit %s --parent 0 %s --json %s", run,
+             kft_src("tasks/c/saxpy/candidates/fast.c"), quick);
     CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
     json_t *s1 = json_loads(out, 0, NULL);
     CHECKF(s1 && passed(sget(s1, "state")) && !strcmp(sget(s1, "proposer"), "tool"), "%s", out);
     CHECK(json_array_size(json_object_get(s1, "shapes")) == 2);
     CHECK(!strcmp(sget(s1, "category"), sget(a1, "category")));
-    CHECK(json_integer_value(json_object_get(s1, "pending")) == json_integer_value(json_object_get(a1, "pending")));
+    CHECK(json_integer_value(json_object_get(s1, "pending")) ==
+          json_integer_value(json_object_get(a1, "pending")));
     int64_t good = json_integer_value(json_object_get(s1, "id"));
 
     /* a wrong kernel under it: rejected with the checker's reason and message */
@@ -379,11 +391,12 @@ static void t_tool(const void *arg) {
     write_text(wrong, "#include <stdint.h>\n"
                       "void saxpy(const float *x, const float *y, float *z, int64_t n, float a) {\n"
                       "    for (int64_t i = 0; i < n; i++) z[i] = a * x[i];\n}\n");
-    snprintf(args, sizeof args, "submit %s --parent %lld %s --category tiling --json %s", run, (long long)good, wrong,
-             quick);
+    snprintf(args, sizeof args, "submit %s --parent %lld %s --category tiling --json %s", run,
+             (long long)good, wrong, quick);
     CHECKF(cli(args, out, sizeof out) == 1, "%s", out);
     json_t *s2 = json_loads(out, 0, NULL);
-    CHECKF(s2 && !strcmp(sget(s2, "state"), "rejected") && strstr(sget(s2, "reasons"), "wrong_result"), "%s", out);
+    CHECKF(s2 && !strcmp(sget(s2, "state"), "rejected") && strstr(sget(s2, "reasons"), "wrong_result"), "%s",
+           out);
     CHECK(strstr(sget(s2, "message"), "outside tolerance"));
     CHECK(!strcmp(sget(s2, "category"), "tiling"));
     /* errors: an unknown parent, a rejected parent, a missing file, a bad category */
@@ -402,8 +415,8 @@ static void t_tool(const void *arg) {
     /* four agents asking at once get four different actions */
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
-             "cd %s && for i in 1 2 3 4; do %s next %s --json > %s/next$i.json 2>&1 & done; wait", kft_src("."),
-             kft_bin("kforge"), run, dir);
+             "cd %s && for i in 1 2 3 4; do %s next %s --json > %s/next$i.json 2>&1 & done; wait",
+             kft_src("."), kft_bin("kforge"), run, dir);
     CHECK(kft_run(cmd, out, sizeof out) == 0);
     char seen[4][64];
     for (int i = 0; i < 4; i++) {
@@ -412,8 +425,8 @@ static void t_tool(const void *arg) {
         char *txt = slurp(p);
         json_t *j = txt ? json_loads(txt, 0, NULL) : NULL;
         CHECKF(j && json_object_get(j, "pending"), "%s", txt ? txt : p);
-        snprintf(seen[i], sizeof seen[i], "%lld/%s", (long long)json_integer_value(json_object_get(j, "parent")),
-                 sget(j, "category"));
+        snprintf(seen[i], sizeof seen[i], "%lld/%s",
+                 (long long)json_integer_value(json_object_get(j, "parent")), sget(j, "category"));
         for (int k = 0; k < i; k++) CHECKF(strcmp(seen[k], seen[i]), "two agents got %s", seen[i]);
         json_decref(j);
         free(txt);

@@ -39,13 +39,15 @@ static void t_parse(const void *arg) {
         int exit_code, errors, warnings, summary;
         const char *first; /* a substring of the headline, or NULL: none */
     } cases[] = {
-        {"memcheck_oob_read.log", 86, 1, 0, 1, "Invalid __global__ read of size 4 bytes at sum_oob+0x3d0 in sum_oob_read.cu:36"},
+        {"memcheck_oob_read.log", 86, 1, 0, 1,
+         "Invalid __global__ read of size 4 bytes at sum_oob+0x3d0 in sum_oob_read.cu:36"},
         {"memcheck_many.log", 86, 312, 0, 1, "Invalid __global__ read"},
         {"memcheck_clean.log", 0, 0, 0, 1, NULL},
         {"racecheck_hazard.log", 86, 1, 0, 1, "Error: Race reported between Write access at sum_race+0x2a0"},
         {"racecheck_warning.log", 0, 0, 1, 1, NULL},
         {"racecheck_clean.log", 0, 0, 0, 1, NULL},
-        {"initcheck_uninit.log", 86, 1, 0, 1, "Uninitialized __global__ memory read of size 4 bytes at sum_zero+0x40"},
+        {"initcheck_uninit.log", 86, 1, 0, 1,
+         "Uninitialized __global__ memory read of size 4 bytes at sum_zero+0x40"},
         {"initcheck_host_api.log", 86, 1, 0, 1, "Host API memory access error"},
         {"unsupported.log", 1, 0, 0, 0, NULL},
     };
@@ -53,13 +55,14 @@ static void t_parse(const void *arg) {
         char *log = fixture(cases[i].file);
         kf_san_report r;
         kf_sanitize_parse(log, cases[i].exit_code, &r);
-        CHECKF(r.errors == cases[i].errors && r.warnings == cases[i].warnings && r.summary == cases[i].summary,
+        CHECKF(r.errors == cases[i].errors && r.warnings == cases[i].warnings &&
+                   r.summary == cases[i].summary,
                "%s: errors %d warnings %d summary %d", cases[i].file, r.errors, r.warnings, r.summary);
         if (cases[i].first)
             CHECKF(strstr(r.first, cases[i].first), "%s: headline '%s'", cases[i].file, r.first);
-        else
-            CHECKF(!r.first[0], "%s: headline '%s' on a clean report", cases[i].file, r.first);
-        CHECKF(!strncmp(r.report, "========= COMPUTE-SANITIZER", 27), "%s: report '%.60s'", cases[i].file, r.report);
+        else CHECKF(!r.first[0], "%s: headline '%s' on a clean report", cases[i].file, r.first);
+        CHECKF(!strncmp(r.report, "========= COMPUTE-SANITIZER", 27), "%s: report '%.60s'", cases[i].file,
+               r.report);
         free(log);
     }
     /* the racecheck headline carries the other access too */
@@ -81,18 +84,21 @@ static void t_parse(const void *arg) {
     kf_sanitize_parse(NULL, -1, &r);
     CHECK(r.errors == 0 && !r.summary);
     /* a finding without a summary (the tool was cut short) still counts */
-    kf_sanitize_parse("========= Invalid __global__ read of size 4 bytes\n=========     at k+0x10 in a.cu:3\n", 86, &r);
+    kf_sanitize_parse(
+        "========= Invalid __global__ read of size 4 bytes\n=========     at k+0x10 in a.cu:3\n", 86, &r);
     CHECK(r.errors == 1 && strstr(r.first, "Invalid __global__ read") && strstr(r.first, "a.cu:3"));
     /* racecheck's summary decides for racecheck: warnings do not reject, even if the
      * exit status counted them */
     kf_sanitize_parse("========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)\n"
-                      "========= ERROR SUMMARY: 1 error\n", 86, &r);
+                      "========= ERROR SUMMARY: 1 error\n",
+                      86, &r);
     CHECK(r.errors == 0 && r.warnings == 1);
     /* tool lists */
     CHECK(kf_sanitize_parse_tools("memcheck") == KF_SANITIZE_MEMCHECK);
     CHECK(kf_sanitize_parse_tools("initcheck,memcheck") == (KF_SANITIZE_INITCHECK | KF_SANITIZE_MEMCHECK));
     CHECK(kf_sanitize_parse_tools("memcheck,racecheck,initcheck") == KF_SANITIZE_ALL);
-    CHECK(kf_sanitize_parse_tools("synccheck") == 0 && kf_sanitize_parse_tools("memcheck,") == KF_SANITIZE_MEMCHECK);
+    CHECK(kf_sanitize_parse_tools("synccheck") == 0 &&
+          kf_sanitize_parse_tools("memcheck,") == KF_SANITIZE_MEMCHECK);
     CHECK(kf_sanitize_parse_tools("") == 0 && kf_sanitize_parse_tools("mem") == 0);
 }
 
@@ -108,20 +114,26 @@ static void t_cli(const void *arg) {
     static char out[1 << 16];
     CHECK(kforge("", "check tasks/c/saxpy tasks/c/saxpy/candidates/fast.c --sanitize", out, sizeof out) == 2);
     CHECKF(strstr(out, "CUDA tasks only"), "%s", out);
-    CHECK(kforge("", "check tasks/cuda/sum tasks/cuda/sum/candidates/fast.cu --sanitize=memcheck,helgrind", out, sizeof out) == 2);
+    CHECK(kforge("", "check tasks/cuda/sum tasks/cuda/sum/candidates/fast.cu --sanitize=memcheck,helgrind",
+                 out, sizeof out) == 2);
     CHECKF(strstr(out, "memcheck, racecheck, initcheck"), "%s", out);
-    CHECK(kforge("", "check tasks/cuda/sum tasks/cuda/sum/candidates/fast.cu --sanitize= --json", out, sizeof out) == 2);
+    CHECK(kforge("", "check tasks/cuda/sum tasks/cuda/sum/candidates/fast.cu --sanitize= --json", out,
+                 sizeof out) == 2);
     CHECKF(strstr(out, "\"verdict\":\"error\""), "%s", out);
-    CHECK(kforge("", "bench tasks/cuda/sum tasks/cuda/sum/candidates/fast.cu --sanitize", out, sizeof out) == 2);
+    CHECK(kforge("", "bench tasks/cuda/sum tasks/cuda/sum/candidates/fast.cu --sanitize", out, sizeof out) ==
+          2);
     CHECK(kforge("KFORGE_SANITIZER=/nonexistent/compute-sanitizer",
-                 "check tasks/cuda/sum tasks/cuda/sum/candidates/fast.cu --sanitize=initcheck", out, sizeof out) == 2);
+                 "check tasks/cuda/sum tasks/cuda/sum/candidates/fast.cu --sanitize=initcheck", out,
+                 sizeof out) == 2);
     CHECKF(strstr(out, "compute-sanitizer not found") && strstr(out, "/nonexistent"), "%s", out);
     /* nothing to find: every default place empty (PATH without it, no toolkit roots) */
     char sp[512];
     if (kf_sanitize_find(sp, sizeof sp, out, sizeof out) == 0) {
-        fprintf(stderr, "    (compute-sanitizer present at %s: the not-found path is covered above only)\n", sp);
+        fprintf(stderr, "    (compute-sanitizer present at %s: the not-found path is covered above only)\n",
+                sp);
     } else {
-        CHECK(kforge("", "check tasks/cuda/sum tasks/cuda/sum/candidates/fast.cu --sanitize --json", out, sizeof out) == 2);
+        CHECK(kforge("", "check tasks/cuda/sum tasks/cuda/sum/candidates/fast.cu --sanitize --json", out,
+                     sizeof out) == 2);
         CHECKF(strstr(out, "compute-sanitizer not found") && strstr(out, "KFORGE_SANITIZER"), "%s", out);
     }
 }
@@ -141,7 +153,8 @@ static void t_wrapper(const void *arg) {
     CHECK(f);
     fprintf(f, "#!/bin/sh\n# stands in for compute-sanitizer: run the target, then report\n"
                "log=$1; shift\n\"$@\"\nst=$?\n"
-               "printf '========= COMPUTE-SANITIZER\\n========= target exit %%s\\n========= ERROR SUMMARY: 0 errors\\n' $st > \"$log\"\n"
+               "printf '========= COMPUTE-SANITIZER\\n========= target exit %%s\\n========= ERROR SUMMARY: 0 "
+               "errors\\n' $st > \"$log\"\n"
                "exit 86\n");
     fclose(f);
     CHECK(chmod(script, 0755) == 0);
@@ -150,7 +163,8 @@ static void t_wrapper(const void *arg) {
     kf_opts o;
     kf_opts_init(&o);
     kf_sess s;
-    CHECKF(kf_sess_open(&s, ctx, t, kft_src("tasks/c/saxpy/candidates/fast.c"), &o, "check") == KF_OK, "%s", kf_errmsg(ctx));
+    CHECKF(kf_sess_open(&s, ctx, t, kft_src("tasks/c/saxpy/candidates/fast.c"), &o, "check") == KF_OK, "%s",
+           kf_errmsg(ctx));
     int ok = 0;
     CHECKF(kf_sess_build(&s, &ok) == KF_OK && ok, "%s", kf_errmsg(ctx));
     kf_extents ex;
@@ -197,8 +211,9 @@ static void fake_tool(const char *path, const char *report, int run_target, int 
     char *text = report ? fixture(report) : NULL;
     FILE *f = fopen(path, "w");
     CHECK(f);
-    fprintf(f, "#!/bin/sh\nwhile [ \"$1\" != --log-file ]; do shift; done\nlog=$2; shift 2\n%s\n"
-               "cat > \"$log\" <<'KF_EOF'\n%sKF_EOF\nexit %d\n",
+    fprintf(f,
+            "#!/bin/sh\nwhile [ \"$1\" != --log-file ]; do shift; done\nlog=$2; shift 2\n%s\n"
+            "cat > \"$log\" <<'KF_EOF'\n%sKF_EOF\nexit %d\n",
             run_target ? "\"$@\" > /dev/null" : "", text ? text : "", code);
     fclose(f);
     free(text);
@@ -234,23 +249,28 @@ static void t_run_flow(const void *arg) {
         kf_opts_init(&o);
         o.sanitize = KF_SANITIZE_MEMCHECK;
         kf_sess s;
-        CHECKF(kf_sess_open(&s, ctx, t, kft_src("tasks/c/saxpy/candidates/fast.c"), &o, "check") == KF_OK, "%s", kf_errmsg(ctx));
+        CHECKF(kf_sess_open(&s, ctx, t, kft_src("tasks/c/saxpy/candidates/fast.c"), &o, "check") == KF_OK,
+               "%s", kf_errmsg(ctx));
         int ok = 0;
         CHECKF(kf_sess_build(&s, &ok) == KF_OK && ok, "%s", kf_errmsg(ctx));
         CHECKF(kf_sanitize_run(&s, tool) == KF_OK, "%s", kf_errmsg(ctx));
         char *json = kf_result_json(s.res);
         json_error_t e;
-        json_t *j = json_loads(json, 0, &e), *m = json_object_get(json_object_get(j, "sanitizer"), "memcheck");
-        CHECKF(json_is_boolean(json_object_get(m, "ran")) && json_is_true(json_object_get(m, "ran")) == cases[i].ran &&
+        json_t *j = json_loads(json, 0, &e),
+               *m = json_object_get(json_object_get(j, "sanitizer"), "memcheck");
+        CHECKF(json_is_boolean(json_object_get(m, "ran")) &&
+                   json_is_true(json_object_get(m, "ran")) == cases[i].ran &&
                    json_integer_value(json_object_get(m, "errors")) == cases[i].errors,
                "%s: %s", cases[i].report, json);
-        CHECKF((kf_result_verdict(s.res) == KF_VERDICT_REJECTED) == cases[i].rejected, "%s: %s", cases[i].report, json);
+        CHECKF((kf_result_verdict(s.res) == KF_VERDICT_REJECTED) == cases[i].rejected, "%s: %s",
+               cases[i].report, json);
         const char *note = json_string_value(json_object_get(m, "note"));
         CHECKF(cases[i].note ? note && strstr(note, cases[i].note) : !note, "%s: %s", cases[i].report, json);
         if (cases[i].run_target) /* the worker served every visible shape */
             CHECKF(json_integer_value(json_object_get(m, "calls")) == t->nshapes, "%s", json);
         if (cases[i].rejected) {
-            const char *msg = json_string_value(json_object_get(json_array_get(json_object_get(j, "reasons"), 0), "message"));
+            const char *msg = json_string_value(
+                json_object_get(json_array_get(json_object_get(j, "reasons"), 0), "message"));
             CHECKF(kf_result_reason(s.res, 0) == KF_REASON_SANITIZER && msg && strstr(msg, "memcheck") &&
                        strstr(msg, "Invalid __global__ read") && strstr(msg, "sum_oob_read.cu:36"),
                    "%s", json);
@@ -290,7 +310,8 @@ static void t_redteam_build(const void *arg) {
         char wd[] = "/tmp/kft-sanb-XXXXXX";
         CHECK(mkdtemp(wd));
         kf_build b;
-        CHECKF(kf_backend_compile(kf_backend_get("cuda"), ctx, t, kft_src(rel), c->text, c->len, NULL, 0, wd, 60, &b) == KF_OK,
+        CHECKF(kf_backend_compile(kf_backend_get("cuda"), ctx, t, kft_src(rel), c->text, c->len, NULL, 0, wd,
+                                  60, &b) == KF_OK,
                "%s", kf_errmsg(ctx));
         CHECKF(b.ok && b.nlaunch == 2, "%s: %s", files[i], b.message ? b.message : "");
         kf_build_free(&b);
@@ -345,8 +366,8 @@ static void t_redteam(const void *arg) {
     json = kf_result_json(r);
     fprintf(stderr, "    %s\n", json);
     CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED, "not caught: %s", json);
-    CHECKF(kf_result_nreasons(r) == 1 && kf_result_reason(r, 0) == KF_REASON_SANITIZER,
-           "reasons %s: %s", kft_reasons(r), json);
+    CHECKF(kf_result_nreasons(r) == 1 && kf_result_reason(r, 0) == KF_REASON_SANITIZER, "reasons %s: %s",
+           kft_reasons(r), json);
     free(json);
     kf_result_free(r);
     kf_task_free(t);
@@ -371,7 +392,8 @@ static void t_bundled(const void *arg) {
     const char *tools[] = {"memcheck", "racecheck", "initcheck"};
     for (int i = 0; i < 3; i++) {
         json_t *o = json_object_get(san, tools[i]);
-        CHECKF(json_is_true(json_object_get(o, "ran")) && json_integer_value(json_object_get(o, "errors")) == 0,
+        CHECKF(json_is_true(json_object_get(o, "ran")) &&
+                   json_integer_value(json_object_get(o, "errors")) == 0,
                "%s did not run clean: %s", tools[i], json);
     }
     json_decref(j);

@@ -42,8 +42,8 @@ static void t_search_initial(const void *arg) {
     CHECK_NEAR(a.age, 0);
     CHECK_NEAR(a.h, 0.05);
     CHECK(kf_search_score(s, 0, KF_CAT_OTHER, 0, &a) == 0);
-    CHECK_NEAR(a.gain, 0.1); /* other's prior is 1.1 */
-    CHECK(kf_search_score(s, 7, KF_CAT_TILING, 0, &a) == -1);  /* unknown parent */
+    CHECK_NEAR(a.gain, 0.1);                                  /* other's prior is 1.1 */
+    CHECK(kf_search_score(s, 7, KF_CAT_TILING, 0, &a) == -1); /* unknown parent */
     CHECK(kf_search_score(s, 0, KF_CAT_COUNT, 0, &a) == -1);
     char buf[512];
     CHECK(strstr(kf_search_explain(&a, buf, sizeof buf), "\"h\":"));
@@ -59,11 +59,11 @@ static void t_search_terms(const void *arg) {
     obs(s, 4, 1, KF_CAT_TILING, KF_SOBS_CRASHED, 0, 0);
     obs(s, 5, 1, KF_CAT_UNROLLING, KF_SOBS_PRUNED, 0, 99); /* not a try, no cost */
     kf_search_obs bad = {6, 42, KF_CAT_TILING, 0, KF_SOBS_MEASURED, 1, 1};
-    CHECK(kf_search_observe(s, &bad) == -1);                /* unknown parent */
+    CHECK(kf_search_observe(s, &bad) == -1); /* unknown parent */
     bad.parent = 0, bad.id = 2;
-    CHECK(kf_search_observe(s, &bad) == -1);                /* id seen */
+    CHECK(kf_search_observe(s, &bad) == -1); /* id seen */
     bad.id = 6, bad.proposer = 1;
-    CHECK(kf_search_observe(s, &bad) == -1);                /* one proposer configured */
+    CHECK(kf_search_observe(s, &bad) == -1); /* one proposer configured */
 
     kf_action a;
     CHECK(kf_search_score(s, 1, KF_CAT_TILING, 0, &a) == 0);
@@ -92,7 +92,8 @@ static void t_search_terms(const void *arg) {
     CHECK_NEAR(a.r_crash, 1.0 / 3);
     CHECK_NEAR(a.bonus, 0.6 * sqrt(log(4) / 2));
     CHECK_NEAR(a.g, 0.2 * 0.25 / 1.5);
-    CHECK_NEAR(a.h, (0.2 * 0.25 / 1.5 / 1.5 * (1.0 / 3) * (2.0 / 3) * (4.0 / 3) + 0.6 * sqrt(log(4) / 2)) * 0.7);
+    CHECK_NEAR(a.h,
+               (0.2 * 0.25 / 1.5 / 1.5 * (1.0 / 3) * (2.0 / 3) * (4.0 / 3) + 0.6 * sqrt(log(4) / 2)) * 0.7);
 
     /* tiling's streak (measured, crashed) reaches 3 and 4: fail_penalty once, twice */
     obs(s, 7, 0, KF_CAT_TILING, KF_SOBS_MEASURED, 1.0, 20);
@@ -277,7 +278,8 @@ static void t_builtin_space(const void *arg) {
     kf_task *t = kft_task(ctx, "tasks/c/sgemm");
     kf_builtin *b = builtin(ctx, t,
                             "/* kforge:param A = 2, 1, 3, 4 */\n/* kforge:param B = 1, 2, 3, 4 */\n"
-                            "/* kforge:require A * B <= 8 */\n", 7);
+                            "/* kforge:require A * B <= 8 */\n",
+                            7);
     CHECK(kf_builtin_space(b) == 16);
     uint64_t seen = 0;
     int n = 0;
@@ -408,7 +410,8 @@ static void t_builtin_from(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, "tasks/c/sgemm");
-    kf_builtin *b = builtin(ctx, t, "/* kforge:param X = 2, 1, 3 # tiling */\n/* kforge:param U = 1, 2 # unrolling */\n", 5);
+    kf_builtin *b = builtin(
+        ctx, t, "/* kforge:param X = 2, 1, 3 # tiling */\n/* kforge:param U = 1, 2 # unrolling */\n", 5);
     CHECK(kf_builtin_param_category(b, 0) == KF_CAT_TILING);
     CHECK(kf_builtin_categories(b) == (1u << KF_CAT_TILING | 1u << KF_CAT_UNROLLING));
     kf_point d = {{0}}, p;
@@ -439,8 +442,10 @@ static void t_builtin_edge(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, "tasks/c/sgemm");
-    kf_builtin *b = builtin(ctx, t, "/* kforge:param A = 1, 2, 4, 8 */\n/* kforge:param B = 1, 2, 4, 8 */\n"
-                                    "/* kforge:require A * B <= 16 */\n", 3);
+    kf_builtin *b = builtin(ctx, t,
+                            "/* kforge:param A = 1, 2, 4, 8 */\n/* kforge:param B = 1, 2, 4, 8 */\n"
+                            "/* kforge:require A * B <= 16 */\n",
+                            3);
     kf_point from = {{1, 3}}, p; /* A=2 B=8 */
     CHECK(kf_builtin_allowed(b, &from));
     kf_shape_time tm = {1, 0};
@@ -449,8 +454,8 @@ static void t_builtin_edge(const void *arg) {
     while (kf_builtin_next(b, &from, -1, &p, NULL, NULL) == 0) {
         int64_t a = ival(b, &p, 0), c = ival(b, &p, 1);
         CHECKF(a * c <= 16, "A=%lld B=%lld violates kforge:require", (long long)a, (long long)c);
-        CHECKF(abs(p.v[0] - from.v[0]) <= 1 && abs(p.v[1] - from.v[1]) <= 1, "A=%lld B=%lld is not a neighbour",
-               (long long)a, (long long)c);
+        CHECKF(abs(p.v[0] - from.v[0]) <= 1 && abs(p.v[1] - from.v[1]) <= 1,
+               "A=%lld B=%lld is not a neighbour", (long long)a, (long long)c);
         edge += a == 4 && c == 4;
         n++;
     }
@@ -484,13 +489,14 @@ static void t_builtin_probe(const void *arg) {
         CHECKF(n == 4, "seed %llu: %d neighbours of A=1 B=1", (unsigned long long)seed, n);
         /* the first is a probe; the rest are the other probe and the one-value steps, as
          * a probe whose middle is taken leaves its range to the ordinary step */
-        CHECKF(got[0][0] * got[0][1] == 4 && (got[0][0] == 1 || got[0][1] == 1), "seed %llu: A=%lld B=%lld first",
-               (unsigned long long)seed, (long long)got[0][0], (long long)got[0][1]);
+        CHECKF(got[0][0] * got[0][1] == 4 && (got[0][0] == 1 || got[0][1] == 1),
+               "seed %llu: A=%lld B=%lld first", (unsigned long long)seed, (long long)got[0][0],
+               (long long)got[0][1]);
         int seen = 0;
         for (int k = 0; k < 4 && n == 4; k++)
             seen |= got[k][0] == 4 ? 1 : got[k][1] == 4 ? 2 : got[k][0] == 2 ? 4 : got[k][1] == 2 ? 8 : 16;
-        CHECKF(seen == 15, "seed %llu: A=4, B=4, A=2 and B=2 not each proposed once (%d)", (unsigned long long)seed,
-               seen);
+        CHECKF(seen == 15, "seed %llu: A=4, B=4, A=2 and B=2 not each proposed once (%d)",
+               (unsigned long long)seed, seen);
         kf_builtin_free(b);
         /* A=2 B=2 observed: both ranges above 1 are explored, so from A=1 B=1 the steps are
          * the one-value ones (A=2 B=1, A=1 B=2) and no probe */
@@ -518,7 +524,8 @@ static void t_builtin_effect(const void *arg) {
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, "tasks/c/sgemm");
     for (uint64_t seed = 1; seed <= 8; seed++) {
-        kf_builtin *b = builtin(ctx, t, "/* kforge:param A = 1, 2, 3 */\n/* kforge:param B = 1, 2, 3 */\n", seed);
+        kf_builtin *b =
+            builtin(ctx, t, "/* kforge:param A = 1, 2, 3 */\n/* kforge:param B = 1, 2, 3 */\n", seed);
         kf_shape_time t12 = {12, 0}, t24 = {24, 0}, t10 = {10, 0};
         CHECK(kf_builtin_observe(b, &(kf_point){{0, 0}}, KF_BUILTIN_OK, &t12, 1) == 0);
         CHECK(kf_builtin_observe(b, &(kf_point){{1, 0}}, KF_BUILTIN_OK, &t24, 1) == 0);
@@ -545,7 +552,7 @@ static void t_builtin_specialise(const void *arg) {
     double noisy[3][2] = {{100, 101}, {100.2, 100.2}, {101, 100}};
     for (int k = 0; k < 2; k++) {
         kf_builtin *b = builtin(ctx, t, text, 1);
-        double (*tab)[2] = k == 0 ? real : noisy;
+        double(*tab)[2] = k == 0 ? real : noisy;
         kf_point p;
         while (kf_builtin_next(b, NULL, -1, &p, NULL, NULL) == 0) {
             kf_shape_time tm[2] = {{tab[p.v[0]][0], 0.03}, {tab[p.v[0]][1], 0.03}};

@@ -72,13 +72,10 @@ static kf_store *must_open(kf_ctx *ctx, const char *run, const kf_task *t) {
     return s;
 }
 
-#define HAS(ctx, needle)                                                                \
-    CHECKF(strstr(kf_errmsg(ctx), needle), "message \"%s\" lacks \"%s\"", kf_errmsg(ctx), \
-           needle)
+#define HAS(ctx, needle) \
+    CHECKF(strstr(kf_errmsg(ctx), needle), "message \"%s\" lacks \"%s\"", kf_errmsg(ctx), needle)
 
-static int streq(const char *a, const char *b) {
-    return (!a && !b) || (a && b && !strcmp(a, b));
-}
+static int streq(const char *a, const char *b) { return (!a && !b) || (a && b && !strcmp(a, b)); }
 
 /* Run a statement on run.db directly (fakes, damage, inspection); returns the first
  * column of the first row as text (static) or "". */
@@ -277,8 +274,8 @@ static void t_roundtrip(const void *arg) {
     kf_node_free(&g);
 
     /* constraints, savepoints, events */
-    CHECK(kf_store_add_constraint(s, b.id, 0, "tiling", "BLOCK=512 fails to compile",
-                                  "{\"BLOCK\": 512}") == KF_OK);
+    CHECK(kf_store_add_constraint(s, b.id, 0, "tiling", "BLOCK=512 fails to compile", "{\"BLOCK\": 512}") ==
+          KF_OK);
     CHECK(kf_store_add_constraint(s, 0, a.id, NULL, "no unrolling under a", NULL) == KF_OK);
     CHECK(kf_store_add_constraint(s, 0, 999, NULL, "x", NULL) == KF_EUSAGE);
     HAS(ctx, "no such node");
@@ -315,8 +312,8 @@ static void t_roundtrip(const void *arg) {
     s = must_open(ctx, sc.run, t);
     CHECK(!strcmp(kf_store_config(s), "{\"seed\": 7}"));
     CHECK(kf_store_get_node(s, a.id, &g) == KF_OK);
-    CHECK(g.state == KF_NODE_MEASURED && streq(g.verdict_json, a.verdict_json) &&
-          g.speedup == a.speedup && streq(g.note, "first"));
+    CHECK(g.state == KF_NODE_MEASURED && streq(g.verdict_json, a.verdict_json) && g.speedup == a.speedup &&
+          streq(g.note, "first"));
     kf_node_free(&g);
     CHECK(!strcmp(raw_sql(sc.run, "SELECT status FROM runs"), "done"));
     CHECK(!strcmp(raw_sql(sc.run, "SELECT count(*) FROM events"), "2"));
@@ -345,10 +342,11 @@ static int collect_fn(void *arg, const kf_node *n) {
 
 static int cons_fn(void *arg, const kf_constraint *c) {
     int *k = arg;
-    if (*k == 0) CHECK(c->scope == 0 && c->node == 2 && !strcmp(c->category, "tiling") &&
-                       !strcmp(c->predicate_json, "{\"P\": 1}"));
-    if (*k == 1) CHECK(c->scope == 1 && c->node == 0 && !c->category && !c->predicate_json &&
-                       !strcmp(c->text, "t2"));
+    if (*k == 0)
+        CHECK(c->scope == 0 && c->node == 2 && !strcmp(c->category, "tiling") &&
+              !strcmp(c->predicate_json, "{\"P\": 1}"));
+    if (*k == 1)
+        CHECK(c->scope == 1 && c->node == 0 && !c->category && !c->predicate_json && !strcmp(c->text, "t2"));
     (*k)++;
     return 0;
 }
@@ -446,8 +444,8 @@ static void t_sources(const void *arg) {
     CHECK(kf_store_put_source(s, "abc", 3, "abcdefgh", h2) == KF_EUSAGE);
     CHECK(kf_store_read_source(s, "../../etc/passwd", "c", &text, &len) == KF_EUSAGE);
     CHECK(kf_store_read_source(s, h1, "C", &text, &len) == KF_EUSAGE);
-    CHECK(kf_store_read_source(s, "0000000000000000000000000000000000000000000000000000000000000000",
-                               "c", &text, &len) == KF_EIO);
+    CHECK(kf_store_read_source(s, "0000000000000000000000000000000000000000000000000000000000000000", "c",
+                               &text, &len) == KF_EIO);
     HAS(ctx, "No such file");
     /* a damaged file is noticed on reading */
     write_text(p, "abd", "w");
@@ -505,8 +503,10 @@ static void t_fingerprint(const void *arg) {
         kf_task *te = load(ctx, sc.task);
         CHECK(kf_store_fingerprint(ctx, te, f2) == KF_OK && strcmp(f1, f2));
         CHECK(kf_store_open(ctx, sc.run, te, &s) == KF_ETASK && s == NULL);
-        snprintf(msg, sizeof msg, "%s: the task changed since this run started (fingerprint "
-                 "%.12s, now %.12s)", sc.run, f1, f2);
+        snprintf(msg, sizeof msg,
+                 "%s: the task changed since this run started (fingerprint "
+                 "%.12s, now %.12s)",
+                 sc.run, f1, f2);
         CHECKF(!strcmp(kf_errmsg(ctx), msg), "got \"%s\", want \"%s\"", kf_errmsg(ctx), msg);
         /* reading the run needs no task */
         kf_store_close(must_open(ctx, sc.run, NULL));
@@ -601,10 +601,10 @@ static void t_schema(const void *arg) {
 
 /* What the writer records for node id: every field a function of the id, so the
  * parent can check any node exactly. */
-static void outcome(kf_node *n, int64_t id, char *verdict, size_t vcap, char *shapes,
-                    size_t scap, char *note, size_t ncap) {
-    static const kf_node_state st[] = {KF_NODE_MEASURED, KF_NODE_REJECTED, KF_NODE_KEPT,
-                                       KF_NODE_CRASHED, KF_NODE_COMPILE_FAILED};
+static void outcome(kf_node *n, int64_t id, char *verdict, size_t vcap, char *shapes, size_t scap, char *note,
+                    size_t ncap) {
+    static const kf_node_state st[] = {KF_NODE_MEASURED, KF_NODE_REJECTED, KF_NODE_KEPT, KF_NODE_CRASHED,
+                                       KF_NODE_COMPILE_FAILED};
     n->id = id;
     n->state = st[id % 5];
     n->reasons = id % 2 ? "wrong_result,timeout" : NULL;
@@ -627,15 +627,17 @@ static int outcome_matches(const kf_node *g) {
     kf_node w = {0};
     char v[1500], sh[128], note[32];
     outcome(&w, g->id, v, sizeof v, sh, sizeof sh, note, sizeof note);
-    return g->state == w.state && streq(g->reasons, w.reasons) &&
-           streq(g->verdict_json, w.verdict_json) && streq(g->shapes_json, w.shapes_json) &&
-           g->speedup == w.speedup && g->cost_s == w.cost_s && g->tokens_in == w.tokens_in &&
-           g->tokens_out == w.tokens_out && g->finished == w.finished && streq(g->note, w.note);
+    return g->state == w.state && streq(g->reasons, w.reasons) && streq(g->verdict_json, w.verdict_json) &&
+           streq(g->shapes_json, w.shapes_json) && g->speedup == w.speedup && g->cost_s == w.cost_s &&
+           g->tokens_in == w.tokens_in && g->tokens_out == w.tokens_out && g->finished == w.finished &&
+           streq(g->note, w.note);
 }
 
 static void source_of(char *buf, size_t cap, int round, int i) {
-    snprintf(buf, cap, "/* round %d candidate %d */\nvoid twice(const float *x, float *y, long n)"
-             " { for (long k = 0; k < n; k++) y[k] = x[k] + x[k]; }\n", round, i / 4);
+    snprintf(buf, cap,
+             "/* round %d candidate %d */\nvoid twice(const float *x, float *y, long n)"
+             " { for (long k = 0; k < n; k++) y[k] = x[k] + x[k]; }\n",
+             round, i / 4);
 }
 
 /* The writer: add and finish nodes as fast as it can, reporting each step once it has
@@ -773,36 +775,36 @@ static void t_crash(const void *arg) {
             unfinished[ids[k]] = 1;
         }
         for (int64_t id = 1; id < MAXN; id++) {
-            if (b->added[id]) CHECKF(b->seen[id], "round %d: reported node %lld is missing",
-                                     round, (long long)id);
+            if (b->added[id])
+                CHECKF(b->seen[id], "round %d: reported node %lld is missing", round, (long long)id);
             if (!b->seen[id]) continue;
             kf_node g;
             CHECK(kf_store_get_node(s, id, &g) == KF_OK);
             if (kf_node_state_unfinished(g.state)) {
                 /* its outcome was never recorded: resume lists it */
-                CHECKF(unfinished[id], "round %d: node %lld is %s but not listed", round,
-                       (long long)id, kf_node_state_name(g.state));
-                CHECKF(!b->finished[id], "round %d: node %lld was finished, now %s", round,
-                       (long long)id, kf_node_state_name(g.state));
+                CHECKF(unfinished[id], "round %d: node %lld is %s but not listed", round, (long long)id,
+                       kf_node_state_name(g.state));
+                CHECKF(!b->finished[id], "round %d: node %lld was finished, now %s", round, (long long)id,
+                       kf_node_state_name(g.state));
                 CHECK(g.finished == 0 && !g.verdict_json);
             } else {
                 CHECKF(!unfinished[id], "round %d: finished node %lld listed", round, (long long)id);
                 /* the seal is written in the outcome's own UPDATE: never one without the other */
                 CHECKF(!g.tampered, "round %d: node %lld does not match its seal", round, (long long)id);
-                CHECKF(outcome_matches(&g), "round %d: node %lld's outcome is not exactly what "
-                       "was written", round, (long long)id);
+                CHECKF(outcome_matches(&g),
+                       "round %d: node %lld's outcome is not exactly what "
+                       "was written",
+                       round, (long long)id);
             }
             /* its source is there, whole */
             char *text, want[256];
             size_t tl;
-            CHECKF(kf_store_read_source(s, g.src_hash, g.ext, &text, &tl) == KF_OK, "%s",
-                   kf_errmsg(ctx));
+            CHECKF(kf_store_read_source(s, g.src_hash, g.ext, &text, &tl) == KF_OK, "%s", kf_errmsg(ctx));
             if (b->added[id]) {
                 char params[64];
                 source_of(want, sizeof want, b->round[id], b->idx[id]);
                 CHECK(!strcmp(text, want));
-                snprintf(params, sizeof params, "{\"round\": %d, \"i\": %d}", b->round[id],
-                         b->idx[id]);
+                snprintf(params, sizeof params, "{\"round\": %d, \"i\": %d}", b->round[id], b->idx[id]);
                 CHECK(streq(g.params_json, params));
             }
             free(text);
@@ -902,8 +904,8 @@ static void verify_writers(const scratch *sc, writer *w, int nw) {
     CHECK(kf_store_check(s) == KF_OK);
     count_st c = {0, 0, 1, 0};
     CHECK(kf_store_each_node(s, count_fn, &c) == KF_OK);
-    CHECKF(c.n == nw * PER_WRITER && c.finished == c.n && c.ordered, "%d nodes, %d finished",
-           c.n, c.finished);
+    CHECKF(c.n == nw * PER_WRITER && c.finished == c.n && c.ordered, "%d nodes, %d finished", c.n,
+           c.finished);
     /* every id a writer got is its own node */
     for (int k = 0; k < nw; k++)
         for (int i = 0; i < PER_WRITER; i += 17) {
@@ -911,8 +913,7 @@ static void verify_writers(const scratch *sc, writer *w, int nw) {
             char note[64];
             snprintf(note, sizeof note, "w%d.%d", w[k].who, i);
             CHECK(kf_store_get_node(s, w[k].ids[i], &g) == KF_OK);
-            CHECKF(streq(g.note, note), "node %lld: note %s, want %s", (long long)w[k].ids[i],
-                   g.note, note);
+            CHECKF(streq(g.note, note), "node %lld: note %s, want %s", (long long)w[k].ids[i], g.note, note);
             CHECK(g.speedup == w[k].who + i / 1000.0);
             kf_node_free(&g);
         }
@@ -1128,12 +1129,12 @@ static void full_writer(const scratch *sc, int wfd) {
     kf_store *s = NULL;
     char line[600];
     int bad = 0;
-#define EXPECT(c)                                                                       \
-    do {                                                                                \
-        if (!(c) && !bad) {                                                             \
+#define EXPECT(c)                                                                             \
+    do {                                                                                      \
+        if (!(c) && !bad) {                                                                   \
             snprintf(line, sizeof line, "E line %d: %s: %s\n", __LINE__, #c, kf_errmsg(ctx)); \
-            bad = 1;                                                                    \
-        }                                                                               \
+            bad = 1;                                                                          \
+        }                                                                                     \
     } while (0)
     EXPECT(kf_task_load(ctx, sc->task, &t) == KF_OK && kf_store_open(ctx, sc->run, t, &s) == KF_OK);
     signal(SIGXFSZ, SIG_IGN);
@@ -1167,8 +1168,7 @@ static void full_writer(const scratch *sc, int wfd) {
             continue;
         }
         EXPECT(st == KF_EIO);
-        EXPECT(strstr(kf_errmsg(ctx), "/run.db: recording") ||
-               strstr(kf_errmsg(ctx), "/run.db: adding"));
+        EXPECT(strstr(kf_errmsg(ctx), "/run.db: recording") || strstr(kf_errmsg(ctx), "/run.db: adding"));
         break;
     }
     EXPECT(finished > 10);

@@ -49,8 +49,7 @@ static const char *mktask(const char *json, const char *ref) {
 }
 
 /* Load a task expected to fail with status st and a message containing each needle. */
-static void refused(const char *json, const char *ref, kf_status want, const char *n1,
-                    const char *n2) {
+static void refused(const char *json, const char *ref, kf_status want, const char *n1, const char *n2) {
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = NULL;
     const char *dir = mktask(json, ref);
@@ -127,10 +126,12 @@ static void t_unknown_field(const void *arg) {
 
 static void t_bad_types(const void *arg) {
     (void)arg;
-    char *j = edit("\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"in\"", "\"type\":\"float32\",\"shape\":[\"n\"],\"io\":\"in\"");
+    char *j = edit("\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"in\"",
+                   "\"type\":\"float32\",\"shape\":[\"n\"],\"io\":\"in\"");
     refused(j, good_ref, KF_ETASK, "args[0].type", "float32");
     free(j);
-    j = edit("\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"in\"", "\"type\":\"f16\",\"shape\":[\"n\"],\"io\":\"in\"");
+    j = edit("\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"in\"",
+             "\"type\":\"f16\",\"shape\":[\"n\"],\"io\":\"in\"");
     refused(j, good_ref, KF_ETASK, "GPU", NULL);
     free(j);
     j = edit("\"io\":\"out\"", "\"io\":\"output\"");
@@ -318,7 +319,8 @@ static void t_hidden_families(const void *arg) {
             kf_shape *sh;
             int n;
             CHECKF(kf_task_draw_hidden(t, &r, t->hidden_count, NULL, NULL, 1u << 30, &sh, &n, err,
-                                       sizeof err) == 0, "%s: %s", tasks[ti], err);
+                                       sizeof err) == 0,
+                   "%s: %s", tasks[ti], err);
             int aligned = 0, nonsquare = t->nsizes < 2, corners = 0;
             for (int i = 0; i < n; i++) {
                 int all64 = 1, eq = 1;
@@ -374,8 +376,7 @@ static void t_hidden_corner_constrained(const void *arg) {
     for (int rep = 0; rep < 20; rep++) {
         kf_shape *sh;
         int n, corners = 0;
-        CHECKF(kf_task_draw_hidden(t, &r, 4, NULL, NULL, 1u << 30, &sh, &n, err, sizeof err) == 0,
-               "%s", err);
+        CHECKF(kf_task_draw_hidden(t, &r, 4, NULL, NULL, 1u << 30, &sh, &n, err, sizeof err) == 0, "%s", err);
         for (int i = 0; i < n; i++) {
             if (!sh[i].light) continue;
             corners++;
@@ -413,7 +414,9 @@ static void t_hidden_when_errors(const void *arg) {
     kf_expr *when = kf_expr_parse("rows * cols * cols * cols * cols * cols > 0", err, sizeof err);
     CHECK(kf_task_draw_hidden(t, &r, 4, when, NULL, 1u << 30, &sh, &n, err, sizeof err) == -2);
     CHECKF(strstr(err, "kforge:when \"rows * cols * cols * cols * cols * cols > 0\" cannot be "
-                       "evaluated at rows=") && strstr(err, "overflow"), "%s", err);
+                       "evaluated at rows=") &&
+               strstr(err, "overflow"),
+           "%s", err);
     kf_expr_free(when);
     when = kf_expr_parse("cols / (rows - 1) >= 0", err, sizeof err);
     CHECK(kf_task_draw_hidden(t, &r, 4, when, NULL, 1u << 30, &sh, &n, err, sizeof err) == -2);
@@ -421,8 +424,7 @@ static void t_hidden_when_errors(const void *arg) {
     kf_expr_free(when);
     /* the same expression inside a domain that excludes rows = 1 first is sound */
     when = kf_expr_parse("rows > 1 && cols / (rows - 1) >= 0", err, sizeof err);
-    CHECKF(kf_task_draw_hidden(t, &r, 4, when, NULL, 1u << 30, &sh, &n, err, sizeof err) == 0,
-           "%s", err);
+    CHECKF(kf_task_draw_hidden(t, &r, 4, when, NULL, 1u << 30, &sh, &n, err, sizeof err) == 0, "%s", err);
     for (int i = 0; i < n; i++) CHECK(sh[i].v[0] > 1);
     kf_shapes_free(sh, n);
     kf_expr_free(when);
@@ -439,7 +441,8 @@ static void t_directives(const void *arg) {
     FILE *f = fopen(path, "w");
     CHECK(f);
     fputs("/* kforge:param LANES = 16, 8, 32 */\n// kforge:param MODE = fast, slow\n"
-          "/* kforge:require LANES % 8 == 0 && LANES <= 16 */\n/* kforge:when n > LANES */\n", f);
+          "/* kforge:require LANES % 8 == 0 && LANES <= 16 */\n/* kforge:when n > LANES */\n",
+          f);
     fclose(f);
     kf_candidate *c = NULL;
     CHECKF(kf_candidate_load(ctx, t, path, NULL, 0, &c) == KF_OK, "%s", kf_errmsg(ctx));
@@ -540,7 +543,10 @@ static void t_mutations(const void *arg) {
             size_t pos = (size_t)(x % len);
             switch ((x >> 32) % 4) {
             case 0: buf[pos] = alphabet[(x >> 40) % (sizeof alphabet - 1)]; break;
-            case 1: len = pos; buf[len] = 0; break;
+            case 1:
+                len = pos;
+                buf[len] = 0;
+                break;
             case 2: { /* duplicate a span */
                 size_t span = 1 + (size_t)((x >> 20) % 16);
                 if (pos + span > len || len + span > 2 * n) break;
@@ -548,7 +554,10 @@ static void t_mutations(const void *arg) {
                 len += span;
                 break;
             }
-            default: memmove(buf + pos, buf + pos + 1, len - pos); len--; break;
+            default:
+                memmove(buf + pos, buf + pos + 1, len - pos);
+                len--;
+                break;
             }
             if (len < 2) break;
         }

@@ -105,8 +105,8 @@ static void t_determinism_bits(const void *arg) {
     kf_task *t = kft_task(ctx, "tests/tasks/sum_bits");
     CHECK(t->determinism_exact && t->determinism_bits);
     kf_result *r = kft_check(ctx, t, kft_src("tests/honest/sum_page_split.c"), NULL, 0);
-    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "nondeterministic"),
-           "%s", kft_reasons(r));
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "nondeterministic"), "%s",
+           kft_reasons(r));
     kf_result_free(r);
     kf_task_free(t);
     t = kft_task(ctx, "tasks/c/sum");

@@ -15,8 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int64_t ev(const char *src, const char *const *names, const int64_t *vals, int n,
-                  int *ok) {
+static int64_t ev(const char *src, const char *const *names, const int64_t *vals, int n, int *ok) {
     char err[256];
     kf_expr *e = kf_expr_parse(src, err, sizeof err);
     if (!e) {
@@ -195,19 +194,19 @@ static void t_compare_large(const void *arg) {
     CHECK(w && g && w16 && g16);
     for (int64_t i = 0; i < n; i++) w[i] = (float)((i % 1000) - 500) * 0.25f + 0.125f;
     memcpy(g, w, (size_t)n * 4);
-    g[10] = w[10] * (1 + 0.8e-4f);          /* marginal: right */
-    g[2500001] = w[2500001] + 1;            /* wrong */
-    g[2600000] = NAN;                       /* nonfinite */
+    g[10] = w[10] * (1 + 0.8e-4f); /* marginal: right */
+    g[2500001] = w[2500001] + 1;   /* wrong */
+    g[2600000] = NAN;              /* nonfinite */
     uint64_t sent = 0;
     float sv = 3.0e38f;
     memcpy(&sent, &sv, 4);
-    g[n - 5] = sv;                          /* unwritten */
+    g[n - 5] = sv; /* unwritten */
     for (int threads = 1; threads <= 4; threads += 3) {
         kf__set_nthreads(threads);
         kf_cmp c;
         kf_data_compare(KF_T_F32, g, w, n, 1e-4, 1e-6, &sent, &c);
         CHECKF(c.wrong == 1 && c.first[KF_CMP_WRONG] == 2500001, "threads %d: wrong %lld at %lld", threads,
-              (long long)c.wrong, (long long)c.first[KF_CMP_WRONG]);
+               (long long)c.wrong, (long long)c.first[KF_CMP_WRONG]);
         CHECK(c.nonfinite == 1 && c.first[KF_CMP_NONFINITE] == 2600000);
         CHECK(c.unwritten == 1 && c.first[KF_CMP_UNWRITTEN] == n - 5);
         CHECK(c.first_bad == 2500001 && c.got[KF_CMP_WRONG] == w[2500001] + 1);
@@ -219,21 +218,22 @@ static void t_compare_large(const void *arg) {
             float v = (float)((i % 200) - 100) * 0.125f;
             uint32_t b;
             memcpy(&b, &v, 4);
-            w16[i] = ty ? (uint16_t)(((b >> 16) & 0x8000) | (v == 0 ? 0 : ((((b >> 23) & 0xff) - 112) << 10) | ((b >> 13) & 0x3ff)))
+            w16[i] = ty ? (uint16_t)(((b >> 16) & 0x8000) |
+                                     (v == 0 ? 0 : ((((b >> 23) & 0xff) - 112) << 10) | ((b >> 13) & 0x3ff)))
                         : (uint16_t)(b >> 16);
         }
         memcpy(g16, w16, (size_t)n * 2);
         g16[3000000] ^= 0x0200; /* wrong */
         uint64_t s16 = 0x7bff;  /* f16 max / a large bf16: never a right answer here */
-        g16[7] = (uint16_t)s16;  /* unwritten, early */
+        g16[7] = (uint16_t)s16; /* unwritten, early */
         for (int threads = 1; threads <= 4; threads += 3) {
             kf__set_nthreads(threads);
             kf_cmp c;
             kf_data_compare(dt, g16, w16, n, 1e-2, 1e-3, &s16, &c);
-            CHECKF(c.unwritten == 1 && c.first[KF_CMP_UNWRITTEN] == 7, "%s: unwritten %lld", ty ? "f16" : "bf16",
-                  (long long)c.unwritten);
-            CHECKF(c.wrong == 1 && c.first[KF_CMP_WRONG] == 3000000, "%s: wrong %lld at %lld", ty ? "f16" : "bf16",
-                  (long long)c.wrong, (long long)c.first[KF_CMP_WRONG]);
+            CHECKF(c.unwritten == 1 && c.first[KF_CMP_UNWRITTEN] == 7, "%s: unwritten %lld",
+                   ty ? "f16" : "bf16", (long long)c.unwritten);
+            CHECKF(c.wrong == 1 && c.first[KF_CMP_WRONG] == 3000000, "%s: wrong %lld at %lld",
+                   ty ? "f16" : "bf16", (long long)c.wrong, (long long)c.first[KF_CMP_WRONG]);
             CHECK(kf_data_get(dt, w16, 3000000) == (float)((3000000 % 200) - 100) * 0.125f);
         }
     }
@@ -260,7 +260,8 @@ static void t_compare_inf(const void *arg) {
         w[800] = -INFINITY, g[800] = -INFINITY; /* right (another block) */
         kf_cmp c;
         kf_data_compare(KF_T_F32, g, w, n, 1e-4, 1e-5, NULL, &c);
-        CHECKF(c.wrong == 1 && c.first[KF_CMP_WRONG] == 300, "f32, candidate %g: wrong %lld", bad[b], (long long)c.wrong);
+        CHECKF(c.wrong == 1 && c.first[KF_CMP_WRONG] == 300, "f32, candidate %g: wrong %lld", bad[b],
+               (long long)c.wrong);
         CHECK(kf_data_same(KF_T_F32, g, w, n, 0, 1e-4, 1e-5) == 0);
         w[300] = 1.0f;
         w[800] = 1.0f;
@@ -274,7 +275,8 @@ static void t_compare_inf(const void *arg) {
         g16[700] = 0; /* zero where the reference is +Inf */
         kf_cmp c;
         kf_data_compare(dt, g16, w16, n, 1e-2, 1e-3, NULL, &c);
-        CHECKF(c.wrong == 1 && c.first[KF_CMP_WRONG] == 700, "%s: wrong %lld", ty ? "f16" : "bf16", (long long)c.wrong);
+        CHECKF(c.wrong == 1 && c.first[KF_CMP_WRONG] == 700, "%s: wrong %lld", ty ? "f16" : "bf16",
+               (long long)c.wrong);
     }
 }
 
@@ -355,7 +357,8 @@ static void t_compare_magnitude(const void *arg) {
     for (int threads = 1; threads <= 4; threads += 3) {
         kf__set_nthreads(threads);
         kf_data_compare_mag(KF_T_F32, got, want, mag, N, 1e-4, 1e-7, 1e-5, NULL, &c);
-        CHECKF(c.first_bad < 0, "honest sum rejected under the magnitude bound: %lld wrong, first %lld: %g vs %g",
+        CHECKF(c.first_bad < 0,
+               "honest sum rejected under the magnitude bound: %lld wrong, first %lld: %g vs %g",
                (long long)c.wrong, (long long)c.first_bad, c.got[KF_CMP_WRONG], c.want[KF_CMP_WRONG]);
         kf_data_compare_mag(KF_T_F32, bad, want, mag, N, 1e-4, 1e-7, 1e-5, NULL, &c);
         CHECKF(c.wrong == N, "a dropped term passed: %lld of %d wrong", (long long)c.wrong, N);
@@ -455,8 +458,8 @@ static void t_parallel_unpinned(const void *arg) {
     kf__parallel(16, note_cpus, NULL);
     kf__set_nthreads(0);
     sched_setaffinity(0, sizeof all, &all);
-    CHECKF(atomic_load(&widest) == CPU_COUNT(&all), "helper threads ran on %d of %d CPUs", atomic_load(&widest),
-           CPU_COUNT(&all));
+    CHECKF(atomic_load(&widest) == CPU_COUNT(&all), "helper threads ran on %d of %d CPUs",
+           atomic_load(&widest), CPU_COUNT(&all));
 }
 
 /* Inputs drawn from one seed are the same whatever the number of threads. */
@@ -534,7 +537,7 @@ static void t_spent_regions(const void *arg) {
     kf_data_spent_retire(&sp, &l0, arena); /* call 1 in half 0 */
     kf_data_spent_retire(&sp, &l1, arena); /* call 2 in half 1: half 0 poisoned */
     CHECK(sp.n >= 3 && kf_data_spent_check(&sp, arena) == 0);
-    arena[l0.off[2] + 40] ^= 1; /* z[10] of call 1, during call 2 */
+    arena[l0.off[2] + 40] ^= 1;               /* z[10] of call 1, during call 2 */
     kf_data_layout_split(t, &ex, 64, A, &l2); /* call 3 back in half 0: found as it is reused */
     kf_data_spent_retire(&sp, &l2, arena);
     CHECK(sp.bad == 1 && sp.bad_range.arg == 2 && sp.bad_range.call == 1 && sp.bad_at == l0.off[2] + 40);
@@ -676,7 +679,8 @@ static void t_inputs_flavours(const void *arg) {
             for (int k = 0; k < 64000; k++) sq += (x[k] - mean) * (x[k] - mean);
             double sd = sqrt(sq / 64000), m = fabs(mean) / 3;
             CHECKF(fabs(sd - 3) < 0.1, "class %d: std %g", cls, sd);
-            CHECKF(m >= ldexp(1, 3 + cls) * 0.99 && m <= ldexp(1, 4 + cls) * 1.01, "class %d: mean %g std", cls, m);
+            CHECKF(m >= ldexp(1, 3 + cls) * 0.99 && m <= ldexp(1, 4 + cls) * 1.01, "class %d: mean %g std",
+                   cls, m);
             signs[mean > 0]++;
             for (int k = 0; k < 1000; k++) CHECKF(w[k] >= 0.5f && w[k] <= 1.5f, "w = %g", w[k]);
             kf_data_free_inputs(t, &in);

@@ -41,16 +41,17 @@ static int same_signature(const kf_task *a, const kf_task *b, char *why, size_t 
         const kf_arg *x = &a->args[i], *y = &b->args[i];
         if (strcmp(x->name, y->name) || x->type != y->type || x->is_buffer != y->is_buffer ||
             (x->is_buffer && (x->io != y->io || x->ndim != y->ndim)))
-            return snprintf(why, n, "argument %d: %s %s against %s %s", i, kf_dtype_name(x->type),
-                            x->name, kf_dtype_name(y->type), y->name), 1;
+            return snprintf(why, n, "argument %d: %s %s against %s %s", i, kf_dtype_name(x->type), x->name,
+                            kf_dtype_name(y->type), y->name),
+                   1;
         for (int d = 0; x->is_buffer && d < x->ndim; d++)
             if (strcmp(kf_expr_src(x->shape[d]), kf_expr_src(y->shape[d])))
                 return snprintf(why, n, "%s: extent %d is %s against %s", x->name, d,
-                                kf_expr_src(x->shape[d]), kf_expr_src(y->shape[d])), 1;
-        if (!x->is_buffer &&
-            (!x->value_expr != !y->value_expr ||
-             (x->value_expr ? strcmp(kf_expr_src(x->value_expr), kf_expr_src(y->value_expr))
-                            : x->value_num != y->value_num)))
+                                kf_expr_src(x->shape[d]), kf_expr_src(y->shape[d])),
+                       1;
+        if (!x->is_buffer && (!x->value_expr != !y->value_expr ||
+                              (x->value_expr ? strcmp(kf_expr_src(x->value_expr), kf_expr_src(y->value_expr))
+                                             : x->value_num != y->value_num)))
             return snprintf(why, n, "scalar %s has another value", x->name), 1;
     }
     return 0;
@@ -162,15 +163,17 @@ static int xref_compare(const kf_task *oracle, const kf_task *other, char *why, 
                 if (c.max_rel > max_rel) max_rel = c.max_rel;
                 if (c.first_bad < 0) continue;
                 static const char *const kinds[] = {"unwritten", "not finite", "outside tolerance"};
-                int kind = c.first[KF_CMP_UNWRITTEN] >= 0 ? KF_CMP_UNWRITTEN
-                           : c.first[KF_CMP_NONFINITE] >= 0 ? KF_CMP_NONFINITE : KF_CMP_WRONG;
+                int kind = c.first[KF_CMP_UNWRITTEN] >= 0   ? KF_CMP_UNWRITTEN
+                           : c.first[KF_CMP_NONFINITE] >= 0 ? KF_CMP_NONFINITE
+                                                            : KF_CMP_WRONG;
                 char idx[160];
                 kf_data_format_index(other, &ex[k], i, c.first[kind], idx, sizeof idx);
-                snprintf(why, n, "%s at %s, %s inputs: %lld of %lld elements of %s %s (first %s: %.9g "
-                         "where %s has %.9g; atol %g, rtol %g, mtol %g)", other->ref_path, at,
-                         variant ? "spiked" : "plain", (long long)(c.unwritten + c.nonfinite + c.wrong),
-                         (long long)c.n, a->name, kinds[kind], idx, c.got[kind], oracle->ref_path,
-                         c.want[kind], atol, rtol, mtol);
+                snprintf(why, n,
+                         "%s at %s, %s inputs: %lld of %lld elements of %s %s (first %s: %.9g "
+                         "where %s has %.9g; atol %g, rtol %g, mtol %g)",
+                         other->ref_path, at, variant ? "spiked" : "plain",
+                         (long long)(c.unwritten + c.nonfinite + c.wrong), (long long)c.n, a->name,
+                         kinds[kind], idx, c.got[kind], oracle->ref_path, c.want[kind], atol, rtol, mtol);
                 bad = 1;
             }
             if (!bad) /* for -v */
@@ -247,18 +250,18 @@ static void t_catches_mismatch(const void *arg) {
     kf_ctx *ctx = kf_ctx_new();
     char dir[PATH_MAX], why[1024] = "";
     /* a uniform row: every output written, finite, and wrong */
-    static const char uniform[] =
-        "#include <stdint.h>\n"
-        "void softmax(const float *x, float *y, int64_t rows, int64_t cols) {\n"
-        "    (void)x;\n"
-        "    for (int64_t i = 0; i < rows * cols; i++) y[i] = 1.0f / (float)cols;\n"
-        "}\n";
+    static const char uniform[] = "#include <stdint.h>\n"
+                                  "void softmax(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+                                  "    (void)x;\n"
+                                  "    for (int64_t i = 0; i < rows * cols; i++) y[i] = 1.0f / (float)cols;\n"
+                                  "}\n";
     kf_task *a = kft_task(ctx, "tasks/c/softmax"), *b = softmax_with_reference(ctx, uniform, dir, sizeof dir);
     int bad = xref_compare(a, b, why, sizeof why);
     kf__rmtree(dir);
     CHECKF(bad, "a uniform softmax agreed with the reference");
     CHECKF(strstr(why, "elements of y outside tolerance") && strstr(why, "plain inputs") &&
-           strstr(why, "rows="), "%s", why);
+               strstr(why, "rows="),
+           "%s", why);
     printf("reported: %s\n", why);
     /* and a signature that differs is named */
     kf_task *sum = kft_task(ctx, "tasks/c/sum");

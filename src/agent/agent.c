@@ -37,7 +37,7 @@
 
 extern char **environ;
 
-#define TAIL 2048          /* bytes of stderr kept for the error message */
+#define TAIL 2048 /* bytes of stderr kept for the error message */
 #define TAIL_LINES 5
 #define USAGE_CAP (64u << 10)
 #define DESC_CAP 1024u /* bytes of KFORGE_OUT.description read */
@@ -81,19 +81,16 @@ void kf_agent_free(kf_agent *a) {
 
 const char *kf_agent_kind(const kf_agent *a) { return a->kind == KF_AGENT_CMD ? "cmd" : "openai"; }
 
-kf_status kf_agent_new(kf_ctx *ctx, const char *spec, const kf_agent_opts *opts,
-                       kf_agent **out) {
+kf_status kf_agent_new(kf_ctx *ctx, const char *spec, const kf_agent_opts *opts, kf_agent **out) {
     *out = NULL;
-    int kind = !strncmp(spec, "cmd:", 4) ? KF_AGENT_CMD
-               : !strncmp(spec, "openai:", 7) ? KF_AGENT_OPENAI : 0;
+    int kind = !strncmp(spec, "cmd:", 4) ? KF_AGENT_CMD : !strncmp(spec, "openai:", 7) ? KF_AGENT_OPENAI : 0;
     if (!kind)
-        return kf__err(ctx, KF_EUSAGE,
-                       "unknown agent '%s' (expected cmd:'COMMAND' or openai:MODEL)", spec);
+        return kf__err(ctx, KF_EUSAGE, "unknown agent '%s' (expected cmd:'COMMAND' or openai:MODEL)", spec);
     const char *arg = strchr(spec, ':') + 1;
     size_t n = strlen(arg);
     /* cmd:'a b' reaching us with its quotes (a config file, not a shell) */
-    if (kind == KF_AGENT_CMD && n >= 2 && (arg[0] == '\'' || arg[0] == '"') &&
-        arg[n - 1] == arg[0] && !memchr(arg + 1, arg[0], n - 2)) {
+    if (kind == KF_AGENT_CMD && n >= 2 && (arg[0] == '\'' || arg[0] == '"') && arg[n - 1] == arg[0] &&
+        !memchr(arg + 1, arg[0], n - 2)) {
         arg++;
         n -= 2;
     }
@@ -101,11 +98,13 @@ kf_status kf_agent_new(kf_ctx *ctx, const char *spec, const kf_agent_opts *opts,
     if (lead == n)
         return kf__err(ctx, KF_EUSAGE, "agent '%s': empty %s", spec,
                        kind == KF_AGENT_CMD ? "command" : "model");
-    if (opts && (!(opts->timeout_s > 0) || !(opts->connect_timeout_s > 0) ||
-                 opts->max_attempts < 1 || opts->backoff_s < 0 || opts->backoff_max_s < 0 ||
-                 !opts->reply_cap || !opts->out_cap || !opts->log_cap))
-        return kf__err(ctx, KF_EUSAGE, "agent '%s': timeouts, attempts and caps must be "
-                                       "positive (start from kf_agent_opts_init)", spec);
+    if (opts && (!(opts->timeout_s > 0) || !(opts->connect_timeout_s > 0) || opts->max_attempts < 1 ||
+                 opts->backoff_s < 0 || opts->backoff_max_s < 0 || !opts->reply_cap || !opts->out_cap ||
+                 !opts->log_cap))
+        return kf__err(ctx, KF_EUSAGE,
+                       "agent '%s': timeouts, attempts and caps must be "
+                       "positive (start from kf_agent_opts_init)",
+                       spec);
     kf_agent *a = calloc(1, sizeof *a);
     if (!a) return kf__err(ctx, KF_ENOMEM, "out of memory");
     a->ctx = ctx;
@@ -149,8 +148,8 @@ static double now_s(void) { return (double)kf__now_ns() / 1e9; }
 /* ---- cmd --------------------------------------------------------------------------- */
 
 typedef struct {
-    kf_buf head;       /* the first log_cap bytes, for the record */
-    char tail[TAIL];   /* the last TAIL bytes, for an error message */
+    kf_buf head;     /* the first log_cap bytes, for the record */
+    char tail[TAIL]; /* the last TAIL bytes, for an error message */
     size_t tlen;
     size_t total;
 } capture;
@@ -276,8 +275,8 @@ static void read_candidate(kf_agent *a, const char *path, kf_proposal *out) {
         return;
     }
     if ((uint64_t)st.st_size > a->o.out_cap) {
-        set_error(out, "cmd: wrote %lld bytes to KFORGE_OUT, more than the cap of %zu",
-                  (long long)st.st_size, a->o.out_cap);
+        set_error(out, "cmd: wrote %lld bytes to KFORGE_OUT, more than the cap of %zu", (long long)st.st_size,
+                  a->o.out_cap);
         return;
     }
     char *text;
@@ -427,8 +426,7 @@ static kf_status cmd_propose(kf_agent *a, const kf_pack *pack, kf_proposal *out)
         /* the leader's exit ends the command, even if a child still holds the pipes */
         siginfo_t si;
         memset(&si, 0, sizeof si);
-        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
-            break;
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid) break;
         uint64_t now = kf__now_ns();
         if (now >= deadline) {
             timed_out = 1;
@@ -454,16 +452,14 @@ static kf_status cmd_propose(kf_agent *a, const kf_pack *pack, kf_proposal *out)
 
     char tail[TAIL + 3 * TAIL_LINES];
     last_lines(&ce, tail, sizeof tail);
-    if (timed_out)
-        set_error(out, "cmd: timed out after %g s; its process group was killed", a->o.timeout_s);
+    if (timed_out) set_error(out, "cmd: timed out after %g s; its process group was killed", a->o.timeout_s);
     else if (WIFSIGNALED(status))
-        set_error(out, "cmd: killed by signal %d (%s)%s%s", WTERMSIG(status),
-                  strsignal(WTERMSIG(status)), *tail ? "; stderr: " : "", tail);
+        set_error(out, "cmd: killed by signal %d (%s)%s%s", WTERMSIG(status), strsignal(WTERMSIG(status)),
+                  *tail ? "; stderr: " : "", tail);
     else if (WEXITSTATUS(status))
         set_error(out, "cmd: exited with status %d%s%s", WEXITSTATUS(status),
                   *tail ? "; stderr: " : " (no stderr)", tail);
-    else
-        read_candidate(a, strchr(vars[3], '=') + 1, out);
+    else read_candidate(a, strchr(vars[3], '=') + 1, out);
 
     if (out->text) {
         char *usage = kf__asprintf("%s.usage.json", strchr(vars[3], '=') + 1);
@@ -507,8 +503,8 @@ kf_status kf_agent_propose(kf_agent *a, const kf_pack *pack, kf_proposal *out) {
     snprintf(out->ext, sizeof out->ext, "%s", pack->ext);
     snprintf(out->category, sizeof out->category, "%s", pack->category);
     double t0 = now_s();
-    kf_status st = a->kind == KF_AGENT_CMD ? cmd_propose(a, pack, out)
-                                           : kf_agent_openai_propose(a, pack, out);
+    kf_status st =
+        a->kind == KF_AGENT_CMD ? cmd_propose(a, pack, out) : kf_agent_openai_propose(a, pack, out);
     out->elapsed_s = now_s() - t0;
     if (st != KF_OK) kf_proposal_free(out);
     return st;
@@ -524,8 +520,8 @@ static int accepted_lang(const char *p, size_t n) {
     return 0;
 }
 
-int kf_agent_extract_code(const char *content, size_t len, const char **start, size_t *n,
-                          char *why, size_t whylen) {
+int kf_agent_extract_code(const char *content, size_t len, const char **start, size_t *n, char *why,
+                          size_t whylen) {
     const char *end = content + len, *line = content;
     int saw_fence = 0;
     while (line < end) {
@@ -577,8 +573,7 @@ int kf_agent_extract_code(const char *content, size_t len, const char **start, s
         line = eol < end ? eol + 1 : end;
     }
     /* no fence at all: the whole reply, if it is plainly code */
-    if (!saw_fence && memchr(content, '{', len) && memchr(content, '}', len) &&
-        memchr(content, ';', len) &&
+    if (!saw_fence && memchr(content, '{', len) && memchr(content, '}', len) && memchr(content, ';', len) &&
         (memmem(content, len, "#include", 8) || memmem(content, len, "__global__", 10) ||
          memmem(content, len, "void ", 5) || memmem(content, len, "extern \"C\"", 10))) {
         const char *s = content, *e = end;

@@ -47,8 +47,7 @@ kf_status kf_agent_openai_check(kf_agent *a) {
     size_t n = strlen(u);
     while (n > 8 && u[n - 1] == '/') u[--n] = 0;
     if (!a->api_key && !strcmp(u, "https://api.openai.com/v1"))
-        return kf__err(a->ctx, KF_EUSAGE,
-                       "openai: no API key for %s (set OPENAI_API_KEY, or a base URL)", u);
+        return kf__err(a->ctx, KF_EUSAGE, "openai: no API key for %s (set OPENAI_API_KEY, or a base URL)", u);
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)
         return kf__err(a->ctx, KF_EBACKEND, "libcurl: %s", curl_easy_strerror(curl_init_rc));
@@ -94,8 +93,8 @@ static void printable(const char *p, size_t n, char *out, size_t outn) {
 static void server_message(const sink *s, char *out, size_t n) {
     json_t *j = s->body.len ? json_loadb(s->body.p, s->body.len, 0, NULL) : NULL;
     json_t *e = json_object_get(j, "error");
-    const char *m = json_is_string(e) ? json_string_value(e)
-                    : json_string_value(json_object_get(e, "message"));
+    const char *m =
+        json_is_string(e) ? json_string_value(e) : json_string_value(json_object_get(e, "message"));
     if (!m) m = json_string_value(json_object_get(j, "message"));
     if (m) printable(m, strlen(m), out, n);
     else if (s->body.len) printable(s->body.p, s->body.len, out, n);
@@ -120,15 +119,15 @@ static char *dupf(const char *fmt, ...) {
 }
 
 /* A 200 reply: the candidate, or an error. */
-static void take_reply(kf_agent *a, const kf_pack *pack, const sink *s, const char *url,
-                       kf_proposal *out) {
+static void take_reply(kf_agent *a, const kf_pack *pack, const sink *s, const char *url, kf_proposal *out) {
     json_error_t je;
     json_t *j = json_loadb(s->body.p ? s->body.p : "", s->body.len, 0, &je);
     if (!j) {
         char head[MSG_CAP + 8];
         printable(s->body.p ? s->body.p : "", s->body.len < 80 ? s->body.len : 80, head, sizeof head);
         out->error = dupf("openai: the reply from %s is not JSON (%s, line %d column %d); it "
-                          "begins '%s'", url, je.text, je.line, je.column, head);
+                          "begins '%s'",
+                          url, je.text, je.line, je.column, head);
         return;
     }
     json_t *c0 = json_array_get(json_object_get(j, "choices"), 0);
@@ -188,14 +187,13 @@ static void take_reply(kf_agent *a, const kf_pack *pack, const sink *s, const ch
     size_t n;
     char why[200];
     if (kf_agent_extract_code(text, len, &code, &n, why, sizeof why)) {
-        out->error = dupf("openai: %s%s%s%s", why, finish && strcmp(finish, "stop") ? " (finish_reason " : "",
-                          finish && strcmp(finish, "stop") ? finish : "",
-                          finish && strcmp(finish, "stop") ? ")" : "");
+        out->error =
+            dupf("openai: %s%s%s%s", why, finish && strcmp(finish, "stop") ? " (finish_reason " : "",
+                 finish && strcmp(finish, "stop") ? finish : "", finish && strcmp(finish, "stop") ? ")" : "");
     } else if (n == 0 || strspn(code, " \t\r\n") >= n) {
         out->error = dupf("openai: the reply's code block is empty");
     } else if (n > a->o.out_cap) {
-        out->error = dupf("openai: the code block has %zu bytes, more than the cap of %zu", n,
-                          a->o.out_cap);
+        out->error = dupf("openai: the code block has %zu bytes, more than the cap of %zu", n, a->o.out_cap);
     } else if (memchr(code, 0, n)) {
         out->error = dupf("openai: the code block holds a NUL byte");
     } else {
@@ -284,23 +282,20 @@ kf_status kf_agent_openai_propose(kf_agent *a, const kf_pack *pack, kf_proposal 
         char *err = NULL;
         int retry = 0;
         if (s.over || rc == CURLE_FILESIZE_EXCEEDED) {
-            err = dupf("openai: the reply from %s is larger than the cap of %zu bytes", url,
-                       a->o.reply_cap);
+            err = dupf("openai: the reply from %s is larger than the cap of %zu bytes", url, a->o.reply_cap);
         } else if (rc == CURLE_COULDNT_CONNECT) {
-            err = dupf("openai: cannot connect to %s (%s)", a->base_url,
-                       oserr ? strerror((int)oserr) : errbuf);
+            err =
+                dupf("openai: cannot connect to %s (%s)", a->base_url, oserr ? strerror((int)oserr) : errbuf);
             retry = 1;
         } else if (rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY) {
-            err = dupf("openai: cannot connect to %s (cannot resolve the host: %s)", a->base_url,
-                       errbuf);
+            err = dupf("openai: cannot connect to %s (cannot resolve the host: %s)", a->base_url, errbuf);
             retry = 1;
         } else if (rc == CURLE_OPERATION_TIMEDOUT && connect_us == 0) {
             err = dupf("openai: cannot connect to %s (no connection within %g s)", a->base_url,
                        a->o.connect_timeout_s);
             retry = 1;
         } else if (rc == CURLE_OPERATION_TIMEDOUT) {
-            err = dupf("openai: no complete reply from %s within %g s (timed out)", url,
-                       a->o.timeout_s);
+            err = dupf("openai: no complete reply from %s within %g s (timed out)", url, a->o.timeout_s);
         } else if (rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING ||
                    rc == CURLE_PARTIAL_FILE) {
             err = dupf("openai: the connection to %s failed (%s)", a->base_url,

@@ -26,9 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MIN_BUDGET 32    /* tokens: room for a marker and a little text */
-#define MARKER_ROOM 64   /* bytes kept free for the marker when cutting */
-#define ITEM_MARKER 64   /* bytes kept free for "K more omitted" in a list */
+#define MIN_BUDGET 32  /* tokens: room for a marker and a little text */
+#define MARKER_ROOM 64 /* bytes kept free for the marker when cutting */
+#define ITEM_MARKER 64 /* bytes kept free for "K more omitted" in a list */
 
 static const char *const section_names[] = {
 #define KF_X(id, name, budget) name,
@@ -136,8 +136,7 @@ static char *fit_text(const char *s, size_t n, size_t limit, int *cut) {
     kf_buf_init(&b, (size_t)-1);
     if (kf_buf_append(&b, s, head) ||
         kf_buf_printf(&b, "%s[kforge: truncated, %lld of %lld tokens omitted]\n",
-                      head && s[head - 1] != '\n' ? "\n" : "", (long long)(full - kept),
-                      (long long)full) ||
+                      head && s[head - 1] != '\n' ? "\n" : "", (long long)(full - kept), (long long)full) ||
         kf_buf_append(&b, s + ts, n - ts)) {
         kf_buf_free(&b);
         return NULL;
@@ -169,17 +168,16 @@ static int fenced(kf_buf *b, const char *lang, const char *text) {
     int k = max_backticks(text) + 1;
     if (k < 3) k = 3;
     size_t n = strlen(text);
-    return kf_buf_printf(b, "%.*s%s\n%s%s%.*s\n\n", k, "``````````````````````````````", lang,
-                         text, n && text[n - 1] != '\n' ? "\n" : "", k,
-                         "``````````````````````````````");
+    return kf_buf_printf(b, "%.*s%s\n%s%s%.*s\n\n", k, "``````````````````````````````", lang, text,
+                         n && text[n - 1] != '\n' ? "\n" : "", k, "``````````````````````````````");
 }
 
 /* ---- the budget ------------------------------------------------------------------------ */
 
 /* Give-back order: who gets what others did not need, first come first served. */
-static const kf_pack_section giveback_order[] = {
-    KF_PACK_PARENT,   KF_PACK_VERDICT,  KF_PACK_TASK,        KF_PACK_SHAPES,
-    KF_PACK_TIMINGS,  KF_PACK_FAILURES, KF_PACK_CONSTRAINTS, KF_PACK_LESSONS};
+static const kf_pack_section giveback_order[] = {KF_PACK_PARENT,      KF_PACK_VERDICT, KF_PACK_TASK,
+                                                 KF_PACK_SHAPES,      KF_PACK_TIMINGS, KF_PACK_FAILURES,
+                                                 KF_PACK_CONSTRAINTS, KF_PACK_LESSONS};
 
 static int is_memory(kf_pack_section s) {
     return s == KF_PACK_FAILURES || s == KF_PACK_CONSTRAINTS || s == KF_PACK_LESSONS;
@@ -188,11 +186,11 @@ static int is_memory(kf_pack_section s) {
 /* One section while the pack is planned: its heading and fence (the overhead), the
  * tokens it would take whole (need) and what it is granted. */
 typedef struct {
-    char *heading;     /* "# Task (...)\n"; NULL: the section is empty, left out */
-    const char *lang;  /* fenced as this language; NULL: a list, not fenced */
-    int fence;         /* backticks of the fence */
-    size_t overhead;   /* bytes of heading, fences and trailing newlines */
-    size_t full;       /* bytes of the content, whole */
+    char *heading;    /* "# Task (...)\n"; NULL: the section is empty, left out */
+    const char *lang; /* fenced as this language; NULL: a list, not fenced */
+    int fence;        /* backticks of the fence */
+    size_t overhead;  /* bytes of heading, fences and trailing newlines */
+    size_t full;      /* bytes of the content, whole */
     int64_t need, allowance, grant;
 } plan;
 
@@ -210,8 +208,7 @@ static size_t body_limit(const plan *q) {
     return room > q->overhead ? room - q->overhead : 0;
 }
 
-static void record(builder *B, kf_pack_section s, const char *sent, int64_t full, int cut,
-                   int omitted) {
+static void record(builder *B, kf_pack_section s, const char *sent, int64_t full, int cut, int omitted) {
     plan *q = &B->pl[s];
     B->p->tokens[s] = kf_text_tokens(strlen(sent));
     B->p->full_tokens[s] = full;
@@ -234,7 +231,7 @@ static int json_section(builder *B, kf_pack_section s, const char *text) {
     if (!text) text = "";
     int cut = 0;
     size_t lim = body_limit(q);
-    char *sent = !q->heading ? kf__strdup("")
+    char *sent = !q->heading                               ? kf__strdup("")
                  : strlen(text) > lim && lim < MARKER_ROOM ? (cut = 1, kf__strdup(""))
                                                            : fit_text(text, strlen(text), lim, &cut);
     if (!sent) return -1;
@@ -316,8 +313,7 @@ static int list_section(builder *B, kf_pack_section s, int n, const kf_pack_fail
 
 /* The lessons retrieved for this pack, rendered whole (kf_lessons_render) into what the
  * section was granted. full: the rendering when there was room for all of them. */
-static kf_status lessons_text(kf_ctx *ctx, const kf_pack_in *in, int64_t max_tokens, char **text,
-                              int *used) {
+static kf_status lessons_text(kf_ctx *ctx, const kf_pack_in *in, int64_t max_tokens, char **text, int *used) {
     *text = NULL;
     *used = 0;
     kf_status st = kf_lessons_render(in->lessons_db, in->lesson_hits, in->nlesson_hits,
@@ -433,18 +429,21 @@ static kf_status build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out, int64_t 
         kf_backend *b;
         for (int i = 0; (b = kf_backend_at(i)); i++)
             snprintf(exts + strlen(exts), sizeof exts - strlen(exts), "%s%s",
-                     !i ? "" : kf_backend_at(i + 1) ? ", " : " or ", kf_backend_ext(b));
+                     !i                     ? ""
+                     : kf_backend_at(i + 1) ? ", "
+                                            : " or ",
+                     kf_backend_ext(b));
         return kf__err(ctx, KF_EUSAGE, "pack: extension '%s' (expected %s)", ext, exts);
     }
     for (int s = 0; s < KF_PACK_NSECTIONS; s++)
         if (in->budget[s] < 0)
-            return kf__err(ctx, KF_EUSAGE, "pack: negative allowance for section %s",
-                           section_names[s]);
+            return kf__err(ctx, KF_EUSAGE, "pack: negative allowance for section %s", section_names[s]);
     int64_t total = in->total ? in->total : KF_PACK_DEFAULT_TOKENS;
     if (total < KF_PACK_MIN_TOKENS)
         return kf__err(ctx, KF_EUSAGE, "pack: a budget of %lld tokens (at least %d)", (long long)total,
                        KF_PACK_MIN_TOKENS);
-    double mem_share = in->memory_share > 0 && in->memory_share <= 1 ? in->memory_share : KF_PACK_MEMORY_SHARE;
+    double mem_share =
+        in->memory_share > 0 && in->memory_share <= 1 ? in->memory_share : KF_PACK_MEMORY_SHARE;
     snprintf(out->ext, sizeof out->ext, "%s", ext);
     snprintf(out->category, sizeof out->category, "%s", in->category ? in->category : "");
     out->total = total;
@@ -481,11 +480,12 @@ static kf_status build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out, int64_t 
              plan_section(&B, KF_PACK_SHAPES, "# Visible shapes (the speedup is measured on these)\n", "json",
                           sh, sh ? strlen(sh) : 0) ||
              plan_section(&B, KF_PACK_VERDICT, "# Its verdict\n", "json", v, v ? strlen(v) : 0) ||
-             plan_section(&B, KF_PACK_TIMINGS, "# Its timings and resources\n", "json", tm, tm ? strlen(tm) : 0);
+             plan_section(&B, KF_PACK_TIMINGS, "# Its timings and resources\n", "json", tm,
+                          tm ? strlen(tm) : 0);
         if (in->parent_id)
-            snprintf(heading, sizeof heading, "# The kernel to improve (node %lld)\n", (long long)in->parent_id);
-        else
-            snprintf(heading, sizeof heading, "# The kernel to improve (the reference)\n");
+            snprintf(heading, sizeof heading, "# The kernel to improve (node %lld)\n",
+                     (long long)in->parent_id);
+        else snprintf(heading, sizeof heading, "# The kernel to improve (the reference)\n");
         const char *src = in->parent_src;
         rc = rc || plan_section(&B, KF_PACK_PARENT, heading, lang, src, src ? strlen(src) : 0);
         if (!rc && in->nfailures > 0)
@@ -527,7 +527,7 @@ static kf_status build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out, int64_t 
         const char *src = in->parent_src ? in->parent_src : "";
         int cut = 0;
         size_t lim = body_limit(q);
-        char *sent = !q->heading ? kf__strdup("")
+        char *sent = !q->heading                              ? kf__strdup("")
                      : strlen(src) > lim && lim < MARKER_ROOM ? (cut = 1, kf__strdup(""))
                                                               : fit_text(src, strlen(src), lim, &cut);
         rc = !sent;
@@ -566,7 +566,8 @@ static kf_status build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out, int64_t 
         int64_t secs = 0;
         for (int s = 0; s < KF_PACK_NSECTIONS; s++) secs += out->tokens[s];
         out->frame_tokens = out->tokens_prompt - secs;
-        int64_t mem = out->tokens[KF_PACK_FAILURES] + out->tokens[KF_PACK_CONSTRAINTS] + out->tokens[KF_PACK_LESSONS];
+        int64_t mem =
+            out->tokens[KF_PACK_FAILURES] + out->tokens[KF_PACK_CONSTRAINTS] + out->tokens[KF_PACK_LESSONS];
         json_object_set_new(B.root, "system", json_string(out->system));
         json_object_set_new(B.root, "prompt_tokens", json_integer(out->tokens_prompt));
         json_object_set_new(B.root, "budget_tokens", json_integer(total));
@@ -657,23 +658,27 @@ char *kf_pack_verdict_summary(const char *verdict_json, const char *shapes_json)
     int n = 0, pass = 0, kinds[3] = {0, 0, 0};
     json_t *failed = json_array(), *s;
     json_array_foreach(cs, i, s) {
-        const char *st = json_string_value(json_object_get(s, "status")), *kd = json_string_value(json_object_get(s, "kind"));
+        const char *st = json_string_value(json_object_get(s, "status")),
+                   *kd = json_string_value(json_object_get(s, "kind"));
         if (!st) continue;
         n++;
         pass += !strcmp(st, "passed");
         kinds[kd && !strcmp(kd, "visible") ? 0 : kd && !strcmp(kd, "hidden") ? 1 : 2]++;
         if (!strcmp(st, "failed") && json_array_size(failed) < 6)
-            json_array_append_new(failed, json_pack("{s:O?, s:O?, s:O?}", "sizes", json_object_get(s, "sizes"), "kind",
-                                                    json_object_get(s, "kind"), "max_abs_err",
-                                                    json_object_get(s, "max_abs_err")));
+            json_array_append_new(failed,
+                                  json_pack("{s:O?, s:O?, s:O?}", "sizes", json_object_get(s, "sizes"),
+                                            "kind", json_object_get(s, "kind"), "max_abs_err",
+                                            json_object_get(s, "max_abs_err")));
     }
     if (n)
-        json_object_set_new(o, "checked", json_sprintf("%d of %d shapes passed (%d visible, %d hidden, %d edge)", pass,
-                                                       n, kinds[0], kinds[1], kinds[2]));
+        json_object_set_new(o, "checked",
+                            json_sprintf("%d of %d shapes passed (%d visible, %d hidden, %d edge)", pass, n,
+                                         kinds[0], kinds[1], kinds[2]));
     if (json_array_size(failed)) json_object_set(o, "failed", failed);
     json_decref(failed);
     /* the timing: the geomean and each visible shape's figure (the recorded ones) */
-    if (json_is_number(json_object_get(v, "speedup"))) json_object_set(o, "speedup", json_object_get(v, "speedup"));
+    if (json_is_number(json_object_get(v, "speedup")))
+        json_object_set(o, "speedup", json_object_get(v, "speedup"));
     json_t *sj = shapes_json ? json_loads(shapes_json, 0, NULL) : NULL;
     json_t *ts = json_is_array(sj) ? sj : json_object_get(v, "shapes"), *sh = json_array();
     json_array_foreach(ts, i, s) {
@@ -697,7 +702,8 @@ kf_status kf_pack_build(kf_ctx *ctx, const kf_pack_in *in, kf_pack *out) {
     kf_status st = build(ctx, in, out, -1);
     if (st) return st;
     double share = in->memory_share > 0 && in->memory_share <= 1 ? in->memory_share : KF_PACK_MEMORY_SHARE;
-    int64_t mem = out->tokens[KF_PACK_FAILURES] + out->tokens[KF_PACK_CONSTRAINTS] + out->tokens[KF_PACK_LESSONS];
+    int64_t mem =
+        out->tokens[KF_PACK_FAILURES] + out->tokens[KF_PACK_CONSTRAINTS] + out->tokens[KF_PACK_LESSONS];
     if ((double)mem <= share * (double)out->tokens_prompt || share >= 1) return KF_OK;
     /* each section's count rounds up: take one token off each for the rounding */
     int64_t rest = kf_text_tokens(strlen(out->system)) - 1;

@@ -95,8 +95,10 @@ kf_status kf_backend_register(kf_ctx *ctx, kf_backend *b) {
                        f->api_version, KF_BACKEND_API_VERSION);
     if (!named(f->name) || !named(f->ext) || !f->reference || !*f->reference || strchr(f->reference, '/') ||
         !f->lang || !*f->lang)
-        return kf__err(ctx, KF_EUSAGE, "backend %s: a name, an extension, a reference file and a language "
-                                       "are required (plain names, no '/' or '.')", who);
+        return kf__err(ctx, KF_EUSAGE,
+                       "backend %s: a name, an extension, a reference file and a language "
+                       "are required (plain names, no '/' or '.')",
+                       who);
     if (!f->compile) return kf__err(ctx, KF_EUSAGE, "backend %s: no compile slot", who);
     if (kf_backend_get(f->name) || kf_backend_reserved(f->name))
         return kf__err(ctx, KF_EUSAGE, "backend %s: the name is taken", who);
@@ -107,14 +109,13 @@ kf_status kf_backend_register(kf_ctx *ctx, kf_backend *b) {
     return KF_OK;
 }
 
-kf_status kf_backend_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path,
-                             const char *text, size_t len, const kf_param *params, int nparams,
-                             const char *workdir, double timeout_s, kf_build *out) {
+kf_status kf_backend_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path, const char *text,
+                             size_t len, const kf_param *params, int nparams, const char *workdir,
+                             double timeout_s, kf_build *out) {
     memset(out, 0, sizeof *out);
     if (!b || !t || !text || !workdir || nparams < 0 || (nparams && !params))
         return kf__err(ctx, KF_EUSAGE, "kf_backend_compile: bad arguments");
-    if (!b->iface.compile)
-        return kf__err(ctx, KF_EBACKEND, "backend %s cannot compile", b->iface.name);
+    if (!b->iface.compile) return kf__err(ctx, KF_EBACKEND, "backend %s cannot compile", b->iface.name);
     return b->iface.compile(b, ctx, t, path, text, len, params, nparams, workdir, timeout_s, out);
 }
 
@@ -140,11 +141,10 @@ void kf_build_free(kf_build *b) {
  * one thread are not ordered against each other, so they overlap: 3-5x less of the
  * coordinator's time per staged call (bench/history/loop.md). The fence after the loop
  * orders them before the call's START. */
-__attribute__((target("clflushopt"))) static void flush_opt(const unsigned char *arena, const kf_layout *lay) {
-    for (size_t p = lay->lo & ~(size_t)63; p < lay->end; p += 64)
-        _mm_clflushopt((void *)(arena + p));
-    for (size_t p = lay->ro_lo & ~(size_t)63; p < lay->ro_end; p += 64)
-        _mm_clflushopt((void *)(arena + p));
+__attribute__((target("clflushopt"))) static void flush_opt(const unsigned char *arena,
+                                                            const kf_layout *lay) {
+    for (size_t p = lay->lo & ~(size_t)63; p < lay->end; p += 64) _mm_clflushopt((void *)(arena + p));
+    for (size_t p = lay->ro_lo & ~(size_t)63; p < lay->ro_end; p += 64) _mm_clflushopt((void *)(arena + p));
     _mm_mfence();
 }
 
@@ -170,10 +170,8 @@ void kf_stage_flush(const kf_stage *st) {
         flush_opt(arena, lay);
         return;
     }
-    for (size_t p = lay->lo & ~(size_t)63; p < lay->end; p += 64)
-        _mm_clflush(arena + p);
-    for (size_t p = lay->ro_lo & ~(size_t)63; p < lay->ro_end; p += 64)
-        _mm_clflush(arena + p);
+    for (size_t p = lay->lo & ~(size_t)63; p < lay->end; p += 64) _mm_clflush(arena + p);
+    for (size_t p = lay->ro_lo & ~(size_t)63; p < lay->ro_end; p += 64) _mm_clflush(arena + p);
     _mm_mfence();
 }
 #else
@@ -195,8 +193,8 @@ int kf_backend_starts_early(kf_backend *b, kf_worker_opts *o) {
     return b->iface.worker_opts ? b->iface.worker_opts(b, NULL, o) : 0;
 }
 
-int kf_backend_stage(kf_backend *b, const kf_build *build, const kf_stage *st, kf_msg_run *m,
-                     char *err, size_t n) {
+int kf_backend_stage(kf_backend *b, const kf_build *build, const kf_stage *st, kf_msg_run *m, char *err,
+                     size_t n) {
     if (b->iface.stage) return b->iface.stage(b, build, st, m, err, n);
     kf_stage_flush(st);
     return 0;

@@ -32,7 +32,7 @@
 typedef struct {
     int kernel; /* index into kernels[] */
     kf_expr *dim[7];
-    int line;   /* in the source, for messages */
+    int line; /* in the source, for messages */
 } kf_launch;
 
 /* What the device compiler reported for one kernel (-1: not reported). */
@@ -42,12 +42,12 @@ typedef struct {
 } kf_kernel_info;
 
 typedef struct {
-    char *so_path;   /* built object (owned; in the build dir or the cache) */
-    int ok;          /* 0: compile failed; reason + message + log say why */
+    char *so_path; /* built object (owned; in the build dir or the cache) */
+    int ok;        /* 0: compile failed; reason + message + log say why */
     kf_reason reason;
-    char *message;   /* one line: the first error */
-    char *log;       /* compiler output, capped */
-    double seconds;  /* wall time of the compile (0 when cached) */
+    char *message;  /* one line: the first error */
+    char *log;      /* compiler output, capped */
+    double seconds; /* wall time of the compile (0 when cached) */
     int cached;
     /* The rest is the CUDA backend's own (its slots read it; core code does not).
      * GPU kernel mode (nlaunch > 0): the launches, the kernels they name, and the
@@ -59,7 +59,7 @@ typedef struct {
     int nparams;
     char *pnames[KF_MAX_PARAMS];
     int64_t pvals[KF_MAX_PARAMS];
-    char arch[16];   /* "sm_90" */
+    char arch[16]; /* "sm_90" */
     /* GPU host mode (docs/cuda.md): kforge_launch in a shared object built by nvcc */
     int host;
     char *libraries; /* owned: "cublas,libcublas.so.13" (kforge:link, then DT_NEEDED) or "" */
@@ -115,7 +115,7 @@ struct kf_backend_i {
     /* The language of its sources: a context pack's fence tag, and the name export gives its
      * dispatcher ("c": "the C dispatcher") */
     const char *lang;
-    unsigned caps;         /* KF_BACKEND_* (registry.h) */
+    unsigned caps; /* KF_BACKEND_* (registry.h) */
     /* bench: timed rounds that are enough whatever their total time, once bench_min_runs
      * are made too (0: the time decides). A GPU round costs milliseconds of staging and
      * copies around microseconds of kernel. */
@@ -130,9 +130,9 @@ struct kf_backend_i {
     /* Build `text` (from `path`, for messages) with the task's calling convention and
      * the selected parameters into a loadable object under workdir. KF_OK when the
      * compiler ran (whether or not the build succeeded: see out->ok). */
-    kf_status (*compile)(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path,
-                         const char *text, size_t len, const kf_param *params, int nparams,
-                         const char *workdir, double timeout_s, kf_build *out);
+    kf_status (*compile)(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path, const char *text,
+                         size_t len, const kf_param *params, int nparams, const char *workdir,
+                         double timeout_s, kf_build *out);
 
     /* ---- optional: NULL means what each says ---- */
 
@@ -161,14 +161,13 @@ struct kf_backend_i {
      * jo; ceil is the ceilings slot's answer (NULL when there was none). 1 when the time
      * is impossible (why says so: the shape is rejected, timing_mismatch), else 0. NULL:
      * nothing is reported. */
-    int (*roofline)(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why,
-                    size_t n);
+    int (*roofline)(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why, size_t n);
     /* bench, before the first timed call: whether every call of the comparison is timed
      * under the host protocol (*host_timing) and the baseline as a replayed graph
      * (*base_graph); cand_graph: the candidate launched a graph while it was checked.
      * NULL: neither. */
-    void (*plan)(kf_backend *b, const kf_build *cand, const kf_build *base, int cand_graph,
-                 int *host_timing, int *base_graph);
+    void (*plan)(kf_backend *b, const kf_build *cand, const kf_build *base, int cand_graph, int *host_timing,
+                 int *base_graph);
     /* bench, after a shape's rounds: how each side reached the device (into jo) and
      * whether comparing them is fair; an unfair shape wins nothing and stays out of the
      * mean. 1 fair, 0 unfair. NULL: always fair, nothing reported. */
@@ -219,17 +218,17 @@ struct kf_backend {
  * 64-bit ELF (errno ENOEXEC). */
 int kf__so_defines(const char *path, const char *name);
 
-kf_status kf_backend_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path,
-                             const char *text, size_t len, const kf_param *params, int nparams,
-                             const char *workdir, double timeout_s, kf_build *out);
+kf_status kf_backend_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path, const char *text,
+                             size_t len, const kf_param *params, int nparams, const char *workdir,
+                             double timeout_s, kf_build *out);
 void kf_build_free(kf_build *b);
 
 /* The wrappers of the optional slots: each applies the slot's default when it is NULL
  * (backend.h above says which). b must not be NULL. */
 void kf_backend_worker_opts(kf_backend *b, const kf_build *build, kf_worker_opts *o);
 int kf_backend_starts_early(kf_backend *b, kf_worker_opts *o);
-int kf_backend_stage(kf_backend *b, const kf_build *build, const kf_stage *st, kf_msg_run *m,
-                     char *err, size_t n);
+int kf_backend_stage(kf_backend *b, const kf_build *build, const kf_stage *st, kf_msg_run *m, char *err,
+                     size_t n);
 uint64_t kf_backend_clock(kf_backend *b, const kf_call_result *cr);
 int kf_backend_timing_rounds(const kf_backend *b);
 int kf_backend_ceilings_early(const kf_backend *b);

@@ -26,9 +26,7 @@ static int tpush(kf_toks *t, int kind, int pp, int inc, size_t off, size_t len) 
     return 0;
 }
 
-int kf_ctok_idch(int c) {
-    return isalnum(c) || c == '_' || c == '$';
-}
+int kf_ctok_idch(int c) { return isalnum(c) || c == '_' || c == '$'; }
 
 /* The end of the token that starts at s[i] (not a space, newline or comment) and its kind:
  * a string or character literal, a number, an identifier, else one punctuator. */
@@ -41,8 +39,7 @@ static size_t token_end(const char *s, size_t n, size_t i, int *kind) {
         *kind = KF_TOK_STR;
         return i > n ? n : i;
     }
-    if (isdigit((unsigned char)c) ||
-        (c == '.' && i + 1 < n && isdigit((unsigned char)s[i + 1]))) {
+    if (isdigit((unsigned char)c) || (c == '.' && i + 1 < n && isdigit((unsigned char)s[i + 1]))) {
         for (i++; i < n && (kf_ctok_idch(s[i]) || s[i] == '.' ||
                             ((s[i] == '+' || s[i] == '-') && strchr("eEpP", s[i - 1])));
              i++) {
@@ -51,8 +48,7 @@ static size_t token_end(const char *s, size_t n, size_t i, int *kind) {
         return i;
     }
     if (kf_ctok_idch(c)) {
-        while (i < n && kf_ctok_idch(s[i]))
-            i++;
+        while (i < n && kf_ctok_idch(s[i])) i++;
         *kind = KF_TOK_ID;
         return i;
     }
@@ -76,8 +72,7 @@ int kf_ctok_tokenize(const char *s, size_t n, kf_toks *t) {
             continue;
         }
         if (c == '/' && i + 1 < n && s[i + 1] == '/') {
-            while (i < n && s[i] != '\n')
-                i++;
+            while (i < n && s[i] != '\n') i++;
             continue;
         }
         if (c == '/' && i + 1 < n && s[i + 1] == '*') {
@@ -89,8 +84,7 @@ int kf_ctok_tokenize(const char *s, size_t n, kf_toks *t) {
         if (c == '#' && bol) {
             pp = 1;
             size_t j = i + 1;
-            while (j < n && (s[j] == ' ' || s[j] == '\t'))
-                j++;
+            while (j < n && (s[j] == ' ' || s[j] == '\t')) j++;
             inc = !strncmp(s + j, "include", 7);
         }
         bol = 0;
@@ -126,93 +120,23 @@ int kf_ctok_add(kf_names *a, const char *s, size_t len) {
 }
 
 void kf_ctok_names_free(kf_names *a) {
-    for (size_t i = 0; i < a->n; i++)
-        free(a->v[i]);
+    for (size_t i = 0; i < a->n; i++) free(a->v[i]);
     free(a->v);
     memset(a, 0, sizeof *a);
 }
 
-static const char *const keywords[] = {"auto",
-                                       "break",
-                                       "case",
-                                       "char",
-                                       "const",
-                                       "continue",
-                                       "default",
-                                       "do",
-                                       "double",
-                                       "else",
-                                       "enum",
-                                       "extern",
-                                       "float",
-                                       "for",
-                                       "goto",
-                                       "if",
-                                       "inline",
-                                       "int",
-                                       "long",
-                                       "register",
-                                       "restrict",
-                                       "return",
-                                       "short",
-                                       "signed",
-                                       "sizeof",
-                                       "static",
-                                       "struct",
-                                       "switch",
-                                       "typedef",
-                                       "union",
-                                       "unsigned",
-                                       "void",
-                                       "volatile",
-                                       "while",
-                                       "_Alignas",
-                                       "_Alignof",
-                                       "_Atomic",
-                                       "_Bool",
-                                       "_Complex",
-                                       "_Generic",
-                                       "_Imaginary",
-                                       "_Noreturn",
-                                       "_Static_assert",
-                                       "_Thread_local",
-                                       "__restrict",
-                                       "__restrict__",
-                                       "__inline",
-                                       "__inline__",
-                                       "__extension__",
-                                       "__const",
-                                       "__volatile__",
-                                       "__signed__",
-                                       "__int128",
-                                       "_Float16",
-                                       "__fp16",
-                                       "__bf16",
-                                       "__thread",
-                                       "__attribute__",
-                                       "__attribute",
-                                       "__typeof__",
-                                       "__typeof",
-                                       "typeof",
-                                       "__asm__",
-                                       "__asm",
-                                       "asm",
-                                       "__declspec",
-                                       "static_assert",
-                                       "bool",
-                                       /* CUDA C (kernel-mode winners) */
-                                       "__global__",
-                                       "__device__",
-                                       "__host__",
-                                       "__forceinline__",
-                                       "__noinline__",
-                                       "__shared__",
-                                       "__constant__",
-                                       "__managed__",
-                                       "template",
-                                       "typename",
-                                       "constexpr",
-                                       NULL};
+static const char *const keywords[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
+    "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short",
+    "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile",
+    "while", "_Alignas", "_Alignof", "_Atomic", "_Bool", "_Complex", "_Generic", "_Imaginary", "_Noreturn",
+    "_Static_assert", "_Thread_local", "__restrict", "__restrict__", "__inline", "__inline__",
+    "__extension__", "__const", "__volatile__", "__signed__", "__int128", "_Float16", "__fp16", "__bf16",
+    "__thread", "__attribute__", "__attribute", "__typeof__", "__typeof", "typeof", "__asm__", "__asm", "asm",
+    "__declspec", "static_assert", "bool",
+    /* CUDA C (kernel-mode winners) */
+    "__global__", "__device__", "__host__", "__forceinline__", "__noinline__", "__shared__", "__constant__",
+    "__managed__", "template", "typename", "constexpr", NULL};
 
 static int is_kw(const char *s, size_t len) {
     for (int i = 0; keywords[i]; i++)
@@ -223,9 +147,9 @@ static int is_kw(const char *s, size_t len) {
 /* Groups skipped when looking for a declared name: attributes, alignment, typeof, asm. */
 static int is_group_kw(const char *s, size_t len) {
     static const char *const g[] = {
-        "__attribute__",  "__attribute",   "__declspec", "_Alignas", "__typeof__",
-        "__typeof",       "typeof",        "__asm__",    "__asm",    "asm",
-        "_Static_assert", "static_assert", "alignas",    "__launch_bounds__", "__align__", NULL};
+        "__attribute__", "__attribute",       "__declspec", "_Alignas", "__typeof__",     "__typeof",
+        "typeof",        "__asm__",           "__asm",      "asm",      "_Static_assert", "static_assert",
+        "alignas",       "__launch_bounds__", "__align__",  NULL};
     for (int i = 0; g[i]; i++)
         if (strlen(g[i]) == len && !memcmp(g[i], s, len)) return 1;
     return 0;
@@ -249,10 +173,8 @@ static size_t skip_group(const scan *c, const size_t *idx, size_t n, size_t i) {
     for (; i < n; i++) {
         const kf_tok *k = &c->t->v[idx[i]];
         if (k->kind != KF_TOK_PUNCT) continue;
-        if (c->s[k->off] == open)
-            d++;
-        else if (c->s[k->off] == close && --d == 0)
-            return i + 1;
+        if (c->s[k->off] == open) d++;
+        else if (c->s[k->off] == close && --d == 0) return i + 1;
     }
     return n;
 }
@@ -291,14 +213,10 @@ static int end_decl(scan *c, const size_t *d, size_t n, int fn_body) {
         int pd = 0;
         for (; b < n; b++) {
             char ch = c->t->v[d[b]].kind == KF_TOK_PUNCT ? c->s[c->t->v[d[b]].off] : 0;
-            if (ch == '(' || ch == '[')
-                pd++;
-            else if (ch == ')' || ch == ']')
-                pd--;
-            else if (ch == '=' && pd == 0 && eq == n)
-                eq = b;
-            else if (ch == ',' && pd == 0)
-                break;
+            if (ch == '(' || ch == '[') pd++;
+            else if (ch == ')' || ch == ']') pd--;
+            else if (ch == '=' && pd == 0 && eq == n) eq = b;
+            else if (ch == ',' && pd == 0) break;
         }
         int is_fn = 0;
         long k = decl_name(c, d, a, eq < b ? eq : b, &is_fn);
@@ -307,8 +225,7 @@ static int end_decl(scan *c, const size_t *d, size_t n, int fn_body) {
             const char *nm = c->s + t->off;
             /* an extern declaration or a non-static prototype may name a library
              * symbol: renamed only when the file defines it too (seen then) */
-            if ((td || fn_body || (!is_fn && !ext) || (is_fn && stat)) &&
-                kf_ctok_add(c->rename, nm, t->len))
+            if ((td || fn_body || (!is_fn && !ext) || (is_fn && stat)) && kf_ctok_add(c->rename, nm, t->len))
                 return -1;
         }
         if (fn_body) break;
@@ -337,8 +254,7 @@ static int enumerators(scan *c, const size_t *idx, size_t i, size_t e) {
         char qc = q->kind == KF_TOK_PUNCT ? c->s[q->off] : 0;
         if (qc == '(') pd++;
         if (qc == ')') pd--;
-        if (first && q->kind == KF_TOK_ID && kf_ctok_add(c->rename, c->s + q->off, q->len))
-            return -1;
+        if (first && q->kind == KF_TOK_ID && kf_ctok_add(c->rename, c->s + q->off, q->len)) return -1;
         first = qc == ',' && pd == 0;
     }
     return 0;
@@ -354,8 +270,7 @@ static int brace_group(scan *c, const size_t *idx, size_t n, size_t i, const siz
     char pc = pv && pv->kind == KF_TOK_PUNCT ? c->s[pv->off] : 0;
     int agg = 0, isenum = 0;
     for (size_t j = *nd; j-- > 0 && j + 3 > *nd;)
-        if (tis(c, decl[j], "struct") || tis(c, decl[j], "union") ||
-            tis(c, decl[j], "enum")) {
+        if (tis(c, decl[j], "struct") || tis(c, decl[j], "union") || tis(c, decl[j], "enum")) {
             agg = 1;
             isenum = tis(c, decl[j], "enum");
             if (j + 1 < *nd && t->v[decl[j + 1]].kind == KF_TOK_ID &&
@@ -376,8 +291,7 @@ static int brace_group(scan *c, const size_t *idx, size_t n, size_t i, const siz
 int kf_ctok_scan(const char *s, const kf_toks *t, kf_names *rename, kf_names *macros) {
     scan sc = {s, t, rename, macros}, *c = &sc;
     if (scan_macros(c)) return -1;
-    size_t *idx = malloc((t->n + 1) * sizeof *idx), *decl = malloc((t->n + 1) * sizeof *decl),
-           n = 0, nd = 0;
+    size_t *idx = malloc((t->n + 1) * sizeof *idx), *decl = malloc((t->n + 1) * sizeof *decl), n = 0, nd = 0;
     int rc = -1;
     if (!idx || !decl) goto out;
     for (size_t i = 0; i < t->n; i++)

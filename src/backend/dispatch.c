@@ -6,8 +6,8 @@
  * two winners' helpers cannot collide; the shape predicates (integer scalar arguments
  * equal to their values at the winner's shape); a winner's kforge:when as a predicate
  * over the arguments (kf_dispatch_domain: it was checked on every shape there); the
- * fallback's kforge:when as the dispatcher's own. export checks and times a dispatcher before it is written; nothing
- * here reads a run.
+ * fallback's kforge:when as the dispatcher's own. export checks and times a dispatcher before it is written;
+ * nothing here reads a run.
  */
 #include "dispatch.h"
 
@@ -42,12 +42,10 @@ static void param_defs(kf_buf *b, const char *params_json, const char *prefix) {
     const char *k;
     json_t *v;
     json_object_foreach(pj, k, v) {
-        if (json_is_string(v))
-            kf_buf_printf(b, "%s%s %s\n", prefix, k, json_string_value(v));
+        if (json_is_string(v)) kf_buf_printf(b, "%s%s %s\n", prefix, k, json_string_value(v));
         else if (json_is_integer(v))
             kf_buf_printf(b, "%s%s %lld\n", prefix, k, (long long)json_integer_value(v));
-        else if (json_is_number(v))
-            kf_buf_printf(b, "%s%s %.17g\n", prefix, k, json_number_value(v));
+        else if (json_is_number(v)) kf_buf_printf(b, "%s%s %.17g\n", prefix, k, json_number_value(v));
     }
     json_decref(pj);
 }
@@ -125,15 +123,14 @@ int kf_dispatch_domain(const kf_task *t, const kf_winner *w, kf_buf *b) {
             for (int a = 0; a < t->nargs && !pv && !arg; a++) {
                 const kf_arg *c = &t->args[a];
                 if (!c->is_buffer && c->value_expr && (c->type == KF_T_I32 || c->type == KF_T_I64) &&
-                    strlen(kf_expr_src(c->value_expr)) == k->len && !strncmp(kf_expr_src(c->value_expr), x, k->len))
+                    strlen(kf_expr_src(c->value_expr)) == k->len &&
+                    !strncmp(kf_expr_src(c->value_expr), x, k->len))
                     arg = c;
             }
             if (json_is_integer(pv) && !(divide && !json_integer_value(pv)))
                 kf_buf_printf(b, "%lld", (long long)json_integer_value(pv));
-            else if (arg && !divide)
-                kf_buf_printf(b, "(int64_t)(%s)", arg->name);
-            else
-                rc = -1; /* a size no argument carries, min(), a string, a division by a size */
+            else if (arg && !divide) kf_buf_printf(b, "(int64_t)(%s)", arg->name);
+            else rc = -1; /* a size no argument carries, min(), a string, a division by a size */
             divide = 0;
         } else if (k->kind == KF_TOK_NUM) {
             if (divide && strspn(x, "0") >= k->len) rc = -1;
@@ -154,7 +151,6 @@ int kf_dispatch_domain(const kf_task *t, const kf_winner *w, kf_buf *b) {
     return rc;
 }
 
-
 /* The fallback's kforge:when, its parameters replaced by their values, as the
  * dispatcher's own (it claims what the fallback claims). */
 void kf_dispatch_when_header(kf_buf *b, const kf_winner *fb) {
@@ -174,10 +170,8 @@ void kf_dispatch_when_header(kf_buf *b, const kf_winner *fb) {
                 json_t *pv = json_object_getn(pj, wb.p + tw.v[i].off, tw.v[i].len);
                 if (tw.v[i].kind != KF_TOK_ID || !pv) continue;
                 kf_buf_append(&out, wb.p + at, tw.v[i].off - at);
-                if (json_is_string(pv))
-                    kf_buf_printf(&out, "%s", json_string_value(pv));
-                else
-                    kf_buf_printf(&out, "%lld", (long long)json_integer_value(pv));
+                if (json_is_string(pv)) kf_buf_printf(&out, "%s", json_string_value(pv));
+                else kf_buf_printf(&out, "%lld", (long long)json_integer_value(pv));
                 at = tw.v[i].off + tw.v[i].len;
             }
             kf_buf_append(&out, wb.p + at, wb.len - at);

@@ -69,10 +69,9 @@ static kf_status load_baseline(kf_sess *s, const char *vs, kf_build *b, kf_candi
     kf_candidate *c = NULL;
     kf_status st = kf_candidate_load(s->ctx, s->t, vs, NULL, 0, &c);
     if (st) return st;
-    st = kf_backend_compile(s->be, s->ctx, s->t, vs, c->text, c->len, c->params, c->nparams,
-                            s->workdir, s->o->compile_timeout_s, b);
-    if (!st && !b->ok)
-        st = kf__err(s->ctx, KF_EUSAGE, "--vs %s does not build: %s", vs, b->message);
+    st = kf_backend_compile(s->be, s->ctx, s->t, vs, c->text, c->len, c->params, c->nparams, s->workdir,
+                            s->o->compile_timeout_s, b);
+    if (!st && !b->ok) st = kf__err(s->ctx, KF_EUSAGE, "--vs %s does not build: %s", vs, b->message);
     if (st) kf_candidate_free(c);
     else *cand = c;
     return st;
@@ -82,8 +81,8 @@ static kf_status load_baseline(kf_sess *s, const char *vs, kf_build *b, kf_candi
 static int timed_shape(kf_sess *s, const kf_candidate *vs, int i) {
     char err[256];
     const kf_shape *sh = &s->t->shapes[i];
-    if (kf_task_shape_ok(s->t, sh, s->cand ? s->cand->when : NULL,
-                         s->cand ? &s->cand->pvars : NULL, err, sizeof err) <= 0)
+    if (kf_task_shape_ok(s->t, sh, s->cand ? s->cand->when : NULL, s->cand ? &s->cand->pvars : NULL, err,
+                         sizeof err) <= 0)
         return 0;
     return !vs || kf_task_shape_ok(s->t, sh, vs->when, &vs->pvars, err, sizeof err) > 0;
 }
@@ -119,8 +118,7 @@ static double eval_cost(const kf_task *t, const kf_shape *sh, const kf_expr *e) 
 #define IDLE_DIRTY_NS 500000ull
 static kf_status busy_device(kf_sess *s, kf_side *cand, kf_side *base, const kf_extents *ex,
                              const kf_inputs *in, size_t arena, const kf_verdict_sizes *sizes, int *stop,
-                             int *external,
-                             int *suspect) {
+                             int *external, int *suspect) {
     kf_worker_close(cand->w); /* reaped: its contexts are gone with it */
     cand->w = NULL;
     int clean = 1;
@@ -139,7 +137,8 @@ static kf_status busy_device(kf_sess *s, kf_side *cand, kf_side *base, const kf_
                          "GPU work of the candidate was still running after its calls returned (twice "
                          "the baseline found the device busy for 20 ms in %d rounds in a row while the "
                          "candidate's worker was frozen, and idle once the worker was ended): every "
-                         "kernel must finish inside the call", BUSY_RUN);
+                         "kernel must finish inside the call",
+                         BUSY_RUN);
         *stop = 1;
         return KF_OK;
     }
@@ -162,12 +161,11 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     kf_extents ex;
     char err[512];
     const kf_verdict_sizes *sizes = &jo->sizes;
-    if (kf_data_extents(t, sh, &ex, err, sizeof err))
-        return kf__err(s->ctx, KF_ETASK, "%s: %s", t->dir, err);
+    if (kf_data_extents(t, sh, &ex, err, sizeof err)) return kf__err(s->ctx, KF_ETASK, "%s: %s", t->dir, err);
     int max = s->o->bench_max_runs > 0 ? s->o->bench_max_runs : 400;
-    rounds R = {calloc((size_t)max, 8), calloc((size_t)max, 8), calloc((size_t)max, 8),
-                calloc((size_t)max, 8), calloc((size_t)max + 8, 8), calloc((size_t)max, 8),
-                calloc((size_t)max, 8), 0};
+    rounds R = {
+        calloc((size_t)max, 8),     calloc((size_t)max, 8), calloc((size_t)max, 8), calloc((size_t)max, 8),
+        calloc((size_t)max + 8, 8), calloc((size_t)max, 8), calloc((size_t)max, 8), 0};
     void *refo[2][KF_MAX_ARGS], *mago[2][KF_MAX_ARGS]; /* mago: magnitudes (kf_task_mtol) */
     memset(refo, 0, sizeof refo);
     memset(mago, 0, sizeof mago);
@@ -197,8 +195,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             /* a GPU round costs milliseconds of staging and copies around microseconds of
              * kernel: kernel time alone would take thousands of rounds to add up */
             if (enough_rounds > 0 && n >= s->o->bench_min_runs && n >= enough_rounds) enough = 1;
-            if (enough || n >= max || (n >= 5 && kf__now_ns() - started > 60ull * 1000000000ull))
-                break;
+            if (enough || n >= max || (n >= 5 && kf__now_ns() - started > 60ull * 1000000000ull)) break;
         }
         kf_inputs in;
         /* the rounds cycle the checker's input kinds (plain, spiked, rescaled with zeros),
@@ -262,9 +259,11 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             discard = busy || (waited && nunclean <= 2 * R.n + 20);
             busy_run = busy && !external ? busy_run + 1 : 0;
             if (nbusy > 200) {
-                st = kf__err(s->ctx, KF_EBACKEND, "the GPU stayed busy with other processes' work: the "
-                                                 "baseline's worker waited 20 ms for an idle device in %d "
-                                                 "rounds; no timing can be trusted while it lasts", nbusy);
+                st = kf__err(s->ctx, KF_EBACKEND,
+                             "the GPU stayed busy with other processes' work: the "
+                             "baseline's worker waited 20 ms for an idle device in %d "
+                             "rounds; no timing can be trusted while it lasts",
+                             nbusy);
                 kf_data_free_inputs(t, &in);
                 break;
             }
@@ -290,12 +289,10 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             kf_data_make_poison(t, &s->rng, &pr);
             kf_sess_place(s, &s->rng, &ex, r & 1, &ref->lay);
             kf_sess_call(s, ref, &ex, &in, &pr, &cr);
-            if (cr.st == KF_CALL_OK && nrg < max + 8)
-                R.rg[nrg++] = (double)cr.sent_ns - (double)cr.worker_ns;
+            if (cr.st == KF_CALL_OK && nrg < max + 8) R.rg[nrg++] = (double)cr.sent_ns - (double)cr.worker_ns;
             if (cr.st != KF_CALL_OK)
                 st = kf__err(s->ctx, KF_ETASK, "the reference failed in a timed run: %s", cr.msg);
-            else if (kf_sess_take_outputs(s, ref, &ex, cur))
-                st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+            else if (kf_sess_take_outputs(s, ref, &ex, cur)) st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
         } else if (kf_sess_take_outputs(s, base, &ex, cur)) {
             st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
         }
@@ -314,8 +311,8 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             if (!respawned && kf_judge_mag(s, cand, &ex, &in, &pc, cur, curm, prev, prevm, r > 0, sizes,
                                            "in a timed run", &ma, &mr))
                 *stop = 1;
-            if (ref && kf_judge_mag(s, base, &ex, &in, &pb, cur, curm, NULL, NULL, 0, sizes, "baseline", &ma,
-                                    &mr)) {
+            if (ref &&
+                kf_judge_mag(s, base, &ex, &in, &pb, cur, curm, NULL, NULL, 0, sizes, "baseline", &ma, &mr)) {
                 /* a wrong baseline is the user's problem, not the candidate's: an error,
                  * with what the judge found (the result is discarded) */
                 const kf_verdict_reason *last = vd->nreasons ? &vd->reasons[vd->nreasons - 1] : NULL;
@@ -332,11 +329,16 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             c_graph |= cc.ngraph > 0, b_graph |= cb.ngraph > 0;
             c_known &= cc.cupti, b_known &= cb.cupti;
             if (cc.cupti && cc.nlaunch > c_launch) c_launch = cc.nlaunch;
-            if (s->o->verbose && device && cc.phase[0] && R.n < PH_MAX) { /* bench -v: where a call's time goes */
+            if (s->o->verbose && device && cc.phase[0] &&
+                R.n < PH_MAX) { /* bench -v: where a call's time goes */
                 const uint64_t *ph = cc.phase;
-                double v[PH_N] = {(double)(c1 - c0) - (double)cc.parent_ns, (double)ph[0] - (double)cc.resumed_at,
-                                  (double)(ph[1] - ph[0]), (double)(ph[2] - ph[1]), (double)(ph[3] - ph[2]),
-                                  (double)(ph[4] - ph[3]), (double)(ph[5] - ph[4]),
+                double v[PH_N] = {(double)(c1 - c0) - (double)cc.parent_ns,
+                                  (double)ph[0] - (double)cc.resumed_at,
+                                  (double)(ph[1] - ph[0]),
+                                  (double)(ph[2] - ph[1]),
+                                  (double)(ph[3] - ph[2]),
+                                  (double)(ph[4] - ph[3]),
+                                  (double)(ph[5] - ph[4]),
                                   (double)cc.answered_at - (double)ph[5]};
                 for (int k = 0; k < PH_N; k++) phs[k][R.n] = v[k];
             }
@@ -439,13 +441,19 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     }
 out:
     if (s->o->verbose && device && R.n) {
-        static const char *const names[PH_N] = {"coordinator (staging, outputs)", "wake", "inputs to device",
-                                                "flush (host protocol)", "timed span", "outputs back",
-                                                "re-poison", "answer"};
+        static const char *const names[PH_N] = {"coordinator (staging, outputs)",
+                                                "wake",
+                                                "inputs to device",
+                                                "flush (host protocol)",
+                                                "timed span",
+                                                "outputs back",
+                                                "re-poison",
+                                                "answer"};
         int nn = R.n < PH_MAX ? R.n : PH_MAX;
         fprintf(stderr, "kforge: a candidate call, median over %d rounds:", nn);
-        for (int k = 0; k < PH_N; k++) fprintf(stderr, " %s %.2f ms%s", names[k], kf_stats_median(phs[k], (size_t)nn) / 1e6,
-                                             k + 1 < PH_N ? "," : "\n");
+        for (int k = 0; k < PH_N; k++)
+            fprintf(stderr, " %s %.2f ms%s", names[k], kf_stats_median(phs[k], (size_t)nn) / 1e6,
+                    k + 1 < PH_N ? "," : "\n");
     }
     kf_sess_free_outputs(t, refo[0]);
     kf_sess_free_outputs(t, refo[1]);
@@ -472,7 +480,8 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     if (vs_path && (st = load_baseline(s, vs_path, &vs, &vsc))) return st;
     if (vsc) {
         v->has_baseline_params = 1;
-        for (int i = 0; i < vsc->nparams; i++) kf_verdict_add_param(v, 1, vsc->params[i].name, vsc->params[i].selected, 0);
+        for (int i = 0; i < vsc->nparams; i++)
+            kf_verdict_add_param(v, 1, vsc->params[i].name, vsc->params[i].selected, 0);
     }
     /* the shapes: visible ones in the candidate's (and the baseline's) domain */
     size_t arena = 0;
@@ -514,13 +523,13 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
                            c == vsc ? "the baseline's" : "the candidate's");
         return kf__err(s->ctx, KF_EUSAGE, "no visible shape to time");
     }
-#define PHASE(...)                                                                              \
-    do {                                                                                        \
-        if (s->o->verbose) {                                                                    \
-            fprintf(stderr, "kforge: [%.1f ms] ", (double)(kf__now_ns() - s->t0) / 1e6);        \
-            fprintf(stderr, __VA_ARGS__);                                                       \
-            fputc('\n', stderr);                                                                \
-        }                                                                                       \
+#define PHASE(...)                                                                       \
+    do {                                                                                 \
+        if (s->o->verbose) {                                                             \
+            fprintf(stderr, "kforge: [%.1f ms] ", (double)(kf__now_ns() - s->t0) / 1e6); \
+            fprintf(stderr, __VA_ARGS__);                                                \
+            fputc('\n', stderr);                                                         \
+        }                                                                                \
     } while (0)
     PHASE("timing: waiting for the timing lock");
     pthread_mutex_lock(&timing_mu);
@@ -659,8 +668,7 @@ kf_status kf_bench(kf_ctx *ctx, const kf_task *task, const char *candidate, cons
     *out = NULL;
     kf_opts dflt;
     if (!opts) kf_opts_init(&dflt), opts = &dflt;
-    if (opts->sanitize)
-        return kf__err(ctx, KF_EUSAGE, "--sanitize applies to kforge check, not bench");
+    if (opts->sanitize) return kf__err(ctx, KF_EUSAGE, "--sanitize applies to kforge check, not bench");
     if (opts->vs_path && access(opts->vs_path, R_OK))
         return kf__err(ctx, KF_EIO, "--vs %s: %s", opts->vs_path, strerror(errno));
     kf_sess s;

@@ -31,8 +31,7 @@ double kf_stats_quantile(const double *x, size_t n, double q) {
 
 double kf_stats_median(const double *x, size_t n) { return kf_stats_quantile(x, n, 0.5); }
 
-void kf_stats_ratio(const double *cand, const double *base, size_t n, double floor_,
-                    kf_ratio *out) {
+void kf_stats_ratio(const double *cand, const double *base, size_t n, double floor_, kf_ratio *out) {
     memset(out, 0, sizeof *out);
     if (n == 0) return;
     double *l = malloc(n * sizeof *l);

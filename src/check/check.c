@@ -40,8 +40,8 @@
 
 static void sweep_workdirs(void) { kf__sweep_dead_dirs("kforge-"); }
 
-kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path,
-                       const kf_opts *o, const char *kind) {
+kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path, const kf_opts *o,
+                       const char *kind) {
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
     s->t = t;
@@ -52,14 +52,15 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
         !(o->buffer_cap >= 1 && o->buffer_cap <= (1ull << 40)) ||
         !(o->call_timeout_s > 0 && o->call_timeout_s <= 86400) ||
         !(o->cpu_limit_s > 0 && o->cpu_limit_s <= 86400) ||
-        !(o->compile_timeout_s > 0 && o->compile_timeout_s <= 86400) ||
-        o->bench_min_runs < 0 || o->bench_max_runs < 0 || o->hidden_count > 1000 ||
+        !(o->compile_timeout_s > 0 && o->compile_timeout_s <= 86400) || o->bench_min_runs < 0 ||
+        o->bench_max_runs < 0 || o->hidden_count > 1000 ||
         !(o->bench_min_time_s >= 0 && o->bench_min_time_s <= 3600) || !(o->win_floor >= 0))
-        return kf__err(ctx, KF_EUSAGE, "kf_opts out of range (mem_limit 16 MiB..16 TiB, "
-                                       "timeouts in (0, 86400] s, hidden_count <= 1000)");
+        return kf__err(ctx, KF_EUSAGE,
+                       "kf_opts out of range (mem_limit 16 MiB..16 TiB, "
+                       "timeouts in (0, 86400] s, hidden_count <= 1000)");
     if (!(s->be = kf_backend_get(t->backend)))
-        return kf__err(ctx, KF_EBACKEND, "%s: the %s backend is not available in this build",
-                       t->dir, t->backend);
+        return kf__err(ctx, KF_EBACKEND, "%s: the %s backend is not available in this build", t->dir,
+                       t->backend);
     /* the input seed: secret and fresh unless the user asks to reproduce one */
     if ((o->has_seed ? kf_rng_seed(&s->rng, o->seed) : kf_rng_seed_secret(&s->rng)) != 0 ||
         (o->has_seed ? kf_rng_seed(&s->crng, ~o->seed) : kf_rng_seed_secret(&s->crng)) != 0)
@@ -99,8 +100,8 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
      * thread and this one spawn workers at once: sess_spawn only reads it) */
     cpu_set_t all;
     int me = sched_getcpu();
-    s->have_check_cpus = !sched_getaffinity(0, sizeof all, &all) && CPU_COUNT(&all) >= 2 && me >= 0 &&
-                         CPU_ISSET(me, &all);
+    s->have_check_cpus =
+        !sched_getaffinity(0, sizeof all, &all) && CPU_COUNT(&all) >= 2 && me >= 0 && CPU_ISSET(me, &all);
     errno = 0;
     s->base_nice = getpriority(PRIO_PROCESS, 0);
     if (errno) s->base_nice = 0;
@@ -136,21 +137,20 @@ kf_status kf_sess_build_ref(kf_sess *s) {
     size_t rlen = 0;
     if (kf__read_file(s->t->ref_path, 4u << 20, &ref, &rlen))
         return kf__err(s->ctx, kf__io_status(errno), "%s: %s", s->t->ref_path, strerror(errno));
-    kf_status st = kf_backend_compile(s->be, s->ctx, s->t, s->t->ref_path, ref, rlen, NULL, 0,
-                                      s->workdir, s->o->compile_timeout_s, &s->rbuild);
+    kf_status st = kf_backend_compile(s->be, s->ctx, s->t, s->t->ref_path, ref, rlen, NULL, 0, s->workdir,
+                                      s->o->compile_timeout_s, &s->rbuild);
     free(ref);
     if (st) return st;
     if (!s->rbuild.ok)
-        return kf__err(s->ctx, KF_ETASK, "%s: the reference does not build: %s%s%s",
-                       s->t->ref_path, s->rbuild.message ? s->rbuild.message : "",
-                       s->rbuild.log ? "\n" : "", s->rbuild.log ? s->rbuild.log : "");
+        return kf__err(s->ctx, KF_ETASK, "%s: the reference does not build: %s%s%s", s->t->ref_path,
+                       s->rbuild.message ? s->rbuild.message : "", s->rbuild.log ? "\n" : "",
+                       s->rbuild.log ? s->rbuild.log : "");
     return KF_OK;
 }
 
 kf_status kf_sess_build_cand(kf_sess *s, kf_ctx *ctx) {
-    return kf_backend_compile(s->be, ctx, s->t, s->cand->path, s->cand->text, s->cand->len,
-                              s->cand->params, s->cand->nparams, s->workdir,
-                              s->o->compile_timeout_s, &s->cbuild);
+    return kf_backend_compile(s->be, ctx, s->t, s->cand->path, s->cand->text, s->cand->len, s->cand->params,
+                              s->cand->nparams, s->workdir, s->o->compile_timeout_s, &s->cbuild);
 }
 
 /* Record the candidate's build on the result; 1 when it built. */
@@ -189,22 +189,34 @@ static const void *check_cpus(const kf_sess *s) { return s->have_check_cpus ? &s
  * which kf_worker_attach gives its artifact. */
 static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t bytes, kf_side *side,
                             kf_call_result *fail) {
-    kf_worker_opts wo = {s->o->cpu_limit_s, s->o->mem_limit, s->o->call_timeout_s, s->timing,
-                         s->timing ? (const void *)&s->worker_cpus : check_cpus(s), 0, NULL, 0, NULL, NULL, NULL, NULL};
+    kf_worker_opts wo = {s->o->cpu_limit_s,
+                         s->o->mem_limit,
+                         s->o->call_timeout_s,
+                         s->timing,
+                         s->timing ? (const void *)&s->worker_cpus : check_cpus(s),
+                         0,
+                         NULL,
+                         0,
+                         NULL,
+                         NULL,
+                         NULL,
+                         NULL};
     if (b) kf_backend_worker_opts(s->be, b, &wo);
     else if (!kf_backend_starts_early(s->be, &wo)) return kf__err(ctx, KF_EUSAGE, "no early worker");
     /* a worker's copy of the object is named as the documented build names it: x.so
      * for x.c or x.cu, the backend's extension (the reference's reference.so), in checking and timing workers
      * alike, an early worker started before its artifact exists (no build yet) too */
     const char *src = !b || b == &s->cbuild ? (s->cand ? s->cand->path : NULL)
-                      : b == &s->rbuild ? s->t->ref_path : NULL;
+                      : b == &s->rbuild     ? s->t->ref_path
+                                            : NULL;
     char so_name[NAME_MAX + 1] = "";
     if (src) {
         const char *base = strrchr(src, '/');
         base = base ? base + 1 : src;
         size_t k = strlen(base);
         size_t el = s->be->iface.ext ? strlen(s->be->iface.ext) : 0; /* "x.<ext>" -> "x" */
-        if (el && k > el + 1 && base[k - el - 1] == '.' && !strcmp(base + k - el, s->be->iface.ext)) k -= el + 1;
+        if (el && k > el + 1 && base[k - el - 1] == '.' && !strcmp(base + k - el, s->be->iface.ext))
+            k -= el + 1;
         if (k && k < sizeof so_name - 3) snprintf(so_name, sizeof so_name, "%.*s.so", (int)k, base);
     }
     wo.entry = s->t->entry;
@@ -223,12 +235,12 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
         kf_data_spent_init(&side->spent))
         st = kf__err(ctx, KF_EINTERNAL, "getrandom: %s", strerror(errno));
     /* and the bytes no call has used yet: a write far past a guard zone lands there */
-    if (!st && side->spent.on) kf_data_spent_unused(&side->spent, kf_worker_arena(side->w), side->lay.ro_base);
+    if (!st && side->spent.on)
+        kf_data_spent_unused(&side->spent, kf_worker_arena(side->w), side->lay.ro_base);
     return st;
 }
 
-kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_side *side,
-                        kf_call_result *fail) {
+kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_side *side, kf_call_result *fail) {
     return sess_spawn(s, s->ctx, b, bytes, side, fail);
 }
 
@@ -242,8 +254,8 @@ void kf_sess_place(kf_sess *s, kf_rng *rng, const kf_extents *ex, int half, kf_l
     kf_data_layout_split(s->t, ex, (size_t)half * halfsz + jitter, lay->ro_base, lay);
 }
 
-void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
-                  const kf_poison *p, kf_call_result *cr) {
+void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in, const kf_poison *p,
+                  kf_call_result *cr) {
     unsigned char *arena = kf_worker_arena(side->w);
     uint64_t t0 = kf__now_ns();
     kf_data_spent_retire(&side->spent, &side->lay, arena);
@@ -258,11 +270,12 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
         m.fval[i] = ex->fval[i];
         /* the parameter kinds: a CPU worker places the arguments by them (the C calling
          * convention), a GPU worker builds kernel parameters */
-        m.kind[i] = a->is_buffer ? KF_ARG_BUF
+        m.kind[i] = a->is_buffer          ? KF_ARG_BUF
                     : a->type == KF_T_I32 ? KF_ARG_I32
                     : a->type == KF_T_I64 ? KF_ARG_I64
                     : a->type == KF_T_F32 ? KF_ARG_F32
-                    : a->type == KF_T_F64 ? KF_ARG_F64 : KF_ARG_U8;
+                    : a->type == KF_T_F64 ? KF_ARG_F64
+                                          : KF_ARG_U8;
     }
     /* the backend's part: caches flushed as a cold call finds them, and what its worker
      * needs to know of the call */
@@ -288,9 +301,12 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
         cr->ro_arg < s->t->nargs && s->t->args[cr->ro_arg].is_buffer) {
         const kf_arg *a = &s->t->args[cr->ro_arg];
         char at[160];
-        kf_data_format_index(s->t, ex, cr->ro_arg, (int64_t)(cr->ro_byte / kf_dtype_size(a->type)), at, sizeof at);
-        snprintf(cr->msg, sizeof cr->msg, "wrote into its const input buffer %s (at %s) during the call: in "
-                 "buffers are mapped read-only while the kernel runs, even if it restores them", a->name, at);
+        kf_data_format_index(s->t, ex, cr->ro_arg, (int64_t)(cr->ro_byte / kf_dtype_size(a->type)), at,
+                             sizeof at);
+        snprintf(cr->msg, sizeof cr->msg,
+                 "wrote into its const input buffer %s (at %s) during the call: in "
+                 "buffers are mapped read-only while the kernel runs, even if it restores them",
+                 a->name, at);
     }
     if (side == s->cand_side) s->prof[KF_PROF_CAND_CALL] += kf__now_ns() - t1;
 }
@@ -324,16 +340,15 @@ int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b) 
         if (!g->is_buffer || g->io == KF_IO_IN) continue;
         double rtol, atol;
         kf_task_tolerance(t, g, &rtol, &atol);
-        if (!kf_data_same(g->type, a[i], b[i], ex->count[i], t->determinism_exact, rtol, atol))
-            return 0;
+        if (!kf_data_same(g->type, a[i], b[i], ex->count[i], t->determinism_exact, rtol, atol)) return 0;
     }
     return 1;
 }
 
 static const char *io_name(const kf_arg *a) { return a->io == KF_IO_INOUT ? "inout" : "output"; }
 
-int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
-                 const kf_poison *p, void **ref, void **mag, void ***prev, void ***prevmag, int nprev,
+int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in, const kf_poison *p,
+                 void **ref, void **mag, void ***prev, void ***prevmag, int nprev,
                  const kf_verdict_sizes *shape, const char *when, double *max_abs, double *max_rel) {
     const kf_task *t = s->t;
     kf_result *r = s->res;
@@ -344,17 +359,16 @@ int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_input
         int last = -1; /* the guard after the last buffer of the writable region */
         for (int i = 0; i < t->nargs; i++)
             if (t->args[i].is_buffer && !(side->lay.ro_base && t->args[i].io == KF_IO_IN)) last = i;
-        kf_result_reject(r, KF_REASON_OUT_OF_BOUNDS, shape,
-                         "wrote outside its buffers: the guard zone %s %s changed (%s)",
-                         g < t->nargs ? "just before" : "just after",
-                         t->args[g < t->nargs ? g : last].name, when);
+        kf_result_reject(
+            r, KF_REASON_OUT_OF_BOUNDS, shape, "wrote outside its buffers: the guard zone %s %s changed (%s)",
+            g < t->nargs ? "just before" : "just after", t->args[g < t->nargs ? g : last].name, when);
         bad = 1;
     }
     if (kf_sess_spent_report(s, side, shape, when)) bad = 1;
     int m = kf_data_check_inputs(t, ex, &side->lay, in, arena);
     if (m >= 0) {
-        kf_result_reject(r, KF_REASON_INPUT_MODIFIED, shape,
-                         "modified its input buffer %s (%s)", t->args[m].name, when);
+        kf_result_reject(r, KF_REASON_INPUT_MODIFIED, shape, "modified its input buffer %s (%s)",
+                         t->args[m].name, when);
         bad = 1;
     }
     for (int i = 0; i < t->nargs; i++) {
@@ -382,7 +396,8 @@ int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_input
         if (stale) {
             kf_result_reject(r, KF_REASON_STALE_RESULT, shape,
                              "%s %s holds the result of an earlier call's inputs, not this "
-                             "call's (memoised or stale output; %s)", io_name(a), a->name, when);
+                             "call's (memoised or stale output; %s)",
+                             io_name(a), a->name, when);
             continue;
         }
         char at[128];
@@ -398,8 +413,8 @@ int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_input
             kf_result_reject(r, KF_REASON_NONFINITE, shape,
                              "%lld of %lld elements of %s are NaN or Inf where the reference is "
                              "finite (first %s = %g, expected %.9g; %s)",
-                             (long long)c.nonfinite, (long long)c.n, a->name, at,
-                             c.got[KF_CMP_NONFINITE], c.want[KF_CMP_NONFINITE], when);
+                             (long long)c.nonfinite, (long long)c.n, a->name, at, c.got[KF_CMP_NONFINITE],
+                             c.want[KF_CMP_NONFINITE], when);
         }
         if (c.wrong) {
             kf_data_format_index(t, ex, i, c.first[KF_CMP_WRONG], at, sizeof at);
@@ -413,8 +428,9 @@ int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_input
                                  "must match too; %s)",
                                  (long long)c.wrong, (long long)c.n, a->name, at, gv, hex,
                                  (unsigned long long)c.gbits, wv, hex, (unsigned long long)c.wbits,
-                                 gv == wv ? ": a zero of the wrong sign" : isnan(gv) && isnan(wv)
-                                                                              ? ": another NaN payload" : "",
+                                 gv == wv                 ? ": a zero of the wrong sign"
+                                 : isnan(gv) && isnan(wv) ? ": another NaN payload"
+                                                          : "",
                                  when);
             else if (kf_dtype_is_float(a->type) && mtol > 0)
                 kf_result_reject(r, KF_REASON_WRONG_RESULT, shape,
@@ -428,14 +444,14 @@ int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_input
                 kf_result_reject(r, KF_REASON_WRONG_RESULT, shape,
                                  "%lld of %lld elements of %s outside tolerance (first %s = "
                                  "%.9g, expected %.9g; allowed |diff| <= %g + %g*|ref|; %s)",
-                                 (long long)c.wrong, (long long)c.n, a->name, at,
-                                 c.got[KF_CMP_WRONG], c.want[KF_CMP_WRONG], atol, rtol, when);
+                                 (long long)c.wrong, (long long)c.n, a->name, at, c.got[KF_CMP_WRONG],
+                                 c.want[KF_CMP_WRONG], atol, rtol, when);
             else
                 kf_result_reject(r, KF_REASON_WRONG_RESULT, shape,
                                  "%lld of %lld elements of %s differ (first %s = %lld, expected "
                                  "%lld; allowed |diff| <= %g + %g*|ref|; %s)",
-                                 (long long)c.wrong, (long long)c.n, a->name, at,
-                                 (long long)c.igot, (long long)c.iwant, atol, rtol, when);
+                                 (long long)c.wrong, (long long)c.n, a->name, at, (long long)c.igot,
+                                 (long long)c.iwant, atol, rtol, when);
         }
     }
     return bad;
@@ -459,7 +475,8 @@ int kf_sess_spent_report(kf_sess *s, kf_side *side, const kf_verdict_sizes *shap
     if (sr->arg == -3 || sr->call == 0)
         kf_result_reject(s->res, KF_REASON_OUT_OF_BOUNDS, shape,
                          "wrote outside its buffers, past their guard zones: %s changed in one of the "
-                         "worker's calls 1 to %u (found %s)", what, sp->bad_seen, when);
+                         "worker's calls 1 to %u (found %s)",
+                         what, sp->bad_seen, when);
     else
         kf_result_reject(s->res, KF_REASON_OUT_OF_BOUNDS, shape,
                          "wrote outside its buffers, into memory an earlier call used: %s changed in one "
@@ -471,9 +488,9 @@ int kf_sess_spent_report(kf_sess *s, kf_side *side, const kf_verdict_sizes *shap
 
 /* One input set: clears *all_zero / *all_copy / *all_other when that trivial strategy
  * fails on some output. -1 when memory ran out (the question is then open). */
-static int degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void **ref,
-                     void **mag, void **ref_other, int *all_zero, int *all_copy, int *all_other,
-                     char *copied, size_t ncopied) {
+static int degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void **ref, void **mag,
+                     void **ref_other, int *all_zero, int *all_copy, int *all_other, char *copied,
+                     size_t ncopied) {
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
         if (!a->is_buffer || a->io == KF_IO_IN) continue;
@@ -489,15 +506,14 @@ static int degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *in
         if (*all_zero && (ex->count[i] == 0 ||
                           !kf_data_same_mag(a->type, zero, ref[i], mg, ex->count[i], 0, rtol, atol, mtol)))
             *all_zero = 0;
-        if (*all_other && (!ref_other ||
-                           !kf_data_same_mag(a->type, ref_other[i], ref[i], mg, ex->count[i], 0, rtol, atol, mtol)))
+        if (*all_other && (!ref_other || !kf_data_same_mag(a->type, ref_other[i], ref[i], mg, ex->count[i], 0,
+                                                           rtol, atol, mtol)))
             *all_other = 0;
         /* a copy of any input with as many elements, converted to this type */
         int copy_ok = 0;
         for (int j = 0; j < t->nargs && !copy_ok && *all_copy; j++) {
             const kf_arg *b = &t->args[j];
-            if (!b->is_buffer || b->io == KF_IO_OUT || ex->count[j] != ex->count[i] || !in->buf[j])
-                continue;
+            if (!b->is_buffer || b->io == KF_IO_OUT || ex->count[j] != ex->count[i] || !in->buf[j]) continue;
             if (b->type == a->type) { /* no conversion needed */
                 if (ex->count[i] > 0 &&
                     kf_data_same_mag(a->type, in->buf[j], ref[i], mg, ex->count[i], 0, rtol, atol, mtol)) {
@@ -521,7 +537,8 @@ static int degen_set(const kf_task *t, const kf_extents *ex, const kf_inputs *in
                 default: ((uint8_t *)conv)[k] = (uint8_t)v; break;
                 }
             }
-            if (ex->count[i] > 0 && kf_data_same_mag(a->type, conv, ref[i], mg, ex->count[i], 0, rtol, atol, mtol)) {
+            if (ex->count[i] > 0 &&
+                kf_data_same_mag(a->type, conv, ref[i], mg, ex->count[i], 0, rtol, atol, mtol)) {
                 copy_ok = 1;
                 snprintf(copied, ncopied, "%s copied into %s", b->name, a->name);
             }
@@ -541,7 +558,8 @@ int kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, v
     *why = NULL;
     for (int i = 0; i < t->nargs; i++)
         if (t->args[i].is_buffer && t->args[i].io != KF_IO_IN) out_elems += ex->count[i];
-    if (!out_elems) return (*why = kf__strdup("every output is empty at this shape: there is nothing to check")) ? 0 : -1;
+    if (!out_elems)
+        return (*why = kf__strdup("every output is empty at this shape: there is nothing to check")) ? 0 : -1;
     for (int k = 0; k < nsets; k++)
         if (degen_set(t, ex, &in[k], ref[k], mag ? mag[k] : NULL, k + 1 < nsets ? ref[k + 1] : ref[0],
                       &all_zero, &all_copy, &all_other, copied, sizeof copied))
@@ -570,7 +588,9 @@ static const char *kind_name(kf_shape_kind k) {
 }
 
 static kf_vshape_kind vshape_kind(kf_shape_kind k) {
-    return k == KF_SHAPE_VISIBLE ? KF_VSHAPE_VISIBLE : k == KF_SHAPE_HIDDEN ? KF_VSHAPE_HIDDEN : KF_VSHAPE_EDGE;
+    return k == KF_SHAPE_VISIBLE  ? KF_VSHAPE_VISIBLE
+           : k == KF_SHAPE_HIDDEN ? KF_VSHAPE_HIDDEN
+                                  : KF_VSHAPE_EDGE;
 }
 
 /* A `when` that cannot be evaluated at a shape inside the task's ranges and constraints
@@ -615,8 +635,8 @@ static kf_status gather_shapes(kf_sess *s, shape_list *L) {
         L->all[L->n++] = t->shapes[i];
         L->owned_from = L->n; /* borrowed from the task: never freed here */
     }
-    int rc = kf_task_draw_hidden(t, &s->rng, hidden, when, pv, s->o->buffer_cap, &drawn, &ndrawn,
-                                 err, sizeof err);
+    int rc =
+        kf_task_draw_hidden(t, &s->rng, hidden, when, pv, s->o->buffer_cap, &drawn, &ndrawn, err, sizeof err);
     if (rc == -2) {
         reject_domain(s, L, err);
         return KF_OK;
@@ -651,8 +671,8 @@ static void free_shapes(shape_list *L) {
     free(L->all);
 }
 
-static kf_status ref_call(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extents *ex,
-                          const kf_inputs *in, kf_rng *rng, void **outs, const char *shape_txt) {
+static kf_status ref_call(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extents *ex, const kf_inputs *in,
+                          kf_rng *rng, void **outs, const char *shape_txt) {
     kf_poison p;
     kf_call_result cr;
     kf_data_make_poison(s->t, rng, &p);
@@ -661,8 +681,8 @@ static kf_status ref_call(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extent
     uint64_t t1 = kf__now_ns();
     s->prof[KF_PROF_REF_CALL] += t1 - t0;
     if (cr.st != KF_CALL_OK)
-        return kf__err(ctx, KF_ETASK, "%s: the reference failed at %s: %s: %s",
-                       s->t->ref_path, shape_txt, kf_reason_name(cr.reason), cr.msg);
+        return kf__err(ctx, KF_ETASK, "%s: the reference failed at %s: %s: %s", s->t->ref_path, shape_txt,
+                       kf_reason_name(cr.reason), cr.msg);
     if (kf_sess_take_outputs(s, ref, ex, outs)) return kf__err(ctx, KF_ENOMEM, "out of memory");
     /* the reference is trusted, but not blindly: an output it left at this call's
      * sentinel would make every candidate "wrong" (or right by writing nothing). A
@@ -675,14 +695,13 @@ static kf_status ref_call(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extent
         size_t es = kf_dtype_size(a->type);
         if (!kf_data_count_pattern(outs[i], ex->count[i], p.sentinel[i], es)) continue;
         kf_poison p2;
-        do
-            kf_data_make_poison(s->t, rng, &p2);
+        do kf_data_make_poison(s->t, rng, &p2);
         while (p2.sentinel[i] == p.sentinel[i]);
         void *again[KF_MAX_ARGS];
         kf_sess_call(s, ref, ex, in, &p2, &cr);
         if (cr.st != KF_CALL_OK)
-            return kf__err(ctx, KF_ETASK, "%s: the reference failed at %s: %s: %s",
-                           s->t->ref_path, shape_txt, kf_reason_name(cr.reason), cr.msg);
+            return kf__err(ctx, KF_ETASK, "%s: the reference failed at %s: %s: %s", s->t->ref_path, shape_txt,
+                           kf_reason_name(cr.reason), cr.msg);
         if (kf_sess_take_outputs(s, ref, ex, again)) return kf__err(ctx, KF_ENOMEM, "out of memory");
         /* unwritten: this call's sentinel both times (a right answer is the same both
          * times, and the two sentinels differ) */
@@ -692,16 +711,17 @@ static kf_status ref_call(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extent
                     !memcmp((char *)again[i] + k * (int64_t)es, &p2.sentinel[i], es);
         kf_sess_free_outputs(s->t, again);
         if (left)
-            return kf__err(ctx, KF_ETASK, "%s: the reference left %lld of %lld elements of %s "
-                           "unwritten at %s", s->t->ref_path, (long long)left,
-                           (long long)ex->count[i], a->name, shape_txt);
+            return kf__err(ctx, KF_ETASK,
+                           "%s: the reference left %lld of %lld elements of %s "
+                           "unwritten at %s",
+                           s->t->ref_path, (long long)left, (long long)ex->count[i], a->name, shape_txt);
     }
     s->prof[KF_PROF_REF_CHECK] += kf__now_ns() - t1;
     return KF_OK;
 }
 
-kf_status kf_sess_magnitude(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extents *ex,
-                            const kf_inputs *in, kf_rng *rng, void **mag, const char *shape_txt) {
+kf_status kf_sess_magnitude(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extents *ex, const kf_inputs *in,
+                            kf_rng *rng, void **mag, const char *shape_txt) {
     kf_inputs ab;
     memset(mag, 0, KF_MAX_ARGS * sizeof *mag);
     if (!kf_task_has_mtol(s->t)) return KF_OK;
@@ -806,15 +826,16 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
     if (sh->kind == KF_SHAPE_VISIBLE && mags) {
         void **one[1] = {pp->refo[0]}, **mone[1] = {pp->mag[0]};
         char *w1;
-        if (kf_degenerate(t, &pp->ex, pp->in, one, mone, 1, &w1)) return kf__err(ctx, KF_ENOMEM, "out of memory");
+        if (kf_degenerate(t, &pp->ex, pp->in, one, mone, 1, &w1))
+            return kf__err(ctx, KF_ENOMEM, "out of memory");
         int other = 1; /* the second set's outputs pass the first set's bound */
         for (int i = 0; i < t->nargs && other; i++) {
             const kf_arg *a = &t->args[i];
             if (!a->is_buffer || a->io == KF_IO_IN) continue;
             double rtol, atol, mtol = pp->mag[0][i] ? kf_task_mtol(t, a) : 0;
             kf_task_tolerance(t, a, &rtol, &atol);
-            other = kf_data_same_mag(a->type, pp->refo[1][i], pp->refo[0][i], pp->mag[0][i], pp->ex.count[i], 0,
-                                     rtol, atol, mtol);
+            other = kf_data_same_mag(a->type, pp->refo[1][i], pp->refo[0][i], pp->mag[0][i], pp->ex.count[i],
+                                     0, rtol, atol, mtol);
         }
         for (int k = 1; k < 3 && (w1 || other); k++) {
             kf_sess_place(s, &s->rng, &pp->ex, 1, &ref->lay);
@@ -830,13 +851,15 @@ static kf_status prep_shape(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_shap
     }
     for (int i = 0; i < t->nargs; i++)
         if (t->args[i].is_buffer) /* inputs and outputs of three sets, and the magnitudes */
-            pp->bytes += pp->ex.bytes[i] * ((t->args[i].io == KF_IO_INOUT ? 6 : 3) + (t->args[i].io != KF_IO_IN && mags ? 3 : 0));
+            pp->bytes += pp->ex.bytes[i] * ((t->args[i].io == KF_IO_INOUT ? 6 : 3) +
+                                            (t->args[i].io != KF_IO_IN && mags ? 3 : 0));
     /* a degenerate task is refused, whatever the candidate does */
     if (sh->kind == KF_SHAPE_VISIBLE && !settled) {
         void **sets[3] = {pp->refo[0], pp->refo[1], pp->refo[2]};
         void **msets[3] = {pp->mag[0], pp->mag[1], pp->mag[2]};
         char *why;
-        if (kf_degenerate(t, &pp->ex, pp->in, sets, msets, 3, &why)) return kf__err(ctx, KF_ENOMEM, "out of memory");
+        if (kf_degenerate(t, &pp->ex, pp->in, sets, msets, 3, &why))
+            return kf__err(ctx, KF_ENOMEM, "out of memory");
         if (why) {
             kf_status st = kf__err(ctx, KF_ETASK,
                                    "%s: degenerate task at %s: %s; it cannot tell a correct "
@@ -862,16 +885,16 @@ struct ref_job {
     kf_side *ref;
     const shape_list *L;
     shape_prep *prep;
-    size_t arena;         /* the reference worker's arena */
-    size_t budget;        /* bytes of reference data prepared ahead at most */
-    int threaded;         /* ref_main runs in its own thread */
-    int vrot;             /* the input flavours' rotation (shape_flags) */
-    kf_ctx ctx;           /* the thread's errors */
+    size_t arena;  /* the reference worker's arena */
+    size_t budget; /* bytes of reference data prepared ahead at most */
+    int threaded;  /* ref_main runs in its own thread */
+    int vrot;      /* the input flavours' rotation (shape_flags) */
+    kf_ctx ctx;    /* the thread's errors */
     kf_status st;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    pthread_mutex_t wmu;  /* the reference's worker: its thread's prep_shape, or ensure_mag */
-    int next;             /* shapes [0, next) are prepared */
+    pthread_mutex_t wmu; /* the reference's worker: its thread's prep_shape, or ensure_mag */
+    int next;            /* shapes [0, next) are prepared */
     int done, stop;
 };
 
@@ -890,8 +913,10 @@ static kf_status ensure_mag(kf_sess *s, ref_job *j, shape_prep *pp, int k) {
     pthread_mutex_unlock(&j->wmu);
     if (!st) pp->mag_done[k] = 1;
     if (s->o->verbose) /* shape by index: hidden sizes stay out of the log */
-        fprintf(stderr, "kforge: [%.1f ms] magnitude run for shape %d, input set %d (a call outside atol + "
-                        "rtol*|ref|)\n", (double)(kf__now_ns() - s->t0) / 1e6, (int)(pp - j->prep) + 1, k + 1);
+        fprintf(stderr,
+                "kforge: [%.1f ms] magnitude run for shape %d, input set %d (a call outside atol + "
+                "rtol*|ref|)\n",
+                (double)(kf__now_ns() - s->t0) / 1e6, (int)(pp - j->prep) + 1, k + 1);
     return st;
 }
 
@@ -904,8 +929,8 @@ int kf_sess_mtol_fails(const kf_sess *s, const kf_side *side, const kf_extents *
         double rtol, atol;
         kf_task_tolerance(s->t, a, &rtol, &atol);
         kf_cmp c;
-        kf_data_compare_mag(a->type, arena + side->lay.off[i], ref[i], mag ? mag[i] : NULL, ex->count[i], rtol,
-                            atol, mag ? kf_task_mtol(s->t, a) : 0, NULL, &c);
+        kf_data_compare_mag(a->type, arena + side->lay.off[i], ref[i], mag ? mag[i] : NULL, ex->count[i],
+                            rtol, atol, mag ? kf_task_mtol(s->t, a) : 0, NULL, &c);
         if (c.first_bad >= 0) return 1;
     }
     return 0;
@@ -966,8 +991,8 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
         int solo = s->have_check_cpus && s->cand_called && trial == (pp->calls == 4 ? 0 : 1) && cand->b &&
                    cpu && (kf_rng_next(&s->crng) & 1);
         if (solo && !s->parallel_call && kf_worker_set_cpus(cand->w, &s->one_cpu)) solo = 0;
-        int par = !solo && s->parallel_call && s->cand_called && (pp->calls == 4 ? trial != 1 : 1) && cand->b &&
-                  cpu && !kf_worker_set_cpus(cand->w, &s->all_cpus);
+        int par = !solo && s->parallel_call && s->cand_called && (pp->calls == 4 ? trial != 1 : 1) &&
+                  cand->b && cpu && !kf_worker_set_cpus(cand->w, &s->all_cpus);
         /* boosted with a short slice: where other work (the reference's thread, other
          * checks) holds a CPU, the candidate's threads still get both, or take turns
          * every 0.1 ms on one, and an unsynchronised update is lost either way */
@@ -981,7 +1006,9 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
         if (solo && !s->parallel_call && cr.st == KF_CALL_OK) kf_worker_set_cpus(cand->w, &s->check_cpus);
         calls++;
         snprintf(when, sizeof when, "call %d of %d at this shape%s", trial + 1, pp->calls,
-                 par ? ", threads on every CPU" : solo ? ", on one CPU" : "");
+                 par    ? ", threads on every CPU"
+                 : solo ? ", on one CPU"
+                        : "");
         if (cr.st != KF_CALL_OK) {
             kf_result_reject(s->res, cr.reason, sizes, "%s (%s)", cr.msg, when);
             *dead = 1;
@@ -1011,7 +1038,8 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
              * against the earlier calls' results (stale_result) under their own */
             st = ensure_mag(s, job, pp, set);
             for (int k = 0; k < nprev && !st; k++)
-                if (!pp->mag_done[k] && kf_sess_mtol_fails(s, cand, ex, pp->refo[set], pp->mag[set])) st = ensure_mag(s, job, pp, k);
+                if (!pp->mag_done[k] && kf_sess_mtol_fails(s, cand, ex, pp->refo[set], pp->mag[set]))
+                    st = ensure_mag(s, job, pp, k);
             if (st) break;
         }
         double call_abs = 0, call_rel = 0; /* this call's, so the plain call's is known */
@@ -1040,19 +1068,21 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
                     if (!a->is_buffer || a->io == KF_IO_IN) continue;
                     size_t es = kf_dtype_size(a->type);
                     for (int64_t k = 0; k < ex->count[i]; k++)
-                        if (memcmp((char *)cando[0][i] + k * (int64_t)es, (char *)cando[1][i] + k * (int64_t)es, es)) {
+                        if (memcmp((char *)cando[0][i] + k * (int64_t)es,
+                                   (char *)cando[1][i] + k * (int64_t)es, es)) {
                             char idx[128];
                             kf_data_format_index(t, ex, i, k, idx, sizeof idx);
                             snprintf(at, sizeof at, "first at %s: %.9g then %.9g", idx,
-                                     kf_data_get(a->type, cando[0][i], k), kf_data_get(a->type, cando[1][i], k));
+                                     kf_data_get(a->type, cando[0][i], k),
+                                     kf_data_get(a->type, cando[1][i], k));
                             break;
                         }
                 }
                 kf_result_reject(s->res, KF_REASON_NONDETERMINISTIC, sizes,
                                  "the same inputs gave different outputs under different "
                                  "poison %s (%s; reads uninitialised or output memory, or "
-                                 "races)", same_addr ? "at the same buffer addresses"
-                                                     : "and buffer addresses", at);
+                                 "races)",
+                                 same_addr ? "at the same buffer addresses" : "and buffer addresses", at);
             }
             failed |= !same;
         }
@@ -1102,7 +1132,9 @@ static void *ref_main(void *arg) {
             char txt[256];
             const kf_shape *shp = &j->L->all[i];
             if (shp->kind == KF_SHAPE_VISIBLE) kf_shape_format(s->t, shp, txt, sizeof txt);
-            else snprintf(txt, sizeof txt, "%s shape %d", shp->kind == KF_SHAPE_HIDDEN ? "hidden" : "edge", i + 1);
+            else
+                snprintf(txt, sizeof txt, "%s shape %d", shp->kind == KF_SHAPE_HIDDEN ? "hidden" : "edge",
+                         i + 1);
             fprintf(stderr, "kforge: [%.1f ms] reference for %s took %.1f ms%s\n",
                     (double)(kf__now_ns() - s->t0) / 1e6, txt, (double)(kf__now_ns() - p0) / 1e6,
                     st ? " (failed)" : "");
@@ -1150,7 +1182,8 @@ int kf_check_libraries(kf_sess *s, kf_side *side, const char *when) {
     if (!kf_backend_undeclared(s->be, &s->cbuild, loaded, bad, sizeof bad)) return 0;
     kf_result_reject(s->res, KF_REASON_SANDBOX_VIOLATION, NULL,
                      "loaded %s at run time without declaring it (%s; kforge:link allows cublas and "
-                     "cublasLt, declared in the file)", bad, when);
+                     "cublasLt, declared in the file)",
+                     bad, when);
     return 1;
 }
 
@@ -1188,8 +1221,7 @@ kf_status kf_sess_check(kf_sess *s) {
             goto out;
         }
         /* a light shape's calls all use half A: one half is enough (its layout starts at 0) */
-        size_t b = L.all[i].light ? kf_sess_arena_bytes(s->t, &ex) / 2
-                                  : kf_sess_arena_bytes(s->t, &ex);
+        size_t b = L.all[i].light ? kf_sess_arena_bytes(s->t, &ex) / 2 : kf_sess_arena_bytes(s->t, &ex);
         if (b > arena) arena = b;
     }
     job.arena = arena;
@@ -1250,7 +1282,8 @@ kf_status kf_sess_check(kf_sess *s) {
     /* the CPUs a checking worker runs on (as a timing worker's), and those of the one
      * call per shape that runs on every CPU when that is a single CPU (0: none) */
     v->check_cpus = s->have_check_cpus ? CPU_COUNT(&s->check_cpus) : 0;
-    v->parallel_call_cpus = s->parallel_call && kf_backend_has(s->be, KF_BACKEND_CPU) ? CPU_COUNT(&s->all_cpus) : 0;
+    v->parallel_call_cpus =
+        s->parallel_call && kf_backend_has(s->be, KF_BACKEND_CPU) ? CPU_COUNT(&s->all_cpus) : 0;
     int dead = 0;
     const int watched = kf_backend_watches_libraries(s->be, &s->cbuild);
     for (int i = 0; i < L.n && !st; i++) {
@@ -1279,8 +1312,8 @@ kf_status kf_sess_check(kf_sess *s) {
             char txt[256];
             if (L.all[i].kind == KF_SHAPE_VISIBLE) kf_shape_format(s->t, &L.all[i], txt, sizeof txt);
             else snprintf(txt, sizeof txt, "shape %d", i + 1);
-            fprintf(stderr, "kforge: [%.1f ms] checking %s (%s)\n",
-                    (double)(kf__now_ns() - s->t0) / 1e6, txt, kind_name(L.all[i].kind));
+            fprintf(stderr, "kforge: [%.1f ms] checking %s (%s)\n", (double)(kf__now_ns() - s->t0) / 1e6, txt,
+                    kind_name(L.all[i].kind));
         }
         st = check_shape(s, &job, &cand, &prep[i], o, &dead);
         prep_free(s->t, &prep[i]);
@@ -1297,8 +1330,8 @@ kf_status kf_sess_check(kf_sess *s) {
         kf_extents ex;
         char err[256];
         int sized = !kf_data_extents(s->t, &L.all[0], &ex, err, sizeof err);
-        json_t *r = kf_backend_resources(s->be, &s->cbuild, s->t, sized ? ex.size : NULL, kf_worker_info(cand.w),
-                                         s->have_occ ? s->occ : NULL);
+        json_t *r = kf_backend_resources(s->be, &s->cbuild, s->t, sized ? ex.size : NULL,
+                                         kf_worker_info(cand.w), s->have_occ ? s->occ : NULL);
         if (r) {
             kf_verdict_sizes at;
             kf_sess_sizes(s, &L.all[0], &at);
@@ -1319,8 +1352,9 @@ out:
     if (job.st && !st) st = kf__err(s->ctx, job.st, "%s", job.ctx.err);
     if (s->o->verbose) {
         fprintf(stderr, "kforge: [%.1f ms] reference phase done\n", (double)(kf__now_ns() - s->t0) / 1e6);
-        static const char *const pn[KF_PROF_N] = {"reference inputs", "reference calls", "reference output checks",
-                                            "candidate staging", "candidate calls", "candidate judging"};
+        static const char *const pn[KF_PROF_N] = {"reference inputs",        "reference calls",
+                                                  "reference output checks", "candidate staging",
+                                                  "candidate calls",         "candidate judging"};
         for (int i = 0; i < KF_PROF_N; i++)
             fprintf(stderr, "kforge:   %-24s %8.1f ms\n", pn[i], (double)s->prof[i] / 1e6);
     }

@@ -15,41 +15,48 @@
 #include <sched.h>
 
 /* -v's phase clock: the reference thread and the main thread write disjoint slots */
-enum { KF_PROF_REF_GEN, KF_PROF_REF_CALL, KF_PROF_REF_CHECK, KF_PROF_CAND_STAGE, KF_PROF_CAND_CALL,
-       KF_PROF_CAND_JUDGE, KF_PROF_N };
+enum {
+    KF_PROF_REF_GEN,
+    KF_PROF_REF_CALL,
+    KF_PROF_REF_CHECK,
+    KF_PROF_CAND_STAGE,
+    KF_PROF_CAND_CALL,
+    KF_PROF_CAND_JUDGE,
+    KF_PROF_N
+};
 
 typedef struct {
     kf_ctx *ctx;
     const kf_task *t;
     const kf_opts *o;
     kf_backend *be;
-    kf_rng rng;              /* inputs, shapes, the reference's poison and places */
-    kf_rng crng;             /* the candidate's poison and places (its own stream: the
-                                reference is prepared in another thread meanwhile) */
+    kf_rng rng;  /* inputs, shapes, the reference's poison and places */
+    kf_rng crng; /* the candidate's poison and places (its own stream: the
+                    reference is prepared in another thread meanwhile) */
     char workdir[PATH_MAX];
     kf_candidate *cand;      /* NULL for validate */
     kf_build cbuild, rbuild; /* candidate, reference */
     kf_result *res;
     uint64_t t0;
-    unsigned long json_failures; /* kf__json_failures() at the start: the result is whole
-                                    when it has not moved */
-    int timing;              /* bench: workers spin-waited and kept off our CPU */
-    int have_occ;            /* occ holds the first checking call's (GPU kernel mode reports them) */
-    int host_timing;         /* GPU: the host-mode timing protocol on every side */
-    int cand_graph;          /* GPU host mode: CUPTI saw the candidate launch a graph */
-    const void *cand_side;   /* -v: the check's candidate side (a kf_side), for prof */
-    uint64_t prof[KF_PROF_N]; /* -v: nanoseconds per phase (KF_PROF_*) */
-    int precise;             /* GPU calls with one allocation per buffer (sanitize.c) */
-    double call_timeout_s;   /* overrides o->call_timeout_s when > 0 (sanitize.c) */
+    unsigned long json_failures;      /* kf__json_failures() at the start: the result is whole
+                                         when it has not moved */
+    int timing;                       /* bench: workers spin-waited and kept off our CPU */
+    int have_occ;                     /* occ holds the first checking call's (GPU kernel mode reports them) */
+    int host_timing;                  /* GPU: the host-mode timing protocol on every side */
+    int cand_graph;                   /* GPU host mode: CUPTI saw the candidate launch a graph */
+    const void *cand_side;            /* -v: the check's candidate side (a kf_side), for prof */
+    uint64_t prof[KF_PROF_N];         /* -v: nanoseconds per phase (KF_PROF_*) */
+    int precise;                      /* GPU calls with one allocation per buffer (sanitize.c) */
+    double call_timeout_s;            /* overrides o->call_timeout_s when > 0 (sanitize.c) */
     uint32_t occ[KF_PROTO_MAXLAUNCH]; /* resident blocks per SM of each launch */
     cpu_set_t worker_cpus;
-    cpu_set_t check_cpus;    /* a checking worker's CPUs: the same count as a timing worker's */
-    int have_check_cpus;     /* set once in kf_sess_open; read only after */
-    cpu_set_t all_cpus;      /* every CPU this process may use (the parallel call's) */
-    int parallel_call;       /* check_cpus is one CPU of several: some calls run on all */
-    cpu_set_t one_cpu;       /* one CPU of check_cpus: the solo calls' (check_shape) */
-    int cand_called;         /* the candidate's checking worker has made a call */
-    int base_nice;           /* this process's nice value, which workers inherit */
+    cpu_set_t check_cpus; /* a checking worker's CPUs: the same count as a timing worker's */
+    int have_check_cpus;  /* set once in kf_sess_open; read only after */
+    cpu_set_t all_cpus;   /* every CPU this process may use (the parallel call's) */
+    int parallel_call;    /* check_cpus is one CPU of several: some calls run on all */
+    cpu_set_t one_cpu;    /* one CPU of check_cpus: the solo calls' (check_shape) */
+    int cand_called;      /* the candidate's checking worker has made a call */
+    int base_nice;        /* this process's nice value, which workers inherit */
 } kf_sess;
 
 /* One side of a comparison: a worker and where its current buffers sit. */
@@ -62,8 +69,8 @@ typedef struct {
     kf_spent spent;    /* CPU candidates: what earlier calls used, poisoned and verified */
 } kf_side;
 
-kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path,
-                       const kf_opts *o, const char *kind);
+kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path, const kf_opts *o,
+                       const char *kind);
 void kf_sess_close(kf_sess *s);
 /* The check of an open session (kf_check's, and kf_bench's first part): both builds, then
  * every shape; the verdict and its reasons are on s->res. KF_OK whatever the verdict; an
@@ -81,15 +88,14 @@ kf_status kf_sess_build_ref(kf_sess *s);
 kf_status kf_sess_build_cand(kf_sess *s, kf_ctx *ctx);
 /* Spawn a worker for a built object with an arena for `bytes` of layouts. *w NULL and
  * a rejection recorded (with `who` in the message) when the object fails to load. */
-kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_side *side,
-                        kf_call_result *fail);
+kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_side *side, kf_call_result *fail);
 /* Arena bytes for two layouts of ex plus placement jitter. */
 size_t kf_sess_arena_bytes(const kf_task *t, const kf_extents *ex);
 /* Place the buffers in half `half` (0/1) of the arena, with a random jitter. */
 void kf_sess_place(kf_sess *s, kf_rng *rng, const kf_extents *ex, int half, kf_layout *lay);
 /* The one call path: stage inputs and poison, flush caches, call once. */
-void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
-                  const kf_poison *p, kf_call_result *cr);
+void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in, const kf_poison *p,
+                  kf_call_result *cr);
 /* Copy the out/inout buffers of a side into fresh heap buffers (outs[i]). */
 int kf_sess_take_outputs(const kf_sess *s, kf_side *side, const kf_extents *ex, void **outs);
 void kf_sess_free_outputs(const kf_task *t, void **outs);
@@ -102,8 +108,8 @@ void kf_sess_sizes(kf_sess *s, const kf_shape *sh, kf_verdict_sizes *out);
  * the largest errors seen. With magnitudes (kf_task_mtol): mag[i] is the reference's
  * output on the absolute values of this call's inputs (kf_sess_magnitude), prevmag[k]
  * the earlier calls'; either may be NULL (no magnitude term). */
-int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in,
-                 const kf_poison *p, void **ref, void **mag, void ***prev, void ***prevmag, int nprev,
+int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in, const kf_poison *p,
+                 void **ref, void **mag, void ***prev, void ***prevmag, int nprev,
                  const kf_verdict_sizes *shape, const char *when, double *max_abs, double *max_rel);
 
 /* Does any output of side's last call with an mtol fail its bound against ref, with the
@@ -143,19 +149,19 @@ int kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, v
  * into mag[i] (the magnitude M of what each element sums; the rest NULL). KF_OK with mag
  * all NULL for other tasks; KF_ETASK when the reference fails. Free with
  * kf_sess_free_outputs. */
-kf_status kf_sess_magnitude(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extents *ex,
-                            const kf_inputs *in, kf_rng *rng, void **mag, const char *shape_txt);
+kf_status kf_sess_magnitude(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_extents *ex, const kf_inputs *in,
+                            kf_rng *rng, void **mag, const char *shape_txt);
 
 /* ---- compute-sanitizer (sanitize.c) ---- */
 
 /* What one compute-sanitizer report says. */
 typedef struct {
-    int errors;       /* findings that reject: the error summary, racecheck's errors, or
-                         1 when the tool exited with its error code and nothing parsed */
-    int warnings;     /* racecheck's warnings (warp-synchronous hazards): reported only */
-    int summary;      /* 1 when the report has a summary line (the tool finished) */
-    char first[512];  /* the first finding's headline and location, when errors > 0 */
-    char report[4096];/* the report's first 40 lines, capped */
+    int errors;        /* findings that reject: the error summary, racecheck's errors, or
+                          1 when the tool exited with its error code and nothing parsed */
+    int warnings;      /* racecheck's warnings (warp-synchronous hazards): reported only */
+    int summary;       /* 1 when the report has a summary line (the tool finished) */
+    char first[512];   /* the first finding's headline and location, when errors > 0 */
+    char report[4096]; /* the report's first 40 lines, capped */
 } kf_san_report;
 
 /* "memcheck,racecheck" -> KF_SANITIZE_* bits; 0 for an empty list or an unknown tool. */
@@ -168,8 +174,7 @@ int kf_sanitize_find(char *out, size_t n, char *why, size_t wn);
 void kf_sanitize_parse(const char *log, int exit_code, kf_san_report *r);
 /* Before a check with o->sanitize: a usage error for a non-CUDA task or unknown bits,
  * KF_EBACKEND when compute-sanitizer is missing; KF_OK with its path in path. */
-kf_status kf_sanitize_prepare(kf_ctx *ctx, const kf_task *t, const kf_opts *o, char *path,
-                              size_t n);
+kf_status kf_sanitize_prepare(kf_ctx *ctx, const kf_task *t, const kf_opts *o, char *path, size_t n);
 /* After an accepted check: run each selected tool over the visible shapes, record the
  * "sanitizer" object and reject with KF_REASON_SANITIZER on any finding. A tool that
  * cannot run is recorded as not run; the status is for the session's own failures. */

@@ -82,7 +82,9 @@ static json_t *result_doc(const kf_result *r) {
 
 char *kf_result_json(const kf_result *r) {
     json_t *d = result_doc(r);
-    char *t = d ? kf__json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(KF_RESULT_DIGITS)) : NULL;
+    char *t =
+        d ? kf__json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(KF_RESULT_DIGITS))
+          : NULL;
     json_decref(d);
     return t;
 }
@@ -176,11 +178,11 @@ static char *result_text_raw(const kf_result *r) {
     if (!root) return b.p;
     const char *task = json_string_value(json_object_get(root, "task"));
     const char *cand = json_string_value(json_object_get(root, "candidate"));
-    kf_buf_printf(&b, "%s %s%s%s: %s (%.2f s)\n", r->kind, task ? task : "", cand ? " " : "",
-                  cand ? cand : "", r->v.verdict == KF_VERDICT_ACCEPTED
-                                        ? (!strcmp(r->kind, "validate") ? "VALID" : "ACCEPTED")
-                                        : (!strcmp(r->kind, "validate") ? "REFUSED" : "REJECTED"),
-                  json_real_value(json_object_get(root, "seconds")));
+    kf_buf_printf(
+        &b, "%s %s%s%s: %s (%.2f s)\n", r->kind, task ? task : "", cand ? " " : "", cand ? cand : "",
+        r->v.verdict == KF_VERDICT_ACCEPTED ? (!strcmp(r->kind, "validate") ? "VALID" : "ACCEPTED")
+                                            : (!strcmp(r->kind, "validate") ? "REFUSED" : "REJECTED"),
+        json_real_value(json_object_get(root, "seconds")));
     const char *when = json_string_value(json_object_get(root, "when"));
     if (when) kf_buf_printf(&b, "  claims only the shapes where: %s (kforge:when)\n", when);
     size_t i;
@@ -211,8 +213,8 @@ static char *result_text_raw(const kf_result *r) {
             n[k && !strcmp(k, "visible") ? 0 : k && !strcmp(k, "hidden") ? 1 : 2]++;
         }
         if (total)
-            kf_buf_printf(&b, "  shapes: %d of %d passed (%d visible, %d hidden, %d edge)\n",
-                          passed, total, n[0], n[1], n[2]);
+            kf_buf_printf(&b, "  shapes: %d of %d passed (%d visible, %d hidden, %d edge)\n", passed, total,
+                          n[0], n[1], n[2]);
         /* a visible shape outside the candidate's kforge:when domain is not checked: say so */
         json_array_foreach(shapes, i, o) {
             const char *k = json_string_value(json_object_get(o, "kind"));
@@ -233,12 +235,13 @@ static char *result_text_raw(const kf_result *r) {
             json_t *s0 = json_array_get(shapes, 0);
             json_t *lp = json_object_get(s0, "launches_per_call");
             if (json_is_integer(lp))
-                kf_buf_printf(&b, "], %lld launches and %lld graph launches per call (first shape), %zu library kernels\n",
-                              (long long)json_integer_value(lp),
-                              (long long)json_integer_value(json_object_get(s0, "graph_launches")),
-                              json_array_size(json_object_get(s0, "library_kernels")));
-            else
-                kf_buf_printf(&b, "], launches not counted (no CUPTI)\n");
+                kf_buf_printf(
+                    &b,
+                    "], %lld launches and %lld graph launches per call (first shape), %zu library kernels\n",
+                    (long long)json_integer_value(lp),
+                    (long long)json_integer_value(json_object_get(s0, "graph_launches")),
+                    json_array_size(json_object_get(s0, "library_kernels")));
+            else kf_buf_printf(&b, "], launches not counted (no CUPTI)\n");
         }
         /* validate: the reference's time, at the visible shapes and its slowest */
         json_t *rt = json_object_get(root, "reference_time");
@@ -273,13 +276,13 @@ static char *result_text_raw(const kf_result *r) {
             kf_buf_printf(&b, "  sanitizer %s: %lld error%s (%lld calls, %.1f s)\n", tool, (long long)errs,
                           errs == 1 ? "" : "s", (long long)json_integer_value(json_object_get(o, "calls")),
                           json_number_value(json_object_get(o, "seconds")));
-        else
-            kf_buf_printf(&b, "  sanitizer %s: NOT RUN (%s)\n", tool, note ? note : "?");
+        else kf_buf_printf(&b, "  sanitizer %s: NOT RUN (%s)\n", tool, note ? note : "?");
     }
     shapes = json_object_get(root, "shapes");
     const char *baseline = json_string_value(json_object_get(root, "baseline"));
     if (check && json_is_array(shapes) && baseline) /* which file the speedups are against */
-        kf_buf_printf(&b, "  baseline: %s\n", strcmp(baseline, "reference") ? baseline : "the task's reference");
+        kf_buf_printf(&b, "  baseline: %s\n",
+                      strcmp(baseline, "reference") ? baseline : "the task's reference");
     if (check && json_is_array(shapes)) {
         json_array_foreach(shapes, i, o) {
             char c[32], bl[32];
@@ -287,8 +290,8 @@ static char *result_text_raw(const kf_result *r) {
             fmt_ns(json_number_value(json_object_get(o, "baseline_ns")), bl, sizeof bl);
             kf_buf_printf(&b, "  ");
             sizes_text(json_object_get(o, "sizes"), &b);
-            kf_buf_printf(&b, ": candidate %s, baseline %s, speedup %.3fx +/- %.3f%s",
-                          c, bl, json_number_value(json_object_get(o, "speedup")),
+            kf_buf_printf(&b, ": candidate %s, baseline %s, speedup %.3fx +/- %.3f%s", c, bl,
+                          json_number_value(json_object_get(o, "speedup")),
                           json_number_value(json_object_get(o, "noise")),
                           json_is_false(json_object_get(o, "fair"))    ? " (NOT a fair comparison)"
                           : json_is_true(json_object_get(o, "win"))    ? " (win)"

@@ -106,8 +106,9 @@ int kf_sanitize_find(char *out, size_t n, char *why, size_t wn) {
         }
     }
     free(dup);
-    snprintf(why, wn, "looked in $CUDA_HOME, $CUDA_PATH, /usr/local/cuda and /usr/local/cuda-* "
-                      "(compute-sanitizer/ and bin/) and on PATH; set KFORGE_SANITIZER to its path");
+    snprintf(why, wn,
+             "looked in $CUDA_HOME, $CUDA_PATH, /usr/local/cuda and /usr/local/cuda-* "
+             "(compute-sanitizer/ and bin/) and on PATH; set KFORGE_SANITIZER to its path");
     return -1;
 found:
     snprintf(out, n, "%s", cand);
@@ -185,20 +186,23 @@ void kf_sanitize_parse(const char *log, int exit_code, kf_san_report *r) {
         /* no summary, but the tool says it found errors: believed */
         r->errors = 1;
         if (!r->first[0])
-            snprintf(r->first, sizeof r->first, "compute-sanitizer exited with its error exit code "
-                                                "(%d) and no readable summary", SAN_EXIT);
+            snprintf(r->first, sizeof r->first,
+                     "compute-sanitizer exited with its error exit code "
+                     "(%d) and no readable summary",
+                     SAN_EXIT);
     }
     if (r->errors == 0) r->first[0] = 0;
 }
 
-kf_status kf_sanitize_prepare(kf_ctx *ctx, const kf_task *t, const kf_opts *o, char *path,
-                              size_t n) {
+kf_status kf_sanitize_prepare(kf_ctx *ctx, const kf_task *t, const kf_opts *o, char *path, size_t n) {
     if (!o->sanitize) return KF_OK;
     if (o->sanitize & ~KF_SANITIZE_ALL)
         return kf__err(ctx, KF_EUSAGE, "--sanitize: unknown tool bits 0x%x", o->sanitize);
     if (!kf_backend_has(kf_backend_get(t->backend), KF_BACKEND_SANITIZE))
-        return kf__err(ctx, KF_EUSAGE, "--sanitize runs compute-sanitizer, for CUDA tasks only; "
-                                       "%s is a %s task", t->name, t->backend);
+        return kf__err(ctx, KF_EUSAGE,
+                       "--sanitize runs compute-sanitizer, for CUDA tasks only; "
+                       "%s is a %s task",
+                       t->name, t->backend);
     char why[512];
     if (kf_sanitize_find(path, n, why, sizeof why))
         return kf__err(ctx, KF_EBACKEND, "compute-sanitizer not found: %s", why);
@@ -206,8 +210,8 @@ kf_status kf_sanitize_prepare(kf_ctx *ctx, const kf_task *t, const kf_opts *o, c
 }
 
 /* One tool over every visible shape; the tool's JSON object on out. */
-static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *const *shapes,
-                          int nsh, size_t arena, kf_verdict_tool *out) {
+static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *const *shapes, int nsh,
+                          size_t arena, kf_verdict_tool *out) {
     const kf_task *t = s->t;
     const char *name = tools[ti].name;
     char logpath[PATH_MAX + 64], exitcode[16], note[700] = "";
@@ -217,8 +221,9 @@ static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *c
     /* API errors are the worker's own business (it reports them); only device findings
      * count. --print-limit keeps a flood of one error short; --launch-timeout (default
      * 10 s for the worker to reach cuInit) is generous on a loaded host. */
-    const char *wrap[16] = {san, "--tool", name, "--error-exitcode", exitcode, "--print-limit", "20",
-                            "--report-api-errors", "no", "--launch-timeout", "60"};
+    const char *wrap[16] = {san,      "--tool",           name, "--error-exitcode",
+                            exitcode, "--print-limit",    "20", "--report-api-errors",
+                            "no",     "--launch-timeout", "60"};
     int nw = 11;
     /* memcheck: a padding buffer after every allocation, so that an input whose size is a
      * multiple of the allocation granularity is not followed directly by another buffer
@@ -240,7 +245,8 @@ static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *c
     int calls = 0, status = -1, started = 0;
     kf_status st = kf_worker_spawn(s->ctx, s->cbuild.so_path, arena, &wo, &side.w, &fail);
     if (st) {
-        snprintf(note, sizeof note, "the worker did not start under compute-sanitizer: %s", kf_errmsg(s->ctx));
+        snprintf(note, sizeof note, "the worker did not start under compute-sanitizer: %s",
+                 kf_errmsg(s->ctx));
         st = KF_OK; /* the tool's failure, not the check's */
     } else if (!side.w) {
         snprintf(note, sizeof note, "the worker did not start under compute-sanitizer: %s: %s",
@@ -271,8 +277,8 @@ static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *c
                 snprintf(note, sizeof note, "the call at %s did not complete: %s: %s", txt,
                          kf_reason_name(cr.reason), cr.msg);
             if (s->o->verbose)
-                fprintf(stderr, "kforge: [%.1f ms] %s: %s %s\n", (double)(kf__now_ns() - s->t0) / 1e6,
-                        name, txt, cr.st == KF_CALL_OK ? "done" : "failed");
+                fprintf(stderr, "kforge: [%.1f ms] %s: %s %s\n", (double)(kf__now_ns() - s->t0) / 1e6, name,
+                        txt, cr.st == KF_CALL_OK ? "done" : "failed");
         }
         status = kf_worker_finish(side.w, 120);
     }
@@ -301,8 +307,8 @@ static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *c
     if (note[0]) out->note = kf_verdict_str(&s->res->v, note);
     if (r.report[0]) out->report = kf_verdict_str(&s->res->v, r.report);
     if (r.errors > 0)
-        kf_result_reject(s->res, KF_REASON_SANITIZER, NULL, "compute-sanitizer %s found %d error%s: %s",
-                         name, r.errors, r.errors == 1 ? "" : "s", r.first);
+        kf_result_reject(s->res, KF_REASON_SANITIZER, NULL, "compute-sanitizer %s found %d error%s: %s", name,
+                         r.errors, r.errors == 1 ? "" : "s", r.first);
     return st;
 }
 

@@ -68,14 +68,15 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, kf
         }
         int m = kf_data_check_inputs(t, &ex, &ref->lay, &in[set], arena);
         if (m >= 0) {
-            kf_result_reject(s->res, KF_REASON_INPUT_MODIFIED, sizes,
-                             "the reference modifies its input %s", t->args[m].name);
+            kf_result_reject(s->res, KF_REASON_INPUT_MODIFIED, sizes, "the reference modifies its input %s",
+                             t->args[m].name);
             problems = 1;
         }
         poison[trial] = p;
         if (kf_sess_take_outputs(s, ref, &ex, outs[trial])) st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
         /* the degeneracy test below judges under the check's own bound, magnitudes included */
-        if (!st && trial < 3 && (st = kf_sess_magnitude(s, s->ctx, ref, &ex, &in[set], &s->rng, mag[set], txt))) {
+        if (!st && trial < 3 &&
+            (st = kf_sess_magnitude(s, s->ctx, ref, &ex, &in[set], &s->rng, mag[set], txt))) {
             kf_result_reject(s->res, KF_REASON_CRASH, sizes, "the reference failed: %s", kf_errmsg(s->ctx));
             st = KF_OK;
             problems = 1;
@@ -94,8 +95,8 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, kf
                    !memcmp((char *)outs[3][i] + k * (int64_t)es, &poison[3].sentinel[i], es);
         if (nun) {
             kf_result_reject(s->res, KF_REASON_UNWRITTEN_OUTPUT, sizes,
-                             "the reference leaves %lld element%s of %s unwritten",
-                             (long long)nun, nun == 1 ? "" : "s", a->name);
+                             "the reference leaves %lld element%s of %s unwritten", (long long)nun,
+                             nun == 1 ? "" : "s", a->name);
             problems = 1;
         }
     }
@@ -131,14 +132,18 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, kf
 static void reference_times(struct kf_verdict *v) {
     const kf_verdict_shape *worst = NULL;
     for (int i = 0; i < v->nshapes; i++)
-        if ((v->shapes[i].has & KF_VS_REFERENCE_MS) && (!worst || v->shapes[i].reference_ms > worst->reference_ms))
+        if ((v->shapes[i].has & KF_VS_REFERENCE_MS) &&
+            (!worst || v->shapes[i].reference_ms > worst->reference_ms))
             worst = &v->shapes[i];
     if (!worst) return;
     double w = worst->reference_ms;
     int slow = w > KF_REF_SLOW_MS;
-    const char *kind = worst->kind == KF_VSHAPE_VISIBLE ? "visible" : worst->kind == KF_VSHAPE_HIDDEN ? "hidden" : "edge";
-    json_t *r = json_pack("{s:f, s:o, s:s, s:f, s:b}", "slowest_ms", w, "at", kf_verdict_sizes_json(&worst->sizes),
-                          "kind", kind, "slow_ms", KF_REF_SLOW_MS, "slow", slow);
+    const char *kind = worst->kind == KF_VSHAPE_VISIBLE  ? "visible"
+                       : worst->kind == KF_VSHAPE_HIDDEN ? "hidden"
+                                                         : "edge";
+    json_t *r =
+        json_pack("{s:f, s:o, s:s, s:f, s:b}", "slowest_ms", w, "at", kf_verdict_sizes_json(&worst->sizes),
+                  "kind", kind, "slow_ms", KF_REF_SLOW_MS, "slow", slow);
     if (r && slow)
         json_object_set_new(
             r, "warning",

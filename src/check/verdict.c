@@ -124,20 +124,26 @@ static int type_ok(char type, const json_t *x) {
     case 'i': return json_is_integer(x);
     case 'b': return json_is_boolean(x);
     case 't': return json_is_true(x);
-    case 's': case 'k': case 'u': return json_is_string(x);
-    case 'p': return is_pair(x) && json_is_number(json_array_get(x, 0)) && json_is_number(json_array_get(x, 1));
-    case 'o': case 'z': return json_is_object(x);
+    case 's':
+    case 'k':
+    case 'u': return json_is_string(x);
+    case 'p':
+        return is_pair(x) && json_is_number(json_array_get(x, 0)) && json_is_number(json_array_get(x, 1));
+    case 'o':
+    case 'z': return json_is_object(x);
     }
     return 0;
 }
 
 /* the shape record's slots, in the order the checker, validate and bench write them */
+// clang-format off
 enum {
     S_SIZES = 1, S_KIND, S_MAXIMUM, S_WARNING, S_REFERENCE_MS, S_STATUS, S_NOTE, S_CALLS, S_MAX_ABS, S_PLAIN_ABS, S_MAX_REL,
     S_BEST_NS, S_WAITED, S_UNCLEAN, S_GPU_SHARED, S_CAND_GAP, S_BASE_GAP, S_CAND_NS, S_BASE_NS, S_SPEEDUP,
     S_NOISE, S_CI95, S_FAIR, S_FAIR_NOTE, S_FAIR_REASON, S_WIN, S_SLOWER, S_RUNS, S_CAND_SPREAD,
     S_BASE_SPREAD, S_CAND_WALL, S_BASE_WALL, S_ROOFLINE, S_SPEEDUP_FIRST, S_CI95_FIRST, S_END
 };
+// clang-format on
 _Static_assert((int)S_MAXIMUM == (int)KF_VAT_CALL && (int)S_CI95 == (int)KF_VAT_FAIR &&
                    (int)S_BASE_WALL == (int)KF_VAT_ROOF,
                "verdict.h's anchors are shape slots");
@@ -201,8 +207,9 @@ static int shape_key(struct kf_verdict *v, kf_verdict_shape *s, const char *key,
         if (read_sizes(v, x, &s->sizes)) return -1;
         break;
     case 'k':
-        s->kind = !strcmp(str, "visible") ? KF_VSHAPE_VISIBLE : !strcmp(str, "hidden") ? KF_VSHAPE_HIDDEN
-                                                                                       : KF_VSHAPE_EDGE;
+        s->kind = !strcmp(str, "visible")  ? KF_VSHAPE_VISIBLE
+                  : !strcmp(str, "hidden") ? KF_VSHAPE_HIDDEN
+                                           : KF_VSHAPE_EDGE;
         break;
     case 'u':
         s->status = !strcmp(str, "passed")    ? KF_VSHAPE_PASSED
@@ -300,8 +307,10 @@ static int read_params(struct kf_verdict *v, const json_t *o, kf_verdict_param *
 /* the sandbox report's typed slots (fields of the verdict); the backend's keys come first */
 #define F(m) offsetof(struct kf_verdict, m)
 static const slot_def sandbox_slots[] = {
-    {"landlock_abi", 1, 'i', 0, F(landlock_abi)},     {"mseal", 2, 'b', 0, F(mseal)},
-    {"frozen_between_calls", 3, 'b', 0, F(frozen)}, {"check_cpus", 4, 'i', 0, F(check_cpus)},
+    {"landlock_abi", 1, 'i', 0, F(landlock_abi)},
+    {"mseal", 2, 'b', 0, F(mseal)},
+    {"frozen_between_calls", 3, 'b', 0, F(frozen)},
+    {"check_cpus", 4, 'i', 0, F(check_cpus)},
     {"parallel_call_cpus", 5, 'i', 0, F(parallel_call_cpus)},
 };
 #undef F
@@ -364,12 +373,14 @@ static int read_libraries(struct kf_verdict *v, const json_t *a) {
 }
 
 /* the document's slots, in the order check, bench and validate write them */
+// clang-format off
 enum {
     T_VERDICT = 1, T_REASONS, T_TASK, T_FINGERPRINT, T_CANDIDATE, T_PARAMS, T_WHEN, T_SEED, T_SHAPES,
     T_COMPILE, T_SANDBOX, T_LIBRARIES, T_RESOURCES, T_LIBRARIES_LATE, T_CANDIDATE_OUTPUT, T_SANITIZER,
     T_CHECK, T_BENCH_SHAPES, T_BASELINE, T_BASELINE_PARAMS, T_UNTIMED, T_CEILINGS, T_TIMING_CPUS,
     T_SPEEDUP, T_WINS, T_CEILINGS_LATE, T_REFERENCE_TIME, T_SECONDS, T_END
 };
+// clang-format on
 _Static_assert((int)T_COMPILE == (int)KF_VAT_BUILD, "verdict.h's anchor is a document slot");
 
 /* One key of the document; its slot, 0 when it is not typed, -1 when out of memory. */
@@ -387,7 +398,8 @@ static int doc_key(struct kf_verdict *v, const char *k, const json_t *x) {
     if (!strcmp(k, "task") && json_is_string(x)) return (v->task = pool_json(v, x)) ? T_TASK : -1;
     if (!strcmp(k, "fingerprint") && json_is_string(x))
         return (v->fingerprint = pool_json(v, x)) ? T_FINGERPRINT : -1;
-    if (!strcmp(k, "candidate") && json_is_string(x)) return (v->candidate = pool_json(v, x)) ? T_CANDIDATE : -1;
+    if (!strcmp(k, "candidate") && json_is_string(x))
+        return (v->candidate = pool_json(v, x)) ? T_CANDIDATE : -1;
     if (!strcmp(k, "params") && json_is_object(x)) {
         v->has_params = 1;
         return read_params(v, x, &v->params, &v->nparams) ? -1 : T_PARAMS;
@@ -425,8 +437,9 @@ static int doc_key(struct kf_verdict *v, const char *k, const json_t *x) {
     if (!strcmp(k, "check") && json_is_object(x)) {
         json_t *cv = json_object_get(x, "verdict"), *cs = json_object_get(x, "seconds");
         v->has_check = 1;
-        v->check_verdict = json_is_string(cv) && !strcmp(json_string_value(cv), "accepted") ? KF_VERDICT_ACCEPTED
-                                                                                            : KF_VERDICT_REJECTED;
+        v->check_verdict = json_is_string(cv) && !strcmp(json_string_value(cv), "accepted")
+                               ? KF_VERDICT_ACCEPTED
+                               : KF_VERDICT_REJECTED;
         if (json_is_number(cs)) v->has_check_seconds = 1, v->check_seconds = json_number_value(cs);
         return read_shapes(v, json_object_get(x, "shapes"), &v->checked, &v->nchecked) ? -1 : T_CHECK;
     }
@@ -582,7 +595,8 @@ kf_verdict_reason *kf_verdict_add_reason(struct kf_verdict *v, kf_reason code, c
     return r;
 }
 
-int kf_verdict_add_param(struct kf_verdict *v, int baseline, const char *name, const char *str, int64_t ival) {
+int kf_verdict_add_param(struct kf_verdict *v, int baseline, const char *name, const char *str,
+                         int64_t ival) {
     kf_verdict_param **a = baseline ? &v->baseline_params : &v->params;
     int *n = baseline ? &v->nbaseline_params : &v->nparams;
     kf_verdict_param *p = realloc(*a, (size_t)(*n + 1) * sizeof *p);
@@ -668,12 +682,24 @@ double kf_verdict_real(double x, int digits) {
 
 static void round_shapes(kf_verdict_shape *s, int n, int d) {
     for (int i = 0; i < n; i++) {
-        double *f[] = {&s[i].max_abs_err,       &s[i].plain_abs_err,     &s[i].max_rel_err,
-                       &s[i].candidate_gap_ns,  &s[i].baseline_gap_ns,   &s[i].speedup,
-                       &s[i].noise,             &s[i].ci95[0],           &s[i].ci95[1],
-                       &s[i].candidate_ns,      &s[i].baseline_ns,       &s[i].candidate_spread,
-                       &s[i].baseline_spread,   &s[i].candidate_wall_ns, &s[i].baseline_wall_ns,
-                       &s[i].roofline_fraction, &s[i].speedup_first,     &s[i].ci95_first[0],
+        double *f[] = {&s[i].max_abs_err,
+                       &s[i].plain_abs_err,
+                       &s[i].max_rel_err,
+                       &s[i].candidate_gap_ns,
+                       &s[i].baseline_gap_ns,
+                       &s[i].speedup,
+                       &s[i].noise,
+                       &s[i].ci95[0],
+                       &s[i].ci95[1],
+                       &s[i].candidate_ns,
+                       &s[i].baseline_ns,
+                       &s[i].candidate_spread,
+                       &s[i].baseline_spread,
+                       &s[i].candidate_wall_ns,
+                       &s[i].baseline_wall_ns,
+                       &s[i].roofline_fraction,
+                       &s[i].speedup_first,
+                       &s[i].ci95_first[0],
                        &s[i].ci95_first[1]};
         for (size_t k = 0; k < sizeof f / sizeof *f; k++) *f[k] = kf_verdict_real(*f[k], d);
     }
@@ -716,7 +742,9 @@ static const char *const kind_names[] = {NULL, "visible", "hidden", "edge"};
 static const char *const status_names[] = {NULL, "passed", "failed", "skipped", "not_run"};
 
 static void set_real(json_t *o, const char *k, double x) { json_object_set_new(o, k, json_real(x)); }
-static void set_int(json_t *o, const char *k, int64_t x) { json_object_set_new(o, k, json_integer((json_int_t)x)); }
+static void set_int(json_t *o, const char *k, int64_t x) {
+    json_object_set_new(o, k, json_integer((json_int_t)x));
+}
 static void set_str(json_t *o, const char *k, const char *x) {
     if (x) json_object_set_new(o, k, json_string(x));
 }
@@ -773,7 +801,8 @@ static json_t *reasons_json(const struct kf_verdict *v, int full) {
 static json_t *params_json(const kf_verdict_param *p, int n) {
     json_t *o = json_object();
     for (int i = 0; o && i < n; i++)
-        json_object_set_new(o, p[i].name, p[i].str ? json_string(p[i].str) : json_integer((json_int_t)p[i].ival));
+        json_object_set_new(o, p[i].name,
+                            p[i].str ? json_string(p[i].str) : json_integer((json_int_t)p[i].ival));
     return o;
 }
 
@@ -819,7 +848,9 @@ static const char *verdict_name(kf_verdict v) { return v == KF_VERDICT_ACCEPTED 
 /* One typed field of the document, by its slot */
 static void doc_slot_json(json_t *o, const struct kf_verdict *v, int slot) {
     switch (slot) {
-    case T_VERDICT: set_str(o, "verdict", v->verdict_word ? v->verdict_word : verdict_name(v->verdict)); break;
+    case T_VERDICT:
+        set_str(o, "verdict", v->verdict_word ? v->verdict_word : verdict_name(v->verdict));
+        break;
     case T_REASONS:
         if (v->has_reasons) json_object_set_new(o, "reasons", reasons_json(v, 1));
         break;
@@ -842,8 +873,8 @@ static void doc_slot_json(json_t *o, const struct kf_verdict *v, int slot) {
         break;
     case T_COMPILE:
         if (v->has_compile) {
-            json_t *c = json_pack("{s:b, s:b, s:f}", "ok", v->compile_ok, "cached", v->compile_cached, "seconds",
-                                  v->compile_seconds);
+            json_t *c = json_pack("{s:b, s:b, s:f}", "ok", v->compile_ok, "cached", v->compile_cached,
+                                  "seconds", v->compile_seconds);
             if (c) set_str(c, "log", v->compile_log);
             json_object_set_new(o, "compile", c);
         }
@@ -879,18 +910,21 @@ static void doc_slot_json(json_t *o, const struct kf_verdict *v, int slot) {
     case T_UNTIMED:
         if (v->has_untimed) {
             json_t *u = json_array();
-            for (int i = 0; u && i < v->nuntimed; i++) json_array_append_new(u, kf_verdict_sizes_json(&v->untimed[i]));
+            for (int i = 0; u && i < v->nuntimed; i++)
+                json_array_append_new(u, kf_verdict_sizes_json(&v->untimed[i]));
             json_object_set_new(o, "untimed_shapes", u);
         }
         break;
     case T_CEILINGS:
     case T_CEILINGS_LATE:
-        if (v->ceilings && v->ceilings_late == (slot == T_CEILINGS_LATE)) json_object_set(o, "ceilings", v->ceilings);
+        if (v->ceilings && v->ceilings_late == (slot == T_CEILINGS_LATE))
+            json_object_set(o, "ceilings", v->ceilings);
         break;
     case T_TIMING_CPUS:
         if (v->has_timing_cpus)
-            json_object_set_new(o, "timing_cpus", json_pack("{s:b, s:I}", "coordinator_pinned", v->coordinator_pinned,
-                                                            "worker_cpus", (json_int_t)v->worker_cpus));
+            json_object_set_new(o, "timing_cpus",
+                                json_pack("{s:b, s:I}", "coordinator_pinned", v->coordinator_pinned,
+                                          "worker_cpus", (json_int_t)v->worker_cpus));
         break;
     case T_SPEEDUP:
         if (v->has_speedup) set_real(o, "speedup", v->speedup);

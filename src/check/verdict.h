@@ -86,14 +86,14 @@ enum {
     KF_VS_MAX_REL_ERR = 1u << 11,
     KF_VS_CALLS = 1u << 12,
     KF_VS_BEST_NS = 1u << 13,
-    KF_VS_WAITED = 1u << 14,  /* baseline_waited_rounds, unclean_rounds (a device's) */
+    KF_VS_WAITED = 1u << 14, /* baseline_waited_rounds, unclean_rounds (a device's) */
     KF_VS_GPU_SHARED = 1u << 15,
-    KF_VS_GAPS = 1u << 16,    /* candidate_gap_ns, baseline_gap_ns */
+    KF_VS_GAPS = 1u << 16, /* candidate_gap_ns, baseline_gap_ns */
     KF_VS_NOISE = 1u << 17,
     KF_VS_SLOWER = 1u << 18,
     KF_VS_RUNS = 1u << 19,
-    KF_VS_SPREADS = 1u << 20, /* candidate_spread, baseline_spread */
-    KF_VS_WALLS = 1u << 21,   /* candidate_wall_ns, baseline_wall_ns */
+    KF_VS_SPREADS = 1u << 20,      /* candidate_spread, baseline_spread */
+    KF_VS_WALLS = 1u << 21,        /* candidate_wall_ns, baseline_wall_ns */
     KF_VS_REFERENCE_MS = 1u << 22, /* validate: the reference's fastest call there */
 };
 
@@ -103,8 +103,8 @@ typedef struct {
     kf_verdict_sizes sizes;
     kf_vshape_kind kind;
     kf_vshape_status status;
-    int maximum;  /* the maximum-sizes shape (spiked or extreme inputs) */
-    unsigned has; /* KF_VS_* */
+    int maximum;                /* the maximum-sizes shape (spiked or extreme inputs) */
+    unsigned has;               /* KF_VS_* */
     const char *warning, *note; /* validate's warning, a skipped shape's note (NULL: none) */
     double reference_ms;        /* validate: the reference's fastest call (KF_VS_REFERENCE_MS) */
     int64_t calls, best_ns;     /* the check's calls and its fastest call's worker time */
@@ -173,9 +173,9 @@ struct kf_verdict {
     int has_speedup;
     double speedup;                                      /* geometric mean over the timed shapes */
     const char *task, *fingerprint, *when, *compile_log; /* NULL when absent; from the pool */
-    const char *candidate;       /* the candidate's path (NULL: validate) */
-    int has_when;                /* "when" is there (null when the candidate claims every shape) */
-    int has_params, nparams;     /* the candidate's template values */
+    const char *candidate;                               /* the candidate's path (NULL: validate) */
+    int has_when;            /* "when" is there (null when the candidate claims every shape) */
+    int has_params, nparams; /* the candidate's template values */
     kf_verdict_param *params;
     int has_seed;
     int64_t seed;
@@ -184,7 +184,7 @@ struct kf_verdict {
     int has_sandbox;
     int64_t landlock_abi, check_cpus, parallel_call_cpus;
     int mseal, frozen;
-    kf_verdict_extras sandbox_extra; /* the backend's (seccomp, GPU modes) */
+    kf_verdict_extras sandbox_extra;                   /* the backend's (seccomp, GPU modes) */
     int has_libraries, libraries_null, libraries_late; /* late: after "resources" */
     int nlibraries;
     const char **libraries; /* "libraries_loaded", each once; from the pool */
@@ -195,9 +195,9 @@ struct kf_verdict {
     const char *baseline; /* bench: "reference" or the --vs file */
     int has_baseline_params, nbaseline_params;
     kf_verdict_param *baseline_params;
-    json_t *ceilings; /* the backend's ceilings report (owned) */
+    json_t *ceilings;       /* the backend's ceilings report (owned) */
     json_t *reference_time; /* validate: the reference's slowest shape (owned; NULL: none) */
-    int ceilings_late;  /* written after the geomean (measured on the timing CPU) */
+    int ceilings_late;      /* written after the geomean (measured on the timing CPU) */
     int has_timing_cpus, coordinator_pinned;
     int64_t worker_cpus;
     int has_wins;

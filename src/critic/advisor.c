@@ -71,9 +71,9 @@ json_t *kf_advisor_review(kf_advisor *a, const kf_advisor_case *c, int64_t *toke
     kf_buf_init(&p, 4u << 20);
     kf_buf_printf(&p, "## The task (task.json)\n\n%s\n\n", c->task_json ? c->task_json : "(unavailable)");
     if (c->parent_source)
-        kf_buf_printf(&p, "## The parent (node %lld)\n\n```\n%s\n```\n\n", (long long)c->parent_id, c->parent_source);
-    else
-        kf_buf_printf(&p, "## The parent\n\nThe task's reference implementation.\n\n");
+        kf_buf_printf(&p, "## The parent (node %lld)\n\n```\n%s\n```\n\n", (long long)c->parent_id,
+                      c->parent_source);
+    else kf_buf_printf(&p, "## The parent\n\nThe task's reference implementation.\n\n");
     kf_buf_printf(&p, "## The candidate (node %lld)\n\n```\n%s\n```\n\n", (long long)c->node_id,
                   c->source ? c->source : "(unavailable)");
     char *sh = c->shapes ? kf__json_dumps(c->shapes, JSON_COMPACT) : NULL;
@@ -83,8 +83,8 @@ json_t *kf_advisor_review(kf_advisor *a, const kf_advisor_case *c, int64_t *toke
     kf_buf_printf(&p, "Answer as the system message says: APPROVE or CONCERN, then your reasons.\n");
     free(sh);
     free(ck);
-    json_t *pj = json_pack("{s:s, s:I, s:I, s:s?}", "kind", "review", "node", (json_int_t)c->node_id, "parent",
-                           (json_int_t)c->parent_id, "task_dir", c->task_dir);
+    json_t *pj = json_pack("{s:s, s:I, s:I, s:s?}", "kind", "review", "node", (json_int_t)c->node_id,
+                           "parent", (json_int_t)c->parent_id, "task_dir", c->task_dir);
     kf_pack pk;
     memset(&pk, 0, sizeof pk);
     pk.json = kf__json_dumps(pj, JSON_COMPACT);

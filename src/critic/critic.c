@@ -61,8 +61,10 @@ int kf_critic_set(kf_critic_opts *o, const char *kv, char *err, size_t n) {
     else if (KEY("suspicious_gain") && v > 1) o->suspicious_gain = v;
     else if (KEY("tiny_lines") && v == floor(v) && v <= 1000) o->tiny_lines = (int)v;
     else {
-        snprintf(err, n, "--critic %s: unknown key or value out of range (max_speedup > 1, max_roofline >= 1, "
-                         "retimes 1-10, suspicious_gain > 1, tiny_lines 0-1000)", kv);
+        snprintf(err, n,
+                 "--critic %s: unknown key or value out of range (max_speedup > 1, max_roofline >= 1, "
+                 "retimes 1-10, suspicious_gain > 1, tiny_lines 0-1000)",
+                 kv);
         return -1;
     }
 #undef KEY
@@ -86,7 +88,8 @@ static void check(json_t *checks, const char *name, const char *outcome, const c
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    json_array_append_new(checks, json_pack("{s:s, s:s, s:s}", "check", name, "outcome", outcome, "detail", buf));
+    json_array_append_new(checks,
+                          json_pack("{s:s, s:s, s:s}", "check", name, "outcome", outcome, "detail", buf));
 }
 
 /* visible shapes the verdict left untimed (outside its kforge:when) */
@@ -262,8 +265,8 @@ typedef struct {
     json_t *figures; /* per re-timing: {geomean, best, best_lo, floor} over the parent */
     char why[1200];
     char err[600];
-    char now[65];    /* the task's fingerprint as on disk now */
-    double gain;     /* the lowest geomean over the parent among the re-timings */
+    char now[65]; /* the task's fingerprint as on disk now */
+    double gain;  /* the lowest geomean over the parent among the re-timings */
 } judgement;
 
 static kf_critic_decision decide(judgement *j, kf_critic_decision d, const char *fmt, ...)
@@ -285,13 +288,15 @@ static kf_critic_decision judge_task(judgement *j) {
         return decide(j, KF_CRITIC_REJECT, "task integrity: the task's files could not be read again");
     }
     if (env->locked_fingerprint && j->now[0] && strcmp(j->now, env->locked_fingerprint)) {
-        check(checks, "integrity", "fail", "the task's files changed during the run (locked %.12s, now %.12s)",
-              env->locked_fingerprint, j->now);
+        check(checks, "integrity", "fail",
+              "the task's files changed during the run (locked %.12s, now %.12s)", env->locked_fingerprint,
+              j->now);
         return decide(j, KF_CRITIC_REJECT, "task integrity: the task's files changed during the run");
     }
     const char *vfp = j->c->result->fingerprint;
     if (env->locked_fingerprint && vfp && strcmp(vfp, env->locked_fingerprint)) {
-        check(checks, "integrity", "fail", "the verdict is for another task (fingerprint %.12s, the run's %.12s)", vfp,
+        check(checks, "integrity", "fail",
+              "the verdict is for another task (fingerprint %.12s, the run's %.12s)", vfp,
               env->locked_fingerprint);
         return decide(j, KF_CRITIC_REJECT, "task integrity: the verdict is for another version of the task");
     }
@@ -312,7 +317,8 @@ static kf_critic_decision judge_domain(judgement *j) {
         if (c->parent_result && untimed_has(c->parent_result, sz)) continue;
         char t[160];
         kf_verdict_sizes_text(sz, " ", t, sizeof t);
-        if (so < sizeof skipped) so += (size_t)snprintf(skipped + so, sizeof skipped - so, "%s[%s]", nskip ? " " : "", t);
+        if (so < sizeof skipped)
+            so += (size_t)snprintf(skipped + so, sizeof skipped - so, "%s[%s]", nskip ? " " : "", t);
         nskip++;
     }
     const char *when = c->result->when;
@@ -324,8 +330,9 @@ static kf_critic_decision judge_domain(judgement *j) {
               "its kforge:when (%s) narrows the task's domain, and it was proposed as '%s', not as a "
               "specialisation",
               when, c->category);
-        return decide(j, KF_CRITIC_REJECT, "task integrity: its kforge:when (%s) narrows the domain and it is not a "
-                                           "specialisation",
+        return decide(j, KF_CRITIC_REJECT,
+                      "task integrity: its kforge:when (%s) narrows the domain and it is not a "
+                      "specialisation",
                       when);
     }
     if (nskip && strcmp(c->category, "specialisation")) {
@@ -334,14 +341,18 @@ static kf_critic_decision judge_domain(judgement *j) {
               "'%s', not as a specialisation",
               when ? when : "?", nskip, nskip == 1 ? "" : "s", skipped, c->category);
         return decide(j, KF_CRITIC_REJECT,
-                      "task integrity: it narrowed its kforge:when to skip %s without being a specialisation", skipped);
+                      "task integrity: it narrowed its kforge:when to skip %s without being a specialisation",
+                      skipped);
     }
     if (nskip)
         check(checks, "integrity", "pass", "a specialisation: its kforge:when (%s) leaves %s to other nodes",
               when ? when : "?", skipped);
     else
-        check(checks, "integrity", "pass", "task unchanged (%.12s), every visible shape its parent timed is timed",
-              j->now[0] ? j->now : env->locked_fingerprint ? env->locked_fingerprint : "?");
+        check(checks, "integrity", "pass",
+              "task unchanged (%.12s), every visible shape its parent timed is timed",
+              j->now[0]                 ? j->now
+              : env->locked_fingerprint ? env->locked_fingerprint
+                                        : "?");
     return KF_CRITIC_APPROVE;
 }
 
@@ -355,11 +366,11 @@ static kf_critic_decision judge_plausibility(judgement *j) {
         char t[160];
         kf_verdict_sizes_text(&s->sizes, " ", t, sizeof t);
         if (sp > o->max_speedup) {
-            check(checks, "plausibility", "fail", "%.1fx against the reference at %s: over the %.0fx limit", sp, t,
-                  o->max_speedup);
+            check(checks, "plausibility", "fail", "%.1fx against the reference at %s: over the %.0fx limit",
+                  sp, t, o->max_speedup);
             return decide(j, KF_CRITIC_REJECT,
-                          "impossible: %.1fx against the reference at %s (limit %.0fx, --critic max_speedup)", sp, t,
-                          o->max_speedup);
+                          "impossible: %.1fx against the reference at %s (limit %.0fx, --critic max_speedup)",
+                          sp, t, o->max_speedup);
         }
         if (rf > o->max_roofline) {
             check(checks, "plausibility", "fail", "%.2f of the roofline at %s", rf, t);
@@ -412,26 +423,29 @@ static kf_critic_decision judge_measurement(judgement *j) {
         }
         if (!v.accepted) {
             check(checks, "measurement", "fail", "re-timing %d: not accepted (%s)", k + 1, v.reasons);
-            return decide(j, KF_CRITIC_REJECT, "a re-timing in fresh workers was not accepted (%s)", v.reasons);
+            return decide(j, KF_CRITIC_REJECT, "a re-timing in fresh workers was not accepted (%s)",
+                          v.reasons);
         }
         if (v.unfair) {
-            check(checks, "measurement", "review", "re-timing %d: not the same launch mode as the parent: %s", k + 1,
-                  v.unfair_why);
-            return decide(j, KF_CRITIC_REVIEW, "the comparison with its parent is not in the same launch mode (%s)",
-                          v.unfair_why);
+            check(checks, "measurement", "review", "re-timing %d: not the same launch mode as the parent: %s",
+                  k + 1, v.unfair_why);
+            return decide(j, KF_CRITIC_REVIEW,
+                          "the comparison with its parent is not in the same launch mode (%s)", v.unfair_why);
         }
         if (!(v.best_lo > 1.0 + env->noise_floor)) {
             check(checks, "measurement", "fail",
-                  "re-timing %d: %.3fx over the parent (geomean %.3fx), the best 95%% interval starts at %.3f, not "
+                  "re-timing %d: %.3fx over the parent (geomean %.3fx), the best 95%% interval starts at "
+                  "%.3f, not "
                   "clear of 1 by the noise floor %.2f",
                   k + 1, v.best_speedup, v.geomean, v.best_lo, env->noise_floor);
-            return decide(j, KF_CRITIC_REJECT,
-                          "a re-timing against its parent in fresh workers did not confirm the win (re-timing %d: "
-                          "geomean %.3fx over the parent, best 95%% interval from %.3f, needed above %.3f)",
-                          k + 1, v.geomean, v.best_lo, 1.0 + env->noise_floor);
+            return decide(
+                j, KF_CRITIC_REJECT,
+                "a re-timing against its parent in fresh workers did not confirm the win (re-timing %d: "
+                "geomean %.3fx over the parent, best 95%% interval from %.3f, needed above %.3f)",
+                k + 1, v.geomean, v.best_lo, 1.0 + env->noise_floor);
         }
-        check(checks, "measurement", "pass", "re-timing %d: %.3fx, 95%% interval from %.3f (geomean %.3fx)", k + 1,
-              v.best_speedup, v.best_lo, v.geomean);
+        check(checks, "measurement", "pass", "re-timing %d: %.3fx, 95%% interval from %.3f (geomean %.3fx)",
+              k + 1, v.best_speedup, v.best_lo, v.geomean);
         if (k == 0 || v.geomean < j->gain) j->gain = v.geomean;
     }
     return KF_CRITIC_APPROVE;
@@ -446,8 +460,8 @@ static kf_critic_decision judge_suspicious(judgement *j) {
     double gain = j->gain;
     int lines = changed_lines(j->c->source, j->c->parent_source);
     if (!(lines >= 0 && lines <= o->tiny_lines && gain >= o->suspicious_gain)) {
-        check(checks, "suspicious", "pass", "%s", lines < 0 ? "no parent source to compare"
-                                                  : "not a large gain from a tiny change");
+        check(checks, "suspicious", "pass", "%s",
+              lines < 0 ? "no parent source to compare" : "not a large gain from a tiny change");
         return KF_CRITIC_APPROVE;
     }
     struct kf_verdict again;
@@ -468,27 +482,33 @@ static kf_critic_decision judge_suspicious(judgement *j) {
     if (!ok) {
         check(checks, "suspicious", "fail",
               "%.2fx over the parent from %d changed line%s; with more hidden shapes and rounds: %s", gain,
-              lines, lines == 1 ? "" : "s", failed ? err : !v.accepted ? reasons : "the win did not hold");
-        return decide(j, KF_CRITIC_REJECT, "a %.2fx gain from a %d-line change did not survive verification with more "
-                                           "hidden shapes and rounds",
+              lines, lines == 1 ? "" : "s",
+              failed        ? err
+              : !v.accepted ? reasons
+                            : "the win did not hold");
+        return decide(j, KF_CRITIC_REJECT,
+                      "a %.2fx gain from a %d-line change did not survive verification with more "
+                      "hidden shapes and rounds",
                       gain, lines);
     }
-    check(checks, "suspicious", "pass", "%.2fx from %d changed line%s: verified again with more hidden shapes and rounds",
-          gain, lines, lines == 1 ? "" : "s");
+    check(checks, "suspicious", "pass",
+          "%.2fx from %d changed line%s: verified again with more hidden shapes and rounds", gain, lines,
+          lines == 1 ? "" : "s");
     return KF_CRITIC_APPROVE;
 }
 
 kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_case *c, json_t **report) {
-    static kf_critic_decision (*const stages[])(judgement *) = {judge_task, judge_domain, judge_plausibility,
-                                                                  judge_gain, judge_measurement, judge_suspicious};
+    static kf_critic_decision (*const stages[])(judgement *) = {
+        judge_task, judge_domain, judge_plausibility, judge_gain, judge_measurement, judge_suspicious};
     judgement j = {env, c, json_array(), json_array(), json_array(), "", "", "", 0};
     kf_critic_decision d = KF_CRITIC_APPROVE;
     for (size_t k = 0; k < sizeof stages / sizeof *stages && d == KF_CRITIC_APPROVE; k++) d = stages[k](&j);
     if (d == KF_CRITIC_APPROVE)
-        snprintf(j.why, sizeof j.why,
-                 "re-timed against its parent in fresh workers, %d time%s: a win each time (lowest geomean %.3fx "
-                 "over the parent)",
-                 env->o->retimes, env->o->retimes == 1 ? "" : "s", j.gain);
+        snprintf(
+            j.why, sizeof j.why,
+            "re-timed against its parent in fresh workers, %d time%s: a win each time (lowest geomean %.3fx "
+            "over the parent)",
+            env->o->retimes, env->o->retimes == 1 ? "" : "s", j.gain);
     *report = json_pack("{s:s, s:s, s:o, s:o, s:o}", "decision", kf_critic_name(d), "why", j.why, "checks",
                         j.checks, "retimed", j.retimed, "figures", j.figures);
     return d;

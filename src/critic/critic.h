@@ -28,8 +28,8 @@ int kf_critic_set(kf_critic_opts *o, const char *kv, char *err, size_t n);
 
 typedef struct {
     const kf_critic_opts *o;
-    double noise_floor;              /* a 95% interval must start above 1 + this (win_floor) */
-    const char *locked_fingerprint;  /* the run's */
+    double noise_floor;             /* a 95% interval must start above 1 + this (win_floor) */
+    const char *locked_fingerprint; /* the run's */
     /* the task's fingerprint as on disk now into hex; 0, or -1 */
     int (*fingerprint_now)(void *arg, char hex[65]);
     /* check and time the file at path against vs (NULL: the reference); stricter: twice
@@ -42,13 +42,13 @@ typedef struct {
 } kf_critic_env;
 
 typedef struct {
-    const char *category;        /* the node's */
+    const char *category;                   /* the node's */
     const struct kf_verdict *result;        /* its check and timing against the reference */
     const struct kf_verdict *parent_result; /* the parent's (NULL for the root) */
-    int beats_parent;            /* some shape wins and beats the parent's speedup there */
-    int64_t parent_id;           /* 0: the root (the reference) */
-    const char *path, *parent_path;       /* private copies (parent_path NULL for the root) */
-    const char *source, *parent_source;   /* their texts (NULL when unknown) */
+    int beats_parent;                       /* some shape wins and beats the parent's speedup there */
+    int64_t parent_id;                      /* 0: the root (the reference) */
+    const char *path, *parent_path;         /* private copies (parent_path NULL for the root) */
+    const char *source, *parent_source;     /* their texts (NULL when unknown) */
 } kf_critic_case;
 
 /* The decision, and *report: {decision, why, checks: [{check, outcome, detail}]}. */

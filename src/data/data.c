@@ -29,8 +29,8 @@ int kf_data_extents(const kf_task *t, const kf_shape *s, kf_extents *ex, char *e
     return 0;
 }
 
-void kf_data_format_index(const kf_task *t, const kf_extents *ex, int arg, int64_t flat,
-                          char *buf, size_t n) {
+void kf_data_format_index(const kf_task *t, const kf_extents *ex, int arg, int64_t flat, char *buf,
+                          size_t n) {
     const kf_arg *a = &t->args[arg];
     int64_t idx[KF_MAX_DIMS];
     for (int d = a->ndim - 1; d >= 0; d--) {
@@ -193,8 +193,8 @@ typedef struct {
     _Atomic int failed;
 } gen_job;
 
-static void gen_range(const kf_arg *a, const kf_init *d, void *buf, int64_t lo, int64_t hi,
-                      kf_rng *r, int *failed) {
+static void gen_range(const kf_arg *a, const kf_init *d, void *buf, int64_t lo, int64_t hi, kf_rng *r,
+                      int *failed) {
     int64_t m = hi - lo;
     if ((a->type == KF_T_F16 || a->type == KF_T_BF16) && d->dist != KF_DIST_INT) {
         /* the bulk f32 streams, rounded once */
@@ -257,8 +257,8 @@ static int gen_buffer(const kf_arg *a, const kf_init *d, void *buf, int64_t n, k
 #define MIX_EXP 6
 
 typedef struct {
-    int64_t cols, block;   /* 2-D: the last dimension; 1-D: the block length (cols 0) */
-    int8_t *er, *ec;       /* per row (or block), per column */
+    int64_t cols, block; /* 2-D: the last dimension; 1-D: the block length (cols 0) */
+    int8_t *er, *ec;     /* per row (or block), per column */
 } mix_plan;
 
 static int mix_exp(const mix_plan *m, int64_t k) {
@@ -292,7 +292,8 @@ static void mix_apply(const kf_arg *a, const mix_plan *m, void *buf, int64_t n) 
         float *x = buf;
         for (int64_t k = 0; k < n; k++) x[k] *= f[mix_exp(m, k) + 2 * MIX_EXP];
     } else {
-        for (int64_t k = 0; k < n; k++) put(a->type, buf, k, ldexp(kf_data_get(a->type, buf, k), mix_exp(m, k)));
+        for (int64_t k = 0; k < n; k++)
+            put(a->type, buf, k, ldexp(kf_data_get(a->type, buf, k), mix_exp(m, k)));
     }
 }
 
@@ -302,8 +303,7 @@ static void mix_free(mix_plan *m) {
     m->er = m->ec = NULL;
 }
 
-int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant,
-                       kf_inputs *in) {
+int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant, kf_inputs *in) {
     memset(in, 0, sizeof *in);
     double scale = 1.0, tiny = 1.0;
     int tiny_arg = -1;
@@ -319,12 +319,13 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
     if ((variant == 2 && (kf_rng_next(rng) & 1)) || variant == 3) {
         int nn = 0;
         for (int i = 0; i < t->nargs; i++)
-            nn += t->args[i].is_buffer && t->args[i].io != KF_IO_OUT && t->args[i].init.dist == KF_DIST_NORMAL;
+            nn +=
+                t->args[i].is_buffer && t->args[i].io != KF_IO_OUT && t->args[i].init.dist == KF_DIST_NORMAL;
         if (nn) {
             int pick = (int)kf_rng_range(rng, 0, nn - 1);
             for (int i = 0; i < t->nargs && tiny_arg < 0; i++)
-                if (t->args[i].is_buffer && t->args[i].io != KF_IO_OUT && t->args[i].init.dist == KF_DIST_NORMAL &&
-                    pick-- == 0)
+                if (t->args[i].is_buffer && t->args[i].io != KF_IO_OUT &&
+                    t->args[i].init.dist == KF_DIST_NORMAL && pick-- == 0)
                     tiny_arg = i;
             tiny = ldexp(1.0, (int)kf_rng_range(rng, -12, variant == 3 ? -6 : -3));
         }
@@ -368,7 +369,8 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
                 nhi = nlo + w;
             }
             if (d.dist == KF_DIST_INT) nlo = ceil(nlo), nhi = floor(nhi);
-            if (nlo < nhi || (d.dist == KF_DIST_INT && nlo == nhi && nlo >= lo && nhi <= hi)) d.a = nlo, d.b = nhi;
+            if (nlo < nhi || (d.dist == KF_DIST_INT && nlo == nhi && nlo >= lo && nhi <= hi))
+                d.a = nlo, d.b = nhi;
         }
         if (variant == 3 && d.dist != KF_DIST_NORMAL && ex->count[i] > 1) {
             /* half the time two levels (a leading quarter to half near hi, the rest just
@@ -378,7 +380,8 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
              * no longer averages out) */
             double lo = d.a, hi = d.b, span = hi - lo;
             int narrow = (int)(kf_rng_next(rng) & 1); /* else nearly constant throughout */
-            int64_t h = narrow ? (int64_t)((double)ex->count[i] * (0.25 + 0.25 * kf_rng_uniform(rng))) : ex->count[i];
+            int64_t h =
+                narrow ? (int64_t)((double)ex->count[i] * (0.25 + 0.25 * kf_rng_uniform(rng))) : ex->count[i];
             if (h < 1) h = 1;
             kf_init top = d, low = d;
             double wt = span * ldexp(1.0, -(int)kf_rng_range(rng, narrow ? 4 : 8, narrow ? 12 : 24));
@@ -451,8 +454,9 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
             int64_t nsub = 2 + ex->count[i] / 4096;
             for (int64_t k2 = 0; k2 < nsub; k2++) {
                 int64_t k = kf_rng_range(rng, 0, ex->count[i] - 1);
-                double sub = a->type == KF_T_F32 ? ldexp((double)kf_rng_range(rng, 1, (1 << 23) - 1), -149)
-                                                 : ldexp((double)kf_rng_range(rng, 1, (int64_t)1 << 52), -1074);
+                double sub = a->type == KF_T_F32
+                                 ? ldexp((double)kf_rng_range(rng, 1, (1 << 23) - 1), -149)
+                                 : ldexp((double)kf_rng_range(rng, 1, (int64_t)1 << 52), -1074);
                 int neg = d.dist == KF_DIST_NORMAL && (kf_rng_next(rng) & 1);
                 if (d.dist != KF_DIST_NORMAL && sub < d.a) continue;
                 put(a->type, in->buf[i], k, k2 == 0 && d.dist == KF_DIST_NORMAL ? -0.0 : neg ? -sub : sub);
@@ -497,8 +501,8 @@ void kf_data_make_poison(const kf_task *t, kf_rng *rng, kf_poison *p) {
             break;
         }
         case KF_T_F64: {
-            uint64_t bits = ((r >> 63) << 63) | (uint64_t)(0x7F0 + (r >> 52) % 14) << 52 |
-                            (r & 0xFFFFFFFFFFFFFull);
+            uint64_t bits =
+                ((r >> 63) << 63) | (uint64_t)(0x7F0 + (r >> 52) % 14) << 52 | (r & 0xFFFFFFFFFFFFFull);
             p->sentinel[i] = bits;
             break;
         }
@@ -540,10 +544,18 @@ void kf_data_flip_poison(const kf_task *t, const kf_poison *a, kf_poison *b) {
 int64_t kf_data_count_pattern(const void *buf, int64_t n, uint64_t pat, size_t esz) {
     int64_t k = 0;
     switch (esz) {
-    case 2: for (int64_t i = 0; i < n; i++) k += ((const uint16_t *)buf)[i] == (uint16_t)pat; break;
-    case 4: for (int64_t i = 0; i < n; i++) k += ((const uint32_t *)buf)[i] == (uint32_t)pat; break;
-    case 8: for (int64_t i = 0; i < n; i++) k += ((const uint64_t *)buf)[i] == pat; break;
-    default: for (int64_t i = 0; i < n; i++) k += ((const uint8_t *)buf)[i] == (uint8_t)pat; break;
+    case 2:
+        for (int64_t i = 0; i < n; i++) k += ((const uint16_t *)buf)[i] == (uint16_t)pat;
+        break;
+    case 4:
+        for (int64_t i = 0; i < n; i++) k += ((const uint32_t *)buf)[i] == (uint32_t)pat;
+        break;
+    case 8:
+        for (int64_t i = 0; i < n; i++) k += ((const uint64_t *)buf)[i] == pat;
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++) k += ((const uint8_t *)buf)[i] == (uint8_t)pat;
+        break;
     }
     return k;
 }
@@ -608,8 +620,8 @@ static void big_fill(unsigned char *dst, size_t bytes, uint64_t pat, size_t esz)
     kf__parallel((int64_t)((bytes - 1) / COPY_CHUNK), rep_chunk, &j);
 }
 
-void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
-                   const kf_inputs *in, const kf_poison *p, unsigned char *arena) {
+void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay, const kf_inputs *in,
+                   const kf_poison *p, unsigned char *arena) {
     for (int g = 0; g < lay->nguards + lay->nro_guards; g++)
         memcpy(arena + lay->guard_off[g], p->guard, lay->guard_len[g]);
     for (int i = 0; i < t->nargs; i++) {
@@ -617,8 +629,7 @@ void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
         if (!a->is_buffer) continue;
         if (a->io == KF_IO_OUT)
             big_fill(arena + lay->off[i], ex->bytes[i], p->sentinel[i], kf_dtype_size(a->type));
-        else if (ex->bytes[i])
-            kf_data_copy(arena + lay->off[i], in->buf[i], ex->bytes[i]);
+        else if (ex->bytes[i]) kf_data_copy(arena + lay->off[i], in->buf[i], ex->bytes[i]);
     }
 }
 
@@ -631,8 +642,8 @@ int kf_data_check_guards(const kf_task *t, const kf_layout *lay, const kf_poison
     return -1;
 }
 
-int kf_data_check_inputs(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
-                         const kf_inputs *in, const unsigned char *arena) {
+int kf_data_check_inputs(const kf_task *t, const kf_extents *ex, const kf_layout *lay, const kf_inputs *in,
+                         const unsigned char *arena) {
     /* an input in the read-only region has no writable mapping in the worker (a write
      * faults, reported as input_modified by the worker): comparing it could never fail */
     for (int i = 0; i < t->nargs; i++)
@@ -645,8 +656,8 @@ int kf_data_check_inputs(const kf_task *t, const kf_extents *ex, const kf_layout
 
 /* Element i still holds the sentinel, and the right answer is not that very value
  * (a saturating add may return INT32_MIN). u8 has no usable sentinel. */
-static int unwritten(const void *got, const void *want, const uint64_t *sentinel, kf_dtype type,
-                     size_t esz, int64_t i) {
+static int unwritten(const void *got, const void *want, const uint64_t *sentinel, kf_dtype type, size_t esz,
+                     int64_t i) {
     return sentinel && type != KF_T_U8 &&
            !memcmp((const unsigned char *)got + (size_t)i * esz, sentinel, esz) &&
            memcmp((const unsigned char *)want + (size_t)i * esz, sentinel, esz);
@@ -838,12 +849,10 @@ static void cmp_range(kf_dtype type, const void *got, const void *want, int64_t 
                       const cmp_tol *tol, const uint64_t *sentinel, kf_cmp *c) {
     /* half tolerances that are not finite floats: the fast test would mean nothing */
     int sane = tol->atol * 0.5 <= FLT_MAX && tol->rtol * 0.5 <= FLT_MAX && tol->mtol * 0.5 <= FLT_MAX;
-    if (tol->bits)
-        cmp_bits(type, got, want, lo, hi, tol, sentinel, c);
+    if (tol->bits) cmp_bits(type, got, want, lo, hi, tol, sentinel, c);
     else if (sane && (type == KF_T_F32 || type == KF_T_F16 || type == KF_T_BF16))
         cmp_fast(type, got, want, lo, hi, tol, sentinel, c);
-    else
-        cmp_exact(type, got, want, lo, hi, tol, sentinel, c);
+    else cmp_exact(type, got, want, lo, hi, tol, sentinel, c);
 }
 
 static void cmp_init(kf_cmp *c, int64_t n) {
@@ -871,9 +880,8 @@ static void cmp_chunk(void *p, int64_t k) {
     cmp_range(j->type, j->got, j->want, lo, hi, j->tol, j->sentinel, &j->part[k]);
 }
 
-void kf_data_compare_mag(kf_dtype type, const void *got, const void *want, const void *mag,
-                         int64_t n, double rtol, double atol, double mtol,
-                         const uint64_t *sentinel, kf_cmp *c) {
+void kf_data_compare_mag(kf_dtype type, const void *got, const void *want, const void *mag, int64_t n,
+                         double rtol, double atol, double mtol, const uint64_t *sentinel, kf_cmp *c) {
     cmp_init(c, n);
     cmp_tol tol = {rtol, atol, mag ? mtol : 0, mtol > 0 ? mag : NULL, 0};
     tol.bits = kf_dtype_is_float(type) && rtol == 0 && atol == 0 && tol.mtol == 0;
@@ -900,20 +908,21 @@ void kf_data_compare_mag(kf_dtype type, const void *got, const void *want, const
                 c->first[kind] = q->first[kind];
                 c->got[kind] = q->got[kind];
                 c->want[kind] = q->want[kind];
-                if (kind == KF_CMP_WRONG) c->igot = q->igot, c->iwant = q->iwant, c->gbits = q->gbits, c->wbits = q->wbits;
+                if (kind == KF_CMP_WRONG)
+                    c->igot = q->igot, c->iwant = q->iwant, c->gbits = q->gbits, c->wbits = q->wbits;
             }
         if (c->first_bad < 0) c->first_bad = q->first_bad;
     }
     free(part);
 }
 
-void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n, double rtol,
-                     double atol, const uint64_t *sentinel, kf_cmp *c) {
+void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n, double rtol, double atol,
+                     const uint64_t *sentinel, kf_cmp *c) {
     kf_data_compare_mag(type, got, want, NULL, n, rtol, atol, 0, sentinel, c);
 }
 
-int kf_data_same_mag(kf_dtype type, const void *a, const void *b, const void *mag, int64_t n,
-                     int exact, double rtol, double atol, double mtol) {
+int kf_data_same_mag(kf_dtype type, const void *a, const void *b, const void *mag, int64_t n, int exact,
+                     double rtol, double atol, double mtol) {
     if (exact) return !memcmp(a, b, (size_t)n * kf_dtype_size(type));
     /* stop at the first failing block: most callers ask about trivial outputs that fail
      * at once (degenerate-task and stale checks) */
@@ -928,8 +937,8 @@ int kf_data_same_mag(kf_dtype type, const void *a, const void *b, const void *ma
     return 1;
 }
 
-int kf_data_same(kf_dtype type, const void *a, const void *b, int64_t n, int exact,
-                 double rtol, double atol) {
+int kf_data_same(kf_dtype type, const void *a, const void *b, int64_t n, int exact, double rtol,
+                 double atol) {
     return kf_data_same_mag(type, a, b, NULL, n, exact, rtol, atol, 0);
 }
 
@@ -1059,7 +1068,8 @@ void kf_data_spent_retire(kf_spent *sp, const kf_layout *next, unsigned char *ar
                 size_t gap = (size_t)-1;
                 for (int i = 0; i + 1 < sp->n; i++) {
                     size_t a = sp->r[i].hi, b = sp->r[i + 1].lo;
-                    if (b - a < gap && (b <= clo || a >= chi) && (b <= p->lo || a >= p->end)) gap = b - a, best = i;
+                    if (b - a < gap && (b <= clo || a >= chi) && (b <= p->lo || a >= p->end))
+                        gap = b - a, best = i;
                 }
                 if (best < 0) break;
                 pat_fill(sp, arena, sp->r[best].hi, sp->r[best + 1].lo);
@@ -1074,7 +1084,8 @@ void kf_data_spent_retire(kf_spent *sp, const kf_layout *next, unsigned char *ar
             size_t glo = p->guard_off[g], ghi = glo + p->guard_len[g];
             spent_add(sp, arena, glo, ghi, clo, chi, -1);
             int a = p->guard_arg[g];
-            if (a >= 0 && g + 1 < p->nguards) spent_add(sp, arena, p->off[a], p->guard_off[g + 1], clo, chi, a);
+            if (a >= 0 && g + 1 < p->nguards)
+                spent_add(sp, arena, p->off[a], p->guard_off[g + 1], clo, chi, a);
         }
     }
     sp->prev = *next;

@@ -17,10 +17,10 @@
 
 /* Extents of every argument at one shape. */
 typedef struct {
-    int64_t count[KF_MAX_ARGS]; /* elements, buffers only */
+    int64_t count[KF_MAX_ARGS];             /* elements, buffers only */
     int64_t dims[KF_MAX_ARGS][KF_MAX_DIMS]; /* extents per dimension, buffers only */
-    size_t bytes[KF_MAX_ARGS];  /* count * dtype size */
-    int64_t ival[KF_MAX_ARGS];  /* scalars */
+    size_t bytes[KF_MAX_ARGS];              /* count * dtype size */
+    int64_t ival[KF_MAX_ARGS];              /* scalars */
     double fval[KF_MAX_ARGS];
     int64_t size[KF_MAX_SIZES]; /* the shape's sizes (task order) */
 } kf_extents;
@@ -36,14 +36,14 @@ int kf_data_extents(const kf_task *t, const kf_shape *s, kf_extents *ex, char *e
  * nro_guards of the read-only region (staged only: nothing can write there). */
 #define KF_MAX_GUARDS (KF_MAX_ARGS + 2)
 typedef struct {
-    size_t off[KF_MAX_ARGS];  /* buffer offsets (KF_ALIGN-aligned) */
+    size_t off[KF_MAX_ARGS];         /* buffer offsets (KF_ALIGN-aligned) */
     size_t guard_off[KF_MAX_GUARDS]; /* guard g spans [guard_off, guard_off + guard_len) */
     size_t guard_len[KF_MAX_GUARDS]; /* KF_GUARD_BYTES .. + KF_ALIGN - 1: no gaps */
     int guard_arg[KF_MAX_GUARDS];    /* the buffer guard g precedes; -1: after the last */
     int nguards, nro_guards;
-    size_t lo, end;           /* the writable span (lo == guard_off[0]) */
-    size_t ro_base;           /* 0: one region (GPU workers); else the read-only region */
-    size_t ro_lo, ro_end;     /* the read-only span (empty without one) */
+    size_t lo, end;       /* the writable span (lo == guard_off[0]) */
+    size_t ro_base;       /* 0: one region (GPU workers); else the read-only region */
+    size_t ro_lo, ro_end; /* the read-only span (empty without one) */
 } kf_layout;
 
 /* Bytes one layout of these extents needs (in each region, when there are two). */
@@ -68,23 +68,23 @@ void kf_data_layout_split(const kf_task *t, const kf_extents *ex, size_t base, s
 #define KF_SPENT_MAX 96
 #define KF_SPENT_PAT 4096
 typedef struct {
-    size_t lo, hi;   /* poisoned bytes [lo, hi) */
-    size_t base;     /* where the buffer (or guard zone) that sat there began */
-    uint32_t call;   /* the worker's call (1-based) that used it last */
-    int arg;         /* the buffer that sat there; -1 a guard zone, -2 several merged,
-                      * -3 none yet (kf_data_spent_unused) */
+    size_t lo, hi; /* poisoned bytes [lo, hi) */
+    size_t base;   /* where the buffer (or guard zone) that sat there began */
+    uint32_t call; /* the worker's call (1-based) that used it last */
+    int arg;       /* the buffer that sat there; -1 a guard zone, -2 several merged,
+                    * -3 none yet (kf_data_spent_unused) */
 } kf_spent_range;
 typedef struct {
     int on;
-    uint32_t calls;      /* calls staged so far */
+    uint32_t calls; /* calls staged so far */
     int have_prev;
-    kf_layout prev;      /* the last call's layout, retired at the next call */
+    kf_layout prev; /* the last call's layout, retired at the next call */
     int n;
     kf_spent_range r[KF_SPENT_MAX];
-    int bad;             /* a change was found (the first is kept) */
+    int bad; /* a change was found (the first is kept) */
     kf_spent_range bad_range;
-    size_t bad_at;       /* its arena offset */
-    uint32_t bad_seen;   /* calls made when it was found */
+    size_t bad_at;     /* its arena offset */
+    uint32_t bad_seen; /* calls made when it was found */
     unsigned char pat[KF_SPENT_PAT];
 } kf_spent;
 
@@ -117,8 +117,7 @@ typedef struct {
  * by 2^k, k in [-12, -6], uniform and int in two levels (a leading run near hi, the rest
  * just above lo) or nearly constant throughout. Uniform and int
  * inputs never leave [lo, hi]. */
-int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant,
-                       kf_inputs *in);
+int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant, kf_inputs *in);
 /* Flags over a variant (0-3), for normal `in` buffers only: KF_DATA_OFFSET moves the mean
  * by 2^(3 + class) to 2^(4 + class) standard deviations, random sign (class 0-3 in
  * KF_DATA_CLASS(c): [8, 16), [16, 32), [32, 64), [64, 128)); KF_DATA_MIXED multiplies
@@ -148,43 +147,41 @@ void kf_data_flip_poison(const kf_task *t, const kf_poison *a, kf_poison *b);
 int64_t kf_data_count_pattern(const void *buf, int64_t n, uint64_t pat, size_t esz);
 
 /* Write the inputs, sentinels and guards of one call into the arena. */
-void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
-                   const kf_inputs *in, const kf_poison *p, unsigned char *arena);
+void kf_data_stage(const kf_task *t, const kf_extents *ex, const kf_layout *lay, const kf_inputs *in,
+                   const kf_poison *p, unsigned char *arena);
 
 /* After a call: the argument index of the buffer whose preceding guard zone changed
  * first, t->nargs for the guard after the last buffer, or -1 when all are intact. */
 int kf_data_check_guards(const kf_task *t, const kf_layout *lay, const kf_poison *p,
                          const unsigned char *arena);
 /* Index of the first `in` buffer whose bytes differ from the master copy, or -1. */
-int kf_data_check_inputs(const kf_task *t, const kf_extents *ex, const kf_layout *lay,
-                         const kf_inputs *in, const unsigned char *arena);
+int kf_data_check_inputs(const kf_task *t, const kf_extents *ex, const kf_layout *lay, const kf_inputs *in,
+                         const unsigned char *arena);
 
 /* Elementwise comparison of one buffer. */
 enum { KF_CMP_UNWRITTEN, KF_CMP_NONFINITE, KF_CMP_WRONG };
 typedef struct {
     int64_t n, unwritten, nonfinite, wrong;
-    int64_t first_bad;     /* index of the first mismatch of any kind, -1 if none */
-    int64_t first[3];      /* first index per kind (KF_CMP_*), -1 if none */
-    double got[3], want[3];/* values there */
-    int64_t igot, iwant;   /* exact values at first[KF_CMP_WRONG] for integer types */
-    int bitwise;           /* a float output under an exact tolerance: compared bit for bit */
-    uint64_t gbits, wbits; /* bitwise: the element's bits at first[KF_CMP_WRONG] */
+    int64_t first_bad;      /* index of the first mismatch of any kind, -1 if none */
+    int64_t first[3];       /* first index per kind (KF_CMP_*), -1 if none */
+    double got[3], want[3]; /* values there */
+    int64_t igot, iwant;    /* exact values at first[KF_CMP_WRONG] for integer types */
+    int bitwise;            /* a float output under an exact tolerance: compared bit for bit */
+    uint64_t gbits, wbits;  /* bitwise: the element's bits at first[KF_CMP_WRONG] */
     double max_abs, max_rel;
 } kf_cmp;
-void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n, double rtol,
-                     double atol, const uint64_t *sentinel, kf_cmp *c);
+void kf_data_compare(kf_dtype type, const void *got, const void *want, int64_t n, double rtol, double atol,
+                     const uint64_t *sentinel, kf_cmp *c);
 /* The same with the magnitude term: an element passes when |got - want| <= atol +
  * rtol*|want| + mtol*|mag| (mag NULL or mtol 0: no such term; a non-finite mag counts
  * as 0). A float buffer under an exact tolerance (rtol = atol = mtol = 0) is compared
  * bit for bit: the sign of zero and NaN payloads must match (c->bitwise). */
-void kf_data_compare_mag(kf_dtype type, const void *got, const void *want, const void *mag,
-                         int64_t n, double rtol, double atol, double mtol,
-                         const uint64_t *sentinel, kf_cmp *c);
+void kf_data_compare_mag(kf_dtype type, const void *got, const void *want, const void *mag, int64_t n,
+                         double rtol, double atol, double mtol, const uint64_t *sentinel, kf_cmp *c);
 /* Same bytes, or (exact == 0) within tolerance everywhere? */
-int kf_data_same(kf_dtype type, const void *a, const void *b, int64_t n, int exact,
-                 double rtol, double atol);
-int kf_data_same_mag(kf_dtype type, const void *a, const void *b, const void *mag, int64_t n,
-                     int exact, double rtol, double atol, double mtol);
+int kf_data_same(kf_dtype type, const void *a, const void *b, int64_t n, int exact, double rtol, double atol);
+int kf_data_same_mag(kf_dtype type, const void *a, const void *b, const void *mag, int64_t n, int exact,
+                     double rtol, double atol, double mtol);
 /* The inputs of a magnitude run: copies of in's buffers with every float element's sign
  * cleared (|x|, exactly), integer ones unchanged. 0, or -1 out of memory. Free with
  * kf_data_free_inputs. */
@@ -193,7 +190,6 @@ double kf_data_get(kf_dtype type, const void *p, int64_t i);
 /* memcpy, in chunks on several threads when large. */
 void kf_data_copy(void *dst, const void *src, size_t bytes);
 /* "y[3][17]": a flat element index of buffer arg as per-dimension indices. */
-void kf_data_format_index(const kf_task *t, const kf_extents *ex, int arg, int64_t flat,
-                          char *buf, size_t n);
+void kf_data_format_index(const kf_task *t, const kf_extents *ex, int arg, int64_t flat, char *buf, size_t n);
 
 #endif

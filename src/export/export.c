@@ -19,8 +19,9 @@
  * tokenizer and declaration scanner (src/backend/ctok.c), not a C parser: names made by macros at
  * file scope (DEFINE_KERNEL(x)) are not seen. The entry tests the shape predicates
  * (integer scalar arguments equal to their values at the winner's shape), then each
- * winner's kforge:when domain, and calls the winner, else the fallback. Whatever the scanner misses, the dispatcher is checked and
- * timed like any candidate before it is written; a rejected dispatcher is never written.
+ * winner's kforge:when domain, and calls the winner, else the fallback. Whatever the scanner misses, the
+ * dispatcher is checked and timed like any candidate before it is written; a rejected dispatcher is never
+ * written.
  *
  * Every file is written into DIR.tmp-XXXXXX and renamed onto DIR at the end: a failed
  * export leaves nothing half-written. An existing DIR is replaced only when it is empty
@@ -67,8 +68,7 @@ static int verified(kf_node_state s) { return s == KF_NODE_KEPT; }
 
 /* ---- files ----------------------------------------------------------------------------- */
 
-static kf_status write_file(kf_ctx *ctx, const char *dir, const char *name, const char *data,
-                            size_t len) {
+static kf_status write_file(kf_ctx *ctx, const char *dir, const char *name, const char *data, size_t len) {
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -94,11 +94,11 @@ static kf_status out_ok(kf_ctx *ctx, const char *out, int *exists, char **prev_r
     *exists = 0;
     if (stat(out, &sb)) {
         if (errno == ENOENT) return KF_OK;
-        if (errno == ENOTDIR) return kf__err(ctx, KF_EUSAGE, "-o %s: a part of the path is a file, not a directory", out);
+        if (errno == ENOTDIR)
+            return kf__err(ctx, KF_EUSAGE, "-o %s: a part of the path is a file, not a directory", out);
         return kf__err(ctx, KF_EIO, "%s: %s", out, strerror(errno));
     }
-    if (!S_ISDIR(sb.st_mode))
-        return kf__err(ctx, KF_EUSAGE, "%s exists and is not a directory", out);
+    if (!S_ISDIR(sb.st_mode)) return kf__err(ctx, KF_EUSAGE, "%s exists and is not a directory", out);
     *exists = 1;
     char p[4400];
     snprintf(p, sizeof p, "%s/EXPORT.json", out);
@@ -150,17 +150,16 @@ static kf_status compile_only(kf_ctx *ctx, const kf_task *t, const char *path, c
     snprintf(bdir, sizeof bdir, "%s.build-XXXXXX", path);
     kf_build bd;
     memset(&bd, 0, sizeof bd);
-    kf_status cs = mkdtemp(bdir) ? kf_backend_compile(kf_backend_get(t->backend), ctx, t, path, text, len, NULL, 0,
-                                                      bdir, 300, &bd)
+    kf_status cs = mkdtemp(bdir) ? kf_backend_compile(kf_backend_get(t->backend), ctx, t, path, text, len,
+                                                      NULL, 0, bdir, 300, &bd)
                                  : kf__err(ctx, KF_EIO, "%s: %s", bdir, strerror(errno));
     if (!cs && !bd.ok) {
         *ver = json_pack("{s:s, s:[{s:s, s:s?}], s:[], s:n, s:b}", "verdict", "rejected", "reasons", "code",
                          "compile_error", "message", bd.message, "shapes", "speedup", "compiled", 0);
     } else {
-        *ver = json_pack("{s:s, s:[], s:[], s:n, s:s, s:b}", "verdict", "unverified", "reasons", "shapes", "speedup",
-                         "error", why, "compiled", !cs);
-        if (cs && *ver)
-            json_object_set_new(*ver, "compile_error", json_string(kf_errmsg(ctx)));
+        *ver = json_pack("{s:s, s:[], s:[], s:n, s:s, s:b}", "verdict", "unverified", "reasons", "shapes",
+                         "speedup", "error", why, "compiled", !cs);
+        if (cs && *ver) json_object_set_new(*ver, "compile_error", json_string(kf_errmsg(ctx)));
     }
     kf_build_free(&bd);
     if (bdir[0]) kf__rmtree(bdir);
@@ -236,13 +235,14 @@ static kf_status check_out(export_job *x) {
     if (s || !x->prev_run) return s;
     char ra[PATH_MAX], rb[PATH_MAX];
     int same = realpath(x->prev_run, ra) && realpath(x->run_dir, rb) ? !strcmp(ra, rb)
-                                                                      : !strcmp(x->prev_run, x->run_dir);
+                                                                     : !strcmp(x->prev_run, x->run_dir);
     if (same) {
         free(x->prev_run);
         x->prev_run = NULL;
     } else {
-        fprintf(stderr, "kforge export: warning: %s holds the export of another run (%s); it is replaced by "
-                        "run %s's\n",
+        fprintf(stderr,
+                "kforge export: warning: %s holds the export of another run (%s); it is replaced by "
+                "run %s's\n",
                 x->out_dir, x->prev_run, x->run_dir);
     }
     return KF_OK;
@@ -256,12 +256,10 @@ static kf_status gather_winners(export_job *x, int64_t fb_id) {
     x->w = calloc(json_array_size(best) + 1, sizeof *x->w);
     if (!x->w) return kf__err(ctx, KF_ENOMEM, "out of memory");
     for (size_t j = 0; j <= json_array_size(best) && !s; j++) {
-        int64_t id = j == 0
-                         ? fb_id
-                         : json_integer_value(json_object_get(json_array_get(best, j - 1), "node"));
+        int64_t id =
+            j == 0 ? fb_id : json_integer_value(json_object_get(json_array_get(best, j - 1), "node"));
         int dup = 0;
-        for (int k = 0; k < x->nw; k++)
-            dup |= x->w[k].id == id;
+        for (int k = 0; k < x->nw; k++) dup |= x->w[k].id == id;
         if (dup) continue;
         const kf_node *nd = NULL;
         for (size_t k = 0; k < x->a.n; k++)
@@ -294,10 +292,9 @@ static kf_status write_winners(export_job *x) {
         kf_buf f;
         kf_buf_init(&f, 64u << 20);
         /* no "kforge" followed by a colon in this comment: it would read as a directive */
-        kf_buf_printf(
-            &f,
-            "/* %s - node %lld of run %s (kforge export).\n * Speedups over the reference:", name,
-            (long long)w[i].id, run_dir);
+        kf_buf_printf(&f,
+                      "/* %s - node %lld of run %s (kforge export).\n * Speedups over the reference:", name,
+                      (long long)w[i].id, run_dir);
         /* the column goes into EXPORT.json as stored; its fields are read from it */
         json_t *shj = w[i].shapes_json ? json_loads(w[i].shapes_json, 0, NULL) : NULL;
         struct kf_verdict sh;
@@ -313,15 +310,12 @@ static kf_status write_winners(export_job *x) {
         }
         json_array_foreach(x->best, k, e) if (json_integer_value(json_object_get(e, "node")) == w[i].id)
             json_array_append(wins, json_object_get(e, "sizes"));
-        kf_buf_printf(&f,
-                      "; geometric mean %.3fx.\n * Check it again: kforge check %s %s/%s\n */\n",
+        kf_buf_printf(&f, "; geometric mean %.3fx.\n * Check it again: kforge check %s %s/%s\n */\n",
                       w[i].speedup, t->dir, out_dir, name);
         kf_dispatch_pinned(&f, w[i].params_json);
         kf_buf_append(&f, w[i].text, w[i].len);
-        if (f.dropped || !f.p)
-            s = kf__err(ctx, KF_ENOMEM, "out of memory");
-        else
-            s = write_file(ctx, x->tmp, name, f.p, f.len);
+        if (f.dropped || !f.p) s = kf__err(ctx, KF_ENOMEM, "out of memory");
+        else s = write_file(ctx, x->tmp, name, f.p, f.len);
         kf_buf_free(&f);
         json_t *pj = w[i].params_json ? json_loads(w[i].params_json, 0, NULL) : json_null();
         char srcp[4400];
@@ -340,9 +334,9 @@ static kf_status write_winners(export_job *x) {
  * too when they warn). */
 static kf_status start_doc(export_job *x) {
     const kf_task *t = x->t;
-    x->doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I}", "run", x->run_dir, "task", t->dir,
-                       "task_name", t->name, "backend", t->backend, "fingerprint", t->fingerprint,
-                       "winners", json_incref(x->files), "fallback", (json_int_t)x->w[x->fallback].id);
+    x->doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I}", "run", x->run_dir, "task", t->dir, "task_name",
+                       t->name, "backend", t->backend, "fingerprint", t->fingerprint, "winners",
+                       json_incref(x->files), "fallback", (json_int_t)x->w[x->fallback].id);
     if (!x->doc) return kf__err(x->ctx, KF_ENOMEM, "out of memory");
     json_object_set_new(x->doc, "replaced_run", x->prev_run ? json_string(x->prev_run) : json_null());
     kf_buf iw;
@@ -363,10 +357,8 @@ static kf_status verify_dispatcher(export_job *x, const kf_opts *opts, const cha
     kf_ctx *ctx = x->ctx;
     const kf_task *t = x->t;
     kf_opts o;
-    if (opts)
-        o = *opts;
-    else
-        kf_opts_init(&o);
+    if (opts) o = *opts;
+    else kf_opts_init(&o);
     o.vs_path = NULL;
     kf_status s;
     int attempt = 0, compiled = 0;
@@ -436,7 +428,8 @@ static kf_status settle_dispatcher(export_job *x, json_t *ver, int unverified, c
             doc, "why",
             json_sprintf("the %s dispatcher could not be verified here (%s); it builds with nvcc and was "
                          "written as %s, unverified: check it on a GPU with kforge bench %s %s/%s",
-                         title, json_string_value(json_object_get(ver, "error")), uname, t->dir, out_dir, uname));
+                         title, json_string_value(json_object_get(ver, "error")), uname, t->dir, out_dir,
+                         uname));
         fprintf(stderr,
                 "kforge export: the %s dispatcher could not be verified here (%s): written as %s/%s, "
                 "UNVERIFIED; the winners are verified\n",
@@ -475,8 +468,8 @@ static kf_status dispatcher(export_job *x, const kf_opts *opts) {
         /* this task cannot have a dispatcher: the winners are still exported */
         json_object_set_new(doc, "dispatcher", json_null());
         json_object_set_new(doc, "why", json_sprintf("no %s dispatcher: %s", title, kf_errmsg(ctx)));
-        fprintf(stderr, "kforge export: no %s dispatcher (%s); the winners are in %s\n", title, kf_errmsg(ctx),
-                x->out_dir);
+        fprintf(stderr, "kforge export: no %s dispatcher (%s); the winners are in %s\n", title,
+                kf_errmsg(ctx), x->out_dir);
         return KF_OK;
     }
     if (s) return s;
@@ -499,7 +492,8 @@ static kf_status into_place(export_job *x) {
     if (x->exists) {
         snprintf(x->old, sizeof x->old, "%s.old-XXXXXX", out_dir);
         if (!mkdtemp(x->old) || rename(out_dir, x->old)) {
-            s = kf__err(x->ctx, KF_EIO, "%s: cannot move the earlier export aside (%s)", out_dir, strerror(errno));
+            s = kf__err(x->ctx, KF_EIO, "%s: cannot move the earlier export aside (%s)", out_dir,
+                        strerror(errno));
             x->old[0] = 0;
         } else {
             /* mkdtemp made old; rename over an empty directory replaced it */
@@ -518,15 +512,14 @@ static kf_status into_place(export_job *x) {
 /* The export as the run's `export` event; a failure to record it is only a warning. */
 static void record_export(export_job *x) {
     json_t *doc = x->doc;
-    json_t *ev = json_pack("{s:s, s:O, s:O, s:O}", "out", x->out_dir, "dispatcher",
-                           json_object_get(doc, "dispatcher"), "fallback",
-                           json_object_get(doc, "fallback"), "routes", x->routes);
+    json_t *ev =
+        json_pack("{s:s, s:O, s:O, s:O}", "out", x->out_dir, "dispatcher", json_object_get(doc, "dispatcher"),
+                  "fallback", json_object_get(doc, "fallback"), "routes", x->routes);
     json_t *ver = json_object_get(doc, "verification");
     if (ver) json_object_set(ev, "verification", ver);
     char *evs = kf__json_dumps(ev, JSON_COMPACT);
     if (!evs || kf_store_event(x->st, 0, "export", evs))
-        fprintf(stderr,
-                "kforge export: warning: the export was written but not recorded in %s: %s\n",
+        fprintf(stderr, "kforge export: warning: the export was written but not recorded in %s: %s\n",
                 x->run_dir, evs ? kf_errmsg(x->ctx) : "out of memory");
     free(evs);
     json_decref(ev);
@@ -557,9 +550,10 @@ static kf_status export_run(export_job *x, const kf_opts *opts, char **json) {
         struct stat sb;
         /* the usual cause, said as such: -o a/b where a does not exist */
         if (e == ENOENT)
-            s = kf__err(ctx, KF_EUSAGE,
-                        "-o %s: its parent directory %s does not exist (create it first, or choose another -o)",
-                        x->out_dir, parent);
+            s = kf__err(
+                ctx, KF_EUSAGE,
+                "-o %s: its parent directory %s does not exist (create it first, or choose another -o)",
+                x->out_dir, parent);
         else if (!stat(parent, &sb) && !S_ISDIR(sb.st_mode))
             s = kf__err(ctx, KF_EUSAGE, "-o %s: %s is not a directory", x->out_dir, parent);
         else
@@ -584,16 +578,15 @@ static kf_status export_run(export_job *x, const kf_opts *opts, char **json) {
     return s;
 }
 
-kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_arg,
-                             const kf_opts *opts, char **json) {
+kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_arg, const kf_opts *opts,
+                             char **json) {
     export_job x;
     memset(&x, 0, sizeof x);
     x.ctx = ctx;
     x.run_dir = run_dir;
     /* DIR without trailing slashes: DIR.tmp-XXXXXX must lie beside it, not inside */
     snprintf(x.out_dir, sizeof x.out_dir, "%s", out_arg ? out_arg : "");
-    for (size_t l = strlen(x.out_dir); l > 1 && x.out_dir[l - 1] == '/'; l--)
-        x.out_dir[l - 1] = 0;
+    for (size_t l = strlen(x.out_dir); l > 1 && x.out_dir[l - 1] == '/'; l--) x.out_dir[l - 1] = 0;
     if (json) *json = NULL;
     if (!run_dir || !*x.out_dir) return kf__err(ctx, KF_EUSAGE, "kforge export RUN -o DIR");
     x.fallback = -1;
@@ -604,8 +597,7 @@ kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_a
     kf_status s = export_run(&x, opts, json);
     free(x.prev_run);
     if (x.tmp[0]) kf__rmtree(x.tmp);
-    for (int i = 0; i < x.nw; i++)
-        free(x.w[i].text);
+    for (int i = 0; i < x.nw; i++) free(x.w[i].text);
     free(x.w);
     kf_record_vec_free(&x.a);
     kf_buf_free(&x.disp);

@@ -58,7 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EVIDENCE_MAX 64 /* node ids and effects kept per lesson */
+#define EVIDENCE_MAX 64       /* node ids and effects kept per lesson */
 #define KF_DISTILL_FLOOR 1.05 /* a move beat its parent at a shape when it gained this much there */
 /* a single lost move teaches "do not" only when it lost clearly: at most this much of its
  * parent's speed at its best shape (10% slower everywhere); else two lost moves are needed */
@@ -71,11 +71,11 @@ typedef struct {
     struct kf_verdict shapes; /* its shapes column */
     char *reasons;
     char category[32];
-    char src[17]; /* the first 16 hex digits of its source hash: part of its identity */
+    char src[17];          /* the first 16 hex digits of its source hash: part of its identity */
     char hash[65], ext[8]; /* its source in the run (RUN/src/<hash>.<ext>) */
-    int vetoed; /* reverted by a Critic's veto that says nothing of its speed (integrity,
-                   plausibility, a suspicious gain, needs_review): no evidence either way */
-    char desc[204]; /* its submitter's description of the change ("" for none) */
+    int vetoed;            /* reverted by a Critic's veto that says nothing of its speed (integrity,
+                              plausibility, a suspicious gain, needs_review): no evidence either way */
+    char desc[204];        /* its submitter's description of the change ("" for none) */
 } dnode;
 
 typedef struct {
@@ -171,7 +171,9 @@ static int critic_veto(void *arg, int64_t id, int64_t node, const char *js, doub
 
 /* ---- what a change is, in words ------------------------------------------------------- */
 
-static int idch(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
+static int idch(int c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
 
 /* A source's comments without the kforge: directives, one space between them; caller
  * frees. */
@@ -257,7 +259,8 @@ static char *param_meaning(const char *src, const char *name) {
         const char *e = best;
         while (*e && !strchr(",;(", *e) && !(*e == '.' && (e[1] == ' ' || !e[1]))) e++;
         while (e > best && e[-1] == ' ') e--;
-        if ((size_t)(e - best) > nl + 2) out = kf__asprintf("%.*s", (int)(e - best > 120 ? 120 : e - best), best);
+        if ((size_t)(e - best) > nl + 2)
+            out = kf__asprintf("%.*s", (int)(e - best > 120 ? 120 : e - best), best);
     }
     free(c);
     return out;
@@ -333,7 +336,8 @@ static char *rewrite_change(const char *src, const char *psrc, const char *claim
     for (size_t k = 0; k < sizeof feat / sizeof *feat; k++) {
         if (!hit[k]) continue;
         if (!lab) lab = feat[k].label;
-        if (!b.p || !strstr(b.p, feat[k].words)) kf_buf_printf(&b, "%s%s", b.len ? ", " : "added ", feat[k].words);
+        if (!b.p || !strstr(b.p, feat[k].words))
+            kf_buf_printf(&b, "%s%s", b.len ? ", " : "added ", feat[k].words);
     }
     if (!lab) lab = claimed && strcmp(claimed, "specialisation") ? claimed : "other";
     snprintf(label, ln, "%s", lab);
@@ -344,15 +348,15 @@ static char *rewrite_change(const char *src, const char *psrc, const char *claim
 
 /* One K=V change and what became of the nodes that made it. */
 typedef struct {
-    char setting[160];       /* "BLOCK=256" */
-    json_t *won;             /* sizes (compact JSON text) -> {sizes, gain over the parent, nodes[]} */
-    json_t *lost, *failed;   /* arrays of node ids */
-    json_t *reasons;         /* reason -> count */
-    size_t nwon;             /* moves to it that won (kept, 5% over the parent somewhere) */
-    double best_lost;        /* the best gain over the parent among the lost moves */
-    char *what;              /* what the change is, in words: the template parameter's own
-                                comment, or what a rewrite's diff added (NULL: unknown) */
-    char *when;              /* a won move's kforge:when (its domain), NULL: none */
+    char setting[160];        /* "BLOCK=256" */
+    json_t *won;              /* sizes (compact JSON text) -> {sizes, gain over the parent, nodes[]} */
+    json_t *lost, *failed;    /* arrays of node ids */
+    json_t *reasons;          /* reason -> count */
+    size_t nwon;              /* moves to it that won (kept, 5% over the parent somewhere) */
+    double best_lost;         /* the best gain over the parent among the lost moves */
+    char *what;               /* what the change is, in words: the template parameter's own
+                                 comment, or what a rewrite's diff added (NULL: unknown) */
+    char *when;               /* a won move's kforge:when (its domain), NULL: none */
     int what_read, when_read; /* the texts were read for them (once a change: a 100,000-node
                                  run is not read node by node) */
 } change;
@@ -430,8 +434,9 @@ static char *predicate(json_t *sizes_list) {
             if (val > hi) hi = val;
         }
         if (lo == hi) kf_buf_printf(&b, "%s%s == %lld", b.len ? " && " : "", names[i], (long long)lo);
-        else kf_buf_printf(&b, "%s%s >= %lld && %s <= %lld", b.len ? " && " : "", names[i], (long long)lo, names[i],
-                           (long long)hi);
+        else
+            kf_buf_printf(&b, "%s%s >= %lld && %s <= %lld", b.len ? " && " : "", names[i], (long long)lo,
+                          names[i], (long long)hi);
     }
     if (!b.p) kf_buf_append(&b, "", 0);
     return b.p;
@@ -445,7 +450,7 @@ typedef struct {
     const char *run_given; /* the run's directory as given: how evidence named it before */
     const dvec *a;         /* the run's nodes (their source hashes) */
     sqlite3_stmt *count_q; /* count_once's insert, prepared once */
-    const kf_task *t; /* the run's task when it still loads: its "ops" widen the scope */
+    const kf_task *t;      /* the run's task when it still loads: its "ops" widen the scope */
 } dctx;
 
 /* Lesson id under key ("added", "refuted", ...) of the summary: KF_ENOMEM when it cannot
@@ -478,8 +483,9 @@ static int count_once(dctx *d, const char *what, const char *item, json_t *legac
     char *id = ident(d, item);
     if (!id) return -1;
     int rc = -1;
-    if (!d->count_q && sqlite3_prepare_v2(d->db->db, "INSERT OR IGNORE INTO distilled(what, item) VALUES(?1, ?2)", -1,
-                                          &d->count_q, NULL) != SQLITE_OK)
+    if (!d->count_q &&
+        sqlite3_prepare_v2(d->db->db, "INSERT OR IGNORE INTO distilled(what, item) VALUES(?1, ?2)", -1,
+                           &d->count_q, NULL) != SQLITE_OK)
         d->count_q = NULL;
     if (d->count_q) {
         sqlite3_reset(d->count_q);
@@ -515,20 +521,22 @@ static void append_capped(json_t *ev, const char *field, json_t *item) {
 
 /* Refute (once) every lesson of the other direction for this setting. */
 static kf_status refute(dctx *d, const char *setting, int win, json_t *new_nodes) {
-    static const char *const kinds_win[] = {"fail", "lose", NULL}, *const kinds_bad[] = {"win", "shape", NULL};
+    static const char *const kinds_win[] = {"fail", "lose", NULL}, *const kinds_bad[] = {"win", "shape",
+                                                                                         NULL};
     const char *const *kinds = win ? kinds_win : kinds_bad;
     kf_status st = KF_OK;
     for (int k = 0; kinds[k] && !st; k++) {
         char *prefix = kf__asprintf("distill|%s|%s|%s|%s|", d->backend, d->op, kinds[k], setting);
         sqlite3_stmt *q = NULL;
-        if (sqlite3_prepare_v2(d->db->db, "SELECT uid FROM lessons WHERE substr(key, 1, length(?1)) = ?1", -1, &q,
-                               NULL) != SQLITE_OK) {
+        if (sqlite3_prepare_v2(d->db->db, "SELECT uid FROM lessons WHERE substr(key, 1, length(?1)) = ?1", -1,
+                               &q, NULL) != SQLITE_OK) {
             free(prefix);
             return kf__err(d->db->ctx, KF_EIO, "%s: %s", d->db->path, sqlite3_errmsg(d->db->db));
         }
         sqlite3_bind_text(q, 1, prefix, -1, SQLITE_STATIC);
         json_t *ids = json_array();
-        while (sqlite3_step(q) == SQLITE_ROW) json_array_append_new(ids, json_string((const char *)sqlite3_column_text(q, 0)));
+        while (sqlite3_step(q) == SQLITE_ROW)
+            json_array_append_new(ids, json_string((const char *)sqlite3_column_text(q, 0)));
         sqlite3_finalize(q);
         free(prefix);
         size_t i;
@@ -606,7 +614,8 @@ static kf_status put_lesson(dctx *d, const char *kind, const char *setting, cons
             int known = 0;
             size_t j;
             json_t *y;
-            json_array_foreach(json_object_get(ev, "fingerprints"), j, y) known |= !strcmp(json_string_value(y), d->fingerprint);
+            json_array_foreach(json_object_get(ev, "fingerprints"), j, y) known |=
+                !strcmp(json_string_value(y), d->fingerprint);
             if (!known) append_capped(ev, "fingerprints", json_string(d->fingerprint));
             l.confirmations++;
             if (l.retired && l.confirmations >= l.refutations) l.retired = 0;
@@ -635,11 +644,12 @@ static kf_status put_lesson(dctx *d, const char *kind, const char *setting, cons
         }
         json_t *sit = json_pack("{s:s, s:s, s:[s]}", "text", situation, "backend", d->backend, "ops", d->op);
         for (int k = 0; d->t && k < d->t->nops; k++) /* the task's families: lessons may travel */
-            if (strcmp(d->t->ops[k], d->op)) json_array_append_new(json_object_get(sit, "ops"), json_string(d->t->ops[k]));
+            if (strcmp(d->t->ops[k], d->op))
+                json_array_append_new(json_object_get(sit, "ops"), json_string(d->t->ops[k]));
         if (shape) json_object_set_new(sit, "shape", json_string(shape));
-        json_t *o = json_pack("{s:o, s:s, s:o, s:{s:i, s:i}, s:s, s:O, s:s}", "situation", sit, "action", action,
-                              "evidence", ev, "trust", "confirmations", 1, "refutations", 0, "source", "distilled",
-                              "tags", tags, "key", key);
+        json_t *o = json_pack("{s:o, s:s, s:o, s:{s:i, s:i}, s:s, s:O, s:s}", "situation", sit, "action",
+                              action, "evidence", ev, "trust", "confirmations", 1, "refutations", 0, "source",
+                              "distilled", "tags", tags, "key", key);
         if (boundaries) json_object_set_new(o, "boundaries", json_string(boundaries));
         char err[512];
         st = kf_lessons__from_json(o, &l, err, sizeof err);
@@ -704,7 +714,8 @@ static kf_status emit(dctx *d, change *c) {
                 json_array_foreach(nodes, j, y) dup |= json_equal(x, y);
                 if (!dup) json_array_append(nodes, x);
             }
-            json_array_append_new(effects, json_pack("{s:O, s:f}", "sizes", json_object_get(w, "sizes"), "gain_over_parent", s));
+            json_array_append_new(effects, json_pack("{s:O, s:f}", "sizes", json_object_get(w, "sizes"),
+                                                     "gain_over_parent", s));
         }
         char *pred = predicate(sizes);
         char *ids = kf__json_dumps(nodes, JSON_COMPACT);
@@ -717,8 +728,8 @@ static kf_status emit(dctx *d, change *c) {
         }
         /* where it held: the shapes, and the domain its node claimed */
         char *where = c->when ? kf__asprintf("%s, within its kforge:when (%s)", pred, c->when) : strdup(pred);
-        char *situation = kf__asprintf("%s kernels (task %s, %s backend) on %s %s: %s", d->op, d->task, d->backend,
-                                       one ? "the shape" : "shapes with", where, subj);
+        char *situation = kf__asprintf("%s kernels (task %s, %s backend) on %s %s: %s", d->op, d->task,
+                                       d->backend, one ? "the shape" : "shapes with", where, subj);
         free(where);
         char *what = described(d->a, nodes);
         char *action =
@@ -733,11 +744,13 @@ static kf_status emit(dctx *d, change *c) {
         free(what);
         free(subj);
         free(verb);
-        char *bound = json_array_size(c->failed) || json_array_size(c->lost)
-                          ? kf__asprintf("Other moves to %s did not beat their parent or failed (%zu lost, %zu failed); "
-                                         "only measured on %s",
-                                         c->setting, json_array_size(c->lost), json_array_size(c->failed), pred)
-                          : kf__asprintf("Only measured on %s; not evidence for other shapes", pred);
+        char *bound =
+            json_array_size(c->failed) || json_array_size(c->lost)
+                ? kf__asprintf(
+                      "Other moves to %s did not beat their parent or failed (%zu lost, %zu failed); "
+                      "only measured on %s",
+                      c->setting, json_array_size(c->lost), json_array_size(c->failed), pred)
+                : kf__asprintf("Only measured on %s; not evidence for other shapes", pred);
         json_t *tags = base_tags(d, c->setting, "win");
         if (one) {
             json_t *s0 = json_array_get(sizes, 0);
@@ -746,7 +759,8 @@ static kf_status emit(dctx *d, change *c) {
             json_object_foreach(s0, name, v) {
                 char t[128], low[64];
                 size_t i = 0;
-                for (; name[i] && i < sizeof low - 1; i++) low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+                for (; name[i] && i < sizeof low - 1; i++)
+                    low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
                 low[i] = 0;
                 snprintf(t, sizeof t, "shape/%s=%lld", low, (long long)json_integer_value(v));
                 json_array_append_new(tags, json_string(t));
@@ -762,7 +776,8 @@ static kf_status emit(dctx *d, change *c) {
             json_array_append_new(items, json_string(nodes_text));
             free(nodes_text);
         }
-        st = put_lesson(d, one ? "shape" : "win", c->setting, pred, situation, action, bound, tags, items, effects);
+        st = put_lesson(d, one ? "shape" : "win", c->setting, pred, situation, action, bound, tags, items,
+                        effects);
         json_decref(items);
         json_decref(tags);
         free(situation);
@@ -788,19 +803,22 @@ static kf_status emit(dctx *d, change *c) {
     kf_buf_init(&rb, 4096);
     const char *k;
     json_t *v;
-    json_object_foreach(c->reasons, k, v) kf_buf_printf(&rb, "%s%s x%lld", rb.len ? ", " : "", k, (long long)json_integer_value(v));
+    json_object_foreach(c->reasons, k, v)
+        kf_buf_printf(&rb, "%s%s x%lld", rb.len ? ", " : "", k, (long long)json_integer_value(v));
     char *subj = subject(c->setting);
-    char *situation = c->what ? kf__asprintf("%s kernels (task %s, %s backend): %s (%s)", d->op, d->task, d->backend,
-                                             subj, c->what)
-                              : kf__asprintf("%s kernels (task %s, %s backend): %s", d->op, d->task, d->backend, subj);
+    char *situation =
+        c->what ? kf__asprintf("%s kernels (task %s, %s backend): %s (%s)", d->op, d->task, d->backend, subj,
+                               c->what)
+                : kf__asprintf("%s kernels (task %s, %s backend): %s", d->op, d->task, d->backend, subj);
     free(subj);
     size_t nf = json_array_size(c->failed), nl = json_array_size(c->lost);
-    char *action = failed ? kf__asprintf("Avoid %s: %zu of its candidates failed (%s; nodes %s) and none won", c->setting,
-                                         nf, rb.p ? rb.p : "no reason recorded", ids)
-                          : kf__asprintf("Do not expect %s to help: %zu of %zu moves to it did not beat %s parent "
-                                         "(not kept, or kept without a 5%% gain at any shape; best single timing "
-                                         "%.2fx over the parent; nodes %s)",
-                                         c->setting, nl, nmoves, nl == 1 ? "its" : "their", c->best_lost, ids);
+    char *action =
+        failed ? kf__asprintf("Avoid %s: %zu of its candidates failed (%s; nodes %s) and none won",
+                              c->setting, nf, rb.p ? rb.p : "no reason recorded", ids)
+               : kf__asprintf("Do not expect %s to help: %zu of %zu moves to it did not beat %s parent "
+                              "(not kept, or kept without a 5%% gain at any shape; best single timing "
+                              "%.2fx over the parent; nodes %s)",
+                              c->setting, nl, nmoves, nl == 1 ? "its" : "their", c->best_lost, ids);
     json_t *tags = base_tags(d, c->setting, failed ? "fail" : "lose");
     json_t *items = json_array(), *effects = json_array();
     size_t i;
@@ -810,7 +828,9 @@ static kf_status emit(dctx *d, change *c) {
         json_array_append_new(items, json_string(t));
         free(t);
     }
-    if (!failed) json_array_append_new(effects, json_pack("{s:f, s:i}", "best_gain_over_parent", c->best_lost, "won_moves", (json_int_t)c->nwon));
+    if (!failed)
+        json_array_append_new(effects, json_pack("{s:f, s:i}", "best_gain_over_parent", c->best_lost,
+                                                 "won_moves", (json_int_t)c->nwon));
     else json_array_append_new(effects, json_pack("{s:s}", "reasons", rb.p ? rb.p : ""));
     st = put_lesson(d, failed ? "fail" : "lose", c->setting, NULL, situation, action,
                     "Seen on this task's shapes only", tags, items, effects);
@@ -867,7 +887,8 @@ static void record(change *c, const dnode *n, const dnode *p) {
             json_array_append(c->lost, idj);
             if (best > c->best_lost) c->best_lost = best;
         }
-    } else if (n->state == KF_NODE_COMPILE_FAILED || n->state == KF_NODE_REJECTED || n->state == KF_NODE_CRASHED) {
+    } else if (n->state == KF_NODE_COMPILE_FAILED || n->state == KF_NODE_REJECTED ||
+               n->state == KF_NODE_CRASHED) {
         json_array_append(c->failed, idj);
         char r[256];
         snprintf(r, sizeof r, "%s", n->reasons ? n->reasons : kf_node_state_name(n->state));
@@ -943,14 +964,16 @@ static void add_change(cvec *cv, const dvec *a, const dnode *n, const dsrc *ds) 
             if (!c) break;
             int want_when = !c->when_read && n->state == KF_NODE_KEPT;
             if ((!c->what_read || want_when) && !read++) txt = node_text(ds, n);
-            if (!c->what_read) c->what = param_meaning(txt, k), c->what_read = 1; /* what the template says K is */
+            if (!c->what_read)
+                c->what = param_meaning(txt, k), c->what_read = 1; /* what the template says K is */
             if (want_when) c->when = when_of(txt), c->when_read = 1;
             record(c, n, p);
         }
         free(txt);
     } else { /* a rewrite: the technique its diff shows, else the one it was proposed as */
         char *txt = node_text(ds, n), *ptxt = node_text(ds, p), label[32];
-        char *what = txt ? rewrite_change(txt, ptxt, n->category[0] ? n->category : NULL, label, sizeof label) : NULL;
+        char *what =
+            txt ? rewrite_change(txt, ptxt, n->category[0] ? n->category : NULL, label, sizeof label) : NULL;
         if (!txt) snprintf(label, sizeof label, "%s", n->category);
         char key[32];
         snprintf(key, sizeof key, "%lld", (long long)n->id);
@@ -960,7 +983,8 @@ static void add_change(cvec *cv, const dvec *a, const dnode *n, const dsrc *ds) 
             snprintf(setting, sizeof setting, "technique=%s", label);
             change *c = change_get(cv, setting);
             if (c && !c->what && (what || desc))
-                c->what = desc ? kf__asprintf("\"%s\"%s%s", desc, what ? "; " : "", what ? what : "") : strdup(what);
+                c->what = desc ? kf__asprintf("\"%s\"%s%s", desc, what ? "; " : "", what ? what : "")
+                               : strdup(what);
             if (c && !c->when_read && n->state == KF_NODE_KEPT) c->when = when_of(txt), c->when_read = 1;
             if (c) record(c, n, p);
         }
@@ -1005,7 +1029,8 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
         }
     {
         kf_ctx *tctx = kf_ctx_new(); /* a task that moved or changed still names its run */
-        if (tctx && kf_task_load(tctx, td, &task) == KF_OK) snprintf(task_name, sizeof task_name, "%s", kf_task_name(task));
+        if (tctx && kf_task_load(tctx, td, &task) == KF_OK)
+            snprintf(task_name, sizeof task_name, "%s", kf_task_name(task));
         kf_ctx_free(tctx);
     }
     for (char *p = task_name; *p; p++) {
@@ -1016,10 +1041,10 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
     char given[4096]; /* as typed, without trailing slashes: how evidence named runs before */
     snprintf(given, sizeof given, "%s", run_dir);
     for (size_t n = strlen(given); n > 1 && given[n - 1] == '/'; n--) given[n - 1] = 0;
-    dctx d = {db, run, op, backend, task_name, kf_store_task_fingerprint(s), NULL, kf_store_key_id(s), given, &a, NULL,
-              task};
-    d.summary = json_pack("{s:s, s:s, s:s, s:[], s:[], s:[], s:[], s:[]}", "run", run, "task", task_name, "backend",
-                          backend, "added", "confirmed", "unchanged", "refuted", "retired");
+    dctx d = {db,    run, op,   backend, task_name, kf_store_task_fingerprint(s), NULL, kf_store_key_id(s),
+              given, &a,  NULL, task};
+    d.summary = json_pack("{s:s, s:s, s:s, s:[], s:[], s:[], s:[], s:[]}", "run", run, "task", task_name,
+                          "backend", backend, "added", "confirmed", "unchanged", "refuted", "retired");
     dsrc ds = {s, task ? task->ref_path : NULL, json_object()};
     if ((st = kf_store_each_event(s, "description", submit_desc, ds.desc))) {
         json_decref(ds.desc);

@@ -31,11 +31,10 @@
 #define MAX_DIM KF_LESSONS_MAX_DIM
 
 static const char *const stop_words[] = {
-    "a", "an", "the", "and", "or", "of", "to", "in", "on", "for", "with", "is", "are", "be",
-    "by", "it", "its", "as", "at", "this", "that", "from", "when", "than", "then", "into",
-    "so", "but", "we", "our", "you", "your", "has", "have", "was", "were", "which", "will",
-    "can", "if", "do", "does", "there", "these", "those", "what", "how", "my", "me", "i",
-    NULL};
+    "a",  "an",  "the",  "and",   "or",    "of",    "to",   "in",   "on",   "for",  "with",  "is",   "are",
+    "be", "by",  "it",   "its",   "as",    "at",    "this", "that", "from", "when", "than",  "then", "into",
+    "so", "but", "we",   "our",   "you",   "your",  "has",  "have", "was",  "were", "which", "will", "can",
+    "if", "do",  "does", "there", "these", "those", "what", "how",  "my",   "me",   "i",     NULL};
 
 static int is_stop(const char *w, size_t n) {
     for (int i = 0; stop_words[i]; i++)
@@ -101,19 +100,21 @@ static void normalise(float *v, int dim) {
 /* The knobs of the built-in embedding, fixed for a given name (changing one is a new
  * embedding: stored vectors are only comparable under one setting). Exposed to the
  * benchmark, which tries others on the tuning half of the labelled queries. */
-kf_lessons_hash_knobs kf_lessons__knobs = {.word = 1.0f, .bigram = 0.5f, .grams = 0.5f, .parts = 0.5f,
-                                           .concept = 1.5f};
+kf_lessons_hash_knobs kf_lessons__knobs = {
+    .word = 1.0f, .bigram = 0.5f, .grams = 0.5f, .parts = 0.5f, .concept = 1.5f};
 
 /* A light English suffix stripper (not Porter's: a few rules that fold the inflections
  * kernel advice uses - "coalesced", "coalescing", "tiles", "tiling", "vectorised",
  * "vectorization" - onto one stem). The stem keeps at least 3 letters. */
 static size_t stem(const char *w, size_t n, char *out) {
-    static const struct { const char *suf, *rep; } rules[] = {
-        {"izations", "ize"}, {"isations", "ize"}, {"ization", "ize"}, {"isation", "ize"}, {"ations", "ate"},
-        {"ation", "ate"},    {"ising", "ize"},    {"izing", "ize"},   {"ised", "ize"},    {"ized", "ize"},
-        {"ises", "ize"},     {"izes", "ize"},     {"ise", "ize"},     {"ings", ""},       {"ing", ""},
-        {"ies", "y"},        {"edly", ""},        {"ed", ""},         {"ers", "er"},      {"ness", ""},
-        {"ly", ""},          {"es", ""},          {"s", ""},          {NULL, NULL}};
+    static const struct {
+        const char *suf, *rep;
+    } rules[] = {{"izations", "ize"}, {"isations", "ize"}, {"ization", "ize"}, {"isation", "ize"},
+                 {"ations", "ate"},   {"ation", "ate"},    {"ising", "ize"},   {"izing", "ize"},
+                 {"ised", "ize"},     {"ized", "ize"},     {"ises", "ize"},    {"izes", "ize"},
+                 {"ise", "ize"},      {"ings", ""},        {"ing", ""},        {"ies", "y"},
+                 {"edly", ""},        {"ed", ""},          {"ers", "er"},      {"ness", ""},
+                 {"ly", ""},          {"es", ""},          {"s", ""},          {NULL, NULL}};
     memcpy(out, w, n);
     out[n] = 0;
     int alpha = 1;
@@ -127,7 +128,8 @@ static size_t stem(const char *w, size_t n, char *out) {
             m += lr;
             /* "tiling" -> "til" -> "tile", "coalescing" -> "coalesc": drop a final 'e' */
             if (m > 3 && out[m - 1] == 'e') m--;
-            if (m >= 2 && out[m - 1] == out[m - 2] && out[m - 1] != 'l' && out[m - 1] != 's' && out[m - 1] != 'z')
+            if (m >= 2 && out[m - 1] == out[m - 2] && out[m - 1] != 'l' && out[m - 1] != 's' &&
+                out[m - 1] != 'z')
                 m--; /* "unrolled" keeps its l, "padding" -> "pad" */
             out[m] = 0;
             return m;
@@ -145,7 +147,8 @@ static const char *const concepts[][12] = {
     {"#coalesce", "coalesc", "uncoalesc", "contigu", "consecutiv", "stride$", "strid", NULL},
     {"#smem", "smem", "shared$", "scratchpad", "lds$", NULL},
     {"#tile", "til", "blocking$", "panel", "cache-block", NULL},
-    {"#vector", "vectori", "vectoriz", "float4", "float2", "simd", "avx", "sse", "lane$", "wide$", "128-bit", NULL},
+    {"#vector", "vectori", "vectoriz", "float4", "float2", "simd", "avx", "sse", "lane$", "wide$", "128-bit",
+     NULL},
     {"#reduce", "reduc", "reduct", "butterfl", "accumulat", "sum$", "sums$", NULL},
     {"#warp", "warp", "shuffl", "shfl", NULL},
     {"#barrier", "barrier", "syncthread", "sync$", "synchroniz", NULL},
@@ -172,7 +175,7 @@ static int concept_match(const char *pre, const char *s, size_t n) {
 /* One feature and how often the text has it. */
 typedef struct {
     uint64_t h;
-    float w;   /* the weight of one occurrence */
+    float w; /* the weight of one occurrence */
     int count;
 } feat;
 
@@ -253,7 +256,8 @@ static void put_word(fstate *s, const char *w, size_t n, float w_word, float w_g
     for (size_t c = 0; c < sizeof concepts / sizeof concepts[0]; c++)
         for (int k = 1; concepts[c][k]; k++)
             if (concept_match(concepts[c][k], st, m) || concept_match(concepts[c][k], w, n)) {
-                put(s, fnv(0x5ca1ab1e, concepts[c][0], strlen(concepts[c][0])), kf_lessons__knobs.concept * w_word);
+                put(s, fnv(0x5ca1ab1e, concepts[c][0], strlen(concepts[c][0])),
+                    kf_lessons__knobs.concept * w_word);
                 break;
             }
 }
@@ -292,7 +296,8 @@ static void put_parts(fstate *s, const char *raw, size_t n) {
     for (int k = 0; k < parts; k++) {
         size_t m = lens[k];
         if (m >= sizeof part) continue;
-        for (size_t j = 0; j < m; j++) part[j] = (char)(is_upper(raw[starts[k] + j]) ? raw[starts[k] + j] + 32 : raw[starts[k] + j]);
+        for (size_t j = 0; j < m; j++)
+            part[j] = (char)(is_upper(raw[starts[k] + j]) ? raw[starts[k] + j] + 32 : raw[starts[k] + j]);
         part[m] = 0;
         int digits = is_digit(part[0]);
         if ((m < 2 && !digits) || is_stop(part, m)) continue;
@@ -417,8 +422,8 @@ static kf_status endpoint(kf_lessons *db, const char *const *texts, int n, float
     json_t *data = json_object_get(r, "data");
     if (!json_is_array(data) || (int)json_array_size(data) != n) {
         json_decref(r);
-        st = kf__err(db->ctx, KF_EBACKEND, "embeddings endpoint %s: the reply has no \"data\" array of %d embeddings",
-                     url, n);
+        st = kf__err(db->ctx, KF_EBACKEND,
+                     "embeddings endpoint %s: the reply has no \"data\" array of %d embeddings", url, n);
         goto out;
     }
     for (int i = 0; i < n && !st; i++) {
@@ -428,21 +433,23 @@ static kf_status endpoint(kf_lessons *db, const char *const *texts, int n, float
         json_t *e = json_object_get(d, "embedding");
         int dim = (int)json_array_size(e);
         if (at < 0 || at >= n || !json_is_array(e) || dim < 1 || dim > MAX_DIM) {
-            st = kf__err(db->ctx, KF_EBACKEND, "embeddings endpoint %s: embedding %d is not an array of 1 to %d numbers",
-                         url, i, MAX_DIM);
+            st = kf__err(db->ctx, KF_EBACKEND,
+                         "embeddings endpoint %s: embedding %d is not an array of 1 to %d numbers", url, i,
+                         MAX_DIM);
             break;
         }
         if (!db->dim) db->dim = dim;
         if (dim != db->dim) {
-            st = kf__err(db->ctx, KF_EBACKEND, "embeddings endpoint %s: %d dimensions, this database holds %d",
-                         url, dim, db->dim);
+            st = kf__err(db->ctx, KF_EBACKEND,
+                         "embeddings endpoint %s: %d dimensions, this database holds %d", url, dim, db->dim);
             break;
         }
         float *v = out + (size_t)at * (size_t)dim;
         for (int j = 0; j < dim; j++) {
             json_t *x = json_array_get(e, (size_t)j);
             if (!json_is_number(x)) {
-                st = kf__err(db->ctx, KF_EBACKEND, "embeddings endpoint %s: embedding %d has a non-number", url, i);
+                st = kf__err(db->ctx, KF_EBACKEND, "embeddings endpoint %s: embedding %d has a non-number",
+                             url, i);
                 break;
             }
             v[j] = (float)json_number_value(x);

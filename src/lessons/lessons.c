@@ -76,9 +76,7 @@ kf_status kf_lessons__exec(kf_lessons *db, const char *sql) {
     return KF_OK;
 }
 
-double kf_lessons__trust(int64_t c, int64_t r) {
-    return ((double)c + 1.0) / ((double)c + (double)r + 2.0);
-}
+double kf_lessons__trust(int64_t c, int64_t r) { return ((double)c + 1.0) / ((double)c + (double)r + 2.0); }
 
 void kf_lesson_free(kf_lesson *l) {
     if (!l) return;
@@ -127,8 +125,7 @@ static int name_ok(const char *s, size_t max, const char *extra) {
 static const char oom_text[] = "out of memory";
 
 /* An optional string field: *out stays NULL when absent or empty. */
-static int opt_text(json_t *o, const char *field, const char *label, char **out, char *err,
-                    size_t errlen) {
+static int opt_text(json_t *o, const char *field, const char *label, char **out, char *err, size_t errlen) {
     json_t *v = json_object_get(o, field);
     if (!v || json_is_null(v)) return 0;
     if (!json_is_string(v)) {
@@ -153,8 +150,7 @@ static int opt_text(json_t *o, const char *field, const char *label, char **out,
     return 0;
 }
 
-static int tag_array(json_t *o, const char *field, const char *label, char **out, char *err,
-                     size_t errlen) {
+static int tag_array(json_t *o, const char *field, const char *label, char **out, char *err, size_t errlen) {
     json_t *v = json_object_get(o, field);
     if (!v || json_is_null(v)) return 0;
     if (!json_is_array(v)) {
@@ -181,8 +177,7 @@ static int tag_array(json_t *o, const char *field, const char *label, char **out
     return 0;
 }
 
-static int check_keys(json_t *o, const char *const *known, const char *where, char *err,
-                      size_t errlen) {
+static int check_keys(json_t *o, const char *const *known, const char *where, char *err, size_t errlen) {
     const char *k;
     json_t *v;
     json_object_foreach(o, k, v) {
@@ -196,8 +191,7 @@ static int check_keys(json_t *o, const char *const *known, const char *where, ch
     return 0;
 }
 
-static int count(json_t *o, const char *field, const char *label, int64_t *out, char *err,
-                 size_t errlen) {
+static int count(json_t *o, const char *field, const char *label, int64_t *out, char *err, size_t errlen) {
     json_t *v = json_object_get(o, field);
     if (!v) return 0;
     if (!json_is_integer(v) || json_integer_value(v) < 0) {
@@ -209,9 +203,9 @@ static int count(json_t *o, const char *field, const char *label, int64_t *out, 
 }
 
 kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errlen) {
-    static const char *const top[] = {"id", "key", "situation", "action", "boundaries",
-                                      "evidence", "trust", "source", "tags", "status",
-                                      "created", "updated", NULL};
+    static const char *const top[] = {"id",       "key",     "situation", "action", "boundaries",
+                                      "evidence", "trust",   "source",    "tags",   "status",
+                                      "created",  "updated", NULL};
     static const char *const sit[] = {"text", "backend", "arch", "ops", "shape", NULL};
     static const char *const tr[] = {"confirmations", "refutations", "value", NULL};
     memset(l, 0, sizeof *l);
@@ -252,10 +246,8 @@ kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errle
             char e[256];
             kf_expr *x = kf_expr_parse(l->shape, e, sizeof e);
             if (!x) {
-                if (errno == ENOMEM)
-                    snprintf(err, errlen, "%s", oom_text);
-                else
-                    snprintf(err, errlen, "field 'situation.shape': %s", e);
+                if (errno == ENOMEM) snprintf(err, errlen, "%s", oom_text);
+                else snprintf(err, errlen, "field 'situation.shape': %s", e);
                 goto bad;
             }
             kf_expr_free(x);
@@ -265,10 +257,11 @@ kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errle
         goto bad;
     }
     if (!l->situation) {
-        snprintf(err, errlen, json_is_object(s) ? "field 'situation.text': missing (the situation in words; "
-                                                  "the other situation fields only scope it)"
-                                                : "field 'situation': missing (a lesson needs the situation it applies "
-                                                  "to, in words: situation.text, and an action)");
+        snprintf(err, errlen,
+                 json_is_object(s) ? "field 'situation.text': missing (the situation in words; "
+                                     "the other situation fields only scope it)"
+                                   : "field 'situation': missing (a lesson needs the situation it applies "
+                                     "to, in words: situation.text, and an action)");
         goto bad;
     }
     if (opt_text(o, "action", "action", &l->action, err, errlen)) goto bad;
@@ -350,9 +343,11 @@ kf_status kf_lessons__from_json(json_t *o, kf_lesson *l, char *err, size_t errle
             json_decref(a);
         }
         const char *a = l->arch ? l->arch : "", *sh = l->shape ? l->shape : "", *op = ops_sorted;
-        const void *parts[10] = {l->situation, "", l->action, l->backend ? l->backend : "", "", a, "", sh, "", op};
-        size_t lens[10] = {strlen(l->situation), 1, strlen(l->action), l->backend ? strlen(l->backend) : 0,
-                           1, strlen(a), 1, strlen(sh), 1, strlen(op)};
+        const void *parts[10] = {l->situation, "", l->action, l->backend ? l->backend : "", "", a, "",
+                                 sh,           "", op};
+        size_t lens[10] = {
+            strlen(l->situation), 1, strlen(l->action), l->backend ? strlen(l->backend) : 0, 1, strlen(a), 1,
+            strlen(sh),           1, strlen(op)};
         char hex[65];
         if (kf__sha256_hex(parts, lens, scoped ? 10 : 4, hex)) {
             snprintf(err, errlen, "SHA-256 failed");
@@ -390,9 +385,8 @@ json_t *kf_lessons__to_json(const kf_lesson *l) {
 }
 
 char *kf_lessons__doc_text(const kf_lesson *l) {
-    return kf__asprintf("%s\n%s\n%s\n%s %s", l->situation, l->action,
-                        l->boundaries ? l->boundaries : "", l->tags_json ? l->tags_json : "",
-                        l->ops_json ? l->ops_json : "");
+    return kf__asprintf("%s\n%s\n%s\n%s %s", l->situation, l->action, l->boundaries ? l->boundaries : "",
+                        l->tags_json ? l->tags_json : "", l->ops_json ? l->ops_json : "");
 }
 
 /* ---- rows ------------------------------------------------------------------------ */
@@ -510,8 +504,7 @@ out:
     return st;
 }
 
-static kf_status get_where(kf_lessons *db, const char *where, const char *val, kf_lesson *l,
-                           int *found) {
+static kf_status get_where(kf_lessons *db, const char *where, const char *val, kf_lesson *l, int *found) {
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT " COLS " FROM lessons WHERE %s = ?1", where);
     sqlite3_stmt *q = NULL;
@@ -573,18 +566,15 @@ static kf_status meta_get(kf_lessons *db, const char *key, char **out) {
     int rc = sqlite3_step(q);
     const char *v = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
     kf_status st = KF_OK;
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        st = dberr(db, "reading meta");
-    else if (v && *v && !(*out = strdup(v)))
-        st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) st = dberr(db, "reading meta");
+    else if (v && *v && !(*out = strdup(v))) st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
     sqlite3_finalize(q);
     return st;
 }
 
 static kf_status meta_set(kf_lessons *db, const char *key, const char *val) {
     sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(db->db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", -1,
-                           &q, NULL))
+    if (sqlite3_prepare_v2(db->db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", -1, &q, NULL))
         return dberr(db, "writing meta");
     sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 2, val, -1, SQLITE_STATIC);
@@ -663,7 +653,8 @@ kf_status kf_lessons_open(kf_ctx *ctx, const char *path, const kf_lessons_opts *
     }
     if (!path || !*path) return kf__err(ctx, KF_EUSAGE, "lessons: no database path");
     if (o->embed_url && (strncmp(o->embed_url, "http://", 7) && strncmp(o->embed_url, "https://", 8)))
-        return kf__err(ctx, KF_EUSAGE, "lessons: embeddings URL '%s' is not http:// or https://", o->embed_url);
+        return kf__err(ctx, KF_EUSAGE, "lessons: embeddings URL '%s' is not http:// or https://",
+                       o->embed_url);
     if (o->embed_url && (!o->embed_model || !*o->embed_model))
         return kf__err(ctx, KF_EUSAGE, "lessons: an embeddings URL needs a model name");
     kf_lessons *db = calloc(1, sizeof *db);
@@ -883,7 +874,9 @@ kf_status kf_lessons_check_jsonl(kf_ctx *ctx, const char *text, size_t len, cons
         if (k == n) continue;
         json_error_t je;
         json_t *o = json_loadb(p, n, 0, &je);
-        if (!o) return kf__err(ctx, KF_EUSAGE, "%s:%d: not a JSON object: %s (column %d)", name, line, je.text, je.column);
+        if (!o)
+            return kf__err(ctx, KF_EUSAGE, "%s:%d: not a JSON object: %s (column %d)", name, line, je.text,
+                           je.column);
         kf_lesson l;
         char err[512];
         kf_status st = kf_lessons__from_json(o, &l, err, sizeof err);
@@ -894,8 +887,8 @@ kf_status kf_lessons_check_jsonl(kf_ctx *ctx, const char *text, size_t len, cons
     return KF_OK;
 }
 
-kf_status kf_lessons_import(kf_lessons *db, const char *text, size_t len, const char *name,
-                            int *added, int *updated) {
+kf_status kf_lessons_import(kf_lessons *db, const char *text, size_t len, const char *name, int *added,
+                            int *updated) {
     int na = 0, nu = 0;
     if (!name) name = "import";
     kf_status st = kf_lessons__exec(db, "BEGIN IMMEDIATE");

@@ -11,27 +11,27 @@
 #include <sqlite3.h>
 
 #define KF_LESSONS_SCHEMA_VERSION 1
-#define KF_LESSONS_RRF_K 10        /* reciprocal rank fusion: w / (10 + rank) */
-#define KF_LESSONS_LIST_N 100      /* each ranked list is cut at this many lessons */
-#define KF_LESSONS_HASH_DIM 512    /* the built-in embedding's dimensions */
+#define KF_LESSONS_RRF_K 10     /* reciprocal rank fusion: w / (10 + rank) */
+#define KF_LESSONS_LIST_N 100   /* each ranked list is cut at this many lessons */
+#define KF_LESSONS_HASH_DIM 512 /* the built-in embedding's dimensions */
 #define KF_LESSONS_HASH_NAME "hashgram-v2-512"
-#define KF_LESSONS_TEXT_MAX 16384  /* bytes of one text field of a lesson */
-#define KF_LESSONS_MAX_DIM 65536   /* dimensions an endpoint may answer with */
-#define KF_LESSONS_DF_SLOTS 8192   /* cached document frequencies of query words */
+#define KF_LESSONS_TEXT_MAX 16384 /* bytes of one text field of a lesson */
+#define KF_LESSONS_MAX_DIM 65536  /* dimensions an endpoint may answer with */
+#define KF_LESSONS_DF_SLOTS 8192  /* cached document frequencies of query words */
 
 /* One lesson as stored. Strings are owned (kf_lesson_free); NULL for an empty field. */
 typedef struct {
     int64_t rowid;
     char id[64];
-    char *key;           /* distill's merge key; NULL for added lessons */
-    char *situation;     /* situation.text */
+    char *key;                    /* distill's merge key; NULL for added lessons */
+    char *situation;              /* situation.text */
     char *backend, *arch, *shape; /* situation scope; shape is an expression (expr.c) */
-    char *ops_json;      /* situation.ops: a JSON array of op tags, or NULL */
+    char *ops_json;               /* situation.ops: a JSON array of op tags, or NULL */
     char *action, *boundaries;
     char *evidence_json; /* a JSON object, or NULL */
     int64_t confirmations, refutations;
-    char source[16];     /* distilled | agent | person */
-    char *tags_json;     /* a JSON array of tags, or NULL */
+    char source[16]; /* distilled | agent | person */
+    char *tags_json; /* a JSON array of tags, or NULL */
     int retired;
     double created, updated;
 } kf_lesson;
@@ -54,17 +54,20 @@ struct kf_lessons {
     sqlite3 *db;
     char *path;
     /* the embedding */
-    char *embed_name;    /* KF_LESSONS_HASH_NAME or "openai:MODEL@URL" */
+    char *embed_name; /* KF_LESSONS_HASH_NAME or "openai:MODEL@URL" */
     char *embed_url, *embed_model, *api_key;
     double timeout_s;
-    int dim;             /* 0: not known yet (an endpoint before its first answer) */
+    int dim; /* 0: not known yet (an endpoint before its first answer) */
     /* the cache */
     kf_lesson_entry *ents;
-    float *vecs;         /* n x dim, L2-normalised */
+    float *vecs; /* n x dim, L2-normalised */
     size_t n;
     int cache_ok;
     int64_t data_version;
-    struct { char w[64]; int64_t df; } *df; /* KF_LESSONS_DF_SLOTS, open addressing */
+    struct {
+        char w[64];
+        int64_t df;
+    } * df; /* KF_LESSONS_DF_SLOTS, open addressing */
 };
 
 void kf_lesson_free(kf_lesson *l); /* the strings, not the struct; NULL ok */
@@ -119,9 +122,9 @@ typedef struct {
 extern kf_lessons_fusion kf_lessons__fusion;
 /* Weighted reciprocal rank fusion (retrieve.c) of two ranked lists of items (a[0] best,
  * a the keyword list, b the vector list): each item scores the sum over the lists it is
- * in of w / (k + rank) with kf_lessons__fusion's weights, rank from 1. out (room for na + nb) gets the items by score, ties by tie[item] (higher
- * first; tie may be NULL), then by the smaller item; score their scores. Returns how
- * many. */
+ * in of w / (k + rank) with kf_lessons__fusion's weights, rank from 1. out (room for na + nb) gets the items
+ * by score, ties by tie[item] (higher first; tie may be NULL), then by the smaller item; score their scores.
+ * Returns how many. */
 int kf_lessons__rrf(const size_t *a, int na, const size_t *b, int nb, const double *tie, size_t *out,
                     double *score);
 /* The retrieval cache (retrieve.c). */

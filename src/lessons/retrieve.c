@@ -235,8 +235,8 @@ static int64_t doc_freq(kf_lessons *db, const char *w) {
     snprintf(quoted, sizeof quoted, "\"%s\"", w);
     sqlite3_stmt *q = NULL;
     int64_t df = -1;
-    if (sqlite3_prepare_v2(db->db, "SELECT count(*) FROM lessons_fts WHERE lessons_fts MATCH ?1", -1, &q, NULL) ==
-        SQLITE_OK) {
+    if (sqlite3_prepare_v2(db->db, "SELECT count(*) FROM lessons_fts WHERE lessons_fts MATCH ?1", -1, &q,
+                           NULL) == SQLITE_OK) {
         sqlite3_bind_text(q, 1, quoted, -1, SQLITE_STATIC);
         if (sqlite3_step(q) == SQLITE_ROW) df = sqlite3_column_int64(q, 0);
     }
@@ -253,8 +253,8 @@ static int64_t doc_freq(kf_lessons *db, const char *w) {
  * of about 0 (FTS5 clamps it to 1e-6), so the order is the same, but scoring every
  * lesson that has "memory" or "rows" cost 10 ms over 10,000 lessons. When every word is
  * that common, the three rarest are kept. */
-static kf_status keyword_list(kf_lessons *db, const char *text, const unsigned char *pass,
-                              size_t *list, double *score, int *n) {
+static kf_status keyword_list(kf_lessons *db, const char *text, const unsigned char *pass, size_t *list,
+                              double *score, int *n) {
     *n = 0;
     terms t = {.n = 0};
     kf_lessons__words(text ? text : "", on_term, &t);
@@ -296,9 +296,10 @@ static kf_status keyword_list(kf_lessons *db, const char *text, const unsigned c
     kf_status st = KF_OK;
     scored *all = malloc(sizeof *all * (db->n ? db->n : 1));
     if (!b.p || !all ||
-        sqlite3_prepare_v2(db->db,
-                           "SELECT rowid, bm25(lessons_fts, 2.0, 1.0, 0.5, 1.5) FROM lessons_fts WHERE lessons_fts MATCH ?1",
-                           -1, &q, NULL) != SQLITE_OK) {
+        sqlite3_prepare_v2(
+            db->db,
+            "SELECT rowid, bm25(lessons_fts, 2.0, 1.0, 0.5, 1.5) FROM lessons_fts WHERE lessons_fts MATCH ?1",
+            -1, &q, NULL) != SQLITE_OK) {
         free(all);
         kf_buf_free(&b);
         return kf__err(db->ctx, KF_EIO, "%s: keyword search: %s", db->path, sqlite3_errmsg(db->db));
@@ -313,7 +314,8 @@ static kf_status keyword_list(kf_lessons *db, const char *text, const unsigned c
         all[m].s = -sqlite3_column_double(q, 1);
         m++;
     }
-    if (rc != SQLITE_DONE) st = kf__err(db->ctx, KF_EIO, "%s: keyword search: %s", db->path, sqlite3_errmsg(db->db));
+    if (rc != SQLITE_DONE)
+        st = kf__err(db->ctx, KF_EIO, "%s: keyword search: %s", db->path, sqlite3_errmsg(db->db));
     sqlite3_finalize(q);
     kf_buf_free(&b);
     top(all, m, list, score, n);
@@ -321,10 +323,9 @@ static kf_status keyword_list(kf_lessons *db, const char *text, const unsigned c
     return st;
 }
 
-
 /* The vector list: passing lessons by cosine with the text's embedding. */
-static kf_status vector_list(kf_lessons *db, const char *text, const unsigned char *pass,
-                             size_t *list, double *score, int *n) {
+static kf_status vector_list(kf_lessons *db, const char *text, const unsigned char *pass, size_t *list,
+                             double *score, int *n) {
     *n = 0;
     if (!text || !*text || !db->dim) return KF_OK;
     float *qv = malloc(sizeof(float) * (size_t)(db->embed_url ? KF_LESSONS_MAX_DIM : db->dim));
@@ -507,11 +508,11 @@ kf_status kf_lessons_render(kf_lessons *db, const kf_lesson_hit *hits, int nhits
     for (int i = 0; i < nhits; i++) {
         kf_lesson l;
         if ((st = kf_lessons__get(db, hits[i].id, &l))) break;
-        char *item = kf__asprintf("- [%s, trust %.2f: %lld+ %lld-] When: %s\n  Do: %s\n%s%s%s", l.id,
-                                  kf_lessons__trust(l.confirmations, l.refutations),
-                                  (long long)l.confirmations, (long long)l.refutations, l.situation, l.action,
-                                  l.boundaries ? "  Not when: " : "", l.boundaries ? l.boundaries : "",
-                                  l.boundaries ? "\n" : "");
+        char *item =
+            kf__asprintf("- [%s, trust %.2f: %lld+ %lld-] When: %s\n  Do: %s\n%s%s%s", l.id,
+                         kf_lessons__trust(l.confirmations, l.refutations), (long long)l.confirmations,
+                         (long long)l.refutations, l.situation, l.action, l.boundaries ? "  Not when: " : "",
+                         l.boundaries ? l.boundaries : "", l.boundaries ? "\n" : "");
         kf_lesson_free(&l);
         if (!item) {
             st = kf__err(db->ctx, KF_ENOMEM, "out of memory");

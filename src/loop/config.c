@@ -19,24 +19,24 @@
 #include <string.h>
 
 typedef enum {
-    CF_STR,   /* const char *: recorded when given */
-    CF_PATH,  /* const char *, a file: recorded absolute ("none" as it is) */
-    CF_INT,   /* int */
-    CF_I64,   /* int64_t */
-    CF_U64,   /* uint64_t */
-    CF_REAL,  /* double */
-    CF_BOOL,  /* int, 0 or 1: taken back as "either says so" */
-    CF_LIST,  /* critic[8] and its count ncritic */
+    CF_STR,  /* const char *: recorded when given */
+    CF_PATH, /* const char *, a file: recorded absolute ("none" as it is) */
+    CF_INT,  /* int */
+    CF_I64,  /* int64_t */
+    CF_U64,  /* uint64_t */
+    CF_REAL, /* double */
+    CF_BOOL, /* int, 0 or 1: taken back as "either says so" */
+    CF_LIST, /* critic[8] and its count ncritic */
 } cf_type;
 
 /* When a number is recorded, and when a command leaves it unset. */
 enum {
-    CF_ALWAYS = 1 << 0,  /* recorded whatever it is (else: strings given, numbers > 0) */
-    CF_NONNEG = 1 << 1,  /* recorded when >= 0, unset when < 0 (and taken back only when
-                            the run recorded an integer) */
-    CF_NOTPOS = 1 << 2,  /* unset when not > 0 (else: when 0) */
-    CF_RESUME = 1 << 3,  /* --resume takes it back */
-    CF_TOOL = 1 << 4,    /* tool mode takes it back */
+    CF_ALWAYS = 1 << 0, /* recorded whatever it is (else: strings given, numbers > 0) */
+    CF_NONNEG = 1 << 1, /* recorded when >= 0, unset when < 0 (and taken back only when
+                           the run recorded an integer) */
+    CF_NOTPOS = 1 << 2, /* unset when not > 0 (else: when 0) */
+    CF_RESUME = 1 << 3, /* --resume takes it back */
+    CF_TOOL = 1 << 4,   /* tool mode takes it back */
 };
 
 typedef struct {
@@ -171,8 +171,9 @@ kf_status kf_config_tool(kf_ctx *ctx, const char *run_dir, int hidden_count, con
                          json_t *cfg, kf_run_opts *own) {
     *own = *o;
     if (o->ncritic || o->critic_agent)
-        return kf__err(ctx, KF_EUSAGE, "%s: --critic%s: the Critic's settings are the run's (set by `kforge run`, "
-                                       "recorded when the run was created); a submitter does not choose its judge",
+        return kf__err(ctx, KF_EUSAGE,
+                       "%s: --critic%s: the Critic's settings are the run's (set by `kforge run`, "
+                       "recorded when the run was created); a submitter does not choose its judge",
                        run_dir, o->ncritic ? "" : "-agent");
     json_t *h = json_object_get(cfg, "hidden");
     int floor_ = json_is_integer(h) ? (int)json_integer_value(h) : hidden_count;

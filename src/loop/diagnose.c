@@ -63,10 +63,10 @@ const char *kf_diag_class_name(kf_diag_class c) {
 
 typedef struct {
     const kf_verdict_sizes *sizes; /* borrowed */
-    int kind;        /* 0 visible, 1 hidden, 2 edge */
+    int kind;                      /* 0 visible, 1 hidden, 2 edge */
     int failed;
-    double volume;   /* product of the sizes */
-    double err;      /* max_abs_err */
+    double volume; /* product of the sizes */
+    double err;    /* max_abs_err */
 } shape_r;
 
 static int read_shapes(const struct kf_verdict *v, shape_r *out) {
@@ -237,13 +237,19 @@ static void quoted_after(const char *s, const char *needle, char *out, size_t n)
 static void diag_compile(const kf_node *n, const struct kf_verdict *v, const char *msg, kf_diag *d) {
     const char *log = v->compile_log;
     if (!log) log = msg ? msg : "";
-    static const char *const resource[] = {"too much shared", "shared memory", "too many resources",
-                                           "registers", "exceeds maximum object size", "is too large",
-                                           "out of memory", "exceeds", NULL};
-    static const char *const symbol[] = {"undefined reference", "undeclared", "is undefined",
-                                         "unknown type name", "implicit declaration", NULL};
-    static const char *const syntax[] = {"expected", "syntax error", "stray", "unterminated",
-                                         "missing terminating", NULL};
+    static const char *const resource[] = {"too much shared",
+                                           "shared memory",
+                                           "too many resources",
+                                           "registers",
+                                           "exceeds maximum object size",
+                                           "is too large",
+                                           "out of memory",
+                                           "exceeds",
+                                           NULL};
+    static const char *const symbol[] = {"undefined reference", "undeclared",           "is undefined",
+                                         "unknown type name",   "implicit declaration", NULL};
+    static const char *const syntax[] = {"expected",     "syntax error",        "stray",
+                                         "unterminated", "missing terminating", NULL};
     static const char *const any[] = {"error", "fatal", NULL};
     char line[512];
     if (find_line(log, resource, line, sizeof line)) {
@@ -255,13 +261,13 @@ static void diag_compile(const kf_node *n, const struct kf_verdict *v, const cha
         const char *o = b ? strrchr(line, '(') : NULL;
         if (o && sscanf(o, "(%llx bytes, %llx max)", &used, &max) == 2 && max)
             snprintf(d->constraint, sizeof d->constraint,
-                     "shared memory above %llu bytes per block fails to compile (node %lld asked for %llu)", max,
-                     (long long)n->id, used);
-        else
-            snprintf(d->constraint, sizeof d->constraint, "stay within the compiler's limits: %.300s", line);
-        snprintf(d->detail, sizeof d->detail, "%s", strcasestr(line, "shared") ? "shared_memory"
-                                                     : strcasestr(line, "register") ? "registers"
-                                                                                     : "size");
+                     "shared memory above %llu bytes per block fails to compile (node %lld asked for %llu)",
+                     max, (long long)n->id, used);
+        else snprintf(d->constraint, sizeof d->constraint, "stay within the compiler's limits: %.300s", line);
+        snprintf(d->detail, sizeof d->detail, "%s",
+                 strcasestr(line, "shared")     ? "shared_memory"
+                 : strcasestr(line, "register") ? "registers"
+                                                : "size");
     } else if (find_line(log, symbol, line, sizeof line)) {
         d->cls = KF_DIAG_COMPILE_SYMBOL;
         quoted_after(line, strcasestr(line, "undefined reference") ? "undefined reference to" : "", d->detail,
@@ -269,9 +275,10 @@ static void diag_compile(const kf_node *n, const struct kf_verdict *v, const cha
         if (!d->detail[0]) quoted_after(line, "identifier", d->detail, sizeof d->detail);
         snprintf(d->note, sizeof d->note, "an unknown symbol: %s", line);
         if (d->detail[0])
-            snprintf(d->constraint, sizeof d->constraint,
-                     "'%s' is not defined in this environment: do not call it (define what you need in the file)",
-                     d->detail);
+            snprintf(
+                d->constraint, sizeof d->constraint,
+                "'%s' is not defined in this environment: do not call it (define what you need in the file)",
+                d->detail);
     } else if (find_line(log, syntax, line, sizeof line)) {
         d->cls = KF_DIAG_COMPILE_SYNTAX;
         snprintf(d->note, sizeof d->note, "a syntax error: %s", line);
@@ -310,7 +317,8 @@ static void diag_crash(const char *msg, kf_diag *d) {
                 }
         }
     }
-    snprintf(d->note, sizeof d->note, "it crashed%s%s: %.500s", d->detail[0] ? " with " : "", d->detail, msg ? msg : "");
+    snprintf(d->note, sizeof d->note, "it crashed%s%s: %.500s", d->detail[0] ? " with " : "", d->detail,
+             msg ? msg : "");
 }
 
 /* Which inputs the call in a reason's message ("...; call 2 of 4 at this shape") had,
@@ -329,10 +337,12 @@ static const char *stress_call(const char *msg, int *call, const char **kind) {
     *call = k;
     *kind = k == 2 && n == 4 ? "spikes" : n == 4 ? "rescaled" : k == 1 ? "spikes" : "extremes";
     if (n == 2)
-        return k == 1 ? "spiked inputs at the maximum sizes"
-                      : "extreme inputs at the maximum sizes (tiny magnitudes, two levels or nearly constant)";
+        return k == 1
+                   ? "spiked inputs at the maximum sizes"
+                   : "extreme inputs at the maximum sizes (tiny magnitudes, two levels or nearly constant)";
     return k == 2 ? "spiked inputs (a few elements x32 or at the range's ends, subnormals, -0.0)"
-                  : "rescaled inputs (by a power of two, some with a mean offset by 8-128 standard deviations or "
+                  : "rescaled inputs (by a power of two, some with a mean offset by 8-128 standard "
+                    "deviations or "
                     "per-row and per-column scales, zeros, narrow ranges)";
 }
 
@@ -362,14 +372,16 @@ static void diag_numeric(const kf_node *n, const struct kf_verdict *v, const cha
         s[largest].failed) {
         d->cls = KF_DIAG_NUMERIC_ACCUMULATION;
         snprintf(d->detail, sizeof d->detail, "rho=%.2f", rho);
-        snprintf(d->note, sizeof d->note,
-                 "accumulation precision: the error grows with the problem size (rank correlation %.2f over %d "
-                 "failing shapes, %.3g times larger at the largest; the largest failed)",
-                 rho, nfail, span);
-        snprintf(d->constraint, sizeof d->constraint,
-                 "accumulate in at least the output's precision (or pairwise / in blocks): errors grew with the "
-                 "size at node %lld",
-                 (long long)n->id);
+        snprintf(
+            d->note, sizeof d->note,
+            "accumulation precision: the error grows with the problem size (rank correlation %.2f over %d "
+            "failing shapes, %.3g times larger at the largest; the largest failed)",
+            rho, nfail, span);
+        snprintf(
+            d->constraint, sizeof d->constraint,
+            "accumulate in at least the output's precision (or pairwise / in blocks): errors grew with the "
+            "size at node %lld",
+            (long long)n->id);
     } else if ((stress = stress_call(msg, &call, &skind))) {
         /* its first failing shape passed the plain call: the sizes are not what broke it,
          * so "not only the visible shapes" would teach the wrong thing */
@@ -380,22 +392,25 @@ static void diag_numeric(const kf_node *n, const struct kf_verdict *v, const cha
         snprintf(d->detail, sizeof d->detail, "%s", skind);
         snprintf(d->subject, sizeof d->subject, "%s", skind);
         snprintf(d->note, sizeof d->note,
-                 "stress inputs: at %s it passed the declared distribution and failed on call %d, %s (%s; %d of %d "
+                 "stress inputs: at %s it passed the declared distribution and failed on call %d, %s (%s; %d "
+                 "of %d "
                  "shapes failed)",
                  at, call, stress, code, nfail, ns);
-        snprintf(d->constraint, sizeof d->constraint,
-                 "children of node %lld must stay correct on the checker's stress inputs, not only the declared "
-                 "distribution: node %lld failed on %s at %s",
-                 (long long)n->parent, (long long)n->id, stress, at);
+        snprintf(
+            d->constraint, sizeof d->constraint,
+            "children of node %lld must stay correct on the checker's stress inputs, not only the declared "
+            "distribution: node %lld failed on %s at %s",
+            (long long)n->parent, (long long)n->id, stress, at);
         d->scope = n->parent;
     } else if (!divisor_split(s, ns, &d_div, names, sizeof names)) {
         d->cls = KF_DIAG_NUMERIC_BOUNDARY;
         snprintf(d->detail, sizeof d->detail, "%d", d_div);
         snprintf(d->subject, sizeof d->subject, "%s", names);
-        snprintf(d->note, sizeof d->note,
-                 "boundary handling: the %d failing shape%s (e.g. %s) have %s not divisible by %d; every passing "
-                 "shape's are (%s)",
-                 nfail, nfail == 1 ? "" : "s", ex, names, d_div, code);
+        snprintf(
+            d->note, sizeof d->note,
+            "boundary handling: the %d failing shape%s (e.g. %s) have %s not divisible by %d; every passing "
+            "shape's are (%s)",
+            nfail, nfail == 1 ? "" : "s", ex, names, d_div, code);
         snprintf(d->constraint, sizeof d->constraint,
                  "children of node %lld must handle %s not divisible by %d (node %lld failed at %s)",
                  (long long)n->parent, names, d_div, (long long)n->id, ex);
@@ -404,19 +419,21 @@ static void diag_numeric(const kf_node *n, const struct kf_verdict *v, const cha
         d->cls = KF_DIAG_NUMERIC_BOUNDARY;
         snprintf(d->detail, sizeof d->detail, "tail");
         snprintf(d->subject, sizeof d->subject, "tail");
-        snprintf(d->note, sizeof d->note,
-                 "boundary handling: only the last %lld of %lld elements were wrong (first at index %lld; %s)", k,
-                 nn, first, code);
-        snprintf(d->constraint, sizeof d->constraint,
-                 "children of node %lld must handle the tail: sizes that are not a multiple of the step or tile "
-                 "(node %lld left the last %lld of %lld elements wrong)",
-                 (long long)n->parent, (long long)n->id, k, nn);
+        snprintf(
+            d->note, sizeof d->note,
+            "boundary handling: only the last %lld of %lld elements were wrong (first at index %lld; %s)", k,
+            nn, first, code);
+        snprintf(
+            d->constraint, sizeof d->constraint,
+            "children of node %lld must handle the tail: sizes that are not a multiple of the step or tile "
+            "(node %lld left the last %lld of %lld elements wrong)",
+            (long long)n->parent, (long long)n->id, k, nn);
         d->scope = n->parent;
     } else if (vis > 0 && vis_fail == 0 && other_fail > 0) {
         d->cls = KF_DIAG_NUMERIC_OVERFIT;
         snprintf(d->note, sizeof d->note,
-                 "overfitting: every visible shape passed, %d hidden or edge shape%s failed (e.g. %s; %s)", other_fail,
-                 other_fail == 1 ? "" : "s", ex, code);
+                 "overfitting: every visible shape passed, %d hidden or edge shape%s failed (e.g. %s; %s)",
+                 other_fail, other_fail == 1 ? "" : "s", ex, code);
         snprintf(d->constraint, sizeof d->constraint,
                  "children of node %lld must be correct for every size the task allows, not only the visible "
                  "shapes (node %lld failed at %s)",
@@ -452,14 +469,15 @@ int kf_diag_node(const kf_node *n, kf_diag *d) {
         diag_compile(n, v, msg, d);
     } else if (!strcmp(code, "crash")) {
         diag_crash(msg, d);
-    } else if (!strcmp(code, "wrong_result") || !strcmp(code, "unwritten_output") || !strcmp(code, "nonfinite")) {
+    } else if (!strcmp(code, "wrong_result") || !strcmp(code, "unwritten_output") ||
+               !strcmp(code, "nonfinite")) {
         diag_numeric(n, v, code, msg, d);
     } else if (!strcmp(code, "out_of_bounds")) {
         d->cls = KF_DIAG_MEMORY_BOUNDS;
         snprintf(d->note, sizeof d->note, "it wrote outside an output: %.500s", msg ? msg : "");
         snprintf(d->constraint, sizeof d->constraint,
-                 "children of node %lld must not write past the end of an output (node %lld did)", (long long)n->parent,
-                 (long long)n->id);
+                 "children of node %lld must not write past the end of an output (node %lld did)",
+                 (long long)n->parent, (long long)n->id);
         d->scope = n->parent;
     } else if (!strcmp(code, "timeout")) {
         d->cls = KF_DIAG_TIMEOUT;
@@ -467,10 +485,11 @@ int kf_diag_node(const kf_node *n, kf_diag *d) {
     } else if (!strcmp(code, "sandbox_violation")) {
         d->cls = KF_DIAG_SANDBOX;
         snprintf(d->note, sizeof d->note, "the sandbox stopped it: %.500s", msg ? msg : "");
-        snprintf(d->constraint, sizeof d->constraint,
-                 "a kernel makes no system calls: no threads, processes, files, sockets or signals (node %lld "
-                 "was stopped)",
-                 (long long)n->id);
+        snprintf(
+            d->constraint, sizeof d->constraint,
+            "a kernel makes no system calls: no threads, processes, files, sockets or signals (node %lld "
+            "was stopped)",
+            (long long)n->id);
     } else if (!strcmp(code, "stale_result") || !strcmp(code, "input_modified") ||
                !strcmp(code, "nondeterministic") || !strcmp(code, "timing_mismatch")) {
         d->cls = KF_DIAG_INTEGRITY;
@@ -506,7 +525,8 @@ static int seen(void *arg, const kf_constraint *c) {
 kf_status kf_diag_record(kf_store *st, const kf_node *n) {
     kf_diag d;
     if (kf_diag_node(n, &d)) return KF_OK;
-    json_t *ev = json_pack("{s:s, s:s, s:s}", "class", kf_diag_class_name(d.cls), "detail", d.detail, "note", d.note);
+    json_t *ev =
+        json_pack("{s:s, s:s, s:s}", "class", kf_diag_class_name(d.cls), "detail", d.detail, "note", d.note);
     if (ev && d.constraint[0]) {
         json_object_set_new(ev, "constraint", json_string(d.constraint));
         json_object_set_new(ev, "scope", json_integer(d.scope));
@@ -521,7 +541,8 @@ kf_status kf_diag_record(kf_store *st, const kf_node *n) {
              d.cls == KF_DIAG_NUMERIC_BOUNDARY ? d.subject : d.detail);
     seen_ctx s = {key, 0};
     if ((rc = kf_store_each_constraint(st, seen, &s)) || s.found) return rc;
-    json_t *pj = json_pack("{s:s, s:s, s:s}", "key", key, "class", kf_diag_class_name(d.cls), "detail", d.detail);
+    json_t *pj =
+        json_pack("{s:s, s:s, s:s}", "key", key, "class", kf_diag_class_name(d.cls), "detail", d.detail);
     char *ps = pj ? kf__json_dumps(pj, JSON_COMPACT) : NULL;
     json_decref(pj);
     rc = kf_store_add_constraint(st, n->id, d.scope, n->category[0] ? n->category : NULL, d.constraint, ps);
@@ -533,8 +554,8 @@ kf_status kf_diag_record(kf_store *st, const kf_node *n) {
 
 struct kf_diag_map {
     int64_t *ids;
-    json_t **ev;     /* owned */
-    char **text;     /* "class: note" */
+    json_t **ev; /* owned */
+    char **text; /* "class: note" */
     size_t n, cap;
     json_t *breakers;
 };
@@ -629,12 +650,15 @@ void kf_diag_breakers_text(const kf_diag_map *m, kf_buf *b) {
     size_t i;
     json_t *e;
     json_array_foreach(kf_diag_breakers(m), i, e) {
-        kf_buf_printf(b, "circuit breaker: %s/%s paused after %lld failures in a row (at node %lld), for %lld outcomes or "
-                         "until another action succeeds\n",
-                      json_string_value(json_object_get(e, "proposer")), json_string_value(json_object_get(e, "category")),
-                      (long long)json_integer_value(json_object_get(e, "failures")),
-                      (long long)json_integer_value(json_object_get(e, "node")),
-                      (long long)json_integer_value(json_object_get(e, "pause")));
+        kf_buf_printf(
+            b,
+            "circuit breaker: %s/%s paused after %lld failures in a row (at node %lld), for %lld outcomes or "
+            "until another action succeeds\n",
+            json_string_value(json_object_get(e, "proposer")),
+            json_string_value(json_object_get(e, "category")),
+            (long long)json_integer_value(json_object_get(e, "failures")),
+            (long long)json_integer_value(json_object_get(e, "node")),
+            (long long)json_integer_value(json_object_get(e, "pause")));
     }
 }
 
@@ -648,13 +672,15 @@ void kf_diag_breaker(kf_store *st, const kf_search *se, int *seen, int64_t node,
     const char *pn = p >= 0 && p < nnames ? names[p] : "?";
     const char *cn = kf_search_category_name(c) ? kf_search_category_name(c) : "?";
     int pause = kf_search_paused(se, p, c);
-    json_t *ev = json_pack("{s:s, s:s, s:i, s:i}", "proposer", pn, "category", cn, "failures", k, "pause", pause);
+    json_t *ev =
+        json_pack("{s:s, s:s, s:i, s:i}", "proposer", pn, "category", cn, "failures", k, "pause", pause);
     char *js = ev ? kf__json_dumps(ev, JSON_COMPACT) : NULL;
     json_decref(ev);
     if (js) kf_store_event(st, node, "breaker", js);
     free(js);
-    fprintf(stderr, "kforge run: circuit breaker: %s/%s paused after %d failures in a row (node %lld), for %d "
-                    "outcomes or until another action succeeds\n",
+    fprintf(stderr,
+            "kforge run: circuit breaker: %s/%s paused after %d failures in a row (node %lld), for %d "
+            "outcomes or until another action succeeds\n",
             pn, cn, k, (long long)node, pause);
 }
 
@@ -668,7 +694,8 @@ typedef struct {
 
 static int find_dup(void *arg, const kf_node *m) {
     dup_ctx *c = arg;
-    if (m->id == c->n->id || strcmp(m->src_hash, c->n->src_hash) || m->state == KF_NODE_NO_CANDIDATE || m->tampered)
+    if (m->id == c->n->id || strcmp(m->src_hash, c->n->src_hash) || m->state == KF_NODE_NO_CANDIDATE ||
+        m->tampered)
         return 0;
     int passed = m->state == KF_NODE_MEASURED || m->state == KF_NODE_KEPT || m->state == KF_NODE_REVERTED;
     if (passed ? !c->passed_too : kf_diag_node(m, &c->d) != 0) return 0;
@@ -683,8 +710,9 @@ char *kf_diag_prune_note(kf_store *st, const kf_node *n, int passed_too, int64_t
     if (kf_store_each_node(st, find_dup, &c) || !c.id) return NULL;
     if (same) *same = c.id;
     if (c.state == KF_NODE_MEASURED || c.state == KF_NODE_KEPT || c.state == KF_NODE_REVERTED)
-        return kf__asprintf("pruned: the same source as node %lld (%s), already checked and timed; its figures stand",
-                            (long long)c.id, kf_node_state_name(c.state));
+        return kf__asprintf(
+            "pruned: the same source as node %lld (%s), already checked and timed; its figures stand",
+            (long long)c.id, kf_node_state_name(c.state));
     return kf__asprintf("pruned: the same source as node %lld, which failed (%s)", (long long)c.id,
                         kf_diag_class_name(c.d.cls));
 }

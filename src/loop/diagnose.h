@@ -11,41 +11,43 @@
 #include <jansson.h>
 
 /* X(id, name): the names are what the store and `kforge tree --json` say. */
-#define KF_DIAG_CLASS_MAP(X)                                                     \
-    X(COMPILE_SYNTAX, "compile/syntax")                                          \
-    X(COMPILE_RESOURCE, "compile/resource_limit")                                \
-    X(COMPILE_SYMBOL, "compile/unknown_symbol")                                  \
-    X(COMPILE_OTHER, "compile/other")                                            \
-    X(CRASH_SIGNAL, "crash/signal")                                              \
-    X(CRASH_CUDA, "crash/cuda_error")                                            \
-    X(NUMERIC_BOUNDARY, "numeric/boundary")                                      \
-    X(NUMERIC_OVERFIT, "numeric/overfit")                                        \
-    X(NUMERIC_ACCUMULATION, "numeric/accumulation")                              \
-    X(NUMERIC_OTHER, "numeric/other")                                            \
-    X(NUMERIC_STRESS, "numeric/stress_inputs")                                   \
-    X(MEMORY_BOUNDS, "memory/out_of_bounds")                                     \
-    X(TIMEOUT, "timeout")                                                        \
-    X(SANDBOX, "sandbox_violation")                                              \
-    X(INTEGRITY, "integrity")                                                    \
-    X(EVALUATION, "evaluation_failed")                                           \
-    X(NO_CANDIDATE, "agent/no_candidate")                                        \
+#define KF_DIAG_CLASS_MAP(X)                        \
+    X(COMPILE_SYNTAX, "compile/syntax")             \
+    X(COMPILE_RESOURCE, "compile/resource_limit")   \
+    X(COMPILE_SYMBOL, "compile/unknown_symbol")     \
+    X(COMPILE_OTHER, "compile/other")               \
+    X(CRASH_SIGNAL, "crash/signal")                 \
+    X(CRASH_CUDA, "crash/cuda_error")               \
+    X(NUMERIC_BOUNDARY, "numeric/boundary")         \
+    X(NUMERIC_OVERFIT, "numeric/overfit")           \
+    X(NUMERIC_ACCUMULATION, "numeric/accumulation") \
+    X(NUMERIC_OTHER, "numeric/other")               \
+    X(NUMERIC_STRESS, "numeric/stress_inputs")      \
+    X(MEMORY_BOUNDS, "memory/out_of_bounds")        \
+    X(TIMEOUT, "timeout")                           \
+    X(SANDBOX, "sandbox_violation")                 \
+    X(INTEGRITY, "integrity")                       \
+    X(EVALUATION, "evaluation_failed")              \
+    X(NO_CANDIDATE, "agent/no_candidate")           \
     X(OTHER, "other")
 
+// clang-format off
 typedef enum {
 #define KF_X(id, name) KF_DIAG_##id,
     KF_DIAG_CLASS_MAP(KF_X)
 #undef KF_X
     KF_DIAG_COUNT
 } kf_diag_class;
+// clang-format on
 
 typedef struct {
     kf_diag_class cls;
-    char detail[96];       /* "SIGSEGV", "CUDA_ERROR_ILLEGAL_ADDRESS", "8" (a divisor),
-                              "fast_fma" (a symbol), the reason code; "" when none */
-    char subject[96];      /* a boundary rule's sizes ("n", "m or n") or "tail" */
-    char note[600];        /* one sentence: what went wrong, from what evidence */
-    char constraint[400];  /* "" when the failure does not generalise */
-    int64_t scope;         /* the constraint's: 0 the run, N the children of node N */
+    char detail[96];      /* "SIGSEGV", "CUDA_ERROR_ILLEGAL_ADDRESS", "8" (a divisor),
+                             "fast_fma" (a symbol), the reason code; "" when none */
+    char subject[96];     /* a boundary rule's sizes ("n", "m or n") or "tail" */
+    char note[600];       /* one sentence: what went wrong, from what evidence */
+    char constraint[400]; /* "" when the failure does not generalise */
+    int64_t scope;        /* the constraint's: 0 the run, N the children of node N */
 } kf_diag;
 
 const char *kf_diag_class_name(kf_diag_class c);

@@ -16,7 +16,7 @@
 
 typedef struct kf_eval {
     kf_ctx *ctx;
-    const kf_run_opts *o;  /* the options in effect (checks' and timings' settings) */
+    const kf_run_opts *o; /* the options in effect (checks' and timings' settings) */
     kf_task *t;
     kf_store *st;
     char run_dir[4096];

@@ -185,10 +185,8 @@ void kf_loop__conservative(kf_node *n, struct kf_verdict *v, const kf_node *pare
                 s->has |= KF_VS_CI95_FIRST;
                 memcpy(s->ci95_first, s->ci95, sizeof s->ci95);
             }
-            if (have_ci)
-                s->has |= KF_VS_CI95, memcpy(s->ci95, low_ci, sizeof low_ci);
-            else
-                s->has &= ~(unsigned)KF_VS_CI95;
+            if (have_ci) s->has |= KF_VS_CI95, memcpy(s->ci95, low_ci, sizeof low_ci);
+            else s->has &= ~(unsigned)KF_VS_CI95;
         }
         if (s->speedup > 0) lg += log(s->speedup), cnt++;
     }
@@ -331,10 +329,17 @@ static void judge(kf_eval *r, kf_node *n, const kf_node *parent, const char *pat
     struct kf_verdict pres;
     kf_verdict_init(&pres);
     int hasp = parent && parent->verdict_json && !kf_verdict_from_text(parent->verdict_json, &pres);
-    kf_critic_env env = {&r->critic, r->noise_floor, kf_store_task_fingerprint(r->st), critic_fingerprint,
-                         critic_bench, r};
-    kf_critic_case cc = {n->category, res, hasp ? &pres : NULL, better, parent ? parent->id : 0, path,
-                         parent && !pfail ? ppath : NULL, src, psrc};
+    kf_critic_env env = {&r->critic,         r->noise_floor, kf_store_task_fingerprint(r->st),
+                         critic_fingerprint, critic_bench,   r};
+    kf_critic_case cc = {n->category,
+                         res,
+                         hasp ? &pres : NULL,
+                         better,
+                         parent ? parent->id : 0,
+                         path,
+                         parent && !pfail ? ppath : NULL,
+                         src,
+                         psrc};
     json_t *rep = NULL;
     kf_critic_decision d = kf_critic_judge(&env, &cc, &rep);
     if (r->env_failed) { /* a re-timing failed for the machine: no decision on the candidate */
@@ -429,9 +434,11 @@ kf_status kf_eval_setup(kf_eval *r) {
     r->noise_floor = ko.win_floor;
     for (int i = 0; i < r->o->ncritic; i++) {
         char err[300];
-        if (kf_critic_set(&r->critic, r->o->critic[i], err, sizeof err)) return kf__err(r->ctx, KF_EUSAGE, "%s", err);
+        if (kf_critic_set(&r->critic, r->o->critic[i], err, sizeof err))
+            return kf__err(r->ctx, KF_EUSAGE, "%s", err);
     }
-    if (r->o->critic_agent) return kf_advisor_new(r->ctx, r->o->critic_agent, r->o->agent_timeout_s, &r->advisor);
+    if (r->o->critic_agent)
+        return kf_advisor_new(r->ctx, r->o->critic_agent, r->o->agent_timeout_s, &r->advisor);
     return KF_OK;
 }
 

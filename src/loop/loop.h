@@ -59,8 +59,8 @@ void kf_loop_lessons_text(kf_buf *b, kf_store *st);
  * at that point with a kforge:when line for the shapes where it wins. */
 typedef struct {
     kf_point point, compromise;
-    char *when;        /* the domain: "n >= 65536", or the shapes pinned */
-    char *text;        /* the template at point, the kforge:when line last */
+    char *when; /* the domain: "n >= 65536", or the shapes pinned */
+    char *text; /* the template at point, the kforge:when line last */
     size_t len;
     char *params_json; /* the point, as builtin nodes record it */
     char *shapes;      /* the visible shapes it wins: "n=65536; ..." */

@@ -55,8 +55,10 @@ kf_status kf_loop_memory_open(kf_ctx *ctx, const char *path, kf_loop_memory **ou
         if (access(def, F_OK)) return KF_OK; /* no shared database yet: no lessons */
         path = def;
     } else if (access(path, F_OK)) {
-        return kf__err(ctx, KF_EUSAGE, "--lessons %s: %s (kforge lessons add or import creates one; "
-                                       "--lessons none runs without)", path, strerror(errno));
+        return kf__err(ctx, KF_EUSAGE,
+                       "--lessons %s: %s (kforge lessons add or import creates one; "
+                       "--lessons none runs without)",
+                       path, strerror(errno));
     }
     kf_loop_memory *m = calloc(1, sizeof *m);
     if (!m) return kf__err(ctx, KF_ENOMEM, "out of memory");
@@ -133,8 +135,8 @@ kf_status kf_loop_memory_lessons(kf_loop_memory *m, const kf_task *t, const char
     const char *ops[1 + 16] = {op}; /* op/<task name>, then the task's own "ops" */
     int nops = 1;
     for (int k = 0; k < t->nops && nops < 17; k++) ops[nops++] = t->ops[k];
-    int64_t *vals = t->nshapes > 0 && t->nsizes > 0 ? calloc((size_t)t->nshapes * (size_t)t->nsizes, sizeof *vals)
-                                                     : NULL;
+    int64_t *vals =
+        t->nshapes > 0 && t->nsizes > 0 ? calloc((size_t)t->nshapes * (size_t)t->nsizes, sizeof *vals) : NULL;
     for (int i = 0; vals && i < t->nshapes; i++)
         memcpy(vals + (size_t)i * (size_t)t->nsizes, t->shapes[i].v, (size_t)t->nsizes * sizeof *vals);
     kf_lesson_query q = {0};
@@ -170,10 +172,10 @@ kf_status kf_loop_pack_record(kf_store *st, int64_t node, const kf_pack *pk, int
     json_t *secs = json_object();
     for (int s = 0; s < KF_PACK_NSECTIONS; s++)
         json_object_set_new(secs, kf_pack_section_name((kf_pack_section)s), json_integer(pk->tokens[s]));
-    json_t *ev = json_pack("{s:o, s:I, s:I, s:I, s:I, s:i}", "sections", secs, "frame", (json_int_t)pk->frame_tokens,
-                           "estimated_prompt_tokens", (json_int_t)pk->tokens_prompt, "budget_tokens",
-                           (json_int_t)pk->total, "reported_prompt_tokens", (json_int_t)prompt_tokens, "lessons",
-                           pk->nlessons);
+    json_t *ev = json_pack("{s:o, s:I, s:I, s:I, s:I, s:i}", "sections", secs, "frame",
+                           (json_int_t)pk->frame_tokens, "estimated_prompt_tokens",
+                           (json_int_t)pk->tokens_prompt, "budget_tokens", (json_int_t)pk->total,
+                           "reported_prompt_tokens", (json_int_t)prompt_tokens, "lessons", pk->nlessons);
     if (ev && pending > 0) json_object_set_new(ev, "pending", json_integer(pending));
     char *js = ev ? kf__json_dumps(ev, JSON_COMPACT) : NULL;
     json_decref(ev);
@@ -198,7 +200,8 @@ static int add_pack(void *arg, int64_t id, int64_t node, const char *js, double 
     double scale = rep > 0 && est > 0 ? (double)rep / est : 1;
     json_t *secs = json_object_get(e, "sections");
     for (int s = 0; s < KF_PACK_NSECTIONS; s++)
-        a->sec[s] += scale * (double)json_integer_value(json_object_get(secs, kf_pack_section_name((kf_pack_section)s)));
+        a->sec[s] += scale * (double)json_integer_value(
+                                 json_object_get(secs, kf_pack_section_name((kf_pack_section)s)));
     a->frame += scale * (double)json_integer_value(json_object_get(e, "frame"));
     a->prompt += rep > 0 ? (double)rep : est;
     a->packs++;
@@ -216,7 +219,8 @@ kf_status kf_loop_pack_split(kf_store *st, json_t **out) {
     if (rc || !a.packs) return rc;
     json_t *secs = json_object();
     for (int s = 0; s < KF_PACK_NSECTIONS; s++)
-        json_object_set_new(secs, kf_pack_section_name((kf_pack_section)s), json_integer((json_int_t)llround(a.sec[s])));
+        json_object_set_new(secs, kf_pack_section_name((kf_pack_section)s),
+                            json_integer((json_int_t)llround(a.sec[s])));
     double mem = a.sec[KF_PACK_FAILURES] + a.sec[KF_PACK_CONSTRAINTS] + a.sec[KF_PACK_LESSONS];
     *out = json_pack("{s:i, s:i, s:I, s:o, s:I, s:I, s:f, s:f}", "packs", a.packs, "reported", a.reported,
                      "prompt_tokens", (json_int_t)llround(a.prompt), "sections", secs, "frame",
@@ -232,7 +236,9 @@ void kf_loop_pack_split_text(const json_t *split, char *buf, size_t n) {
     int packs = (int)json_integer_value(json_object_get(split, "packs"));
     int rep = (int)json_integer_value(json_object_get(split, "reported"));
     int k = snprintf(buf, n, "prompt tokens %.0f over %d pack%s (%s):", total, packs, packs == 1 ? "" : "s",
-                     rep == packs ? "reported" : rep ? "partly reported" : "estimated");
+                     rep == packs ? "reported"
+                     : rep        ? "partly reported"
+                                  : "estimated");
     json_t *secs = json_object_get(split, "sections");
     for (int s = 0; s < KF_PACK_NSECTIONS; s++) {
         const char *key = kf_pack_section_name((kf_pack_section)s);
@@ -249,7 +255,7 @@ void kf_loop_pack_split_text(const json_t *split, char *buf, size_t n) {
 
 /* ---- the context pack of an action -------------------------------------------------- */
 
-#define PACK_FAILURES 8       /* recent failures of related nodes told to an agent */
+#define PACK_FAILURES 8 /* recent failures of related nodes told to an agent */
 #define PACK_CONSTRAINTS 32
 
 static int failed_state(kf_node_state s) {
@@ -258,10 +264,10 @@ static int failed_state(kf_node_state s) {
 }
 
 typedef struct {
-    int64_t parent, grand;    /* the action's parent and the parent's own parent (-1: none) */
+    int64_t parent, grand; /* the action's parent and the parent's own parent (-1: none) */
     kf_pack_failure f[PACK_FAILURES];
     char *own[PACK_FAILURES][2];
-    int n, next;              /* a ring of the latest PACK_FAILURES */
+    int n, next; /* a ring of the latest PACK_FAILURES */
 } fail_ctx;
 
 static int collect_failure(void *arg, const kf_node *n) {
@@ -317,7 +323,8 @@ kf_status kf_loop_pack_for(kf_ctx *ctx, const kf_task *t, kf_store *st, kf_loop_
         goto out;
     }
     json_t *tj = json_loads(task_json, 0, NULL);
-    shapes = json_object_get(tj, "shapes") ? kf__json_dumps(json_object_get(tj, "shapes"), JSON_COMPACT) : NULL;
+    shapes =
+        json_object_get(tj, "shapes") ? kf__json_dumps(json_object_get(tj, "shapes"), JSON_COMPACT) : NULL;
     json_decref(tj);
     fc.parent = parent;
     fc.grand = -1;
@@ -335,7 +342,8 @@ kf_status kf_loop_pack_for(kf_ctx *ctx, const kf_task *t, kf_store *st, kf_loop_
     if ((s = kf_store_each_node(st, collect_failure, &fc))) goto out;
     if ((s = kf_store_each_constraint(st, collect_constraint, &cc))) goto out;
     kf_pack_failure fl[PACK_FAILURES];
-    for (int i = 0; i < fc.n; i++) fl[i] = fc.f[((fc.next - 1 - i) % PACK_FAILURES + PACK_FAILURES) % PACK_FAILURES];
+    for (int i = 0; i < fc.n; i++)
+        fl[i] = fc.f[((fc.next - 1 - i) % PACK_FAILURES + PACK_FAILURES) % PACK_FAILURES];
     kf_pack_in in;
     memset(&in, 0, sizeof in);
     in.task_dir = t->dir;
@@ -357,7 +365,9 @@ kf_status kf_loop_pack_for(kf_ctx *ctx, const kf_task *t, kf_store *st, kf_loop_
     in.total = budget;
     char qtext[1024];
     snprintf(qtext, sizeof qtext, "%s %s %.800s", kf_task_name(t), category ? category : "",
-             fc.n ? fl[0].message ? fl[0].message : "" : pn.note ? pn.note : "");
+             fc.n      ? fl[0].message ? fl[0].message : ""
+             : pn.note ? pn.note
+                       : "");
     if ((s = kf_loop_memory_lessons(mem, t, qtext, &in))) goto out;
     s = kf_pack_build(ctx, &in, out);
 out:

@@ -12,8 +12,8 @@
 
 #include <jansson.h>
 
-#define KF_LOOP_LESSONS_K 5        /* lessons retrieved per pack */
-#define KF_LOOP_LESSONS_TRUST 0.4  /* the trust threshold (as `kforge lessons search`) */
+#define KF_LOOP_LESSONS_K 5       /* lessons retrieved per pack */
+#define KF_LOOP_LESSONS_TRUST 0.4 /* the trust threshold (as `kforge lessons search`) */
 
 typedef struct kf_loop_memory kf_loop_memory;
 

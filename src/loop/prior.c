@@ -70,7 +70,8 @@ static double best_gain(const char *a) {
     double best = 1;
     if (strstr(a, "over the reference")) return best;
     for (const char *p = a; *p; p++) {
-        if (!(*p >= '0' && *p <= '9') || (p > a && ((p[-1] >= '0' && p[-1] <= '9') || p[-1] == '.'))) continue;
+        if (!(*p >= '0' && *p <= '9') || (p > a && ((p[-1] >= '0' && p[-1] <= '9') || p[-1] == '.')))
+            continue;
         char *e;
         double v = strtod(p, &e);
         if (e > p && *e == 'x' && v > best && v < 1e6) best = v;
@@ -92,8 +93,10 @@ static int find_setting(const kf_builtin *b, const char *key, const char *val, i
 kf_status kf_loop_lessons_check(kf_ctx *ctx, const char *path) {
     struct stat sb;
     if (stat(path, &sb))
-        return kf__err(ctx, KF_EUSAGE, "--lessons %s: %s (a lessons database: kforge lessons distill RUN "
-                                       "--lessons %s makes one)", path, strerror(errno), path);
+        return kf__err(ctx, KF_EUSAGE,
+                       "--lessons %s: %s (a lessons database: kforge lessons distill RUN "
+                       "--lessons %s makes one)",
+                       path, strerror(errno), path);
     if (!S_ISREG(sb.st_mode)) return kf__err(ctx, KF_EUSAGE, "--lessons %s: not a file", path);
     FILE *f = fopen(path, "rb");
     char head[16] = "";
@@ -105,7 +108,8 @@ kf_status kf_loop_lessons_check(kf_ctx *ctx, const char *path) {
     return KF_OK;
 }
 
-kf_status kf_loop_lessons_prior(kf_ctx *ctx, const kf_task *t, const char *path, kf_builtin *b, char **event) {
+kf_status kf_loop_lessons_prior(kf_ctx *ctx, const kf_task *t, const char *path, kf_builtin *b,
+                                char **event) {
     *event = NULL;
     kf_status st = kf_loop_lessons_check(ctx, path);
     if (st) return st;
@@ -160,8 +164,8 @@ kf_status kf_loop_lessons_prior(kf_ctx *ctx, const kf_task *t, const char *path,
             if (kf_builtin_prior(b, i, j, w)) st = kf__err(ctx, KF_ENOMEM, "out of memory");
             char setting[140];
             snprintf(setting, sizeof setting, "%s=%s", key, val);
-            json_array_append_new(applied, json_pack("{s:s, s:s, s:f, s:f}", "id", l.id, "setting", setting, "weight",
-                                                     w, "trust", hits[h].trust));
+            json_array_append_new(applied, json_pack("{s:s, s:s, s:f, s:f}", "id", l.id, "setting", setting,
+                                                     "weight", w, "trust", hits[h].trust));
         }
         kf_lesson_free(&l);
     }
@@ -236,13 +240,14 @@ void kf_loop_lessons_text(kf_buf *b, kf_store *st) {
     free(ev);
     if (!j) return;
     json_t *ap = json_object_get(j, "applied");
-    kf_buf_printf(b, "lessons from %s: %zu applied of %lld retrieved", json_string_value(json_object_get(j, "db")),
-                  json_array_size(ap), (long long)json_integer_value(json_object_get(j, "retrieved")));
+    kf_buf_printf(b, "lessons from %s: %zu applied of %lld retrieved",
+                  json_string_value(json_object_get(j, "db")), json_array_size(ap),
+                  (long long)json_integer_value(json_object_get(j, "retrieved")));
     size_t i;
     json_t *a;
-    json_array_foreach(ap, i, a)
-        kf_buf_printf(b, "%s%s %s %+.2f", i ? ", " : ": ", json_string_value(json_object_get(a, "id")),
-                      json_string_value(json_object_get(a, "setting")), json_number_value(json_object_get(a, "weight")));
+    json_array_foreach(ap, i, a) kf_buf_printf(
+        b, "%s%s %s %+.2f", i ? ", " : ": ", json_string_value(json_object_get(a, "id")),
+        json_string_value(json_object_get(a, "setting")), json_number_value(json_object_get(a, "weight")));
     const char *k;
     json_t *v;
     int first = 1;

@@ -31,8 +31,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SPEC_NOISE 0.05    /* a winner beats the compromise by at least this, besides the noise */
-#define AGENT_FAIL_STOP 3  /* proposals in a row without a candidate that stop a run */
+#define SPEC_NOISE 0.05   /* a winner beats the compromise by at least this, besides the noise */
+#define AGENT_FAIL_STOP 3 /* proposals in a row without a candidate that stop a run */
 
 const char *const kf_proposer_names[KF_PROPOSER_COUNT] = {"builtin", "agent", "tool"};
 
@@ -94,13 +94,13 @@ static kf_status add_node(kf_store *st, kf_node *n, const char *text, size_t len
 /* ---- the builtin --------------------------------------------------------------------- */
 
 typedef struct {
-    kf_point *p;   /* the point of node id (builtin nodes), indexed by id */
+    kf_point *p; /* the point of node id (builtin nodes), indexed by id */
     char *has;
     size_t cap;
 } point_map;
 
 typedef struct {
-    char (*h)[65];  /* source hashes of the run's specialisation nodes */
+    char (*h)[65]; /* source hashes of the run's specialisation nodes */
     size_t n, cap;
     int loaded;
 } spec_seen;
@@ -110,10 +110,10 @@ typedef struct {
     kf_builtin *bi;
     point_map pm;
     spec_seen seen;
-    char *tmpl;       /* the template's text */
+    char *tmpl; /* the template's text */
     size_t tlen;
-    const char *ext;  /* its extension: what its nodes are */
-    int nlearnt;      /* its learnt constraints already in the store */
+    const char *ext; /* its extension: what its nodes are */
+    int nlearnt;     /* its learnt constraints already in the store */
 } builtin_proposer;
 
 static int pm_put(point_map *m, int64_t id, const kf_point *p) {
@@ -232,8 +232,7 @@ static int next_point(builtin_proposer *b, const kf_action *a, kf_point *pt, int
         got = env->tally->evals + env->sched->n == 0 || kf_builtin_start_untried(bi)
                   ? kf_builtin_next(bi, NULL, -1, pt, &mv, mcat)
                   : kf_builtin_restart(bi, pt);
-    else
-        got = from ? kf_builtin_next(bi, from, a->category, pt, &mv, mcat) : -1;
+    else got = from ? kf_builtin_next(bi, from, a->category, pt, &mv, mcat) : -1;
     if (!got) return 0;
     /* nothing left along this action: search stops offering it */
     kf_search_exhaust(env->tally->se, a->parent, a->category, KF_PROPOSER_BUILTIN);
@@ -260,7 +259,8 @@ static kf_status builtin_propose(kf_proposer *base, const kf_action *a, kf_propo
     /* the materialiser wants string values */
     json_t *ps = json_object();
     for (int i = 0; i < kf_builtin_nparams(bi); i++)
-        json_object_set_new(ps, kf_builtin_param_name(bi, i), json_string(kf_builtin_param_value(bi, i, pt.v[i])));
+        json_object_set_new(ps, kf_builtin_param_name(bi, i),
+                            json_string(kf_builtin_param_value(bi, i, pt.v[i])));
     size_t slen = 0;
     char *src = kf_loop_materialize(b->tmpl, b->tlen, ps, &slen);
     json_decref(ps);
@@ -323,8 +323,9 @@ static kf_status record_spec(builtin_proposer *b, const kf_spec *sp, int64_t *id
     snprintf(nd.proposer, sizeof nd.proposer, "builtin");
     snprintf(nd.category, sizeof nd.category, "specialisation");
     nd.params_json = strdup(sp->params_json);
-    nd.note = kf__asprintf(KF_LOOP_SPEC_NOTE "%lld for %s: kforge:when %s (it beats node %lld there by %.2fx)",
-                           (long long)parent, sp->shapes, sp->when, (long long)parent, sp->gain);
+    nd.note =
+        kf__asprintf(KF_LOOP_SPEC_NOTE "%lld for %s: kforge:when %s (it beats node %lld there by %.2fx)",
+                     (long long)parent, sp->shapes, sp->when, (long long)parent, sp->gain);
     nd.created = kf_eval_now();
     kf_status st = KF_OK;
     if (!nd.params_json || !nd.note) st = kf__err(r->ctx, KF_ENOMEM, "out of memory");
@@ -364,8 +365,8 @@ static void builtin_free(kf_proposer *base) {
     free(b);
 }
 
-static const kf_proposer_i builtin_iface = {"builtin", builtin_propose, builtin_specialise, builtin_observe,
-                                            builtin_recorded, builtin_free};
+static const kf_proposer_i builtin_iface = {"builtin",       builtin_propose,  builtin_specialise,
+                                            builtin_observe, builtin_recorded, builtin_free};
 
 int kf_proposer_template(const kf_task *t, char *out, size_t n) {
     kf_backend *b;
@@ -403,8 +404,10 @@ kf_status kf_proposer_builtin_prior(kf_proposer *base, const char *cmd_lessons, 
     kf_ctx *ctx = r->ctx;
     kf_status st = KF_OK;
     char *ev = NULL;
-    if (cmd_lessons && strcmp(cmd_lessons, "none")) { /* lessons as the walk's prior, recorded for tree and resume */
-        if (!(st = kf_loop_lessons_prior(ctx, r->t, cmd_lessons, b->bi, &ev))) st = kf_store_event(r->st, 0, "lessons", ev);
+    if (cmd_lessons &&
+        strcmp(cmd_lessons, "none")) { /* lessons as the walk's prior, recorded for tree and resume */
+        if (!(st = kf_loop_lessons_prior(ctx, r->t, cmd_lessons, b->bi, &ev)))
+            st = kf_store_event(r->st, 0, "lessons", ev);
         free(ev);
         if (st) return st;
         kf_buf lb; /* said at the start, as tree says it later */
@@ -417,9 +420,11 @@ kf_status kf_proposer_builtin_prior(kf_proposer *base, const char *cmd_lessons, 
         if ((st = kf_loop_lessons_event(r->st, &ev))) return st;
         if (ev) {
             st = kf_loop_lessons_replay(ctx, ev, b->bi);
-        } else if (lpath && strcmp(lpath, "none")) { /* killed between creating the run and recording its lessons:
-                             * nothing was proposed yet, so this is still the start */
-            if (!(st = kf_loop_lessons_prior(ctx, r->t, lpath, b->bi, &ev))) st = kf_store_event(r->st, 0, "lessons", ev);
+        } else if (lpath &&
+                   strcmp(lpath, "none")) { /* killed between creating the run and recording its lessons:
+                                             * nothing was proposed yet, so this is still the start */
+            if (!(st = kf_loop_lessons_prior(ctx, r->t, lpath, b->bi, &ev)))
+                st = kf_store_event(r->st, 0, "lessons", ev);
         }
         free(ev);
     }
@@ -431,8 +436,8 @@ kf_status kf_proposer_builtin_prior(kf_proposer *base, const char *cmd_lessons, 
 typedef struct {
     kf_proposer base;
     kf_agent *ag;
-    int fails;      /* proposals in a row that gave no candidate */
-    char why[700];  /* the stop reason, when they stop the run */
+    int fails;     /* proposals in a row that gave no candidate */
+    char why[700]; /* the stop reason, when they stop the run */
 } agent_proposer;
 
 /* The agent's answer as a node of the run (its text, or an empty source and the agent's
@@ -479,8 +484,8 @@ static kf_status record_proposal(agent_proposer *g, const kf_action *a, const ch
 /* One more proposal without a new candidate: AGENT_FAIL_STOP in a row stop the run. */
 static void agent_failed(agent_proposer *g, const char *what, const char *last, kf_proposed *out) {
     if (++g->fails < AGENT_FAIL_STOP) return;
-    snprintf(g->why, sizeof g->why, "the agent gave %s %d times in a row (last: %.500s)", what, AGENT_FAIL_STOP,
-             last);
+    snprintf(g->why, sizeof g->why, "the agent gave %s %d times in a row (last: %.500s)", what,
+             AGENT_FAIL_STOP, last);
     out->stop = g->why;
 }
 

@@ -46,10 +46,10 @@ typedef struct {
     kf_sched sched;
     kf_proposer_env env;
     kf_loop_memory *mem;
-    int64_t *unfinished;     /* interrupted nodes, evaluated again */
-    size_t nun, nredo;       /* how many, and how many of them the budget lets run again */
-    json_t *split;           /* the split of prompt tokens over the run's packs */
-    kf_store_lock *lock;     /* one writer at a time: held from before create or open to the end */
+    int64_t *unfinished; /* interrupted nodes, evaluated again */
+    size_t nun, nredo;   /* how many, and how many of them the budget lets run again */
+    json_t *split;       /* the split of prompt tokens over the run's packs */
+    kf_store_lock *lock; /* one writer at a time: held from before create or open to the end */
 } run;
 
 void kf_run_opts_init(kf_run_opts *o) {
@@ -88,8 +88,9 @@ static kf_status options(run *r) {
     if ((st = kf_eval_setup(&r->ev))) return st;
     r->agent = strcmp(r->eo.agent ? r->eo.agent : "builtin", "builtin") != 0;
     if (r->cmd_lessons && o->resume)
-        return kf__err(ctx, KF_EUSAGE, "--lessons with --resume: a run takes its lessons when it starts, and "
-                                       "--resume applies the ones it recorded then");
+        return kf__err(ctx, KF_EUSAGE,
+                       "--lessons with --resume: a run takes its lessons when it starts, and "
+                       "--resume applies the ones it recorded then");
     if (r->cmd_lessons && strcmp(r->cmd_lessons, "none") && (st = kf_loop_lessons_check(ctx, r->cmd_lessons)))
         return st;
     if (!r->task_dir)
@@ -139,16 +140,16 @@ static kf_status open_run(run *r) {
     run_dir(r);
     char tpath[4200];
     int ti = kf_proposer_template(r->ev.t, tpath, sizeof tpath);
-    if (!r->agent && ti < 0 && o->budget > 0)
-    {
+    if (!r->agent && ti < 0 && o->budget > 0) {
         char names[256] = "";
         kf_backend *b;
         for (int i = 0; (b = kf_backend_at(i)); i++)
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s%sparam.%s", i ? " or " : "",
                      i ? "" : "candidates/", kf_backend_ext(b));
-        return kf__err(ctx, KF_EUSAGE, "%s: no template candidate (%s) for the "
-                                       "builtin proposer: give the task one with kforge:param lines (docs/tasks.md), "
-                                       "use --agent, or create an empty run for tool mode with --budget 0",
+        return kf__err(ctx, KF_EUSAGE,
+                       "%s: no template candidate (%s) for the "
+                       "builtin proposer: give the task one with kforge:param lines (docs/tasks.md), "
+                       "use --agent, or create an empty run for tool mode with --budget 0",
                        r->ev.t->dir, names);
     }
     if ((st = kf_store_lock_take(ctx, r->ev.run_dir, o->resume ? "run --resume" : "run",
@@ -204,7 +205,8 @@ static kf_status replay(run *r) {
                 r->ev.run_dir, tl->evals, tl->evals == 1 ? "" : "s", r->nun, r->nredo, r->nun - r->nredo,
                 r->eo.budget);
     else if (tl->evals || r->nun)
-        fprintf(stderr, "kforge run: resuming %s: %d evaluation%s recorded, %zu interrupted (evaluated again)\n",
+        fprintf(stderr,
+                "kforge run: resuming %s: %d evaluation%s recorded, %zu interrupted (evaluated again)\n",
                 r->ev.run_dir, tl->evals, tl->evals == 1 ? "" : "s", r->nun);
     return KF_OK;
 }
@@ -285,7 +287,8 @@ static void summary_line(const run *r, const char *why) {
     const kf_tally *tl = &r->tally;
     const kf_run_opts *o = &r->eo;
     if (o->budget == 0 && !tl->evals && !o->resume) {
-        fprintf(stderr, "kforge run: created %s, empty (--budget 0): `kforge next %s` gives the first action\n",
+        fprintf(stderr,
+                "kforge run: created %s, empty (--budget 0): `kforge next %s` gives the first action\n",
                 r->ev.run_dir, r->ev.run_dir);
         return;
     }
@@ -302,8 +305,8 @@ static void summary_line(const run *r, const char *why) {
     if (kf_search_trips(tl->se))
         snprintf(trips, sizeof trips, ", circuit breaker tripped %d time%s", kf_search_trips(tl->se),
                  kf_search_trips(tl->se) == 1 ? "" : "s");
-    fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, %s%s%s; %s%s\n", r->ev.run_dir, tl->evals, tl->kept,
-            best, tok, trips, why, split);
+    fprintf(stderr, "kforge run: %s: %d evaluations, %d kept, %s%s%s; %s%s\n", r->ev.run_dir, tl->evals,
+            tl->kept, best, tok, trips, why, split);
 }
 
 /* The run marked done, the line on stderr, and *summary (when asked for). KF_ENOMEM when
@@ -319,11 +322,11 @@ static kf_status finish(run *r, const char *why, char **summary) {
     uint64_t inside = o->jobs > 1 ? r->sched.wait_ns : r->ev.bench_ns;
     double over_ms = tl->fresh ? ((double)(kf__now_ns() - tl->t0 - inside) / 1e6) / tl->fresh : 0;
     if (!summary) return KF_OK;
-    json_t *j = json_pack("{s:s, s:i, s:i, s:f, s:I, s:I, s:s, s:f, s:i, s:i}", "run", r->ev.run_dir,
-                          "evaluations", tl->evals, "kept", tl->kept, "best_speedup", tl->best, "best_node",
-                          (json_int_t)tl->best_id, "tokens", (json_int_t)tl->tokens, "stopped", why,
-                          "overhead_ms_per_evaluation", over_ms, "jobs", o->jobs, "max_concurrent_timing",
-                          kf_bench_timing_max());
+    json_t *j =
+        json_pack("{s:s, s:i, s:i, s:f, s:I, s:I, s:s, s:f, s:i, s:i}", "run", r->ev.run_dir, "evaluations",
+                  tl->evals, "kept", tl->kept, "best_speedup", tl->best, "best_node", (json_int_t)tl->best_id,
+                  "tokens", (json_int_t)tl->tokens, "stopped", why, "overhead_ms_per_evaluation", over_ms,
+                  "jobs", o->jobs, "max_concurrent_timing", kf_bench_timing_max());
     if (j && r->split) json_object_set(j, "pack_tokens", r->split);
     char *lev = NULL; /* the builtin's prior, when lessons made one */
     kf_loop_lessons_event(r->ev.st, &lev);

@@ -58,7 +58,8 @@ kf_status kf_sched_start(kf_sched *s, kf_eval *ev, kf_tally *tally, int jobs) {
     pthread_cond_init(&s->cv, NULL);
     s->started = 1;
     if (s->jobs == 1) return KF_OK;
-    if (!(s->evs = calloc((size_t)s->jobs, sizeof *s->evs))) return kf__err(ev->ctx, KF_ENOMEM, "out of memory");
+    if (!(s->evs = calloc((size_t)s->jobs, sizeof *s->evs)))
+        return kf__err(ev->ctx, KF_ENOMEM, "out of memory");
     for (int i = 0; i < s->jobs; i++) {
         kf_evaluator *e = &s->evs[i];
         e->s = s;
@@ -73,7 +74,8 @@ kf_status kf_sched_start(kf_sched *s, kf_eval *ev, kf_tally *tally, int jobs) {
                     (st = kf_store_open(e->r.ctx, ev->run_dir, e->r.t, &e->r.st))))
             kf__err(ev->ctx, st, "evaluator %d of --jobs %d: %s", i + 1, s->jobs, kf_errmsg(e->r.ctx));
         if (!st && pthread_create(&e->th, NULL, evaluator_main, e))
-            st = kf__err(ev->ctx, KF_EINTERNAL, "evaluator %d of --jobs %d: pthread_create failed", i + 1, s->jobs);
+            st = kf__err(ev->ctx, KF_EINTERNAL, "evaluator %d of --jobs %d: pthread_create failed", i + 1,
+                         s->jobs);
         if (st) {
             evaluator_close(e);
             return st;

@@ -28,20 +28,20 @@ typedef struct {
 typedef struct kf_evaluator kf_evaluator;
 
 typedef struct kf_sched {
-    kf_eval *ev;                /* the main thread's */
-    kf_tally *tally;            /* where outcomes are recorded */
+    kf_eval *ev;     /* the main thread's */
+    kf_tally *tally; /* where outcomes are recorded */
     int jobs;
     kf_flight fl[KF_RUN_MAX_JOBS]; /* in flight: main thread only */
     int n;
-    pthread_mutex_t mu;         /* guards todo, done, quit */
+    pthread_mutex_t mu; /* guards todo, done, quit */
     pthread_cond_t cv;
     int64_t todo[KF_RUN_MAX_JOBS];
     int ntodo;
     kf_outcome done[KF_RUN_MAX_JOBS];
     int ndone, quit;
     kf_evaluator *evs;
-    int nev;                    /* evaluators started */
-    uint64_t wait_ns;           /* the main thread's time waiting for outcomes */
+    int nev;          /* evaluators started */
+    uint64_t wait_ns; /* the main thread's time waiting for outcomes */
     int started;
 } kf_sched;
 

@@ -111,7 +111,8 @@ static char *domain(const kf_task *t, const int *in) {
         if (!in[s]) continue;
         kf_buf_printf(&b, "%s%s", terms++ ? " || " : "", t->nsizes > 1 ? "(" : "");
         for (int k = 0; k < t->nsizes; k++)
-            kf_buf_printf(&b, "%s%s == %lld", k ? " && " : "", t->size_names[k], (long long)t->shapes[s].v[k]);
+            kf_buf_printf(&b, "%s%s == %lld", k ? " && " : "", t->size_names[k],
+                          (long long)t->shapes[s].v[k]);
         if (t->nsizes > 1) kf_buf_printf(&b, ")");
     }
     if (b.dropped) {
@@ -144,7 +145,8 @@ kf_status kf_loop_specs(kf_ctx *ctx, const kf_task *t, const kf_builtin *bi, con
     kf_point per[MAX_SHAPES], comp;
     double gain[MAX_SHAPES];
     int beats[MAX_SHAPES];
-    if (kf_builtin_shape_winners(bi, min_noise, per, gain, beats, ns) <= 0 || kf_builtin_best(bi, &comp, NULL))
+    if (kf_builtin_shape_winners(bi, min_noise, per, gain, beats, ns) <= 0 ||
+        kf_builtin_best(bi, &comp, NULL))
         return KF_OK;
     kf_spec *sp = calloc((size_t)ns, sizeof *sp);
     if (!sp) return kf__err(ctx, KF_ENOMEM, "out of memory");
@@ -182,9 +184,10 @@ kf_status kf_loop_specs(kf_ctx *ctx, const kf_task *t, const kf_builtin *bi, con
         x->shapes = sh.p;
         /* the directive after the text, so the template's line numbers stay */
         if (m && x->when)
-            x->text = kf__asprintf("%s%s/* A specialisation: the template at %s, for the shapes where it is fastest. */\n"
-                                   "/* kforge:when %s */\n",
-                                   m, ml && m[ml - 1] != '\n' ? "\n" : "", pj, x->when);
+            x->text = kf__asprintf(
+                "%s%s/* A specialisation: the template at %s, for the shapes where it is fastest. */\n"
+                "/* kforge:when %s */\n",
+                m, ml && m[ml - 1] != '\n' ? "\n" : "", pj, x->when);
         free(m);
         if (!x->text || !x->params_json || !x->shapes) {
             kf_loop_specs_free(sp, n);

@@ -97,7 +97,8 @@ static int replay_one(void *arg, const kf_node *n) {
     if (n->tampered) { /* an evaluation was spent, but what its row says is not evidence */
         fprintf(stderr, "kforge run: WARNING: %s\n", n->note ? n->note : "a node does not match its seal");
         /* in the search's tree (its children keep their parent), as a try that taught nothing */
-        kf_search_obs o = {n->id, n->parent, KF_CAT_OTHER, kf_proposer_index(n->proposer), KF_SOBS_PRUNED, 0, 0};
+        kf_search_obs o = {n->id, n->parent, KF_CAT_OTHER, kf_proposer_index(n->proposer), KF_SOBS_PRUNED,
+                           0,     0};
         kf_search_observe(tl->se, &o);
         tl->evals++;
         return 0;
@@ -165,13 +166,14 @@ void kf_tally_progress(kf_tally *tl, const kf_node *n) {
         snprintf(tl->last, sizeof tl->last, "#%lld %s%s%s", (long long)n->id, kf_node_state_name(n->state),
                  n->reasons ? " " : "", n->reasons ? n->reasons : "");
     char best[64] = "none kept yet", run[32] = "";
-    if (tl->best_id) snprintf(best, sizeof best, "%.3fx geomean (node %lld)", tl->best, (long long)tl->best_id);
+    if (tl->best_id)
+        snprintf(best, sizeof best, "%.3fx geomean (node %lld)", tl->best, (long long)tl->best_id);
     if (tl->running) snprintf(run, sizeof run, tl->tty ? "  %d running" : ", %d running", tl->running);
     if (tl->tty)
-        fprintf(stderr, "\r\033[K[%d/%d] best %s  last %s%s  %02d:%02d  ETA %02d:%02d", tl->evals, budget, best,
-                tl->last, run, (int)el / 60, (int)el % 60, (int)eta / 60, (int)eta % 60);
+        fprintf(stderr, "\r\033[K[%d/%d] best %s  last %s%s  %02d:%02d  ETA %02d:%02d", tl->evals, budget,
+                best, tl->last, run, (int)el / 60, (int)el % 60, (int)eta / 60, (int)eta % 60);
     else
-        fprintf(stderr, "kforge run: %d/%d evaluations, best %s, last %s%s, %.0f s\n", tl->evals, budget, best, tl->last,
-                run, el);
+        fprintf(stderr, "kforge run: %d/%d evaluations, best %s, last %s%s, %.0f s\n", tl->evals, budget,
+                best, tl->last, run, el);
     fflush(stderr);
 }

@@ -15,20 +15,20 @@
 #include <stdint.h>
 
 typedef struct kf_tally {
-    kf_store *st;                       /* the main thread's */
+    kf_store *st; /* the main thread's */
     kf_search *se;
     kf_proposer *p[KF_PROPOSER_COUNT]; /* the run's proposers by search number (NULL: none) */
-    int budget;                         /* evaluations in all, for the progress line */
-    int tty;                            /* stderr is a terminal: one progress line, redrawn */
-    uint64_t t0;                        /* when this process started on the run */
+    int budget;                        /* evaluations in all, for the progress line */
+    int tty;                           /* stderr is a terminal: one progress line, redrawn */
+    uint64_t t0;                       /* when this process started on the run */
     int evals, kept, since_improve;
-    int64_t tokens;  /* tokens recorded on the run's nodes, in + out */
-    double best;     /* best geometric-mean speedup over the reference so far */
+    int64_t tokens; /* tokens recorded on the run's nodes, in + out */
+    double best;    /* best geometric-mean speedup over the reference so far */
     int64_t best_id;
-    int fresh;       /* evaluations made by this process (not replayed) */
-    int running;     /* evaluations in flight (--jobs), for the progress line */
-    int trips;       /* circuit-breaker trips already recorded */
-    char last[160];  /* the last verdict, for the progress line */
+    int fresh;      /* evaluations made by this process (not replayed) */
+    int running;    /* evaluations in flight (--jobs), for the progress line */
+    int trips;      /* circuit-breaker trips already recorded */
+    char last[160]; /* the last verdict, for the progress line */
 } kf_tally;
 
 /* A node's visible shapes differ by more than this ratio of speedups to be worth a

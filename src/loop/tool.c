@@ -53,7 +53,7 @@ typedef struct {
 } pending;
 
 typedef struct {
-    pending v[256];  /* the latest pending actions; older ones have expired long ago */
+    pending v[256]; /* the latest pending actions; older ones have expired long ago */
     int n;
 } pending_set;
 
@@ -63,7 +63,8 @@ static int collect_pending(void *arg, int64_t id, int64_t node, const char *js, 
     if (j && p->n == 256) memmove(p->v, p->v + 1, sizeof p->v - sizeof *p->v), p->n--;
     if (j)
         p->v[p->n++] = (pending){id, json_integer_value(json_object_get(j, "parent")),
-                                 kf_search_category_parse(json_string_value(json_object_get(j, "category"))), created, 1};
+                                 kf_search_category_parse(json_string_value(json_object_get(j, "category"))),
+                                 created, 1};
     json_decref(j);
     return 0;
 }
@@ -125,7 +126,8 @@ static kf_status tool_propose(kf_proposer *p, const kf_action *a, kf_proposed *o
     if (s) return s;
     int64_t pid = m.id;
     for (int i = 0; i < ps.n && pid; i++)
-        if (ps.v[i].open && ps.v[i].id < m.id && ps.v[i].parent == a->parent && ps.v[i].category == a->category) {
+        if (ps.v[i].open && ps.v[i].id < m.id && ps.v[i].parent == a->parent &&
+            ps.v[i].category == a->category) {
             char w[64];
             snprintf(w, sizeof w, "{\"pending\": %lld}", (long long)m.id);
             if ((s = kf_store_event(st, 0, "withdrawn", w))) return s;
@@ -217,8 +219,10 @@ static kf_status next_action(tool_run *r, kf_action *a, int64_t *pid) {
         for (int i = 0; i < ps.n; i++)
             if (ps.v[i].open) kf_search_exhaust(se, ps.v[i].parent, ps.v[i].category, KF_PROPOSER_TOOL);
         if (attempt == 8 || kf_search_pick(se, a))
-            return kf__err(r->ev.ctx, KF_EUSAGE, "%s: no action left to offer (every action scores under the floor or "
-                                                 "is pending)", r->ev.run_dir);
+            return kf__err(r->ev.ctx, KF_EUSAGE,
+                           "%s: no action left to offer (every action scores under the floor or "
+                           "is pending)",
+                           r->ev.run_dir);
         kf_proposed m;
         if ((st = kf_proposer_propose(&r->tool, a, &m))) return st;
         *pid = m.pending;
@@ -238,20 +242,22 @@ static char *next_answer(const tool_run *r, const kf_action *a, int64_t pid, con
              (long long)a->parent, cat);
     char *out;
     if (json) {
-        json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:f, s:o, s:s, s:o, s:s, s:s}", "run", r->ev.run_dir, "pending",
-                              (json_int_t)pid, "parent", (json_int_t)a->parent, "category", cat, "score", a->h,
-                              "explain", ej ? json_incref(ej) : json_null(), "submit", submit,
-                              "pack", json_loads(pk->json, 0, NULL), "system", pk->system, "prompt", pk->prompt);
+        json_t *j =
+            json_pack("{s:s, s:I, s:I, s:s, s:f, s:o, s:s, s:o, s:s, s:s}", "run", r->ev.run_dir, "pending",
+                      (json_int_t)pid, "parent", (json_int_t)a->parent, "category", cat, "score", a->h,
+                      "explain", ej ? json_incref(ej) : json_null(), "submit", submit, "pack",
+                      json_loads(pk->json, 0, NULL), "system", pk->system, "prompt", pk->prompt);
         out = j ? kf__json_dumps(j, JSON_INDENT(1)) : NULL;
         json_decref(j);
     } else {
         kf_buf b;
         kf_buf_init(&b, 64u << 20);
-        kf_buf_printf(&b,
-                      "kforge next: pending action %lld: improve node %lld (%s), category %s, score %.3f\n"
-                      "write the whole candidate file, then: %s\n\n---- system ----\n%s\n\n---- prompt ----\n%s\n",
-                      (long long)pid, (long long)a->parent, a->parent ? "a node of the run" : "the reference", cat,
-                      a->h, submit, pk->system, pk->prompt);
+        kf_buf_printf(
+            &b,
+            "kforge next: pending action %lld: improve node %lld (%s), category %s, score %.3f\n"
+            "write the whole candidate file, then: %s\n\n---- system ----\n%s\n\n---- prompt ----\n%s\n",
+            (long long)pid, (long long)a->parent, a->parent ? "a node of the run" : "the reference", cat,
+            a->h, submit, pk->system, pk->prompt);
         out = b.p;
     }
     json_decref(ej);
@@ -295,8 +301,8 @@ static kf_status submit_parent(tool_run *r, int64_t parent, kf_node *pn, int *ha
     kf_ctx *ctx = r->ev.ctx;
     if (parent <= 0) return KF_OK;
     if (kf_store_get_node(r->ev.st, parent, pn))
-        return kf__err(ctx, KF_EUSAGE, "%s: no node %lld (kforge tree %s lists them; 0 is the root)", r->ev.run_dir,
-                       (long long)parent, r->ev.run_dir);
+        return kf__err(ctx, KF_EUSAGE, "%s: no node %lld (kforge tree %s lists them; 0 is the root)",
+                       r->ev.run_dir, (long long)parent, r->ev.run_dir);
     *hasp = 1;
     if (pn->state == KF_NODE_SCREENED)
         return kf__err(ctx, KF_EUSAGE,
@@ -304,7 +310,8 @@ static kf_status submit_parent(tool_run *r, int64_t parent, kf_node *pn, int *ha
                        "(kforge submit %s --promote %lld), then submit its children",
                        r->ev.run_dir, (long long)parent, r->ev.run_dir, (long long)parent);
     if (!(pn->state == KF_NODE_MEASURED || pn->state == KF_NODE_KEPT || pn->state == KF_NODE_REVERTED))
-        return kf__err(ctx, KF_EUSAGE, "%s: node %lld is %s: a parent is the root (0) or a node that passed the check",
+        return kf__err(ctx, KF_EUSAGE,
+                       "%s: node %lld is %s: a parent is the root (0) or a node that passed the check",
                        r->ev.run_dir, (long long)parent, kf_node_state_name(pn->state));
     return KF_OK;
 }
@@ -408,7 +415,8 @@ static char *submit_answer(tool_run *r, kf_node *n, int64_t parent, int64_t pid,
         kf_node_vec one = {pv, (size_t)(hasp + 1), 2};
         kf_buf_printf(&b, "kforge submit: ");
         kf_tree_text(&b, &one, NULL, parent, 0, critics, NULL);
-        if (msg && !(b.p && strstr(b.p, msg))) kf_buf_printf(&b, "  %s\n", msg); /* the tree line may hold it */
+        if (msg && !(b.p && strstr(b.p, msg)))
+            kf_buf_printf(&b, "  %s\n", msg); /* the tree line may hold it */
         out = b.p;
     }
     if (hasp) kf_node_free(&pv[0]);
@@ -438,9 +446,10 @@ static char *submit_dup(tool_run *r, const kf_node *n, int64_t *same) {
     screened_dup sd = {n, 0};
     if (!dup && r->ev.screen && !kf_store_each_node(r->ev.st, find_screened, &sd) && sd.id) {
         *same = sd.id;
-        dup = kf__asprintf("pruned: the same source as node %lld, already screened (kforge submit --promote %lld "
-                           "evaluates it in full)",
-                           (long long)sd.id, (long long)sd.id);
+        dup = kf__asprintf(
+            "pruned: the same source as node %lld, already screened (kforge submit --promote %lld "
+            "evaluates it in full)",
+            (long long)sd.id, (long long)sd.id);
     }
     return dup;
 }
@@ -448,8 +457,8 @@ static char *submit_dup(tool_run *r, const kf_node *n, int64_t *same) {
 /* The text of a submission, unless the run has evaluated it already: then no node is
  * recorded, and *out says which node it is the same source as (*outcome 1). 0 when
  * it is new, 1 when pruned, -1 on error (in *st). */
-static int submit_pruned(tool_run *r, kf_node *n, const char *text, size_t len, int64_t parent, const char *cname,
-                         int64_t pid, int json, char **out, int *outcome, kf_status *st) {
+static int submit_pruned(tool_run *r, kf_node *n, const char *text, size_t len, int64_t parent,
+                         const char *cname, int64_t pid, int json, char **out, int *outcome, kf_status *st) {
     const void *parts[] = {text};
     size_t lens[] = {len};
     if (kf__sha256_hex(parts, lens, 1, n->src_hash)) {
@@ -482,15 +491,17 @@ static kf_status submit_eval(tool_run *r, kf_node *n, int64_t parent, const kf_n
     return KF_OK;
 }
 
-kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const char *path, const char *category,
-                        int json, char **out, int *outcome) {
+kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const char *path,
+                        const char *category, int json, char **out, int *outcome) {
     *out = NULL;
     *outcome = 2;
     if (category && kf_search_category_parse(category) < 0)
-        return kf__err(ctx, KF_EUSAGE, "--category %s: not a category (tiling, vectorisation, unrolling, "
-                                       "memory_layout, launch_config, algorithm, specialisation, precision, other)",
+        return kf__err(ctx, KF_EUSAGE,
+                       "--category %s: not a category (tiling, vectorisation, unrolling, "
+                       "memory_layout, launch_config, algorithm, specialisation, precision, other)",
                        category);
-    if (parent < 0) return kf__err(ctx, KF_EUSAGE, "--parent %lld: a node id, 0 for the root", (long long)parent);
+    if (parent < 0)
+        return kf__err(ctx, KF_EUSAGE, "--parent %lld: a node id, 0 for the root", (long long)parent);
     tool_run r;
     kf_status st = open_run(ctx, o, "submit", &r);
     if (st) return st;

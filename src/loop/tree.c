@@ -28,7 +28,8 @@ static int critic_event(void *arg, int64_t id, int64_t node, const char *js, dou
     char key[32];
     snprintf(key, sizeof key, "%lld", (long long)node);
     if (j) {
-        json_t *c = json_pack("{s:O?, s:O?}", "decision", json_object_get(j, "decision"), "why", json_object_get(j, "why"));
+        json_t *c = json_pack("{s:O?, s:O?}", "decision", json_object_get(j, "decision"), "why",
+                              json_object_get(j, "why"));
         json_t *adv = json_object_get(j, "advisory");
         if (adv) json_object_set(c, "advisory", adv);
         /* the re-timings against the parent that the decision rests on */
@@ -69,10 +70,8 @@ static int screen_event(void *arg, int64_t id, int64_t node, const char *js, dou
     snprintf(key, sizeof key, "%lld", (long long)node);
     json_t *o = json_object_get(arg, key);
     if (j && !o) json_object_set_new(arg, key, o = json_object());
-    if (json_is_integer(from))
-        json_object_set(o, "promoted_from", from);
-    else if (j && json_object_get(j, "speedup"))
-        json_object_set(o, "screen", j);
+    if (json_is_integer(from)) json_object_set(o, "promoted_from", from);
+    else if (j && json_object_get(j, "speedup")) json_object_set(o, "screen", j);
     json_decref(j);
     return 0;
 }
@@ -160,8 +159,8 @@ static json_t *vs_parent(const kf_node *n, const kf_node *parent, double *geo) {
         const kf_verdict_shape *p = kf_verdict_find(&ps, &sh.shapes[k].sizes);
         if (!p || p->speedup <= 0 || sh.shapes[k].speedup <= 0) continue;
         double r = sh.shapes[k].speedup / p->speedup;
-        json_array_append_new(out, json_pack("{s:o, s:f}", "sizes", kf_verdict_sizes_json(&sh.shapes[k].sizes),
-                                             "speedup", r));
+        json_array_append_new(
+            out, json_pack("{s:o, s:f}", "sizes", kf_verdict_sizes_json(&sh.shapes[k].sizes), "speedup", r));
         lg += log(r), cnt++;
     }
     kf_verdict_free(&sh);
@@ -208,9 +207,10 @@ json_t *kf_tree_node_json(const kf_node *n, const kf_node *parent, const char *w
     int ok = n->state == KF_NODE_MEASURED || n->state == KF_NODE_KEPT || n->state == KF_NODE_REVERTED ||
              n->state == KF_NODE_SCREENED;
     if (when) json_object_set_new(o, "when", json_string(when));
-    json_object_set_new(o, "safe_for", !ok   ? json_null()
-                                       : when ? json_sprintf("the shapes where %s", when)
-                                              : json_string("all shapes in its domain"));
+    json_object_set_new(o, "safe_for",
+                        !ok    ? json_null()
+                        : when ? json_sprintf("the shapes where %s", when)
+                               : json_string("all shapes in its domain"));
     return o;
 }
 
@@ -230,13 +230,13 @@ static int constraint_text(void *arg, const kf_constraint *c) {
 
 static int constraint_json(void *arg, const kf_constraint *c) {
     json_array_append_new(arg, json_pack("{s:I, s:I, s:s, s:s?, s:I}", "id", (json_int_t)c->id, "node",
-                                         (json_int_t)c->node, "text", c->text, "category", c->category, "scope",
-                                         (json_int_t)c->scope));
+                                         (json_int_t)c->node, "text", c->text, "category", c->category,
+                                         "scope", (json_int_t)c->scope));
     return 0;
 }
 
 void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent, int depth, json_t *critics,
-                      const kf_diag_map *dm) {
+                  const kf_diag_map *dm) {
     for (size_t i = 0; i < a->n; i++) {
         const kf_node *n = &a->v[i];
         if (n->parent != parent) continue;
@@ -262,7 +262,8 @@ void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent,
             }
             kf_buf_printf(b, "] %.3fx%s", s->speedup, (s->has & KF_VS_WIN) && s->win ? "*" : "");
             const kf_verdict_shape *p = pn ? kf_verdict_find(&ps, &s->sizes) : NULL;
-            if (p && p->speedup > 0 && s->speedup > 0) kf_buf_printf(b, " (%.3fx vs parent)", s->speedup / p->speedup);
+            if (p && p->speedup > 0 && s->speedup > 0)
+                kf_buf_printf(b, " (%.3fx vs parent)", s->speedup / p->speedup);
         }
         kf_verdict_free(&sh);
         kf_verdict_free(&ps);
@@ -288,9 +289,11 @@ void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent,
         json_t *fig = json_object_get(cr, "retimings");
         for (size_t k = 0; k < json_array_size(fig); k++) {
             json_t *f = json_array_get(fig, k);
-            kf_buf_printf(b, "%s#%zu %.3fx (best shape %.3fx, 95%% from %.3f)", k ? ", " : "; re-timed vs parent: ",
-                          k + 1, json_number_value(json_object_get(f, "geomean")),
-                          json_number_value(json_object_get(f, "best")), json_number_value(json_object_get(f, "best_lo")));
+            kf_buf_printf(b, "%s#%zu %.3fx (best shape %.3fx, 95%% from %.3f)",
+                          k ? ", " : "; re-timed vs parent: ", k + 1,
+                          json_number_value(json_object_get(f, "geomean")),
+                          json_number_value(json_object_get(f, "best")),
+                          json_number_value(json_object_get(f, "best_lo")));
         }
         /* the advisory critic's concern (it never decides) */
         json_t *adv = json_object_get(cr, "advisory");
@@ -348,7 +351,8 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
     if (json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < a.n; i++) {
-            json_t *nj = kf_tree_node_json(&a.v[i], node_in(&a, a.v[i].parent), whens ? whens[i] : NULL, critics),
+            json_t *nj = kf_tree_node_json(&a.v[i], node_in(&a, a.v[i].parent), whens ? whens[i] : NULL,
+                                           critics),
                    *dj = kf_diag_json(dm, a.v[i].id);
             if (dj) json_object_set_new(nj, "diagnosis", dj);
             json_array_append_new(arr, nj);
@@ -369,12 +373,13 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_buf b;
         kf_buf_init(&b, 256u << 20);
         json_decref(kf_record_integrity(st, a.v, a.n, &b));
-        kf_buf_printf(&b,
-                      "run %s (task %s): %zu nodes; speedups against the reference, * = a win against the reference "
-                      "in that node's own timing, (vs parent) = against its parent. A kept node's figures are the "
-                      "lower of its timing and the Critic's re-timings; a reverted node's are its first timing, "
-                      "which the Critic's re-timing against its parent did not confirm (critic: says why)\n",
-                      dir, kf_store_task_dir(st), a.n);
+        kf_buf_printf(
+            &b,
+            "run %s (task %s): %zu nodes; speedups against the reference, * = a win against the reference "
+            "in that node's own timing, (vs parent) = against its parent. A kept node's figures are the "
+            "lower of its timing and the Critic's re-timings; a reverted node's are its first timing, "
+            "which the Critic's re-timing against its parent did not confirm (critic: says why)\n",
+            dir, kf_store_task_dir(st), a.n);
         kf_buf_printf(&b, "#0 root: the reference\n");
         kf_tree_text(&b, &a, whens, 0, 1, critics, dm);
         ctext ct = {&b, 0};
@@ -414,7 +419,8 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
                     return KF_EIO; /* the detail is on ctx */
                 }
                 free(txt);
-                json_object_set_new(be, "source", json_sprintf("%s/src/%s.%s", dir, a.v[k].src_hash, a.v[k].ext));
+                json_object_set_new(be, "source",
+                                    json_sprintf("%s/src/%s.%s", dir, a.v[k].src_hash, a.v[k].ext));
             }
     }
     if (json) {
@@ -428,7 +434,8 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
         size_t j;
         json_t *e;
         json_decref(kf_record_integrity(st, a.v, a.n, &b));
-        if (!json_array_size(best)) kf_buf_printf(&b, "no node kept yet (none beat its parent, confirmed by re-timing)\n");
+        if (!json_array_size(best))
+            kf_buf_printf(&b, "no node kept yet (none beat its parent, confirmed by re-timing)\n");
         json_array_foreach(best, j, e) {
             const char *key;
             json_t *val;
@@ -443,8 +450,8 @@ kf_status kf_run_best(kf_ctx *ctx, const char *dir, int json, char **out) {
                 if (a.v[k].id == id) bn = &a.v[k];
             kf_buf_printf(&b, ": node %lld, %.3fx%s, %s/src/%s.%s\n", id,
                           json_number_value(json_object_get(e, "speedup")),
-                          json_is_true(json_object_get(e, "win")) ? " (a win)" : "", dir, bn ? bn->src_hash : "?",
-                          bn ? bn->ext : "?");
+                          json_is_true(json_object_get(e, "win")) ? " (a win)" : "", dir,
+                          bn ? bn->src_hash : "?", bn ? bn->ext : "?");
         }
         *out = b.p;
     }

@@ -20,8 +20,8 @@ json_t *kf_tree_critics(kf_store *st);
 json_t *kf_tree_node_json(const kf_node *n, const kf_node *parent, const char *when, json_t *critics);
 /* The children of parent among a's nodes (in id order, as kf_store_each_node gives them),
  * depth levels in, and theirs below them, one line each into b, each shape against the
- * reference and, when its parent is among a's nodes, against the parent. whens[i] (NULL, or an entry NULL): the domain of a->v[i], shown as
- * what it is safe for; dm: the failures' diagnoses (may be NULL). */
+ * reference and, when its parent is among a's nodes, against the parent. whens[i] (NULL, or an entry NULL):
+ * the domain of a->v[i], shown as what it is safe for; dm: the failures' diagnoses (may be NULL). */
 void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent, int depth, json_t *critics,
                   const kf_diag_map *dm);
 

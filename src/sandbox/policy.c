@@ -67,9 +67,9 @@ int kf_policy_rlimits(const kf_limits *l) {
 #endif
 
 #define FS_READ (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
-#define FS_FILE_RIGHTS (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | \
-                        LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE | \
-                        LANDLOCK_ACCESS_FS_IOCTL_DEV)
+#define FS_FILE_RIGHTS                                                                           \
+    (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | \
+     LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
 
 /* Landlock ABI 6 adds scopes: signals and abstract unix sockets stay inside the domain. */
 struct kf_ll_ruleset_attr {
@@ -129,47 +129,105 @@ fail:
 /* ---- seccomp ------------------------------------------------------------------- */
 
 static const int allowed[] = {
-    SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev), SCMP_SYS(pread64),
-    SCMP_SYS(close), SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx),
-    SCMP_SYS(lseek), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(brk),
-    SCMP_SYS(access), SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(getcwd),
-    SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(getdents64),
-    SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday), SCMP_SYS(time),
-    SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep), SCMP_SYS(sched_yield),
-    SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(getppid), SCMP_SYS(getuid),
-    SCMP_SYS(geteuid), SCMP_SYS(getgid), SCMP_SYS(getegid), SCMP_SYS(uname),
-    SCMP_SYS(sysinfo), SCMP_SYS(getrandom), SCMP_SYS(futex), SCMP_SYS(set_robust_list),
-    SCMP_SYS(get_robust_list), SCMP_SYS(rseq), SCMP_SYS(set_tid_address),
-    SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn),
-    SCMP_SYS(sigaltstack), SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(sched_getaffinity),
-    SCMP_SYS(sched_getparam), SCMP_SYS(sched_getscheduler), SCMP_SYS(membarrier),
-    SCMP_SYS(arch_prctl), SCMP_SYS(getrusage), SCMP_SYS(times), SCMP_SYS(poll),
-    SCMP_SYS(ppoll), SCMP_SYS(sendto), SCMP_SYS(recvfrom), SCMP_SYS(sendmsg),
-    SCMP_SYS(recvmsg), SCMP_SYS(mincore), SCMP_SYS(getcpu), SCMP_SYS(restart_syscall),
-    SCMP_SYS(dup), SCMP_SYS(dup3), SCMP_SYS(pipe2), SCMP_SYS(eventfd2), SCMP_SYS(pause),
-    SCMP_SYS(select), SCMP_SYS(pselect6), SCMP_SYS(sched_get_priority_max),
-    SCMP_SYS(sched_get_priority_min), SCMP_SYS(rt_sigtimedwait), SCMP_SYS(rt_sigsuspend),
+    SCMP_SYS(read),
+    SCMP_SYS(write),
+    SCMP_SYS(readv),
+    SCMP_SYS(writev),
+    SCMP_SYS(pread64),
+    SCMP_SYS(close),
+    SCMP_SYS(fstat),
+    SCMP_SYS(newfstatat),
+    SCMP_SYS(statx),
+    SCMP_SYS(lseek),
+    SCMP_SYS(munmap),
+    SCMP_SYS(mremap),
+    SCMP_SYS(madvise),
+    SCMP_SYS(brk),
+    SCMP_SYS(access),
+    SCMP_SYS(faccessat),
+    SCMP_SYS(faccessat2),
+    SCMP_SYS(getcwd),
+    SCMP_SYS(readlink),
+    SCMP_SYS(readlinkat),
+    SCMP_SYS(getdents64),
+    SCMP_SYS(clock_gettime),
+    SCMP_SYS(clock_getres),
+    SCMP_SYS(gettimeofday),
+    SCMP_SYS(time),
+    SCMP_SYS(clock_nanosleep),
+    SCMP_SYS(nanosleep),
+    SCMP_SYS(sched_yield),
+    SCMP_SYS(getpid),
+    SCMP_SYS(gettid),
+    SCMP_SYS(getppid),
+    SCMP_SYS(getuid),
+    SCMP_SYS(geteuid),
+    SCMP_SYS(getgid),
+    SCMP_SYS(getegid),
+    SCMP_SYS(uname),
+    SCMP_SYS(sysinfo),
+    SCMP_SYS(getrandom),
+    SCMP_SYS(futex),
+    SCMP_SYS(set_robust_list),
+    SCMP_SYS(get_robust_list),
+    SCMP_SYS(rseq),
+    SCMP_SYS(set_tid_address),
+    SCMP_SYS(rt_sigprocmask),
+    SCMP_SYS(rt_sigreturn),
+    SCMP_SYS(sigaltstack),
+    SCMP_SYS(exit),
+    SCMP_SYS(exit_group),
+    SCMP_SYS(sched_getaffinity),
+    SCMP_SYS(sched_getparam),
+    SCMP_SYS(sched_getscheduler),
+    SCMP_SYS(membarrier),
+    SCMP_SYS(arch_prctl),
+    SCMP_SYS(getrusage),
+    SCMP_SYS(times),
+    SCMP_SYS(poll),
+    SCMP_SYS(ppoll),
+    SCMP_SYS(sendto),
+    SCMP_SYS(recvfrom),
+    SCMP_SYS(sendmsg),
+    SCMP_SYS(recvmsg),
+    SCMP_SYS(mincore),
+    SCMP_SYS(getcpu),
+    SCMP_SYS(restart_syscall),
+    SCMP_SYS(dup),
+    SCMP_SYS(dup3),
+    SCMP_SYS(pipe2),
+    SCMP_SYS(eventfd2),
+    SCMP_SYS(pause),
+    SCMP_SYS(select),
+    SCMP_SYS(pselect6),
+    SCMP_SYS(sched_get_priority_max),
+    SCMP_SYS(sched_get_priority_min),
+    SCMP_SYS(rt_sigtimedwait),
+    SCMP_SYS(rt_sigsuspend),
     /* NUMA placement of the process's own memory (libnuma, NUMA-aware kernels): pages
      * move between nodes, never to another process; move_pages only for pid 0 (below) */
-    SCMP_SYS(get_mempolicy), SCMP_SYS(set_mempolicy), SCMP_SYS(mbind),
+    SCMP_SYS(get_mempolicy),
+    SCMP_SYS(set_mempolicy),
+    SCMP_SYS(mbind),
 };
 
 /* Harmless calls a library may probe; they fail instead of killing. */
 static const int refused[] = {
-    SCMP_SYS(memfd_create), SCMP_SYS(prctl), SCMP_SYS(setsid), SCMP_SYS(mlock),
-    SCMP_SYS(munlock), SCMP_SYS(sched_setaffinity), SCMP_SYS(setpriority),
-    SCMP_SYS(getpriority), SCMP_SYS(openat2), SCMP_SYS(statfs), SCMP_SYS(fstatfs),
-    SCMP_SYS(sched_setscheduler), SCMP_SYS(sched_setparam), SCMP_SYS(sched_setattr),
-    SCMP_SYS(sched_getattr),
+    SCMP_SYS(memfd_create),   SCMP_SYS(prctl),         SCMP_SYS(setsid),
+    SCMP_SYS(mlock),          SCMP_SYS(munlock),       SCMP_SYS(sched_setaffinity),
+    SCMP_SYS(setpriority),    SCMP_SYS(getpriority),   SCMP_SYS(openat2),
+    SCMP_SYS(statfs),         SCMP_SYS(fstatfs),       SCMP_SYS(sched_setscheduler),
+    SCMP_SYS(sched_setparam), SCMP_SYS(sched_setattr), SCMP_SYS(sched_getattr),
 };
 
 /* GPU host mode adds what the CUDA driver and runtime use after their set-up: event
  * loops, pinned memory (NUMA placement is in the common list). UNVERIFIED on a GPU when written: the filter
  * traps (SIGSYS with the number) instead of killing, so a missing call is named. */
 static const int gpu_allowed[] = {
-    SCMP_SYS(epoll_create1), SCMP_SYS(epoll_ctl), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
-    SCMP_SYS(mlock), SCMP_SYS(munlock), SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime),
-    SCMP_SYS(timerfd_gettime), SCMP_SYS(pwrite64), SCMP_SYS(mlock2), SCMP_SYS(stat), SCMP_SYS(lstat),
+    SCMP_SYS(epoll_create1),   SCMP_SYS(epoll_ctl), SCMP_SYS(epoll_wait),     SCMP_SYS(epoll_pwait),
+    SCMP_SYS(mlock),           SCMP_SYS(munlock),   SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime),
+    SCMP_SYS(timerfd_gettime), SCMP_SYS(pwrite64),  SCMP_SYS(mlock2),         SCMP_SYS(stat),
+    SCMP_SYS(lstat),
 };
 
 static int build_filter(pid_t self, int landlock, int gpu) {
@@ -195,8 +253,7 @@ static int build_filter(pid_t self, int landlock, int gpu) {
     /* never W+X */
     const uint64_t wx = PROT_WRITE | PROT_EXEC, ok[] = {0, PROT_WRITE, PROT_EXEC};
     for (int i = 0; i < 3; i++) {
-        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
-                               SCMP_A2(SCMP_CMP_MASKED_EQ, wx, ok[i]));
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, wx, ok[i]));
         rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
                                SCMP_A2(SCMP_CMP_MASKED_EQ, wx, ok[i]));
     }
@@ -205,10 +262,8 @@ static int build_filter(pid_t self, int landlock, int gpu) {
      * grants no write right anywhere, and without Landlock seccomp refuses it itself.
      * Anything that writes, creates, truncates or appends kills (sandbox_violation). */
     const uint64_t wr = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
-    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
-                           SCMP_A2(SCMP_CMP_MASKED_EQ, wr, 0));
-    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(open), 1,
-                           SCMP_A1(SCMP_CMP_MASKED_EQ, wr, 0));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, wr, 0));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(open), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, wr, 0));
     /* GPU: the driver opens its device files read-write (no Landlock there yet: an
      * existing file writable by the worker's own uid could be written; docs/cuda.md) */
     uint32_t rdwr = landlock || gpu ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EACCES);
@@ -227,28 +282,25 @@ static int build_filter(pid_t self, int landlock, int gpu) {
     }
     /* No handler for SIGCONT: it would run the candidate's code at the resume, before
      * the worker stamps START (reading the queued request and working untimed). */
-    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), 1,
-                           SCMP_A0(SCMP_CMP_NE, SIGCONT));
-    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), 2,
-                           SCMP_A0(SCMP_CMP_EQ, SIGCONT), SCMP_A1(SCMP_CMP_EQ, 0));
-    rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(rt_sigaction), 2,
-                           SCMP_A0(SCMP_CMP_EQ, SIGCONT), SCMP_A1(SCMP_CMP_NE, 0));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), 1, SCMP_A0(SCMP_CMP_NE, SIGCONT));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), 2, SCMP_A0(SCMP_CMP_EQ, SIGCONT),
+                           SCMP_A1(SCMP_CMP_EQ, 0));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(rt_sigaction), 2, SCMP_A0(SCMP_CMP_EQ, SIGCONT),
+                           SCMP_A1(SCMP_CMP_NE, 0));
     /* Signals to itself only, and never the job-control ones: a SIGCONT to itself
      * cancels the coordinator's freeze (a red-team pass did exactly that, to keep working
      * after its answer and to hang the coordinator), and stopping itself would fake one. */
     for (int sig = 0; sig <= 64; sig++) {
-        if (sig == SIGCONT || sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
-            continue;
-        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(kill), 2,
-                               SCMP_A0(SCMP_CMP_EQ, (uint64_t)self), SCMP_A1(SCMP_CMP_EQ, (uint64_t)sig));
-        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 2,
-                               SCMP_A0(SCMP_CMP_EQ, (uint64_t)self), SCMP_A2(SCMP_CMP_EQ, (uint64_t)sig));
+        if (sig == SIGCONT || sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) continue;
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(kill), 2, SCMP_A0(SCMP_CMP_EQ, (uint64_t)self),
+                               SCMP_A1(SCMP_CMP_EQ, (uint64_t)sig));
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 2, SCMP_A0(SCMP_CMP_EQ, (uint64_t)self),
+                               SCMP_A2(SCMP_CMP_EQ, (uint64_t)sig));
     }
     /* getrlimit through prlimit64(0, res, NULL, old); setting a limit fails (EPERM) */
-    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 2,
-                           SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0));
-    rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 1,
-                           SCMP_A2(SCMP_CMP_NE, 0));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 2, SCMP_A0(SCMP_CMP_EQ, 0),
+                           SCMP_A2(SCMP_CMP_EQ, 0));
+    rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 1, SCMP_A2(SCMP_CMP_NE, 0));
     rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setrlimit), 0);
     /* fcntl: descriptor flags and duplication only. F_SETOWN/F_SETSIG/O_ASYNC would have
      * the kernel signal another process (the coordinator) on channel activity; leases,
@@ -259,11 +311,11 @@ static int build_filter(pid_t self, int landlock, int gpu) {
                                SCMP_A1(SCMP_CMP_EQ, (uint64_t)fcntl_ok[i]));
     rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 2, SCMP_A1(SCMP_CMP_EQ, F_SETFL),
                            SCMP_A2(SCMP_CMP_MASKED_EQ, O_ASYNC, 0));
-    rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 2,
-                           SCMP_A1(SCMP_CMP_EQ, F_SETFL), SCMP_A2(SCMP_CMP_MASKED_EQ, O_ASYNC, O_ASYNC));
-    static const int fcntl_no[] = {F_SETOWN, F_GETOWN, F_SETSIG, F_GETSIG, F_SETLEASE, F_GETLEASE,
-                                   F_NOTIFY, F_SETLK, F_SETLKW, F_GETLK, F_OFD_SETLK,
-                                   F_OFD_SETLKW, F_OFD_GETLK, F_SETOWN_EX, F_GETOWN_EX,
+    rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 2, SCMP_A1(SCMP_CMP_EQ, F_SETFL),
+                           SCMP_A2(SCMP_CMP_MASKED_EQ, O_ASYNC, O_ASYNC));
+    static const int fcntl_no[] = {F_SETOWN,     F_GETOWN,     F_SETSIG,    F_GETSIG,    F_SETLEASE,
+                                   F_GETLEASE,   F_NOTIFY,     F_SETLK,     F_SETLKW,    F_GETLK,
+                                   F_OFD_SETLK,  F_OFD_SETLKW, F_OFD_GETLK, F_SETOWN_EX, F_GETOWN_EX,
                                    F_SETPIPE_SZ, F_GETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS};
     for (size_t i = 0; i < sizeof fcntl_no / sizeof fcntl_no[0]; i++)
         rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1,
@@ -278,10 +330,8 @@ static int build_filter(pid_t self, int landlock, int gpu) {
         rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_EQ, TIOCSTI));
     } else {
         /* isatty() and friends */
-        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-                               SCMP_A1(SCMP_CMP_EQ, TCGETS));
-        rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOTTY), SCMP_SYS(ioctl), 1,
-                               SCMP_A1(SCMP_CMP_NE, TCGETS));
+        rc |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_EQ, TCGETS));
+        rc |= seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOTTY), SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_NE, TCGETS));
     }
     if (rc) {
         seccomp_release(f);
@@ -301,6 +351,4 @@ int kf_policy_seccomp_worker(pid_t self, int landlock) { return build_filter(sel
 
 int kf_policy_seccomp_gpu_host(pid_t self) { return build_filter(self, 0, 1); }
 
-char *kf_policy_syscall_name(int nr) {
-    return seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
-}
+char *kf_policy_syscall_name(int nr) { return seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr); }

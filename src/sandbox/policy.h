@@ -11,10 +11,10 @@
 #include <sys/types.h>
 
 typedef struct {
-    double cpu_s;     /* RLIMIT_CPU soft (hard = soft + 1) */
-    uint64_t as;      /* RLIMIT_AS, 0 = leave */
-    uint64_t fsize;   /* RLIMIT_FSIZE */
-    uint64_t nofile;  /* RLIMIT_NOFILE */
+    double cpu_s;    /* RLIMIT_CPU soft (hard = soft + 1) */
+    uint64_t as;     /* RLIMIT_AS, 0 = leave */
+    uint64_t fsize;  /* RLIMIT_FSIZE */
+    uint64_t nofile; /* RLIMIT_NOFILE */
 } kf_limits;
 
 int kf_policy_rlimits(const kf_limits *l);

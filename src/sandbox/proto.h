@@ -2,9 +2,9 @@
  * proto.h - the messages between the coordinator and a kforge-worker, over a
  * SOCK_SEQPACKET socket (fd 3 in the worker). The arena (outputs, and a GPU worker's
  * inputs) is a shared memfd (fd 4); a CPU worker's inputs are in a second one (fd 5,
- * read-only), mapped right after the arena: buffer offsets run across both. Everything the worker sends is untrusted once candidate code is
- * loaded: the coordinator checks sizes, magic, type and sequence numbers, and never
- * takes a verdict from the worker, only an in-process time that it cross-checks.
+ * read-only), mapped right after the arena: buffer offsets run across both. Everything the worker sends is
+ * untrusted once candidate code is loaded: the coordinator checks sizes, magic, type and sequence numbers,
+ * and never takes a verdict from the worker, only an in-process time that it cross-checks.
  */
 #ifndef KF_PROTO_H
 #define KF_PROTO_H
@@ -90,11 +90,11 @@ typedef struct {
 typedef struct {
     uint32_t magic, type, seq, gpu_flags;
     uint64_t ns;
-    uint64_t dev_ns;                    /* GPU: event time of the launches */
-    uint32_t occ[KF_PROTO_MAXLAUNCH];   /* GPU: resident blocks per SM of each launch */
+    uint64_t dev_ns;                  /* GPU: event time of the launches */
+    uint32_t occ[KF_PROTO_MAXLAUNCH]; /* GPU: resident blocks per SM of each launch */
     /* GPU host mode: what CUPTI saw during the call (cupti 0: not available) */
     int32_t cupti, nlaunch, ngraph, nmemop, nlib, nnames;
-    char names[KF_PROTO_MAXNAMES][64];  /* the first kernels' names, NUL-terminated */
+    char names[KF_PROTO_MAXNAMES][64]; /* the first kernels' names, NUL-terminated */
     /* GPU: the worker's CLOCK_MONOTONIC at each step of the call, for `bench -v`'s
      * breakdown only (the worker's word: never a timing or a verdict): RUN received,
      * inputs on the device, flush done (host protocol), timed span's end, outputs back,

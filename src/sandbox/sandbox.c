@@ -47,19 +47,19 @@ struct kf_worker {
     pid_t pid;
     int sock, outfd, errfd;
     unsigned char *arena;
-    size_t arena_size;  /* the whole mapping: both regions when there are two */
-    size_t ro_base;     /* CPU workers: where the read-only region starts; 0: none */
+    size_t arena_size; /* the whole mapping: both regions when there are two */
+    size_t ro_base;    /* CPU workers: where the read-only region starts; 0: none */
     uint32_t seq;
     int dead, stopped, landlock_abi, sealed, spin, device, filtered;
-    int stamped;        /* SO_TIMESTAMPNS is on for the channel */
-    uint64_t sent_ns;   /* the kernel's send time of the last message received, or 0 */
-    int wrapped, end_status;  /* started through a wrapper; its exit status, or -1 */
+    int stamped;             /* SO_TIMESTAMPNS is on for the channel */
+    uint64_t sent_ns;        /* the kernel's send time of the last message received, or 0 */
+    int wrapped, end_status; /* started through a wrapper; its exit status, or -1 */
     double grace_s;
-    int deferred;       /* a GPU worker started before its artifact existed (kf_worker_attach) */
-    long uid;           /* the worker's own uid when started as root, else -1 */
+    int deferred; /* a GPU worker started before its artifact existed (kf_worker_attach) */
+    long uid;     /* the worker's own uid when started as root, else -1 */
     double start_timeout_s;
     uint64_t mem_limit;
-    char info[1024];    /* GPU: what the worker reported about the loaded kernels */
+    char info[1024]; /* GPU: what the worker reported about the loaded kernels */
     double cpu_s;
     kf_buf out;
     char dir[PATH_MAX];
@@ -84,8 +84,7 @@ static void find_worker(void) {
         snprintf(worker_path, sizeof worker_path, "%s/kforge-worker", self);
     }
 #ifdef KF_WORKER_INSTALL_PATH
-    if (access(worker_path, X_OK))
-        snprintf(worker_path, sizeof worker_path, "%s", KF_WORKER_INSTALL_PATH);
+    if (access(worker_path, X_OK)) snprintf(worker_path, sizeof worker_path, "%s", KF_WORKER_INSTALL_PATH);
 #endif
 }
 
@@ -93,8 +92,7 @@ const char *kf_sandbox_worker_path(kf_ctx *ctx) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, find_worker);
     if (!worker_path[0] || access(worker_path, X_OK)) {
-        kf__err(ctx, KF_EINTERNAL,
-                "kforge-worker not found (looked at '%s'); set KFORGE_WORKER to its path",
+        kf__err(ctx, KF_EINTERNAL, "kforge-worker not found (looked at '%s'); set KFORGE_WORKER to its path",
                 worker_path);
         return NULL;
     }
@@ -159,9 +157,10 @@ int kf_worker_libraries(const kf_worker *w, char *out, size_t n) {
     snprintf(path, sizeof path, "/proc/%d/maps", (int)w->pid);
     FILE *f = fopen(path, "re"); /* a non-dumpable worker: readable by root only */
     if (!f) return -1;
-    static const char *const skip[] = {"libc.so", "libm.so", "libstdc++.so", "libgcc_s.so", "ld-linux",
-                                       "libpthread.so", "libdl.so", "librt.so", "libcuda.so", "libnvidia-",
-                                       "libcupti.so", "libseccomp.so", NULL};
+    static const char *const skip[] = {"libc.so",    "libm.so",       "libstdc++.so", "libgcc_s.so",
+                                       "ld-linux",   "libpthread.so", "libdl.so",     "librt.so",
+                                       "libcuda.so", "libnvidia-",    "libcupti.so",  "libseccomp.so",
+                                       NULL};
     char line[1024];
     int any = 0;
     while (fgets(line, sizeof line, f)) {
@@ -222,8 +221,7 @@ static int wait_dead(pid_t pid, int ms) {
     for (int i = 0;; i++) {
         siginfo_t si;
         memset(&si, 0, sizeof si);
-        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
-            return 1;
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid) return 1;
         if (i >= ms) return 0;
         usleep(1000);
     }
@@ -247,13 +245,11 @@ static void kill_and_reap(kf_worker *w, int *status, struct rusage *ru) {
     siginfo_t si;
     memset(&si, 0, sizeof si);
     /* did it exit by itself (not by our kill)? that is the end status a wrapper reports */
-    int exited = waitid(P_PID, (id_t)w->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-                 si.si_pid == w->pid;
+    int exited = waitid(P_PID, (id_t)w->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == w->pid;
     kill_group(w);
     while (wait4(w->pid, status, 0, ru) < 0 && errno == EINTR) {
     }
-    if (exited)
-        w->end_status = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+    if (exited) w->end_status = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
     w->pid = -1;
     w->dead = 1;
 }
@@ -290,8 +286,7 @@ static void classify(kf_worker *w, int status, const struct rusage *ru, kf_call_
                  (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e6;
     if (WIFEXITED(status)) {
         r->reason = KF_REASON_CRASH;
-        snprintf(r->msg, sizeof r->msg, "the process exited with status %d %s",
-                 WEXITSTATUS(status), phase);
+        snprintf(r->msg, sizeof r->msg, "the process exited with status %d %s", WEXITSTATUS(status), phase);
         return;
     }
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
@@ -300,7 +295,8 @@ static void classify(kf_worker *w, int status, const struct rusage *ru, kf_call_
         r->reason = KF_REASON_SANDBOX_VIOLATION;
         snprintf(r->msg, sizeof r->msg,
                  "a forbidden system call %s (fork, exec, sockets, ptrace, signals to "
-                 "other processes, file writes and W+X memory are not allowed)", phase);
+                 "other processes, file writes and W+X memory are not allowed)",
+                 phase);
         return;
     case SIGXCPU:
         r->reason = KF_REASON_TIMEOUT;
@@ -345,8 +341,7 @@ static void reap(kf_worker *w, kf_call_result *r, const char *phase, int forged)
     r->st = KF_CALL_FAILED;
     r->reason = forged ? KF_REASON_SANDBOX_VIOLATION : KF_REASON_CRASH;
     snprintf(r->msg, sizeof r->msg, "%s %s",
-             forged ? "forged or malformed bytes on the result channel"
-                    : "the result channel was closed",
+             forged ? "forged or malformed bytes on the result channel" : "the result channel was closed",
              phase);
 }
 
@@ -407,8 +402,8 @@ static ssize_t chan_recv(kf_worker *w, void *buf, size_t cap, int flags) {
 
 /* Wait for one message. 1: *len bytes in buf (unvalidated); 0: the worker died or
  * misbehaved (reaped, r set); -1: deadline passed (worker still alive). */
-static int await(kf_worker *w, void *buf, size_t cap, size_t *len, uint64_t deadline,
-                 kf_call_result *r, const char *phase, uint64_t spin_ns) {
+static int await(kf_worker *w, void *buf, size_t cap, size_t *len, uint64_t deadline, kf_call_result *r,
+                 const char *phase, uint64_t spin_ns) {
     /* Spin first: a coordinator asleep in poll() wakes 15-60 us late depending on how
      * long it slept, which would make the time it measures depend on the kernel's
      * length. Spinning keeps the reply latency small and the same for both sides. */
@@ -476,7 +471,8 @@ static int gpu_violation(const char *text, char *out, size_t n) {
     }
     int nr = (int)strtol(text + sizeof pre - 1, NULL, 10);
     char *name = kf_policy_syscall_name(nr);
-    snprintf(out, n, "a forbidden system call in GPU host mode: %d (%s); if the CUDA driver "
+    snprintf(out, n,
+             "a forbidden system call in GPU host mode: %d (%s); if the CUDA driver "
              "or runtime made it, add it to policy.c's GPU list, or set KFORGE_GPU_SECCOMP=0",
              nr, name ? name : "unknown");
     free(name);
@@ -505,8 +501,9 @@ static void sweep_dead_markers(void) {
     while ((e = readdir(d))) {
         int pid = 0, used = 0;
         if (strncmp(e->d_name, "kforge-w-", 9) ||
-            sscanf(e->d_name + 9, "%d-%*6[A-Za-z0-9]%n", &pid, &used) < 1 || used != (int)strlen(e->d_name + 9) ||
-            pid <= 0 || pid == (int)getpid() || (kill(pid, 0) == 0 || errno != ESRCH))
+            sscanf(e->d_name + 9, "%d-%*6[A-Za-z0-9]%n", &pid, &used) < 1 ||
+            used != (int)strlen(e->d_name + 9) || pid <= 0 || pid == (int)getpid() ||
+            (kill(pid, 0) == 0 || errno != ESRCH))
             continue;
         struct stat sb;
         char link[PATH_MAX], target[PATH_MAX];
@@ -539,8 +536,8 @@ static void random_name(char *out, int n, const char *set) {
  * program's and says nothing about kforge (threat #31). PATH always. Strings are
  * malloc'd into env[]; returns the count, or -1 (nothing kept) when memory ran out. */
 static int plain_env(char **env, int cap) {
-    static const char *const keep[] = {"HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM",
-                                       "TZ", "PATH", NULL};
+    static const char *const keep[] = {"HOME",   "USER", "LOGNAME", "SHELL", "LANG",
+                                       "LC_ALL", "TERM", "TZ",      "PATH",  NULL};
     int n = 0, have_path = 0, b_oom = 0;
     for (int i = 0; keep[i] && n < cap - 2; i++) {
         const char *v = getenv(keep[i]);
@@ -574,8 +571,8 @@ static int plain_env(char **env, int cap) {
     return -1;
 }
 
-kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
-                          const kf_worker_opts *o, kf_worker **out, kf_call_result *fail) {
+kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size, const kf_worker_opts *o,
+                          kf_worker **out, kf_call_result *fail) {
     *out = NULL;
     memset(fail, 0, sizeof *fail);
     const char *wpath = kf_sandbox_worker_path(ctx);
@@ -592,7 +589,8 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     w->grace_s = o->wrap_grace_s;
     w->end_status = -1;
     kf_buf_init(&w->out, OUTPUT_CAP);
-    int sv[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1}, memfd = -1, devnull = -1, rofd = -1, rodesc = -1;
+    int sv[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1}, memfd = -1, devnull = -1, rofd = -1,
+        rodesc = -1;
     int hi[6] = {-1, -1, -1, -1, -1, -1};
     kf_status st = KF_EINTERNAL;
     const char *tmp = getenv("TMPDIR");
@@ -603,7 +601,8 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
      * (compute-sanitizer) keeps its arguments */
     int anon = !(o->device && o->wrap && o->wrap[0]);
     const char *root = tmp && *tmp ? tmp : "/tmp";
-    snprintf(w->dir, sizeof w->dir, anon ? "%s/tmp.XXXXXXXXXX" : "%s/kforge-w-%d-XXXXXX", root, (int)getpid());
+    snprintf(w->dir, sizeof w->dir, anon ? "%s/tmp.XXXXXXXXXX" : "%s/kforge-w-%d-XXXXXX", root,
+             (int)getpid());
     if (!mkdtemp(w->dir)) {
         w->dir[0] = 0;
         st = kf__err(ctx, KF_EIO, "mkdtemp: %s", strerror(errno));
@@ -656,11 +655,11 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         ftruncate(memfd, (off_t)arena_size) ||
         mmap(res, arena_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, memfd, 0) == MAP_FAILED ||
         (!o->device && ((rofd = memfd_create("inputs", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0 ||
-                     ftruncate(rofd, (off_t)arena_size) ||
-                     mmap((char *)res + arena_size, arena_size, PROT_READ | PROT_WRITE,
-                          MAP_SHARED | MAP_FIXED, rofd, 0) == MAP_FAILED ||
-                     fcntl(rofd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE) ||
-                     (rodesc = reopen_rdonly(rofd)) < 0))) {
+                        ftruncate(rofd, (off_t)arena_size) ||
+                        mmap((char *)res + arena_size, arena_size, PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_FIXED, rofd, 0) == MAP_FAILED ||
+                        fcntl(rofd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE) ||
+                        (rodesc = reopen_rdonly(rofd)) < 0))) {
         if (res != MAP_FAILED) munmap(res, total);
         w->arena = NULL;
         st = kf__err(ctx, KF_ENOMEM, "arena of %zu bytes: %s", total, strerror(errno));
@@ -690,13 +689,11 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
     sigfillset(&all);
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     char ppid[32], cpu[32], as[32];
     snprintf(ppid, sizeof ppid, "%d", (int)getpid());
     snprintf(cpu, sizeof cpu, "%.3f", o->cpu_s);
-    snprintf(as, sizeof as, "%llu",
-             (unsigned long long)(total + o->mem_limit + (512ull << 20)));
+    snprintf(as, sizeof as, "%llu", (unsigned long long)(total + o->mem_limit + (512ull << 20)));
     char cpus[4096] = "-";
     if (o->cpus) {
         size_t off = 0;
@@ -713,14 +710,21 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
         snprintf(uidarg, sizeof uidarg, "%u", (unsigned)id);
         w->uid = (long)id;
         if (chown(w->dir, id, id) || (!w->deferred && chown(so_copy, id, id)) ||
-            (exe_copy[0] && chown(exe_copy, id, id)) ||
-            (!w->deferred && chmod(w->dir, 0500))) {
+            (exe_copy[0] && chown(exe_copy, id, id)) || (!w->deferred && chmod(w->dir, 0500))) {
             st = kf__err(ctx, KF_EIO, "chown %s: %s", w->dir, strerror(errno));
             goto fail;
         }
     }
-    char *wargv[] = {(char *)wpath, w->deferred ? "-" : so_copy, w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus, uidarg,
-                     o->entry ? (char *)o->entry : NULL, NULL};
+    char *wargv[] = {(char *)wpath,
+                     w->deferred ? "-" : so_copy,
+                     w->wrapped ? "-" : ppid,
+                     cpu,
+                     as,
+                     w->dir,
+                     cpus,
+                     uidarg,
+                     o->entry ? (char *)o->entry : NULL,
+                     NULL};
     /* a device worker's own settings, which the user's environment gave kforge: in the
      * configuration, set by the worker for its set-up and removed before any candidate
      * code loads (no kforge variable in a candidate's environment) */
@@ -839,7 +843,8 @@ kf_status kf_worker_attach(kf_ctx *ctx, kf_worker **wp, const char *so_path, kf_
     const char *so_copy = w->so_file;
     if (!w->deferred || copy_file(so_path, so_copy) ||
         (w->uid >= 0 && (chown(so_copy, (uid_t)w->uid, (uid_t)w->uid) || chmod(w->dir, 0500)))) {
-        kf_status st = kf__err(ctx, KF_EIO, "copying %s: %s", so_path, w->deferred ? strerror(errno) : "not a deferred worker");
+        kf_status st = kf__err(ctx, KF_EIO, "copying %s: %s", so_path,
+                               w->deferred ? strerror(errno) : "not a deferred worker");
         kf_worker_close(w);
         return st;
     }
@@ -852,8 +857,7 @@ kf_status kf_worker_attach(kf_ctx *ctx, kf_worker **wp, const char *so_path, kf_
      * nothing is sent (a send to the closed peer may drop what it queued) */
     char peek;
     ssize_t q = recv(w->sock, &peek, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (q < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        send(w->sock, &m, sizeof m, MSG_NOSIGNAL);
+    if (q < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) send(w->sock, &m, sizeof m, MSG_NOSIGNAL);
     return spawn_finish(ctx, w, 1, wp, fail);
 }
 
@@ -893,12 +897,10 @@ static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int device, kf_worker *
     }
     if (ok < 0) {
         timeout_kill(w, fail, w->start_timeout_s, "while loading the candidate");
-    } else if (ok > 0 && len == sizeof m.d && m.d.magic == KF_PROTO_MAGIC &&
-               m.d.type == KF_MSG_READY) {
+    } else if (ok > 0 && len == sizeof m.d && m.d.magic == KF_PROTO_MAGIC && m.d.type == KF_MSG_READY) {
         *out = w;
         return KF_OK;
-    } else if (ok > 0 && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC &&
-               m.t.type == KF_MSG_LOADFAIL) {
+    } else if (ok > 0 && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_LOADFAIL) {
         m.t.text[sizeof m.t.text - 1] = 0;
         fail->st = KF_CALL_FAILED;
         fail->reason = KF_REASON_CRASH;
@@ -931,16 +933,14 @@ const char *kf_worker_output(kf_worker *w) {
 
 /* Receive one START or DONE message for sequence seq. 1 with *ns set; 0 when the
  * worker died, lied or timed out (r set, worker dead). */
-static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadline,
-                       double timeout_s, uint64_t *ns, uint64_t *at, uint64_t *sent,
-                       kf_call_result *r) {
+static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadline, double timeout_s,
+                       uint64_t *ns, uint64_t *at, uint64_t *sent, kf_call_result *r) {
     union {
         kf_msg_done d;
         kf_msg_text t;
     } m;
     size_t len = 0;
-    int ok = await(w, &m, sizeof m, &len, deadline, r, "during the call",
-                   w->spin ? 50000000ull : 0);
+    int ok = await(w, &m, sizeof m, &len, deadline, r, "during the call", w->spin ? 50000000ull : 0);
     *at = kf__now_ns();
     *sent = w->sent_ns;
     if (ok < 0) {
@@ -956,15 +956,14 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
         char named[700];
         if (gpu_violation(m.t.text, named, sizeof named))
             fail_kill(w, r, KF_REASON_SANDBOX_VIOLATION, "%s", named);
-        else
-            fail_kill(w, r, KF_REASON_CRASH, "%s", m.t.text);
+        else fail_kill(w, r, KF_REASON_CRASH, "%s", m.t.text);
         return 0;
     }
     int arg = -1;
     unsigned long long byte = 0;
     if (!w->device && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_FAIL &&
         (m.t.text[sizeof m.t.text - 1] = 0, sscanf(m.t.text, "input_modified %d %llu", &arg, &byte) == 2 ||
-                                             !strncmp(m.t.text, "input_modified - ", 17))) {
+                                                !strncmp(m.t.text, "input_modified - ", 17))) {
         /* the worker's fault handler: a write to a read-only input (the candidate can
          * send this too: it only rejects itself) */
         r->ro_arg = arg;
@@ -976,7 +975,8 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
         else
             fail_kill(w, r, KF_REASON_INPUT_MODIFIED,
                       "wrote into a const input buffer (byte %llu of argument %d) during the call: in "
-                      "buffers are mapped read-only while the kernel runs", byte, arg);
+                      "buffers are mapped read-only while the kernel runs",
+                      byte, arg);
         return 0;
     }
     if (len != sizeof m.d || m.d.magic != KF_PROTO_MAGIC || m.d.type != type || m.d.seq != seq) {
@@ -1057,12 +1057,13 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
             if (rc == 0 && si.si_pid == w->pid) break;
             if (rc < 0 && errno != EINTR) break;
             if (kf__now_ns() > stop_by) {
-                fail_kill(w, r, KF_REASON_SANDBOX_VIOLATION, "the worker resisted being frozen after its answer");
+                fail_kill(w, r, KF_REASON_SANDBOX_VIOLATION,
+                          "the worker resisted being frozen after its answer");
                 return;
             }
-    #if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
-    #endif
+#endif
         }
         if (si.si_code != CLD_STOPPED) { /* it died instead */
             struct rusage ru;
@@ -1097,7 +1098,8 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     if (t0 < resumed || t0 > p0 || t1 < t0 || t1 > p1) {
         fail_kill(w, r, KF_REASON_TIMING_MISMATCH,
                   "the worker's clock stamps are impossible against the coordinator's "
-                  "(start %+lld ns, end %+lld ns)", (long long)(t0 - p0), (long long)(t1 - p1));
+                  "(start %+lld ns, end %+lld ns)",
+                  (long long)(t0 - p0), (long long)(t1 - p1));
         return;
     }
     /* the device's clock against the host's: the launches' event time cannot exceed the
@@ -1220,9 +1222,8 @@ static void guard_group(pid_t child) {
 }
 
 kf_status kf_sandbox_exec(kf_ctx *ctx, char *const argv[], const char *cwd, char *const env[],
-                          const kf_limits *lim, const char *const *ro, int nro,
-                          const char *const *rw, int nrw, double timeout_s, kf_buf *log,
-                          int *exit_code) {
+                          const kf_limits *lim, const char *const *ro, int nro, const char *const *rw,
+                          int nrw, double timeout_s, kf_buf *log, int *exit_code) {
     int lp[2];
     if (pipe2(lp, O_CLOEXEC)) return kf__err(ctx, KF_EIO, "pipe: %s", strerror(errno));
     pid_t parent = getpid();
@@ -1275,8 +1276,7 @@ kf_status kf_sandbox_exec(kf_ctx *ctx, char *const argv[], const char *cwd, char
         if (fd < 0) { /* output closed: wait for the exit, without reaping yet */
             siginfo_t si;
             memset(&si, 0, sizeof si);
-            if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
-                break;
+            if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid) break;
             usleep(500);
             continue;
         }

@@ -12,19 +12,19 @@
 typedef struct kf_worker kf_worker;
 
 typedef enum {
-    KF_CALL_OK = 0,   /* the entry returned; outputs are ready to read */
-    KF_CALL_FAILED    /* no usable result: see reason/msg; the worker is dead */
+    KF_CALL_OK = 0, /* the entry returned; outputs are ready to read */
+    KF_CALL_FAILED  /* no usable result: see reason/msg; the worker is dead */
 } kf_call_status;
 
 typedef struct {
     kf_call_status st;
-    kf_reason reason;      /* when FAILED */
+    kf_reason reason; /* when FAILED */
     char msg[512];
-    uint64_t worker_ns;    /* the worker's own clock around the call */
-    uint64_t parent_ns;    /* the coordinator's clock, send to receive */
-    uint64_t sent_ns;      /* the coordinator's clock, send to the kernel's stamp of the
-                            * answer's send (parent_ns when the channel has no stamps) */
-    uint64_t dev_ns;       /* GPU: the launches' CUDA event time */
+    uint64_t worker_ns;               /* the worker's own clock around the call */
+    uint64_t parent_ns;               /* the coordinator's clock, send to receive */
+    uint64_t sent_ns;                 /* the coordinator's clock, send to the kernel's stamp of the
+                                       * answer's send (parent_ns when the channel has no stamps) */
+    uint64_t dev_ns;                  /* GPU: the launches' CUDA event time */
     uint32_t occ[KF_PROTO_MAXLAUNCH]; /* GPU: resident blocks per SM, per launch */
     /* GPU host mode: CUPTI's counts for the call (cupti 0: unknown). Reported by the
      * worker, so by the candidate's process: information, never a verdict. */
@@ -44,11 +44,11 @@ typedef struct {
 } kf_call_result;
 
 typedef struct {
-    double cpu_s;          /* CPU seconds for the worker's whole life */
-    uint64_t mem_limit;    /* address space beyond the arena */
+    double cpu_s;       /* CPU seconds for the worker's whole life */
+    uint64_t mem_limit; /* address space beyond the arena */
     double start_timeout_s;
-    int spin;              /* spin-wait for replies (timing runs): steady latency */
-    const void *cpus;      /* cpu_set_t the worker may run on, or NULL for any */
+    int spin;         /* spin-wait for replies (timing runs): steady latency */
+    const void *cpus; /* cpu_set_t the worker may run on, or NULL for any */
     /* A device worker (the worker's device mode, for a backend with a device): one arena
      * region, which the worker copies to and from the device; the driver's own threads
      * allowed; a set-up failure is the backend's (KF_EBACKEND) */
@@ -78,14 +78,14 @@ typedef struct {
  * KF_OK with *out set: ready to call. KF_OK with *out NULL: the candidate failed to
  * load (fail says why: missing_entry, crash in a constructor, timeout...). Another
  * status: the environment is broken (no kforge-worker, no memfd...), detail on ctx. */
-kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size,
-                          const kf_worker_opts *o, kf_worker **out, kf_call_result *fail);
+kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size, const kf_worker_opts *o,
+                          kf_worker **out, kf_call_result *fail);
 /* The coordinator's mapping of the worker's buffers: the writable arena, then (CPU
  * workers) the read-only inputs' region at kf_worker_ro_base (0: no such region). */
 unsigned char *kf_worker_arena(kf_worker *w);
 size_t kf_worker_ro_base(const kf_worker *w);
 int kf_worker_landlock_abi(const kf_worker *w);
-int kf_worker_sealed(const kf_worker *w); /* 1 when mseal protects the worker's image */
+int kf_worker_sealed(const kf_worker *w);   /* 1 when mseal protects the worker's image */
 int kf_worker_filtered(const kf_worker *w); /* GPU host mode: 1 when its seccomp filter is on */
 /* The shared libraries mapped in a live worker, from /proc/PID/maps (the kernel's view:
  * the candidate cannot forge it), outside the C/C++ runtime, the CUDA driver and CUPTI,
@@ -103,7 +103,7 @@ int kf_worker_set_cpus(kf_worker *w, const void *cpus);
  * CAP_SYS_NICE, i.e. a coordinator started as root). */
 int kf_worker_set_nice(kf_worker *w, int nice, uint64_t slice_ns);
 
-int kf_worker_dead(const kf_worker *w);   /* 1 after a failed call: only close may follow */
+int kf_worker_dead(const kf_worker *w);         /* 1 after a failed call: only close may follow */
 const char *kf_worker_info(const kf_worker *w); /* GPU: device and kernel attributes */
 /* One call. msg's magic/type/seq are filled in here. After FAILED the worker is dead
  * and only kf_worker_close may follow. */
@@ -138,8 +138,7 @@ const char *kf_sandbox_worker_path(kf_ctx *ctx);
  * deadline. Captures stdout+stderr up to log->limit. *exit_code gets the exit status, or 128+signal, or -1 on
  * timeout. KF_OK when it ran (whatever it returned). */
 kf_status kf_sandbox_exec(kf_ctx *ctx, char *const argv[], const char *cwd, char *const env[],
-                          const kf_limits *lim, const char *const *ro, int nro,
-                          const char *const *rw, int nrw, double timeout_s, kf_buf *log,
-                          int *exit_code);
+                          const kf_limits *lim, const char *const *ro, int nro, const char *const *rw,
+                          int nrw, double timeout_s, kf_buf *log, int *exit_code);
 
 #endif

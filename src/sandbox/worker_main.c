@@ -27,9 +27,9 @@
  * Then it loads the candidate and serves RUN requests: one call of the entry each (a C
  * entry through a call built by libffi from the task's argument kinds, call_entry),
  * announced by START (the clock before) and answered by DONE (the clock after). The
- * coordinator freezes it (SIGSTOP) at each answer and resumes it for the next call. It computes no verdict; the coordinator distrusts
- * everything it says and checks the outputs itself.
- * Built without sanitizers: their runtimes need syscalls the filter forbids.
+ * coordinator freezes it (SIGSTOP) at each answer and resumes it for the next call. It computes no verdict;
+ * the coordinator distrusts everything it says and checks the outputs itself. Built without sanitizers: their
+ * runtimes need syscalls the filter forbids.
  */
 #define _GNU_SOURCE
 #include "policy.h"
@@ -76,7 +76,8 @@ void *kf_wk_ffi_type(unsigned kind) {
 }
 
 static int call_prepare(const kf_msg_run *m) {
-    for (uint32_t i = 0; i < m->nargs && i < KF_PROTO_MAXARGS; i++) call_types[i] = kf_wk_ffi_type(m->kind[i]);
+    for (uint32_t i = 0; i < m->nargs && i < KF_PROTO_MAXARGS; i++)
+        call_types[i] = kf_wk_ffi_type(m->kind[i]);
     unsigned n = m->nargs < KF_PROTO_MAXARGS ? m->nargs : KF_PROTO_MAXARGS;
     return ffi_prep_cif(&call_cif, FFI_DEFAULT_ABI, n, &ffi_type_void, call_types) == FFI_OK ? 0 : -1;
 }
@@ -105,7 +106,7 @@ static void call_entry(void *fn, const kf_msg_run *m, void *const *bufs) {
  * (proto.h), then a deferred GPU worker's artifact path (or an empty line), then the GPU
  * worker's own KFORGE_ settings, which it sets for the driver's set-up and removes
  * before candidate code loads (kf_wk_forget_env). 0, or -1. */
-static char cfg_text[sizeof ((kf_msg_config *)0)->text];
+static char cfg_text[sizeof((kf_msg_config *)0)->text];
 static char *cfg_argv[10];
 static char *cfg_env[8];
 const char *kf_wk_deferred_path;
@@ -155,7 +156,6 @@ void kf_wk_die(int code, const char *what) {
     kf_wk_send_text(KF_MSG_LOADFAIL, buf);
     _exit(code);
 }
-
 
 #ifndef SYS_mseal
 #define SYS_mseal 462
@@ -240,7 +240,8 @@ static void on_segv(int sig, siginfo_t *si, void *uc) {
         uint64_t off = a - ro_lo + (ro_hi - ro_lo), best = 0;
         int arg = -1;
         for (uint32_t i = 0; i < cur_nargs && i < KF_PROTO_MAXARGS; i++)
-            if (cur_off[i] <= off && cur_off[i] >= best && cur_off[i] >= ro_hi - ro_lo) best = cur_off[i], arg = (int)i;
+            if (cur_off[i] <= off && cur_off[i] >= best && cur_off[i] >= ro_hi - ro_lo)
+                best = cur_off[i], arg = (int)i;
         kf_msg_text m;
         memset(&m, 0, sizeof m);
         m.magic = KF_PROTO_MAGIC;
@@ -289,7 +290,8 @@ int kf_wk_start(int *argcp, char ***argvp, const char **entryp, kf_wk_arena *a) 
     size_t asz = (size_t)st.st_size, total = split ? 2 * asz : asz;
     void *arena = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (arena == MAP_FAILED ||
-        mmap(arena, asz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, KF_WORKER_ARENA_FD, 0) == MAP_FAILED ||
+        mmap(arena, asz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, KF_WORKER_ARENA_FD, 0) ==
+            MAP_FAILED ||
         (split && mmap((char *)arena + asz, asz, PROT_READ, MAP_SHARED | MAP_FIXED, KF_WORKER_INPUT_FD, 0) ==
                       MAP_FAILED))
         kf_wk_die(113, "mmap arena");
@@ -331,8 +333,8 @@ int kf_wk_cpu_main(char **argv, const char *entry, const kf_wk_arena *a) {
 
     int sealed = kf_wk_seal_image();
 
-    const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache",
-                        "/sys/devices/system/cpu", argv[5]};
+    const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/sys/devices/system/cpu",
+                        argv[5]};
     int abi = kf_policy_landlock(ro, (int)(sizeof ro / sizeof ro[0]), NULL, 0);
     if (abi < 0) kf_wk_die(113, "landlock");
 
@@ -357,7 +359,8 @@ int kf_wk_cpu_main(char **argv, const char *entry, const kf_wk_arena *a) {
     if (kf_policy_seccomp_worker(getpid(), abi > 0)) kf_wk_die(113, "seccomp");
     /* from here on every message may come from the candidate: announce the end of the
      * trusted setup, with the confinement layers (Landlock ABI, bit 8 mseal) */
-    kf_msg_done ok = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_SETUP_OK, .ns = (uint64_t)abi | (uint64_t)sealed << 8};
+    kf_msg_done ok = {
+        .magic = KF_PROTO_MAGIC, .type = KF_MSG_SETUP_OK, .ns = (uint64_t)abi | (uint64_t)sealed << 8};
     if (send(KF_WORKER_SOCK_FD, &ok, sizeof ok, MSG_NOSIGNAL) != sizeof ok) _exit(114);
 
     /* the candidate's prints reach the coordinator's capped log even when the worker is
@@ -394,7 +397,8 @@ int kf_wk_cpu_main(char **argv, const char *entry, const kf_wk_arena *a) {
             if (call_prepare(&m)) _exit(115);
             call_ready = 1;
         }
-        kf_msg_done start = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
+        kf_msg_done start = {
+            .magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
         call_entry(fn, &m, bufs);
         kf_msg_done d = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_DONE, .seq = m.seq, .ns = kf_wk_now_ns()};

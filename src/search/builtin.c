@@ -64,7 +64,7 @@ struct kf_builtin {
     record *rec;
     size_t nrec, reccap;
     int nshapes;
-    int *succ[KF_MAX_PARAMS];   /* successful builds per value */
+    int *succ[KF_MAX_PARAMS]; /* successful builds per value */
     char *banned[KF_MAX_PARAMS];
     int learnt[KF_MAX_PARAMS * MAX_VALUES][2], nlearnt;
     double *prior[KF_MAX_PARAMS]; /* per value, from lessons; NULL: none for this parameter */
@@ -149,8 +149,7 @@ static int by_value(const void *x, const void *y, void *arg) {
     return a - c;
 }
 
-kf_status kf_builtin_new(kf_ctx *ctx, const kf_task *t, const char *path, uint64_t seed,
-                         kf_builtin **out) {
+kf_status kf_builtin_new(kf_ctx *ctx, const kf_task *t, const char *path, uint64_t seed, kf_builtin **out) {
     *out = NULL;
     kf_builtin *b = calloc(1, sizeof *b);
     if (!b) return kf__err(ctx, KF_ENOMEM, "out of memory");
@@ -177,7 +176,8 @@ kf_status kf_builtin_new(kf_ctx *ctx, const kf_task *t, const char *path, uint64
             st = kf__err(ctx, KF_EUSAGE, "%s: the parameter space has more than 2^32 points", path);
             goto fail;
         }
-        b->cat[i] = p->category ? kf_search_category_parse(p->category) : kf_search_category_of_param(p->name);
+        b->cat[i] =
+            p->category ? kf_search_category_parse(p->category) : kf_search_category_of_param(p->name);
         if (b->cat[i] < 0) {
             st = kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: unknown category '%s'", path, p->line,
                          p->name, p->category);
@@ -217,15 +217,11 @@ int kf_builtin_nparams(const kf_builtin *b) { return b->np; }
 const char *kf_builtin_param_name(const kf_builtin *b, int i) {
     return i >= 0 && i < b->np ? b->cand->params[i].name : NULL;
 }
-int kf_builtin_param_nvalues(const kf_builtin *b, int i) {
-    return i >= 0 && i < b->np ? b->nvals[i] : 0;
-}
+int kf_builtin_param_nvalues(const kf_builtin *b, int i) { return i >= 0 && i < b->np ? b->nvals[i] : 0; }
 const char *kf_builtin_param_value(const kf_builtin *b, int i, int j) {
     return i >= 0 && i < b->np && j >= 0 && j < b->nvals[i] ? b->cand->params[i].values[j] : NULL;
 }
-int kf_builtin_param_category(const kf_builtin *b, int i) {
-    return i >= 0 && i < b->np ? b->cat[i] : -1;
-}
+int kf_builtin_param_category(const kf_builtin *b, int i) { return i >= 0 && i < b->np ? b->cat[i] : -1; }
 unsigned kf_builtin_categories(const kf_builtin *b) {
     unsigned m = 0;
     for (int i = 0; i < b->np; i++) m |= 1u << b->cat[i];
@@ -372,7 +368,8 @@ static int by_code(const void *x, const void *y) {
  * the measured pairs that differ only there (m: the measured points sorted by code),
  * each pair weighted by a quarter per other parameter in which it differs from p, so
  * that what was measured near p counts most; 0 when no such pair was measured. */
-static double move_effect(const kf_builtin *b, const measured *m, size_t nm, const kf_point *p, int i, int t) {
+static double move_effect(const kf_builtin *b, const measured *m, size_t nm, const kf_point *p, int i,
+                          int t) {
     double sum = 0, wsum = 0;
     int f = p->v[i];
     for (size_t k = 0; k < nm; k++) {
@@ -480,7 +477,8 @@ static int restart(const kf_builtin *b, uint64_t *rng, kf_point *out) {
     for (int pass = b->has_prior ? 0 : 1; pass < 2; pass++)
         for (uint64_t k = 0; k < b->space; k++) {
             decode(b, (start + k) % b->space, out);
-            if (kf_builtin_allowed(b, out) && !kf_builtin_tried(b, out) && (pass || !disfavoured(b, out))) return 0;
+            if (kf_builtin_allowed(b, out) && !kf_builtin_tried(b, out) && (pass || !disfavoured(b, out)))
+                return 0;
         }
     return -1;
 }
@@ -505,8 +503,8 @@ int kf_builtin_start_untried(const kf_builtin *b) {
     return kf_builtin_allowed(b, &p) && !kf_builtin_tried(b, &p);
 }
 
-int kf_builtin_next(kf_builtin *b, const kf_point *from, int category, kf_point *out,
-                    kf_move *move, int *move_cat) {
+int kf_builtin_next(kf_builtin *b, const kf_point *from, int category, kf_point *out, kf_move *move,
+                    int *move_cat) {
     uint64_t rng = b->seed ^ (0xd1b54a32d192ed03ULL * (b->ntried + 1));
     kf_point p;
     kf_move mv = KF_MOVE_NEIGHBOUR;
@@ -589,12 +587,13 @@ static void learn(kf_builtin *b) {
     }
 }
 
-int kf_builtin_observe(kf_builtin *b, const kf_point *p, kf_builtin_outcome o,
-                       const kf_shape_time *times, int nshapes) {
+int kf_builtin_observe(kf_builtin *b, const kf_point *p, kf_builtin_outcome o, const kf_shape_time *times,
+                       int nshapes) {
     for (int i = 0; i < b->np; i++)
         if (p->v[i] < 0 || p->v[i] >= b->nvals[i]) return -1;
     if (o == KF_BUILTIN_OK) {
-        if (nshapes <= 0 || nshapes > MAX_SHAPES || !times || (b->nshapes && nshapes != b->nshapes)) return -1;
+        if (nshapes <= 0 || nshapes > MAX_SHAPES || !times || (b->nshapes && nshapes != b->nshapes))
+            return -1;
         for (int s = 0; s < nshapes; s++)
             if (!(times[s].ns > 0) || !isfinite(times[s].ns)) return -1;
     }
@@ -655,13 +654,13 @@ int kf_builtin_best(const kf_builtin *b, kf_point *out, double *geomean_ns) {
     return 0;
 }
 
-int kf_builtin_best_per_shape(const kf_builtin *b, double min_noise, kf_point *per_shape,
-                              double *gain, int nshapes) {
+int kf_builtin_best_per_shape(const kf_builtin *b, double min_noise, kf_point *per_shape, double *gain,
+                              int nshapes) {
     return kf_builtin_shape_winners(b, min_noise, per_shape, gain, NULL, nshapes);
 }
 
-int kf_builtin_shape_winners(const kf_builtin *b, double min_noise, kf_point *per_shape,
-                             double *gain, int *beats, int nshapes) {
+int kf_builtin_shape_winners(const kf_builtin *b, double min_noise, kf_point *per_shape, double *gain,
+                             int *beats, int nshapes) {
     const record *c = best_rec(b);
     if (!c || nshapes != b->nshapes) return -1;
     int differ = 0;
@@ -712,8 +711,8 @@ char *kf_builtin_json(const kf_builtin *b, const kf_point *p, char *buf, size_t 
         char *e;
         (void)strtoll(v, &e, 10);
         /* values hold no quotes or backslashes (candidate.c refuses them) */
-        off += (size_t)snprintf(buf + off, n - off, *e ? "%s\"%s\": \"%s\"" : "%s\"%s\": %s",
-                                i ? ", " : "{", q->name, v);
+        off += (size_t)snprintf(buf + off, n - off, *e ? "%s\"%s\": \"%s\"" : "%s\"%s\": %s", i ? ", " : "{",
+                                q->name, v);
     }
     if (off < n) snprintf(buf + off, n - off, "}");
     return buf;

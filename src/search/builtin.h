@@ -32,8 +32,7 @@ typedef struct {
  * without sizes when only the parameters matter). KF_EUSAGE when it declares no parameter,
  * a "# category" that is not one, or a space over 2^32 points; detail on ctx. Free with
  * kf_builtin_free. */
-kf_status kf_builtin_new(kf_ctx *ctx, const kf_task *t, const char *path, uint64_t seed,
-                         kf_builtin **out);
+kf_status kf_builtin_new(kf_ctx *ctx, const kf_task *t, const char *path, uint64_t seed, kf_builtin **out);
 void kf_builtin_free(kf_builtin *b);
 
 int kf_builtin_nparams(const kf_builtin *b);
@@ -57,16 +56,16 @@ uint64_t kf_builtin_space(const kf_builtin *b);
  * declared order for non-numeric values), stepping over values that fail kforge:require.
  * Points that fail kforge:require or a learnt constraint are never proposed. *move and
  * *move_cat (may be NULL) say what it was. 0, or -1 when nothing is left. */
-int kf_builtin_next(kf_builtin *b, const kf_point *from, int category, kf_point *out,
-                    kf_move *move, int *move_cat);
+int kf_builtin_next(kf_builtin *b, const kf_point *from, int category, kf_point *out, kf_move *move,
+                    int *move_cat);
 /* A random untried allowed point (a child of the root, not of a tried point): the move the
  * loop makes for a (root, category) action or when every action is exhausted. 0, or -1
  * when nothing is left. */
 int kf_builtin_restart(kf_builtin *b, kf_point *out);
 /* Record the outcome at p (proposed or not); times: nshapes per visible shape when OK,
  * the same count every time. 0, or -1 on a shape-count mismatch or out of memory. */
-int kf_builtin_observe(kf_builtin *b, const kf_point *p, kf_builtin_outcome o,
-                       const kf_shape_time *times, int nshapes);
+int kf_builtin_observe(kf_builtin *b, const kf_point *p, kf_builtin_outcome o, const kf_shape_time *times,
+                       int nshapes);
 
 /* A prior from lessons (docs/run.md "Lessons"): add weight to value j of parameter i
  * (declared order). Positive: the walk's first point takes, per parameter, the value of
@@ -94,13 +93,13 @@ int kf_builtin_best(const kf_builtin *b, kf_point *out, double *geomean_ns);
  * (the sum of both relative noises, at least min_noise): 0 means one point serves all;
  * > 0 means the per-shape winners should become kforge:when variants. -1 if nothing was
  * measured or nshapes is not the observed count. */
-int kf_builtin_best_per_shape(const kf_builtin *b, double min_noise, kf_point *per_shape,
-                              double *gain, int nshapes);
+int kf_builtin_best_per_shape(const kf_builtin *b, double min_noise, kf_point *per_shape, double *gain,
+                              int nshapes);
 
 /* The same, and beats[s] (may be NULL) = 1 where shape s's winner beats the compromise by
  * more than the noise (the shapes a specialisation is for). */
-int kf_builtin_shape_winners(const kf_builtin *b, double min_noise, kf_point *per_shape,
-                             double *gain, int *beats, int nshapes);
+int kf_builtin_shape_winners(const kf_builtin *b, double min_noise, kf_point *per_shape, double *gain,
+                             int *beats, int nshapes);
 
 /* Learnt constraints: how many, and the i-th as text ("BM != 64") into buf. */
 int kf_builtin_nlearnt(const kf_builtin *b);

@@ -24,9 +24,9 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const cat_names[KF_CAT_COUNT] = {
-    "tiling", "vectorisation", "unrolling", "memory_layout", "launch_config",
-    "algorithm", "specialisation", "precision", "other"};
+static const char *const cat_names[KF_CAT_COUNT] = {"tiling",         "vectorisation", "unrolling",
+                                                    "memory_layout",  "launch_config", "algorithm",
+                                                    "specialisation", "precision",     "other"};
 
 const char *kf_search_category_name(int cat) {
     return cat >= 0 && cat < KF_CAT_COUNT ? cat_names[cat] : NULL;
@@ -40,21 +40,24 @@ int kf_search_category_parse(const char *s) {
 
 int kf_search_category_of_param(const char *name) {
     /* Exact names first (the bundled templates' short names), then substrings. */
-    static const struct { const char *name; int cat; } exact[] = {
-        {"BM", KF_CAT_TILING}, {"BN", KF_CAT_TILING}, {"BK", KF_CAT_TILING},
-        {"TM", KF_CAT_TILING}, {"TN", KF_CAT_TILING}, {"WM", KF_CAT_TILING},
-        {"WN", KF_CAT_TILING}, {"JB", KF_CAT_TILING}, {"RG", KF_CAT_TILING},
-        {"W", KF_CAT_VECTORISATION}, {"ACC", KF_CAT_UNROLLING}, {"RES", KF_CAT_LAUNCH_CONFIG},
-        {"BROWS", KF_CAT_LAUNCH_CONFIG}};
-    static const struct { const char *sub; int cat; } subs[] = {
-        {"TILE", KF_CAT_TILING}, {"UNROLL", KF_CAT_UNROLLING}, {"VEC", KF_CAT_VECTORISATION},
-        {"LANE", KF_CAT_VECTORISATION}, {"WIDTH", KF_CAT_VECTORISATION},
-        {"SIMD", KF_CAT_VECTORISATION}, {"BLOCK", KF_CAT_LAUNCH_CONFIG},
-        {"THREAD", KF_CAT_LAUNCH_CONFIG}, {"WARP", KF_CAT_LAUNCH_CONFIG},
-        {"GRID", KF_CAT_LAUNCH_CONFIG}, {"LAYOUT", KF_CAT_MEMORY_LAYOUT},
-        {"PAD", KF_CAT_MEMORY_LAYOUT}, {"STRIDE", KF_CAT_MEMORY_LAYOUT},
-        {"PREC", KF_CAT_PRECISION}, {"HALF", KF_CAT_PRECISION}, {"FP", KF_CAT_PRECISION},
-        {"ALGO", KF_CAT_ALGORITHM}, {"METHOD", KF_CAT_ALGORITHM}};
+    static const struct {
+        const char *name;
+        int cat;
+    } exact[] = {{"BM", KF_CAT_TILING},          {"BN", KF_CAT_TILING},     {"BK", KF_CAT_TILING},
+                 {"TM", KF_CAT_TILING},          {"TN", KF_CAT_TILING},     {"WM", KF_CAT_TILING},
+                 {"WN", KF_CAT_TILING},          {"JB", KF_CAT_TILING},     {"RG", KF_CAT_TILING},
+                 {"W", KF_CAT_VECTORISATION},    {"ACC", KF_CAT_UNROLLING}, {"RES", KF_CAT_LAUNCH_CONFIG},
+                 {"BROWS", KF_CAT_LAUNCH_CONFIG}};
+    static const struct {
+        const char *sub;
+        int cat;
+    } subs[] = {
+        {"TILE", KF_CAT_TILING},          {"UNROLL", KF_CAT_UNROLLING},     {"VEC", KF_CAT_VECTORISATION},
+        {"LANE", KF_CAT_VECTORISATION},   {"WIDTH", KF_CAT_VECTORISATION},  {"SIMD", KF_CAT_VECTORISATION},
+        {"BLOCK", KF_CAT_LAUNCH_CONFIG},  {"THREAD", KF_CAT_LAUNCH_CONFIG}, {"WARP", KF_CAT_LAUNCH_CONFIG},
+        {"GRID", KF_CAT_LAUNCH_CONFIG},   {"LAYOUT", KF_CAT_MEMORY_LAYOUT}, {"PAD", KF_CAT_MEMORY_LAYOUT},
+        {"STRIDE", KF_CAT_MEMORY_LAYOUT}, {"PREC", KF_CAT_PRECISION},       {"HALF", KF_CAT_PRECISION},
+        {"FP", KF_CAT_PRECISION},         {"ALGO", KF_CAT_ALGORITHM},       {"METHOD", KF_CAT_ALGORITHM}};
     char up[64];
     size_t n = 0;
     for (; name && name[n] && n < sizeof up - 1; n++) up[n] = (char)toupper((unsigned char)name[n]);
@@ -107,25 +110,29 @@ int kf_search_cfg_set(kf_search_cfg *cfg, const char *kv, char *err, size_t errl
         snprintf(err, errlen, "--search %s: '%s' is not a number", key, eq + 1);
         return -1;
     }
-    struct { const char *k; double *d; int *i; double lo, hi; } f[] = {
-        {"C", &cfg->C, NULL, 0, 1e6},
-        {"aging", &cfg->aging, NULL, 0, 1e6},
-        {"keep_decay", &cfg->keep_decay, NULL, 1e-9, 1},
-        {"fail_penalty", &cfg->fail_penalty, NULL, 1e-9, 1},
-        {"fail_streak", NULL, &cfg->fail_streak, 1, 1e6},
-        {"k0", &cfg->k0, NULL, 0, 1e6},
-        {"floor", &cfg->floor, NULL, -1e9, 1e9},
-        {"target", &cfg->target, NULL, 1e-9, 1e9},
-        {"max_parents", NULL, &cfg->max_parents, 1, 4096},
-        {"parents_per_cat", NULL, &cfg->parents_per_cat, 0, 64},
-        {"nproposers", NULL, &cfg->nproposers, 1, KF_SEARCH_MAX_PROPOSERS},
-        {"breaker_k", NULL, &cfg->breaker_k, 0, 1e6},
-        {"breaker_pause", NULL, &cfg->breaker_pause, 1, 1e6}};
+    struct {
+        const char *k;
+        double *d;
+        int *i;
+        double lo, hi;
+    } f[] = {{"C", &cfg->C, NULL, 0, 1e6},
+             {"aging", &cfg->aging, NULL, 0, 1e6},
+             {"keep_decay", &cfg->keep_decay, NULL, 1e-9, 1},
+             {"fail_penalty", &cfg->fail_penalty, NULL, 1e-9, 1},
+             {"fail_streak", NULL, &cfg->fail_streak, 1, 1e6},
+             {"k0", &cfg->k0, NULL, 0, 1e6},
+             {"floor", &cfg->floor, NULL, -1e9, 1e9},
+             {"target", &cfg->target, NULL, 1e-9, 1e9},
+             {"max_parents", NULL, &cfg->max_parents, 1, 4096},
+             {"parents_per_cat", NULL, &cfg->parents_per_cat, 0, 64},
+             {"nproposers", NULL, &cfg->nproposers, 1, KF_SEARCH_MAX_PROPOSERS},
+             {"breaker_k", NULL, &cfg->breaker_k, 0, 1e6},
+             {"breaker_pause", NULL, &cfg->breaker_pause, 1, 1e6}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         if (strcmp(key, f[i].k)) continue;
         if (v < f[i].lo || v > f[i].hi || (f[i].i && v != floor(v))) {
-            snprintf(err, errlen, "--search %s=%s: out of range [%g, %g]%s", key, eq + 1, f[i].lo,
-                     f[i].hi, f[i].i ? " (an integer)" : "");
+            snprintf(err, errlen, "--search %s=%s: out of range [%g, %g]%s", key, eq + 1, f[i].lo, f[i].hi,
+                     f[i].i ? " (an integer)" : "");
             return -1;
         }
         if (f[i].d) *f[i].d = v;
@@ -135,9 +142,11 @@ int kf_search_cfg_set(kf_search_cfg *cfg, const char *kv, char *err, size_t errl
     int cat = -1, is_gain = !strncmp(key, "gain.", 5), is_cost = !strncmp(key, "cost.", 5);
     if (is_gain || is_cost) cat = kf_search_category_parse(key + 5);
     if (cat < 0) {
-        snprintf(err, errlen, "--search %s: unknown key (C, aging, keep_decay, fail_penalty, "
+        snprintf(err, errlen,
+                 "--search %s: unknown key (C, aging, keep_decay, fail_penalty, "
                  "fail_streak, k0, floor, target, max_parents, parents_per_cat, nproposers, "
-                 "breaker_k, breaker_pause, gain.CATEGORY, cost.CATEGORY)", key);
+                 "breaker_k, breaker_pause, gain.CATEGORY, cost.CATEGORY)",
+                 key);
         return -1;
     }
     if (v <= 0) {
@@ -151,15 +160,15 @@ int kf_search_cfg_set(kf_search_cfg *cfg, const char *kv, char *err, size_t errl
 typedef struct {
     double tries, fails, crashes, measured, gain_sum, cost_sum, cost_n;
     int streak;
-    uint32_t last_pick; /* s->picks when this (proposer, category) last ran */
-    int pending;        /* tries issued and not yet observed (kforge run --jobs N) */
-    int fails_in_row;   /* circuit breaker: failures since its last measured outcome */
+    uint32_t last_pick;  /* s->picks when this (proposer, category) last ran */
+    int pending;         /* tries issued and not yet observed (kforge run --jobs N) */
+    int fails_in_row;    /* circuit breaker: failures since its last measured outcome */
     double paused_until; /* circuit breaker: paused while s->n_actions < this */
 } cell;
 
 typedef struct {
-    int64_t id;      /* 0 in an empty slot is told apart by used */
-    double speedup;  /* 0: not measured (cannot be a parent) */
+    int64_t id;     /* 0 in an empty slot is told apart by used */
+    double speedup; /* 0: not measured (cannot be a parent) */
     int kept_children;
     int used;
     uint16_t exhausted[KF_SEARCH_MAX_PROPOSERS]; /* bit per category */
@@ -172,9 +181,9 @@ struct kf_search {
     node *tab;
     size_t cap, count;
     double n_actions, best, cost_sum, cost_n;
-    int n_pending;   /* the cells' pending tries, in all */
+    int n_pending; /* the cells' pending tries, in all */
     uint32_t picks;
-    int64_t *kept;   /* best kept nodes, by speedup descending, at most max_parents */
+    int64_t *kept; /* best kept nodes, by speedup descending, at most max_parents */
     int nkept;
     int64_t *cat_top; /* [category][parents_per_cat], by speedup descending, 0 = empty */
     int trips, trip_prop, trip_cat, trip_fails; /* the circuit breaker's record */
@@ -282,7 +291,8 @@ static void breaker(kf_search *s, cell *c, const kf_search_obs *o, int measured)
             for (int k = 0; k < KF_CAT_COUNT; k++) s->cells[p][k].paused_until = 0;
         return;
     }
-    if (o->state != KF_SOBS_REJECTED && o->state != KF_SOBS_COMPILE_FAILED && o->state != KF_SOBS_CRASHED) return;
+    if (o->state != KF_SOBS_REJECTED && o->state != KF_SOBS_COMPILE_FAILED && o->state != KF_SOBS_CRASHED)
+        return;
     if (++c->fails_in_row < s->cfg.breaker_k || s->cfg.breaker_k <= 0) return;
     c->paused_until = s->n_actions + s->cfg.breaker_pause;
     s->trips++;
@@ -301,7 +311,8 @@ void kf_search_last_trip(const kf_search *s, int *proposer, int *category, int *
 }
 
 int kf_search_paused(const kf_search *s, int proposer, int category) {
-    if (proposer < 0 || proposer >= KF_SEARCH_MAX_PROPOSERS || category < 0 || category >= KF_CAT_COUNT) return 0;
+    if (proposer < 0 || proposer >= KF_SEARCH_MAX_PROPOSERS || category < 0 || category >= KF_CAT_COUNT)
+        return 0;
     double left = s->cells[proposer][category].paused_until - s->n_actions;
     return left > 0 ? (int)left : 0;
 }
@@ -327,8 +338,8 @@ int kf_search_observe(kf_search *s, const kf_search_obs *o) {
         s->cost_sum += o->cost_s;
         s->cost_n++;
     }
-    int measured = (o->state == KF_SOBS_KEPT || o->state == KF_SOBS_MEASURED) && o->speedup > 0 &&
-                   isfinite(o->speedup);
+    int measured =
+        (o->state == KF_SOBS_KEPT || o->state == KF_SOBS_MEASURED) && o->speedup > 0 && isfinite(o->speedup);
     if (o->state == KF_SOBS_REJECTED || o->state == KF_SOBS_COMPILE_FAILED) c->fails++;
     if (o->state == KF_SOBS_CRASHED) c->crashes++;
     /* A try that is not kept continues the category's streak: slower-but-valid moves are
@@ -354,13 +365,13 @@ int kf_search_observe(kf_search *s, const kf_search_obs *o) {
 
 void kf_search_exhaust(kf_search *s, int64_t parent, int category, int proposer) {
     node *n = find(s, parent);
-    if (n && category >= 0 && category < KF_CAT_COUNT && proposer >= 0 &&
-        proposer < KF_SEARCH_MAX_PROPOSERS)
+    if (n && category >= 0 && category < KF_CAT_COUNT && proposer >= 0 && proposer < KF_SEARCH_MAX_PROPOSERS)
         n->exhausted[proposer] |= (uint16_t)(1u << category);
 }
 
 void kf_search_pending(kf_search *s, int category, int proposer, int delta) {
-    if (category < 0 || category >= KF_CAT_COUNT || proposer < 0 || proposer >= KF_SEARCH_MAX_PROPOSERS) return;
+    if (category < 0 || category >= KF_CAT_COUNT || proposer < 0 || proposer >= KF_SEARCH_MAX_PROPOSERS)
+        return;
     cell *c = &s->cells[proposer][category];
     if (c->pending + delta < 0) return;
     c->pending += delta;
@@ -393,8 +404,7 @@ static void score(const kf_search *s, const node *par, int cat, int prop, kf_act
      * exploitation term's scale (against C) depend on how long one evaluation takes. */
     if (c->cost_n > 0 && s->cost_n > 0 && s->cost_sum > 0)
         a->c = (c->cost_sum / c->cost_n) / (s->cost_sum / s->cost_n);
-    else
-        a->c = cfg->cost_prior[cat];
+    else a->c = cfg->cost_prior[cat];
     if (a->c < 1e-6) a->c = 1e-6;
     a->r_fail = (c->fails + 1) / (c->tries + 2);
     a->r_crash = (c->crashes + 1) / (c->tries + 2);
@@ -467,8 +477,9 @@ char *kf_search_explain(const kf_action *a, char *buf, size_t n) {
              "{\"parent\":%lld,\"category\":\"%s\",\"proposer\":%d,\"h\":%.6g,\"g\":%.6g,"
              "\"gain\":%.6g,\"share\":%.6g,\"c\":%.6g,\"r_fail\":%.6g,\"r_crash\":%.6g,"
              "\"m_gap\":%.6g,\"bonus\":%.6g,\"decay\":%.6g,\"age\":%.6g,\"quality\":%.6g,\"paused\":%d}",
-             (long long)a->parent, kf_search_category_name(a->category) ? kf_search_category_name(a->category) : "?",
-             a->proposer, a->h, a->g, a->gain, a->share, a->c, a->r_fail, a->r_crash, a->m_gap,
-             a->bonus, a->decay, a->age, a->quality, a->paused);
+             (long long)a->parent,
+             kf_search_category_name(a->category) ? kf_search_category_name(a->category) : "?", a->proposer,
+             a->h, a->g, a->gain, a->share, a->c, a->r_fail, a->r_crash, a->m_gap, a->bonus, a->decay, a->age,
+             a->quality, a->paused);
     return buf;
 }

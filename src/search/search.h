@@ -18,11 +18,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// clang-format off
 typedef enum {
     KF_CAT_TILING, KF_CAT_VECTORISATION, KF_CAT_UNROLLING, KF_CAT_MEMORY_LAYOUT,
     KF_CAT_LAUNCH_CONFIG, KF_CAT_ALGORITHM, KF_CAT_SPECIALISATION, KF_CAT_PRECISION,
     KF_CAT_OTHER, KF_CAT_COUNT
 } kf_category;
+// clang-format on
 
 #define KF_SEARCH_MAX_PROPOSERS 8
 
@@ -43,15 +45,16 @@ typedef struct {
     double k0;           /* pseudo-count of the gain prior against measured gains (2) */
     double floor;        /* pick returns -1 when no action scores at least this (0.01) */
     double target;       /* target speedup over the reference, for g's share and m_gap (2) */
-    double gain_prior[KF_CAT_COUNT]; /* expected child/parent speedup per category (1.2; specialisation 1.3, other 1.1) */
+    double gain_prior[KF_CAT_COUNT]; /* expected child/parent speedup per category (1.2; specialisation 1.3,
+                                        other 1.1) */
     double cost_prior[KF_CAT_COUNT]; /* relative cost until measured (1) */
-    int max_parents;     /* candidate parents considered by pick (64) */
-    int parents_per_cat; /* best measured nodes per category among them (2) */
-    int nproposers;      /* proposers 0..nproposers-1 (1: the builtin) */
-    int breaker_k;       /* circuit breaker: failures in a row (rejected, failed to build,
-                            crashed) of one (proposer, category) that pause it (4; 0: off) */
-    int breaker_pause;   /* ... for this many outcomes of other actions, or until another
-                            action gives a measured kernel (8) */
+    int max_parents;                 /* candidate parents considered by pick (64) */
+    int parents_per_cat;             /* best measured nodes per category among them (2) */
+    int nproposers;                  /* proposers 0..nproposers-1 (1: the builtin) */
+    int breaker_k;                   /* circuit breaker: failures in a row (rejected, failed to build,
+                                        crashed) of one (proposer, category) that pause it (4; 0: off) */
+    int breaker_pause;               /* ... for this many outcomes of other actions, or until another
+                                        action gives a measured kernel (8) */
 } kf_search_cfg;
 
 void kf_search_defaults(kf_search_cfg *cfg);
@@ -71,12 +74,12 @@ typedef enum {
 } kf_search_state;
 
 typedef struct {
-    int64_t id, parent;     /* parent 0: the root (the reference); ids > 0, unique */
-    int category;           /* kf_category */
-    int proposer;           /* 0 .. nproposers-1 */
+    int64_t id, parent; /* parent 0: the root (the reference); ids > 0, unique */
+    int category;       /* kf_category */
+    int proposer;       /* 0 .. nproposers-1 */
     kf_search_state state;
-    double speedup;         /* geomean over visible shapes against the reference; 0 if none */
-    double cost_s;          /* wall seconds of proposing + evaluating */
+    double speedup; /* geomean over visible shapes against the reference; 0 if none */
+    double cost_s;  /* wall seconds of proposing + evaluating */
 } kf_search_obs;
 
 typedef struct {
@@ -84,12 +87,12 @@ typedef struct {
     int category;
     int proposer;
     double h, g, c, r_fail, r_crash, m_gap, bonus;
-    double decay;  /* keep_decay and fail_penalty factors applied */
-    double age;    /* aging * picks waited */
-    double share;  /* g's share: the best time so far above the target (at least 0.05) */
+    double decay;   /* keep_decay and fail_penalty factors applied */
+    double age;     /* aging * picks waited */
+    double share;   /* g's share: the best time so far above the target (at least 0.05) */
     double quality; /* g's parent weight: its speedup over the best so far's */
-    double gain;   /* g's blended expected gain (speedup - 1) */
-    int paused;    /* circuit breaker: outcomes left in its pause (0: not paused) */
+    double gain;    /* g's blended expected gain (speedup - 1) */
+    int paused;     /* circuit breaker: outcomes left in its pause (0: not paused) */
 } kf_action;
 
 typedef struct kf_search kf_search;

@@ -43,7 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SRC_MAX (64u << 20)   /* a candidate text larger than this is not a kernel */
+#define SRC_MAX (64u << 20) /* a candidate text larger than this is not a kernel */
 #define TASK_FILE_MAX (64u << 20)
 
 /* ---- schema ------------------------------------------------------------------- */
@@ -102,9 +102,9 @@ void kf_store__set_migrations(const char *const *steps, int n) {
     }
 }
 
-#define NODE_COLS                                                                       \
-    "id, parent, src_hash, ext, params_json, proposer, category, state, reasons,"       \
-    " verdict_json, shapes_json, speedup, cost_s, tokens_in, tokens_out, created,"      \
+#define NODE_COLS                                                                  \
+    "id, parent, src_hash, ext, params_json, proposer, category, state, reasons,"  \
+    " verdict_json, shapes_json, speedup, cost_s, tokens_in, tokens_out, created," \
     " finished, note, seal"
 
 /* The seals (docs/run.md "Seals"), computed by kf_mac over the row as stored: the same
@@ -115,14 +115,30 @@ void kf_store__set_migrations(const char *const *steps, int n) {
     " created, finished, note)"
 #define EVENT_MAC "kf_mac('event', id, node, kind, json, created)"
 #define CONS_MAC "kf_mac('constraint', id, node, scope, category, text, predicate_json, created)"
-#define RUN_MAC                                                                         \
+#define RUN_MAC                                                                            \
     "kf_mac('run', id, task_fingerprint, backend, key_id, config_json, nnodes, nfinished," \
     " nevents, nconstraints)"
 #define FINISHED "state NOT IN ('proposed', 'built')"
 
-enum { Q_ADD, Q_FINISH, Q_GET, Q_EACH, Q_UNFINISHED, Q_CONSTRAINT, Q_EACH_CONSTRAINT,
-       Q_SAVEPOINT, Q_EVENT, Q_STATUS, Q_SEAL_NODE, Q_SEAL_EVENT, Q_SEAL_CONS, Q_RUN_COUNT,
-       Q_SEAL_RUN, Q_NODE_NOW, Q_COUNT };
+enum {
+    Q_ADD,
+    Q_FINISH,
+    Q_GET,
+    Q_EACH,
+    Q_UNFINISHED,
+    Q_CONSTRAINT,
+    Q_EACH_CONSTRAINT,
+    Q_SAVEPOINT,
+    Q_EVENT,
+    Q_STATUS,
+    Q_SEAL_NODE,
+    Q_SEAL_EVENT,
+    Q_SEAL_CONS,
+    Q_RUN_COUNT,
+    Q_SEAL_RUN,
+    Q_NODE_NOW,
+    Q_COUNT
+};
 
 static const char *const queries[Q_COUNT] = {
     [Q_ADD] = "INSERT INTO nodes(run, parent, src_hash, ext, params_json, proposer, category,"
@@ -152,8 +168,9 @@ static const char *const queries[Q_COUNT] = {
     [Q_SEAL_CONS] = "UPDATE constraints SET seal = " CONS_MAC " WHERE id = ?1",
     /* the run's counts move with every write, and its seal with them (SET sees the old
      * row: the seal is computed by the next statement) */
-    [Q_RUN_COUNT] = "UPDATE runs SET nnodes = nnodes + ?2, nfinished = nfinished + ?3, nevents = nevents + ?4,"
-                    " nconstraints = nconstraints + ?5 WHERE id = ?1",
+    [Q_RUN_COUNT] =
+        "UPDATE runs SET nnodes = nnodes + ?2, nfinished = nfinished + ?3, nevents = nevents + ?4,"
+        " nconstraints = nconstraints + ?5 WHERE id = ?1",
     [Q_SEAL_RUN] = "UPDATE runs SET seal = " RUN_MAC " WHERE id = ?1",
     [Q_NODE_NOW] = "SELECT " FINISHED ", seal IS " NODE_MAC " FROM nodes WHERE id = ?1 AND run = ?2",
 };
@@ -201,9 +218,7 @@ int kf_node_state_parse(const char *name, kf_node_state *out) {
     return -1;
 }
 
-int kf_node_state_unfinished(kf_node_state s) {
-    return s == KF_NODE_PROPOSED || s == KF_NODE_BUILT;
-}
+int kf_node_state_unfinished(kf_node_state s) { return s == KF_NODE_PROPOSED || s == KF_NODE_BUILT; }
 
 /* ---- helpers -------------------------------------------------------------------- */
 
@@ -275,8 +290,10 @@ kf_status kf_store_fingerprint(kf_ctx *ctx, const kf_task *t, char hex[65]) {
         goto out;
     }
     if (t->fingerprint[0] && strcmp(hex, t->fingerprint))
-        st = kf__err(ctx, KF_ETASK, "%s: the task's files changed since it was loaded "
-                     "(fingerprint %.12s, now %.12s)", t->dir, t->fingerprint, hex);
+        st = kf__err(ctx, KF_ETASK,
+                     "%s: the task's files changed since it was loaded "
+                     "(fingerprint %.12s, now %.12s)",
+                     t->dir, t->fingerprint, hex);
 out:
     free(path);
     free(json);
@@ -350,16 +367,19 @@ static kf_status migrate(kf_store *s) {
  * seal (tests/redteam/notes/seal S1), so such a database is refused. */
 static kf_status no_planted(kf_store *s) {
     sqlite3_stmt *q = NULL;
-    int rc = sqlite3_prepare_v2(s->db, "SELECT type, name FROM sqlite_master WHERE type NOT IN ('table', 'index')"
-                                " LIMIT 1", -1, &q, NULL);
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT type, name FROM sqlite_master WHERE type NOT IN ('table', 'index')"
+                                " LIMIT 1",
+                                -1, &q, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_step(q);
     kf_status st = KF_OK;
     if (rc == SQLITE_ROW)
-        st = kf__err(s->ctx, KF_EIO, "%s: holds a %s \"%s\" that kforge did not make (run.db was changed outside "
-                     "kforge): refused", s->dbpath, (const char *)sqlite3_column_text(q, 0),
+        st = kf__err(s->ctx, KF_EIO,
+                     "%s: holds a %s \"%s\" that kforge did not make (run.db was changed outside "
+                     "kforge): refused",
+                     s->dbpath, (const char *)sqlite3_column_text(q, 0),
                      (const char *)sqlite3_column_text(q, 1));
-    else if (rc != SQLITE_DONE)
-        st = serr(s, rc, "reading the schema");
+    else if (rc != SQLITE_DONE) st = serr(s, rc, "reading the schema");
     sqlite3_finalize(q);
     return st;
 }
@@ -371,15 +391,15 @@ static kf_status seal_setup(kf_store *s) {
     int off = 0, rc = sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, &off);
     if (!rc) rc = sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, &off);
     if (!rc)
-        rc = sqlite3_create_function(s->db, "kf_mac", -1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY, s,
-                                     sql_mac, NULL, NULL);
+        rc = sqlite3_create_function(s->db, "kf_mac", -1,
+                                     SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY, s, sql_mac, NULL,
+                                     NULL);
     return rc ? serr(s, rc, "setting up the seals") : KF_OK;
 }
 
 static kf_status prepare_all(kf_store *s) {
     for (int i = 0; i < Q_COUNT; i++) {
-        int rc = sqlite3_prepare_v3(s->db, queries[i], -1, SQLITE_PREPARE_PERSISTENT, &s->q[i],
-                                    NULL);
+        int rc = sqlite3_prepare_v3(s->db, queries[i], -1, SQLITE_PREPARE_PERSISTENT, &s->q[i], NULL);
         if (rc) return serr(s, rc, "preparing statements");
     }
     return KF_OK;
@@ -397,9 +417,7 @@ static void sweep_tmp(kf_store *s) {
     struct dirent *e;
     while ((e = readdir(d))) {
         long pid;
-        if (strncmp(e->d_name, ".tmp-", 5) || sscanf(e->d_name + 5, "%ld-", &pid) != 1 ||
-            pid <= 0)
-            continue;
+        if (strncmp(e->d_name, ".tmp-", 5) || sscanf(e->d_name + 5, "%ld-", &pid) != 1 || pid <= 0) continue;
         if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) unlinkat(s->srcfd, e->d_name, 0);
     }
     closedir(d);
@@ -414,8 +432,11 @@ static kf_status open_src(kf_store *s, int create) {
         return st;
     }
     s->srcfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    kf_status st = s->srcfd < 0 ? kf__err(s->ctx, KF_EIO, "%s: %s (the run's candidate "
-                                          "sources)", src, strerror(errno)) : KF_OK;
+    kf_status st = s->srcfd < 0 ? kf__err(s->ctx, KF_EIO,
+                                          "%s: %s (the run's candidate "
+                                          "sources)",
+                                          src, strerror(errno))
+                                : KF_OK;
     free(src);
     if (!st && !create) sweep_tmp(s);
     return st;
@@ -424,8 +445,10 @@ static kf_status open_src(kf_store *s, int create) {
 /* Read the run's row. */
 static kf_status load_run(kf_store *s) {
     sqlite3_stmt *q = NULL;
-    int rc = sqlite3_prepare_v2(s->db, "SELECT id, task_dir, task_fingerprint, config_json, key_id"
-                                " FROM runs ORDER BY id LIMIT 1", -1, &q, NULL);
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT id, task_dir, task_fingerprint, config_json, key_id"
+                                " FROM runs ORDER BY id LIMIT 1",
+                                -1, &q, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_step(q);
     kf_status st = KF_OK;
     if (rc == SQLITE_DONE) {
@@ -449,7 +472,8 @@ static kf_status load_run(kf_store *s) {
             if (kid) {
                 size_t kl = strlen(kid), i = 0;
                 while (i < kl && ((kid[i] >= '0' && kid[i] <= '9') || (kid[i] >= 'a' && kid[i] <= 'f'))) i++;
-                if (kl != 32 || i != kl) st = kf__err(s->ctx, KF_EIO, "%s: the run's key id is damaged", s->dbpath);
+                if (kl != 32 || i != kl)
+                    st = kf__err(s->ctx, KF_EIO, "%s: the run's key id is damaged", s->dbpath);
                 else memcpy(s->key_id, kid, 33);
             }
         }
@@ -460,14 +484,15 @@ static kf_status load_run(kf_store *s) {
         /* the run's row matches its seal, its counts match the tables (a node reopened,
          * a row deleted or added by hand moves them), and it is the only run */
         q = NULL;
-        rc = sqlite3_prepare_v2(s->db,
-                                "SELECT seal IS " RUN_MAC " AND nnodes = (SELECT count(*) FROM nodes) AND"
-                                /* the unfinished count uses the partial index: no scan of the verdicts */
-                                " nfinished = nnodes - (SELECT count(*) FROM nodes WHERE state IN ('proposed', 'built')) AND"
-                                " nevents = (SELECT count(*) FROM events) AND"
-                                " nconstraints = (SELECT count(*) FROM constraints) AND"
-                                " (SELECT count(*) FROM runs) = 1 FROM runs WHERE id = ?1",
-                                -1, &q, NULL);
+        rc = sqlite3_prepare_v2(
+            s->db,
+            "SELECT seal IS " RUN_MAC " AND nnodes = (SELECT count(*) FROM nodes) AND"
+            /* the unfinished count uses the partial index: no scan of the verdicts */
+            " nfinished = nnodes - (SELECT count(*) FROM nodes WHERE state IN ('proposed', 'built')) AND"
+            " nevents = (SELECT count(*) FROM events) AND"
+            " nconstraints = (SELECT count(*) FROM constraints) AND"
+            " (SELECT count(*) FROM runs) = 1 FROM runs WHERE id = ?1",
+            -1, &q, NULL);
         if (rc == SQLITE_OK) {
             sqlite3_bind_int64(q, 1, s->run);
             rc = sqlite3_step(q);
@@ -542,9 +567,11 @@ static kf_status build_db(kf_store *s, const kf_task *task, const char *config_j
     if ((st = kf_db_migrate_steps(ctx, s->db, s->dbpath, &sc, 0))) goto out;
     if ((st = key_create(s))) goto out;
     sqlite3_stmt *q = NULL;
-    rc = sqlite3_prepare_v2(s->db, "INSERT INTO runs(task_dir, task_fingerprint, backend,"
-                            " config_json, created, status, key_id) VALUES(?1, ?2, ?3, ?4, ?5, 'running', ?6)",
-                            -1, &q, NULL);
+    rc =
+        sqlite3_prepare_v2(s->db,
+                           "INSERT INTO runs(task_dir, task_fingerprint, backend,"
+                           " config_json, created, status, key_id) VALUES(?1, ?2, ?3, ?4, ?5, 'running', ?6)",
+                           -1, &q, NULL);
     if (rc == SQLITE_OK) {
         bind_text(q, 1, abs ? abs : task->dir);
         bind_text(q, 2, fp);
@@ -666,8 +693,7 @@ kf_status kf_store_open(kf_ctx *ctx, const char *dir, const kf_task *task, kf_st
     if (!dir || !*dir || !out) return kf__err(ctx, KF_EUSAGE, "kf_store_open: NULL argument");
     *out = NULL;
     struct stat sb;
-    if (stat(dir, &sb) < 0)
-        return kf__err(ctx, KF_EIO, "%s: %s (no run here)", dir, strerror(errno));
+    if (stat(dir, &sb) < 0) return kf__err(ctx, KF_EIO, "%s: %s (no run here)", dir, strerror(errno));
     if (!S_ISDIR(sb.st_mode))
         return kf__err(ctx, KF_EIO, "%s: not a directory (a run is a directory holding run.db)", dir);
     kf_store *s = store_new(ctx, dir);
@@ -683,23 +709,24 @@ kf_status kf_store_open(kf_ctx *ctx, const char *dir, const kf_task *task, kf_st
                          "%s: no run.db: the run's creation was interrupted before it was recorded "
                          "(`kforge run TASK --run %s` creates it again)",
                          dir, dir);
-        else
-            st = kf__err(ctx, KF_EIO, "%s: %s (not a kforge run directory)", s->dbpath, strerror(e));
+        else st = kf__err(ctx, KF_EIO, "%s: %s (not a kforge run directory)", s->dbpath, strerror(e));
         goto fail;
     }
     if (!S_ISREG(sb.st_mode)) {
         st = kf__err(ctx, KF_EIO, "%s: not a regular file", s->dbpath);
         goto fail;
     }
-    if ((st = db_open(s)) || (st = seal_setup(s)) || (st = migrate(s)) || (st = no_planted(s)) || (st = load_run(s)) ||
-        (st = open_src(s, 0)) || (st = prepare_all(s)))
+    if ((st = db_open(s)) || (st = seal_setup(s)) || (st = migrate(s)) || (st = no_planted(s)) ||
+        (st = load_run(s)) || (st = open_src(s, 0)) || (st = prepare_all(s)))
         goto fail;
     if (task) {
         char fp[65];
         if ((st = kf_store_fingerprint(ctx, task, fp))) goto fail;
         if (strcmp(fp, s->fingerprint)) {
-            st = kf__err(ctx, KF_ETASK, "%s: the task changed since this run started "
-                         "(fingerprint %.12s, now %.12s)", dir, s->fingerprint, fp);
+            st = kf__err(ctx, KF_ETASK,
+                         "%s: the task changed since this run started "
+                         "(fingerprint %.12s, now %.12s)",
+                         dir, s->fingerprint, fp);
             goto fail;
         }
     }
@@ -754,13 +781,14 @@ static int write_all(int fd, const char *p, size_t n) {
     return 0;
 }
 
-kf_status kf_store_put_source(kf_store *s, const char *text, size_t len, const char *ext,
-                              char hash[65]) {
+kf_status kf_store_put_source(kf_store *s, const char *text, size_t len, const char *ext, char hash[65]) {
     if (!s || (!text && len) || !hash)
         return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_put_source: NULL argument");
     if (!ext_ok(ext))
-        return kf__err(s->ctx, KF_EUSAGE, "kf_store_put_source: extension \"%s\" (expected 1-7 "
-                       "of a-z, 0-9)", ext ? ext : "(null)");
+        return kf__err(s->ctx, KF_EUSAGE,
+                       "kf_store_put_source: extension \"%s\" (expected 1-7 "
+                       "of a-z, 0-9)",
+                       ext ? ext : "(null)");
     if (len > SRC_MAX)
         return kf__err(s->ctx, KF_EUSAGE, "a candidate of %zu bytes (at most %u)", len, SRC_MAX);
     const void *parts[] = {text ? text : ""};
@@ -775,7 +803,8 @@ kf_status kf_store_put_source(kf_store *s, const char *text, size_t len, const c
     if (fstatat(s->srcfd, name, &sb, 0) == 0 && S_ISREG(sb.st_mode) && (size_t)sb.st_size == len) {
         char *have = NULL;
         size_t hl = 0;
-        if (kf_store_read_source(s, hash, ext, &have, &hl) == KF_OK && hl == len && !memcmp(have, text, len)) {
+        if (kf_store_read_source(s, hash, ext, &have, &hl) == KF_OK && hl == len &&
+            !memcmp(have, text, len)) {
             free(have);
             return KF_OK;
         }
@@ -796,18 +825,16 @@ kf_status kf_store_put_source(kf_store *s, const char *text, size_t len, const c
         return kf__err(s->ctx, KF_EIO, "%s/src/%s: %s: %s", s->dir, name, what, strerror(e));
     }
     /* the directory entry too: the file outlives a power cut before the node does */
-    if (fsync(s->srcfd))
-        return kf__err(s->ctx, KF_EIO, "%s/src: fsync: %s", s->dir, strerror(errno));
+    if (fsync(s->srcfd)) return kf__err(s->ctx, KF_EIO, "%s/src: fsync: %s", s->dir, strerror(errno));
     return KF_OK;
 }
 
-kf_status kf_store_read_source(kf_store *s, const char *hash, const char *ext, char **text,
-                               size_t *len) {
+kf_status kf_store_read_source(kf_store *s, const char *hash, const char *ext, char **text, size_t *len) {
     if (!s || !text) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_read_source: NULL argument");
     *text = NULL;
     if (!is_hex64(hash) || !ext_ok(ext))
-        return kf__err(s->ctx, KF_EUSAGE, "kf_store_read_source: bad name \"%s.%s\"",
-                       hash ? hash : "(null)", ext ? ext : "(null)");
+        return kf__err(s->ctx, KF_EUSAGE, "kf_store_read_source: bad name \"%s.%s\"", hash ? hash : "(null)",
+                       ext ? ext : "(null)");
     char *path = kf__asprintf("%s/src/%s.%s", s->dir, hash, ext);
     if (!path) return kf__err(s->ctx, KF_ENOMEM, "out of memory");
     char *p = NULL, got[65];
@@ -876,7 +903,8 @@ static int unhex(const char *h, unsigned char *out, size_t n) {
 static int mac_init(kf_store *s) {
     EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
     EVP_MAC_CTX *m = mac ? EVP_MAC_CTX_new(mac) : NULL;
-    OSSL_PARAM prm[] = {OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0), OSSL_PARAM_construct_end()};
+    OSSL_PARAM prm[] = {OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0),
+                        OSSL_PARAM_construct_end()};
     int ok = m && EVP_MAC_init(m, s->key, sizeof s->key, prm);
     EVP_MAC_free(mac); /* the context holds its own reference */
     if (!ok) {
@@ -898,17 +926,25 @@ static kf_status key_create(kf_store *s) {
     snprintf(s->key_path, sizeof s->key_path, "%s/%s.key", dir, s->key_id);
     if (dir[0] != '/') {
         const char *k = getenv("KFORGE_KEYS"), *x = getenv("XDG_DATA_HOME");
-        const char *why = k && *k ? "KFORGE_KEYS is relative" : x && *x ? "XDG_DATA_HOME is relative" : "HOME is unset";
-        return kf__err(s->ctx, KF_EUSAGE, "runs' seal keys would go to \"%s\", a relative path (%s): set "
-                       "KFORGE_KEYS to an absolute directory outside the projects agents may write", dir, why);
+        const char *why = k && *k   ? "KFORGE_KEYS is relative"
+                          : x && *x ? "XDG_DATA_HOME is relative"
+                                    : "HOME is unset";
+        return kf__err(s->ctx, KF_EUSAGE,
+                       "runs' seal keys would go to \"%s\", a relative path (%s): set "
+                       "KFORGE_KEYS to an absolute directory outside the projects agents may write",
+                       dir, why);
     }
     if (kf__mkdirs(dir))
-        return kf__err(s->ctx, KF_EIO, "%s: %s (where runs' seal keys are kept; set KFORGE_KEYS to "
-                       "another directory)", dir, strerror(errno));
+        return kf__err(s->ctx, KF_EIO,
+                       "%s: %s (where runs' seal keys are kept; set KFORGE_KEYS to "
+                       "another directory)",
+                       dir, strerror(errno));
     struct stat ds;
     if (stat(dir, &ds) || !S_ISDIR(ds.st_mode) || ds.st_uid != geteuid() || (ds.st_mode & 022))
-        return kf__err(s->ctx, KF_EUSAGE, "%s: the keys directory must be yours and writable by you alone (mode "
-                       "0700): others could plant or replace keys there", dir);
+        return kf__err(s->ctx, KF_EUSAGE,
+                       "%s: the keys directory must be yours and writable by you alone (mode "
+                       "0700): others could plant or replace keys there",
+                       dir);
     int fd = open(s->key_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return kf__err(s->ctx, KF_EIO, "%s: %s (the run's seal key)", s->key_path, strerror(errno));
     hex(s->key, sizeof s->key, body);
@@ -975,19 +1011,23 @@ static void sql_mac(sqlite3_context *cx, int argc, sqlite3_value **v) {
         size_t len = 0;
         switch (sqlite3_value_type(v[i])) {
         case SQLITE_NULL: k = snprintf(pre, sizeof pre, "N;"); break;
-        case SQLITE_INTEGER: k = snprintf(pre, sizeof pre, "I%lld;", (long long)sqlite3_value_int64(v[i])); break;
+        case SQLITE_INTEGER:
+            k = snprintf(pre, sizeof pre, "I%lld;", (long long)sqlite3_value_int64(v[i]));
+            break;
         case SQLITE_FLOAT: {
             double d = sqlite3_value_double(v[i]);
             k = snprintf(pre, sizeof pre, "F%.17g;", d == 0 ? 0.0 : d);
             break;
         }
         default: /* text and blob: length, then the bytes */
-            body = sqlite3_value_type(v[i]) == SQLITE_TEXT ? sqlite3_value_text(v[i]) : sqlite3_value_blob(v[i]);
+            body =
+                sqlite3_value_type(v[i]) == SQLITE_TEXT ? sqlite3_value_text(v[i]) : sqlite3_value_blob(v[i]);
             len = (size_t)sqlite3_value_bytes(v[i]);
             k = snprintf(pre, sizeof pre, "%c%zu:", sqlite3_value_type(v[i]) == SQLITE_TEXT ? 'T' : 'B', len);
         }
         ok = EVP_MAC_update(m, (const unsigned char *)pre, (size_t)k) &&
-             (!len || EVP_MAC_update(m, body, len)) && (!body || EVP_MAC_update(m, (const unsigned char *)";", 1));
+             (!len || EVP_MAC_update(m, body, len)) &&
+             (!body || EVP_MAC_update(m, (const unsigned char *)";", 1));
     }
     ok = ok && EVP_MAC_final(m, md, &mdlen, sizeof md) && mdlen == sizeof md;
     EVP_MAC_CTX_free(m);
@@ -1009,9 +1049,7 @@ const char *kf_store_key_id(const kf_store *s) { return s->key_id[0] ? s->key_id
 
 /* ---- nodes ------------------------------------------------------------------------- */
 
-static const char *col_text(sqlite3_stmt *q, int i) {
-    return (const char *)sqlite3_column_text(q, i);
-}
+static const char *col_text(sqlite3_stmt *q, int i) { return (const char *)sqlite3_column_text(q, i); }
 
 /* Fill n from the current row of a NODE_COLS statement. copy: strings are strdup'ed
  * (the caller's), else borrowed from the statement. */
@@ -1021,15 +1059,14 @@ static kf_status row_node(kf_store *s, sqlite3_stmt *q, kf_node *n, int copy) {
     n->parent = sqlite3_column_int64(q, 1); /* NULL reads as 0: the root */
     const char *h = col_text(q, 2), *e = col_text(q, 3), *state = col_text(q, 7);
     if (!is_hex64(h) || !ext_ok(e))
-        return kf__err(s->ctx, KF_EIO, "%s: node %lld: damaged source name", s->dbpath,
-                       (long long)n->id);
+        return kf__err(s->ctx, KF_EIO, "%s: node %lld: damaged source name", s->dbpath, (long long)n->id);
     memcpy(n->src_hash, h, 65);
     snprintf(n->ext, sizeof n->ext, "%s", e);
     snprintf(n->proposer, sizeof n->proposer, "%s", col_text(q, 5) ? col_text(q, 5) : "");
     snprintf(n->category, sizeof n->category, "%s", col_text(q, 6) ? col_text(q, 6) : "");
     if (kf_node_state_parse(state, &n->state))
-        return kf__err(s->ctx, KF_EIO, "%s: node %lld: unknown state \"%s\"", s->dbpath,
-                       (long long)n->id, state ? state : "(null)");
+        return kf__err(s->ctx, KF_EIO, "%s: node %lld: unknown state \"%s\"", s->dbpath, (long long)n->id,
+                       state ? state : "(null)");
     n->speedup = sqlite3_column_double(q, 11);
     n->cost_s = sqlite3_column_double(q, 12);
     n->tokens_in = sqlite3_column_int64(q, 13);
@@ -1100,11 +1137,15 @@ static int fixed_ok(const char *p, size_t cap) { return memchr(p, 0, cap) != NUL
  * they could not be sealed, or would seal what someone else put there. */
 static kf_status writable(kf_store *s) {
     if (s->key_id[0] && !s->keyed)
-        return kf__err(s->ctx, KF_EUSAGE, "%s: this run's seal key %s is not on this machine: nothing can be "
-                       "recorded (copy the key there, or set KFORGE_KEYS to its directory)", s->dbpath, s->key_path);
+        return kf__err(s->ctx, KF_EUSAGE,
+                       "%s: this run's seal key %s is not on this machine: nothing can be "
+                       "recorded (copy the key there, or set KFORGE_KEYS to its directory)",
+                       s->dbpath, s->key_path);
     if (s->run_tampered)
-        return kf__err(s->ctx, KF_EUSAGE, "%s: the run's own row (task fingerprint, settings, counts) was changed "
-                       "outside kforge: nothing more is recorded in this run", s->dbpath);
+        return kf__err(s->ctx, KF_EUSAGE,
+                       "%s: the run's own row (task fingerprint, settings, counts) was changed "
+                       "outside kforge: nothing more is recorded in this run",
+                       s->dbpath);
     return KF_OK;
 }
 
@@ -1131,8 +1172,8 @@ static int seal_write(kf_store *s, int k, int64_t id, int dn, int df, int de, in
  * kseal), the run's counts moved by dn nodes, de events, dc constraints. *id: the new
  * row. A foreign-key failure sets *fk and rolls back without a message (the caller words
  * it); any other failure is a status with the detail on the context. */
-static kf_status sealed_insert(kf_store *s, sqlite3_stmt *q, int kseal, int dn, int de, int dc, const char *what,
-                               int64_t *id, int *fk) {
+static kf_status sealed_insert(kf_store *s, sqlite3_stmt *q, int kseal, int dn, int de, int dc,
+                               const char *what, int64_t *id, int *fk) {
     *fk = 0;
     kf_status st = writable(s);
     int rc = st ? 0 : exec1(s->db, "BEGIN IMMEDIATE");
@@ -1154,9 +1195,10 @@ static kf_status sealed_insert(kf_store *s, sqlite3_stmt *q, int kseal, int dn, 
 kf_status kf_store_add_node(kf_store *s, kf_node *n) {
     if (!s || !n) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_add_node: NULL argument");
     if (!fixed_ok(n->src_hash, sizeof n->src_hash) || !is_hex64(n->src_hash) ||
-        !fixed_ok(n->ext, sizeof n->ext) || !ext_ok(n->ext) ||
-        !fixed_ok(n->proposer, sizeof n->proposer) || !fixed_ok(n->category, sizeof n->category))
-        return kf__err(s->ctx, KF_EUSAGE, "kf_store_add_node: a malformed source name, "
+        !fixed_ok(n->ext, sizeof n->ext) || !ext_ok(n->ext) || !fixed_ok(n->proposer, sizeof n->proposer) ||
+        !fixed_ok(n->category, sizeof n->category))
+        return kf__err(s->ctx, KF_EUSAGE,
+                       "kf_store_add_node: a malformed source name, "
                        "proposer or category");
     if (n->parent < 0 || !isfinite(n->cost_s) || !isfinite(n->created))
         return kf__err(s->ctx, KF_EUSAGE, "kf_store_add_node: parent %lld, cost %g, created %g",
@@ -1165,8 +1207,8 @@ kf_status kf_store_add_node(kf_store *s, kf_node *n) {
     struct stat sb;
     snprintf(name, sizeof name, "%s.%s", n->src_hash, n->ext);
     if (fstatat(s->srcfd, name, &sb, 0) < 0)
-        return kf__err(s->ctx, KF_EUSAGE, "%s/src/%s: %s (store the source before its node)",
-                       s->dir, name, strerror(errno));
+        return kf__err(s->ctx, KF_EUSAGE, "%s/src/%s: %s (store the source before its node)", s->dir, name,
+                       strerror(errno));
     double created = n->created > 0 ? n->created : now_s();
     sqlite3_stmt *q = s->q[Q_ADD];
     sqlite3_bind_int64(q, 1, s->run);
@@ -1197,11 +1239,12 @@ kf_status kf_store_add_node(kf_store *s, kf_node *n) {
 
 kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
     if (!s || !n) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_finish_node: NULL argument");
-    if ((unsigned)n->state >= KF_NODE_STATE_COUNT || !isfinite(n->speedup) ||
-        !isfinite(n->cost_s) || !isfinite(n->finished))
-        return kf__err(s->ctx, KF_EUSAGE, "kf_store_finish_node: node %lld: state %d, speedup "
-                       "%g, cost %g, finished %g", (long long)n->id, (int)n->state, n->speedup,
-                       n->cost_s, n->finished);
+    if ((unsigned)n->state >= KF_NODE_STATE_COUNT || !isfinite(n->speedup) || !isfinite(n->cost_s) ||
+        !isfinite(n->finished))
+        return kf__err(s->ctx, KF_EUSAGE,
+                       "kf_store_finish_node: node %lld: state %d, speedup "
+                       "%g, cost %g, finished %g",
+                       (long long)n->id, (int)n->state, n->speedup, n->cost_s, n->finished);
     kf_status st = writable(s);
     if (st) return st;
     int rc = exec1(s->db, "BEGIN IMMEDIATE");
@@ -1216,12 +1259,13 @@ kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
     int row_ok = rc == SQLITE_ROW && sqlite3_column_int(q, 1) == 1;
     sqlite3_reset(q);
     if (rc == SQLITE_DONE)
-        return rollback(s, kf__err(s->ctx, KF_EUSAGE, "%s: recording an outcome: node %lld: no such node", s->dbpath,
-                                   (long long)n->id));
+        return rollback(s, kf__err(s->ctx, KF_EUSAGE, "%s: recording an outcome: node %lld: no such node",
+                                   s->dbpath, (long long)n->id));
     if (rc != SQLITE_ROW) return rollback(s, serr(s, rc, "recording a node's outcome"));
     if (s->keyed && !row_ok)
-        return rollback(s, kf__err(s->ctx, KF_EUSAGE, "%s: node %lld does not match its seal (run.db was changed "
-                                                       "outside kforge): its outcome is not recorded",
+        return rollback(s, kf__err(s->ctx, KF_EUSAGE,
+                                   "%s: node %lld does not match its seal (run.db was changed "
+                                   "outside kforge): its outcome is not recorded",
                                    s->dbpath, (long long)n->id));
     /* the Critic's veto is mechanical: kept only with its approval on record, an event
      * kforge sealed, of this attempt: the node's last Critic decision, with no `attempt`
@@ -1242,11 +1286,11 @@ kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
         rc = sqlite3_step(a);
         sqlite3_finalize(a);
         if (rc != SQLITE_ROW)
-            return rollback(s, rc == SQLITE_DONE
-                                   ? kf__err(s->ctx, KF_EUSAGE, "%s: node %lld: only the Critic may mark a node "
-                                                                "kept, and it has not approved this one",
-                                             s->dbpath, (long long)n->id)
-                                   : serr(s, rc, "reading the Critic's decisions"));
+            return rollback(s, rc == SQLITE_DONE ? kf__err(s->ctx, KF_EUSAGE,
+                                                           "%s: node %lld: only the Critic may mark a node "
+                                                           "kept, and it has not approved this one",
+                                                           s->dbpath, (long long)n->id)
+                                                 : serr(s, rc, "reading the Critic's decisions"));
     }
     q = s->q[Q_FINISH];
     bind_text(q, 1, state_names[n->state]);
@@ -1275,8 +1319,9 @@ kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
     rc = step_done(q);
     if (rc) return rollback(s, serr(s, rc, "recording a node's outcome"));
     if (sqlite3_changes(s->db) != 1)
-        return rollback(s, kf__err(s->ctx, KF_EUSAGE, "%s: recording an outcome: node %lld: its row is not the "
-                                                       "node that was evaluated (run.db changed meanwhile)",
+        return rollback(s, kf__err(s->ctx, KF_EUSAGE,
+                                   "%s: recording an outcome: node %lld: its row is not the "
+                                   "node that was evaluated (run.db changed meanwhile)",
                                    s->dbpath, (long long)n->id));
     int now_finished = !kf_node_state_unfinished(n->state);
     rc = seal_write(s, Q_SEAL_NODE, n->id, 0, now_finished - was_finished, 0, 0);
@@ -1293,8 +1338,8 @@ kf_status kf_store_get_node(kf_store *s, int64_t id, kf_node *out) {
     int rc = sqlite3_step(q);
     kf_status st;
     if (rc == SQLITE_ROW) st = row_node(s, q, out, 1);
-    else if (rc == SQLITE_DONE) st = kf__err(s->ctx, KF_EUSAGE, "%s: node %lld: no such node",
-                                             s->dbpath, (long long)id);
+    else if (rc == SQLITE_DONE)
+        st = kf__err(s->ctx, KF_EUSAGE, "%s: node %lld: no such node", s->dbpath, (long long)id);
     else st = serr(s, rc, "reading a node");
     sqlite3_reset(q);
     return st;
@@ -1355,8 +1400,10 @@ kf_status kf_store_gaps(kf_store *s, int64_t *nodes, int64_t *events) {
     if (!s || !nodes || !events) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_gaps: NULL argument");
     *nodes = *events = 0;
     sqlite3_stmt *q = NULL;
-    int rc = sqlite3_prepare_v2(s->db, "SELECT coalesce(max(id), 0) - count(*) FROM nodes UNION ALL"
-                                " SELECT coalesce(max(id), 0) - count(*) FROM events", -1, &q, NULL);
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT coalesce(max(id), 0) - count(*) FROM nodes UNION ALL"
+                                " SELECT coalesce(max(id), 0) - count(*) FROM events",
+                                -1, &q, NULL);
     if (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
         *nodes = sqlite3_column_int64(q, 0);
         if ((rc = sqlite3_step(q)) == SQLITE_ROW) *events = sqlite3_column_int64(q, 0), rc = SQLITE_OK;
@@ -1370,10 +1417,11 @@ kf_status kf_store_tampered_events(kf_store *s, int64_t *n) {
     *n = 0;
     if (!s->keyed) return KF_OK;
     sqlite3_stmt *q = NULL;
-    int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT (SELECT count(*) FROM events WHERE run IS NOT ?1 OR seal IS NOT " EVENT_MAC ") +"
-                                " (SELECT count(*) FROM constraints WHERE run IS NOT ?1 OR seal IS NOT " CONS_MAC ")",
-                                -1, &q, NULL);
+    int rc = sqlite3_prepare_v2(
+        s->db,
+        "SELECT (SELECT count(*) FROM events WHERE run IS NOT ?1 OR seal IS NOT " EVENT_MAC ") +"
+        " (SELECT count(*) FROM constraints WHERE run IS NOT ?1 OR seal IS NOT " CONS_MAC ")",
+        -1, &q, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_int64(q, 1, s->run);
         if ((rc = sqlite3_step(q)) == SQLITE_ROW) *n = sqlite3_column_int64(q, 0), rc = SQLITE_OK;
@@ -1418,9 +1466,8 @@ kf_status kf_store_unfinished(kf_store *s, int64_t **ids, size_t *n) {
 
 /* ---- constraints, savepoints, events ---------------------------------------------- */
 
-kf_status kf_store_add_constraint(kf_store *s, int64_t node, int64_t scope,
-                                  const char *category, const char *text,
-                                  const char *predicate_json) {
+kf_status kf_store_add_constraint(kf_store *s, int64_t node, int64_t scope, const char *category,
+                                  const char *text, const char *predicate_json) {
     if (!s || !text || node < 0 || scope < 0)
         return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_add_constraint: bad argument");
     sqlite3_stmt *q = s->q[Q_CONSTRAINT];
@@ -1435,13 +1482,12 @@ kf_status kf_store_add_constraint(kf_store *s, int64_t node, int64_t scope,
     int fk;
     kf_status st = sealed_insert(s, q, Q_SEAL_CONS, 0, 0, 1, "adding a constraint", &id, &fk);
     if (fk)
-        return kf__err(s->ctx, KF_EUSAGE, "%s: adding a constraint: node %lld or scope %lld: no such node", s->dbpath,
-                       (long long)node, (long long)scope);
+        return kf__err(s->ctx, KF_EUSAGE, "%s: adding a constraint: node %lld or scope %lld: no such node",
+                       s->dbpath, (long long)node, (long long)scope);
     return st;
 }
 
-kf_status kf_store_each_constraint(kf_store *s, int (*fn)(void *, const kf_constraint *),
-                                   void *arg) {
+kf_status kf_store_each_constraint(kf_store *s, int (*fn)(void *, const kf_constraint *), void *arg) {
     if (!s || !fn) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_each_constraint: NULL argument");
     sqlite3_stmt *q = s->q[Q_EACH_CONSTRAINT];
     if (sqlite3_stmt_busy(q))
@@ -1479,14 +1525,13 @@ kf_status kf_store_savepoint(kf_store *s, int64_t node, const char *label) {
     sqlite3_bind_double(q, 4, now_s());
     int rc = step_done(q);
     if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-        return kf__err(s->ctx, KF_EUSAGE, "%s: savepoint \"%s\": node %lld: no such node",
-                       s->dbpath, label, (long long)node);
+        return kf__err(s->ctx, KF_EUSAGE, "%s: savepoint \"%s\": node %lld: no such node", s->dbpath, label,
+                       (long long)node);
     return rc ? serr(s, rc, "adding a savepoint") : KF_OK;
 }
 
 kf_status kf_store_event(kf_store *s, int64_t node, const char *kind, const char *json) {
-    if (!s || !kind || node < 0)
-        return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_event: bad argument");
+    if (!s || !kind || node < 0) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_event: bad argument");
     sqlite3_stmt *q = s->q[Q_EVENT];
     sqlite3_bind_int64(q, 1, s->run);
     bind_id(q, 2, node);
@@ -1508,7 +1553,8 @@ kf_status kf_store_each_event(kf_store *s, const char *kind,
     /* rare (tool mode reads its pending actions): prepared per call, not kept */
     sqlite3_stmt *q = NULL;
     int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT id, node, json, created, seal IS " EVENT_MAC " FROM events WHERE run = ?1 AND"
+                                "SELECT id, node, json, created, seal IS " EVENT_MAC
+                                " FROM events WHERE run = ?1 AND"
                                 " (?2 IS NULL OR kind = ?2) ORDER BY id",
                                 -1, &q, NULL);
     if (rc) return serr(s, rc, "reading events");

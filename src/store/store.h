@@ -25,25 +25,27 @@
 #define KF_STORE_SCHEMA_VERSION 1
 
 /* Node states. X(name, text): the text is what the database stores. */
-#define KF_NODE_STATE_MAP(X)                                                    \
-    X(PROPOSED, "proposed")                                                     \
-    X(BUILT, "built")                                                           \
-    X(COMPILE_FAILED, "compile_failed")                                         \
-    X(REJECTED, "rejected")                                                     \
-    X(MEASURED, "measured")                                                     \
-    X(KEPT, "kept")                                                             \
-    X(REVERTED, "reverted")                                                     \
-    X(CRASHED, "crashed")                                                       \
-    X(PRUNED, "pruned")                                                         \
-    X(NO_CANDIDATE, "no_candidate")                                             \
+#define KF_NODE_STATE_MAP(X)            \
+    X(PROPOSED, "proposed")             \
+    X(BUILT, "built")                   \
+    X(COMPILE_FAILED, "compile_failed") \
+    X(REJECTED, "rejected")             \
+    X(MEASURED, "measured")             \
+    X(KEPT, "kept")                     \
+    X(REVERTED, "reverted")             \
+    X(CRASHED, "crashed")               \
+    X(PRUNED, "pruned")                 \
+    X(NO_CANDIDATE, "no_candidate")     \
     X(SCREENED, "screened")
 
+// clang-format off
 typedef enum {
 #define KF_X(n, s) KF_NODE_##n,
     KF_NODE_STATE_MAP(KF_X)
 #undef KF_X
     KF_NODE_STATE_COUNT
 } kf_node_state;
+// clang-format on
 
 /* "proposed", ... or "unknown" */
 const char *kf_node_state_name(kf_node_state s);
@@ -56,27 +58,27 @@ int kf_node_state_unfinished(kf_node_state s);
 typedef struct kf_store kf_store;
 
 typedef struct {
-    int64_t id, parent;            /* parent 0: the root (the reference) */
-    char src_hash[65], ext[8];     /* the text is RUN/src/<src_hash>.<ext> */
+    int64_t id, parent;        /* parent 0: the root (the reference) */
+    char src_hash[65], ext[8]; /* the text is RUN/src/<src_hash>.<ext> */
     char proposer[32], category[32];
     kf_node_state state;
-    char *params_json;             /* {"BLOCK": 256} or NULL */
-    char *reasons;                 /* "wrong_result,timeout" or NULL */
-    char *verdict_json;            /* the check's JSON, as `kforge check --json` prints it */
-    char *shapes_json;             /* per visible shape: sizes, speedup, ci95, win, ns */
-    double speedup;                /* geometric mean over visible shapes, 0 if none */
-    double cost_s;                 /* wall seconds of proposing + evaluating */
+    char *params_json;  /* {"BLOCK": 256} or NULL */
+    char *reasons;      /* "wrong_result,timeout" or NULL */
+    char *verdict_json; /* the check's JSON, as `kforge check --json` prints it */
+    char *shapes_json;  /* per visible shape: sizes, speedup, ci95, win, ns */
+    double speedup;     /* geometric mean over visible shapes, 0 if none */
+    double cost_s;      /* wall seconds of proposing + evaluating */
     int64_t tokens_in, tokens_out;
-    int64_t review_tokens;  /* not stored: this evaluation's advisory review (part of tokens_in) */
-    double created, finished;      /* Unix seconds; finished 0 while unfinished */
+    int64_t review_tokens;    /* not stored: this evaluation's advisory review (part of tokens_in) */
+    double created, finished; /* Unix seconds; finished 0 while unfinished */
     char *note;
-    int tampered;                  /* not stored: read as rejected, its row did not match its seal */
+    int tampered; /* not stored: read as rejected, its row did not match its seal */
 } kf_node;
 
 /* A constraint learnt from a failure (docs/run.md). scope 0: the whole run; N > 0: the
  * children of node N. */
 typedef struct {
-    int64_t id, node, scope;       /* node 0: not learnt at a node */
+    int64_t id, node, scope;                      /* node 0: not learnt at a node */
     const char *category, *text, *predicate_json; /* category, predicate_json may be NULL */
     double created;
 } kf_constraint;
@@ -86,8 +88,8 @@ typedef struct {
  * KF_EUSAGE when dir already holds a run, KF_EIO with the path and the system's or
  * SQLite's message otherwise. On KF_OK *out is the caller's: kf_store_close. ctx must
  * outlive the store; errors of later calls are set on it. */
-kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task,
-                          const char *config_json, kf_store **out);
+kf_status kf_store_create(kf_ctx *ctx, const char *dir, const kf_task *task, const char *config_json,
+                          kf_store **out);
 /* 1 when kf_store_create found dir holding an interrupted creation (an empty run.db, as
  * an older kforge killed while creating left it) and replaced it. Creation itself is
  * atomic: the database is built under a temporary name and published whole. */
@@ -118,12 +120,10 @@ kf_status kf_store_set_status(kf_store *s, const char *status);
 
 /* Store a candidate text as RUN/src/<sha256>.<ext> (ext: 1-7 of [a-z0-9], e.g. "c",
  * "cu"); hash receives the hex SHA-256. Idempotent: an existing file is kept. */
-kf_status kf_store_put_source(kf_store *s, const char *text, size_t len, const char *ext,
-                              char hash[65]);
+kf_status kf_store_put_source(kf_store *s, const char *text, size_t len, const char *ext, char hash[65]);
 /* Read a stored text back, verifying its hash (KF_EIO when it does not match). The
  * caller frees *text (NUL-terminated; *len excludes the NUL). */
-kf_status kf_store_read_source(kf_store *s, const char *hash, const char *ext, char **text,
-                               size_t *len);
+kf_status kf_store_read_source(kf_store *s, const char *hash, const char *ext, char **text, size_t *len);
 
 /* Insert n as a proposed node: parent, src_hash/ext (the source must have been stored),
  * params_json, proposer, category, cost_s, tokens, note, created (0: now). Sets n->id,
@@ -149,12 +149,10 @@ void kf_node_free(kf_node *n);
 
 /* scope: 0 the run, else a node id (its children). node 0: none. category and
  * predicate_json may be NULL. */
-kf_status kf_store_add_constraint(kf_store *s, int64_t node, int64_t scope,
-                                  const char *category, const char *text,
-                                  const char *predicate_json);
+kf_status kf_store_add_constraint(kf_store *s, int64_t node, int64_t scope, const char *category,
+                                  const char *text, const char *predicate_json);
 /* Call fn for every constraint in id order; borrowed as in kf_store_each_node. */
-kf_status kf_store_each_constraint(kf_store *s, int (*fn)(void *arg, const kf_constraint *c),
-                                   void *arg);
+kf_status kf_store_each_constraint(kf_store *s, int (*fn)(void *arg, const kf_constraint *c), void *arg);
 kf_status kf_store_savepoint(kf_store *s, int64_t node, const char *label);
 /* Append to the event log. node 0: a run-wide event. json may be NULL. */
 kf_status kf_store_event(kf_store *s, int64_t node, const char *kind, const char *json);

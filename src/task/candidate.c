@@ -46,26 +46,31 @@ void kf_candidate_free(kf_candidate *c) {
     free(c);
 }
 
-static kf_status directive(kf_ctx *ctx, kf_candidate *c, const char *kind, char *body,
-                           int line) {
+static kf_status directive(kf_ctx *ctx, kf_candidate *c, const char *kind, char *body, int line) {
     char err[256];
     if (!strcmp(kind, "param")) {
         char *eq = strchr(body, '=');
-        if (!eq) return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param needs NAME = v1, v2, ...", c->path, line);
+        if (!eq)
+            return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param needs NAME = v1, v2, ...", c->path, line);
         *eq = 0;
         char *name = trim(body);
         int ok = *name && (isalpha((unsigned char)*name) || *name == '_');
         for (char *p = name; *p; p++) ok &= isalnum((unsigned char)*p) || *p == '_';
-        if (!ok) return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param: '%s' is not an identifier", c->path, line, name);
+        if (!ok)
+            return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param: '%s' is not an identifier", c->path, line,
+                           name);
         for (int i = 0; i < c->nparams; i++)
             if (!strcmp(c->params[i].name, name))
                 return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s declared twice", c->path, line, name);
         for (int i = 0; i < c->task->nsizes; i++)
             if (!strcmp(c->task->size_names[i], name))
-                return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: the task has a size of that name", c->path, line, name);
+                return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: the task has a size of that name",
+                               c->path, line, name);
         for (int i = 0; i < c->task->nargs; i++)
             if (!strcmp(c->task->args[i].name, name) || !strcmp(c->task->entry, name))
-                return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: the task has an argument or entry of that name", c->path, line, name);
+                return kf__err(ctx, KF_EUSAGE,
+                               "%s:%d: kforge:param %s: the task has an argument or entry of that name",
+                               c->path, line, name);
         if (c->nparams == KF_MAX_PARAMS)
             return kf__err(ctx, KF_EUSAGE, "%s:%d: more than %d parameters", c->path, line, KF_MAX_PARAMS);
         kf_param *p = &c->params[c->nparams];
@@ -79,7 +84,9 @@ static kf_status directive(kf_ctx *ctx, kf_candidate *c, const char *kind, char 
             char *cat = trim(hash + 1);
             int cok = *cat != 0;
             for (char *q = cat; *q; q++) cok &= islower((unsigned char)*q) || *q == '_';
-            if (!cok) return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: '# %s' is not a category name", c->path, line, name, cat);
+            if (!cok)
+                return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: '# %s' is not a category name",
+                               c->path, line, name, cat);
             if (!(p->category = kf__strdup(cat))) return kf__err(ctx, KF_ENOMEM, "out of memory");
         }
         char *save = NULL;
@@ -87,10 +94,12 @@ static kf_status directive(kf_ctx *ctx, kf_candidate *c, const char *kind, char 
             v = trim(v);
             if (!*v) continue;
             if (strlen(v) > 256)
-                return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: a value longer than 256 characters", c->path, line, name);
+                return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: a value longer than 256 characters",
+                               c->path, line, name);
             for (char *q = v; *q; q++)
                 if (isspace((unsigned char)*q) || *q == '"' || *q == '\\' || *q == '\'')
-                    return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: bad value '%s'", c->path, line, name, v);
+                    return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s: bad value '%s'", c->path, line,
+                                   name, v);
             char **nv = realloc(p->values, (size_t)(p->nvalues + 1) * sizeof *nv);
             if (!nv || !(nv[p->nvalues] = kf__strdup(v))) {
                 if (nv) p->values = nv;
@@ -99,7 +108,8 @@ static kf_status directive(kf_ctx *ctx, kf_candidate *c, const char *kind, char 
             p->values = nv;
             p->nvalues++;
         }
-        if (!p->nvalues) return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s has no values", c->path, line, name);
+        if (!p->nvalues)
+            return kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:param %s has no values", c->path, line, name);
         p->selected = p->values[0];
         return KF_OK;
     }
@@ -115,7 +125,8 @@ static kf_status directive(kf_ctx *ctx, kf_candidate *c, const char *kind, char 
     } else {
         if (c->when) {
             kf_expr_free(e);
-            return kf__err(ctx, KF_EUSAGE, "%s:%d: a second kforge:when (combine them with &&)", c->path, line);
+            return kf__err(ctx, KF_EUSAGE, "%s:%d: a second kforge:when (combine them with &&)", c->path,
+                           line);
         }
         c->when = e;
         c->when_line = line;
@@ -123,8 +134,8 @@ static kf_status directive(kf_ctx *ctx, kf_candidate *c, const char *kind, char 
     return KF_OK;
 }
 
-kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
-                            const char **sel, int nsel, kf_candidate **out) {
+kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path, const char **sel, int nsel,
+                            kf_candidate **out) {
     *out = NULL;
     kf_candidate *c = calloc(1, sizeof *c);
     if (c) c->task = t;
@@ -136,7 +147,9 @@ kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
     if (kf__read_file(path, CAND_MAX, &c->text, &c->len)) {
         int e = errno;
         st = kf__err(ctx, e == EFBIG || e == EINVAL ? KF_EUSAGE : kf__io_status(e), "%s: %s", path,
-                     e == EFBIG ? "larger than 1 MiB" : e == EINVAL ? "not a regular file" : strerror(e));
+                     e == EFBIG    ? "larger than 1 MiB"
+                     : e == EINVAL ? "not a regular file"
+                                   : strerror(e));
         goto fail;
     }
     if (memchr(c->text, 0, c->len)) {
@@ -162,8 +175,10 @@ kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
             if (*body) *body++ = 0;
             if (!strcmp(kind, "param") || !strcmp(kind, "require") || !strcmp(kind, "when")) {
                 if ((st = directive(ctx, c, kind, trim(body), line))) goto fail;
-            } else if (strcmp(kind, "test") && strcmp(kind, "launch") && strcmp(kind, "host") && strcmp(kind, "link")) {
-                st = kf__err(ctx, KF_EUSAGE, "%s:%d: unknown directive kforge:%s (param, require, when)", path, line, kind);
+            } else if (strcmp(kind, "test") && strcmp(kind, "launch") && strcmp(kind, "host") &&
+                       strcmp(kind, "link")) {
+                st = kf__err(ctx, KF_EUSAGE, "%s:%d: unknown directive kforge:%s (param, require, when)",
+                             path, line, kind);
                 goto fail;
             }
         }
@@ -192,7 +207,8 @@ kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
                 found = 1;
             }
         if (!found) {
-            st = kf__err(ctx, KF_EUSAGE, "--param %s: not one of the declared values of %s", sel[i], c->params[k].name);
+            st = kf__err(ctx, KF_EUSAGE, "--param %s: not one of the declared values of %s", sel[i],
+                         c->params[k].name);
             goto fail;
         }
     }
@@ -219,7 +235,8 @@ kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
             char sels[512] = "";
             size_t off = 0;
             for (int j = 0; j < c->nparams && off < sizeof sels; j++)
-                off += (size_t)snprintf(sels + off, sizeof sels - off, "%s%s=%s", j ? " " : "", c->params[j].name, c->params[j].selected);
+                off += (size_t)snprintf(sels + off, sizeof sels - off, "%s%s=%s", j ? " " : "",
+                                        c->params[j].name, c->params[j].selected);
             st = kf__err(ctx, KF_EUSAGE, "%s:%d: kforge:require \"%s\" fails for %s", path,
                          c->require_line[i], kf_expr_src(c->require[i]), sels);
             goto fail;

@@ -19,12 +19,12 @@ typedef struct {
     const char *selected; /* points into values[] or the --param text */
     int64_t ival;         /* selected value as an integer, when it is one */
     int is_int;
-    char *category;       /* "# category" after the values, or NULL */
-    int line;             /* its line in the file, for messages */
+    char *category; /* "# category" after the values, or NULL */
+    int line;       /* its line in the file, for messages */
 } kf_param;
 
 typedef struct {
-    const kf_task *task;  /* borrowed */
+    const kf_task *task; /* borrowed */
     char *path;
     char *text;
     size_t len;
@@ -44,8 +44,8 @@ typedef struct {
 /* Read path, parse its directives (every error about one is "PATH:LINE: ..."), apply selections
  * ("NAME=VALUE"), check the requirements. KF_EIO (missing file), KF_EUSAGE (bad directive, unknown parameter,
  * value not declared, a failed kforge:require) with detail on ctx. */
-kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path,
-                            const char **sel, int nsel, kf_candidate **out);
+kf_status kf_candidate_load(kf_ctx *ctx, const kf_task *t, const char *path, const char **sel, int nsel,
+                            kf_candidate **out);
 void kf_candidate_free(kf_candidate *c);
 
 /* The expression of the first kforge:when in the text s, unparsed, or NULL (caller frees):

@@ -42,8 +42,8 @@ kf_vars kf_task_vars(const kf_task *t, const kf_shape *s) {
     return v;
 }
 
-int kf_task_eval_shape(const kf_task *t, const kf_shape *s, int64_t *counts, int64_t *ivals,
-                       double *fvals, char *err, size_t errlen) {
+int kf_task_eval_shape(const kf_task *t, const kf_shape *s, int64_t *counts, int64_t *ivals, double *fvals,
+                       char *err, size_t errlen) {
     kf_vars v = kf_task_vars(t, s);
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
@@ -58,8 +58,8 @@ int kf_task_eval_shape(const kf_task *t, const kf_shape *s, int64_t *counts, int
                     return -1;
                 }
                 if (x < 0) {
-                    snprintf(err, errlen, "args[%d] (%s) shape[%d] \"%s\" is negative (%lld)",
-                             i, a->name, d, kf_expr_src(a->shape[d]), (long long)x);
+                    snprintf(err, errlen, "args[%d] (%s) shape[%d] \"%s\" is negative (%lld)", i, a->name, d,
+                             kf_expr_src(a->shape[d]), (long long)x);
                     return -1;
                 }
                 if (__builtin_mul_overflow(n, x, &n)) {
@@ -101,8 +101,8 @@ uint64_t kf_task_shape_bytes(const kf_task *t, const kf_shape *s) {
     return total;
 }
 
-int kf_task_shape_ok(const kf_task *t, const kf_shape *s, const kf_expr *when,
-                     const kf_vars *params, char *err, size_t errlen) {
+int kf_task_shape_ok(const kf_task *t, const kf_shape *s, const kf_expr *when, const kf_vars *params,
+                     char *err, size_t errlen) {
     kf_vars v = kf_task_vars(t, s);
     for (int i = 0; i < t->ncons; i++) {
         int64_t x;
@@ -132,8 +132,8 @@ int kf_task_shape_ok(const kf_task *t, const kf_shape *s, const kf_expr *when,
         if (kf_expr_eval(when, &all, &x, e, sizeof e)) {
             char at[256];
             kf_shape_format(t, s, at, sizeof at);
-            snprintf(err, errlen, "kforge:when \"%s\" cannot be evaluated at %s: %s",
-                     kf_expr_src(when), at, e);
+            snprintf(err, errlen, "kforge:when \"%s\" cannot be evaluated at %s: %s", kf_expr_src(when), at,
+                     e);
             return -2;
         }
         if (!x) return 0;
@@ -333,10 +333,12 @@ static double shape_weight(const kf_task *t, const kf_shape *s) {
 }
 
 /* What a drawn shape is for (draw plans). */
+// clang-format off
 enum {
     D_PLAIN, D_ALIGNED, D_MODEL, D_MIXED,             /* hidden */
     D_MINIMUM, D_PRIME, D_POW2_PM1, D_CORNER, D_EQUAL /* edge */
 };
+// clang-format on
 #define NFAMILY 3
 
 /* The edge shape "minimum sizes": the all-minimum shape when it is valid, otherwise the
@@ -345,9 +347,8 @@ enum {
  * shapes' values. A domain such as `cols % 8 == 0` thus gets cols = 8, not a random
  * multiple. Returns 1 with v filled, 0 when none was found, -1 or -2 as
  * kf_task_shape_ok (err set), -3 when memory ran out. */
-static int smallest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when,
-                          const kf_vars *params, uint64_t cap, int64_t *v, char *err,
-                          size_t errlen) {
+static int smallest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when, const kf_vars *params,
+                          uint64_t cap, int64_t *v, char *err, size_t errlen) {
     int64_t *cand = calloc((size_t)t->nsizes, sizeof *cand);
     uint64_t best = UINT64_MAX;
     int rc = 0;
@@ -394,9 +395,8 @@ static int smallest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when,
  * corner's fallback, when its random draws all miss the constraints, the domain or the
  * cap (a cap below the all-maximum shape's bytes, a `when` that is false there). Returns
  * as smallest_shape. */
-static int largest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when,
-                         const kf_vars *params, uint64_t cap, int64_t *v, char *err,
-                         size_t errlen) {
+static int largest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when, const kf_vars *params,
+                         uint64_t cap, int64_t *v, char *err, size_t errlen) {
     int64_t *cand = calloc((size_t)t->nsizes, sizeof *cand);
     uint64_t best = 0;
     int rc = 0;
@@ -441,9 +441,8 @@ static int largest_shape(const kf_task *t, kf_rng *rng, const kf_expr *when,
  * or the cap: a random corner draw scaled toward the minimum by the largest factor (found
  * by bisection, 64 tries of a draw) at which it fits. Returns 1 with v filled, 0 when no
  * draw fits at any factor, -1 / -2 as kf_task_shape_ok. tmp: nsizes of scratch. */
-static int shrunk_corner(const kf_task *t, kf_rng *rng, const kf_expr *when,
-                         const kf_vars *params, uint64_t cap, int64_t *v, int64_t *tmp,
-                         char *err, size_t errlen) {
+static int shrunk_corner(const kf_task *t, kf_rng *rng, const kf_expr *when, const kf_vars *params,
+                         uint64_t cap, int64_t *v, int64_t *tmp, char *err, size_t errlen) {
     size_t vb = (size_t)t->nsizes * sizeof *v;
     for (int d = 0; d < 64; d++) {
         for (int i = 0; i < t->nsizes; i++) v[i] = corner_value(rng, t->size_min[i], t->size_max[i]);
@@ -482,8 +481,8 @@ static int shrunk_corner(const kf_task *t, kf_rng *rng, const kf_expr *when,
  * evaluate it at every corner of the size box (each size at its minimum or maximum;
  * the all-maximum one is where products overflow, the minimum where divisors vanish)
  * that satisfies the constraints. 0, or -1 / -2 as kf_task_shape_ok. */
-static int probe_when(const kf_task *t, const kf_expr *when, const kf_vars *params,
-                      int64_t *v, char *err, size_t errlen) {
+static int probe_when(const kf_task *t, const kf_expr *when, const kf_vars *params, int64_t *v, char *err,
+                      size_t errlen) {
     int nb = t->nsizes < 8 ? t->nsizes : 8; /* sizes past the eighth stay at their maximum */
     for (unsigned mask = 0; when && mask < (1u << nb); mask++) {
         for (int i = 0; i < t->nsizes; i++)
@@ -499,8 +498,7 @@ static int probe_when(const kf_task *t, const kf_expr *when, const kf_vars *para
  * subset of the sizes (base: the smallest shape's values for D_MINIMUM) and realistic
  * values in the others. After 200 misses half the sizes are drawn plainly, after 100
  * structured() narrows them toward small domains. */
-static void draw_try(const kf_task *t, kf_rng *rng, int plan, const int64_t *base, int tries,
-                     int64_t *v) {
+static void draw_try(const kf_task *t, kf_rng *rng, int plan, const int64_t *base, int tries, int64_t *v) {
     int n = t->nsizes;
     uint64_t keep = kf_rng_next(rng);
     if (n < 64 && !(keep & ((UINT64_C(1) << n) - 1))) keep |= UINT64_C(1) << kf_rng_range(rng, 0, n - 1);
@@ -567,9 +565,8 @@ static int plan_holds(const kf_task *t, int plan, const int64_t *v, int tries) {
     }
 }
 
-int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr *when,
-                        const kf_vars *params, uint64_t buffer_cap, kf_shape **out,
-                        int *nout, char *err, size_t errlen) {
+int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr *when, const kf_vars *params,
+                        uint64_t buffer_cap, kf_shape **out, int *nout, char *err, size_t errlen) {
     static const int edges[] = {D_MINIMUM, D_PRIME, D_POW2_PM1, D_CORNER, D_EQUAL};
     int nedge = t->nsizes > 1 ? 5 : 4;
     int want = count + NFAMILY + nedge, n = 0, rc = -1;
@@ -640,10 +637,10 @@ int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr 
      * shrink it), or the corner's when larger */
     for (int i = 0; i < t->nsizes; i++) base[i] = t->size_max[i];
     kf_shape top = {base, KF_SHAPE_EDGE, 1}, cs = {corner, KF_SHAPE_EDGE, 1};
-    double scale = kf_task_shape_ok(t, &top, NULL, NULL, err, errlen) == 1 &&
-                           kf_task_shape_bytes(t, &top) <= buffer_cap
-                       ? shape_weight(t, &top)
-                       : 0;
+    double scale =
+        kf_task_shape_ok(t, &top, NULL, NULL, err, errlen) == 1 && kf_task_shape_bytes(t, &top) <= buffer_cap
+            ? shape_weight(t, &top)
+            : 0;
     if (have_corner && shape_weight(t, &cs) > scale) scale = shape_weight(t, &cs);
     double small_cap = scale / 16, aligned_cap = scale / 8;
     int have_base = (ok = smallest_shape(t, rng, when, params, buffer_cap, base, err, errlen));
@@ -652,7 +649,7 @@ int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr 
         goto fail;
     }
     for (int slot = 0; slot < want; slot++) {
-        int plan = slot < count ? D_PLAIN
+        int plan = slot < count             ? D_PLAIN
                    : slot < count + NFAMILY ? D_ALIGNED + (slot - count)
                                             : edges[slot - count - NFAMILY];
         if (!(v = calloc((size_t)t->nsizes, sizeof *v))) goto oom;
@@ -662,8 +659,7 @@ int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr 
         } else if (plan == D_MINIMUM && !have_base) {
             found = 0; /* no valid small shape at all */
         }
-        for (int tries = 0; tries < 2000 && !found && plan != D_CORNER &&
-                            (plan != D_MINIMUM || have_base);
+        for (int tries = 0; tries < 2000 && !found && plan != D_CORNER && (plan != D_MINIMUM || have_base);
              tries++) {
             draw_try(t, rng, plan, base, tries, v);
             kf_shape s = {v, plan <= D_MIXED ? KF_SHAPE_HIDDEN : KF_SHAPE_EDGE, 0};
@@ -674,8 +670,7 @@ int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr 
             if (!ok) continue;
             uint64_t b = kf_task_shape_bytes(t, &s);
             double pcap = plan == D_ALIGNED ? aligned_cap : small_cap;
-            if (b > buffer_cap ||
-                (plan != D_PLAIN && tries < 800 && scale > 0 && shape_weight(t, &s) > pcap))
+            if (b > buffer_cap || (plan != D_PLAIN && tries < 800 && scale > 0 && shape_weight(t, &s) > pcap))
                 continue;
             if (!plan_holds(t, plan, v, tries)) continue;
             /* a shape that repeats a visible one, or an earlier family or edge shape,

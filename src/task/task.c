@@ -28,9 +28,8 @@ static const struct {
     size_t size;
     int is_float;
 } dtypes[] = {
-    [KF_T_F32] = {"f32", 4, 1},    [KF_T_F64] = {"f64", 8, 1},
-    [KF_T_I32] = {"i32", 4, 0},  [KF_T_I64] = {"i64", 8, 0},
-    [KF_T_U8] = {"u8", 1, 0},    [KF_T_F16] = {"f16", 2, 1},
+    [KF_T_F32] = {"f32", 4, 1},   [KF_T_F64] = {"f64", 8, 1}, [KF_T_I32] = {"i32", 4, 0},
+    [KF_T_I64] = {"i64", 8, 0},   [KF_T_U8] = {"u8", 1, 0},   [KF_T_F16] = {"f16", 2, 1},
     [KF_T_BF16] = {"bf16", 2, 1},
 };
 
@@ -164,11 +163,9 @@ static kf_status parse_expr(lctx *l, kf_task *t, json_t *v, const char *where, k
     kf_expr *e = kf_expr_parse(s, err, sizeof err);
     if (!e && errno == ENOMEM) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
     if (!e) return bad(l, "%s: bad expression \"%s\": %s", where, s, err);
-    if (kf_expr_check_names(e, (const char *const *)t->size_names, t->nsizes, err,
-                            sizeof err)) {
+    if (kf_expr_check_names(e, (const char *const *)t->size_names, t->nsizes, err, sizeof err)) {
         kf_expr_free(e);
-        return bad(l, "%s: expression \"%s\": %s (sizes are the names in \"sizes\")", where,
-                   s, err);
+        return bad(l, "%s: expression \"%s\": %s (sizes are the names in \"sizes\")", where, s, err);
     }
     *out = e;
     return KF_OK;
@@ -207,8 +204,7 @@ static kf_status parse_init(lctx *l, json_t *v, const char *where, kf_arg *a) {
         a->init.b = json_number_value(hi);
         if (!(a->init.a < a->init.b) && !(a->init.dist == KF_DIST_INT && a->init.a == a->init.b))
             return bad(l, "%s: impossible range: lo must be below hi", where);
-        if (a->init.dist == KF_DIST_INT &&
-            (a->init.a != floor(a->init.a) || a->init.b != floor(a->init.b)))
+        if (a->init.dist == KF_DIST_INT && (a->init.a != floor(a->init.a) || a->init.b != floor(a->init.b)))
             return bad(l, "%s: int bounds must be integers", where);
         if (a->init.dist == KF_DIST_INT && !kf_dtype_is_float(a->type)) {
             double lo_ok = a->type == KF_T_U8 ? 0 : a->type == KF_T_I32 ? -2147483648.0 : -9e18;
@@ -258,8 +254,8 @@ static kf_status parse_arg(lctx *l, kf_task *t, json_t *v, int i, kf_arg *a) {
     const char *ty = json_string_value(json_object_get(v, "type"));
     int dt = ty ? dtype_of(ty) : -1;
     if (dt < 0)
-        return bad(l, "%s.type: %s%s%s (f32, f64, i32, i64, u8; f16, bf16 on GPU backends)",
-                   where, ty ? "unknown type '" : "missing", ty ? ty : "", ty ? "'" : "");
+        return bad(l, "%s.type: %s%s%s (f32, f64, i32, i64, u8; f16, bf16 on GPU backends)", where,
+                   ty ? "unknown type '" : "missing", ty ? ty : "", ty ? "'" : "");
     a->type = (kf_dtype)dt;
     kf_backend *be = kf_backend_get(t->backend);
     if ((dt == KF_T_F16 || dt == KF_T_BF16) && be && !kf_backend_has(be, KF_BACKEND_HALF))
@@ -267,13 +263,11 @@ static kf_status parse_arg(lctx *l, kf_task *t, json_t *v, int i, kf_arg *a) {
     json_t *shape = json_object_get(v, "shape"), *value = json_object_get(v, "value");
     kf_status st;
     if (shape && value) return bad(l, "%s: has both shape (buffer) and value (scalar)", where);
-    if (!shape && !value)
-        return bad(l, "%s: needs shape (a buffer) or value (a scalar)", where);
+    if (!shape && !value) return bad(l, "%s: needs shape (a buffer) or value (a scalar)", where);
     if (shape) {
         if ((st = only_keys(l, v, where, kbuf))) return st;
         a->is_buffer = 1;
-        if (!json_is_array(shape) || json_array_size(shape) == 0 ||
-            json_array_size(shape) > KF_MAX_DIMS)
+        if (!json_is_array(shape) || json_array_size(shape) == 0 || json_array_size(shape) > KF_MAX_DIMS)
             return bad(l, "%s.shape: expected an array of 1 to %d dimensions", where, KF_MAX_DIMS);
         a->ndim = (int)json_array_size(shape);
         if (!(a->shape = calloc((size_t)a->ndim, sizeof *a->shape)))
@@ -281,8 +275,7 @@ static kf_status parse_arg(lctx *l, kf_task *t, json_t *v, int i, kf_arg *a) {
         for (int d = 0; d < a->ndim; d++) {
             char w[96];
             snprintf(w, sizeof w, "%s.shape[%d]", where, d);
-            if ((st = parse_expr(l, t, json_array_get(shape, (size_t)d), w, &a->shape[d])))
-                return st;
+            if ((st = parse_expr(l, t, json_array_get(shape, (size_t)d), w, &a->shape[d]))) return st;
         }
         const char *io = json_string_value(json_object_get(v, "io"));
         if (!io) return bad(l, "%s.io: missing (in, out or inout)", where);
@@ -325,11 +318,9 @@ static kf_status parse_arg(lctx *l, kf_task *t, json_t *v, int i, kf_arg *a) {
     return KF_OK;
 }
 
-static kf_status parse_shape_obj(lctx *l, kf_task *t, json_t *v, const char *where,
-                                 kf_shape *s) {
+static kf_status parse_shape_obj(lctx *l, kf_task *t, json_t *v, const char *where, kf_shape *s) {
     if (!json_is_object(v)) return bad(l, "%s: expected an object of size -> integer", where);
-    if (!(s->v = calloc((size_t)t->nsizes, sizeof *s->v)))
-        return kf__err(l->ctx, KF_ENOMEM, "out of memory");
+    if (!(s->v = calloc((size_t)t->nsizes, sizeof *s->v))) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
     const char *key;
     json_t *val;
     json_object_foreach(v, key, val) {
@@ -340,8 +331,8 @@ static kf_status parse_shape_obj(lctx *l, kf_task *t, json_t *v, const char *whe
         if (!is_int(val)) return bad(l, "%s.%s: expected an integer", where, key);
         s->v[k] = int_of(val);
         if (s->v[k] < t->size_min[k] || s->v[k] > t->size_max[k])
-            return bad(l, "%s.%s = %lld is outside its range [%lld, %lld]", where, key,
-                       (long long)s->v[k], (long long)t->size_min[k], (long long)t->size_max[k]);
+            return bad(l, "%s.%s = %lld is outside its range [%lld, %lld]", where, key, (long long)s->v[k],
+                       (long long)t->size_min[k], (long long)t->size_max[k]);
     }
     for (int i = 0; i < t->nsizes; i++)
         if (!json_object_get(v, t->size_names[i]))
@@ -353,9 +344,9 @@ static kf_status parse_shape_obj(lctx *l, kf_task *t, json_t *v, const char *whe
 static int known_backend(const char *name) { return kf_backend_get(name) || kf_backend_reserved(name); }
 
 static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
-    static const char *const top[] = {"name", "backend", "entry", "sizes", "constraints",
-                                      "args", "tolerance", "shapes", "hidden", "cost",
-                                      "determinism", "description", "launch_mode", "ops", 0};
+    static const char *const top[] = {"name",        "backend",     "entry",       "sizes",  "constraints",
+                                      "args",        "tolerance",   "shapes",      "hidden", "cost",
+                                      "determinism", "description", "launch_mode", "ops",    0};
     kf_status st;
     if (!json_is_object(root)) return bad(l, "top level: expected an object");
     if ((st = only_keys(l, root, "top level", top))) return st;
@@ -382,8 +373,7 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
     t->size_names = calloc((size_t)t->nsizes, sizeof *t->size_names);
     t->size_min = calloc((size_t)t->nsizes, sizeof *t->size_min);
     t->size_max = calloc((size_t)t->nsizes, sizeof *t->size_max);
-    if (!t->size_names || !t->size_min || !t->size_max)
-        return kf__err(l->ctx, KF_ENOMEM, "out of memory");
+    if (!t->size_names || !t->size_min || !t->size_max) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
     {
         const char *key;
         json_t *r;
@@ -400,8 +390,8 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
             t->size_max[i] = int_of(json_array_get(r, 1));
             if (!t->size_names[i]) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
             if (t->size_min[i] < 0 || t->size_min[i] > t->size_max[i])
-                return bad(l, "sizes.%s: impossible range [%lld, %lld] (need 0 <= min <= max)",
-                           key, (long long)t->size_min[i], (long long)t->size_max[i]);
+                return bad(l, "sizes.%s: impossible range [%lld, %lld] (need 0 <= min <= max)", key,
+                           (long long)t->size_min[i], (long long)t->size_max[i]);
             i++;
         }
     }
@@ -423,10 +413,8 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
     }
 
     json_t *args = json_object_get(root, "args");
-    if (!json_is_array(args) || json_array_size(args) == 0)
-        return bad(l, "args: missing or empty");
-    if (json_array_size(args) > KF_MAX_ARGS)
-        return bad(l, "args: at most %d arguments", KF_MAX_ARGS);
+    if (!json_is_array(args) || json_array_size(args) == 0) return bad(l, "args: missing or empty");
+    if (json_array_size(args) > KF_MAX_ARGS) return bad(l, "args: at most %d arguments", KF_MAX_ARGS);
     if (!(t->args = calloc(json_array_size(args), sizeof *t->args)))
         return kf__err(l->ctx, KF_ENOMEM, "out of memory");
     t->nargs = (int)json_array_size(args);
@@ -456,8 +444,7 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
         char w[48], err[256];
         snprintf(w, sizeof w, "shapes[%d]", i);
         t->shapes[i].kind = KF_SHAPE_VISIBLE;
-        if ((st = parse_shape_obj(l, t, json_array_get(shapes, (size_t)i), w, &t->shapes[i])))
-            return st;
+        if ((st = parse_shape_obj(l, t, json_array_get(shapes, (size_t)i), w, &t->shapes[i]))) return st;
         int ok = kf_task_shape_ok(t, &t->shapes[i], NULL, NULL, err, sizeof err);
         if (ok < 0) return bad(l, "%s: %s", w, err);
         if (!ok) {
@@ -513,8 +500,8 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
             char err[256];
             if (!ce[k]) continue;
             if (kf_expr_eval(ce[k], &v, &x, err, sizeof err))
-                return bad(l, "cost.%s \"%s\" at shapes[%d]: %s", k ? "bytes" : "flops",
-                           kf_expr_src(ce[k]), i, err);
+                return bad(l, "cost.%s \"%s\" at shapes[%d]: %s", k ? "bytes" : "flops", kf_expr_src(ce[k]),
+                           i, err);
             if (x < 0)
                 return bad(l, "cost.%s \"%s\" is negative at shapes[%d]", k ? "bytes" : "flops",
                            kf_expr_src(ce[k]), i);
@@ -551,8 +538,7 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
         }
         t->launch_host = !strcmp(m, "host");
     }
-    if (json_object_get(root, "description") &&
-        !json_is_string(json_object_get(root, "description")))
+    if (json_object_get(root, "description") && !json_is_string(json_object_get(root, "description")))
         return bad(l, "description: expected a string");
     /* op tags of the families the task belongs to ("op/rowwise"): lessons distilled
      * from it are scoped to them too, and a run retrieves lessons under them */
@@ -566,12 +552,16 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
         json_t *v;
         json_array_foreach(ops, i, v) {
             const char *tag = json_string_value(v);
-            int ok = tag && !strncmp(tag, "op/", 3) && tag[3] && strlen(tag) < 128 && tag[strlen(tag) - 1] != '/';
+            int ok =
+                tag && !strncmp(tag, "op/", 3) && tag[3] && strlen(tag) < 128 && tag[strlen(tag) - 1] != '/';
             for (const char *c = tag; ok && *c; c++)
-                ok = strchr("abcdefghijklmnopqrstuvwxyz0123456789_.=+-/", *c) && !(c[0] == '/' && c[1] == '/');
+                ok =
+                    strchr("abcdefghijklmnopqrstuvwxyz0123456789_.=+-/", *c) && !(c[0] == '/' && c[1] == '/');
             if (!ok)
-                return bad(l, "ops[%zu]: expected an op tag: \"op/\" then segments of a-z 0-9 _ . = + - "
-                              "separated by '/' (\"op/rowwise\")", i);
+                return bad(l,
+                           "ops[%zu]: expected an op tag: \"op/\" then segments of a-z 0-9 _ . = + - "
+                           "separated by '/' (\"op/rowwise\")",
+                           i);
             if (!(t->ops[t->nops++] = kf__strdup(tag))) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
         }
     }
@@ -582,8 +572,7 @@ kf_status kf_task_load(kf_ctx *ctx, const char *dir, kf_task **out) {
     if (!dir || !out) return kf__err(ctx, KF_EUSAGE, "kf_task_load: NULL argument");
     *out = NULL;
     struct stat sb;
-    if (stat(dir, &sb) < 0)
-        return kf__err(ctx, KF_EIO, "%s: %s", dir, strerror(errno));
+    if (stat(dir, &sb) < 0) return kf__err(ctx, KF_EIO, "%s: %s", dir, strerror(errno));
     if (!S_ISDIR(sb.st_mode))
         return kf__err(ctx, KF_EIO, "%s: not a directory (a task is a directory holding task.json)", dir);
     kf_task *t = calloc(1, sizeof *t);
@@ -606,8 +595,7 @@ kf_status kf_task_load(kf_ctx *ctx, const char *dir, kf_task **out) {
     if (!root) {
         if (json_error_code(&je) == json_error_out_of_memory || kf__json_failures() != jf)
             st = kf__err(ctx, KF_ENOMEM, "%s: out of memory", path);
-        else
-            st = kf__err(ctx, KF_ETASK, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+        else st = kf__err(ctx, KF_ETASK, "%s:%d:%d: %s", path, je.line, je.column, je.text);
         goto fail;
     }
     if ((st = parse_task(&l, t, root, 1ull << 30))) goto fail;
@@ -615,8 +603,10 @@ kf_status kf_task_load(kf_ctx *ctx, const char *dir, kf_task **out) {
     if (!be) {
         char names[256];
         kf_backend_names(0, " and ", names, sizeof names);
-        st = kf__err(ctx, KF_EBACKEND, "%s: backend \"%s\" is not available in this version of "
-                     "kforge (it runs %s tasks)", path, t->backend, names);
+        st = kf__err(ctx, KF_EBACKEND,
+                     "%s: backend \"%s\" is not available in this version of "
+                     "kforge (it runs %s tasks)",
+                     path, t->backend, names);
         goto fail;
     }
     t->ref_path = kf__asprintf("%s/%s", dir, kf_backend_reference(be));

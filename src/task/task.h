@@ -30,7 +30,7 @@ typedef struct {
     kf_expr **shape;
     kf_io io;
     kf_init init;
-    int has_tol;         /* the buffer's own tolerance (outputs), over the task's */
+    int has_tol; /* the buffer's own tolerance (outputs), over the task's */
     double rtol, atol, mtol;
     /* scalar */
     kf_expr *value_expr; /* NULL: value_num */
@@ -89,16 +89,16 @@ int kf_task_has_mtol(const kf_task *t);
 
 /* Evaluate every buffer's element count and every scalar's value at shape s.
  * counts[i] for buffers, ivals/fvals[i] for scalars. 0, or -1 with err. */
-int kf_task_eval_shape(const kf_task *t, const kf_shape *s, int64_t *counts, int64_t *ivals,
-                       double *fvals, char *err, size_t errlen);
+int kf_task_eval_shape(const kf_task *t, const kf_shape *s, int64_t *counts, int64_t *ivals, double *fvals,
+                       char *err, size_t errlen);
 /* Total bytes of all buffers at s (saturating), or UINT64_MAX on evaluation error. */
 uint64_t kf_task_shape_bytes(const kf_task *t, const kf_shape *s);
 /* Does s satisfy the task's constraints and the extra predicate `when` (may be NULL,
  * evaluated over sizes plus the given params)? 1 yes, 0 no, -1 a constraint failed to
  * evaluate (the task's fault), -2 `when` failed to evaluate (overflow, division by
  * zero: the candidate's fault); err names the expression and, for -2, the shape. */
-int kf_task_shape_ok(const kf_task *t, const kf_shape *s, const kf_expr *when,
-                     const kf_vars *params, char *err, size_t errlen);
+int kf_task_shape_ok(const kf_task *t, const kf_shape *s, const kf_expr *when, const kf_vars *params,
+                     char *err, size_t errlen);
 /* vars view of a shape (names borrowed from the task) */
 kf_vars kf_task_vars(const kf_task *t, const kf_shape *s);
 /* Format "rows=4, cols=7" into buf. */
@@ -111,9 +111,8 @@ void kf_shape_format(const kf_task *t, const kf_shape *s, char *buf, size_t n);
  * constraints cannot be met or fail to evaluate; -2 (err names the expression and the
  * shape) when `when` fails to evaluate at a shape inside the constraints; -3 when memory
  * ran out. */
-int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr *when,
-                        const kf_vars *params, uint64_t buffer_cap, kf_shape **out,
-                        int *nout, char *err, size_t errlen);
+int kf_task_draw_hidden(const kf_task *t, kf_rng *rng, int count, const kf_expr *when, const kf_vars *params,
+                        uint64_t buffer_cap, kf_shape **out, int *nout, char *err, size_t errlen);
 void kf_shapes_free(kf_shape *s, int n);
 
 #endif

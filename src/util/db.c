@@ -87,8 +87,7 @@ kf_status kf_db_version(kf_ctx *ctx, sqlite3 *db, const char *path, const kf_db_
     if (!v || !*v || *end || n < 1 || n > 1000000)
         st = kf__err(ctx, KF_EIO, "%s: meta.schema_version is %s%s%s", path, v ? "\"" : "missing", v ? v : "",
                      v ? "\"" : "");
-    else
-        *ver = (int)n;
+    else *ver = (int)n;
     sqlite3_finalize(q);
     return st;
 }

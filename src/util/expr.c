@@ -292,9 +292,15 @@ static int ev(const node *n, evalst *st, int64_t *out) {
     if (n->op == B_OR && a) return *out = 1, 0;
     if (ev(n->b, st, &b)) return -1;
     switch (n->op) {
-    case B_ADD: if (__builtin_add_overflow(a, b, out)) goto overflow; return 0;
-    case B_SUB: if (__builtin_sub_overflow(a, b, out)) goto overflow; return 0;
-    case B_MUL: if (__builtin_mul_overflow(a, b, out)) goto overflow; return 0;
+    case B_ADD:
+        if (__builtin_add_overflow(a, b, out)) goto overflow;
+        return 0;
+    case B_SUB:
+        if (__builtin_sub_overflow(a, b, out)) goto overflow;
+        return 0;
+    case B_MUL:
+        if (__builtin_mul_overflow(a, b, out)) goto overflow;
+        return 0;
     case B_DIV:
     case B_MOD:
         if (b == 0) {
@@ -319,14 +325,12 @@ overflow:
     return -1;
 }
 
-int kf_expr_eval(const kf_expr *e, const kf_vars *vars, int64_t *out, char *err,
-                 size_t errlen) {
+int kf_expr_eval(const kf_expr *e, const kf_vars *vars, int64_t *out, char *err, size_t errlen) {
     evalst st = {vars, err, errlen};
     return ev(e->root, &st, out);
 }
 
-static int names_ok(const node *n, const char *const *known, int k, char *err,
-                    size_t errlen) {
+static int names_ok(const node *n, const char *const *known, int k, char *err, size_t errlen) {
     if (!n) return 0;
     if (n->kind == E_VAR) {
         for (int i = 0; i < k; i++)
@@ -340,7 +344,6 @@ static int names_ok(const node *n, const char *const *known, int k, char *err,
                : 0;
 }
 
-int kf_expr_check_names(const kf_expr *e, const char *const *known, int n, char *err,
-                        size_t errlen) {
+int kf_expr_check_names(const kf_expr *e, const char *const *known, int n, char *err, size_t errlen) {
     return names_ok(e->root, known, n, err, errlen);
 }

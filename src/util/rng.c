@@ -132,8 +132,7 @@ static double zig_slow(kf_rng *r, int32_t hz, int iz) {
             } while (y + y < xx * xx);
             return hz > 0 ? 3.442620 + xx : -3.442620 - xx;
         }
-        if (zig_f[iz] + kf_rng_uniform(r) * (zig_f[iz - 1] - zig_f[iz]) < exp(-0.5 * x * x))
-            return x;
+        if (zig_f[iz] + kf_rng_uniform(r) * (zig_f[iz - 1] - zig_f[iz]) < exp(-0.5 * x * x)) return x;
         hz = (int32_t)(uint32_t)kf_rng_next(r);
         iz = hz & 127;
         if (fabs((double)hz) < zig_k[iz]) return (double)hz * zig_w[iz];

@@ -43,7 +43,7 @@ unsigned long kf__json_failures(void) { return atomic_load(&json_failures); }
 
 char *kf__json_dumps(const json_t *j, size_t flags) {
     unsigned long before = atomic_load(&json_failures);
-    char *out = j ? json_dumps(j, flags) : NULL; /* the one call (check-banned.sh) */
+    char *out = j ? json_dumps(j, flags) : NULL;        /* the one call (check-banned.sh) */
     if (out && atomic_load(&json_failures) != before) { /* a key or value went missing */
         free(out);
         out = NULL;
@@ -273,7 +273,9 @@ int kf__nthreads(void) {
     if (e && *e) v = (int)strtol(e, NULL, 10);
     if (v <= 0) {
         cpu_set_t set;
-        v = have_all_cpus ? CPU_COUNT(&all_cpus) : sched_getaffinity(0, sizeof set, &set) ? 1 : CPU_COUNT(&set);
+        v = have_all_cpus                            ? CPU_COUNT(&all_cpus)
+            : sched_getaffinity(0, sizeof set, &set) ? 1
+                                                     : CPU_COUNT(&set);
     }
     n = v < 1 ? 1 : v > 16 ? 16 : v;
     nthreads = n;
@@ -319,8 +321,8 @@ void kf__sweep_dead_dirs(const char *prefix) {
     while ((e = readdir(d))) {
         if (strncmp(e->d_name, prefix, pl)) continue;
         int pid = 0, used = 0;
-        if (sscanf(e->d_name + pl, "%d-%*6[A-Za-z0-9]%n", &pid, &used) < 1 || used != (int)strlen(e->d_name + pl) ||
-            pid <= 0 || pid == (int)getpid())
+        if (sscanf(e->d_name + pl, "%d-%*6[A-Za-z0-9]%n", &pid, &used) < 1 ||
+            used != (int)strlen(e->d_name + pl) || pid <= 0 || pid == (int)getpid())
             continue;
         if (kill(pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
         struct stat sb;

@@ -24,8 +24,7 @@ struct kf_ctx {
 
 /* Set ctx's error text (printf-style) and return st, so callers write
  * `return kf__err(ctx, KF_ETASK, "...")`. ctx may be NULL. */
-kf_status kf__err(kf_ctx *ctx, kf_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+kf_status kf__err(kf_ctx *ctx, kf_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* jansson's allocations go through kforge's allocator, which counts the ones that
  * failed: a document built with json_object_set_new and friends (which fail silently)
@@ -88,11 +87,9 @@ typedef struct {
  * memory" (errno ENOMEM). Caller frees with kf_expr_free. */
 kf_expr *kf_expr_parse(const char *src, char *err, size_t errlen);
 /* 0 on success; -1 with err set (unknown name, division by zero, overflow). */
-int kf_expr_eval(const kf_expr *e, const kf_vars *vars, int64_t *out, char *err,
-                 size_t errlen);
+int kf_expr_eval(const kf_expr *e, const kf_vars *vars, int64_t *out, char *err, size_t errlen);
 /* Every name the expression uses is in `known` (n names)? 0 yes; -1 with err. */
-int kf_expr_check_names(const kf_expr *e, const char *const *known, int n, char *err,
-                        size_t errlen);
+int kf_expr_check_names(const kf_expr *e, const char *const *known, int n, char *err, size_t errlen);
 const char *kf_expr_src(const kf_expr *e);
 void kf_expr_free(kf_expr *e);
 
@@ -101,11 +98,11 @@ void kf_expr_free(kf_expr *e);
  * nothing about the next value (a red-team pass recovered a xoshiro state from 128
  * guard words and predicted every later input). */
 typedef struct {
-    void *evp;                /* EVP_CIPHER_CTX; NULL for a forked stream */
-    unsigned char buf[4096];  /* keystream not yet used */
+    void *evp;               /* EVP_CIPHER_CTX; NULL for a forked stream */
+    unsigned char buf[4096]; /* keystream not yet used */
     size_t pos;
-    uint64_t s[4];            /* xoshiro256** state of a forked stream */
-    double spare;             /* the polar method's second normal */
+    uint64_t s[4]; /* xoshiro256** state of a forked stream */
+    double spare;  /* the polar method's second normal */
     int has_spare;
 } kf_rng;
 /* Key the stream from a 64-bit seed (reproducible runs) or from 256 secret bits.
@@ -118,8 +115,8 @@ void kf_rng_free(kf_rng *r);
  * buffer means none of them says anything about any other buffer or call. */
 void kf_rng_fork(kf_rng *parent, kf_rng *child);
 uint64_t kf_rng_next(kf_rng *r);
-double kf_rng_uniform(kf_rng *r);          /* [0, 1) */
-double kf_rng_normal(kf_rng *r);           /* N(0, 1) */
+double kf_rng_uniform(kf_rng *r);                        /* [0, 1) */
+double kf_rng_normal(kf_rng *r);                         /* N(0, 1) */
 int64_t kf_rng_range(kf_rng *r, int64_t lo, int64_t hi); /* inclusive */
 /* Fill n floats with mean + std * N(0,1), or lo + (hi - lo) * U[0,1): the bulk paths
  * for large buffers (no per-element call). */

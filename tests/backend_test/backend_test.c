@@ -14,23 +14,24 @@
 
 #include "backend_test.h"
 
-static kf_status test_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path, const char *text,
-                              size_t len, const kf_param *params, int nparams, const char *workdir, double timeout_s,
-                              kf_build *out) {
+static kf_status test_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path,
+                              const char *text, size_t len, const kf_param *params, int nparams,
+                              const char *workdir, double timeout_s, kf_build *out) {
     (void)b;
-    return kf_backend_compile(kf_backend_get("c"), ctx, t, path, text, len, params, nparams, workdir, timeout_s,
-                              out);
+    return kf_backend_compile(kf_backend_get("c"), ctx, t, path, text, len, params, nparams, workdir,
+                              timeout_s, out);
 }
 
 kf_backend *kft_backend_test(void) {
     static kf_backend b = {{
-        .api_version = KF_BACKEND_API_VERSION,
-        .name = "test",
-        .ext = "tc",
-        .reference = "reference.tc",
-        .lang = "c",
-        .caps = KF_BACKEND_CPU,
-        .compile = test_compile,
-    }, NULL};
+                               .api_version = KF_BACKEND_API_VERSION,
+                               .name = "test",
+                               .ext = "tc",
+                               .reference = "reference.tc",
+                               .lang = "c",
+                               .caps = KF_BACKEND_CPU,
+                               .compile = test_compile,
+                           },
+                           NULL};
     return &b;
 }

@@ -6,6 +6,7 @@
 
 #include "backend/registry.h"
 
-kf_backend *kft_backend_test(void); /* "test": C under another name (.tc); tests/test_backend.c registers it */
+kf_backend *
+kft_backend_test(void); /* "test": C under another name (.tc); tests/test_backend.c registers it */
 
 #endif

@@ -36,8 +36,8 @@
 
 #define LOG_CAP (32u << 10)
 
-static const char *cflags[] = {"-O2", "-march=native", "-std=gnu11", "-fPIC", "-shared",
-                               "-fno-fast-math", "-pipe"};
+static const char *cflags[] = {"-O2",     "-march=native",  "-std=gnu11", "-fPIC",
+                               "-shared", "-fno-fast-math", "-pipe"};
 
 static const char *builtin_type(kf_dtype t) {
     switch (t) {
@@ -84,9 +84,8 @@ static char *gen_header(const kf_task *t) {
     kf_buf_printf(&b, "void %s(", t->entry);
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
-        kf_buf_printf(&b, "%s%s%s%s %s", i ? ", " : "",
-                      a->is_buffer && a->io == KF_IO_IN ? "const " : "", builtin_type(a->type),
-                      a->is_buffer ? " *" : "", a->name);
+        kf_buf_printf(&b, "%s%s%s%s %s", i ? ", " : "", a->is_buffer && a->io == KF_IO_IN ? "const " : "",
+                      builtin_type(a->type), a->is_buffer ? " *" : "", a->name);
     }
     kf_buf_printf(&b, ");\n");
     if (b.oom) kf_buf_free(&b); /* a prototype cut short would not compile */
@@ -112,9 +111,9 @@ static void source_name(const char *path, char *out, size_t n) {
     snprintf(out, n, "%s%s", base, dotc ? "" : ".c");
 }
 
-static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path,
-                           const char *text, size_t len, const kf_param *params, int nparams,
-                           const char *workdir, double timeout_s, kf_build *out) {
+static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *path, const char *text,
+                           size_t len, const kf_param *params, int nparams, const char *workdir,
+                           double timeout_s, kf_build *out) {
     (void)b;
     char cc[PATH_MAX], key[65];
     char *hdr = gen_header(t);
@@ -152,7 +151,8 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
     if (have_ps && memmem(text, len, "__TIMESTAMP__", 13))
         snprintf(mt, sizeof mt, "%lld", (long long)ps.st_mtim.tv_sec);
     const void *parts[] = {text, "\0", hdr, "\0", fb.p, "\0", ccid, "\0", cpu, "\0", src, "\0", mt};
-    size_t lens[] = {len, 1, strlen(hdr), 1, fb.len, 1, strlen(ccid), 1, strlen(cpu), 1, strlen(src), 1, strlen(mt)};
+    size_t lens[] = {len, 1,           strlen(hdr), 1,           fb.len, 1,         strlen(ccid),
+                     1,   strlen(cpu), 1,           strlen(src), 1,      strlen(mt)};
     int hashed = kf__sha256_hex(parts, lens, 13, key);
     kf_buf_free(&fb);
     if (hashed) {
@@ -185,7 +185,8 @@ static kf_status c_compile(kf_backend *b, kf_ctx *ctx, const kf_task *t, const c
             goto done;
         }
     sargv[sc++] = argv[ac++] = cc;
-    for (size_t i = 0; i < sizeof cflags / sizeof cflags[0]; i++) sargv[sc++] = argv[ac++] = (char *)cflags[i];
+    for (size_t i = 0; i < sizeof cflags / sizeof cflags[0]; i++)
+        sargv[sc++] = argv[ac++] = (char *)cflags[i];
     for (int i = 0; i < nparams && i < KF_MAX_PARAMS; i++) sargv[sc++] = argv[ac++] = defs[i];
     sargv[sc++] = "-fsyntax-only";
     sargv[sc++] = "-include";
@@ -280,16 +281,17 @@ done:
 
 kf_backend *kf_backend_c(void) {
     static kf_backend b = {{
-        .api_version = KF_BACKEND_API_VERSION,
-        .name = "c",
-        .ext = "c",
-        .reference = "reference.c",
-        .lang = "c",
-        .caps = KF_BACKEND_CPU,
-        .compile = c_compile,
-        .ceilings = kf__c_ceilings,
-        .roofline = kf__c_roofline,
-        .dispatcher = kf__c_dispatcher,
-    }, NULL};
+                               .api_version = KF_BACKEND_API_VERSION,
+                               .name = "c",
+                               .ext = "c",
+                               .reference = "reference.c",
+                               .lang = "c",
+                               .caps = KF_BACKEND_CPU,
+                               .compile = c_compile,
+                               .ceilings = kf__c_ceilings,
+                               .roofline = kf__c_roofline,
+                               .dispatcher = kf__c_dispatcher,
+                           },
+                           NULL};
     return &b;
 }

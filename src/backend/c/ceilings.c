@@ -2,14 +2,13 @@
  * ceilings.c - this machine's measured ceilings for roofline ratios: single-core copy
  * bandwidth (bytes read + written per second, buffers far larger than the LLC) and
  * single-core peak FLOP rate (independent fused multiply-add chains, with the widest
- * vectors the CPU has: AVX-512, else AVX2+FMA, else scalar). A ceiling is a maximum, so a measurement taken while the
- * machine is busy can only under-estimate it: every bench measures afresh and keeps the
- * best figure ever seen for this CPU in kforge's cache (ceilings-<cpu>.json). The FMA
- * loops carry `#pragma GCC unroll`: without it, at -O2 GCC kept a rolled inner loop whose
- * accumulators lived on the stack, one FMA per store-to-load round trip, which measured
- * a third of an AVX-512 core's rate (88 against 272 GFLOP/s on the 2-core VM), below
- * what an honest sgemm reaches (110-124), so the Critic refused it as impossible.
- * Built with -O2 and without sanitizers whatever the build type (CMakeLists.txt).
+ * vectors the CPU has: AVX-512, else AVX2+FMA, else scalar). A ceiling is a maximum, so a measurement taken
+ * while the machine is busy can only under-estimate it: every bench measures afresh and keeps the best figure
+ * ever seen for this CPU in kforge's cache (ceilings-<cpu>.json). The FMA loops carry `#pragma GCC unroll`:
+ * without it, at -O2 GCC kept a rolled inner loop whose accumulators lived on the stack, one FMA per
+ * store-to-load round trip, which measured a third of an AVX-512 core's rate (88 against 272 GFLOP/s on the
+ * 2-core VM), below what an honest sgemm reaches (110-124), so the Critic refused it as impossible. Built
+ * with -O2 and without sanitizers whatever the build type (CMakeLists.txt).
  *
  * The roofline: with a cost model, a time beyond twice the machine's all-core ceiling (a
  * margin for ceilings measured on a busy machine) is refused as impossible.
@@ -53,8 +52,8 @@ typedef float v8f __attribute__((vector_size(32)));
 
 #if defined(__x86_64__)
 __attribute__((target("avx2,fma"), noinline)) static double fma_avx2(long iters) {
-    v8f acc[10], m = {1.0000001f, 1.0000001f, 1.0000001f, 1.0000001f,
-                      1.0000001f, 1.0000001f, 1.0000001f, 1.0000001f};
+    v8f acc[10],
+        m = {1.0000001f, 1.0000001f, 1.0000001f, 1.0000001f, 1.0000001f, 1.0000001f, 1.0000001f, 1.0000001f};
     v8f c = {1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f};
     for (int k = 0; k < 10; k++) acc[k] = c * (float)k;
     for (long i = 0; i < iters; i++)
@@ -146,8 +145,8 @@ static void measure(kf_c_ceilings *c) {
         if (ob > cached.bytes_per_s) cached.bytes_per_s = ob;
         if (of > cached.flops_per_s) cached.flops_per_s = of;
         if (better && !kf__mkdirs(dir)) {
-            json_t *o = json_pack("{s:f, s:f}", "bytes_per_s", cached.bytes_per_s,
-                                  "flops_per_s", cached.flops_per_s);
+            json_t *o =
+                json_pack("{s:f, s:f}", "bytes_per_s", cached.bytes_per_s, "flops_per_s", cached.flops_per_s);
             char tmp[4300];
             snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
             if (o && !json_dump_file(o, tmp, 0)) rename(tmp, path);
@@ -175,15 +174,18 @@ int kf__c_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t
     const kf_c_ceilings *c = ceil;
     if (!c) return 0;
     double fl = in->flops, by = in->bytes, cmed = in->cand_ns;
-    double tmin = fmax(c->flops_per_s > 0 ? fl / c->flops_per_s : 0,
-                       c->bytes_per_s > 0 ? by / c->bytes_per_s : 0) * 1e9;
+    double tmin =
+        fmax(c->flops_per_s > 0 ? fl / c->flops_per_s : 0, c->bytes_per_s > 0 ? by / c->bytes_per_s : 0) *
+        1e9;
     if (!(tmin > 0)) return 0;
     double frac = tmin / cmed;
     json_object_set_new(jo, "roofline_fraction", json_real(frac));
     json_object_set_new(jo, "gflops", json_real(fl / cmed));
     json_object_set_new(jo, "gbytes_per_s", json_real(by / cmed));
     if (!(frac > 2.0 * c->cores)) return 0;
-    snprintf(why, n, "impossible: %.1fx the machine's measured roofline on all %d cores (%.0f ns measured, at "
-             "least %.0f ns possible)", frac, c->cores, cmed, tmin / c->cores);
+    snprintf(why, n,
+             "impossible: %.1fx the machine's measured roofline on all %d cores (%.0f ns measured, at "
+             "least %.0f ns possible)",
+             frac, c->cores, cmed, tmin / c->cores);
     return 1;
 }

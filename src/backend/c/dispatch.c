@@ -86,10 +86,12 @@ kf_status kf__c_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, const 
         kf_buf_init(&dom, 1u << 16);
         if (!kf_dispatch_domain(t, &w[i], &dom)) {
             char *wh = kf_candidate_when_text(w[i].text);
-            kf_buf_printf(&sw, "    if %s { /* node %lld's domain: %s */\n        kf_n%lld_%s(%s);\n        return;\n    }\n",
+            kf_buf_printf(&sw,
+                          "    if %s { /* node %lld's domain: %s */\n        kf_n%lld_%s(%s);\n        "
+                          "return;\n    }\n",
                           dom.p, (long long)w[i].id, wh ? wh : "", (long long)w[i].id, t->entry, call.p);
-            json_array_append_new(routes, json_pack("{s:s?, s:I, s:s}", "domain", wh, "node", (json_int_t)w[i].id,
-                                                    "predicate", dom.p));
+            json_array_append_new(routes, json_pack("{s:s?, s:I, s:s}", "domain", wh, "node",
+                                                    (json_int_t)w[i].id, "predicate", dom.p));
             free(wh);
         }
         kf_buf_free(&dom);

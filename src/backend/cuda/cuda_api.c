@@ -52,7 +52,8 @@ static void cu_load_once(void) {
     }
     char *e = cu_err;
     size_t n = sizeof cu_err;
-#define S(f, name, alt) if (sym(a->lib, &a->f, name, alt, e, n)) goto fail
+#define S(f, name, alt) \
+    if (sym(a->lib, &a->f, name, alt, e, n)) goto fail
     S(Init, "cuInit", NULL);
     S(DriverGetVersion, "cuDriverGetVersion", NULL);
     S(DeviceGetCount, "cuDeviceGetCount", NULL);
@@ -201,7 +202,8 @@ static void rtc_load_once(void) {
     }
     char *e = rtc_err;
     size_t n = sizeof rtc_err;
-#define S(f, name) if (sym(a->lib, &a->f, name, NULL, e, n)) goto fail
+#define S(f, name) \
+    if (sym(a->lib, &a->f, name, NULL, e, n)) goto fail
     S(Version, "nvrtcVersion");
     S(CreateProgram, "nvrtcCreateProgram");
     S(CompileProgram, "nvrtcCompileProgram");

@@ -24,7 +24,7 @@ typedef struct _nvrtcProgram *nvrtcProgram;
 
 enum {
     KF_CU_ATTR_MAX_THREADS_PER_BLOCK = 1,
-    KF_CU_ATTR_CLOCK_RATE = 13,     /* kHz, the maximum SM clock */
+    KF_CU_ATTR_CLOCK_RATE = 13, /* kHz, the maximum SM clock */
     KF_CU_ATTR_SM_COUNT = 16,
     KF_CU_ATTR_MEM_CLOCK_RATE = 36, /* kHz */
     KF_CU_ATTR_MEM_BUS_WIDTH = 37,  /* bits */
@@ -89,8 +89,8 @@ typedef struct {
     CUresult (*EventSynchronize)(CUevent);
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*EventDestroy)(CUevent);
-    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void **, void **);
     CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
     CUresult (*GetErrorName)(CUresult, const char **);
     /* CUDA graphs (graph baselines); NULL when the driver lacks them */
@@ -122,8 +122,8 @@ typedef struct {
     int (*GetCUBIN)(nvrtcProgram, char *);
     int (*DestroyProgram)(nvrtcProgram *);
     const char *(*GetErrorString)(int);
-    char path[512];     /* the library that was loaded */
-    char include[512];  /* the toolkit's include directory, or "" */
+    char path[512];    /* the library that was loaded */
+    char include[512]; /* the toolkit's include directory, or "" */
 } kf_nvrtc_api;
 
 /* Load the driver API (KFORGE_LIBCUDA or libcuda.so.1). NULL with a reason in err.

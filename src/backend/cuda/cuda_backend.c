@@ -125,8 +125,8 @@ static void pick_arch_locked(char *out, size_t n) {
         snprintf(path, sizeof path, "%s/cuda/arch-%.32s", dir, key);
         char *txt = NULL;
         size_t len = 0;
-        if (!kf__read_file(path, 64, &txt, &len) && len > 3 && len < sizeof memo &&
-            !strncmp(txt, "sm_", 3) && isdigit((unsigned char)txt[3])) {
+        if (!kf__read_file(path, 64, &txt, &len) && len > 3 && len < sizeof memo && !strncmp(txt, "sm_", 3) &&
+            isdigit((unsigned char)txt[3])) {
             snprintf(memo, sizeof memo, "%.*s", (int)strcspn(txt, "\n"), txt);
             free(txt);
             snprintf(out, n, "%s", memo);
@@ -166,8 +166,8 @@ static int is_ident(const char *s, size_t n) {
 }
 
 /* Parse "(e1,e2,e3)" (1 to 3 comma-separated expressions at depth 0) starting at *p. */
-static int parse_tuple(const char **pp, kf_expr **dim, const char *const *names, int nnames,
-                       char *err, size_t n) {
+static int parse_tuple(const char **pp, kf_expr **dim, const char *const *names, int nnames, char *err,
+                       size_t n) {
     const char *p = *pp;
     if (*p != '(') {
         snprintf(err, n, "expected '(' after '='");
@@ -206,8 +206,8 @@ static int parse_tuple(const char **pp, kf_expr **dim, const char *const *names,
 }
 
 /* Every "kforge:launch" line of text into out. 0, or -1 with "N: ..." (its line) in err. */
-static int parse_launches(const kf_task *t, const char *text, size_t len, const kf_param *params,
-                          int nparams, kf_build *out, char *err, size_t n) {
+static int parse_launches(const kf_task *t, const char *text, size_t len, const kf_param *params, int nparams,
+                          kf_build *out, char *err, size_t n) {
     const char *names[64];
     int nn = 0;
     for (int i = 0; i < t->nsizes && nn < 64; i++) names[nn++] = t->size_names[i];
@@ -297,8 +297,9 @@ static int parse_launches(const kf_task *t, const char *text, size_t len, const 
         p = eol + 1;
     }
     if (!out->nlaunch) {
-        snprintf(err, n, "no kforge:launch line: a CUDA kernel-mode file names its launches, e.g. "
-                         "// kforge:launch kernel=NAME grid=((n+255)/256) block=(256)");
+        snprintf(err, n,
+                 "no kforge:launch line: a CUDA kernel-mode file names its launches, e.g. "
+                 "// kforge:launch kernel=NAME grid=((n+255)/256) block=(256)");
         return -1;
     }
     for (int i = 0; i < nparams && out->nparams < KF_MAX_PARAMS; i++)
@@ -457,10 +458,9 @@ static int check_includes(const char *text, size_t len, char roots[][PATH_MAX], 
  * (BENCHMARKS.md). *built = 1 with *cubin (caller frees) and out->log set; *built = 0
  * with out->reason/message/log for a compile error or a compile past its deadline.
  * Another status: the child could not run at all (detail on ctx). */
-static kf_status nvrtc_child(kf_ctx *ctx, const kf_nvrtc_api *rtc, const char *src,
-                             const char *name, char **opts, int no, const char *workdir,
-                             double timeout_s, kf_build *out, char **cubin, size_t *cs,
-                             int *built) {
+static kf_status nvrtc_child(kf_ctx *ctx, const kf_nvrtc_api *rtc, const char *src, const char *name,
+                             char **opts, int no, const char *workdir, double timeout_s, kf_build *out,
+                             char **cubin, size_t *cs, int *built) {
     *built = 0;
     const char *wpath = kf_sandbox_worker_path(ctx);
     if (!wpath) return KF_EINTERNAL;
@@ -496,8 +496,15 @@ static kf_status nvrtc_child(kf_ctx *ctx, const kf_nvrtc_api *rtc, const char *s
         if (slash && slash != libroot) *slash = 0;
     }
     if (strrchr(wdir, '/') && strrchr(wdir, '/') != wdir) *strrchr(wdir, '/') = 0;
-    const char *ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/dev/null",
-                        wdir, libroot, rtc->include[0] ? rtc->include : "/usr"};
+    const char *ro[] = {"/usr",
+                        "/lib",
+                        "/lib64",
+                        "/lib32",
+                        "/etc/ld.so.cache",
+                        "/dev/null",
+                        wdir,
+                        libroot,
+                        rtc->include[0] ? rtc->include : "/usr"};
     const char *rw[] = {bdir};
     kf_limits lim = {timeout_s + 1, 16ull << 30, 256u << 20, 256};
     int code = 0;
@@ -506,8 +513,8 @@ static kf_status nvrtc_child(kf_ctx *ctx, const kf_nvrtc_api *rtc, const char *s
         goto out;
     }
     uint64_t t0 = kf__now_ns();
-    st = kf_sandbox_exec(ctx, argv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 1,
-                         timeout_s, &clog, &code);
+    st = kf_sandbox_exec(ctx, argv, bdir, env, &lim, ro, (int)(sizeof ro / sizeof ro[0]), rw, 1, timeout_s,
+                         &clog, &code);
     out->seconds = (double)(kf__now_ns() - t0) / 1e9;
     if (st) goto out;
     if (code == 0 || code == 1) {
@@ -602,8 +609,7 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     kf_status st = KF_OK;
     char *src = NULL, *log = NULL, *cubin = NULL;
     size_t loglen = 0, cs = 0;
-    if (cached && cached_log && !access(cached, R_OK) &&
-        !kf__read_file(cached_log, LOG_CAP, &log, &loglen)) {
+    if (cached && cached_log && !access(cached, R_OK) && !kf__read_file(cached_log, LOG_CAP, &log, &loglen)) {
         out->ok = 1;
         out->cached = 1;
         out->so_path = cached;
@@ -620,8 +626,8 @@ static kf_status cuda_compile(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
         goto done;
     }
     int built = 0;
-    if ((st = nvrtc_child(ctx, rtc, src, base, opts, no, workdir, timeout_s, out, &cubin, &cs,
-                          &built)) || !built)
+    if ((st = nvrtc_child(ctx, rtc, src, base, opts, no, workdir, timeout_s, out, &cubin, &cs, &built)) ||
+        !built)
         goto done;
     parse_ptxas(out->log, out); /* the resource report, when ptxas printed one */
     uint32_t nk = (uint32_t)out->nkernels, csz = (uint32_t)cs;
@@ -675,30 +681,32 @@ done:
 }
 
 kf_backend *kf_backend_cuda(void) {
-    static kf_backend b = {{
-        .api_version = KF_BACKEND_API_VERSION,
-        .name = "cuda",
-        .ext = "cu",
-        .reference = "reference.cu",
-        .lang = "cuda",
-        .caps = KF_BACKEND_DEVICE | KF_BACKEND_HALF | KF_BACKEND_LAUNCH_MODE | KF_BACKEND_SANITIZE,
-        .timing_rounds = 60,
-        .ceilings_early = 1,
-        .compile = cuda_compile,
-        .worker_opts = kf__cuda_worker_opts,
-        .stage = kf__cuda_stage,
-        .clock = kf__cuda_clock,
-        .ceilings = kf__cuda_ceilings,
-        .roofline = kf__cuda_roofline,
-        .plan = kf__cuda_plan,
-        .fair = kf__cuda_fair,
-        .libraries = kf__cuda_libraries,
-        .report_build = kf__cuda_report_build,
-        .report_sandbox = kf__cuda_report_sandbox,
-        .report_call = kf__cuda_report_call,
-        .resources = kf__cuda_resources,
-        .describe = kf__cuda_describe,
-        .dispatcher = kf__cuda_dispatcher,
-    }, NULL};
+    static kf_backend b = {
+        {
+            .api_version = KF_BACKEND_API_VERSION,
+            .name = "cuda",
+            .ext = "cu",
+            .reference = "reference.cu",
+            .lang = "cuda",
+            .caps = KF_BACKEND_DEVICE | KF_BACKEND_HALF | KF_BACKEND_LAUNCH_MODE | KF_BACKEND_SANITIZE,
+            .timing_rounds = 60,
+            .ceilings_early = 1,
+            .compile = cuda_compile,
+            .worker_opts = kf__cuda_worker_opts,
+            .stage = kf__cuda_stage,
+            .clock = kf__cuda_clock,
+            .ceilings = kf__cuda_ceilings,
+            .roofline = kf__cuda_roofline,
+            .plan = kf__cuda_plan,
+            .fair = kf__cuda_fair,
+            .libraries = kf__cuda_libraries,
+            .report_build = kf__cuda_report_build,
+            .report_sandbox = kf__cuda_report_sandbox,
+            .report_call = kf__cuda_report_call,
+            .resources = kf__cuda_resources,
+            .describe = kf__cuda_describe,
+            .dispatcher = kf__cuda_dispatcher,
+        },
+        NULL};
     return &b;
 }

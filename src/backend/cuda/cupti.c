@@ -85,16 +85,14 @@ static _Thread_local struct {
 int kf_cupti_is_library(const char *name) {
     /* not "curand": a candidate's own kernel taking a curandState has it in its mangled
      * name; not a bare "gemm" or "fft": candidates name their kernels that way */
-    static const char *const sub[] = {"cublas",   "cutlass",  "xmma",        "nvjet",
-                                      "cudnn",    "cufft",    "regular_fft", "vector_fft",
-                                      "cusparse", "cusolver", "nccl"};
+    static const char *const sub[] = {"cublas",      "cutlass",    "xmma",     "nvjet",    "cudnn", "cufft",
+                                      "regular_fft", "vector_fft", "cusparse", "cusolver", "nccl"};
     static const char *const pre[] = {"ampere_", "volta_",  "turing_",   "maxwell_",
                                       "kepler_", "hopper_", "blackwell_"};
     if (!name) return 0;
     char low[512];
     size_t n = 0;
-    for (; n < sizeof low - 1 && name[n]; n++)
-        low[n] = (char)tolower((unsigned char)name[n]);
+    for (; n < sizeof low - 1 && name[n]; n++) low[n] = (char)tolower((unsigned char)name[n]);
     low[n] = 0;
     for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++)
         if (strstr(low, sub[i])) return 1;
@@ -105,8 +103,8 @@ int kf_cupti_is_library(const char *name) {
 }
 
 int kf_cupti__is_memop_name(const char *s) {
-    return s && (!strncmp(s, "cuMemcpy", 8) || !strncmp(s, "cuMemset", 8) ||
-                 !strncmp(s, "cudaMemcpy", 10) || !strncmp(s, "cudaMemset", 10));
+    return s && (!strncmp(s, "cuMemcpy", 8) || !strncmp(s, "cuMemset", 8) || !strncmp(s, "cudaMemcpy", 10) ||
+                 !strncmp(s, "cudaMemset", 10));
 }
 
 int kf_cupti__is_ctx_name(const char *s) {
@@ -193,10 +191,8 @@ static const char *driver_name(uint32_t cbid, const void *params) {
     void *f;
     if (cbid == KF_CUPTI_DRV_cuLaunchKernelEx || cbid == KF_CUPTI_DRV_cuLaunchKernelEx_ptsz)
         f = ((const kf_cupti_launchex_params *)params)->f;
-    else if (cbid == KF_CUPTI_DRV_cuLaunchCooperativeKernelMultiDevice)
-        return NULL;
-    else
-        f = ((const kf_cupti_launch_params *)params)->f;
+    else if (cbid == KF_CUPTI_DRV_cuLaunchCooperativeKernelMultiDevice) return NULL;
+    else f = ((const kf_cupti_launch_params *)params)->f;
     const char *s = NULL;
     return f && cp.FuncGetName(&s, f) == 0 ? s : NULL;
 }
@@ -217,8 +213,7 @@ static void count(int op, int domain, uint32_t cbid, const kf_cupti_cbdata *d) {
         return;
     }
     int n = 1;
-    if ((domain == KF_CUPTI_DOMAIN_DRIVER &&
-         cbid == KF_CUPTI_DRV_cuLaunchCooperativeKernelMultiDevice) ||
+    if ((domain == KF_CUPTI_DOMAIN_DRIVER && cbid == KF_CUPTI_DRV_cuLaunchCooperativeKernelMultiDevice) ||
         (domain == KF_CUPTI_DOMAIN_RUNTIME &&
          cbid == KF_CUPTI_RT_cudaLaunchCooperativeKernelMultiDevice_v9000)) {
         const kf_cupti_multidev_params *p = d->functionParams;
@@ -263,8 +258,8 @@ static void handle(int domain, uint32_t cbid, const kf_cupti_cbdata *d) {
 
 void kf_cupti__callback(void *userdata, int domain, uint32_t cbid, const void *cbdata) {
     (void)userdata;
-    if (domain == KF_CUPTI_DOMAIN_DRIVER && cbid < KF_CUPTI_MAXCBID && (ctx_bits[cbid / 64] >> (cbid % 64) & 1) &&
-        cbdata) {
+    if (domain == KF_CUPTI_DOMAIN_DRIVER && cbid < KF_CUPTI_MAXCBID &&
+        (ctx_bits[cbid / 64] >> (cbid % 64) & 1) && cbdata) {
         /* a context of the candidate's own, at any time (a constructor's too): the worker
          * synchronises only its primary context, so work there could outlive a call */
         const kf_cupti_cbdata *d = cbdata;
@@ -284,8 +279,7 @@ void kf_cupti__callback(void *userdata, int domain, uint32_t cbid, const void *c
  * is seen in flight). */
 static void quiesce(void) {
     atomic_store(&active, 0);
-    while (atomic_load(&inflight))
-        sched_yield();
+    while (atomic_load(&inflight)) sched_yield();
 }
 
 void kf_cupti_begin(void) {
@@ -313,9 +307,7 @@ static int subscribed(void) {
     if (!cp.sub) return 0;
     uint32_t on = 0;
     if (!cp.GetCallbackState) return 1;
-    return cp.GetCallbackState(&on, cp.sub, KF_CUPTI_DOMAIN_DRIVER, KF_CUPTI_DRV_cuLaunchKernel) ==
-               0 &&
-           on;
+    return cp.GetCallbackState(&on, cp.sub, KF_CUPTI_DOMAIN_DRIVER, KF_CUPTI_DRV_cuLaunchKernel) == 0 && on;
 }
 
 void kf_cupti_end(kf_launch_log *out) {
@@ -406,8 +398,7 @@ static void *load_lib(char *err, size_t n) {
     char roots[8][256];
     int nroots;
     kf_cu_toolkit_roots(roots, &nroots);
-    static const char *const sub[] = {"extras/CUPTI/lib64", "lib64", "lib",
-                                      "targets/x86_64-linux/lib"};
+    static const char *const sub[] = {"extras/CUPTI/lib64", "lib64", "lib", "targets/x86_64-linux/lib"};
     for (int i = 0; i < nroots; i++)
         for (size_t j = 0; j < sizeof sub / sizeof sub[0]; j++) {
             char pat[512];
@@ -415,8 +406,7 @@ static void *load_lib(char *err, size_t n) {
             glob_t g;
             if (glob(pat, 0, NULL, &g)) continue;
             void *h = NULL;
-            for (size_t k = 0; k < g.gl_pathc && !h; k++)
-                h = dlopen(g.gl_pathv[k], RTLD_NOW | RTLD_LOCAL);
+            for (size_t k = 0; k < g.gl_pathc && !h; k++) h = dlopen(g.gl_pathv[k], RTLD_NOW | RTLD_LOCAL);
             globfree(&g);
             if (h) return h;
         }
@@ -425,8 +415,7 @@ static void *load_lib(char *err, size_t n) {
         void *h = dlopen(plain[i], RTLD_NOW | RTLD_LOCAL);
         if (h) return h;
     }
-    snprintf(err, n,
-             "CUPTI not found (set KFORGE_LIBCUPTI to libcupti.so, or CUDA_HOME to the toolkit)");
+    snprintf(err, n, "CUPTI not found (set KFORGE_LIBCUPTI to libcupti.so, or CUDA_HOME to the toolkit)");
     return NULL;
 }
 
@@ -440,11 +429,11 @@ int kf_cupti_init(char *err, size_t n) {
     if (cp.sub) return 0;
     if (!cp.lib && !(cp.lib = load_lib(err, n))) return -1;
     void *p;
-#define S(f, name)                                                                                 \
-    if (!(p = dlsym(cp.lib, name))) {                                                              \
-        snprintf(err, n, "CUPTI: symbol %s missing", name);                                        \
-        return -1;                                                                                 \
-    }                                                                                              \
+#define S(f, name)                                          \
+    if (!(p = dlsym(cp.lib, name))) {                       \
+        snprintf(err, n, "CUPTI: symbol %s missing", name); \
+        return -1;                                          \
+    }                                                       \
     memcpy(&cp.f, &p, sizeof p)
     S(Subscribe, "cuptiSubscribe");
     S(Unsubscribe, "cuptiUnsubscribe");
@@ -464,19 +453,16 @@ int kf_cupti_init(char *err, size_t n) {
         char why[300] = "", drv[256];
         if (r == KF_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS)
             snprintf(why, sizeof why, " (another CUPTI client, such as nsys or ncu, is attached)");
-        else if (!kf_cu_load(drv, sizeof drv))
-            snprintf(why, sizeof why, " (%s)", drv);
+        else if (!kf_cu_load(drv, sizeof drv)) snprintf(why, sizeof why, " (%s)", drv);
         snprintf(err, n, "cuptiSubscribe: %s%s", result_name(r), why);
         return -1;
     }
-    for (size_t i = 0; i < sizeof drv_ids / sizeof drv_ids[0] + sizeof rt_ids / sizeof rt_ids[0];
-         i++) {
+    for (size_t i = 0; i < sizeof drv_ids / sizeof drv_ids[0] + sizeof rt_ids / sizeof rt_ids[0]; i++) {
         int rt = i >= sizeof drv_ids / sizeof drv_ids[0];
         uint32_t id = rt ? rt_ids[i - sizeof drv_ids / sizeof drv_ids[0]] : drv_ids[i];
-        if ((r = cp.EnableCallback(1, sub, rt ? KF_CUPTI_DOMAIN_RUNTIME : KF_CUPTI_DOMAIN_DRIVER,
-                                   id))) {
-            snprintf(err, n, "cuptiEnableCallback (%s callback %u): %s", rt ? "runtime" : "driver",
-                     id, result_name(r));
+        if ((r = cp.EnableCallback(1, sub, rt ? KF_CUPTI_DOMAIN_RUNTIME : KF_CUPTI_DOMAIN_DRIVER, id))) {
+            snprintf(err, n, "cuptiEnableCallback (%s callback %u): %s", rt ? "runtime" : "driver", id,
+                     result_name(r));
             cp.Unsubscribe(sub);
             return -1;
         }
@@ -488,8 +474,7 @@ int kf_cupti_init(char *err, size_t n) {
     for (int rt = 0; rt < 2; rt++)
         for (uint32_t id = 1; id < KF_CUPTI_MAXCBID; id++)
             if (memop_bits[rt][id / 64] >> (id % 64) & 1)
-                cp.EnableCallback(1, sub, rt ? KF_CUPTI_DOMAIN_RUNTIME : KF_CUPTI_DOMAIN_DRIVER,
-                                  id);
+                cp.EnableCallback(1, sub, rt ? KF_CUPTI_DOMAIN_RUNTIME : KF_CUPTI_DOMAIN_DRIVER, id);
     cp.sub = sub;
     return 0;
 }

@@ -13,12 +13,12 @@
 #define KF_CUPTI_NAMELEN 96
 
 typedef struct kf_launch_log {
-    int available; /* 0: CUPTI not loaded (or detached); the counts below mean nothing */
-    int nlaunch;   /* successful kernel launches (driver or runtime, plain, Ex, cooperative) */
-    int ngraph;    /* successful graph launches (cuGraphLaunch / cudaGraphLaunch) */
-    int nmemop;    /* successful memcpy/memset calls (driver level where the driver reports them) */
-    int nfail;  /* kernel or graph launches whose API call returned an error (not counted above) */
-    int nnames; /* distinct kernel names seen, first-seen order, at most KF_CUPTI_MAXNAMES */
+    int available;      /* 0: CUPTI not loaded (or detached); the counts below mean nothing */
+    int nlaunch;        /* successful kernel launches (driver or runtime, plain, Ex, cooperative) */
+    int ngraph;         /* successful graph launches (cuGraphLaunch / cudaGraphLaunch) */
+    int nmemop;         /* successful memcpy/memset calls (driver level where the driver reports them) */
+    int nfail;          /* kernel or graph launches whose API call returned an error (not counted above) */
+    int nnames;         /* distinct kernel names seen, first-seen order, at most KF_CUPTI_MAXNAMES */
     int names_overflow; /* 1: more distinct names were launched than fit */
     char names[KF_CUPTI_MAXNAMES][KF_CUPTI_NAMELEN]; /* truncated to 95 bytes; "?" if unknown */
     int nlib; /* launches whose kernel name looks like a library's (kf_cupti_is_library) */

@@ -35,10 +35,10 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#define MARGIN 1.10           /* on every rate of the hard floor */
-#define UNKNOWN_ARCH_FACTOR 8 /* unknown arch: fp8/fp4 paths and wgmma over mma.sync */
+#define MARGIN 1.10             /* on every rate of the hard floor */
+#define UNKNOWN_ARCH_FACTOR 8   /* unknown arch: fp8/fp4 paths and wgmma over mma.sync */
 #define MEASURED_BW_MARGIN 1.25 /* no datasheet figure: reads alone can beat a copy */
-#define EVENT_SLACK_NS 2000.0 /* CUDA events resolve about 0.5 us */
+#define EVENT_SLACK_NS 2000.0   /* CUDA events resolve about 0.5 us */
 
 int kf_device_arch_peaks(int maj, int min, kf_device_peaks *p) {
     /* Dense per-SM-per-clock rates from NVIDIA's architecture whitepapers (A100, GA102,
@@ -47,11 +47,12 @@ int kf_device_arch_peaks(int maj, int min, kf_device_peaks *p) {
      * math at half these rates: a table that errs high only loosens the hard floor, one
      * that errs low would refuse honest kernels, so parts not checked (sm_87 Orin, whose
      * tensor cores are A100-like, sm_120) are left out: 8x measured applies there. */
-    static const struct { int maj, min; kf_device_peaks p; } tab[] = {
-        {8, 0, {128, 1024, 2048, 0, 4096, 0}},
-        {8, 6, {256, 512, 1024, 0, 2048, 0}},
-        {8, 9, {256, 512, 1024, 2048, 2048, 0}},
-        {9, 0, {256, 2048, 4096, 8192, 8192, 0}},
+    static const struct {
+        int maj, min;
+        kf_device_peaks p;
+    } tab[] = {
+        {8, 0, {128, 1024, 2048, 0, 4096, 0}},           {8, 6, {256, 512, 1024, 0, 2048, 0}},
+        {8, 9, {256, 512, 1024, 2048, 2048, 0}},         {9, 0, {256, 2048, 4096, 8192, 8192, 0}},
         {10, 0, {256, 4096, 8192, 16384, 16384, 32768}},
     };
     memset(p, 0, sizeof *p);
@@ -68,8 +69,7 @@ void kf_device_theory_of(const kf_devinfo *d, kf_device_theory *t) {
     if (d->mem_clock_khz > 0 && d->bus_width_bits > 0)
         t->mem_bytes_per_s = (double)d->mem_clock_khz * 1e3 * d->bus_width_bits * 2 / 8;
     kf_device_peaks p;
-    if (kf_device_arch_peaks(d->cc_major, d->cc_minor, &p) || d->sms <= 0 || d->sm_clock_khz <= 0)
-        return;
+    if (kf_device_arch_peaks(d->cc_major, d->cc_minor, &p) || d->sms <= 0 || d->sm_clock_khz <= 0) return;
     double k = (double)d->sms * d->sm_clock_khz * 1e3;
     t->fp32 = p.fp32 * k, t->tf32 = p.tf32 * k, t->bf16 = p.bf16 * k;
     t->fp8 = p.fp8 * k, t->int8 = p.int8 * k, t->fp4 = p.fp4 * k;
@@ -84,8 +84,8 @@ int kf_device_roofline(const kf_devinfo *d, double flops, double bytes, int half
     bytes = fmax(bytes, 0);
     double fc = half && d->tensor_flops_per_s > 0 ? d->tensor_flops_per_s : d->fp32_flops_per_s;
     out->flops_ceiling = half && d->tensor_flops_per_s > 0 ? "tensor" : "fp32";
-    out->tmin_ns = 1e9 * fmax(fc > 0 ? flops / fc : 0,
-                              d->copy_bytes_per_s > 0 ? bytes / d->copy_bytes_per_s : 0);
+    out->tmin_ns =
+        1e9 * fmax(fc > 0 ? flops / fc : 0, d->copy_bytes_per_s > 0 ? bytes / d->copy_bytes_per_s : 0);
     kf_device_theory th;
     kf_device_theory_of(d, &th);
     /* bytes: written outputs may still sit in L2 when the last kernel ends (inputs
@@ -105,8 +105,8 @@ int kf_device_roofline(const kf_devinfo *d, double flops, double bytes, int half
 void kf_device_cache_path(const kf_devinfo *d, char *out, size_t n) {
     char dir[4096];
     kf__cache_dir(dir, sizeof dir);
-    snprintf(out, n, "%s/gpu-%s-%d%s%s.json", dir, d->uuid, d->driver_version,
-             d->kernel_driver[0] ? "-" : "", d->kernel_driver);
+    snprintf(out, n, "%s/gpu-%s-%d%s%s.json", dir, d->uuid, d->driver_version, d->kernel_driver[0] ? "-" : "",
+             d->kernel_driver);
 }
 
 void kf_device_kernel_driver(const char *line, char *out, size_t n) {
@@ -216,7 +216,8 @@ json_t *kf_device_json(const kf_devinfo *d) {
     json_object_set_new(o, "l2_bytes", json_integer(d->l2_bytes));
     json_object_set_new(o, "total_mem_bytes", json_integer(d->total_mem));
     json_object_set_new(o, "driver_version", json_integer(d->driver_version));
-    json_object_set_new(o, "kernel_driver", d->kernel_driver[0] ? json_string(d->kernel_driver) : json_null());
+    json_object_set_new(o, "kernel_driver",
+                        d->kernel_driver[0] ? json_string(d->kernel_driver) : json_null());
     json_object_set_new(o, "nvrtc_version", json_string(nv));
     json_object_set_new(o, "measured", m);
     json_object_set_new(o, "theoretical", th);
@@ -229,7 +230,8 @@ json_t *kf_device_json(const kf_devinfo *d) {
 static const char probe_src[] =
     "typedef unsigned long long u64;\n"
     "/* copy: 16-byte words, four loads in flight per thread */\n"
-    "extern \"C\" __global__ void kf_probe_copy(const uint4 *__restrict__ s, uint4 *__restrict__ d, u64 n) {\n"
+    "extern \"C\" __global__ void kf_probe_copy(const uint4 *__restrict__ s, uint4 *__restrict__ d, u64 n) "
+    "{\n"
     "    u64 st = (u64)gridDim.x * blockDim.x, i = (u64)blockIdx.x * blockDim.x + threadIdx.x;\n"
     "    for (; i + 3 * st < n; i += 4 * st) {\n"
     "        uint4 a = s[i], b = s[i + st], c = s[i + 2 * st], e = s[i + 3 * st];\n"
@@ -264,7 +266,8 @@ static const char probe_src[] =
     "            asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 \"\n"
     "                         \"{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
     "                         : \"+f\"(acc[j][0]), \"+f\"(acc[j][1]), \"+f\"(acc[j][2]), \"+f\"(acc[j][3])\n"
-    "                         : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+    "                         : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), "
+    "\"r\"(b[1]));\n"
     "    }\n"
     "    float s = 0.f;\n"
     "    for (int j = 0; j < 8; j++) for (int k = 0; k < 4; k++) s += acc[j][k];\n"
@@ -324,13 +327,14 @@ typedef struct {
 
 /* Milliseconds of one launch of f (or, f NULL, one cuMemcpyDtoD of bytes), timed with
  * events on the probe's stream; -1 on a CUDA error (err set). */
-static double timed(probe *p, CUfunction f, unsigned grid, unsigned block, void **args,
-                    CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+static double timed(probe *p, CUfunction f, unsigned grid, unsigned block, void **args, CUdeviceptr dst,
+                    CUdeviceptr src, size_t bytes) {
     const kf_cu_api *cu = p->cu;
     float ms = 0;
     CUresult r = cu->EventRecord(p->e0, p->stream);
-    if (!r) r = f ? cu->LaunchKernel(f, grid, 1, 1, block, 1, 1, 0, p->stream, args, NULL)
-                  : cu->MemcpyDtoDAsync(dst, src, bytes, p->stream);
+    if (!r)
+        r = f ? cu->LaunchKernel(f, grid, 1, 1, block, 1, 1, 0, p->stream, args, NULL)
+              : cu->MemcpyDtoDAsync(dst, src, bytes, p->stream);
     if (!r) r = cu->EventRecord(p->e1, p->stream);
     if (!r) r = cu->EventSynchronize(p->e1);
     if (!r) r = cu->EventElapsedTime(&ms, p->e0, p->e1);
@@ -366,13 +370,13 @@ static double rate_of(probe *p, CUfunction f, int block, int sms, void **args, i
     return best;
 }
 
-#define CK(call, what)                                                                      \
-    do {                                                                                    \
-        CUresult r_ = (call);                                                               \
-        if (r_) {                                                                           \
-            snprintf(err, n, "%s: %s", what, kf_cu_errname(cu, r_));                        \
-            goto out;                                                                       \
-        }                                                                                   \
+#define CK(call, what)                                               \
+    do {                                                             \
+        CUresult r_ = (call);                                        \
+        if (r_) {                                                    \
+            snprintf(err, n, "%s: %s", what, kf_cu_errname(cu, r_)); \
+            goto out;                                                \
+        }                                                            \
     } while (0)
 
 /* Measure d's three ceilings on device dev. 0, or -1 with err. */
@@ -465,8 +469,8 @@ kf_status kf_device_get(kf_ctx *ctx, int dev, int refresh, kf_devinfo *d) {
         return kf__err(ctx, KF_EBACKEND, "no usable CUDA device: %s: %s (%d)", what, kf_cu_errname(cu, r), r);
     if (count < 1) return kf__err(ctx, KF_EBACKEND, "no CUDA device");
     if (dev < 0 || dev >= count)
-        return kf__err(ctx, KF_EUSAGE, "--device %d: this machine has %d CUDA device%s (0 to %d)",
-                       dev, count, count == 1 ? "" : "s", count - 1);
+        return kf__err(ctx, KF_EUSAGE, "--device %d: this machine has %d CUDA device%s (0 to %d)", dev, count,
+                       count == 1 ? "" : "s", count - 1);
     CUdevice h;
     if ((r = cu->DeviceGet(&h, dev)))
         return kf__err(ctx, KF_EBACKEND, "cuDeviceGet: %s", kf_cu_errname(cu, r));
@@ -478,8 +482,8 @@ kf_status kf_device_get(kf_ctx *ctx, int dev, int refresh, kf_devinfo *d) {
         (r = cu->DeviceTotalMem(&mem, h)) || (r = cu->DriverGetVersion(&d->driver_version)))
         return kf__err(ctx, KF_EBACKEND, "reading device %d: %s", dev, kf_cu_errname(cu, r));
     snprintf(d->uuid, sizeof d->uuid,
-             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+             u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
     /* attributes a driver does not report stay 0 and their figures unknown */
     cu->DeviceGetAttribute(&d->cc_major, KF_CU_ATTR_CC_MAJOR, h);
     cu->DeviceGetAttribute(&d->cc_minor, KF_CU_ATTR_CC_MINOR, h);

@@ -20,7 +20,7 @@ typedef struct {
 typedef struct {
     int device;
     char name[256];
-    char uuid[48];         /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+    char uuid[48]; /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
     int cc_major, cc_minor, sms;
     int sm_clock_khz, mem_clock_khz, bus_width_bits; /* 0: not reported */
     int64_t l2_bytes, total_mem;
@@ -35,19 +35,19 @@ typedef struct {
 
 /* Theoretical figures from the attributes and the architecture table (0: unknown). */
 typedef struct {
-    double mem_bytes_per_s; /* memory clock x bus width x 2 (double data rate) / 8 */
+    double mem_bytes_per_s;                  /* memory clock x bus width x 2 (double data rate) / 8 */
     double fp32, tf32, bf16, fp8, int8, fp4; /* per second, at the maximum SM clock */
-    double peak;            /* the highest of them: the fastest dense path there is */
+    double peak;                             /* the highest of them: the fastest dense path there is */
 } kf_device_theory;
 
 /* What the roofline says about one time (kf_device_roofline). */
 typedef struct {
-    double tmin_ns;        /* max(flops / flops ceiling, bytes / copy bandwidth), measured */
+    double tmin_ns;            /* max(flops / flops ceiling, bytes / copy bandwidth), measured */
     const char *flops_ceiling; /* "tensor" or "fp32": which measured rate tmin used */
-    double hard_bytes;     /* bytes that must cross DRAM: max(0, bytes - L2 size) */
-    double hard_bw;        /* 1.10 x max(measured, theoretical); 1.25 x measured alone */
-    double hard_flops;     /* 1.10 x the fastest dense rate (or 8x measured, arch unknown) */
-    double floor_ns;       /* no honest kernel is faster than this (0: no floor) */
+    double hard_bytes;         /* bytes that must cross DRAM: max(0, bytes - L2 size) */
+    double hard_bw;            /* 1.10 x max(measured, theoretical); 1.25 x measured alone */
+    double hard_flops;         /* 1.10 x the fastest dense rate (or 8x measured, arch unknown) */
+    double floor_ns;           /* no honest kernel is faster than this (0: no floor) */
 } kf_device_roof;
 
 /* The architecture's dense rates; 0 when cc is known to kforge, -1 when not (p zeroed). */

@@ -67,10 +67,8 @@ static void cu_expr(kf_buf *b, const kf_task *t, const char *e, size_t n) {
         if (k->len == 3 && !memcmp(e + k->off, "max", 3)) rep = "kf_max";
         if (!rep && !*pre) continue;
         kf_buf_append(b, e + at, k->off - at);
-        if (rep)
-            kf_buf_printf(b, "%s", rep);
-        else
-            kf_buf_printf(b, "%s%.*s", pre, (int)k->len, e + k->off);
+        if (rep) kf_buf_printf(b, "%s", rep);
+        else kf_buf_printf(b, "%s%.*s", pre, (int)k->len, e + k->off);
         at = k->off + k->len;
     }
     kf_buf_append(b, e + at, n - at);
@@ -80,10 +78,8 @@ static void cu_expr(kf_buf *b, const kf_task *t, const char *e, size_t n) {
 /* A (a, b, c) tuple's i-th element (i < 3) at *p into b as C; "1" when absent. */
 static int cu_tuple(kf_buf *b, const kf_task *t, const char *v, size_t n, int i) {
     if (!n || v[0] != '(') {
-        if (i == 0)
-            cu_expr(b, t, v, n);
-        else
-            kf_buf_printf(b, "1");
+        if (i == 0) cu_expr(b, t, v, n);
+        else kf_buf_printf(b, "1");
         return 0;
     }
     int d = 0, k = 0;
@@ -168,10 +164,8 @@ static kf_status cu_launcher(kf_ctx *ctx, const kf_task *t, const kf_winner *x, 
                 kf_buf_printf(b, ";\n");
             }
             kf_buf_printf(b, "        const int64_t smem = ");
-            if (has_smem)
-                cu_expr(b, t, sv, sn);
-            else
-                kf_buf_printf(b, "0");
+            if (has_smem) cu_expr(b, t, sv, sn);
+            else kf_buf_printf(b, "0");
             kf_buf_printf(b, ";\n");
             kf_buf_printf(
                 b,
@@ -242,8 +236,7 @@ kf_status kf__cuda_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
         } else if ((wh = kf_candidate_when_text(w[wi].text)) && !exact) {
             kf_buf dom;
             kf_buf_init(&dom, 1u << 16);
-            if (!kf_dispatch_domain(t, &w[wi], &dom))
-                used[wi] = 1; /* routed by its domain below */
+            if (!kf_dispatch_domain(t, &w[wi], &dom)) used[wi] = 1; /* routed by its domain below */
             else
                 json_array_append_new(notes,
                                       json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
@@ -266,10 +259,11 @@ kf_status kf__cuda_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
         kf_buf_init(&dom, 1u << 16);
         if (i != fallback && used[i] && !kf_dispatch_domain(t, &w[i], &dom)) {
             char *wh = kf_candidate_when_text(w[i].text);
-            kf_buf_printf(&sw, "    if %s /* node %lld's domain: %s */\n        return kf_n%lld_launch(%s);\n", dom.p,
-                          (long long)w[i].id, wh ? wh : "", (long long)w[i].id, call.p);
-            json_array_append_new(routes, json_pack("{s:s?, s:I, s:s}", "domain", wh, "node", (json_int_t)w[i].id,
-                                                    "predicate", dom.p));
+            kf_buf_printf(&sw,
+                          "    if %s /* node %lld's domain: %s */\n        return kf_n%lld_launch(%s);\n",
+                          dom.p, (long long)w[i].id, wh ? wh : "", (long long)w[i].id, call.p);
+            json_array_append_new(routes, json_pack("{s:s?, s:I, s:s}", "domain", wh, "node",
+                                                    (json_int_t)w[i].id, "predicate", dom.p));
             free(wh);
         }
         kf_buf_free(&dom);

@@ -45,7 +45,6 @@
 #define MAXK KF_PROTO_MAXLAUNCH
 #define SLIDE ((size_t)32 << 20)
 
-
 int kf_wk_is_gpu_artifact(const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
@@ -66,7 +65,9 @@ static int host_ready;
 static int host_prepare(const kf_msg_run *m) {
     for (uint32_t i = 0; i < m->nargs; i++) host_types[i] = kf_wk_ffi_type(m->kind[i]);
     host_types[m->nargs] = &ffi_type_pointer; /* cudaStream_t */
-    return ffi_prep_cif(&host_cif, FFI_DEFAULT_ABI, m->nargs + 1, &ffi_type_sint32, host_types) == FFI_OK ? 0 : -1;
+    return ffi_prep_cif(&host_cif, FFI_DEFAULT_ABI, m->nargs + 1, &ffi_type_sint32, host_types) == FFI_OK
+               ? 0
+               : -1;
 }
 
 /* Host mode's seccomp filter traps: this handler names the forbidden call to the
@@ -86,7 +87,8 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc) {
     char dig[16];
     int nd = 0, nr = si->si_syscall;
     unsigned v = nr < 0 ? 0u : (unsigned)nr;
-    do dig[nd++] = (char)('0' + v % 10); while ((v /= 10) && nd < 15);
+    do dig[nd++] = (char)('0' + v % 10);
+    while ((v /= 10) && nd < 15);
     for (int i = 0; i < nd; i++) m.text[sizeof pre - 1 + (size_t)i] = dig[nd - 1 - i];
     send(KF_WORKER_SOCK_FD, &m, sizeof m, MSG_NOSIGNAL);
     _exit(0);
@@ -112,15 +114,15 @@ static void fail_msg(uint32_t type, const char *fmt, ...) {
     _exit(0);
 }
 
-#define CK(call, what)                                                                      \
-    do {                                                                                    \
-        CUresult r_ = (call);                                                               \
-        if (r_) fail_msg(KF_MSG_LOADFAIL, "%s: %s", what, kf_cu_errname(cu, r_));           \
+#define CK(call, what)                                                            \
+    do {                                                                          \
+        CUresult r_ = (call);                                                     \
+        if (r_) fail_msg(KF_MSG_LOADFAIL, "%s: %s", what, kf_cu_errname(cu, r_)); \
     } while (0)
-#define CKRUN(call, what)                                                                   \
-    do {                                                                                    \
-        CUresult r_ = (call);                                                               \
-        if (r_) fail_msg(KF_MSG_FAIL, "%s: %s", what, kf_cu_errname(cu, r_));               \
+#define CKRUN(call, what)                                                     \
+    do {                                                                      \
+        CUresult r_ = (call);                                                 \
+        if (r_) fail_msg(KF_MSG_FAIL, "%s: %s", what, kf_cu_errname(cu, r_)); \
     } while (0)
 
 static uint32_t rand32(void) {
@@ -130,7 +132,9 @@ static uint32_t rand32(void) {
 }
 
 /* A finite, out-of-range word: f32 lanes read as |x| ~ 2^100 with a random mantissa. */
-static uint32_t poison_word(void) { return 0x71800000u | (rand32() & 0x007fffffu) | (rand32() & 0x80000000u); }
+static uint32_t poison_word(void) {
+    return 0x71800000u | (rand32() & 0x007fffffu) | (rand32() & 0x80000000u);
+}
 
 /* The L2 flush: a kernel that READS a buffer twice the L2 size, so the timed kernel
  * starts with L2 full of clean lines of that buffer. A write-based flush (a memset)
@@ -214,11 +218,13 @@ static size_t l2_limit0;
 static uint32_t reset_persisting_l2(CUstream st) {
     uint32_t used = 0;
     size_t pl = 0;
-    if (cu->CtxGetLimit && cu->CtxSetLimit && !cu->CtxGetLimit(&pl, KF_CU_LIMIT_PERSISTING_L2) && pl != l2_limit0) {
+    if (cu->CtxGetLimit && cu->CtxSetLimit && !cu->CtxGetLimit(&pl, KF_CU_LIMIT_PERSISTING_L2) &&
+        pl != l2_limit0) {
         used = KF_DONE_PERSISTING_L2;
         CKRUN(cu->CtxSetLimit(KF_CU_LIMIT_PERSISTING_L2, l2_limit0), "resetting the persisting-L2 set-aside");
     }
-    if (cu->CtxResetPersistingL2Cache) CKRUN(cu->CtxResetPersistingL2Cache(), "resetting the persisting L2 lines");
+    if (cu->CtxResetPersistingL2Cache)
+        CKRUN(cu->CtxResetPersistingL2Cache(), "resetting the persisting L2 lines");
     if (cu->StreamSetAttribute) {
         kf_cu_stream_attr v;
         memset(&v, 0, sizeof v);
@@ -358,8 +364,10 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
     CUfunction fn[MAXK];
     if (!host) {
         CUresult lr = cu->ModuleLoadData(&mod, cubin);
-        if (lr) fail_msg(KF_MSG_LOADFAIL, "cuModuleLoadData: %s (built for another architecture? the device is sm_%d%d)",
-                         kf_cu_errname(cu, lr), maj, min);
+        if (lr)
+            fail_msg(KF_MSG_LOADFAIL,
+                     "cuModuleLoadData: %s (built for another architecture? the device is sm_%d%d)",
+                     kf_cu_errname(cu, lr), maj, min);
         for (uint32_t i = 0; i < nk; i++)
             if (cu->ModuleGetFunction(&fn[i], mod, names[i]))
                 fail_msg(KF_MSG_LOADFAIL, "kernel %s is not in the module", names[i]);
@@ -436,25 +444,29 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         sa.sa_sigaction = on_sigsys;
         sa.sa_flags = SA_SIGINFO;
         sigemptyset(&sa.sa_mask);
-        if (sigaction(SIGSYS, &sa, NULL) || kf_policy_seccomp_gpu_host(getpid())) kf_wk_die(113, "seccomp (GPU host mode)");
+        if (sigaction(SIGSYS, &sa, NULL) || kf_policy_seccomp_gpu_host(getpid()))
+            kf_wk_die(113, "seccomp (GPU host mode)");
         filtered = 1;
     }
-    kf_msg_done ok = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_SETUP_OK,
+    kf_msg_done ok = {.magic = KF_PROTO_MAGIC,
+                      .type = KF_MSG_SETUP_OK,
                       .ns = (uint64_t)sealed << 8 | (uint64_t)filtered << 9};
     if (send(KF_WORKER_SOCK_FD, &ok, sizeof ok, MSG_NOSIGNAL) != sizeof ok) _exit(114);
 
     /* what the coordinator reports about the kernels */
     char info[1000];
-    size_t io = (size_t)snprintf(info, sizeof info, "device sm_%d%d sms=%d max_threads_per_sm=%d l2=%d pinned=%d\n",
-                                 maj, min, sms, maxthr_sm, l2, pinned);
+    size_t io =
+        (size_t)snprintf(info, sizeof info, "device sm_%d%d sms=%d max_threads_per_sm=%d l2=%d pinned=%d\n",
+                         maj, min, sms, maxthr_sm, l2, pinned);
     for (uint32_t i = 0; i < nk && io < sizeof info; i++) {
         int regs = 0, local = 0, shared = 0, maxt = 0;
         cu->FuncGetAttribute(&regs, KF_CU_FUNC_REGS, fn[i]);
         cu->FuncGetAttribute(&local, KF_CU_FUNC_LOCAL, fn[i]);
         cu->FuncGetAttribute(&shared, KF_CU_FUNC_SHARED, fn[i]);
         cu->FuncGetAttribute(&maxt, KF_CU_FUNC_MAX_THREADS, fn[i]);
-        io += (size_t)snprintf(info + io, sizeof info - io, "kernel %u regs=%d local=%d shared=%d max_threads=%d\n",
-                               i, regs, local, shared, maxt);
+        io += (size_t)snprintf(info + io, sizeof info - io,
+                               "kernel %u regs=%d local=%d shared=%d max_threads=%d\n", i, regs, local,
+                               shared, maxt);
     }
     void *hcall = NULL;
     if (host) {
@@ -494,7 +506,8 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         int precise = (m.flags & KF_RUN_PRECISE) != 0;
         /* checks keep the coordinator's exact placement (T2 reuses T1's addresses, to
          * catch a memo keyed on pointers); timed calls slide */
-        CUdeviceptr base = mirror + ((m.flags & KF_RUN_FLUSH_L2) ? (CUdeviceptr)(rand32() % (SLIDE >> 16)) << 16 : 0);
+        CUdeviceptr base =
+            mirror + ((m.flags & KF_RUN_FLUSH_L2) ? (CUdeviceptr)(rand32() % (SLIDE >> 16)) << 16 : 0);
         CUdeviceptr ptr[KF_PROTO_MAXARGS], own[KF_PROTO_MAXARGS];
         memset(own, 0, sizeof own);
         void *hbuf[KF_PROTO_MAXARGS]; /* host mode: the same addresses, as pointers */
@@ -514,17 +527,33 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
                     /* a zero-length buffer still gets a (1-byte) allocation of its own */
                     CKRUN(cu->MemAlloc(&own[i], m.len[i] ? m.len[i] : 1), "cuMemAlloc (a buffer of its own)");
                     if (m.io[i] != KF_IO_ARG_OUT && m.len[i])
-                        CKRUN(cu->MemcpyHtoD(own[i], (char *)arena + m.off[i], m.len[i]), "copying the inputs to the device");
+                        CKRUN(cu->MemcpyHtoD(own[i], (char *)arena + m.off[i], m.len[i]),
+                              "copying the inputs to the device");
                     ptr[i] = own[i];
                 }
                 params[i] = &ptr[i];
                 hbuf[i] = (void *)(uintptr_t)ptr[i];
                 break;
-            case KF_ARG_I32: i32[i] = (int32_t)m.ival[i]; params[i] = &i32[i]; break;
-            case KF_ARG_I64: i64[i] = m.ival[i]; params[i] = &i64[i]; break;
-            case KF_ARG_F32: f32[i] = (float)m.fval[i]; params[i] = &f32[i]; break;
-            case KF_ARG_F64: f64[i] = m.fval[i]; params[i] = &f64[i]; break;
-            case KF_ARG_U8: u8[i] = (uint8_t)m.ival[i]; params[i] = &u8[i]; break;
+            case KF_ARG_I32:
+                i32[i] = (int32_t)m.ival[i];
+                params[i] = &i32[i];
+                break;
+            case KF_ARG_I64:
+                i64[i] = m.ival[i];
+                params[i] = &i64[i];
+                break;
+            case KF_ARG_F32:
+                f32[i] = (float)m.fval[i];
+                params[i] = &f32[i];
+                break;
+            case KF_ARG_F64:
+                f64[i] = m.fval[i];
+                params[i] = &f64[i];
+                break;
+            case KF_ARG_U8:
+                u8[i] = (uint8_t)m.ival[i];
+                params[i] = &u8[i];
+                break;
             default: _exit(115);
             }
         }
@@ -539,22 +568,27 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             if (want <= (48u << 10) || want <= smem_set[k]) continue;
             CUresult r = cu->FuncSetAttribute(fn[k], KF_CU_FUNC_MAX_DYNAMIC_SHARED, (int)want);
             if (r)
-                fail_msg(KF_MSG_FAIL, "launch %u (kernel %s): %u bytes of dynamic shared memory: "
+                fail_msg(KF_MSG_FAIL,
+                         "launch %u (kernel %s): %u bytes of dynamic shared memory: "
                          "cuFuncSetAttribute: %s (the device allows %d bytes per block, static "
-                         "shared memory included)", l + 1, names[k], want, kf_cu_errname(cu, r), smem_optin);
+                         "shared memory included)",
+                         l + 1, names[k], want, kf_cu_errname(cu, r), smem_optin);
             smem_set[k] = want;
         }
         size_t span = (size_t)(m.span_hi - m.span_lo);
         if (!precise)
-            CKRUN(cu->MemcpyHtoD(base + m.span_lo, (char *)arena + m.span_lo, span), "copying the inputs to the device");
+            CKRUN(cu->MemcpyHtoD(base + m.span_lo, (char *)arena + m.span_lo, span),
+                  "copying the inputs to the device");
         CKRUN(cu->CtxSynchronize(), "copying the inputs to the device");
         ph[1] = kf_wk_now_ns();
         /* a set-aside present now was made outside any call (every call's is reset after
          * it): by a thread the candidate left running */
         size_t pl = 0;
         if (host && cu->CtxGetLimit && !cu->CtxGetLimit(&pl, KF_CU_LIMIT_PERSISTING_L2) && pl != l2_limit0)
-            fail_msg(KF_MSG_FAIL, "sandbox_violation: the persisting-L2 set-aside was changed between calls "
-                     "(%zu bytes, the driver's is %zu; each call's is reset after it)", pl, l2_limit0);
+            fail_msg(KF_MSG_FAIL,
+                     "sandbox_violation: the persisting-L2 set-aside was changed between calls "
+                     "(%zu bytes, the driver's is %zu; each call's is reset after it)",
+                     pl, l2_limit0);
         /* a timed call: nothing of another process on the device */
         uint64_t idle_wait = 0;
         int busy = (m.flags & KF_RUN_WAIT_IDLE) ? wait_idle(probe_fn, stream, sms, &idle_wait) : 0;
@@ -564,7 +598,8 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         int hostproto = host || (m.flags & KF_RUN_HOST_TIMING);
         if ((m.flags & KF_RUN_FLUSH_L2) && hostproto) {
             CKRUN(cu->LaunchKernel(flush_fn, (unsigned)(sms > 0 ? sms * 4 : 512), 1, 1, 512, 1, 1, 0, stream,
-                                   flush_params, NULL), "flushing L2");
+                                   flush_params, NULL),
+                  "flushing L2");
             CKRUN(cu->StreamSynchronize(stream), "flushing L2");
         }
         ph[2] = kf_wk_now_ns();
@@ -577,7 +612,8 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             CKRUN(cu->StreamBeginCapture(stream, KF_CU_CAPTURE_THREAD_LOCAL), "cuStreamBeginCapture");
             for (uint32_t l = 0; l < m.nlaunch; l++) {
                 const uint32_t *d = m.dims[l];
-                CKRUN(cu->LaunchKernel(fn[m.kernel[l]], d[0], d[1], d[2], d[3], d[4], d[5], d[6], stream, params, NULL),
+                CKRUN(cu->LaunchKernel(fn[m.kernel[l]], d[0], d[1], d[2], d[3], d[4], d[5], d[6], stream,
+                                       params, NULL),
                       "capturing the baseline's launches");
             }
             CKRUN(cu->StreamEndCapture(stream, &graph), "cuStreamEndCapture");
@@ -586,13 +622,16 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         void *hargs[KF_PROTO_MAXARGS + 1];
         if (host) {
             if (!host_ready) {
-                if (host_prepare(&m)) fail_msg(KF_MSG_FAIL, "libffi cannot prepare the call of kforge_launch");
+                if (host_prepare(&m))
+                    fail_msg(KF_MSG_FAIL, "libffi cannot prepare the call of kforge_launch");
                 host_ready = 1;
             }
-            for (uint32_t i = 0; i < m.nargs; i++) hargs[i] = m.kind[i] == KF_ARG_BUF ? (void *)&hbuf[i] : params[i];
+            for (uint32_t i = 0; i < m.nargs; i++)
+                hargs[i] = m.kind[i] == KF_ARG_BUF ? (void *)&hbuf[i] : params[i];
             hargs[m.nargs] = &stream;
         }
-        kf_msg_done start = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
+        kf_msg_done start = {
+            .magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
         /* Timed: the flush is queued, not waited for, so the events and launches are
          * queued behind it while it runs and the kernels start the moment it ends: the
@@ -601,7 +640,8 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
          * Both sides of a comparison are timed this way. */
         if ((m.flags & KF_RUN_FLUSH_L2) && !hostproto)
             CKRUN(cu->LaunchKernel(flush_fn, (unsigned)(sms > 0 ? sms * 4 : 512), 1, 1, 512, 1, 1, 0, stream,
-                                   flush_params, NULL), "flushing L2");
+                                   flush_params, NULL),
+                  "flushing L2");
         CKRUN(cu->EventRecord(ev0, stream), "cuEventRecord");
         kf_launch_log lg;
         memset(&lg, 0, sizeof lg);
@@ -615,8 +655,8 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         if (gexec) CKRUN(cu->GraphLaunch(gexec, stream), "cuGraphLaunch");
         for (uint32_t l = 0; !host && !gexec && l < m.nlaunch; l++) {
             const uint32_t *d = m.dims[l];
-            CUresult r = cu->LaunchKernel(fn[m.kernel[l]], d[0], d[1], d[2], d[3], d[4], d[5], d[6],
-                                          stream, params, NULL);
+            CUresult r = cu->LaunchKernel(fn[m.kernel[l]], d[0], d[1], d[2], d[3], d[4], d[5], d[6], stream,
+                                          params, NULL);
             if (r)
                 fail_msg(KF_MSG_FAIL, "launch %u (kernel %s, grid (%u,%u,%u), block (%u,%u,%u), smem %u): %s",
                          l + 1, names[m.kernel[l]], d[0], d[1], d[2], d[3], d[4], d[5], d[6],
@@ -634,9 +674,11 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
             /* work in a context of the candidate's own is not covered by the synchronise
              * above and could outlive the call, slowing whatever is timed next */
             if (cupti && lg.available && lg.nctx > 0)
-                fail_msg(KF_MSG_FAIL, "sandbox_violation: host code created %d CUDA context(s) of its own "
+                fail_msg(KF_MSG_FAIL,
+                         "sandbox_violation: host code created %d CUDA context(s) of its own "
                          "(cuCtxCreate, green contexts): host mode works in the worker's primary context, "
-                         "which it synchronises at the end of every call", lg.nctx);
+                         "which it synchronises at the end of every call",
+                         lg.nctx);
         } else {
             CKRUN(cu->EventRecord(ev1, stream), "cuEventRecord");
             /* the whole context, not the stream: nothing may still run after DONE */
@@ -653,27 +695,36 @@ int kf_gpu_worker_main(char **argv, void *arena, size_t arena_size) {
         }
         float ms = 0;
         CKRUN(cu->EventElapsedTime(&ms, ev0, ev1), "cuEventElapsedTime");
-        kf_msg_done d = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_DONE, .seq = m.seq, .ns = t1,
-                         .dev_ns = (uint64_t)((double)ms * 1e6), .gpu_flags = gflags, .idle_wait_ns = idle_wait};
+        kf_msg_done d = {.magic = KF_PROTO_MAGIC,
+                         .type = KF_MSG_DONE,
+                         .seq = m.seq,
+                         .ns = t1,
+                         .dev_ns = (uint64_t)((double)ms * 1e6),
+                         .gpu_flags = gflags,
+                         .idle_wait_ns = idle_wait};
         d.cupti = cupti && lg.available;
         d.nlaunch = lg.nlaunch, d.ngraph = lg.ngraph, d.nmemop = lg.nmemop, d.nlib = lg.nlib;
         d.nnames = lg.nnames < KF_PROTO_MAXNAMES ? lg.nnames : KF_PROTO_MAXNAMES;
-        for (int i = 0; i < d.nnames && i < 16; i++) snprintf(d.names[i], sizeof d.names[i], "%.63s", lg.names[i]);
+        for (int i = 0; i < d.nnames && i < 16; i++)
+            snprintf(d.names[i], sizeof d.names[i], "%.63s", lg.names[i]);
         for (uint32_t l = 0; !host && l < m.nlaunch; l++) {
             int nb = 0;
             const uint32_t *dd = m.dims[l];
-            if (!cu->OccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn[m.kernel[l]], (int)(dd[3] * dd[4] * dd[5]), dd[6]))
+            if (!cu->OccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn[m.kernel[l]],
+                                                               (int)(dd[3] * dd[4] * dd[5]), dd[6]))
                 d.occ[l] = (uint32_t)nb;
         }
         if (precise) {
             for (uint32_t i = 0; i < m.nargs; i++) {
                 if (!own[i]) continue;
                 if (m.io[i] != KF_IO_ARG_IN && m.len[i])
-                    CKRUN(cu->MemcpyDtoH((char *)arena + m.off[i], own[i], m.len[i]), "copying the outputs back");
+                    CKRUN(cu->MemcpyDtoH((char *)arena + m.off[i], own[i], m.len[i]),
+                          "copying the outputs back");
                 CKRUN(cu->MemFree(own[i]), "cuMemFree");
             }
         } else {
-            CKRUN(cu->MemcpyDtoH((char *)arena + m.span_lo, base + m.span_lo, span), "copying the outputs back");
+            CKRUN(cu->MemcpyDtoH((char *)arena + m.span_lo, base + m.span_lo, span),
+                  "copying the outputs back");
             ph[4] = kf_wk_now_ns();
             /* nothing of this call stays readable on the device for the next one */
             CKRUN(cu->MemsetD32Async(base + m.span_lo, poison_word(), span / 4, stream), "re-poisoning");

@@ -15,9 +15,9 @@ int kf__cuda_host_mode(const kf_task *t, const char *text, size_t len);
 char *kf__cuda_host_header(const kf_task *t);
 /* Build a host-mode file with nvcc in the sandboxed compiler child; out->arch is set.
  * KF_OK when nvcc ran (see out->ok); KF_EBACKEND without nvcc. */
-kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path, const char *text,
-                                size_t len, const kf_param *params, int nparams, const char *workdir,
-                                double timeout_s, kf_build *out);
+kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path, const char *text, size_t len,
+                                const kf_param *params, int nparams, const char *workdir, double timeout_s,
+                                kf_build *out);
 /* 1 when nvcc is found; else 0 with why. */
 int kf__cuda_have_nvcc(char *why, size_t n);
 /* The DT_NEEDED entries of an ELF64 object outside the C/C++ runtime, comma-separated

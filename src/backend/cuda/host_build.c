@@ -43,8 +43,8 @@
 static const char *const allowed_links[][2] = {
     {"cublas", "-lcublas"}, {"cublasLt", "-lcublasLt"}, {"nvrtc", "-lnvrtc"}};
 
-static const char *const nvflags[] = {"-shared", "-Xcompiler", "-fPIC", "-O3", "-std=c++17",
-                                      "-lineinfo", "-Xlinker", "-z,defs", "-Xlinker", "-z,now"};
+static const char *const nvflags[] = {"-shared",   "-Xcompiler", "-fPIC",   "-O3",      "-std=c++17",
+                                      "-lineinfo", "-Xlinker",   "-z,defs", "-Xlinker", "-z,now"};
 
 static int directive(const char *line, size_t n, const char *name, const char **rest) {
     size_t k = strlen(name);
@@ -72,8 +72,8 @@ int kf__cuda_host_mode(const kf_task *t, const char *text, size_t len) {
 
 /* The kforge:link lines into lflags (linker flags, at most 3) and libs ("cublas,..."),
  * and the sanity of the directives. 0, or -1 with "line N: ..." in err. */
-static int parse_links(const char *text, size_t len, const char **lflags, int *nl, char *libs,
-                       size_t libsz, char *err, size_t n) {
+static int parse_links(const char *text, size_t len, const char **lflags, int *nl, char *libs, size_t libsz,
+                       char *err, size_t n) {
     const char *end = text + len;
     int line = 1;
     *nl = 0;
@@ -136,8 +136,8 @@ char *kf__cuda_host_header(const kf_task *t) {
                       "extern \"C\" int kforge_launch(");
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
-        kf_buf_printf(&b, "%s%s%s", a->is_buffer && a->io == KF_IO_IN ? "const " : "",
-                      ctype(a->type), a->is_buffer ? " *, " : ", ");
+        kf_buf_printf(&b, "%s%s%s", a->is_buffer && a->io == KF_IO_IN ? "const " : "", ctype(a->type),
+                      a->is_buffer ? " *, " : ", ");
     }
     kf_buf_printf(&b, "cudaStream_t);\n");
     return b.p;
@@ -165,8 +165,8 @@ int kf__cuda_have_nvcc(char *why, size_t n) {
 }
 
 static int is_runtime_lib(const char *name) {
-    static const char *const rt[] = {"libc.so", "libm.so", "libstdc++.so", "libgcc_s.so", "ld-linux",
-                                     "libpthread.so", "libdl.so", "librt.so", NULL};
+    static const char *const rt[] = {"libc.so",       "libm.so",  "libstdc++.so", "libgcc_s.so", "ld-linux",
+                                     "libpthread.so", "libdl.so", "librt.so",     NULL};
     for (int i = 0; rt[i]; i++)
         if (!strncmp(name, rt[i], strlen(rt[i]))) return 1;
     return 0;
@@ -214,9 +214,9 @@ static void record_libraries(kf_build *out, const char *links) {
     out->libraries = kf__asprintf("%s%s%s", links, links[0] && needed[0] ? "," : "", needed);
 }
 
-kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path, const char *text,
-                                size_t len, const kf_param *params, int nparams, const char *workdir,
-                                double timeout_s, kf_build *out) {
+kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path, const char *text, size_t len,
+                                const kf_param *params, int nparams, const char *workdir, double timeout_s,
+                                kf_build *out) {
     char err[512], links[128];
     const char *lflags[4];
     int nl = 0;
@@ -232,8 +232,9 @@ kf_status kf__cuda_host_compile(kf_ctx *ctx, const kf_task *t, const char *path,
     }
     char nvcc[PATH_MAX];
     if (find_nvcc(nvcc))
-        return kf__err(ctx, KF_EBACKEND, "CUDA host mode needs nvcc: set KFORGE_NVCC or CUDA_HOME, "
-                                          "or install the CUDA toolkit (kernel mode needs only NVRTC)");
+        return kf__err(ctx, KF_EBACKEND,
+                       "CUDA host mode needs nvcc: set KFORGE_NVCC or CUDA_HOME, "
+                       "or install the CUDA toolkit (kernel mode needs only NVRTC)");
     /* the toolkit: nvcc lives in <top>/bin */
     char top[PATH_MAX];
     kf_driver_prefix(nvcc, top, sizeof top);

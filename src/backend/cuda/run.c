@@ -26,17 +26,16 @@
 /* 1 for a GPU artifact (kernel or host mode), which a GPU worker runs. */
 static int gpu_build(const kf_build *b) { return b && (b->nlaunch > 0 || b->host); }
 
-
-int kf_build_eval_launches(const kf_build *b, const kf_task *t, const int64_t *sizes,
-                           uint32_t lx[][7], char *err, size_t n) {
+int kf_build_eval_launches(const kf_build *b, const kf_task *t, const int64_t *sizes, uint32_t lx[][7],
+                           char *err, size_t n) {
     const char *names[64];
     int64_t vals[64];
     int nv = 0;
     for (int i = 0; i < t->nsizes && nv < 64; i++, nv++) names[nv] = t->size_names[i], vals[nv] = sizes[i];
     for (int i = 0; i < b->nparams && nv < 64; i++, nv++) names[nv] = b->pnames[i], vals[nv] = b->pvals[i];
     kf_vars v = {names, vals, nv};
-    static const char *const what[7] = {"grid.x", "grid.y", "grid.z", "block.x", "block.y",
-                                        "block.z", "smem"};
+    static const char *const what[7] = {"grid.x",  "grid.y",  "grid.z", "block.x",
+                                        "block.y", "block.z", "smem"};
     for (int i = 0; i < b->nlaunch; i++) {
         int64_t threads = 1;
         for (int d = 0; d < 7; d++) {
@@ -69,22 +68,22 @@ const char *kf_launch_mode_name(kf_launch_mode m) {
     return (unsigned)m < 4 ? n[m] : "?";
 }
 
-int kf_launch_host_timing(const kf_build *a, const kf_build *b) {
-    return (a && a->host) || (b && b->host);
-}
+int kf_launch_host_timing(const kf_build *a, const kf_build *b) { return (a && a->host) || (b && b->host); }
 
 int kf_launch_fair(kf_launch_mode cand, kf_launch_mode base, int graph_known, char *why, size_t n) {
     if (n) why[0] = 0;
     if (cand == KF_MODE_GRAPH && base != KF_MODE_GRAPH) {
-        snprintf(why, n, "the candidate replays a CUDA graph and the baseline is launched %s, "
-                         "so the launch overhead the graph saves is not a kernel speedup",
+        snprintf(why, n,
+                 "the candidate replays a CUDA graph and the baseline is launched %s, "
+                 "so the launch overhead the graph saves is not a kernel speedup",
                  base == KF_MODE_HOST ? "by its own host code (which kforge cannot capture as a graph)"
                                       : "kernel by kernel (no graph use was seen during the check)");
         return 0;
     }
     if (cand == KF_MODE_HOST && !graph_known)
-        snprintf(why, n, "graph use unknown (CUPTI not available): a speedup may include launch "
-                         "overhead saved by a CUDA graph");
+        snprintf(why, n,
+                 "graph use unknown (CUPTI not available): a speedup may include launch "
+                 "overhead saved by a CUDA graph");
     return 1;
 }
 
@@ -103,14 +102,15 @@ void kf__cuda_launch_json(json_t *jshape, const kf_call_result *cr) {
         if (kf_cupti_is_library(cr->names[i])) json_array_append_new(lib, kf_text_json(cr->names[i]));
     }
     json_object_set_new(jshape, "kernels", k);
-    if (cr->nlib > (int)json_array_size(lib)) json_object_set_new(jshape, "library_kernel_count", json_integer(cr->nlib));
+    if (cr->nlib > (int)json_array_size(lib))
+        json_object_set_new(jshape, "library_kernel_count", json_integer(cr->nlib));
     json_object_set_new(jshape, "library_kernels", lib);
 }
 
 int kf__cuda_undeclared(const char *loaded, const char *declared, char *out, size_t n) {
-    static const char *const vendor[] = {"libcublasLt", "libcublas", "libcudnn", "libcufft", "libcurand",
-                                         "libcusparse", "libcusolver", "libnccl", "libcutensor", "libnvblas",
-                                         "libnpp", "libnvjpeg", NULL};
+    static const char *const vendor[] = {"libcublasLt", "libcublas",   "libcudnn", "libcufft",    "libcurand",
+                                         "libcusparse", "libcusolver", "libnccl",  "libcutensor", "libnvblas",
+                                         "libnpp",      "libnvjpeg",   NULL};
     out[0] = 0;
     int cnt = 0;
     char *dup = kf__strdup(loaded ? loaded : ""), *save = NULL;
@@ -144,7 +144,8 @@ int kf__cuda_undeclared(const char *loaded, const char *declared, char *out, siz
 /* What of kforge's environment a GPU worker gets: the devices the user chose, and where
  * the driver and CUPTI are and the seccomp switch (docs/cuda.md), as settings. */
 static const char *const gpu_env_pass[] = {"CUDA_VISIBLE_DEVICES", NULL};
-static const char *const gpu_env_settings[] = {"KFORGE_LIBCUDA", "KFORGE_GPU_SECCOMP", "KFORGE_LIBCUPTI", NULL};
+static const char *const gpu_env_settings[] = {"KFORGE_LIBCUDA", "KFORGE_GPU_SECCOMP", "KFORGE_LIBCUPTI",
+                                               NULL};
 
 void kf__cuda_worker_env(kf_worker_opts *o) {
     o->env_pass = gpu_env_pass;
@@ -186,7 +187,9 @@ int kf__cuda_stage(kf_backend *b, const kf_build *build, const kf_stage *st, kf_
         for (int i = 0; i < st->t->nargs; i++) {
             const kf_arg *a = &st->t->args[i];
             m->len[i] = a->is_buffer ? st->ex->bytes[i] : 0;
-            m->io[i] = a->io == KF_IO_IN ? KF_IO_ARG_IN : a->io == KF_IO_OUT ? KF_IO_ARG_OUT : KF_IO_ARG_INOUT;
+            m->io[i] = a->io == KF_IO_IN    ? KF_IO_ARG_IN
+                       : a->io == KF_IO_OUT ? KF_IO_ARG_OUT
+                                            : KF_IO_ARG_INOUT;
         }
     }
     return 0;
@@ -272,8 +275,9 @@ int kf__cuda_fair(kf_backend *b, const kf_build *cand, const kf_launch_seen *cs,
     (void)b;
     if (!gpu_build(cand)) return 1;
     kf_launch_mode cm = cand->host ? (cs->graph ? KF_MODE_GRAPH : KF_MODE_HOST) : KF_MODE_KERNEL;
-    kf_launch_mode bm = base->host ? (bs->graph ? KF_MODE_GRAPH : KF_MODE_HOST)
-                        : base_graph ? KF_MODE_GRAPH : KF_MODE_KERNEL;
+    kf_launch_mode bm = base->host   ? (bs->graph ? KF_MODE_GRAPH : KF_MODE_HOST)
+                        : base_graph ? KF_MODE_GRAPH
+                                     : KF_MODE_KERNEL;
     char why[400];
     int fair = kf_launch_fair(cm, bm, !cand->host || cs->known, why, sizeof why);
     json_t *lm = json_object();
@@ -347,7 +351,8 @@ json_t *kf__cuda_resources(kf_backend *be, const kf_build *b, const kf_task *t, 
         json_t *o = json_object();
         json_object_set_new(o, "kernel", json_string(ki->name));
         json_object_set_new(o, "registers", json_integer(regs));
-        if (ki->spill_stores >= 0) json_object_set_new(o, "spill_store_bytes", json_integer(ki->spill_stores));
+        if (ki->spill_stores >= 0)
+            json_object_set_new(o, "spill_store_bytes", json_integer(ki->spill_stores));
         if (ki->spill_loads >= 0) json_object_set_new(o, "spill_load_bytes", json_integer(ki->spill_loads));
         json_object_set_new(o, "static_smem_bytes", json_integer(shared));
         if (local >= 0) json_object_set_new(o, "local_bytes_per_thread", json_integer(local));

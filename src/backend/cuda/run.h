@@ -30,8 +30,8 @@ int kf_launch_fair(kf_launch_mode cand, kf_launch_mode base, int graph_known, ch
 /* Evaluate a GPU build's launches at the given sizes (the task's order) into lx[]
  * (grid x y z, block x y z, smem per launch). 0, or -1 with err (a bad expression, a
  * zero or negative dimension, a block over 1024 threads). */
-int kf_build_eval_launches(const kf_build *b, const kf_task *t, const int64_t *sizes,
-                           uint32_t lx[][7], char *err, size_t n);
+int kf_build_eval_launches(const kf_build *b, const kf_task *t, const int64_t *sizes, uint32_t lx[][7],
+                           char *err, size_t n);
 
 /* GPU host mode: CUPTI's counts of one call onto a shape's JSON (launches_per_call,
  * kernels, graph_launches, library_kernels; launch_count null without CUPTI). */
@@ -49,8 +49,7 @@ int kf__cuda_stage(kf_backend *b, const kf_build *build, const kf_stage *st, kf_
                    size_t n);
 uint64_t kf__cuda_clock(kf_backend *b, const kf_call_result *cr);
 void *kf__cuda_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report);
-int kf__cuda_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why,
-                      size_t n);
+int kf__cuda_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why, size_t n);
 void kf__cuda_plan(kf_backend *b, const kf_build *cand, const kf_build *base, int cand_graph,
                    int *host_timing, int *base_graph);
 int kf__cuda_fair(kf_backend *b, const kf_build *cand, const kf_launch_seen *cs, const kf_build *base,
