@@ -17,8 +17,9 @@
 # OUT (default a fresh directory under /tmp) keeps both sides' documents.
 #
 # --text compares the human summaries instead (the same runs without --json, and `kforge
-# validate` of every bundled C task): the same exit status and the same text, every run
-# of digits masked as # (times, figures), so that the lines and their words must match.
+# validate` of every bundled C task): the same exit status and the same text, every time
+# and a timed shape's judgement masked, and every run of digits (figures) masked as #, so
+# that the lines and their words must match.
 set -u
 text=0
 [[ ${1:-} == --text ]] && text=1 && shift
@@ -85,8 +86,13 @@ PY
 
 ndiff=0 nundecided=0 n=0
 json=(--json)
+# text: a time with its unit and a timed shape's judgement (win, slower, within noise, not
+# fair) vary from run to run as the JSON's timed numbers and flags do; then every number
 [[ $text == 1 ]] && json=() && mask='import re, sys
-for line in sys.stdin: sys.stdout.write(re.sub(r"[0-9]+", "#", line))'
+for line in sys.stdin:
+    line = re.sub(r"[0-9.]+ (ns|us|ms|s)\b", "<time>", line)
+    line = re.sub(r" \((win|slower|within noise|NOT a fair comparison)\)", " (<timing>)", line)
+    sys.stdout.write(re.sub(r"[0-9]+", "#", line))'
 for c in "${cases[@]}"; do
     task=${c%% *} cand=${c#* }
     [[ -f $task/task.json ]] || continue
