@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # verdict-diff.sh - do two builds of kforge write the same verdict documents?
 #
-#   scripts/verdict-diff.sh OLD_BUILD NEW_BUILD [OUT]
+#   scripts/verdict-diff.sh [--text] OLD_BUILD NEW_BUILD [OUT]
 #
 # OLD_BUILD and NEW_BUILD are build directories (each with kforge and kforge-worker). For
 # every bundled C task's candidates, the honest corpus (tests/honest/*.c) and the first
@@ -15,9 +15,16 @@
 # on both sides (three times at most): one that a loaded machine or a racy candidate
 # made goes away; a bench still refused for timing_mismatch on a side is "undecided".
 # OUT (default a fresh directory under /tmp) keeps both sides' documents.
+#
+# --text compares the human summaries instead (the same runs without --json, and `kforge
+# validate` of every bundled C task): the same exit status and the same text, every time
+# and a timed shape's judgement masked, and every run of digits (figures) masked as #, so
+# that the lines and their words must match.
 set -u
-old=${1:?usage: verdict-diff.sh OLD_BUILD NEW_BUILD [OUT]}
-new=${2:?usage: verdict-diff.sh OLD_BUILD NEW_BUILD [OUT]}
+text=0
+[[ ${1:-} == --text ]] && text=1 && shift
+old=${1:?usage: verdict-diff.sh [--text] OLD_BUILD NEW_BUILD [OUT]}
+new=${2:?usage: verdict-diff.sh [--text] OLD_BUILD NEW_BUILD [OUT]}
 out=${3:-$(mktemp -d /tmp/verdict-diff.XXXXXX)}
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
@@ -25,6 +32,9 @@ seed=${KF_DIFF_SEED:-20261202}
 bench_opts=(--min-time 0.005 --min-runs 3 --max-runs 5)
 
 cases=()
+if [[ $text == 1 ]]; then
+    for t in tasks/c/*/; do cases+=("${t%/} -"); done # validate
+fi
 for t in tasks/c/*/; do
     for c in "$t"candidates/*.c; do cases+=("${t%/} $c"); done
 done
@@ -75,12 +85,24 @@ PY
 )
 
 ndiff=0 nundecided=0 n=0
+json=(--json)
+# text: a time with its unit and a timed shape's judgement (win, slower, within noise, not
+# fair) vary from run to run as the JSON's timed numbers and flags do; then every number
+[[ $text == 1 ]] && json=() && mask='import re, sys
+for line in sys.stdin:
+    line = re.sub(r"[0-9.]+ (ns|us|ms|s)\b", "<time>", line)
+    line = re.sub(r" \((win|slower|within noise|NOT a fair comparison)\)", " (<timing>)", line)
+    sys.stdout.write(re.sub(r"[0-9]+", "#", line))'
 for c in "${cases[@]}"; do
     task=${c%% *} cand=${c#* }
     [[ -f $task/task.json ]] || continue
-    for cmd in check bench; do
+    cmds="check bench"
+    [[ $cand == - ]] && cmds=validate
+    for cmd in $cmds; do
         extra=()
         [[ $cmd == bench ]] && extra=("${bench_opts[@]}")
+        args=("$task" "$cand")
+        [[ $cmd == validate ]] && args=("$task")
         name=$(echo "$cmd-$task-$cand" | tr '/' '_')
         # A difference of the builds shows every time; one of the machine's (a timing a
         # loaded machine disturbed: timing_mismatch; a candidate's own race) does not.
@@ -91,7 +113,7 @@ for c in "${cases[@]}"; do
             for side in $sides; do
                 b=$old
                 [[ $side == new ]] && b=$new
-                "$b/kforge" "$cmd" "$task" "$cand" --json --seed "$seed" "${extra[@]}" \
+                "$b/kforge" "$cmd" "${args[@]}" "${json[@]}" --seed "$seed" "${extra[@]}" \
                     >"$out/$name.$side.json" 2>"$out/$name.$side.err"
                 echo "exit $?" >>"$out/$name.$side.json"
                 grep -v '^exit ' "$out/$name.$side.json" | python3 -c "$mask" >"$out/$name.$side.masked"
@@ -102,7 +124,7 @@ for c in "${cases[@]}"; do
         n=$((n + 1))
         if cmp -s "$out/$name.old.masked" "$out/$name.new.masked"; then
             :
-        elif grep -q '"timing_mismatch"' "$out/$name.old.masked" "$out/$name.new.masked"; then
+        elif grep -Eq '"timing_mismatch"|^  timing_mismatch:' "$out/$name.old.masked" "$out/$name.new.masked"; then
             nundecided=$((nundecided + 1))
             echo "UNDECIDED (timing_mismatch on a side, three times): kforge $cmd $task $cand ($out/$name.{old,new}.masked)"
         else

@@ -960,6 +960,98 @@ static const char gpu_check_doc[] =
     "no "
     "summary (exit status -1)\"}},\"seconds\":20.5}";
 
+/* A validate document with the reference's times, a warning on a shape and one on the
+ * reference's slowest, and a skipped visible shape. */
+static const char validate_doc[] =
+    "{\"verdict\":\"accepted\",\"reasons\":[],\"task\":\"sum\",\"fingerprint\":\"cafe\",\"seed\":3,"
+    "\"shapes\":[{\"sizes\":{\"n\":64},\"kind\":\"visible\",\"reference_ms\":1.25,\"status\":\"passed\"},"
+    "{\"sizes\":{\"n\":65},\"kind\":\"visible\",\"status\":\"skipped\",\"note\":\"outside\"},"
+    "{\"sizes\":{\"n\":4096},\"kind\":\"hidden\",\"warning\":\"the reference wrote no output here\","
+    "\"status\":\"passed\"},{\"sizes\":{\"n\":1},\"kind\":\"edge\",\"status\":\"failed\"}],"
+    "\"reference_time\":{\"slowest_ms\":12.5,\"at\":{\"n\":4096},\"kind\":\"hidden\","
+    "\"warning\":\"the reference is slow\"},\"seconds\":2.25}";
+
+/* A bench against --vs, unfair on a shape, slower on another, with a shape not timed. */
+static const char vs_bench_doc[] =
+    "{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"timing_mismatch\",\"message\":\"not fair\","
+    "\"shape\":{\"n\":8,\"m\":2},\"count\":2}],\"task\":\"sum\",\"candidate\":\"a.c\",\"when\":\"n > 4\","
+    "\"check\":{\"verdict\":\"accepted\",\"shapes\":[{\"sizes\":{\"n\":8,\"m\":2},\"kind\":\"visible\","
+    "\"status\":\"passed\"},{\"sizes\":{\"n\":2,\"m\":2},\"kind\":\"visible\",\"status\":\"skipped\"}],"
+    "\"seconds\":0.5},\"shapes\":[{\"sizes\":{\"n\":8,\"m\":2},\"candidate_ns\":1500000000.0,"
+    "\"baseline_ns\":2500000.0,\"speedup\":0.5,\"noise\":0.125,\"ci95\":[0.4,0.6],\"fair\":false,"
+    "\"fair_note\":\"the baseline waited\",\"fair_reason\":\"gpu_shared\",\"win\":false,\"slower\":true},"
+    "{\"sizes\":{\"n\":16,\"m\":2},\"candidate_ns\":900.0,\"baseline_ns\":1800.5,\"speedup\":2.0,"
+    "\"noise\":0.01,\"ci95\":[1.9,2.1],\"fair\":true,\"win\":false,\"slower\":true}],\"baseline\":\"b.c\","
+    "\"untimed_shapes\":[{\"n\":2,\"m\":2}],\"speedup\":1.0,\"wins\":0,\"seconds\":4.0}";
+
+/* The human summary of a result whose verdict was read from doc. */
+static char *doc_text(const char *kind, const char *doc) {
+    json_t *j = json_loads(doc, 0, NULL);
+    kf_result *r = kf_result_new(kind);
+    CHECK(j && r);
+    kf_verdict_free(&r->v);
+    CHECK(kf_verdict_from_json(j, &r->v) == 0);
+    char *t = kf_result_text(r);
+    json_decref(j);
+    kf_result_free(r);
+    return t;
+}
+
+/* The human summary of GPU and other documents the C backend here does not make (host
+ * mode, launch modes, sanitizer tools, rates, unfair timings, the reference's times),
+ * byte for byte what kforge has always printed for them. */
+static void t_result_text(const void *arg) {
+    (void)arg;
+    static const struct {
+        const char *kind, *doc, *text;
+    } cases[] = {
+        {"bench", gpu_bench_doc,
+         "bench softmax tasks/cuda/softmax/candidates/fast.cu: ACCEPTED (3.50 s)\n"
+         "  shapes: 2 of 2 passed (1 visible, 0 hidden, 1 edge)\n"
+         "  baseline: the task's reference\n"
+         "  rows=256 cols=1024: candidate 10.24 us, baseline 51.20 us, speedup 5.000x +/- 0.020 (win), "
+         "launched kernel vs kernel, 25% of roofline\n"
+         "  geomean speedup 5.000x\n"},
+        {"check", gpu_check_doc,
+         "check sum h.cu: REJECTED (20.50 s)\n"
+         "  claims only the shapes where: n % 4 == 0 (kforge:when)\n"
+         "  sanitizer: compute-sanitizer memcheck found 1 error: Invalid __global__ read\n"
+         "  wrong_result: 1 of 9 elements [at n=9] (3 times in all)\n"
+         "  shapes: 1 of 3 passed (1 visible, 1 hidden, 1 edge)\n"
+         "  host mode: libraries [cublas, libcublas.so.13], 3 launches and 0 graph launches per call (first "
+         "shape), 1 library kernels\n"
+         "  sanitizer memcheck: 1 error (1 calls, 12.5 s)\n"
+         "  sanitizer racecheck: NOT RUN (compute-sanitizer left no summary (exit status -1))\n"},
+        {"validate", validate_doc,
+         "validate sum: VALID (2.25 s)\n"
+         "  shapes: 2 of 3 passed (1 visible, 1 hidden, 1 edge)\n"
+         "  skipped visible shape n=65: outside the candidate's kforge:when domain (not checked, not timed)\n"
+         "  reference per call: n=64 1.25 ms, slowest 12.50 ms at n=4096 (hidden)\n"
+         "  warning: the reference is slow\n"
+         "  warning at n=4096: the reference wrote no output here\n"},
+        {"bench", vs_bench_doc,
+         "bench sum a.c: REJECTED (4.00 s)\n"
+         "  claims only the shapes where: n > 4 (kforge:when)\n"
+         "  timing_mismatch: not fair [at n=8 m=2] (2 times in all)\n"
+         "  shapes: 1 of 1 passed (1 visible, 0 hidden, 0 edge)\n"
+         "  skipped visible shape n=2 m=2: outside the candidate's kforge:when domain (not checked, not "
+         "timed)\n"
+         "  baseline: b.c\n"
+         "  n=8 m=2: candidate 1.500 s, baseline 2.500 ms, speedup 0.500x +/- 0.125 (NOT a fair comparison)\n"
+         "    unfair: gpu_shared\n"
+         "    note: the baseline waited\n"
+         "  n=16 m=2: candidate 900 ns, baseline 1.80 us, speedup 2.000x +/- 0.010 (slower)\n"
+         "  geomean speedup 1.000x\n"
+         "  not timed (outside a kforge:when domain): n=2 m=2\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *t = doc_text(cases[i].kind, cases[i].doc);
+        CHECKF(t && !strcmp(t, cases[i].text), "case %zu: the summary changed:\n%s---\n%s", i, t,
+               cases[i].text);
+        free(t);
+    }
+}
+
 /* The verdict's conversions lose nothing of any document kforge writes: checked here on
  * documents the C backend makes (validate, a domain error, skipped shapes, a bench
  * against --vs), the CLI's error document, and GPU documents in the backend's order;
@@ -1072,6 +1164,7 @@ void kft_register_check(void) {
     kft_add("check/candidate_output", t_candidate_output, NULL, 30);
     kft_add("check/verdict_typed", t_verdict_typed, NULL, 90);
     kft_add("check/verdict_roundtrip", t_verdict_roundtrip, NULL, 90);
+    kft_add("check/result_text", t_result_text, NULL, 30);
     kft_add("check/magnitude_tolerance", t_magnitude_tolerance, NULL, 90);
     kft_add("check/exact_sign_of_zero", t_exact_sign_of_zero, NULL, 60);
     kft_add("check/bad_when", t_bad_when, NULL, 30);

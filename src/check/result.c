@@ -1,5 +1,11 @@
 /*
  * result.c - results: verdict, reasons, the JSON contract and the human summary.
+ *
+ * The human summary (kf_result_text) reads the typed verdict, r->v, field by field, as
+ * every in-process reader does; it knows no key of the document. What it reads by key
+ * is the backend's own report, kept as extras of the verdict (the CUDA backend's
+ * launch_mode and libraries, a shape's launch counts, library kernels and launch modes:
+ * kf_verdict_extra_get), since that format is the backend's, not the verdict's.
  */
 #define _GNU_SOURCE
 #include "result.h"
@@ -132,14 +138,9 @@ static void fmt_ns(double ns, char *buf, size_t n) {
     else snprintf(buf, n, "%.0f ns", ns);
 }
 
-static void sizes_text(json_t *sizes, kf_buf *b) {
-    const char *k;
-    json_t *v;
-    int first = 1;
-    json_object_foreach(sizes, k, v) {
-        kf_buf_printf(b, "%s%s=%lld", first ? "" : " ", k, (long long)json_integer_value(v));
-        first = 0;
-    }
+static void sizes_text(const kf_verdict_sizes *s, kf_buf *b) {
+    for (int i = 0; i < s->n; i++)
+        kf_buf_printf(b, "%s%s=%lld", i ? " " : "", s->name[i], (long long)s->v[i]);
 }
 
 /* Text from compilers and candidates reaches terminals: replace C0 controls (newlines
@@ -171,152 +172,142 @@ char *kf_result_text(const kf_result *r) {
     return t;
 }
 
+/* A field of a shape record as its document has it: 0 when the record lacks it. */
+#define SHAPE_REAL(s, bit, f) (((s)->has & (bit)) ? (s)->f : 0.0)
+#define SHAPE_FLAG(s, bit, f) (((s)->has & (bit)) && (s)->f)
+
+/* The CUDA host mode's line: what the candidate's own host code used (the backend's
+ * keys: the document's launch_mode and libraries, the first shape's launch counts). */
+static void host_mode_text(const struct kf_verdict *v, const kf_verdict_shape *s0, kf_buf *b) {
+    const char *lm = json_string_value(kf_verdict_extra_get(&v->extra, "launch_mode"));
+    if (!lm || strcmp(lm, "host")) return;
+    kf_buf_printf(b, "  host mode: libraries [");
+    json_t *l;
+    size_t k;
+    json_array_foreach((json_t *)kf_verdict_extra_get(&v->extra, "libraries"), k, l)
+        kf_buf_printf(b, "%s%s", k ? ", " : "", json_string_value(l));
+    const kf_verdict_extras *x = s0 ? &s0->extra : NULL;
+    const json_t *lp = x ? kf_verdict_extra_get(x, "launches_per_call") : NULL;
+    if (json_is_integer(lp))
+        kf_buf_printf(
+            b, "], %lld launches and %lld graph launches per call (first shape), %zu library kernels\n",
+            (long long)json_integer_value(lp),
+            (long long)json_integer_value(kf_verdict_extra_get(x, "graph_launches")),
+            json_array_size(kf_verdict_extra_get(x, "library_kernels")));
+    else kf_buf_printf(b, "], launches not counted (no CUPTI)\n");
+}
+
 static char *result_text_raw(const kf_result *r) {
     kf_buf b;
     kf_buf_init(&b, 1u << 20);
-    json_t *root = result_doc(r);
-    if (!root) return b.p;
-    const char *task = json_string_value(json_object_get(root, "task"));
-    const char *cand = json_string_value(json_object_get(root, "candidate"));
-    kf_buf_printf(
-        &b, "%s %s%s%s: %s (%.2f s)\n", r->kind, task ? task : "", cand ? " " : "", cand ? cand : "",
-        r->v.verdict == KF_VERDICT_ACCEPTED ? (!strcmp(r->kind, "validate") ? "VALID" : "ACCEPTED")
-                                            : (!strcmp(r->kind, "validate") ? "REFUSED" : "REJECTED"),
-        json_real_value(json_object_get(root, "seconds")));
-    const char *when = json_string_value(json_object_get(root, "when"));
-    if (when) kf_buf_printf(&b, "  claims only the shapes where: %s (kforge:when)\n", when);
-    size_t i;
-    json_t *o;
-    json_array_foreach(json_object_get(root, "reasons"), i, o) {
-        kf_buf_printf(&b, "  %s: %s", json_string_value(json_object_get(o, "code")),
-                      json_string_value(json_object_get(o, "message")));
-        json_t *sh = json_object_get(o, "shape");
-        if (json_is_object(sh)) {
+    const struct kf_verdict *v = &r->v;
+    const char *task = v->task, *cand = v->candidate;
+    kf_buf_printf(&b, "%s %s%s%s: %s (%.2f s)\n", r->kind, task ? task : "", cand ? " " : "",
+                  cand ? cand : "",
+                  v->verdict == KF_VERDICT_ACCEPTED ? (!strcmp(r->kind, "validate") ? "VALID" : "ACCEPTED")
+                                                    : (!strcmp(r->kind, "validate") ? "REFUSED" : "REJECTED"),
+                  v->has_seconds ? v->seconds : 0.0);
+    if (v->has_when && v->when)
+        kf_buf_printf(&b, "  claims only the shapes where: %s (kforge:when)\n", v->when);
+    for (int i = 0; v->has_reasons && i < v->nreasons; i++) {
+        const kf_verdict_reason *o = &v->reasons[i];
+        kf_buf_printf(&b, "  %s: %s", kf_reason_name(o->code), o->message);
+        if (o->has_shape) {
             kf_buf_printf(&b, " [at ");
-            sizes_text(sh, &b);
+            sizes_text(&o->shape, &b);
             kf_buf_printf(&b, "]");
         }
-        json_int_t c = json_integer_value(json_object_get(o, "count"));
-        if (c > 1) kf_buf_printf(&b, " (%lld times in all)", (long long)c);
+        if (o->count > 1) kf_buf_printf(&b, " (%lld times in all)", (long long)o->count);
         kf_buf_printf(&b, "\n");
     }
-    json_t *check = json_object_get(root, "check");
-    json_t *shapes = json_object_get(check ? check : root, "shapes");
-    if (json_is_array(shapes)) {
+    int nshapes;
+    const kf_verdict_shape *shapes = kf_verdict_check_shapes(v, &nshapes);
+    if (v->has_check || v->has_shapes) {
         int n[3] = {0, 0, 0}, passed = 0, total = 0;
-        json_array_foreach(shapes, i, o) {
-            const char *k = json_string_value(json_object_get(o, "kind"));
-            const char *s = json_string_value(json_object_get(o, "status"));
-            if (s && !strcmp(s, "skipped")) continue;
+        for (int i = 0; i < nshapes; i++) {
+            const kf_verdict_shape *o = &shapes[i];
+            if (o->status == KF_VSHAPE_SKIPPED) continue;
             total++;
-            passed += s && !strcmp(s, "passed");
-            n[k && !strcmp(k, "visible") ? 0 : k && !strcmp(k, "hidden") ? 1 : 2]++;
+            passed += o->status == KF_VSHAPE_PASSED;
+            n[o->kind == KF_VSHAPE_VISIBLE ? 0 : o->kind == KF_VSHAPE_HIDDEN ? 1 : 2]++;
         }
         if (total)
             kf_buf_printf(&b, "  shapes: %d of %d passed (%d visible, %d hidden, %d edge)\n", passed, total,
                           n[0], n[1], n[2]);
         /* a visible shape outside the candidate's kforge:when domain is not checked: say so */
-        json_array_foreach(shapes, i, o) {
-            const char *k = json_string_value(json_object_get(o, "kind"));
-            const char *s = json_string_value(json_object_get(o, "status"));
-            if (!s || strcmp(s, "skipped") || !k || strcmp(k, "visible")) continue;
+        for (int i = 0; i < nshapes; i++) {
+            const kf_verdict_shape *o = &shapes[i];
+            if (o->status != KF_VSHAPE_SKIPPED || o->kind != KF_VSHAPE_VISIBLE) continue;
             kf_buf_printf(&b, "  skipped visible shape ");
-            sizes_text(json_object_get(o, "sizes"), &b);
+            sizes_text(&o->sizes, &b);
             kf_buf_printf(&b, ": outside the candidate's kforge:when domain (not checked, not timed)\n");
         }
-        /* CUDA host mode: what the candidate's own host code used */
-        const char *lm = json_string_value(json_object_get(root, "launch_mode"));
-        if (lm && !strcmp(lm, "host")) {
-            kf_buf_printf(&b, "  host mode: libraries [");
-            json_t *l;
-            size_t k;
-            json_array_foreach(json_object_get(root, "libraries"), k, l)
-                kf_buf_printf(&b, "%s%s", k ? ", " : "", json_string_value(l));
-            json_t *s0 = json_array_get(shapes, 0);
-            json_t *lp = json_object_get(s0, "launches_per_call");
-            if (json_is_integer(lp))
-                kf_buf_printf(
-                    &b,
-                    "], %lld launches and %lld graph launches per call (first shape), %zu library kernels\n",
-                    (long long)json_integer_value(lp),
-                    (long long)json_integer_value(json_object_get(s0, "graph_launches")),
-                    json_array_size(json_object_get(s0, "library_kernels")));
-            else kf_buf_printf(&b, "], launches not counted (no CUPTI)\n");
-        }
+        host_mode_text(v, nshapes ? &shapes[0] : NULL, &b);
         /* validate: the reference's time, at the visible shapes and its slowest */
-        json_t *rt = json_object_get(root, "reference_time");
-        if (json_is_object(rt)) {
+        kf_verdict_reftime rt;
+        if (kf_verdict_reference_time(v, &rt)) {
             kf_buf_printf(&b, "  reference per call:");
-            json_array_foreach(shapes, i, o) {
-                const char *k = json_string_value(json_object_get(o, "kind"));
-                if (!k || strcmp(k, "visible") || !json_object_get(o, "reference_ms")) continue;
+            for (int i = 0; i < nshapes; i++) {
+                const kf_verdict_shape *o = &shapes[i];
+                if (o->kind != KF_VSHAPE_VISIBLE || !(o->has & KF_VS_REFERENCE_MS)) continue;
                 kf_buf_printf(&b, " ");
-                sizes_text(json_object_get(o, "sizes"), &b);
-                kf_buf_printf(&b, " %.2f ms,", json_number_value(json_object_get(o, "reference_ms")));
+                sizes_text(&o->sizes, &b);
+                kf_buf_printf(&b, " %.2f ms,", o->reference_ms);
             }
-            kf_buf_printf(&b, " slowest %.2f ms at ", json_number_value(json_object_get(rt, "slowest_ms")));
-            sizes_text(json_object_get(rt, "at"), &b);
-            kf_buf_printf(&b, " (%s)\n", json_string_value(json_object_get(rt, "kind")));
-            const char *rw = json_string_value(json_object_get(rt, "warning"));
-            if (rw) kf_buf_printf(&b, "  warning: %s\n", rw);
+            kf_buf_printf(&b, " slowest %.2f ms at ", rt.slowest_ms);
+            sizes_text(&rt.at, &b);
+            kf_buf_printf(&b, " (%s)\n", rt.kind);
+            if (rt.warning) kf_buf_printf(&b, "  warning: %s\n", rt.warning);
         }
-        json_array_foreach(shapes, i, o) {
-            const char *w = json_string_value(json_object_get(o, "warning"));
-            if (!w) continue;
+        for (int i = 0; i < nshapes; i++) {
+            const kf_verdict_shape *o = &shapes[i];
+            if (!o->warning) continue;
             kf_buf_printf(&b, "  warning at ");
-            sizes_text(json_object_get(o, "sizes"), &b);
-            kf_buf_printf(&b, ": %s\n", w);
+            sizes_text(&o->sizes, &b);
+            kf_buf_printf(&b, ": %s\n", o->warning);
         }
     }
-    const char *tool;
-    json_object_foreach(json_object_get(root, "sanitizer"), tool, o) {
-        json_int_t errs = json_integer_value(json_object_get(o, "errors"));
-        const char *note = json_string_value(json_object_get(o, "note"));
-        if (json_is_true(json_object_get(o, "ran")) || errs > 0)
-            kf_buf_printf(&b, "  sanitizer %s: %lld error%s (%lld calls, %.1f s)\n", tool, (long long)errs,
-                          errs == 1 ? "" : "s", (long long)json_integer_value(json_object_get(o, "calls")),
-                          json_number_value(json_object_get(o, "seconds")));
-        else kf_buf_printf(&b, "  sanitizer %s: NOT RUN (%s)\n", tool, note ? note : "?");
+    for (int i = 0; v->has_sanitizer && i < v->ntools; i++) {
+        const kf_verdict_tool *o = &v->tools[i];
+        if (o->ran || o->errors > 0)
+            kf_buf_printf(&b, "  sanitizer %s: %lld error%s (%lld calls, %.1f s)\n", o->tool,
+                          (long long)o->errors, o->errors == 1 ? "" : "s", (long long)o->calls, o->seconds);
+        else kf_buf_printf(&b, "  sanitizer %s: NOT RUN (%s)\n", o->tool, o->note ? o->note : "?");
     }
-    shapes = json_object_get(root, "shapes");
-    const char *baseline = json_string_value(json_object_get(root, "baseline"));
-    if (check && json_is_array(shapes) && baseline) /* which file the speedups are against */
+    if (v->has_check && v->has_shapes && v->baseline) /* which file the speedups are against */
         kf_buf_printf(&b, "  baseline: %s\n",
-                      strcmp(baseline, "reference") ? baseline : "the task's reference");
-    if (check && json_is_array(shapes)) {
-        json_array_foreach(shapes, i, o) {
+                      strcmp(v->baseline, "reference") ? v->baseline : "the task's reference");
+    if (v->has_check && v->has_shapes) {
+        for (int i = 0; i < v->nshapes; i++) {
+            const kf_verdict_shape *o = &v->shapes[i];
             char c[32], bl[32];
-            fmt_ns(json_number_value(json_object_get(o, "candidate_ns")), c, sizeof c);
-            fmt_ns(json_number_value(json_object_get(o, "baseline_ns")), bl, sizeof bl);
+            fmt_ns(SHAPE_REAL(o, KF_VS_CANDIDATE_NS, candidate_ns), c, sizeof c);
+            fmt_ns(SHAPE_REAL(o, KF_VS_BASELINE_NS, baseline_ns), bl, sizeof bl);
             kf_buf_printf(&b, "  ");
-            sizes_text(json_object_get(o, "sizes"), &b);
+            sizes_text(&o->sizes, &b);
             kf_buf_printf(&b, ": candidate %s, baseline %s, speedup %.3fx +/- %.3f%s", c, bl,
-                          json_number_value(json_object_get(o, "speedup")),
-                          json_number_value(json_object_get(o, "noise")),
-                          json_is_false(json_object_get(o, "fair"))    ? " (NOT a fair comparison)"
-                          : json_is_true(json_object_get(o, "win"))    ? " (win)"
-                          : json_is_true(json_object_get(o, "slower")) ? " (slower)"
-                                                                       : " (within noise)");
-            json_t *lm = json_object_get(o, "launch_mode");
+                          SHAPE_REAL(o, KF_VS_SPEEDUP, speedup), SHAPE_REAL(o, KF_VS_NOISE, noise),
+                          (o->has & KF_VS_FAIR) && !o->fair     ? " (NOT a fair comparison)"
+                          : SHAPE_FLAG(o, KF_VS_WIN, win)       ? " (win)"
+                          : SHAPE_FLAG(o, KF_VS_SLOWER, slower) ? " (slower)"
+                                                                : " (within noise)");
+            const json_t *lm = kf_verdict_extra_get(&o->extra, "launch_mode");
             if (json_is_object(lm))
                 kf_buf_printf(&b, ", launched %s vs %s", json_string_value(json_object_get(lm, "candidate")),
                               json_string_value(json_object_get(lm, "baseline")));
-            json_t *fr = json_object_get(o, "fair_reason"), *fn = json_object_get(o, "fair_note");
-            if (json_is_string(fr)) kf_buf_printf(&b, "\n    unfair: %s", json_string_value(fr));
-            if (json_is_string(fn)) kf_buf_printf(&b, "\n    note: %s", json_string_value(fn));
-            json_t *rf = json_object_get(o, "roofline_fraction");
-            if (json_is_number(rf)) kf_buf_printf(&b, ", %.0f%% of roofline", 100 * json_number_value(rf));
+            if (o->fair_reason) kf_buf_printf(&b, "\n    unfair: %s", o->fair_reason);
+            if (o->fair_note) kf_buf_printf(&b, "\n    note: %s", o->fair_note);
+            if (o->has & KF_VS_ROOFLINE)
+                kf_buf_printf(&b, ", %.0f%% of roofline", 100 * o->roofline_fraction);
             kf_buf_printf(&b, "\n");
         }
         if (kf_result_speedup(r) > 0) kf_buf_printf(&b, "  geomean speedup %.3fx\n", kf_result_speedup(r));
-        json_t *un = json_object_get(root, "untimed_shapes");
-        json_array_foreach(un, i, o) {
+        for (int i = 0; v->has_untimed && i < v->nuntimed; i++) {
             kf_buf_printf(&b, "  not timed (outside a kforge:when domain): ");
-            sizes_text(o, &b);
+            sizes_text(&v->untimed[i], &b);
             kf_buf_printf(&b, "\n");
         }
     }
-    json_decref(root);
     return b.p;
 }
 

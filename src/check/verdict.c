@@ -991,6 +991,30 @@ json_t *kf_verdict_retimed_json(const kf_verdict_shape *s) {
 
 /* ---- questions ---------------------------------------------------------------------------- */
 
+const json_t *kf_verdict_extra_get(const kf_verdict_extras *x, const char *key) {
+    for (int i = x->n - 1; i >= 0; i--)
+        if (!strcmp(x->e[i].key, key)) return x->e[i].val;
+    return NULL;
+}
+
+int kf_verdict_reference_time(const struct kf_verdict *v, kf_verdict_reftime *t) {
+    memset(t, 0, sizeof *t);
+    const json_t *rt = v->reference_time, *at;
+    if (!json_is_object(rt)) return 0;
+    t->slowest_ms = json_number_value(json_object_get(rt, "slowest_ms"));
+    at = json_object_get(rt, "at");
+    const char *k;
+    json_t *x;
+    json_object_foreach((json_t *)at, k, x) {
+        if (t->at.n == KF_VERDICT_MAX_SIZES) break;
+        t->at.name[t->at.n] = k;
+        t->at.v[t->at.n++] = (int64_t)json_integer_value(x);
+    }
+    t->kind = json_string_value(json_object_get(rt, "kind"));
+    t->warning = json_string_value(json_object_get(rt, "warning"));
+    return 1;
+}
+
 const kf_verdict_shape *kf_verdict_check_shapes(const struct kf_verdict *v, int *n) {
     *n = v->has_check ? v->nchecked : v->nshapes;
     return v->has_check ? v->checked : v->shapes;

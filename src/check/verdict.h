@@ -284,6 +284,21 @@ json_t *kf_verdict_summary_json(const struct kf_verdict *v);
 /* {"sizes": ..., "speedup": ...}: one timed shape as the Critic's re-timings list it. */
 json_t *kf_verdict_retimed_json(const kf_verdict_shape *s);
 
+/* The value of a backend's key kept as an extra (a shape's launches_per_call, the
+ * document's launch_mode), the last one of that name as the document writes it; NULL
+ * when there is none. Borrowed from the extras. */
+const json_t *kf_verdict_extra_get(const kf_verdict_extras *x, const char *key);
+
+/* validate's "reference_time": the reference's slowest call, where (the sizes' names are
+ * borrowed from v), and which kind of shape that is, with its warning (NULL: none). */
+typedef struct {
+    double slowest_ms;
+    kf_verdict_sizes at;
+    const char *kind, *warning;
+} kf_verdict_reftime;
+/* 1 and *t filled when v has a reference_time, else 0. */
+int kf_verdict_reference_time(const struct kf_verdict *v, kf_verdict_reftime *t);
+
 /* The check's records: checked for a bench verdict, else shapes. *n gets their count. */
 const kf_verdict_shape *kf_verdict_check_shapes(const struct kf_verdict *v, int *n);
 /* The first shape record of v with these sizes, or NULL. */
