@@ -4,10 +4,11 @@
  * neutralised, its parameters as #define before it and #undef after (with every macro it
  * defines), and every name it defines at file scope prefixed with kf_n<ID>_ (ctok.c), so
  * two winners' helpers cannot collide; the shape predicates (integer scalar arguments
- * equal to their values at the winner's shape); a winner's kforge:when as a predicate
+ * equal to their values at the winner's shape) and the plan of the entry's tests
+ * (kf_dispatch_plan, the same for every emitter); a winner's kforge:when as a predicate
  * over the arguments (kf_dispatch_domain: it was checked on every shape there); the
- * fallback's kforge:when as the dispatcher's own. export checks and times a dispatcher before it is written;
- * nothing here reads a run.
+ * fallback's kforge:when as the dispatcher's own. export checks and times a dispatcher
+ * before it is written; nothing here reads a run.
  */
 #include "dispatch.h"
 
@@ -149,6 +150,110 @@ int kf_dispatch_domain(const kf_task *t, const kf_winner *w, kf_buf *b) {
     free(tk.v);
     free(wh);
     return rc;
+}
+
+static int route_add(kf_route **v, int *n, int wi, int domain, const char *pred, const char *label) {
+    kf_route *g = realloc(*v, (size_t)(*n + 1) * sizeof **v);
+    if (!g) return -1;
+    *v = g;
+    kf_route *r = &g[*n];
+    r->wi = wi, r->domain = domain;
+    r->pred = strdup(pred);
+    r->label = strdup(label ? label : "");
+    if (!r->pred || !r->label) {
+        free(r->pred);
+        free(r->label);
+        return -1;
+    }
+    (*n)++;
+    return 0;
+}
+
+/* Winner i's domain predicate (kf_dispatch_domain), made once: NULL when it has none.
+ * *oom set when memory ran out. */
+static const char *domain_of(const kf_task *t, const kf_winner *w, int i, char **dom, char *tried, int *oom) {
+    if (!tried[i]) {
+        tried[i] = 1;
+        kf_buf d;
+        kf_buf_init(&d, 1u << 16);
+        if (!kf_dispatch_domain(t, &w[i], &d) && !(dom[i] = strdup(d.p))) *oom = 1;
+        kf_buf_free(&d);
+    }
+    return dom[i];
+}
+
+void kf_dispatch_plan_free(kf_route *r, int n) {
+    for (int i = 0; i < n; i++) free(r[i].pred), free(r[i].label);
+    free(r);
+}
+
+int kf_dispatch_plan(const kf_task *t, const kf_winner *w, int nw, int fallback, json_t *best, int *used,
+                     kf_route **out, int *nout, json_t *routes, json_t *notes) {
+    kf_route *v = NULL;
+    int n = 0, rc = 0;
+    char **dom = calloc((size_t)nw + 1, sizeof *dom); /* each winner's domain predicate, */
+    char *tried = calloc((size_t)nw + 1, 1);          /* once asked for */
+    if (!dom || !tried) {
+        free(dom);
+        free(tried);
+        return -1;
+    }
+    size_t j;
+    json_t *e;
+    json_array_foreach(best, j, e) {
+        int64_t id = json_integer_value(json_object_get(e, "node"));
+        int wi = 0;
+        while (wi < nw && w[wi].id != id) wi++;
+        if (wi == nw || wi == fallback) continue;
+        json_t *sizes = json_object_get(e, "sizes");
+        char st_[512];
+        kf_dispatch_sizes_text(sizes, ", ", st_, sizeof st_);
+        kf_buf pred;
+        kf_buf_init(&pred, 1u << 16);
+        int exact = 0;
+        char *wh = NULL;
+        if (kf_dispatch_predicate(t, sizes, &pred, &exact)) {
+            json_array_append_new(notes, json_sprintf("%s: no integer argument tells this shape apart; the "
+                                                      "fallback (node %lld) runs there",
+                                                      st_, (long long)w[fallback].id));
+        } else if ((wh = kf_candidate_when_text(w[wi].text)) && !exact) {
+            /* routed by its domain below, when its kforge:when can be written over the
+             * arguments: it was checked on every shape there */
+            if (domain_of(t, w, wi, dom, tried, &rc)) used[wi] = 1;
+            else
+                json_array_append_new(notes,
+                                      json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
+                                                   "pin every size; the fallback runs there",
+                                                   st_, (long long)id));
+        } else {
+            if (route_add(&v, &n, wi, 0, pred.p, st_)) rc = 1;
+            json_array_append_new(routes, json_pack("{s:O, s:I, s:s}", "sizes", sizes, "node", (json_int_t)id,
+                                                    "predicate", pred.p));
+            used[wi] = 1;
+        }
+        free(wh);
+        kf_buf_free(&pred);
+    }
+    /* then each routed winner with a kforge:when over the rest of its domain (the exact
+     * shapes above came first) */
+    for (int i = 0; i < nw && !rc; i++) {
+        if (i == fallback || !used[i] || !domain_of(t, w, i, dom, tried, &rc)) continue;
+        char *wh = kf_candidate_when_text(w[i].text);
+        if (route_add(&v, &n, i, 1, dom[i], wh)) rc = 1;
+        json_array_append_new(routes, json_pack("{s:s?, s:I, s:s}", "domain", wh, "node", (json_int_t)w[i].id,
+                                                "predicate", dom[i]));
+        free(wh);
+    }
+    for (int i = 0; i < nw; i++) free(dom[i]);
+    free(dom);
+    free(tried);
+    if (rc) {
+        kf_dispatch_plan_free(v, n);
+        v = NULL, n = 0;
+    }
+    *out = v;
+    *nout = n;
+    return rc ? -1 : 0;
 }
 
 /* The fallback's kforge:when, its parameters replaced by their values, as the

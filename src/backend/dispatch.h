@@ -33,6 +33,22 @@ int kf_dispatch_predicate(const kf_task *t, json_t *sizes, kf_buf *b, int *exact
  * by a non-zero number. 0, or -1 when w has no kforge:when or it cannot be written so
  * (w is then routed by its exact shapes alone). */
 int kf_dispatch_domain(const kf_task *t, const kf_winner *w, kf_buf *b);
+/* One test of a dispatcher's entry: winner wi runs where pred holds. label: the shape
+ * ("rows=256, cols=768") of an exact-shape route, or the winner's kforge:when of a
+ * domain route (domain 1). */
+typedef struct {
+    int wi, domain;
+    char *pred, *label;
+} kf_route;
+/* The tests of a dispatcher's entry, in order (caller frees with kf_dispatch_plan_free):
+ * each visible shape's winner by its exact shape (best: [{sizes, node}]), then each
+ * winner with a kforge:when the arguments do not pin over its whole domain. routes gets
+ * their {sizes, node, predicate} and {domain, node, predicate} records, notes the shapes
+ * that go to the fallback and why; used[i] is set for every winner routed (the fallback's
+ * is the caller's). 0, or -1 when out of memory. */
+int kf_dispatch_plan(const kf_task *t, const kf_winner *w, int nw, int fallback, json_t *best, int *used,
+                     kf_route **out, int *nout, json_t *routes, json_t *notes);
+void kf_dispatch_plan_free(kf_route *r, int n);
 /* The fallback's kforge:when, its parameters replaced by their values, into b. */
 void kf_dispatch_when_header(kf_buf *b, const kf_winner *fb);
 /* The function that makes winner x's launches (the CUDA dispatcher's), into b; ren: the

@@ -215,59 +215,23 @@ kf_status kf__cuda_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     kf_buf_init(&call, 1u << 16);
     for (int i = 0; i < t->nargs; i++) kf_buf_printf(&call, "%s, ", t->args[i].name);
     kf_buf_printf(&call, "stream");
-    size_t j;
-    json_t *e;
-    json_array_foreach(best, j, e) {
-        int64_t id = json_integer_value(json_object_get(e, "node"));
-        int wi = 0;
-        while (wi < nw && w[wi].id != id) wi++;
-        if (wi == nw || wi == fallback) continue;
-        json_t *sizes = json_object_get(e, "sizes");
-        char st_[512];
-        kf_dispatch_sizes_text(sizes, ", ", st_, sizeof st_);
-        kf_buf pred;
-        kf_buf_init(&pred, 1u << 16);
-        int exact = 0;
-        char *wh = NULL;
-        if (kf_dispatch_predicate(t, sizes, &pred, &exact)) {
-            json_array_append_new(notes, json_sprintf("%s: no integer argument tells this shape apart; the "
-                                                      "fallback (node %lld) runs there",
-                                                      st_, (long long)w[fallback].id));
-        } else if ((wh = kf_candidate_when_text(w[wi].text)) && !exact) {
-            kf_buf dom;
-            kf_buf_init(&dom, 1u << 16);
-            if (!kf_dispatch_domain(t, &w[wi], &dom)) used[wi] = 1; /* routed by its domain below */
-            else
-                json_array_append_new(notes,
-                                      json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
-                                                   "pin every size; the fallback runs there",
-                                                   st_, (long long)id));
-            kf_buf_free(&dom);
-        } else {
-            kf_buf_printf(&sw, "    if (%s) /* %s */\n        return kf_n%lld_launch(%s);\n", pred.p, st_,
-                          (long long)id, call.p);
-            json_array_append_new(routes, json_pack("{s:O, s:I, s:s}", "sizes", sizes, "node", (json_int_t)id,
-                                                    "predicate", pred.p));
-            used[wi] = 1;
-        }
-        free(wh);
-        kf_buf_free(&pred);
+    kf_route *rt = NULL;
+    int nrt = 0;
+    if (kf_dispatch_plan(t, w, nw, fallback, best, used, &rt, &nrt, routes, notes)) {
+        free(used);
+        kf_buf_free(&call);
+        kf_buf_free(&sw);
+        return kf__err(ctx, KF_ENOMEM, "out of memory");
     }
-    /* then each winner with a kforge:when over the rest of its domain, as for C */
-    for (int i = 0; i < nw; i++) {
-        kf_buf dom;
-        kf_buf_init(&dom, 1u << 16);
-        if (i != fallback && used[i] && !kf_dispatch_domain(t, &w[i], &dom)) {
-            char *wh = kf_candidate_when_text(w[i].text);
-            kf_buf_printf(&sw,
-                          "    if %s /* node %lld's domain: %s */\n        return kf_n%lld_launch(%s);\n",
-                          dom.p, (long long)w[i].id, wh ? wh : "", (long long)w[i].id, call.p);
-            json_array_append_new(routes, json_pack("{s:s?, s:I, s:s}", "domain", wh, "node",
-                                                    (json_int_t)w[i].id, "predicate", dom.p));
-            free(wh);
-        }
-        kf_buf_free(&dom);
+    for (int k = 0; k < nrt; k++) {
+        const kf_route *r = &rt[k];
+        if (r->domain)
+            kf_buf_printf(&sw, "    if %s /* node %lld's domain: %s */\n", r->pred, (long long)w[r->wi].id,
+                          r->label);
+        else kf_buf_printf(&sw, "    if (%s) /* %s */\n", r->pred, r->label);
+        kf_buf_printf(&sw, "        return kf_n%lld_launch(%s);\n", (long long)w[r->wi].id, call.p);
     }
+    kf_dispatch_plan_free(rt, nrt);
     kf_status st = KF_OK;
     if (!json_array_size(routes)) {
         /* one node wins everywhere: the dispatcher is that kernel-mode file, as checked */
