@@ -67,4 +67,10 @@ static inline kf_status kft_finish_node(kf_store *s, const kf_node *n) {
     return kf_store_finish_node(s, n);
 }
 
+/* A kept node of st (proposer builtin, category other) with text src (ext its
+ * extension), timed at every visible shape of t at the given speedup, a win each: what
+ * export needs of a run. Its id; the test fails on a store error. */
+int64_t kft_kept_node(kf_store *st, const kf_task *t, const char *src, size_t len, const char *ext,
+                      double speedup);
+
 #endif

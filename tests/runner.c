@@ -18,6 +18,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <jansson.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -530,6 +531,32 @@ const char *kft_reasons(kf_result *r) {
         off += (size_t)snprintf(buf + off, sizeof buf - off, "%s%s", i ? "," : "",
                                 kf_reason_name(kf_result_reason(r, i)));
     return buf;
+}
+
+int64_t kft_kept_node(kf_store *st, const kf_task *t, const char *src, size_t len, const char *ext,
+                      double speedup) {
+    kf_node nd;
+    memset(&nd, 0, sizeof nd);
+    snprintf(nd.ext, sizeof nd.ext, "%s", ext);
+    snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+    snprintf(nd.category, sizeof nd.category, "other");
+    CHECK(kf_store_put_source(st, src, len, nd.ext, nd.src_hash) == KF_OK &&
+          kf_store_add_node(st, &nd) == KF_OK);
+    nd.state = KF_NODE_KEPT;
+    json_t *sh = json_array();
+    for (int s = 0; s < t->nshapes; s++) {
+        json_t *sz = json_object();
+        for (int z = 0; z < t->nsizes; z++)
+            json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
+        json_array_append_new(sh, json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup", speedup, "win", 1));
+    }
+    nd.shapes_json = json_dumps(sh, JSON_COMPACT);
+    nd.speedup = speedup;
+    json_decref(sh);
+    CHECK(kft_finish_node(st, &nd) == KF_OK);
+    int64_t id = nd.id;
+    kf_node_free(&nd);
+    return id;
 }
 
 int kft_run(const char *cmd, char *out, size_t n) {

@@ -356,27 +356,7 @@ static void t_export(const void *arg) {
     char *src = NULL;
     size_t len = 0;
     CHECK(kf__read_file(candidate(b, rel, "fast"), 1u << 20, &src, &len) == 0);
-    kf_node nd;
-    memset(&nd, 0, sizeof nd);
-    snprintf(nd.ext, sizeof nd.ext, "%s", kf_backend_ext(b));
-    snprintf(nd.proposer, sizeof nd.proposer, "builtin");
-    snprintf(nd.category, sizeof nd.category, "other");
-    CHECK(kf_store_put_source(st, src, len, nd.ext, nd.src_hash) == KF_OK &&
-          kf_store_add_node(st, &nd) == KF_OK);
-    nd.state = KF_NODE_KEPT;
-    json_t *sh = json_array();
-    for (int s = 0; s < t->nshapes; s++) {
-        json_t *sz = json_object();
-        for (int z = 0; z < t->nsizes; z++)
-            json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
-        json_array_append_new(sh, json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup", 1.5, "win", 1));
-    }
-    nd.shapes_json = json_dumps(sh, JSON_COMPACT);
-    nd.speedup = 1.5;
-    json_decref(sh);
-    CHECK(kft_finish_node(st, &nd) == KF_OK);
-    int64_t id = nd.id;
-    kf_node_free(&nd);
+    int64_t id = kft_kept_node(st, t, src, len, kf_backend_ext(b), 1.5);
     kf_store_close(st);
     kf_opts o;
     kf_opts_init(&o);

@@ -700,27 +700,7 @@ static void export_setup(fcase *c) {
     char *src = NULL;
     size_t len = 0;
     CHECK(kf__read_file(kft_src("tasks/c/saxpy/candidates/fast.c"), 1u << 20, &src, &len) == 0);
-    kf_node nd;
-    memset(&nd, 0, sizeof nd);
-    snprintf(nd.ext, sizeof nd.ext, "c");
-    snprintf(nd.proposer, sizeof nd.proposer, "builtin");
-    snprintf(nd.category, sizeof nd.category, "other");
-    CHECK(kf_store_put_source(st, src, len, "c", nd.src_hash) == KF_OK &&
-          kf_store_add_node(st, &nd) == KF_OK);
-    nd.state = KF_NODE_KEPT;
-    json_t *sh = json_array();
-    for (int s = 0; s < t->nshapes; s++) {
-        json_t *sz = json_object();
-        for (int z = 0; z < t->nsizes; z++)
-            json_object_set_new(sz, t->size_names[z], json_integer(t->shapes[s].v[z]));
-        json_array_append_new(sh, json_pack("{s:o, s:f, s:b}", "sizes", sz, "speedup", 1.5, "win", 1));
-    }
-    nd.shapes_json = json_dumps(sh, JSON_COMPACT);
-    nd.speedup = 1.5;
-    json_decref(sh);
-    CHECK(kft_finish_node(st, &nd) == KF_OK);
-    export_node = nd.id;
-    kf_node_free(&nd);
+    export_node = kft_kept_node(st, t, src, len, "c", 1.5);
     free(src);
     kf_store_close(st);
     kf_task_free(t);
