@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <jansson.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/time.h>
@@ -519,6 +520,58 @@ static void t_impossible_speed(const void *arg) {
  * sgemm template (about 110-124 GFLOP/s on one AVX-512 core of the development VM) was
  * once put at 1.24-1.41 of it, because the FLOP ceiling was measured with accumulators
  * on the stack, and the Critic refuses anything above 1.05 as impossible. */
+/* A race hidden by one CPU (docs/checker.md "Races"): the whole check pinned to one CPU,
+ * as under `taskset -c 0` or on a one-CPU machine, where the threads of a call can only
+ * take turns. The interleaved calls and the race rounds make them take turns inside each
+ * other's updates: the racy sum is rejected, every time; threads that join honestly stay
+ * accepted, race rounds and all. */
+static void t_race_one_cpu(const void *arg) {
+    (void)arg;
+    cpu_set_t all, one;
+    CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &all)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *sum = kft_task(ctx, "tasks/c/sum"), *sgemm = kft_task(ctx, "tasks/c/sgemm");
+    for (int i = 0; i < 3; i++) {
+        kf_result *r = kft_check(ctx, sum, kft_src("tests/redteam/32_sum_thread_race.c"), NULL, 0);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED &&
+                   kf_result_reason(r, 0) == KF_REASON_WRONG_RESULT,
+               "check %d of the racy sum on one CPU: %s", i + 1, kft_reasons(r));
+        json_t *j = as_json(r);
+        json_t *sb = json_object_get(j, "sandbox");
+        CHECKF(json_integer_value(json_object_get(sb, "interleave_ns")) > 0, "interleave_ns %lld",
+               (long long)json_integer_value(json_object_get(sb, "interleave_ns")));
+        json_decref(j);
+        kf_result_free(r);
+    }
+    static const struct {
+        const char *file;
+        int sgemm;
+    } honest[] = {
+        {"tests/honest/sum_pthreads_joined.c", 0},
+        {"tests/honest/sgemm_pthreads_joined.c", 1},
+    };
+    for (size_t i = 0; i < sizeof honest / sizeof *honest; i++) {
+        kf_result *r = kft_check(ctx, honest[i].sgemm ? sgemm : sum, kft_src(honest[i].file), NULL, 0);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s on one CPU: %s", honest[i].file,
+               kft_reasons(r));
+        json_t *j = as_json(r); /* its threads were seen: it had its race rounds */
+        CHECKF(json_integer_value(json_object_get(json_object_get(j, "sandbox"), "race_calls")) > 0,
+               "%s: no race rounds", honest[i].file);
+        json_decref(j);
+        kf_result_free(r);
+    }
+    kf_task_free(sum);
+    kf_task_free(sgemm);
+    kf_ctx_free(ctx);
+}
+
 static void t_honest_within_roofline(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
@@ -906,7 +959,8 @@ static const char gpu_bench_doc[] =
     "\"when\":null,\"seed\":7,\"compile\":{\"ok\":true,\"cached\":false,\"seconds\":0.5},\"launch_mode\":"
     "\"kernel\","
     "\"sandbox\":{\"seccomp\":false,\"gpu_kernel_mode\":true,\"landlock_abi\":0,\"mseal\":false,"
-    "\"frozen_between_calls\":true,\"check_cpus\":1,\"parallel_call_cpus\":0},\"libraries_loaded\":null,"
+    "\"frozen_between_calls\":true,\"check_cpus\":1,\"parallel_call_cpus\":0,\"interleave_ns\":0,\"race_"
+    "calls\":0},\"libraries_loaded\":null,"
     "\"resources\":{\"arch\":\"sm_90\",\"kernels\":[{\"kernel\":\"softmax_k\",\"registers\":32,"
     "\"spill_store_bytes\":0,\"spill_load_bytes\":0,\"static_smem_bytes\":512,\"local_bytes_per_thread\":0}],"
     "\"launches\":[{\"kernel\":\"softmax_k\",\"grid\":[256,1,1],\"block\":[128,1,1],\"dynamic_smem_bytes\":0,"
@@ -951,7 +1005,8 @@ static const char gpu_check_doc[] =
     "\"libraries\":[\"cublas\",\"libcublas.so.13\"],\"sandbox\":{\"seccomp\":true,\"gpu_kernel_mode\":true,"
     "\"gpu_host_mode\":true,\"landlock_abi\":0,\"mseal\":false,\"frozen_between_calls\":true,\"check_cpus\":"
     "1,"
-    "\"parallel_call_cpus\":0},\"resources\":{\"arch\":\"sm_90\",\"kernels\":[],\"launches\":[],"
+    "\"parallel_call_cpus\":0,\"interleave_ns\":0,\"race_calls\":0},\"resources\":{\"arch\":\"sm_90\","
+    "\"kernels\":[],\"launches\":[],"
     "\"at\":{\"n\":4096}},\"libraries_loaded\":[\"libcudart.so.13\",\"libcublas.so.13\"],"
     "\"candidate_output\":\"hello\\n\",\"sanitizer\":{\"memcheck\":{\"ran\":true,\"errors\":1,\"exit\":3,"
     "\"calls\":1,\"seconds\":12.5,\"report\":\"========= Invalid __global__ "
@@ -1182,4 +1237,5 @@ void kft_register_check(void) {
     kft_add("check/sweep_dead_dirs", t_sweep_dead_dirs, NULL, 60);
     kft_add("check/reference_sentinel_values", t_reference_sentinel_values, NULL, 60);
     kft_add("check/honest_within_roofline", t_honest_within_roofline, NULL, 60);
+    kft_add("check/race_one_cpu", t_race_one_cpu, NULL, 120);
 }

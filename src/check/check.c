@@ -12,7 +12,9 @@
  * A alone: T1's spiked inputs, then extreme ones (variant 3) in the same buffers.
  * Checking workers run on the timing workers' CPUs; where that is one CPU (a 2-CPU
  * machine), every call but T1 and the worker's first runs on every CPU, boosted and
- * with a short slice, so an unsynchronised reduction's threads overlap (races, #32).
+ * with a short slice, so an unsynchronised reduction's threads overlap (races, #32); on
+ * any machine those calls are interleaved (the running thread yields every 30 us), and a
+ * candidate seen running threads makes race rounds at the maximum shape.
  * Every call is staged the same way: fresh values written by the coordinator, every
  * output filled with a new finite sentinel, random guard zones, caches flushed. After
  * it the coordinator (never the worker) checks guards, inputs, and outputs against the
@@ -287,6 +289,7 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
     if (s->precise) stg.flags |= KF_RUN_PRECISE;
     char err[300];
     int staged = kf_backend_stage(s->be, side->b, &stg, &m, err, sizeof err);
+    if (side == s->cand_side && s->interleave) m.flags |= KF_RUN_INTERLEAVE, s->interleaved = 1;
     if (side == s->cand_side) s->prof[KF_PROF_CAND_STAGE] += kf__now_ns() - t0;
     if (staged) {
         memset(cr, 0, sizeof *cr);
@@ -936,6 +939,53 @@ int kf_sess_mtol_fails(const kf_sess *s, const kf_side *side, const kf_extents *
     return 0;
 }
 
+/* The race rounds (docs/checker.md "Races"): a candidate whose calls ran threads makes up
+ * to RACE_CALLS more calls at the maximum shape, where its threads live longest, within
+ * RACE_BUDGET_NS of its own time: each on every CPU (where the checking set is one CPU),
+ * boosted, and interleaved, on the plain set's inputs (its reference outputs are known)
+ * under fresh poison. A race loses an update in about half of such calls on a 2-CPU
+ * machine, loaded or not, and on one CPU; a single-threaded candidate makes none. */
+#define RACE_CALLS 12
+#define RACE_BUDGET_NS 100000000ull
+
+static kf_status race_rounds(kf_sess *s, ref_job *job, kf_side *cand, shape_prep *pp,
+                             const kf_verdict_sizes *sizes, int *dead, int *failed) {
+    const kf_extents *ex = &pp->ex;
+    uint64_t spent = 0;
+    kf_status st = KF_OK;
+    for (int k = 0; k < RACE_CALLS && spent < RACE_BUDGET_NS && !*failed && !st; k++) {
+        kf_sess_place(s, &s->crng, ex, 0, &cand->lay);
+        kf_poison p;
+        kf_data_make_poison(s->t, &s->crng, &p);
+        int par = s->parallel_call && !kf_worker_set_cpus(cand->w, &s->all_cpus);
+        int boosted = par && !kf_worker_set_nice(cand->w, PARALLEL_NICE, PARALLEL_SLICE_NS);
+        kf_call_result cr;
+        s->interleave = 1;
+        kf_sess_call(s, cand, ex, &pp->in[0], &p, &cr);
+        s->interleave = 0;
+        s->race_calls++;
+        if (par && cr.st == KF_CALL_OK) {
+            kf_worker_set_cpus(cand->w, &s->check_cpus);
+            if (boosted) kf_worker_set_nice(cand->w, s->base_nice, 0);
+        }
+        char when[64];
+        snprintf(when, sizeof when, "race round %d of up to %d, interleaved", k + 1, RACE_CALLS);
+        if (cr.st != KF_CALL_OK) {
+            kf_result_reject(s->res, cr.reason, sizes, "%s (%s)", cr.msg, when);
+            *dead = *failed = 1;
+            break;
+        }
+        spent += cr.worker_ns;
+        if (!pp->mag_done[0] && kf_sess_mtol_fails(s, cand, ex, pp->refo[0], NULL) &&
+            (st = ensure_mag(s, job, pp, 0)))
+            break;
+        double a, r;
+        *failed |= kf_judge_mag(s, cand, ex, &pp->in[0], &p, pp->refo[0], pp->mag[0], NULL, NULL, 0, sizes,
+                                when, &a, &r);
+    }
+    return st;
+}
+
 /* The candidate's four calls at one shape. A fatal failure sets *dead. */
 static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep *pp, kf_verdict_shape *rec,
                              int *dead) {
@@ -997,7 +1047,14 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
          * checks) holds a CPU, the candidate's threads still get both, or take turns
          * every 0.1 ms on one, and an unsynchronised update is lost either way */
         int boosted = par && !kf_worker_set_nice(cand->w, PARALLEL_NICE, PARALLEL_SLICE_NS);
+        /* and interleaved, on any machine, at the same calls: whichever of its threads runs
+         * yields every 10 us (KF_RUN_INTERLEAVE), so threads that share a CPU (one CPU
+         * left, or every CPU busy with other work) take turns inside each other's updates.
+         * Scheduling alone left a racy sum right at every shape in 1 of about 120 checks
+         * on a 2-CPU machine; a one-CPU machine never showed the race at all */
+        s->interleave = s->cand_called && (pp->calls == 4 ? trial != 1 : 1) && cand->b && cpu;
         kf_sess_call(s, cand, ex, &pp->in[set], &p, &cr);
+        s->interleave = 0;
         s->cand_called = 1;
         if (par && cr.st == KF_CALL_OK) {
             kf_worker_set_cpus(cand->w, &s->check_cpus);
@@ -1016,6 +1073,7 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
             break;
         }
         if (cr.worker_ns < best_ns) best_ns = cr.worker_ns;
+        if (cr.gpu_flags & KF_DONE_THREADS) s->cand_threads = 1;
         if (trial == 0 && cand->b) { /* the backend's report of the call (a GPU's launches) */
             json_t *rep = json_object();
             if (!rep) s->res->v.oom = 1;
@@ -1088,6 +1146,9 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
         }
         failed |= bad;
     }
+    if (!failed && !*dead && !st && pp->calls == 2 && s->cand_threads && cand->b &&
+        kf_backend_has(s->be, KF_BACKEND_CPU))
+        st = race_rounds(s, job, cand, pp, sizes, dead, &failed);
     rec->status = failed ? KF_VSHAPE_FAILED : KF_VSHAPE_PASSED;
     rec->has |= KF_VS_CALLS | KF_VS_MAX_ABS_ERR | KF_VS_MAX_REL_ERR;
     rec->calls = calls;
@@ -1323,6 +1384,8 @@ kf_status kf_sess_check(kf_sess *s) {
             kf_check_libraries(s, &cand, "seen while checking"))
             dead = 1;
     }
+    v->interleave_ns = s->interleaved ? KF_INTERLEAVE_NS : 0; /* the period of the interleaved calls */
+    v->race_calls = s->race_calls;
     /* what earlier calls used and no later call reused: verified once, here */
     if (!st && cand.w && kf_data_spent_check(&cand.spent, kf_worker_arena(cand.w)))
         kf_sess_spent_report(s, &cand, NULL, "after the last call");

@@ -56,6 +56,10 @@ typedef struct {
     int parallel_call;    /* check_cpus is one CPU of several: some calls run on all */
     cpu_set_t one_cpu;    /* one CPU of check_cpus: the solo calls' (check_shape) */
     int cand_called;      /* the candidate's checking worker has made a call */
+    int interleave;       /* the next candidate call runs with KF_RUN_INTERLEAVE */
+    int interleaved;      /* some call did */
+    int cand_threads;     /* a candidate call ran threads (KF_DONE_THREADS): race rounds */
+    int race_calls;       /* the race rounds' calls (check_shape) */
     int base_nice;        /* this process's nice value, which workers inherit */
 } kf_sess;
 

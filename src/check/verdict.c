@@ -312,6 +312,8 @@ static const slot_def sandbox_slots[] = {
     {"frozen_between_calls", 3, 'b', 0, F(frozen)},
     {"check_cpus", 4, 'i', 0, F(check_cpus)},
     {"parallel_call_cpus", 5, 'i', 0, F(parallel_call_cpus)},
+    {"interleave_ns", 6, 'i', 0, F(interleave_ns)},
+    {"race_calls", 7, 'i', 0, F(race_calls)},
 };
 #undef F
 #define NSANDBOX (sizeof sandbox_slots / sizeof *sandbox_slots)

@@ -182,7 +182,7 @@ struct kf_verdict {
     int has_compile, compile_ok, compile_cached;
     double compile_seconds;
     int has_sandbox;
-    int64_t landlock_abi, check_cpus, parallel_call_cpus;
+    int64_t landlock_abi, check_cpus, parallel_call_cpus, interleave_ns, race_calls;
     int mseal, frozen;
     kf_verdict_extras sandbox_extra;                   /* the backend's (seccomp, GPU modes) */
     int has_libraries, libraries_null, libraries_late; /* late: after "resources" */

@@ -63,6 +63,11 @@ enum { KF_IO_ARG_IN = 0, KF_IO_ARG_OUT, KF_IO_ARG_INOUT };
  * device before the timed span (a candidate's GPU work left running while its worker is
  * frozen), and say how long that took beyond the probes themselves */
 #define KF_RUN_WAIT_IDLE 32u
+/* CPU workers, some checking calls: a timer makes whichever of the candidate's threads runs
+ * yield its CPU every KF_INTERLEAVE_NS, so threads that share one CPU take turns finely and
+ * an unsynchronised update is lost, as it is when they truly run at once (races, #32) */
+#define KF_RUN_INTERLEAVE 64u
+#define KF_INTERLEAVE_NS 30000
 
 typedef struct {
     uint32_t magic, type, seq, nargs;
@@ -86,6 +91,7 @@ typedef struct {
 /* kf_msg_done.gpu_flags */
 #define KF_DONE_PERSISTING_L2 1u /* host mode: the call set a persisting-L2 set-aside (reset after it) */
 #define KF_DONE_GPU_BUSY 2u      /* timed call: the device never went idle before the span */
+#define KF_DONE_THREADS 4u       /* CPU: threads other than the caller ran during the call */
 
 typedef struct {
     uint32_t magic, type, seq, gpu_flags;

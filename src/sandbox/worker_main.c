@@ -23,10 +23,12 @@
  *   4. seals its own image, the arena and the vDSO (mseal) against remapping;
  *   5. applies Landlock (read-only system dirs and its own .so directory);
  *   6. applies rlimits (CPU, address space, file size, descriptors, no core);
- *   7. sets no_new_privs and not-dumpable, and loads the seccomp allow-list.
+ *   7. creates the interleaver's timer (KF_RUN_INTERLEAVE: races, #32), sets
+ *      no_new_privs and not-dumpable, and loads the seccomp allow-list.
  * Then it loads the candidate and serves RUN requests: one call of the entry each (a C
  * entry through a call built by libffi from the task's argument kinds, call_entry),
- * announced by START (the clock before) and answered by DONE (the clock after). The
+ * announced by START (the clock before) and answered by DONE (the clock after, and
+ * whether other threads ran: KF_DONE_THREADS). The
  * coordinator freezes it (SIGSTOP) at each answer and resumes it for the next call. It computes no verdict;
  * the coordinator distrusts everything it says and checks the outputs itself. Built without sanitizers: their
  * runtimes need syscalls the filter forbids.
@@ -260,6 +262,47 @@ static void on_segv(int sig, siginfo_t *si, void *uc) {
     raise(sig);
 }
 
+/* The interleaver (KF_RUN_INTERLEAVE): a CLOCK_MONOTONIC timer, created before the filter
+ * (which refuses timer_create), whose signal makes the thread it lands on yield. Since
+ * Linux 6.4 a timer's signal goes to the thread running when it fires, where that is one
+ * of ours: a thread in the middle of a racy load-add-store gives its CPU to the other, which
+ * then updates the shared value before the first one's store overwrites it. */
+#define INTERLEAVE_SIG (SIGRTMAX - 3)
+static timer_t interleave_timer;
+static int interleave_ready;
+
+static void on_interleave(int sig) {
+    (void)sig;
+    int e = errno;
+    sched_yield();
+    errno = e;
+}
+
+static void interleave_setup(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interleave;
+    sa.sa_flags = SA_RESTART;
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = INTERLEAVE_SIG;
+    interleave_ready =
+        !sigaction(INTERLEAVE_SIG, &sa, NULL) && !timer_create(CLOCK_MONOTONIC, &ev, &interleave_timer);
+}
+
+/* armed (period ns) or disarmed (0) around one call */
+static void interleave_arm(long ns) {
+    if (!interleave_ready) return;
+    struct itimerspec it = {{0, ns}, {0, ns}};
+    timer_settime(interleave_timer, 0, &it, NULL);
+}
+
+static int64_t cpu_us(const struct rusage *r) {
+    return ((int64_t)r->ru_utime.tv_sec + r->ru_stime.tv_sec) * 1000000 + r->ru_utime.tv_usec +
+           r->ru_stime.tv_usec;
+}
+
 int kf_wk_start(int *argcp, char ***argvp, const char **entryp, kf_wk_arena *a) {
     int argc = *argcp;
     char **argv = *argvp;
@@ -356,6 +399,7 @@ int kf_wk_cpu_main(char **argv, const char *entry, const kf_wk_arena *a) {
         sa.sa_flags = SA_SIGINFO | SA_NODEFER;
         if (sigaction(SIGSEGV, &sa, NULL)) kf_wk_die(113, "sigaction");
     }
+    interleave_setup();
     if (kf_policy_seccomp_worker(getpid(), abi > 0)) kf_wk_die(113, "seccomp");
     /* from here on every message may come from the candidate: announce the end of the
      * trusted setup, with the confinement layers (Landlock ABI, bit 8 mseal) */
@@ -400,8 +444,21 @@ int kf_wk_cpu_main(char **argv, const char *entry, const kf_wk_arena *a) {
         kf_msg_done start = {
             .magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
+        int inter = (m.flags & KF_RUN_INTERLEAVE) != 0;
+        struct rusage p0, t0, p1, t1;
+        getrusage(RUSAGE_SELF, &p0);
+        getrusage(RUSAGE_THREAD, &t0);
+        if (inter) interleave_arm(KF_INTERLEAVE_NS);
         call_entry(fn, &m, bufs);
+        if (inter) interleave_arm(0);
         kf_msg_done d = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_DONE, .seq = m.seq, .ns = kf_wk_now_ns()};
+        /* after the clock: did other threads run? (the process's CPU time, dead threads'
+         * included, over 20 us beyond this thread's: the reads are not at one instant).
+         * The checker gives such a candidate its race rounds; a candidate can only lie
+         * itself out of them, hiding its own race */
+        getrusage(RUSAGE_SELF, &p1);
+        getrusage(RUSAGE_THREAD, &t1);
+        if (cpu_us(&p1) - cpu_us(&p0) > cpu_us(&t1) - cpu_us(&t0) + 20) d.gpu_flags |= KF_DONE_THREADS;
         if (send(KF_WORKER_SOCK_FD, &d, sizeof d, MSG_NOSIGNAL) != sizeof d) _exit(114);
     }
 }
