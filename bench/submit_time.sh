@@ -9,6 +9,8 @@
 #   screen   kforge submit RUN --parent 0 fast.c --screen   (check, one short timing)
 #   clflush  full, with KFORGE_CLFLUSH=1 (the staged lines flushed with clflush, as before
 #            clflushopt): the A/B of the flush in one binary
+#   fixed    full, in a run made with --precision 0: every shape timed to --min-time or
+#            --max-runs as before the precision stop (the A/B of that stop in one binary)
 # MODES is a space-separated list (default "full screen"); TASKS (environment) names the
 # tasks to run (default: every one with a candidates/fast.c). Prints per task and mode the
 # median wall seconds and the spread (min-max), then the median over the tasks of each
@@ -24,7 +26,11 @@ OUT=$W/rows.txt
 : >"$OUT"
 one() { # mode task -> seconds
     run=$W/r$$-$(date +%s%N)
-    "$K" run "$2" --budget 0 --run "$run" >/dev/null 2>&1
+    if [ "$1" = fixed ]; then
+        "$K" run "$2" --budget 0 --run "$run" --precision 0 >/dev/null 2>&1
+    else
+        "$K" run "$2" --budget 0 --run "$run" >/dev/null 2>&1
+    fi
     case $1 in
     screen) set -- --screen ;;
     *) set -- ;;

@@ -90,6 +90,8 @@ static int parse(int argc, char **argv, int npos_want, int bench, args *a) {
             if (num(a->json, s, argv[++i], 0.01, 3600, &a->o.compile_timeout_s)) return KF_EXIT_USAGE;
         } else if (!strcmp(s, "--min-time") && i + 1 < argc && bench) {
             if (num(a->json, s, argv[++i], 0, 600, &a->o.bench_min_time_s)) return KF_EXIT_USAGE;
+        } else if (!strcmp(s, "--precision") && i + 1 < argc && bench) {
+            if (num(a->json, s, argv[++i], 0, 1, &a->o.bench_precision)) return KF_EXIT_USAGE;
         } else if (!strcmp(s, "--min-runs") && i + 1 < argc && bench) {
             if (num(a->json, s, argv[++i], 1, 100000, &d)) return KF_EXIT_USAGE;
             a->o.bench_min_runs = (int)d;

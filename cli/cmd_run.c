@@ -46,6 +46,8 @@ static int common_opt(kf_run_opts *o, int argc, char **argv, int *i, int json) {
         o->max_runs = (int)v;
     } else if (!strcmp(a, "--min-time")) {
         if (kf_cli_number(a, val, 0, 600, &o->min_time_s)) return -1;
+    } else if (!strcmp(a, "--precision")) {
+        if (kf_cli_number(a, val, 0, 1, &o->precision)) return -1;
     } else if (!strcmp(a, "--lessons")) {
         o->lessons = val;
     } else if (!strcmp(a, "--pack-tokens")) {
@@ -72,7 +74,8 @@ static const char run_usage[] =
     "  --critic KEY=VALUE  a setting of the Critic (docs/run.md \"The Critic\"); the run's,\n"
     "                    kept for --resume and tool mode\n"
     "  --critic-agent cmd:'COMMAND' | openai:MODEL   an advisory reviewer of every keep\n"
-    "  --hidden N, --min-runs N, --max-runs N, --min-time S   check and timing settings\n"
+    "  --hidden N, --min-runs N, --max-runs N, --min-time S, --precision F\n"
+    "                    check and timing settings\n"
     "                    (recorded: --resume and submit use them unless given)\n"
     "  --agent cmd:'COMMAND' | openai:MODEL, --with-builtin, --base-url URL,\n"
     "  --api-key-env NAME, --agent-timeout S, --tokens N      agents (docs/agents.md)\n"

@@ -48,7 +48,7 @@ static void usage(FILE *f) {
                "\n"
                "options: --hidden N (hidden shapes to draw), --timeout S (per call),\n"
                "         --compile-timeout S (per compile, default 60),\n"
-               "         --min-time S, --min-runs N, --max-runs N (bench), -v (progress)\n"
+               "         --min-time S, --min-runs N, --max-runs N, --precision F (bench), -v (progress)\n"
                "docs: docs/cli.md, docs/tasks.md\n");
 }
 

@@ -126,6 +126,10 @@ typedef struct kf_opts {
     int verbose;              /* progress lines on stderr */
     unsigned sanitize;        /* check, CUDA tasks: KF_SANITIZE_* tools to run after an
                                  accepted check (0: none) */
+    double bench_precision;   /* bench: a shape's rounds stop, past bench_min_runs and 20,
+                                 once the speedup's 95% interval is within +/- this
+                                 fraction of it, before bench_min_time_s (0: off, the
+                                 default; the loop's evaluations use 0.01) */
 } kf_opts;
 
 /* compute-sanitizer tools for kf_opts.sanitize (docs/cuda.md) */
@@ -216,6 +220,7 @@ typedef struct kf_run_opts {
     int hidden;               /* hidden shapes per check (-1: the task's) */
     int min_runs, max_runs;   /* bench rounds (0: the defaults) */
     double min_time_s;
+    double precision;        /* bench_precision of the loop's evaluations (-1: 0.01; 0: off) */
     int jobs;                /* evaluations at once, 1..KF_RUN_MAX_JOBS (0: 1, or on resume
                                 the run's own) */
     const char *lessons;     /* a lessons database (docs/lessons.md): for agents' context packs

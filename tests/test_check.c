@@ -572,6 +572,49 @@ static void t_race_one_cpu(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* bench_precision stops a shape's rounds once the speedup's interval is that tight (the
+ * loop's evaluations: 1%), never before 20 rounds nor bench_min_runs; without it the
+ * minimum time rules as before. */
+static void t_bench_precision(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sum");
+    kf_opts o;
+    kf_opts_init(&o);
+    o.bench_min_time_s = 30; /* never reached within max_runs */
+    o.bench_max_runs = 60;
+    static const struct {
+        double precision;
+        int min_runs, runs;
+    } cases[] = {
+        {0.5, 15, 20}, /* +/- 50%: the first look, at 20 rounds */
+        {0.5, 31, 40}, /* not before min_runs: the next look after it */
+        {0, 15, 60},   /* off: the minimum time, capped by max_runs */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        o.bench_precision = cases[c].precision;
+        o.bench_min_runs = cases[c].min_runs;
+        kf_result *r;
+        CHECK(kf_bench(ctx, t, kft_src("tasks/c/sum/candidates/fast.c"), &o, &r) == KF_OK);
+        json_t *j = as_json(r);
+        size_t i;
+        json_t *s;
+        json_array_foreach(json_object_get(j, "shapes"), i, s) {
+            CHECKF(json_integer_value(json_object_get(s, "runs")) == cases[c].runs,
+                   "precision %g, min_runs %d: %lld rounds, expected %d", cases[c].precision,
+                   cases[c].min_runs, (long long)json_integer_value(json_object_get(s, "runs")),
+                   cases[c].runs);
+        }
+        json_decref(j);
+        kf_result_free(r);
+    }
+    o.bench_precision = 1.5; /* out of range: a usage error, no verdict */
+    kf_result *r = NULL;
+    CHECK(kf_bench(ctx, t, kft_src("tasks/c/sum/candidates/fast.c"), &o, &r) == KF_EUSAGE && !r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 static void t_honest_within_roofline(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
@@ -1238,4 +1281,5 @@ void kft_register_check(void) {
     kft_add("check/reference_sentinel_values", t_reference_sentinel_values, NULL, 60);
     kft_add("check/honest_within_roofline", t_honest_within_roofline, NULL, 60);
     kft_add("check/race_one_cpu", t_race_one_cpu, NULL, 120);
+    kft_add("check/bench_precision", t_bench_precision, NULL, 120);
 }

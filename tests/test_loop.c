@@ -599,6 +599,53 @@ static void sql(const char *run, const char *q) {
     sqlite3_close(db);
 }
 
+/* The timed rounds of node id's first shape, from its stored verdict. */
+static int node_runs(const char *run, int id) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/run.db", run);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    CHECK(sqlite3_open(p, &db) == SQLITE_OK);
+    CHECK(sqlite3_prepare_v2(db,
+                             "SELECT json_extract(verdict_json, '$.shapes[0].runs') FROM nodes WHERE id = ?",
+                             -1, &q, NULL) == SQLITE_OK);
+    sqlite3_bind_int(q, 1, id);
+    CHECK(sqlite3_step(q) == SQLITE_ROW);
+    int n = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return n;
+}
+
+/* The loop's evaluations stop a shape's timing once its interval is tight enough
+ * (--precision, 1% by default): recorded with the run, taken back by --resume, and 0
+ * turns it off (the minimum time rules again). */
+static void t_precision(const void *arg) {
+    (void)arg;
+    char run[256], args[1024], out[16384];
+    snprintf(run, sizeof run, "/tmp/kft-precision-%d", (int)getpid());
+    kf__rmtree(run);
+    const char *timing = "--min-runs 5 --max-runs 30 --min-time 30 --hidden 1";
+    snprintf(args, sizeof args, "run tasks/c/sum --budget 1 --seed 3 --run %s --precision 0.5 %s 2>&1", run,
+             timing);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECKF(node_runs(run, 1) == 20, "--precision 0.5: %d rounds", node_runs(run, 1));
+    snprintf(args, sizeof args, "run --resume %s --budget 2 2>&1", run);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECKF(node_runs(run, 2) == 20, "resumed: %d rounds", node_runs(run, 2));
+    kf__rmtree(run);
+    snprintf(args, sizeof args, "run tasks/c/sum --budget 1 --seed 3 --run %s --precision 0 %s 2>&1", run,
+             timing);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECKF(node_runs(run, 1) == 30, "--precision 0: %d rounds", node_runs(run, 1));
+    snprintf(args, sizeof args, "run --resume %s --budget 2 2>&1", run);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECKF(node_runs(run, 2) == 30, "resumed with precision 0: %d rounds", node_runs(run, 2));
+    snprintf(args, sizeof args, "run tasks/c/sum --run %s-x --precision 2 2>&1", run);
+    CHECKF(cli(args, out, sizeof out) == 2, "--precision 2 is out of range: %s", out);
+    kf__rmtree(run);
+}
+
 /* The run's seal key id (runs.key_id): the name of its file in KFORGE_KEYS. */
 static void key_id_of(const char *run, char *out, size_t n) {
     char p[512];
@@ -912,6 +959,7 @@ void kft_register_loop(void) {
     kft_add("loop/conservative", t_conservative, NULL, 10);
     kft_add("loop/tree_figures", t_tree_figures, NULL, 10);
     kft_add("loop/resume_defaults", t_resume_defaults, NULL, 120);
+    kft_add("loop/precision", t_precision, NULL, 180);
     kft_add("loop/best_no_spec", t_best_no_spec, NULL, 60);
     kft_add("loop/learnt_constraint", t_learnt_constraint, NULL, 120);
     kft_add("loop/materialize", t_materialize, NULL, 10);

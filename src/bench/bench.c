@@ -11,7 +11,8 @@
  *     back to back in alternating order (ABBA);
  *   - two warm-up rounds, then at least bench_min_runs rounds and bench_min_time_s per
  *     side, at most bench_max_runs (or the backend's timing_rounds, where it has them: a
- *     GPU's);
+ *     GPU's); with bench_precision (the loop's evaluations), fewer once the speedup's
+ *     interval is that tight (at least 20 rounds);
  *   - every timed output is verified exactly as in the check (same call path);
  *   - the in-worker clock is cross-checked against the coordinator's clock: it must
  *     nest inside it, and the candidate's overhead (the span from the coordinator's
@@ -47,6 +48,7 @@
 #include <unistd.h>
 
 #define WARMUP 2
+#define PRECISION_MIN_RUNS 20  /* bench_precision stops no shape before this many rounds */
 #define TIMING_SLICE_NS 100000 /* 0.1 ms, the least Linux allows (6.12+; ignored before) */
 
 static pthread_mutex_t timing_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -195,6 +197,14 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             /* a GPU round costs milliseconds of staging and copies around microseconds of
              * kernel: kernel time alone would take thousands of rounds to add up */
             if (enough_rounds > 0 && n >= s->o->bench_min_runs && n >= enough_rounds) enough = 1;
+            /* precise enough already: the interval of the speedup (the paired log-ratios'
+             * order statistics, as reported) within +/- bench_precision of it */
+            if (!enough && s->o->bench_precision > 0 && n >= s->o->bench_min_runs &&
+                n >= PRECISION_MIN_RUNS && n % 10 == 0) {
+                kf_ratio q;
+                kf_stats_ratio(R.cw, R.bw, (size_t)n, s->o->win_floor, &q);
+                if (q.speedup > 0 && q.hi - q.lo <= 2 * s->o->bench_precision * q.speedup) enough = 1;
+            }
             if (enough || n >= max || (n >= 5 && kf__now_ns() - started > 60ull * 1000000000ull)) break;
         }
         kf_inputs in;

@@ -56,7 +56,8 @@ kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *ca
         !(o->cpu_limit_s > 0 && o->cpu_limit_s <= 86400) ||
         !(o->compile_timeout_s > 0 && o->compile_timeout_s <= 86400) || o->bench_min_runs < 0 ||
         o->bench_max_runs < 0 || o->hidden_count > 1000 ||
-        !(o->bench_min_time_s >= 0 && o->bench_min_time_s <= 3600) || !(o->win_floor >= 0))
+        !(o->bench_min_time_s >= 0 && o->bench_min_time_s <= 3600) || !(o->win_floor >= 0) ||
+        !(o->bench_precision >= 0 && o->bench_precision <= 1))
         return kf__err(ctx, KF_EUSAGE,
                        "kf_opts out of range (mem_limit 16 MiB..16 TiB, "
                        "timeouts in (0, 86400] s, hidden_count <= 1000)");

@@ -63,6 +63,7 @@ static const cf_field fields[] = {
     {"min_runs", CF_INT, F(min_runs), CF_RESUME | CF_TOOL, NULL},
     {"max_runs", CF_INT, F(max_runs), CF_RESUME | CF_TOOL, NULL},
     {"min_time_s", CF_REAL, F(min_time_s), CF_NOTPOS | CF_RESUME | CF_TOOL, NULL},
+    {"precision", CF_REAL, F(precision), CF_NONNEG | CF_RESUME | CF_TOOL, NULL},
     {"critic", CF_LIST, F(critic), CF_RESUME | CF_TOOL, NULL},
     {"jobs", CF_INT, F(jobs), CF_ALWAYS | CF_RESUME, NULL}, /* kf_run has made it 1 or more */
     {"lessons", CF_PATH, F(lessons), CF_RESUME, NULL}, /* absolute, so a resume from elsewhere finds it */
@@ -101,7 +102,7 @@ static json_t *recorded(const kf_run_opts *o, const cf_field *f) {
     case CF_U64: return json_integer((json_int_t)*AT_C(o, f, uint64_t));
     case CF_REAL: {
         double v = *AT_C(o, f, double);
-        return always || v > 0 ? json_real(v) : NULL;
+        return always || (nonneg ? v >= 0 : v > 0) ? json_real(v) : NULL;
     }
     case CF_BOOL: return always || *AT_C(o, f, int) ? json_boolean(*AT_C(o, f, int)) : NULL;
     case CF_LIST:
@@ -143,8 +144,11 @@ static void take(kf_run_opts *o, const cf_field *f, json_t *cfg) {
         if (!*AT(o, f, int64_t)) *AT(o, f, int64_t) = json_integer_value(v);
         break;
     case CF_REAL:
-        if (f->flags & CF_NOTPOS ? !(*AT(o, f, double) > 0) : !*AT(o, f, double))
+        if (f->flags & CF_NONNEG) {
+            if (*AT(o, f, double) < 0 && json_is_number(v)) *AT(o, f, double) = json_number_value(v);
+        } else if (f->flags & CF_NOTPOS ? !(*AT(o, f, double) > 0) : !*AT(o, f, double)) {
             *AT(o, f, double) = json_number_value(v);
+        }
         break;
     case CF_BOOL: *AT(o, f, int) |= json_is_true(v); break;
     case CF_LIST:

@@ -37,6 +37,9 @@ typedef struct kf_eval {
  * passes is `screened`, its figures labelled so and never kept. */
 enum { KF_EVAL_FULL, KF_EVAL_SCREEN, KF_EVAL_SCREEN_FIRST };
 #define KF_SCREEN_RUNS 8
+/* A full evaluation's timing stops a shape once the speedup's interval is within +/- 1%
+ * of it (kf_opts.bench_precision; run and submit --precision change it) */
+#define KF_LOOP_PRECISION 0.01
 
 /* The Critic's settings: its defaults, then each of r->o's --critic KEY=VALUE; the noise
  * floor is the checker's own (kf_opts.win_floor); the advisory reviewer when

@@ -57,6 +57,7 @@ void kf_run_opts_init(kf_run_opts *o) {
     o->agent = NULL;
     o->budget = 20;
     o->hidden = -1;
+    o->precision = -1;
     o->keep_margin = 0.0;
     o->patience = 0;
 }
