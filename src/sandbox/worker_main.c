@@ -441,13 +441,13 @@ int kf_wk_cpu_main(char **argv, const char *entry, const kf_wk_arena *a) {
             if (call_prepare(&m)) _exit(115);
             call_ready = 1;
         }
+        int inter = (m.flags & KF_RUN_INTERLEAVE) != 0;
+        struct rusage p0, t0, p1, t1; /* read outside the timed span */
+        getrusage(RUSAGE_SELF, &p0);
+        getrusage(RUSAGE_THREAD, &t0);
         kf_msg_done start = {
             .magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
-        int inter = (m.flags & KF_RUN_INTERLEAVE) != 0;
-        struct rusage p0, t0, p1, t1;
-        getrusage(RUSAGE_SELF, &p0);
-        getrusage(RUSAGE_THREAD, &t0);
         if (inter) interleave_arm(KF_INTERLEAVE_NS);
         call_entry(fn, &m, bufs);
         if (inter) interleave_arm(0);
