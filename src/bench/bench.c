@@ -155,9 +155,11 @@ static kf_status busy_device(kf_sess *s, kf_side *cand, kf_side *base, const kf_
     return st;
 }
 
+/* One shape's timed rounds. retry not NULL: a gap mismatch sets *retry instead of
+ * rejecting (the caller times the shape once more, and only a second mismatch rejects). */
 static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *ref, size_t arena,
                             const kf_shape *sh, int cost, const void *ceil, kf_verdict_shape *jo,
-                            double *speedup, int *stop) {
+                            double *speedup, int *stop, int *retry) {
     const kf_task *t = s->t;
     struct kf_verdict *vd = &s->res->v;
     kf_extents ex;
@@ -399,6 +401,14 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     jo->baseline_gap_ns = gap_b;
     double bmed_w = kf_stats_median(R.bw, (size_t)R.n);
     if (gap_c - gap_b > 3000 + 3 * iqr_b + 0.002 * bmed_w) {
+        /* Under heavy contention a worker that just ran for milliseconds waits longer to
+         * be scheduled at its resume than one that ran for microseconds, and an honest
+         * long kernel's gap grew past the tolerance now and then (at load average 25):
+         * a mismatch is believed when the shape's rounds, timed again, show it too. */
+        if (retry) {
+            *retry = 1;
+            goto out;
+        }
         kf_result_reject(s->res, KF_REASON_TIMING_MISMATCH, sizes,
                          "the candidate's in-process clock hides time: the coordinator saw "
                          "%.0f ns more per call than it reported, the baseline %.0f ns",
@@ -631,8 +641,14 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
         kf_shape_format(t, &t->shapes[i], txt, sizeof txt);
         PHASE("timing %s", txt);
         double sp = 0;
+        int again = 0;
         st = time_shape(s, &cand, &base, vs_path ? &ref : NULL, arena, &t->shapes[i], cost, ceil, o, &sp,
-                        &stop);
+                        &stop, &again);
+        if (!st && !stop && again) {
+            PHASE("timed %s again: the gap cross-check failed once", txt);
+            st = time_shape(s, &cand, &base, vs_path ? &ref : NULL, arena, &t->shapes[i], cost, ceil, o, &sp,
+                            &stop, NULL);
+        }
         /* writes through kept pointers into what no later round reused (kf_spent) */
         if (!st && !stop && kf_data_spent_check(&cand.spent, kf_worker_arena(cand.w)) &&
             kf_sess_spent_report(s, &cand, &o->sizes, "after the timed rounds"))
