@@ -4,7 +4,7 @@
  * three wide with every state of a real run (kept with the Critic's approval on record,
  * reverted with its refusal, measured, rejected with reasons, crashed, compile_failed),
  * each passed node timed at the task's two visible shapes with a verdict that carries
- * the roofline's rates, and 64 distinct 3 KiB sources. Then the HTML report and the
+ * the roofline's rates, and 64 distinct 3.5 KiB sources. Then the HTML report and the
  * Markdown one are made three times each: the median time and the size.
  *
  * Usage: kf-report-bench [N] [DIR]   (DIR: where the run goes, default a fresh directory
@@ -58,10 +58,10 @@ static void make_run(kf_ctx *ctx, const char *dir, long n) {
     if (kf_task_load(ctx, KF_SOURCE_DIR "/tasks/c/softmax", &t)) die(ctx, "task");
     kf_store *s = NULL;
     if (kf_store_create(ctx, dir, t, NULL, &s)) die(ctx, "create");
-    char hashes[64][65], text[3200];
+    char hashes[64][65], text[8192];
     for (int i = 0; i < 64; i++) {
         int k = snprintf(text, sizeof text, "/* variant %d */\n#include <stdint.h>\n", i);
-        for (int l = 0; l < 60; l++)
+        for (int l = 0; l < 60 && k < (int)sizeof text - 100; l++)
             k += snprintf(text + k, sizeof text - (size_t)k,
                           "static inline float f%d_%d(float x) { return x * %d; }\n", i, l, l + i);
         if (kf_store_put_source(s, text, strlen(text), "c", hashes[i])) die(ctx, "put");

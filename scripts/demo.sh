@@ -1,7 +1,8 @@
 #!/bin/sh
 # make demo: the main job on a bundled task. Validate the task, check and time an
 # honest faster candidate against the reference, show a cheat being caught, then run the
-# optimisation loop on the task's template and print its lineage.
+# optimisation loop on the task's template and print its lineage, and write its report
+# (build/demo/report.html: the run itself is removed at the end).
 set -u
 B=${1:-build}
 K="$B/kforge"
@@ -29,6 +30,11 @@ export KFORGE_KEYS=$D/keys
 run "$K" run "$T" --budget 6 --run "$R" --min-runs 8 --max-runs 20 --min-time 0.05
 run "$K" tree "$R"
 run "$K" best "$R"
+echo
+echo "The whole path as one page (timeline, tree, winners, roofline, failures, integrity):"
+mkdir -p "$B/demo"
+run "$K" report "$R" -o "$B/demo/report.html"
+echo "The report: $(cd "$B/demo" && pwd)/report.html (open it in a browser; \`kforge report RUN --format md\` for text)"
 echo
 echo "Export the winners and a dispatcher that picks one by shape; the dispatcher is checked"
 echo "and timed like any candidate before it is written:"
