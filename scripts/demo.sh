@@ -34,7 +34,6 @@ echo
 echo "The whole path as one page (timeline, tree, winners, roofline, failures, integrity):"
 mkdir -p "$B/demo"
 run "$K" report "$R" -o "$B/demo/report.html"
-echo "The report: $(cd "$B/demo" && pwd)/report.html (open it in a browser; \`kforge report RUN --format md\` for text)"
 echo
 echo "Export the winners and a dispatcher that picks one by shape; the dispatcher is checked"
 echo "and timed like any candidate before it is written:"
@@ -43,3 +42,4 @@ echo
 echo "Kill it at any moment and 'kforge run --resume RUN' carries on."
 rm -rf "$(dirname "$R")"
 echo "Machine-readable: add --json (docs/cli.md). Exit codes: 0 accepted, 1 rejected, 2 error."
+echo "The run's report: $(cd "$B/demo" && pwd)/report.html (open it in a browser; docs/report.md)"

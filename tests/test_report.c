@@ -143,6 +143,36 @@ static void make_run(const char *dir, char *run, size_t n) {
     nd.shapes_json = "[{\"sizes\": {\"n\": 1000}, \"speedup\": 1.6, \"win\": true}]";
     nd.speedup = 1.6;
     CHECK(kf_store_finish_node(st, &nd) == KF_OK);
+    /* a node the Critic vetoed for what it is (implausible), and its figures */
+    memset(&nd, 0, sizeof nd);
+    snprintf(nd.ext, sizeof nd.ext, "c");
+    snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+    snprintf(nd.category, sizeof nd.category, "algorithm");
+    snprintf(src2, sizeof src2, "%s/* faster? */\n", src);
+    CHECK(kf_store_put_source(st, src2, strlen(src2), "c", nd.src_hash) == KF_OK);
+    nd.parent = k;
+    CHECK(kf_store_add_node(st, &nd) == KF_OK);
+    CHECK(kf_store_event(st, nd.id, "critic",
+                         "{\"decision\":\"reject\",\"why\":\"implausible: 400x the reference\",\"checks\":"
+                         "[{\"check\":\"integrity\",\"outcome\":\"pass\"},{\"check\":\"plausibility\","
+                         "\"outcome\":\"fail\",\"detail\":\"over 100x\"}]}") == KF_OK);
+    nd.state = KF_NODE_REVERTED;
+    nd.shapes_json = "[{\"sizes\": {\"n\": 1000}, \"speedup\": 400, \"win\": true}]";
+    nd.speedup = 400;
+    CHECK(kf_store_finish_node(st, &nd) == KF_OK);
+    /* a specialisation, measured: its domain is its label */
+    memset(&nd, 0, sizeof nd);
+    snprintf(nd.ext, sizeof nd.ext, "c");
+    snprintf(nd.proposer, sizeof nd.proposer, "builtin");
+    snprintf(nd.category, sizeof nd.category, "specialisation");
+    snprintf(src2, sizeof src2, "%s/* kforge:when n >= 4096 */\n", src);
+    CHECK(kf_store_put_source(st, src2, strlen(src2), "c", nd.src_hash) == KF_OK);
+    nd.parent = k;
+    CHECK(kf_store_add_node(st, &nd) == KF_OK);
+    nd.state = KF_NODE_MEASURED;
+    nd.shapes_json = "[{\"sizes\": {\"n\": 1000}, \"speedup\": 1.2, \"win\": false}]";
+    nd.speedup = 1.2;
+    CHECK(kf_store_finish_node(st, &nd) == KF_OK);
     kf_store_close(st);
     kf_task_free(t);
     kf_ctx_free(ctx);
@@ -165,7 +195,15 @@ static void t_escape_run(const void *arg) {
     /* the note (in the node's section) and the description, escaped, both there */
     CHECK(count(h, "&lt;b id=&quot;injected&quot;&gt;") >= 3);
     /* every node has its section, the agent's tokens are counted */
-    CHECK(count(h, "<article class=\"node\"") == 3 && strstr(h, "data-nodes=\"3\""));
+    CHECK(count(h, "<article class=\"node\"") == 5 && strstr(h, "data-nodes=\"5\""));
+    /* the veto: its state, and its row among the Critic's refusals */
+    CHECK(strstr(h, "<li class=\"node\" data-state=\"vetoed\" data-id=\"4\">"));
+    CHECK(strstr(h, "<td>reject (veto)</td><td>implausible: 400x the reference</td>"));
+    CHECK(count(h, "data-state=\"reverted\" data-id=") == 1);
+    /* the winner's path highlighted, the specialisation's domain as its label */
+    CHECK(strstr(h, "<li class=\"node path\" data-state=\"kept\" data-id=\"1\">"));
+    CHECK(count(h, "<li class=\"node path\"") == 1);
+    CHECKF(strstr(h, "<span class=\"when\">when n &gt;= 4096</span>"), "no when label");
     CHECK(strstr(h, "<td>agent</td><td>1</td><td>1200</td><td>300</td>"));
     free(h);
     char *m = report(run, "md");
