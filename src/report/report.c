@@ -460,7 +460,7 @@ static void md_tree(kf_buf *b, const kf_rep *r, int i, int depth, int *lines) {
     }
 }
 
-void kf_report_md(kf_buf *b, const kf_rep *r) {
+static void md_head(kf_buf *b, const kf_rep *r) {
     size_t n = r->d.a.n;
     const kf_node *v = r->d.a.v;
     int counts[KF_NODE_STATE_COUNT + 2] = {0};
@@ -504,7 +504,11 @@ void kf_report_md(kf_buf *b, const kf_rep *r) {
     kf_buf_printf(b, " | %s | ", KF_VERSION);
     kf_report_esc(b, r->made_on, strlen(r->made_on), 1);
     kf_buf_printf(b, " |\n\n");
+}
 
+static void md_timeline(kf_buf *b, const kf_rep *r) {
+    size_t n = r->d.a.n;
+    const kf_node *v = r->d.a.v;
     kf_buf_printf(b, "## Timeline\n\n| evaluations | states | best speedup there | best kept so far | "
                      "wall s so far | tokens so far |\n|---|---|---|---|---|---|\n");
     int bins = n > 40 ? 40 : (int)n;
@@ -531,6 +535,10 @@ void kf_report_md(kf_buf *b, const kf_rep *r) {
         kf_buf_printf(b, " | %.3fx | %.3fx | %.1f | %lld |\n", top, best, wall, tok);
         i0 = i1;
     }
+}
+
+static void md_tree_section(kf_buf *b, const kf_rep *r) {
+    const kf_node *v = r->d.a.v;
     kf_buf_printf(b, "\n## Tree\n\nBold: the way to a winner. `when`: the domain a specialisation is safe "
                      "for.\n\n- #0 root: the reference\n");
     int lines = 0;
@@ -542,7 +550,9 @@ void kf_report_md(kf_buf *b, const kf_rep *r) {
         }
         md_tree(b, r, c, 1, &lines);
     }
+}
 
+static void md_winners(kf_buf *b, const kf_rep *r) {
     kf_buf_printf(b, "\n## Winners per shape\n\n| shape | node | speedup | 95%% interval | roofline | safe "
                      "for |\n|---|---|---|---|---|---|\n");
     size_t k;
@@ -593,7 +603,13 @@ void kf_report_md(kf_buf *b, const kf_rep *r) {
                       json_number_value(json_object_get(e, "gflops")),
                       json_number_value(json_object_get(e, "fraction")) * 100);
     }
+}
 
+static void md_failures(kf_buf *b, const kf_rep *r) {
+    size_t n = r->d.a.n;
+    const kf_node *v = r->d.a.v;
+    size_t k;
+    json_t *e;
     kf_buf_printf(b, "\n## Failures\n\n| reason | nodes |\n|---|---|\n");
     json_t *rc = json_object();
     for (size_t i = 0; i < n; i++) {
@@ -642,7 +658,11 @@ void kf_report_md(kf_buf *b, const kf_rep *r) {
         kf_buf_printf(b, "\n");
         p += q + (en ? 1 : 0);
     }
+}
 
+static void md_lessons(kf_buf *b, const kf_rep *r) {
+    size_t k;
+    json_t *e;
     kf_buf_printf(b, "\n## Lessons\n\n");
     if (r->lessons_used) {
         kf_buf_printf(b, "Used: %zu applied of %lld retrieved.\n\n",
@@ -664,7 +684,13 @@ void kf_report_md(kf_buf *b, const kf_rep *r) {
         kf_report_esc(b, r->distill_note, strlen(r->distill_note), 1);
         kf_buf_printf(b, "\n");
     }
+}
 
+static void md_cost(kf_buf *b, const kf_rep *r) {
+    size_t n = r->d.a.n;
+    const kf_node *v = r->d.a.v;
+    const char *rk;
+    json_t *rv;
     kf_buf_printf(
         b, "\n## Cost\n\n| proposer | nodes | tokens in | tokens out | seconds |\n|---|---|---|---|---|\n");
     json_t *pc = json_object();
@@ -685,7 +711,11 @@ void kf_report_md(kf_buf *b, const kf_rep *r) {
             (long long)json_integer_value(json_array_get(rv, 2)), json_number_value(json_array_get(rv, 3)));
     }
     json_decref(pc);
+}
 
+static void md_nodes(kf_buf *b, const kf_rep *r) {
+    size_t n = r->d.a.n;
+    const kf_node *v = r->d.a.v;
     kf_buf_printf(b, "\n## Nodes\n\n");
     if ((size_t)r->ndetail < n)
         kf_buf_printf(b,
@@ -725,6 +755,17 @@ void kf_report_md(kf_buf *b, const kf_rep *r) {
         }
         kf_buf_printf(b, "\n");
     }
+}
+
+void kf_report_md(kf_buf *b, const kf_rep *r) {
+    md_head(b, r);
+    md_timeline(b, r);
+    md_tree_section(b, r);
+    md_winners(b, r);
+    md_failures(b, r);
+    md_lessons(b, r);
+    md_cost(b, r);
+    md_nodes(b, r);
 }
 
 kf_status kf_report_run(kf_ctx *ctx, const char *run_dir, const char *format, char **out, size_t *len) {
