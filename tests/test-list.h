@@ -63,6 +63,7 @@
     X("report/*", 1)                                                                                         \
     X("report/browser_*", 0)                                                                                 \
     X("report/large", 0)                                                                                     \
+    X("report/run_page", 0)                                                                                  \
     X("cli/*", 1)                                                                                            \
     X("check/*", 1)                                                                                          \
     X("check/bench_fields", 0)                                                                               \

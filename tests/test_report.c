@@ -337,6 +337,25 @@ static void loop_run(const char *dir, char *run, size_t n) {
     CHECKF(strstr(out, want), "%s", out);
 }
 
+/* The page kforge run leaves: the bundled run's report, whole, without a browser. */
+static void t_run_page(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-report-XXXXXX", run[256], file[512];
+    CHECK(mkdtemp(dir));
+    loop_run(dir, run, sizeof run);
+    snprintf(file, sizeof file, "%s/report.html", run);
+    char *h = slurp(file);
+    CHECK(h && strstr(h, "data-nodes=\"4\"") && count(h, "<li class=\"node") == 4);
+    CHECK(strstr(h, "<section id=\"timeline\">") && strstr(h, "<section id=\"nodes\">") &&
+          strstr(h, "</html>\n"));
+    /* the same page as kforge report makes (but the time it was written) */
+    char *again = report(run, "html");
+    const char *a = strstr(h, "report written on"), *b2 = strstr(again, "report written on");
+    CHECK(a && b2 && !strncmp(h, again, (size_t)(a - h)));
+    free(h), free(again);
+    kf__rmtree(dir);
+}
+
 static void t_browser_dom(const void *arg) {
     (void)arg;
     char why[256], dir[] = "/tmp/kft-report-XXXXXX", run[256], file[512], dom[512], log[512];
@@ -591,6 +610,7 @@ void kft_register_report(void) {
     kft_add("report/escape_run", t_escape_run, NULL, 60);
     kft_add("report/tampered", t_tampered, NULL, 60);
     kft_add("report/cli", t_cli, NULL, 60);
+    kft_add("report/run_page", t_run_page, NULL, 240);
     kft_add("report/browser_dom", t_browser_dom, NULL, 240);
     kft_add("report/browser_escape", t_browser_escape, NULL, 180);
     kft_add("report/browser_pixels", t_browser_pixels, NULL, 240);
