@@ -82,6 +82,20 @@ static void t_escape(const void *arg) {
     kf_report_escf(&b, 0, "%s=%d", "<a>", 3);
     CHECKF(b.p && !strcmp(b.p, "&lt;a&gt;=3"), "%s", b.p);
     kf_buf_free(&b);
+    /* a GPU's ceilings name the device (escaped), a CPU's its cores */
+    json_t *c =
+        json_pack("{s:f, s:f, s:s}", "bytes_per_s", 4.0e12, "flops_per_s", 6.0e13, "device", "GPU <X>");
+    kf_buf_init(&b, 1 << 20);
+    kf_report_ceilings(&b, c, 0);
+    CHECKF(b.p && !strcmp(b.p, "4000.00 GB/s copy, 60000.00 GFLOP/s, GPU &lt;X&gt;"), "%s", b.p);
+    kf_buf_free(&b);
+    json_decref(c);
+    c = json_pack("{s:f, s:f, s:i}", "bytes_per_s", 1.5e10, "flops_per_s", 2.5e11, "cores", 2);
+    kf_buf_init(&b, 1 << 20);
+    kf_report_ceilings(&b, c, 1);
+    CHECKF(b.p && !strcmp(b.p, "15.00 GB/s copy, 250.00 GFLOP/s, 2 cores"), "%s", b.p);
+    kf_buf_free(&b);
+    json_decref(c);
 }
 
 /* ---- a run made through the store ---------------------------------------------------------- */

@@ -427,12 +427,12 @@ static void roofline(kf_buf *b, const kf_rep *r) {
                          "nothing passed the check among the nodes shown).</p></section>\n");
         return;
     }
-    if (bw > 0 && fl > 0)
-        kf_buf_printf(b,
-                      "<p class=\"muted\">Each measured kernel of the nodes shown, per shape: arithmetic "
-                      "intensity (flop per byte) against its rate, under the ceilings kforge measured "
-                      "(%.2f GB/s copy, %.2f GFLOP/s, %lld cores).</p>\n",
-                      bw, fl, (long long)json_integer_value(json_object_get(r->ceilings, "cores")));
+    if (bw > 0 && fl > 0) {
+        kf_buf_printf(b, "<p class=\"muted\">Each measured kernel of the nodes shown, per shape: arithmetic "
+                         "intensity (flop per byte) against its rate, under the ceilings kforge measured (");
+        kf_report_ceilings(b, r->ceilings, 0);
+        kf_buf_printf(b, ").</p>\n");
+    }
     double xlo = 1e30, xhi = 0, ylo = 1e30, yhi = 0;
     size_t k;
     json_t *e;

@@ -76,6 +76,16 @@ void kf_report_escf(kf_buf *b, int md, const char *fmt, ...) {
     free(big);
 }
 
+void kf_report_ceilings(kf_buf *b, const json_t *c, int md) {
+    kf_buf_printf(b, "%.2f GB/s copy, %.2f GFLOP/s",
+                  json_number_value(json_object_get(c, "bytes_per_s")) / 1e9,
+                  json_number_value(json_object_get(c, "flops_per_s")) / 1e9);
+    const char *dev = json_string_value(json_object_get(c, "device"));
+    json_int_t cores = json_integer_value(json_object_get(c, "cores"));
+    if (dev) kf_report_escf(b, md, ", %s", dev);
+    else if (cores > 0) kf_buf_printf(b, ", %lld cores", (long long)cores);
+}
+
 const char *kf_report_state(const kf_rep *r, int i) {
     const kf_node *n = &r->d.a.v[i];
     if (n->tampered) return "tampered";
@@ -586,11 +596,11 @@ static void md_winners(kf_buf *b, const kf_rep *r) {
 
     kf_buf_printf(b, "\n## Roofline\n\n");
     json_t *ce = r->ceilings;
-    if (ce)
-        kf_buf_printf(b, "Ceilings: %.2f GFLOP/s, %.2f GB/s (%lld cores).\n\n",
-                      json_number_value(json_object_get(ce, "flops_per_s")) / 1e9,
-                      json_number_value(json_object_get(ce, "bytes_per_s")) / 1e9,
-                      (long long)json_integer_value(json_object_get(ce, "cores")));
+    if (ce) {
+        kf_buf_printf(b, "Ceilings: ");
+        kf_report_ceilings(b, ce, 1);
+        kf_buf_printf(b, ".\n\n");
+    }
     kf_buf_printf(b, "| node | shape | flop/byte | GFLOP/s | of the roofline |\n|---|---|---|---|---|\n");
     json_array_foreach(r->roof, k, e) {
         if (k >= 60) {

@@ -70,6 +70,10 @@ void kf_report_esc(kf_buf *b, const char *s, size_t n, int md);
 /* The same for a formatted text. */
 void kf_report_escf(kf_buf *b, int md, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* The ceilings a verdict carries ("bytes_per_s", "flops_per_s", and "cores" or a GPU's
+ * "device"), as "14.61 GB/s copy, 248.05 GFLOP/s, 2 cores", into b (escaped for md or not). */
+void kf_report_ceilings(kf_buf *b, const json_t *c, int md);
+
 /* The page (html.c) and the Markdown (report.c) of a read run, into b. */
 void kf_report_html(kf_buf *b, const kf_rep *r);
 void kf_report_md(kf_buf *b, const kf_rep *r);
