@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,8 +157,13 @@ int kf_cli_run(int argc, char **argv) {
     if (st) {
         kf_cli_fail(json, "%s", kf_errmsg(ctx));
         rc = kf_cli_run_exit(st);
-    } else if (json && summary) {
-        printf("%s\n", summary);
+    } else {
+        /* the run's page, left in its directory (docs/report.md) */
+        json_t *sj = summary ? json_loads(summary, 0, NULL) : NULL;
+        const char *rd = json_string_value(json_object_get(sj, "run"));
+        if (rd) kf_cli_report_write(rd, "html", NULL, 1);
+        json_decref(sj);
+        if (json && summary) printf("%s\n", summary);
     }
     free(summary);
     kf_ctx_free(ctx);

@@ -41,6 +41,9 @@ static void usage(FILE *f) {
                "  export RUN -o DIR [--json]\n"
                "        write the winners and a dispatcher by shape, re-verified first\n"
                "        (exit 1: the dispatcher was rejected and not written)\n"
+               "  report RUN [-o FILE] [--format html|md]\n"
+               "        the run's lineage as one self-contained HTML page (RUN/report.html) or\n"
+               "        Markdown (stdout): timeline, tree, winners, roofline, failures, integrity\n"
                "  lessons add|search|list|show|distill|export|import [--lessons PATH] [--json]\n"
                "        scoped lessons from runs, agents and people, and their retrieval\n"
                "        (docs/lessons.md; `kforge lessons --help`)\n"
@@ -116,6 +119,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "submit")) return kf_cli_tool(argc - 1, argv + 1, 1);
     if (!strcmp(cmd, "export")) return kf_cli_export(argc - 1, argv + 1);
     if (!strcmp(cmd, "lessons")) return kf_cli_lessons(argc - 1, argv + 1);
+    if (!strcmp(cmd, "report")) return kf_cli_report(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kforge %s\n", KF_VERSION);
         return 0;

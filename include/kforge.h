@@ -248,6 +248,11 @@ KF_API kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary);
 KF_API kf_status kf_run_tree(kf_ctx *ctx, const char *run_dir, int json, char **out);
 /* The best verified node per visible shape; caller frees. */
 KF_API kf_status kf_run_best(kf_ctx *ctx, const char *run_dir, int json, char **out);
+/* The run's lineage report (docs/report.md): format "html" (or NULL) one self-contained
+ * HTML page, "md" the same sections as Markdown. *out is the caller's (free()), *len (may
+ * be NULL) its bytes. Read-only. KF_EUSAGE for another format; the store's errors (no
+ * such run: KF_EIO) otherwise. */
+KF_API kf_status kf_report_run(kf_ctx *ctx, const char *run_dir, const char *format, char **out, size_t *len);
 /* Tool mode (docs/agents.md): the context pack of the best-scoring action for the "tool"
  * proposer in o->run_dir (o's search and bench fields apply), recorded as a pending
  * action; while it is pending (not submitted, under 30 minutes old) later calls offer

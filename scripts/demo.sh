@@ -1,7 +1,8 @@
 #!/bin/sh
 # make demo: the main job on a bundled task. Validate the task, check and time an
 # honest faster candidate against the reference, show a cheat being caught, then run the
-# optimisation loop on the task's template and print its lineage.
+# optimisation loop on the task's template and print its lineage, and write its report
+# (build/demo/report.html: the run itself is removed at the end).
 set -u
 B=${1:-build}
 K="$B/kforge"
@@ -30,6 +31,10 @@ run "$K" run "$T" --budget 6 --run "$R" --min-runs 8 --max-runs 20 --min-time 0.
 run "$K" tree "$R"
 run "$K" best "$R"
 echo
+echo "The whole path as one page (timeline, tree, winners, roofline, failures, integrity):"
+mkdir -p "$B/demo"
+run "$K" report "$R" -o "$B/demo/report.html"
+echo
 echo "Export the winners and a dispatcher that picks one by shape; the dispatcher is checked"
 echo "and timed like any candidate before it is written:"
 run "$K" export "$R" -o "$(dirname "$R")/export" --min-runs 8 --max-runs 20 --min-time 0.05
@@ -37,3 +42,4 @@ echo
 echo "Kill it at any moment and 'kforge run --resume RUN' carries on."
 rm -rf "$(dirname "$R")"
 echo "Machine-readable: add --json (docs/cli.md). Exit codes: 0 accepted, 1 rejected, 2 error."
+echo "The run's report: $(cd "$B/demo" && pwd)/report.html (open it in a browser; docs/report.md)"

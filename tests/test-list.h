@@ -34,6 +34,7 @@
     X(screen)         \
     X(run_safe)       \
     X(export)         \
+    X(report)         \
     X(lessons)        \
     X(prior)          \
     X(critic)         \
@@ -59,6 +60,10 @@
     X("search/*", 1)                                                                                         \
     X("agent/*", 1)                                                                                          \
     X("lessons/*", 1)                                                                                        \
+    X("report/*", 1)                                                                                         \
+    X("report/browser_*", 0)                                                                                 \
+    X("report/large", 0)                                                                                     \
+    X("report/run_page", 0)                                                                                  \
     X("cli/*", 1)                                                                                            \
     X("check/*", 1)                                                                                          \
     X("check/bench_fields", 0)                                                                               \

@@ -32,6 +32,21 @@ static int critic_event(void *arg, int64_t id, int64_t node, const char *js, dou
                               json_object_get(j, "why"));
         json_t *adv = json_object_get(j, "advisory");
         if (adv) json_object_set(c, "advisory", adv);
+        /* a veto for what the node is (integrity, plausibility, a suspicious gain, a
+         * review), not for a gain the re-timings did not confirm */
+        const char *d = json_string_value(json_object_get(j, "decision"));
+        size_t k;
+        json_t *ck;
+        int veto = 0;
+        json_array_foreach(json_object_get(j, "checks"), k, ck) {
+            const char *nm = json_string_value(json_object_get(ck, "check"));
+            const char *oc = json_string_value(json_object_get(ck, "outcome"));
+            if (d && strcmp(d, "approve") && nm && oc && strcmp(oc, "pass") &&
+                (!strcmp(nm, "integrity") || !strcmp(nm, "plausibility") || !strcmp(nm, "suspicious") ||
+                 !strcmp(oc, "review")))
+                veto = 1;
+        }
+        if (veto) json_object_set_new(c, "veto", json_true());
         /* the re-timings against the parent that the decision rests on */
         json_t *fig = json_object_get(j, "figures");
         if (json_array_size(fig)) json_object_set(c, "retimings", fig);
@@ -76,9 +91,7 @@ static int screen_event(void *arg, int64_t id, int64_t node, const char *js, dou
     return 0;
 }
 
-/* The node of that id among a's nodes, which are in id order (kf_store_each_node): a
- * binary search, so a 100,000-node tree stays linear. NULL when none (0: the root). */
-static const kf_node *node_in(const kf_node_vec *a, int64_t id) {
+const kf_node *kf_tree_find(const kf_node_vec *a, int64_t id) {
     size_t lo = 0, hi = a->n;
     while (id > 0 && lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -243,7 +256,7 @@ void kf_tree_text(kf_buf *b, const kf_node_vec *a, char **whens, int64_t parent,
         kf_buf_printf(b, "%*s#%lld %s  %s/%s", depth * 2, "", (long long)n->id, kf_node_state_name(n->state),
                       n->proposer, n->category);
         if (n->params_json) kf_buf_printf(b, "  %s", n->params_json);
-        const kf_node *pn = node_in(a, n->parent);
+        const kf_node *pn = kf_tree_find(a, n->parent);
         struct kf_verdict sh, ps;
         const char *desc = description_of(critics, n->id);
         if (desc) kf_buf_printf(b, "  \"%s\"", desc);
@@ -328,30 +341,54 @@ static kf_status load_nodes(kf_ctx *ctx, const char *dir, kf_node_vec *a, kf_sto
     return KF_OK;
 }
 
-kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
-    kf_node_vec a = {0};
-    kf_store *st = NULL;
-    kf_status s = load_nodes(ctx, dir, &a, &st);
-    if (s) return s;
-    kf_diag_map *dm = NULL;
-    kf_diag_load(st, &dm); /* diagnoses and breaker events; none when it fails */
-    json_t *critics = kf_tree_critics(st);
+kf_status kf_tree_load(kf_ctx *ctx, const char *dir, kf_tree_data *d) {
+    memset(d, 0, sizeof *d);
+    kf_status s = load_nodes(ctx, dir, &d->a, &d->st);
+    if (s) {
+        kf_record_vec_free(&d->a);
+        memset(d, 0, sizeof *d);
+        return s;
+    }
+    kf_diag_load(d->st, &d->dm); /* diagnoses and breaker events; none when it fails */
+    d->critics = kf_tree_critics(d->st);
     /* the domains of the nodes that passed the check (any kforge:when narrows what a
      * node is safe for: its source is read) */
-    char **whens = a.n ? calloc(a.n, sizeof *whens) : NULL;
-    for (size_t i = 0; whens && i < a.n; i++) {
+    d->whens = d->a.n ? calloc(d->a.n, sizeof *d->whens) : NULL;
+    for (size_t i = 0; d->whens && i < d->a.n; i++) {
         char *txt = NULL;
-        kf_node_state ns = a.v[i].state;
+        kf_node_state ns = d->a.v[i].state;
         int passed =
             ns == KF_NODE_MEASURED || ns == KF_NODE_KEPT || ns == KF_NODE_REVERTED || ns == KF_NODE_SCREENED;
-        if (!passed || kf_store_read_source(st, a.v[i].src_hash, a.v[i].ext, &txt, NULL)) continue;
-        whens[i] = kf_candidate_when_text(txt);
+        if (!passed || kf_store_read_source(d->st, d->a.v[i].src_hash, d->a.v[i].ext, &txt, NULL)) continue;
+        d->whens[i] = kf_candidate_when_text(txt);
         free(txt);
     }
+    return KF_OK;
+}
+
+void kf_tree_data_free(kf_tree_data *d) {
+    kf_diag_map_free(d->dm);
+    json_decref(d->critics);
+    for (size_t i = 0; d->whens && i < d->a.n; i++) free(d->whens[i]);
+    free(d->whens);
+    kf_record_vec_free(&d->a);
+    kf_store_close(d->st);
+    memset(d, 0, sizeof *d);
+}
+
+kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
+    kf_tree_data d;
+    kf_status s = kf_tree_load(ctx, dir, &d);
+    if (s) return s;
+    kf_node_vec a = d.a;
+    kf_store *st = d.st;
+    kf_diag_map *dm = d.dm;
+    json_t *critics = d.critics;
+    char **whens = d.whens;
     if (json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < a.n; i++) {
-            json_t *nj = kf_tree_node_json(&a.v[i], node_in(&a, a.v[i].parent), whens ? whens[i] : NULL,
+            json_t *nj = kf_tree_node_json(&a.v[i], kf_tree_find(&a, a.v[i].parent), whens ? whens[i] : NULL,
                                            critics),
                    *dj = kf_diag_json(dm, a.v[i].id);
             if (dj) json_object_set_new(nj, "diagnosis", dj);
@@ -388,12 +425,7 @@ kf_status kf_run_tree(kf_ctx *ctx, const char *dir, int json, char **out) {
         kf_loop_lessons_text(&b, st);
         *out = b.p;
     }
-    kf_diag_map_free(dm);
-    json_decref(critics);
-    for (size_t i = 0; whens && i < a.n; i++) free(whens[i]);
-    free(whens);
-    kf_record_vec_free(&a);
-    kf_store_close(st);
+    kf_tree_data_free(&d);
     return *out ? KF_OK : kf__err(ctx, KF_ENOMEM, "out of memory");
 }
 

@@ -10,7 +10,27 @@
 
 #include <jansson.h>
 
-/* The Critic's last decision per node, {"ID": {decision, why, advisory?, retimings?}}
+/* A run's records as tree, best and the report read them: its store, its nodes (in id
+ * order), the failures' diagnoses (NULL when they could not be read), the Critic's
+ * decisions (kf_tree_critics) and per node its kforge:when (whens[i] NULL: none, or it
+ * did not pass the check). kf_tree_load: KF_OK and *d the caller's (kf_tree_data_free),
+ * else the store's error on ctx and nothing to free. */
+typedef struct {
+    kf_store *st;
+    kf_node_vec a;
+    kf_diag_map *dm;
+    json_t *critics;
+    char **whens;
+} kf_tree_data;
+kf_status kf_tree_load(kf_ctx *ctx, const char *dir, kf_tree_data *d);
+void kf_tree_data_free(kf_tree_data *d);
+/* The node of that id among a's nodes, which are in id order (kf_store_each_node): a
+ * binary search, so a 100,000-node tree stays linear. NULL when none (0: the root). */
+const kf_node *kf_tree_find(const kf_node_vec *a, int64_t id);
+
+/* The Critic's last decision per node, {"ID": {decision, why, veto?, advisory?, retimings?}}
+ * (veto: true when it refused the node for what it is: integrity, plausibility, a
+ * suspicious gain or a review, rather than for an unconfirmed gain)
  * (retimings: each re-timing against the parent, {geomean, best, best_lo, floor}), from the
  * run's critic events, and the submitters' descriptions, {"descriptions": {"ID": text}}
  * (caller decrefs). */
