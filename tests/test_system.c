@@ -260,6 +260,33 @@ static void t_bench_win(const void *arg) {
     json_decref(r);
 }
 
+/* The decode block: every slot with its task's fast candidate, engaged as often as the
+ * block calls it (2 layers, 4 steps), the output within tolerance after every step. */
+static void t_decode(const void *arg) {
+    (void)arg;
+    static const char *const names[] = {"linear", "attn_decode", "rope", "silu_mul", "add", "rmsnorm"};
+    static const int per_layer[] = {7, 1, 2, 1, 2, 2};
+    char buf[6][4200];
+    const char *slots[6];
+    for (int i = 0; i < 6; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "tasks/c/%s/candidates/fast.c", names[i]);
+        snprintf(buf[i], sizeof buf[i], "%s=%s", names[i], kft_src(rel));
+        slots[i] = buf[i];
+    }
+    int acc = 0;
+    json_t *r = sys_run(0, "pipelines/c/decode/pipeline.json", slots, 6, 0, &acc);
+    CHECKF(acc, "rejected: %s", json_dumps(json_object_get(r, "reasons"), 0));
+    CHECK(json_integer_value(json_object_get(r, "steps_passed")) == 4);
+    for (int i = 0; i < 6; i++) {
+        json_t *e = json_object_get(slot_of(r, names[i]), "engagement");
+        CHECKF(json_integer_value(json_object_get(e, "calls")) == per_layer[i] * 2 * 4, "%s: %lld calls",
+               names[i], (long long)json_integer_value(json_object_get(e, "calls")));
+        CHECK(json_is_true(json_object_get(e, "engaged")));
+    }
+    json_decref(r);
+}
+
 /* ---- the command ---- */
 
 static void t_cli(const void *arg) {
@@ -284,6 +311,7 @@ void kft_register_system(void) {
     kft_add("system/check_small", t_check_small, NULL, 120);
     kft_add("system/captured", t_captured, NULL, 120);
     kft_add("system/cli", t_cli, NULL, 120);
+    kft_add("system/decode", t_decode, NULL, 300);
     kft_add("system/bench_win", t_bench_win, NULL, 180);
     kft_add("system/local_win_global_loss", t_local_win_global_loss, NULL, 180);
 }

@@ -292,7 +292,9 @@ static kf_status run_step(sys *S, const int *impl, sys_state *s, int step, int c
                           double *step_ns, int *ok) {
     const kf_pipeline *p = S->p;
     *ok = 1;
-    for (int l = 0; l < p->layers; l++)
+    for (int l = 0; l < p->layers; l++) {
+        /* a layer's input is the layer before's output, where an input is carried */
+        if (l) carry_inputs(p, s);
         for (int j = 0; j < p->nstages; j++) {
             const kf_sys_stage *st = &p->stages[j];
             sys_slot *k = &S->sl[st->slot];
@@ -330,6 +332,7 @@ static kf_status run_step(sys *S, const int *impl, sys_state *s, int step, int c
                 if (outs[a]) memcpy(arg[a], outs[a], ex.bytes[a]);
             kf_sess_free_outputs(t, outs);
         }
+    }
     return KF_OK;
 }
 
