@@ -306,6 +306,34 @@ static void t_cli(const void *arg) {
     CHECK(kft_run(cmd, out, sizeof out) == 2);
 }
 
+/* system run: the loop on the slot with the largest share x headroom, its export re-judged
+ * in the step, the record and the report. */
+static void t_run(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-sysrun-XXXXXX", cmd[8192], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s system run %s --run %s/r --budget 1 --slots 1 --min-time 0.02 --lessons %s/l.db "
+             ">/dev/null 2>&1 && %s system report %s/r --json",
+             kft_src("."), kft_bin("kforge"), small, dir, dir, kft_bin("kforge"), dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_t *r = json_loads(out, 0, NULL);
+    CHECKF(r, "report: %s", out);
+    json_t *it = json_array_get(json_object_get(r, "iterations"), 0);
+    /* softmax is the largest share of the reference step by far */
+    CHECK(!strcmp(json_string_value(json_object_get(it, "slot")), "softmax"));
+    const char *oc = json_string_value(json_object_get(it, "outcome"));
+    CHECKF(oc && (!strcmp(oc, "system_keep") || !strcmp(oc, "local_win_global_loss") ||
+                  !strcmp(oc, "no_system_gain") || !strcmp(oc, "no_local_win")),
+           "outcome %s", oc ? oc : "(none)");
+    CHECK(json_array_size(json_object_get(r, "profile_before")) == 3);
+    CHECK(json_is_number(json_object_get(r, "end_to_end_speedup")));
+    CHECK(json_number_value(json_object_get(r, "arbor_rate")) == 0.39);
+    json_decref(r);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+}
+
 void kft_register_system(void) {
     kft_add("system/load_errors", t_load_errors, NULL, 60);
     kft_add("system/check_small", t_check_small, NULL, 120);
@@ -314,4 +342,5 @@ void kft_register_system(void) {
     kft_add("system/decode", t_decode, NULL, 300);
     kft_add("system/bench_win", t_bench_win, NULL, 180);
     kft_add("system/local_win_global_loss", t_local_win_global_loss, NULL, 180);
+    kft_add("system/run", t_run, NULL, 400);
 }

@@ -610,8 +610,8 @@ report:
     for (int k = 0; k < p->nslots; k++) {
         sys_slot *sl = &S->sl[k];
         sys_impl *c = &sl->im[IMPL_CAND];
-        json_t *o = json_pack("{s:s,s:s,s:i}", "name", p->slots[k].name, "task", p->slots[k].task->name,
-                              "stages", sl->nstages);
+        json_t *o = json_pack("{s:s,s:s,s:s,s:i}", "name", p->slots[k].name, "task", p->slots[k].task->name,
+                              "task_dir", p->slots[k].task_dir, "stages", sl->nstages);
         if (!o) continue;
         json_object_set_new(o, "candidate", c->on ? json_string(c->path) : json_null());
         if (c->on) {
@@ -861,13 +861,32 @@ static kf_status sys_bench(sys *S, json_t *report) {
         for (int r = 0; r < n; r++) col[r] = rb[(size_t)r * ns + j] / p->steps;
         mb_s[j] = kf_stats_median(col, (size_t)n), sumb += mb_s[j];
     }
-    for (int j = 0; j < ns; j++)
-        json_array_append_new(stages, json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f}", "stage", p->stages[j].name,
-                                                "slot", p->slots[p->stages[j].slot].name, "implementation",
-                                                impl_name(impl_b[p->stages[j].slot]), "candidate_ns", mb_s[j],
-                                                "baseline_ns", ma_s[j], "candidate_share",
-                                                sumb > 0 ? mb_s[j] / sumb : 0, "baseline_share",
-                                                suma > 0 ? ma_s[j] / suma : 0));
+    for (int j = 0; j < ns; j++) {
+        json_t *o = json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f}", "stage", p->stages[j].name, "slot",
+                              p->slots[p->stages[j].slot].name, "implementation",
+                              impl_name(impl_b[p->stages[j].slot]), "candidate_ns", mb_s[j], "baseline_ns",
+                              ma_s[j], "candidate_share", sumb > 0 ? mb_s[j] / sumb : 0, "baseline_share",
+                              suma > 0 ? ma_s[j] / suma : 0);
+        /* the stage's own roofline fraction (its cost model over the step, in place): the
+         * headroom a system run weighs a slot's share by */
+        double sf = 0, sby = 0;
+        const kf_task *t = p->slots[p->stages[j].slot].task;
+        for (int step = 0; step < p->steps; step++)
+            for (int l = 0; l < p->layers; l++) {
+                int64_t v[KF_MAX_SIZES];
+                char err[256];
+                if (kf_pipeline_stage_sizes(p, &p->stages[j], step, l, v, err, sizeof err)) continue;
+                sf += eval_cost(t, v, t->cost_flops), sby += eval_cost(t, v, t->cost_bytes);
+            }
+        json_t *roof = ceil && o && mb_s[j] > 0 ? json_object() : NULL;
+        char why[512];
+        kf_roof_in rin = {t, sf / p->steps, sby / p->steps, mb_s[j], ma_s[j]};
+        if (roof) kf_backend_roofline(be, ceil, &rin, roof, why, sizeof why);
+        json_t *fr = roof ? json_object_get(roof, "roofline_fraction") : NULL;
+        if (o) json_object_set_new(o, "candidate_roofline_fraction", fr ? json_incref(fr) : json_null());
+        json_decref(roof);
+        if (o) json_array_append_new(stages, o);
+    }
     json_object_set_new(report, "stages", stages);
     free(col), free(ma_s), free(mb_s);
     /* the gate: kept for the system only when the interval's low end is above no gain */
