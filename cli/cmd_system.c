@@ -344,10 +344,12 @@ static int cmd_run(int argc, char **argv) {
         json_t *fin = nkept ? sys_bench_json(ctx, pipeline, &fo) : json_incref(first);
         if (fin) {
             json_object_set(rec, "profile_after", json_object_get(fin, "stages"));
-            json_object_set(rec, "end_to_end_speedup",
-                            nkept ? json_object_get(fin, "speedup") : json_real(1));
-            json_object_set(rec, "end_to_end_gain_ci95",
-                            nkept ? json_object_get(fin, "gain_ci95") : json_pack("[f,f]", 0.0, 0.0));
+            /* nothing kept: the reference pipeline itself, no gain */
+            json_object_set_new(rec, "end_to_end_speedup",
+                                nkept ? json_incref(json_object_get(fin, "speedup")) : json_real(1));
+            json_object_set_new(rec, "end_to_end_gain_ci95",
+                                nkept ? json_incref(json_object_get(fin, "gain_ci95"))
+                                      : json_pack("[f,f]", 0.0, 0.0));
             json_decref(fin);
         }
         json_object_set_new(rec, "baseline_step_ns", json_real(base_ns));

@@ -157,6 +157,26 @@ static void t_load_errors(const void *arg) {
     rmdir(dir);
 }
 
+/* The bundled pipelines follow docs/pipeline.schema.json, and a pipeline the loader
+ * refuses for its shape (an unknown role) is refused by the schema too. */
+static void t_schema(const void *arg) {
+    (void)arg;
+    char cmd[8192], out[8192];
+    if (kft_run("python3 -c 'import jsonschema' 2>/dev/null", out, sizeof out))
+        kft_skip("needs python3 with jsonschema (deps.txt: python3-jsonschema)");
+    snprintf(
+        cmd, sizeof cmd,
+        "cd %s && python3 -c 'import json, sys, jsonschema\n"
+        "s = json.load(open(\"docs/pipeline.schema.json\"))\n"
+        "for p in sys.argv[1:]: jsonschema.validate(json.load(open(p)), s)\n"
+        "bad = json.load(open(sys.argv[1])); bad[\"buffers\"][\"x\"][\"role\"] = \"scratch\"\n"
+        "try:\n    jsonschema.validate(bad, s)\nexcept jsonschema.ValidationError:\n    print(\"refused\")\n'"
+        " %s pipelines/c/decode/pipeline.json 2>&1",
+        kft_src("."), small);
+    int rc = kft_run(cmd, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "refused"), "rc %d: %s", rc, out);
+}
+
 /* ---- check ---- */
 
 static void t_check_small(const void *arg) {
@@ -336,6 +356,7 @@ static void t_run(const void *arg) {
 
 void kft_register_system(void) {
     kft_add("system/load_errors", t_load_errors, NULL, 60);
+    kft_add("system/schema", t_schema, NULL, 60);
     kft_add("system/check_small", t_check_small, NULL, 120);
     kft_add("system/captured", t_captured, NULL, 120);
     kft_add("system/cli", t_cli, NULL, 120);

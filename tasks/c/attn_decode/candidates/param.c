@@ -1,7 +1,8 @@
-/* Template attention decode (fast.c with PARTS partial sums per dot product): the same two passes as the reference, the dot products and the
- * value accumulation in float, 8 independent partial sums per dot product (the softmax's sum
- * in double, where the error of a long context would collect); float attention's error is
- * what the task's tolerance (rtol 1e-3, atol 2e-4) allows for. */
+/* Template attention decode (fast.c with PARTS partial sums per dot product): the same two
+ * passes as the reference, float scores and weights, PARTS independent double partial sums
+ * per dot product, and the weighted sum of values in double:
+ * a score's error is multiplied by the softmax (a spiked query makes scores of hundreds, where
+ * float dot products missed the tolerance), and a long context's sum collects the rest. */
 /* kforge:param PARTS = 8, 4, 16 # unrolling */
 #include <math.h>
 #include <stdint.h>
@@ -22,7 +23,7 @@ void attn_decode(const float *restrict q, const float *restrict k, const float *
         }
     }
     float *p = malloc((size_t)(pos + 1) * sizeof *p);
-    float *acc = malloc((size_t)(d > 0 ? d : 1) * sizeof *acc);
+    double *acc = malloc((size_t)(d > 0 ? d : 1) * sizeof *acc);
     if (!p || !acc) abort();
     const float scale = (float)(1.0 / sqrt((double)d));
     const int64_t group = h / kvh;
@@ -33,14 +34,14 @@ void attn_decode(const float *restrict q, const float *restrict k, const float *
             const float *kc = kcache + kv * t * d, *vc = vcache + kv * t * d;
             float m = -INFINITY;
             for (int64_t j = 0; j <= pos; j++) {
-                float part[PARTS] = {0};
+                double part[PARTS] = {0};
                 int64_t e = 0;
                 for (; e + PARTS <= d; e += PARTS)
-                    for (int l = 0; l < PARTS; l++) part[l] += qh[e + l] * kc[j * d + e + l];
-                float dot = 0;
+                    for (int l = 0; l < PARTS; l++) part[l] += (double)qh[e + l] * kc[j * d + e + l];
+                double dot = 0;
                 for (int l = 0; l < PARTS; l++) dot += part[l];
-                for (; e < d; e++) dot += qh[e] * kc[j * d + e];
-                p[j] = dot * scale;
+                for (; e < d; e++) dot += (double)qh[e] * kc[j * d + e];
+                p[j] = (float)(dot * scale);
                 if (p[j] > m) m = p[j];
             }
             double sum = 0;
@@ -51,10 +52,10 @@ void attn_decode(const float *restrict q, const float *restrict k, const float *
             for (int64_t e = 0; e < d; e++) acc[e] = 0;
             for (int64_t j = 0; j <= pos; j++) {
                 const float pj = p[j];
-                for (int64_t e = 0; e < d; e++) acc[e] += pj * vc[j * d + e];
+                for (int64_t e = 0; e < d; e++) acc[e] += (double)pj * vc[j * d + e];
             }
-            const float inv = (float)(1.0 / sum);
-            for (int64_t e = 0; e < d; e++) out[(r * h + hh) * d + e] = acc[e] * inv;
+            const double inv = 1.0 / sum;
+            for (int64_t e = 0; e < d; e++) out[(r * h + hh) * d + e] = (float)(acc[e] * inv);
         }
     }
     free(p);
