@@ -307,6 +307,36 @@ static void t_decode(const void *arg) {
     json_decref(r);
 }
 
+/* --vs: the baseline is a configuration (a template value for the softmax slot), and a
+ * knob that names a dim sets it (batch 8 of the decode step: the engagement count is the
+ * block's, whatever the batch). */
+static void t_vs_knob(const void *arg) {
+    (void)arg;
+    char cmd[8192], out[1 << 16];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s system bench %s --slot softmax=tasks/c/softmax/candidates/fast.c "
+             "--vs softmax=tasks/c/softmax/candidates/param.c --min-time 0.02 --min-runs 6 --json",
+             kft_src("."), kft_bin("kforge"), small);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_t *r = json_loads(out, 0, NULL);
+    CHECK(r && !strcmp(json_string_value(json_object_get(r, "baseline")), "vs"));
+    CHECK(json_is_array(json_object_get(r, "gain_ci95")));
+    json_decref(r);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s system check pipelines/c/decode/pipeline.json --knob batch=8 --no-task-check "
+             "--slot add=tasks/c/add/candidates/fast.c --json",
+             kft_src("."), kft_bin("kforge"));
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    r = json_loads(out, 0, NULL);
+    CHECK(r && !strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "batch")), "8"));
+    CHECK(json_integer_value(json_object_get(json_object_get(slot_of(r, "add"), "engagement"), "calls")) ==
+          16);
+    json_decref(r);
+    snprintf(cmd, sizeof cmd, "cd %s && %s system check pipelines/c/decode/pipeline.json --knob batch=3 2>&1",
+             kft_src("."), kft_bin("kforge"));
+    CHECK(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "not one of the knob's values"));
+}
+
 /* ---- the command ---- */
 
 static void t_cli(const void *arg) {
@@ -364,4 +394,5 @@ void kft_register_system(void) {
     kft_add("system/bench_win", t_bench_win, NULL, 180);
     kft_add("system/local_win_global_loss", t_local_win_global_loss, NULL, 180);
     kft_add("system/run", t_run, NULL, 400);
+    kft_add("system/vs_knob", t_vs_knob, NULL, 120);
 }
