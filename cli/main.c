@@ -47,6 +47,8 @@ static void usage(FILE *f) {
                "  lessons add|search|list|show|distill|export|import [--lessons PATH] [--json]\n"
                "        scoped lessons from runs, agents and people, and their retrieval\n"
                "        (docs/lessons.md; `kforge lessons --help`)\n"
+               "  system check|bench PIPELINE [--slot SLOT=FILE]... [--vs SLOT=FILE]... [--json]\n"
+               "        a pipeline of tasks judged end to end (docs/system.md; `kforge system --help`)\n"
                "  version\n"
                "\n"
                "options: --hidden N (hidden shapes to draw), --timeout S (per call),\n"
@@ -102,7 +104,7 @@ int main(int argc, char **argv) {
     }
     const char *cmd = argv[1];
     /* COMMAND --help: run and lessons have their own; the others print the synopsis */
-    if (strcmp(cmd, "run") && strcmp(cmd, "lessons"))
+    if (strcmp(cmd, "run") && strcmp(cmd, "lessons") && strcmp(cmd, "system"))
         for (int i = 2; i < argc; i++)
             if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
                 usage(stdout);
@@ -120,6 +122,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "export")) return kf_cli_export(argc - 1, argv + 1);
     if (!strcmp(cmd, "lessons")) return kf_cli_lessons(argc - 1, argv + 1);
     if (!strcmp(cmd, "report")) return kf_cli_report(argc - 1, argv + 1);
+    if (!strcmp(cmd, "system")) return kf_cli_system(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kforge %s\n", KF_VERSION);
         return 0;

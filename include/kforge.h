@@ -385,6 +385,42 @@ KF_API kf_status kf_lessons_retrieve(kf_lessons *db, const kf_lesson_query *q, i
  * estimate; *used (may be NULL) the number of lessons rendered. */
 KF_API kf_status kf_lessons_render(kf_lessons *db, const kf_lesson_hit *hits, int nhits, int64_t max_tokens,
                                    char **text, int64_t *tokens, int *used);
+/* ---- the system gate: a pipeline of tasks judged end to end (docs/system.md) ---- */
+
+#define KF_SYSTEM_MAX_SLOTS 32
+typedef struct kf_system_opts {
+    kf_opts check;                          /* seed, timeouts, bench rounds (check.bench_*) */
+    const char *slots[KF_SYSTEM_MAX_SLOTS]; /* "SLOT=FILE": a candidate for every stage of SLOT */
+    int nslots;
+    const char *vs[KF_SYSTEM_MAX_SLOTS]; /* bench: the baseline configuration's "SLOT=FILE"
+                                            (none: the reference pipeline) */
+    int nvs;
+    const char *knobs[16]; /* "KNOB=VALUE" selections of the pipeline's knobs */
+    int nknobs;
+    int steps, layers; /* > 0: override the pipeline's */
+    int task_checks;   /* 1 (default): every slot candidate also gets
+                          kf_check on its own task */
+    int local_bench;   /* bench: every slot candidate also timed alone on
+                          its task (kf_bench), for "outcome"
+                          local_win_global_loss */
+} kf_system_opts;
+
+KF_API void kf_system_opts_init(kf_system_opts *o);
+/* Check a pipeline with its slot candidates: each candidate's task check, the end-to-end
+ * outputs of every step against the reference pipeline's within the outputs' tolerance,
+ * each candidate on the tensors its stages receive in the reference pipeline (captured
+ * I/O), and its call count (engagement). *json (caller frees) is the report
+ * (docs/cli.md "system"); *accepted 1 or 0. KF_OK whatever the verdict; KF_ETASK for a
+ * bad pipeline (FILE:LINE on ctx), KF_EUSAGE for bad options. */
+KF_API kf_status kf_system_check(kf_ctx *ctx, const char *pipeline, const kf_system_opts *o, char **json,
+                                 int *accepted);
+/* The check, then the whole step timed A/B interleaved against the reference pipeline (or
+ * o->vs): per-stage times in place, the end-to-end gain with its interval, the roofline
+ * fraction (a step faster than its roofline is refused). *accepted: the check passed and
+ * the timing was sound (a loss is accepted and reported: "slower"). */
+KF_API kf_status kf_system_bench(kf_ctx *ctx, const char *pipeline, const kf_system_opts *o, char **json,
+                                 int *accepted);
+
 /* Distil the run in run_dir into lessons (docs/lessons.md, "Distillation"): merge them
  * with those already in db, raise or lower trust, retire refuted ones. *summary (may be
  * NULL; caller frees) is a JSON object listing what changed. Never changes the run. */

@@ -43,6 +43,7 @@
     X(timing)         \
     X(backend)        \
     X(cuda_run)       \
+    X(system)         \
     X(fault)
 
 /* The fast tier: X(pattern, fast). For each test the LAST rule whose fnmatch(3) pattern
@@ -76,6 +77,8 @@
     X("cuda/host_errors", 0)                                                                                 \
     X("cupti/*", 1)                                                                                          \
     X("sanitize/*", 1)                                                                                       \
+    X("system/load_errors", 1)                                                                               \
+    X("system/check_small", 1)                                                                               \
     X("timing/determinism_bits", 1)                                                                          \
     X("honest/*", 1)                                                                                         \
     /* the red-team corpus: one file per threat, the quickest (make test runs all);                          \

@@ -267,7 +267,8 @@ static void validate_case(const void *arg) {
 }
 
 void kft_register_corpus(void) {
-    static const char *tasks[] = {"saxpy", "softmax", "rmsnorm", "sum", "transpose", "sgemm", "linear"};
+    static const char *tasks[] = {"saxpy", "softmax", "rmsnorm", "sum",  "transpose",   "sgemm",
+                                  "linear", "add",     "rope",    "silu_mul", "attn_decode"};
     add_dir("tests/redteam", "redteam", NULL, NULL);
     add_dir("tests/honest", "honest", NULL, NULL);
     for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++) {

@@ -1,0 +1,48 @@
+/* Reference attention decode over a KV cache (grouped-query): the new key and value of each
+ * batch row and KV head go into the caches (b x kvh x t x d) at position pos; then each query
+ * head (h of them, h / kvh per KV head) attends over cache positions 0..pos with scores
+ * q.k / sqrt(d) and a softmax, in double: out = sum_j p_j v_j. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+void attn_decode(const float *q, const float *k, const float *v, float *kcache, float *vcache, float *out,
+                 int64_t b, int64_t h, int64_t kvh, int64_t d, int64_t t, int64_t pos)
+{
+    for (int64_t i = 0; i < b * kvh; i++) {
+        for (int64_t e = 0; e < d; e++) {
+            kcache[(i * t + pos) * d + e] = k[i * d + e];
+            vcache[(i * t + pos) * d + e] = v[i * d + e];
+        }
+    }
+    double *s = malloc((size_t)(pos + 1) * sizeof *s);
+    double *acc = malloc((size_t)(d > 0 ? d : 1) * sizeof *acc);
+    if (!s || !acc) abort();
+    double scale = 1.0 / sqrt((double)d);
+    int64_t group = h / kvh;
+    for (int64_t r = 0; r < b; r++) {
+        for (int64_t hh = 0; hh < h; hh++) {
+            const float *qh = q + (r * h + hh) * d;
+            int64_t kv = r * kvh + hh / group;
+            const float *kc = kcache + kv * t * d, *vc = vcache + kv * t * d;
+            double m = -INFINITY;
+            for (int64_t j = 0; j <= pos; j++) {
+                double dot = 0;
+                for (int64_t e = 0; e < d; e++) dot += (double)qh[e] * kc[j * d + e];
+                s[j] = dot * scale;
+                if (s[j] > m) m = s[j];
+            }
+            double sum = 0;
+            for (int64_t j = 0; j <= pos; j++) {
+                s[j] = exp(s[j] - m);
+                sum += s[j];
+            }
+            for (int64_t e = 0; e < d; e++) acc[e] = 0;
+            for (int64_t j = 0; j <= pos; j++)
+                for (int64_t e = 0; e < d; e++) acc[e] += s[j] * vc[j * d + e];
+            for (int64_t e = 0; e < d; e++) out[(r * h + hh) * d + e] = (float)(acc[e] / sum);
+        }
+    }
+    free(s);
+    free(acc);
+}

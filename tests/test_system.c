@@ -1,0 +1,398 @@
+/*
+ * test_system.c - the system gate (docs/system.md): pipeline.json's errors with their
+ * FILE:LINE, the bundled pipelines checked end to end with their slots' candidates and
+ * engagement counts, a candidate its own task accepts that the pipeline's captured
+ * tensors reject, the planted local win that loses in the step (tests/system/), and the
+ * command's exit codes.
+ */
+#define _GNU_SOURCE
+#include "kft.h"
+
+#include <jansson.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char small[] = "pipelines/c/norm_softmax_sum/pipeline.json";
+
+/* Run check (bench 0) or bench on a pipeline; the report, parsed. */
+static json_t *sys_run(int bench, const char *pipeline, const char *const *slots, int nslots, int local,
+                       int *accepted) {
+    kf_ctx *ctx = kf_ctx_new();
+    kf_system_opts o;
+    kf_system_opts_init(&o);
+    for (int i = 0; i < nslots; i++) o.slots[o.nslots++] = slots[i];
+    o.check.bench_min_time_s = 0.05;
+    o.check.bench_min_runs = 8;
+    o.check.hidden_count = 1;
+    o.local_bench = local;
+    char *out = NULL;
+    kf_status st = bench ? kf_system_bench(ctx, kft_src(pipeline), &o, &out, accepted)
+                         : kf_system_check(ctx, kft_src(pipeline), &o, &out, accepted);
+    CHECKF(st == KF_OK, "%s: %s", pipeline, kf_errmsg(ctx));
+    json_error_t je;
+    json_t *r = json_loads(out, 0, &je);
+    CHECKF(r, "report is not JSON: %s", je.text);
+    free(out);
+    kf_ctx_free(ctx);
+    return r;
+}
+
+static json_t *slot_of(json_t *r, const char *name) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(r, "slots"), i,
+                       v) if (!strcmp(json_string_value(json_object_get(v, "name")), name)) return v;
+    return NULL;
+}
+
+static int has_reason(json_t *r, const char *code, const char *text) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(r, "reasons"), i, v) {
+        const char *m = json_string_value(json_object_get(v, "message"));
+        if (!strcmp(json_string_value(json_object_get(v, "code")), code) && (!text || (m && strstr(m, text))))
+            return 1;
+    }
+    return 0;
+}
+
+/* ---- loading ---- */
+
+typedef struct {
+    const char *name;
+    const char *json; /* %s: a task folder's absolute path prefix (tasks/c) */
+    const char *want; /* in the message */
+    int line;
+} bad_case;
+
+#define STAGES_OK                                                                                     \
+    "  \"stages\": [\n"                                                                               \
+    "    {\"name\": \"norm\", \"task\": \"%1$s/rmsnorm\", \"sizes\": {\"rows\": \"rows\", \"cols\": " \
+    "\"cols\"},\n"                                                                                    \
+    "     \"bind\": {\"x\": \"x\", \"w\": \"w\", \"y\": \"y\"}}\n"                                    \
+    "  ]\n"
+#define HEAD "{\n  \"name\": \"t\", \"backend\": \"c\",\n  \"dims\": {\"rows\": 4, \"cols\": 8},\n"
+#define BUFS_OK                                                                               \
+    "  \"buffers\": {\n"                                                                      \
+    "    \"x\": {\"type\": \"f32\", \"shape\": [\"rows\", \"cols\"], \"role\": \"input\",\n"  \
+    "          \"init\": {\"dist\": \"normal\", \"mean\": 0, \"std\": 1}},\n"                 \
+    "    \"w\": {\"type\": \"f32\", \"shape\": [\"cols\"], \"role\": \"weight\",\n"           \
+    "          \"init\": {\"dist\": \"uniform\", \"lo\": 0.5, \"hi\": 1.5}},\n"               \
+    "    \"y\": {\"type\": \"f32\", \"shape\": [\"rows\", \"cols\"], \"role\": \"output\",\n" \
+    "          \"tolerance\": {\"rtol\": 1e-4, \"atol\": 1e-5}}\n"                            \
+    "  },\n"
+
+static const bad_case bad_cases[] = {
+    {"syntax", HEAD BUFS_OK "  \"stages\": [,]\n}\n", "", 12},
+    {"unknown_key", HEAD "  \"stepz\": 3,\n" BUFS_OK STAGES_OK "}\n", "unknown key \"stepz\"", 4},
+    {"no_task",
+     HEAD BUFS_OK "  \"stages\": [\n    {\"name\": \"norm\", \"task\": \"%1$s/nope\", \"sizes\": {},\n"
+                  "     \"bind\": {}}\n  ]\n}\n",
+     "slot nope: task", 13},
+    {"unbound",
+     HEAD BUFS_OK
+     "  \"stages\": [\n    {\"name\": \"norm\", \"task\": \"%1$s/rmsnorm\",\n"
+     "     \"sizes\": {\"rows\": \"rows\", \"cols\": \"cols\"}, \"bind\": {\"x\": \"x\", \"y\": \"y\"}}\n"
+     "  ]\n}\n",
+     "buffer argument w is not bound", 13},
+    {"count",
+     HEAD BUFS_OK "  \"stages\": [\n    {\"name\": \"norm\", \"task\": \"%1$s/rmsnorm\",\n"
+                  "     \"sizes\": {\"rows\": \"rows\", \"cols\": \"cols + 1\"},\n"
+                  "     \"bind\": {\"x\": \"x\", \"w\": \"w\", \"y\": \"y\"}}\n  ]\n}\n",
+     "needs 36 elements, buffer x has 32", 13},
+    {"writes_weight",
+     HEAD BUFS_OK "  \"stages\": [\n    {\"name\": \"norm\", \"task\": \"%1$s/rmsnorm\",\n"
+                  "     \"sizes\": {\"rows\": \"rows\", \"cols\": \"cols\"},\n"
+                  "     \"bind\": {\"x\": \"y\", \"w\": \"w\", \"y\": \"x\"}}\n  ]\n}\n",
+     "which is an input or a weight", 13},
+    {"read_first",
+     HEAD BUFS_OK "  \"stages\": [\n    {\"name\": \"norm\", \"task\": \"%1$s/rmsnorm\",\n"
+                  "     \"sizes\": {\"rows\": \"rows\", \"cols\": \"cols\"},\n"
+                  "     \"bind\": {\"x\": \"y\", \"w\": \"w\", \"y\": \"y\"}}\n  ]\n}\n",
+     "both bound to y", 13},
+    {"no_init",
+     HEAD "  \"buffers\": {\n    \"x\": {\"type\": \"f32\", \"shape\": [\"rows\", \"cols\"], \"role\": "
+          "\"input\"},\n"
+          "    \"w\": {\"type\": \"f32\", \"shape\": [\"cols\"], \"role\": \"weight\",\n"
+          "          \"init\": {\"dist\": \"uniform\", \"lo\": 0.5, \"hi\": 1.5}},\n"
+          "    \"y\": {\"type\": \"f32\", \"shape\": [\"rows\", \"cols\"], \"role\": \"output\",\n"
+          "          \"tolerance\": {\"rtol\": 1e-4, \"atol\": 1e-5}}\n  },\n" STAGES_OK "}\n",
+     "needs an \"init\"", 5},
+    {"unknown_dim",
+     HEAD "  \"buffers\": {\n    \"x\": {\"type\": \"f32\", \"shape\": [\"rowz\", \"cols\"], \"role\": "
+          "\"input\",\n"
+          "          \"init\": {\"dist\": \"normal\", \"mean\": 0, \"std\": 1}}\n  },\n" STAGES_OK "}\n",
+     "shape[0]", 5},
+};
+
+static void t_load_errors(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-pipe-XXXXXX";
+    CHECK(mkdtemp(dir));
+    char tasks[4096];
+    snprintf(tasks, sizeof tasks, "%s", kft_src("tasks/c"));
+    for (size_t i = 0; i < sizeof bad_cases / sizeof *bad_cases; i++) {
+        const bad_case *c = &bad_cases[i];
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s.json", dir, c->name);
+        FILE *f = fopen(path, "w");
+        CHECK(f);
+        fprintf(f, c->json, tasks);
+        fclose(f);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_system_opts o;
+        kf_system_opts_init(&o);
+        char *out = NULL;
+        int acc = 0;
+        kf_status st = kf_system_check(ctx, path, &o, &out, &acc);
+        char want[4300];
+        snprintf(want, sizeof want, "%s:%d: ", path, c->line);
+        CHECKF(st == KF_ETASK, "%s: status %d (%s)", c->name, st, kf_errmsg(ctx));
+        CHECKF(!strncmp(kf_errmsg(ctx), want, strlen(want)) && strstr(kf_errmsg(ctx), c->want),
+               "%s: message \"%s\", want \"%s...%s\"", c->name, kf_errmsg(ctx), want, c->want);
+        CHECK(!out);
+        kf_ctx_free(ctx);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* The bundled pipelines follow docs/pipeline.schema.json, and a pipeline the loader
+ * refuses for its shape (an unknown role) is refused by the schema too. */
+static void t_schema(const void *arg) {
+    (void)arg;
+    char cmd[8192], out[8192];
+    if (kft_run("python3 -c 'import jsonschema' 2>/dev/null", out, sizeof out))
+        kft_skip("needs python3 with jsonschema (deps.txt: python3-jsonschema)");
+    snprintf(
+        cmd, sizeof cmd,
+        "cd %s && python3 -c 'import json, sys, jsonschema\n"
+        "s = json.load(open(\"docs/pipeline.schema.json\"))\n"
+        "for p in sys.argv[1:]: jsonschema.validate(json.load(open(p)), s)\n"
+        "bad = json.load(open(sys.argv[1])); bad[\"buffers\"][\"x\"][\"role\"] = \"scratch\"\n"
+        "try:\n    jsonschema.validate(bad, s)\nexcept jsonschema.ValidationError:\n    print(\"refused\")\n'"
+        " %s pipelines/c/decode/pipeline.json 2>&1",
+        kft_src("."), small);
+    int rc = kft_run(cmd, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "refused"), "rc %d: %s", rc, out);
+}
+
+/* ---- check ---- */
+
+static void t_check_small(const void *arg) {
+    (void)arg;
+    int acc = 0;
+    json_t *r = sys_run(0, small, NULL, 0, 0, &acc);
+    CHECK(acc && !strcmp(json_string_value(json_object_get(r, "verdict")), "accepted"));
+    CHECK(json_integer_value(json_object_get(r, "steps_passed")) == 3);
+    json_decref(r);
+    const char *slots[] = {"softmax=tasks/c/softmax/candidates/fast.c", "sum=tasks/c/sum/candidates/fast.c"};
+    char s0[4200], s1[4200];
+    snprintf(s0, sizeof s0, "softmax=%s", kft_src("tasks/c/softmax/candidates/fast.c"));
+    snprintf(s1, sizeof s1, "sum=%s", kft_src("tasks/c/sum/candidates/fast.c"));
+    slots[0] = s0, slots[1] = s1;
+    r = sys_run(0, small, slots, 2, 0, &acc);
+    CHECKF(acc, "fast candidates rejected: %s", json_dumps(json_object_get(r, "reasons"), 0));
+    json_t *sm = slot_of(r, "softmax"), *e = json_object_get(sm, "engagement");
+    CHECK(json_integer_value(json_object_get(e, "expected")) == 3 &&
+          json_integer_value(json_object_get(e, "calls")) == 3);
+    CHECK(json_is_true(json_object_get(e, "engaged")));
+    CHECK(json_integer_value(json_object_get(json_object_get(sm, "captured"), "calls")) == 3);
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(sm, "task_check"), "verdict")),
+                  "accepted"));
+    CHECK(json_is_null(json_object_get(slot_of(r, "rmsnorm"), "candidate")));
+    json_decref(r);
+}
+
+/* Right on its own task, wrong on the tensors the pipeline gives it: the captured check
+ * and the end-to-end output both say so. */
+static void t_captured(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sum");
+    kf_result *res = kft_check(ctx, t, kft_src("tests/system/sum_small_wrong.c"), NULL, 0);
+    CHECKF(kf_result_verdict(res) == KF_VERDICT_ACCEPTED, "its own task rejects it: %s", kft_reasons(res));
+    kf_result_free(res);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    char s[4200];
+    snprintf(s, sizeof s, "sum=%s", kft_src("tests/system/sum_small_wrong.c"));
+    const char *slots[] = {s};
+    int acc = 1;
+    json_t *r = sys_run(0, small, slots, 1, 0, &acc);
+    CHECK(!acc);
+    CHECK(has_reason(r, "wrong_result", "captured"));
+    CHECK(has_reason(r, "wrong_result", "end to end, step "));
+    json_t *cap = json_object_get(slot_of(r, "sum"), "captured");
+    CHECK(!strcmp(json_string_value(json_object_get(cap, "verdict")), "rejected"));
+    json_decref(r);
+}
+
+/* ---- bench: the planted local win that is a global loss ---- */
+
+static void t_local_win_global_loss(const void *arg) {
+    (void)arg;
+    char s[4200];
+    snprintf(s, sizeof s, "sum=%s", kft_src("tests/system/sum_small_slow.c"));
+    const char *slots[] = {s};
+    int acc = 0;
+    json_t *r = sys_run(1, small, slots, 1, 1, &acc);
+    CHECKF(acc, "rejected: %s", json_dumps(json_object_get(r, "reasons"), 0));
+    json_t *loc = json_array_get(json_object_get(r, "local"), 0);
+    CHECKF(json_is_true(json_object_get(loc, "win")), "no local win: speedup %g",
+           json_number_value(json_object_get(loc, "speedup")));
+    CHECKF(!json_is_true(json_object_get(r, "keep")) && json_is_true(json_object_get(r, "slower")),
+           "the step did not lose: gain %g [%g, %g]", json_number_value(json_object_get(r, "gain")),
+           json_number_value(json_array_get(json_object_get(r, "gain_ci95"), 0)),
+           json_number_value(json_array_get(json_object_get(r, "gain_ci95"), 1)));
+    CHECK(!strcmp(json_string_value(json_object_get(r, "outcome")), "local_win_global_loss"));
+    /* the stage's share moved: the sum's share of the step is larger than the reference's */
+    size_t i;
+    json_t *v;
+    int seen = 0;
+    json_array_foreach(json_object_get(r, "stages"), i,
+                       v) if (!strcmp(json_string_value(json_object_get(v, "stage")), "sum")) {
+        seen = 1;
+        CHECK(json_number_value(json_object_get(v, "candidate_share")) >
+              json_number_value(json_object_get(v, "baseline_share")));
+    }
+    CHECK(seen);
+    json_decref(r);
+}
+
+static void t_bench_win(const void *arg) {
+    (void)arg;
+    char s[4200];
+    snprintf(s, sizeof s, "softmax=%s", kft_src("tasks/c/softmax/candidates/fast.c"));
+    const char *slots[] = {s};
+    int acc = 0;
+    json_t *r = sys_run(1, small, slots, 1, 0, &acc);
+    CHECK(acc);
+    CHECKF(json_is_true(json_object_get(r, "keep")) &&
+               !strcmp(json_string_value(json_object_get(r, "outcome")), "system_win"),
+           "gain %g", json_number_value(json_object_get(r, "gain")));
+    json_t *ci = json_object_get(r, "gain_ci95");
+    CHECK(json_number_value(json_array_get(ci, 0)) > 0 &&
+          json_number_value(json_array_get(ci, 0)) <= json_number_value(json_object_get(r, "gain")));
+    CHECK(json_array_size(json_object_get(r, "stages")) == 3);
+    json_t *roof = json_object_get(r, "roofline");
+    CHECK(json_is_null(roof) || (json_number_value(json_object_get(roof, "roofline_fraction")) > 0));
+    json_decref(r);
+}
+
+/* The decode block: every slot with its task's fast candidate, engaged as often as the
+ * block calls it (2 layers, 4 steps), the output within tolerance after every step. */
+static void t_decode(const void *arg) {
+    (void)arg;
+    static const char *const names[] = {"linear", "attn_decode", "rope", "silu_mul", "add", "rmsnorm"};
+    static const int per_layer[] = {7, 1, 2, 1, 2, 2};
+    char buf[6][4200];
+    const char *slots[6];
+    for (int i = 0; i < 6; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "tasks/c/%s/candidates/fast.c", names[i]);
+        snprintf(buf[i], sizeof buf[i], "%s=%s", names[i], kft_src(rel));
+        slots[i] = buf[i];
+    }
+    int acc = 0;
+    json_t *r = sys_run(0, "pipelines/c/decode/pipeline.json", slots, 6, 0, &acc);
+    CHECKF(acc, "rejected: %s", json_dumps(json_object_get(r, "reasons"), 0));
+    CHECK(json_integer_value(json_object_get(r, "steps_passed")) == 4);
+    for (int i = 0; i < 6; i++) {
+        json_t *e = json_object_get(slot_of(r, names[i]), "engagement");
+        CHECKF(json_integer_value(json_object_get(e, "calls")) == per_layer[i] * 2 * 4, "%s: %lld calls",
+               names[i], (long long)json_integer_value(json_object_get(e, "calls")));
+        CHECK(json_is_true(json_object_get(e, "engaged")));
+    }
+    json_decref(r);
+}
+
+/* --vs: the baseline is a configuration (a template value for the softmax slot), and a
+ * knob that names a dim sets it (batch 8 of the decode step: the engagement count is the
+ * block's, whatever the batch). */
+static void t_vs_knob(const void *arg) {
+    (void)arg;
+    char cmd[8192], out[1 << 16];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s system bench %s --slot softmax=tasks/c/softmax/candidates/fast.c "
+             "--vs softmax=tasks/c/softmax/candidates/param.c --min-time 0.02 --min-runs 6 --json",
+             kft_src("."), kft_bin("kforge"), small);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_t *r = json_loads(out, 0, NULL);
+    CHECK(r && !strcmp(json_string_value(json_object_get(r, "baseline")), "vs"));
+    CHECK(json_is_array(json_object_get(r, "gain_ci95")));
+    json_decref(r);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s system check pipelines/c/decode/pipeline.json --knob batch=8 --no-task-check "
+             "--slot add=tasks/c/add/candidates/fast.c --json",
+             kft_src("."), kft_bin("kforge"));
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    r = json_loads(out, 0, NULL);
+    CHECK(r && !strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "batch")), "8"));
+    CHECK(json_integer_value(json_object_get(json_object_get(slot_of(r, "add"), "engagement"), "calls")) ==
+          16);
+    json_decref(r);
+    snprintf(cmd, sizeof cmd, "cd %s && %s system check pipelines/c/decode/pipeline.json --knob batch=3 2>&1",
+             kft_src("."), kft_bin("kforge"));
+    CHECK(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "not one of the knob's values"));
+}
+
+/* ---- the command ---- */
+
+static void t_cli(const void *arg) {
+    (void)arg;
+    char cmd[8192], out[1 << 16];
+    snprintf(cmd, sizeof cmd, "cd %s && %s system check %s --json", kft_src("."), kft_bin("kforge"), small);
+    CHECK(kft_run(cmd, out, sizeof out) == 0 && strstr(out, "\"verdict\": \"accepted\""));
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s system check %s --slot sum=tests/system/sum_small_wrong.c >/dev/null", kft_src("."),
+             kft_bin("kforge"), small);
+    CHECK(kft_run(cmd, out, sizeof out) == 1);
+    snprintf(cmd, sizeof cmd, "cd %s && %s system check %s --slot nope=x.c --json", kft_src("."),
+             kft_bin("kforge"), small);
+    CHECK(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "no slot nope"));
+    snprintf(cmd, sizeof cmd, "cd %s && %s system check %s --knob launch=graph 2>&1", kft_src("."),
+             kft_bin("kforge"), small);
+    CHECK(kft_run(cmd, out, sizeof out) == 2);
+}
+
+/* system run: the loop on the slot with the largest share x headroom, its export re-judged
+ * in the step, the record and the report. */
+static void t_run(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-sysrun-XXXXXX", cmd[8192], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s system run %s --run %s/r --budget 1 --slots 1 --min-time 0.02 --lessons %s/l.db "
+             ">/dev/null 2>&1 && %s system report %s/r --json",
+             kft_src("."), kft_bin("kforge"), small, dir, dir, kft_bin("kforge"), dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_t *r = json_loads(out, 0, NULL);
+    CHECKF(r, "report: %s", out);
+    json_t *it = json_array_get(json_object_get(r, "iterations"), 0);
+    /* softmax is the largest share of the reference step by far */
+    CHECK(!strcmp(json_string_value(json_object_get(it, "slot")), "softmax"));
+    const char *oc = json_string_value(json_object_get(it, "outcome"));
+    CHECKF(oc && (!strcmp(oc, "system_keep") || !strcmp(oc, "local_win_global_loss") ||
+                  !strcmp(oc, "no_system_gain") || !strcmp(oc, "no_local_win")),
+           "outcome %s", oc ? oc : "(none)");
+    CHECK(json_array_size(json_object_get(r, "profile_before")) == 3);
+    CHECK(json_is_number(json_object_get(r, "end_to_end_speedup")));
+    CHECK(json_number_value(json_object_get(r, "arbor_rate")) == 0.39);
+    json_decref(r);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+}
+
+void kft_register_system(void) {
+    kft_add("system/load_errors", t_load_errors, NULL, 60);
+    kft_add("system/schema", t_schema, NULL, 60);
+    kft_add("system/check_small", t_check_small, NULL, 120);
+    kft_add("system/captured", t_captured, NULL, 120);
+    kft_add("system/cli", t_cli, NULL, 120);
+    kft_add("system/decode", t_decode, NULL, 300);
+    kft_add("system/bench_win", t_bench_win, NULL, 180);
+    kft_add("system/local_win_global_loss", t_local_win_global_loss, NULL, 180);
+    kft_add("system/run", t_run, NULL, 400);
+    kft_add("system/vs_knob", t_vs_knob, NULL, 120);
+}
