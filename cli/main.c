@@ -44,6 +44,9 @@ static void usage(FILE *f) {
                "  lessons add|search|list|show|distill|export|import [--lessons PATH] [--json]\n"
                "        scoped lessons from runs, agents and people, and their retrieval\n"
                "        (docs/lessons.md; `kforge lessons --help`)\n"
+               "  worker --connect ADDR --secret-file F [--device cuda:K | --cpus LIST]\n"
+               "        evaluate a coordinator's requests on this device (docs/scale.md)\n"
+               "  drain RUN|ADDR    finish what is in flight on a run's workers, then stop\n"
                "  version\n"
                "\n"
                "options: --hidden N (hidden shapes to draw), --timeout S (per call),\n"
@@ -116,6 +119,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "submit")) return kf_cli_tool(argc - 1, argv + 1, 1);
     if (!strcmp(cmd, "export")) return kf_cli_export(argc - 1, argv + 1);
     if (!strcmp(cmd, "lessons")) return kf_cli_lessons(argc - 1, argv + 1);
+    if (!strcmp(cmd, "worker")) return kf_cli_worker(argc - 1, argv + 1);
+    if (!strcmp(cmd, "drain")) return kf_cli_drain(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kforge %s\n", KF_VERSION);
         return 0;
