@@ -63,6 +63,7 @@ int kf_scale_secret(const char *path, int create, unsigned char key[KF_SCALE_SEC
         char *sl = strrchr(dir, '/');
         if (sl && sl != dir) *sl = 0, kf__mkdirs(dir);
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == EEXIST) return kf_scale_secret(path, 0, key, err, n); /* made meanwhile */
         if (fd < 0 || write(fd, h, strlen(h)) != (ssize_t)strlen(h) || fsync(fd)) {
             snprintf(err, n, "the run's secret %s: %s", path, strerror(errno));
             if (fd >= 0) close(fd), unlink(path);
