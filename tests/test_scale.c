@@ -414,6 +414,20 @@ static void t_coordinator_resume(const void *arg) {
     CHECKF(seen, "no verdicts before the kill");
     kill(-pid, SIGKILL);
     waitpid(pid, NULL, 0);
+    /* both workers notice (one busy in an evaluation notices when it ends) and wait */
+    int gone = 0;
+    for (int i = 0; i < 3000 && gone < 2; i++) {
+        gone = 0;
+        for (int k = 0; k < 2; k++) {
+            char ep[200], *text = NULL;
+            size_t len = 0;
+            snprintf(ep, sizeof ep, "%s.err", wo[k]);
+            if (!kf__read_file(ep, 1 << 20, &text, &len)) gone += strstr(text, "is gone") != NULL;
+            free(text);
+        }
+        if (gone < 2) nap_ms(20);
+    }
+    CHECKF(gone == 2, "the workers did not see the coordinator go");
     snprintf(args, sizeof args, "run --resume %s --budget 6 --jobs 2 %s %s --json", run, lst, quick);
     pid = start(args, out);
     int rc = wait_exit(pid, 150);
