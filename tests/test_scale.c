@@ -552,7 +552,74 @@ static void t_drain(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* A Slurm cluster on loopback (tests/slurm/cluster.sh: slurmctld and three slurmd
+ * "nodes"): kforge run --launcher slurm starts its workers as Slurm jobs, which connect
+ * back over TCP; one is scancelled in the middle of an evaluation, which is requeued
+ * once and recorded once; the run ends with its budget and its jobs are cancelled. Skips,
+ * saying why, where Slurm cannot start. */
+static void t_slurm(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-slurm-XXXXXX", cl[128], run[128], out[160], args[1400], o2[4096], cmd[1024];
+    CHECK(mkdtemp(dir));
+    snprintf(cl, sizeof cl, "%s/cluster", dir);
+    snprintf(cmd, sizeof cmd, "%s start %s 3 %d 2>&1", kft_src("tests/slurm/cluster.sh"), cl,
+             17817 + (int)(getpid() % 200) * 8);
+    int rc = kft_run(cmd, o2, sizeof o2);
+    if (rc == 77) {
+        kf__rmtree(dir);
+        o2[strcspn(o2, "\n")] = 0;
+        kft_skip("%s", o2[0] ? o2 : "Slurm cannot start here");
+    }
+    CHECKF(rc == 0, "cluster.sh: exit %d: %s", rc, o2);
+    char conf[200];
+    snprintf(conf, sizeof conf, "%s/slurm.conf", cl);
+    setenv("SLURM_CONF", conf, 1);
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(out, sizeof out, "%s/out.json", dir);
+    snprintf(args, sizeof args,
+             "run tasks/c/transpose --run %s --budget 6 --launcher slurm --workers 2 --partition cpu "
+             "--secret-file %s/secret %s --json",
+             run, dir, quick);
+    pid_t pid = start(args, out);
+    char job[64] = "";
+    for (int i = 0; i < 6000 && !job[0]; i++) {
+        json_t *s = scale_json(run);
+        size_t k;
+        json_t *w;
+        json_array_foreach(json_object_get(s, "workers"), k, w) {
+            const char *j = json_string_value(json_object_get(json_object_get(w, "device"), "slurm_job"));
+            if (!job[0] && j && !strcmp(json_string_value(json_object_get(w, "state")), "busy") &&
+                json_integer_value(json_object_get(w, "evaluations")) >= 1)
+                snprintf(job, sizeof job, "%s", j);
+        }
+        json_decref(s);
+        if (!job[0]) nap_ms(10);
+    }
+    if (job[0]) {
+        snprintf(cmd, sizeof cmd, "scancel %s", job);
+        CHECK(kft_run(cmd, NULL, 0) == 0);
+    }
+    rc = wait_exit(pid, 200);
+    snprintf(cmd, sizeof cmd, "%s stop %s", kft_src("tests/slurm/cluster.sh"), cl);
+    kft_run(cmd, NULL, 0);
+    CHECKF(job[0], "no Slurm worker was seen busy");
+    CHECKF(rc == 0, "kforge run exit %d", rc);
+    json_t *sm = summary(out);
+    json_t *sc = json_object_get(sm, "scale");
+    CHECKF(json_integer_value(json_object_get(sm, "evaluations")) == 6 &&
+               json_integer_value(json_object_get(sc, "requeued")) == 1 &&
+               json_integer_value(json_object_get(sc, "lost")) == 0 &&
+               json_array_size(json_object_get(sc, "slurm_jobs")) == 2,
+           "%s", json_dumps(sm, 0));
+    int all, fin, cr;
+    node_counts(run, &all, &fin, &cr);
+    CHECKF(all == 6 && fin == 6 && cr == 0, "%d nodes, %d finished, %d crashed", all, fin, cr);
+    json_decref(sm);
+    kf__rmtree(dir);
+}
+
 void kft_register_scale(void) {
+    kft_add("scale/slurm", t_slurm, NULL, 300);
     kft_add("scale/drain", t_drain, NULL, 240);
     kft_add("scale/frames", t_frames, NULL, 30);
     kft_add("scale/duplicate_verdict", t_duplicate, NULL, 60);

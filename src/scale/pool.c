@@ -82,6 +82,7 @@ struct kf_pool {
     char jobs[MAXKIDS][32];
     int njobs;
     double wait_s, eval_timeout_s;
+    double t0, first_verdict; /* when the pool started; its first verdict (0: none yet) */
 };
 
 static double now_s(void) { return (double)kf__now_ns() / 1e9; }
@@ -105,10 +106,14 @@ static json_t *report_locked(kf_pool *p) {
             seen |= !strcmp(json_string_value(json_array_get(models, k)), m);
         if (m && !seen) json_array_append_new(models, json_string(m));
     }
-    return json_pack("{s:s, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "address", p->addr,
-                     "secret_file", p->secret_file, "pid", (int)getpid(), "workers", ws, "models", models,
-                     "dispatched", (json_int_t)p->dispatched, "verdicts", (json_int_t)p->verdicts,
-                     "duplicates", (json_int_t)p->duplicates, "refused", (json_int_t)p->refused, "requeued",
+    json_t *jobs = json_array();
+    for (int i = 0; i < p->njobs; i++) json_array_append_new(jobs, json_string(p->jobs[i]));
+    return json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "address",
+                     p->addr, "secret_file", p->secret_file, "pid", (int)getpid(), "workers", ws, "models",
+                     models, "slurm_jobs", jobs, "first_verdict_s",
+                     p->first_verdict ? p->first_verdict - p->t0 : -1.0, "dispatched",
+                     (json_int_t)p->dispatched, "verdicts", (json_int_t)p->verdicts, "duplicates",
+                     (json_int_t)p->duplicates, "refused", (json_int_t)p->refused, "requeued",
                      (json_int_t)p->requeued, "lost", (json_int_t)p->lost, "draining", p->draining);
 }
 
@@ -200,7 +205,7 @@ static void verdict_locked(kf_pool *p, wk *w, json_t *m) {
     r->done = 1;
     w->cur = NULL;
     w->evals++;
-    p->verdicts++;
+    if (!p->verdicts++) p->first_verdict = now_s();
 }
 
 /* w is gone (died, left, overran, sent garbage): its request's one requeue, or its loss. */
@@ -492,6 +497,7 @@ kf_status kf_pool_start(kf_ctx *ctx, const kf_pool_opts *o, kf_pool **out) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->lfd = -1;
+    p->t0 = now_s();
     p->wait_s = o->wait_s > 0 ? o->wait_s : 300;
     p->eval_timeout_s = o->eval_timeout_s > 0 ? o->eval_timeout_s : 3600;
     if (o->status_dir) snprintf(p->status_dir, sizeof p->status_dir, "%s", o->status_dir);

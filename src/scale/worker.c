@@ -79,6 +79,12 @@ static json_t *describe(kf_ctx *ctx, const kf_scale_worker_opts *o) {
         json_object_set_new(d, "cpu_identity", json_string(kf__cpu_identity()));
     }
     if (o->cpus) json_object_set_new(d, "cpus", json_string(o->cpus));
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    json_object_set_new(d, "host", json_string(host));
+    const char *sn = getenv("SLURMD_NODENAME"), *sj = getenv("SLURM_JOB_ID");
+    if (sn) json_object_set_new(d, "slurm_node", json_string(sn));
+    if (sj) json_object_set_new(d, "slurm_job", json_string(sj));
     json_object_set_new(d, "cpu_count", json_integer(kf__nthreads()));
     return d;
 }
