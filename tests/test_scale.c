@@ -62,6 +62,21 @@ static void t_frames(const void *arg) {
     close(sv[0]);
     CHECK(!kf_scale_recv(&b, &why) && why == 0);
     close(sv[1]);
+    /* a join cut off after a good challenge is a lost connection (-2: the worker tries
+     * again), not a refusal (-1: a challenge without the secret's MAC) */
+    for (int bad = 0; bad < 2; bad++) {
+        CHECK(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+        kf_scale_conn co = {.fd = sv[0]}, wk = {.fd = sv[1]};
+        memset(co.key, 5, 32), memset(wk.key, bad ? 6 : 5, 32);
+        json_t *ch = json_pack("{s:s, s:s}", "t", "challenge", "nonce", "00");
+        CHECK(!kf_scale_send(&co, ch));
+        json_decref(ch);
+        close(sv[0]);
+        char err[300];
+        int jr = kf_scale_join(&wk, "worker", NULL, err, sizeof err);
+        CHECKF(jr == (bad ? -1 : -2), "join %d: %s", jr, err);
+        close(sv[1]);
+    }
     json_decref(m);
 }
 
@@ -447,7 +462,16 @@ static void t_coordinator_resume(const void *arg) {
     int all, fin, cr;
     node_counts(run, &all, &fin, &cr);
     CHECKF(all == 6 && fin == 6, "%d nodes, %d finished", all, fin);
-    for (int i = 0; i < 2; i++) CHECKF(wait_exit(w[i], 40) == 0, "worker %d left (told to, or after its --wait)", i);
+    for (int i = 0; i < 2; i++) {
+        int wr = wait_exit(w[i], 40);
+        char ep[200], *text = NULL;
+        size_t len = 0;
+        snprintf(ep, sizeof ep, "%s.err", wo[i]);
+        if (kf__read_file(ep, 1 << 20, &text, &len)) text = NULL;
+        CHECKF(wr == 0, "worker %d left (told to, or after its --wait): exit %d: %s", i, wr,
+               text ? text : "");
+        free(text);
+    }
     json_decref(sm);
     kf__rmtree(dir);
 }

@@ -317,7 +317,7 @@ int kf_scale_join(kf_scale_conn *c, const char *role, json_t *extra, char *err, 
                             "(another run's coordinator, or the wrong --secret-file)"
                           : "no challenge from the coordinator");
         json_decref(ch);
-        return -1;
+        return why == 2 || why == 3 ? -1 : -2;
     }
     char nw[65];
     kf_scale_token(nw, 16);
@@ -336,11 +336,10 @@ int kf_scale_join(kf_scale_conn *c, const char *role, json_t *extra, char *err, 
     json_t *w = rc ? NULL : kf_scale_recv(c, &why);
     const char *t = json_string_value(json_object_get(w, "t"));
     if (!t || strcmp(t, "welcome")) {
-        const char *m = json_string_value(json_object_get(w, "error"));
-        snprintf(err, n, "the coordinator refused to let this %s join%s%s", role, m ? ": " : "",
-                 m ? m : " (the wrong --secret-file?)");
+        /* the challenge carried the secret's MAC: a connection lost now is not a refusal */
+        snprintf(err, n, "the coordinator closed the connection while this %s joined", role);
         json_decref(w);
-        return -1;
+        return w || why == 2 ? -1 : -2;
     }
     json_decref(w);
     return 0;

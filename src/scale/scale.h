@@ -50,7 +50,9 @@ void kf_scale_session_key(const unsigned char secret[KF_SCALE_SECRET_LEN], const
 void kf_scale_token(char *out, size_t bytes);
 /* The joining side of the handshake over c (whose key is the secret): read the
  * challenge, send hello (role "worker" or "control", with the fields of extra, which is
- * borrowed), switch c to the session key. 0, or -1 with err set. */
+ * borrowed), switch c to the session key. 0; -1 with err set when the coordinator does
+ * not hold the run's secret or refused this side; -2 when the connection was lost
+ * meanwhile (try again). */
 int kf_scale_join(kf_scale_conn *c, const char *role, json_t *extra, char *err, size_t n);
 
 /* ---- the coordinator's pool (pool.c) ---- */

@@ -219,7 +219,17 @@ kf_status kf_worker_serve(kf_ctx *ctx, const kf_scale_worker_opts *o) {
         }
         kf_scale_conn c = {.fd = fd};
         memcpy(c.key, secret, sizeof secret);
-        if (kf_scale_join(&c, "worker", extra, err, sizeof err)) {
+        int jr = kf_scale_join(&c, "worker", extra, err, sizeof err);
+        if (jr == -2) { /* a coordinator going or coming: try again */
+            close(fd);
+            if (now_s() > deadline) {
+                st = joined ? KF_OK : kf__err(ctx, KF_EENV, "kforge worker %s: %s", name, err);
+                break;
+            }
+            nap(0.1);
+            continue;
+        }
+        if (jr) {
             close(fd);
             st = kf__err(ctx, KF_EUSAGE, "kforge worker %s: %s", name, err);
             break;
