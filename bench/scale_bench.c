@@ -7,6 +7,7 @@
  * search, the proposer, the store's transactions, the Critic's decisions and the pool.
  *
  *   kf-scale-bench KFORGE TASK VERDICT.json WORKERS BUDGET
+ *   kf-scale-bench --pool VERDICT.json WORKERS REQUESTS   (the pool alone, in-process)
  *
  * Prints one JSON object: evaluations, requests served, wall seconds from the run's
  * start and from its first verdict, and milliseconds per evaluation.
@@ -80,7 +81,74 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+/* --pool: the pool alone, in this process: W callers of kf_pool_bench at once against W
+ * simulated workers, N requests in all. */
+static kf_pool *pool;
+static long left;
+static void *caller(void *arg) {
+    (void)arg;
+    json_t *o = json_object();
+    for (;;) {
+        pthread_mutex_lock(&mu);
+        long k = left--;
+        pthread_mutex_unlock(&mu);
+        if (k <= 0) break;
+        char id[32], *st = NULL, err[512];
+        snprintf(id, sizeof id, "%ld.1", k);
+        kf_status bs;
+        kf_pool_req rq = {"tasks/c/linear", NULL, "c.c", "int x;", 6, NULL, NULL, 0, o, id};
+        if (kf_pool_bench(pool, &rq, &st, &bs, err, sizeof err)) fprintf(stderr, "%s\n", err);
+        free(st);
+    }
+    json_decref(o);
+    return NULL;
+}
+
+static int pool_only(int nw, long n) {
+    char dir[] = "/tmp/kf-scale-bench-XXXXXX";
+    if (!mkdtemp(dir)) return 2;
+    snprintf(addr, sizeof addr, "unix:%s/s", dir);
+    snprintf(secret, sizeof secret, "%s/secret", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_pool_opts o = {.listen = addr, .secret_file = secret, .status_dir = dir};
+    if (kf_pool_start(ctx, &o, &pool)) {
+        fprintf(stderr, "%s\n", kf_errmsg(ctx));
+        return 2;
+    }
+    pthread_t th[256], cl[256];
+    for (int i = 0; i < nw; i++) pthread_create(&th[i], NULL, worker, (void *)(long)i);
+    for (;;) { /* every worker joined */
+        json_t *r = kf_pool_report(pool);
+        size_t j = json_array_size(json_object_get(r, "workers"));
+        json_decref(r);
+        if ((int)j >= nw) break;
+        usleep(10000);
+    }
+    left = n;
+    double t0 = now();
+    for (int i = 0; i < nw; i++) pthread_create(&cl[i], NULL, caller, NULL);
+    for (int i = 0; i < nw; i++) pthread_join(cl[i], NULL);
+    double wall = now() - t0;
+    kf_pool_stop(pool);
+    for (int i = 0; i < nw; i++) pthread_join(th[i], NULL);
+    printf("{\"mode\": \"pool\", \"workers\": %d, \"requests\": %ld, \"wall_s\": %.3f, \"ms_per_request\": "
+           "%.4f}\n",
+           nw, n, wall, wall * 1e3 / (double)n);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 5 && !strcmp(argv[1], "--pool")) {
+        size_t len = 0;
+        char *text = NULL;
+        if (kf__read_file(argv[2], 1 << 24, &text, &len)) return 2;
+        doc = text;
+        int rc = pool_only(atoi(argv[3]), atol(argv[4]));
+        free(text);
+        return rc;
+    }
     if (argc != 6) {
         fprintf(stderr, "usage: kf-scale-bench KFORGE TASK VERDICT.json WORKERS BUDGET\n");
         return 2;
@@ -104,7 +172,9 @@ int main(int argc, char **argv) {
     double t0 = now();
     pid_t pid = fork();
     if (!pid) {
-        if (!freopen(out, "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
+        if (!freopen(out, "w", stdout) ||
+            !freopen(getenv("KF_SCALE_BENCH_ERR") ? getenv("KF_SCALE_BENCH_ERR") : "/dev/null", "w", stderr))
+            _exit(127);
         execl(argv[1], "kforge", "run", argv[2], "--run", run, "--listen", addr, "--secret-file", secret,
               "--jobs", jobs, "--budget", argv[5], "--json", (char *)NULL);
         _exit(127);
@@ -122,8 +192,9 @@ int main(int argc, char **argv) {
     printf("{\"exit\": %d, \"workers\": %d, \"evaluations\": %ld, \"requests\": %ld, \"wall_s\": %.3f, "
            "\"ms_per_evaluation\": %.3f, \"first_verdict_s\": %.3f, \"loop_overhead_ms_per_evaluation\": "
            "%.3f}\n",
-           WIFEXITED(st) ? WEXITSTATUS(st) : -1, nw, ev, served, wall, ev ? wall * 1e3 / (double)ev : 0,
-           first, json_number_value(json_object_get(s, "overhead_ms_per_evaluation")));
+           WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st), nw, ev, served, wall,
+           ev ? wall * 1e3 / (double)ev : 0, first,
+           json_number_value(json_object_get(s, "overhead_ms_per_evaluation")));
     json_decref(s);
     kf__rmtree(dir);
     free(text);

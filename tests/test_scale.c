@@ -270,6 +270,25 @@ static void t_lost_twice(const void *arg) {
     fixture_stop(&f);
 }
 
+/* A pool stopped with many workers joined: each reader rewrites the status file, which
+ * reads every worker, as it ends; none may read one already freed (a coordinator with 64
+ * workers crashed at the end of its run). */
+static void t_stop_many(const void *arg) {
+    (void)arg;
+    for (int round = 0; round < 4; round++) {
+        fixture f;
+        fixture_start(&f, 10);
+        kf_scale_conn c[48];
+        for (int i = 0; i < 48; i++) {
+            char nm[16];
+            snprintf(nm, sizeof nm, "w%d", i);
+            CHECK(!hand_join(&f, nm, 0, &c[i]));
+        }
+        fixture_stop(&f);
+        for (int i = 0; i < 48; i++) close(c[i].fd);
+    }
+}
+
 /* No worker at all within the wait: the machine's failure, not the candidate's. */
 static void t_no_worker(const void *arg) {
     (void)arg;
@@ -658,6 +677,7 @@ void kft_register_scale(void) {
     kft_add("scale/forged_verdict", t_forged, NULL, 60);
     kft_add("scale/lost_twice", t_lost_twice, NULL, 60);
     kft_add("scale/no_worker", t_no_worker, NULL, 30);
+    kft_add("scale/stop_many", t_stop_many, NULL, 60);
     kft_add("scale/worker_killed", t_worker_killed, NULL, 240);
     kft_add("scale/coordinator_resume", t_coordinator_resume, NULL, 240);
     kft_add("scale/devices", t_devices, NULL, 240);

@@ -640,8 +640,10 @@ void kf_pool_stop(kf_pool *p) {
     pthread_mutex_unlock(&p->mu);
     if (p->acc_started) pthread_join(p->acc, NULL);
     for (int i = 0; i < p->nw; i++) shutdown(p->w[i]->c.fd, SHUT_RDWR);
+    /* every reader ended before any worker is freed: a reader still running writes the
+     * status file, which reads every worker */
+    for (int i = 0; i < p->nw; i++) pthread_join(p->w[i]->th, NULL);
     for (int i = 0; i < p->nw; i++) {
-        pthread_join(p->w[i]->th, NULL);
         close(p->w[i]->c.fd);
         json_decref(p->w[i]->device);
         OPENSSL_cleanse(p->w[i]->c.key, sizeof p->w[i]->c.key);
