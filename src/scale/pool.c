@@ -374,9 +374,25 @@ static void *acceptor(void *arg) {
 
 /* ---- launchers ---- */
 
-static int spawn_argv(kf_pool *p, char **av) {
+/* A local worker: with shared set, one that shares its CPUs with the others, so their
+ * timed phases take turns under one lock file (KFORGE_TIMING_LOCK, bench.c). */
+static int spawn_argv(kf_pool *p, char **av, int shared) {
     pid_t pid;
-    if (posix_spawn(&pid, av[0], NULL, NULL, av, environ)) return -1;
+    size_t ne = 0;
+    while (environ[ne]) ne++;
+    char **envp = calloc(ne + 2, sizeof *envp), lock[4200];
+    if (!envp) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < ne; i++)
+        if (strncmp(environ[i], "KFORGE_TIMING_LOCK=", 19)) envp[k++] = environ[i];
+    const char *tmp = getenv("TMPDIR");
+    if (p->sock_dir[0]) snprintf(lock, sizeof lock, "KFORGE_TIMING_LOCK=%s/timing.lock", p->sock_dir);
+    else snprintf(lock, sizeof lock, "KFORGE_TIMING_LOCK=%s/kforge-timing.lock", tmp && *tmp ? tmp : "/tmp");
+    if (shared) envp[k++] = lock;
+    envp[k] = NULL;
+    int rc = posix_spawn(&pid, av[0], NULL, NULL, av, envp);
+    free(envp);
+    if (rc) return -1;
     if (p->nkids < MAXKIDS) p->kids[p->nkids++] = pid;
     return 0;
 }
@@ -427,7 +443,7 @@ static kf_status launch_local(kf_ctx *ctx, kf_pool *p, const kf_pool_opts *o, co
         cpu_group(i, total, cpus, sizeof cpus);
         kf_scale_worker_argv(exe, p->addr, p->secret_file, name, i < n ? dev : NULL, cpus, av, buf,
                              sizeof buf);
-        if (spawn_argv(p, av))
+        if (spawn_argv(p, av, total > 1 && !cpus[0] && i >= n))
             return kf__err(ctx, KF_EENV, "starting local worker %d (%s worker): %s", i, exe, strerror(errno));
         p->launched++;
     }
