@@ -52,39 +52,57 @@
  * modules' unit tests), without the searches, runs and exports that take seconds each;
  * it stays well under 90 s in the normal build on a 2-CPU machine (tests/README.md has
  * the figure). */
-#define KFT_TIERS(X)                                                                                        \
-    X("runner/*", 1)                                                                                        \
-    X("unit/*", 1)                                                                                          \
-    X("task/*", 1)                                                                                          \
-    X("store/*", 1)                                                                                         \
-    X("scale/*", 1)                                                                                         \
-    X("scale/worker_killed", 0)                                                                             \
-    X("scale/coordinator_resume", 0) X("scale/devices", 0) X("scale/drain", 0) X("search/*", 1)             \
-        X("agent/*", 1) X("lessons/*", 1) X("cli/*", 1) X("check/*", 1) X("check/bench_fields", 0)          \
-            X("critic/*", 1) X("critic/advisory", 0) X("validate/*", 1) X("xref/*", 1) X("cuda/*", 1)       \
-                X("backend/*", 1) X("cuda/host_errors", 0) X("cupti/*", 1) X("sanitize/*", 1)               \
-                    X("timing/determinism_bits", 1)                                                         \
-                        X("honest/*", 1) /* the red-team corpus: one file per threat, the quickest (make    \
-                                          * test runs all); for races (32) the secret one-CPU draw, not the                                                            \
-                                          * race, which a loaded machine can hide */                                                                                                \
-        X("redteam/01_skip_last_row.c", 1) X("redteam/02_memo_sgemm_shape.c", 1)                            \
-            X("redteam/03_sysv_shm_cache.c", 1) X("redteam/04_count_then_skip.c", 1)                        \
-                X("redteam/05_fork_child.c", 1) X("redteam/06_sigcont_handler.c", 1)                        \
-                    X("redteam/07_report_injection.c", 1) X("redteam/08_zero_input.c", 1)                   \
-                        X("redteam/09_sgemm_tile_overrun.c", 1) X("redteam/10_sum_drop_tail.c", 1) X(       \
-                            "redteam/11_i64_in_double.c", 1) X("redteam/12_sum_half_sample.c", 1)           \
-                            X("redteam/14_iabs_wrap.c", 1) X("redteam/15_static_not_reset.c", 1) X(         \
-                                "redteam/16_ctor_exit.c", 1) X("redteam/17_infinite_loop.c", 1)             \
-                                X("redteam/18_process_vm_readv.c", 1) X("redteam/22_include_dev_zero.c", 1) \
-                                    X("redteam/23_edit_task_json.c", 1) X("redteam/24_sum_comment.c", 1)    \
-                                        X("redteam/25_sum_same_work.c", 1)                                  \
-                                            X("redteam/26_when_overflow.c", 1)                              \
-                                                X("redteam/27_layernorm_one_pass.c", 1)                     \
-                                                    X("redteam/28_kept_pointer_earlier_shape.c", 1)         \
-                                                        X("redteam/29_const_negate_restore.c", 1)           \
-                                                            X("redteam/30_sqrt_nan_payload.c", 1)           \
-                                                                X("redteam/31_has_include_proto.c", 1)      \
-                                                                    X("redteam/32_one_cpu_gate.c", 1)       \
-                                                                        X("bundled/*", 1)
+#define KFT_TIERS(X)                                                                                         \
+    X("runner/*", 1)                                                                                         \
+    X("unit/*", 1)                                                                                           \
+    X("task/*", 1)                                                                                           \
+    X("store/*", 1)                                                                                          \
+    X("scale/*", 1)                                                                                          \
+    X("scale/worker_killed", 0)                                                                              \
+    X("scale/coordinator_resume", 0)                                                                         \
+    X("scale/devices", 0)                                                                                    \
+    X("scale/drain", 0)                                                                                      \
+    X("scale/slurm", 0)                                                                                      \
+    X("scale/same_names", 0)                                                                                 \
+    X("search/*", 1)                                                                                         \
+    X("agent/*", 1)                                                                                          \
+    X("lessons/*", 1)                                                                                        \
+    X("cli/*", 1)                                                                                            \
+    X("check/*", 1)                                                                                          \
+    X("check/bench_fields", 0)                                                                               \
+    X("critic/*", 1)                                                                                         \
+    X("critic/advisory", 0)                                                                                  \
+    X("validate/*", 1)                                                                                       \
+    X("xref/*", 1)                                                                                           \
+    X("cuda/*", 1)                                                                                           \
+    X("backend/*", 1)                                                                                        \
+    X("cuda/host_errors", 0)                                                                                 \
+    X("cupti/*", 1)                                                                                          \
+    X("sanitize/*", 1)                                                                                       \
+    X("timing/determinism_bits", 1)                                                                          \
+    X("honest/*", 1)                                                                                         \
+    /* the red-team corpus: one file per threat, the quickest (make test runs all);                          \
+     * for races (32) the secret one-CPU draw, not the race, which a loaded machine                          \
+     * can hide */                                                                                           \
+    X("redteam/01_skip_last_row.c", 1)                                                                       \
+    X("redteam/02_memo_sgemm_shape.c", 1) X("redteam/03_sysv_shm_cache.c", 1)                                \
+        X("redteam/04_count_then_skip.c", 1) X("redteam/05_fork_child.c", 1)                                 \
+            X("redteam/06_sigcont_handler.c", 1) X("redteam/07_report_injection.c", 1)                       \
+                X("redteam/08_zero_input.c", 1) X("redteam/09_sgemm_tile_overrun.c", 1)                      \
+                    X("redteam/10_sum_drop_tail.c", 1) X("redteam/11_i64_in_double.c", 1)                    \
+                        X("redteam/12_sum_half_sample.c", 1) X("redteam/14_iabs_wrap.c", 1)                  \
+                            X("redteam/15_static_not_reset.c", 1) X("redteam/16_ctor_exit.c", 1)             \
+                                X("redteam/17_infinite_loop.c", 1) X("redteam/18_process_vm_readv.c", 1)     \
+                                    X("redteam/22_include_dev_zero.c", 1)                                    \
+                                        X("redteam/23_edit_task_json.c", 1) X("redteam/24_sum_comment.c", 1) \
+                                            X("redteam/25_sum_same_work.c", 1)                               \
+                                                X("redteam/26_when_overflow.c", 1)                           \
+                                                    X("redteam/27_layernorm_one_pass.c", 1)                  \
+                                                        X("redteam/28_kept_pointer_earlier_shape.c", 1)      \
+                                                            X("redteam/29_const_negate_restore.c", 1)        \
+                                                                X("redteam/30_sqrt_nan_payload.c", 1)        \
+                                                                    X("redteam/31_has_include_proto.c", 1)   \
+                                                                        X("redteam/32_one_cpu_gate.c", 1)    \
+                                                                            X("bundled/*", 1)
 
 #endif

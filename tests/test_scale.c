@@ -80,6 +80,9 @@ static void t_frames(const void *arg) {
     json_decref(m);
 }
 
+static pid_t start(const char *args, const char *out_path);
+static int wait_exit(pid_t pid, int secs);
+
 /* ---- an in-process pool and workers that speak the protocol by hand ---- */
 
 typedef struct {
@@ -669,7 +672,40 @@ static void t_slurm(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* A real worker given a candidate and a baseline of the same file name (a node timed
+ * against a parent of the same name): both are written, the baseline apart, and the
+ * verdict is reached. */
+static void t_same_names(const void *arg) {
+    (void)arg;
+    fixture f;
+    fixture_start(&f, 30);
+    char wa[700], wo[200];
+    snprintf(wa, sizeof wa, "worker --connect %s --secret-file %s --name real --wait 5", f.addr, f.secret);
+    snprintf(wo, sizeof wo, "%s/w.out", f.dir);
+    pid_t w = start(wa, wo);
+    char *text = NULL, src[4300];
+    size_t len = 0;
+    snprintf(src, sizeof src, "%s", kft_src("tasks/c/saxpy/candidates/fast.c"));
+    CHECK(!kf__read_file(src, 1 << 20, &text, &len));
+    json_t *o =
+        json_pack("{s:i, s:i, s:i, s:f}", "hidden", 1, "min_runs", 5, "max_runs", 8, "min_time_s", 0.01);
+    char tdir[4300];
+    snprintf(tdir, sizeof tdir, "%s", kft_src("tasks/c/saxpy"));
+    kf_pool_req rq = {tdir, NULL, "fast.c", text, len, "fast.c", text, len, o, "3.1"};
+    char *stored = NULL, err[1500];
+    kf_status bst;
+    int rc = kf_pool_bench(f.p, &rq, &stored, &bst, err, sizeof err);
+    CHECKF(rc == 0 && strstr(stored, "\"verdict\":\"accepted\""), "rc %d status %d: %s", rc, bst,
+           stored ? stored : err);
+    free(stored);
+    free(text);
+    json_decref(o);
+    fixture_stop(&f);
+    CHECK(wait_exit(w, 20) == 0);
+}
+
 void kft_register_scale(void) {
+    kft_add("scale/same_names", t_same_names, NULL, 120);
     kft_add("scale/slurm", t_slurm, NULL, 300);
     kft_add("scale/drain", t_drain, NULL, 240);
     kft_add("scale/frames", t_frames, NULL, 30);

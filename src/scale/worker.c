@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,10 +145,13 @@ static void evaluate(worker *w, json_t *rq, json_t *rep) {
         if (!mkdtemp(dir))
             dir[0] = 0, st = kf__err(w->ctx, KF_EIO, "a private directory: %s", strerror(errno));
     }
+    char vdir[4200];
+    snprintf(vdir, sizeof vdir, "%s/vs", dir); /* the baseline apart: it may have the candidate's name */
     if (!st &&
         (write_text(dir, name, text, json_string_length(json_object_get(rq, "text")), path, sizeof path) ||
-         (vst && write_text(dir, vsn ? vsn : "baseline", vst,
-                            json_string_length(json_object_get(rq, "vs_text")), vpath, sizeof vpath))))
+         (vst && (mkdir(vdir, 0700) ||
+                  write_text(vdir, vsn ? vsn : "baseline", vst,
+                             json_string_length(json_object_get(rq, "vs_text")), vpath, sizeof vpath)))))
         st = kf__err(w->ctx, KF_EIO, "the candidate's private copy in %s: %s", dir, strerror(errno));
     kf_result *res = NULL;
     if (!st) {
