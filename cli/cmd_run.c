@@ -85,7 +85,7 @@ static const char run_usage[] =
     "  --listen ADDR     let workers join at unix:PATH or tcp:HOST:PORT (docs/scale.md)\n"
     "  --devices all|0,2,5  one local worker per GPU;  --workers N  N local CPU workers\n"
     "  --launcher slurm  --workers N Slurm jobs (sbatch/srun), with --partition P, --gres G,\n"
-    "                    --slurm-arg ARG; --secret-file F the run's secret (scale.secret)\n"
+    "                    --slurm-arg ARG; --secret-file F the run's secret (in the keys directory)\n"
     "  --json            print a summary object at the end\n";
 
 int kf_cli_run(int argc, char **argv) {

@@ -238,7 +238,8 @@ typedef struct kf_run_opts {
     const char *launcher; /* "local" (NULL) or "slurm" */
     const char *slurm[8]; /* sbatch arguments (--partition P, --gres G, ...) */
     int nslurm;
-    const char *secret_file; /* the run's secret (NULL: the keys directory's scale.secret) */
+    const char *secret_file; /* the run's secret (NULL: the keys directory's
+                                scale-HASH.secret, HASH of the run directory's path) */
 } kf_run_opts;
 
 #define KF_RUN_MAX_JOBS 64

@@ -704,7 +704,38 @@ static void t_same_names(const void *arg) {
     CHECK(wait_exit(w, 20) == 0);
 }
 
+/* Each run directory has a secret of its own, which a resume (the same directory) finds
+ * again. */
+static void t_secret_per_run(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-scales-XXXXXX", d[3][200], files[3][4300];
+    CHECK(mkdtemp(dir));
+    for (int i = 0; i < 3; i++) {
+        snprintf(d[i], sizeof d[i], "%s/run%d", dir, i == 2 ? 0 : i);
+        CHECK(!kf__mkdirs(d[i]));
+        kf_ctx *ctx = kf_ctx_new();
+        kf_pool *p = NULL;
+        kf_pool_opts o = {.status_dir = d[i], .wait_s = 1};
+        CHECKF(!kf_pool_start(ctx, &o, &p), "%s", kf_errmsg(ctx));
+        json_t *r = kf_pool_report(p);
+        snprintf(files[i], sizeof files[i], "%s", json_string_value(json_object_get(r, "secret_file")));
+        json_decref(r);
+        kf_pool_stop(p);
+        kf_ctx_free(ctx);
+    }
+    CHECKF(strcmp(files[0], files[1]) && !strcmp(files[0], files[2]), "%s %s %s", files[0], files[1],
+           files[2]);
+    unsigned char k0[32], k1[32];
+    char err[300];
+    CHECK(!kf_scale_secret(files[0], 0, k0, err, sizeof err) &&
+          !kf_scale_secret(files[1], 0, k1, err, sizeof err));
+    CHECK(memcmp(k0, k1, 32));
+    unlink(files[0]), unlink(files[1]);
+    kf__rmtree(dir);
+}
+
 void kft_register_scale(void) {
+    kft_add("scale/secret_per_run", t_secret_per_run, NULL, 30);
     kft_add("scale/same_names", t_same_names, NULL, 120);
     kft_add("scale/slurm", t_slurm, NULL, 300);
     kft_add("scale/drain", t_drain, NULL, 240);

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <openssl/crypto.h>
 #include <poll.h>
@@ -521,9 +522,16 @@ kf_status kf_pool_start(kf_ctx *ctx, const kf_pool_opts *o, kf_pool **out) {
     if (o->secret_file) {
         snprintf(p->secret_file, sizeof p->secret_file, "%s", o->secret_file);
     } else {
-        char kd[4096];
+        /* the run's own: named by its directory's real path, so a resume finds it again */
+        char kd[4096], rp[PATH_MAX];
         kf_store_keys_dir(kd, sizeof kd);
-        snprintf(p->secret_file, sizeof p->secret_file, "%s/scale.secret", kd);
+        uint64_t h = 1469598103934665603ull; /* FNV-1a */
+        const char *d = o->status_dir && realpath(o->status_dir, rp) ? rp : o->status_dir;
+        for (const char *c = d ? d : ""; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+        if (d)
+            snprintf(p->secret_file, sizeof p->secret_file, "%s/scale-%016llx.secret", kd,
+                     (unsigned long long)h);
+        else snprintf(p->secret_file, sizeof p->secret_file, "%s/scale.secret", kd);
     }
     kf_status st = KF_OK;
     if (kf_scale_secret(p->secret_file, 1, p->secret, err, sizeof err))

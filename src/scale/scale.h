@@ -62,7 +62,8 @@ typedef struct kf_pool kf_pool;
 typedef struct {
     const char *listen;      /* "unix:PATH" or "tcp:HOST:PORT" where workers may join (NULL:
                                 a private unix socket, for the launched workers alone) */
-    const char *secret_file; /* the run's secret (NULL: the keys directory's scale.secret) */
+    const char *secret_file; /* the run's secret (NULL: scale-HASH.secret in the keys
+                                directory, HASH of status_dir's real path) */
     const char *devices;     /* --devices: "all", "0,2,5" (one local worker per GPU) */
     int workers;             /* --workers N: local CPU workers, or Slurm jobs */
     const char *launcher;    /* "local" (NULL) or "slurm" */
