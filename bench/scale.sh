@@ -16,6 +16,7 @@ Q="--min-time 0.05 --min-runs 6"
 tmp=$(mktemp -d)
 export KFORGE_KEYS=$tmp/keys
 trap 'sh tests/slurm/cluster.sh stop $tmp/cluster > /dev/null 2>&1; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
 field() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
 
 echo "## evaluations per minute, $T, budget $N ($(nproc) CPUs)"
