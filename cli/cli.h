@@ -36,6 +36,8 @@ int kf_cli_report(int argc, char **argv);
  * is one line on stderr, not an error (0 then). Else the exit code. */
 int kf_cli_report_write(const char *run_dir, const char *format, const char *path, int from_run);
 int kf_cli_system(int argc, char **argv); /* system check|bench */
+int kf_cli_worker(int argc, char **argv);
+int kf_cli_drain(int argc, char **argv);
 /* Report an error (and a JSON object on stdout when json), return KF_EXIT_USAGE. */
 int kf_cli_fail(int json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same with a reason code in the JSON object ("code": "degenerate_task"). */

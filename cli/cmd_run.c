@@ -86,6 +86,10 @@ static const char run_usage[] =
     "  --lessons PATH    a lessons database: for the packs (not given: the shared one if it\n"
     "                    exists) and, named, as the builtin's prior (docs/run.md \"Lessons\");\n"
     "                    \"default\": the shared one, named; \"none\": no lessons\n"
+    "  --listen ADDR     let workers join at unix:PATH or tcp:HOST:PORT (docs/scale.md)\n"
+    "  --devices all|0,2,5  one local worker per GPU;  --workers N  N local CPU workers\n"
+    "  --launcher slurm  --workers N Slurm jobs (sbatch/srun), with --partition P, --gres G,\n"
+    "                    --slurm-arg ARG; --secret-file F the run's secret (in the keys directory)\n"
     "  --json            print a summary object at the end\n";
 
 int kf_cli_run(int argc, char **argv) {
@@ -106,7 +110,21 @@ int kf_cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--base-url") && more) o.base_url = argv[++i];
         else if (!strcmp(a, "--api-key-env") && more) o.api_key_env = argv[++i];
         else if (!strcmp(a, "--run") && more) o.run_dir = argv[++i];
-        else if (!strcmp(a, "--lessons") && more) {
+        else if (!strcmp(a, "--listen") && more) o.listen = argv[++i];
+        else if (!strcmp(a, "--devices") && more) o.devices = argv[++i];
+        else if (!strcmp(a, "--launcher") && more) o.launcher = argv[++i];
+        else if (!strcmp(a, "--secret-file") && more) o.secret_file = argv[++i];
+        else if ((!strcmp(a, "--partition") || !strcmp(a, "--gres") || !strcmp(a, "--slurm-arg")) && more) {
+            static char sl[8][512];
+            if (o.nslurm == 8) return kf_cli_fail(json, "%s: at most 8 Slurm arguments", a);
+            if (!strcmp(a, "--slurm-arg")) snprintf(sl[o.nslurm], sizeof sl[0], "%s", argv[++i]);
+            else snprintf(sl[o.nslurm], sizeof sl[0], "%s=%s", a, argv[++i]);
+            o.slurm[o.nslurm] = sl[o.nslurm];
+            o.nslurm++;
+        } else if (!strcmp(a, "--workers") && more) {
+            if (kf_cli_number(a, argv[++i], 1, KF_RUN_MAX_JOBS, &v)) return KF_EXIT_USAGE;
+            o.workers = (int)v;
+        } else if (!strcmp(a, "--lessons") && more) {
             static char def[4096];
             o.lessons = argv[++i];
             if (!strcmp(o.lessons, "default")) { /* the shared database, by name */

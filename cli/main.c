@@ -49,6 +49,9 @@ static void usage(FILE *f) {
                "        (docs/lessons.md; `kforge lessons --help`)\n"
                "  system check|bench PIPELINE [--slot SLOT=FILE]... [--vs SLOT=FILE]... [--json]\n"
                "        a pipeline of tasks judged end to end (docs/system.md; `kforge system --help`)\n"
+               "  worker --connect ADDR --secret-file F [--device cuda:K | --cpus LIST]\n"
+               "        evaluate a coordinator's requests on this device (docs/scale.md)\n"
+               "  drain RUN|ADDR    finish what is in flight on a run's workers, then stop\n"
                "  version\n"
                "\n"
                "options: --hidden N (hidden shapes to draw), --timeout S (per call),\n"
@@ -123,6 +126,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "lessons")) return kf_cli_lessons(argc - 1, argv + 1);
     if (!strcmp(cmd, "report")) return kf_cli_report(argc - 1, argv + 1);
     if (!strcmp(cmd, "system")) return kf_cli_system(argc - 1, argv + 1);
+    if (!strcmp(cmd, "worker")) return kf_cli_worker(argc - 1, argv + 1);
+    if (!strcmp(cmd, "drain")) return kf_cli_drain(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kforge %s\n", KF_VERSION);
         return 0;

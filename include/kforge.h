@@ -235,6 +235,16 @@ typedef struct kf_run_opts {
     const char *description; /* submit: a one-line description of the change (its first
                                line, at most 200 bytes, is kept), shown by tree and
                                carried into lessons; NULL: none */
+    /* scale-out (docs/scale.md): evaluations on workers instead of in this process; none
+     * of these is recorded in the run (a resume says again where it evaluates) */
+    const char *listen;   /* "unix:PATH" or "tcp:HOST:PORT" where workers may join */
+    const char *devices;  /* "all" or "0,2,5": one local worker per GPU */
+    int workers;          /* local CPU workers, or with launcher "slurm" Slurm jobs */
+    const char *launcher; /* "local" (NULL) or "slurm" */
+    const char *slurm[8]; /* sbatch arguments (--partition P, --gres G, ...) */
+    int nslurm;
+    const char *secret_file; /* the run's secret (NULL: the keys directory's
+                                scale-HASH.secret, HASH of the run directory's path) */
 } kf_run_opts;
 
 #define KF_RUN_MAX_JOBS 64
@@ -244,6 +254,22 @@ KF_API void kf_run_opts_init(kf_run_opts *o);
  * caller frees); another status when it could not run (detail on ctx). Every finished
  * evaluation is in the run's store whatever happens to this process. */
 KF_API kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary);
+/* kforge worker (docs/scale.md): join the coordinator at connect and evaluate what it
+ * sends, one request at a time, until it says leave (KF_OK) or no coordinator is reached
+ * for wait_s seconds (KF_EENV when it never joined). KF_EUSAGE for bad options, an
+ * unreadable secret or a coordinator that refuses it. */
+typedef struct kf_scale_worker_opts {
+    const char *connect;     /* "unix:PATH" or "tcp:HOST:PORT" */
+    const char *secret_file; /* the run's secret (NULL: $KFORGE_SCALE_SECRET_FILE) */
+    const char *name;        /* NULL: HOST-PID */
+    const char *device;      /* "cuda:K": bound to GPU K (CUDA_VISIBLE_DEVICES=K); NULL: none */
+    const char *cpus;        /* "0-3,6": the CPUs it runs on; NULL: its affinity as started */
+    double wait_s;           /* how long to keep trying to (re)join (0: 60) */
+} kf_scale_worker_opts;
+KF_API kf_status kf_worker_serve(kf_ctx *ctx, const kf_scale_worker_opts *o);
+/* kforge drain: ask the coordinator of run directory target (its scale.json), or at the
+ * address target, to finish what is in flight and stop. *json: its answer (caller frees). */
+KF_API kf_status kf_scale_drain(kf_ctx *ctx, const char *target, const char *secret_file, char **json);
 /* The run's lineage as an indented tree (json 0) or one JSON object; caller frees. */
 KF_API kf_status kf_run_tree(kf_ctx *ctx, const char *run_dir, int json, char **out);
 /* The best verified node per visible shape; caller frees. */

@@ -95,18 +95,40 @@ API CUresult cuDriverGetVersion(int *v) {
     *v = 13000;
     return 0;
 }
+/* FAKECUDA_COUNT=N: N devices (default 1); FAKECUDA_MODELS="A,B,...": device i's name
+ * (default "Fake H200"); CUDA_VISIBLE_DEVICES=2,0 shows those devices, in that order, as
+ * 0, 1, ..., as the real driver does. */
+static int visible(int i) { /* the physical device that index i shows, or -1 */
+    const char *c = getenv("FAKECUDA_COUNT");
+    int n = c ? atoi(c) : 1;
+    const char *v = getenv("CUDA_VISIBLE_DEVICES");
+    if (!v || !*v) return i >= 0 && i < n ? i : -1;
+    for (int k = 0; *v; k++) {
+        int d = atoi(v);
+        if (d < 0 || d >= n) return -1; /* the driver stops at the first invalid entry */
+        if (k == i) return d;
+        v = strchr(v, ',');
+        if (!v) break;
+        v++;
+    }
+    return -1;
+}
 API CUresult cuDeviceGetCount(int *n) {
     F("cuDeviceGetCount");
-    *n = 1;
+    *n = 0;
+    while (visible(*n) >= 0) (*n)++;
     return 0;
 }
 API CUresult cuDeviceGet(int *d, int i) {
     *d = i;
-    return i == 0 ? 0 : 101;
+    return visible(i) >= 0 ? 0 : 101;
 }
 API CUresult cuDeviceGetName(char *s, int n, int d) {
-    (void)d;
-    snprintf(s, (size_t)n, "Fake H200");
+    const char *m = getenv("FAKECUDA_MODELS");
+    int phys = visible(d);
+    for (int k = 0; m && k < phys && (m = strchr(m, ',')); k++) m++;
+    if (m && *m) snprintf(s, (size_t)n, "%.*s", (int)strcspn(m, ","), m);
+    else snprintf(s, (size_t)n, "Fake H200");
     return 0;
 }
 API CUresult cuDeviceGetAttribute(int *v, int attr, int d) {

@@ -44,6 +44,7 @@
     X(backend)        \
     X(cuda_run)       \
     X(system)         \
+    X(scale)          \
     X(fault)
 
 /* The fast tier: X(pattern, fast). For each test the LAST rule whose fnmatch(3) pattern
@@ -58,6 +59,13 @@
     X("unit/*", 1)                                                                                           \
     X("task/*", 1)                                                                                           \
     X("store/*", 1)                                                                                          \
+    X("scale/*", 1)                                                                                          \
+    X("scale/worker_killed", 0)                                                                              \
+    X("scale/coordinator_resume", 0)                                                                         \
+    X("scale/devices", 0)                                                                                    \
+    X("scale/drain", 0)                                                                                      \
+    X("scale/slurm", 0)                                                                                      \
+    X("scale/same_names", 0)                                                                                 \
     X("search/*", 1)                                                                                         \
     X("agent/*", 1)                                                                                          \
     X("lessons/*", 1)                                                                                        \

@@ -43,8 +43,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #define WARMUP 2
@@ -553,6 +555,11 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     } while (0)
     PHASE("timing: waiting for the timing lock");
     pthread_mutex_lock(&timing_mu);
+    /* $KFORGE_TIMING_LOCK: processes that share CPUs (local scale-out workers,
+     * docs/scale.md) also time one at a time, under a lock on that file */
+    const char *tlp = getenv("KFORGE_TIMING_LOCK");
+    int tlfd = tlp && *tlp ? open(tlp, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+    if (tlfd >= 0) while (flock(tlfd, LOCK_EX) && errno == EINTR) {}
     PHASE("timing: lock held");
     /* The backend's ceilings for the roofline of a task with a cost model: a device's
      * (kforge device-info) before any worker holds it and before this thread is pinned
@@ -684,6 +691,7 @@ out:
     if (pinned) sched_setaffinity(0, sizeof saved, &saved);
     s->timing = 0;
     s->host_timing = 0;
+    if (tlfd >= 0) close(tlfd); /* releases the file's lock */
     pthread_mutex_unlock(&timing_mu);
     return st;
 }

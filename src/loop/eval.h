@@ -10,6 +10,7 @@
 #include "kforge.h"
 #include "../critic/advisor.h"
 #include "../critic/critic.h"
+#include "../scale/scale.h"
 #include "../store/store.h"
 
 #include <stdint.h>
@@ -28,6 +29,9 @@ typedef struct kf_eval {
     uint64_t bench_ns;     /* time inside kf_bench (compiles, checks, timing) */
     int screen;            /* KF_EVAL_FULL, KF_EVAL_SCREEN (submit --screen) or
                               KF_EVAL_SCREEN_FIRST (run --screen-first) */
+    struct kf_pool *pool;  /* scale-out: checks and timings on its workers (NULL: here) */
+    int64_t node;          /* the node being evaluated, and its kf_bench calls so far: */
+    int nbench;            /* the evaluation ids sent to workers (NODE.K) */
     int env_failed;        /* this evaluation failed for the machine, not the candidate */
     char env_err[1400];    /* what failed, when env_failed */
 } kf_eval;

@@ -59,10 +59,80 @@ static int parent_shapes(const kf_node *parent, struct kf_verdict *ps) {
     return parent && parent->shapes_json && !kf_verdict_from_text(parent->shapes_json, ps);
 }
 
+/* 1 when the node's and its parent's figures came from devices of different models
+ * (their verdict documents' "device"): their speedups over the reference are then not
+ * compared with one another (docs/scale.md "Fair timing across devices"). */
+static int other_device(const char *mine, const kf_node *parent) {
+    if (!mine || !parent || !parent->verdict_json) return 0;
+    json_t *a = json_loads(mine, 0, NULL), *b = json_loads(parent->verdict_json, 0, NULL);
+    const char *ma = json_string_value(json_object_get(json_object_get(a, "device"), "model"));
+    const char *mb = json_string_value(json_object_get(json_object_get(b, "device"), "model"));
+    int other = ma && mb && strcmp(ma, mb);
+    json_decref(a);
+    json_decref(b);
+    return other;
+}
+
 /* The evaluation failed for the environment: the first cause is kept. */
 static void env_fail(kf_eval *r, const char *what) {
     if (r->env_failed++) return;
     snprintf(r->env_err, sizeof r->env_err, "%s", what);
+}
+
+/* bench_ex on one of the pool's workers (docs/scale.md): the candidate's and the
+ * baseline's texts go together, so both are timed on one device in one worker; the
+ * verdict document comes back with that device in it. A request lost twice (its workers
+ * died) is the candidate's crash; no worker at all is the machine's failure. */
+static int remote_bench(kf_eval *r, const char *path, const kf_opts *o, struct kf_verdict *v, char **stored,
+                        char *err, size_t n) {
+    char *text = NULL, *vs = NULL;
+    size_t tl = 0, vl = 0;
+    if (kf__read_file(path, 16u << 20, &text, &tl) ||
+        (o->vs_path && kf__read_file(o->vs_path, 16u << 20, &vs, &vl))) {
+        snprintf(err, n, "the private copy %s: unreadable", o->vs_path && text ? o->vs_path : path);
+        env_fail(r, err);
+        free(text);
+        return -1;
+    }
+    json_t *oj = json_pack("{s:i, s:i, s:i, s:f}", "hidden", o->hidden_count, "min_runs", o->bench_min_runs,
+                           "max_runs", o->bench_max_runs, "min_time_s", o->bench_min_time_s);
+    char id[64];
+    snprintf(id, sizeof id, "%lld.%d", (long long)r->node, ++r->nbench);
+    const char *vsn = o->vs_path ? strrchr(o->vs_path, '/') : NULL;
+    const char *nm = strrchr(path, '/');
+    kf_pool_req rq = {r->t->dir,
+                      kf_store_task_fingerprint(r->st),
+                      nm ? nm + 1 : path,
+                      text,
+                      tl,
+                      vsn ? vsn + 1 : o->vs_path,
+                      vs,
+                      vl,
+                      oj,
+                      id};
+    char *doc = NULL;
+    kf_status bst = KF_OK;
+    uint64_t b0 = kf__now_ns();
+    int rc = kf_pool_bench(r->pool, &rq, &doc, &bst, err, n);
+    r->bench_ns += kf__now_ns() - b0;
+    json_decref(oj);
+    free(text);
+    free(vs);
+    if (rc == -2 ||
+        (rc == 1 && (bst == KF_EIO || bst == KF_ENOMEM || bst == KF_EBACKEND || bst == KF_EINTERNAL)))
+        env_fail(r, err);
+    if (rc) {
+        free(doc);
+        return -1;
+    }
+    if (kf_verdict_from_text(doc, v)) {
+        snprintf(err, n, "a worker's verdict document does not parse");
+        free(doc);
+        return -1;
+    }
+    if (stored) *stored = doc;
+    else free(doc);
+    return 0;
 }
 
 /* kf_bench of the node's source against vs (NULL: the reference), with a screening's
@@ -80,6 +150,7 @@ static int bench_ex(kf_eval *r, const char *path, const char *vs, int stricter, 
         o.bench_min_runs *= 2;
         if (o.bench_max_runs < o.bench_min_runs) o.bench_max_runs = o.bench_min_runs;
     }
+    if (r->pool) return remote_bench(r, path, &o, v, stored, err, n);
     kf_result *res = NULL;
     uint64_t b0 = kf__now_ns();
     kf_status s = kf_bench(r->ctx, r->t, path, &o, &res);
@@ -152,6 +223,7 @@ static void private_drop(const char *path) {
 void kf_loop__conservative(kf_node *n, struct kf_verdict *v, const kf_node *parent, json_t *retimed) {
     struct kf_verdict ps;
     int hasp = parent_shapes(parent, &ps);
+    if (other_device(n->verdict_json, parent)) retimed = NULL; /* the parent's figures are another device's */
     /* each re-timing's speedups over the parent (the Critic's report: shape records) */
     size_t nrt = json_array_size(retimed);
     struct kf_verdict *rt = calloc(nrt ? nrt : 1, sizeof *rt);
@@ -263,9 +335,13 @@ static void measure(kf_eval *r, kf_node *n, char *path, size_t plen, int screen,
 
 /* 1 when some shape of a measured node wins and beats its parent there (against the
  * reference: its own win; against a node: a higher speedup there, by keep_margin). */
-static int beats_parent(const kf_eval *r, const struct kf_verdict *v, const kf_node *parent) {
+static int beats_parent(const kf_eval *r, const struct kf_verdict *v, const kf_node *parent,
+                        const char *mine) {
     struct kf_verdict ps;
-    int hasp = parent_shapes(parent, &ps), better = 0;
+    /* measured on another model of device: its own win over the reference sends it to the
+     * Critic, whose re-timings against the parent run on one device */
+    int other = other_device(mine, parent);
+    int hasp = parent_shapes(parent, &ps) && !other, better = 0;
     for (int i = 0; i < v->nshapes; i++) {
         const kf_verdict_shape *s = &v->shapes[i];
         if (!(s->has & KF_VS_SPEEDUP)) continue;
@@ -320,7 +396,7 @@ static void advise(kf_eval *r, kf_node *n, const kf_node *parent, const char *sr
  * parent's private copy goes to ppath. */
 static void judge(kf_eval *r, kf_node *n, const kf_node *parent, const char *path, struct kf_verdict *res,
                   char *ppath, size_t pplen, char *err, size_t en) {
-    int better = beats_parent(r, res, parent);
+    int better = beats_parent(r, res, parent, n->verdict_json);
     const char *disp = r->display;
     r->display = NULL; /* the parent's copy keeps its node name */
     int pfail = better && parent && private_copy(r, parent, ppath, pplen, err, en);
@@ -396,6 +472,8 @@ kf_status kf_eval_evaluate(kf_eval *r, kf_node *n, const kf_node *parent) {
     double t0 = kf_eval_now();
     struct kf_verdict res;
     r->env_failed = 0;
+    r->node = n->id;
+    r->nbench = 0;
     measure(r, n, path, sizeof path, r->screen != KF_EVAL_FULL, &res, err, sizeof err);
     if (r->screen != KF_EVAL_FULL && n->state == KF_NODE_MEASURED && !r->env_failed) {
         /* screened: never kept, never judged by the Critic; screen-first evaluates a

@@ -50,6 +50,7 @@ typedef struct {
     size_t nun, nredo;   /* how many, and how many of them the budget lets run again */
     json_t *split;       /* the split of prompt tokens over the run's packs */
     kf_store_lock *lock; /* one writer at a time: held from before create or open to the end */
+    kf_pool *pool;       /* scale-out: the workers that evaluate (docs/scale.md); NULL: here */
 } run;
 
 void kf_run_opts_init(kf_run_opts *o) {
@@ -217,6 +218,7 @@ static const char *stop_rule(const run *r) {
     const kf_run_opts *o = &r->eo;
     const kf_tally *tl = &r->tally;
     if (tl->evals + r->sched.n >= o->budget) return "budget spent";
+    if (r->pool && kf_pool_draining(r->pool)) return "drained";
     if (o->wall_s > 0 && (double)(kf__now_ns() - tl->t0) / 1e9 >= o->wall_s) return "wall time spent";
     if (o->tokens > 0 && tl->tokens >= o->tokens) return "token budget spent";
     if (o->target > 0 && tl->best >= o->target) return "target reached";
@@ -262,9 +264,32 @@ static kf_status turn(run *r, const char **why) {
 
 /* The loop: the interrupted nodes first, then turns until a stop rule holds; what is in
  * flight is recorded, whatever stopped it. */
+/* Scale-out (docs/scale.md): the pool of workers, started when the command names any;
+ * --jobs defaults to one evaluation per launched worker. */
+static kf_status scale_out(run *r) {
+    const kf_run_opts *o = r->cmd;
+    if (!o->listen && !o->devices && !o->workers && !o->launcher) return KF_OK;
+    kf_pool_opts po = {.listen = o->listen,
+                       .secret_file = o->secret_file,
+                       .devices = o->devices,
+                       .workers = o->workers,
+                       .launcher = o->launcher,
+                       .nslurm = o->nslurm,
+                       .status_dir = r->ev.run_dir};
+    for (int i = 0; i < o->nslurm && i < 8; i++) po.slurm[i] = o->slurm[i];
+    kf_status st = kf_pool_start(r->ev.ctx, &po, &r->pool);
+    if (st) return st;
+    int n = kf_pool_launched(r->pool);
+    if (!o->jobs && n > r->eo.jobs) r->eo.jobs = n > KF_RUN_MAX_JOBS ? KF_RUN_MAX_JOBS : n;
+    r->ev.pool = r->pool;
+    return KF_OK;
+}
+
 static kf_status loop(run *r, const char **why) {
     kf_sched *sc = &r->sched;
-    kf_status st = kf_sched_start(sc, &r->ev, &r->tally, r->eo.jobs);
+    kf_status st = scale_out(r);
+    if (st) return st;
+    st = kf_sched_start(sc, &r->ev, &r->tally, r->eo.jobs);
     if (st) return st;
     for (size_t i = 0; i < r->nredo && !st; i++) {
         /* a new attempt: what the Critic decided in an interrupted one no longer counts */
@@ -336,6 +361,7 @@ static kf_status finish(run *r, const char *why, char **summary) {
     if (j && lj) json_object_set_new(j, "lessons", lj);
     else json_decref(lj);
     if (j) json_object_set_new(j, "breaker_trips", json_integer(kf_search_trips(tl->se)));
+    if (j && r->pool) json_object_set_new(j, "scale", kf_pool_report(r->pool));
     *summary = j ? kf__json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     return *summary ? KF_OK
@@ -363,6 +389,7 @@ kf_status kf_run(kf_ctx *ctx, const kf_run_opts *o, char **summary) {
     if (!st) st = loop(r, &why);
     if (!st) st = finish(r, why, summary);
     kf_sched_stop(&r->sched);
+    kf_pool_stop(r->pool);
     json_decref(r->split);
     kf_loop_memory_close(r->mem);
     free(r->unfinished);
