@@ -1,0 +1,234 @@
+/*
+ * test_torch.c - tasks whose reference is PyTorch ("reference": "reference.py",
+ * docs/torch.md). The bundled tasks/c/softmax_torch validates and judges candidates as
+ * its C twin does (its agreement with tasks/c/softmax is xref/softmax_torch); a wrong
+ * candidate is rejected against it; a reference that writes nothing useful is refused by
+ * validate's degenerate-task gate; a reference that raises is a task error naming its
+ * line; without python3, or with a python3 that has no torch, a check is a task error
+ * that says what to do. The tests that need torch skip without it, saying why.
+ */
+#define _GNU_SOURCE
+#include "kft.h"
+
+#include "check/check.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Skip unless the python3 kforge would use imports torch. */
+static void need_torch(void) {
+    kf_ctx *ctx = kf_ctx_new();
+    char py[PATH_MAX], cmd[PATH_MAX + 64], out[256];
+    if (kf_torch_python(ctx, py, sizeof py))
+        kft_skip("no python3 for PyTorch references: %s", kf_errmsg(ctx));
+    kf_ctx_free(ctx);
+    snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' 2>&1", py);
+    if (kft_run(cmd, out, sizeof out)) kft_skip("%s has no torch (make deps installs it into .venv)", py);
+}
+
+/* A copy of tasks/c/softmax_torch in a fresh directory (dir), with reference.py's text
+ * ref (NULL: the bundled one); loaded. */
+static kf_task *torch_task(kf_ctx *ctx, const char *ref, char *dir, size_t n) {
+    snprintf(dir, n, "/tmp/kft-torch-%d-XXXXXX", (int)getpid());
+    CHECK(mkdtemp(dir));
+    char *json = NULL, *bundled = NULL, path[PATH_MAX];
+    size_t len;
+    CHECK(kf__read_file(kft_src("tasks/c/softmax_torch/task.json"), 1u << 20, &json, &len) == 0);
+    CHECK(kf__read_file(kft_src("tasks/c/softmax_torch/reference.py"), 1u << 20, &bundled, &len) == 0);
+    const char *files[2][2] = {{"task.json", json}, {"reference.py", ref ? ref : bundled}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i][0]);
+        FILE *f = fopen(path, "w");
+        CHECK(f && fputs(files[i][1], f) >= 0 && fclose(f) == 0);
+    }
+    free(json);
+    free(bundled);
+    kf_task *t = NULL;
+    CHECKF(kf_task_load(ctx, dir, &t) == KF_OK, "%s", kf_errmsg(ctx));
+    return t;
+}
+
+static void t_validate(const void *arg) {
+    (void)arg;
+    need_torch();
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/softmax_torch");
+    CHECK(t->ref_torch && strstr(t->ref_path, "reference.py"));
+    kf_opts o;
+    kf_opts_init(&o);
+    kf_result *r = NULL;
+    CHECKF(kf_validate(ctx, t, &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "refused: %s", kft_reasons(r));
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* The C reference and the honest fast candidate are accepted; a kernel wrong in the last
+ * column only, and one that writes its outputs into its input, are rejected. */
+static void t_judges(const void *arg) {
+    (void)arg;
+    need_torch();
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/softmax_torch");
+    const char *good[] = {"tasks/c/softmax/reference.c", "tasks/c/softmax_torch/candidates/fast.c"};
+    for (int i = 0; i < 2; i++) {
+        kf_result *r = kft_check(ctx, t, kft_src(good[i]), NULL, 0);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s: %s", good[i], kft_reasons(r));
+        kf_result_free(r);
+    }
+    char path[] = "/tmp/kft-torch-cand-XXXXXX.c";
+    int fd = mkstemps(path, 2);
+    CHECK(fd >= 0);
+    static const char wrong[] =
+        "#include <math.h>\n#include <stdint.h>\n"
+        "void softmax(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+        "    for (int64_t r = 0; r < rows; r++) {\n"
+        "        const float *a = x + r * cols; float *b = y + r * cols; float m = a[0], s = 0;\n"
+        "        for (int64_t c = 1; c < cols; c++) m = a[c] > m ? a[c] : m;\n"
+        "        for (int64_t c = 0; c < cols; c++) s += b[c] = expf(a[c] - m);\n"
+        "        for (int64_t c = 0; c + 1 < cols; c++) b[c] /= s;\n" /* the last column unnormalised */
+        "    }\n}\n";
+    CHECK(write(fd, wrong, sizeof wrong - 1) == (ssize_t)(sizeof wrong - 1) && close(fd) == 0);
+    kf_result *r = kft_check(ctx, t, path, NULL, 0);
+    unlink(path);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && strstr(kft_reasons(r), "wrong_result"), "%s",
+           kft_reasons(r));
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* A reference whose output does not depend on its inputs is refused by validate. */
+static void t_degenerate(const void *arg) {
+    (void)arg;
+    need_torch();
+    kf_ctx *ctx = kf_ctx_new();
+    char dir[PATH_MAX];
+    kf_task *t = torch_task(ctx,
+                            "import torch\n\ndef softmax(x, y, rows, cols):\n"
+                            "    y.fill_(1.0 / cols)\n",
+                            dir, sizeof dir);
+    kf_opts o;
+    kf_opts_init(&o);
+    kf_result *r = NULL;
+    kf_status st = kf_validate(ctx, t, &o, &r);
+    kf__rmtree(dir);
+    CHECKF(st == KF_OK && kf_result_verdict(r) == KF_VERDICT_REJECTED, "%s",
+           st ? kf_errmsg(ctx) : "accepted");
+    CHECKF(strstr(kft_reasons(r), "degenerate_task"), "%s", kft_reasons(r));
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* A reference that raises, or returns the wrong number of tensors: a task error that
+ * names the file (and the line), never a verdict on the candidate. */
+static void t_failures(const void *arg) {
+    (void)arg;
+    need_torch();
+    static const char *const refs[][2] = {
+        {"import torch\n\ndef softmax(x, y, rows, cols):\n    return torch.softmax(x, dim=7)\n",
+         "reference.py (line 4): IndexError"},
+        {"import torch\n\ndef softmax(x, y, rows, cols):\n    return x, x\n", "returned 2 value(s)"},
+        {"import torch\n\ndef soft_max(x, y, rows, cols):\n    pass\n", "defines no function softmax"},
+        {"import torch\nraise RuntimeError('broken at import')\n", "broken at import"},
+    };
+    for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++) {
+        kf_ctx *ctx = kf_ctx_new();
+        char dir[PATH_MAX];
+        kf_task *t = torch_task(ctx, refs[i][0], dir, sizeof dir);
+        kf_opts o;
+        kf_opts_init(&o);
+        kf_result *r = NULL;
+        kf_status st = kf_check(ctx, t, kft_src("tasks/c/softmax_torch/candidates/fast.c"), &o, &r);
+        kf__rmtree(dir);
+        CHECKF(st == KF_ETASK && strstr(kf_errmsg(ctx), refs[i][1]), "%zu: %s: %s", i, kf_strstatus(st),
+               st ? kf_errmsg(ctx) : "no error");
+        printf("%s\n", kf_errmsg(ctx));
+        kf_task_free(t);
+        kf_ctx_free(ctx);
+    }
+}
+
+/* No python3 at KFORGE_PYTHON, and a python3 without torch: task errors (exit 2 from the
+ * CLI) that say what to do. Needs no torch: the second python3 hides it. */
+static void t_no_torch(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/softmax_torch");
+    kf_opts o;
+    kf_opts_init(&o);
+    kf_result *r = NULL;
+    setenv("KFORGE_PYTHON", "/nonexistent/python3", 1);
+    kf_status st = kf_check(ctx, t, kft_src("tasks/c/softmax_torch/candidates/fast.c"), &o, &r);
+    CHECKF(st == KF_ETASK && strstr(kf_errmsg(ctx), "KFORGE_PYTHON=/nonexistent/python3: no such executable"),
+           "%s: %s", kf_strstatus(st), kf_errmsg(ctx));
+    printf("%s\n", kf_errmsg(ctx));
+    /* a python3 whose torch fails to import */
+    char dir[] = "/tmp/kft-notorch-XXXXXX", path[PATH_MAX], py[PATH_MAX + 32];
+    CHECK(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/torch.py", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs("raise ImportError('no torch in this python')\n", f) >= 0 && fclose(f) == 0);
+    snprintf(py, sizeof py, "%s/python3", dir);
+    f = fopen(py, "w");
+    CHECK(f && fprintf(f, "#!/bin/sh\nPYTHONPATH=%s exec python3 \"$@\"\n", dir) > 0 && fclose(f) == 0);
+    CHECK(chmod(py, 0755) == 0);
+    setenv("KFORGE_PYTHON", py, 1);
+    st = kf_check(ctx, t, kft_src("tasks/c/softmax_torch/candidates/fast.c"), &o, &r);
+    kf__rmtree(dir);
+    CHECKF(st == KF_ETASK && strstr(kf_errmsg(ctx), "cannot import torch") &&
+               strstr(kf_errmsg(ctx), "KFORGE_PYTHON"),
+           "%s: %s", kf_strstatus(st), kf_errmsg(ctx));
+    printf("%s\n", kf_errmsg(ctx));
+    unsetenv("KFORGE_PYTHON");
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* "reference" names a .py file in the task's directory, for a CPU backend's task. */
+static void t_field(const void *arg) {
+    (void)arg;
+    static const char *const cases[][3] = {
+        {"c", "\"ref.c\"", "reference: expected the file name of a PyTorch reference"},
+        {"c", "\"../reference.py\"", "reference: expected the file name"},
+        {"c", "7", "reference: expected the file name"},
+        {"cuda", "\"reference.py\"", "for tasks of CPU backends (\"c\") only"},
+        {"c", "\"missing.py\"", "missing.py: No such file"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dir[] = "/tmp/kft-tfield-XXXXXX", path[PATH_MAX];
+        CHECK(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/task.json", dir);
+        FILE *f = fopen(path, "w");
+        CHECK(f &&
+              fprintf(f,
+                      "{\"name\": \"t\", \"backend\": \"%s\", \"entry\": \"f\", \"sizes\": {\"n\": [1, 8]},"
+                      " \"args\": [{\"name\": \"y\", \"type\": \"f32\", \"shape\": [\"n\"], \"io\": \"out\"},"
+                      " {\"name\": \"n\", \"type\": \"i64\", \"value\": \"n\"}],"
+                      " \"shapes\": [{\"n\": 4}], \"reference\": %s}\n",
+                      cases[i][0], cases[i][1]) > 0 &&
+              fclose(f) == 0);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_task *t = NULL;
+        kf_status st = kf_task_load(ctx, dir, &t);
+        kf__rmtree(dir);
+        CHECKF(st != KF_OK && strstr(kf_errmsg(ctx), cases[i][2]), "%zu: %s", i,
+               st ? kf_errmsg(ctx) : "loaded");
+        kf_task_free(t);
+        kf_ctx_free(ctx);
+    }
+}
+
+void kft_register_torch(void) {
+    kft_add("torch/field", t_field, NULL, 30);
+    kft_add("torch/validate", t_validate, NULL, 120);
+    kft_add("torch/judges", t_judges, NULL, 180);
+    kft_add("torch/degenerate", t_degenerate, NULL, 120);
+    kft_add("torch/failures", t_failures, NULL, 180);
+    kft_add("torch/no_torch", t_no_torch, NULL, 60);
+}
