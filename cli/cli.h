@@ -30,6 +30,7 @@ int kf_cli_tree(int argc, char **argv, int best);
 int kf_cli_tool(int argc, char **argv, int submit); /* next (0), submit (1) */
 int kf_cli_export(int argc, char **argv);
 int kf_cli_lessons(int argc, char **argv);
+int kf_cli_import(int argc, char **argv);
 /* Report an error (and a JSON object on stdout when json), return KF_EXIT_USAGE. */
 int kf_cli_fail(int json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same with a reason code in the JSON object ("code": "degenerate_task"). */

@@ -41,6 +41,9 @@ static void usage(FILE *f) {
                "  export RUN -o DIR [--json]\n"
                "        write the winners and a dispatcher by shape, re-verified first\n"
                "        (exit 1: the dispatcher was rejected and not written)\n"
+               "  import kernelbench PROBLEM.py -o TASKDIR | DIR [-o OUTDIR] [--scale LO,HI] [--json]\n"
+               "        KernelBench-format problems as C tasks with a PyTorch reference, validated\n"
+               "        (docs/torch.md; exit 0 validated, 1 not valid, 2 refused or error)\n"
                "  lessons add|search|list|show|distill|export|import [--lessons PATH] [--json]\n"
                "        scoped lessons from runs, agents and people, and their retrieval\n"
                "        (docs/lessons.md; `kforge lessons --help`)\n"
@@ -116,6 +119,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "submit")) return kf_cli_tool(argc - 1, argv + 1, 1);
     if (!strcmp(cmd, "export")) return kf_cli_export(argc - 1, argv + 1);
     if (!strcmp(cmd, "lessons")) return kf_cli_lessons(argc - 1, argv + 1);
+    if (!strcmp(cmd, "import")) return kf_cli_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kforge %s\n", KF_VERSION);
         return 0;

@@ -224,7 +224,78 @@ static void t_field(const void *arg) {
     }
 }
 
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+}
+
+/* The import of tests/kernelbench (problems written in that format for these tests):
+ * the single op, the fused elementwise ops, the small conv and the matmul with bias are
+ * imported and validated; dropout, a BatchNorm in training mode and nonzero are refused,
+ * each with its reason. The imported matmul with bias then judges C kernels: one right,
+ * one that forgets the bias. */
+static void t_import(const void *arg) {
+    (void)arg;
+    need_torch();
+    char dir[] = "/tmp/kft-kbimport-XXXXXX", cmd[PATH_MAX * 3], out[16384];
+    CHECK(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "%s import kernelbench %s -o %s/tasks 2>&1", kft_bin("kforge"),
+             kft_src("tests/kernelbench"), dir);
+    int rc = kft_run(cmd, out, sizeof out);
+    printf("%s", out);
+    CHECKF(rc == 1, "exit %d (1: some problems refused)", rc);
+    static const char *const rows[] = {
+        "1_relu.py                        validated",
+        "2_fused_gelu_scale.py            validated",
+        "3_small_conv.py                  validated",
+        "4_matmul_bias.py                 validated",
+        "5_dropout.py                     refused    random op",
+        "6_batchnorm_train.py             refused    stateful module: forward changes bn.running_mean",
+        "7_nonzero.py                     refused    data-dependent output shape",
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        CHECKF(strstr(out, rows[i]), "no row '%s'", rows[i]);
+    /* one problem: refused is exit 2, validated 0 */
+    snprintf(cmd, sizeof cmd, "%s import kernelbench %s -o %s/one 2>&1", kft_bin("kforge"),
+             kft_src("tests/kernelbench/5_dropout.py"), dir);
+    CHECK(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "refused"));
+    kf_ctx *ctx = kf_ctx_new();
+    char tdir[PATH_MAX], cand[PATH_MAX];
+    snprintf(tdir, sizeof tdir, "%s/tasks/4_matmul_bias", dir);
+    kf_task *t = NULL;
+    CHECKF(kf_task_load(ctx, tdir, &t) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECK(t->ref_torch && t->nsizes == 3 && !strcmp(t->entry, "kb_4_matmul_bias"));
+    static const char linear[] =
+        "#include <stdint.h>\n"
+        "void kb_4_matmul_bias(const float *x, const float *w, const float *b, float *y, int64_t m, int64_t "
+        "k,\n"
+        "                      int64_t n) {\n"
+        "    for (int64_t i = 0; i < m; i++)\n"
+        "        for (int64_t j = 0; j < n; j++) {\n"
+        "            float s = BIAS;\n"
+        "            for (int64_t p = 0; p < k; p++) s += x[i * k + p] * w[j * k + p];\n"
+        "            y[i * n + j] = s;\n"
+        "        }\n"
+        "}\n";
+    const char *bias[2][2] = {{"b[j]", "accepted"}, {"0.0f", "wrong_result"}};
+    for (int i = 0; i < 2; i++) {
+        char text[sizeof linear + 64];
+        const char *at = strstr(linear, "BIAS");
+        snprintf(text, sizeof text, "%.*s%s%s", (int)(at - linear), linear, bias[i][0], at + 4);
+        snprintf(cand, sizeof cand, "%s/linear%d.c", dir, i);
+        write_text(cand, text);
+        kf_result *r = kft_check(ctx, t, cand, NULL, 0);
+        if (i == 0) CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", kft_reasons(r));
+        else CHECKF(strstr(kft_reasons(r), bias[i][1]), "%s", kft_reasons(r));
+        kf_result_free(r);
+    }
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
 void kft_register_torch(void) {
+    kft_add("torch/import_kernelbench", t_import, NULL, 300);
     kft_add("torch/field", t_field, NULL, 30);
     kft_add("torch/validate", t_validate, NULL, 120);
     kft_add("torch/judges", t_judges, NULL, 180);
