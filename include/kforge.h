@@ -290,6 +290,15 @@ KF_API kf_status kf_run_promote(kf_ctx *ctx, const kf_run_opts *o, int64_t node,
 KF_API kf_status kf_run_export(kf_ctx *ctx, const char *run_dir, const char *out_dir, char **json);
 KF_API kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_dir,
                                     const kf_opts *opts, char **json);
+/* `kforge export RUN --torch -o DIR` (docs/torch.md), after kf_run_export into out_dir:
+ * DIR/torch, a Python package that makes the accepted dispatcher the PyTorch custom op
+ * torch.ops.kforge.<entry> (torch.library, built through torch.utils.cpp_extension), its
+ * test against the task's reference and a README; with run_test, the test runs once
+ * (building the package). KF_OK with *json (caller frees) {"package", "op", "test":
+ * "passed" | "failed" | "not run", "output"}; KF_EUSAGE when the export has no accepted
+ * dispatcher or the task cannot be an op (inout buffers), KF_ETASK without python3 and
+ * torch. */
+KF_API kf_status kf_run_export_torch(kf_ctx *ctx, const char *out_dir, int run_test, char **json);
 
 /* Lessons (docs/lessons.md): scoped advice distilled from runs or written by an agent or a
  * person, kept in a lessons database (SQLite + FTS5) and retrieved for a context pack in

@@ -12,6 +12,7 @@
 
 #include "check/check.h"
 
+#include <jansson.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,7 +295,71 @@ static void t_import(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* kforge export --torch of a run of softmax_torch whose one kept node is the fast
+ * candidate: DIR/torch holds the package, the README's import line and a test, which
+ * passes against the PyTorch reference (building the op through cpp_extension), and
+ * fails once the package's copy of the dispatcher is replaced by a wrong kernel. An
+ * export without an accepted dispatcher has no op. */
+static void t_export(const void *arg) {
+    (void)arg;
+    need_torch();
+    char dir[] = "/tmp/kft-texport-XXXXXX", run[512], out[512], path[1200], cmd[4096], log[16384];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/softmax_torch");
+    kf_store *st = NULL;
+    CHECKF(kf_store_create(ctx, run, t, NULL, &st) == KF_OK, "%s", kf_errmsg(ctx));
+    char *src = NULL, *js = NULL;
+    size_t len = 0;
+    CHECK(kf__read_file(kft_src("tasks/c/softmax_torch/candidates/fast.c"), 1u << 20, &src, &len) == 0);
+    kft_kept_node(st, t, src, len, "c", 1.5);
+    free(src);
+    kf_store_close(st);
+    /* before the export: no EXPORT.json, no op */
+    CHECK(kf__mkdirs(out) == 0);
+    CHECK(kf_run_export_torch(ctx, out, 0, &js) == KF_EUSAGE && strstr(kf_errmsg(ctx), "EXPORT.json"));
+    kf_opts o;
+    kf_opts_init(&o);
+    o.bench_min_time_s = 0.02;
+    o.bench_min_runs = 6;
+    CHECKF(kf_run_export_opts(ctx, run, out, &o, &js) == KF_OK && js, "%s", kf_errmsg(ctx));
+    free(js);
+    js = NULL;
+    CHECKF(kf_run_export_torch(ctx, out, 1, &js) == KF_OK, "%s", kf_errmsg(ctx));
+    printf("%s\n", js);
+    json_t *doc = json_loads(js, 0, NULL);
+    CHECKF(!strcmp(json_string_value(json_object_get(doc, "test")), "passed") &&
+               !strcmp(json_string_value(json_object_get(doc, "op")), "torch.ops.kforge.softmax"),
+           "%s", js);
+    json_decref(doc);
+    free(js);
+    char *readme = NULL;
+    snprintf(path, sizeof path, "%s/torch/README.md", out);
+    CHECK(kf__read_file(path, 1u << 20, &readme, &len) == 0);
+    CHECKF(strstr(readme, "import kforge_softmax_torch") && strstr(readme, "torch.ops.kforge.softmax(x)"),
+           "%s", readme);
+    free(readme);
+    /* the package's test can fail: a wrong kernel in its dispatcher's place */
+    snprintf(path, sizeof path, "%s/torch/kforge_softmax_torch/softmax_torch_dispatch.c", out);
+    write_text(path, "#include <stdint.h>\n"
+                     "void softmax(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+                     "    (void)x;\n"
+                     "    for (int64_t i = 0; i < rows * cols; i++) y[i] = 1.0f / (float)cols;\n"
+                     "}\n");
+    char py[PATH_MAX];
+    CHECK(kf_torch_python(ctx, py, sizeof py) == KF_OK);
+    snprintf(cmd, sizeof cmd, "cd %s/torch && '%s' test_softmax_torch.py 2>&1", out, py);
+    int rc = kft_run(cmd, log, sizeof log);
+    CHECKF(rc == 1 && strstr(log, "FAIL y"), "exit %d: %s", rc, log);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
 void kft_register_torch(void) {
+    kft_add("torch/export", t_export, NULL, 900);
     kft_add("torch/import_kernelbench", t_import, NULL, 300);
     kft_add("torch/field", t_field, NULL, 30);
     kft_add("torch/validate", t_validate, NULL, 120);
