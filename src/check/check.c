@@ -37,6 +37,8 @@
 #define PARALLEL_NICE -10
 /* and its slice: threads that still share a CPU take turns every 0.1 ms, not every few */
 #define PARALLEL_SLICE_NS 100000
+/* the least deadline of a PyTorch reference's start (torch.c) */
+#define TORCH_START_S 120
 
 static void sweep_workdirs(void) { kf__sweep_dead_dirs("kforge-"); }
 
@@ -241,6 +243,9 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
                            s->t->ref_path);
         wo.exec = argv;
         wo.exec_config = cfg;
+        /* its start is python3's and `import torch`'s: seconds on a loaded machine, where a
+         * call's deadline would make a busy moment a broken task */
+        if (wo.start_timeout_s < TORCH_START_S) wo.start_timeout_s = TORCH_START_S;
     }
     side->b = b;
     kf_status st = kf_worker_spawn(ctx, b ? b->so_path : NULL, bytes, &wo, &side->w, fail);
