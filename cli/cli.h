@@ -38,6 +38,7 @@ int kf_cli_report_write(const char *run_dir, const char *format, const char *pat
 int kf_cli_system(int argc, char **argv); /* system check|bench */
 int kf_cli_worker(int argc, char **argv);
 int kf_cli_drain(int argc, char **argv);
+int kf_cli_import(int argc, char **argv);
 /* Report an error (and a JSON object on stdout when json), return KF_EXIT_USAGE. */
 int kf_cli_fail(int json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same with a reason code in the JSON object ("code": "degenerate_task"). */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 int kf_cli_export(int argc, char **argv) {
-    int json = 0;
+    int json = 0, torch = 0;
     const char *run = NULL, *out = NULL;
     kf_opts o;
     kf_opts_init(&o);
@@ -21,6 +21,7 @@ int kf_cli_export(int argc, char **argv) {
         int more = i + 1 < argc;
         double v;
         if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--torch")) torch = 1;
         else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && more) out = argv[++i];
         else if (!strcmp(a, "--hidden") && more) {
             if (kf_cli_number(a, argv[++i], 0, 1000, &v)) return KF_EXIT_USAGE;
@@ -41,7 +42,8 @@ int kf_cli_export(int argc, char **argv) {
         else if (!run) run = a;
         else return kf_cli_fail(json, "kforge export: unexpected argument %s", a);
     }
-    if (!run || !out) return kf_cli_fail(json, "usage: kforge export RUN -o DIR [--json] (docs/cli.md)");
+    if (!run || !out)
+        return kf_cli_fail(json, "usage: kforge export RUN -o DIR [--torch] [--json] (docs/cli.md)");
     kf_ctx *ctx = kf_ctx_new();
     char *doc = NULL;
     kf_status st = kf_run_export_opts(ctx, run, out, &o, &doc);
@@ -81,6 +83,27 @@ int kf_cli_export(int argc, char **argv) {
         json_decref(j);
     }
     free(doc);
+    /* --torch: the accepted dispatcher as a PyTorch op, its test run once (docs/torch.md) */
+    if (torch && rc == KF_EXIT_OK) {
+        char *tdoc = NULL;
+        if ((st = kf_run_export_torch(ctx, out, 1, &tdoc))) {
+            rc = kf_cli_fail(json, "kforge export --torch: %s", kf_errmsg(ctx));
+        } else {
+            json_t *j = json_loads(tdoc, 0, NULL);
+            const char *test = json_string_value(json_object_get(j, "test"));
+            if (test && strcmp(test, "passed")) rc = KF_EXIT_REJECTED;
+            if (json) {
+                printf("%s\n", tdoc);
+            } else {
+                printf("%s: %s, a PyTorch op (README.md there: `import kforge_...`); its test %s\n",
+                       json_string_value(json_object_get(j, "package")),
+                       json_string_value(json_object_get(j, "op")), test ? test : "?");
+                if (rc) printf("%s", json_string_value(json_object_get(j, "output")));
+            }
+            json_decref(j);
+        }
+        free(tdoc);
+    }
     kf_ctx_free(ctx);
     return rc;
 }

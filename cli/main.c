@@ -38,9 +38,13 @@ static void usage(FILE *f) {
                "  submit RUN --parent N FILE [--category C] [--description TEXT] [--json]\n"
                "        tool mode: check, time and record FILE as a child of node N;\n"
                "        exit 0 passed, 1 rejected, 2 error\n"
-               "  export RUN -o DIR [--json]\n"
+               "  export RUN -o DIR [--torch] [--json]\n"
                "        write the winners and a dispatcher by shape, re-verified first\n"
-               "        (exit 1: the dispatcher was rejected and not written)\n"
+               "        (exit 1: the dispatcher was rejected and not written); --torch adds\n"
+               "        DIR/torch, the dispatcher as a PyTorch op with its test (docs/torch.md)\n"
+               "  import kernelbench PROBLEM.py -o TASKDIR | DIR [-o OUTDIR] [--scale LO,HI] [--json]\n"
+               "        KernelBench-format problems as C tasks with a PyTorch reference, validated\n"
+               "        (docs/torch.md; exit 0 validated, 1 not valid, 2 refused or error)\n"
                "  report RUN [-o FILE] [--format html|md]\n"
                "        the run's lineage as one self-contained HTML page (RUN/report.html) or\n"
                "        Markdown (stdout): timeline, tree, winners, roofline, failures, integrity\n"
@@ -128,6 +132,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "system")) return kf_cli_system(argc - 1, argv + 1);
     if (!strcmp(cmd, "worker")) return kf_cli_worker(argc - 1, argv + 1);
     if (!strcmp(cmd, "drain")) return kf_cli_drain(argc - 1, argv + 1);
+    if (!strcmp(cmd, "import")) return kf_cli_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kforge %s\n", KF_VERSION);
         return 0;

@@ -180,6 +180,17 @@ KF_API kf_status kf_bench(kf_ctx *ctx, const kf_task *task, const char *candidat
  * KF_OK with a rejected verdict when it is degenerate (reasons say why). */
 KF_API kf_status kf_validate(kf_ctx *ctx, const kf_task *task, const kf_opts *opts, kf_result **out);
 
+/* `kforge import kernelbench` (docs/torch.md): read the KernelBench-format problem file
+ * `problem` (a Model class, get_inputs, get_init_inputs) and write into outdir (created
+ * when missing; its task.json, reference.py and problem.py replaced) a C task whose
+ * reference is PyTorch, its sizes ranging over [v * scale_lo, v * scale_hi] around the
+ * problem's values v (0 < scale_lo <= 1 <= scale_hi), then validate it with opts. KF_OK
+ * with *json (caller frees) an object: "problem", "status" ("validated"; "invalid" or
+ * "refused", with "reason"), "name", "dir", "notes" (what was assumed). An error status
+ * when the import cannot run at all (no python3 with torch: KF_ETASK; bad usage). */
+KF_API kf_status kf_import_kernelbench(kf_ctx *ctx, const char *problem, const char *outdir, double scale_lo,
+                                       double scale_hi, const kf_opts *opts, char **json);
+
 /* Describe CUDA device `device` (0 is the one kernel mode uses) as one JSON object
  * (docs/cli.md, device-info): its attributes, ceilings measured on it (copy bandwidth,
  * f32 FMA and bf16 tensor rates) and theoretical figures. Measured ceilings are cached
@@ -315,6 +326,15 @@ KF_API kf_status kf_run_promote(kf_ctx *ctx, const kf_run_opts *o, int64_t node,
 KF_API kf_status kf_run_export(kf_ctx *ctx, const char *run_dir, const char *out_dir, char **json);
 KF_API kf_status kf_run_export_opts(kf_ctx *ctx, const char *run_dir, const char *out_dir,
                                     const kf_opts *opts, char **json);
+/* `kforge export RUN --torch -o DIR` (docs/torch.md), after kf_run_export into out_dir:
+ * DIR/torch, a Python package that makes the accepted dispatcher the PyTorch custom op
+ * torch.ops.kforge.<entry> (torch.library, built through torch.utils.cpp_extension), its
+ * test against the task's reference and a README; with run_test, the test runs once
+ * (building the package). KF_OK with *json (caller frees) {"package", "op", "test":
+ * "passed" | "failed" | "not run", "output"}; KF_EUSAGE when the export has no accepted
+ * dispatcher or the task cannot be an op (inout buffers), KF_ETASK without python3 and
+ * torch. */
+KF_API kf_status kf_run_export_torch(kf_ctx *ctx, const char *out_dir, int run_test, char **json);
 
 /* Lessons (docs/lessons.md): scoped advice distilled from runs or written by an agent or a
  * person, kept in a lessons database (SQLite + FTS5) and retrieved for a context pack in

@@ -1,8 +1,9 @@
 #!/bin/sh
 # make demo: the main job on a bundled task. Validate the task, check and time an
 # honest faster candidate against the reference, show a cheat being caught, then run the
-# optimisation loop on the task's template and print its lineage, and write its report
-# (build/demo/report.html: the run itself is removed at the end).
+# optimisation loop on the task's template and print its lineage, write its report
+# (build/demo/report.html: the run itself is removed at the end), and export its winners
+# (as a PyTorch op too, when the project's python3 has torch).
 set -u
 B=${1:-build}
 K="$B/kforge"
@@ -37,7 +38,18 @@ run "$K" report "$R" -o "$B/demo/report.html"
 echo
 echo "Export the winners and a dispatcher that picks one by shape; the dispatcher is checked"
 echo "and timed like any candidate before it is written:"
-run "$K" export "$R" -o "$(dirname "$R")/export" --min-runs 8 --max-runs 20 --min-time 0.05
+PY=${KFORGE_PYTHON:-.venv/bin/python3}
+if "$PY" -c 'import torch' 2>/dev/null; then
+    echo "and, with --torch, as a PyTorch op (torch.ops.kforge.softmax) with its own test against"
+    echo "the reference; its first build takes a minute (docs/torch.md):"
+    run "$K" export "$R" -o "$(dirname "$R")/export" --torch --min-runs 8 --max-runs 20 --min-time 0.05
+    echo
+    echo "The same task with a PyTorch reference (tasks/c/softmax_torch/reference.py):"
+    run "$K" check tasks/c/softmax_torch "$T/candidates/fast.c"
+else
+    run "$K" export "$R" -o "$(dirname "$R")/export" --min-runs 8 --max-runs 20 --min-time 0.05
+    echo "(no torch in $PY: 'make deps' installs it; then this export adds --torch, docs/torch.md)"
+fi
 echo
 echo "Kill it at any moment and 'kforge run --resume RUN' carries on."
 rm -rf "$(dirname "$R")"

@@ -3,10 +3,37 @@
 # before "[pypi]") are installed with apt-get as root; otherwise the missing ones are
 # listed and the script fails. PyPI packages (the lines after "[pypi]") are installed
 # with python3 -m pip; they are developer tools, so a missing python3 or a failed pip
-# install is reported and does not fail the script.
+# install is reported and does not fail the script. The lines after "[venv]" go into the
+# project's virtual environment, .venv beside deps.txt (torch: docs/torch.md), created
+# with python3 -m venv; a failure there is reported too, and the PyTorch tests skip.
 list=${1:-deps.txt}
 debs=$(sed -e 's/#.*//' "$list" | sed -e '/^[[:space:]]*\[pypi\]/,$d')
-pypi=$(sed -e 's/#.*//' "$list" | sed -n -e '/^[[:space:]]*\[pypi\]/,$p' | sed -e '1d')
+pypi=$(sed -e 's/#.*//' "$list" | sed -n -e '/^[[:space:]]*\[pypi\]/,$p' | sed -e '1d' \
+    | sed -e '/^[[:space:]]*\[venv\]/,$d')
+venv=$(sed -e 's/#.*//' "$list" | sed -n -e '/^[[:space:]]*\[venv\]/,$p' | sed -e '1d')
+venv_dir="$(cd "$(dirname "$list")" && pwd)/.venv"
+
+venv_deps() {
+    [ -n "$(echo $venv)" ] || return 0
+    if [ ! -x "$venv_dir/bin/python3" ] && ! python3 -m venv "$venv_dir" >/tmp/kforge-venv.log 2>&1; then
+        echo "deps: python3 -m venv $venv_dir failed; see /tmp/kforge-venv.log" >&2
+        return 0
+    fi
+    want=""
+    for r in $venv; do
+        name=$(echo "$r" | sed -e 's/[=<>!~;[ ].*//')
+        "$venv_dir/bin/python3" -m pip show -q "$name" >/dev/null 2>&1 || want="$want $r"
+    done
+    if [ -z "$want" ]; then
+        echo "deps: all $(echo $venv | wc -w) packages of .venv present"
+    elif "$venv_dir/bin/python3" -m pip install -q --disable-pip-version-check $want \
+        >/tmp/kforge-venv.log 2>&1; then
+        echo "deps: installed into .venv:$want"
+    else
+        echo "deps: pip could not install$want into .venv; see /tmp/kforge-venv.log" >&2
+        tail -3 /tmp/kforge-venv.log >&2
+    fi
+}
 
 pip_deps() {
     [ -n "$(echo $pypi)" ] || return 0
@@ -39,6 +66,7 @@ done
 if [ -z "$missing" ]; then
     echo "deps: all $(echo $debs | wc -w) packages present"
     pip_deps
+    venv_deps
     exit 0
 fi
 if [ "$(id -u)" != 0 ]; then
@@ -58,3 +86,4 @@ if ! apt-get install -y -q --no-install-recommends $missing >/tmp/kforge-deps.lo
 fi
 echo "deps: installed:$missing"
 pip_deps
+venv_deps

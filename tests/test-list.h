@@ -21,6 +21,7 @@
     X(check)          \
     X(corpus)         \
     X(xref)           \
+    X(torch)          \
     X(cli)            \
     X(cuda)           \
     X(cupti)          \

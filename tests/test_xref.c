@@ -245,6 +245,28 @@ static void t_c_twin(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* A C task with a PyTorch reference (docs/torch.md) beside its C twin: the same
+ * arguments, and the same outputs within the tolerance; skipped without torch. */
+static void t_torch_twin(const void *arg) {
+    const char *op = arg;
+    char rel_c[128], rel_torch[128], why[1024] = "", py[PATH_MAX], cmd[PATH_MAX + 64], out[256];
+    snprintf(rel_c, sizeof rel_c, "tasks/c/%s", op);
+    snprintf(rel_torch, sizeof rel_torch, "tasks/c/%s_torch", op);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *c = kft_task(ctx, rel_c), *pt = kft_task(ctx, rel_torch);
+    CHECK(pt->ref_torch);
+    CHECKF(!same_signature(c, pt, why, sizeof why), "%s and %s: %s", rel_c, rel_torch, why);
+    if (kf_torch_python(ctx, py, sizeof py))
+        kft_skip("no python3 for the PyTorch reference: %s", kf_errmsg(ctx));
+    snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' 2>&1", py);
+    if (kft_run(cmd, out, sizeof out)) kft_skip("%s has no torch (make deps installs it into .venv)", py);
+    int bad = xref_compare(c, pt, why, sizeof why);
+    CHECKF(!bad, "the PyTorch reference disagrees with the C one: %s", why);
+    kf_task_free(pt);
+    kf_task_free(c);
+    kf_ctx_free(ctx);
+}
+
 static void t_catches_mismatch(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
@@ -319,6 +341,7 @@ void kft_register_xref(void) {
         snprintf(name, sizeof name, "xref/%s", kft_cuda_tasks[i]);
         kft_add(name, t_twin, kft_cuda_tasks[i], 300);
     }
+    kft_add("xref/softmax_torch", t_torch_twin, "softmax", 120);
     kft_add("xref/c_twin", t_c_twin, NULL, 60);
     kft_add("xref/catches_mismatch", t_catches_mismatch, NULL, 60);
     kft_add("xref/fake_driver", t_fake_driver, NULL, 120);

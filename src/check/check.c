@@ -39,6 +39,8 @@
 #define PARALLEL_NICE -10
 /* and its slice: threads that still share a CPU take turns every 0.1 ms, not every few */
 #define PARALLEL_SLICE_NS 100000
+/* the least deadline of a PyTorch reference's start (torch.c) */
+#define TORCH_START_S 120
 
 static void sweep_workdirs(void) { kf__sweep_dead_dirs("kforge-"); }
 
@@ -136,6 +138,15 @@ void kf_sess_close(kf_sess *s) {
 }
 
 kf_status kf_sess_build_ref(kf_sess *s) {
+    if (s->t->ref_torch) { /* nothing to build: python3 with torch runs it (torch.c) */
+        kf_status st = kf_torch_python(s->ctx, s->python, sizeof s->python);
+        if (st) return st;
+        kf_build_free(&s->rbuild);
+        s->rbuild.ok = 1;
+        if (!(s->rbuild.so_path = kf__strdup(s->t->ref_path)))
+            return kf__err(s->ctx, KF_ENOMEM, "out of memory");
+        return KF_OK;
+    }
     char *ref = NULL;
     size_t rlen = 0;
     if (kf__read_file(s->t->ref_path, 4u << 20, &ref, &rlen))
@@ -203,6 +214,8 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
                          NULL,
                          NULL,
                          NULL,
+                         NULL,
+                         NULL,
                          NULL};
     if (b) kf_backend_worker_opts(s->be, b, &wo);
     else if (!kf_backend_starts_early(s->be, &wo)) return kf__err(ctx, KF_EUSAGE, "no early worker");
@@ -224,6 +237,19 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
     }
     wo.entry = s->t->entry;
     wo.so_name = so_name[0] ? so_name : NULL;
+    /* a PyTorch reference: its runner, in place of kforge-worker (torch.c) */
+    const char *argv[] = {s->python, "-c", kf_torch_runner(), NULL};
+    char cfg[sizeof((kf_msg_config *)0)->text];
+    if (b && b == &s->rbuild && s->t->ref_torch) {
+        if (kf_torch_config(s->t, wo.cpus, cfg, sizeof cfg))
+            return kf__err(ctx, KF_ETASK, "%s: too many arguments for the PyTorch reference's runner",
+                           s->t->ref_path);
+        wo.exec = argv;
+        wo.exec_config = cfg;
+        /* its start is python3's and `import torch`'s: seconds on a loaded machine, where a
+         * call's deadline would make a busy moment a broken task */
+        if (wo.start_timeout_s < TORCH_START_S) wo.start_timeout_s = TORCH_START_S;
+    }
     side->b = b;
     kf_status st = kf_worker_spawn(ctx, b ? b->so_path : NULL, bytes, &wo, &side->w, fail);
     /* kf_sess_place lays the inputs out in the worker's read-only region, if it has one */
@@ -280,6 +306,7 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
                     : a->type == KF_T_F64 ? KF_ARG_F64
                                           : KF_ARG_U8;
     }
+    if (side->b == &s->rbuild && s->t->ref_torch) kf_torch_extents(s->t, ex, &m);
     /* the backend's part: caches flushed as a cold call finds them, and what its worker
      * needs to know of the call */
     kf_stage stg = {s->t, ex, arena, &side->lay, 0};

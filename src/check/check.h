@@ -61,6 +61,7 @@ typedef struct {
     int cand_threads;     /* a candidate call ran threads (KF_DONE_THREADS): race rounds */
     int race_calls;       /* the race rounds' calls (check_shape) */
     int base_nice;        /* this process's nice value, which workers inherit */
+    char python[PATH_MAX]; /* a PyTorch reference's python3 (kf_torch_python), or "" */
 } kf_sess;
 
 /* One side of a comparison: a worker and where its current buffers sit. */
@@ -72,6 +73,18 @@ typedef struct {
     int wait_idle;     /* GPU, bench: waits for an idle device before timed spans (KF_RUN_WAIT_IDLE) */
     kf_spent spent;    /* CPU candidates: what earlier calls used, poisoned and verified */
 } kf_side;
+
+/* A task's PyTorch reference (torch.c, docs/torch.md). The python3 that runs it, into out:
+ * $KFORGE_PYTHON, else the project's .venv beside the build, else python3 in PATH;
+ * KF_ETASK with what to do when there is none. */
+kf_status kf_torch_python(kf_ctx *ctx, char *out, size_t n);
+/* The runner's source (python3 -c), static. */
+const char *kf_torch_runner(void);
+/* The runner's configuration message for task t (cpus: a cpu_set_t, or NULL): 0, or -1
+ * when it does not fit in n bytes. */
+int kf_torch_config(const kf_task *t, const void *cpus, char *out, size_t n);
+/* Each buffer's extents at ex into m->extent (the runner's RUN message only). */
+void kf_torch_extents(const kf_task *t, const kf_extents *ex, kf_msg_run *m);
 
 kf_status kf_sess_open(kf_sess *s, kf_ctx *ctx, const kf_task *t, const char *cand_path, const kf_opts *o,
                        const char *kind);

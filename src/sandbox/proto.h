@@ -13,6 +13,7 @@
 
 #define KF_PROTO_MAGIC 0x6b66726bu /* "kfrk" */
 #define KF_PROTO_MAXARGS 32
+#define KF_PROTO_MAXDIMS 8
 #define KF_WORKER_SOCK_FD 3
 #define KF_WORKER_ARENA_FD 4
 #define KF_WORKER_INPUT_FD 5 /* CPU workers: the inputs' region, a read-only descriptor */
@@ -84,6 +85,9 @@ typedef struct {
     /* KF_RUN_PRECISE: each buffer's bytes and direction (KF_IO_ARG_*) */
     uint64_t len[KF_PROTO_MAXARGS];
     uint8_t io[KF_PROTO_MAXARGS];
+    /* a task's PyTorch reference only (kf_worker_opts.exec; zero for every other
+     * worker): each buffer's extents, KF_PROTO_MAXDIMS per buffer, unused ones 0 */
+    int64_t extent[KF_PROTO_MAXARGS][KF_PROTO_MAXDIMS];
 } kf_msg_run;
 
 #define KF_PROTO_NPHASES 6

@@ -56,6 +56,7 @@ struct kf_worker {
     int wrapped, end_status; /* started through a wrapper; its exit status, or -1 */
     double grace_s;
     int deferred; /* a GPU worker started before its artifact existed (kf_worker_attach) */
+    int trusted;  /* a trusted program of kforge's (kf_worker_opts.exec), not kforge-worker */
     long uid;     /* the worker's own uid when started as root, else -1 */
     double start_timeout_s;
     uint64_t mem_limit;
@@ -586,6 +587,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size, c
     w->spin = o->spin;
     w->device = o->device;
     w->wrapped = o->wrap && o->wrap[0];
+    w->trusted = o->exec && o->exec[0];
     w->grace_s = o->wrap_grace_s;
     w->end_status = -1;
     kf_buf_init(&w->out, OUTPUT_CAP);
@@ -627,11 +629,11 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size, c
     } else {
         snprintf(so_copy, sizeof w->so_file, "%s/candidate.so", w->dir);
     }
-    if (!w->deferred && copy_file(so_path, so_copy)) {
+    if (!w->deferred && !w->trusted && copy_file(so_path, so_copy)) {
         st = kf__err(ctx, kf__io_status(errno), "copying %s: %s", so_path, strerror(errno));
         goto fail;
     }
-    if (anon) { /* the worker runs as a copy under a random name: comm, argv[0], AT_EXECFN */
+    if (anon && !w->trusted) { /* the worker runs as a copy under a random name: comm, argv[0], AT_EXECFN */
         char nm[12];
         random_name(nm, 8, "abcdefghijklmnopqrstuvwxyz");
         snprintf(exe_copy, sizeof exe_copy, "%s/%s", w->dir, nm);
@@ -705,7 +707,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size, c
     /* As root, the worker becomes a user of its own: a random high uid (not one derived
      * from a pid: pids repeat across pid namespaces), owner of its directory. */
     char uidarg[32] = "-";
-    if (geteuid() == 0) {
+    if (geteuid() == 0 && !w->trusted) {
         uid_t id = (uid_t)(0x70000000u + (uint32_t)(kf__secret_u64() & 0x0fffffffu));
         snprintf(uidarg, sizeof uidarg, "%u", (unsigned)id);
         w->uid = (long)id;
@@ -755,6 +757,13 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size, c
         wargv[0] = exe_copy;
         wargv[1] = NULL;
     }
+    if (w->trusted) {
+        if (snprintf(cfg.text, sizeof cfg.text, "%s", o->exec_config ? o->exec_config : "") >=
+            (int)sizeof cfg.text) {
+            st = kf__err(ctx, KF_EINTERNAL, "%s: configuration too long", o->exec[0]);
+            goto fail;
+        }
+    }
     /* through a wrapper: its arguments, then the worker's command line */
     char *argv[64 + 10], **av = wargv;
     const char *exe = wpath;
@@ -791,7 +800,8 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size, c
      * with ETXTBSY until that child has exec'd */
     int rc;
     for (int tries = 0;; tries++) {
-        rc = posix_spawn(&w->pid, w->wrapped || !anon ? exe : exe_copy, &fa, &at, av, envp);
+        if (w->trusted) rc = posix_spawnp(&w->pid, o->exec[0], &fa, &at, (char *const *)o->exec, environ);
+        else rc = posix_spawn(&w->pid, w->wrapped || !anon ? exe : exe_copy, &fa, &at, av, envp);
         if (rc != ETXTBSY || tries >= 200) break;
         usleep(1000);
     }
@@ -805,7 +815,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size, c
     }
     if (rc) {
         w->pid = -1;
-        st = kf__err(ctx, KF_EINTERNAL, "spawning %s: %s", exe, strerror(rc));
+        st = kf__err(ctx, KF_EINTERNAL, "spawning %s: %s", w->trusted ? o->exec[0] : exe, strerror(rc));
         goto fail;
     }
     for (int i = 0; i < nsrc; i++) close(hi[i]);
@@ -909,7 +919,8 @@ static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int device, kf_worker *
             fail->reason = KF_REASON_SANDBOX_VIOLATION;
             snprintf(fail->msg, sizeof fail->msg, "while loading the candidate: %s", named);
         } else {
-            snprintf(fail->msg, sizeof fail->msg, "could not load the built object: %s", m.t.text);
+            snprintf(fail->msg, sizeof fail->msg, "%s%s",
+                     w->trusted ? "" : "could not load the built object: ", m.t.text);
         }
     } else if (ok > 0) {
         reap(w, fail, "while loading the candidate", 1);
@@ -957,6 +968,11 @@ static int await_stamp(kf_worker *w, uint32_t type, uint32_t seq, uint64_t deadl
         if (gpu_violation(m.t.text, named, sizeof named))
             fail_kill(w, r, KF_REASON_SANDBOX_VIOLATION, "%s", named);
         else fail_kill(w, r, KF_REASON_CRASH, "%s", m.t.text);
+        return 0;
+    }
+    if (w->trusted && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_FAIL) {
+        m.t.text[sizeof m.t.text - 1] = 0; /* kforge's own program: its reason as it is */
+        fail_kill(w, r, KF_REASON_CRASH, "%s", m.t.text);
         return 0;
     }
     int arg = -1;
@@ -1078,7 +1094,8 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
          * the next SIGCONT and could start on the (already staged) inputs before the START
          * stamp, untimed. Threads joined just before return may still be finishing their
          * exit: allow them 2 ms. */
-        int nth = w->device ? 1 : thread_count(w->pid); /* the CUDA driver's own threads */
+        /* the CUDA driver's own threads; a trusted program's (a PyTorch reference's pool) */
+        int nth = w->device || w->trusted ? 1 : thread_count(w->pid);
         for (int i = 0; nth > 1 && i < 40; i++) {
             usleep(50);
             nth = thread_count(w->pid);

@@ -72,6 +72,14 @@ typedef struct {
      * ones are left out. */
     const char *const *env_pass;
     const char *const *env_settings;
+    /* A trusted program instead of kforge-worker (a task's PyTorch reference), or NULL:
+     * started as exec[0] (searched in PATH) with exec's arguments and kforge's own
+     * environment, as this user, with the same channel, arena and inputs' region; its
+     * first message is exec_config (a kf_msg_config's text) and it then speaks the CPU
+     * worker's protocol. Nothing is copied for it, no sandbox layer applies, and the
+     * threads it keeps between calls are its own (kforge's code, never a candidate's). */
+    const char *const *exec;
+    const char *exec_config;
 } kf_worker_opts;
 
 /* Spawn a worker for the built object so_path with an arena of arena_size bytes.

@@ -344,9 +344,9 @@ static kf_status parse_shape_obj(lctx *l, kf_task *t, json_t *v, const char *whe
 static int known_backend(const char *name) { return kf_backend_get(name) || kf_backend_reserved(name); }
 
 static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
-    static const char *const top[] = {"name",        "backend",     "entry",       "sizes",  "constraints",
-                                      "args",        "tolerance",   "shapes",      "hidden", "cost",
-                                      "determinism", "description", "launch_mode", "ops",    0};
+    static const char *const top[] = {
+        "name",   "backend", "entry",       "sizes",       "constraints", "args", "tolerance", "shapes",
+        "hidden", "cost",    "determinism", "description", "launch_mode", "ops",  "reference", 0};
     kf_status st;
     if (!json_is_object(root)) return bad(l, "top level: expected an object");
     if ((st = only_keys(l, root, "top level", top))) return st;
@@ -538,6 +538,21 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
         }
         t->launch_host = !strcmp(m, "host");
     }
+    json_t *rf = json_object_get(root, "reference");
+    if (rf) {
+        const char *r = json_string_value(rf);
+        size_t n = r ? strlen(r) : 0;
+        if (n < 4 || n > 128 || strcmp(r + n - 3, ".py") || strchr(r, '/') || r[0] == '.')
+            return bad(l, "reference: expected the file name of a PyTorch reference in the task's directory "
+                          "(\"reference.py\")");
+        if (!kf_backend_has(kf_backend_get(t->backend), KF_BACKEND_CPU))
+            return bad(l,
+                       "reference: a PyTorch reference is supported for tasks of CPU backends (\"c\") "
+                       "only; a %s task's reference is the backend's own file",
+                       t->backend);
+        t->ref_torch = 1;
+        if (!(t->ref_file = kf__strdup(r))) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
+    }
     if (json_object_get(root, "description") && !json_is_string(json_object_get(root, "description")))
         return bad(l, "description: expected a string");
     /* op tags of the families the task belongs to ("op/rowwise"): lessons distilled
@@ -609,7 +624,7 @@ kf_status kf_task_load(kf_ctx *ctx, const char *dir, kf_task **out) {
                      path, t->backend, names);
         goto fail;
     }
-    t->ref_path = kf__asprintf("%s/%s", dir, kf_backend_reference(be));
+    t->ref_path = kf__asprintf("%s/%s", dir, t->ref_file ? t->ref_file : kf_backend_reference(be));
     if (!t->ref_path) {
         st = kf__err(ctx, KF_ENOMEM, "out of memory");
         goto fail;
@@ -664,6 +679,7 @@ void kf_task_free(kf_task *t) {
     free(t->backend);
     free(t->entry);
     free(t->ref_path);
+    free(t->ref_file);
     for (int i = 0; i < t->nops; i++) free(t->ops[i]);
     free(t->ops);
     free(t);

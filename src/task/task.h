@@ -51,6 +51,9 @@ typedef struct {
 struct kf_task {
     char *dir, *name, *backend, *entry;
     char *ref_path;
+    char *ref_file; /* that name, or NULL */
+    int ref_torch;  /* "reference": "NAME.py": a PyTorch reference (docs/torch.md), run by
+                     * python3 with torch in a trusted process; else the backend's file */
     int nsizes;
     char **size_names;
     int64_t *size_min, *size_max;

@@ -1,0 +1,153 @@
+# torch_ref.py - the runner of a task's PyTorch reference (docs/torch.md), a trusted process
+# of kforge's started by the checker in place of kforge-worker (kf_worker_opts.exec), with
+# the same channel (fd 3), arena (fd 4, read-write) and inputs' region (fd 5, read-only).
+# It speaks the CPU worker's protocol (src/sandbox/proto.h): a configuration message
+# first, SETUP_OK, then READY once torch and the reference module are imported (LOADFAIL
+# with the reason otherwise); for each RUN, START, the call, DONE. Buffers are tensors
+# over the shared mappings (torch.frombuffer: no copy), the inputs read-only; outputs are
+# written in place or returned, then copied into the output buffers. A failure is sent as
+# FAIL with its text and the process exits: the checker reports it as a task error.
+# Torch is imported once per process, so once per check. Embedded into libkforge as text
+# (passed with python3 -c): it is never run from the source tree.
+import importlib.util
+import mmap
+import os
+import socket
+import struct
+import sys
+import time
+import traceback
+import warnings
+
+MAGIC = 0x6B66726B
+READY, LOADFAIL, RUN, DONE, EXIT, START, SETUP_OK, FAIL = 1, 2, 3, 4, 5, 6, 7, 8
+
+
+def main():
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, 3)
+    raw = sock.recv(1 << 16)
+    text = raw[8:].split(b"\0", 1)[0].decode()
+    cfg, args = {}, []
+    for line in text.split("\n"):
+        key, _, val = line.partition(" ")
+        if key == "arg":
+            args.append(val.split())
+        elif key:
+            cfg[key] = val
+    (run_size, off_at, ival_at, fval_at, ext_at, done_size, ns_at, text_size,
+     maxdims) = (int(x) for x in cfg["msg"].split())
+    done = bytearray(done_size)
+
+    def send(kind, seq, ns):
+        struct.pack_into("<IIII", done, 0, MAGIC, kind, seq, 0)
+        struct.pack_into("<Q", done, ns_at, ns)
+        sock.send(done)
+
+    def send_text(kind, msg):
+        out = bytearray(text_size)
+        struct.pack_into("<II", out, 0, MAGIC, kind)
+        enc = msg.encode("utf-8", "replace")[: text_size - 9]
+        out[8:8 + len(enc)] = enc
+        sock.send(out)
+
+    send(SETUP_OK, 0, 0)
+    cpus = cfg.get("cpus", "-")
+    if cpus != "-":
+        try:
+            os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+        except OSError:
+            pass
+    threads = int(cfg.get("threads", "1"))
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001 - any import failure is the same answer
+        send_text(LOADFAIL, "%s cannot import torch (%s: %s): set KFORGE_PYTHON to a python3 with "
+                  "torch, or run `make deps` (docs/torch.md)" % (sys.executable, type(e).__name__, e))
+        return 2
+    torch.set_num_threads(threads)
+    path, entry = cfg["ref"], cfg["entry"]
+    try:
+        sys.path.insert(0, os.path.dirname(path))
+        spec = importlib.util.spec_from_file_location("kforge_reference", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        fn = getattr(mod, entry, None)
+        if not callable(fn):
+            raise AttributeError("%s defines no function %s" % (path, entry))
+    except Exception as e:  # noqa: BLE001
+        send_text(LOADFAIL, "%s: %s: %s" % (path, type(e).__name__, e))
+        return 2
+    dtypes = {"f32": torch.float32, "f64": torch.float64, "i32": torch.int32, "i64": torch.int64,
+              "u8": torch.uint8, "f16": torch.float16, "bf16": torch.bfloat16}
+    size = os.fstat(4).st_size
+    arena = mmap.mmap(4, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    inputs = mmap.mmap(5, size, mmap.MAP_SHARED, mmap.PROT_READ)
+    warnings.filterwarnings("ignore", message=".*not writable.*")
+    outs = [i for i, a in enumerate(args) if a[1] == "buf" and a[3] == "out"]
+
+    def tensor(i, msg):
+        name, _, ty, io, nd = args[i]
+        off = struct.unpack_from("<Q", msg, off_at + 8 * i)[0]
+        dims = struct.unpack_from("<%dq" % maxdims, msg, ext_at + 8 * maxdims * i)[: int(nd)]
+        count = 1
+        for d in dims:
+            count *= d
+        if count == 0:
+            return torch.empty(dims, dtype=dtypes[ty])
+        region, at = (inputs, off - size) if off >= size else (arena, off)
+        return torch.frombuffer(region, dtype=dtypes[ty], count=count, offset=at).view(dims)
+
+    def scalar(i, msg):
+        if args[i][2] in ("f32", "f64"):
+            return struct.unpack_from("<d", msg, fval_at + 8 * i)[0]
+        return struct.unpack_from("<q", msg, ival_at + 8 * i)[0]
+
+    def place(result, ts):
+        if result is None:
+            return
+        got = [result] if isinstance(result, torch.Tensor) else list(result)
+        if len(got) != len(outs) or not all(isinstance(g, torch.Tensor) for g in got):
+            raise TypeError("%s returned %d value(s); the task has %d out buffer(s): return one tensor "
+                            "per out buffer, in order, or None after writing them in place"
+                            % (entry, len(got), len(outs)))
+        for k, g in zip(outs, got):
+            dst = ts[k]
+            if g.data_ptr() == dst.data_ptr() and g.numel() == dst.numel():
+                continue
+            if g.numel() != dst.numel():
+                raise ValueError("%s returned %s for %s, whose shape is %s"
+                                 % (entry, tuple(g.shape), args[k][0], tuple(dst.shape)))
+            dst.copy_(g.reshape(dst.shape))
+
+    clock = time.CLOCK_MONOTONIC
+    send(READY, 0, 0)
+    with torch.inference_mode():
+        while True:
+            msg = sock.recv(run_size + 64)
+            if len(msg) < 16:
+                return 0
+            magic, kind, seq = struct.unpack_from("<III", msg)
+            if magic != MAGIC or kind == EXIT:
+                return 0
+            if kind != RUN or len(msg) != run_size:
+                return 3
+            try:
+                ts = [tensor(i, msg) if a[1] == "buf" else scalar(i, msg) for i, a in enumerate(args)]
+            except Exception as e:  # noqa: BLE001
+                send_text(FAIL, "%s: the arguments: %s: %s" % (path, type(e).__name__, e))
+                return 3
+            send(START, seq, time.clock_gettime_ns(clock))
+            try:
+                place(fn(*ts), ts)
+            except Exception as e:  # noqa: BLE001
+                tb = traceback.extract_tb(e.__traceback__)
+                where = next((f for f in reversed(tb) if f.filename == path), None)
+                at = " (line %d)" % where.lineno if where else ""
+                send_text(FAIL, "%s%s: %s: %s" % (path, at, type(e).__name__, e))
+                return 3
+            send(DONE, seq, time.clock_gettime_ns(clock))
+            del ts
+
+
+if __name__ == "__main__":
+    sys.exit(main())
