@@ -29,6 +29,9 @@ venv_deps() {
     elif "$venv_dir/bin/python3" -m pip install -q --disable-pip-version-check $want \
         >/tmp/kforge-venv.log 2>&1; then
         echo "deps: installed into .venv:$want"
+        # torch is gigabytes: write it out now, not while the tests start workers (a
+        # clean clone's first timing tests stalled behind the writeback)
+        sync
     else
         echo "deps: pip could not install$want into .venv; see /tmp/kforge-venv.log" >&2
         tail -3 /tmp/kforge-venv.log >&2

@@ -1065,8 +1065,12 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
         int status = 0;
         siginfo_t si;
         /* A stop cannot be refused (and SIGCONT to itself is forbidden), but never wait for
-         * one without a deadline: a worker that neither stops nor dies in 2 s is killed. */
-        uint64_t stop_by = kf__now_ns() + 2000000000ull;
+         * one without a deadline: a worker that neither stops nor dies in 10 s is killed.
+         * (2 s was too short: a task waiting on the disk stops only when the wait ends, and
+         * a clean clone's tests, started behind the writeback of gigabytes of just-installed
+         * packages, saw an honest worker "resist" that long. Stopped late, it still runs
+         * none of its code meanwhile: a task in such a wait is not running.) */
+        uint64_t stop_by = kf__now_ns() + 10000000000ull;
         for (;;) {
             memset(&si, 0, sizeof si);
             int rc = waitid(P_PID, (id_t)w->pid, &si, WEXITED | WSTOPPED | WNOWAIT | WNOHANG);

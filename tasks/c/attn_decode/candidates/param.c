@@ -1,5 +1,5 @@
 /* Template attention decode (fast.c with PARTS partial sums per dot product): the same two
- * passes as the reference, float scores and weights, PARTS independent double partial sums
+ * passes as the reference, scores and weights in double, PARTS independent double partial sums
  * per dot product, and the weighted sum of values in double:
  * a score's error is multiplied by the softmax (a spiked query makes scores of hundreds, where
  * float dot products missed the tolerance), and a long context's sum collects the rest. */
@@ -22,17 +22,17 @@ void attn_decode(const float *restrict q, const float *restrict k, const float *
             vcache[(i * t + pos) * d + e] = v[i * d + e];
         }
     }
-    float *p = malloc((size_t)(pos + 1) * sizeof *p);
+    double *p = malloc((size_t)(pos + 1) * sizeof *p);
     double *acc = malloc((size_t)(d > 0 ? d : 1) * sizeof *acc);
     if (!p || !acc) abort();
-    const float scale = (float)(1.0 / sqrt((double)d));
+    const double scale = 1.0 / sqrt((double)d);
     const int64_t group = h / kvh;
     for (int64_t r = 0; r < b; r++) {
         for (int64_t hh = 0; hh < h; hh++) {
             const float *qh = q + (r * h + hh) * d;
             const int64_t kv = r * kvh + hh / group;
             const float *kc = kcache + kv * t * d, *vc = vcache + kv * t * d;
-            float m = -INFINITY;
+            double m = -INFINITY;
             for (int64_t j = 0; j <= pos; j++) {
                 double part[PARTS] = {0};
                 int64_t e = 0;
@@ -41,17 +41,17 @@ void attn_decode(const float *restrict q, const float *restrict k, const float *
                 double dot = 0;
                 for (int l = 0; l < PARTS; l++) dot += part[l];
                 for (; e < d; e++) dot += (double)qh[e] * kc[j * d + e];
-                p[j] = (float)(dot * scale);
+                p[j] = dot * scale;
                 if (p[j] > m) m = p[j];
             }
             double sum = 0;
             for (int64_t j = 0; j <= pos; j++) {
-                p[j] = (float)exp((double)p[j] - (double)m);
+                p[j] = exp(p[j] - m);
                 sum += p[j];
             }
             for (int64_t e = 0; e < d; e++) acc[e] = 0;
             for (int64_t j = 0; j <= pos; j++) {
-                const float pj = p[j];
+                const double pj = p[j];
                 for (int64_t e = 0; e < d; e++) acc[e] += (double)pj * vc[j * d + e];
             }
             const double inv = 1.0 / sum;
