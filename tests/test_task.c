@@ -10,6 +10,7 @@
 #include "task/candidate.h"
 #include "util/util.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -46,6 +47,61 @@ static const char *mktask(const char *json, const char *ref) {
         fclose(f);
     }
     return dir;
+}
+
+static void put(const char *dir, const char *name, const char *text) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    CHECK(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void fp_of(const char *dir, char out[65]) {
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    CHECKF(kf_task_load(ctx, dir, &t) == KF_OK, "%s", kf_errmsg(ctx));
+    memcpy(out, t->fingerprint, 65);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* A Python reference's fingerprint covers the modules beside it (an imported KernelBench
+ * task's reference runs its problem.py): a changed problem.py is a changed task, while a C
+ * task's fingerprint ignores .py files, as before. */
+static void t_fingerprint_python(const void *arg) {
+    (void)arg;
+    char dir[256], a[65], b[65], c[65];
+    snprintf(dir, sizeof dir, "/tmp/kft-task-py-XXXXXX");
+    CHECK(mkdtemp(dir));
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/softmax_torch");
+    char src[512];
+    snprintf(src, sizeof src, "cp %s/task.json %s/reference.py %s/", kft_src("tasks/c/softmax_torch"),
+             kft_src("tasks/c/softmax_torch"), dir);
+    CHECK(system(src) == 0);
+    fp_of(dir, a);
+    CHECKF(!strcmp(a, t->fingerprint), "a copy of the task has another fingerprint");
+    put(dir, "problem.py", "N = 16\n");
+    fp_of(dir, b);
+    CHECKF(strcmp(a, b), "problem.py beside the reference left the fingerprint as it was");
+    put(dir, "problem.py", "N = 17\n");
+    fp_of(dir, c);
+    CHECKF(strcmp(b, c), "a changed problem.py left the fingerprint as it was");
+    put(dir, "notes.txt", "not Python\n");
+    fp_of(dir, a);
+    CHECKF(!strcmp(a, c), "a file other than .py changed the fingerprint");
+    kf_task_free(t);
+    kf__rmtree(dir);
+    /* a C task: .py files beside it are not its reference's */
+    const char *cdir = mktask(good_json, good_ref);
+    fp_of(cdir, a);
+    put(cdir, "problem.py", "N = 16\n");
+    fp_of(cdir, b);
+    CHECKF(!strcmp(a, b), "a .py file changed a C task's fingerprint");
+    kf__rmtree(cdir);
+    kf_ctx_free(ctx);
 }
 
 /* Load a task expected to fail with status st and a message containing each needle. */
@@ -581,6 +637,7 @@ static void t_mutations(const void *arg) {
 void kft_register_task(void) {
     kft_add("task/mutations", t_mutations, NULL, 60);
     kft_add("task/bundled_load", t_bundled_load, NULL, 10);
+    kft_add("task/fingerprint_python", t_fingerprint_python, NULL, 10);
     kft_add("task/good_minimal", t_good_minimal, NULL, 10);
     kft_add("task/malformed_json", t_malformed_json, NULL, 10);
     kft_add("task/unknown_field", t_unknown_field, NULL, 10);

@@ -13,6 +13,7 @@
 #include "../backend/registry.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -583,6 +584,57 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
     return KF_OK;
 }
 
+/* The task's fingerprint: SHA-256 of task.json, a NUL and the reference. A Python
+ * reference may import the modules beside it (an imported KernelBench task's reference
+ * runs its problem.py): then each other *.py of the directory follows, in name order, as
+ * NUL, its name, NUL, its text, so none of them can change under a run unseen. A task
+ * with a C or CUDA reference, or with no other .py file, keeps the fingerprint it had. */
+static kf_status fingerprint(kf_ctx *ctx, kf_task *t, const char *dir, const char *text, size_t textlen,
+                             const char *ref, size_t reflen) {
+    enum { MAXPY = 16 };
+    const void *parts[3 + 4 * MAXPY] = {text, "\0", ref};
+    size_t lens[3 + 4 * MAXPY] = {textlen, 1, reflen};
+    int n = 3, nl = 0;
+    struct dirent **names = NULL;
+    char *bodies[MAXPY] = {0};
+    kf_status st = KF_OK;
+    size_t rl = strlen(t->ref_path);
+    if (rl > 3 && !strcmp(t->ref_path + rl - 3, ".py") && (nl = scandir(dir, &names, NULL, alphasort)) < 0)
+        nl = 0;
+    const char *refname = strrchr(t->ref_path, '/') ? strrchr(t->ref_path, '/') + 1 : t->ref_path;
+    int nb = 0;
+    for (int i = 0; i < nl && !st; i++) {
+        const char *nm = names[i]->d_name;
+        size_t len = strlen(nm);
+        if (len < 4 || strcmp(nm + len - 3, ".py") || !strcmp(nm, refname)) continue;
+        if (nb == MAXPY) {
+            st = kf__err(ctx, KF_ETASK, "%s: more than %d Python files beside the reference", dir, MAXPY);
+            break;
+        }
+        char *path = kf__asprintf("%s/%s", dir, nm);
+        size_t blen = 0;
+        if (!path) {
+            st = kf__err(ctx, KF_ENOMEM, "out of memory");
+        } else if (kf__read_file(path, REF_MAX, &bodies[nb], &blen)) {
+            st = kf__err(ctx, kf__io_status(errno), "%s: %s (beside the task's Python reference)", path,
+                         strerror(errno));
+        } else {
+            parts[n] = "\0", lens[n++] = 1;
+            parts[n] = nm, lens[n++] = len;
+            parts[n] = "\0", lens[n++] = 1;
+            parts[n] = bodies[nb], lens[n++] = blen;
+            nb++;
+        }
+        free(path);
+    }
+    if (!st && kf__sha256_hex(parts, lens, n, t->fingerprint))
+        st = kf__err(ctx, KF_EINTERNAL, "sha256 failed");
+    for (int i = 0; i < nb; i++) free(bodies[i]);
+    for (int i = 0; i < nl; i++) free(names[i]);
+    free(names);
+    return st;
+}
+
 kf_status kf_task_load(kf_ctx *ctx, const char *dir, kf_task **out) {
     if (!dir || !out) return kf__err(ctx, KF_EUSAGE, "kf_task_load: NULL argument");
     *out = NULL;
@@ -634,12 +686,7 @@ kf_status kf_task_load(kf_ctx *ctx, const char *dir, kf_task **out) {
                      strerror(errno));
         goto fail;
     }
-    const void *parts[] = {text, "\0", ref};
-    size_t lens[] = {textlen, 1, reflen};
-    if (kf__sha256_hex(parts, lens, 3, t->fingerprint)) {
-        st = kf__err(ctx, KF_EINTERNAL, "sha256 failed");
-        goto fail;
-    }
+    if ((st = fingerprint(ctx, t, dir, text, textlen, ref, reflen))) goto fail;
     json_decref(root);
     free(text);
     free(ref);
