@@ -967,6 +967,23 @@ int kf_sess_mtol_fails(const kf_sess *s, const kf_side *side, const kf_extents *
     return 0;
 }
 
+/* A candidate call that can show a race: when wide (the checking set is one CPU of
+ * several), on every CPU, boosted with a short slice, and back on the checking set after;
+ * interleaved when inter. Returns whether it ran on every CPU. */
+static int race_call(kf_sess *s, kf_side *cand, const kf_extents *ex, const kf_inputs *in, const kf_poison *p,
+                     int wide, int inter, kf_call_result *cr) {
+    int par = wide && !kf_worker_set_cpus(cand->w, &s->all_cpus);
+    int boosted = par && !kf_worker_set_nice(cand->w, PARALLEL_NICE, PARALLEL_SLICE_NS);
+    s->interleave = inter;
+    kf_sess_call(s, cand, ex, in, p, cr);
+    s->interleave = 0;
+    if (par && cr->st == KF_CALL_OK) {
+        kf_worker_set_cpus(cand->w, &s->check_cpus);
+        if (boosted) kf_worker_set_nice(cand->w, s->base_nice, 0);
+    }
+    return par;
+}
+
 /* The race rounds (docs/checker.md "Races"): a candidate whose calls ran threads makes up
  * to RACE_CALLS more calls at the maximum shape, where its threads live longest, within
  * RACE_BUDGET_NS of its own time: each on every CPU (where the checking set is one CPU),
@@ -985,17 +1002,9 @@ static kf_status race_rounds(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
         kf_sess_place(s, &s->crng, ex, 0, &cand->lay);
         kf_poison p;
         kf_data_make_poison(s->t, &s->crng, &p);
-        int par = s->parallel_call && !kf_worker_set_cpus(cand->w, &s->all_cpus);
-        int boosted = par && !kf_worker_set_nice(cand->w, PARALLEL_NICE, PARALLEL_SLICE_NS);
         kf_call_result cr;
-        s->interleave = 1;
-        kf_sess_call(s, cand, ex, &pp->in[0], &p, &cr);
-        s->interleave = 0;
+        race_call(s, cand, ex, &pp->in[0], &p, s->parallel_call, 1, &cr);
         s->race_calls++;
-        if (par && cr.st == KF_CALL_OK) {
-            kf_worker_set_cpus(cand->w, &s->check_cpus);
-            if (boosted) kf_worker_set_nice(cand->w, s->base_nice, 0);
-        }
         char when[64];
         snprintf(when, sizeof when, "race round %d of up to %d, interleaved", k + 1, RACE_CALLS);
         if (cr.st != KF_CALL_OK) {
@@ -1069,25 +1078,17 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
         int solo = s->have_check_cpus && s->cand_called && trial == (pp->calls == 4 ? 0 : 1) && cand->b &&
                    cpu && (kf_rng_next(&s->crng) & 1);
         if (solo && !s->parallel_call && kf_worker_set_cpus(cand->w, &s->one_cpu)) solo = 0;
-        int par = !solo && s->parallel_call && s->cand_called && (pp->calls == 4 ? trial != 1 : 1) &&
-                  cand->b && cpu && !kf_worker_set_cpus(cand->w, &s->all_cpus);
         /* boosted with a short slice: where other work (the reference's thread, other
          * checks) holds a CPU, the candidate's threads still get both, or take turns
-         * every 0.1 ms on one, and an unsynchronised update is lost either way */
-        int boosted = par && !kf_worker_set_nice(cand->w, PARALLEL_NICE, PARALLEL_SLICE_NS);
-        /* and interleaved, on any machine, at the same calls: whichever of its threads runs
-         * yields every 10 us (KF_RUN_INTERLEAVE), so threads that share a CPU (one CPU
+         * every 0.1 ms on one, and an unsynchronised update is lost either way; and
+         * interleaved, on any machine, at the same calls: whichever of its threads runs
+         * yields every 30 us (KF_RUN_INTERLEAVE), so threads that share a CPU (one CPU
          * left, or every CPU busy with other work) take turns inside each other's updates.
          * Scheduling alone left a racy sum right at every shape in 1 of about 120 checks
          * on a 2-CPU machine; a one-CPU machine never showed the race at all */
-        s->interleave = s->cand_called && (pp->calls == 4 ? trial != 1 : 1) && cand->b && cpu;
-        kf_sess_call(s, cand, ex, &pp->in[set], &p, &cr);
-        s->interleave = 0;
+        const int racy = s->cand_called && (pp->calls == 4 ? trial != 1 : 1) && cand->b && cpu;
+        int par = race_call(s, cand, ex, &pp->in[set], &p, !solo && s->parallel_call && racy, racy, &cr);
         s->cand_called = 1;
-        if (par && cr.st == KF_CALL_OK) {
-            kf_worker_set_cpus(cand->w, &s->check_cpus);
-            if (boosted) kf_worker_set_nice(cand->w, s->base_nice, 0);
-        }
         if (solo && !s->parallel_call && cr.st == KF_CALL_OK) kf_worker_set_cpus(cand->w, &s->check_cpus);
         calls++;
         snprintf(when, sizeof when, "call %d of %d at this shape%s", trial + 1, pp->calls,
