@@ -1213,8 +1213,8 @@ static void t_verdict_roundtrip(const void *arg) {
     kf_result_free(r);
     kf_task_free(t);
 
-    /* The CUDA backend's reports, made by its own code, go where the record had them
-     * when the backend wrote into it: the launch modes and fairness after "ci95" */
+    /* The CUDA backend's fairness report, made by its own code, is typed: the verdict
+     * writes it under the document's keys, after "ci95" (docs/cli.md) */
     kf_backend *be = kf_backend_get("cuda");
     kf_build k, h;
     memset(&k, 0, sizeof k);
@@ -1222,13 +1222,17 @@ static void t_verdict_roundtrip(const void *arg) {
     k.nlaunch = 1;
     h.host = 1;
     kf_launch_seen graph_seen = {1, 1, 4}, none = {0, 1, -1};
-    json_t *old = json_pack("{s:{s:i}, s:f, s:f, s:f, s:f, s:[f, f]}", "sizes", "n", 64, "candidate_ns", 10.0,
-                            "baseline_ns", 20.0, "speedup", 2.0, "noise", 0.01, "ci95", 1.9, 2.1);
-    CHECK(old);
-    kf_backend_fair(be, &h, &graph_seen, &k, 0, &none, old);
-    json_object_set_new(old, "win", json_false());
-    json_object_set_new(old, "slower", json_false());
-    json_t *doc = json_pack("{s:s, s:[], s:[o]}", "verdict", "accepted", "reasons", "shapes", old);
+    kf_fair_out fo;
+    int fair = kf_backend_fair(be, &h, &graph_seen, &k, 0, &none, &fo);
+    CHECK(!fair && fo.reported && fo.note[0]);
+    json_t *doc =
+        json_pack("{s:s, s:[], s:[{s:{s:i}, s:f, s:f, s:f, s:f, s:[f, f], s:{s:s, s:s}, s:s, s:i, s:b, "
+                  "s:s, s:b, s:b}]}",
+                  "verdict", "accepted", "reasons", "shapes", "sizes", "n", 64, "candidate_ns", 10.0,
+                  "baseline_ns", 20.0, "speedup", 2.0, "noise", 0.01, "ci95", 1.9, 2.1, "launch_mode",
+                  "candidate", "graph", "baseline", "kernel", "graph_use", "yes", "launches_per_call", 4,
+                  "fair", 0, "fair_reason", fo.note, "win", 0, "slower", 0);
+    CHECK(doc);
     struct kf_verdict v;
     kf_verdict_init(&v);
     v.verdict = KF_VERDICT_ACCEPTED;
@@ -1241,15 +1245,20 @@ static void t_verdict_roundtrip(const void *arg) {
              KF_VS_SLOWER;
     s->candidate_ns = 10, s->baseline_ns = 20, s->speedup = 2, s->noise = 0.01, s->ci95[0] = 1.9,
     s->ci95[1] = 2.1;
-    json_t *rep = json_object();
-    kf_backend_fair(be, &h, &graph_seen, &k, 0, &none, rep);
-    CHECK(kf_verdict_merge_shape(&v, s, rep, KF_VAT_FAIR) == 0 && (s->has & KF_VS_FAIR) && !s->fair &&
-          s->fair_reason);
-    json_decref(rep);
+    CHECK(kf_verdict_set_fair(&v, s, &fo, fair) == 0 && (s->has & KF_VS_FAIR) && !s->fair && s->fair_reason &&
+          (s->has & KF_VS_LAUNCH_MODE) && !strcmp(s->candidate_launch_mode, "graph") &&
+          s->launches_per_call == 4 && s->extra.n == 0);
     json_t *now = kf_verdict_to_json(&v);
     char *x = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER),
          *y = json_dumps(now, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    CHECKF(x && y && !strcmp(x, y), "the fairness report moved:\n  %s\n  %s", x, y);
+    CHECKF(x && y && !strcmp(x, y), "the fairness report's keys changed:\n  %s\n  %s", x, y);
+    /* and it reads back into the same fields, no key left untyped */
+    struct kf_verdict back;
+    CHECK(kf_verdict_from_json(now, &back) == 0 && back.nshapes == 1 && back.shapes[0].extra.n == 0 &&
+          (back.shapes[0].has & KF_VS_LAUNCH_MODE) &&
+          !strcmp(back.shapes[0].baseline_launch_mode, "kernel") &&
+          !strcmp(back.shapes[0].graph_use, "yes") && back.shapes[0].launches_per_call == 4);
+    kf_verdict_free(&back);
     free(x);
     free(y);
     json_decref(now);

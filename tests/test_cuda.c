@@ -15,6 +15,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/host.h"
 #include "backend/cuda/run.h"
+#include "check/verdict.h"
 #include "check/check.h"
 #include "data/data.h"
 #include "task/candidate.h"
@@ -1720,22 +1721,33 @@ static void t_fairness(const void *arg) {
           !strcmp(bad, "libcublas.so.13"));
     CHECK(kf__cuda_undeclared("libcudnn.so.9,libz.so.1", "cublas", bad, sizeof bad) == 1 &&
           !strcmp(bad, "libcudnn.so.9"));
-    /* per-shape JSON with and without CUPTI */
+    /* the per-shape report with and without CUPTI */
     kf_call_result cr;
     memset(&cr, 0, sizeof cr);
-    json_t *j = json_object();
-    kf__cuda_launch_json(j, &cr);
-    CHECK(json_is_null(json_object_get(j, "launch_count")) && json_object_get(j, "launch_note"));
-    json_decref(j);
+    kf_call_out co;
+    memset(&co, 0, sizeof co);
+    kf__cuda_launch_report(&co, &cr);
+    CHECK(co.reported && !co.counted && co.note && strstr(co.note, "CUPTI"));
     cr.cupti = 1, cr.nlaunch = 3, cr.ngraph = 0, cr.nnames = 2, cr.nlib = 1;
     snprintf(cr.names[0], sizeof cr.names[0], "row_stats");
     snprintf(cr.names[1], sizeof cr.names[1], "cutlass_80_tensorop_s1688gemm");
-    j = json_object();
-    kf__cuda_launch_json(j, &cr);
-    CHECK(json_integer_value(json_object_get(j, "launches_per_call")) == 3);
-    CHECK(json_array_size(json_object_get(j, "kernels")) == 2 &&
-          json_array_size(json_object_get(j, "library_kernels")) == 1);
-    json_decref(j);
+    memset(&co, 0, sizeof co);
+    kf__cuda_launch_report(&co, &cr);
+    CHECK(co.counted && co.launches == 3 && co.nkernels == 2 && !co.library[0] && co.library[1] &&
+          co.library_kernels == 1);
+    struct kf_verdict v;
+    kf_verdict_init(&v);
+    kf_verdict_shape *s = kf_verdict_add_shape(&v);
+    CHECK(kf_verdict_set_call(&v, s, &co) == 0);
+    json_t *doc = kf_verdict_to_json(&v);
+    char *js = json_dumps(json_array_get(json_object_get(doc, "shapes"), 0), JSON_COMPACT);
+    CHECKF(js && !strcmp(js, "{\"sizes\":{},\"launches_per_call\":3,\"graph_launches\":0,\"memory_ops\":0,"
+                             "\"kernels\":[\"row_stats\",\"cutlass_80_tensorop_s1688gemm\"],"
+                             "\"library_kernels\":[\"cutlass_80_tensorop_s1688gemm\"]}"),
+           "%s", js);
+    free(js);
+    json_decref(doc);
+    kf_verdict_free(&v);
 }
 
 /* On a GPU: what a host-mode result reports. sgemm through cuBLAS: launch_mode host,

@@ -214,10 +214,11 @@ void *kf_backend_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report) {
     return b->iface.ceilings ? b->iface.ceilings(b, ctx, report) : NULL;
 }
 
-int kf_backend_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why,
+int kf_backend_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, kf_roof_out *out, char *why,
                         size_t n) {
     if (n) why[0] = 0;
-    return b->iface.roofline ? b->iface.roofline(b, ceil, in, jo, why, n) : 0;
+    memset(out, 0, sizeof *out);
+    return b->iface.roofline ? b->iface.roofline(b, ceil, in, out, why, n) : 0;
 }
 
 void kf_backend_plan(kf_backend *b, const kf_build *cand, const kf_build *base, int cand_graph,
@@ -227,8 +228,10 @@ void kf_backend_plan(kf_backend *b, const kf_build *cand, const kf_build *base, 
 }
 
 int kf_backend_fair(kf_backend *b, const kf_build *cand, const kf_launch_seen *cs, const kf_build *base,
-                    int base_graph, const kf_launch_seen *bs, json_t *jo) {
-    return b->iface.fair ? b->iface.fair(b, cand, cs, base, base_graph, bs, jo) : 1;
+                    int base_graph, const kf_launch_seen *bs, kf_fair_out *out) {
+    memset(out, 0, sizeof *out);
+    out->launches = -1;
+    return b->iface.fair ? b->iface.fair(b, cand, cs, base, base_graph, bs, out) : 1;
 }
 
 int kf_backend_watches_libraries(kf_backend *b, const kf_build *build) {
@@ -242,17 +245,21 @@ int kf_backend_undeclared(kf_backend *b, const kf_build *build, const char *load
     return k > 0 ? k : 0;
 }
 
-void kf_backend_report_build(kf_backend *b, const kf_build *build, json_t *root) {
-    if (b->iface.report_build) b->iface.report_build(b, build, root);
+void kf_backend_report_build(kf_backend *b, const kf_build *build, kf_build_out *out) {
+    memset(out, 0, sizeof *out);
+    if (b->iface.report_build) b->iface.report_build(b, build, out);
 }
 
-void kf_backend_report_sandbox(kf_backend *b, const kf_build *build, kf_worker *w, json_t *sandbox) {
-    if (b->iface.report_sandbox) b->iface.report_sandbox(b, build, w, sandbox);
-    else json_object_set_new(sandbox, "seccomp", json_true());
+void kf_backend_report_sandbox(kf_backend *b, const kf_build *build, kf_worker *w, kf_sandbox_out *out) {
+    memset(out, 0, sizeof *out);
+    if (b->iface.report_sandbox) b->iface.report_sandbox(b, build, w, out);
+    else out->seccomp = 1;
 }
 
-void kf_backend_report_call(kf_backend *b, const kf_build *build, const kf_call_result *cr, json_t *shape) {
-    if (b->iface.report_call) b->iface.report_call(b, build, cr, shape);
+void kf_backend_report_call(kf_backend *b, const kf_build *build, const kf_call_result *cr,
+                            kf_call_out *out) {
+    memset(out, 0, sizeof *out);
+    if (b->iface.report_call) b->iface.report_call(b, build, cr, out);
 }
 
 json_t *kf_backend_resources(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,

@@ -107,6 +107,60 @@ typedef struct {
     int launches; /* the most launches one call made (-1: never counted) */
 } kf_launch_seen;
 
+/* The backend's reports, typed: each report slot fills one of these, and the verdict
+ * (src/check/verdict.h) keeps its fields; verdict.c alone gives them key names. Strings
+ * are static or borrowed from the slot's arguments, for the length of the call. */
+
+/* One timed shape's rates from the task's cost model, and its place under the ceilings
+ * (the roofline slot). */
+enum {
+    KF_ROOF_RATES = 1u << 0,     /* gflops, gbytes_per_s */
+    KF_ROOF_BASE_RATE = 1u << 1, /* baseline_gbytes_per_s */
+    KF_ROOF_FRACTION = 1u << 2,  /* fraction */
+    KF_ROOF_FLOOR = 1u << 3,     /* flops_ceiling, floor_ns */
+};
+typedef struct {
+    unsigned has; /* KF_ROOF_* */
+    double gflops, gbytes_per_s, baseline_gbytes_per_s;
+    double fraction;           /* of the roofline: the fastest possible time over the measured */
+    const char *flops_ceiling; /* the FLOP ceiling the fraction was judged against */
+    double floor_ns;           /* the hard floor: no kernel does the work faster */
+} kf_roof_out;
+
+/* How each side of one timed shape reached the device (the fair slot). */
+typedef struct {
+    int reported;                      /* 0: nothing to say (then always fair) */
+    const char *cand_mode, *base_mode; /* launch modes; NULL: not reported */
+    const char *graph_use;             /* the candidate's: "yes", "no", "unknown"; NULL: not reported */
+    int launches;                      /* the candidate's most launches in one call; -1: not reported */
+    char note[400];                    /* why it is unfair, or a note on a fair one; "": none */
+} kf_fair_out;
+
+/* What the first checking call at a shape launched (the report_call slot: CUPTI). */
+#define KF_CALL_MAX_KERNELS KF_PROTO_MAXNAMES
+typedef struct {
+    int reported; /* 0: nothing to say */
+    int counted;  /* 0: launches were not counted; note says why */
+    const char *note;
+    int launches, graph_launches, memory_ops;
+    int nkernels; /* the first kernels' names */
+    const char *kernels[KF_CALL_MAX_KERNELS];
+    unsigned char library[KF_CALL_MAX_KERNELS]; /* 1: kernels[i] is a vendor library's */
+    int library_kernels;                        /* library kernels in all, named or not */
+} kf_call_out;
+
+/* A built candidate's own fields (the report_build slot). */
+typedef struct {
+    const char *launch_mode; /* NULL: not reported */
+    const char *libraries;   /* ","-separated, the declared libraries; NULL: not reported */
+} kf_build_out;
+
+/* The candidate worker's confinement (the report_sandbox slot). */
+typedef struct {
+    int seccomp;                        /* a seccomp filter confines it */
+    int gpu_kernel_mode, gpu_host_mode; /* the worker runs a GPU build of that mode */
+} kf_sandbox_out;
+
 struct kf_backend_i {
     int api_version;       /* KF_BACKEND_API_VERSION */
     const char *name;      /* a task's "backend": "c", "cuda" */
@@ -158,35 +212,38 @@ struct kf_backend_i {
      * NULL when there are none. NULL: no ceilings, no roofline. */
     void *(*ceilings)(kf_backend *b, kf_ctx *ctx, json_t *report);
     /* One timed shape of a task with a cost model: its rates and roofline fraction into
-     * jo; ceil is the ceilings slot's answer (NULL when there was none). 1 when the time
-     * is impossible (why says so: the shape is rejected, timing_mismatch), else 0. NULL:
-     * nothing is reported. */
-    int (*roofline)(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why, size_t n);
+     * out (zeroed by the caller); ceil is the ceilings slot's answer (NULL when there was
+     * none). 1 when the time is impossible (why says so: the shape is rejected,
+     * timing_mismatch), else 0. NULL: nothing is reported. */
+    int (*roofline)(kf_backend *b, const void *ceil, const kf_roof_in *in, kf_roof_out *out, char *why,
+                    size_t n);
     /* bench, before the first timed call: whether every call of the comparison is timed
      * under the host protocol (*host_timing) and the baseline as a replayed graph
      * (*base_graph); cand_graph: the candidate launched a graph while it was checked.
      * NULL: neither. */
     void (*plan)(kf_backend *b, const kf_build *cand, const kf_build *base, int cand_graph, int *host_timing,
                  int *base_graph);
-    /* bench, after a shape's rounds: how each side reached the device (into jo) and
-     * whether comparing them is fair; an unfair shape wins nothing and stays out of the
-     * mean. 1 fair, 0 unfair. NULL: always fair, nothing reported. */
+    /* bench, after a shape's rounds: how each side reached the device (into out, zeroed
+     * by the caller with launches -1) and whether comparing them is fair; an unfair shape
+     * wins nothing and stays out of the mean. 1 fair, 0 unfair. NULL: always fair,
+     * nothing reported. */
     int (*fair)(kf_backend *b, const kf_build *cand, const kf_launch_seen *cs, const kf_build *base,
-                int base_graph, const kf_launch_seen *bs, json_t *jo);
+                int base_graph, const kf_launch_seen *bs, kf_fair_out *out);
     /* The library policy of build's workers: the vendor libraries in loaded (a worker's
      * mapped files, comma-separated) that build did not declare, ", "-separated into bad;
      * returns how many. loaded NULL: 0 when build's workers are watched at all, -1 when
      * not. NULL: no worker is watched. */
     int (*libraries)(kf_backend *b, const kf_build *build, const char *loaded, char *bad, size_t n);
-    /* A built candidate's own fields on the result, after "compile" (its launch mode,
-     * its libraries). NULL: none. */
-    void (*report_build)(kf_backend *b, const kf_build *build, json_t *root);
-    /* The candidate worker's confinement on the result's "sandbox" object, first
-     * ("seccomp", and the backend's own keys). NULL: "seccomp": true. */
-    void (*report_sandbox)(kf_backend *b, const kf_build *build, kf_worker *w, json_t *sandbox);
-    /* What the first checking call at a shape reported about itself, onto the shape
-     * (launch counts, kernel names). NULL: nothing. */
-    void (*report_call)(kf_backend *b, const kf_build *build, const kf_call_result *cr, json_t *shape);
+    /* A built candidate's own fields (its launch mode, its libraries), into out (zeroed
+     * by the caller). NULL: none. */
+    void (*report_build)(kf_backend *b, const kf_build *build, kf_build_out *out);
+    /* The candidate worker's confinement, into out (zeroed by the caller). NULL: a
+     * seccomp filter, nothing else. */
+    void (*report_sandbox)(kf_backend *b, const kf_build *build, kf_worker *w, kf_sandbox_out *out);
+    /* What the first checking call at a shape reported about itself (launch counts,
+     * kernel names), into out (zeroed by the caller; its strings borrowed from cr).
+     * NULL: nothing. */
+    void (*report_call)(kf_backend *b, const kf_build *build, const kf_call_result *cr, kf_call_out *out);
     /* The resource report of a checked candidate (registers, shared memory, occupancy),
      * at the first visible shape: sizes (NULL when they have no extents), the worker's
      * kf_worker_info text and the first call's resident blocks per launch (occ, NULL
@@ -234,18 +291,19 @@ int kf_backend_timing_rounds(const kf_backend *b);
 int kf_backend_ceilings_early(const kf_backend *b);
 int kf_backend_has_ceilings(const kf_backend *b);
 void *kf_backend_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report);
-int kf_backend_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why,
+int kf_backend_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, kf_roof_out *out, char *why,
                         size_t n);
 void kf_backend_plan(kf_backend *b, const kf_build *cand, const kf_build *base, int cand_graph,
                      int *host_timing, int *base_graph);
 int kf_backend_fair(kf_backend *b, const kf_build *cand, const kf_launch_seen *cs, const kf_build *base,
-                    int base_graph, const kf_launch_seen *bs, json_t *jo);
+                    int base_graph, const kf_launch_seen *bs, kf_fair_out *out);
 /* 1 when build's workers are under a library policy (kf_backend_undeclared applies). */
 int kf_backend_watches_libraries(kf_backend *b, const kf_build *build);
 int kf_backend_undeclared(kf_backend *b, const kf_build *build, const char *loaded, char *bad, size_t n);
-void kf_backend_report_build(kf_backend *b, const kf_build *build, json_t *root);
-void kf_backend_report_sandbox(kf_backend *b, const kf_build *build, kf_worker *w, json_t *sandbox);
-void kf_backend_report_call(kf_backend *b, const kf_build *build, const kf_call_result *cr, json_t *shape);
+/* The report wrappers zero out first (kf_fair_out's launches: -1). */
+void kf_backend_report_build(kf_backend *b, const kf_build *build, kf_build_out *out);
+void kf_backend_report_sandbox(kf_backend *b, const kf_build *build, kf_worker *w, kf_sandbox_out *out);
+void kf_backend_report_call(kf_backend *b, const kf_build *build, const kf_call_result *cr, kf_call_out *out);
 json_t *kf_backend_resources(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
                              const char *info, const uint32_t *occ);
 /* KF_EBACKEND (with why on ctx) for a backend without devices. */

@@ -431,11 +431,9 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     /* how each side reached the device, and whether comparing them is fair (docs/cuda.md):
      * the backend's report */
     kf_launch_seen cseen = {c_graph, c_known, c_launch}, bseen = {b_graph, b_known, -1};
-    json_t *rep = json_object();
-    if (!rep) vd->oom = 1;
-    int fair = kf_backend_fair(s->be, cand->b, &cseen, base->b, base->graph, &bseen, rep);
-    kf_verdict_merge_shape(vd, jo, rep, KF_VAT_FAIR);
-    json_decref(rep);
+    kf_fair_out rep;
+    int fair = kf_backend_fair(s->be, cand->b, &cseen, base->b, base->graph, &bseen, &rep);
+    kf_verdict_set_fair(vd, jo, &rep, fair);
     if (!fair) q.win = 0;
     jo->has |= KF_VS_WIN | KF_VS_SLOWER | KF_VS_RUNS | KF_VS_SPREADS | KF_VS_WALLS;
     jo->win = q.win;
@@ -451,11 +449,9 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
     if (cost) { /* rates from the task's cost model, and the roofline of the backend's ceilings */
         char why[1024];
         kf_roof_in rin = {t, eval_cost(t, sh, t->cost_flops), eval_cost(t, sh, t->cost_bytes), cmed, bmed};
-        json_t *roof = json_object(); /* the backend's: the roofline, GB/s, GFLOP/s */
-        if (!roof) vd->oom = 1;
-        int bad = kf_backend_roofline(s->be, ceil, &rin, roof, why, sizeof why);
-        kf_verdict_merge_shape(vd, jo, roof, KF_VAT_ROOF);
-        json_decref(roof);
+        kf_roof_out roof; /* the backend's: the roofline, GB/s, GFLOP/s */
+        int bad = kf_backend_roofline(s->be, ceil, &rin, &roof, why, sizeof why);
+        kf_verdict_set_roof(vd, jo, &roof);
         if (bad) {
             kf_result_reject(s->res, KF_REASON_TIMING_MISMATCH, sizes, "%s", why);
             *stop = 1;
@@ -559,7 +555,9 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
      * docs/scale.md) also time one at a time, under a lock on that file */
     const char *tlp = getenv("KFORGE_TIMING_LOCK");
     int tlfd = tlp && *tlp ? open(tlp, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
-    if (tlfd >= 0) while (flock(tlfd, LOCK_EX) && errno == EINTR) {}
+    if (tlfd >= 0)
+        while (flock(tlfd, LOCK_EX) && errno == EINTR) {
+        }
     PHASE("timing: lock held");
     /* The backend's ceilings for the roofline of a task with a cost model: a device's
      * (kforge device-info) before any worker holds it and before this thread is pinned

@@ -174,11 +174,9 @@ static int record_build(kf_sess *s) {
     v->has_compile = 1;
     v->compile_ok = b->ok, v->compile_cached = b->cached, v->compile_seconds = b->seconds;
     if (b->log && *b->log) v->compile_log = kf_verdict_str(v, b->log);
-    json_t *rep = json_object(); /* the backend's (a GPU build's launch mode, libraries) */
-    if (!rep) v->oom = 1;
-    kf_backend_report_build(s->be, &s->cbuild, rep);
-    kf_verdict_merge(v, rep, KF_VAT_BUILD);
-    json_decref(rep);
+    kf_build_out rep; /* the backend's (a GPU build's launch mode, libraries) */
+    kf_backend_report_build(s->be, &s->cbuild, &rep);
+    kf_verdict_set_build(v, &rep);
     if (s->cbuild.ok) return 1;
     kf_result_reject(s->res, s->cbuild.reason, NULL, "%s", s->cbuild.message);
     return 0;
@@ -1104,11 +1102,9 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
         if (cr.worker_ns < best_ns) best_ns = cr.worker_ns;
         if (cr.gpu_flags & KF_DONE_THREADS) s->cand_threads = 1;
         if (trial == 0 && cand->b) { /* the backend's report of the call (a GPU's launches) */
-            json_t *rep = json_object();
-            if (!rep) s->res->v.oom = 1;
-            kf_backend_report_call(s->be, cand->b, &cr, rep);
-            kf_verdict_merge_shape(&s->res->v, rec, rep, KF_VAT_CALL);
-            json_decref(rep);
+            kf_call_out rep;
+            kf_backend_report_call(s->be, cand->b, &cr, &rep);
+            kf_verdict_set_call(&s->res->v, rec, &rep);
         }
         if (cr.cupti && cr.ngraph > 0) s->cand_graph = 1;
         if (!s->have_occ && cand->b) { /* the first call's (the resource report's) */
@@ -1361,11 +1357,9 @@ kf_status kf_sess_check(kf_sess *s) {
         kf_result_reject(s->res, fail.reason, NULL, "%s", fail.msg);
         goto out;
     }
-    json_t *sandbox = json_object();
-    if (!sandbox) v->oom = 1;
-    kf_backend_report_sandbox(s->be, &s->cbuild, cand.w, sandbox); /* seccomp, and the backend's */
-    kf_verdict_merge_sandbox(v, sandbox);
-    json_decref(sandbox);
+    kf_sandbox_out sandbox; /* seccomp, and the backend's */
+    kf_backend_report_sandbox(s->be, &s->cbuild, cand.w, &sandbox);
+    kf_verdict_set_sandbox(v, &sandbox);
     v->landlock_abi = kf_worker_landlock_abi(cand.w);
     v->mseal = kf_worker_sealed(cand.w);
     v->frozen = 1;

@@ -2,10 +2,9 @@
  * result.c - results: verdict, reasons, the JSON contract and the human summary.
  *
  * The human summary (kf_result_text) reads the typed verdict, r->v, field by field, as
- * every in-process reader does; it knows no key of the document. What it reads by key
- * is the backend's own report, kept as extras of the verdict (the CUDA backend's
- * launch_mode and libraries, a shape's launch counts, library kernels and launch modes:
- * kf_verdict_extra_get), since that format is the backend's, not the verdict's.
+ * every in-process reader does, the backend's reports included (a build's launch mode
+ * and libraries, a shape's launch counts, library kernels and launch modes); it knows no
+ * key of the document.
  */
 #define _GNU_SOURCE
 #include "result.h"
@@ -179,21 +178,14 @@ char *kf_result_text(const kf_result *r) {
 /* The CUDA host mode's line: what the candidate's own host code used (the backend's
  * keys: the document's launch_mode and libraries, the first shape's launch counts). */
 static void host_mode_text(const struct kf_verdict *v, const kf_verdict_shape *s0, kf_buf *b) {
-    const char *lm = json_string_value(kf_verdict_extra_get(&v->extra, "launch_mode"));
-    if (!lm || strcmp(lm, "host")) return;
+    if (!v->launch_mode || strcmp(v->launch_mode, "host")) return;
     kf_buf_printf(b, "  host mode: libraries [");
-    json_t *l;
-    size_t k;
-    json_array_foreach((json_t *)kf_verdict_extra_get(&v->extra, "libraries"), k, l)
-        kf_buf_printf(b, "%s%s", k ? ", " : "", json_string_value(l));
-    const kf_verdict_extras *x = s0 ? &s0->extra : NULL;
-    const json_t *lp = x ? kf_verdict_extra_get(x, "launches_per_call") : NULL;
-    if (json_is_integer(lp))
-        kf_buf_printf(
-            b, "], %lld launches and %lld graph launches per call (first shape), %zu library kernels\n",
-            (long long)json_integer_value(lp),
-            (long long)json_integer_value(kf_verdict_extra_get(x, "graph_launches")),
-            json_array_size(kf_verdict_extra_get(x, "library_kernels")));
+    for (int k = 0; k < v->nbuild_libraries; k++)
+        kf_buf_printf(b, "%s%s", k ? ", " : "", v->build_libraries[k]);
+    if (s0 && (s0->has & KF_VS_LAUNCHES))
+        kf_buf_printf(b,
+                      "], %lld launches and %lld graph launches per call (first shape), %d library kernels\n",
+                      (long long)s0->launches_per_call, (long long)s0->graph_launches, s0->library_kernels.n);
     else kf_buf_printf(b, "], launches not counted (no CUPTI)\n");
 }
 
@@ -291,10 +283,8 @@ static char *result_text_raw(const kf_result *r) {
                           : SHAPE_FLAG(o, KF_VS_WIN, win)       ? " (win)"
                           : SHAPE_FLAG(o, KF_VS_SLOWER, slower) ? " (slower)"
                                                                 : " (within noise)");
-            const json_t *lm = kf_verdict_extra_get(&o->extra, "launch_mode");
-            if (json_is_object(lm))
-                kf_buf_printf(&b, ", launched %s vs %s", json_string_value(json_object_get(lm, "candidate")),
-                              json_string_value(json_object_get(lm, "baseline")));
+            if (o->has & KF_VS_LAUNCH_MODE)
+                kf_buf_printf(&b, ", launched %s vs %s", o->candidate_launch_mode, o->baseline_launch_mode);
             if (o->fair_reason) kf_buf_printf(&b, "\n    unfair: %s", o->fair_reason);
             if (o->fair_note) kf_buf_printf(&b, "\n    note: %s", o->fair_note);
             if (o->has & KF_VS_ROOFLINE)

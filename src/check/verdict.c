@@ -19,6 +19,7 @@
  * extra. The strings a verdict holds are copies in its pool, freed with it.
  */
 #include "verdict.h"
+#include "verdict_impl.h"
 
 #include "../util/util.h"
 
@@ -32,7 +33,7 @@
 
 /* A copy of s in v's pool (one copy per distinct string: size names repeat on every
  * shape), or NULL when s is NULL or out of memory. */
-static const char *pool_str(struct kf_verdict *v, const char *s) {
+const char *kf__verdict_pool(struct kf_verdict *v, const char *s) {
     if (!s) return NULL;
     for (int i = v->npool - 1; i >= 0 && i >= v->npool - 32; i--)
         if (!strcmp(v->pool[i], s)) return v->pool[i];
@@ -49,7 +50,7 @@ static const char *pool_str(struct kf_verdict *v, const char *s) {
 }
 
 static const char *pool_json(struct kf_verdict *v, const json_t *j) {
-    return json_is_string(j) ? pool_str(v, json_string_value(j)) : NULL;
+    return json_is_string(j) ? kf__verdict_pool(v, json_string_value(j)) : NULL;
 }
 
 /* ---- extras ------------------------------------------------------------------------------- */
@@ -61,7 +62,7 @@ static int extra_add(struct kf_verdict *v, kf_verdict_extras *x, int at, const c
         if (!e) return v->oom = 1, -1;
         x->e = e, x->cap = cap;
     }
-    const char *k = pool_str(v, key);
+    const char *k = kf__verdict_pool(v, key);
     json_t *c = json_deep_copy(val);
     if (!k || !c) {
         json_decref(c);
@@ -97,7 +98,7 @@ static int read_sizes(struct kf_verdict *v, const json_t *o, kf_verdict_sizes *s
     json_t *x;
     json_object_foreach((json_t *)o, k, x) {
         if (s->n == KF_VERDICT_MAX_SIZES) break;
-        if (!(s->name[s->n] = pool_str(v, k))) return -1;
+        if (!(s->name[s->n] = kf__verdict_pool(v, k))) return -1;
         s->v[s->n++] = (int64_t)json_integer_value(x);
     }
     return 0;
@@ -106,9 +107,11 @@ static int read_sizes(struct kf_verdict *v, const json_t *o, kf_verdict_sizes *s
 static int is_pair(const json_t *x) { return json_is_array(x) && json_array_size(x) == 2; }
 
 /* Where a key sits in a record, and the type of value the verdict keeps for it: 'r' a
- * number (written as a real), 'i' an integer, 'b' a boolean, 't' true (a flag), 's' a string, 'p' a pair of
- * reals, 'o' an object; a shape record's sizes, kind and status are 'z', 'k', 'u'. A
- * shape record's field is at `off`, present when `bit` is in its has (0: a string or flag
+ * number (written as a real), 'i' an integer, 'b' a boolean, 't' true (a flag), 's' a
+ * string, 'p' a pair of reals, 'o' an object, 'N' null (a flag), 'a' a list of names
+ * (kf_verdict_names), 'm' the launch modes ({"candidate": s, "baseline": s}: two string
+ * fields in a row); a shape record's sizes, kind and status are 'z', 'k', 'u'. A shape
+ * record's field is at `off`, present when `bit` is in its has (0: a string or flag
  * present when set). */
 typedef struct {
     const char *key;
@@ -118,8 +121,20 @@ typedef struct {
     size_t off;
 } slot_def;
 
+static int names_ok(const json_t *x) {
+    if (!json_is_array(x) || json_array_size(x) > KF_VERDICT_MAX_NAMES) return 0;
+    for (size_t i = 0; i < json_array_size(x); i++)
+        if (!json_is_string(json_array_get(x, i))) return 0;
+    return 1;
+}
+
 static int type_ok(char type, const json_t *x) {
     switch (type) {
+    case 'N': return json_is_null(x);
+    case 'a': return names_ok(x);
+    case 'm':
+        return json_object_size(x) == 2 && json_is_string(json_object_get(x, "candidate")) &&
+               json_is_string(json_object_get(x, "baseline"));
     case 'r': return json_is_number(x); /* as the readers it replaced took them */
     case 'i': return json_is_integer(x);
     case 'b': return json_is_boolean(x);
@@ -138,21 +153,30 @@ static int type_ok(char type, const json_t *x) {
 /* the shape record's slots, in the order the checker, validate and bench write them */
 // clang-format off
 enum {
-    S_SIZES = 1, S_KIND, S_MAXIMUM, S_WARNING, S_REFERENCE_MS, S_STATUS, S_NOTE, S_CALLS, S_MAX_ABS, S_PLAIN_ABS, S_MAX_REL,
+    S_SIZES = 1, S_KIND, S_MAXIMUM,
+    S_LAUNCH_COUNT, S_LAUNCH_NOTE, S_CALL_LAUNCHES, S_GRAPH_LAUNCHES, S_MEMORY_OPS, S_KERNELS, S_LIB_COUNT, S_LIB_KERNELS,
+    S_WARNING, S_REFERENCE_MS, S_STATUS, S_NOTE, S_CALLS, S_MAX_ABS, S_PLAIN_ABS, S_MAX_REL,
     S_BEST_NS, S_WAITED, S_UNCLEAN, S_GPU_SHARED, S_CAND_GAP, S_BASE_GAP, S_CAND_NS, S_BASE_NS, S_SPEEDUP,
-    S_NOISE, S_CI95, S_FAIR, S_FAIR_NOTE, S_FAIR_REASON, S_WIN, S_SLOWER, S_RUNS, S_CAND_SPREAD,
-    S_BASE_SPREAD, S_CAND_WALL, S_BASE_WALL, S_ROOFLINE, S_SPEEDUP_FIRST, S_CI95_FIRST, S_END
+    S_NOISE, S_CI95, S_LAUNCH_MODE, S_GRAPH_USE, S_TIMED_LAUNCHES, S_FAIR, S_FAIR_NOTE, S_FAIR_REASON, S_WIN,
+    S_SLOWER, S_RUNS, S_CAND_SPREAD, S_BASE_SPREAD, S_CAND_WALL, S_BASE_WALL,
+    S_GFLOPS, S_GBYTES, S_BASE_GBYTES, S_ROOFLINE, S_FLOPS_CEILING, S_FLOOR, S_SPEEDUP_FIRST, S_CI95_FIRST, S_END
 };
 // clang-format on
-_Static_assert((int)S_MAXIMUM == (int)KF_VAT_CALL && (int)S_CI95 == (int)KF_VAT_FAIR &&
-                   (int)S_BASE_WALL == (int)KF_VAT_ROOF,
-               "verdict.h's anchors are shape slots");
 
 #define F(m) offsetof(kf_verdict_shape, m)
 static const slot_def shape_slots[S_END - 1] = {
     {"sizes", S_SIZES, 'z', 0, 0},
     {"kind", S_KIND, 'k', 0, 0},
     {"maximum", S_MAXIMUM, 't', 0, F(maximum)},
+    /* the backend's report of the first checking call (kf_call_out) */
+    {"launch_count", S_LAUNCH_COUNT, 'N', KF_VS_UNCOUNTED, 0},
+    {"launch_note", S_LAUNCH_NOTE, 's', 0, F(launch_note)},
+    {"launches_per_call", S_CALL_LAUNCHES, 'i', KF_VS_LAUNCHES, F(launches_per_call)},
+    {"graph_launches", S_GRAPH_LAUNCHES, 'i', KF_VS_COUNTED, F(graph_launches)},
+    {"memory_ops", S_MEMORY_OPS, 'i', KF_VS_COUNTED, F(memory_ops)},
+    {"kernels", S_KERNELS, 'a', KF_VS_COUNTED, F(kernels)},
+    {"library_kernel_count", S_LIB_COUNT, 'i', KF_VS_LIBRARY_COUNT, F(library_kernel_count)},
+    {"library_kernels", S_LIB_KERNELS, 'a', KF_VS_COUNTED, F(library_kernels)},
     {"warning", S_WARNING, 's', 0, F(warning)},
     {"reference_ms", S_REFERENCE_MS, 'r', KF_VS_REFERENCE_MS, F(reference_ms)},
     {"status", S_STATUS, 'u', 0, 0},
@@ -172,6 +196,10 @@ static const slot_def shape_slots[S_END - 1] = {
     {"speedup", S_SPEEDUP, 'r', KF_VS_SPEEDUP, F(speedup)},
     {"noise", S_NOISE, 'r', KF_VS_NOISE, F(noise)},
     {"ci95", S_CI95, 'p', KF_VS_CI95, F(ci95)},
+    /* the backend's report of how each side reached the device (kf_fair_out) */
+    {"launch_mode", S_LAUNCH_MODE, 'm', KF_VS_LAUNCH_MODE, F(candidate_launch_mode)},
+    {"graph_use", S_GRAPH_USE, 's', 0, F(graph_use)},
+    {"launches_per_call", S_TIMED_LAUNCHES, 'i', KF_VS_LAUNCHES, F(launches_per_call)},
     {"fair", S_FAIR, 'b', KF_VS_FAIR, F(fair)},
     {"fair_note", S_FAIR_NOTE, 's', 0, F(fair_note)},
     {"fair_reason", S_FAIR_REASON, 's', 0, F(fair_reason)},
@@ -182,11 +210,28 @@ static const slot_def shape_slots[S_END - 1] = {
     {"baseline_spread", S_BASE_SPREAD, 'r', KF_VS_SPREADS, F(baseline_spread)},
     {"candidate_wall_ns", S_CAND_WALL, 'r', KF_VS_WALLS, F(candidate_wall_ns)},
     {"baseline_wall_ns", S_BASE_WALL, 'r', KF_VS_WALLS, F(baseline_wall_ns)},
+    /* the backend's rates and roofline (kf_roof_out) */
+    {"gflops", S_GFLOPS, 'r', KF_VS_RATES, F(gflops)},
+    {"gbytes_per_s", S_GBYTES, 'r', KF_VS_RATES, F(gbytes_per_s)},
+    {"baseline_gbytes_per_s", S_BASE_GBYTES, 'r', KF_VS_BASE_RATE, F(baseline_gbytes_per_s)},
     {"roofline_fraction", S_ROOFLINE, 'r', KF_VS_ROOFLINE, F(roofline_fraction)},
+    {"roofline_flops_ceiling", S_FLOPS_CEILING, 's', 0, F(roofline_flops_ceiling)},
+    {"floor_ns", S_FLOOR, 'r', KF_VS_FLOOR, F(floor_ns)},
     {"speedup_first", S_SPEEDUP_FIRST, 'r', KF_VS_SPEEDUP_FIRST, F(speedup_first)},
     {"ci95_first", S_CI95_FIRST, 'p', KF_VS_CI95_FIRST, F(ci95_first)},
 };
 #undef F
+
+/* launches_per_call has two places: the check's call report (before its kernels), and
+ * the timing's (after the launch modes); a record holds one of them */
+static int timed_launches(const kf_verdict_shape *s) { return (s->has & KF_VS_LAUNCH_MODE) != 0; }
+
+static int read_names(struct kf_verdict *v, const json_t *x, kf_verdict_names *out) {
+    out->n = 0;
+    for (size_t i = 0; i < json_array_size(x); i++)
+        if (!(out->s[out->n++] = pool_json(v, json_array_get(x, i)))) return -1;
+    return 0;
+}
 
 static const slot_def *find_slot(const slot_def *d, size_t n, const char *key, const json_t *x) {
     for (size_t i = 0; i < n; i++)
@@ -220,6 +265,15 @@ static int shape_key(struct kf_verdict *v, kf_verdict_shape *s, const char *key,
     case 't':
         if (!d->bit) *(int *)f = 1;
         break;
+    case 'N': break;
+    case 'a':
+        if (read_names(v, x, (kf_verdict_names *)f)) return -1;
+        break;
+    case 'm':
+        if (!(((const char **)f)[0] = pool_json(v, json_object_get(x, "candidate"))) ||
+            !(((const char **)f)[1] = pool_json(v, json_object_get(x, "baseline"))))
+            return -1;
+        break;
     case 'b': *(int *)f = json_is_true(x); break;
     case 'i': *(int64_t *)f = (int64_t)json_integer_value(x); break;
     case 'r': *(double *)f = json_number_value(x); break;
@@ -228,9 +282,10 @@ static int shape_key(struct kf_verdict *v, kf_verdict_shape *s, const char *key,
         ((double *)f)[1] = json_number_value(json_array_get(x, 1));
         break;
     case 's':
-        if (!(*(const char **)f = pool_str(v, str))) return -1;
+        if (!(*(const char **)f = kf__verdict_pool(v, str))) return -1;
         break;
     }
+    if (d->slot == S_CALL_LAUNCHES && timed_launches(s)) return S_TIMED_LAUNCHES;
     return d->slot;
 }
 
@@ -297,28 +352,33 @@ static int read_params(struct kf_verdict *v, const json_t *o, kf_verdict_param *
     json_t *x;
     json_object_foreach((json_t *)o, k, x) {
         kf_verdict_param *p = &(*out)[(*n)++];
-        if (!(p->name = pool_str(v, k))) return -1;
+        if (!(p->name = kf__verdict_pool(v, k))) return -1;
         if (json_is_string(x) && !(p->str = pool_json(v, x))) return -1;
         p->ival = (int64_t)json_integer_value(x);
     }
     return 0;
 }
 
-/* the sandbox report's typed slots (fields of the verdict); the backend's keys come first */
+/* the sandbox report's typed slots (fields of the verdict): the backend's first
+ * (kf_sandbox_out: seccomp, present when has_seccomp, and the GPU modes, present when
+ * true), then the sandbox's own */
 #define F(m) offsetof(struct kf_verdict, m)
 static const slot_def sandbox_slots[] = {
-    {"landlock_abi", 1, 'i', 0, F(landlock_abi)},
-    {"mseal", 2, 'b', 0, F(mseal)},
-    {"frozen_between_calls", 3, 'b', 0, F(frozen)},
-    {"check_cpus", 4, 'i', 0, F(check_cpus)},
-    {"parallel_call_cpus", 5, 'i', 0, F(parallel_call_cpus)},
-    {"interleave_ns", 6, 'i', 0, F(interleave_ns)},
-    {"race_calls", 7, 'i', 0, F(race_calls)},
+    {"seccomp", 1, 'b', 0, F(seccomp)},
+    {"gpu_kernel_mode", 2, 't', 0, F(gpu_kernel_mode)},
+    {"gpu_host_mode", 3, 't', 0, F(gpu_host_mode)},
+    {"landlock_abi", 4, 'i', 0, F(landlock_abi)},
+    {"mseal", 5, 'b', 0, F(mseal)},
+    {"frozen_between_calls", 6, 'b', 0, F(frozen)},
+    {"check_cpus", 7, 'i', 0, F(check_cpus)},
+    {"parallel_call_cpus", 8, 'i', 0, F(parallel_call_cpus)},
+    {"interleave_ns", 9, 'i', 0, F(interleave_ns)},
+    {"race_calls", 10, 'i', 0, F(race_calls)},
 };
 #undef F
 #define NSANDBOX (sizeof sandbox_slots / sizeof *sandbox_slots)
 
-int kf_verdict_merge_sandbox(struct kf_verdict *v, const json_t *frag) {
+static int read_sandbox(struct kf_verdict *v, const json_t *frag) {
     const char *k;
     json_t *x;
     int at = 0;
@@ -332,7 +392,20 @@ int kf_verdict_merge_sandbox(struct kf_verdict *v, const json_t *frag) {
         char *f = (char *)v + d->off;
         if (d->type == 'i') *(int64_t *)f = (int64_t)json_integer_value(x);
         else *(int *)f = json_is_true(x);
+        if (d->off == offsetof(struct kf_verdict, seccomp)) v->has_seccomp = 1;
         at = d->slot;
+    }
+    return 0;
+}
+
+/* the build's declared libraries ("libraries": a list of names) */
+static int read_build_libraries(struct kf_verdict *v, const json_t *a) {
+    v->has_build_libraries = 1;
+    if (!json_array_size(a)) return 0;
+    if (!(v->build_libraries = calloc(json_array_size(a), sizeof *v->build_libraries))) return -1;
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        const json_t *x = json_array_get(a, i);
+        if (json_is_string(x) && !(v->build_libraries[v->nbuild_libraries++] = pool_json(v, x))) return -1;
     }
     return 0;
 }
@@ -347,7 +420,7 @@ static int read_tools(struct kf_verdict *v, const json_t *o) {
         kf_verdict_tool *t = &v->tools[v->ntools++];
         json_t *w = json_object_get(x, "warnings"), *note = json_object_get(x, "note"),
                *rep = json_object_get(x, "report");
-        if (!(t->tool = pool_str(v, k))) return -1;
+        if (!(t->tool = kf__verdict_pool(v, k))) return -1;
         t->ran = json_is_true(json_object_get(x, "ran"));
         t->errors = (int64_t)json_integer_value(json_object_get(x, "errors"));
         t->has_warnings = w != NULL;
@@ -378,19 +451,19 @@ static int read_libraries(struct kf_verdict *v, const json_t *a) {
 // clang-format off
 enum {
     T_VERDICT = 1, T_REASONS, T_TASK, T_FINGERPRINT, T_CANDIDATE, T_PARAMS, T_WHEN, T_SEED, T_SHAPES,
-    T_COMPILE, T_SANDBOX, T_LIBRARIES, T_RESOURCES, T_LIBRARIES_LATE, T_CANDIDATE_OUTPUT, T_SANITIZER,
+    T_COMPILE, T_LAUNCH_MODE, T_BUILD_LIBRARIES, T_SANDBOX, T_LIBRARIES, T_RESOURCES, T_LIBRARIES_LATE, T_CANDIDATE_OUTPUT, T_SANITIZER,
     T_CHECK, T_BENCH_SHAPES, T_BASELINE, T_BASELINE_PARAMS, T_UNTIMED, T_CEILINGS, T_TIMING_CPUS,
     T_SPEEDUP, T_WINS, T_CEILINGS_LATE, T_REFERENCE_TIME, T_SECONDS, T_END
 };
 // clang-format on
-_Static_assert((int)T_COMPILE == (int)KF_VAT_BUILD, "verdict.h's anchor is a document slot");
 
 /* One key of the document; its slot, 0 when it is not typed, -1 when out of memory. */
 static int doc_key(struct kf_verdict *v, const char *k, const json_t *x) {
     if (!strcmp(k, "verdict") && json_is_string(x)) {
         const char *w = json_string_value(x);
         v->verdict = !strcmp(w, "accepted") ? KF_VERDICT_ACCEPTED : KF_VERDICT_REJECTED;
-        if (strcmp(w, "accepted") && strcmp(w, "rejected") && !(v->verdict_word = pool_str(v, w))) return -1;
+        if (strcmp(w, "accepted") && strcmp(w, "rejected") && !(v->verdict_word = kf__verdict_pool(v, w)))
+            return -1;
         return T_VERDICT;
     }
     if (!strcmp(k, "reasons") && json_is_array(x)) {
@@ -428,7 +501,11 @@ static int doc_key(struct kf_verdict *v, const char *k, const json_t *x) {
         v->compile_seconds = json_number_value(json_object_get(x, "seconds"));
         return json_is_string(log) && !(v->compile_log = pool_json(v, log)) ? -1 : T_COMPILE;
     }
-    if (!strcmp(k, "sandbox") && json_is_object(x)) return kf_verdict_merge_sandbox(v, x) ? -1 : T_SANDBOX;
+    if (!strcmp(k, "launch_mode") && json_is_string(x))
+        return (v->launch_mode = pool_json(v, x)) ? T_LAUNCH_MODE : -1;
+    if (!strcmp(k, "libraries") && json_is_array(x))
+        return read_build_libraries(v, x) ? -1 : T_BUILD_LIBRARIES;
+    if (!strcmp(k, "sandbox") && json_is_object(x)) return read_sandbox(v, x) ? -1 : T_SANDBOX;
     if (!strcmp(k, "libraries_loaded") && (json_is_array(x) || json_is_null(x)))
         return read_libraries(v, x) ? -1 : v->libraries_late ? T_LIBRARIES_LATE : T_LIBRARIES;
     if (!strcmp(k, "resources") && json_is_object(x))
@@ -539,114 +616,14 @@ void kf_verdict_free(struct kf_verdict *v) {
     free(v->tools);
     extras_free(&v->sandbox_extra);
     extras_free(&v->extra);
+    free(v->build_libraries);
     json_decref(v->resources);
     json_decref(v->ceilings);
     json_decref(v->reference_time);
     kf_verdict_init(v);
 }
 
-/* ---- filling ------------------------------------------------------------------------------ */
-
-const char *kf_verdict_str(struct kf_verdict *v, const char *s) {
-    json_t *j = kf_text_json(s);
-    const char *c = j ? pool_str(v, json_string_value(j)) : NULL;
-    json_decref(j);
-    if (!c) v->oom = 1;
-    return c;
-}
-
-void kf_verdict_sizes_set(struct kf_verdict *v, kf_verdict_sizes *s, int n, const char *const *names,
-                          const int64_t *vals) {
-    memset(s, 0, sizeof *s);
-    for (int i = 0; i < n && i < KF_VERDICT_MAX_SIZES; i++) {
-        if (!(s->name[s->n] = pool_str(v, names[i]))) {
-            v->oom = 1;
-            return;
-        }
-        s->v[s->n++] = vals[i];
-    }
-}
-
-kf_verdict_shape *kf_verdict_add_shape(struct kf_verdict *v) {
-    v->has_shapes = 1;
-    if (v->nshapes == v->capshapes) {
-        int cap = v->capshapes ? v->capshapes * 2 : 8;
-        kf_verdict_shape *p = realloc(v->shapes, (size_t)cap * sizeof *p);
-        if (!p) return v->oom = 1, NULL;
-        v->shapes = p, v->capshapes = cap;
-    }
-    kf_verdict_shape *s = &v->shapes[v->nshapes++];
-    memset(s, 0, sizeof *s);
-    return s;
-}
-
-kf_verdict_reason *kf_verdict_add_reason(struct kf_verdict *v, kf_reason code, const kf_verdict_sizes *shape,
-                                         const char *message) {
-    if (v->nreasons == v->capreasons) {
-        int cap = v->capreasons ? v->capreasons * 2 : 4;
-        kf_verdict_reason *p = realloc(v->reasons, (size_t)cap * sizeof *p);
-        if (!p) return v->oom = 1, NULL;
-        v->reasons = p, v->capreasons = cap;
-    }
-    kf_verdict_reason *r = &v->reasons[v->nreasons++];
-    memset(r, 0, sizeof *r);
-    r->code = code;
-    r->message = kf_verdict_str(v, message);
-    if (shape) r->has_shape = 1, r->shape = *shape;
-    r->count = 1;
-    return r;
-}
-
-int kf_verdict_add_param(struct kf_verdict *v, int baseline, const char *name, const char *str,
-                         int64_t ival) {
-    kf_verdict_param **a = baseline ? &v->baseline_params : &v->params;
-    int *n = baseline ? &v->nbaseline_params : &v->nparams;
-    kf_verdict_param *p = realloc(*a, (size_t)(*n + 1) * sizeof *p);
-    if (!p) return v->oom = 1, -1;
-    *a = p;
-    p[*n] = (kf_verdict_param){pool_str(v, name), str ? kf_verdict_str(v, str) : NULL, ival};
-    if (!p[*n].name) return v->oom = 1, -1;
-    (*n)++;
-    return 0;
-}
-
-/* "libraries_loaded" is there from now on, where it first was */
-static void libraries_here(struct kf_verdict *v) {
-    if (!v->has_libraries) v->has_libraries = 1, v->libraries_late = v->resources != NULL;
-}
-
-void kf_verdict_libraries_unknown(struct kf_verdict *v) {
-    if (!v->has_libraries) v->libraries_null = 1;
-    libraries_here(v);
-}
-
-void kf_verdict_libraries_known(struct kf_verdict *v) {
-    libraries_here(v);
-    v->libraries_null = 0;
-}
-
-int kf_verdict_add_library(struct kf_verdict *v, const char *name) {
-    kf_verdict_libraries_known(v);
-    for (int i = 0; i < v->nlibraries; i++)
-        if (!strcmp(v->libraries[i], name)) return 0;
-    const char **p = realloc(v->libraries, (size_t)(v->nlibraries + 1) * sizeof *p);
-    if (!p) return v->oom = 1, -1;
-    v->libraries = p;
-    if (!(p[v->nlibraries] = kf_verdict_str(v, name))) return -1;
-    v->nlibraries++;
-    return 0;
-}
-
-kf_verdict_tool *kf_verdict_add_tool(struct kf_verdict *v, const char *tool) {
-    v->has_sanitizer = 1;
-    kf_verdict_tool *p = realloc(v->tools, (size_t)(v->ntools + 1) * sizeof *p);
-    if (!p) return v->oom = 1, NULL;
-    v->tools = p;
-    kf_verdict_tool *t = &p[v->ntools++];
-    memset(t, 0, sizeof *t);
-    if (!(t->tool = pool_str(v, tool))) v->oom = 1;
-    return t;
-}
+/* ---- filling (the setters are in verdict_set.c) --------------------------------------- */
 
 int kf_verdict_set_resources(struct kf_verdict *v, json_t *r, const kf_verdict_sizes *at) {
     json_decref(v->resources);
@@ -662,59 +639,18 @@ void kf_verdict_set_ceilings(struct kf_verdict *v, json_t *c, int late) {
     v->ceilings_late = late;
 }
 
-void kf_verdict_to_bench(struct kf_verdict *v, double check_seconds) {
-    v->has_check = 1;
-    v->check_verdict = v->verdict;
-    v->has_check_seconds = 1;
-    v->check_seconds = check_seconds;
-    v->checked = v->shapes, v->nchecked = v->nshapes;
-    v->shapes = NULL, v->nshapes = v->capshapes = 0;
-    v->has_shapes = 1;
-}
-
-/* ---- reals -------------------------------------------------------------------------------- */
-
-/* jansson writes a real with "%.*g" and reads it back with strtod: the same here */
-double kf_verdict_real(double x, int digits) {
-    if (!isfinite(x)) return x;
-    char b[64];
-    snprintf(b, sizeof b, "%.*g", digits, x);
-    return strtod(b, NULL);
-}
-
-static void round_shapes(kf_verdict_shape *s, int n, int d) {
-    for (int i = 0; i < n; i++) {
-        double *f[] = {&s[i].max_abs_err,
-                       &s[i].plain_abs_err,
-                       &s[i].max_rel_err,
-                       &s[i].candidate_gap_ns,
-                       &s[i].baseline_gap_ns,
-                       &s[i].speedup,
-                       &s[i].noise,
-                       &s[i].ci95[0],
-                       &s[i].ci95[1],
-                       &s[i].candidate_ns,
-                       &s[i].baseline_ns,
-                       &s[i].candidate_spread,
-                       &s[i].baseline_spread,
-                       &s[i].candidate_wall_ns,
-                       &s[i].baseline_wall_ns,
-                       &s[i].roofline_fraction,
-                       &s[i].speedup_first,
-                       &s[i].ci95_first[0],
-                       &s[i].ci95_first[1]};
-        for (size_t k = 0; k < sizeof f / sizeof *f; k++) *f[k] = kf_verdict_real(*f[k], d);
+void kf_verdict_roof_keys(json_t *o, const kf_roof_out *r) {
+    if (r->has & KF_ROOF_RATES) {
+        json_object_set_new(o, "gflops", json_real(r->gflops));
+        json_object_set_new(o, "gbytes_per_s", json_real(r->gbytes_per_s));
     }
-}
-
-void kf_verdict_round(struct kf_verdict *v, int digits) {
-    round_shapes(v->shapes, v->nshapes, digits);
-    round_shapes(v->checked, v->nchecked, digits);
-    v->speedup = kf_verdict_real(v->speedup, digits);
-    v->seconds = kf_verdict_real(v->seconds, digits);
-    v->check_seconds = kf_verdict_real(v->check_seconds, digits);
-    v->compile_seconds = kf_verdict_real(v->compile_seconds, digits);
-    for (int i = 0; i < v->ntools; i++) v->tools[i].seconds = kf_verdict_real(v->tools[i].seconds, digits);
+    if (r->has & KF_ROOF_BASE_RATE)
+        json_object_set_new(o, "baseline_gbytes_per_s", json_real(r->baseline_gbytes_per_s));
+    if (r->has & KF_ROOF_FRACTION) json_object_set_new(o, "roofline_fraction", json_real(r->fraction));
+    if (r->has & KF_ROOF_FLOOR) {
+        if (r->flops_ceiling) json_object_set_new(o, "roofline_flops_ceiling", json_string(r->flops_ceiling));
+        json_object_set_new(o, "floor_ns", json_real(r->floor_ns));
+    }
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */
@@ -752,10 +688,26 @@ static void set_str(json_t *o, const char *k, const char *x) {
 }
 
 /* One typed field of a shape record, by its slot's definition */
+static json_t *names_json(const kf_verdict_names *n) {
+    json_t *a = json_array();
+    for (int i = 0; a && i < n->n; i++) json_array_append_new(a, json_string(n->s[i]));
+    return a;
+}
+
 static void shape_slot_json(json_t *o, const kf_verdict_shape *s, const slot_def *d) {
     const char *f = (const char *)s + d->off;
     if (d->bit && !(s->has & d->bit)) return;
+    if ((d->slot == S_CALL_LAUNCHES || d->slot == S_TIMED_LAUNCHES) &&
+        timed_launches(s) != (d->slot == S_TIMED_LAUNCHES))
+        return;
     switch (d->type) {
+    case 'N': json_object_set_new(o, d->key, json_null()); break;
+    case 'a': json_object_set_new(o, d->key, names_json((const kf_verdict_names *)f)); break;
+    case 'm':
+        json_object_set_new(o, d->key,
+                            json_pack("{s:s, s:s}", "candidate", ((const char *const *)f)[0], "baseline",
+                                      ((const char *const *)f)[1]));
+        break;
     case 'z': json_object_set_new(o, d->key, kf_verdict_sizes_json(&s->sizes)); break;
     case 'k': set_str(o, d->key, kind_names[s->kind]); break;
     case 'u': set_str(o, d->key, status_names[s->status]); break;
@@ -812,10 +764,14 @@ static json_t *sandbox_json(const struct kf_verdict *v) {
     json_t *o = json_object();
     if (o) extras_json(o, &v->sandbox_extra, 0);
     for (size_t i = 0; o && i < NSANDBOX; i++) {
-        const char *f = (const char *)v + sandbox_slots[i].off;
-        if (sandbox_slots[i].type == 'i') set_int(o, sandbox_slots[i].key, *(const int64_t *)f);
-        else json_object_set_new(o, sandbox_slots[i].key, json_boolean(*(const int *)f));
-        extras_json(o, &v->sandbox_extra, sandbox_slots[i].slot);
+        const slot_def *d = &sandbox_slots[i];
+        const char *f = (const char *)v + d->off;
+        if (d->type == 'i') set_int(o, d->key, *(const int64_t *)f);
+        else if (d->type == 't') {
+            if (*(const int *)f) json_object_set_new(o, d->key, json_true());
+        } else if (d->off != offsetof(struct kf_verdict, seccomp) || v->has_seccomp)
+            json_object_set_new(o, d->key, json_boolean(*(const int *)f));
+        extras_json(o, &v->sandbox_extra, d->slot);
     }
     return o;
 }
@@ -879,6 +835,15 @@ static void doc_slot_json(json_t *o, const struct kf_verdict *v, int slot) {
                                   "seconds", v->compile_seconds);
             if (c) set_str(c, "log", v->compile_log);
             json_object_set_new(o, "compile", c);
+        }
+        break;
+    case T_LAUNCH_MODE: set_str(o, "launch_mode", v->launch_mode); break;
+    case T_BUILD_LIBRARIES:
+        if (v->has_build_libraries) {
+            json_t *a = json_array();
+            for (int i = 0; a && i < v->nbuild_libraries; i++)
+                json_array_append_new(a, json_string(v->build_libraries[i]));
+            json_object_set_new(o, "libraries", a);
         }
         break;
     case T_SANDBOX:

@@ -12,16 +12,20 @@
  * the document, the columns and summaries are written by the kf_verdict_*_json
  * functions.
  *
- * What a backend reports (src/backend/: CUDA launches and kernels, launch modes, device
- * ceilings, resources) is the backend's own JSON: a verdict keeps each such key as an
- * extra, with the typed field it followed, and writes it back there, so the document
- * keeps its order (kf_verdict_merge). A key this build does not know is kept the same way.
+ * What a backend reports of a build, a worker, a call or a timed shape (launch modes,
+ * launch counts and kernels, rates and the roofline: the kf_*_out types of
+ * src/backend/backend.h) is typed too: the kf_verdict_set_* setters copy it into the
+ * verdict's fields. The device's ceilings and the resource report stay the backend's own
+ * objects. A key this build does not know is kept as an extra, with the typed field it
+ * followed, and written back there, so the document keeps its order.
  * Its name is the struct tag (kf_verdict alone is the accepted/rejected enum of kforge.h).
  */
 #ifndef KF_VERDICT_H
 #define KF_VERDICT_H
 
 #include "kforge.h"
+
+#include "../backend/backend.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -62,13 +66,12 @@ typedef struct {
     kf_verdict_extra *e;
 } kf_verdict_extras;
 
-/* Where a backend's report goes in a shape record (kf_verdict_merge_shape): after the
- * check's "maximum" (a call's launches), after the timing's "ci95" (launch modes and
- * fairness), after "baseline_wall_ns" (the roofline and its rates). */
-enum { KF_VAT_CALL = 3, KF_VAT_FAIR = 22, KF_VAT_ROOF = 32 };
-/* and in the document (kf_verdict_merge): after "compile" (the build's launch mode and
- * libraries) */
-enum { KF_VAT_BUILD = 10 };
+/* Names listed in a shape record (a call's kernels), from the pool. */
+#define KF_VERDICT_MAX_NAMES KF_CALL_MAX_KERNELS
+typedef struct {
+    int n;
+    const char *s[KF_VERDICT_MAX_NAMES];
+} kf_verdict_names;
 
 /* Which optional fields of a shape record are present (kf_verdict_shape.has). */
 enum {
@@ -95,6 +98,15 @@ enum {
     KF_VS_SPREADS = 1u << 20,      /* candidate_spread, baseline_spread */
     KF_VS_WALLS = 1u << 21,        /* candidate_wall_ns, baseline_wall_ns */
     KF_VS_REFERENCE_MS = 1u << 22, /* validate: the reference's fastest call there */
+    /* the backend's reports (backend.h's kf_call_out, kf_fair_out, kf_roof_out) */
+    KF_VS_COUNTED = 1u << 23,       /* graph_launches, memory_ops, kernels, library_kernels */
+    KF_VS_UNCOUNTED = 1u << 24,     /* "launch_count": null (launch_note says why) */
+    KF_VS_LAUNCHES = 1u << 25,      /* launches_per_call (the check's, or the timing's) */
+    KF_VS_LIBRARY_COUNT = 1u << 26, /* library_kernel_count */
+    KF_VS_LAUNCH_MODE = 1u << 27,   /* candidate_launch_mode, baseline_launch_mode */
+    KF_VS_RATES = 1u << 28,         /* gflops, gbytes_per_s */
+    KF_VS_BASE_RATE = 1u << 29,     /* baseline_gbytes_per_s */
+    KF_VS_FLOOR = 1u << 30,         /* floor_ns (roofline_flops_ceiling with it) */
 };
 
 /* One shape record: of the check (kind, status, errors) or of the timing (speedup and
@@ -125,7 +137,16 @@ typedef struct {
     const char *fair_note;
     double speedup_first; /* a kept node's first timing, when the Critic's was lower */
     double ci95_first[2];
-    kf_verdict_extras extra; /* the backend's keys (launches, launch modes, rates) */
+    /* the backend's report of the check's first call at this shape (GPU host mode) */
+    const char *launch_note; /* why launches were not counted (KF_VS_UNCOUNTED) */
+    int64_t launches_per_call, graph_launches, memory_ops, library_kernel_count;
+    kf_verdict_names kernels, library_kernels;
+    /* the backend's report of a timed shape: how each side reached the device, and the
+     * rates and floor of the roofline */
+    const char *candidate_launch_mode, *baseline_launch_mode, *graph_use;
+    double gflops, gbytes_per_s, baseline_gbytes_per_s, floor_ns;
+    const char *roofline_flops_ceiling;
+    kf_verdict_extras extra; /* keys this build does not type */
 } kf_verdict_shape;
 
 typedef struct {
@@ -184,7 +205,13 @@ struct kf_verdict {
     int has_sandbox;
     int64_t landlock_abi, check_cpus, parallel_call_cpus, interleave_ns, race_calls;
     int mseal, frozen;
-    kf_verdict_extras sandbox_extra;                   /* the backend's (seccomp, GPU modes) */
+    int has_seccomp, seccomp, gpu_kernel_mode, gpu_host_mode; /* the backend's (kf_sandbox_out) */
+    kf_verdict_extras sandbox_extra;                          /* keys this build does not type */
+    /* the backend's report of the build (kf_build_out): its launch mode ("launch_mode"),
+     * and its declared libraries ("libraries", has_build_libraries) */
+    const char *launch_mode;
+    int has_build_libraries, nbuild_libraries;
+    const char **build_libraries;
     int has_libraries, libraries_null, libraries_late; /* late: after "resources" */
     int nlibraries;
     const char **libraries; /* "libraries_loaded", each once; from the pool */
@@ -204,7 +231,7 @@ struct kf_verdict {
     int64_t wins;
     int has_seconds;
     double seconds;
-    kf_verdict_extras extra; /* the backend's top-level keys (launch mode, libraries) */
+    kf_verdict_extras extra; /* top-level keys this build does not type */
     int oom;                 /* a setter ran out of memory: the verdict is not whole */
     char **pool;             /* the strings above point into it */
     int npool, cappool;
@@ -246,12 +273,23 @@ void kf_verdict_libraries_known(struct kf_verdict *v);
 int kf_verdict_add_library(struct kf_verdict *v, const char *name);
 /* A sanitizer tool's record at the end of "sanitizer" (fill its fields), or NULL. */
 kf_verdict_tool *kf_verdict_add_tool(struct kf_verdict *v, const char *tool);
-/* A backend's report merged into v, s, or v's sandbox report: each key v types sets its
- * field, every other one is kept as an extra after the last typed field before it (at,
- * a KF_VAT_*, for the first ones). frag is borrowed. 0, or -1 when out of memory. */
+/* The backend's reports (backend.h) into v and its record s: a build's, the candidate
+ * worker's confinement, the first checking call's at s, a timed shape's launch modes
+ * and fairness (fair: the slot's answer), a timed shape's rates and roofline. Strings
+ * are copied. 0, or -1 when out of memory. */
+int kf_verdict_set_build(struct kf_verdict *v, const kf_build_out *b);
+void kf_verdict_set_sandbox(struct kf_verdict *v, const kf_sandbox_out *sb);
+int kf_verdict_set_call(struct kf_verdict *v, kf_verdict_shape *s, const kf_call_out *c);
+int kf_verdict_set_fair(struct kf_verdict *v, kf_verdict_shape *s, const kf_fair_out *f, int fair);
+int kf_verdict_set_roof(struct kf_verdict *v, kf_verdict_shape *s, const kf_roof_out *r);
+/* A roofline slot's answer as the document's keys (gflops, gbytes_per_s, ...,
+ * roofline_fraction, floor_ns) onto o: a pipeline's step report (src/system/). */
+void kf_verdict_roof_keys(json_t *o, const kf_roof_out *r);
+/* Keys of a document merged into v or s: each key v types sets its field, every other
+ * one is kept as an extra after the last typed field before it (at: a slot, 0 for the
+ * first). frag is borrowed. 0, or -1 when out of memory. */
 int kf_verdict_merge(struct kf_verdict *v, const json_t *frag, int at);
 int kf_verdict_merge_shape(struct kf_verdict *v, kf_verdict_shape *s, const json_t *frag, int at);
-int kf_verdict_merge_sandbox(struct kf_verdict *v, const json_t *frag);
 /* The backend's resource report (taken; NULL: none), measured at the sizes at. 0 or -1. */
 int kf_verdict_set_resources(struct kf_verdict *v, json_t *r, const kf_verdict_sizes *at);
 /* The backend's ceilings report (taken), measured before the timing (late 0) or on the
@@ -284,9 +322,9 @@ json_t *kf_verdict_summary_json(const struct kf_verdict *v);
 /* {"sizes": ..., "speedup": ...}: one timed shape as the Critic's re-timings list it. */
 json_t *kf_verdict_retimed_json(const kf_verdict_shape *s);
 
-/* The value of a backend's key kept as an extra (a shape's launches_per_call, the
- * document's launch_mode), the last one of that name as the document writes it; NULL
- * when there is none. Borrowed from the extras. */
+/* The value of a key kept as an extra (one this build does not type), the last one of
+ * that name as the document writes it; NULL when there is none. Borrowed from the
+ * extras. */
 const json_t *kf_verdict_extra_get(const kf_verdict_extras *x, const char *key);
 
 /* validate's "reference_time": the reference's slowest call, where (the sizes' names are

@@ -878,13 +878,13 @@ static kf_status sys_bench(sys *S, json_t *report) {
                 if (kf_pipeline_stage_sizes(p, &p->stages[j], step, l, v, err, sizeof err)) continue;
                 sf += eval_cost(t, v, t->cost_flops), sby += eval_cost(t, v, t->cost_bytes);
             }
-        json_t *roof = ceil && o && mb_s[j] > 0 ? json_object() : NULL;
+        kf_roof_out roof = {0};
         char why[512];
         kf_roof_in rin = {t, sf / p->steps, sby / p->steps, mb_s[j], ma_s[j]};
-        if (roof) kf_backend_roofline(be, ceil, &rin, roof, why, sizeof why);
-        json_t *fr = roof ? json_object_get(roof, "roofline_fraction") : NULL;
-        if (o) json_object_set_new(o, "candidate_roofline_fraction", fr ? json_incref(fr) : json_null());
-        json_decref(roof);
+        if (ceil && o && mb_s[j] > 0) kf_backend_roofline(be, ceil, &rin, &roof, why, sizeof why);
+        if (o)
+            json_object_set_new(o, "candidate_roofline_fraction",
+                                roof.has & KF_ROOF_FRACTION ? json_real(roof.fraction) : json_null());
         if (o) json_array_append_new(stages, o);
     }
     json_object_set_new(report, "stages", stages);
@@ -932,10 +932,12 @@ static kf_status sys_bench(sys *S, json_t *report) {
     /* the roofline of the step: the stages' cost models against the backend's ceilings */
     if (ceil) {
         kf_roof_in rin = {p->slots[0].task, flops / p->steps, bytes / p->steps, mb, ma};
-        json_t *roof = json_object();
+        kf_roof_out ro;
         char why[1024] = "";
-        int bad = roof ? kf_backend_roofline(be, ceil, &rin, roof, why, sizeof why) : 0;
+        int bad = kf_backend_roofline(be, ceil, &rin, &ro, why, sizeof why);
+        json_t *roof = json_object();
         if (roof) {
+            kf_verdict_roof_keys(roof, &ro);
             json_object_set_new(roof, "flops", json_real(flops / p->steps));
             json_object_set_new(roof, "bytes", json_real(bytes / p->steps));
             json_object_set_new(report, "roofline", roof);

@@ -18,7 +18,8 @@ typedef struct {
  * locked itself); KFORGE_CEILINGS pins them. */
 void *kf__c_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report);
 /* The roofline slot: a time beyond twice the all-core roofline is impossible. */
-int kf__c_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why, size_t n);
+int kf__c_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, kf_roof_out *out, char *why,
+                   size_t n);
 /* The dispatcher slot (dispatch.c): one C file; an argument type C cannot declare fails
  * the export (KF_EUSAGE, *alone clear). */
 kf_status kf__c_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, const char *run_dir,

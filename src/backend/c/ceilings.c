@@ -169,7 +169,8 @@ void *kf__c_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report) {
     return c;
 }
 
-int kf__c_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why, size_t n) {
+int kf__c_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, kf_roof_out *out, char *why,
+                   size_t n) {
     (void)b;
     const kf_c_ceilings *c = ceil;
     if (!c) return 0;
@@ -179,9 +180,10 @@ int kf__c_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t
         1e9;
     if (!(tmin > 0)) return 0;
     double frac = tmin / cmed;
-    json_object_set_new(jo, "roofline_fraction", json_real(frac));
-    json_object_set_new(jo, "gflops", json_real(fl / cmed));
-    json_object_set_new(jo, "gbytes_per_s", json_real(by / cmed));
+    out->has = KF_ROOF_RATES | KF_ROOF_FRACTION;
+    out->fraction = frac;
+    out->gflops = fl / cmed;
+    out->gbytes_per_s = by / cmed;
     if (!(frac > 2.0 * c->cores)) return 0;
     snprintf(why, n,
              "impossible: %.1fx the machine's measured roofline on all %d cores (%.0f ns measured, at "

@@ -87,24 +87,22 @@ int kf_launch_fair(kf_launch_mode cand, kf_launch_mode base, int graph_known, ch
     return 1;
 }
 
-void kf__cuda_launch_json(json_t *jshape, const kf_call_result *cr) {
+void kf__cuda_launch_report(kf_call_out *out, const kf_call_result *cr) {
+    out->reported = 1;
     if (!cr->cupti) {
-        json_object_set_new(jshape, "launch_count", json_null());
-        json_object_set_new(jshape, "launch_note", json_string("CUPTI not available: launches not counted"));
+        out->note = "CUPTI not available: launches not counted";
         return;
     }
-    json_object_set_new(jshape, "launches_per_call", json_integer(cr->nlaunch));
-    json_object_set_new(jshape, "graph_launches", json_integer(cr->ngraph));
-    json_object_set_new(jshape, "memory_ops", json_integer(cr->nmemop));
-    json_t *k = json_array(), *lib = json_array();
-    for (int i = 0; i < cr->nnames; i++) {
-        json_array_append_new(k, kf_text_json(cr->names[i]));
-        if (kf_cupti_is_library(cr->names[i])) json_array_append_new(lib, kf_text_json(cr->names[i]));
+    out->counted = 1;
+    out->launches = cr->nlaunch;
+    out->graph_launches = cr->ngraph;
+    out->memory_ops = cr->nmemop;
+    out->nkernels = cr->nnames < KF_CALL_MAX_KERNELS ? cr->nnames : KF_CALL_MAX_KERNELS;
+    for (int i = 0; i < out->nkernels; i++) {
+        out->kernels[i] = cr->names[i];
+        out->library[i] = kf_cupti_is_library(cr->names[i]) != 0;
     }
-    json_object_set_new(jshape, "kernels", k);
-    if (cr->nlib > (int)json_array_size(lib))
-        json_object_set_new(jshape, "library_kernel_count", json_integer(cr->nlib));
-    json_object_set_new(jshape, "library_kernels", lib);
+    out->library_kernels = cr->nlib;
 }
 
 int kf__cuda_undeclared(const char *loaded, const char *declared, char *out, size_t n) {
@@ -227,15 +225,16 @@ void *kf__cuda_ceilings(kf_backend *b, kf_ctx *ctx, json_t *c) {
 }
 
 /* Rates from the task's cost model; the roofline when the device's ceilings are known. */
-int kf__cuda_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why,
+int kf__cuda_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, kf_roof_out *out, char *why,
                       size_t n) {
     (void)b;
     const kf_devinfo *dev = ceil;
     const kf_task *t = in->t;
     double fl = in->flops, by = in->bytes, cmed = in->cand_ns;
-    json_object_set_new(jo, "gflops", json_real(fl / cmed));
-    json_object_set_new(jo, "gbytes_per_s", json_real(by / cmed));
-    json_object_set_new(jo, "baseline_gbytes_per_s", json_real(by / in->base_ns));
+    out->has = KF_ROOF_RATES | KF_ROOF_BASE_RATE;
+    out->gflops = fl / cmed;
+    out->gbytes_per_s = by / cmed;
+    out->baseline_gbytes_per_s = by / in->base_ns;
     int half = 0;
     for (int i = 0; i < t->nargs; i++)
         half |= t->args[i].is_buffer && (t->args[i].type == KF_T_F16 || t->args[i].type == KF_T_BF16);
@@ -251,9 +250,10 @@ int kf__cuda_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, jso
         bad = 1;
     }
     if (dev && roof.tmin_ns > 0) {
-        json_object_set_new(jo, "roofline_fraction", json_real(roof.tmin_ns / cmed));
-        json_object_set_new(jo, "roofline_flops_ceiling", json_string(roof.flops_ceiling));
-        json_object_set_new(jo, "floor_ns", json_real(roof.floor_ns));
+        out->has |= KF_ROOF_FRACTION | KF_ROOF_FLOOR;
+        out->fraction = roof.tmin_ns / cmed;
+        out->flops_ceiling = roof.flops_ceiling;
+        out->floor_ns = roof.floor_ns;
     }
     return bad;
 }
@@ -271,25 +271,21 @@ void kf__cuda_plan(kf_backend *b, const kf_build *cand, const kf_build *base, in
 
 /* the launch modes, and whether comparing them is fair (docs/cuda.md) */
 int kf__cuda_fair(kf_backend *b, const kf_build *cand, const kf_launch_seen *cs, const kf_build *base,
-                  int base_graph, const kf_launch_seen *bs, json_t *jo) {
+                  int base_graph, const kf_launch_seen *bs, kf_fair_out *out) {
     (void)b;
     if (!gpu_build(cand)) return 1;
     kf_launch_mode cm = cand->host ? (cs->graph ? KF_MODE_GRAPH : KF_MODE_HOST) : KF_MODE_KERNEL;
     kf_launch_mode bm = base->host   ? (bs->graph ? KF_MODE_GRAPH : KF_MODE_HOST)
                         : base_graph ? KF_MODE_GRAPH
                                      : KF_MODE_KERNEL;
-    char why[400];
-    int fair = kf_launch_fair(cm, bm, !cand->host || cs->known, why, sizeof why);
-    json_t *lm = json_object();
-    json_object_set_new(lm, "candidate", json_string(kf_launch_mode_name(cm)));
-    json_object_set_new(lm, "baseline", json_string(kf_launch_mode_name(bm)));
-    json_object_set_new(jo, "launch_mode", lm);
+    int fair = kf_launch_fair(cm, bm, !cand->host || cs->known, out->note, sizeof out->note);
+    out->reported = 1;
+    out->cand_mode = kf_launch_mode_name(cm);
+    out->base_mode = kf_launch_mode_name(bm);
     if (cand->host) {
-        json_object_set_new(jo, "graph_use", json_string(!cs->known ? "unknown" : cs->graph ? "yes" : "no"));
-        if (cs->launches >= 0) json_object_set_new(jo, "launches_per_call", json_integer(cs->launches));
+        out->graph_use = !cs->known ? "unknown" : cs->graph ? "yes" : "no";
+        out->launches = cs->launches;
     }
-    json_object_set_new(jo, "fair", json_boolean(fair));
-    if (why[0]) json_object_set_new(jo, fair ? "fair_note" : "fair_reason", json_string(why));
     return fair;
 }
 
@@ -301,33 +297,25 @@ int kf__cuda_libraries(kf_backend *b, const kf_build *build, const char *loaded,
     return loaded ? kf__cuda_undeclared(loaded, build->libraries, bad, n) : 0;
 }
 
-void kf__cuda_report_build(kf_backend *b, const kf_build *build, json_t *root) {
+void kf__cuda_report_build(kf_backend *b, const kf_build *build, kf_build_out *out) {
     (void)b;
     if (!gpu_build(build)) return;
-    json_object_set_new(root, "launch_mode", json_string(build->host ? "host" : "kernel"));
-    if (build->host) {
-        json_t *libs = json_array();
-        char *dup = kf__strdup(build->libraries ? build->libraries : ""), *save = NULL;
-        for (char *l = dup ? strtok_r(dup, ",", &save) : NULL; l; l = strtok_r(NULL, ",", &save))
-            json_array_append_new(libs, kf_text_json(l));
-        free(dup);
-        json_object_set_new(root, "libraries", libs);
-    }
+    out->launch_mode = build->host ? "host" : "kernel";
+    if (build->host) out->libraries = build->libraries ? build->libraries : "";
 }
 
 /* A GPU kernel-mode worker runs no candidate host code; it has no seccomp filter or
  * Landlock (the driver needs its devices), only its own uid and rlimits. */
-void kf__cuda_report_sandbox(kf_backend *b, const kf_build *build, kf_worker *w, json_t *sandbox) {
+void kf__cuda_report_sandbox(kf_backend *b, const kf_build *build, kf_worker *w, kf_sandbox_out *out) {
     (void)b;
-    json_object_set_new(sandbox, "seccomp",
-                        json_boolean(!gpu_build(build) || (build->host && w && kf_worker_filtered(w))));
-    if (build->nlaunch) json_object_set_new(sandbox, "gpu_kernel_mode", json_true());
-    if (build->host) json_object_set_new(sandbox, "gpu_host_mode", json_true());
+    out->seccomp = !gpu_build(build) || (build->host && w && kf_worker_filtered(w));
+    out->gpu_kernel_mode = build->nlaunch > 0;
+    out->gpu_host_mode = build->host != 0;
 }
 
-void kf__cuda_report_call(kf_backend *b, const kf_build *build, const kf_call_result *cr, json_t *shape) {
+void kf__cuda_report_call(kf_backend *b, const kf_build *build, const kf_call_result *cr, kf_call_out *out) {
     (void)b;
-    if (build->host) kf__cuda_launch_json(shape, cr);
+    if (build->host) kf__cuda_launch_report(out, cr);
 }
 
 /* Kernel mode: the per-kernel resource report. Registers, spills and static shared

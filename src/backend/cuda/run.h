@@ -33,9 +33,10 @@ int kf_launch_fair(kf_launch_mode cand, kf_launch_mode base, int graph_known, ch
 int kf_build_eval_launches(const kf_build *b, const kf_task *t, const int64_t *sizes, uint32_t lx[][7],
                            char *err, size_t n);
 
-/* GPU host mode: CUPTI's counts of one call onto a shape's JSON (launches_per_call,
- * kernels, graph_launches, library_kernels; launch_count null without CUPTI). */
-void kf__cuda_launch_json(json_t *jshape, const kf_call_result *cr);
+/* GPU host mode: CUPTI's counts of one call (launches, graph launches, memory
+ * operations, the first kernels' names and which are a library's; not counted without
+ * CUPTI), into out. */
+void kf__cuda_launch_report(kf_call_out *out, const kf_call_result *cr);
 /* The vendor compute libraries in loaded (comma-separated file names) that declared
  * (kforge:link names and DT_NEEDED entries) does not cover, ", "-separated into out;
  * returns how many. */
@@ -49,15 +50,16 @@ int kf__cuda_stage(kf_backend *b, const kf_build *build, const kf_stage *st, kf_
                    size_t n);
 uint64_t kf__cuda_clock(kf_backend *b, const kf_call_result *cr);
 void *kf__cuda_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report);
-int kf__cuda_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, json_t *jo, char *why, size_t n);
+int kf__cuda_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, kf_roof_out *out, char *why,
+                      size_t n);
 void kf__cuda_plan(kf_backend *b, const kf_build *cand, const kf_build *base, int cand_graph,
                    int *host_timing, int *base_graph);
 int kf__cuda_fair(kf_backend *b, const kf_build *cand, const kf_launch_seen *cs, const kf_build *base,
-                  int base_graph, const kf_launch_seen *bs, json_t *jo);
+                  int base_graph, const kf_launch_seen *bs, kf_fair_out *out);
 int kf__cuda_libraries(kf_backend *b, const kf_build *build, const char *loaded, char *bad, size_t n);
-void kf__cuda_report_build(kf_backend *b, const kf_build *build, json_t *root);
-void kf__cuda_report_sandbox(kf_backend *b, const kf_build *build, kf_worker *w, json_t *sandbox);
-void kf__cuda_report_call(kf_backend *b, const kf_build *build, const kf_call_result *cr, json_t *shape);
+void kf__cuda_report_build(kf_backend *b, const kf_build *build, kf_build_out *out);
+void kf__cuda_report_sandbox(kf_backend *b, const kf_build *build, kf_worker *w, kf_sandbox_out *out);
+void kf__cuda_report_call(kf_backend *b, const kf_build *build, const kf_call_result *cr, kf_call_out *out);
 json_t *kf__cuda_resources(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
                            const char *info, const uint32_t *occ);
 kf_status kf__cuda_describe(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json);
