@@ -84,7 +84,11 @@ struct kf_pool {
     int njobs;
     double wait_s, eval_timeout_s;
     double t0, first_verdict; /* when the pool started; its first verdict (0: none yet) */
+    double status_at;         /* when scale.json was last written */
+    int status_dirty;         /* a change since then, for the acceptor to write */
 };
+
+#define STATUS_EVERY_S 0.05 /* scale.json is rewritten at most this often for verdicts */
 
 static double now_s(void) { return (double)kf__now_ns() / 1e9; }
 
@@ -118,14 +122,25 @@ static json_t *report_locked(kf_pool *p) {
                      (json_int_t)p->requeued, "lost", (json_int_t)p->lost, "draining", p->draining);
 }
 
-static void status_locked(kf_pool *p) {
+static void status_now_locked(kf_pool *p) {
+    p->status_dirty = 0;
     if (!p->status_dir[0]) return;
+    p->status_at = now_s();
     json_t *j = report_locked(p);
     char path[4300], tmp[4400];
     snprintf(path, sizeof path, "%s/scale.json", p->status_dir);
     snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
     if (j && !json_dump_file(j, tmp, JSON_COMPACT)) rename(tmp, path);
     json_decref(j);
+}
+
+/* scale.json after a verdict or a dispatch: written at once when the last write is
+ * STATUS_EVERY_S old, else left to the acceptor's next round (at most 50 ms later).
+ * Writing a file per verdict was the largest part of the coordinator's cost with many
+ * workers; joins, leaves and drains are written at once (status_now_locked). */
+static void status_locked(kf_pool *p) {
+    if (now_s() - p->status_at >= STATUS_EVERY_S) status_now_locked(p);
+    else p->status_dirty = 1;
 }
 
 json_t *kf_pool_report(kf_pool *p) {
@@ -278,7 +293,7 @@ static void *reader(void *arg) {
         fprintf(stderr, "kforge run: worker %s joined (%s)\n", w->name,
                 json_string_value(json_object_get(w->device, "model")) ?: "?");
         dispatch_locked(p);
-        status_locked(p);
+        status_now_locked(p);
         pthread_cond_broadcast(&p->cv);
     }
     pthread_mutex_unlock(&p->mu);
@@ -310,7 +325,7 @@ static void *reader(void *arg) {
             json_object_set_new(a, "t", json_string("draining"));
             kf_scale_send(&w->c, a);
             json_decref(a);
-            status_locked(p);
+            status_now_locked(p);
         }
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
@@ -321,7 +336,7 @@ static void *reader(void *arg) {
     w->alive = 0;
     w->gone = 1;
     dispatch_locked(p);
-    status_locked(p);
+    status_now_locked(p);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -342,12 +357,13 @@ static void *acceptor(void *arg) {
                 shutdown(w->c.fd, SHUT_RDWR);
             }
         }
+        if (p->status_dirty && t - p->status_at >= STATUS_EVERY_S) status_now_locked(p);
         for (int i = 0; i < p->nkids; i++)
             if (p->kids[i] > 0 && waitpid(p->kids[i], NULL, WNOHANG) == p->kids[i]) p->kids[i] = -p->kids[i];
         pthread_mutex_unlock(&p->mu);
         if (quit) break;
         struct pollfd pf = {p->lfd, POLLIN, 0};
-        if (poll(&pf, 1, 100) <= 0) continue;
+        if (poll(&pf, 1, 50) <= 0) continue;
         int fd = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) continue;
         wk *w = calloc(1, sizeof *w);
@@ -568,7 +584,7 @@ kf_status kf_pool_start(kf_ctx *ctx, const kf_pool_opts *o, kf_pool **out) {
     }
     if (!st) {
         pthread_mutex_lock(&p->mu);
-        status_locked(p);
+        status_now_locked(p);
         pthread_mutex_unlock(&p->mu);
         char exe[4096];
         const char *e = o->kforge ? o->kforge : getenv("KFORGE_EXE");
@@ -624,6 +640,7 @@ int kf_pool_bench(kf_pool *p, const kf_pool_req *rq, char **stored, kf_status *b
     else p->head = r;
     p->tail = r;
     dispatch_locked(p);
+    status_locked(p); /* the worker it went to is busy */
     double since = now_s();
     while (!r->done) {
         if (alive_locked(p) || r->on) since = now_s();
