@@ -216,8 +216,7 @@ int kf_cli_tool(int argc, char **argv, int submit) {
             double w;
             if (kf_cli_number(a, argv[++i], 1, KF_RUN_MAX_JOBS, &w)) return KF_EXIT_USAGE;
             o.workers = (int)w;
-        }
-        else if (a[0] == '-') return kf_cli_fail(json, "kforge %s: unknown option %s", argv[0], a);
+        } else if (a[0] == '-') return kf_cli_fail(json, "kforge %s: unknown option %s", argv[0], a);
         else if (!o.run_dir) o.run_dir = a;
         else if (submit && !file) file = a;
         else return kf_cli_fail(json, "kforge %s: unexpected argument %s", argv[0], a);

@@ -893,7 +893,8 @@ static void t_tool_concurrent(const void *arg) {
         ids[i] = json_integer_value(json_object_get(j, "id"));
         json_decref(j);
     }
-    CHECKF(ids[0] > 0 && ids[1] > 0 && ids[0] != ids[1], "ids %lld %lld", (long long)ids[0], (long long)ids[1]);
+    CHECKF(ids[0] > 0 && ids[1] > 0 && ids[0] != ids[1], "ids %lld %lld", (long long)ids[0],
+           (long long)ids[1]);
     int all, fin, cr;
     node_counts(run, &all, &fin, &cr);
     CHECKF(all == 2 && fin == 2 && cr == 0, "%d nodes, %d finished, %d crashed", all, fin, cr);
