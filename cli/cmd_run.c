@@ -190,6 +190,7 @@ int kf_cli_run(int argc, char **argv) {
 
 /* kforge next RUN [--json] [search and bench options]
  * kforge submit RUN --parent N FILE [--category C] [--description TEXT] [--screen] [--json] [bench options]
+ *               [--workers N | --devices all|0,2,5]   (docs/scale.md "Tool mode")
  * kforge submit RUN --promote N [--json] [bench options] (docs/agents.md) */
 int kf_cli_tool(int argc, char **argv, int submit) {
     kf_run_opts o;
@@ -210,7 +211,12 @@ int kf_cli_tool(int argc, char **argv, int submit) {
         } else if (submit && !strcmp(a, "--screen")) o.screen = 1;
         else if (submit && !strcmp(a, "--category") && more) category = argv[++i];
         else if (submit && !strcmp(a, "--description") && more) o.description = argv[++i];
-        else if (a[0] == '-') return kf_cli_fail(json, "kforge %s: unknown option %s", argv[0], a);
+        else if (submit && !strcmp(a, "--devices") && more) o.devices = argv[++i];
+        else if (submit && !strcmp(a, "--workers") && more) {
+            double w;
+            if (kf_cli_number(a, argv[++i], 1, KF_RUN_MAX_JOBS, &w)) return KF_EXIT_USAGE;
+            o.workers = (int)w;
+        } else if (a[0] == '-') return kf_cli_fail(json, "kforge %s: unknown option %s", argv[0], a);
         else if (!o.run_dir) o.run_dir = a;
         else if (submit && !file) file = a;
         else return kf_cli_fail(json, "kforge %s: unexpected argument %s", argv[0], a);

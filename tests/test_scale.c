@@ -734,7 +734,177 @@ static void t_secret_per_run(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* ---- tool mode ---- */
+
+/* A run for tool mode in dir/NAME (with workers: "--workers 2", or ""). */
+static void tool_run_new(const char *dir, const char *name, const char *workers) {
+    char args[1024], out[8192];
+    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 0 --run %s/%s %s %s", dir, name, workers, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+}
+
+/* kforge submit RUN --parent 0 FILE --json: its exit status, its answer into *j. */
+static int tool_submit(const char *run, const char *file, json_t **j) {
+    char args[1024], out[1 << 17];
+    snprintf(args, sizeof args, "submit %s --parent 0 %s --json 2>/dev/null", run, file);
+    int rc = cli(args, out, sizeof out);
+    *j = json_loads(out, 0, NULL);
+    return rc;
+}
+
+/* saxpy's fast candidate with a line of its own (another text), and one that forgets
+ * the tail (rejected: unwritten_output), in dir. */
+static void tool_files(const char *dir) {
+    char *fast = NULL, p[300];
+    size_t len = 0;
+    CHECK(!kf__read_file(kft_src("tasks/c/saxpy/candidates/fast.c"), 1 << 20, &fast, &len));
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/fast%d.c", dir, i);
+        FILE *f = fopen(p, "w");
+        CHECK(f && fprintf(f, "%s\n/* copy %d */\n", fast, i) > 0 && !fclose(f));
+    }
+    free(fast);
+    snprintf(p, sizeof p, "%s/bad.c", dir);
+    FILE *f = fopen(p, "w");
+    CHECK(f);
+    fputs("#include <stdint.h>\nvoid saxpy(const float *x, const float *y, float *z, int64_t n, float a)\n"
+          "{\n    for (int64_t i = 0; i + 8 <= n; i += 8)\n"
+          "        for (int k = 0; k < 8; k++) z[i + k] = a * x[i + k] + y[i + k];\n}\n",
+          f);
+    CHECK(!fclose(f));
+}
+
+static int passed_state(const char *s) {
+    return s && (!strcmp(s, "kept") || !strcmp(s, "reverted") || !strcmp(s, "measured"));
+}
+
+/* A tool-mode submit on a run created with --workers is evaluated by a worker, and its
+ * verdict is a local submit's: the same rejection and reason for a wrong file, a pass
+ * for a right one; the answer names the worker, and the pool's counters say one
+ * evaluation went out per kf_bench call. */
+static void t_tool_submit(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-scalet-XXXXXX", lr[200], wr[200], f[3][200];
+    CHECK(mkdtemp(dir));
+    tool_run_new(dir, "local", "");
+    tool_run_new(dir, "workers", "--workers 2");
+    tool_files(dir);
+    snprintf(lr, sizeof lr, "%s/local", dir);
+    snprintf(wr, sizeof wr, "%s/workers", dir);
+    snprintf(f[0], sizeof f[0], "%s/bad.c", dir);
+    snprintf(f[1], sizeof f[1], "%s/fast0.c", dir);
+    for (int k = 0; k < 2; k++) {
+        json_t *a, *b;
+        int ra = tool_submit(lr, f[k], &a), rb = tool_submit(wr, f[k], &b);
+        const char *sa = json_string_value(json_object_get(a, "state"));
+        const char *sb = json_string_value(json_object_get(b, "state"));
+        CHECKF(ra == rb && ra == (k ? 0 : 1), "%s: exit %d here, %d on a worker", f[k], ra, rb);
+        if (!k) {
+            CHECKF(sa && sb && !strcmp(sa, "rejected") && !strcmp(sb, "rejected"), "%s, %s", sa, sb);
+            const char *ja = json_string_value(json_object_get(a, "reasons"));
+            const char *jb = json_string_value(json_object_get(b, "reasons"));
+            CHECKF(ja && jb && !strcmp(ja, jb) && strstr(ja, "unwritten_output"), "reasons %s, %s", ja, jb);
+        } else {
+            CHECKF(passed_state(sa) && passed_state(sb), "%s, %s", sa, sb);
+        }
+        const char *w = json_string_value(json_object_get(b, "worker"));
+        json_t *sc = json_object_get(b, "scale");
+        CHECKF(w && !strncmp(w, "local-", 6), "worker %s", w ? w : "(none)");
+        CHECKF(json_integer_value(json_object_get(sc, "verdicts")) >= 1 &&
+                   json_integer_value(json_object_get(sc, "verdicts")) ==
+                       json_integer_value(json_object_get(sc, "dispatched")) &&
+                   json_integer_value(json_object_get(sc, "lost")) == 0,
+               "scale %s", sc ? json_dumps(sc, 0) : "(none)");
+        CHECK(!json_object_get(a, "worker") && !json_object_get(a, "scale"));
+        json_decref(a);
+        json_decref(b);
+    }
+    int all, fin, cr;
+    node_counts(wr, &all, &fin, &cr);
+    CHECKF(all == 2 && fin == 2 && cr == 0, "%d nodes, %d finished, %d crashed", all, fin, cr);
+    kf__rmtree(dir);
+}
+
+/* A worker SIGKILLed in the middle of a submit's evaluation: the request is requeued
+ * once on the other worker, and the submit gets one verdict, recorded once. */
+static void t_tool_killed(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-scaletk-XXXXXX", run[200], out[200], args[1024], f[200];
+    CHECK(mkdtemp(dir));
+    tool_run_new(dir, "run", "--workers 2");
+    tool_files(dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(out, sizeof out, "%s/out.json", dir);
+    snprintf(f, sizeof f, "%s/fast0.c", dir);
+    snprintf(args, sizeof args, "submit %s --parent 0 %s --json", run, f);
+    pid_t pid = start(args, out);
+    int killed = 0;
+    for (int i = 0; i < 3000 && !killed; i++) {
+        json_t *s = scale_json(run);
+        size_t k;
+        json_t *w;
+        json_array_foreach(json_object_get(s, "workers"), k, w) {
+            if (!killed && !strcmp(json_string_value(json_object_get(w, "state")), "busy")) {
+                kill((pid_t)json_integer_value(json_object_get(w, "pid")), SIGKILL);
+                killed = 1;
+            }
+        }
+        json_decref(s);
+        if (!killed) nap_ms(10);
+    }
+    CHECKF(killed, "no worker was seen busy");
+    int rc = wait_exit(pid, 150);
+    json_t *j = summary(out);
+    const char *st = json_string_value(json_object_get(j, "state"));
+    json_t *sc = json_object_get(j, "scale");
+    CHECKF(rc == 0 && passed_state(st), "exit %d, state %s", rc, st ? st : "(none)");
+    CHECKF(json_integer_value(json_object_get(sc, "requeued")) == 1 &&
+               json_integer_value(json_object_get(sc, "lost")) == 0,
+           "scale: %s", sc ? json_dumps(sc, 0) : "(none)");
+    int all, fin, cr;
+    node_counts(run, &all, &fin, &cr);
+    CHECKF(all == 1 && fin == 1 && cr == 0, "%d nodes, %d finished, %d crashed", all, fin, cr);
+    json_decref(j);
+    kf__rmtree(dir);
+}
+
+/* Two agents submit at once to a run with two workers: each submit gets its own
+ * verdict, evaluated on a worker, and each node is recorded once. */
+static void t_tool_concurrent(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-scaletc-XXXXXX", run[200], out[2][200], args[1024];
+    CHECK(mkdtemp(dir));
+    tool_run_new(dir, "run", "--workers 2");
+    tool_files(dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    pid_t pid[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(out[i], sizeof out[i], "%s/out%d.json", dir, i);
+        snprintf(args, sizeof args, "submit %s --parent 0 %s/fast%d.c --json", run, dir, i);
+        pid[i] = start(args, out[i]);
+    }
+    int64_t ids[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        int rc = wait_exit(pid[i], 200);
+        json_t *j = summary(out[i]);
+        const char *st = json_string_value(json_object_get(j, "state"));
+        CHECKF(rc == 0 && passed_state(st), "submit %d: exit %d, state %s", i, rc, st ? st : "(none)");
+        CHECKF(json_string_value(json_object_get(j, "worker")), "submit %d: no worker", i);
+        ids[i] = json_integer_value(json_object_get(j, "id"));
+        json_decref(j);
+    }
+    CHECKF(ids[0] > 0 && ids[1] > 0 && ids[0] != ids[1], "ids %lld %lld", (long long)ids[0],
+           (long long)ids[1]);
+    int all, fin, cr;
+    node_counts(run, &all, &fin, &cr);
+    CHECKF(all == 2 && fin == 2 && cr == 0, "%d nodes, %d finished, %d crashed", all, fin, cr);
+    kf__rmtree(dir);
+}
+
 void kft_register_scale(void) {
+    kft_add("scale/tool_submit", t_tool_submit, NULL, 240);
+    kft_add("scale/tool_killed", t_tool_killed, NULL, 240);
+    kft_add("scale/tool_concurrent", t_tool_concurrent, NULL, 300);
     kft_add("scale/secret_per_run", t_secret_per_run, NULL, 30);
     kft_add("scale/same_names", t_same_names, NULL, 120);
     kft_add("scale/slurm", t_slurm, NULL, 300);

@@ -6,7 +6,8 @@
  * readers take it back when their own command leaves it unset: --resume (the proposer,
  * its endpoint, the budgets of tokens and packs, the lessons, the Critic's settings, the
  * checks' and timings' settings, --jobs) and tool mode (the checks' and timings'
- * settings; the Critic's are imposed there, kf_config_tool). The table's order is the
+ * settings, and the local workers that evaluate; the Critic's are imposed there,
+ * kf_config_tool). The table's order is the
  * order of the recorded object's keys. The seal over the run's row covers this text, so
  * the same options always record the same bytes.
  */
@@ -69,6 +70,10 @@ static const cf_field fields[] = {
     {"lessons", CF_PATH, F(lessons), CF_RESUME, NULL}, /* absolute, so a resume from elsewhere finds it */
     {"pack_tokens", CF_I64, F(pack_tokens), CF_RESUME, NULL},
     {"screen_first", CF_BOOL, F(screen), CF_RESUME, NULL}, /* recorded when given */
+    /* scale-out's local workers (docs/scale.md "Tool mode"): each submit evaluates on
+     * them unless it names its own; --resume starts only the workers its command names */
+    {"workers", CF_INT, F(workers), CF_TOOL, NULL},
+    {"devices", CF_STR, F(devices), CF_TOOL, NULL},
 };
 #undef F
 

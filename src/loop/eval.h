@@ -32,6 +32,11 @@ typedef struct kf_eval {
     struct kf_pool *pool;  /* scale-out: checks and timings on its workers (NULL: here) */
     int64_t node;          /* the node being evaluated, and its kf_bench calls so far: */
     int nbench;            /* the evaluation ids sent to workers (NODE.K) */
+    struct {               /* with a pool, the private copies are texts held here: a worker */
+        char path[4400];   /* gets the text, so no file is written (their names are what */
+        char *text;        /* the worker names them by; path "" when the slot is free) */
+        size_t len;
+    } copies[2];
     int env_failed;        /* this evaluation failed for the machine, not the candidate */
     char env_err[1400];    /* what failed, when env_failed */
 } kf_eval;

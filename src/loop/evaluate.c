@@ -79,6 +79,20 @@ static void env_fail(kf_eval *r, const char *what) {
     snprintf(r->env_err, sizeof r->env_err, "%s", what);
 }
 
+/* The text of a private copy (a pool's, held in memory, or a file), into *text (caller
+ * frees): 0, or -1 when there is none. */
+static int copy_read(const kf_eval *r, const char *path, char **text, size_t *len) {
+    for (int i = 0; i < 2; i++)
+        if (r->copies[i].text && !strcmp(r->copies[i].path, path)) {
+            if (!(*text = malloc(r->copies[i].len + 1))) return -1;
+            memcpy(*text, r->copies[i].text, r->copies[i].len);
+            (*text)[r->copies[i].len] = 0;
+            *len = r->copies[i].len;
+            return 0;
+        }
+    return kf__read_file(path, 16u << 20, text, len) ? -1 : 0;
+}
+
 /* bench_ex on one of the pool's workers (docs/scale.md): the candidate's and the
  * baseline's texts go together, so both are timed on one device in one worker; the
  * verdict document comes back with that device in it. A request lost twice (its workers
@@ -87,8 +101,7 @@ static int remote_bench(kf_eval *r, const char *path, const kf_opts *o, struct k
                         char *err, size_t n) {
     char *text = NULL, *vs = NULL;
     size_t tl = 0, vl = 0;
-    if (kf__read_file(path, 16u << 20, &text, &tl) ||
-        (o->vs_path && kf__read_file(o->vs_path, 16u << 20, &vs, &vl))) {
+    if (copy_read(r, path, &text, &tl) || (o->vs_path && copy_read(r, o->vs_path, &vs, &vl))) {
         snprintf(err, n, "the private copy %s: unreadable", o->vs_path && text ? o->vs_path : path);
         env_fail(r, err);
         free(text);
@@ -110,10 +123,10 @@ static int remote_bench(kf_eval *r, const char *path, const kf_opts *o, struct k
                       vl,
                       oj,
                       id};
-    char *doc = NULL;
+    json_t *doc = NULL;
     kf_status bst = KF_OK;
     uint64_t b0 = kf__now_ns();
-    int rc = kf_pool_bench(r->pool, &rq, &doc, &bst, err, n);
+    int rc = kf_pool_bench_doc(r->pool, &rq, &doc, &bst, err, n);
     r->bench_ns += kf__now_ns() - b0;
     json_decref(oj);
     free(text);
@@ -122,16 +135,21 @@ static int remote_bench(kf_eval *r, const char *path, const kf_opts *o, struct k
         (rc == 1 && (bst == KF_EIO || bst == KF_ENOMEM || bst == KF_EBACKEND || bst == KF_EINTERNAL)))
         env_fail(r, err);
     if (rc) {
-        free(doc);
+        json_decref(doc);
         return -1;
     }
-    if (kf_verdict_from_text(doc, v)) {
+    if (kf_verdict_from_json(doc, v)) {
         snprintf(err, n, "a worker's verdict document does not parse");
-        free(doc);
+        json_decref(doc);
         return -1;
     }
-    if (stored) *stored = doc;
-    else free(doc);
+    /* the document as stored: the Critic's re-timings need only the typed verdict */
+    if (stored && !(*stored = kf__json_dumps(doc, JSON_COMPACT))) {
+        snprintf(err, n, "out of memory");
+        json_decref(doc);
+        return -1;
+    }
+    json_decref(doc);
     return 0;
 }
 
@@ -182,6 +200,23 @@ static int private_copy(kf_eval *r, const kf_node *n, char *out, size_t len, cha
         snprintf(err, en, "node %lld's source: %s", (long long)n->id, kf_errmsg(r->ctx));
         return -1;
     }
+    /* compiler messages name this file: a submitted file keeps its own name */
+    const char *base = r->display ? strrchr(r->display, '/') : NULL;
+    base = base ? base + 1 : r->display;
+    char name[4200];
+    if (base && *base && !strchr(base, '/')) snprintf(name, sizeof name, "%s", base);
+    else snprintf(name, sizeof name, "n%lld.%s", (long long)n->id, n->ext);
+    /* with a pool the text goes to a worker, which writes its own copy: none here (a
+     * directory made and removed per evaluation cost more than the rest of its
+     * bookkeeping with many workers) */
+    for (int i = 0; r->pool && i < 2; i++)
+        if (!r->copies[i].text) {
+            snprintf(r->copies[i].path, sizeof r->copies[i].path, "copy%d/%s", i, name);
+            snprintf(out, len, "%s", r->copies[i].path);
+            r->copies[i].text = text;
+            r->copies[i].len = tl;
+            return 0;
+        }
     const char *tmp = getenv("TMPDIR");
     char dir[4096];
     static pthread_once_t swept = PTHREAD_ONCE_INIT;
@@ -189,11 +224,7 @@ static int private_copy(kf_eval *r, const kf_node *n, char *out, size_t len, cha
     snprintf(dir, sizeof dir, "%s/kforge-run-%d-XXXXXX", tmp && *tmp ? tmp : "/tmp", (int)getpid());
     int rc = -1;
     if (mkdtemp(dir)) {
-        /* compiler messages name this file: a submitted file keeps its own name */
-        const char *base = r->display ? strrchr(r->display, '/') : NULL;
-        base = base ? base + 1 : r->display;
-        if (base && *base && !strchr(base, '/')) snprintf(out, len, "%s/%s", dir, base);
-        else snprintf(out, len, "%s/n%lld.%s", dir, (long long)n->id, n->ext);
+        snprintf(out, len, "%s/%s", dir, name);
         FILE *f = fopen(out, "wb");
         if (f && fwrite(text, 1, tl, f) == tl && !fclose(f)) rc = 0;
         else if (f) fclose(f);
@@ -207,7 +238,14 @@ static int private_copy(kf_eval *r, const kf_node *n, char *out, size_t len, cha
     return rc;
 }
 
-static void private_drop(const char *path) {
+static void private_drop(kf_eval *r, const char *path) {
+    for (int i = 0; i < 2; i++)
+        if (r->copies[i].text && !strcmp(r->copies[i].path, path)) {
+            free(r->copies[i].text);
+            r->copies[i].text = NULL;
+            r->copies[i].path[0] = 0;
+            return;
+        }
     char dir[4400];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -358,8 +396,8 @@ static int beats_parent(const kf_eval *r, const struct kf_verdict *v, const kf_n
 static void sources(const kf_eval *r, const char *path, const kf_node *parent, int pfail, const char *ppath,
                     char **src, char **psrc) {
     size_t sl = 0;
-    if (kf__read_file(path, 16u << 20, src, &sl)) *src = NULL;
-    if (!pfail && parent && kf__read_file(ppath, 16u << 20, psrc, &sl)) *psrc = NULL;
+    if (copy_read(r, path, src, &sl)) *src = NULL;
+    if (!pfail && parent && copy_read(r, ppath, psrc, &sl)) *psrc = NULL;
     /* a child of the root changes the reference: the suspicious-gain check
      * compares it with the reference's text */
     if (!parent) {
@@ -488,8 +526,8 @@ kf_status kf_eval_evaluate(kf_eval *r, kf_node *n, const kf_node *parent) {
     if (n->state == KF_NODE_MEASURED && !r->env_failed)
         judge(r, n, parent, path, &res, ppath, sizeof ppath, err, sizeof err);
     kf_verdict_free(&res);
-    if (path[0]) private_drop(path);
-    if (ppath[0]) private_drop(ppath);
+    if (path[0]) private_drop(r, path);
+    if (ppath[0]) private_drop(r, ppath);
     if (r->env_failed) {
         /* not the candidate's failure: nothing recorded, nothing taught; the node stays
          * unfinished and a resume evaluates it again */

@@ -9,7 +9,8 @@
  * run kf_eval_node: the private copy, kf_bench (compiles and checks overlap; timed phases
  * run one at a time under bench.c's timing lock), the Critic's re-timings and the
  * outcome's transaction. With --jobs 1 there is no thread: each node is evaluated where
- * it is handed over, exactly as before there was a scheduler.
+ * it is handed over, exactly as before there was a scheduler. Work and outcomes have a
+ * condition variable each, and each hand-over wakes one thread.
  */
 #include "sched.h"
 
@@ -40,7 +41,7 @@ static void *evaluator_main(void *arg) {
             snprintf(o.err, sizeof o.err, "node %lld: %s", (long long)id, kf_errmsg(e->r.ctx));
         pthread_mutex_lock(&s->mu);
         s->done[s->ndone++] = o; /* room: never more than jobs ids are out */
-        pthread_cond_broadcast(&s->cv);
+        pthread_cond_signal(&s->done_cv);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -56,6 +57,7 @@ kf_status kf_sched_start(kf_sched *s, kf_eval *ev, kf_tally *tally, int jobs) {
     *s = (kf_sched){.ev = ev, .tally = tally, .jobs = jobs < 1 ? 1 : jobs};
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_cond_init(&s->done_cv, NULL);
     s->started = 1;
     if (s->jobs == 1) return KF_OK;
     if (!(s->evs = calloc((size_t)s->jobs, sizeof *s->evs)))
@@ -71,8 +73,13 @@ kf_status kf_sched_start(kf_sched *s, kf_eval *ev, kf_tally *tally, int jobs) {
         e->r.bench_ns = 0;
         kf_status st = e->r.ctx ? KF_OK : kf__err(ev->ctx, KF_ENOMEM, "out of memory");
         if (!st && ((st = kf_task_load(e->r.ctx, ev->t->dir, &e->r.t)) ||
-                    (st = kf_store_open(e->r.ctx, ev->run_dir, e->r.t, &e->r.st))))
+                    (st = kf_store_open_peer(e->r.ctx, ev->st, &e->r.st))))
             kf__err(ev->ctx, st, "evaluator %d of --jobs %d: %s", i + 1, s->jobs, kf_errmsg(e->r.ctx));
+        /* the task as loaded now is the run's (what kf_store_open checked for main) */
+        if (!st && strcmp(e->r.t->fingerprint, kf_store_task_fingerprint(e->r.st)))
+            st = kf__err(ev->ctx, KF_ETASK,
+                         "%s: the task changed since this run started (fingerprint %.12s, now %.12s)",
+                         ev->run_dir, kf_store_task_fingerprint(e->r.st), e->r.t->fingerprint);
         if (!st && pthread_create(&e->th, NULL, evaluator_main, e))
             st = kf__err(ev->ctx, KF_EINTERNAL, "evaluator %d of --jobs %d: pthread_create failed", i + 1,
                          s->jobs);
@@ -100,6 +107,7 @@ void kf_sched_stop(kf_sched *s) {
     for (int i = 0; i < s->n; i++) free(s->fl[i].params_json);
     free(s->evs);
     pthread_cond_destroy(&s->cv);
+    pthread_cond_destroy(&s->done_cv);
     pthread_mutex_destroy(&s->mu);
     s->started = 0;
 }
@@ -107,7 +115,7 @@ void kf_sched_stop(kf_sched *s) {
 kf_status kf_sched_wait(kf_sched *s) {
     uint64_t t0 = kf__now_ns();
     pthread_mutex_lock(&s->mu);
-    while (!s->ndone) pthread_cond_wait(&s->cv, &s->mu);
+    while (!s->ndone) pthread_cond_wait(&s->done_cv, &s->mu);
     kf_outcome o = s->done[0];
     memmove(s->done, s->done + 1, (size_t)--s->ndone * sizeof *s->done);
     pthread_mutex_unlock(&s->mu);
@@ -154,7 +162,9 @@ kf_status kf_sched_put(kf_sched *s, int64_t id) {
     s->tally->running = s->n;
     pthread_mutex_lock(&s->mu);
     s->todo[s->ntodo++] = id;
-    pthread_cond_broadcast(&s->cv);
+    /* one evaluator for one node: a broadcast woke all N idle ones, which with --jobs 64
+     * cost more than the node's own bookkeeping */
+    pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return KF_OK;
 }

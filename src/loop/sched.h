@@ -34,7 +34,8 @@ typedef struct kf_sched {
     kf_flight fl[KF_RUN_MAX_JOBS]; /* in flight: main thread only */
     int n;
     pthread_mutex_t mu; /* guards todo, done, quit */
-    pthread_cond_t cv;
+    pthread_cond_t cv;  /* work for an evaluator: one is woken per node handed over */
+    pthread_cond_t done_cv; /* an outcome for the main thread */
     int64_t todo[KF_RUN_MAX_JOBS];
     int ntodo;
     kf_outcome done[KF_RUN_MAX_JOBS];

@@ -41,6 +41,7 @@ typedef struct {
     kf_proposer tool;
     kf_loop_memory *mem;
     kf_store_lock *lock; /* the run's writer's lock, for this command's duration */
+    kf_pool *pool;       /* submit on a run with workers: its evaluations go to them */
 } tool_run;
 
 /* ---- pending actions ------------------------------------------------------------------ */
@@ -173,6 +174,8 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, const char *cmd, to
         r->own = *o;
         r->ev.o = &r->own;
         st = kf_config_tool(ctx, r->ev.run_dir, r->ev.t->hidden_count, o, r->cfg, &r->own);
+        if (o->workers || o->devices) /* the command's workers, not a mix with the run's */
+            r->own.workers = o->workers, r->own.devices = o->devices;
     }
     if (st || (st = kf_eval_setup(&r->ev))) {
         kf_store_unlock(r->lock);
@@ -192,7 +195,25 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, const char *cmd, to
     return KF_OK;
 }
 
+/* Scale-out in tool mode (docs/scale.md "Tool mode"): a submission on a run created with
+ * --workers or --devices (or a submit that names them) has its checks and timings, the
+ * Critic's re-timings among them, done by local workers that this command starts and
+ * stops, under the same pool as kforge run's: idempotent evaluation ids, a lost request
+ * requeued once, then the node crashed. The run's lock is held meanwhile, so concurrent
+ * submits take turns as they do without workers. */
+static kf_status tool_workers(tool_run *r) {
+    const kf_run_opts *o = &r->own;
+    if (!o->workers && !o->devices) return KF_OK;
+    kf_pool_opts po = {.devices = o->devices, .workers = o->workers, .status_dir = r->ev.run_dir};
+    kf_status st = kf_pool_start(r->ev.ctx, &po, &r->pool);
+    if (!st) r->ev.pool = r->pool;
+    return st;
+}
+
 static void close_run(tool_run *r) {
+    kf_pool_stop(r->pool);
+    r->pool = NULL;
+    r->ev.pool = NULL;
     kf_search_free(r->tally.se);
     kf_loop_memory_close(r->mem);
     kf_advisor_free(r->ev.advisor);
@@ -390,6 +411,17 @@ static char *pruned_answer(tool_run *r, int64_t parent, const char *cat, int64_t
         r->ev.run_dir, (long long)same);
 }
 
+/* A submission evaluated on workers: the worker and device that timed its verdict, and
+ * the pool's figures (dispatched, verdicts, requeued, lost, ...), into j. */
+static void worker_fields(json_t *j, const kf_node *n, kf_pool *pool) {
+    json_t *v = n->verdict_json ? json_loads(n->verdict_json, 0, NULL) : NULL;
+    json_t *w = json_object_get(v, "worker"), *d = json_object_get(v, "device");
+    json_object_set_new(j, "worker", json_is_string(w) ? json_incref(w) : json_null());
+    json_object_set_new(j, "device", json_is_object(d) ? json_incref(d) : json_null());
+    json_object_set_new(j, "scale", kf_pool_report(pool));
+    json_decref(v);
+}
+
 /* The answer of kforge submit: the node as tree shows it (a line, or its JSON with the
  * run, the pending action and the first message of a failure). */
 static char *submit_answer(tool_run *r, kf_node *n, int64_t parent, int64_t pid, int passed, int json) {
@@ -407,6 +439,7 @@ static char *submit_answer(tool_run *r, kf_node *n, int64_t parent, int64_t pid,
         json_object_set_new(j, "run", json_string(r->ev.run_dir));
         json_object_set_new(j, "pending", pid ? json_integer(pid) : json_null());
         json_object_set_new(j, "message", msg ? json_string(msg) : json_null());
+        if (r->pool) worker_fields(j, n, r->pool);
         out = kf__json_dumps(j, JSON_INDENT(1));
         json_decref(j);
     } else {
@@ -539,6 +572,7 @@ kf_status kf_run_submit(kf_ctx *ctx, const kf_run_opts *o, int64_t parent, const
      * submitting it until a lucky timing or a lucky draw of hidden shapes passes proves
      * nothing new. No node: the answer names the earlier one */
     if (submit_pruned(&r, &n, text, len, parent, cname, pid, json, out, outcome, &st)) goto out;
+    if ((st = tool_workers(&r))) goto out; /* before the node: a pool that cannot start records nothing */
     st = submit_record(&r, parent, path, text, len, cat, pid, 0, desc, &n);
     r.ev.display = path; /* the node's copy carries the submitted file's name */
     if (st) goto out;
@@ -587,6 +621,7 @@ kf_status kf_run_promote(kf_ctx *ctx, const kf_run_opts *o, int64_t node, int js
     char name[64];
     snprintf(name, sizeof name, "n%lld.%s", (long long)node, sn.ext);
     if (submit_pruned(&r, &n, text, len, sn.parent, sn.category, pid, json, out, outcome, &st)) goto out;
+    if ((st = tool_workers(&r))) goto out;
     if ((st = submit_record(&r, sn.parent, name, text, len, cat, pid, node, NULL, &n))) goto out;
     st = submit_eval(&r, &n, sn.parent, hasp ? &pn : NULL, pid, json, out, outcome);
 out:

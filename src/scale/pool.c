@@ -45,12 +45,14 @@ typedef struct req {
     json_t *msg;
     char id[160], ticket[40];
     int attempts, done, result;
-    char *stored;
+    json_t *verdict, *device; /* the verdict frame and the device of the worker that sent it */
+    char worker[128];
     kf_status bst;
     char err[1400];
     char lost_on[300]; /* the first worker it was lost on */
     wk *on;
     double started;
+    pthread_cond_t cv; /* its caller waits on it: one waiter woken per verdict, not all */
 } req;
 
 struct wk {
@@ -66,7 +68,6 @@ struct wk {
 
 struct kf_pool {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     int lfd, quit, draining;
     char addr[4200], secret_file[4200], status_dir[4096], sock_dir[4096];
     unsigned char secret[KF_SCALE_SECRET_LEN];
@@ -84,7 +85,11 @@ struct kf_pool {
     int njobs;
     double wait_s, eval_timeout_s;
     double t0, first_verdict; /* when the pool started; its first verdict (0: none yet) */
+    double status_at;         /* when scale.json was last written */
+    int status_dirty;         /* a change since then, for the acceptor to write */
 };
+
+#define STATUS_EVERY_S 0.05 /* scale.json is rewritten at most this often for verdicts */
 
 static double now_s(void) { return (double)kf__now_ns() / 1e9; }
 
@@ -118,14 +123,27 @@ static json_t *report_locked(kf_pool *p) {
                      (json_int_t)p->requeued, "lost", (json_int_t)p->lost, "draining", p->draining);
 }
 
-static void status_locked(kf_pool *p) {
+static void status_now_locked(kf_pool *p) {
+    p->status_dirty = 0;
     if (!p->status_dir[0]) return;
+    p->status_at = now_s();
     json_t *j = report_locked(p);
     char path[4300], tmp[4400];
     snprintf(path, sizeof path, "%s/scale.json", p->status_dir);
     snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
     if (j && !json_dump_file(j, tmp, JSON_COMPACT)) rename(tmp, path);
     json_decref(j);
+}
+
+/* scale.json after a change (a join, a dispatch, a verdict, a leave, a drain): written
+ * at once when the last write is STATUS_EVERY_S old, else by the acceptor's next round
+ * (at most about 100 ms later); once the pool is stopping, not at all (the file goes).
+ * A file written per verdict and per join was the largest part of the coordinator's
+ * cost with many workers. */
+static void status_locked(kf_pool *p) {
+    if (p->quit) return;
+    if (now_s() - p->status_at >= STATUS_EVERY_S) status_now_locked(p);
+    else p->status_dirty = 1;
 }
 
 json_t *kf_pool_report(kf_pool *p) {
@@ -189,21 +207,19 @@ static void verdict_locked(kf_pool *p, wk *w, json_t *m) {
     const char *res = json_string_value(json_object_get(m, "result"));
     const char *e = json_string_value(json_object_get(m, "error"));
     if (!r->bst && res) {
-        /* the document, with the device that produced it */
-        json_t *doc = json_loads(res, 0, NULL);
-        if (doc)
-            json_object_set(doc, "device", w->device),
-                json_object_set_new(doc, "worker", json_string(w->name));
-        r->stored = doc ? kf__json_dumps(doc, JSON_COMPACT) : NULL;
-        json_decref(doc);
-        r->result = r->stored ? 0 : 1;
-        if (!r->stored) r->bst = KF_ENOMEM, snprintf(r->err, sizeof r->err, "out of memory");
+        /* the document is parsed and given its device by the caller, in its own thread:
+         * not here, under the pool's lock, which every verdict and dispatch takes */
+        r->verdict = json_incref(m);
+        r->device = json_incref(w->device);
+        snprintf(r->worker, sizeof r->worker, "%s", w->name);
+        r->result = 0;
     } else {
         r->result = 1;
         if (!r->bst) r->bst = KF_EINTERNAL;
         snprintf(r->err, sizeof r->err, "worker %s: %s", w->name, e ? e : "no verdict");
     }
     r->done = 1;
+    pthread_cond_signal(&r->cv);
     w->cur = NULL;
     w->evals++;
     if (!p->verdicts++) p->first_verdict = now_s();
@@ -224,6 +240,7 @@ static void lost_locked(kf_pool *p, wk *w, const char *why) {
                  r->id, r->lost_on, w->name, why);
         r->result = -1;
         r->done = 1;
+        pthread_cond_signal(&r->cv);
         p->lost++;
         return;
     }
@@ -279,7 +296,6 @@ static void *reader(void *arg) {
                 json_string_value(json_object_get(w->device, "model")) ?: "?");
         dispatch_locked(p);
         status_locked(p);
-        pthread_cond_broadcast(&p->cv);
     }
     pthread_mutex_unlock(&p->mu);
     json_decref(h);
@@ -312,7 +328,6 @@ static void *reader(void *arg) {
             json_decref(a);
             status_locked(p);
         }
-        pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
         json_decref(m);
     }
@@ -322,7 +337,6 @@ static void *reader(void *arg) {
     w->gone = 1;
     dispatch_locked(p);
     status_locked(p);
-    pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
@@ -342,12 +356,13 @@ static void *acceptor(void *arg) {
                 shutdown(w->c.fd, SHUT_RDWR);
             }
         }
+        if (p->status_dirty && t - p->status_at >= STATUS_EVERY_S) status_now_locked(p);
         for (int i = 0; i < p->nkids; i++)
             if (p->kids[i] > 0 && waitpid(p->kids[i], NULL, WNOHANG) == p->kids[i]) p->kids[i] = -p->kids[i];
         pthread_mutex_unlock(&p->mu);
         if (quit) break;
         struct pollfd pf = {p->lfd, POLLIN, 0};
-        if (poll(&pf, 1, 100) <= 0) continue;
+        if (poll(&pf, 1, 50) <= 0) continue;
         int fd = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) continue;
         wk *w = calloc(1, sizeof *w);
@@ -512,7 +527,6 @@ kf_status kf_pool_start(kf_ctx *ctx, const kf_pool_opts *o, kf_pool **out) {
     kf_pool *p = calloc(1, sizeof *p);
     if (!p) return kf__err(ctx, KF_ENOMEM, "out of memory");
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
     p->lfd = -1;
     p->t0 = now_s();
     p->wait_s = o->wait_s > 0 ? o->wait_s : 300;
@@ -568,7 +582,7 @@ kf_status kf_pool_start(kf_ctx *ctx, const kf_pool_opts *o, kf_pool **out) {
     }
     if (!st) {
         pthread_mutex_lock(&p->mu);
-        status_locked(p);
+        status_now_locked(p);
         pthread_mutex_unlock(&p->mu);
         char exe[4096];
         const char *e = o->kforge ? o->kforge : getenv("KFORGE_EXE");
@@ -600,8 +614,8 @@ static int alive_locked(kf_pool *p) {
     return n;
 }
 
-int kf_pool_bench(kf_pool *p, const kf_pool_req *rq, char **stored, kf_status *bst, char *err, size_t n) {
-    *stored = NULL;
+int kf_pool_bench_doc(kf_pool *p, const kf_pool_req *rq, json_t **out, kf_status *bst, char *err, size_t n) {
+    *out = NULL;
     *bst = KF_OK;
     req *r = calloc(1, sizeof *r);
     if (!r) return snprintf(err, n, "out of memory"), *bst = KF_ENOMEM, 1;
@@ -619,11 +633,13 @@ int kf_pool_bench(kf_pool *p, const kf_pool_req *rq, char **stored, kf_status *b
         return 1;
     }
     snprintf(r->id, sizeof r->id, "%s", rq->eval_id);
+    pthread_cond_init(&r->cv, NULL);
     pthread_mutex_lock(&p->mu);
     if (p->tail) p->tail->next = r;
     else p->head = r;
     p->tail = r;
     dispatch_locked(p);
+    status_locked(p); /* the worker it went to is busy */
     double since = now_s();
     while (!r->done) {
         if (alive_locked(p) || r->on) since = now_s();
@@ -641,15 +657,35 @@ int kf_pool_bench(kf_pool *p, const kf_pool_req *rq, char **stored, kf_status *b
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 200000000;
         if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-        pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+        pthread_cond_timedwait(&r->cv, &p->mu, &ts); /* a verdict or a loss signals it */
     }
     pthread_mutex_unlock(&p->mu);
     int rc = r->result;
-    *stored = r->stored;
     *bst = r->bst;
+    if (!rc) {
+        /* the document, with the device that produced it and the worker's name */
+        json_t *doc = json_loads(json_string_value(json_object_get(r->verdict, "result")), 0, NULL);
+        if (doc && !json_object_set(doc, "device", r->device) &&
+            !json_object_set_new(doc, "worker", json_string(r->worker)))
+            *out = doc;
+        else json_decref(doc), rc = 1, *bst = KF_ENOMEM, snprintf(r->err, sizeof r->err, "out of memory");
+    }
     snprintf(err, n, "%s", r->err);
+    json_decref(r->verdict);
+    json_decref(r->device);
     json_decref(r->msg);
+    pthread_cond_destroy(&r->cv);
     free(r);
+    return rc;
+}
+
+int kf_pool_bench(kf_pool *p, const kf_pool_req *rq, char **stored, kf_status *bst, char *err, size_t n) {
+    json_t *doc = NULL;
+    *stored = NULL;
+    int rc = kf_pool_bench_doc(p, rq, &doc, bst, err, n);
+    if (!rc && !(*stored = kf__json_dumps(doc, JSON_COMPACT)))
+        rc = 1, *bst = KF_ENOMEM, snprintf(err, n, "out of memory");
+    json_decref(doc);
     return rc;
 }
 
@@ -701,7 +737,6 @@ void kf_pool_stop(kf_pool *p) {
         unlink(path);
     }
     OPENSSL_cleanse(p->secret, sizeof p->secret);
-    pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }

@@ -96,6 +96,9 @@ typedef struct {
     const char *eval_id;
 } kf_pool_req;
 int kf_pool_bench(kf_pool *p, const kf_pool_req *rq, char **stored, kf_status *bst, char *err, size_t n);
+/* kf_pool_bench with the verdict document as parsed JSON in *doc (caller json_decref),
+ * for a caller that reads it: one parse of the worker's document in all. */
+int kf_pool_bench_doc(kf_pool *p, const kf_pool_req *rq, json_t **doc, kf_status *bst, char *err, size_t n);
 /* 1 once a drain was asked for (kforge drain): no new work is started. */
 int kf_pool_draining(kf_pool *p);
 /* The pool's figures as JSON (workers, their devices and models, counters); caller

@@ -195,6 +195,7 @@ struct kf_store {
 
 static kf_status key_create(kf_store *s);
 static kf_status key_load(kf_store *s);
+static int mac_init(kf_store *s);
 static void sql_mac(sqlite3_context *cx, int argc, sqlite3_value **v);
 
 /* ---- node states ---------------------------------------------------------------- */
@@ -735,6 +736,42 @@ kf_status kf_store_open(kf_ctx *ctx, const char *dir, const kf_task *task, kf_st
 fail:
     kf_store_close(s);
     return st;
+}
+
+kf_status kf_store_open_peer(kf_ctx *ctx, const kf_store *main, kf_store **out) {
+    if (!main || !out) return kf__err(ctx, KF_EUSAGE, "kf_store_open_peer: NULL argument");
+    *out = NULL;
+    kf_store *s = store_new(ctx, main->dir);
+    if (!s) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    /* what main's open read and checked (the schema, no planted trigger, the run's row
+     * and seal, the task's fingerprint, the key) is taken from it; the connection is
+     * set up as every connection is: no trigger or view runs on it (seal_setup) */
+    kf_status st = db_open(s);
+    if (!st) st = seal_setup(s);
+    if (!st) {
+        s->run = main->run;
+        memcpy(s->fingerprint, main->fingerprint, sizeof s->fingerprint);
+        memcpy(s->key_id, main->key_id, sizeof s->key_id);
+        memcpy(s->key_path, main->key_path, sizeof s->key_path);
+        s->run_tampered = main->run_tampered;
+        s->task_dir = kf__strdup(main->task_dir ? main->task_dir : "");
+        s->config = main->config ? kf__strdup(main->config) : NULL;
+        if (!s->task_dir || (main->config && !s->config)) st = kf__err(ctx, KF_ENOMEM, "out of memory");
+    }
+    if (!st && main->keyed) {
+        memcpy(s->key, main->key, sizeof s->key);
+        if (mac_init(s)) st = kf__err(ctx, KF_EINTERNAL, "OpenSSL has no HMAC-SHA256 (the run's seals)");
+        else s->keyed = 1;
+    }
+    if (!st && (s->srcfd = dup(main->srcfd)) < 0)
+        st = kf__err(ctx, KF_EIO, "%s/src: %s (the run's candidate sources)", s->dir, strerror(errno));
+    if (!st) st = prepare_all(s);
+    if (st) {
+        kf_store_close(s);
+        return st;
+    }
+    *out = s;
+    return KF_OK;
 }
 
 const char *kf_store_dir(const kf_store *s) { return s ? s->dir : NULL; }

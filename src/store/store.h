@@ -100,6 +100,12 @@ int kf_store_replaced(const kf_store *s);
  * NULL skips that check (reading a run: tree, best). Temporary files in RUN/src left by a
  * writer that was killed are removed. */
 kf_status kf_store_open(kf_ctx *ctx, const char *dir, const kf_task *task, kf_store **out);
+/* Another connection to main's run, for a thread of the same process (--jobs
+ * evaluators): what kf_store_open read and checked is main's (the schema, the run's row
+ * and its seal, the task's fingerprint, the key), so only the connection is opened,
+ * which costs a fraction of an open (64 evaluators reopened and rechecked everything).
+ * main must stay open while the new store is used from its own thread. */
+kf_status kf_store_open_peer(kf_ctx *ctx, const kf_store *main, kf_store **out);
 void kf_store_close(kf_store *s); /* accepts NULL */
 
 /* The fingerprint of the task's files as they are on disk now: SHA-256 over task.json,
