@@ -13,13 +13,14 @@
  *
  * The warm process (docs/torch.md "The warm process"): python3 with torch imported, one
  * per coordinator process and python3, started at the first reference's spawn and kept
- * for the process's life (a `kforge run`, tool mode, a bench's several sides). A spawn
- * hands it the runner's six descriptors over its control channel (a socketpair: no
- * name anything else could reach), and it forks the runner, which becomes this
- * process's child through PR_SET_CHILD_SUBREAPER: waited for, frozen, timed and killed
- * like a cold one. A warm process that is dead, or silent for WARM_PING_S, is killed
- * and replaced before any descriptor is handed over; when none can be started the
- * runner is spawned cold, as without it. KFORGE_TORCH_WARM=0 turns it off.
+ * for the process's life (a `kforge run`, a bench's two reference sides). A spawn hands
+ * it the runner's six descriptors over its control channel (a socketpair: no name
+ * anything else could reach), and it forks the runner, which becomes this process's
+ * child through PR_SET_CHILD_SUBREAPER (set for the request's span only): waited for,
+ * frozen, timed and killed like a cold one. A warm process that is dead, or silent for
+ * WARM_PING_S, is killed and replaced before any descriptor is handed over; when none
+ * can be started the runner is spawned cold, as without it. KFORGE_TORCH_WARM=0 turns
+ * it off.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -148,12 +149,11 @@ extern char **environ;
 
 static struct {
     pthread_mutex_t mu;
-    pid_t pid;  /* the warm process, -1: none */
-    int ctl;    /* its control channel */
-    int reaper; /* 1: this process is its descendants' subreaper; -1: it cannot be */
+    pid_t pid; /* the warm process, -1: none */
+    int ctl;   /* its control channel */
     char python[PATH_MAX];
     char versions[96]; /* "python torch", from its READY */
-} warm = {PTHREAD_MUTEX_INITIALIZER, -1, -1, 0, "", ""};
+} warm = {PTHREAD_MUTEX_INITIALIZER, -1, -1, "", ""};
 
 static void warm_stop(void) {
     if (warm.ctl >= 0) close(warm.ctl);
@@ -189,8 +189,7 @@ static ssize_t warm_recv(char *buf, size_t n, double timeout_s) {
 
 /* Start the warm process for python: 0, or -1 (none: the runner starts cold). */
 static int warm_start(const char *python) {
-    if (!warm.reaper) warm.reaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) ? -1 : 1;
-    if (warm.reaper < 0 || strlen(python) >= sizeof warm.python) return -1;
+    if (strlen(python) >= sizeof warm.python) return -1;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) return -1;
     posix_spawn_file_actions_t fa;
@@ -239,7 +238,7 @@ int kf_torch_warm_spawn(void *python, const int fds[6], pid_t *pid, char *err, s
     const char *env = getenv("KFORGE_TORCH_WARM");
     if (env && !strcmp(env, "0")) return -1;
     pthread_mutex_lock(&warm.mu);
-    int rc = -1;
+    int rc = -1, was = 1; /* was: this process was a subreaper before (nothing to undo) */
     /* one live warm process for this python: a dead or silent one is replaced before it
      * is handed anything, so that until the request below nothing can be lost */
     if (warm.pid > 0 && (strcmp(warm.python, python) || !warm_alive())) warm_stop();
@@ -258,6 +257,14 @@ int kf_torch_warm_spawn(void *python, const int fds[6], pid_t *pid, char *err, s
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(6 * sizeof(int));
     memcpy(CMSG_DATA(c), fds, 6 * sizeof(int));
+    /* this process adopts the runner when the intermediate process exits: a subreaper
+     * for the request's span only, so that no other orphan becomes a zombie of kforge's
+     * (the mutex keeps the spans of several threads apart) */
+    if (prctl(PR_GET_CHILD_SUBREAPER, &was, 0, 0, 0)) was = 1;
+    if (was != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) {
+        was = 1;
+        goto out;
+    }
     if (sendmsg(warm.ctl, &mh, MSG_NOSIGNAL) != 1) { /* not delivered: a cold start is safe */
         warm_stop();
         goto out;
@@ -286,6 +293,7 @@ int kf_torch_warm_spawn(void *python, const int fds[6], pid_t *pid, char *err, s
     *pid = (pid_t)p;
     rc = 0;
 out:
+    if (was != 1) prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
     pthread_mutex_unlock(&warm.mu);
     return rc;
 }
