@@ -158,8 +158,8 @@ static struct {
 static void warm_stop(void) {
     if (warm.ctl >= 0) close(warm.ctl);
     if (warm.pid > 0) {
-        kill(-warm.pid,
-             SIGKILL); /* it and an intermediate process, never a runner (setsid: a group of its own) */
+        /* it and an intermediate process, never a runner (setsid: a group of its own) */
+        kill(-warm.pid, SIGKILL);
         kill(warm.pid, SIGKILL);
         while (waitpid(warm.pid, NULL, 0) < 0 && errno == EINTR) {
         }
