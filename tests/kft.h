@@ -42,6 +42,8 @@ const char *kft_bin(const char *rel); /* KF_BINARY_DIR/rel */
 
 /* 1 when a CUDA driver and a device are usable; 0 with the reason in why. */
 int kft_have_gpu(char *why, size_t n);
+/* Skip the test unless the python3 kforge would use for PyTorch references imports torch. */
+void kft_need_torch(void);
 /* The bundled CUDA tasks (NULL-terminated). */
 extern const char *const kft_cuda_tasks[];
 

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "kft.h"
 #include "backend/cuda/cuda_api.h"
+#include "check/check.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -489,6 +490,16 @@ const char *kft_bin(const char *rel) { return join(dir_of("KFT_BINARY_DIR", KF_B
 
 const char *const kft_cuda_tasks[] = {"softmax", "rmsnorm", "sum",        "transpose",
                                       "sgemm",   "bgemm",   "gdn_decode", NULL};
+
+void kft_need_torch(void) {
+    kf_ctx *ctx = kf_ctx_new();
+    char py[PATH_MAX], cmd[PATH_MAX + 64], out[256];
+    if (kf_torch_python(ctx, py, sizeof py))
+        kft_skip("no python3 for PyTorch references: %s", kf_errmsg(ctx));
+    kf_ctx_free(ctx);
+    snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' 2>&1", py);
+    if (kft_run(cmd, out, sizeof out)) kft_skip("%s has no torch (make deps installs it into .venv)", py);
+}
 
 int kft_have_gpu(char *why, size_t n) {
     const kf_cu_api *cu = kf_cu_load(why, n);

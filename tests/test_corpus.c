@@ -73,6 +73,7 @@ static void run_case(const void *arg) {
     kf_task *t = kft_task(ctx, rel);
     char why[512];
     if (!strcmp(t->backend, "cuda") && !kft_have_gpu(why, sizeof why)) kft_skip("needs a GPU: %s", why);
+    if (t->ref_torch) kft_need_torch();
     int hostmode = 0;
     if (!strcmp(t->backend, "cuda")) { /* host mode builds with nvcc */
         char *text = NULL;

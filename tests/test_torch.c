@@ -5,7 +5,10 @@
  * candidate is rejected against it; a reference that writes nothing useful is refused by
  * validate's degenerate-task gate; a reference that raises is a task error naming its
  * line; without python3, or with a python3 that has no torch, a check is a task error
- * that says what to do. The tests that need torch skip without it, saying why.
+ * that says what to do. The warm process (docs/torch.md "The warm process"): its runners
+ * give a cold runner's bits, an edited reference is re-read, a killed or stopped warm
+ * process is replaced, and candidates that go for it are rejected while it lives on. The
+ * tests that need torch skip without it, saying why.
  */
 #define _GNU_SOURCE
 #include "kft.h"
@@ -14,21 +17,13 @@
 
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Skip unless the python3 kforge would use imports torch. */
-static void need_torch(void) {
-    kf_ctx *ctx = kf_ctx_new();
-    char py[PATH_MAX], cmd[PATH_MAX + 64], out[256];
-    if (kf_torch_python(ctx, py, sizeof py))
-        kft_skip("no python3 for PyTorch references: %s", kf_errmsg(ctx));
-    kf_ctx_free(ctx);
-    snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' 2>&1", py);
-    if (kft_run(cmd, out, sizeof out)) kft_skip("%s has no torch (make deps installs it into .venv)", py);
-}
+#define need_torch kft_need_torch
 
 /* A copy of tasks/c/softmax_torch in a fresh directory (dir), with reference.py's text
  * ref (NULL: the bundled one); loaded. */
@@ -235,6 +230,194 @@ static void write_text(const char *path, const char *text) {
  * imported and validated; dropout, a BatchNorm in training mode and nonzero are refused,
  * each with its reason. The imported matmul with bias then judges C kernels: one right,
  * one that forgets the bias. */
+/* A reference whose outputs show any state a process carries from call to call: torch's
+ * global generator, a module-level counter, the thread count. */
+static const char *const stateful_ref = "import torch\n"
+                                        "calls = [0]\n"
+                                        "\n"
+                                        "def softmax(x, y, rows, cols):\n"
+                                        "    calls[0] += 1\n"
+                                        "    noise = torch.randn(x.shape, dtype=x.dtype)\n"
+                                        "    k = calls[0] * torch.get_num_threads()\n"
+                                        "    return torch.softmax(x + noise, dim=-1) * k\n";
+
+#define WARM_CALLS 8
+
+/* One reference side of t: WARM_CALLS calls at t's first visible shape on inputs drawn
+ * from a fixed seed, every output kept in outs[call] (freed with kf_sess_free_outputs). */
+static void ref_side_calls(kf_task *t, void *outs[WARM_CALLS][KF_MAX_ARGS]) {
+    kf_ctx *ctx = kf_ctx_new();
+    kf_opts o;
+    kf_opts_init(&o);
+    o.has_seed = 1;
+    o.seed = 17;
+    kf_shape sh = {t->shapes[0].v, KF_SHAPE_VISIBLE, 0};
+    kf_extents ex;
+    char err[512];
+    CHECKF(!kf_data_extents(t, &sh, &ex, err, sizeof err), "%s", err);
+    kf_sess s;
+    kf_side side;
+    memset(&side, 0, sizeof side);
+    CHECKF(kf_sess_open(&s, ctx, t, NULL, &o, "validate") == KF_OK, "%s", kf_errmsg(ctx));
+    CHECKF(kf_sess_build_ref(&s) == KF_OK, "%s", kf_errmsg(ctx));
+    kf_call_result fail;
+    CHECKF(kf_sess_spawn(&s, &s.rbuild, kf_sess_arena_bytes(t, &ex), &side, &fail) == KF_OK, "%s",
+           kf_errmsg(ctx));
+    CHECKF(side.w, "the reference does not load: %s", fail.msg);
+    kf_rng rng;
+    CHECK(kf_rng_seed(&rng, 17) == 0);
+    for (int k = 0; k < WARM_CALLS; k++) {
+        kf_inputs in;
+        kf_poison p;
+        kf_call_result cr;
+        CHECK(kf_data_gen_inputs(t, &ex, &rng, k % 2, &in) == 0);
+        kf_data_make_poison(t, &rng, &p);
+        kf_sess_place(&s, &rng, &ex, k % 2, &side.lay);
+        kf_sess_call(&s, &side, &ex, &in, &p, &cr);
+        CHECKF(cr.st == KF_CALL_OK, "call %d: %s: %s", k, kf_reason_name(cr.reason), cr.msg);
+        CHECK(kf_sess_take_outputs(&s, &side, &ex, outs[k]) == 0);
+        kf_data_free_inputs(t, &in);
+    }
+    kf_rng_free(&rng);
+    kf_worker_close(side.w);
+    kf_result_free(s.res);
+    kf_sess_close(&s);
+    kf_ctx_free(ctx);
+}
+
+/* The warm process's runners give the outputs of a cold process, bit for bit, call after
+ * call, and one runner leaves nothing to the next: a cold side, then three warm ones
+ * forked from one warm process, WARM_CALLS calls each. */
+static void t_warm_identical(const void *arg) {
+    (void)arg;
+    need_torch();
+    kf_ctx *ctx = kf_ctx_new();
+    char dir[PATH_MAX];
+    kf_task *t = torch_task(ctx, stateful_ref, dir, sizeof dir);
+    static void *cold[WARM_CALLS][KF_MAX_ARGS], *warm[WARM_CALLS][KF_MAX_ARGS];
+    setenv("KFORGE_TORCH_WARM", "0", 1);
+    ref_side_calls(t, cold);
+    CHECKF(kf_torch_warm_pid() < 0, "a warm process with KFORGE_TORCH_WARM=0");
+    unsetenv("KFORGE_TORCH_WARM");
+    pid_t first = -1;
+    int y = 1; /* softmax's output */
+    kf_shape sh = {t->shapes[0].v, KF_SHAPE_VISIBLE, 0};
+    kf_extents ex;
+    char err[512];
+    CHECKF(!kf_data_extents(t, &sh, &ex, err, sizeof err), "%s", err);
+    size_t bytes = (size_t)ex.count[y] * sizeof(float);
+    for (int side = 0; side < 3; side++) {
+        ref_side_calls(t, warm);
+        pid_t p = kf_torch_warm_pid();
+        CHECKF(p > 0 && (first < 0 || p == first), "side %d: warm process %d, first %d", side, (int)p,
+               (int)first);
+        first = p;
+        for (int k = 0; k < WARM_CALLS; k++) {
+            CHECKF(k == 0 || memcmp(warm[k][y], warm[k - 1][y], bytes),
+                   "call %d: the same as the call before", k);
+            CHECKF(!memcmp(cold[k][y], warm[k][y], bytes),
+                   "warm side %d, call %d: not the cold process's bits", side, k);
+        }
+        for (int k = 0; k < WARM_CALLS; k++) kf_sess_free_outputs(t, warm[k]);
+    }
+    printf("3 warm sides of %d calls: the cold process's bits (warm process %d)\n", WARM_CALLS, (int)first);
+    for (int k = 0; k < WARM_CALLS; k++) kf_sess_free_outputs(t, cold[k]);
+    kf__rmtree(dir);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+static kf_verdict check_verdict(kf_ctx *ctx, const char *dir, const char *cand, char *reasons, size_t n) {
+    kf_task *t = NULL;
+    CHECKF(kf_task_load(ctx, dir, &t) == KF_OK, "%s", kf_errmsg(ctx));
+    kf_result *r = kft_check(ctx, t, kft_src(cand), NULL, 0);
+    kf_verdict v = kf_result_verdict(r);
+    snprintf(reasons, n, "%s", kft_reasons(r));
+    kf_result_free(r);
+    kf_task_free(t);
+    return v;
+}
+
+static const char *const fast = "tasks/c/softmax_torch/candidates/fast.c";
+
+/* A reference edited between two checks is the one the second check runs, although the
+ * same warm process serves both. */
+static void t_warm_reread(const void *arg) {
+    (void)arg;
+    need_torch();
+    kf_ctx *ctx = kf_ctx_new();
+    char dir[PATH_MAX], why[256], path[PATH_MAX + 16];
+    kf_task_free(torch_task(ctx, NULL, dir, sizeof dir));
+    CHECKF(check_verdict(ctx, dir, fast, why, sizeof why) == KF_VERDICT_ACCEPTED, "%s", why);
+    pid_t p = kf_torch_warm_pid();
+    CHECK(p > 0);
+    snprintf(path, sizeof path, "%s/reference.py", dir);
+    write_text(path,
+               "import torch\n\ndef softmax(x, y, rows, cols):\n    return torch.softmax(x, dim=-1) * 2\n");
+    CHECKF(check_verdict(ctx, dir, fast, why, sizeof why) == KF_VERDICT_REJECTED &&
+               strstr(why, "wrong_result"),
+           "the edited reference was not run: %s", why);
+    CHECKF(kf_torch_warm_pid() == p, "warm process %d, then %d", (int)p, (int)kf_torch_warm_pid());
+    kf__rmtree(dir);
+    kf_ctx_free(ctx);
+}
+
+/* A killed warm process, then a stopped (hung) one, is replaced: the verdicts stay
+ * right, and the new warm process serves the next check. */
+static void t_warm_replaced(const void *arg) {
+    (void)arg;
+    need_torch();
+    kf_ctx *ctx = kf_ctx_new();
+    char why[256];
+    const char *task = kft_src("tasks/c/softmax_torch");
+    CHECKF(check_verdict(ctx, task, fast, why, sizeof why) == KF_VERDICT_ACCEPTED, "%s", why);
+    pid_t p1 = kf_torch_warm_pid();
+    CHECK(p1 > 0 && kill(p1, SIGKILL) == 0);
+    usleep(100 * 1000);
+    CHECKF(check_verdict(ctx, task, fast, why, sizeof why) == KF_VERDICT_ACCEPTED, "after a kill: %s", why);
+    pid_t p2 = kf_torch_warm_pid();
+    CHECKF(p2 > 0 && p2 != p1, "killed %d, now %d", (int)p1, (int)p2);
+    CHECK(kill(p2, SIGSTOP) == 0);
+    CHECKF(check_verdict(ctx, task, "tests/redteam/01_skip_last_row.c", why, sizeof why) ==
+               KF_VERDICT_REJECTED,
+           "a wrong kernel against a replaced warm process: %s", why);
+    pid_t p3 = kf_torch_warm_pid();
+    CHECKF(p3 > 0 && p3 != p2 && kill(p2, 0) < 0, "stopped %d, now %d", (int)p2, (int)p3);
+    CHECKF(check_verdict(ctx, task, fast, why, sizeof why) == KF_VERDICT_ACCEPTED, "%s", why);
+    CHECK(kf_torch_warm_pid() == p3);
+    printf("warm process %d killed, %d stopped, %d serves\n", (int)p1, (int)p2, (int)p3);
+    kf_ctx_free(ctx);
+}
+
+/* Candidates that go for the warm process (tests/redteam/18_torch_warm_*.c) are rejected
+ * for it, and the warm process lives on unharmed and serves the next check. */
+static void t_warm_redteam(const void *arg) {
+    (void)arg;
+    need_torch();
+    kf_ctx *ctx = kf_ctx_new();
+    char why[256];
+    const char *task = kft_src("tasks/c/softmax_torch");
+    CHECKF(check_verdict(ctx, task, fast, why, sizeof why) == KF_VERDICT_ACCEPTED, "%s", why);
+    pid_t p = kf_torch_warm_pid();
+    CHECK(p > 0);
+    static const char *const cases[][2] = {{"proc", "unwritten_output"},
+                                           {"signal", "sandbox_violation"},
+                                           {"socket", "sandbox_violation"},
+                                           {"fds", "unwritten_output"}};
+    for (int i = 0; i < 4; i++) {
+        char cand[128];
+        snprintf(cand, sizeof cand, "tests/redteam/18_torch_warm_%s.c", cases[i][0]);
+        CHECKF(check_verdict(ctx, task, cand, why, sizeof why) == KF_VERDICT_REJECTED &&
+                   strstr(why, cases[i][1]),
+               "%s: %s", cand, why);
+        CHECKF(kill(p, 0) == 0 && kf_torch_warm_pid() == p, "after %s: warm process %d gone (now %d)", cand,
+               (int)p, (int)kf_torch_warm_pid());
+    }
+    CHECKF(check_verdict(ctx, task, fast, why, sizeof why) == KF_VERDICT_ACCEPTED, "%s", why);
+    CHECK(kf_torch_warm_pid() == p);
+    kf_ctx_free(ctx);
+}
+
 static void t_import(const void *arg) {
     (void)arg;
     need_torch();
@@ -367,4 +550,8 @@ void kft_register_torch(void) {
     kft_add("torch/degenerate", t_degenerate, NULL, 120);
     kft_add("torch/failures", t_failures, NULL, 180);
     kft_add("torch/no_torch", t_no_torch, NULL, 60);
+    kft_add("torch/warm_identical", t_warm_identical, NULL, 300);
+    kft_add("torch/warm_reread", t_warm_reread, NULL, 300);
+    kft_add("torch/warm_replaced", t_warm_replaced, NULL, 300);
+    kft_add("torch/warm_redteam", t_warm_redteam, NULL, 400);
 }

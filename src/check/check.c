@@ -214,6 +214,8 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
                          NULL,
                          NULL,
                          NULL,
+                         NULL,
+                         NULL,
                          NULL};
     if (b) kf_backend_worker_opts(s->be, b, &wo);
     else if (!kf_backend_starts_early(s->be, &wo)) return kf__err(ctx, KF_EUSAGE, "no early worker");
@@ -244,6 +246,8 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
                            s->t->ref_path);
         wo.exec = argv;
         wo.exec_config = cfg;
+        wo.exec_warm = kf_torch_warm_spawn;
+        wo.exec_warm_arg = s->python;
         /* its start is python3's and `import torch`'s: seconds on a loaded machine, where a
          * call's deadline would make a busy moment a broken task */
         if (wo.start_timeout_s < TORCH_START_S) wo.start_timeout_s = TORCH_START_S;

@@ -83,6 +83,12 @@ const char *kf_torch_runner(void);
 /* The runner's configuration message for task t (cpus: a cpu_set_t, or NULL): 0, or -1
  * when it does not fit in n bytes. */
 int kf_torch_config(const kf_task *t, const void *cpus, char *out, size_t n);
+/* A kf_worker_opts.exec_warm for the runner (python: its python3's path): the runner
+ * forked by the warm process of that python3, started (or replaced) here when needed.
+ * Thread-safe. KFORGE_TORCH_WARM=0: always -1 (cold starts). */
+int kf_torch_warm_spawn(void *python, const int fds[6], pid_t *pid, char *err, size_t n);
+/* The warm process's pid, or -1 when there is none (tests). */
+pid_t kf_torch_warm_pid(void);
 /* Each buffer's extents at ex into m->extent (the runner's RUN message only). */
 void kf_torch_extents(const kf_task *t, const kf_extents *ex, kf_msg_run *m);
 

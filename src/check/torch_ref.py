@@ -7,11 +7,23 @@
 # over the shared mappings (torch.frombuffer: no copy), the inputs read-only; outputs are
 # written in place or returned, then copied into the output buffers. A failure is sent as
 # FAIL with its text and the process exits: the checker reports it as a task error.
-# Torch is imported once per process, so once per check. Embedded into libkforge as text
-# (passed with python3 -c): it is never run from the source tree.
+# Embedded into libkforge as text (passed with python3 -c): never run from the source tree.
+#
+# With the argument "warm" it is the warm process instead (torch.c, docs/torch.md "The
+# warm process"): it imports torch once, sets one thread, sends "READY python torch" on
+# its control channel (fd 3), and then, for each request (one byte with the runner's six
+# descriptors: stdin, stdout, stderr, channel, arena, inputs' region), forks a runner:
+# an intermediate process forks the runner and exits, so that the runner becomes a child
+# of the coordinator (its subreaper), which waits for it, freezes it and kills it like
+# any worker; the reply is "PID n". The runner calls setsid(), takes the six
+# descriptors as 0-5 and runs main() as a cold process would: the warm process itself
+# never imports a reference, runs no torch operation and takes no input, so every runner
+# starts from the state a cold process has after `import torch`.
+import fcntl
 import importlib.util
 import mmap
 import os
+import random
 import socket
 import struct
 import sys
@@ -65,6 +77,10 @@ def main():
                   "torch, or run `make deps` (docs/torch.md)" % (sys.executable, type(e).__name__, e))
         return 2
     torch.set_num_threads(threads)
+    # the same start for every runner, cold or forked by the warm process: torch seeds its
+    # generator from the OS at import, and a fork would share the warm process's seed
+    torch.manual_seed(0)
+    random.seed(0)
     path, entry = cfg["ref"], cfg["entry"]
     try:
         sys.path.insert(0, os.path.dirname(path))
@@ -149,5 +165,74 @@ def main():
             del ts
 
 
+def warm():
+    ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, 3)
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        ctl.send(("FAIL %s cannot import torch (%s: %s)" % (sys.executable, type(e).__name__, e)).encode())
+        return 2
+    torch.set_num_threads(1)
+    ctl.send(("READY %d.%d.%d %s" % (sys.version_info[:3] + (torch.__version__,))).encode())
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(ctl, 16, 8)
+        except OSError:
+            return 0
+        if data == b"?" and not fds:  # the coordinator's ping: is this process alive?
+            ctl.send(b"PONG")
+            continue
+        if len(fds) != 6:  # the coordinator's end closed (EOF), or a malformed request
+            for fd in fds:
+                os.close(fd)
+            if not fds:
+                return 0
+            ctl.send(b"FAIL a request without six descriptors")
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        r, w = os.pipe()
+        try:
+            mid = os.fork()
+        except OSError as e:
+            ctl.send(("FAIL fork: %s" % e).encode())
+            continue
+        if mid == 0:  # the intermediate process: forks the runner, reports it, exits
+            try:
+                os.close(r)
+                ready_r, ready_w = os.pipe()
+                pid = os.fork()
+                if pid == 0:  # the runner
+                    rc = 1
+                    try:
+                        os.setsid()
+                        ctl.detach()  # fd 3 becomes the runner's channel: never closed by this object
+                        # above 0-5 first, so that no dup2 below clobbers a descriptor still needed
+                        keep = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in fds + [ready_w]]
+                        for fd in fds + [ready_r, ready_w, w]:
+                            os.close(fd)
+                        for i in range(6):
+                            os.dup2(keep[i], i)
+                        for fd in keep:
+                            os.close(fd)  # the last one is ready_w: the intermediate goes on
+                        rc = main()
+                    except BaseException:  # noqa: BLE001 - reported on stderr, like a cold runner's
+                        traceback.print_exc()
+                    finally:
+                        os._exit(rc or 0)
+                os.close(ready_w)
+                os.read(ready_r, 1)  # EOF once the runner has called setsid and taken its descriptors
+                os.write(w, b"%d" % pid)
+            finally:
+                os._exit(0)
+        os.close(w)
+        for fd in fds:
+            os.close(fd)
+        os.waitpid(mid, 0)
+        pid = os.read(r, 32)
+        os.close(r)
+        ctl.send(b"PID " + pid if pid else b"FAIL the runner was not started")
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(warm() if sys.argv[1:] == ["warm"] else main())

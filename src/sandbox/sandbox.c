@@ -798,8 +798,19 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size, c
     /* the copy was just written: a fork elsewhere in this process (the compiler's, from
      * another thread) may still hold its descriptor for a moment, and exec then fails
      * with ETXTBSY until that child has exec'd */
-    int rc;
-    for (int tries = 0;; tries++) {
+    int rc = -1;
+    char warm_err[300] = "";
+    if (w->trusted && o->exec_warm && nsrc == 6) {
+        rc = o->exec_warm(o->exec_warm_arg, hi, &w->pid, warm_err, sizeof warm_err);
+        if (rc == -2) {
+            posix_spawn_file_actions_destroy(&fa);
+            posix_spawnattr_destroy(&at);
+            w->pid = -1;
+            st = kf__err(ctx, KF_EINTERNAL, "%s", warm_err);
+            goto fail;
+        }
+    }
+    for (int tries = 0; rc; tries++) {
         if (w->trusted) rc = posix_spawnp(&w->pid, o->exec[0], &fa, &at, (char *const *)o->exec, environ);
         else rc = posix_spawn(&w->pid, w->wrapped || !anon ? exe : exe_copy, &fa, &at, av, envp);
         if (rc != ETXTBSY || tries >= 200) break;

@@ -80,6 +80,14 @@ typedef struct {
      * threads it keeps between calls are its own (kforge's code, never a candidate's). */
     const char *const *exec;
     const char *exec_config;
+    /* exec only, or NULL: start the trusted program from a warm process instead (a
+     * PyTorch reference's, kf_torch_warm_spawn). Called with exec_warm_arg and the six
+     * descriptors the program takes as 0-5; it starts the program as a child of this
+     * process, in a process group of its own (setsid), and sets *pid: 0. -1: nothing was handed over,
+     * and exec is spawned as usual; -2: the descriptors were handed over and the start
+     * failed (err says why): the spawn fails, an error of the environment. */
+    int (*exec_warm)(void *arg, const int fds[6], pid_t *pid, char *err, size_t n);
+    void *exec_warm_arg;
 } kf_worker_opts;
 
 /* Spawn a worker for the built object so_path with an arena of arena_size bytes.
