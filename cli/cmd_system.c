@@ -2,7 +2,10 @@
  * cmd_system.c - `kforge system check|bench PIPELINE`: a pipeline of tasks judged end
  * to end (docs/system.md). Parses the options, runs, prints the JSON report or a short
  * summary, and maps the verdict to the exit code (0 accepted, 1 rejected, 2 usage or
- * pipeline error).
+ * pipeline error). `system run` works on the slots in turn through the public API and
+ * keeps its record with kf_sysrun_save (sealed) and its page with the report's writer;
+ * `system report` is `kforge report` on a system run's directory (one renderer, the
+ * library's), with --json the record and its counts.
  */
 #include "cli.h"
 
