@@ -375,7 +375,8 @@ static int cmd_report(int argc, char **argv) {
             return kf_cli_fail(0, "system report --format %s: expected html or md", format);
         char sys[4200];
         snprintf(sys, sizeof sys, "%s/system.json", dir);
-        if (access(sys, F_OK)) return kf_cli_fail(0, "%s: not a system run's record (kforge report for a run)", sys);
+        if (access(sys, F_OK))
+            return kf_cli_fail(0, "%s: not a system run's record (kforge report for a run)", sys);
         return kf_cli_report_write(dir, format, path, NULL);
     }
     kf_ctx *ctx = kf_ctx_new();

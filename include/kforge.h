@@ -288,9 +288,9 @@ KF_API kf_status kf_run_best(kf_ctx *ctx, const char *run_dir, int json, char **
 /* The run's lineage report (docs/report.md): format "html" (or NULL) one self-contained
  * HTML page, "md" the same sections as Markdown. A system run's directory (it holds
  * system.json, from `kforge system run`) gets its pipeline report, and format "json" its
- * record with the counts and the integrity (`kforge system report --json`). *out is the caller's (free()), *len (may
- * be NULL) its bytes. Read-only. KF_EUSAGE for another format; the store's errors (no
- * such run: KF_EIO) otherwise. */
+ * record with the counts and the integrity (`kforge system report --json`). *out is
+ * the caller's (free()), *len (may be NULL) its bytes. Read-only. KF_EUSAGE for another
+ * format; the store's errors (no such run: KF_EIO) otherwise. */
 KF_API kf_status kf_report_run(kf_ctx *ctx, const char *run_dir, const char *format, char **out, size_t *len);
 /* A system run's record (docs/system.md "The record"): json (one JSON object) written to
  * dir/system.json whole (beside it, then renamed), with "pipeline_file" (the pipeline's

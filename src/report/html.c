@@ -907,9 +907,7 @@ void kf_report_page_head(kf_buf *b, const char *title, const char *extra_css) {
     kf_buf_printf(b, "</span></header>\n");
 }
 
-void kf_report_page_tail(kf_buf *b) {
-    kf_buf_printf(b, "<script>%s</script>\n</body></html>\n", script);
-}
+void kf_report_page_tail(kf_buf *b) { kf_buf_printf(b, "<script>%s</script>\n</body></html>\n", script); }
 
 void kf_report_html(kf_buf *b, const kf_rep *r) {
     size_t n = r->d.a.n;

@@ -824,7 +824,8 @@ kf_status kf_report_run(kf_ctx *ctx, const char *run_dir, const char *format, ch
     if (kf_sysrun_is(run_dir)) return sys_report(ctx, run_dir, md ? "md" : js ? "json" : "html", out, len);
     if (js)
         return kf__err(ctx, KF_EUSAGE,
-                       "report format json: for a system run's directory only (kforge tree --json %s)", run_dir);
+                       "report format json: for a system run's directory only (kforge tree --json %s)",
+                       run_dir);
     kf_rep r;
     kf_status s = kf_report_read(ctx, run_dir, 0, &r);
     if (s) {

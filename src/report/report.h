@@ -76,7 +76,7 @@ typedef struct {
     int nit;           /* iterations */
     kf_rep *slot;      /* per iteration: its slot run, read (slot_ok[i]) or not */
     int *slot_ok;
-    char **slot_dir;   /* per iteration: the slot run's directory */
+    char **slot_dir;       /* per iteration: the slot run's directory */
     int keeps, wins, lwgl; /* system keeps, local wins (kept or not), local wins lost in the step */
     char made_on[300];
     double written;

@@ -919,11 +919,10 @@ static kf_status sys_bench(sys *S, json_t *report) {
             json_t *shapes = json_array();
             json_array_foreach(json_object_get(full, "shapes"), i, sh) {
                 if (!json_object_get(sh, "speedup")) continue;
-                json_array_append_new(shapes, json_pack("{s:O?,s:O?,s:O?,s:O?}", "sizes",
-                                                        json_object_get(sh, "sizes"), "speedup",
-                                                        json_object_get(sh, "speedup"), "ci95",
-                                                        json_object_get(sh, "ci95"), "win",
-                                                        json_object_get(sh, "win")));
+                json_array_append_new(
+                    shapes, json_pack("{s:O?,s:O?,s:O?,s:O?}", "sizes", json_object_get(sh, "sizes"),
+                                      "speedup", json_object_get(sh, "speedup"), "ci95",
+                                      json_object_get(sh, "ci95"), "win", json_object_get(sh, "win")));
             }
             json_array_append_new(
                 loc, json_pack("{s:s,s:s,s:f,s:b,s:o}", "slot", p->slots[k].name, "verdict",
