@@ -32,9 +32,10 @@ int kf_cli_export(int argc, char **argv);
 int kf_cli_lessons(int argc, char **argv);
 int kf_cli_report(int argc, char **argv);
 /* The report of run_dir (format "html" or "md") into path (NULL: RUN/report.html, or
- * stdout for md; "-": stdout). from_run: what `kforge run` does when it ends: a failure
- * is one line on stderr, not an error (0 then). Else the exit code. */
-int kf_cli_report_write(const char *run_dir, const char *format, const char *path, int from_run);
+ * stdout for md; "-": stdout). from_run: the command ("run", "system run") that writes
+ * it when it ends: a failure is one line on stderr, not an error (0 then); NULL for
+ * `kforge report`. Else the exit code. */
+int kf_cli_report_write(const char *run_dir, const char *format, const char *path, const char *from_run);
 int kf_cli_system(int argc, char **argv); /* system check|bench */
 int kf_cli_worker(int argc, char **argv);
 int kf_cli_drain(int argc, char **argv);

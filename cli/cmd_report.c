@@ -2,7 +2,8 @@
  * cmd_report.c - `kforge report RUN [-o FILE] [--format html|md]` (docs/report.md): the
  * run's lineage as one self-contained HTML page (RUN/report.html unless -o says
  * otherwise) or as Markdown (stdout unless -o says otherwise), and the page `kforge run`
- * leaves in its run directory when it ends.
+ * and `kforge system run` leave in their run directories when they end. A system run's
+ * directory gets its pipeline report: the same renderer, chosen by the library.
  */
 #include "cli.h"
 
@@ -26,7 +27,7 @@ static int write_whole(const char *path, const char *text, size_t len) {
     return 0;
 }
 
-int kf_cli_report_write(const char *run_dir, const char *format, const char *path, int from_run) {
+int kf_cli_report_write(const char *run_dir, const char *format, const char *path, const char *from_run) {
     kf_ctx *ctx = kf_ctx_new();
     char *out = NULL, def[4200];
     size_t len = 0;
@@ -38,16 +39,16 @@ int kf_cli_report_write(const char *run_dir, const char *format, const char *pat
     kf_status st = kf_report_run(ctx, run_dir, format, &out, &len);
     int rc = KF_EXIT_OK;
     if (st && from_run) {
-        fprintf(stderr, "kforge run: no report written: %s\n", kf_errmsg(ctx));
+        fprintf(stderr, "kforge %s: no report written: %s\n", from_run, kf_errmsg(ctx));
     } else if (st) {
         rc = kf_cli_fail(0, "%s", kf_errmsg(ctx));
     } else if (!strcmp(path, "-")) {
         fwrite(out, 1, len, stdout);
     } else if (write_whole(path, out, len)) {
-        if (from_run) fprintf(stderr, "kforge run: no report written: cannot write %s\n", path);
+        if (from_run) fprintf(stderr, "kforge %s: no report written: cannot write %s\n", from_run, path);
         else rc = kf_cli_fail(0, "kforge report: cannot write %s", path);
     } else {
-        fprintf(stderr, "kforge %s: the report: %s (%zu KiB)\n", from_run ? "run" : "report", path,
+        fprintf(stderr, "kforge %s: the report: %s (%zu KiB)\n", from_run ? from_run : "report", path,
                 (len + 1023) / 1024);
     }
     free(out);
@@ -69,5 +70,5 @@ int kf_cli_report(int argc, char **argv) {
     if (!dir) return kf_cli_fail(0, "usage: kforge report RUN [-o FILE] [--format html|md]");
     if (strcmp(format, "html") && strcmp(format, "md"))
         return kf_cli_fail(0, "kforge report --format %s: expected html or md", format);
-    return kf_cli_report_write(dir, format, path, 0);
+    return kf_cli_report_write(dir, format, path, NULL);
 }

@@ -179,7 +179,7 @@ int kf_cli_run(int argc, char **argv) {
         /* the run's page, left in its directory (docs/report.md) */
         json_t *sj = summary ? json_loads(summary, 0, NULL) : NULL;
         const char *rd = json_string_value(json_object_get(sj, "run"));
-        if (rd) kf_cli_report_write(rd, "html", NULL, 1);
+        if (rd) kf_cli_report_write(rd, "html", NULL, "run");
         json_decref(sj);
         if (json && summary) printf("%s\n", summary);
     }

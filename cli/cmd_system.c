@@ -2,7 +2,10 @@
  * cmd_system.c - `kforge system check|bench PIPELINE`: a pipeline of tasks judged end
  * to end (docs/system.md). Parses the options, runs, prints the JSON report or a short
  * summary, and maps the verdict to the exit code (0 accepted, 1 rejected, 2 usage or
- * pipeline error).
+ * pipeline error). `system run` works on the slots in turn through the public API and
+ * keeps its record with kf_sysrun_save (sealed) and its page with the report's writer;
+ * `system report` is `kforge report` on a system run's directory (one renderer, the
+ * library's), with --json the record and its counts.
  */
 #include "cli.h"
 
@@ -22,7 +25,7 @@ static void usage(FILE *f) {
         "usage: kforge system check PIPELINE [--slot SLOT=FILE]... [options]\n"
         "       kforge system bench PIPELINE [--slot SLOT=FILE]... [--vs SLOT=FILE]... [options]\n"
         "       kforge system run PIPELINE --run DIR [--budget N] [--slots K] [--agent A] [--lessons PATH]\n"
-        "       kforge system report DIR [--json]\n"
+        "       kforge system report DIR [--format md|html] [-o FILE] [--json]\n"
         "  check: every slot candidate on its own task, the end-to-end outputs of every step\n"
         "         against the reference pipeline's, each candidate on the tensors its stages\n"
         "         receive in the pipeline, and its call count\n"
@@ -33,8 +36,9 @@ static void usage(FILE *f) {
         "         largest share x headroom, re-judge its export in the step; kept only when the\n"
         "         gain's interval is above zero, else local_win_global_loss (a lesson with\n"
         "         --lessons); K slots in turn, re-profiled after every keep\n"
-        "  report: shares before and after, the end-to-end speedup, every local-win/global-loss\n"
-        "         case and the run's rate beside Arbor's 39%%\n"
+        "  report: the run's report (as `kforge report DIR`, Markdown on stdout by default):\n"
+        "         shares before and after, the end-to-end speedup, every local-win/global-loss\n"
+        "         case and the run's rate beside Arbor's 39%%, the seals\n"
         "options: --knob NAME=VALUE, --steps N, --layers N, --seed N, --no-task-check,\n"
         "         --local (bench: each slot candidate also timed alone on its task),\n"
         "         --min-time S, --min-runs N, --max-runs N, --timeout S, --json\n");
@@ -99,31 +103,6 @@ static void summary(const char *json, int bench) {
 
 /* ---- system run and system report: the loop over slots, from the public API ---- */
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0, k;
-    char tmp[65536];
-    while ((k = fread(tmp, 1, sizeof tmp, f)) > 0) {
-        if (n + k + 1 > cap) {
-            cap = (n + k + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        memcpy(buf + n, tmp, k);
-        n += k;
-    }
-    fclose(f);
-    if (buf) buf[n] = 0;
-    return buf;
-}
-
 /* One system bench as parsed JSON; NULL after printing the error. */
 static json_t *sys_bench_json(kf_ctx *ctx, const char *pipeline, kf_system_opts *o) {
     char *out = NULL;
@@ -152,13 +131,6 @@ static double slot_score(json_t *prof, const char *slot) {
         g += json_number_value(json_object_get(v, "candidate_share")) * head;
     }
     return g;
-}
-
-static int write_json(const char *path, json_t *j) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (json_dump_file(j, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6))) return -1;
-    return rename(tmp, path);
 }
 
 static void add_lesson(const char *lessons, json_t *it, const char *task, const char *pipeline) {
@@ -309,6 +281,14 @@ static int cmd_run(int argc, char **argv) {
         json_object_set(it, "system_gain", json_object_get(r, "gain"));
         json_object_set(it, "system_gain_ci95", json_object_get(r, "gain_ci95"));
         json_object_set(it, "verdict", json_object_get(r, "verdict"));
+        /* what the report shows beside the outcome: the local figures with their intervals,
+         * the step's times and per-stage shares of this judgement, and why it was refused */
+        if (loc) json_object_set(it, "local", loc);
+        json_object_set(it, "step_ns", json_object_get(r, "step_ns"));
+        json_object_set(it, "keep", json_object_get(r, "keep"));
+        json_object_set(it, "noise", json_object_get(r, "noise"));
+        json_object_set(it, "reasons", json_object_get(r, "reasons"));
+        json_object_set(it, "stages", json_object_get(r, "stages"));
         int keep = json_is_true(json_object_get(r, "keep")) &&
                    !strcmp(json_string_value(json_object_get(r, "verdict")), "accepted");
         const char *oc = keep                                        ? "system_keep"
@@ -353,8 +333,10 @@ static int cmd_run(int argc, char **argv) {
             json_decref(fin);
         }
         json_object_set_new(rec, "baseline_step_ns", json_real(base_ns));
-        if (write_json(path, rec)) rc = kf_cli_fail(json, "%s: %s", path, strerror(errno));
-        else if (json) {
+        char *text = json_dumps(rec, JSON_COMPACT);
+        if (!text || kf_sysrun_save(ctx, dir, text)) {
+            rc = kf_cli_fail(json, "%s", text ? kf_errmsg(ctx) : "out of memory");
+        } else if (json) {
             char *t = json_dumps(rec, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
             if (t) puts(t);
             free(t);
@@ -362,6 +344,8 @@ static int cmd_run(int argc, char **argv) {
             printf("system run %s: %d slots kept; the record is %s (kforge system report %s)\n", pipeline,
                    nkept, path, dir);
         }
+        free(text);
+        if (rc == KF_EXIT_OK) kf_cli_report_write(dir, "html", NULL, "system run");
     }
     json_decref(prof);
     json_decref(first);
@@ -371,72 +355,38 @@ static int cmd_run(int argc, char **argv) {
     return rc;
 }
 
-#define ARBOR_LWGL 0.39
-
-static void print_stages(const char *title, json_t *st) {
-    printf("%s\n", title);
-    size_t i;
-    json_t *v;
-    json_array_foreach(st, i, v)
-        printf("  %-12s %-10s %5.1f%%\n", json_string_value(json_object_get(v, "stage")),
-               json_string_value(json_object_get(v, "implementation")),
-               100 * json_number_value(json_object_get(v, "candidate_share")));
-}
-
+/* system report: the same report as `kforge report DIR` (one renderer, the library's),
+ * as Markdown on stdout by default; --json the record with its counts and integrity. */
 static int cmd_report(int argc, char **argv) {
-    int json = argc > 3 && !strcmp(argv[3], "--json");
-    if (argc < 3) return kf_cli_fail(json, "system report: expected RUN (a system run's directory)");
-    char path[4200];
-    snprintf(path, sizeof path, "%s/system.json", argv[2]);
-    char *txt = slurp(path);
-    json_t *r = txt ? json_loads(txt, 0, NULL) : NULL;
-    free(txt);
-    if (!r) return kf_cli_fail(json, "%s: not a system run's record", path);
-    int n = 0, lwgl = 0, wins = 0;
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(r, "iterations"), i, v) {
-        const char *oc = json_string_value(json_object_get(v, "outcome"));
-        if (!oc) continue;
-        int local = !strcmp(oc, "system_keep") || !strcmp(oc, "local_win_global_loss");
-        n++;
-        wins += local;
-        lwgl += !strcmp(oc, "local_win_global_loss");
+    const char *dir = NULL, *path = NULL, *format = "md";
+    int json = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json")) json = 1;
+        else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) path = argv[++i];
+        else if (!strcmp(a, "--format") && i + 1 < argc) format = argv[++i];
+        else if (a[0] == '-' && a[1]) return kf_cli_fail(json, "system report: unknown option %s", a);
+        else if (!dir) dir = a;
+        else return kf_cli_fail(json, "system report: unexpected argument %s", a);
     }
-    double rate = wins ? (double)lwgl / wins : 0;
-    if (json) {
-        json_object_set_new(r, "local_wins", json_integer(wins));
-        json_object_set_new(r, "local_win_global_loss", json_integer(lwgl));
-        json_object_set_new(r, "local_win_global_loss_rate", wins ? json_real(rate) : json_null());
-        json_object_set_new(r, "arbor_rate", json_real(ARBOR_LWGL));
-        char *t = json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-        if (t) puts(t);
-        free(t);
-        json_decref(r);
-        return KF_EXIT_OK;
+    if (!dir) return kf_cli_fail(json, "system report: expected RUN (a system run's directory)");
+    if (!json) {
+        if (strcmp(format, "html") && strcmp(format, "md"))
+            return kf_cli_fail(0, "system report --format %s: expected html or md", format);
+        char sys[4200];
+        snprintf(sys, sizeof sys, "%s/system.json", dir);
+        if (access(sys, F_OK))
+            return kf_cli_fail(0, "%s: not a system run's record (kforge report for a run)", sys);
+        return kf_cli_report_write(dir, format, path, NULL);
     }
-    printf("system run of %s: %d slot iterations\n", json_string_value(json_object_get(r, "pipeline")), n);
-    print_stages("shares before:", json_object_get(r, "profile_before"));
-    print_stages("shares after:", json_object_get(r, "profile_after"));
-    json_t *ci = json_object_get(r, "end_to_end_gain_ci95");
-    printf("end-to-end speedup %.3fx (gain interval [%+.1f%%, %+.1f%%])\n",
-           json_number_value(json_object_get(r, "end_to_end_speedup")),
-           100 * json_number_value(json_array_get(ci, 0)), 100 * json_number_value(json_array_get(ci, 1)));
-    json_array_foreach(json_object_get(r, "iterations"), i, v) {
-        const char *oc = json_string_value(json_object_get(v, "outcome"));
-        printf("  slot %-10s %-22s", json_string_value(json_object_get(v, "slot")), oc ? oc : "?");
-        if (json_object_get(v, "local_speedup"))
-            printf(" alone %.2fx, in the step %+.1f%%",
-                   json_number_value(json_object_get(v, "local_speedup")),
-                   100 * json_number_value(json_object_get(v, "system_gain")));
-        printf("\n");
-    }
-    if (wins)
-        printf("local-win/global-loss rate: %d of %d local wins (%.0f%%; Arbor reports 39%%)\n", lwgl, wins,
-               100 * rate);
-    else printf("local-win/global-loss rate: no local win yet (Arbor reports 39%%)\n");
-    json_decref(r);
-    return KF_EXIT_OK;
+    kf_ctx *ctx = kf_ctx_new();
+    char *out = NULL;
+    kf_status st = ctx ? kf_report_run(ctx, dir, "json", &out, NULL) : KF_ENOMEM;
+    int rc = st ? kf_cli_fail(1, "%s", ctx ? kf_errmsg(ctx) : "out of memory") : KF_EXIT_OK;
+    if (!st) puts(out);
+    free(out);
+    kf_ctx_free(ctx);
+    return rc;
 }
 
 int kf_cli_system(int argc, char **argv) {

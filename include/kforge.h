@@ -286,10 +286,19 @@ KF_API kf_status kf_run_tree(kf_ctx *ctx, const char *run_dir, int json, char **
 /* The best verified node per visible shape; caller frees. */
 KF_API kf_status kf_run_best(kf_ctx *ctx, const char *run_dir, int json, char **out);
 /* The run's lineage report (docs/report.md): format "html" (or NULL) one self-contained
- * HTML page, "md" the same sections as Markdown. *out is the caller's (free()), *len (may
- * be NULL) its bytes. Read-only. KF_EUSAGE for another format; the store's errors (no
- * such run: KF_EIO) otherwise. */
+ * HTML page, "md" the same sections as Markdown. A system run's directory (it holds
+ * system.json, from `kforge system run`) gets its pipeline report, and format "json" its
+ * record with the counts and the integrity (`kforge system report --json`). *out is
+ * the caller's (free()), *len (may be NULL) its bytes. Read-only. KF_EUSAGE for another
+ * format; the store's errors (no such run: KF_EIO) otherwise. */
 KF_API kf_status kf_report_run(kf_ctx *ctx, const char *run_dir, const char *format, char **out, size_t *len);
+/* A system run's record (docs/system.md "The record"): json (one JSON object) written to
+ * dir/system.json whole (beside it, then renamed), with "pipeline_file" (the pipeline's
+ * absolute path) and "pipeline_sha256" (its bytes' digest) added, then sealed under a new
+ * key in the keys directory (dir/system.seal: the key id and the HMAC of system.json's
+ * bytes), so that `kforge report` shows a record changed by hand. KF_EUSAGE for text that
+ * is not an object, KF_EIO when a file cannot be written. */
+KF_API kf_status kf_sysrun_save(kf_ctx *ctx, const char *dir, const char *json);
 /* Tool mode (docs/agents.md): the context pack of the best-scoring action for the "tool"
  * proposer in o->run_dir (o's search and bench fields apply), recorded as a pending
  * action; while it is pending (not submitted, under 30 minutes old) later calls offer

@@ -619,6 +619,266 @@ static void t_large(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* ---- a system run (kforge system run, docs/report.md "A system run") ------------------ */
+
+/* A real system run of the bundled norm_softmax_sum, in dir/s: one evaluation per slot,
+ * all three slots, a scripted agent (tests/system/agent.sh) that gives softmax and
+ * rmsnorm their honest fast kernels and sum the planted local win that loses in the step
+ * (tests/system/sum_small_slow.c, behind a comment holding </script> and HTML). */
+static void system_run(const char *dir, char *run, size_t n) {
+    char args[2048], out[1 << 16];
+    snprintf(run, n, "%s/s", dir);
+    snprintf(args, sizeof args,
+             "system run pipelines/c/norm_softmax_sum/pipeline.json --run %s --budget 1 --slots 3 "
+             "--min-time 0.02 --agent 'cmd:sh %s' 2>&1",
+             run, kft_src("tests/system/agent.sh"));
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    /* kforge system run says where its page is, as kforge run does */
+    char want[512];
+    snprintf(want, sizeof want, "kforge system run: the report: %s/report.html", run);
+    CHECKF(strstr(out, want), "%s", out);
+    CHECKF(strstr(out, "slot sum: local_win_global_loss"), "the planted case did not lose in the step: %s",
+           out);
+}
+
+static json_t *record(const char *run) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/system.json", run);
+    json_t *r = json_load_file(p, 0, NULL);
+    CHECKF(r, "%s unreadable", p);
+    return r;
+}
+
+/* How many iterations of the record have outcome oc. */
+static int outcomes(const json_t *rec, const char *oc) {
+    int k = 0;
+    size_t i;
+    json_t *it;
+    json_array_foreach(json_object_get(rec, "iterations"), i, it) {
+        const char *o = json_string_value(json_object_get(it, "outcome"));
+        k += o && !strcmp(o, oc);
+    }
+    return k;
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+}
+
+/* The report of a real system run, without a browser: the page's sections and counts,
+ * the Markdown's tables, system report as the same renderer, the JSON counts, the
+ * hostile source escaped, a record or slot run edited by hand, and an older record. */
+static void t_system(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-report-XXXXXX", run[256], file[512], args[1024], out[1 << 17];
+    CHECK(mkdtemp(dir));
+    system_run(dir, run, sizeof run);
+    json_t *rec = record(run);
+    int keeps = outcomes(rec, "system_keep"), exported = 0;
+    size_t i;
+    json_t *it;
+    json_array_foreach(json_object_get(rec, "iterations"), i, it) exported +=
+        json_object_get(it, "candidate") != NULL;
+    CHECKF(json_array_size(json_object_get(rec, "iterations")) == 3 &&
+               outcomes(rec, "local_win_global_loss") == 1,
+           "iterations %zu", json_array_size(json_object_get(rec, "iterations")));
+    /* the figures the report needs are recorded: local intervals, the step's shares */
+    it = json_array_get(json_object_get(rec, "iterations"), 2);
+    CHECK(!strcmp(json_string_value(json_object_get(it, "slot")), "sum"));
+    CHECK(json_array_size(json_object_get(json_object_get(it, "local"), "shapes")) == 2);
+    CHECK(json_array_size(json_object_get(it, "stages")) == 3 &&
+          json_is_object(json_object_get(it, "step_ns")));
+    CHECK(json_is_string(json_object_get(rec, "pipeline_sha256")));
+    json_decref(rec);
+
+    snprintf(file, sizeof file, "%s/report.html", run);
+    char *h = slurp(file);
+    CHECK(h);
+    static const char *const sections[] = {"shares", "lwgl", "iterations", "pipeline", "integrity", "nodes"};
+    for (size_t q = 0; q < sizeof sections / sizeof sections[0]; q++) {
+        char id[64];
+        snprintf(id, sizeof id, "<section id=\"%s\">", sections[q]);
+        CHECKF(strstr(h, id), "no %s", id);
+    }
+    CHECK(strstr(h, "data-kind=\"system\" data-iterations=\"3\" data-lwgl=\"1\""));
+    CHECK(count(h, "<tr class=\"lwgl-case\">") == 1 && strstr(h, "id=\"lwgl-count\" data-count=\"1\""));
+    CHECK(count(h, "<tr class=\"iteration\">") == 3 && count(h, "<tr class=\"stage\">") == 3);
+    /* two bars (before, after) of three stages each, and the end-to-end interval */
+    CHECKF(count(h, "<rect class=\"bar st-") == 6, "%zu bar segments", count(h, "<rect class=\"bar st-"));
+    CHECK(strstr(h, "<p id=\"e2e\">") && strstr(h, "(95% interval)"));
+    CHECK(strstr(h, "is not above zero; its stages took"));
+    CHECK(strstr(h, "<td id=\"seals\">sealed</td>") && count(h, "<td class=\"slot-seals\">sealed</td>") == 3);
+    CHECK(strstr(h, "(the pipeline on disk matches)") && !strstr(h, "WARNING"));
+    /* the sum's winner has a section, linked from the case */
+    CHECK(strstr(h, "<article class=\"node\" id=\"i2-n-1\">") && strstr(h, "href=\"#i2-n-1\""));
+    CHECKF(count(h, "<article class=\"node\"") == (size_t)exported, "%zu node sections, %d exports",
+           count(h, "<article class=\"node\""), exported);
+    /* the hostile comment of the sum's source is text, and the page has one script */
+    CHECK(count_ci(h, "<script") == 1 && !strstr(h, "<b id=\"injected\""));
+    CHECK(strstr(h, "&lt;/script&gt;&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;"));
+    free(h);
+
+    /* Markdown: the same sections as tables; system report is the same text */
+    char *m = report(run, "md");
+    CHECK(strstr(m, "## Stage shares\n\n| stage | slot | before ns | before share |"));
+    CHECK(strstr(m, "\n| norm | rmsnorm | ") && strstr(m, "\n| softmax | softmax | ") &&
+          strstr(m, "\n| sum | sum | "));
+    CHECK(strstr(m, "## Local wins, global losses\n\n1 of "));
+    CHECK(strstr(m, "| why it was refused |\n|---|---|---|---|---|\n| sum | "));
+    CHECK(strstr(m, "| system.json | sealed | "));
+    /* the source is in a fence; the tables hold no markup */
+    const char *tb = strstr(m, "## Stage shares"), *te = strstr(m, "## Nodes");
+    CHECK(tb && te && !memchr(tb, '<', (size_t)(te - tb)));
+    snprintf(args, sizeof args, "system report %s", run);
+    CHECKF(cli(args, out, sizeof out) == 0 && !strcmp(out, m),
+           "system report differs from report --format md");
+    free(m);
+    snprintf(args, sizeof args, "system report %s --json", run);
+    CHECK(cli(args, out, sizeof out) == 0);
+    json_t *j = json_loads(out, 0, NULL);
+    CHECKF(j, "%s", out);
+    CHECK(json_integer_value(json_object_get(j, "local_win_global_loss")) == 1);
+    CHECK(json_integer_value(json_object_get(j, "local_wins")) == keeps + 1);
+    CHECK(json_number_value(json_object_get(j, "arbor_rate")) == 0.39);
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(j, "integrity"), "seals")), "sealed"));
+    CHECK(json_array_size(json_object_get(json_object_get(j, "integrity"), "slot_runs")) == 3);
+    json_decref(j);
+
+    /* the record edited by hand: a better end-to-end figure */
+    char path[512], *orig;
+    snprintf(path, sizeof path, "%s/system.json", run);
+    CHECK((orig = slurp(path)));
+    rec = record(run);
+    json_object_set_new(rec, "end_to_end_speedup", json_real(9.5));
+    CHECK(json_dump_file(rec, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0);
+    json_decref(rec);
+    h = report(run, "html");
+    CHECKF(strstr(h, "<p class=\"warn\">WARNING: system.json was changed outside kforge") &&
+               strstr(h, "<div id=\"verdict\" class=\"bad\">WARNING") &&
+               strstr(h, "<td id=\"seals\">tampered</td>"),
+           "%.3000s", h);
+    free(h);
+    m = report(run, "md");
+    CHECK(strstr(m, "> **WARNING: system.json was changed outside kforge"));
+    free(m);
+    write_text(path, orig);
+    h = report(run, "html");
+    CHECK(!strstr(h, "WARNING") && strstr(h, "<td id=\"seals\">sealed</td>"));
+    free(h);
+    /* a slot run's run.db edited by hand */
+    char slot[512];
+    snprintf(slot, sizeof slot, "%s/slot-sum", run);
+    sql(slot, "UPDATE nodes SET speedup = 50 WHERE id = 1");
+    h = report(run, "html");
+    CHECKF(strstr(h, "<p class=\"warn\">WARNING: slot sum (") &&
+               strstr(h, "run.db was changed outside kforge: node 1 does not match its seal") &&
+               strstr(h, "<div id=\"verdict\" class=\"bad\">"),
+           "%.3000s", h);
+    free(h);
+
+    /* an older record: no seal, no local intervals, no per-iteration stages, no final
+     * bench: it renders, saying what is missing */
+    rec = record(run);
+    json_object_del(rec, "profile_after");
+    json_object_del(rec, "pipeline_sha256");
+    json_array_foreach(json_object_get(rec, "iterations"), i, it) {
+        json_object_del(it, "local");
+        json_object_del(it, "stages");
+        json_object_del(it, "step_ns");
+    }
+    CHECK(json_dump_file(rec, path, JSON_INDENT(2)) == 0);
+    json_decref(rec);
+    snprintf(path, sizeof path, "%s/system.seal", run);
+    CHECK(unlink(path) == 0);
+    m = report(run, "md");
+    CHECKF(strstr(m, "After: not recorded") && strstr(m, "(its interval not recorded)") &&
+               strstr(m, "WARNING: system.json has no seal") &&
+               strstr(m, "| system.json | unsealed | not recorded"),
+           "%s", m);
+    free(m);
+    h = report(run, "html");
+    CHECK(count(h, "<rect class=\"bar st-") == 3 && strstr(h, "After: not recorded"));
+    free(h);
+    free(orig);
+    /* a directory that is not a system run */
+    snprintf(args, sizeof args, "system report %s 2>&1", dir);
+    CHECKF(cli(args, out, sizeof out) == 2 && strstr(out, "not a system run"), "%s", out);
+    kf__rmtree(dir);
+}
+
+/* The system run's page in chromium: no console message, its sections and counts in the
+ * DOM, the bar chart drawn in the stages' own colours at their widths, the banner turning
+ * when the record is edited. */
+static void t_system_browser(const void *arg) {
+    (void)arg;
+    char why[256], dir[] = "/tmp/kft-report-XXXXXX", run[256], file[512], dom[512], log[512], png[512];
+    const char *chr = chromium(why, sizeof why);
+    if (!chr) kft_skip("%s", why);
+    CHECK(mkdtemp(dir));
+    system_run(dir, run, sizeof run);
+    snprintf(file, sizeof file, "%s/report.html", run);
+    snprintf(dom, sizeof dom, "%s/dom.html", dir);
+    snprintf(log, sizeof log, "%s/log.txt", dir);
+    int rc = browse(chr, dir, file, "--dump-dom", dom, log);
+    char *d = slurp(dom), *l = slurp(log);
+    CHECKF(rc == 0 && d && strlen(d) > 1000, "chromium exited %d: %.2000s", rc, l ? l : "");
+    no_console(l);
+    CHECK(strstr(d, "data-js=\"ok\""));
+    CHECK(strstr(d, "<section id=\"shares\">") && strstr(d, "<section id=\"lwgl\">") &&
+          strstr(d, "<section id=\"integrity\">"));
+    CHECK(count(d, "<tr class=\"lwgl-case\">") == 1 && strstr(d, "data-count=\"1\""));
+    CHECK(count(d, "<rect class=\"bar st-") == 6 && strstr(d, "id=\"seals\">sealed<"));
+    CHECK(!strstr(d, "<b id=\"injected\"") && count_ci(d, "<script") == 1);
+    free(d), free(l);
+
+    /* the chart's pixels: each stage's colour, from the page's own variables, covers about
+     * the area of its two segments (less their 1-pixel white outline) and its swatches */
+    char *h = slurp(file);
+    image im;
+    snprintf(png, sizeof png, "%s/system.png", dir);
+    shoot(chr, dir, file, png, &im);
+    region_is(&im, 0, 58, 10, 102, page_colour(h, "--ok"), "the banner of a sealed system run");
+    for (int k = 0; k < 3; k++) {
+        char var[32], cls[64];
+        snprintf(var, sizeof var, "--stage-%d", k);
+        snprintf(cls, sizeof cls, "<rect class=\"bar st-%d\"", k);
+        unsigned c = page_colour(h, var);
+        double area = 0;
+        for (const char *p = h; (p = strstr(p, cls)); p++) {
+            double w = 0;
+            const char *wp = strstr(p, " width=\"");
+            CHECK(wp && sscanf(wp, " width=\"%lf\"", &w) == 1);
+            if (w > 1) area += (w - 1) * 39;
+        }
+        long got = pixels_near(&im, c);
+        /* the swatches: 12 x 12 in the legend and in the list of stages */
+        double want = area + 2 * 144;
+        CHECKF(got > 0.85 * want && got < 1.15 * want + 200, "%s (#%06x): %ld pixels, the bars' area %.0f",
+               var, c, got, want);
+    }
+    CHECKF(pixels_near(&im, page_colour(h, "--o-lwgl")) > 100,
+           "no local-win/global-loss badge in the screenshot");
+    free(im.rgb);
+    free(h);
+    /* the record edited by hand: the banner turns to the warning colour */
+    char path[512];
+    snprintf(path, sizeof path, "%s/system.json", run);
+    json_t *rec = record(run);
+    json_object_set_new(rec, "end_to_end_speedup", json_real(9.5));
+    CHECK(json_dump_file(rec, path, JSON_INDENT(2)) == 0);
+    json_decref(rec);
+    h = report(run, "html");
+    snprintf(file, sizeof file, "%s/tampered.html", dir);
+    write_text(file, h);
+    snprintf(png, sizeof png, "%s/tampered.png", dir);
+    shoot(chr, dir, file, png, &im);
+    region_is(&im, 0, 58, 10, 102, page_colour(h, "--bad"), "the banner of a tampered system run");
+    free(im.rgb);
+    free(h);
+    kf__rmtree(dir);
+}
+
 void kft_register_report(void) {
     kft_add("report/escape", t_escape, NULL, 10);
     kft_add("report/escape_run", t_escape_run, NULL, 60);
@@ -629,4 +889,6 @@ void kft_register_report(void) {
     kft_add("report/browser_escape", t_browser_escape, NULL, 180);
     kft_add("report/browser_pixels", t_browser_pixels, NULL, 240);
     kft_add("report/large", t_large, NULL, 300);
+    kft_add("report/system", t_system, NULL, 480);
+    kft_add("report/system_browser", t_system_browser, NULL, 480);
 }

@@ -42,4 +42,12 @@ json_t *kf_record_best_shapes(const kf_node *nodes, size_t n);
  * frees): what a context pack tells of a failure, and what kforge submit says. */
 char *kf_record_first_message(const kf_node *n);
 
+/* A system run's record (sysrun.c, docs/system.md "The record"). kf_sysrun_is: dir holds
+ * system.json. kf_sysrun_load: *rec the record, *integrity {"seals": "sealed"|"tampered"|
+ * "unsealed"|"key missing", "key": path|null, "pipeline_matches": bool (when recorded)}
+ * (both the caller's), a warning line into warn (may be NULL) unless sealed. KF_EIO when
+ * there is no record, KF_ETASK when it is not a JSON object. */
+int kf_sysrun_is(const char *dir);
+kf_status kf_sysrun_load(kf_ctx *ctx, const char *dir, json_t **rec, json_t **integrity, kf_buf *warn);
+
 #endif

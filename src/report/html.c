@@ -44,7 +44,7 @@ static const char script[] =
     "if(f.value)t.setAttribute('data-only',f.value);else t.removeAttribute('data-only');});}"
     "document.documentElement.setAttribute('data-js','ok');})();";
 
-static void css(kf_buf *b) {
+static void css(kf_buf *b, const char *extra) {
     kf_buf_printf(b, "<style>\n:root{--bg:#ffffff;--fg:#1b1f24;--hdr:#1f3a5f;--ok:#2e7d32;--bad:#c62828;"
                      "--muted:#6b7280;--path:#fff4c2;--grid:#e5e7eb");
     for (size_t i = 0; i < NSTATES; i++) kf_buf_printf(b, ";--s-%s:%s", states[i].name, states[i].colour);
@@ -85,6 +85,7 @@ static void css(kf_buf *b) {
         kf_buf_printf(b, "#lineage[data-only=\"%s\"] li.node:not([data-state=\"%s\"])>.line{opacity:.3}\n",
                       states[i].name, states[i].name);
     }
+    if (extra) kf_buf_append(b, extra, strlen(extra));
     kf_buf_printf(b, "</style>\n");
 }
 
@@ -108,11 +109,11 @@ static int shape_index(const kf_rep *r, const json_t *sizes) {
 static void node_link(kf_buf *b, const kf_rep *r, int64_t id) {
     const kf_node *p = kf_tree_find(&r->d.a, id);
     if (p && r->n[p - r->d.a.v].detail)
-        kf_buf_printf(b, "<a href=\"#n-%lld\">#%lld</a>", (long long)id, (long long)id);
+        kf_buf_printf(b, "<a href=\"#%sn-%lld\">#%lld</a>", r->anchor, (long long)id, (long long)id);
     else kf_buf_printf(b, "#%lld", (long long)id);
 }
 
-static void badge(kf_buf *b, const char *state) {
+void kf_report_badge(kf_buf *b, const char *state) {
     kf_buf_printf(b, "<span class=\"badge s-");
     ESC(b, state);
     kf_buf_printf(b, "\">");
@@ -297,7 +298,7 @@ static void tree_node(kf_buf *b, const kf_rep *r, int i, int *lines) {
     kf_buf_printf(b, "<li class=\"node%s\" data-state=\"", rn->path ? " path" : "");
     ESC(b, st);
     kf_buf_printf(b, "\" data-id=\"%lld\"><span class=\"line\">", (long long)nd->id);
-    badge(b, st);
+    kf_report_badge(b, st);
     kf_buf_printf(b, " ");
     node_link(b, r, nd->id);
     kf_report_escf(b, 0, " %s/%s", nd->proposer, nd->category);
@@ -729,13 +730,13 @@ static void diff_html(kf_buf *b, const char *d) {
     kf_buf_printf(b, "</pre>\n");
 }
 
-static void node_section(kf_buf *b, const kf_rep *r, int i) {
+void kf_report_node_html(kf_buf *b, const kf_rep *r, int i) {
     const kf_node *nd = &r->d.a.v[i];
     const kf_rep_node *rn = &r->n[i];
     const char *st = kf_report_state(r, i);
-    kf_buf_printf(b, "<article class=\"node\" id=\"n-%lld\"><h3>#%lld ", (long long)nd->id,
+    kf_buf_printf(b, "<article class=\"node\" id=\"%sn-%lld\"><h3>#%lld ", r->anchor, (long long)nd->id,
                   (long long)nd->id);
-    badge(b, st);
+    kf_report_badge(b, st);
     if (rn->winner) kf_buf_printf(b, " winner");
     kf_buf_printf(b, "</h3>\n<p>Parent ");
     if (nd->parent) node_link(b, r, nd->parent);
@@ -887,10 +888,7 @@ static void script_hash(char out[48]) {
     out[o] = 0;
 }
 
-void kf_report_html(kf_buf *b, const kf_rep *r) {
-    size_t n = r->d.a.n;
-    const kf_node *v = r->d.a.v;
-    int bad = r->warnings && strstr(r->warnings, "WARNING");
+void kf_report_page_head(kf_buf *b, const char *title, const char *extra_css) {
     char hash[48];
     script_hash(hash);
     /* nothing from the network, and no script but this file's own (by its hash) */
@@ -901,12 +899,22 @@ void kf_report_html(kf_buf *b, const kf_rep *r) {
         "content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-%s'; "
         "img-src data:\">\n<title>kforge report: ",
         hash);
-    ESC(b, r->dir);
+    ESC(b, title);
     kf_buf_printf(b, "</title>\n");
-    css(b);
+    css(b, extra_css);
     kf_buf_printf(b, "</head>\n<body>\n<header><h1>kforge report</h1><span>");
-    ESC(b, r->dir);
-    kf_buf_printf(b, "</span></header>\n<div id=\"verdict\" class=\"%s\">", bad ? "bad" : "ok");
+    ESC(b, title);
+    kf_buf_printf(b, "</span></header>\n");
+}
+
+void kf_report_page_tail(kf_buf *b) { kf_buf_printf(b, "<script>%s</script>\n</body></html>\n", script); }
+
+void kf_report_html(kf_buf *b, const kf_rep *r) {
+    size_t n = r->d.a.n;
+    const kf_node *v = r->d.a.v;
+    int bad = r->warnings && strstr(r->warnings, "WARNING");
+    kf_report_page_head(b, r->dir, NULL);
+    kf_buf_printf(b, "<div id=\"verdict\" class=\"%s\">", bad ? "bad" : "ok");
     int kept = 0;
     for (size_t i = 0; i < n; i++) kept += v[i].state == KF_NODE_KEPT;
     if (bad) kf_buf_printf(b, "WARNING: this run's records do not match their seals: see Integrity. ");
@@ -946,6 +954,7 @@ void kf_report_html(kf_buf *b, const kf_rep *r) {
             "of each state and reason, then the earliest.</p>\n",
             r->ndetail, n);
     for (size_t i = 0; i < n; i++)
-        if (r->n[i].detail) node_section(b, r, (int)i);
-    kf_buf_printf(b, "</section>\n</main>\n<script>%s</script>\n</body></html>\n", script);
+        if (r->n[i].detail) kf_report_node_html(b, r, (int)i);
+    kf_buf_printf(b, "</section>\n</main>\n");
+    kf_report_page_tail(b);
 }

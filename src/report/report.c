@@ -316,7 +316,7 @@ static void distill(kf_rep *r) {
     kf__rmtree(dir);
 }
 
-static void rep_free(kf_rep *r) {
+void kf_report_free(kf_rep *r) {
     for (size_t i = 0; r->n && i < r->d.a.n; i++) {
         json_decref(r->n[i].j);
         json_decref(r->n[i].verdict);
@@ -338,7 +338,7 @@ static void rep_free(kf_rep *r) {
     kf_tree_data_free(&r->d);
 }
 
-static kf_status rep_read(kf_ctx *ctx, const char *dir, kf_rep *r) {
+kf_status kf_report_read(kf_ctx *ctx, const char *dir, int light, kf_rep *r) {
     memset(r, 0, sizeof *r);
     r->dir = dir;
     kf_status s = kf_tree_load(ctx, dir, &r->d);
@@ -401,7 +401,8 @@ static kf_status rep_read(kf_ctx *ctx, const char *dir, kf_rep *r) {
     kf_loop_lessons_event(r->d.st, &lev);
     r->lessons_used = lev ? json_loads(lev, 0, NULL) : NULL;
     free(lev);
-    distill(r);
+    if (!light) distill(r);
+    else snprintf(r->distill_note, sizeof r->distill_note, "not distilled here");
     struct utsname u;
     if (!uname(&u))
         snprintf(r->made_on, sizeof r->made_on, "%s (%s %s, %s)", u.nodename, u.sysname, u.release,
@@ -725,16 +726,20 @@ static void md_cost(kf_buf *b, const kf_rep *r) {
 
 static void md_nodes(kf_buf *b, const kf_rep *r) {
     size_t n = r->d.a.n;
-    const kf_node *v = r->d.a.v;
     kf_buf_printf(b, "\n## Nodes\n\n");
     if ((size_t)r->ndetail < n)
         kf_buf_printf(b,
                       "%d of %zu nodes: the winners and the way to them, one of each state and reason, "
                       "then the earliest.\n\n",
                       r->ndetail, n);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
+        if (r->n[i].detail) kf_report_node_md(b, r, (int)i);
+}
+
+void kf_report_node_md(kf_buf *b, const kf_rep *r, int i) {
+    const kf_node *v = r->d.a.v;
+    {
         const kf_rep_node *rn = &r->n[i];
-        if (!rn->detail) continue;
         kf_buf_printf(b, "### #%lld %s (parent #%lld)\n\n", (long long)v[i].id, kf_report_state(r, (int)i),
                       (long long)v[i].parent);
         kf_report_escf(b, 1, "%s/%s", v[i].proposer, v[i].category);
@@ -778,24 +783,61 @@ void kf_report_md(kf_buf *b, const kf_rep *r) {
     md_nodes(b, r);
 }
 
+/* A system run's report in format ("html", "md", "json"). */
+static kf_status sys_report(kf_ctx *ctx, const char *dir, const char *format, char **out, size_t *len) {
+    kf_sysrep s;
+    kf_status st = kf_report_sys_read(ctx, dir, &s);
+    if (st) {
+        if (st == KF_ENOMEM) kf__err(ctx, st, "out of memory");
+        kf_report_sys_free(&s);
+        return st;
+    }
+    kf_buf b;
+    kf_buf_init(&b, 256u << 20);
+    if (!strcmp(format, "json")) {
+        char *j = kf_report_sys_json(&s);
+        if (j) kf_buf_append(&b, j, strlen(j));
+        else b.oom = 1;
+        free(j);
+    } else if (!strcmp(format, "md")) {
+        kf_report_sys_md(&b, &s);
+    } else {
+        kf_report_sys_html(&b, &s);
+    }
+    kf_report_sys_free(&s);
+    if (!b.p || b.oom) {
+        kf_buf_free(&b);
+        return kf__err(ctx, KF_ENOMEM, "out of memory");
+    }
+    *out = b.p;
+    if (len) *len = b.len;
+    return KF_OK;
+}
+
 kf_status kf_report_run(kf_ctx *ctx, const char *run_dir, const char *format, char **out, size_t *len) {
     *out = NULL;
     if (len) *len = 0;
     int md = format && !strcmp(format, "md");
-    if (format && !md && strcmp(format, "html"))
+    if (format && !md && strcmp(format, "html") && strcmp(format, "json"))
         return kf__err(ctx, KF_EUSAGE, "report format %s: expected html or md", format);
+    int js = format && !strcmp(format, "json");
+    if (kf_sysrun_is(run_dir)) return sys_report(ctx, run_dir, md ? "md" : js ? "json" : "html", out, len);
+    if (js)
+        return kf__err(ctx, KF_EUSAGE,
+                       "report format json: for a system run's directory only (kforge tree --json %s)",
+                       run_dir);
     kf_rep r;
-    kf_status s = rep_read(ctx, run_dir, &r);
+    kf_status s = kf_report_read(ctx, run_dir, 0, &r);
     if (s) {
         if (s == KF_ENOMEM) kf__err(ctx, s, "out of memory");
-        rep_free(&r);
+        kf_report_free(&r);
         return s;
     }
     kf_buf b;
     kf_buf_init(&b, 256u << 20);
     if (md) kf_report_md(&b, &r);
     else kf_report_html(&b, &r);
-    rep_free(&r);
+    kf_report_free(&r);
     if (!b.p || b.oom) {
         kf_buf_free(&b);
         return kf__err(ctx, KF_ENOMEM, "out of memory");

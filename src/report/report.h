@@ -8,6 +8,7 @@
 
 #include "kforge.h"
 #include "../loop/tree.h"
+#include "../record/record.h"
 #include "../util/util.h"
 
 #include <jansson.h>
@@ -56,7 +57,52 @@ typedef struct {
     double t0, t1;     /* the first node's creation, the last one's end (Unix seconds) */
     char made_on[300]; /* the machine the report is written on */
     double written;    /* when (Unix seconds) */
+    char anchor[32];   /* before "n-ID" in the nodes' anchors ("": none; a system run's slot runs) */
 } kf_rep;
+
+/* Read the run in dir for a report (light: the run's lessons are not distilled): KF_OK,
+ * or the store's error (no such run: KF_EIO). kf_report_free frees what it holds, read
+ * or not. */
+kf_status kf_report_read(kf_ctx *ctx, const char *dir, int light, kf_rep *r);
+void kf_report_free(kf_rep *r);
+
+/* A system run (`kforge system run`, docs/report.md "A system run") as the report reads
+ * it: its record (system.json) and seal, and the loop run of each slot it worked on. */
+typedef struct {
+    const char *dir;
+    json_t *rec;       /* system.json */
+    json_t *integrity; /* kf_sysrun_load's */
+    char *warnings;    /* the record's and the slot runs' warnings, a line each (NULL: none) */
+    int nit;           /* iterations */
+    kf_rep *slot;      /* per iteration: its slot run, read (slot_ok[i]) or not */
+    int *slot_ok;
+    char **slot_dir;       /* per iteration: the slot run's directory */
+    int keeps, wins, lwgl; /* system keeps, local wins (kept or not), local wins lost in the step */
+    char made_on[300];
+    double written;
+} kf_sysrep;
+
+/* The run's local-win/global-loss rate as Arbor reports it (39%). */
+#define KF_REPORT_ARBOR_LWGL 0.39
+
+/* Read the system run in dir: KF_OK, or kf_sysrun_load's error. kf_report_sys_free frees
+ * what it holds, read or not. */
+kf_status kf_report_sys_read(kf_ctx *ctx, const char *dir, kf_sysrep *s);
+void kf_report_sys_free(kf_sysrep *s);
+/* The system run's page, Markdown, and JSON (the record with the counts and integrity). */
+void kf_report_sys_html(kf_buf *b, const kf_sysrep *s);
+void kf_report_sys_md(kf_buf *b, const kf_sysrep *s);
+char *kf_report_sys_json(const kf_sysrep *s);
+
+/* Pieces of the page (html.c) the system run's page shares: the document's head (title
+ * escaped, extra CSS appended to the page's own: a constant, not run text) up to the
+ * header, its end (the one script), a node's section, a state's badge. */
+void kf_report_page_head(kf_buf *b, const char *title, const char *extra_css);
+void kf_report_page_tail(kf_buf *b);
+void kf_report_node_html(kf_buf *b, const kf_rep *r, int i);
+void kf_report_badge(kf_buf *b, const char *state);
+/* A node's section in Markdown (report.c), as in the run's own report. */
+void kf_report_node_md(kf_buf *b, const kf_rep *r, int i);
 
 /* The state's name as the report shows it: a node's state, "vetoed" for a reverted node
  * the Critic refused for what it is, "tampered" for a row that does not match its seal. */

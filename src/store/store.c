@@ -1077,6 +1077,64 @@ static void sql_mac(sqlite3_context *cx, int argc, sqlite3_value **v) {
     sqlite3_result_text(cx, out, 64, SQLITE_TRANSIENT);
 }
 
+/* The HMAC of a keyed s over the tag and p[0..n), as hex into mac: 0, or -1. */
+static int bytes_mac(kf_store *s, const void *p, size_t n, char mac[65]) {
+    static const char tag[] = "kforge-file-mac-1;";
+    EVP_MAC_CTX *m = EVP_MAC_CTX_dup(s->mac);
+    unsigned char md[32];
+    size_t mdlen = 0;
+    int ok = m && EVP_MAC_update(m, (const unsigned char *)tag, sizeof tag - 1) &&
+             (!n || EVP_MAC_update(m, p, n)) && EVP_MAC_final(m, md, &mdlen, sizeof md) && mdlen == sizeof md;
+    EVP_MAC_CTX_free(m);
+    if (ok) hex(md, sizeof md, mac);
+    return ok ? 0 : -1;
+}
+
+/* A store of no database: only the key's fields are used. */
+static void keyed_free(kf_store *s) {
+    if (!s) return;
+    EVP_MAC_CTX_free(s->mac);
+    OPENSSL_cleanse(s->key, sizeof s->key);
+    free(s);
+}
+
+kf_status kf_store_seal_bytes(kf_ctx *ctx, char key_id[33], const void *p, size_t n, char mac[65]) {
+    kf_store *s = calloc(1, sizeof *s);
+    if (!s) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    s->ctx = ctx;
+    snprintf(s->key_id, sizeof s->key_id, "%s", key_id);
+    kf_status st = key_id[0] ? key_load(s) : key_create(s);
+    if (!st && !s->keyed)
+        st = kf__err(ctx, KF_EIO, "%s: the seal key is missing: nothing can be sealed with it", s->key_path);
+    if (!st && bytes_mac(s, p, n, mac)) st = kf__err(ctx, KF_EINTERNAL, "computing a seal failed");
+    if (!st) memcpy(key_id, s->key_id, sizeof s->key_id);
+    keyed_free(s);
+    return st;
+}
+
+kf_status kf_store_check_bytes(kf_ctx *ctx, const char *key_id, const void *p, size_t n, const char *mac,
+                               const char **state, char *key_path, size_t kn) {
+    *state = "key missing";
+    if (kn) key_path[0] = 0;
+    if (strlen(key_id) != 32 || strspn(key_id, "0123456789abcdef") != 32) {
+        *state = "tampered"; /* a key id kforge never writes */
+        return KF_OK;
+    }
+    kf_store *s = calloc(1, sizeof *s);
+    if (!s) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    s->ctx = ctx;
+    snprintf(s->key_id, sizeof s->key_id, "%s", key_id);
+    kf_status st = key_load(s);
+    if (kn) snprintf(key_path, kn, "%s", s->key_path);
+    char got[65];
+    if (!st && s->keyed) {
+        if (bytes_mac(s, p, n, got)) st = kf__err(ctx, KF_EINTERNAL, "computing a seal failed");
+        else *state = mac && !strcmp(got, mac) ? "sealed" : "tampered";
+    }
+    keyed_free(s);
+    return st;
+}
+
 const char *kf_store_seal_state(const kf_store *s) {
     return !s->key_id[0] ? "unsealed" : !s->keyed ? "key missing" : s->run_tampered ? "tampered" : "sealed";
 }

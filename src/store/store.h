@@ -190,6 +190,16 @@ const char *kf_store_key_id(const kf_store *s);
  * caller's: free()). */
 kf_status kf_store_tampered(kf_store *s, int64_t **ids, size_t *n);
 
+/* A seal over bytes under a run key of its own, for a record kept beside a run.db (a
+ * system run's system.json, docs/system.md "The record"): key_id "" makes a new key (as a
+ * new run's, in kf_store_keys_dir) and writes its id there, else the named key is read.
+ * mac: 64 hex digits of HMAC-SHA256 over a fixed tag and the bytes. Errors on ctx. */
+kf_status kf_store_seal_bytes(kf_ctx *ctx, char key_id[33], const void *p, size_t n, char mac[65]);
+/* Check bytes against their seal: *state "sealed", "tampered" or "key missing"; the key's
+ * path into key_path (n bytes). KF_EIO with the message for an unreadable key file. */
+kf_status kf_store_check_bytes(kf_ctx *ctx, const char *key_id, const void *p, size_t n, const char *mac,
+                               const char **state, char *key_path, size_t kn);
+
 /* How many events do not match their seal (or belong to no run of this database):
  * kf_store_each_event skips them. */
 kf_status kf_store_tampered_events(kf_store *s, int64_t *n);

@@ -915,10 +915,19 @@ static kf_status sys_bench(sys *S, json_t *report) {
                 json_is_true(json_object_get(sh, "win"));
             w = w && sp > 1 && kf_result_verdict(r) == KF_VERDICT_ACCEPTED;
             local_win |= w;
+            /* per shape its speedup and interval, for the report's local figures */
+            json_t *shapes = json_array();
+            json_array_foreach(json_object_get(full, "shapes"), i, sh) {
+                if (!json_object_get(sh, "speedup")) continue;
+                json_array_append_new(
+                    shapes, json_pack("{s:O?,s:O?,s:O?,s:O?}", "sizes", json_object_get(sh, "sizes"),
+                                      "speedup", json_object_get(sh, "speedup"), "ci95",
+                                      json_object_get(sh, "ci95"), "win", json_object_get(sh, "win")));
+            }
             json_array_append_new(
-                loc, json_pack("{s:s,s:s,s:f,s:b}", "slot", p->slots[k].name, "verdict",
+                loc, json_pack("{s:s,s:s,s:f,s:b,s:o}", "slot", p->slots[k].name, "verdict",
                                kf_result_verdict(r) == KF_VERDICT_ACCEPTED ? "accepted" : "rejected",
-                               "speedup", sp > 0 ? sp : 0, "win", w));
+                               "speedup", sp > 0 ? sp : 0, "win", w, "shapes", shapes));
             json_decref(full);
             kf_result_free(r);
         }
