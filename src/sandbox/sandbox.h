@@ -80,6 +80,10 @@ typedef struct {
      * threads it keeps between calls are its own (kforge's code, never a candidate's). */
     const char *const *exec;
     const char *exec_config;
+    /* CPU workers: a second function of the object, called instead of the entry by a RUN
+     * with KF_RUN_MAGNITUDE (a C reference's magnitude function, docs/tasks.md
+     * "Tolerance"), or NULL; missing from the object, the load fails */
+    const char *mag_entry;
 } kf_worker_opts;
 
 /* Spawn a worker for the built object so_path with an arena of arena_size bytes.
