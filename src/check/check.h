@@ -151,8 +151,9 @@ int kf_sess_spent_report(kf_sess *s, kf_side *side, const kf_verdict_sizes *shap
 int kf_check_libraries(kf_sess *s, kf_side *side, const char *when);
 
 /* Do two sets of outputs agree under the task's determinism rule (bitwise, or within
- * the tolerance)? */
-int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b);
+ * the tolerance: atol + rtol*|b| + mtol*M, M from mag, the inputs' magnitudes
+ * (kf_sess_magnitude), or NULL for none)? */
+int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b, void **mag);
 
 /* Task-level degeneracy at one shape, judged over nsets input sets and their reference
  * outputs: would zeros, a copied input, or the output of other inputs pass as the
