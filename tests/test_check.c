@@ -875,6 +875,35 @@ static void t_magnitude_function(const void *arg) {
     kf_result_free(r);
     kf_task_free(t);
 
+    /* the checks that refused the honest float kernels under the tolerances before
+     * (rtol and atol alone: one element of a cancelling pair, or of a peaked softmax's
+     * output, outside them), accepted by the bundled tasks */
+    static const struct {
+        const char *task, *cand, *old;
+        uint64_t seed;
+    } was[] = {
+        {"tasks/c/rope", "tests/honest/rope_float.c", "{\"rtol\": 1e-4, \"atol\": 1e-4}", 99},
+        {"tasks/c/attn_decode", "tests/honest/attn_decode_two_pass_float.c",
+         "{\"rtol\": 1e-3, \"atol\": 2e-4}", 6},
+    };
+    for (size_t i = 0; i < sizeof was / sizeof was[0]; i++) {
+        o.seed = was[i].seed;
+        t = kft_task(ctx, was[i].task);
+        CHECK(kf_check(ctx, t, kft_src(was[i].cand), &o, &r) == KF_OK);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s: %s", was[i].cand, kft_reasons(r));
+        kf_result_free(r);
+        kf_task_free(t);
+        char *od = copy_task(was[i].task, "tolerance", was[i].old);
+        CHECK(kf_task_load(ctx, od, &t) == KF_OK);
+        CHECK(kf_check(ctx, t, kft_src(was[i].cand), &o, &r) == KF_OK);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "wrong_result"),
+               "%s under %s: %s", was[i].cand, was[i].old, kft_reasons(r));
+        kf_result_free(r);
+        kf_task_free(t);
+        drop_task(od);
+    }
+    o.seed = 5;
+
     /* a function the reference does not define */
     char *dir =
         copy_task("tasks/c/rope", "tolerance",
