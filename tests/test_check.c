@@ -761,6 +761,203 @@ static void t_magnitude_tolerance(const void *arg) {
     rmdir(dir);
 }
 
+/* A copy of bundled task `src` (task.json and reference.c) in a fresh directory of /tmp,
+ * its task.json changed by `edit`, the top-level key `key` set to `val` (a JSON text) or,
+ * with val NULL, the key `key` of the tolerance removed. Caller frees the path (and removes
+ * the directory with drop_task). */
+static char *copy_task(const char *src, const char *key, const char *val) {
+    char dir[] = "/tmp/kft-task-XXXXXX", p[600], sp[600];
+    CHECK(mkdtemp(dir));
+    snprintf(sp, sizeof sp, "%s/task.json", src);
+    json_t *j = json_load_file(kft_src(sp), 0, NULL);
+    CHECK(j);
+    if (val) {
+        json_t *v = json_loads(val, JSON_DECODE_ANY, NULL);
+        CHECK(v);
+        json_object_set_new(j, key, v);
+    } else {
+        json_object_del(json_object_get(j, "tolerance"), key);
+    }
+    snprintf(p, sizeof p, "%s/task.json", dir);
+    CHECK(json_dump_file(j, p, 0) == 0);
+    json_decref(j);
+    char *ref = NULL;
+    size_t rlen = 0;
+    snprintf(sp, sizeof sp, "%s/reference.c", src);
+    CHECK(kf__read_file(kft_src(sp), 1 << 20, &ref, &rlen) == 0);
+    snprintf(p, sizeof p, "%s/reference.c", dir);
+    FILE *f = fopen(p, "w");
+    CHECK(f && fwrite(ref, 1, rlen, f) == rlen);
+    fclose(f);
+    free(ref);
+    return kf__strdup(dir);
+}
+
+static void drop_task(char *dir) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/task.json", dir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/reference.c", dir);
+    unlink(p);
+    rmdir(dir);
+    free(dir);
+}
+
+/* Under "determinism": "tolerance" the candidate's two calls on the same inputs (T2, T3)
+ * are compared with the task's whole bound, the magnitude term included: a float sgemm
+ * that sums k forwards in one call and backwards in the next is within mtol*M of itself,
+ * as of the reference, where a dot product cancels, and was nondeterministic when that
+ * comparison knew only rtol and atol. */
+static void t_determinism_tolerance_mtol(const void *arg) {
+    (void)arg;
+    static const char alternating[] =
+        "#include <stdint.h>\n"
+        "void sgemm(const float *a, const float *b, float *c, int64_t m, int64_t n, int64_t k) {\n"
+        "  static unsigned calls;\n"
+        "  int back = calls++ & 1;\n"
+        "  for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) {\n"
+        "    float s = 0;\n"
+        "    for (int64_t q = 0; q < k; q++) { int64_t p = back ? k - 1 - q : q; s += a[i * k + p] * b[p * n "
+        "+ j]; }\n"
+        "    c[i * n + j] = s; } }\n";
+    const char *cp = write_tmp("alternating.c", alternating);
+    char *dir = copy_task("tasks/c/sgemm", "determinism", "\"tolerance\"");
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    CHECK(kf_task_load(ctx, dir, &t) == KF_OK);
+    CHECK(kf_task_has_mtol(t) && !t->determinism_exact);
+    kf_opts o;
+    kf_opts_init(&o);
+    o.has_seed = 1;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        o.seed = seed;
+        kf_result *r = NULL;
+        CHECK(kf_check(ctx, t, cp, &o, &r) == KF_OK);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "seed %llu: an order per call rejected: %s",
+               (unsigned long long)seed, kft_reasons(r));
+        kf_result_free(r);
+    }
+    /* the reference's own determinism (validate) is judged the same way */
+    kf_result *r = NULL;
+    CHECK(kf_validate(ctx, t, &o, &r) == KF_OK);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "validate: %s", kft_reasons(r));
+    kf_result_free(r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    drop_task(dir);
+}
+
+/* "tolerance": {"magnitude": NAME}: the reference's function NAME writes M on the inputs
+ * themselves (RoPE's |x0 cos| + |x1 sin|, which the reference on |x| does not give: its
+ * sines and cosines keep their signs). The bundled rope accepts a float rotation and
+ * rejects a bf16 one by it; a task naming a function its reference lacks is a task error
+ * that names it; the format refuses a magnitude function without an mtol, on a buffer's
+ * own tolerance, or not an identifier. */
+static void t_magnitude_function(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/rope");
+    CHECK(t->mag_fn && !strcmp(t->mag_fn, "rope_magnitude"));
+    kf_opts o;
+    kf_opts_init(&o);
+    o.has_seed = 1;
+    o.seed = 5;
+    kf_result *r = NULL;
+    CHECK(kf_check(ctx, t, kft_src("tests/honest/rope_float.c"), &o, &r) == KF_OK);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "float rope: %s", kft_reasons(r));
+    kf_result_free(r);
+    CHECK(kf_check(ctx, t, kft_src("tests/redteam/11_rope_bf16.c"), &o, &r) == KF_OK);
+    char *js = kf_result_json(r);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && strstr(js, "wrong_result") &&
+               strstr(js, "*magnitude"),
+           "bf16 rope: %s", js);
+    free(js);
+    kf_result_free(r);
+    kf_task_free(t);
+
+    /* the checks that refused the honest float kernels under the tolerances before
+     * (rtol and atol alone: one element of a cancelling pair, or of a peaked softmax's
+     * output, outside them), accepted by the bundled tasks */
+    static const struct {
+        const char *task, *cand, *old;
+        uint64_t seed;
+    } was[] = {
+        {"tasks/c/rope", "tests/honest/rope_float.c", "{\"rtol\": 1e-4, \"atol\": 1e-4}", 99},
+        {"tasks/c/attn_decode", "tests/honest/attn_decode_two_pass_float.c",
+         "{\"rtol\": 1e-3, \"atol\": 2e-4}", 6},
+    };
+    for (size_t i = 0; i < sizeof was / sizeof was[0]; i++) {
+        o.seed = was[i].seed;
+        t = kft_task(ctx, was[i].task);
+        CHECK(kf_check(ctx, t, kft_src(was[i].cand), &o, &r) == KF_OK);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s: %s", was[i].cand, kft_reasons(r));
+        kf_result_free(r);
+        kf_task_free(t);
+        char *od = copy_task(was[i].task, "tolerance", was[i].old);
+        CHECK(kf_task_load(ctx, od, &t) == KF_OK);
+        CHECK(kf_check(ctx, t, kft_src(was[i].cand), &o, &r) == KF_OK);
+        CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && !strcmp(kft_reasons(r), "wrong_result"),
+               "%s under %s: %s", was[i].cand, was[i].old, kft_reasons(r));
+        kf_result_free(r);
+        kf_task_free(t);
+        drop_task(od);
+    }
+    o.seed = 5;
+
+    /* a function the reference does not define */
+    char *dir =
+        copy_task("tasks/c/rope", "tolerance",
+                  "{\"rtol\": 1e-5, \"atol\": 1e-6, \"mtol\": 2e-6, \"magnitude\": \"rope_mag_missing\"}");
+    CHECK(kf_task_load(ctx, dir, &t) == KF_OK);
+    kf_status st = kf_check(ctx, t, kft_src("tests/honest/rope_float.c"), &o, &r);
+    CHECKF(st == KF_ETASK && strstr(kf_errmsg(ctx), "magnitude function"), "missing function: %d %s", st,
+           kf_errmsg(ctx));
+    if (st == KF_OK) kf_result_free(r);
+    kf_task_free(t);
+    drop_task(dir);
+
+    static const struct {
+        const char *tol, *err;
+    } bad[] = {
+        {"{\"rtol\": 1e-5, \"atol\": 1e-6, \"magnitude\": \"rope_magnitude\"}",
+         "no float output has an mtol"},
+        {"{\"rtol\": 1e-5, \"atol\": 1e-6, \"mtol\": 2e-6, \"magnitude\": \"rope magnitude\"}",
+         "C identifier"},
+        {"{\"rtol\": 1e-5, \"atol\": 1e-6, \"mtol\": 2e-6, \"magnitude\": 3}", "C identifier"},
+        {"{\"rtol\": 1e-5, \"atol\": 1e-6, \"mtol\": 2e-6, \"magnitude\": \"rope\"}", "the entry itself"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        dir = copy_task("tasks/c/rope", "tolerance", bad[i].tol);
+        t = NULL;
+        st = kf_task_load(ctx, dir, &t);
+        CHECKF(st == KF_ETASK && strstr(kf_errmsg(ctx), "tolerance.magnitude") &&
+                   strstr(kf_errmsg(ctx), bad[i].err),
+               "%s: %d %s", bad[i].tol, st, kf_errmsg(ctx));
+        kf_task_free(t);
+        drop_task(dir);
+    }
+    /* on a buffer's own tolerance: an unknown key there */
+    dir = copy_task("tasks/c/attn_decode", "name", "\"attn_decode\"");
+    char p[600];
+    snprintf(p, sizeof p, "%s/task.json", dir);
+    json_t *j = json_load_file(p, 0, NULL);
+    CHECK(j);
+    json_t *kc = json_array_get(json_object_get(j, "args"), 3);
+    json_object_set_new(
+        kc, "tolerance",
+        json_loads("{\"rtol\": 0, \"atol\": 0, \"mtol\": 1e-6, \"magnitude\": \"attn_decode_magnitude\"}", 0,
+                   NULL));
+    CHECK(json_dump_file(j, p, 0) == 0);
+    json_decref(j);
+    t = NULL;
+    st = kf_task_load(ctx, dir, &t);
+    CHECKF(st == KF_ETASK && strstr(kf_errmsg(ctx), "magnitude"), "per-buffer magnitude: %d %s", st,
+           kf_errmsg(ctx));
+    kf_task_free(t);
+    drop_task(dir);
+    kf_ctx_free(ctx);
+}
+
 /* Under an exact tolerance the verdict says why equal-looking values are wrong: a transpose
  * that turns -0.0 into +0.0 is wrong_result with "a zero of the wrong sign" and both bit
  * patterns (T1 holds a -0.0 at every shape). */
@@ -1273,6 +1470,8 @@ void kft_register_check(void) {
     kft_add("check/verdict_roundtrip", t_verdict_roundtrip, NULL, 90);
     kft_add("check/result_text", t_result_text, NULL, 30);
     kft_add("check/magnitude_tolerance", t_magnitude_tolerance, NULL, 90);
+    kft_add("check/determinism_tolerance_mtol", t_determinism_tolerance_mtol, NULL, 120);
+    kft_add("check/magnitude_function", t_magnitude_function, NULL, 90);
     kft_add("check/exact_sign_of_zero", t_exact_sign_of_zero, NULL, 60);
     kft_add("check/bad_when", t_bad_when, NULL, 30);
     kft_add("check/impossible_speed", t_impossible_speed, NULL, 60);

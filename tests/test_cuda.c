@@ -211,7 +211,7 @@ static void t_deferred_worker(const void *arg) {
     snprintf(art, sizeof art, "%s/k.kfc", dir);
     CHECK(fake_artifact(art) == 0);
     kf_ctx *ctx = kf_ctx_new();
-    kf_worker_opts wo = {10, 1ull << 30, 10, 0, NULL, 1, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    kf_worker_opts wo = {10, 1ull << 30, 10, 0, NULL, 1, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     kf__cuda_worker_env(&wo);
     wo.start_timeout_s = 30;
     kf_call_result fail;
@@ -256,7 +256,7 @@ static kf_worker *fake_worker(kf_ctx *ctx, const char *dir, const char *settings
     char art[256];
     snprintf(art, sizeof art, "%s/k.kfc", dir);
     CHECK(fake_artifact(art) == 0);
-    kf_worker_opts wo = {10, 1ull << 30, 30, 0, NULL, 1, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    kf_worker_opts wo = {10, 1ull << 30, 30, 0, NULL, 1, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     kf__cuda_worker_env(&wo);
     kf_call_result fail;
     kf_worker *w = NULL;
@@ -416,7 +416,7 @@ static kf_worker *host_fake_worker(built *o, const char *task, const char *text,
     CHECK(chmod(dir, 0755) == 0 && chmod(envf, 0644) == 0);
     setenv("KFORGE_LIBCUDA", lib, 1);
     setenv("KFORGE_LIBCUPTI", "/nonexistent/libcupti.so", 1); /* no counter with a stand-in driver */
-    kf_worker_opts wo = {10, 1ull << 30, 30, 0, NULL, 1, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    kf_worker_opts wo = {10, 1ull << 30, 30, 0, NULL, 1, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     kf__cuda_worker_env(&wo);
     kf_call_result fail;
     kf_worker *w = NULL;
@@ -731,7 +731,7 @@ static void t_wrapped_orphan(const void *arg) {
     CHECK(chmod(script, 0755) == 0);
     kf_ctx *ctx = kf_ctx_new();
     const char *wrap[] = {script, pidf, NULL};
-    kf_worker_opts wo = {10, 1ull << 30, 10, 0, NULL, 1, wrap, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    kf_worker_opts wo = {10, 1ull << 30, 10, 0, NULL, 1, wrap, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     kf__cuda_worker_env(&wo);
     kf_call_result fail;
     kf_worker *w = NULL;

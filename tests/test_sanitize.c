@@ -171,7 +171,7 @@ static void t_wrapper(const void *arg) {
     char err[256];
     CHECK(kf_data_extents(t, &t->shapes[0], &ex, err, sizeof err) == 0);
     const char *wrap[] = {script, logp, NULL};
-    kf_worker_opts wo = {20, 512ull << 20, 10, 0, NULL, 0, wrap, 10, t->entry, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    kf_worker_opts wo = {20, 512ull << 20, 10, 0, NULL, 0, wrap, 10, t->entry, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     kf_side side;
     memset(&side, 0, sizeof side);
     side.b = &s.cbuild;

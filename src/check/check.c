@@ -216,6 +216,7 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
                          NULL,
                          NULL,
                          NULL,
+                         NULL,
                          NULL};
     if (b) kf_backend_worker_opts(s->be, b, &wo);
     else if (!kf_backend_starts_early(s->be, &wo)) return kf__err(ctx, KF_EUSAGE, "no early worker");
@@ -236,6 +237,8 @@ static kf_status sess_spawn(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t b
         if (k && k < sizeof so_name - 3) snprintf(so_name, sizeof so_name, "%.*s.so", (int)k, base);
     }
     wo.entry = s->t->entry;
+    /* the reference's worker also loads the task's magnitude function, if it has one */
+    if (b && b == &s->rbuild && !s->t->ref_torch) wo.mag_entry = s->t->mag_fn;
     wo.so_name = so_name[0] ? so_name : NULL;
     /* a PyTorch reference: its runner, in place of kforge-worker (torch.c) */
     const char *argv[] = {s->python, "-c", kf_torch_runner(), NULL};
@@ -320,6 +323,7 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
     char err[300];
     int staged = kf_backend_stage(s->be, side->b, &stg, &m, err, sizeof err);
     if (side == s->cand_side && s->interleave) m.flags |= KF_RUN_INTERLEAVE, s->interleaved = 1;
+    if (side->magnitude) m.flags |= KF_RUN_MAGNITUDE;
     if (side == s->cand_side) s->prof[KF_PROF_CAND_STAGE] += kf__now_ns() - t0;
     if (staged) {
         memset(cr, 0, sizeof *cr);
@@ -367,13 +371,19 @@ void kf_sess_sizes(kf_sess *s, const kf_shape *sh, kf_verdict_sizes *out) {
     kf_verdict_sizes_set(&s->res->v, out, s->t->nsizes, (const char *const *)s->t->size_names, sh->v);
 }
 
-int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b) {
+int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b, void **mag) {
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *g = &t->args[i];
         if (!g->is_buffer || g->io == KF_IO_IN) continue;
         double rtol, atol;
         kf_task_tolerance(t, g, &rtol, &atol);
-        if (!kf_data_same(g->type, a[i], b[i], ex->count[i], t->determinism_exact, rtol, atol)) return 0;
+        /* within the tolerance: the same bound as against the reference, so a sum in
+         * another order per call is as good as against the reference (the magnitude term
+         * too) */
+        const void *mg = mag ? mag[i] : NULL;
+        if (!kf_data_same_mag(g->type, a[i], b[i], mg, ex->count[i], t->determinism_exact, rtol, atol,
+                              mg ? kf_task_mtol(t, g) : 0))
+            return 0;
     }
     return 1;
 }
@@ -758,11 +768,19 @@ kf_status kf_sess_magnitude(kf_sess *s, kf_ctx *ctx, kf_side *ref, const kf_exte
     kf_inputs ab;
     memset(mag, 0, KF_MAX_ARGS * sizeof *mag);
     if (!kf_task_has_mtol(s->t)) return KF_OK;
-    if (kf_data_abs_inputs(s->t, ex, in, &ab)) return kf__err(ctx, KF_ENOMEM, "out of memory");
     char txt[600];
-    snprintf(txt, sizeof txt, "%s (the magnitude run, on the absolute values of the inputs)", shape_txt);
-    kf_status st = ref_call(s, ctx, ref, ex, &ab, rng, mag, txt);
-    kf_data_free_inputs(s->t, &ab);
+    kf_status st;
+    if (s->t->mag_fn) { /* the task's own function, on the inputs as they are */
+        snprintf(txt, sizeof txt, "%s (the magnitude run, %s)", shape_txt, s->t->mag_fn);
+        ref->magnitude = 1;
+        st = ref_call(s, ctx, ref, ex, in, rng, mag, txt);
+        ref->magnitude = 0;
+    } else {
+        if (kf_data_abs_inputs(s->t, ex, in, &ab)) return kf__err(ctx, KF_ENOMEM, "out of memory");
+        snprintf(txt, sizeof txt, "%s (the magnitude run, on the absolute values of the inputs)", shape_txt);
+        st = ref_call(s, ctx, ref, ex, &ab, rng, mag, txt);
+        kf_data_free_inputs(s->t, &ab);
+    }
     /* only the float outputs with an mtol are read */
     for (int i = 0; !st && i < s->t->nargs; i++) {
         const kf_arg *a = &s->t->args[i];
@@ -1145,7 +1163,13 @@ static kf_status check_shape(kf_sess *s, ref_job *job, kf_side *cand, shape_prep
             }
         }
         if (trial == 3) {
-            int same = kf_outputs_same(t, ex, cando[0], cando[1]);
+            int same = kf_outputs_same(t, ex, cando[0], cando[1], pp->mag[set]);
+            /* within the tolerance, the magnitudes decide a difference beyond
+             * atol + rtol*|ref| (computed now if they were not) */
+            if (!same && !t->determinism_exact && kf_task_has_mtol(t) && !pp->mag_done[set]) {
+                if ((st = ensure_mag(s, job, pp, set))) break;
+                same = kf_outputs_same(t, ex, cando[0], cando[1], pp->mag[set]);
+            }
             /* when both calls already failed, their difference is only the poison
              * showing through: the failures say more than "nondeterministic" */
             if (!same && !(bad_late[0] && bad_late[1])) {

@@ -72,6 +72,7 @@ typedef struct {
     int graph;         /* GPU kernel mode: timed as a captured graph (a graph baseline) */
     int wait_idle;     /* GPU, bench: waits for an idle device before timed spans (KF_RUN_WAIT_IDLE) */
     kf_spent spent;    /* CPU candidates: what earlier calls used, poisoned and verified */
+    int magnitude;     /* the reference's worker: calls go to the task's magnitude function */
 } kf_side;
 
 /* A task's PyTorch reference (torch.c, docs/torch.md). The python3 that runs it, into out:
@@ -128,8 +129,8 @@ void kf_sess_sizes(kf_sess *s, const kf_shape *sh, kf_verdict_sizes *out);
 /* Judge one candidate call against reference outputs `ref`. Returns 0 when the
  * outputs pass; records reasons otherwise. `prev` (may be NULL, nprev entries) are
  * reference outputs of earlier calls, for stale-result detection. max_abs/max_rel get
- * the largest errors seen. With magnitudes (kf_task_mtol): mag[i] is the reference's
- * output on the absolute values of this call's inputs (kf_sess_magnitude), prevmag[k]
+ * the largest errors seen. With magnitudes (kf_task_mtol): mag[i] is the magnitude of
+ * this call's output i (kf_sess_magnitude), prevmag[k]
  * the earlier calls'; either may be NULL (no magnitude term). */
 int kf_judge_mag(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inputs *in, const kf_poison *p,
                  void **ref, void **mag, void ***prev, void ***prevmag, int nprev,
@@ -156,8 +157,9 @@ int kf_sess_spent_report(kf_sess *s, kf_side *side, const kf_verdict_sizes *shap
 int kf_check_libraries(kf_sess *s, kf_side *side, const char *when);
 
 /* Do two sets of outputs agree under the task's determinism rule (bitwise, or within
- * the tolerance)? */
-int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b);
+ * the tolerance: atol + rtol*|b| + mtol*M, M from mag, the inputs' magnitudes
+ * (kf_sess_magnitude), or NULL for none)? */
+int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b, void **mag);
 
 /* Task-level degeneracy at one shape, judged over nsets input sets and their reference
  * outputs: would zeros, a copied input, or the output of other inputs pass as the
@@ -168,7 +170,8 @@ int kf_outputs_same(const kf_task *t, const kf_extents *ex, void **a, void **b);
 int kf_degenerate(const kf_task *t, const kf_extents *ex, const kf_inputs *in, void ***ref, void ***mag,
                   int nsets, char **why);
 /* For a task with an mtol (kf_task_has_mtol): the reference (side ref, at its current
- * layout) on the absolute values of in's float inputs, its float outputs with an mtol
+ * layout) on the absolute values of in's float inputs, or the task's magnitude function
+ * (t->mag_fn) on in itself, in the reference's worker; its float outputs with an mtol
  * into mag[i] (the magnitude M of what each element sums; the rest NULL). KF_OK with mag
  * all NULL for other tasks; KF_ETASK when the reference fails. Free with
  * kf_sess_free_outputs. */

@@ -236,7 +236,7 @@ static kf_status run_tool(kf_sess *s, const char *san, int ti, const kf_shape *c
     wrap[nw++] = logpath;
     double cpu = s->o->cpu_limit_s * 30 > 600 ? s->o->cpu_limit_s * 30 : 600;
     kf_worker_opts wo = {cpu, s->o->mem_limit, 300,  0,    NULL, 0,    wrap,
-                         60,  s->t->entry,     NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+                         60,  s->t->entry,     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     kf_backend_worker_opts(s->be, &s->cbuild, &wo); /* the worker the build runs in */
     kf_side side;
     memset(&side, 0, sizeof side);

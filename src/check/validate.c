@@ -101,7 +101,7 @@ static kf_status validate_shape(kf_sess *s, kf_side *ref, const kf_shape *sh, kf
         }
     }
     if (!st && !problems) {
-        if (!kf_outputs_same(t, &ex, outs[2], outs[3])) {
+        if (!kf_outputs_same(t, &ex, outs[2], outs[3], mag[2])) {
             kf_result_reject(s->res, KF_REASON_NONDETERMINISTIC, sizes,
                              "the reference gives different outputs for the same inputs");
             problems = 1;

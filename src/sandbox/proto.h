@@ -35,7 +35,8 @@ enum {
 /* A CPU worker is started with no arguments but its name (argv and the environment are
  * visible to the candidate, and must look like any program's): its arguments arrive as
  * the first message, '\n'-separated: SO_PATH, PARENT_PID, CPU_S, AS_BYTES, SO_DIR, CPUS,
- * UID, ENTRY (worker_main.c). */
+ * UID, ENTRY (worker_main.c); after them a deferred GPU worker's artifact, "MAGNITUDE=NAME"
+ * (the second function a reference's worker calls) and KFORGE_ settings. */
 typedef struct {
     uint32_t magic, type;
     char text[8192];
@@ -69,6 +70,9 @@ enum { KF_IO_ARG_IN = 0, KF_IO_ARG_OUT, KF_IO_ARG_INOUT };
  * an unsynchronised update is lost, as it is when they truly run at once (races, #32) */
 #define KF_RUN_INTERLEAVE 64u
 #define KF_INTERLEAVE_NS 30000
+/* CPU workers started with a magnitude function (a trusted reference's): call it instead
+ * of the entry, with the same arguments */
+#define KF_RUN_MAGNITUDE 128u
 
 typedef struct {
     uint32_t magic, type, seq, nargs;

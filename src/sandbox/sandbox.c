@@ -747,9 +747,10 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size, c
         cfg.magic = KF_PROTO_MAGIC;
         cfg.type = KF_MSG_CONFIG;
         /* a deferred GPU worker: "-", and its artifact's path as a ninth line */
-        int len = snprintf(cfg.text, sizeof cfg.text, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s%s",
+        int len = snprintf(cfg.text, sizeof cfg.text, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s%s%s%s",
                            w->deferred ? "-" : so_copy, w->wrapped ? "-" : ppid, cpu, as, w->dir, cpus,
-                           uidarg, o->entry ? o->entry : "", w->deferred ? so_copy : "", devenv);
+                           uidarg, o->entry ? o->entry : "", w->deferred ? so_copy : "",
+                           o->mag_entry ? "\nMAGNITUDE=" : "", o->mag_entry ? o->mag_entry : "", devenv);
         if (len < 0 || (size_t)len >= sizeof cfg.text) {
             st = kf__err(ctx, KF_EINTERNAL, "worker arguments too long (%s)", w->dir);
             goto fail;

@@ -88,6 +88,10 @@ typedef struct {
      * failed (err says why): the spawn fails, an error of the environment. */
     int (*exec_warm)(void *arg, const int fds[6], pid_t *pid, char *err, size_t n);
     void *exec_warm_arg;
+    /* CPU workers: a second function of the object, called instead of the entry by a RUN
+     * with KF_RUN_MAGNITUDE (a C reference's magnitude function, docs/tasks.md
+     * "Tolerance"), or NULL; missing from the object, the load fails */
+    const char *mag_entry;
 } kf_worker_opts;
 
 /* Spawn a worker for the built object so_path with an arena of arena_size bytes.

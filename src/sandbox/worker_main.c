@@ -111,6 +111,7 @@ static void call_entry(void *fn, const kf_msg_run *m, void *const *bufs) {
 static char cfg_text[sizeof((kf_msg_config *)0)->text];
 static char *cfg_argv[10];
 static char *cfg_env[8];
+static const char *cfg_mag; /* MAGNITUDE=NAME: the function KF_RUN_MAGNITUDE calls */
 const char *kf_wk_deferred_path;
 static int read_config(char *argv0) {
     kf_msg_config c;
@@ -127,6 +128,7 @@ static int read_config(char *argv0) {
         if (nl) *nl = 0;
         if (k <= 8) cfg_argv[k] = p;
         else if (k == 9) kf_wk_deferred_path = *p ? p : NULL;
+        else if (!strncmp(p, "MAGNITUDE=", 10) && p[10]) cfg_mag = p + 10;
         else if (!strncmp(p, "KFORGE_", 7) && strchr(p, '=') && ne < 8) cfg_env[ne++] = p;
         p = nl ? nl + 1 : NULL;
     }
@@ -420,6 +422,11 @@ int kf_wk_cpu_main(char **argv, const char *entry, const kf_wk_arena *a) {
         kf_wk_send_text(KF_MSG_LOADFAIL, "the entry is missing from the built object");
         _exit(0);
     }
+    void *mfn = cfg_mag ? dlsym(h, cfg_mag) : NULL;
+    if (cfg_mag && !mfn) {
+        kf_wk_send_text(KF_MSG_LOADFAIL, "the task's magnitude function is missing from the built object");
+        _exit(0);
+    }
     kf_msg_done ready = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_READY};
     if (send(KF_WORKER_SOCK_FD, &ready, sizeof ready, MSG_NOSIGNAL) != sizeof ready) _exit(114);
 
@@ -449,7 +456,8 @@ int kf_wk_cpu_main(char **argv, const char *entry, const kf_wk_arena *a) {
             .magic = KF_PROTO_MAGIC, .type = KF_MSG_START, .seq = m.seq, .ns = kf_wk_now_ns()};
         if (send(KF_WORKER_SOCK_FD, &start, sizeof start, MSG_NOSIGNAL) != sizeof start) _exit(114);
         if (inter) interleave_arm(KF_INTERLEAVE_NS);
-        call_entry(fn, &m, bufs);
+        if ((m.flags & KF_RUN_MAGNITUDE) && !mfn) _exit(115);
+        call_entry(m.flags & KF_RUN_MAGNITUDE ? mfn : fn, &m, bufs);
         if (inter) interleave_arm(0);
         kf_msg_done d = {.magic = KF_PROTO_MAGIC, .type = KF_MSG_DONE, .seq = m.seq, .ns = kf_wk_now_ns()};
         /* after the clock: did other threads run? (the process's CPU time, dead threads'

@@ -222,13 +222,15 @@ static kf_status parse_init(lctx *l, json_t *v, const char *where, kf_arg *a) {
 }
 
 /* {"rtol": r, "atol": a} and optionally "mtol": m, the tolerance relative to the
- * magnitude of what was summed (docs/tasks.md "Tolerance") */
-static kf_status parse_tol(lctx *l, json_t *tol, const char *where, double *rtol, double *atol,
+ * magnitude of what was summed (docs/tasks.md "Tolerance"); the task's own (top: 1) may
+ * also name the reference's "magnitude" function, read by the caller */
+static kf_status parse_tol(lctx *l, json_t *tol, const char *where, int top, double *rtol, double *atol,
                            double *mtol) {
-    static const char *const kt[] = {"rtol", "atol", "mtol", 0};
+    static const char *const kt[] = {"rtol", "atol", "mtol", 0}, *const ktop[] = {"rtol", "atol", "mtol",
+                                                                                  "magnitude", 0};
     kf_status st;
     if (!json_is_object(tol)) return bad(l, "%s: expected {\"rtol\": r, \"atol\": a}", where);
-    if ((st = only_keys(l, tol, where, kt))) return st;
+    if ((st = only_keys(l, tol, where, top ? ktop : kt))) return st;
     json_t *r = json_object_get(tol, "rtol"), *a = json_object_get(tol, "atol"),
            *m = json_object_get(tol, "mtol");
     if (!json_is_number(r) || !json_is_number(a))
@@ -299,7 +301,7 @@ static kf_status parse_arg(lctx *l, kf_task *t, json_t *v, int i, kf_arg *a) {
             if (a->io == KF_IO_IN) return bad(l, "%s.tolerance: an in buffer is not compared", where);
             char w[96];
             snprintf(w, sizeof w, "%s.tolerance", where);
-            if ((st = parse_tol(l, tol, w, &a->rtol, &a->atol, &a->mtol))) return st;
+            if ((st = parse_tol(l, tol, w, 0, &a->rtol, &a->atol, &a->mtol))) return st;
             a->has_tol = 1;
         }
     } else {
@@ -431,8 +433,21 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
 
     json_t *tol = json_object_get(root, "tolerance");
     if (tol) {
-        if ((st = parse_tol(l, tol, "tolerance", &t->rtol, &t->atol, &t->mtol))) return st;
+        if ((st = parse_tol(l, tol, "tolerance", 1, &t->rtol, &t->atol, &t->mtol))) return st;
         t->has_tol = 1;
+        json_t *mf = json_object_get(tol, "magnitude");
+        if (mf) {
+            const char *f = json_string_value(mf);
+            if (!is_ident(f) || strlen(f) > 128)
+                return bad(l, "tolerance.magnitude: expected the name of a function of the reference (a C "
+                              "identifier)");
+            if (!strcmp(f, t->entry))
+                return bad(l,
+                           "tolerance.magnitude: \"%s\" is the entry itself; name the reference's "
+                           "function that writes the magnitudes",
+                           f);
+            if (!(t->mag_fn = kf__strdup(f))) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
+        }
     }
 
     json_t *shapes = json_object_get(root, "shapes");
@@ -554,6 +569,15 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
         t->ref_torch = 1;
         if (!(t->ref_file = kf__strdup(r))) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
     }
+    /* the magnitude function is a second entry of a C reference, called in its worker */
+    if (t->mag_fn && (t->ref_torch || !kf_backend_has(kf_backend_get(t->backend), KF_BACKEND_CPU)))
+        return bad(l, "tolerance.magnitude: a magnitude function is supported for a C reference (a \"c\" "
+                      "task without \"reference\") only");
+    if (t->mag_fn && !kf_task_has_mtol(t))
+        return bad(l,
+                   "tolerance.magnitude: no float output has an mtol > 0, so \"%s\" would never be "
+                   "called",
+                   t->mag_fn);
     if (json_object_get(root, "description") && !json_is_string(json_object_get(root, "description")))
         return bad(l, "description: expected a string");
     /* op tags of the families the task belongs to ("op/rowwise"): lessons distilled
@@ -727,6 +751,7 @@ void kf_task_free(kf_task *t) {
     free(t->entry);
     free(t->ref_path);
     free(t->ref_file);
+    free(t->mag_fn);
     for (int i = 0; i < t->nops; i++) free(t->ops[i]);
     free(t->ops);
     free(t);

@@ -63,6 +63,9 @@ struct kf_task {
     kf_arg *args;
     int has_tol;
     double rtol, atol, mtol; /* mtol: relative to the magnitude of what was summed */
+    char *mag_fn;            /* "tolerance": {"magnitude": NAME}: the C reference's function that
+                              * writes M on the input set itself, or NULL: M is the reference's
+                              * output on the absolute values of the float inputs */
     int nshapes;
     kf_shape *shapes;
     int hidden_count;
@@ -85,7 +88,8 @@ struct kf_task {
 void kf_task_tolerance(const kf_task *t, const kf_arg *a, double *rtol, double *atol);
 /* The output's tolerance relative to the magnitude M of what was summed (its own, else
  * the task's; 0 when none): an element passes when |out - ref| <= atol + rtol*|ref| +
- * mtol*M, M being the reference's output on the absolute values of its float inputs. */
+ * mtol*M, M being the reference's output on the absolute values of its float inputs, or the
+ * output of the task's magnitude function (t->mag_fn) on the inputs themselves. */
 double kf_task_mtol(const kf_task *t, const kf_arg *a);
 /* 1 when some float output has mtol > 0: the reference makes a magnitude run per input set. */
 int kf_task_has_mtol(const kf_task *t);
