@@ -289,7 +289,9 @@ static int shape_key(struct kf_verdict *v, kf_verdict_shape *s, const char *key,
     return d->slot;
 }
 
-int kf_verdict_merge_shape(struct kf_verdict *v, kf_verdict_shape *s, const json_t *frag, int at) {
+/* A record's keys into s: each key s types sets its field, every other one is kept as an
+ * extra after the last typed field before it (at: a slot, 0 for the first). */
+static int merge_shape(struct kf_verdict *v, kf_verdict_shape *s, const json_t *frag, int at) {
     const char *k;
     json_t *x;
     json_object_foreach((json_t *)frag, k, x) {
@@ -306,7 +308,7 @@ static int read_shapes(struct kf_verdict *v, const json_t *a, kf_verdict_shape *
     size_t i;
     json_t *o;
     json_array_foreach((json_t *)a, i, o) {
-        if (kf_verdict_merge_shape(v, &(*out)[(*n)++], o, 0)) return -1;
+        if (merge_shape(v, &(*out)[(*n)++], o, 0)) return -1;
     }
     return 0;
 }
@@ -558,7 +560,8 @@ static int doc_key(struct kf_verdict *v, const char *k, const json_t *x) {
     return 0;
 }
 
-int kf_verdict_merge(struct kf_verdict *v, const json_t *frag, int at) {
+/* A document's keys into v, as merge_shape does a record's */
+static int merge_doc(struct kf_verdict *v, const json_t *frag, int at) {
     const char *k;
     json_t *x;
     json_object_foreach((json_t *)frag, k, x) {
@@ -577,7 +580,7 @@ static int read_doc(const json_t *doc, struct kf_verdict *v) {
         return 0;
     }
     if (!json_is_object(doc)) return -1;
-    return kf_verdict_merge(v, doc, 0);
+    return merge_doc(v, doc, 0);
 }
 
 void kf_verdict_init(struct kf_verdict *v) {
@@ -957,12 +960,6 @@ json_t *kf_verdict_retimed_json(const kf_verdict_shape *s) {
 }
 
 /* ---- questions ---------------------------------------------------------------------------- */
-
-const json_t *kf_verdict_extra_get(const kf_verdict_extras *x, const char *key) {
-    for (int i = x->n - 1; i >= 0; i--)
-        if (!strcmp(x->e[i].key, key)) return x->e[i].val;
-    return NULL;
-}
 
 int kf_verdict_reference_time(const struct kf_verdict *v, kf_verdict_reftime *t) {
     memset(t, 0, sizeof *t);

@@ -285,11 +285,6 @@ int kf_verdict_set_roof(struct kf_verdict *v, kf_verdict_shape *s, const kf_roof
 /* A roofline slot's answer as the document's keys (gflops, gbytes_per_s, ...,
  * roofline_fraction, floor_ns) onto o: a pipeline's step report (src/system/). */
 void kf_verdict_roof_keys(json_t *o, const kf_roof_out *r);
-/* Keys of a document merged into v or s: each key v types sets its field, every other
- * one is kept as an extra after the last typed field before it (at: a slot, 0 for the
- * first). frag is borrowed. 0, or -1 when out of memory. */
-int kf_verdict_merge(struct kf_verdict *v, const json_t *frag, int at);
-int kf_verdict_merge_shape(struct kf_verdict *v, kf_verdict_shape *s, const json_t *frag, int at);
 /* The backend's resource report (taken; NULL: none), measured at the sizes at. 0 or -1. */
 int kf_verdict_set_resources(struct kf_verdict *v, json_t *r, const kf_verdict_sizes *at);
 /* The backend's ceilings report (taken), measured before the timing (late 0) or on the
@@ -321,11 +316,6 @@ char *kf_verdict_shapes_text(const struct kf_verdict *v);
 json_t *kf_verdict_summary_json(const struct kf_verdict *v);
 /* {"sizes": ..., "speedup": ...}: one timed shape as the Critic's re-timings list it. */
 json_t *kf_verdict_retimed_json(const kf_verdict_shape *s);
-
-/* The value of a key kept as an extra (one this build does not type), the last one of
- * that name as the document writes it; NULL when there is none. Borrowed from the
- * extras. */
-const json_t *kf_verdict_extra_get(const kf_verdict_extras *x, const char *key);
 
 /* validate's "reference_time": the reference's slowest call, where (the sizes' names are
  * borrowed from v), and which kind of shape that is, with its warning (NULL: none). */

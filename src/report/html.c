@@ -664,14 +664,7 @@ static void cost(kf_buf *b, const kf_rep *r) {
 static void integrity(kf_buf *b, const kf_rep *r) {
     const json_t *in = r->integrity;
     kf_buf_printf(b, "<section id=\"integrity\"><h2>Integrity</h2>\n");
-    for (const char *p = r->warnings; p && *p;) {
-        const char *e = strchr(p, '\n');
-        size_t k = e ? (size_t)(e - p) : strlen(p);
-        kf_buf_printf(b, "<p class=\"warn\">");
-        kf_report_esc(b, p, k, 0);
-        kf_buf_printf(b, "</p>\n");
-        p += k + (e ? 1 : 0);
-    }
+    kf_report_lines(b, r->warnings, "<p class=\"warn\">", "</p>\n", 0);
     kf_buf_printf(b, "<table id=\"integrity-table\"><tr><th>seals</th><td id=\"seals\">");
     const char *seals = json_string_value(json_object_get(in, "seals"));
     ESC(b, seals ? seals : "?");

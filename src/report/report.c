@@ -57,6 +57,17 @@ void kf_report_esc(kf_buf *b, const char *s, size_t n, int md) {
     kf_buf_append(b, s + from, n - from);
 }
 
+void kf_report_lines(kf_buf *b, const char *text, const char *pre, const char *post, int md) {
+    for (const char *p = text; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        kf_buf_printf(b, "%s", pre);
+        kf_report_esc(b, p, k, md);
+        kf_buf_printf(b, "%s", post);
+        p += k + (e ? 1 : 0);
+    }
+}
+
 void kf_report_escf(kf_buf *b, int md, const char *fmt, ...) {
     char small[512], *big = NULL;
     va_list ap;
@@ -498,14 +509,7 @@ static void md_head(kf_buf *b, const kf_rep *r) {
     kf_buf_printf(b, "## Integrity\n\n");
     const char *seal = json_string_value(json_object_get(r->integrity, "seals"));
     if (r->warnings && *r->warnings) {
-        for (const char *p = r->warnings; *p;) {
-            const char *e = strchr(p, '\n');
-            size_t k = e ? (size_t)(e - p) : strlen(p);
-            kf_buf_printf(b, "> **");
-            kf_report_esc(b, p, k, 1);
-            kf_buf_printf(b, "**\n>\n");
-            p += k + (e ? 1 : 0);
-        }
+        kf_report_lines(b, r->warnings, "> **", "**\n>\n", 1);
         kf_buf_printf(b, "\n");
     }
     kf_buf_printf(b, "| seals | task fingerprint | kforge | report written on |\n|---|---|---|---|\n| ");

@@ -113,6 +113,8 @@ const char *kf_report_state(const kf_rep *r, int i);
  * (also | escaped, newlines as spaces). n: bytes of s (s need not end there). The one
  * escaper of the report: every text read from a run goes through it. */
 void kf_report_esc(kf_buf *b, const char *s, size_t n, int md);
+/* Each line of text (NULL: none) escaped (kf_report_esc) between pre and post. */
+void kf_report_lines(kf_buf *b, const char *text, const char *pre, const char *post, int md);
 /* The same for a formatted text. */
 void kf_report_escf(kf_buf *b, int md, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -479,14 +479,7 @@ static void pipeline_html(kf_buf *b, const kf_sysrep *s) {
 static void integrity_html(kf_buf *b, const kf_sysrep *s) {
     const json_t *in = s->integrity;
     kf_buf_printf(b, "<section id=\"integrity\"><h2>Integrity</h2>\n");
-    for (const char *p = s->warnings; p && *p;) {
-        const char *e = strchr(p, '\n');
-        size_t k = e ? (size_t)(e - p) : strlen(p);
-        kf_buf_printf(b, "<p class=\"warn\">");
-        kf_report_esc(b, p, k, 0);
-        kf_buf_printf(b, "</p>\n");
-        p += k + (e ? 1 : 0);
-    }
+    kf_report_lines(b, s->warnings, "<p class=\"warn\">", "</p>\n", 0);
     kf_buf_printf(
         b, "<table id=\"integrity-table\"><tr><th>the record's seal (system.json)</th><td id=\"seals\">");
     ESC(b, JS(in, "seals") ? JS(in, "seals") : "?");
@@ -692,14 +685,7 @@ void kf_report_sys_md(kf_buf *b, const kf_sysrep *s) {
         kf_buf_printf(b, " |\n");
     }
     kf_buf_printf(b, "\n## Integrity\n");
-    for (const char *p = s->warnings; p && *p;) {
-        const char *e = strchr(p, '\n');
-        size_t q = e ? (size_t)(e - p) : strlen(p);
-        kf_buf_printf(b, "> **");
-        kf_report_esc(b, p, q, 1);
-        kf_buf_printf(b, "**\n>\n");
-        p += q + (e ? 1 : 0);
-    }
+    kf_report_lines(b, s->warnings, "> **", "**\n>\n", 1);
     kf_buf_printf(
         b, "\n| record | seals | pipeline sha256 | kforge | report written on |\n|---|---|---|---|---|\n"
            "| system.json | ");
