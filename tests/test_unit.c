@@ -517,6 +517,69 @@ static void t_poison(const void *arg) {
  * whether a later staging reuses it or the final verification reads it; bytes the next
  * call stages are forgotten, not reported; many small calls coalesce without losing any
  * byte. */
+/* Ranges of tens of megabytes are poisoned and checked in chunks on several threads:
+ * every byte gets the pattern, and of two changes the lower one is reported, whichever
+ * chunk finishes first. */
+static void t_spent_large(const void *arg) {
+    (void)arg;
+    size_t bytes = ((size_t)40 << 20) + 12345;
+    unsigned char *arena = malloc(bytes);
+    CHECK(arena != NULL);
+    if (!arena) return;
+    kf_spent sp;
+    CHECK(kf_data_spent_init(&sp) == 0);
+    kf_data_spent_unused(&sp, arena, bytes);
+    int bad = 0;
+    for (size_t i = 0; i < bytes; i++) bad |= arena[i] != sp.pat[i % KF_SPENT_PAT];
+    CHECK(bad == 0);
+    CHECK(kf_data_spent_check(&sp, arena) == 0);
+    size_t lo = (size_t)13 << 20, late = (size_t)37 << 20;
+    arena[late] ^= 1;
+    arena[lo + 5] ^= 0x40;
+    CHECK(kf_data_spent_check(&sp, arena) == 1 && sp.bad_at == lo + 5 && sp.bad_range.arg == -3);
+    kf_spent s2;
+    CHECK(kf_data_spent_init(&s2) == 0);
+    kf_data_spent_unused(&s2, arena, bytes);
+    arena[bytes - 1] ^= 1; /* the last byte of the last, short chunk */
+    CHECK(kf_data_spent_check(&s2, arena) == 1 && s2.bad_at == bytes - 1);
+    free(arena);
+}
+
+/* The input check compares large buffers in chunks on several threads: a change in any
+ * chunk, the last short one included, is found; an untouched copy passes. */
+static void t_inputs_check_large(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/sum");
+    kf_shape sh = {(int64_t[]){(1 << 23) + 77}, KF_SHAPE_VISIBLE, 0};
+    kf_extents ex;
+    char err[256];
+    CHECK(kf_data_extents(t, &sh, &ex, err, sizeof err) == 0);
+    kf_rng r;
+    kf_rng_seed(&r, 3);
+    kf_inputs in;
+    CHECK(kf_data_gen_inputs(t, &ex, &r, 0, &in) == 0);
+    kf_layout lay;
+    kf_data_layout(t, &ex, 0, &lay);
+    unsigned char *arena = malloc(kf_data_layout_size(t, &ex));
+    kf_poison p;
+    kf_data_make_poison(t, &r, &p);
+    kf_data_stage(t, &ex, &lay, &in, &p, arena);
+    CHECK(kf_data_check_inputs(t, &ex, &lay, &in, arena) == -1);
+    size_t at[] = {0, (size_t)5 << 20, ex.bytes[0] - 1};
+    for (int k = 0; k < 3; k++) {
+        arena[lay.off[0] + at[k]] ^= 0x01;
+        CHECK(kf_data_check_inputs(t, &ex, &lay, &in, arena) == 0);
+        arena[lay.off[0] + at[k]] ^= 0x01;
+    }
+    CHECK(kf_data_check_inputs(t, &ex, &lay, &in, arena) == -1);
+    free(arena);
+    kf_data_free_inputs(t, &in);
+    kf_rng_free(&r);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 static void t_spent_regions(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
@@ -651,6 +714,46 @@ static void t_inputs_fresh(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* A draw into the buffers of an earlier one (bench's rounds) gives the bytes a fresh
+ * draw gives, every variant and flavour, whatever the buffers held: nothing of the
+ * earlier round survives. */
+static void t_inputs_regen(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    const char *tasks[] = {"tasks/c/softmax", "tasks/cuda/bgemm", "tasks/c/sum"};
+    for (int ti = 0; ti < 3; ti++) {
+        kf_task *t = kft_task(ctx, tasks[ti]);
+        if (!t) continue;
+        kf_extents ex;
+        char err[256];
+        CHECK(kf_data_extents(t, &t->shapes[t->nshapes - 1], &ex, err, sizeof err) == 0);
+        kf_rng r1, r2;
+        kf_rng_seed(&r1, 11);
+        kf_rng_seed(&r2, 11);
+        kf_inputs keep;
+        memset(&keep, 0, sizeof keep);
+        for (int r = 0; r < 18; r++) {
+            static const int flav[3] = {0, KF_DATA_OFFSET, KF_DATA_MIXED};
+            int variant = r % 3 | flav[(r / 3) % 3] | KF_DATA_CLASS((r / 9) % 4);
+            kf_inputs fresh;
+            CHECK(kf_data_gen_inputs(t, &ex, &r1, variant, &fresh) == 0);
+            for (int i = 0; i < t->nargs; i++)
+                if (keep.buf[i]) memset(keep.buf[i], 0x5a, ex.bytes[i]);
+            CHECK(kf_data_regen_inputs(t, &ex, &r2, variant, &keep) == 0);
+            for (int i = 0; i < t->nargs; i++) {
+                CHECK((fresh.buf[i] == NULL) == (keep.buf[i] == NULL));
+                if (fresh.buf[i] && keep.buf[i]) CHECK(memcmp(fresh.buf[i], keep.buf[i], ex.bytes[i]) == 0);
+            }
+            kf_data_free_inputs(t, &fresh);
+        }
+        kf_data_free_inputs(t, &keep);
+        kf_rng_free(&r1);
+        kf_rng_free(&r2);
+        kf_task_free(t);
+    }
+    kf_ctx_free(ctx);
+}
+
 /* Uniform inputs never leave [lo, hi], in any variant (a kernel may rely on its
  * domain); normal inputs do get spikes. */
 /* The flavours: an offset moves a normal input's mean into its class's band of standard
@@ -780,5 +883,8 @@ void kft_register_unit(void) {
     kft_add("unit/poison", t_poison, NULL, 10);
     kft_add("unit/guards", t_guards, NULL, 10);
     kft_add("unit/spent_regions", t_spent_regions, NULL, 10);
+    kft_add("unit/spent_large", t_spent_large, NULL, 20);
+    kft_add("unit/inputs_check_large", t_inputs_check_large, NULL, 20);
     kft_add("unit/inputs_fresh", t_inputs_fresh, NULL, 10);
+    kft_add("unit/inputs_regen", t_inputs_regen, NULL, 60);
 }

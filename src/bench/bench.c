@@ -103,6 +103,7 @@ static double eval_cost(const kf_task *t, const kf_shape *sh, const kf_expr *e) 
  * on s->res and sets *stop. */
 #define PH_N 8     /* bench -v: the steps of a device call reported */
 #define PH_MAX 512 /* rounds kept for them */
+#define RPH_N 5    /* bench -v: the coordinator's steps of a round reported */
 
 /* The baseline's worker found the device busy past its whole wait budget (20 ms of
  * another process's work) in BUSY_RUN timed rounds in a row. The candidate's worker is
@@ -157,6 +158,59 @@ static kf_status busy_device(kf_sess *s, kf_side *cand, kf_side *base, const kf_
     return st;
 }
 
+/* The input kinds of round r: the checker's (plain, spiked, rescaled with zeros), both
+ * sides on the same inputs: every timed output is verified, so the code that is timed
+ * must be right on each kind, not only on the plain distribution (a red team's candidate
+ * ran a shortcut wrong for large values only while timed); and the flavours over them
+ * (none, offset, mixed scales; the offset's classes in turn): every nine rounds hold
+ * every pair. */
+static int round_variant(int r) {
+    static const int flav[3] = {0, KF_DATA_OFFSET, KF_DATA_MIXED};
+    return r % 3 | flav[(r / 3) % 3] | KF_DATA_CLASS((r / 9) % 4);
+}
+
+/* A GPU round's next inputs are drawn on other threads while its calls run: a device's
+ * timed span is its own clock's (events around the launches), which host work beside it
+ * does not change, and no worker sees a set before the call that stages it (it stays
+ * in the coordinator's memory). Not on the CPU, nor in GPU host mode, where the timed
+ * span is the host's. Each set from a ChaCha20 stream split off the session's in order,
+ * so a --seed run draws the same sets. */
+typedef struct {
+    const kf_task *t;
+    const kf_extents *ex;
+    kf_rng rng;
+    int variant;
+    kf_inputs *in;
+    int failed;
+} ahead_job;
+
+static void *ahead_main(void *p) {
+    ahead_job *j = p;
+    j->failed = kf_data_regen_inputs(j->t, j->ex, &j->rng, j->variant, j->in) != 0;
+    kf_rng_free(&j->rng);
+    return NULL;
+}
+
+/* Draw round r's set into *in: on this thread, or started on another (*running set). */
+static int ahead_start(kf_sess *s, const kf_extents *ex, int r, kf_inputs *in, ahead_job *j, pthread_t *th,
+                       int background, int *running) {
+    *j = (ahead_job){s->t, ex, {0}, round_variant(r), in, 0};
+    if (kf_rng_split(&s->rng, &j->rng)) return -1;
+    if (background && !pthread_create(th, NULL, ahead_main, j)) {
+        *running = 1;
+        return 0;
+    }
+    ahead_main(j);
+    return j->failed ? -1 : 0;
+}
+
+static int ahead_join(pthread_t th, ahead_job *j, int *running) {
+    if (!*running) return 0;
+    pthread_join(th, NULL);
+    *running = 0;
+    return j->failed ? -1 : 0;
+}
+
 /* One shape's timed rounds. retry not NULL: a gap mismatch sets *retry instead of
  * rejecting (the caller times the shape once more, and only a second mismatch rejects). */
 static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *ref, size_t arena,
@@ -173,16 +227,25 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         calloc((size_t)max, 8),     calloc((size_t)max, 8), calloc((size_t)max, 8), calloc((size_t)max, 8),
         calloc((size_t)max + 8, 8), calloc((size_t)max, 8), calloc((size_t)max, 8), 0};
     void *refo[2][KF_MAX_ARGS], *mago[2][KF_MAX_ARGS]; /* mago: magnitudes (kf_task_mtol) */
+    /* two input sets, drawn in turn into the same buffers (kf_data_regen_inputs), the
+     * next one ahead on a GPU (ahead_job) */
+    kf_inputs sets[2];
+    memset(sets, 0, sizeof sets);
+    ahead_job aj;
+    pthread_t ahead_th;
+    int ahead_on = 0;
+    const int ahead = kf_backend_has(s->be, KF_BACKEND_DEVICE) && !s->host_timing;
     memset(refo, 0, sizeof refo);
     memset(mago, 0, sizeof mago);
     kf_status st = KF_OK;
-    int nrg = 0;
+    int nrg = 0, nrph = 0;
     if (!R.cw || !R.bw || !R.cp || !R.bp || !R.rg || !R.cs || !R.bs) {
         st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
         goto out;
     }
     double sum_c = 0, sum_b = 0;
     static __thread double phs[PH_N][PH_MAX]; /* bench -v's per-step durations (a device's) */
+    static __thread double rph[RPH_N][PH_MAX]; /* bench -v: the coordinator's steps of a round */
     const int device = kf_backend_has(s->be, KF_BACKEND_DEVICE);
     const int enough_rounds = kf_backend_timing_rounds(s->be);
     uint64_t started = kf__now_ns();
@@ -211,16 +274,17 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             }
             if (enough || n >= max || (n >= 5 && kf__now_ns() - started > 60ull * 1000000000ull)) break;
         }
-        kf_inputs in;
-        /* the rounds cycle the checker's input kinds (plain, spiked, rescaled with zeros),
-         * both sides on the same inputs: every timed output is verified, so the code that
-         * is timed must be right on each kind, not only on the plain distribution (a red
-         * team's candidate ran a shortcut wrong for large values only while timed) */
-        /* and the flavours over them (none, offset, mixed scales; the offset's classes in
-         * turn): every nine rounds hold every pair */
-        static const int flav[3] = {0, KF_DATA_OFFSET, KF_DATA_MIXED};
-        int variant = r % 3 | flav[(r / 3) % 3] | KF_DATA_CLASS((r / 9) % 4);
-        if (kf_data_gen_inputs(t, &ex, &s->rng, variant, &in)) {
+        uint64_t r0 = kf__now_ns(), r1 = 0, r2 = 0, r3 = 0;
+        /* this round's set: drawn ahead during the last round's calls, or now */
+        int cur_set = ahead ? r & 1 : 0;
+        if (ahead_join(ahead_th, &aj, &ahead_on) ||
+            ((!ahead || r == 0) && ahead_start(s, &ex, r, &sets[cur_set], &aj, &ahead_th, 0, &ahead_on))) {
+            st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+            break;
+        }
+        kf_inputs in = sets[cur_set];
+        /* and the next one, beside this round's calls */
+        if (ahead && ahead_start(s, &ex, r + 1, &sets[(r + 1) & 1], &aj, &ahead_th, 1, &ahead_on)) {
             st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
             break;
         }
@@ -231,6 +295,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
         kf_sess_place(s, &s->rng, &ex, r & 1, &base->lay);
         kf_call_result cc, cb;
         uint64_t c0, c1;
+        r1 = kf__now_ns();
         if (r & 1) {
             kf_sess_call(s, base, &ex, &in, &pb, &cb);
             c0 = kf__now_ns();
@@ -242,16 +307,15 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             c1 = kf__now_ns();
             kf_sess_call(s, base, &ex, &in, &pb, &cb);
         }
+        r2 = kf__now_ns();
         void **cur = refo[r & 1], **prev[1] = {refo[(r & 1) ^ 1]};
         void **curm = mago[r & 1], **prevm[1] = {mago[(r & 1) ^ 1]};
-        kf_sess_free_outputs(t, cur);
-        kf_sess_free_outputs(t, curm);
+        kf_sess_free_outputs(t, curm); /* cur's buffers take this round's outputs */
         /* GPU host mode: a library loaded only in the timing worker (where a candidate
          * can tell it is timed) is seen as in the check, after every call */
         if (cc.st == KF_CALL_OK && kf_backend_watches_libraries(s->be, cand->b) &&
             kf_check_libraries(s, cand, "seen while timing")) {
             *stop = 1;
-            kf_data_free_inputs(t, &in);
             break;
         }
         /* GPU: a worker waited for other processes' work to leave the device before its
@@ -278,16 +342,13 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
                              "baseline's worker waited 20 ms for an idle device in %d "
                              "rounds; no timing can be trusted while it lasts",
                              nbusy);
-                kf_data_free_inputs(t, &in);
                 break;
             }
             if (busy_run >= BUSY_RUN) {
                 busy_run = 0;
                 if ((st = busy_device(s, cand, base, &ex, &in, arena, sizes, stop, &external, &suspect)) ||
-                    *stop) {
-                    kf_data_free_inputs(t, &in);
+                    *stop)
                     break;
-                }
                 respawned = 1; /* this round's candidate outputs went with its worker */
             }
         }
@@ -306,8 +367,8 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             if (cr.st == KF_CALL_OK && nrg < max + 8) R.rg[nrg++] = (double)cr.sent_ns - (double)cr.worker_ns;
             if (cr.st != KF_CALL_OK)
                 st = kf__err(s->ctx, KF_ETASK, "the reference failed in a timed run: %s", cr.msg);
-            else if (kf_sess_take_outputs(s, ref, &ex, cur)) st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
-        } else if (kf_sess_take_outputs(s, base, &ex, cur)) {
+            else if (kf_sess_retake_outputs(s, ref, &ex, cur)) st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
+        } else if (kf_sess_retake_outputs(s, base, &ex, cur)) {
             st = kf__err(s->ctx, KF_ENOMEM, "out of memory");
         }
         /* the magnitudes of this round's sums, from the side that gave the answer
@@ -320,6 +381,7 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
             kf_shape_format(t, sh, where, sizeof where);
             st = kf_sess_magnitude(s, s->ctx, ref ? ref : base, &ex, &in, &s->rng, curm, where);
         }
+        r3 = kf__now_ns();
         if (!st && !*stop) {
             double ma = 0, mr = 0;
             if (!respawned && kf_judge_mag(s, cand, &ex, &in, &pc, cur, curm, prev, prevm, r > 0, sizes,
@@ -337,7 +399,14 @@ static kf_status time_shape(kf_sess *s, kf_side *cand, kf_side *base, kf_side *r
                              last && last->message ? last->message : "(null)");
             }
         }
-        kf_data_free_inputs(t, &in);
+        uint64_t r4 = kf__now_ns();
+        if (s->o->verbose && timed && nrph < PH_MAX) {
+            uint64_t r5 = kf__now_ns();
+            double v[RPH_N] = {(double)(r1 - r0), (double)(r2 - r1), (double)(r3 - r2), (double)(r4 - r3),
+                               (double)(r5 - r0)};
+            for (int k = 0; k < RPH_N; k++) rph[k][nrph] = v[k];
+            nrph++;
+        }
         if (st || *stop) break;
         if (timed && !discard) {
             c_graph |= cc.ngraph > 0, b_graph |= cb.ngraph > 0;
@@ -473,6 +542,22 @@ out:
             fprintf(stderr, " %s %.2f ms%s", names[k], kf_stats_median(phs[k], (size_t)nn) / 1e6,
                     k + 1 < PH_N ? "," : "\n");
     }
+    if (s->o->verbose && nrph) {
+        static const char *const names[RPH_N] = {"inputs drawn and placed", "both calls", "outputs taken",
+                                                 "judged", "whole round"};
+        if (s->stprof[3])
+            fprintf(stderr, "kforge: staging a call, mean over %llu: spent ranges %.2f ms, inputs and sentinels %.2f ms, backend %.2f ms\n",
+                    (unsigned long long)s->stprof[3], (double)s->stprof[0] / 1e6 / (double)s->stprof[3],
+                    (double)s->stprof[1] / 1e6 / (double)s->stprof[3], (double)s->stprof[2] / 1e6 / (double)s->stprof[3]);
+        memset(s->stprof, 0, sizeof s->stprof);
+        fprintf(stderr, "kforge: a round, median over %d:", nrph);
+        for (int k = 0; k < RPH_N; k++)
+            fprintf(stderr, " %s %.2f ms%s", names[k], kf_stats_median(rph[k], (size_t)nrph) / 1e6,
+                    k + 1 < RPH_N ? "," : "\n");
+    }
+    ahead_join(ahead_th, &aj, &ahead_on);
+    kf_data_free_inputs(t, &sets[0]);
+    kf_data_free_inputs(t, &sets[1]);
     kf_sess_free_outputs(t, refo[0]);
     kf_sess_free_outputs(t, refo[1]);
     kf_sess_free_outputs(t, mago[0]);

@@ -293,7 +293,9 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
     unsigned char *arena = kf_worker_arena(side->w);
     uint64_t t0 = kf__now_ns();
     kf_data_spent_retire(&side->spent, &side->lay, arena);
+    uint64_t ta = kf__now_ns();
     kf_data_stage(s->t, ex, &side->lay, in, p, arena);
+    uint64_t tb = kf__now_ns();
     kf_msg_run m;
     memset(&m, 0, sizeof m);
     m.nargs = (uint32_t)s->t->nargs;
@@ -322,6 +324,10 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
     if (s->precise) stg.flags |= KF_RUN_PRECISE;
     char err[300];
     int staged = kf_backend_stage(s->be, side->b, &stg, &m, err, sizeof err);
+    if (s->timing && s->o->verbose) { /* the timed phase is one thread's */
+        uint64_t tc = kf__now_ns();
+        s->stprof[0] += ta - t0, s->stprof[1] += tb - ta, s->stprof[2] += tc - tb, s->stprof[3]++;
+    }
     if (side == s->cand_side && s->interleave) m.flags |= KF_RUN_INTERLEAVE, s->interleaved = 1;
     if (side->magnitude) m.flags |= KF_RUN_MAGNITUDE;
     if (side == s->cand_side) s->prof[KF_PROF_CAND_STAGE] += kf__now_ns() - t0;
@@ -349,12 +355,16 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
 }
 
 int kf_sess_take_outputs(const kf_sess *s, kf_side *side, const kf_extents *ex, void **outs) {
+    for (int i = 0; i < s->t->nargs; i++) outs[i] = NULL;
+    return kf_sess_retake_outputs(s, side, ex, outs);
+}
+
+int kf_sess_retake_outputs(const kf_sess *s, kf_side *side, const kf_extents *ex, void **outs) {
     const unsigned char *arena = kf_worker_arena(side->w);
     for (int i = 0; i < s->t->nargs; i++) {
-        outs[i] = NULL;
         const kf_arg *a = &s->t->args[i];
         if (!a->is_buffer || a->io == KF_IO_IN) continue;
-        if (!(outs[i] = malloc(ex->bytes[i] ? ex->bytes[i] : 1))) return -1;
+        if (!outs[i] && !(outs[i] = malloc(ex->bytes[i] ? ex->bytes[i] : 1))) return -1;
         kf_data_copy(outs[i], arena + side->lay.off[i], ex->bytes[i]);
     }
     return 0;

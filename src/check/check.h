@@ -46,6 +46,7 @@ typedef struct {
     int cand_graph;                   /* GPU host mode: CUPTI saw the candidate launch a graph */
     const void *cand_side;            /* -v: the check's candidate side (a kf_side), for prof */
     uint64_t prof[KF_PROF_N];         /* -v: nanoseconds per phase (KF_PROF_*) */
+    uint64_t stprof[4];               /* bench -v: a timed call's staging steps, ns summed (and calls) */
     int precise;                      /* GPU calls with one allocation per buffer (sanitize.c) */
     double call_timeout_s;            /* overrides o->call_timeout_s when > 0 (sanitize.c) */
     uint32_t occ[KF_PROTO_MAXLAUNCH]; /* resident blocks per SM of each launch */
@@ -122,6 +123,9 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
                   kf_call_result *cr);
 /* Copy the out/inout buffers of a side into fresh heap buffers (outs[i]). */
 int kf_sess_take_outputs(const kf_sess *s, kf_side *side, const kf_extents *ex, void **outs);
+/* The same into the buffers outs holds from an earlier call at the same extents (NULL
+ * ones allocated; the others' stay out of the arena as they were). */
+int kf_sess_retake_outputs(const kf_sess *s, kf_side *side, const kf_extents *ex, void **outs);
 void kf_sess_free_outputs(const kf_task *t, void **outs);
 /* The sizes of sh, their names in the session's verdict's pool. */
 void kf_sess_sizes(kf_sess *s, const kf_shape *sh, kf_verdict_sizes *out);

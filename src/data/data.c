@@ -285,15 +285,55 @@ static int mix_make(const kf_arg *a, const kf_extents *ex, int i, kf_rng *rng, m
     return 0;
 }
 
-static void mix_apply(const kf_arg *a, const mix_plan *m, void *buf, int64_t n) {
+/* Element k's factor, walked in order from lo without a division per element; floats
+ * and 16-bit floats scale in float arithmetic (exact for a power of two within the
+ * type's range, and rounded once where it leaves it, as ldexp then a conversion does),
+ * other types through double. In chunks on several threads: the result does not depend
+ * on their number. */
+#define MIX_CHUNK ((int64_t)1 << 18)
+
+typedef struct {
+    const kf_arg *a;
+    const mix_plan *m;
+    void *buf;
+    int64_t n;
+} mix_job;
+
+static void mix_chunk(void *p, int64_t ch) {
+    const mix_job *j = p;
+    const mix_plan *m = j->m;
     float f[4 * MIX_EXP + 1];
     for (int e = -2 * MIX_EXP; e <= 2 * MIX_EXP; e++) f[e + 2 * MIX_EXP] = ldexpf(1.0f, e);
-    if (a->type == KF_T_F32) {
-        float *x = buf;
-        for (int64_t k = 0; k < n; k++) x[k] *= f[mix_exp(m, k) + 2 * MIX_EXP];
+    int64_t lo = ch * MIX_CHUNK, hi = lo + MIX_CHUNK < j->n ? lo + MIX_CHUNK : j->n;
+    int64_t period = m->cols ? m->cols : m->block;
+    int64_t row = lo / period, col = lo % period;
+    for (int64_t k = lo; k < hi; k++) {
+        int e = m->cols ? m->er[row] + m->ec[col] : m->er[row];
+        switch (j->a->type) {
+        case KF_T_F32: ((float *)j->buf)[k] *= f[e + 2 * MIX_EXP]; break;
+        case KF_T_F16: {
+            uint16_t *h = (uint16_t *)j->buf + k;
+            *h = f32_to_f16(f16_to_f32(*h) * f[e + 2 * MIX_EXP]);
+            break;
+        }
+        case KF_T_BF16: {
+            uint16_t *h = (uint16_t *)j->buf + k;
+            *h = f32_to_bf16(bf16_to_f32(*h) * f[e + 2 * MIX_EXP]);
+            break;
+        }
+        default: put(j->a->type, j->buf, k, ldexp(kf_data_get(j->a->type, j->buf, k), e)); break;
+        }
+        if (++col == period) col = 0, row++;
+    }
+}
+
+static void mix_apply(const kf_arg *a, const mix_plan *m, void *buf, int64_t n) {
+    mix_job j = {a, m, buf, n};
+    int64_t nc = (n + MIX_CHUNK - 1) / MIX_CHUNK;
+    if (nc <= 1) {
+        if (n > 0) mix_chunk(&j, 0);
     } else {
-        for (int64_t k = 0; k < n; k++)
-            put(a->type, buf, k, ldexp(kf_data_get(a->type, buf, k), mix_exp(m, k)));
+        kf__parallel(nc, mix_chunk, &j);
     }
 }
 
@@ -305,6 +345,10 @@ static void mix_free(mix_plan *m) {
 
 int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant, kf_inputs *in) {
     memset(in, 0, sizeof *in);
+    return kf_data_regen_inputs(t, ex, rng, variant, in);
+}
+
+int kf_data_regen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant, kf_inputs *in) {
     double scale = 1.0, tiny = 1.0;
     int tiny_arg = -1;
     const int offset = variant & KF_DATA_OFFSET, mixed = variant & KF_DATA_MIXED;
@@ -333,7 +377,7 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
         if (!a->is_buffer || a->io == KF_IO_OUT) continue;
-        in->buf[i] = malloc(ex->bytes[i] ? ex->bytes[i] : 1);
+        if (!in->buf[i]) in->buf[i] = malloc(ex->bytes[i] ? ex->bytes[i] : 1);
         if (!in->buf[i]) {
             kf_data_free_inputs(t, in);
             return -1;
@@ -642,6 +686,27 @@ int kf_data_check_guards(const kf_task *t, const kf_layout *lay, const kf_poison
     return -1;
 }
 
+/* Large comparisons in chunks on several threads, as copies are (kf_data_copy). */
+typedef struct {
+    const unsigned char *a, *b;
+    size_t bytes;
+    _Atomic int differ;
+} eq_job;
+
+static void eq_chunk(void *p, int64_t k) {
+    eq_job *j = p;
+    size_t lo = (size_t)k * COPY_CHUNK, n = j->bytes - lo < COPY_CHUNK ? j->bytes - lo : COPY_CHUNK;
+    if (!atomic_load_explicit(&j->differ, memory_order_relaxed) && memcmp(j->a + lo, j->b + lo, n))
+        atomic_store(&j->differ, 1);
+}
+
+static int big_equal(const void *a, const void *b, size_t bytes) {
+    if (bytes <= 2 * COPY_CHUNK) return !memcmp(a, b, bytes);
+    eq_job j = {a, b, bytes, 0};
+    kf__parallel((int64_t)((bytes + COPY_CHUNK - 1) / COPY_CHUNK), eq_chunk, &j);
+    return !atomic_load(&j.differ);
+}
+
 int kf_data_check_inputs(const kf_task *t, const kf_extents *ex, const kf_layout *lay, const kf_inputs *in,
                          const unsigned char *arena) {
     /* an input in the read-only region has no writable mapping in the worker (a write
@@ -649,7 +714,7 @@ int kf_data_check_inputs(const kf_task *t, const kf_extents *ex, const kf_layout
     for (int i = 0; i < t->nargs; i++)
         if (t->args[i].is_buffer && t->args[i].io == KF_IO_IN && ex->bytes[i] &&
             !(lay->ro_base && lay->off[i] >= lay->ro_base) &&
-            memcmp(arena + lay->off[i], in->buf[i], ex->bytes[i]))
+            !big_equal(arena + lay->off[i], in->buf[i], ex->bytes[i]))
             return i;
     return -1;
 }
@@ -973,7 +1038,7 @@ int kf_data_spent_init(kf_spent *sp) {
     return 0;
 }
 
-static void pat_fill(const kf_spent *sp, unsigned char *arena, size_t lo, size_t hi) {
+static void pat_fill1(const kf_spent *sp, unsigned char *arena, size_t lo, size_t hi) {
     while (lo < hi) {
         size_t ph = lo % KF_SPENT_PAT, n = KF_SPENT_PAT - ph < hi - lo ? KF_SPENT_PAT - ph : hi - lo;
         memcpy(arena + lo, sp->pat + ph, n);
@@ -982,7 +1047,7 @@ static void pat_fill(const kf_spent *sp, unsigned char *arena, size_t lo, size_t
 }
 
 /* The first byte in [lo, hi) that differs from the pattern, or hi. */
-static size_t pat_diff(const kf_spent *sp, const unsigned char *arena, size_t lo, size_t hi) {
+static size_t pat_diff1(const kf_spent *sp, const unsigned char *arena, size_t lo, size_t hi) {
     while (lo < hi) {
         size_t ph = lo % KF_SPENT_PAT, n = KF_SPENT_PAT - ph < hi - lo ? KF_SPENT_PAT - ph : hi - lo;
         if (memcmp(arena + lo, sp->pat + ph, n))
@@ -991,6 +1056,51 @@ static size_t pat_diff(const kf_spent *sp, const unsigned char *arena, size_t lo
         lo += n;
     }
     return hi;
+}
+
+/* Ranges of tens of megabytes (the spans of the largest shapes, every call) in chunks on
+ * several threads; the first difference is the lowest chunk's. */
+typedef struct {
+    const kf_spent *sp;
+    unsigned char *arena;
+    size_t lo, hi;
+    size_t *first; /* per chunk (pat_diff) */
+} pat_job;
+
+static void pat_fill_chunk(void *p, int64_t k) {
+    const pat_job *j = p;
+    size_t a = j->lo + (size_t)k * COPY_CHUNK, b = j->hi - a < COPY_CHUNK ? j->hi : a + COPY_CHUNK;
+    pat_fill1(j->sp, j->arena, a, b);
+}
+
+static void pat_diff_chunk(void *p, int64_t k) {
+    const pat_job *j = p;
+    size_t a = j->lo + (size_t)k * COPY_CHUNK, b = j->hi - a < COPY_CHUNK ? j->hi : a + COPY_CHUNK;
+    j->first[k] = pat_diff1(j->sp, j->arena, a, b);
+}
+
+static void pat_fill(const kf_spent *sp, unsigned char *arena, size_t lo, size_t hi) {
+    if (hi <= lo || hi - lo <= 2 * COPY_CHUNK) {
+        pat_fill1(sp, arena, lo, hi);
+        return;
+    }
+    pat_job j = {sp, arena, lo, hi, NULL};
+    kf__parallel((int64_t)((hi - lo + COPY_CHUNK - 1) / COPY_CHUNK), pat_fill_chunk, &j);
+}
+
+static size_t pat_diff(const kf_spent *sp, const unsigned char *arena, size_t lo, size_t hi) {
+    int64_t nc = hi > lo ? (int64_t)((hi - lo + COPY_CHUNK - 1) / COPY_CHUNK) : 0;
+    size_t *first = nc > 2 ? malloc((size_t)nc * sizeof *first) : NULL;
+    if (!first) return pat_diff1(sp, arena, lo, hi);
+    pat_job j = {sp, (unsigned char *)arena, lo, hi, first};
+    kf__parallel(nc, pat_diff_chunk, &j);
+    size_t at = hi;
+    for (int64_t k = 0; k < nc && at == hi; k++) {
+        size_t b = hi - (lo + (size_t)k * COPY_CHUNK) < COPY_CHUNK ? hi : lo + (size_t)(k + 1) * COPY_CHUNK;
+        if (first[k] < b) at = first[k];
+    }
+    free(first);
+    return at;
 }
 
 static int spent_cmp(const void *a, const void *b) {

@@ -129,6 +129,11 @@ int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int 
 #define KF_DATA_CLASS_SHIFT 8
 #define KF_DATA_CLASS(c) ((c) << KF_DATA_CLASS_SHIFT)
 void kf_data_free_inputs(const kf_task *t, kf_inputs *in);
+/* kf_data_gen_inputs into the buffers `in` already holds (from an earlier draw at the
+ * same extents; NULL ones are allocated): every element is drawn again. A buffer of tens
+ * of megabytes freed and allocated again is a fresh mapping whose pages fault in anew,
+ * which costs more than drawing it on some virtual machines. */
+int kf_data_regen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant, kf_inputs *in);
 
 /* Per-call poison: a sentinel bit pattern per output buffer and the guard bytes. */
 typedef struct {

@@ -57,6 +57,17 @@ void kf_rng_free(kf_rng *r) {
 
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
+int kf_rng_split(kf_rng *parent, kf_rng *child) {
+    unsigned char key[32];
+    for (int i = 0; i < 4; i++) {
+        uint64_t v = kf_rng_next(parent);
+        memcpy(key + 8 * i, &v, 8);
+    }
+    int rc = rng_key(child, key);
+    memset(key, 0, sizeof key);
+    return rc;
+}
+
 void kf_rng_fork(kf_rng *parent, kf_rng *child) {
     child->evp = NULL;
     child->has_spare = 0;

@@ -114,6 +114,10 @@ void kf_rng_free(kf_rng *r);
  * ONE buffer: its values are all visible to the candidate anyway, and a fresh key per
  * buffer means none of them says anything about any other buffer or call. */
 void kf_rng_fork(kf_rng *parent, kf_rng *child);
+/* A ChaCha20 stream of its own, keyed with 256 bits of the parent's: for drawing a whole
+ * input set on another thread while the parent goes on. 0, or -1 when OpenSSL fails;
+ * free with kf_rng_free. */
+int kf_rng_split(kf_rng *parent, kf_rng *child);
 uint64_t kf_rng_next(kf_rng *r);
 double kf_rng_uniform(kf_rng *r);                        /* [0, 1) */
 double kf_rng_normal(kf_rng *r);                         /* N(0, 1) */
