@@ -278,6 +278,11 @@ kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_side *si
     return sess_spawn(s, s->ctx, b, bytes, side, fail);
 }
 
+kf_status kf_sess_spawn_in(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t bytes, kf_side *side,
+                           kf_call_result *fail) {
+    return sess_spawn(s, ctx, b, bytes, side, fail);
+}
+
 size_t kf_sess_arena_bytes(const kf_task *t, const kf_extents *ex) {
     return 2 * (kf_data_layout_size(t, ex) + JITTER_MAX);
 }

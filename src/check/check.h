@@ -114,6 +114,10 @@ kf_status kf_sess_build_cand(kf_sess *s, kf_ctx *ctx);
 /* Spawn a worker for a built object with an arena for `bytes` of layouts. *w NULL and
  * a rejection recorded (with `who` in the message) when the object fails to load. */
 kf_status kf_sess_spawn(kf_sess *s, const kf_build *b, size_t bytes, kf_side *side, kf_call_result *fail);
+/* The same with errors in ctx: for a worker started on another thread (its
+ * parent-death signal follows that thread, which must outlive the worker). */
+kf_status kf_sess_spawn_in(kf_sess *s, kf_ctx *ctx, const kf_build *b, size_t bytes, kf_side *side,
+                           kf_call_result *fail);
 /* Arena bytes for two layouts of ex plus placement jitter. */
 size_t kf_sess_arena_bytes(const kf_task *t, const kf_extents *ex);
 /* Place the buffers in half `half` (0/1) of the arena, with a random jitter. */
