@@ -297,7 +297,9 @@ static void t_hidden_draws(const void *arg) {
     for (int i = 0; i < n; i++) {
         for (int d = 0; d < 3; d++) CHECK(sh[i].v[d] >= 1 && sh[i].v[d] <= 256);
         saw_min |= sh[i].v[0] == 1 || sh[i].v[1] == 1 || sh[i].v[2] == 1;
-        saw_odd |= sh[i].v[0] % 2 == 1 && sh[i].v[0] > 1;
+        /* a prime or 2^k +/- 1 edge shape keeps its value in a random subset of the
+         * sizes (so that it is not recognisable): any size, not always m */
+        for (int d = 0; d < 3; d++) saw_odd |= sh[i].v[d] % 2 == 1 && sh[i].v[d] > 1;
     }
     CHECK(saw_min && saw_odd);
     kf_shapes_free(sh, n);
