@@ -1,7 +1,8 @@
 /* Reference linear: y[i][j] = bias[j] + sum_p x[i][p] * w[j][p] (x m x k, w n x k, bias n,
- * y m x n; bf16 row-major). One thread per output element: it converts each bf16 to float
- * (exact), accumulates the products in float in p order (p = 0, 1, ..., k-1), adds the
- * bias and rounds once with __float2bfloat16 (round to nearest even). A 16x16 block
+ * y m x n; bf16 row-major). One thread per output element: it converts each bf16 to double
+ * (exact), accumulates the products (exact in double: 8-bit significands) in double in p
+ * order (p = 0, 1, ..., k-1), as the C task's reference, adds the bias, and rounds once to
+ * float and once to bf16 (each to nearest even). A 16x16 block
  * covers a 16x16 patch of y; threads outside y return before touching memory. */
 // kforge:launch kernel=linear_ref grid=((n+15)/16,(m+15)/16,1) block=(16,16,1) smem=0
 
@@ -14,9 +15,9 @@ extern "C" __global__ void linear_ref(const __nv_bfloat16 *x, const __nv_bfloat1
     if (i >= m || j >= n) {
         return;
     }
-    float acc = 0.0f;
+    double acc = (double)__bfloat162float(bias[j]);
     for (int64_t p = 0; p < k; p++) {
-        acc += __bfloat162float(x[i * k + p]) * __bfloat162float(w[j * k + p]);
+        acc += (double)__bfloat162float(x[i * k + p]) * (double)__bfloat162float(w[j * k + p]);
     }
-    y[i * n + j] = __float2bfloat16(acc + __bfloat162float(bias[j]));
+    y[i * n + j] = __float2bfloat16((float)acc);
 }

@@ -2,7 +2,7 @@
 /* A planted wrong attention decode: the split kernel of
  * tasks/cuda/attn_decode/candidates/fast.cu attending over positions 0..pos-1 only (the
  * newest key and value are still written into the caches, so the caches match): the
- * newest key weighs about 1/n, which the tolerance (rtol 1e-2, atol 1e-3) must see. */
+ * newest key weighs about 1/n, which the tolerance (rtol 2e-2, atol 3e-3) must see. */
 // kforge:launch kernel=attn_split grid=((pos+64)/64,h,b) block=(128,1,1) smem=0
 // kforge:launch kernel=attn_merge grid=(h,b,1) block=(128,1,1) smem=0
 

@@ -1,7 +1,7 @@
 /* kforge-test: task=tasks/cuda/linear expect=rejected reason=wrong_result */
 /* A planted wrong linear: the fast GEMV of tasks/cuda/linear/candidates/fast.cu with the
  * bias dropped (y = x W^T). Every dot product is right, so only the bias term of the
- * tolerance argument (|bias| ~ 0.7 against 1e-2 |y| + 2e-5 M) can reject it. */
+ * tolerance argument (|bias| ~ 0.8 against 5e-2 + 1e-2 |y| + 3e-5 M) can reject it. */
 // kforge:launch kernel=linear_gemv grid=((n+3)/4,1,1) block=(256,1,1) smem=0
 
 #define NW 8 /* warps a block */
