@@ -91,9 +91,9 @@ for s in $STEPS; do
              done
              timeout ${SYS_PIPE_T:-400} ./build/kforge system check $P --slot linear=tests/redteam/cuda/linear_no_bias.cu --no-task-check --json > "$O/sys_check_nobias.json" 2> "$O/sys_check_nobias.err"
              $SUM syscheck "$O/sys_check_nobias.json" "system check linear_no_bias --no-task-check (must be rejected)"
-             for s in 1 3; do
-                 timeout ${SYS_PIPE_T:-400} ./build/kforge system check $P --slot linear=tasks/cuda/linear/candidates/fast.cu --no-task-check --steps $s --json > "$O/sys_stage_s$s.json" 2> "$O/sys_stage_s$s.err"
-                 $SUM syscheck "$O/sys_stage_s$s.json" "staging cost: system check --no-task-check --steps $s"
+             for ns in 1 3; do
+                 timeout ${SYS_PIPE_T:-400} ./build/kforge system check $P --slot linear=tasks/cuda/linear/candidates/fast.cu --no-task-check --steps $ns --json > "$O/sys_stage_s$ns.json" 2> "$O/sys_stage_s$ns.err"
+                 $SUM syscheck "$O/sys_stage_s$ns.json" "staging cost: system check --no-task-check --steps $ns"
              done
              for b in 1 8; do
                  timeout ${SYS_BENCH_T:-500} ./build/kforge system bench $P --slot linear=tasks/cuda/linear/candidates/fast.cu --knob batch=$b --local --min-time ${SYS_MIN_TIME:-2} --json > "$O/sys_bench_b$b.json" 2> "$O/sys_bench_b$b.err"
@@ -101,7 +101,8 @@ for s in $STEPS; do
              done
              timeout ${SYS_TESTS_T:-600} ./build/kf-tests -j 4 system/cuda_decode validate/cuda/linear validate/cuda/rope validate/cuda/attn_decode \
                  validate/cuda/add validate/cuda/silu_mul validate/cuda/rmsnorm_bf16 bundled/cuda/linear bundled/cuda/rope bundled/cuda/attn_decode \
-                 bundled/cuda/add bundled/cuda/silu_mul bundled/cuda/rmsnorm_bf16 redteam/cuda/linear_no_bias redteam/cuda/attn_decode_drop_last > "$O/sys_tests.txt" 2>&1
+                 bundled/cuda/add bundled/cuda/silu_mul bundled/cuda/rmsnorm_bf16 redteam/cuda/linear_no_bias redteam/cuda/attn_decode_drop_last \
+                 xref/linear xref/rope xref/attn_decode xref/add xref/silu_mul > "$O/sys_tests.txt" 2>&1
              grep -E "^(FAIL|skip)|FAIL at|skipped:" "$O/sys_tests.txt" | cut -c1-300 | head -30; tail -1 "$O/sys_tests.txt"
              grep -h "error" "$O"/sys_*.err 2>/dev/null | sort | uniq -c | cut -c1-300 | head -20 ;;
     esac
