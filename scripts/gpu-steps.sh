@@ -1,7 +1,7 @@
 #!/bin/sh
 # scripts/gpu-steps.sh STEPS OUTDIR - run the named GPU steps on a GPU host, in order, each
 # under its own time limit (devinfo profile verdict tests bench loop calls probe ab errs
-# torch hostcheat), all output under OUTDIR and packed into OUTDIR.tgz.
+# torch hostcheat system), all output under OUTDIR and packed into OUTDIR.tgz.
 set -u
 cd "$(dirname "$0")/.."
 STEPS=$1
@@ -68,6 +68,43 @@ for s in $STEPS; do
                      python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(sys.argv[2],d.get('verdict'),'speedup=%s'%d.get('speedup'),[r.get('code','')+': '+r.get('message','')[:160] for r in d.get('reasons',[])],d.get('error','')[:200],[(s.get('speedup'),s.get('discarded_rounds'),s.get('baseline_waited_rounds')) for s in d.get('shapes',[])],d.get('libraries_loaded'))" "$O/hc_$k.json" "$k" 2>&1 | cut -c1-700
                  done
              done ;;
+    system)  # the CUDA decode step (docs/system.md "The CUDA decode step"): each stage task's
+             # fast candidate and reference checked, the planted wrong ones, the pipeline with
+             # every slot's fast candidate, its staging cost (1 step against 3), and the linear
+             # slot benched in the step at batch 1 and 8; reports under OUTDIR/sys_*.json
+             P=pipelines/cuda/decode/pipeline.json; SUM="python3 scripts/system-summary.py"
+             for t in ${SYS_TASKS:-linear rope attn_decode add silu_mul rmsnorm_bf16}; do
+                 for c in candidates/fast.cu reference.cu; do
+                     k=${t}_$(basename $c .cu)
+                     timeout ${SYS_CHECK_T:-180} ./build/kforge check "tasks/cuda/$t" "tasks/cuda/$t/$c" --json > "$O/sys_$k.json" 2> "$O/sys_$k.err"
+                     $SUM check "$O/sys_$k.json" "check $t/$c"
+                 done
+             done
+             for w in linear:linear_no_bias attn_decode:attn_decode_drop_last; do
+                 timeout ${SYS_CHECK_T:-180} ./build/kforge check "tasks/cuda/${w%%:*}" "tests/redteam/cuda/${w#*:}.cu" --json > "$O/sys_${w#*:}.json" 2> "$O/sys_${w#*:}.err"
+                 $SUM check "$O/sys_${w#*:}.json" "check ${w#*:} (must be rejected)"
+             done
+             SL=""; for t in linear rope attn_decode add silu_mul rmsnorm_bf16; do SL="$SL --slot $t=tasks/cuda/$t/candidates/fast.cu"; done
+             for b in 1 8; do
+                 timeout ${SYS_PIPE_T:-400} ./build/kforge system check $P $SL --knob batch=$b --json > "$O/sys_check_b$b.json" 2> "$O/sys_check_b$b.err"
+                 $SUM syscheck "$O/sys_check_b$b.json" "system check batch=$b, every slot fast"
+             done
+             timeout ${SYS_PIPE_T:-400} ./build/kforge system check $P --slot linear=tests/redteam/cuda/linear_no_bias.cu --no-task-check --json > "$O/sys_check_nobias.json" 2> "$O/sys_check_nobias.err"
+             $SUM syscheck "$O/sys_check_nobias.json" "system check linear_no_bias --no-task-check (must be rejected)"
+             for ns in 1 3; do
+                 timeout ${SYS_PIPE_T:-400} ./build/kforge system check $P --slot linear=tasks/cuda/linear/candidates/fast.cu --no-task-check --steps $ns --json > "$O/sys_stage_s$ns.json" 2> "$O/sys_stage_s$ns.err"
+                 $SUM syscheck "$O/sys_stage_s$ns.json" "staging cost: system check --no-task-check --steps $ns"
+             done
+             for b in 1 8; do
+                 timeout ${SYS_BENCH_T:-500} ./build/kforge system bench $P --slot linear=tasks/cuda/linear/candidates/fast.cu --knob batch=$b --local --min-time ${SYS_MIN_TIME:-2} --json > "$O/sys_bench_b$b.json" 2> "$O/sys_bench_b$b.err"
+                 $SUM sysbench "$O/sys_bench_b$b.json" "system bench linear batch=$b"
+             done
+             timeout ${SYS_TESTS_T:-600} ./build/kf-tests -j 4 system/cuda_decode validate/cuda/linear validate/cuda/rope validate/cuda/attn_decode \
+                 validate/cuda/add validate/cuda/silu_mul validate/cuda/rmsnorm_bf16 bundled/cuda/linear bundled/cuda/rope bundled/cuda/attn_decode \
+                 bundled/cuda/add bundled/cuda/silu_mul bundled/cuda/rmsnorm_bf16 redteam/cuda/linear_no_bias redteam/cuda/attn_decode_drop_last \
+                 xref/linear xref/rope xref/attn_decode xref/add xref/silu_mul > "$O/sys_tests.txt" 2>&1
+             grep -E "^(FAIL|skip)|FAIL at|skipped:" "$O/sys_tests.txt" | cut -c1-300 | head -30; tail -1 "$O/sys_tests.txt"
+             grep -h "error" "$O"/sys_*.err 2>/dev/null | sort | uniq -c | cut -c1-300 | head -20 ;;
     esac
     echo "=== $s: $(( $(date +%s) - t0 )) s"
 done

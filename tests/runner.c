@@ -489,7 +489,8 @@ const char *kft_src(const char *rel) { return join(dir_of("KFT_SOURCE_DIR", KF_S
 const char *kft_bin(const char *rel) { return join(dir_of("KFT_BINARY_DIR", KF_BINARY_DIR), rel); }
 
 const char *const kft_cuda_tasks[] = {"softmax", "rmsnorm", "sum",        "transpose",
-                                      "sgemm",   "bgemm",   "gdn_decode", NULL};
+                                      "sgemm",   "bgemm",   "gdn_decode", "linear", "rope", "attn_decode",
+                                      "add",     "silu_mul", "rmsnorm_bf16", NULL};
 
 void kft_need_torch(void) {
     kf_ctx *ctx = kf_ctx_new();

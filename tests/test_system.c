@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "kft.h"
+#include "system/system.h"
 
 #include <jansson.h>
 #include <string.h>
@@ -171,10 +172,150 @@ static void t_schema(const void *arg) {
         "for p in sys.argv[1:]: jsonschema.validate(json.load(open(p)), s)\n"
         "bad = json.load(open(sys.argv[1])); bad[\"buffers\"][\"x\"][\"role\"] = \"scratch\"\n"
         "try:\n    jsonschema.validate(bad, s)\nexcept jsonschema.ValidationError:\n    print(\"refused\")\n'"
-        " %s pipelines/c/decode/pipeline.json 2>&1",
+        " %s pipelines/c/decode/pipeline.json pipelines/cuda/decode/pipeline.json 2>&1",
         kft_src("."), small);
     int rc = kft_run(cmd, out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "refused"), "rc %d: %s", rc, out);
+}
+
+/* The CUDA decode step without a GPU: the file loads and binds (every stage's task, bf16
+ * buffers of the right element counts at both batches), each stage's cost model is
+ * positive and no larger than the traffic of the buffers it binds (the roofline's
+ * floor), a stage bound to a task of another type is refused at its line, and
+ * launch=graph is refused as not built instead of running eagerly. */
+static const char cuda_decode[] = "pipelines/cuda/decode/pipeline.json";
+
+static void t_cuda_decode_load(const void *arg) {
+    (void)arg;
+    static const char *const names[] = {"linear", "attn_decode", "rope", "silu_mul", "add", "rmsnorm_bf16"};
+    static const int per_layer[] = {7, 1, 2, 1, 2, 2};
+    for (int batch = 1; batch <= 8; batch += 7) {
+        kf_ctx *ctx = kf_ctx_new();
+        char knob[32];
+        snprintf(knob, sizeof knob, "batch=%d", batch);
+        const char *knobs[1] = {knob};
+        kf_pipeline *p = NULL;
+        CHECKF(kf_pipeline_load(ctx, kft_src(cuda_decode), knobs, 1, 0, 0, &p) == KF_OK, "%s", kf_errmsg(ctx));
+        CHECK(!strcmp(p->backend, "cuda") && p->nstages == 15 && p->nslots == 6 && p->layers == 1);
+        for (int i = 0; i < 6; i++) {
+            int k = kf_pipeline_slot(p, names[i]), n = 0;
+            CHECKF(k >= 0, "no slot %s", names[i]);
+            CHECK(!strcmp(p->slots[k].task->backend, "cuda"));
+            for (int j = 0; j < p->nstages; j++) n += p->stages[j].slot == k;
+            CHECKF(n == per_layer[i], "slot %s: %d stages", names[i], n);
+        }
+        int64_t wd = 0, x = 0;
+        for (int b = 0; b < p->nbufs; b++) {
+            CHECKF(p->bufs[b].type == KF_T_BF16, "buffer %s is not bf16", p->bufs[b].name);
+            if (!strcmp(p->bufs[b].name, "wd")) wd = p->bufs[b].count;
+            if (!strcmp(p->bufs[b].name, "x")) x = p->bufs[b].count;
+        }
+        CHECK(wd == 4096LL * 14336 && x == 4096LL * batch);
+        for (int j = 0; j < p->nstages; j++) {
+            const kf_sys_stage *st = &p->stages[j];
+            const kf_task *t = p->slots[st->slot].task;
+            int64_t v[KF_MAX_SIZES], flops = 0, bytes = 0;
+            char err[256];
+            CHECKF(!kf_pipeline_stage_sizes(p, st, 2, 0, v, err, sizeof err), "%s: %s", st->name, err);
+            kf_shape sh = {v, KF_SHAPE_VISIBLE, 0};
+            kf_vars vars = kf_task_vars(t, &sh);
+            CHECK(t->cost_flops && t->cost_bytes);
+            CHECK(!kf_expr_eval(t->cost_flops, &vars, &flops, err, sizeof err) &&
+                  !kf_expr_eval(t->cost_bytes, &vars, &bytes, err, sizeof err));
+            int64_t traffic = 0; /* every bound buffer once, an inout twice */
+            for (int a = 0; a < t->nargs; a++)
+                if (st->bind[a] >= 0)
+                    traffic += p->bufs[st->bind[a]].count * 2 * (t->args[a].io == KF_IO_INOUT ? 2 : 1);
+            CHECKF(flops > 0 && bytes > 0 && bytes <= traffic, "stage %s: cost %lld flops, %lld bytes, traffic %lld",
+                   st->name, (long long)flops, (long long)bytes, (long long)traffic);
+            if (!strcmp(st->name, "attention")) CHECK(v[5] == 1002); /* pos: prefill + step */
+        }
+        kf_pipeline_free(p);
+        kf_ctx_free(ctx);
+    }
+    /* a stage bound to the f32 rmsnorm: refused at the stage's line */
+    char dir[] = "/tmp/kft-cudapipe-XXXXXX", cmd[8192], out[8192];
+    CHECK(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import sys; s = open(sys.argv[1]).read().replace(\"../../../tasks/cuda/\", "
+             "sys.argv[2] + \"/\").replace(\"/rmsnorm_bf16\\\", \\\"sizes\\\": {\\\"rows\\\": \\\"batch\\\", "
+             "\\\"cols\\\": \\\"hidden\\\"}, \\\"bind\\\": {\\\"x\\\": \\\"x1\\\"\", \"/rmsnorm\\\", \\\"slot\\\": "
+             "\\\"rmsnorm_f32\\\", \\\"sizes\\\": {\\\"rows\\\": \\\"batch\\\", \\\"cols\\\": \\\"hidden\\\"}, "
+             "\\\"bind\\\": {\\\"x\\\": \\\"x1\\\"\"); open(sys.argv[3], \"w\").write(s)' %s %s %s/p.json",
+             kft_src(cuda_decode), kft_src("tasks/cuda"), dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_pipeline *p = NULL;
+    char path[600];
+    snprintf(path, sizeof path, "%s/p.json", dir);
+    CHECK(kf_pipeline_load(ctx, path, NULL, 0, 0, 0, &p) == KF_ETASK);
+    char want[700];
+    snprintf(want, sizeof want, "%s:54: stage ffn_norm: x is f32, buffer x1 is bf16", path);
+    CHECKF(strstr(kf_errmsg(ctx), want), "message \"%s\", want \"%s\"", kf_errmsg(ctx), want);
+    kf_ctx_free(ctx);
+    unlink(path);
+    rmdir(dir);
+    /* launch=graph: refused before any worker starts, GPU or not */
+    snprintf(cmd, sizeof cmd, "cd %s && %s system check %s --knob launch=graph 2>&1", kft_src("."),
+             kft_bin("kforge"), cuda_decode);
+    CHECK(kft_run(cmd, out, sizeof out) == 2);
+    CHECKF(strstr(out, "launch=graph: not built") && strstr(out, "own worker process"), "%s", out);
+}
+
+/* GPU: the CUDA decode step with every slot's fast candidate passes end to end over its
+ * steps, each candidate engaged once per stage of its slot per step; the linear that drops
+ * its bias (accepted by nothing) is rejected in the step, named by slot. */
+static void t_cuda_decode(const void *arg) {
+    (void)arg;
+    char why[512];
+    if (!kft_have_gpu(why, sizeof why)) kft_skip("needs a GPU: %s", why);
+    static const char *const names[] = {"linear", "attn_decode", "rope", "silu_mul", "add", "rmsnorm_bf16"};
+    static const int per_layer[] = {7, 1, 2, 1, 2, 2};
+    char buf[6][4200];
+    const char *slots[6];
+    for (int i = 0; i < 6; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "tasks/cuda/%s/candidates/fast.cu", names[i]);
+        snprintf(buf[i], sizeof buf[i], "%s=%s", names[i], kft_src(rel));
+        slots[i] = buf[i];
+    }
+    int acc = 0;
+    json_t *r = sys_run(0, cuda_decode, slots, 6, 0, &acc);
+    CHECKF(acc, "rejected: %s", json_dumps(json_object_get(r, "reasons"), 0));
+    CHECK(json_integer_value(json_object_get(r, "steps_passed")) == 3);
+    for (int i = 0; i < 6; i++) {
+        json_t *e = json_object_get(slot_of(r, names[i]), "engagement");
+        CHECKF(json_integer_value(json_object_get(e, "calls")) == per_layer[i] * 3, "%s: %lld calls", names[i],
+               (long long)json_integer_value(json_object_get(e, "calls")));
+        CHECK(json_is_true(json_object_get(e, "engaged")));
+    }
+    json_decref(r);
+    char bad[4200];
+    snprintf(bad, sizeof bad, "linear=%s", kft_src("tests/redteam/cuda/linear_no_bias.cu"));
+    const char *one[1] = {bad};
+    r = sys_run(0, cuda_decode, one, 1, 0, &acc);
+    CHECK(!acc);
+    char *js = json_dumps(json_object_get(r, "reasons"), 0);
+    CHECKF(js && strstr(js, "\"slot\": \"linear\"") && strstr(js, "wrong_result"), "%s", js);
+    free(js);
+    json_decref(r);
+    /* bench: a stage's time is its launches' event time, as kforge bench clocks a call, not
+     * the worker's host span (launch and synchronise add about 10 us a call): the residual
+     * add of 4096 bf16 values takes a few us */
+    slots[0] = buf[0];
+    r = sys_run(1, cuda_decode, slots, 1, 0, &acc);
+    CHECKF(acc, "bench rejected: %s", json_dumps(json_object_get(r, "reasons"), 0));
+    json_t *stages = json_object_get(r, "stages");
+    int seen = 0;
+    for (size_t i = 0; i < json_array_size(stages); i++) {
+        json_t *e = json_array_get(stages, i);
+        if (strcmp(json_string_value(json_object_get(e, "stage")), "residual1")) continue;
+        double ns = json_number_value(json_object_get(e, "candidate_ns"));
+        CHECKF(ns > 0 && ns < 8000, "residual1: %.0f ns a step", ns);
+        seen = 1;
+    }
+    CHECK(seen);
+    json_decref(r);
 }
 
 /* ---- check ---- */
@@ -387,10 +528,12 @@ static void t_run(const void *arg) {
 void kft_register_system(void) {
     kft_add("system/load_errors", t_load_errors, NULL, 60);
     kft_add("system/schema", t_schema, NULL, 60);
+    kft_add("system/cuda_decode_load", t_cuda_decode_load, NULL, 60);
     kft_add("system/check_small", t_check_small, NULL, 120);
     kft_add("system/captured", t_captured, NULL, 120);
     kft_add("system/cli", t_cli, NULL, 120);
     kft_add("system/decode", t_decode, NULL, 300);
+    kft_add("system/cuda_decode", t_cuda_decode, NULL, 600);
     kft_add("system/bench_win", t_bench_win, NULL, 180);
     kft_add("system/local_win_global_loss", t_local_win_global_loss, NULL, 180);
     kft_add("system/run", t_run, NULL, 400);

@@ -166,6 +166,8 @@ static void put(kf_dtype t, void *p, int64_t i, double v) {
     }
 }
 
+void kf_data_put(kf_dtype t, void *p, int64_t i, double v) { put(t, p, i, v); }
+
 double kf_data_get(kf_dtype t, const void *p, int64_t i) {
     switch (t) {
     case KF_T_F32: return ((const float *)p)[i];

@@ -192,6 +192,8 @@ int kf_data_same_mag(kf_dtype type, const void *a, const void *b, const void *ma
  * kf_data_free_inputs. */
 int kf_data_abs_inputs(const kf_task *t, const kf_extents *ex, const kf_inputs *in, kf_inputs *out);
 double kf_data_get(kf_dtype type, const void *p, int64_t i);
+/* Element i of a buffer of type `type` set to v, rounded to nearest even for f16/bf16. */
+void kf_data_put(kf_dtype type, void *p, int64_t i, double v);
 /* memcpy, in chunks on several threads when large. */
 void kf_data_copy(void *dst, const void *src, size_t bytes);
 /* "y[3][17]": a flat element index of buffer arg as per-dimension indices. */

@@ -25,13 +25,16 @@
  * kf_system_bench: the check, then fresh timing workers, the coordinator pinned as
  * kf_bench pins it, and rounds of the whole run (every step from the same initial
  * state and inputs) for both configurations in alternating order; a round's time is
- * the sum of the worker's own clock around each stage call (staging and the copies
+ * the sum of the backend's clock of each stage call (kf_backend_clock: the worker's own
+ * clock on the CPU, the launches' event time on a GPU; staging and the copies
  * between stages are the harness's, not the step's), the per-stage times are those of
  * the same calls, in place. The final outputs of both are compared every round. The
  * gain is the paired median ratio (kf_stats_ratio) minus one, with its interval; the
  * roofline is the backend's (kf_backend_roofline) over the step's summed cost models.
  *
- * It does not (yet): time a captured CUDA graph of the whole step, fuse stages, or
+ * It does not (yet): time a captured CUDA graph of the whole step (launch=graph is
+ * refused on every backend: each slot is its own worker process), keep weights resident
+ * on a GPU worker across calls (every call stages them, docs/system.md), fuse stages, or
  * take the timing lock of kf_bench_timed (a system bench is its own command, never
  * run beside a kforge run --jobs N).
  */
@@ -131,7 +134,10 @@ static void state_copy(const kf_pipeline *p, sys_state *dst, const sys_state *sr
 
 /* Fresh values for one buffer: its distribution, then (variant 1) a few spikes x32, or
  * (variant 2) normal values rescaled by 2^k, k in [-2, 2], and uniform ones drawn from a
- * random sub-interval. */
+ * random sub-interval. f16 and bf16 buffers (a GPU pipeline's weights, hundreds of MiB)
+ * take the bulk float streams in chunks, each value rounded once to nearest even; the
+ * other types one value at a time. */
+#define GEN_HALF_CHUNK ((int64_t)1 << 20)
 static kf_status gen(sys *S, const kf_sys_buffer *b, int variant, void *data) {
     kf_rng *r = &S->rng;
     kf_init in = b->init;
@@ -142,27 +148,41 @@ static kf_status gen(sys *S, const kf_sys_buffer *b, int variant, void *data) {
         double lo = in.a + (in.b - in.a) * fmin(u, w), hi = in.a + (in.b - in.a) * fmax(u, w);
         in.a = lo, in.b = hi;
     }
-    for (int64_t i = 0; i < b->count; i++) {
-        double x;
-        if (in.dist == KF_DIST_NORMAL) x = (in.a + in.b * kf_rng_normal(r)) * scale;
-        else if (in.dist == KF_DIST_UNIFORM) x = in.a + (in.b - in.a) * kf_rng_uniform(r);
-        else x = (double)kf_rng_range(r, (int64_t)ceil(in.a), (int64_t)floor(in.b));
-        switch (b->type) {
-        case KF_T_F32: ((float *)data)[i] = (float)x; break;
-        case KF_T_F64: ((double *)data)[i] = x; break;
-        case KF_T_I32: ((int32_t *)data)[i] = (int32_t)x; break;
-        case KF_T_I64: ((int64_t *)data)[i] = (int64_t)x; break;
-        default:
-            return kf__err(S->ctx, KF_EUSAGE,
-                           "%s: buffer %s: the system gate draws f32, f64, i32 and i64 only", S->p->path,
-                           b->name);
+    int half = b->type == KF_T_F16 || b->type == KF_T_BF16;
+    if (half && in.dist != KF_DIST_INT) {
+        float *tmp = malloc((size_t)(b->count < GEN_HALF_CHUNK ? b->count : GEN_HALF_CHUNK) * sizeof *tmp + 1);
+        if (!tmp) return kf__err(S->ctx, KF_ENOMEM, "out of memory");
+        for (int64_t lo = 0; lo < b->count; lo += GEN_HALF_CHUNK) {
+            int64_t m = b->count - lo < GEN_HALF_CHUNK ? b->count - lo : GEN_HALF_CHUNK;
+            if (in.dist == KF_DIST_NORMAL) kf_rng_fill_normal_f32(r, tmp, m, in.a * scale, in.b * scale);
+            else kf_rng_fill_uniform_f32(r, tmp, m, in.a, in.b);
+            for (int64_t k = 0; k < m; k++) kf_data_put(b->type, data, lo + k, tmp[k]);
+        }
+        free(tmp);
+    } else {
+        for (int64_t i = 0; i < b->count; i++) {
+            double x;
+            if (in.dist == KF_DIST_NORMAL) x = (in.a + in.b * kf_rng_normal(r)) * scale;
+            else if (in.dist == KF_DIST_UNIFORM) x = in.a + (in.b - in.a) * kf_rng_uniform(r);
+            else x = (double)kf_rng_range(r, (int64_t)ceil(in.a), (int64_t)floor(in.b));
+            switch (b->type) {
+            case KF_T_F32: ((float *)data)[i] = (float)x; break;
+            case KF_T_F64: ((double *)data)[i] = x; break;
+            case KF_T_I32: ((int32_t *)data)[i] = (int32_t)x; break;
+            case KF_T_I64: ((int64_t *)data)[i] = (int64_t)x; break;
+            case KF_T_F16:
+            case KF_T_BF16: kf_data_put(b->type, data, i, x); break;
+            default:
+                return kf__err(S->ctx, KF_EUSAGE,
+                               "%s: buffer %s: the system gate draws f32, f64, f16, bf16, i32 and i64 only",
+                               S->p->path, b->name);
+            }
         }
     }
     if (variant == 1 && in.dist == KF_DIST_NORMAL && kf_dtype_is_float(b->type))
         for (int64_t k = 0; k < b->count / 64 + 1; k++) {
             int64_t i = kf_rng_range(r, 0, b->count - 1);
-            if (b->type == KF_T_F32) ((float *)data)[i] *= 32;
-            else ((double *)data)[i] *= 32;
+            kf_data_put(b->type, data, i, kf_data_get(b->type, data, i) * 32);
         }
     return KF_OK;
 }
@@ -291,6 +311,7 @@ static kf_status captured(sys *S, const kf_sys_stage *st, sys_slot *k, const kf_
 static kf_status run_step(sys *S, const int *impl, sys_state *s, int step, int capture, double *stage_ns,
                           double *step_ns, int *ok) {
     const kf_pipeline *p = S->p;
+    kf_backend *be = kf_backend_get(p->backend);
     *ok = 1;
     for (int l = 0; l < p->layers; l++) {
         /* a layer's input is the layer before's output, where an input is carried */
@@ -321,8 +342,12 @@ static kf_status run_step(sys *S, const int *impl, sys_state *s, int step, int c
                 *ok = 0;
                 return KF_OK;
             }
-            if (stage_ns) stage_ns[j] += (double)cr.worker_ns;
-            if (step_ns) *step_ns += (double)cr.worker_ns;
+            /* the backend's clock of a call, as kforge bench times it: the worker's own
+             * clock on the CPU, the launches' event time on a GPU (the worker's host span
+             * there adds the launch and the synchronise, tens of us per stage) */
+            double ns = (double)kf_backend_clock(be, &cr);
+            if (stage_ns) stage_ns[j] += ns;
+            if (step_ns) *step_ns += ns;
             if (capture && k->im[IMPL_CAND].on && impl[st->slot] == IMPL_REF &&
                 (e = captured(S, st, k, &ex, arg, outs, &sh, step, l))) {
                 kf_sess_free_outputs(t, outs);
@@ -429,10 +454,15 @@ static kf_status sys_open(sys *S, kf_ctx *ctx, const char *path, const kf_system
     if (!be) return kf__err(ctx, KF_EBACKEND, "%s: the %s backend is not available", path, S->p->backend);
     for (int i = 0; i < S->p->nknobs; i++) {
         const kf_sys_knob *kn = &S->p->knobs[i];
-        if (!strcmp(kn->name, "launch") && !strcmp(kn->values[kn->chosen], "graph") &&
-            !kf_backend_has(be, KF_BACKEND_LAUNCH_MODE))
+        if (strcmp(kn->name, "launch") || strcmp(kn->values[kn->chosen], "graph")) continue;
+        if (!kf_backend_has(be, KF_BACKEND_LAUNCH_MODE))
             return kf__err(ctx, KF_EUSAGE, "knob launch=graph: the %s backend has no captured launch mode",
                            S->p->backend);
+        /* each slot runs in a worker process of its own: a step is not one graph yet */
+        return kf__err(ctx, KF_EUSAGE,
+                       "knob launch=graph: not built: every slot runs in its own worker process, so the "
+                       "step cannot be captured as one CUDA graph (docs/system.md \"launch=graph\"); "
+                       "use launch=eager");
     }
     if ((S->co.has_seed ? kf_rng_seed(&S->rng, S->co.seed ^ 0x5eed5eedull) : kf_rng_seed_secret(&S->rng)))
         return kf__err(ctx, KF_EINTERNAL, "cannot key the ChaCha20 input stream (OpenSSL)");
