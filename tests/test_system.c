@@ -384,6 +384,157 @@ static void t_run(const void *arg) {
     CHECK(kft_run(cmd, out, sizeof out) == 0);
 }
 
+/* The record of dir (system.json) and its seal's state (system report --json). */
+static json_t *sysrec(const char *dir, const char **seals) {
+    char cmd[8192], out[1 << 17];
+    snprintf(cmd, sizeof cmd, "%s system report %s --json", kft_bin("kforge"), dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_t *r = json_loads(out, 0, NULL);
+    CHECKF(r, "report: %.300s", out);
+    static char st[64];
+    snprintf(st, sizeof st, "%s",
+             json_string_value(json_object_get(json_object_get(r, "integrity"), "seals")) ?: "(none)");
+    *seals = st;
+    return r;
+}
+
+/* How many evaluations (nodes but the root) the run in dir recorded. */
+static int run_nodes(const char *dir) {
+    char cmd[8192], out[1 << 17];
+    snprintf(cmd, sizeof cmd, "%s tree %s --json", kft_bin("kforge"), dir);
+    if (kft_run(cmd, out, sizeof out)) return -1;
+    json_t *r = json_loads(out, 0, NULL);
+    int n = (int)json_array_size(json_object_get(r, "nodes"));
+    json_decref(r);
+    return n;
+}
+
+/* system run killed (SIGKILL) once a slot iteration is judged, mid-way through the next
+ * slot's loop: the record it leaves is sealed and renders, a tampered copy is refused,
+ * another pipeline is refused, and --resume finishes the run without repeating the
+ * judged iteration, the interrupted slot's run continued within its budget. */
+static void t_run_kill_resume(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-sysres-XXXXXX", cmd[16384], out[1 << 16], run[256];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/s", dir);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && { %s system run %s --run %s --budget 2 --slots 3 --min-time 0.02 --agent 'cmd:sh %s' "
+             ">%s/log 2>&1 & p=$!; i=0; while ! grep -q '\"outcome\"' %s/system.json 2>/dev/null; do "
+             "i=$((i+1)); [ $i -gt 3000 ] && break; kill -0 $p || break; sleep 0.1; done; sleep 1; "
+             "kill -9 $p; wait $p; } 2>/dev/null; cat %s/log",
+             kft_src("."), kft_bin("kforge"), small, run, kft_src("tests/system/agent.sh"), dir, run, dir);
+    kft_run(cmd, out, sizeof out);
+    const char *seals;
+    json_t *r0 = sysrec(run, &seals);
+    CHECKF(!strcmp(seals, "sealed"), "the killed run's record reads %s", seals);
+    CHECKF(!strcmp(json_string_value(json_object_get(r0, "state")) ?: "(none)", "running"),
+           "not killed mid-run: %s", out);
+    json_t *its0 = json_object_get(r0, "iterations");
+    json_t *judged = json_array_get(its0, 0);
+    CHECK(json_array_size(its0) >= 2 && json_is_string(json_object_get(judged, "outcome")));
+    /* the report renders it, and says the run has not finished */
+    snprintf(cmd, sizeof cmd, "%s system report %s", kft_bin("kforge"), run);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0 && strstr(out, "the run has not finished") &&
+               strstr(out, "| system.json | sealed | "),
+           "%.2000s", out);
+    snprintf(cmd, sizeof cmd, "%s report %s -o %s/r.html && grep -c 'id=\"iterations\"' %s/r.html",
+             kft_bin("kforge"), run, dir, dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    /* a tampered copy: the report says so, and it is not resumed */
+    snprintf(cmd, sizeof cmd,
+             "cp -a %s %s/t && sed -i 's/\"score\": 0\\./\"score\": 9./' %s/t/system.json && cd %s && "
+             "%s system run %s --run %s/t --resume 2>&1",
+             run, dir, dir, kft_src("."), kft_bin("kforge"), small, dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "tampered"), "%s", out);
+    char tdir[300];
+    snprintf(tdir, sizeof tdir, "%s/t", dir);
+    json_decref(sysrec(tdir, &seals));
+    CHECKF(!strcmp(seals, "tampered"), "an edited record reads %s", seals);
+    /* another pipeline's file */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s system run pipelines/c/decode/pipeline.json --run %s --resume 2>&1", kft_src("."),
+             kft_bin("kforge"), run);
+    CHECKF(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "resumes only on its own pipeline"), "%s", out);
+    /* resumed: finishes, the judged iteration as it was, every slot once */
+    snprintf(cmd, sizeof cmd, "cd %s && %s system run %s --run %s --resume 2>&1", kft_src("."),
+             kft_bin("kforge"), small, run);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_t *r1 = sysrec(run, &seals);
+    CHECKF(!strcmp(seals, "sealed"), "the resumed run's record reads %s", seals);
+    CHECK(!strcmp(json_string_value(json_object_get(r1, "state")) ?: "(none)", "finished"));
+    json_t *its = json_object_get(r1, "iterations");
+    CHECKF(json_array_size(its) == 3, "%zu iterations", json_array_size(its));
+    CHECKF(json_equal(json_array_get(its, 0), judged), "the judged iteration changed on resume");
+    const char *names[3];
+    for (size_t i = 0; i < 3; i++) {
+        json_t *it = json_array_get(its, i);
+        names[i] = json_string_value(json_object_get(it, "slot"));
+        CHECKF(json_is_string(json_object_get(it, "outcome")), "iteration %zu has no outcome", i);
+        for (size_t k = 0; k < i; k++) CHECKF(strcmp(names[i], names[k]), "slot %s judged twice", names[i]);
+        char sd[400];
+        snprintf(sd, sizeof sd, "%s/slot-%s", run, names[i]);
+        int n = run_nodes(sd);
+        CHECKF(n >= 1 && n <= 2, "slot run %s: %d evaluations for a budget of 2", sd, n);
+    }
+    CHECK(json_is_number(json_object_get(r1, "end_to_end_speedup")));
+    CHECK(strstr(out, "resuming its run"));
+    /* a finished run is not resumed */
+    snprintf(cmd, sizeof cmd, "cd %s && %s system run %s --run %s --resume 2>&1", kft_src("."),
+             kft_bin("kforge"), small, run);
+    CHECKF(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "nothing to resume"), "%s", out);
+    json_decref(r0), json_decref(r1);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+}
+
+/* The record's saves are atomic across its two files: a kill between the seal's rename and
+ * the record's leaves the previous record, which the new seal still vouches for; an older
+ * one, or an edited one, reads as tampered. */
+static void t_record_atomic(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-sysrec-XXXXXX", cmd[4096], out[4096], p[300], q[300];
+    CHECK(mkdtemp(dir));
+    kf_ctx *ctx = kf_ctx_new();
+    const char *seals;
+    snprintf(p, sizeof p, "%s/system.json", dir);
+    for (int k = 0; k < 3; k++) {
+        char rec[200];
+        snprintf(rec, sizeof rec,
+                 "{\"pipeline\": \"x\", \"state\": \"running\", \"iterations\": [], \"n\": %d}", k);
+        CHECKF(kf_sysrun_save(ctx, dir, rec) == KF_OK, "%s", kf_errmsg(ctx));
+        snprintf(q, sizeof q, "%s/rec%d.json", dir, k);
+        snprintf(cmd, sizeof cmd, "cp %s %s", p, q);
+        CHECK(kft_run(cmd, out, sizeof out) == 0);
+    }
+    /* one key for the run: its seal's key id did not change */
+    json_decref(sysrec(dir, &seals));
+    CHECK(!strcmp(seals, "sealed"));
+    snprintf(cmd, sizeof cmd, "cp %s/rec1.json %s", dir, p);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+    json_decref(sysrec(dir, &seals));
+    CHECKF(!strcmp(seals, "sealed"), "the record one save back reads %s", seals);
+    snprintf(cmd, sizeof cmd, "cp %s/rec0.json %s", dir, p);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+    json_decref(sysrec(dir, &seals));
+    CHECKF(!strcmp(seals, "tampered"), "the record two saves back reads %s", seals);
+    snprintf(cmd, sizeof cmd, "sed 's/\"n\": 1/\"n\": 7/' %s/rec1.json > %s", dir, p);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+    json_decref(sysrec(dir, &seals));
+    CHECKF(!strcmp(seals, "tampered"), "an edited record reads %s", seals);
+    /* a save after a killed one vouches for the record on disk, not the lost one */
+    snprintf(cmd, sizeof cmd, "cp %s/rec1.json %s", dir, p);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+    CHECK(kf_sysrun_save(ctx, dir, "{\"pipeline\": \"x\", \"n\": 3}") == KF_OK);
+    snprintf(cmd, sizeof cmd, "cp %s/rec1.json %s", dir, p);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+    json_decref(sysrec(dir, &seals));
+    CHECKF(!strcmp(seals, "sealed"), "the record before a twice-interrupted save reads %s", seals);
+    kf_ctx_free(ctx);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+}
+
 void kft_register_system(void) {
     kft_add("system/load_errors", t_load_errors, NULL, 60);
     kft_add("system/schema", t_schema, NULL, 60);
@@ -394,5 +545,7 @@ void kft_register_system(void) {
     kft_add("system/bench_win", t_bench_win, NULL, 180);
     kft_add("system/local_win_global_loss", t_local_win_global_loss, NULL, 180);
     kft_add("system/run", t_run, NULL, 400);
+    kft_add("system/run_kill_resume", t_run_kill_resume, NULL, 600);
+    kft_add("system/record_atomic", t_record_atomic, NULL, 60);
     kft_add("system/vs_knob", t_vs_knob, NULL, 120);
 }
