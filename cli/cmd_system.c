@@ -43,6 +43,8 @@ static void usage(FILE *f) {
         "  report: the run's report (as `kforge report DIR`, Markdown on stdout by default):\n"
         "         shares before and after, the end-to-end speedup, every local-win/global-loss\n"
         "         case and the run's rate beside Arbor's 39%%, the seals\n"
+        "  run --workers N | --devices all|0,2,5: the slot runs evaluate on local workers (as\n"
+        "         kforge run's)\n"
         "options: --knob NAME=VALUE, --steps N, --layers N, --seed N, --no-task-check,\n"
         "         --local (bench: each slot candidate also timed alone on its task),\n"
         "         --min-time S, --min-runs N, --max-runs N, --timeout S, --json\n");
@@ -238,10 +240,30 @@ static int sysrun_iterate(sysrun *s, json_t *it) {
     ro.min_time_s = s->min_time;
     if (!ro.resume) ro.lessons = "none"; /* a resumed run keeps what its start recorded */
     if (s->agent) ro.agent = s->agent;
+    /* the slot run's evaluations on local workers, as kforge run --workers/--devices */
+    ro.workers = s->workers;
+    ro.devices = s->devices;
     if (ro.resume) fprintf(stderr, "kforge: system run: slot %s: resuming its run %s\n", best, rdir);
     char *sum = NULL, *ej = NULL;
     kf_status st = kf_run(s->ctx, &ro, &sum);
+    json_t *sj = sum ? json_loads(sum, 0, NULL) : NULL, *pool = json_object_get(sj, "scale");
     free(sum);
+    if (sj) json_object_set(it, "evaluations", json_object_get(sj, "evaluations"));
+    if (json_is_object(pool)) {
+        /* where the slot run's evaluations ran: each worker's name, device model and count */
+        json_t *ws = json_array();
+        json_array_foreach(json_object_get(pool, "workers"), i, v) {
+            json_array_append_new(ws, json_pack("{s:O,s:O?,s:O}", "name", json_object_get(v, "name"), "model",
+                                                json_object_get(json_object_get(v, "device"), "model"),
+                                                "evaluations", json_object_get(v, "evaluations")));
+        }
+        json_object_set_new(
+            it, "scale",
+            json_pack("{s:o,s:O,s:O,s:O,s:O}", "workers", ws, "dispatched",
+                      json_object_get(pool, "dispatched"), "verdicts", json_object_get(pool, "verdicts"),
+                      "requeued", json_object_get(pool, "requeued"), "lost", json_object_get(pool, "lost")));
+    }
+    json_decref(sj);
     if (st) {
         json_object_set_new(it, "outcome", json_string("run_failed"));
         json_object_set_new(it, "error", json_string(kf_errmsg(s->ctx)));
@@ -347,6 +369,15 @@ static int sysrun_restore(sysrun *s, const int given[3]) {
     if (!given[2]) s->min_time = json_number_value(json_object_get(opt, "min_time"));
     if (!s->agent) s->agent = json_string_value(json_object_get(opt, "agent"));
     if (!s->lessons) s->lessons = json_string_value(json_object_get(opt, "lessons"));
+    /* where to evaluate is said again on resume, as kforge run --resume; else as recorded */
+    if (!s->workers && !s->devices) {
+        s->workers = (int)json_integer_value(json_object_get(opt, "workers"));
+        s->devices = json_string_value(json_object_get(opt, "devices"));
+    }
+    if (s->workers) json_object_set_new(opt, "workers", json_integer(s->workers));
+    else json_object_del(opt, "workers");
+    if (s->devices) json_object_set_new(opt, "devices", json_string(s->devices));
+    else json_object_del(opt, "devices");
     json_object_set_new(s->rec, "budget", json_integer(s->budget));
     json_object_set_new(opt, "slots", json_integer(s->rounds));
     json_object_set_new(opt, "min_time", json_real(s->min_time));
@@ -380,7 +411,11 @@ static int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--run") && i + 1 < argc) s->dir = argv[++i];
         else if (!strcmp(a, "--lessons") && i + 1 < argc) s->lessons = argv[++i];
         else if (!strcmp(a, "--agent") && i + 1 < argc) s->agent = argv[++i];
-        else if (!strcmp(a, "--budget") && i + 1 < argc) {
+        else if (!strcmp(a, "--devices") && i + 1 < argc) s->devices = argv[++i];
+        else if (!strcmp(a, "--workers") && i + 1 < argc) {
+            rc = kf_cli_number(a, argv[++i], 1, KF_RUN_MAX_JOBS, &d);
+            s->workers = (int)d;
+        } else if (!strcmp(a, "--budget") && i + 1 < argc) {
             rc = kf_cli_number(a, argv[++i], 1, 10000, &d);
             s->budget = (int)d, given[0] = 1;
         } else if (!strcmp(a, "--slots") && i + 1 < argc) {
@@ -425,9 +460,11 @@ static int cmd_run(int argc, char **argv) {
             rc = KF_EXIT_USAGE;
             goto done;
         }
-        s->rec = json_pack("{s:s,s:i,s:{s:i,s:f,s:s?,s:s?},s:[]}", "pipeline", s->pipeline, "budget",
+        s->rec = json_pack("{s:s,s:i,s:{s:i,s:f,s:s*,s:s*,s:s*},s:[]}", "pipeline", s->pipeline, "budget",
                            s->budget, "options", "slots", s->rounds, "min_time", s->min_time, "agent",
-                           s->agent, "lessons", s->lessons, "iterations");
+                           s->agent, "lessons", s->lessons, "devices", s->devices, "iterations");
+        if (s->rec && s->workers)
+            json_object_set_new(json_object_get(s->rec, "options"), "workers", json_integer(s->workers));
         json_object_set(s->rec, "profile_before", json_object_get(first, "stages"));
         json_object_set_new(
             s->rec, "baseline_step_ns",

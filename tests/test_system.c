@@ -535,6 +535,40 @@ static void t_record_atomic(const void *arg) {
     CHECK(kft_run(cmd, out, sizeof out) == 0);
 }
 
+/* system run --workers 2: the slot runs evaluate on two local workers (kforge run's pool),
+ * recorded in the record's options and in each iteration's scale, both workers used. */
+static void t_run_workers(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-sysw-XXXXXX", cmd[8192], out[1 << 16], run[256];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/s", dir);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s system run %s --run %s --budget 2 --slots 1 --min-time 0.02 --workers 2 "
+             "--agent 'cmd:sh %s' 2>&1",
+             kft_src("."), kft_bin("kforge"), small, run, kft_src("tests/system/agent.sh"));
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    const char *seals;
+    json_t *r = sysrec(run, &seals);
+    CHECK(!strcmp(seals, "sealed"));
+    CHECK(json_integer_value(json_object_get(json_object_get(r, "options"), "workers")) == 2);
+    json_t *it = json_array_get(json_object_get(r, "iterations"), 0);
+    json_t *ws = json_object_get(json_object_get(it, "scale"), "workers");
+    CHECKF(json_array_size(ws) == 2, "the slot run's pool: %s", json_dumps(json_object_get(it, "scale"), 0));
+    size_t i;
+    json_t *w;
+    json_int_t total = 0;
+    json_array_foreach(ws, i, w) {
+        json_int_t n = json_integer_value(json_object_get(w, "evaluations"));
+        CHECKF(n >= 1, "worker %s evaluated nothing", json_string_value(json_object_get(w, "name")));
+        total += n;
+    }
+    CHECK(total >= json_integer_value(json_object_get(it, "evaluations")));
+    CHECK(json_integer_value(json_object_get(json_object_get(it, "scale"), "lost")) == 0);
+    json_decref(r);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+}
+
 void kft_register_system(void) {
     kft_add("system/load_errors", t_load_errors, NULL, 60);
     kft_add("system/schema", t_schema, NULL, 60);
@@ -547,5 +581,6 @@ void kft_register_system(void) {
     kft_add("system/run", t_run, NULL, 400);
     kft_add("system/run_kill_resume", t_run_kill_resume, NULL, 600);
     kft_add("system/record_atomic", t_record_atomic, NULL, 60);
+    kft_add("system/run_workers", t_run_workers, NULL, 400);
     kft_add("system/vs_knob", t_vs_knob, NULL, 120);
 }
