@@ -569,6 +569,164 @@ static void t_run_workers(const void *arg) {
     CHECK(kft_run(cmd, out, sizeof out) == 0);
 }
 
+/* ---- fusions ---- */
+
+static const char decode[] = "pipelines/c/decode/pipeline.json";
+static const char fused_fast[] = "pipelines/c/decode/fused/add_rmsnorm/candidates/fast.c";
+
+/* check (bench 0) or bench of the decode step with the add_norm fusion given file. */
+static json_t *fused_run(int bench, const char *file, int task_checks, int *accepted) {
+    kf_ctx *ctx = kf_ctx_new();
+    kf_system_opts o;
+    kf_system_opts_init(&o);
+    char sel[4200];
+    snprintf(sel, sizeof sel, "add_norm=%s", kft_src(file));
+    o.slots[o.nslots++] = sel;
+    o.task_checks = task_checks;
+    o.check.bench_min_time_s = 0.05;
+    o.check.bench_min_runs = 8;
+    o.check.hidden_count = 1;
+    char *out = NULL;
+    kf_status st = bench ? kf_system_bench(ctx, kft_src(decode), &o, &out, accepted)
+                         : kf_system_check(ctx, kft_src(decode), &o, &out, accepted);
+    CHECKF(st == KF_OK, "%s", kf_errmsg(ctx));
+    json_t *r = json_loads(out, 0, NULL);
+    CHECK(r);
+    free(out);
+    kf_ctx_free(ctx);
+    return r;
+}
+
+static json_t *stage_row(json_t *r, const char *name) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(r, "stages"), i,
+                       v) if (!strcmp(json_string_value(json_object_get(v, "stage")), name)) return v;
+    return NULL;
+}
+
+/* An honest fused residual add + rmsnorm replaces the decode step's residual1 and
+ * ffn_norm: accepted (its own task, the captured inputs of its span, end to end, one
+ * call per layer and step) and timed in the step in their place. */
+static void t_fusion(const void *arg) {
+    (void)arg;
+    int acc = 0;
+    json_t *r = fused_run(0, fused_fast, 1, &acc);
+    CHECKF(acc, "%s", json_dumps(json_object_get(r, "reasons"), 0));
+    json_t *sl = slot_of(r, "add_norm");
+    CHECK(sl && json_array_size(json_object_get(sl, "fuses")) == 2);
+    CHECK(
+        !strcmp(json_string_value(json_object_get(json_object_get(sl, "captured"), "verdict")), "accepted"));
+    json_t *e = json_object_get(sl, "engagement");
+    CHECK(json_integer_value(json_object_get(e, "expected")) == 8 &&
+          json_is_true(json_object_get(e, "engaged")));
+    json_decref(r);
+    r = fused_run(1, fused_fast, 0, &acc);
+    CHECKF(acc, "%s", json_dumps(json_object_get(r, "reasons"), 0));
+    json_t *f = stage_row(r, "add_norm"), *r1 = stage_row(r, "residual1"), *n1 = stage_row(r, "ffn_norm");
+    CHECK(f && r1 && n1);
+    CHECK(json_number_value(json_object_get(f, "candidate_ns")) > 0 &&
+          json_number_value(json_object_get(f, "baseline_ns")) == 0);
+    CHECK(!strcmp(json_string_value(json_object_get(r1, "implementation")), "fused") &&
+          json_number_value(json_object_get(r1, "candidate_ns")) == 0 &&
+          json_number_value(json_object_get(r1, "baseline_ns")) > 0 &&
+          json_number_value(json_object_get(n1, "candidate_ns")) == 0);
+    CHECK(json_is_number(json_object_get(r, "gain")));
+    json_decref(r);
+}
+
+/* A fused candidate wrong on one stage of its span (the add, or the rmsnorm) is rejected
+ * with that stage named, by the captured inputs of its span. */
+static void t_fusion_wrong(const void *arg) {
+    (void)arg;
+    static const char *const files[2] = {"tests/system/add_rmsnorm_wrong_add.c",
+                                         "tests/system/add_rmsnorm_wrong_norm.c"};
+    static const char *const want[2] = {
+        "fusion add_norm: wrong on stage residual1: its s (stage residual1's x1)",
+        "fusion add_norm: wrong on stage ffn_norm: its y (stage ffn_norm's h2)"};
+    for (int i = 0; i < 2; i++) {
+        int acc = 1;
+        json_t *r = fused_run(0, files[i], 0, &acc);
+        CHECKF(!acc && has_reason(r, "wrong_result", want[i]), "%s: %s", files[i],
+               json_dumps(json_object_get(r, "reasons"), 0));
+        CHECK(!has_reason(r, "wrong_result", want[1 - i]));
+        json_decref(r);
+    }
+}
+
+/* A fusion's errors at load, with the pipeline's FILE:LINE: stages not adjacent, a
+ * buffer its span writes that is seen after it and it does not write, an input its span
+ * writes, a name a slot has. */
+static void t_fusion_load(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-fuse-XXXXXX", path[300];
+    CHECK(mkdtemp(dir));
+    char *text = NULL;
+    size_t len = 0;
+    CHECK(!kf__read_file(kft_src(decode), 1 << 20, &text, &len));
+    static const char line[] = "{\"name\": \"add_norm\", \"task\": \"fused/add_rmsnorm\", \"stages\": "
+                               "[\"residual1\", \"ffn_norm\"], "
+                               "\"sizes\": {\"rows\": \"batch\", \"cols\": \"hidden\"}, \"bind\": {\"a\": "
+                               "\"x\", \"b\": \"ao\", \"w\": "
+                               "\"ffn_norm_w\", \"s\": \"x1\", \"y\": \"h2\"}}";
+    char *at = strstr(text, line);
+    CHECKF(at, "the decode pipeline's fusion line changed");
+    static const struct {
+        const char *from, *to, *want;
+    } cases[] = {
+        {"[\"residual1\", \"ffn_norm\"]", "[\"residual1\", \"gate_proj\"]",
+         "gate_proj does not follow residual1"},
+        {"[\"residual1\", \"ffn_norm\"]", "[\"residual1\", \"ffn_norm\", \"gate_proj\"]",
+         "stage gate_proj writes g, which is seen after the span (stage silu_mul reads it)"},
+        {"\"b\": \"ao\"", "\"b\": \"x1\"", "b and s are both bound to x1, which one writes"},
+        {"\"name\": \"add_norm\"", "\"name\": \"linear\"", "fusion linear: a slot of that name exists"},
+        {"\"stages\": [\"residual1\", \"ffn_norm\"]", "\"stages\": [\"residual1\", \"nope\"]",
+         "nope is no stage of the pipeline"},
+    };
+    int fline = 1;
+    for (const char *c = text; c < at; c++) fline += *c == '\n';
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char fl[1024], *body = malloc(len + 1024);
+        const char *x = strstr(line, cases[i].from);
+        CHECK(x && body);
+        snprintf(fl, sizeof fl, "%.*s%s%s", (int)(x - line), line, cases[i].to, x + strlen(cases[i].from));
+        snprintf(body, len + 1024, "%.*s%s%s", (int)(at - text), text, fl, at + strlen(line));
+        /* the tasks by absolute path, the pipeline elsewhere */
+        char *t;
+        while ((t = strstr(body, "../../../tasks"))) {
+            char rest[1 << 16];
+            snprintf(rest, sizeof rest, "%s%s", kft_src("tasks"), t + strlen("../../../tasks"));
+            snprintf(t, len + 1024 - (size_t)(t - body), "%s", rest);
+        }
+        if ((t = strstr(body, "\"fused/add_rmsnorm\""))) {
+            char rest[1 << 16];
+            snprintf(rest, sizeof rest, "\"%s%s", kft_src("pipelines/c/decode/fused/add_rmsnorm"),
+                     t + strlen("\"fused/add_rmsnorm"));
+            snprintf(t, len + 1024 - (size_t)(t - body), "%s", rest);
+        }
+        snprintf(path, sizeof path, "%s/p%zu.json", dir, i);
+        FILE *f = fopen(path, "w");
+        CHECK(f && fputs(body, f) >= 0 && fclose(f) == 0);
+        free(body);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_system_opts o;
+        kf_system_opts_init(&o);
+        char *out = NULL;
+        int acc = 0;
+        kf_status st = kf_system_check(ctx, path, &o, &out, &acc);
+        char want[400];
+        snprintf(want, sizeof want, "%s:%d: ", path, fline);
+        CHECKF(st == KF_ETASK && strstr(kf_errmsg(ctx), cases[i].want) && strstr(kf_errmsg(ctx), want),
+               "case %zu: %d %s", i, st, kf_errmsg(ctx));
+        free(out);
+        kf_ctx_free(ctx);
+    }
+    free(text);
+    char cmd[400], o2[100];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(kft_run(cmd, o2, sizeof o2) == 0);
+}
+
 void kft_register_system(void) {
     kft_add("system/load_errors", t_load_errors, NULL, 60);
     kft_add("system/schema", t_schema, NULL, 60);
@@ -582,5 +740,8 @@ void kft_register_system(void) {
     kft_add("system/run_kill_resume", t_run_kill_resume, NULL, 600);
     kft_add("system/record_atomic", t_record_atomic, NULL, 60);
     kft_add("system/run_workers", t_run_workers, NULL, 400);
+    kft_add("system/fusion", t_fusion, NULL, 300);
+    kft_add("system/fusion_wrong", t_fusion_wrong, NULL, 120);
+    kft_add("system/fusion_load", t_fusion_load, NULL, 120);
     kft_add("system/vs_knob", t_vs_knob, NULL, 120);
 }
