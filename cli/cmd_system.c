@@ -7,7 +7,8 @@
  * `--resume` continues a killed run from it: kf_sysrun_resume) and its page with the
  * report's writer;
  * `system report` is `kforge report` on a system run's directory (one renderer, the
- * library's), with --json the record and its counts.
+ * library's), with --json the record and its counts. `kforge export` of a system run's
+ * directory is kf_cli_system_export: the kept dispatchers and a full system check of them.
  */
 #include "cli.h"
 
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -525,6 +527,127 @@ done:
     json_decref(s->rec);
     kf_ctx_free(s->ctx);
     free(s);
+    return rc;
+}
+
+/* src's bytes into dst: 0, or -1 with errno. */
+static int copy_file(const char *src, const char *dst) {
+    FILE *in = src ? fopen(src, "rb") : NULL, *o = in ? fopen(dst, "wb") : NULL;
+    char b[65536];
+    size_t n;
+    int bad = !in || !o;
+    while (!bad && (n = fread(b, 1, sizeof b, in)) > 0) bad = fwrite(b, 1, n, o) != n;
+    bad |= in && ferror(in);
+    if (in) fclose(in);
+    if (o && fclose(o)) bad = 1;
+    return bad ? -1 : 0;
+}
+
+/* kforge export of a system run: each kept slot's dispatcher copied to out/SLOT.c, the
+ * configuration in out/EXPORT.json ({"kind": "system_export", "run", "pipeline",
+ * "pipeline_sha256", "slots": {SLOT: FILE}, "knobs", "check": the command that
+ * re-verifies it, "verification": {verdict, reasons, steps_passed, seconds}}), verified
+ * by a full system check of the exported files (exit 0 accepted, 1 rejected). A record
+ * that is not sealed, or whose pipeline file changed, is refused (exit 2, nothing
+ * written), and so is a non-empty out that is not an earlier export. */
+int kf_cli_system_export(const char *dir, const char *out, int json) {
+    kf_ctx *ctx = kf_ctx_new();
+    char *doc = NULL;
+    int rc = KF_EXIT_OK;
+    json_t *rec = NULL, *exp = NULL, *rep = NULL;
+    static char sel[KF_SYSTEM_MAX_SLOTS][4400];
+    if (!ctx) return kf_cli_fail(json, "out of memory");
+    if (kf_report_run(ctx, dir, "json", &doc, NULL)) {
+        rc = kf_cli_fail(json, "kforge export: %s", kf_errmsg(ctx));
+        goto done;
+    }
+    rec = json_loads(doc, 0, NULL);
+    free(doc), doc = NULL;
+    json_t *in = json_object_get(rec, "integrity");
+    const char *seals = json_string_value(json_object_get(in, "seals"));
+    const char *pf = json_string_value(json_object_get(rec, "pipeline_file"));
+    if (!seals || strcmp(seals, "sealed") || !pf) {
+        rc = kf_cli_fail(json, "kforge export: %s/system.json: %s: only a sealed record is exported", dir,
+                         seals ? seals : "unreadable");
+        goto done;
+    }
+    if (!json_is_true(json_object_get(in, "pipeline_matches"))) {
+        rc = kf_cli_fail(json,
+                         "kforge export: %s: the pipeline file changed since the run (its sha256 is not %s)",
+                         pf, json_string_value(json_object_get(rec, "pipeline_sha256")));
+        goto done;
+    }
+    char ej[4300];
+    snprintf(ej, sizeof ej, "%s/EXPORT.json", out);
+    if (mkdir(out, 0755) && errno != EEXIST) {
+        rc = kf_cli_fail(json, "kforge export: %s: %s", out, strerror(errno));
+        goto done;
+    }
+    json_t *prev = json_load_file(ej, 0, NULL);
+    int ours = prev && !strcmp(json_string_value(json_object_get(prev, "kind")) ?: "", "system_export");
+    json_decref(prev);
+    int used = 0;
+    DIR *dd = opendir(out);
+    for (struct dirent *de; dd && (de = readdir(dd));)
+        used |= strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+    if (dd) closedir(dd);
+    if (used && !ours) {
+        rc = kf_cli_fail(json, "kforge export: %s is not empty and holds no earlier export", out);
+        goto done;
+    }
+    kf_system_opts o;
+    kf_system_opts_init(&o);
+    json_t *slots = json_object();
+    char cmd[16384];
+    size_t cn = (size_t)snprintf(cmd, sizeof cmd, "kforge system check %s", pf);
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(rec, "kept"), key, v) {
+        char dst[4300];
+        snprintf(dst, sizeof dst, "%s/%s.c", out, key);
+        if (o.nslots == KF_SYSTEM_MAX_SLOTS || copy_file(json_string_value(v), dst)) {
+            rc = kf_cli_fail(json, "kforge export: %s -> %s: %s", json_string_value(v), dst, strerror(errno));
+            json_decref(slots);
+            goto done;
+        }
+        snprintf(sel[o.nslots], sizeof sel[0], "%s=%s", key, dst);
+        o.slots[o.nslots] = sel[o.nslots];
+        o.nslots++;
+        json_object_set_new(slots, key, json_string(strrchr(dst, '/') + 1));
+        if (cn < sizeof cmd)
+            cn += (size_t)snprintf(cmd + cn, sizeof cmd - cn, " --slot %s", sel[o.nslots - 1]);
+    }
+    char *out_json = NULL;
+    int acc = 0;
+    if (kf_system_check(ctx, pf, &o, &out_json, &acc)) {
+        rc = kf_cli_fail(json, "kforge export: %s", kf_errmsg(ctx));
+        json_decref(slots);
+        goto done;
+    }
+    rep = json_loads(out_json, 0, NULL);
+    free(out_json);
+    exp =
+        json_pack("{s:s,s:s,s:s,s:O,s:o,s:O,s:s,s:{s:O,s:O,s:O,s:O}}", "kind", "system_export", "run", dir,
+                  "pipeline", pf, "pipeline_sha256", json_object_get(rec, "pipeline_sha256"), "slots", slots,
+                  "knobs", json_object_get(rep, "knobs"), "check", cmd, "verification", "verdict",
+                  json_object_get(rep, "verdict"), "reasons", json_object_get(rep, "reasons"), "steps_passed",
+                  json_object_get(rep, "steps_passed"), "seconds", json_object_get(rep, "seconds"));
+    if (!exp || json_dump_file(exp, ej, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6))) {
+        rc = kf_cli_fail(json, "kforge export: %s: cannot be written", ej);
+        goto done;
+    }
+    rc = acc ? KF_EXIT_OK : KF_EXIT_REJECTED;
+    if (json) {
+        char *t = json_dumps(exp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+        if (t) puts(t);
+        free(t);
+    } else {
+        printf("%s: %zu slot%s of %s exported, %s end to end (%s)\n", out, json_object_size(slots),
+               json_object_size(slots) == 1 ? "" : "s", pf, acc ? "accepted" : "REJECTED", ej);
+    }
+done:
+    json_decref(rec), json_decref(exp), json_decref(rep);
+    kf_ctx_free(ctx);
     return rc;
 }
 

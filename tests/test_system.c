@@ -479,6 +479,34 @@ static void t_run_kill_resume(const void *arg) {
     }
     CHECK(json_is_number(json_object_get(r1, "end_to_end_speedup")));
     CHECK(strstr(out, "resuming its run"));
+    /* exported: the kept slots' dispatchers and the knobs, re-verified end to end; the
+     * command it records verifies it again; a tampered record is not exported; a kept
+     * file that no longer builds is rejected by the re-verification */
+    CHECKF(json_object_size(json_object_get(r1, "kept")) >= 1, "nothing kept: %s", out);
+    snprintf(cmd, sizeof cmd, "cd %s && %s export %s -o %s/x --json", kft_src("."), kft_bin("kforge"), run,
+             dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_t *ex = json_loads(out, 0, NULL);
+    CHECKF(ex, "%s", out);
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(ex, "verification"), "verdict")),
+                  "accepted"));
+    CHECK(json_object_size(json_object_get(ex, "slots")) == json_object_size(json_object_get(r1, "kept")));
+    CHECK(json_is_object(json_object_get(ex, "knobs")));
+    const char *chk = json_string_value(json_object_get(ex, "check"));
+    CHECK(chk && !strncmp(chk, "kforge system check ", 20));
+    snprintf(cmd, sizeof cmd, "cd %s && %s%s --no-task-check 2>&1", kft_src("."), kft_bin("kforge"),
+             chk + strlen("kforge"));
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_decref(ex);
+    snprintf(cmd, sizeof cmd, "cd %s && %s export %s/t -o %s/y 2>&1", kft_src("."), kft_bin("kforge"), dir,
+             dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "only a sealed record"), "%s", out);
+    const char *kept_file = NULL, *kk;
+    json_t *kv;
+    json_object_foreach(json_object_get(r1, "kept"), kk, kv) kept_file = json_string_value(kv);
+    snprintf(cmd, sizeof cmd, "echo 'not C' > %s && cd %s && %s export %s -o %s/x --json", kept_file,
+             kft_src("."), kft_bin("kforge"), run, dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 1 && strstr(out, "\"verdict\": \"rejected\""), "%s", out);
     /* a finished run is not resumed */
     snprintf(cmd, sizeof cmd, "cd %s && %s system run %s --run %s --resume 2>&1", kft_src("."),
              kft_bin("kforge"), small, run);
@@ -737,7 +765,7 @@ void kft_register_system(void) {
     kft_add("system/bench_win", t_bench_win, NULL, 180);
     kft_add("system/local_win_global_loss", t_local_win_global_loss, NULL, 180);
     kft_add("system/run", t_run, NULL, 400);
-    kft_add("system/run_kill_resume", t_run_kill_resume, NULL, 600);
+    kft_add("system/run_kill_resume", t_run_kill_resume, NULL, 900);
     kft_add("system/record_atomic", t_record_atomic, NULL, 60);
     kft_add("system/run_workers", t_run_workers, NULL, 400);
     kft_add("system/fusion", t_fusion, NULL, 300);
