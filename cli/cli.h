@@ -37,6 +37,9 @@ int kf_cli_report(int argc, char **argv);
  * `kforge report`. Else the exit code. */
 int kf_cli_report_write(const char *run_dir, const char *format, const char *path, const char *from_run);
 int kf_cli_system(int argc, char **argv); /* system check|bench */
+/* kforge export of a system run's directory (it holds system.json): the kept slots'
+ * dispatchers and the knobs into out, re-verified end to end; an exit code. */
+int kf_cli_system_export(const char *dir, const char *out, int json);
 int kf_cli_worker(int argc, char **argv);
 int kf_cli_drain(int argc, char **argv);
 int kf_cli_import(int argc, char **argv);

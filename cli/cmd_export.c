@@ -3,6 +3,7 @@
  * a re-verified dispatcher by shape. Exit 0 written (dispatcher accepted, or a CUDA task
  * with its winners only), 1 the dispatcher was rejected (winners written, dispatcher not),
  * 2 bad usage, no verified node, a run or DIR that cannot be used (nothing written).
+ * A system run's directory is exported by kf_cli_system_export (cmd_system.c).
  */
 #include "cli.h"
 
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int kf_cli_export(int argc, char **argv) {
     int json = 0, torch = 0;
@@ -44,6 +46,13 @@ int kf_cli_export(int argc, char **argv) {
     }
     if (!run || !out)
         return kf_cli_fail(json, "usage: kforge export RUN -o DIR [--torch] [--json] (docs/cli.md)");
+    char sys[4200];
+    snprintf(sys, sizeof sys, "%s/system.json", run);
+    if (!access(sys, F_OK)) {
+        if (torch)
+            return kf_cli_fail(json, "kforge export --torch: %s is a system run, not a kernel run", run);
+        return kf_cli_system_export(run, out, json);
+    }
     kf_ctx *ctx = kf_ctx_new();
     char *doc = NULL;
     kf_status st = kf_run_export_opts(ctx, run, out, &o, &doc);

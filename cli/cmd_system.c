@@ -3,9 +3,12 @@
  * to end (docs/system.md). Parses the options, runs, prints the JSON report or a short
  * summary, and maps the verdict to the exit code (0 accepted, 1 rejected, 2 usage or
  * pipeline error). `system run` works on the slots in turn through the public API and
- * keeps its record with kf_sysrun_save (sealed) and its page with the report's writer;
+ * keeps its record with kf_sysrun_save (sealed, saved again at every slot iteration, so
+ * `--resume` continues a killed run from it: kf_sysrun_resume) and its page with the
+ * report's writer;
  * `system report` is `kforge report` on a system run's directory (one renderer, the
- * library's), with --json the record and its counts.
+ * library's), with --json the record and its counts. `kforge export` of a system run's
+ * directory is kf_cli_system_export: the kept dispatchers and a full system check of them.
  */
 #include "cli.h"
 
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +29,7 @@ static void usage(FILE *f) {
         "usage: kforge system check PIPELINE [--slot SLOT=FILE]... [options]\n"
         "       kforge system bench PIPELINE [--slot SLOT=FILE]... [--vs SLOT=FILE]... [options]\n"
         "       kforge system run PIPELINE --run DIR [--budget N] [--slots K] [--agent A] [--lessons PATH]\n"
+        "       kforge system run PIPELINE --run DIR --resume [--budget N] [--slots K]\n"
         "       kforge system report DIR [--format md|html] [-o FILE] [--json]\n"
         "  check: every slot candidate on its own task, the end-to-end outputs of every step\n"
         "         against the reference pipeline's, each candidate on the tensors its stages\n"
@@ -35,10 +40,13 @@ static void usage(FILE *f) {
         "  run:   profile the step, run the kernel loop (N evaluations) on the slot with the\n"
         "         largest share x headroom, re-judge its export in the step; kept only when the\n"
         "         gain's interval is above zero, else local_win_global_loss (a lesson with\n"
-        "         --lessons); K slots in turn, re-profiled after every keep\n"
+        "         --lessons); K slots in turn, re-profiled after every keep; the record is\n"
+        "         saved at every slot iteration and --resume continues a killed run\n"
         "  report: the run's report (as `kforge report DIR`, Markdown on stdout by default):\n"
         "         shares before and after, the end-to-end speedup, every local-win/global-loss\n"
         "         case and the run's rate beside Arbor's 39%%, the seals\n"
+        "  run --workers N | --devices all|0,2,5: the slot runs evaluate on local workers (as\n"
+        "         kforge run's)\n"
         "options: --knob NAME=VALUE, --steps N, --layers N, --seed N, --no-task-check,\n"
         "         --local (bench: each slot candidate also timed alone on its task),\n"
         "         --min-time S, --min-runs N, --max-runs N, --timeout S, --json\n");
@@ -163,194 +171,482 @@ static void add_lesson(const char *lessons, json_t *it, const char *task, const 
     kf_ctx_free(ctx);
 }
 
-static int cmd_run(int argc, char **argv) {
-    const char *pipeline = NULL, *dir = NULL, *lessons = NULL, *agent = NULL;
-    int budget = 4, rounds = 2, json = 0;
-    double min_time = 0.1, d;
-    for (int i = 2; i < argc; i++) {
-        const char *s = argv[i];
-        if (!strcmp(s, "--json")) json = 1;
-        else if (!strcmp(s, "--run") && i + 1 < argc) dir = argv[++i];
-        else if (!strcmp(s, "--lessons") && i + 1 < argc) lessons = argv[++i];
-        else if (!strcmp(s, "--agent") && i + 1 < argc) agent = argv[++i];
-        else if (!strcmp(s, "--budget") && i + 1 < argc) {
-            if (kf_cli_number(s, argv[++i], 1, 10000, &d)) return KF_EXIT_USAGE;
-            budget = (int)d;
-        } else if (!strcmp(s, "--slots") && i + 1 < argc) {
-            if (kf_cli_number(s, argv[++i], 1, 64, &d)) return KF_EXIT_USAGE;
-            rounds = (int)d;
-        } else if (!strcmp(s, "--min-time") && i + 1 < argc) {
-            if (kf_cli_number(s, argv[++i], 0, 3600, &min_time)) return KF_EXIT_USAGE;
-        } else if (s[0] == '-')
-            return kf_cli_fail(json, "system run: unknown option %s (or it lacks its value)", s);
-        else if (!pipeline) pipeline = s;
-        else return kf_cli_fail(json, "system run: one PIPELINE only (%s)", s);
-    }
-    if (!pipeline || !dir) return kf_cli_fail(json, "system run: expected PIPELINE and --run DIR");
-    if (mkdir(dir, 0755) && errno != EEXIST) return kf_cli_fail(json, "%s: %s", dir, strerror(errno));
-    char path[4200];
-    snprintf(path, sizeof path, "%s/system.json", dir);
-    if (!access(path, F_OK)) return kf_cli_fail(json, "%s: a system run is already there", dir);
-    kf_ctx *ctx = kf_ctx_new();
-    if (!ctx) return kf_cli_fail(json, "out of memory");
+/* A system run's state: its options, the configuration kept so far (one SLOT=FILE per
+ * slot, in the order kept), the profile the next slot is chosen from, and the record. */
+typedef struct {
+    kf_ctx *ctx;
+    const char *pipeline, *dir, *lessons, *agent, *devices;
+    int budget, rounds, json, workers;
+    double min_time;
     kf_system_opts o;
-    kf_system_opts_init(&o);
-    o.task_checks = 0;
-    o.check.bench_min_time_s = min_time;
-    /* the kept configuration: one file per slot */
-    static char kept_sel[KF_SYSTEM_MAX_SLOTS][4400];
-    int nkept = 0;
-    json_t *rec = json_pack("{s:s,s:i,s:[]}", "pipeline", pipeline, "budget", budget, "iterations");
-    json_t *prof = sys_bench_json(ctx, pipeline, &o), *first = prof ? json_incref(prof) : NULL;
-    int rc = prof ? KF_EXIT_OK : KF_EXIT_USAGE;
-    if (prof) json_object_set(rec, "profile_before", json_object_get(prof, "stages"));
-    json_t *tried = json_object();
-    double base_ns =
-        prof ? json_number_value(json_object_get(json_object_get(prof, "step_ns"), "baseline")) : 0;
-    for (int round = 0; prof && round < rounds; round++) {
-        /* the slot: the largest share times headroom among the slots not tried yet */
-        const char *best = NULL, *best_dir = NULL;
-        double g = -1;
-        size_t i;
-        json_t *v;
-        json_array_foreach(json_object_get(prof, "slots"), i, v) {
-            const char *n = json_string_value(json_object_get(v, "name"));
-            if (json_object_get(tried, n)) continue;
-            double s = slot_score(prof, n);
-            if (s > g) g = s, best = n, best_dir = json_string_value(json_object_get(v, "task_dir"));
+    char kept_sel[KF_SYSTEM_MAX_SLOTS][4400];
+    int nkept;
+    json_t *rec, *prof; /* prof: {"slots": [{name, task_dir}], "stages": [...]} of a bench */
+} sysrun;
+
+/* The parts of a bench that choose the next slot: its slots' names and task folders, and
+ * its stages with their shares. A new reference; NULL when out of memory. */
+static json_t *profile_of(json_t *bench) {
+    json_t *slots = json_array(), *v;
+    size_t i;
+    json_array_foreach(json_object_get(bench, "slots"), i, v) {
+        json_array_append_new(slots, json_pack("{s:O,s:O}", "name", json_object_get(v, "name"), "task_dir",
+                                               json_object_get(v, "task_dir")));
+    }
+    return json_pack("{s:o,s:O}", "slots", slots, "stages", json_object_get(bench, "stages"));
+}
+
+/* The record as it stands, kept configuration and profile included, saved and sealed
+ * (kf_sysrun_save: atomic, so a kill leaves the last one whole). 0, or the exit code. */
+static int sysrun_save(sysrun *s, const char *state) {
+    json_t *kept = json_object();
+    for (int k = 0; k < s->nkept; k++) {
+        char *eq = strchr(s->kept_sel[k], '=');
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - s->kept_sel[k]), s->kept_sel[k]);
+        json_object_set_new(kept, name, json_string(eq + 1));
+    }
+    json_object_set_new(s->rec, "kept", kept);
+    json_object_set_new(s->rec, "state", json_string(state));
+    json_object_set(s->rec, "profile", s->prof);
+    char *text = json_dumps(s->rec, JSON_COMPACT);
+    int rc = KF_EXIT_OK;
+    if (!text || kf_sysrun_save(s->ctx, s->dir, text))
+        rc = kf_cli_fail(s->json, "%s", text ? kf_errmsg(s->ctx) : "out of memory");
+    free(text);
+    return rc;
+}
+
+/* One slot iteration, it ({"slot", "score"} in the record): the kernel loop on the slot's
+ * task in DIR/slot-NAME (continued with kforge run --resume semantics when a killed run
+ * left it there), its export re-judged in the step against the configuration kept, the
+ * outcome into it. 0, or the exit code when the step could not be benched. */
+static int sysrun_iterate(sysrun *s, json_t *it) {
+    const char *best = json_string_value(json_object_get(it, "slot")), *best_dir = NULL;
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(s->prof, "slots"), i, v) {
+        if (!strcmp(json_string_value(json_object_get(v, "name")), best))
+            best_dir = json_string_value(json_object_get(v, "task_dir"));
+    }
+    char rdir[4300], edir[4400], db[4400];
+    snprintf(rdir, sizeof rdir, "%s/slot-%s", s->dir, best);
+    snprintf(edir, sizeof edir, "%s/export", rdir);
+    snprintf(db, sizeof db, "%s/run.db", rdir);
+    kf_run_opts ro;
+    kf_run_opts_init(&ro);
+    ro.resume = !access(db, F_OK);
+    ro.task_dir = ro.resume ? NULL : best_dir;
+    ro.run_dir = rdir;
+    ro.budget = s->budget;
+    ro.min_time_s = s->min_time;
+    if (!ro.resume) ro.lessons = "none"; /* a resumed run keeps what its start recorded */
+    if (s->agent) ro.agent = s->agent;
+    /* the slot run's evaluations on local workers, as kforge run --workers/--devices */
+    ro.workers = s->workers;
+    ro.devices = s->devices;
+    if (ro.resume) fprintf(stderr, "kforge: system run: slot %s: resuming its run %s\n", best, rdir);
+    char *sum = NULL, *ej = NULL;
+    kf_status st = kf_run(s->ctx, &ro, &sum);
+    json_t *sj = sum ? json_loads(sum, 0, NULL) : NULL, *pool = json_object_get(sj, "scale");
+    free(sum);
+    if (sj) json_object_set(it, "evaluations", json_object_get(sj, "evaluations"));
+    if (json_is_object(pool)) {
+        /* where the slot run's evaluations ran: each worker's name, device model and count */
+        json_t *ws = json_array();
+        json_array_foreach(json_object_get(pool, "workers"), i, v) {
+            json_array_append_new(ws, json_pack("{s:O,s:O?,s:O}", "name", json_object_get(v, "name"), "model",
+                                                json_object_get(json_object_get(v, "device"), "model"),
+                                                "evaluations", json_object_get(v, "evaluations")));
         }
+        json_object_set_new(
+            it, "scale",
+            json_pack("{s:o,s:O,s:O,s:O,s:O}", "workers", ws, "dispatched",
+                      json_object_get(pool, "dispatched"), "verdicts", json_object_get(pool, "verdicts"),
+                      "requeued", json_object_get(pool, "requeued"), "lost", json_object_get(pool, "lost")));
+    }
+    json_decref(sj);
+    if (st) {
+        json_object_set_new(it, "outcome", json_string("run_failed"));
+        json_object_set_new(it, "error", json_string(kf_errmsg(s->ctx)));
+        return KF_EXIT_OK;
+    }
+    json_object_set_new(it, "run", json_string(rdir));
+    st = kf_run_export(s->ctx, rdir, edir, &ej);
+    json_t *ex = ej ? json_loads(ej, 0, NULL) : NULL;
+    free(ej);
+    const char *disp = json_string_value(json_object_get(ex, "dispatcher"));
+    if (st || !disp) {
+        json_object_set_new(it, "outcome", json_string("no_local_win"));
+        json_object_set_new(it, "error", json_string(st ? kf_errmsg(s->ctx) : "no dispatcher"));
+        json_decref(ex);
+        return KF_EXIT_OK;
+    }
+    char cand[4800];
+    snprintf(cand, sizeof cand, "%s/%s", edir, disp);
+    json_decref(ex);
+    json_object_set_new(it, "candidate", json_string(cand));
+    /* re-judged in the pipeline against the kept configuration */
+    kf_system_opts so = s->o;
+    so.nslots = so.nvs = 0;
+    for (int k = 0; k < s->nkept; k++) so.slots[so.nslots++] = so.vs[so.nvs++] = s->kept_sel[k];
+    static char sel[4900];
+    snprintf(sel, sizeof sel, "%s=%s", best, cand);
+    so.slots[so.nslots++] = sel;
+    so.local_bench = 1;
+    json_t *r = sys_bench_json(s->ctx, s->pipeline, &so);
+    if (!r) return KF_EXIT_USAGE;
+    json_t *loc = NULL;
+    json_array_foreach(json_object_get(r, "local"), i, v) {
+        if (!strcmp(json_string_value(json_object_get(v, "slot")), best)) loc = v;
+    }
+    json_object_set(it, "local_speedup", json_object_get(loc, "speedup"));
+    json_object_set(it, "system_gain", json_object_get(r, "gain"));
+    json_object_set(it, "system_gain_ci95", json_object_get(r, "gain_ci95"));
+    json_object_set(it, "verdict", json_object_get(r, "verdict"));
+    /* what the report shows beside the outcome: the local figures with their intervals,
+     * the step's times and per-stage shares of this judgement, and why it was refused */
+    if (loc) json_object_set(it, "local", loc);
+    json_object_set(it, "step_ns", json_object_get(r, "step_ns"));
+    json_object_set(it, "keep", json_object_get(r, "keep"));
+    json_object_set(it, "noise", json_object_get(r, "noise"));
+    json_object_set(it, "reasons", json_object_get(r, "reasons"));
+    json_object_set(it, "stages", json_object_get(r, "stages"));
+    int keep = json_is_true(json_object_get(r, "keep")) &&
+               !strcmp(json_string_value(json_object_get(r, "verdict")), "accepted");
+    const char *oc = keep                                        ? "system_keep"
+                     : json_is_true(json_object_get(loc, "win")) ? "local_win_global_loss"
+                                                                 : "no_system_gain";
+    json_object_set_new(it, "outcome", json_string(oc));
+    fprintf(stderr, "kforge: system run: slot %s: %s (alone %.2fx, in the step %+.1f%%)\n", best, oc,
+            json_number_value(json_object_get(loc, "speedup")),
+            100 * json_number_value(json_object_get(r, "gain")));
+    if (!strcmp(oc, "local_win_global_loss") && s->lessons) add_lesson(s->lessons, it, best, s->pipeline);
+    if (keep && s->nkept < KF_SYSTEM_MAX_SLOTS) {
+        memcpy(s->kept_sel[s->nkept++], sel, strlen(sel) + 1);
+        /* re-profiled: the kept configuration's own shares; a kept slot may be worked on
+         * again after the others */
+        json_t *p = profile_of(r);
+        if (p) json_decref(s->prof), s->prof = p;
+    }
+    json_decref(r);
+    return KF_EXIT_OK;
+}
+
+/* The slot to work on next: the largest share times headroom among the slots the record
+ * has no iteration of; NULL when every slot had its turn. */
+static const char *sysrun_choose(sysrun *s, double *score) {
+    const char *best = NULL;
+    double g = -1;
+    size_t i, k;
+    json_t *v, *it;
+    json_array_foreach(json_object_get(s->prof, "slots"), i, v) {
+        const char *n = json_string_value(json_object_get(v, "name"));
+        int tried = 0;
+        json_array_foreach(json_object_get(s->rec, "iterations"), k, it) {
+            tried |= !strcmp(json_string_value(json_object_get(it, "slot")), n);
+        }
+        if (tried) continue;
+        double sc = slot_score(s->prof, n);
+        if (sc > g) g = sc, best = n;
+    }
+    *score = g;
+    return best;
+}
+
+/* --resume: the state back from the record (kf_sysrun_resume checked its seal and the
+ * pipeline's sha256), the options it recorded where the command line gives none. */
+static int sysrun_restore(sysrun *s, const int given[3]) {
+    char *text = NULL;
+    if (kf_sysrun_resume(s->ctx, s->dir, s->pipeline, &text))
+        return kf_cli_fail(s->json, "system run --resume: %s", kf_errmsg(s->ctx));
+    s->rec = json_loads(text, 0, NULL);
+    free(text);
+    json_t *opt = json_object_get(s->rec, "options"), *p = json_object_get(s->rec, "profile");
+    if (!json_is_object(opt) || !json_is_object(p) || !json_is_array(json_object_get(s->rec, "iterations")))
+        return kf_cli_fail(
+            s->json, "%s/system.json: no options, profile or iterations recorded: not resumable", s->dir);
+    if (!given[0]) s->budget = (int)json_integer_value(json_object_get(s->rec, "budget"));
+    if (!given[1]) s->rounds = (int)json_integer_value(json_object_get(opt, "slots"));
+    if (!given[2]) s->min_time = json_number_value(json_object_get(opt, "min_time"));
+    if (!s->agent) s->agent = json_string_value(json_object_get(opt, "agent"));
+    if (!s->lessons) s->lessons = json_string_value(json_object_get(opt, "lessons"));
+    /* where to evaluate is said again on resume, as kforge run --resume; else as recorded */
+    if (!s->workers && !s->devices) {
+        s->workers = (int)json_integer_value(json_object_get(opt, "workers"));
+        s->devices = json_string_value(json_object_get(opt, "devices"));
+    }
+    if (s->workers) json_object_set_new(opt, "workers", json_integer(s->workers));
+    else json_object_del(opt, "workers");
+    if (s->devices) json_object_set_new(opt, "devices", json_string(s->devices));
+    else json_object_del(opt, "devices");
+    json_object_set_new(s->rec, "budget", json_integer(s->budget));
+    json_object_set_new(opt, "slots", json_integer(s->rounds));
+    json_object_set_new(opt, "min_time", json_real(s->min_time));
+    s->prof = json_incref(p);
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(s->rec, "kept"), key, v) {
+        const char *f = json_string_value(v);
+        if (!f || s->nkept == KF_SYSTEM_MAX_SLOTS) continue;
+        if (access(f, R_OK))
+            return kf_cli_fail(
+                s->json,
+                "%s: the kept %s file is not there (%s): resume from the directory the run was "
+                "started in",
+                f, key, strerror(errno));
+        snprintf(s->kept_sel[s->nkept++], sizeof s->kept_sel[0], "%s=%s", key, f);
+    }
+    return KF_EXIT_OK;
+}
+
+static int cmd_run(int argc, char **argv) {
+    sysrun *s = calloc(1, sizeof *s);
+    if (!s) return kf_cli_fail(0, "out of memory");
+    s->budget = 4, s->rounds = 2, s->min_time = 0.1;
+    int resume = 0, given[3] = {0, 0, 0}, rc = KF_EXIT_OK;
+    double d;
+    for (int i = 2; i < argc && !rc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json")) s->json = 1;
+        else if (!strcmp(a, "--resume")) resume = 1;
+        else if (!strcmp(a, "--run") && i + 1 < argc) s->dir = argv[++i];
+        else if (!strcmp(a, "--lessons") && i + 1 < argc) s->lessons = argv[++i];
+        else if (!strcmp(a, "--agent") && i + 1 < argc) s->agent = argv[++i];
+        else if (!strcmp(a, "--devices") && i + 1 < argc) s->devices = argv[++i];
+        else if (!strcmp(a, "--workers") && i + 1 < argc) {
+            rc = kf_cli_number(a, argv[++i], 1, KF_RUN_MAX_JOBS, &d);
+            s->workers = (int)d;
+        } else if (!strcmp(a, "--budget") && i + 1 < argc) {
+            rc = kf_cli_number(a, argv[++i], 1, 10000, &d);
+            s->budget = (int)d, given[0] = 1;
+        } else if (!strcmp(a, "--slots") && i + 1 < argc) {
+            rc = kf_cli_number(a, argv[++i], 1, 64, &d);
+            s->rounds = (int)d, given[1] = 1;
+        } else if (!strcmp(a, "--min-time") && i + 1 < argc) {
+            rc = kf_cli_number(a, argv[++i], 0, 3600, &s->min_time);
+            given[2] = 1;
+        } else if (a[0] == '-')
+            rc = kf_cli_fail(s->json, "system run: unknown option %s (or it lacks its value)", a);
+        else if (!s->pipeline) s->pipeline = a;
+        else rc = kf_cli_fail(s->json, "system run: one PIPELINE only (%s)", a);
+    }
+    if (rc) goto done;
+    if (!s->pipeline || !s->dir) {
+        rc = kf_cli_fail(s->json, "system run: expected PIPELINE and --run DIR");
+        goto done;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/system.json", s->dir);
+    if (!(s->ctx = kf_ctx_new())) {
+        rc = kf_cli_fail(s->json, "out of memory");
+        goto done;
+    }
+    kf_system_opts_init(&s->o);
+    s->o.task_checks = 0;
+    if (resume) {
+        if ((rc = sysrun_restore(s, given))) goto done;
+        s->o.check.bench_min_time_s = s->min_time;
+    } else {
+        if (mkdir(s->dir, 0755) && errno != EEXIST) {
+            rc = kf_cli_fail(s->json, "%s: %s", s->dir, strerror(errno));
+            goto done;
+        }
+        if (!access(path, F_OK)) {
+            rc = kf_cli_fail(s->json, "%s: a system run is already there (--resume continues it)", s->dir);
+            goto done;
+        }
+        s->o.check.bench_min_time_s = s->min_time;
+        json_t *first = sys_bench_json(s->ctx, s->pipeline, &s->o);
+        if (!first) {
+            rc = KF_EXIT_USAGE;
+            goto done;
+        }
+        s->rec = json_pack("{s:s,s:i,s:{s:i,s:f,s:s*,s:s*,s:s*},s:[]}", "pipeline", s->pipeline, "budget",
+                           s->budget, "options", "slots", s->rounds, "min_time", s->min_time, "agent",
+                           s->agent, "lessons", s->lessons, "devices", s->devices, "iterations");
+        if (s->rec && s->workers)
+            json_object_set_new(json_object_get(s->rec, "options"), "workers", json_integer(s->workers));
+        json_object_set(s->rec, "profile_before", json_object_get(first, "stages"));
+        json_object_set_new(
+            s->rec, "baseline_step_ns",
+            json_real(json_number_value(json_object_get(json_object_get(first, "step_ns"), "baseline"))));
+        s->prof = profile_of(first);
+        json_decref(first);
+        if (!s->rec || !s->prof) {
+            rc = kf_cli_fail(s->json, "out of memory");
+            goto done;
+        }
+        if ((rc = sysrun_save(s, "running"))) goto done;
+    }
+    /* a slot iteration a kill interrupted: the last one, without its outcome */
+    json_t *its = json_object_get(s->rec, "iterations");
+    json_t *last = json_array_get(its, json_array_size(its) - 1);
+    if (last && !json_object_get(last, "outcome")) {
+        if ((rc = sysrun_iterate(s, last)) || (rc = sysrun_save(s, "running"))) goto done;
+    }
+    while ((int)json_array_size(its) < s->rounds) {
+        double g;
+        const char *best = sysrun_choose(s, &g);
         if (!best) break;
-        json_object_set_new(tried, best, json_true());
         fprintf(stderr, "kforge: system run: slot %s (share x headroom %.3f)\n", best, g);
         json_t *it = json_pack("{s:s,s:f}", "slot", best, "score", g);
-        json_array_append_new(json_object_get(rec, "iterations"), it);
-        /* the kernel loop on that slot's task */
-        char rdir[4300], edir[4400];
-        snprintf(rdir, sizeof rdir, "%s/slot-%s", dir, best);
-        snprintf(edir, sizeof edir, "%s/export", rdir);
-        kf_run_opts ro;
-        kf_run_opts_init(&ro);
-        ro.task_dir = best_dir;
-        ro.run_dir = rdir;
-        ro.budget = budget;
-        ro.min_time_s = min_time;
-        ro.lessons = "none";
-        if (agent) ro.agent = agent;
-        char *sum = NULL, *ej = NULL;
-        kf_status st = kf_run(ctx, &ro, &sum);
-        free(sum);
-        if (st) {
-            json_object_set_new(it, "outcome", json_string("run_failed"));
-            json_object_set_new(it, "error", json_string(kf_errmsg(ctx)));
-            continue;
-        }
-        json_object_set_new(it, "run", json_string(rdir));
-        st = kf_run_export(ctx, rdir, edir, &ej);
-        json_t *ex = ej ? json_loads(ej, 0, NULL) : NULL;
-        free(ej);
-        const char *disp = json_string_value(json_object_get(ex, "dispatcher"));
-        if (st || !disp) {
-            json_object_set_new(it, "outcome", json_string("no_local_win"));
-            json_object_set_new(it, "error", json_string(st ? kf_errmsg(ctx) : "no dispatcher"));
-            json_decref(ex);
-            continue;
-        }
-        char cand[4800];
-        snprintf(cand, sizeof cand, "%s/%s", edir, disp);
-        json_decref(ex);
-        json_object_set_new(it, "candidate", json_string(cand));
-        /* re-judged in the pipeline against the kept configuration */
-        kf_system_opts so = o;
-        so.nslots = so.nvs = 0;
-        for (int k = 0; k < nkept; k++) so.slots[so.nslots++] = so.vs[so.nvs++] = kept_sel[k];
-        static char sel[4900];
-        snprintf(sel, sizeof sel, "%s=%s", best, cand);
-        so.slots[so.nslots++] = sel;
-        so.local_bench = 1;
-        json_t *r = sys_bench_json(ctx, pipeline, &so);
-        if (!r) {
-            rc = KF_EXIT_USAGE;
-            break;
-        }
-        json_t *loc = json_array_get(json_object_get(r, "local"), so.nslots - 1 - 0);
-        size_t li;
-        json_t *lv;
-        json_array_foreach(json_object_get(r, "local"), li,
-                           lv) if (!strcmp(json_string_value(json_object_get(lv, "slot")), best)) loc = lv;
-        json_object_set(it, "local_speedup", json_object_get(loc, "speedup"));
-        json_object_set(it, "system_gain", json_object_get(r, "gain"));
-        json_object_set(it, "system_gain_ci95", json_object_get(r, "gain_ci95"));
-        json_object_set(it, "verdict", json_object_get(r, "verdict"));
-        /* what the report shows beside the outcome: the local figures with their intervals,
-         * the step's times and per-stage shares of this judgement, and why it was refused */
-        if (loc) json_object_set(it, "local", loc);
-        json_object_set(it, "step_ns", json_object_get(r, "step_ns"));
-        json_object_set(it, "keep", json_object_get(r, "keep"));
-        json_object_set(it, "noise", json_object_get(r, "noise"));
-        json_object_set(it, "reasons", json_object_get(r, "reasons"));
-        json_object_set(it, "stages", json_object_get(r, "stages"));
-        int keep = json_is_true(json_object_get(r, "keep")) &&
-                   !strcmp(json_string_value(json_object_get(r, "verdict")), "accepted");
-        const char *oc = keep                                        ? "system_keep"
-                         : json_is_true(json_object_get(loc, "win")) ? "local_win_global_loss"
-                                                                     : "no_system_gain";
-        json_object_set_new(it, "outcome", json_string(oc));
-        fprintf(stderr, "kforge: system run: slot %s: %s (alone %.2fx, in the step %+.1f%%)\n", best, oc,
-                json_number_value(json_object_get(loc, "speedup")),
-                100 * json_number_value(json_object_get(r, "gain")));
-        if (!strcmp(oc, "local_win_global_loss") && lessons) add_lesson(lessons, it, best, pipeline);
-        if (keep && nkept < KF_SYSTEM_MAX_SLOTS) {
-            memcpy(kept_sel[nkept++], sel, strlen(sel) + 1);
-            json_decref(prof);
-            prof = r; /* re-profiled: the kept configuration's own shares */
-            /* a kept slot may be worked on again after the others */
-        } else {
-            json_decref(r);
-        }
+        json_array_append_new(its, it);
+        if ((rc = sysrun_save(s, "running")) || (rc = sysrun_iterate(s, it)) ||
+            (rc = sysrun_save(s, "running")))
+            goto done;
     }
-    if (prof) {
-        json_t *kept = json_object();
-        for (int k = 0; k < nkept; k++) {
-            char *eq = strchr(kept_sel[k], '=');
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)(eq - kept_sel[k]), kept_sel[k]);
-            json_object_set_new(kept, name, json_string(eq + 1));
-        }
-        json_object_set_new(rec, "kept", kept);
-        /* the final configuration against the reference pipeline */
-        kf_system_opts fo = o;
-        fo.nslots = 0;
-        for (int k = 0; k < nkept; k++) fo.slots[fo.nslots++] = kept_sel[k];
-        json_t *fin = nkept ? sys_bench_json(ctx, pipeline, &fo) : json_incref(first);
-        if (fin) {
-            json_object_set(rec, "profile_after", json_object_get(fin, "stages"));
-            /* nothing kept: the reference pipeline itself, no gain */
-            json_object_set_new(rec, "end_to_end_speedup",
-                                nkept ? json_incref(json_object_get(fin, "speedup")) : json_real(1));
-            json_object_set_new(rec, "end_to_end_gain_ci95",
-                                nkept ? json_incref(json_object_get(fin, "gain_ci95"))
-                                      : json_pack("[f,f]", 0.0, 0.0));
-            json_decref(fin);
-        }
-        json_object_set_new(rec, "baseline_step_ns", json_real(base_ns));
-        char *text = json_dumps(rec, JSON_COMPACT);
-        if (!text || kf_sysrun_save(ctx, dir, text)) {
-            rc = kf_cli_fail(json, "%s", text ? kf_errmsg(ctx) : "out of memory");
-        } else if (json) {
-            char *t = json_dumps(rec, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-            if (t) puts(t);
-            free(t);
-        } else {
-            printf("system run %s: %d slots kept; the record is %s (kforge system report %s)\n", pipeline,
-                   nkept, path, dir);
-        }
-        free(text);
-        if (rc == KF_EXIT_OK) kf_cli_report_write(dir, "html", NULL, "system run");
+    /* the final configuration against the reference pipeline */
+    kf_system_opts fo = s->o;
+    fo.nslots = 0;
+    for (int k = 0; k < s->nkept; k++) fo.slots[fo.nslots++] = s->kept_sel[k];
+    json_t *fin = s->nkept ? sys_bench_json(s->ctx, s->pipeline, &fo) : NULL;
+    /* nothing kept: the reference pipeline itself, no gain */
+    json_object_set(s->rec, "profile_after",
+                    fin ? json_object_get(fin, "stages") : json_object_get(s->rec, "profile_before"));
+    if (fin || !s->nkept) {
+        json_object_set_new(s->rec, "end_to_end_speedup",
+                            fin ? json_incref(json_object_get(fin, "speedup")) : json_real(1));
+        json_object_set_new(s->rec, "end_to_end_gain_ci95",
+                            fin ? json_incref(json_object_get(fin, "gain_ci95"))
+                                : json_pack("[f,f]", 0.0, 0.0));
     }
-    json_decref(prof);
-    json_decref(first);
-    json_decref(tried);
-    json_decref(rec);
+    json_decref(fin);
+    if ((rc = sysrun_save(s, "finished"))) goto done;
+    if (s->json) {
+        char *t = json_dumps(s->rec, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+        if (t) puts(t);
+        free(t);
+    } else {
+        printf("system run %s: %d slots kept; the record is %s (kforge system report %s)\n", s->pipeline,
+               s->nkept, path, s->dir);
+    }
+    kf_cli_report_write(s->dir, "html", NULL, "system run");
+done:
+    json_decref(s->prof);
+    json_decref(s->rec);
+    kf_ctx_free(s->ctx);
+    free(s);
+    return rc;
+}
+
+/* src's bytes into dst: 0, or -1 with errno. */
+static int copy_file(const char *src, const char *dst) {
+    FILE *in = src ? fopen(src, "rb") : NULL, *o = in ? fopen(dst, "wb") : NULL;
+    char b[65536];
+    size_t n;
+    int bad = !in || !o;
+    while (!bad && (n = fread(b, 1, sizeof b, in)) > 0) bad = fwrite(b, 1, n, o) != n;
+    bad |= in && ferror(in);
+    if (in) fclose(in);
+    if (o && fclose(o)) bad = 1;
+    return bad ? -1 : 0;
+}
+
+/* kforge export of a system run: each kept slot's dispatcher copied to out/SLOT.c, the
+ * configuration in out/EXPORT.json ({"kind": "system_export", "run", "pipeline",
+ * "pipeline_sha256", "slots": {SLOT: FILE}, "knobs", "check": the command that
+ * re-verifies it, "verification": {verdict, reasons, steps_passed, seconds}}), verified
+ * by a full system check of the exported files (exit 0 accepted, 1 rejected). A record
+ * that is not sealed, or whose pipeline file changed, is refused (exit 2, nothing
+ * written), and so is a non-empty out that is not an earlier export. */
+int kf_cli_system_export(const char *dir, const char *out, int json) {
+    kf_ctx *ctx = kf_ctx_new();
+    char *doc = NULL;
+    int rc = KF_EXIT_OK;
+    json_t *rec = NULL, *exp = NULL, *rep = NULL;
+    static char sel[KF_SYSTEM_MAX_SLOTS][4400];
+    if (!ctx) return kf_cli_fail(json, "out of memory");
+    if (kf_report_run(ctx, dir, "json", &doc, NULL)) {
+        rc = kf_cli_fail(json, "kforge export: %s", kf_errmsg(ctx));
+        goto done;
+    }
+    rec = json_loads(doc, 0, NULL);
+    free(doc), doc = NULL;
+    json_t *in = json_object_get(rec, "integrity");
+    const char *seals = json_string_value(json_object_get(in, "seals"));
+    const char *pf = json_string_value(json_object_get(rec, "pipeline_file"));
+    if (!seals || strcmp(seals, "sealed") || !pf) {
+        rc = kf_cli_fail(json, "kforge export: %s/system.json: %s: only a sealed record is exported", dir,
+                         seals ? seals : "unreadable");
+        goto done;
+    }
+    if (!json_is_true(json_object_get(in, "pipeline_matches"))) {
+        rc = kf_cli_fail(json,
+                         "kforge export: %s: the pipeline file changed since the run (its sha256 is not %s)",
+                         pf, json_string_value(json_object_get(rec, "pipeline_sha256")));
+        goto done;
+    }
+    char ej[4300];
+    snprintf(ej, sizeof ej, "%s/EXPORT.json", out);
+    if (mkdir(out, 0755) && errno != EEXIST) {
+        rc = kf_cli_fail(json, "kforge export: %s: %s", out, strerror(errno));
+        goto done;
+    }
+    json_t *prev = json_load_file(ej, 0, NULL);
+    int ours = prev && !strcmp(json_string_value(json_object_get(prev, "kind")) ?: "", "system_export");
+    json_decref(prev);
+    int used = 0;
+    DIR *dd = opendir(out);
+    for (struct dirent *de; dd && (de = readdir(dd));)
+        used |= strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+    if (dd) closedir(dd);
+    if (used && !ours) {
+        rc = kf_cli_fail(json, "kforge export: %s is not empty and holds no earlier export", out);
+        goto done;
+    }
+    kf_system_opts o;
+    kf_system_opts_init(&o);
+    json_t *slots = json_object();
+    char cmd[16384];
+    size_t cn = (size_t)snprintf(cmd, sizeof cmd, "kforge system check %s", pf);
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(rec, "kept"), key, v) {
+        char dst[4300];
+        snprintf(dst, sizeof dst, "%s/%s.c", out, key);
+        if (o.nslots == KF_SYSTEM_MAX_SLOTS || copy_file(json_string_value(v), dst)) {
+            rc = kf_cli_fail(json, "kforge export: %s -> %s: %s", json_string_value(v), dst, strerror(errno));
+            json_decref(slots);
+            goto done;
+        }
+        snprintf(sel[o.nslots], sizeof sel[0], "%s=%s", key, dst);
+        o.slots[o.nslots] = sel[o.nslots];
+        o.nslots++;
+        json_object_set_new(slots, key, json_string(strrchr(dst, '/') + 1));
+        if (cn < sizeof cmd)
+            cn += (size_t)snprintf(cmd + cn, sizeof cmd - cn, " --slot %s", sel[o.nslots - 1]);
+    }
+    char *out_json = NULL;
+    int acc = 0;
+    if (kf_system_check(ctx, pf, &o, &out_json, &acc)) {
+        rc = kf_cli_fail(json, "kforge export: %s", kf_errmsg(ctx));
+        json_decref(slots);
+        goto done;
+    }
+    rep = json_loads(out_json, 0, NULL);
+    free(out_json);
+    exp =
+        json_pack("{s:s,s:s,s:s,s:O,s:o,s:O,s:s,s:{s:O,s:O,s:O,s:O}}", "kind", "system_export", "run", dir,
+                  "pipeline", pf, "pipeline_sha256", json_object_get(rec, "pipeline_sha256"), "slots", slots,
+                  "knobs", json_object_get(rep, "knobs"), "check", cmd, "verification", "verdict",
+                  json_object_get(rep, "verdict"), "reasons", json_object_get(rep, "reasons"), "steps_passed",
+                  json_object_get(rep, "steps_passed"), "seconds", json_object_get(rep, "seconds"));
+    if (!exp || json_dump_file(exp, ej, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6))) {
+        rc = kf_cli_fail(json, "kforge export: %s: cannot be written", ej);
+        goto done;
+    }
+    rc = acc ? KF_EXIT_OK : KF_EXIT_REJECTED;
+    if (json) {
+        char *t = json_dumps(exp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+        if (t) puts(t);
+        free(t);
+    } else {
+        printf("%s: %zu slot%s of %s exported, %s end to end (%s)\n", out, json_object_size(slots),
+               json_object_size(slots) == 1 ? "" : "s", pf, acc ? "accepted" : "REJECTED", ej);
+    }
+done:
+    json_decref(rec), json_decref(exp), json_decref(rep);
     kf_ctx_free(ctx);
     return rc;
 }

@@ -294,11 +294,19 @@ KF_API kf_status kf_run_best(kf_ctx *ctx, const char *run_dir, int json, char **
 KF_API kf_status kf_report_run(kf_ctx *ctx, const char *run_dir, const char *format, char **out, size_t *len);
 /* A system run's record (docs/system.md "The record"): json (one JSON object) written to
  * dir/system.json whole (beside it, then renamed), with "pipeline_file" (the pipeline's
- * absolute path) and "pipeline_sha256" (its bytes' digest) added, then sealed under a new
- * key in the keys directory (dir/system.seal: the key id and the HMAC of system.json's
- * bytes), so that `kforge report` shows a record changed by hand. KF_EUSAGE for text that
- * is not an object, KF_EIO when a file cannot be written. */
+ * absolute path) and "pipeline_sha256" (its bytes' digest) added, then sealed under the
+ * run's key in the keys directory (a new one at the first save; dir/system.seal: the key id
+ * and the HMAC of system.json's bytes, and the previous save's as "prev_mac"), so that
+ * `kforge report` shows a record changed by hand. Both files are replaced atomically
+ * (seal first), so a save may be repeated as the run goes and a kill leaves a sealed
+ * record. KF_EUSAGE for text that is not an object, KF_EIO when a file cannot be written
+ * (the seal's key missing included). */
 KF_API kf_status kf_sysrun_save(kf_ctx *ctx, const char *dir, const char *json);
+/* `kforge system run --resume`: the record of the unfinished system run in dir as one JSON
+ * object (*json, caller frees), once it is sealed, records its "state" and was started
+ * on the pipeline file's exact bytes (its sha256). KF_EUSAGE with the reason otherwise (a
+ * tampered or unsealed record, another pipeline, a finished run); KF_EIO without one. */
+KF_API kf_status kf_sysrun_resume(kf_ctx *ctx, const char *dir, const char *pipeline, char **json);
 /* Tool mode (docs/agents.md): the context pack of the best-scoring action for the "tool"
  * proposer in o->run_dir (o's search and bench fields apply), recorded as a pending
  * action; while it is pending (not submitted, under 30 minutes old) later calls offer

@@ -88,6 +88,7 @@
     X("sanitize/*", 1)                                                                                       \
     X("system/load_errors", 1)                                                                               \
     X("system/check_small", 1)                                                                               \
+    X("system/record_atomic", 1)                                                                             \
     X("timing/determinism_bits", 1)                                                                          \
     X("honest/*", 1)                                                                                         \
     /* the red-team corpus: one file per threat, the quickest (make test runs all);                          \

@@ -525,6 +525,377 @@ static void t_run(const void *arg) {
     CHECK(kft_run(cmd, out, sizeof out) == 0);
 }
 
+/* The record of dir (system.json) and its seal's state (system report --json). */
+static json_t *sysrec(const char *dir, const char **seals) {
+    char cmd[8192], out[1 << 17];
+    snprintf(cmd, sizeof cmd, "%s system report %s --json", kft_bin("kforge"), dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_t *r = json_loads(out, 0, NULL);
+    CHECKF(r, "report: %.300s", out);
+    static char st[64];
+    snprintf(st, sizeof st, "%s",
+             json_string_value(json_object_get(json_object_get(r, "integrity"), "seals")) ?: "(none)");
+    *seals = st;
+    return r;
+}
+
+/* How many evaluations (nodes but the root) the run in dir recorded. */
+static int run_nodes(const char *dir) {
+    char cmd[8192], out[1 << 17];
+    snprintf(cmd, sizeof cmd, "%s tree %s --json", kft_bin("kforge"), dir);
+    if (kft_run(cmd, out, sizeof out)) return -1;
+    json_t *r = json_loads(out, 0, NULL);
+    int n = (int)json_array_size(json_object_get(r, "nodes"));
+    json_decref(r);
+    return n;
+}
+
+/* system run killed (SIGKILL) once a slot iteration is judged, mid-way through the next
+ * slot's loop: the record it leaves is sealed and renders, a tampered copy is refused,
+ * another pipeline is refused, and --resume finishes the run without repeating the
+ * judged iteration, the interrupted slot's run continued within its budget. */
+static void t_run_kill_resume(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-sysres-XXXXXX", cmd[16384], out[1 << 16], run[256];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/s", dir);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && { %s system run %s --run %s --budget 2 --slots 3 --min-time 0.02 --agent 'cmd:sh %s' "
+             ">%s/log 2>&1 & p=$!; i=0; while ! grep -q '\"outcome\"' %s/system.json 2>/dev/null; do "
+             "i=$((i+1)); [ $i -gt 3000 ] && break; kill -0 $p || break; sleep 0.1; done; sleep 1; "
+             "kill -9 $p; wait $p; } 2>/dev/null; cat %s/log",
+             kft_src("."), kft_bin("kforge"), small, run, kft_src("tests/system/agent.sh"), dir, run, dir);
+    kft_run(cmd, out, sizeof out);
+    const char *seals;
+    json_t *r0 = sysrec(run, &seals);
+    CHECKF(!strcmp(seals, "sealed"), "the killed run's record reads %s", seals);
+    CHECKF(!strcmp(json_string_value(json_object_get(r0, "state")) ?: "(none)", "running"),
+           "not killed mid-run: %s", out);
+    json_t *its0 = json_object_get(r0, "iterations");
+    json_t *judged = json_array_get(its0, 0);
+    CHECK(json_array_size(its0) >= 2 && json_is_string(json_object_get(judged, "outcome")));
+    /* the report renders it, and says the run has not finished */
+    snprintf(cmd, sizeof cmd, "%s system report %s", kft_bin("kforge"), run);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0 && strstr(out, "the run has not finished") &&
+               strstr(out, "| system.json | sealed | "),
+           "%.2000s", out);
+    snprintf(cmd, sizeof cmd, "%s report %s -o %s/r.html && grep -c 'id=\"iterations\"' %s/r.html",
+             kft_bin("kforge"), run, dir, dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    /* a tampered copy: the report says so, and it is not resumed */
+    snprintf(cmd, sizeof cmd,
+             "cp -a %s %s/t && sed -i 's/\"score\": 0\\./\"score\": 9./' %s/t/system.json && cd %s && "
+             "%s system run %s --run %s/t --resume 2>&1",
+             run, dir, dir, kft_src("."), kft_bin("kforge"), small, dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "tampered"), "%s", out);
+    char tdir[300];
+    snprintf(tdir, sizeof tdir, "%s/t", dir);
+    json_decref(sysrec(tdir, &seals));
+    CHECKF(!strcmp(seals, "tampered"), "an edited record reads %s", seals);
+    /* another pipeline's file */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s system run pipelines/c/decode/pipeline.json --run %s --resume 2>&1", kft_src("."),
+             kft_bin("kforge"), run);
+    CHECKF(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "resumes only on its own pipeline"), "%s", out);
+    /* resumed: finishes, the judged iteration as it was, every slot once */
+    snprintf(cmd, sizeof cmd, "cd %s && %s system run %s --run %s --resume 2>&1", kft_src("."),
+             kft_bin("kforge"), small, run);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_t *r1 = sysrec(run, &seals);
+    CHECKF(!strcmp(seals, "sealed"), "the resumed run's record reads %s", seals);
+    CHECK(!strcmp(json_string_value(json_object_get(r1, "state")) ?: "(none)", "finished"));
+    json_t *its = json_object_get(r1, "iterations");
+    CHECKF(json_array_size(its) == 3, "%zu iterations", json_array_size(its));
+    CHECKF(json_equal(json_array_get(its, 0), judged), "the judged iteration changed on resume");
+    const char *names[3];
+    for (size_t i = 0; i < 3; i++) {
+        json_t *it = json_array_get(its, i);
+        names[i] = json_string_value(json_object_get(it, "slot"));
+        CHECKF(json_is_string(json_object_get(it, "outcome")), "iteration %zu has no outcome", i);
+        for (size_t k = 0; k < i; k++) CHECKF(strcmp(names[i], names[k]), "slot %s judged twice", names[i]);
+        char sd[400];
+        snprintf(sd, sizeof sd, "%s/slot-%s", run, names[i]);
+        int n = run_nodes(sd);
+        CHECKF(n >= 1 && n <= 2, "slot run %s: %d evaluations for a budget of 2", sd, n);
+    }
+    CHECK(json_is_number(json_object_get(r1, "end_to_end_speedup")));
+    CHECK(strstr(out, "resuming its run"));
+    /* exported: the kept slots' dispatchers and the knobs, re-verified end to end; the
+     * command it records verifies it again; a tampered record is not exported; a kept
+     * file that no longer builds is rejected by the re-verification */
+    CHECKF(json_object_size(json_object_get(r1, "kept")) >= 1, "nothing kept: %s", out);
+    snprintf(cmd, sizeof cmd, "cd %s && %s export %s -o %s/x --json", kft_src("."), kft_bin("kforge"), run,
+             dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_t *ex = json_loads(out, 0, NULL);
+    CHECKF(ex, "%s", out);
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(ex, "verification"), "verdict")),
+                  "accepted"));
+    CHECK(json_object_size(json_object_get(ex, "slots")) == json_object_size(json_object_get(r1, "kept")));
+    CHECK(json_is_object(json_object_get(ex, "knobs")));
+    const char *chk = json_string_value(json_object_get(ex, "check"));
+    CHECK(chk && !strncmp(chk, "kforge system check ", 20));
+    snprintf(cmd, sizeof cmd, "cd %s && %s%s --no-task-check 2>&1", kft_src("."), kft_bin("kforge"),
+             chk + strlen("kforge"));
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_decref(ex);
+    snprintf(cmd, sizeof cmd, "cd %s && %s export %s/t -o %s/y 2>&1", kft_src("."), kft_bin("kforge"), dir,
+             dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "only a sealed record"), "%s", out);
+    const char *kept_file = NULL, *kk;
+    json_t *kv;
+    json_object_foreach(json_object_get(r1, "kept"), kk, kv) kept_file = json_string_value(kv);
+    snprintf(cmd, sizeof cmd, "echo 'not C' > %s && cd %s && %s export %s -o %s/x --json", kept_file,
+             kft_src("."), kft_bin("kforge"), run, dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 1 && strstr(out, "\"verdict\": \"rejected\""), "%s", out);
+    /* a finished run is not resumed */
+    snprintf(cmd, sizeof cmd, "cd %s && %s system run %s --run %s --resume 2>&1", kft_src("."),
+             kft_bin("kforge"), small, run);
+    CHECKF(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "nothing to resume"), "%s", out);
+    json_decref(r0), json_decref(r1);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+}
+
+/* The record's saves are atomic across its two files: a kill between the seal's rename and
+ * the record's leaves the previous record, which the new seal still vouches for; an older
+ * one, or an edited one, reads as tampered. */
+static void t_record_atomic(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-sysrec-XXXXXX", cmd[4096], out[4096], p[300], q[300];
+    CHECK(mkdtemp(dir));
+    kf_ctx *ctx = kf_ctx_new();
+    const char *seals;
+    snprintf(p, sizeof p, "%s/system.json", dir);
+    for (int k = 0; k < 3; k++) {
+        char rec[200];
+        snprintf(rec, sizeof rec,
+                 "{\"pipeline\": \"x\", \"state\": \"running\", \"iterations\": [], \"n\": %d}", k);
+        CHECKF(kf_sysrun_save(ctx, dir, rec) == KF_OK, "%s", kf_errmsg(ctx));
+        snprintf(q, sizeof q, "%s/rec%d.json", dir, k);
+        snprintf(cmd, sizeof cmd, "cp %s %s", p, q);
+        CHECK(kft_run(cmd, out, sizeof out) == 0);
+    }
+    /* one key for the run: its seal's key id did not change */
+    json_decref(sysrec(dir, &seals));
+    CHECK(!strcmp(seals, "sealed"));
+    snprintf(cmd, sizeof cmd, "cp %s/rec1.json %s", dir, p);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+    json_decref(sysrec(dir, &seals));
+    CHECKF(!strcmp(seals, "sealed"), "the record one save back reads %s", seals);
+    snprintf(cmd, sizeof cmd, "cp %s/rec0.json %s", dir, p);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+    json_decref(sysrec(dir, &seals));
+    CHECKF(!strcmp(seals, "tampered"), "the record two saves back reads %s", seals);
+    snprintf(cmd, sizeof cmd, "sed 's/\"n\": 1/\"n\": 7/' %s/rec1.json > %s", dir, p);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+    json_decref(sysrec(dir, &seals));
+    CHECKF(!strcmp(seals, "tampered"), "an edited record reads %s", seals);
+    /* a save after a killed one vouches for the record on disk, not the lost one */
+    snprintf(cmd, sizeof cmd, "cp %s/rec1.json %s", dir, p);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+    CHECK(kf_sysrun_save(ctx, dir, "{\"pipeline\": \"x\", \"n\": 3}") == KF_OK);
+    snprintf(cmd, sizeof cmd, "cp %s/rec1.json %s", dir, p);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+    json_decref(sysrec(dir, &seals));
+    CHECKF(!strcmp(seals, "sealed"), "the record before a twice-interrupted save reads %s", seals);
+    kf_ctx_free(ctx);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+}
+
+/* system run --workers 2: the slot runs evaluate on two local workers (kforge run's pool),
+ * recorded in the record's options and in each iteration's scale, both workers used. */
+static void t_run_workers(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-sysw-XXXXXX", cmd[8192], out[1 << 16], run[256];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/s", dir);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s system run %s --run %s --budget 2 --slots 1 --min-time 0.02 --workers 2 "
+             "--agent 'cmd:sh %s' 2>&1",
+             kft_src("."), kft_bin("kforge"), small, run, kft_src("tests/system/agent.sh"));
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    const char *seals;
+    json_t *r = sysrec(run, &seals);
+    CHECK(!strcmp(seals, "sealed"));
+    CHECK(json_integer_value(json_object_get(json_object_get(r, "options"), "workers")) == 2);
+    json_t *it = json_array_get(json_object_get(r, "iterations"), 0);
+    json_t *ws = json_object_get(json_object_get(it, "scale"), "workers");
+    CHECKF(json_array_size(ws) == 2, "the slot run's pool: %s", json_dumps(json_object_get(it, "scale"), 0));
+    size_t i;
+    json_t *w;
+    json_int_t total = 0;
+    json_array_foreach(ws, i, w) {
+        json_int_t n = json_integer_value(json_object_get(w, "evaluations"));
+        CHECKF(n >= 1, "worker %s evaluated nothing", json_string_value(json_object_get(w, "name")));
+        total += n;
+    }
+    CHECK(total >= json_integer_value(json_object_get(it, "evaluations")));
+    CHECK(json_integer_value(json_object_get(json_object_get(it, "scale"), "lost")) == 0);
+    json_decref(r);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+}
+
+/* ---- fusions ---- */
+
+static const char decode[] = "pipelines/c/decode/pipeline.json";
+static const char fused_fast[] = "pipelines/c/decode/fused/add_rmsnorm/candidates/fast.c";
+
+/* check (bench 0) or bench of the decode step with the add_norm fusion given file. */
+static json_t *fused_run(int bench, const char *file, int task_checks, int *accepted) {
+    kf_ctx *ctx = kf_ctx_new();
+    kf_system_opts o;
+    kf_system_opts_init(&o);
+    char sel[4200];
+    snprintf(sel, sizeof sel, "add_norm=%s", kft_src(file));
+    o.slots[o.nslots++] = sel;
+    o.task_checks = task_checks;
+    o.check.bench_min_time_s = 0.05;
+    o.check.bench_min_runs = 8;
+    o.check.hidden_count = 1;
+    char *out = NULL;
+    kf_status st = bench ? kf_system_bench(ctx, kft_src(decode), &o, &out, accepted)
+                         : kf_system_check(ctx, kft_src(decode), &o, &out, accepted);
+    CHECKF(st == KF_OK, "%s", kf_errmsg(ctx));
+    json_t *r = json_loads(out, 0, NULL);
+    CHECK(r);
+    free(out);
+    kf_ctx_free(ctx);
+    return r;
+}
+
+static json_t *stage_row(json_t *r, const char *name) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(r, "stages"), i,
+                       v) if (!strcmp(json_string_value(json_object_get(v, "stage")), name)) return v;
+    return NULL;
+}
+
+/* An honest fused residual add + rmsnorm replaces the decode step's residual1 and
+ * ffn_norm: accepted (its own task, the captured inputs of its span, end to end, one
+ * call per layer and step) and timed in the step in their place. */
+static void t_fusion(const void *arg) {
+    (void)arg;
+    int acc = 0;
+    json_t *r = fused_run(0, fused_fast, 1, &acc);
+    CHECKF(acc, "%s", json_dumps(json_object_get(r, "reasons"), 0));
+    json_t *sl = slot_of(r, "add_norm");
+    CHECK(sl && json_array_size(json_object_get(sl, "fuses")) == 2);
+    CHECK(
+        !strcmp(json_string_value(json_object_get(json_object_get(sl, "captured"), "verdict")), "accepted"));
+    json_t *e = json_object_get(sl, "engagement");
+    CHECK(json_integer_value(json_object_get(e, "expected")) == 8 &&
+          json_is_true(json_object_get(e, "engaged")));
+    json_decref(r);
+    r = fused_run(1, fused_fast, 0, &acc);
+    CHECKF(acc, "%s", json_dumps(json_object_get(r, "reasons"), 0));
+    json_t *f = stage_row(r, "add_norm"), *r1 = stage_row(r, "residual1"), *n1 = stage_row(r, "ffn_norm");
+    CHECK(f && r1 && n1);
+    CHECK(json_number_value(json_object_get(f, "candidate_ns")) > 0 &&
+          json_number_value(json_object_get(f, "baseline_ns")) == 0);
+    CHECK(!strcmp(json_string_value(json_object_get(r1, "implementation")), "fused") &&
+          json_number_value(json_object_get(r1, "candidate_ns")) == 0 &&
+          json_number_value(json_object_get(r1, "baseline_ns")) > 0 &&
+          json_number_value(json_object_get(n1, "candidate_ns")) == 0);
+    CHECK(json_is_number(json_object_get(r, "gain")));
+    json_decref(r);
+}
+
+/* A fused candidate wrong on one stage of its span (the add, or the rmsnorm) is rejected
+ * with that stage named, by the captured inputs of its span. */
+static void t_fusion_wrong(const void *arg) {
+    (void)arg;
+    static const char *const files[2] = {"tests/system/add_rmsnorm_wrong_add.c",
+                                         "tests/system/add_rmsnorm_wrong_norm.c"};
+    static const char *const want[2] = {
+        "fusion add_norm: wrong on stage residual1: its s (stage residual1's x1)",
+        "fusion add_norm: wrong on stage ffn_norm: its y (stage ffn_norm's h2)"};
+    for (int i = 0; i < 2; i++) {
+        int acc = 1;
+        json_t *r = fused_run(0, files[i], 0, &acc);
+        CHECKF(!acc && has_reason(r, "wrong_result", want[i]), "%s: %s", files[i],
+               json_dumps(json_object_get(r, "reasons"), 0));
+        CHECK(!has_reason(r, "wrong_result", want[1 - i]));
+        json_decref(r);
+    }
+}
+
+/* A fusion's errors at load, with the pipeline's FILE:LINE: stages not adjacent, a
+ * buffer its span writes that is seen after it and it does not write, an input its span
+ * writes, a name a slot has. */
+static void t_fusion_load(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-fuse-XXXXXX", path[300];
+    CHECK(mkdtemp(dir));
+    char *text = NULL;
+    size_t len = 0;
+    CHECK(!kf__read_file(kft_src(decode), 1 << 20, &text, &len));
+    static const char line[] = "{\"name\": \"add_norm\", \"task\": \"fused/add_rmsnorm\", \"stages\": "
+                               "[\"residual1\", \"ffn_norm\"], "
+                               "\"sizes\": {\"rows\": \"batch\", \"cols\": \"hidden\"}, \"bind\": {\"a\": "
+                               "\"x\", \"b\": \"ao\", \"w\": "
+                               "\"ffn_norm_w\", \"s\": \"x1\", \"y\": \"h2\"}}";
+    char *at = strstr(text, line);
+    CHECKF(at, "the decode pipeline's fusion line changed");
+    static const struct {
+        const char *from, *to, *want;
+    } cases[] = {
+        {"[\"residual1\", \"ffn_norm\"]", "[\"residual1\", \"gate_proj\"]",
+         "gate_proj does not follow residual1"},
+        {"[\"residual1\", \"ffn_norm\"]", "[\"residual1\", \"ffn_norm\", \"gate_proj\"]",
+         "stage gate_proj writes g, which is seen after the span (stage silu_mul reads it)"},
+        {"\"b\": \"ao\"", "\"b\": \"x1\"", "b and s are both bound to x1, which one writes"},
+        {"\"name\": \"add_norm\"", "\"name\": \"linear\"", "fusion linear: a slot of that name exists"},
+        {"\"stages\": [\"residual1\", \"ffn_norm\"]", "\"stages\": [\"residual1\", \"nope\"]",
+         "nope is no stage of the pipeline"},
+    };
+    int fline = 1;
+    for (const char *c = text; c < at; c++) fline += *c == '\n';
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char fl[1024], *body = malloc(len + 1024);
+        const char *x = strstr(line, cases[i].from);
+        CHECK(x && body);
+        snprintf(fl, sizeof fl, "%.*s%s%s", (int)(x - line), line, cases[i].to, x + strlen(cases[i].from));
+        snprintf(body, len + 1024, "%.*s%s%s", (int)(at - text), text, fl, at + strlen(line));
+        /* the tasks by absolute path, the pipeline elsewhere */
+        char *t;
+        while ((t = strstr(body, "../../../tasks"))) {
+            char rest[1 << 16];
+            snprintf(rest, sizeof rest, "%s%s", kft_src("tasks"), t + strlen("../../../tasks"));
+            snprintf(t, len + 1024 - (size_t)(t - body), "%s", rest);
+        }
+        if ((t = strstr(body, "\"fused/add_rmsnorm\""))) {
+            char rest[1 << 16];
+            snprintf(rest, sizeof rest, "\"%s%s", kft_src("pipelines/c/decode/fused/add_rmsnorm"),
+                     t + strlen("\"fused/add_rmsnorm"));
+            snprintf(t, len + 1024 - (size_t)(t - body), "%s", rest);
+        }
+        snprintf(path, sizeof path, "%s/p%zu.json", dir, i);
+        FILE *f = fopen(path, "w");
+        CHECK(f && fputs(body, f) >= 0 && fclose(f) == 0);
+        free(body);
+        kf_ctx *ctx = kf_ctx_new();
+        kf_system_opts o;
+        kf_system_opts_init(&o);
+        char *out = NULL;
+        int acc = 0;
+        kf_status st = kf_system_check(ctx, path, &o, &out, &acc);
+        char want[400];
+        snprintf(want, sizeof want, "%s:%d: ", path, fline);
+        CHECKF(st == KF_ETASK && strstr(kf_errmsg(ctx), cases[i].want) && strstr(kf_errmsg(ctx), want),
+               "case %zu: %d %s", i, st, kf_errmsg(ctx));
+        free(out);
+        kf_ctx_free(ctx);
+    }
+    free(text);
+    char cmd[400], o2[100];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(kft_run(cmd, o2, sizeof o2) == 0);
+}
+
 void kft_register_system(void) {
     kft_add("system/load_errors", t_load_errors, NULL, 60);
     kft_add("system/schema", t_schema, NULL, 60);
@@ -537,5 +908,11 @@ void kft_register_system(void) {
     kft_add("system/bench_win", t_bench_win, NULL, 180);
     kft_add("system/local_win_global_loss", t_local_win_global_loss, NULL, 180);
     kft_add("system/run", t_run, NULL, 400);
+    kft_add("system/run_kill_resume", t_run_kill_resume, NULL, 900);
+    kft_add("system/record_atomic", t_record_atomic, NULL, 60);
+    kft_add("system/run_workers", t_run_workers, NULL, 400);
+    kft_add("system/fusion", t_fusion, NULL, 300);
+    kft_add("system/fusion_wrong", t_fusion_wrong, NULL, 120);
+    kft_add("system/fusion_load", t_fusion_load, NULL, 120);
     kft_add("system/vs_knob", t_vs_knob, NULL, 120);
 }

@@ -11,11 +11,21 @@
  * seals reads as unsealed. The slot runs carry their own seals in their run.db. What it
  * does not stop: the same user reading the key file, or deleting system.seal (the record
  * then reads as unsealed, and the report says so).
+ *
+ * The record is saved after every slot iteration, so a killed run leaves one a reader
+ * can trust and `system run --resume` can continue. Each save reuses the run's key and
+ * replaces both files by rename (written beside them, fsynced, renamed, the directory
+ * fsynced): the seal first, holding the new record's HMAC and, as "prev_mac", the one
+ * before, then the record. A kill between the two renames leaves the previous record
+ * under a seal that still vouches for it, so no reader sees a half-written record or
+ * one its seal does not cover. What it does not stop: putting back the record one save
+ * older (it matches prev_mac).
  */
 #define _GNU_SOURCE
 #include "record.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,22 +33,52 @@
 
 #define REC_MAX (64u << 20) /* a record's bytes, at most */
 
-/* text into path whole: written beside it, then renamed over it. 0, or -1 with errno. */
-static int write_whole(const char *path, const char *text, size_t len) {
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+/* text into a temporary file beside path, fsynced; its name into tmp. 0, or -1 with errno. */
+static int write_tmp(const char *path, const char *text, size_t len, char *tmp, size_t tn) {
+    snprintf(tmp, tn, "%s.tmp-%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return -1;
     int bad = fwrite(text, 1, len, f) != len;
     bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
     bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path)) {
+    if (bad) {
         int e = errno;
         unlink(tmp);
         errno = e;
         return -1;
     }
     return 0;
+}
+
+/* The run's key id from dir's current seal, and into prev the HMAC (the seal's "mac" or
+ * "prev_mac") that vouches for the record on disk, "" when none does: 1 when dir has a
+ * seal, else 0. */
+static int seal_read(kf_ctx *ctx, const char *dir, char key_id[33], char prev[65]) {
+    char path[4200], *t = NULL, *rec = NULL;
+    size_t len = 0, rlen = 0;
+    prev[0] = 0;
+    snprintf(path, sizeof path, "%s/system.seal", dir);
+    if (kf__read_file(path, 4096, &t, &len)) return 0;
+    json_t *j = json_loadb(t, len, 0, NULL);
+    free(t);
+    const char *id = json_string_value(json_object_get(j, "key_id"));
+    int ok = id && strlen(id) == 32;
+    if (ok) memcpy(key_id, id, 33);
+    snprintf(path, sizeof path, "%s/system.json", dir);
+    if (ok && !kf__read_file(path, REC_MAX, &rec, &rlen)) {
+        const char *macs[2] = {json_string_value(json_object_get(j, "mac")),
+                               json_string_value(json_object_get(j, "prev_mac"))};
+        for (int k = 0; k < 2 && !prev[0]; k++) {
+            const char *state = "";
+            if (macs[k] && strlen(macs[k]) == 64 &&
+                !kf_store_check_bytes(ctx, id, rec, rlen, macs[k], &state, NULL, 0) &&
+                !strcmp(state, "sealed"))
+                memcpy(prev, macs[k], 65);
+        }
+        free(rec);
+    }
+    json_decref(j);
+    return ok;
 }
 
 /* The sha256 of the file at path into hex: 0, or -1. */
@@ -70,15 +110,29 @@ kf_status kf_sysrun_save(kf_ctx *ctx, const char *dir, const char *json) {
     json_decref(rec);
     if (!text) return kf__err(ctx, KF_ENOMEM, "out of memory");
     size_t len = strlen(text);
-    char key_id[33] = "", mac[65], path[4200];
+    /* the run's key again after its first save; the seal on disk becomes prev_mac */
+    char key_id[33] = "", prev[65] = "", mac[65], path[4200], seal_path[4200], tmp[4300], stmp[4300];
+    int had = seal_read(ctx, dir, key_id, prev) && prev[0];
     kf_status st = kf_store_seal_bytes(ctx, key_id, text, len, mac);
     snprintf(path, sizeof path, "%s/system.json", dir);
-    if (!st && write_whole(path, text, len)) st = kf__err(ctx, KF_EIO, "%s: %s", path, strerror(errno));
+    snprintf(seal_path, sizeof seal_path, "%s/system.seal", dir);
+    char seal[300];
+    int k = had ? snprintf(seal, sizeof seal, "{\"key_id\": \"%s\", \"mac\": \"%s\", \"prev_mac\": \"%s\"}\n",
+                           key_id, mac, prev)
+                : snprintf(seal, sizeof seal, "{\"key_id\": \"%s\", \"mac\": \"%s\"}\n", key_id, mac);
+    if (!st && write_tmp(path, text, len, tmp, sizeof tmp))
+        st = kf__err(ctx, KF_EIO, "%s: %s", path, strerror(errno));
+    else if (!st && write_tmp(seal_path, seal, (size_t)k, stmp, sizeof stmp)) {
+        st = kf__err(ctx, KF_EIO, "%s: %s", seal_path, strerror(errno));
+        unlink(tmp);
+    } else if (!st && (rename(stmp, seal_path) || rename(tmp, path))) {
+        st = kf__err(ctx, KF_EIO, "%s: rename: %s", dir, strerror(errno));
+        unlink(stmp), unlink(tmp);
+    }
     if (!st) {
-        char seal[200];
-        int k = snprintf(seal, sizeof seal, "{\"key_id\": \"%s\", \"mac\": \"%s\"}\n", key_id, mac);
-        snprintf(path, sizeof path, "%s/system.seal", dir);
-        if (write_whole(path, seal, (size_t)k)) st = kf__err(ctx, KF_EIO, "%s: %s", path, strerror(errno));
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 || fsync(dfd)) st = kf__err(ctx, KF_EIO, "%s: fsync: %s", dir, strerror(errno));
+        if (dfd >= 0) close(dfd);
     }
     free(text);
     return st;
@@ -113,8 +167,12 @@ kf_status kf_sysrun_load(kf_ctx *ctx, const char *dir, json_t **rec, json_t **in
         sj = json_loadb(seal, slen, 0, &je);
         const char *id = json_string_value(json_object_get(sj, "key_id"));
         const char *mac = json_string_value(json_object_get(sj, "mac"));
+        const char *prev = json_string_value(json_object_get(sj, "prev_mac"));
         kf_status st =
             id ? kf_store_check_bytes(ctx, id, text, len, mac, &state, key_path, sizeof key_path) : KF_OK;
+        /* killed between a save's two renames: the record before, which the seal still covers */
+        if (!st && id && prev && !strcmp(state, "tampered"))
+            st = kf_store_check_bytes(ctx, id, text, len, prev, &state, key_path, sizeof key_path);
         if (!id) state = "tampered";
         if (st) {
             json_decref(sj), json_decref(r);
@@ -151,4 +209,34 @@ kf_status kf_sysrun_load(kf_ctx *ctx, const char *dir, json_t **rec, json_t **in
     }
     *rec = r, *integrity = in;
     return KF_OK;
+}
+
+kf_status kf_sysrun_resume(kf_ctx *ctx, const char *dir, const char *pipeline, char **json) {
+    *json = NULL;
+    json_t *rec = NULL, *in = NULL;
+    kf_status st = kf_sysrun_load(ctx, dir, &rec, &in, NULL);
+    if (st) return st;
+    const char *seals = json_string_value(json_object_get(in, "seals"));
+    const char *ps = json_string_value(json_object_get(rec, "pipeline_sha256"));
+    const char *pf = json_string_value(json_object_get(rec, "pipeline_file"));
+    const char *state = json_string_value(json_object_get(rec, "state"));
+    char hex[65];
+    if (strcmp(seals, "sealed"))
+        st = kf__err(ctx, KF_EUSAGE,
+                     "%s/system.json: %s: a record its seal does not vouch for is not resumed", dir, seals);
+    else if (!ps || !state)
+        st = kf__err(ctx, KF_EUSAGE, "%s/system.json: recorded without its %s: it cannot be resumed", dir,
+                     !ps ? "pipeline's sha256" : "state");
+    else if (file_sha(pipeline, hex)) st = kf__err(ctx, KF_EUSAGE, "%s: %s", pipeline, strerror(errno));
+    else if (strcmp(hex, ps))
+        st = kf__err(
+            ctx, KF_EUSAGE,
+            "%s: sha256 %.16s... is not the pipeline this run was started with (%s, sha256 %.16s...): "
+            "a system run resumes only on its own pipeline",
+            pipeline, hex, pf ? pf : "?", ps);
+    else if (!strcmp(state, "finished"))
+        st = kf__err(ctx, KF_EUSAGE, "%s: the system run finished: there is nothing to resume", dir);
+    else if (!(*json = kf__json_dumps(rec, JSON_COMPACT))) st = kf__err(ctx, KF_ENOMEM, "out of memory");
+    json_decref(rec), json_decref(in);
+    return st;
 }

@@ -251,6 +251,12 @@ static int has_warning(const kf_sysrep *s) { return s->warnings && strstr(s->war
 static void e2e_text(kf_buf *b, const kf_sysrep *s) {
     json_t *sp = json_object_get(s->rec, "end_to_end_speedup"),
            *ci = json_object_get(s->rec, "end_to_end_gain_ci95");
+    const char *state = JS(s->rec, "state");
+    if (!json_is_number(sp) && state && !strcmp(state, "running")) {
+        kf_buf_printf(b, "not recorded yet (the run has not finished: it is running, or it was stopped and "
+                         "kforge system run --resume continues it)");
+        return;
+    }
     if (!json_is_number(sp)) {
         kf_buf_printf(b, "not recorded (the run's last bench did not complete)");
         return;

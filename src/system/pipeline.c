@@ -9,7 +9,8 @@
  * task loads and is of the pipeline's backend, every buffer argument is bound to a
  * pipeline buffer of its type and element count at every step, no stage writes an
  * input or a weight, every temporary is written before it is read, and every output is
- * written. Loading runs nothing.
+ * written; a fusion's stages are adjacent, and its inputs and outputs stand in for its
+ * span's (check_fusion). Loading runs nothing.
  */
 #define _GNU_SOURCE
 #include "system.h"
@@ -292,90 +293,202 @@ static kf_status load_slot(lctx *l, const char *name, const char *task, int line
     return KF_OK;
 }
 
-static kf_status load_stages(lctx *l, json_t *sj) {
+/* One stage (or fusion) object v into st: its name, task (slot), sizes and bindings.
+ * slot_name NULL: the stage's "slot", else its task folder's name. */
+static kf_status load_stage(lctx *l, json_t *v, const char *what, size_t i, int *from, kf_sys_stage *st,
+                            const char *const *keys, int fusion) {
     kf_pipeline *p = l->p;
-    if (!json_is_array(sj) || !json_array_size(sj) || json_array_size(sj) > PIPE_MAX_STAGES)
-        return bad(l, line_of(l, "stages", 1), "\"stages\" must be an array of 1 to %d stages",
-                   PIPE_MAX_STAGES);
-    size_t n = json_array_size(sj);
-    if (!(p->stages = calloc(n, sizeof *p->stages)) || !(p->slots = calloc(n, sizeof *p->slots)))
-        return kf__err(l->ctx, KF_ENOMEM, "out of memory");
-    int from = line_of(l, "stages", 1);
-    static const char *const keys[] = {"name", "task", "slot", "sizes", "bind", 0};
     const char *names[PIPE_MAX_DIMS + 2];
     int64_t vals[PIPE_MAX_DIMS + 2];
     int nv;
     vars_of(p, names, vals, 0, 0, &nv);
+    st->first = st->last = -1;
+    const char *nm = json_string_value(json_object_get(v, "name"));
+    const char *task = json_string_value(json_object_get(v, "task"));
+    st->line = nm ? line_of(l, nm, *from) : *from;
+    *from = st->line;
+    const char *unk;
+    if (!json_is_object(v) || !nm || !task)
+        return bad(l, st->line, "%s[%zu]: needs \"name\" and \"task\"", what, i);
+    if (!known_keys(v, keys, &unk)) return bad(l, st->line, "%s %s: unknown key \"%s\"", what, nm, unk);
+    for (int j = 0; j < p->nstages; j++)
+        if (p->stages[j].name && st != &p->stages[j] && !strcmp(p->stages[j].name, nm))
+            return bad(l, st->line, "%s %s: a second stage or fusion of that name", what, nm);
+    if (!(st->name = kf__strdup(nm))) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
+    const char *slot = fusion ? nm : json_string_value(json_object_get(v, "slot"));
+    if (!slot) {
+        slot = strrchr(task, '/') ? strrchr(task, '/') + 1 : task;
+        if (!*slot) return bad(l, st->line, "stage %s: \"task\" names no folder", nm);
+    }
+    if (fusion && kf_pipeline_slot(p, slot) >= 0)
+        return bad(l, st->line, "fusion %s: a slot of that name exists: a fusion is a slot of its own", nm);
+    kf_status s = load_slot(l, slot, task, st->line, &st->slot);
+    if (s) return s;
+    const kf_task *t = p->slots[st->slot].task;
+    json_t *sz = json_object_get(v, "sizes"), *bind = json_object_get(v, "bind");
+    if (!json_is_object(sz)) return bad(l, st->line, "%s %s: \"sizes\" must be an object", what, nm);
+    if (!json_is_object(bind)) return bad(l, st->line, "%s %s: \"bind\" must be an object", what, nm);
+    for (int k = 0; k < t->nsizes; k++) {
+        json_t *e = json_object_get(sz, t->size_names[k]);
+        if (!e)
+            return bad(l, st->line, "%s %s: \"sizes\" lacks the task's size %s", what, nm, t->size_names[k]);
+        char who[160];
+        snprintf(who, sizeof who, "%s %s: size %s", what, nm, t->size_names[k]);
+        if (!(st->size[k] = parse_expr(l, e, st->line, who, names, nv, &s))) return s;
+    }
+    const char *key;
+    json_t *e;
+    json_object_foreach(sz, key, e) {
+        int ok = 0;
+        for (int k = 0; k < t->nsizes; k++) ok |= !strcmp(key, t->size_names[k]);
+        if (!ok) return bad(l, st->line, "%s %s: \"sizes\": the task has no size %s", what, nm, key);
+    }
+    json_object_foreach(bind, key, e) {
+        int a = -1;
+        for (int k = 0; k < t->nargs; k++)
+            if (!strcmp(t->args[k].name, key)) a = k;
+        if (a < 0 || !t->args[a].is_buffer)
+            return bad(l, st->line, "%s %s: \"bind\": the task has no buffer argument %s", what, nm, key);
+    }
+    for (int k = 0; k < t->nargs; k++) {
+        st->bind[k] = -1;
+        const kf_arg *a = &t->args[k];
+        if (!a->is_buffer) continue;
+        const char *b = json_string_value(json_object_get(bind, a->name));
+        if (!b) return bad(l, st->line, "%s %s: buffer argument %s is not bound", what, nm, a->name);
+        int j = find_buf(p, b);
+        if (j < 0)
+            return bad(l, st->line, "%s %s: %s is bound to %s, which is no buffer", what, nm, a->name, b);
+        const kf_sys_buffer *pb = &p->bufs[j];
+        if (pb->type != a->type)
+            return bad(l, st->line, "%s %s: %s is %s, buffer %s is %s", what, nm, a->name,
+                       kf_dtype_name(a->type), b, kf_dtype_name(pb->type));
+        if (a->io != KF_IO_IN && (pb->role == KF_SYS_INPUT || pb->role == KF_SYS_WEIGHT))
+            return bad(l, st->line, "%s %s: writes %s through %s, which is an input or a weight", what, nm, b,
+                       a->name);
+        if (fusion && a->io == KF_IO_INOUT)
+            return bad(l, st->line,
+                       "fusion %s: %s is inout: a fused task reads its inputs and writes its outputs", nm,
+                       a->name);
+        for (int q = 0; q < k; q++)
+            if (st->bind[q] == j && (a->io != KF_IO_IN || t->args[q].io != KF_IO_IN))
+                return bad(l, st->line, "%s %s: %s and %s are both bound to %s, which one writes", what, nm,
+                           t->args[q].name, a->name, b);
+        st->bind[k] = j;
+    }
+    return KF_OK;
+}
+
+static int stage_writes(const kf_pipeline *p, const kf_sys_stage *s, int b) {
+    const kf_task *t = p->slots[s->slot].task;
+    for (int k = 0; k < t->nargs; k++)
+        if (s->bind[k] == b && t->args[k].io != KF_IO_IN) return 1;
+    return 0;
+}
+
+static int stage_reads(const kf_pipeline *p, const kf_sys_stage *s, int b) {
+    const kf_task *t = p->slots[s->slot].task;
+    for (int k = 0; k < t->nargs; k++)
+        if (s->bind[k] == b && t->args[k].io != KF_IO_OUT) return 1;
+    return 0;
+}
+
+/* A fusion's span and data flow: adjacent stages, none in another fusion; it reads only
+ * what the span finds on entry, writes only what the span writes, and writes everything
+ * the span writes that is seen after it (a later stage's input, the next layer's or
+ * step's through a stage before the span, a carry, an output or a state). */
+static kf_status check_fusion(lctx *l, json_t *v, kf_sys_stage *f) {
+    kf_pipeline *p = l->p;
+    json_t *sj = json_object_get(v, "stages"), *e;
+    size_t i;
+    if (!json_is_array(sj) || json_array_size(sj) < 2)
+        return bad(l, f->line, "fusion %s: \"stages\" must name at least 2 adjacent stages", f->name);
+    json_array_foreach(sj, i, e) {
+        const char *n = json_string_value(e);
+        int j = -1;
+        for (int q = 0; n && q < p->nplain; q++)
+            if (!strcmp(p->stages[q].name, n)) j = q;
+        if (j < 0) return bad(l, f->line, "fusion %s: %s is no stage of the pipeline", f->name, n ? n : "?");
+        if (i == 0) f->first = j;
+        else if (j != f->last + 1)
+            return bad(l, f->line,
+                       "fusion %s: %s does not follow %s: a fusion's stages are adjacent, in order", f->name,
+                       n, p->stages[f->last].name);
+        f->last = j;
+    }
+    for (int q = p->nplain; q < p->nstages; q++) {
+        const kf_sys_stage *o = &p->stages[q];
+        if (o != f && o->first >= 0 && o->first <= f->last && f->first <= o->last)
+            return bad(l, f->line, "fusion %s: its stages overlap fusion %s's", f->name, o->name);
+    }
+    const kf_task *t = p->slots[f->slot].task;
+    for (int k = 0; k < t->nargs; k++) {
+        int b = f->bind[k];
+        if (b < 0) continue;
+        for (int j = f->first; j <= f->last; j++) {
+            if (t->args[k].io == KF_IO_IN && stage_writes(p, &p->stages[j], b))
+                return bad(l, f->line,
+                           "fusion %s: reads %s (%s), which stage %s of its span writes: a fusion reads what "
+                           "its first stage finds",
+                           f->name, p->bufs[b].name, t->args[k].name, p->stages[j].name);
+        }
+        int w = 0;
+        for (int j = f->first; j <= f->last; j++) w |= stage_writes(p, &p->stages[j], b);
+        if (t->args[k].io != KF_IO_IN && !w)
+            return bad(l, f->line, "fusion %s: writes %s (%s), which no stage of its span writes", f->name,
+                       p->bufs[b].name, t->args[k].name);
+    }
+    for (int b = 0; b < p->nbufs; b++) {
+        int w = -1, fw = 0;
+        for (int j = f->first; j <= f->last; j++)
+            if (stage_writes(p, &p->stages[j], b)) w = j;
+        for (int k = 0; k < t->nargs; k++) fw |= f->bind[k] == b && t->args[k].io != KF_IO_IN;
+        if (w < 0 || fw) continue;
+        char by[200] = "";
+        if (p->bufs[b].role == KF_SYS_OUTPUT || p->bufs[b].role == KF_SYS_STATE)
+            snprintf(by, sizeof by, "it is %s", p->bufs[b].role == KF_SYS_OUTPUT ? "an output" : "a state");
+        for (int q = 0; q < p->nbufs && !by[0]; q++)
+            if (p->bufs[q].role == KF_SYS_INPUT && p->bufs[q].carry == b)
+                snprintf(by, sizeof by, "input %s carries it", p->bufs[q].name);
+        for (int j = 0; j < p->nplain && !by[0]; j++)
+            if ((j < f->first || j > f->last) && stage_reads(p, &p->stages[j], b))
+                snprintf(by, sizeof by, "stage %s reads it", p->stages[j].name);
+        if (by[0])
+            return bad(
+                l, f->line,
+                "fusion %s: stage %s writes %s, which is seen after the span (%s): the fused task must "
+                "write it too",
+                f->name, p->stages[w].name, p->bufs[b].name, by);
+    }
+    return KF_OK;
+}
+
+static kf_status load_stages(lctx *l, json_t *sj, json_t *fj) {
+    kf_pipeline *p = l->p;
+    if (!json_is_array(sj) || !json_array_size(sj) || json_array_size(sj) > PIPE_MAX_STAGES)
+        return bad(l, line_of(l, "stages", 1), "\"stages\" must be an array of 1 to %d stages",
+                   PIPE_MAX_STAGES);
+    if (fj && (!json_is_array(fj) || json_array_size(fj) > PIPE_MAX_STAGES))
+        return bad(l, line_of(l, "fusions", 1), "\"fusions\" must be an array of at most %d fusions",
+                   PIPE_MAX_STAGES);
+    size_t n = json_array_size(sj), nf = json_array_size(fj);
+    if (!(p->stages = calloc(n + nf, sizeof *p->stages)) || !(p->slots = calloc(n + nf, sizeof *p->slots)))
+        return kf__err(l->ctx, KF_ENOMEM, "out of memory");
+    int from = line_of(l, "stages", 1);
+    static const char *const keys[] = {"name", "task", "slot", "sizes", "bind", 0};
     for (size_t i = 0; i < n; i++) {
-        json_t *v = json_array_get(sj, i);
         kf_sys_stage *st = &p->stages[p->nstages++];
-        const char *nm = json_string_value(json_object_get(v, "name"));
-        const char *task = json_string_value(json_object_get(v, "task"));
-        st->line = nm ? line_of(l, nm, from) : from;
-        from = st->line;
-        const char *unk;
-        if (!json_is_object(v) || !nm || !task)
-            return bad(l, st->line, "stages[%zu]: needs \"name\" and \"task\"", i);
-        if (!known_keys(v, keys, &unk)) return bad(l, st->line, "stage %s: unknown key \"%s\"", nm, unk);
-        for (int j = 0; j + 1 < p->nstages; j++)
-            if (!strcmp(p->stages[j].name, nm))
-                return bad(l, st->line, "stage %s: a second stage of that name", nm);
-        if (!(st->name = kf__strdup(nm))) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
-        const char *slot = json_string_value(json_object_get(v, "slot"));
-        if (!slot) {
-            slot = strrchr(task, '/') ? strrchr(task, '/') + 1 : task;
-            if (!*slot) return bad(l, st->line, "stage %s: \"task\" names no folder", nm);
-        }
-        kf_status s = load_slot(l, slot, task, st->line, &st->slot);
+        kf_status s = load_stage(l, json_array_get(sj, i), "stage", i, &from, st, keys, 0);
         if (s) return s;
-        const kf_task *t = p->slots[st->slot].task;
-        json_t *sz = json_object_get(v, "sizes"), *bind = json_object_get(v, "bind");
-        if (!json_is_object(sz)) return bad(l, st->line, "stage %s: \"sizes\" must be an object", nm);
-        if (!json_is_object(bind)) return bad(l, st->line, "stage %s: \"bind\" must be an object", nm);
-        for (int k = 0; k < t->nsizes; k++) {
-            json_t *e = json_object_get(sz, t->size_names[k]);
-            if (!e)
-                return bad(l, st->line, "stage %s: \"sizes\" lacks the task's size %s", nm, t->size_names[k]);
-            char who[160];
-            snprintf(who, sizeof who, "stage %s: size %s", nm, t->size_names[k]);
-            if (!(st->size[k] = parse_expr(l, e, st->line, who, names, nv, &s))) return s;
-        }
-        const char *key;
-        json_t *e;
-        json_object_foreach(sz, key, e) {
-            int ok = 0;
-            for (int k = 0; k < t->nsizes; k++) ok |= !strcmp(key, t->size_names[k]);
-            if (!ok) return bad(l, st->line, "stage %s: \"sizes\": the task has no size %s", nm, key);
-        }
-        json_object_foreach(bind, key, e) {
-            int a = -1;
-            for (int k = 0; k < t->nargs; k++)
-                if (!strcmp(t->args[k].name, key)) a = k;
-            if (a < 0 || !t->args[a].is_buffer)
-                return bad(l, st->line, "stage %s: \"bind\": the task has no buffer argument %s", nm, key);
-        }
-        for (int k = 0; k < t->nargs; k++) {
-            st->bind[k] = -1;
-            const kf_arg *a = &t->args[k];
-            if (!a->is_buffer) continue;
-            const char *b = json_string_value(json_object_get(bind, a->name));
-            if (!b) return bad(l, st->line, "stage %s: buffer argument %s is not bound", nm, a->name);
-            int j = find_buf(p, b);
-            if (j < 0)
-                return bad(l, st->line, "stage %s: %s is bound to %s, which is no buffer", nm, a->name, b);
-            const kf_sys_buffer *pb = &p->bufs[j];
-            if (pb->type != a->type)
-                return bad(l, st->line, "stage %s: %s is %s, buffer %s is %s", nm, a->name,
-                           kf_dtype_name(a->type), b, kf_dtype_name(pb->type));
-            if (a->io != KF_IO_IN && (pb->role == KF_SYS_INPUT || pb->role == KF_SYS_WEIGHT))
-                return bad(l, st->line, "stage %s: writes %s through %s, which is an input or a weight", nm,
-                           b, a->name);
-            for (int q = 0; q < k; q++)
-                if (st->bind[q] == j && (a->io != KF_IO_IN || t->args[q].io != KF_IO_IN))
-                    return bad(l, st->line, "stage %s: %s and %s are both bound to %s, which one writes", nm,
-                               t->args[q].name, a->name, b);
-            st->bind[k] = j;
-        }
+    }
+    p->nplain = p->nstages;
+    static const char *const fkeys[] = {"name", "task", "stages", "sizes", "bind", 0};
+    from = line_of(l, "fusions", 1);
+    for (size_t i = 0; i < nf; i++) {
+        kf_sys_stage *st = &p->stages[p->nstages++];
+        kf_status s = load_stage(l, json_array_get(fj, i), "fusion", i, &from, st, fkeys, 1);
+        if (!s) s = check_fusion(l, json_array_get(fj, i), st);
+        if (s) return s;
     }
     return KF_OK;
 }
@@ -393,6 +506,7 @@ static kf_status check_flow(lctx *l) {
         memset(written, 0, (size_t)p->nbufs);
         for (int j = 0; j < p->nstages && !st; j++) {
             const kf_sys_stage *s = &p->stages[j];
+            int fused = j >= p->nplain; /* a fusion: its counts and constraints; the flow is its span's */
             const kf_task *t = p->slots[s->slot].task;
             int64_t v[KF_MAX_SIZES], counts[KF_MAX_ARGS], iv[KF_MAX_ARGS];
             double fv[KF_MAX_ARGS];
@@ -424,7 +538,7 @@ static kf_status check_flow(lctx *l) {
                                  step, t->args[k].name, (long long)counts[k], b->name, (long long)b->count);
                 }
             }
-            for (int k = 0; k < t->nargs && !st; k++) {
+            for (int k = 0; k < t->nargs && !st && !fused; k++) {
                 int b = s->bind[k];
                 if (b < 0) continue;
                 if (t->args[k].io == KF_IO_OUT) continue;
@@ -432,7 +546,7 @@ static kf_status check_flow(lctx *l) {
                     st = bad(l, s->line, "stage %s reads %s before any stage writes it", s->name,
                              p->bufs[b].name);
             }
-            for (int k = 0; k < t->nargs && !st; k++)
+            for (int k = 0; k < t->nargs && !st && !fused; k++)
                 if (s->bind[k] >= 0 && t->args[k].io != KF_IO_IN) written[s->bind[k]] = 1;
         }
         for (int b = 0; b < p->nbufs && !st; b++)
@@ -527,8 +641,8 @@ kf_status kf_pipeline_load(kf_ctx *ctx, const char *path, const char *const *kno
         st = kf__err(ctx, KF_ETASK, "%s:%d: %s", path, je.line, je.text);
         goto out;
     }
-    static const char *const keys[] = {"name",    "backend", "dims",  "steps",       "layers",
-                                       "buffers", "stages",  "knobs", "description", 0};
+    static const char *const keys[] = {"name",   "backend", "dims",        "steps",   "layers", "buffers",
+                                       "stages", "knobs",   "description", "fusions", 0};
     const char *unk;
     if (!json_is_object(root)) {
         st = bad(&l, 1, "a pipeline is a JSON object");
@@ -591,7 +705,7 @@ kf_status kf_pipeline_load(kf_ctx *ctx, const char *path, const char *const *kno
     if (layers > 0) p->layers = layers < PIPE_MAX_LAYERS ? layers : PIPE_MAX_LAYERS;
     if ((st = load_knobs(&l, json_object_get(root, "knobs"), knobs, nknobs))) goto out;
     if ((st = load_buffers(&l, json_object_get(root, "buffers")))) goto out;
-    if ((st = load_stages(&l, json_object_get(root, "stages")))) goto out;
+    if ((st = load_stages(&l, json_object_get(root, "stages"), json_object_get(root, "fusions")))) goto out;
     st = check_flow(&l);
 out:
     json_decref(root);

@@ -32,11 +32,16 @@
  * gain is the paired median ratio (kf_stats_ratio) minus one, with its interval; the
  * roofline is the backend's (kf_backend_roofline) over the step's summed cost models.
  *
+ * A fusion (a stage after the pipeline's, its own slot) replaces its span's stages in a
+ * configuration that gives its slot a file; in the reference pipeline its candidate is
+ * called on the inputs the span's first stage found and judged against what the span's
+ * last stage left, each wrong output named with the span's stage that writes it.
+ *
  * It does not (yet): time a captured CUDA graph of the whole step (launch=graph is
  * refused on every backend: each slot is its own worker process), keep weights resident
- * on a GPU worker across calls (every call stages them, docs/system.md), fuse stages, or
- * take the timing lock of kf_bench_timed (a system bench is its own command, never
- * run beside a kforge run --jobs N).
+ * on a GPU worker across calls (every call stages them, docs/system.md), or take the
+ * timing lock of kf_bench_timed (a system bench is its own command, never run beside a
+ * kforge run --jobs N).
  */
 #define _GNU_SOURCE
 #include "system.h"
@@ -63,6 +68,7 @@ typedef struct {
     const char *path;
     int64_t calls;           /* successful calls in the pipeline */
     int64_t captured;        /* captured-I/O calls (candidates) */
+    int named;               /* a fusion's wrong stage named already */
     double max_abs, max_rel; /* captured: the largest errors seen */
 } sys_impl;
 
@@ -265,6 +271,59 @@ static kf_status stage_call(sys *S, const kf_sys_stage *st, int impl, sys_impl *
     return KF_OK;
 }
 
+/* A fusion's candidate just called on its span's captured inputs: the first of its
+ * outputs outside its tolerance of the composed references' (refo) is named with the
+ * stage of the span that writes that buffer, once per fusion. */
+static void fused_blame(sys *S, const kf_sys_stage *f, sys_impl *c, const kf_extents *ex, void **refo,
+                        int step, int layer) {
+    const kf_pipeline *p = S->p;
+    const kf_task *t = c->sess.t;
+    void *outs[KF_MAX_ARGS];
+    if (kf_sess_take_outputs(&c->sess, &c->side, ex, outs)) return;
+    for (int a = 0; a < t->nargs && !c->named; a++) {
+        const kf_arg *ar = &t->args[a];
+        if (!ar->is_buffer || ar->io == KF_IO_IN || !outs[a] || !refo[a]) continue;
+        double rtol, atol;
+        kf_task_tolerance(t, ar, &rtol, &atol);
+        kf_cmp cmp;
+        kf_data_compare(ar->type, outs[a], refo[a], ex->count[a], rtol, atol, NULL, &cmp);
+        if (cmp.first_bad < 0) continue;
+        int b = f->bind[a], by = -1;
+        for (int j = f->first; j <= f->last; j++) {
+            const kf_task *tj = p->slots[p->stages[j].slot].task;
+            for (int k = 0; k < tj->nargs; k++)
+                if (p->stages[j].bind[k] == b && tj->args[k].io != KF_IO_IN) by = j;
+        }
+        c->named = 1;
+        reject(
+            S, cmp.nonfinite ? KF_REASON_NONFINITE : KF_REASON_WRONG_RESULT, p->slots[f->slot].name,
+            "fusion %s: wrong on stage %s: its %s (stage %s's %s) differs from the composed references at "
+            "element %lld (got %.9g, expected %.9g; %lld of %lld elements outside rtol %g, atol %g), on the "
+            "inputs its stages receive in the pipeline (step %d, layer %d)",
+            f->name, by >= 0 ? p->stages[by].name : "?", ar->name, by >= 0 ? p->stages[by].name : "?",
+            p->bufs[b].name, (long long)cmp.first_bad, kf_data_get(ar->type, outs[a], cmp.first_bad),
+            kf_data_get(ar->type, refo[a], cmp.first_bad), (long long)(cmp.wrong + cmp.nonfinite),
+            (long long)ex->count[a], rtol, atol, step, layer);
+    }
+    kf_sess_free_outputs(t, outs);
+}
+
+/* The fusion (its stage index) that replaces the stages from j in configuration impl:
+ * one whose span starts at j and whose slot is not the reference's; -1 when none. */
+static int fusion_at(const kf_pipeline *p, const int *impl, int j) {
+    for (int f = p->nplain; f < p->nstages; f++)
+        if (p->stages[f].first == j && impl[p->stages[f].slot] != IMPL_REF) return f;
+    return -1;
+}
+
+/* Whether stage j is replaced by a fusion in configuration impl. */
+static int fused_away(const kf_pipeline *p, const int *impl, int j) {
+    for (int f = p->nplain; f < p->nstages; f++)
+        if (p->stages[f].first <= j && j <= p->stages[f].last && impl[p->stages[f].slot] != IMPL_REF)
+            return 1;
+    return 0;
+}
+
 /* The captured-I/O check: the slot's candidate on the inputs stage st received in the
  * reference pipeline, judged against the reference's outputs there. */
 static kf_status captured(sys *S, const kf_sys_stage *st, sys_slot *k, const kf_extents *ex, void **arg,
@@ -277,9 +336,15 @@ static kf_status captured(sys *S, const kf_sys_stage *st, sys_slot *k, const kf_
         if (t->args[a].is_buffer && t->args[a].io != KF_IO_OUT) in.buf[a] = arg[a];
     void *mag[KF_MAX_ARGS];
     memset(mag, 0, sizeof mag);
-    char when[256];
-    snprintf(when, sizeof when, "on the inputs stage %s receives in the pipeline (step %d, layer %d)",
-             st->name, step, layer);
+    char when[384];
+    const kf_pipeline *p = S->p;
+    if (st->first >= 0)
+        snprintf(when, sizeof when,
+                 "on the inputs stages %s to %s receive in the pipeline (step %d, layer %d)",
+                 p->stages[st->first].name, p->stages[st->last].name, step, layer);
+    else
+        snprintf(when, sizeof when, "on the inputs stage %s receives in the pipeline (step %d, layer %d)",
+                 st->name, step, layer);
     kf_status s = KF_OK;
     if (kf_task_has_mtol(t) &&
         (s = kf_sess_magnitude(&c->sess, S->ctx, &k->im[IMPL_REF].side, ex, &in, &c->sess.rng, mag, when)))
@@ -299,36 +364,90 @@ static kf_status captured(sys *S, const kf_sys_stage *st, sys_slot *k, const kf_
         kf_judge_mag(&c->sess, &c->side, ex, &in, &po, refo, mag, NULL, NULL, 0, &vs, when, &ma, &mr);
         if (ma > c->max_abs) c->max_abs = ma;
         if (mr > c->max_rel) c->max_rel = mr;
+        if (st->first >= 0 && !c->named) fused_blame(S, st, c, ex, refo, step, layer);
     }
     kf_sess_free_outputs(t, mag);
     return KF_OK;
 }
 
+/* The sizes and extents of stage st at (step, layer): 0, or a task error. */
+static kf_status stage_shape(sys *S, const kf_sys_stage *st, const kf_task *t, int step, int layer,
+                             int64_t *v, kf_extents *ex) {
+    char err[512];
+    if (kf_pipeline_stage_sizes(S->p, st, step, layer, v, err, sizeof err))
+        return kf__err(S->ctx, KF_ETASK, "%s: stage %s: %s", S->p->path, st->name, err);
+    kf_shape sh = {v, KF_SHAPE_VISIBLE, 0};
+    if (kf_data_extents(t, &sh, ex, err, sizeof err))
+        return kf__err(S->ctx, KF_ETASK, "%s: stage %s: %s", S->p->path, st->name, err);
+    return KF_OK;
+}
+
+/* The captured-I/O check of fusion f (a candidate, in the reference pipeline): open (at
+ * its first stage) copies the inputs its span finds; close (after its last) calls the
+ * candidate on them, judged against what the span's reference stages wrote. */
+static kf_status fusion_capture(sys *S, int f, sys_state *s, int step, int layer, void **snap, int open) {
+    const kf_pipeline *p = S->p;
+    const kf_sys_stage *st = &p->stages[f];
+    sys_slot *k = &S->sl[st->slot];
+    const kf_task *t = k->im[IMPL_CAND].sess.t;
+    int64_t v[KF_MAX_SIZES];
+    kf_extents ex;
+    kf_status e = stage_shape(S, st, t, step, layer, v, &ex);
+    void *refo[KF_MAX_ARGS] = {0};
+    for (int a = 0; !e && a < t->nargs; a++) {
+        int b = st->bind[a];
+        if (b < 0) continue;
+        void *d = s->data[b * p->layers + (p->bufs[b].per_layer ? layer : 0)];
+        if (t->args[a].io == KF_IO_IN && open) {
+            if (!(snap[a] = malloc(ex.bytes[a] ? ex.bytes[a] : 1)))
+                e = kf__err(S->ctx, KF_ENOMEM, "out of memory");
+            else memcpy(snap[a], d, ex.bytes[a]);
+        } else if (t->args[a].io != KF_IO_IN) {
+            refo[a] = d;
+        }
+    }
+    if (!e && !open) {
+        kf_shape sh = {v, KF_SHAPE_VISIBLE, 0};
+        e = captured(S, st, k, &ex, snap, refo, &sh, step, layer);
+    }
+    if (e || !open)
+        for (int a = 0; a < KF_MAX_ARGS; a++) free(snap[a]), snap[a] = NULL;
+    return e;
+}
+
 /* One step of a configuration (impl per slot) on state s. capture: run the captured-I/O
- * check of every candidate slot (the reference configuration). stage_ns (per stage of
- * the block, added to) and *step_ns get the worker's clock of each call; NULL: not kept.
- * *ok 0 when a call of a candidate failed (recorded). */
+ * check of every candidate slot (the reference configuration). A fusion whose slot has
+ * an implementation other than the reference's replaces its span's stages. stage_ns
+ * (per stage, fusions included, added to) and *step_ns get the worker's clock of each
+ * call; NULL: not kept. *ok 0 when a call of a candidate failed (recorded). */
 static kf_status run_step(sys *S, const int *impl, sys_state *s, int step, int capture, double *stage_ns,
                           double *step_ns, int *ok) {
     const kf_pipeline *p = S->p;
     kf_backend *be = kf_backend_get(p->backend);
     *ok = 1;
+    void *snap[KF_MAX_ARGS] = {0};
+    kf_status e = KF_OK;
     for (int l = 0; l < p->layers; l++) {
         /* a layer's input is the layer before's output, where an input is carried */
         if (l) carry_inputs(p, s);
-        for (int j = 0; j < p->nstages; j++) {
-            const kf_sys_stage *st = &p->stages[j];
+        for (int j = 0; j < p->nplain; j++) {
+            int f = fusion_at(p, impl, j), sj = f >= 0 ? f : j;
+            const kf_sys_stage *st = &p->stages[sj];
             sys_slot *k = &S->sl[st->slot];
             sys_impl *im = &k->im[impl[st->slot]];
             const kf_task *t = im->sess.t;
+            /* a fusion's candidate, in the reference pipeline: the inputs its span finds */
+            int fc = -1;
+            for (int q = p->nplain; capture && q < p->nstages; q++)
+                if (S->sl[p->stages[q].slot].im[IMPL_CAND].on && impl[p->stages[q].slot] == IMPL_REF &&
+                    (p->stages[q].first == j || p->stages[q].last == j))
+                    fc = q;
+            if (fc >= 0 && p->stages[fc].first == j && (e = fusion_capture(S, fc, s, step, l, snap, 1)))
+                return e;
             int64_t v[KF_MAX_SIZES];
-            char err[512];
-            if (kf_pipeline_stage_sizes(p, st, step, l, v, err, sizeof err))
-                return kf__err(S->ctx, KF_ETASK, "%s: stage %s: %s", p->path, st->name, err);
-            kf_shape sh = {v, KF_SHAPE_VISIBLE, 0};
             kf_extents ex;
-            if (kf_data_extents(t, &sh, &ex, err, sizeof err))
-                return kf__err(S->ctx, KF_ETASK, "%s: stage %s: %s", p->path, st->name, err);
+            if ((e = stage_shape(S, st, t, step, l, v, &ex))) goto out;
+            kf_shape sh = {v, KF_SHAPE_VISIBLE, 0};
             void *arg[KF_MAX_ARGS] = {0}, *outs[KF_MAX_ARGS];
             for (int a = 0; a < t->nargs; a++) {
                 int b = st->bind[a];
@@ -336,29 +455,33 @@ static kf_status run_step(sys *S, const int *impl, sys_state *s, int step, int c
             }
             kf_call_result cr;
             int cok;
-            kf_status e = stage_call(S, st, impl[st->slot], im, &ex, arg, outs, &cr, &cok, step, l);
-            if (e) return e;
+            if ((e = stage_call(S, st, impl[st->slot], im, &ex, arg, outs, &cr, &cok, step, l))) goto out;
             if (!cok) {
                 *ok = 0;
-                return KF_OK;
+                goto out;
             }
             /* the backend's clock of a call, as kforge bench times it: the worker's own
              * clock on the CPU, the launches' event time on a GPU (the worker's host span
              * there adds the launch and the synchronise, tens of us per stage) */
             double ns = (double)kf_backend_clock(be, &cr);
-            if (stage_ns) stage_ns[j] += ns;
+            if (stage_ns) stage_ns[sj] += ns;
             if (step_ns) *step_ns += ns;
             if (capture && k->im[IMPL_CAND].on && impl[st->slot] == IMPL_REF &&
                 (e = captured(S, st, k, &ex, arg, outs, &sh, step, l))) {
                 kf_sess_free_outputs(t, outs);
-                return e;
+                goto out;
             }
             for (int a = 0; a < t->nargs; a++)
                 if (outs[a]) memcpy(arg[a], outs[a], ex.bytes[a]);
             kf_sess_free_outputs(t, outs);
+            if (fc >= 0 && p->stages[fc].last == j && (e = fusion_capture(S, fc, s, step, l, snap, 0)))
+                goto out;
+            if (f >= 0) j = p->stages[f].last;
         }
     }
-    return KF_OK;
+out:
+    for (int a = 0; a < KF_MAX_ARGS; a++) free(snap[a]);
+    return e;
 }
 
 /* Compare the outputs of two states within the outputs' tolerances; 1 when they pass.
@@ -591,6 +714,11 @@ static kf_status sys_check(sys *S, json_t *report) {
             else json_decref(doc);
         }
     }
+    int impl_ref[KF_SYSTEM_MAX_SLOTS * 4], impl_cand[KF_SYSTEM_MAX_SLOTS * 4];
+    for (int k = 0; k < p->nslots; k++) {
+        impl_ref[k] = IMPL_REF;
+        impl_cand[k] = S->sl[k].im[IMPL_CAND].on ? IMPL_CAND : IMPL_REF;
+    }
     sys_state ref = {0}, cand = {0};
     double *ea = calloc((size_t)p->nbufs, sizeof *ea), *er = calloc((size_t)p->nbufs, sizeof *er);
     int steps_passed = 0, ran = 0;
@@ -608,11 +736,6 @@ static kf_status sys_check(sys *S, json_t *report) {
             if ((st = gen(S, &p->bufs[b], 0, ref.data[b * p->layers + l]))) goto out;
     }
     state_copy(p, &cand, &ref, 0, 0);
-    int impl_ref[KF_SYSTEM_MAX_SLOTS * 4], impl_cand[KF_SYSTEM_MAX_SLOTS * 4];
-    for (int k = 0; k < p->nslots; k++) {
-        impl_ref[k] = IMPL_REF;
-        impl_cand[k] = S->sl[k].im[IMPL_CAND].on ? IMPL_CAND : IMPL_REF;
-    }
     ran = 1;
     for (int step = 0; step < p->steps && !S->rejected; step++) {
         if (step) carry_inputs(p, &ref), carry_inputs(p, &cand);
@@ -644,6 +767,13 @@ report:
                               "task_dir", p->slots[k].task_dir, "stages", sl->nstages);
         if (!o) continue;
         json_object_set_new(o, "candidate", c->on ? json_string(c->path) : json_null());
+        for (int j = p->nplain; j < p->nstages; j++) {
+            if (p->stages[j].slot != k) continue;
+            json_t *fs = json_array();
+            for (int q = p->stages[j].first; q <= p->stages[j].last; q++)
+                json_array_append_new(fs, json_string(p->stages[q].name));
+            json_object_set_new(o, "fuses", fs);
+        }
         if (c->on) {
             json_object_set_new(o, "task_check",
                                 tchecks[k * 4 + IMPL_CAND] ? tchecks[k * 4 + IMPL_CAND] : json_null());
@@ -654,7 +784,11 @@ report:
                                     "max_abs", c->max_abs, "max_rel", c->max_rel);
             if (cap && c->sess.res) json_object_set_new(cap, "reasons", reasons_json(&c->sess.res->v));
             json_object_set_new(o, "captured", cap);
-            int64_t expect = ran ? (int64_t)sl->nstages * p->layers * p->steps : 0;
+            /* its stages' calls, but those a fusion of the configuration replaces */
+            int64_t per = 0;
+            for (int j = 0; j < p->nstages; j++)
+                per += p->stages[j].slot == k && (j >= p->nplain || !fused_away(p, impl_cand, j));
+            int64_t expect = ran ? per * p->layers * p->steps : 0;
             json_object_set_new(o, "engagement",
                                 json_pack("{s:I,s:I,s:b}", "expected", (json_int_t)expect, "calls",
                                           (json_int_t)c->calls, "engaged", ran && c->calls == expect));
@@ -781,7 +915,7 @@ static kf_status sys_bench(sys *S, json_t *report) {
     double flops = 0, bytes = 0;
     for (int step = 0; step < p->steps; step++)
         for (int l = 0; l < p->layers; l++)
-            for (int j = 0; j < ns; j++) {
+            for (int j = 0; j < p->nplain; j++) { /* the composed stages' costs, fused or not */
                 int64_t v[KF_MAX_SIZES];
                 char err[256];
                 const kf_task *t = p->slots[p->stages[j].slot].task;
@@ -892,11 +1026,15 @@ static kf_status sys_bench(sys *S, json_t *report) {
         mb_s[j] = kf_stats_median(col, (size_t)n), sumb += mb_s[j];
     }
     for (int j = 0; j < ns; j++) {
-        json_t *o = json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f}", "stage", p->stages[j].name, "slot",
-                              p->slots[p->stages[j].slot].name, "implementation",
-                              impl_name(impl_b[p->stages[j].slot]), "candidate_ns", mb_s[j], "baseline_ns",
-                              ma_s[j], "candidate_share", sumb > 0 ? mb_s[j] / sumb : 0, "baseline_share",
-                              suma > 0 ? ma_s[j] / suma : 0);
+        /* a fusion's row only where one side uses it; a stage it replaces is "fused" there */
+        if (j >= p->nplain && impl_a[p->stages[j].slot] == IMPL_REF && impl_b[p->stages[j].slot] == IMPL_REF)
+            continue;
+        json_t *o = json_pack(
+            "{s:s,s:s,s:s,s:f,s:f,s:f,s:f}", "stage", p->stages[j].name, "slot",
+            p->slots[p->stages[j].slot].name, "implementation",
+            j < p->nplain && fused_away(p, impl_b, j) ? "fused" : impl_name(impl_b[p->stages[j].slot]),
+            "candidate_ns", mb_s[j], "baseline_ns", ma_s[j], "candidate_share", sumb > 0 ? mb_s[j] / sumb : 0,
+            "baseline_share", suma > 0 ? ma_s[j] / suma : 0);
         /* the stage's own roofline fraction (its cost model over the step, in place): the
          * headroom a system run weighs a slot's share by */
         double sf = 0, sby = 0;

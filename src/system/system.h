@@ -2,7 +2,10 @@
  * system.h - a pipeline of kforge tasks judged as a whole (docs/system.md): the loaded
  * pipeline.json (pipeline.c) and what kf_system_check and kf_system_bench (system.c)
  * share. A pipeline names tasks (slots), binds their buffers to named pipeline buffers,
- * and runs its stages in order for a number of steps, N layers by repetition.
+ * and runs its stages in order for a number of steps, N layers by repetition. A fusion
+ * is one task that implements a run of adjacent stages in one call: a stage of its own
+ * (after the pipeline's) whose slot is named after it, used in place of those stages
+ * when the configuration gives it a candidate.
  */
 #ifndef KF_SYSTEM_H
 #define KF_SYSTEM_H
@@ -36,6 +39,7 @@ typedef struct {
     int slot;                    /* index into slots */
     kf_expr *size[KF_MAX_SIZES]; /* per size of the slot's task: over dims, step, layer */
     int bind[KF_MAX_ARGS];       /* per argument of the task: a buffer, or -1 (scalars) */
+    int first, last;             /* a fusion: the stages it replaces (indices); else -1 */
     int line;
 } kf_sys_stage;
 
@@ -63,7 +67,8 @@ typedef struct kf_pipeline {
     int steps, layers;
     int nbufs;
     kf_sys_buffer *bufs;
-    int nstages;
+    int nstages; /* the stages, then the fusions (a stage each, its own slot) */
+    int nplain;  /* stages[0..nplain) are the pipeline's stages, in order */
     kf_sys_stage *stages;
     int nslots;
     kf_sys_slot *slots;
