@@ -1741,7 +1741,7 @@ static kf_status lock_writer(kf_ctx *ctx, kf_store_lock *l) {
          * taking the lock); for one that is gone, whose children keep the lock for the
          * moment between their fork and exec (or until their parent-death signal); and,
          * when both queue, for a tool-mode command to end its turn */
-        int wait = (!evals && !pid && waited < 1) ||
+        int wait = (!evals && !pid && waited < ((l->flags & KF_STORE_LOCK_QUEUE) ? 10 : 1)) ||
                    (!evals && pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH && waited < 2) ||
                    ((l->flags & KF_STORE_LOCK_QUEUE) && queue && waited < KF_STORE_LOCK_QUEUE_S);
         if (wait) {
@@ -1769,8 +1769,10 @@ static kf_status lock_writer(kf_ctx *ctx, kf_store_lock *l) {
     int k = snprintf(line, sizeof line, "pid=%ld host=%s since=%lld queue=%d command=%s\n", (long)getpid(),
                      host, (long long)time(NULL), (l->flags & KF_STORE_LOCK_QUEUE) ? 1 : 0,
                      l->command[0] ? l->command : "?");
-    /* the line is for messages only: a lock without it still excludes */
-    if (ftruncate(l->fd, 0) == 0 && k > 0 && pwrite(l->fd, line, (size_t)k, 0) < 0) (void)0;
+    /* the line is for messages only: a lock without it still excludes. Written over the
+     * last holder's, then cut to length: a waiter never reads an empty file (it took
+     * one for a holder that had not written yet, and a queueing one gave up) */
+    if (k > 0 && pwrite(l->fd, line, (size_t)k, 0) == (ssize_t)k && ftruncate(l->fd, k)) (void)0;
     l->writer = 1;
     return KF_OK;
 }
