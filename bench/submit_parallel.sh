@@ -4,7 +4,8 @@
 # (default tasks/c/saxpy, the run's default timing), N different copies of its
 # candidates/fast.c submitted at once; prints the wall seconds until the last answers
 # and the most evaluations the run's recorded spans (created to finished) show in
-# progress at once (1: they took turns). REPS rounds (default 2), the Ns interleaved.
+# progress at once (1: they took turns). REPS rounds (default 2), the Ns interleaved;
+# NS (environment) overrides the list of Ns.
 set -eu
 K=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 T=${2:-tasks/c/saxpy}
@@ -16,7 +17,7 @@ for i in 0 1 2 3; do
     { cat "$T/candidates/fast.c"; echo "/* copy $i */"; } > "$tmp/f$i.c"
 done
 for rep in $(seq "$REPS"); do
-    for n in 1 2 4; do
+    for n in ${NS:-1 2 4}; do
         r=$tmp/r$n-$rep
         "$K" run "$T" --budget 0 --run "$r" > /dev/null 2>&1
         s=$(date +%s.%N)
