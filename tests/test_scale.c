@@ -933,7 +933,8 @@ static int max_overlap(const spans *sp) {
     int best = 0;
     for (int i = 0; i < sp->n; i++) {
         int k = 0; /* the spans in progress just after span i began */
-        for (int j = 0; j < sp->n; j++) k += sp->created[j] <= sp->created[i] && sp->finished[j] > sp->created[i];
+        for (int j = 0; j < sp->n; j++)
+            k += sp->created[j] <= sp->created[i] && sp->finished[j] > sp->created[i];
         if (k > best) best = k;
     }
     return best;
@@ -986,9 +987,11 @@ static void parallel_submits(const char *name, const char *workers, int n, int w
         int rc = wait_exit(pid[i], 280);
         json_t *j = summary(out[i]);
         const char *st = json_string_value(json_object_get(j, "state"));
-        CHECKF(rc == 0 && passed_state(st), "%s: submit %d: exit %d, state %s", name, i, rc, st ? st : "(none)");
+        CHECKF(rc == 0 && passed_state(st), "%s: submit %d: exit %d, state %s", name, i, rc,
+               st ? st : "(none)");
         seen[i] = json_integer_value(json_object_get(j, "id"));
-        for (int k = 0; k < i; k++) CHECKF(seen[k] != seen[i], "%s: two submits answered node %lld", name, (long long)seen[i]);
+        for (int k = 0; k < i; k++)
+            CHECKF(seen[k] != seen[i], "%s: two submits answered node %lld", name, (long long)seen[i]);
         json_decref(j);
     }
     spans sp;
@@ -1053,8 +1056,8 @@ static void t_tool_parallel_kill(const void *arg) {
     rc = tool_submit(run, args, &j);
     const char *st = json_string_value(json_object_get(j, "state"));
     const char *note = json_string_value(json_object_get(j, "note"));
-    CHECKF(st && !strcmp(st, "pruned") && note && strstr(note, "another submit is evaluating"), "exit %d, %s, %s",
-           rc, st ? st : "(none)", note ? note : "");
+    CHECKF(st && !strcmp(st, "pruned") && note && strstr(note, "another submit is evaluating"),
+           "exit %d, %s, %s", rc, st ? st : "(none)", note ? note : "");
     json_decref(j);
     kill(pid[0], SIGKILL);
     int r0 = wait_exit(pid[0], 60), r1 = wait_exit(pid[1], 200);

@@ -463,7 +463,8 @@ static void t_sources(const void *arg) {
     CHECK(kf_store_put_source(s, "xyz", 3, "c", h4) == KF_OK);
     CHECK(kf_store_read_source(s, h4, "c", &text, &len) == KF_OK && len == 3 && !memcmp(text, "xyz", 3));
     free(text);
-    CHECK(!kf__read_file(outside, 4096, &text, &len) && len == 19 && !memcmp(text, "the user's own file", 19));
+    CHECK(!kf__read_file(outside, 4096, &text, &len) && len == 19 &&
+          !memcmp(text, "the user's own file", 19));
     free(text);
     write_text(p, "xy", "w"); /* partial */
     CHECK(kf_store_put_source(s, "xyz", 3, "c", h4) == KF_OK);

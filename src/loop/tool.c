@@ -212,8 +212,10 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, const char *cmd, to
 static kf_status tool_workers(tool_run *r) {
     const kf_run_opts *o = &r->own;
     if (!o->workers && !o->devices) return KF_OK;
-    kf_pool_opts po = {
-        .devices = o->devices, .workers = o->workers, .status_dir = r->ev.run_dir, .timing_dir = r->ev.run_dir};
+    kf_pool_opts po = {.devices = o->devices,
+                       .workers = o->workers,
+                       .status_dir = r->ev.run_dir,
+                       .timing_dir = r->ev.run_dir};
     kf_status st = kf_pool_start(r->ev.ctx, &po, &r->pool);
     if (!st) r->ev.pool = r->pool;
     return st;
@@ -498,7 +500,8 @@ static int find_screened(void *arg, const kf_node *m) {
     if (d->state == KF_NODE_PROPOSED && !kf_store_lock_evaluating(d->lock, m->id)) return 0;
     /* a screening in flight does not stand for a full evaluation */
     screen_of so = {m->id, 0};
-    if (d->state == KF_NODE_PROPOSED && !d->screen && kf_store_each_event(d->st, "submit", find_screen_event, &so))
+    if (d->state == KF_NODE_PROPOSED && !d->screen &&
+        kf_store_each_event(d->st, "submit", find_screen_event, &so))
         return 0;
     if (so.screen) return 0;
     d->id = m->id;

@@ -397,7 +397,8 @@ static int spawn_argv(kf_pool *p, char **av, const char *lock) {
     pid_t pid;
     size_t ne = 0;
     while (environ[ne]) ne++;
-    char **envp = calloc(ne + 2, sizeof *envp), *env = lock ? kf__asprintf("KFORGE_TIMING_LOCK=%s", lock) : NULL;
+    char **envp = calloc(ne + 2, sizeof *envp),
+         *env = lock ? kf__asprintf("KFORGE_TIMING_LOCK=%s", lock) : NULL;
     if (!envp || (lock && !env)) {
         free(envp);
         free(env);
@@ -467,7 +468,8 @@ static kf_status launch_local(kf_ctx *ctx, kf_pool *p, const kf_pool_opts *o, co
          * workers that share every CPU */
         char lock[4200] = "";
         const char *tmp = getenv("TMPDIR");
-        if (o->timing_dir && i < n) snprintf(lock, sizeof lock, "%s/timing-cuda%d.lock", o->timing_dir, idx[i]);
+        if (o->timing_dir && i < n)
+            snprintf(lock, sizeof lock, "%s/timing-cuda%d.lock", o->timing_dir, idx[i]);
         else if (o->timing_dir) snprintf(lock, sizeof lock, "%s/timing.lock", o->timing_dir);
         else if (total > 1 && !cpus[0] && i >= n && p->sock_dir[0])
             snprintf(lock, sizeof lock, "%s/timing.lock", p->sock_dir);

@@ -1723,7 +1723,9 @@ static kf_status lock_writer(kf_ctx *ctx, kf_store_lock *l) {
     const char *dir = l->dir;
     char path[4200];
     snprintf(path, sizeof path, "%s/lock", dir);
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LOCK_WRITER,
+    struct flock fl = {.l_type = F_WRLCK,
+                       .l_whence = SEEK_SET,
+                       .l_start = LOCK_WRITER,
                        .l_len = (l->flags & KF_STORE_LOCK_QUEUE) ? 1 : 0};
     uint64_t t0 = kf__now_ns();
     for (;;) {
@@ -1786,7 +1788,7 @@ kf_status kf_store_lock_take(kf_ctx *ctx, const char *dir, const char *command, 
         return kf__err(ctx, KF_EIO, "%s: %s", dir, strerror(errno));
     if (stat(dir, &sb) < 0) return kf__err(ctx, KF_EIO, "%s: %s (no run here)", dir, strerror(errno));
     if (!S_ISDIR(sb.st_mode)) return kf__err(ctx, KF_EIO, "%s: not a directory (a run is a directory)", dir);
-    if (strlen(dir) >= sizeof ((kf_store_lock *)0)->dir)
+    if (strlen(dir) >= sizeof((kf_store_lock *)0)->dir)
         return kf__err(ctx, KF_EUSAGE, "%s: the run directory's name is too long", dir);
     char path[4200];
     snprintf(path, sizeof path, "%s/lock", dir);
