@@ -130,6 +130,9 @@ typedef struct kf_opts {
                                  once the speedup's 95% interval is within +/- this
                                  fraction of it, before bench_min_time_s (0: off, the
                                  default; the loop's evaluations use 0.01) */
+    const char *timing_lock;  /* bench: a file shared with other processes that time on
+                                 these CPUs: each timed phase holds a lock on it per CPU
+                                 it may use (NULL: $KFORGE_TIMING_LOCK, else none) */
 } kf_opts;
 
 /* compute-sanitizer tools for kf_opts.sanitize (docs/cuda.md) */

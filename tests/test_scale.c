@@ -15,8 +15,10 @@
 #include "store/store.h"
 #include "util/util.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -901,10 +903,225 @@ static void t_tool_concurrent(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* ---- concurrent tool-mode submits (docs/run.md "One writer at a time") ---- */
+
+typedef struct {
+    double created[8], finished[8];
+    int n, unfinished;
+} spans;
+
+static int collect_span(void *arg, const kf_node *n) {
+    spans *sp = arg;
+    if (n->finished <= 0) sp->unfinished++;
+    else if (sp->n < 8) sp->created[sp->n] = n->created, sp->finished[sp->n++] = n->finished;
+    return 0;
+}
+
+/* The run's finished nodes' spans (recorded, then finished: the evaluation between). */
+static void run_spans(const char *run, spans *sp) {
+    memset(sp, 0, sizeof *sp);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_store *st = NULL;
+    CHECKF(!kf_store_open(ctx, run, NULL, &st), "%s", kf_errmsg(ctx));
+    CHECK(!kf_store_each_node(st, collect_span, sp));
+    kf_store_close(st);
+    kf_ctx_free(ctx);
+}
+
+/* The most spans in progress at one instant: 1 when the evaluations took turns. */
+static int max_overlap(const spans *sp) {
+    int best = 0;
+    for (int i = 0; i < sp->n; i++) {
+        int k = 0; /* the spans in progress just after span i began */
+        for (int j = 0; j < sp->n; j++)
+            k += sp->created[j] <= sp->created[i] && sp->finished[j] > sp->created[i];
+        if (k > best) best = k;
+    }
+    return best;
+}
+
+static int integrity_ok(const char *run) {
+    char args[600], out[1 << 17];
+    snprintf(args, sizeof args, "tree %s --json", run);
+    CHECK(cli(args, out, sizeof out) == 0);
+    json_t *t = json_loads(out, 0, NULL), *ig = json_object_get(t, "integrity");
+    const char *seals = json_string_value(json_object_get(ig, "seals"));
+    int ok = seals && !strcmp(seals, "sealed") && json_array_size(json_object_get(ig, "tampered")) == 0;
+    if (!ok) fprintf(stderr, "integrity: %s\n", ig ? json_dumps(ig, 0) : "(none)");
+    json_decref(t);
+    return ok;
+}
+
+/* saxpy's fast candidate as n different texts, dir/fastK.c */
+static void fast_files(const char *dir, int n) {
+    char *fast = NULL, p[300];
+    size_t len = 0;
+    CHECK(!kf__read_file(kft_src("tasks/c/saxpy/candidates/fast.c"), 1 << 20, &fast, &len));
+    for (int i = 0; i < n; i++) {
+        snprintf(p, sizeof p, "%s/fast%d.c", dir, i);
+        FILE *f = fopen(p, "w");
+        CHECK(f && fprintf(f, "%s\n/* copy %d */\n", fast, i) > 0 && !fclose(f));
+    }
+    free(fast);
+}
+
+/* n submits started together on a run (workers: its kforge run options): each exits 0
+ * with a pass, every node is recorded once and finished, the seals hold, and the
+ * evaluations ran at the same time: the spans the run records overlap (at least `want`
+ * in progress at once). Before, each submit held the run's lock for its whole
+ * evaluation, so one span ended before the next began. */
+static void parallel_submits(const char *name, const char *workers, int n, int want) {
+    char dir[] = "/tmp/kft-scalepar-XXXXXX", run[200], out[8][200], args[1024];
+    CHECK(mkdtemp(dir));
+    tool_run_new(dir, "run", workers);
+    fast_files(dir, n);
+    snprintf(run, sizeof run, "%s/run", dir);
+    pid_t pid[8];
+    for (int i = 0; i < n; i++) {
+        snprintf(out[i], sizeof out[i], "%s/out%d.json", dir, i);
+        snprintf(args, sizeof args, "submit %s --parent 0 %s/fast%d.c --json", run, dir, i);
+        pid[i] = start(args, out[i]);
+    }
+    int64_t seen[8];
+    for (int i = 0; i < n; i++) {
+        int rc = wait_exit(pid[i], 280);
+        json_t *j = summary(out[i]);
+        const char *st = json_string_value(json_object_get(j, "state"));
+        CHECKF(rc == 0 && passed_state(st), "%s: submit %d: exit %d, state %s", name, i, rc,
+               st ? st : "(none)");
+        seen[i] = json_integer_value(json_object_get(j, "id"));
+        for (int k = 0; k < i; k++)
+            CHECKF(seen[k] != seen[i], "%s: two submits answered node %lld", name, (long long)seen[i]);
+        json_decref(j);
+    }
+    spans sp;
+    run_spans(run, &sp);
+    CHECKF(sp.n == n && sp.unfinished == 0, "%s: %d nodes finished, %d not", name, sp.n, sp.unfinished);
+    int k = max_overlap(&sp);
+    CHECKF(k >= want, "%s: at most %d of %d evaluations in progress at once", name, k, n);
+    CHECK(integrity_ok(run));
+    kf__rmtree(dir);
+}
+
+static void t_tool_parallel(const void *arg) {
+    (void)arg;
+    parallel_submits("two, here", "", 2, 2);
+    parallel_submits("four, here", "", 4, 3);
+    parallel_submits("two, on workers", "--workers 2", 2, 2);
+}
+
+/* One of two concurrent submits SIGKILLed mid-evaluation: the other's verdict is recorded
+ * whole; while they evaluate, kforge run --resume is refused (exit 4); the killed one's
+ * node is left unfinished, and the same text submitted again is evaluated (a node no one
+ * evaluates is not taken for one in flight); a text submitted while another submit of it
+ * is evaluating is pruned, naming that node; the seals hold. */
+static void t_tool_parallel_kill(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-scalepk-XXXXXX", run[200], out[3][200], args[1024], o[1 << 16];
+    CHECK(mkdtemp(dir));
+    tool_run_new(dir, "run", "");
+    fast_files(dir, 2);
+    /* submit 0's kernel is slow (a spin in every call), so it is still evaluating when
+     * it is killed */
+    char slow[300];
+    snprintf(slow, sizeof slow, "%s/fast0.c", dir);
+    FILE *f = fopen(slow, "w");
+    CHECK(f);
+    fputs("#include <stdint.h>\nvoid saxpy(const float *x, const float *y, float *z, int64_t n, float a)\n"
+          "{\n    for (volatile long k = 0; k < 200000000; k++) {\n    }\n"
+          "    for (int64_t i = 0; i < n; i++) z[i] = a * x[i] + y[i];\n}\n",
+          f);
+    CHECK(!fclose(f));
+    snprintf(run, sizeof run, "%s/run", dir);
+    pid_t pid[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(out[i], sizeof out[i], "%s/out%d.json", dir, i);
+        snprintf(args, sizeof args, "submit %s --parent 0 %s/fast%d.c --json", run, dir, i);
+        pid[i] = start(args, out[i]);
+    }
+    spans sp;
+    for (int i = 0; i < 3000; i++) {
+        run_spans(run, &sp);
+        if (sp.unfinished + sp.n == 2) break;
+        nap_ms(20);
+    }
+    CHECKF(sp.unfinished + sp.n == 2, "%d nodes recorded", sp.unfinished + sp.n);
+    /* a run's writer waits for no evaluation */
+    snprintf(args, sizeof args, "run --resume %s --budget 5 2>&1", run);
+    int rc = cli(args, o, sizeof o);
+    CHECKF(rc == 4 && strstr(o, "still evaluating"), "resume while submits evaluate: exit %d: %s", rc, o);
+    /* the same text as submit 0, which is evaluating: pruned, no node */
+    json_t *j = NULL;
+    snprintf(args, sizeof args, "%s/fast0.c", dir);
+    rc = tool_submit(run, args, &j);
+    const char *st = json_string_value(json_object_get(j, "state"));
+    const char *note = json_string_value(json_object_get(j, "note"));
+    CHECKF(st && !strcmp(st, "pruned") && note && strstr(note, "another submit is evaluating"),
+           "exit %d, %s, %s", rc, st ? st : "(none)", note ? note : "");
+    json_decref(j);
+    kill(pid[0], SIGKILL);
+    int r0 = wait_exit(pid[0], 60), r1 = wait_exit(pid[1], 200);
+    CHECKF(r0 == 128 + SIGKILL, "submit 0 ended %d", r0);
+    j = summary(out[1]);
+    st = json_string_value(json_object_get(j, "state"));
+    CHECKF(r1 == 0 && passed_state(st), "submit 1: exit %d, state %s", r1, st ? st : "(none)");
+    json_decref(j);
+    run_spans(run, &sp);
+    CHECKF(sp.n == 1 && sp.unfinished == 1, "%d finished, %d unfinished", sp.n, sp.unfinished);
+    CHECK(integrity_ok(run));
+    /* the killed submit's text again: no one evaluates its node, so it is evaluated */
+    snprintf(args, sizeof args, "%s/fast0.c", dir);
+    rc = tool_submit(run, args, &j);
+    st = json_string_value(json_object_get(j, "state"));
+    CHECKF(rc == 0 && passed_state(st), "resubmitted: exit %d, state %s", rc, st ? st : "(none)");
+    json_decref(j);
+    run_spans(run, &sp);
+    CHECKF(sp.n == 2 && sp.unfinished == 1, "%d finished, %d unfinished", sp.n, sp.unfinished);
+    CHECK(integrity_ok(run));
+    kf__rmtree(dir);
+}
+
+/* Concurrent submits' timings take the run's timing lock, RUN/timing.lock (a lock per
+ * CPU): while this test holds the lock of every CPU, a submit is checked but not timed,
+ * and it finishes once the lock is let go. */
+static void t_tool_timing_lock(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-scaletl-XXXXXX", run[200], out[200], args[1024], p[300];
+    CHECK(mkdtemp(dir));
+    tool_run_new(dir, "run", "");
+    fast_files(dir, 1);
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(p, sizeof p, "%s/timing.lock", run);
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = CPU_SETSIZE};
+    CHECK(fd >= 0 && !fcntl(fd, F_OFD_SETLK, &fl));
+    snprintf(out, sizeof out, "%s/out.json", dir);
+    snprintf(args, sizeof args, "submit %s --parent 0 %s/fast0.c --json", run, dir);
+    pid_t pid = start(args, out);
+    spans sp;
+    for (int i = 0; i < 400; i++) { /* 8 s: a check takes well under that; a timing waits */
+        int st;
+        CHECKF(waitpid(pid, &st, WNOHANG) == 0, "the submit ended while the timing lock was held");
+        nap_ms(20);
+    }
+    run_spans(run, &sp);
+    CHECKF(sp.n == 0 && sp.unfinished == 1, "%d finished, %d unfinished", sp.n, sp.unfinished);
+    close(fd);
+    int rc = wait_exit(pid, 120);
+    json_t *j = summary(out);
+    const char *st = json_string_value(json_object_get(j, "state"));
+    CHECKF(rc == 0 && passed_state(st), "exit %d, state %s", rc, st ? st : "(none)");
+    json_decref(j);
+    kf__rmtree(dir);
+}
+
 void kft_register_scale(void) {
     kft_add("scale/tool_submit", t_tool_submit, NULL, 240);
     kft_add("scale/tool_killed", t_tool_killed, NULL, 240);
     kft_add("scale/tool_concurrent", t_tool_concurrent, NULL, 300);
+    kft_add("scale/tool_parallel", t_tool_parallel, NULL, 600);
+    kft_add("scale/tool_parallel_kill", t_tool_parallel_kill, NULL, 400);
+    kft_add("scale/tool_timing_lock", t_tool_timing_lock, NULL, 200);
     kft_add("scale/secret_per_run", t_secret_per_run, NULL, 30);
     kft_add("scale/same_names", t_same_names, NULL, 120);
     kft_add("scale/slurm", t_slurm, NULL, 300);

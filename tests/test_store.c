@@ -451,6 +451,26 @@ static void t_sources(const void *arg) {
     write_text(p, "abd", "w");
     CHECK(kf_store_read_source(s, h1, "c", &text, &len) == KF_EIO && text == NULL);
     HAS(ctx, "damaged");
+    /* a new text is created under its own name, and a name already holding other bytes
+     * (a writer killed mid-write, or planted: here a hard link to a file outside the run)
+     * is replaced, never written through */
+    char outside[400], h4[65];
+    snprintf(outside, sizeof outside, "%s/outside.txt", sc.root);
+    write_text(outside, "the user's own file", "w");
+    CHECK(kf_store_put_source(s, "xyz", 3, "c", h4) == KF_OK);
+    snprintf(p, sizeof p, "%s/%s.c", src, h4);
+    CHECK(unlink(p) == 0 && link(outside, p) == 0);
+    CHECK(kf_store_put_source(s, "xyz", 3, "c", h4) == KF_OK);
+    CHECK(kf_store_read_source(s, h4, "c", &text, &len) == KF_OK && len == 3 && !memcmp(text, "xyz", 3));
+    free(text);
+    CHECK(!kf__read_file(outside, 4096, &text, &len) && len == 19 &&
+          !memcmp(text, "the user's own file", 19));
+    free(text);
+    write_text(p, "xy", "w"); /* partial */
+    CHECK(kf_store_put_source(s, "xyz", 3, "c", h4) == KF_OK);
+    CHECK(kf_store_read_source(s, h4, "c", &text, &len) == KF_OK && len == 3 && !memcmp(text, "xyz", 3));
+    free(text);
+    CHECK(count_files(src, ".tmp") == 0);
     kf_store_close(s);
     /* opening removes the temporary files of dead writers, not of live ones */
     pid_t dead = fork();
@@ -1224,8 +1244,44 @@ static void t_write_failures(const void *arg) {
     kf__rmtree(sc.root);
 }
 
+/* A tool-mode command queueing for the run's lock keeps waiting while the holder's line
+ * is not written (an empty RUN/lock: a holder that has just taken it, or one rewriting
+ * its line): it once gave up after 1 s, exit 4, though the holder was another queueing
+ * command about to end its turn. Here a holder keeps the lock 2.5 s with no line. */
+static void t_lock_queue_unwritten(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-lockq-XXXXXX", p[200];
+    CHECK(mkdtemp(dir));
+    snprintf(p, sizeof p, "%s/lock", dir);
+    int pfd[2];
+    CHECK(pipe(pfd) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (!pid) {
+        int fd = open(p, O_RDWR | O_CREAT, 0644);
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+        if (fd < 0 || fcntl(fd, F_OFD_SETLK, &fl)) _exit(1);
+        if (write(pfd[1], "x", 1) != 1) _exit(1);
+        usleep(2500 * 1000);
+        _exit(0);
+    }
+    close(pfd[1]);
+    char c;
+    CHECK(read(pfd[0], &c, 1) == 1);
+    close(pfd[0]);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_store_lock *l = NULL;
+    kf_status st = kf_store_lock_take(ctx, dir, "submit", KF_STORE_LOCK_QUEUE, &l);
+    CHECKF(st == KF_OK, "status %d: %s", (int)st, kf_errmsg(ctx));
+    kf_store_unlock(l);
+    waitpid(pid, NULL, 0);
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
 void kft_register_store(void) {
     kft_add("store/roundtrip", t_roundtrip, NULL, 30);
+    kft_add("store/lock_queue_unwritten", t_lock_queue_unwritten, NULL, 30);
     kft_add("store/seal_identity", t_seal_identity, NULL, 30);
     kft_add("store/each_order", t_each, NULL, 30);
     kft_add("store/sources", t_sources, NULL, 30);

@@ -34,6 +34,9 @@
  * correctness check (kf_check's part of kf_bench) of other candidates are not under
  * it and do run beside a timing; the ABBA pairing puts their load on both sides of a
  * ratio, but noise on a small machine rises (docs/run.md "Several evaluations").
+ * Across processes (scale-out workers, concurrent tool-mode submits), a lock file
+ * (kf_opts.timing_lock, $KFORGE_TIMING_LOCK) holds one lock per CPU: a timed phase takes
+ * those of every CPU it may run on, so timings on overlapping CPUs take turns.
  */
 #define _GNU_SOURCE
 #include "bench.h"
@@ -46,7 +49,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #define WARMUP 2
@@ -57,6 +59,30 @@ static pthread_mutex_t timing_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Timed phases inside the shape loop now, and the most seen at once: counted apart from
  * the lock, so an overlap shows if the lock ever stops covering the rounds. */
 static atomic_int timing_now, timing_max;
+
+/* The file lock of a timed phase: an open file description of path holding a write lock
+ * on byte C for each CPU C this thread may run on (its workers run there too), taken in
+ * ascending order, so two processes whose CPUs overlap time one at a time and ones on
+ * disjoint CPUs (scale-out workers with --cpus groups) do not wait for each other. The
+ * descriptor (close releases every lock), or -1 when the file cannot be opened: the
+ * timing then goes on without it, as it does without a file. */
+static int timing_file_lock(const char *path) {
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    cpu_set_t cs;
+    if (sched_getaffinity(0, sizeof cs, &cs)) CPU_ZERO(&cs);
+    if (!CPU_COUNT(&cs)) CPU_SET(0, &cs);
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &cs)) continue;
+        int e = c;
+        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &cs)) e++;
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = c, .l_len = e - c + 1};
+        while (fcntl(fd, F_OFD_SETLKW, &fl) && errno == EINTR) {
+        }
+        c = e;
+    }
+    return fd;
+}
 
 int kf_bench_timing_max(void) { return atomic_load(&timing_max); }
 
@@ -682,13 +708,11 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     } while (0)
     PHASE("timing: waiting for the timing lock");
     pthread_mutex_lock(&timing_mu);
-    /* $KFORGE_TIMING_LOCK: processes that share CPUs (local scale-out workers,
-     * docs/scale.md) also time one at a time, under a lock on that file */
-    const char *tlp = getenv("KFORGE_TIMING_LOCK");
-    int tlfd = tlp && *tlp ? open(tlp, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
-    if (tlfd >= 0)
-        while (flock(tlfd, LOCK_EX) && errno == EINTR) {
-        }
+    /* kf_opts.timing_lock, else $KFORGE_TIMING_LOCK: processes that share CPUs (local
+     * scale-out workers, tool-mode submits to one run: docs/scale.md) time one at a time
+     * on each CPU, under per-CPU locks on that file */
+    const char *tlp = s->o->timing_lock ? s->o->timing_lock : getenv("KFORGE_TIMING_LOCK");
+    int tlfd = tlp && *tlp ? timing_file_lock(tlp) : -1;
     PHASE("timing: lock held");
     /* The backend's ceilings for the roofline of a task with a cost model: a device's
      * (kforge device-info) before any worker holds it and before this thread is pinned

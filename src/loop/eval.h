@@ -37,6 +37,8 @@ typedef struct kf_eval {
         char *text;        /* the worker names them by; path "" when the slot is free) */
         size_t len;
     } copies[2];
+    char timing_lock[4200]; /* tool mode: RUN/timing.lock, the per-CPU timing locks that
+                               concurrent submits to the run share ("": none) */
     int env_failed;        /* this evaluation failed for the machine, not the candidate */
     char env_err[1400];    /* what failed, when env_failed */
 } kf_eval;

@@ -38,6 +38,7 @@ static void bench_opts(const kf_eval *r, kf_opts *o, const char *vs, int screen)
     if (r->o->min_time_s > 0) o->bench_min_time_s = r->o->min_time_s;
     o->bench_precision = r->o->precision >= 0 ? r->o->precision : KF_LOOP_PRECISION;
     if (r->o->hidden >= 0) o->hidden_count = r->o->hidden;
+    if (r->timing_lock[0]) o->timing_lock = r->timing_lock;
     if (screen) { /* the same check; one short timing: a few rounds, no minimum time */
         o->bench_min_runs = o->bench_max_runs = KF_SCREEN_RUNS;
         o->bench_min_time_s = 0;

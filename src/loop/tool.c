@@ -12,6 +12,12 @@
  * run has already evaluated is not evaluated again, under any category, and records no
  * node; a file that contradicts its category (kf_loop_category_conflict) is refused
  * before anything is compiled or timed, and records nothing.
+ *
+ * Concurrent commands: each takes the run's writer's lock in turns (kf_store_lock_take
+ * with KF_STORE_LOCK_QUEUE); a submit evaluates outside its turn (kf_store_lock_evaluate),
+ * so submits to one run evaluate at the same time, their timings under the run's
+ * per-CPU timing locks (RUN/timing.lock). A text another live submit is evaluating is
+ * pruned, as one already evaluated is.
  */
 #include "config.h"
 #include "diagnose.h"
@@ -167,6 +173,7 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, const char *cmd, to
         return st;
     }
     snprintf(r->ev.run_dir, sizeof r->ev.run_dir, "%s", o->run_dir);
+    snprintf(r->ev.timing_lock, sizeof r->ev.timing_lock, "%s/timing.lock", o->run_dir);
     if (!(st = kf_store_open(ctx, r->ev.run_dir, r->ev.t, &r->ev.st)) &&
         !(st = kf_record_seals_usable(ctx, r->ev.run_dir, r->ev.st))) {
         const char *cs = kf_store_config(r->ev.st);
@@ -199,12 +206,16 @@ static kf_status open_run(kf_ctx *ctx, const kf_run_opts *o, const char *cmd, to
  * --workers or --devices (or a submit that names them) has its checks and timings, the
  * Critic's re-timings among them, done by local workers that this command starts and
  * stops, under the same pool as kforge run's: idempotent evaluation ids, a lost request
- * requeued once, then the node crashed. The run's lock is held meanwhile, so concurrent
- * submits take turns as they do without workers. */
+ * requeued once, then the node crashed. Concurrent submits each start their own pool and
+ * evaluate at the same time; their workers' timings take the run's timing locks
+ * (timing_dir), so two never time on one CPU or one GPU at once. */
 static kf_status tool_workers(tool_run *r) {
     const kf_run_opts *o = &r->own;
     if (!o->workers && !o->devices) return KF_OK;
-    kf_pool_opts po = {.devices = o->devices, .workers = o->workers, .status_dir = r->ev.run_dir};
+    kf_pool_opts po = {.devices = o->devices,
+                       .workers = o->workers,
+                       .status_dir = r->ev.run_dir,
+                       .timing_dir = r->ev.run_dir};
     kf_status st = kf_pool_start(r->ev.ctx, &po, &r->pool);
     if (!st) r->ev.pool = r->pool;
     return st;
@@ -461,13 +472,38 @@ static char *submit_answer(tool_run *r, kf_node *n, int64_t parent, int64_t pid,
 typedef struct {
     const kf_node *n;
     int64_t id;
+    kf_node_state state;
+    const kf_store_lock *lock; /* KF_NODE_PROPOSED: only a node another submit evaluates */
+    kf_store *st;
+    int screen; /* this submission is a screening */
 } screened_dup;
+
+typedef struct {
+    int64_t node;
+    int screen;
+} screen_of;
+
+static int find_screen_event(void *arg, int64_t id, int64_t node, const char *js, double created) {
+    (void)id, (void)created;
+    screen_of *so = arg;
+    if (node != so->node) return 0;
+    json_t *j = js ? json_loads(js, 0, NULL) : NULL;
+    so->screen = json_is_true(json_object_get(j, "screen"));
+    json_decref(j);
+    return 1;
+}
 
 static int find_screened(void *arg, const kf_node *m) {
     screened_dup *d = arg;
-    if (m->id == d->n->id || m->tampered || strcmp(m->src_hash, d->n->src_hash) ||
-        m->state != KF_NODE_SCREENED)
+    if (m->id == d->n->id || m->tampered || strcmp(m->src_hash, d->n->src_hash) || m->state != d->state)
         return 0;
+    if (d->state == KF_NODE_PROPOSED && !kf_store_lock_evaluating(d->lock, m->id)) return 0;
+    /* a screening in flight does not stand for a full evaluation */
+    screen_of so = {m->id, 0};
+    if (d->state == KF_NODE_PROPOSED && !d->screen &&
+        kf_store_each_event(d->st, "submit", find_screen_event, &so))
+        return 0;
+    if (so.screen) return 0;
     d->id = m->id;
     return 1;
 }
@@ -476,13 +512,22 @@ static int find_screened(void *arg, const kf_node *m) {
  * screened too), with the earlier node in *same; NULL when it has not. */
 static char *submit_dup(tool_run *r, const kf_node *n, int64_t *same) {
     char *dup = kf_diag_prune_note(r->ev.st, n, 1, same);
-    screened_dup sd = {n, 0};
+    screened_dup sd = {n, 0, KF_NODE_SCREENED, r->lock, r->ev.st, 1};
     if (!dup && r->ev.screen && !kf_store_each_node(r->ev.st, find_screened, &sd) && sd.id) {
         *same = sd.id;
         dup = kf__asprintf(
             "pruned: the same source as node %lld, already screened (kforge submit --promote %lld "
             "evaluates it in full)",
             (long long)sd.id, (long long)sd.id);
+    }
+    /* the same text in another submit's evaluation now: its outcome will stand (one left
+     * unfinished by a killed submit is evaluated again, under a new node) */
+    screened_dup fl = {n, 0, KF_NODE_PROPOSED, r->lock, r->ev.st, r->ev.screen != KF_EVAL_FULL};
+    if (!dup && !kf_store_each_node(r->ev.st, find_screened, &fl) && fl.id) {
+        *same = fl.id;
+        dup = kf__asprintf("pruned: the same source as node %lld, which another submit is evaluating now "
+                           "(kforge tree %s shows its outcome when it is recorded)",
+                           (long long)fl.id, r->ev.run_dir);
     }
     return dup;
 }
@@ -509,10 +554,15 @@ static int submit_pruned(tool_run *r, kf_node *n, const char *text, size_t len, 
     return *st ? -1 : 1;
 }
 
-/* Evaluate recorded node *n, record what it teaches, and answer. */
+/* Evaluate recorded node *n, record what it teaches, and answer. The evaluation runs
+ * without the writer's turn (kf_store_lock_evaluate): other submits to the run take
+ * theirs and evaluate at the same time; its outcome is one transaction, as a --jobs
+ * evaluator's. What follows it (what the node teaches, the answer) is a turn again. */
 static kf_status submit_eval(tool_run *r, kf_node *n, int64_t parent, const kf_node *pn, int64_t pid,
                              int json, char **out, int *outcome) {
-    kf_status st = kf_eval_evaluate(&r->ev, n, pn);
+    kf_status st = kf_store_lock_evaluate(r->ev.ctx, r->lock, n->id);
+    if (!st) st = kf_eval_evaluate(&r->ev, n, pn);
+    if (!st) st = kf_store_lock_resume(r->ev.ctx, r->lock);
     if (st) return st;
     kf_diag_record(r->ev.st, n);
     if (n->state == KF_NODE_KEPT) kf_store_savepoint(r->ev.st, n->id, "kept");

@@ -390,24 +390,28 @@ static void *acceptor(void *arg) {
 
 /* ---- launchers ---- */
 
-/* A local worker: with shared set, one that shares its CPUs with the others, so their
- * timed phases take turns under one lock file (KFORGE_TIMING_LOCK, bench.c). */
-static int spawn_argv(kf_pool *p, char **av, int shared) {
+/* A local worker, given lock (NULL: none) as its KFORGE_TIMING_LOCK: the file under
+ * whose per-CPU locks its timed phases run (bench.c), so workers that share CPUs, or a
+ * device, time one at a time. */
+static int spawn_argv(kf_pool *p, char **av, const char *lock) {
     pid_t pid;
     size_t ne = 0;
     while (environ[ne]) ne++;
-    char **envp = calloc(ne + 2, sizeof *envp), lock[4200];
-    if (!envp) return -1;
+    char **envp = calloc(ne + 2, sizeof *envp),
+         *env = lock ? kf__asprintf("KFORGE_TIMING_LOCK=%s", lock) : NULL;
+    if (!envp || (lock && !env)) {
+        free(envp);
+        free(env);
+        return -1;
+    }
     size_t k = 0;
     for (size_t i = 0; i < ne; i++)
         if (strncmp(environ[i], "KFORGE_TIMING_LOCK=", 19)) envp[k++] = environ[i];
-    const char *tmp = getenv("TMPDIR");
-    if (p->sock_dir[0]) snprintf(lock, sizeof lock, "KFORGE_TIMING_LOCK=%s/timing.lock", p->sock_dir);
-    else snprintf(lock, sizeof lock, "KFORGE_TIMING_LOCK=%s/kforge-timing.lock", tmp && *tmp ? tmp : "/tmp");
-    if (shared) envp[k++] = lock;
+    if (env) envp[k++] = env;
     envp[k] = NULL;
     int rc = posix_spawn(&pid, av[0], NULL, NULL, av, envp);
     free(envp);
+    free(env);
     if (rc) return -1;
     if (p->nkids < MAXKIDS) p->kids[p->nkids++] = pid;
     return 0;
@@ -459,7 +463,19 @@ static kf_status launch_local(kf_ctx *ctx, kf_pool *p, const kf_pool_opts *o, co
         cpu_group(i, total, cpus, sizeof cpus);
         kf_scale_worker_argv(exe, p->addr, p->secret_file, name, i < n ? dev : NULL, cpus, av, buf,
                              sizeof buf);
-        if (spawn_argv(p, av, total > 1 && !cpus[0] && i >= n))
+        /* the timing locks: with a timing directory, the run's (a file per GPU, one for
+         * the CPUs), which every pool on the run shares; else the pool's own, for CPU
+         * workers that share every CPU */
+        char lock[4200] = "";
+        const char *tmp = getenv("TMPDIR");
+        if (o->timing_dir && i < n)
+            snprintf(lock, sizeof lock, "%s/timing-cuda%d.lock", o->timing_dir, idx[i]);
+        else if (o->timing_dir) snprintf(lock, sizeof lock, "%s/timing.lock", o->timing_dir);
+        else if (total > 1 && !cpus[0] && i >= n && p->sock_dir[0])
+            snprintf(lock, sizeof lock, "%s/timing.lock", p->sock_dir);
+        else if (total > 1 && !cpus[0] && i >= n)
+            snprintf(lock, sizeof lock, "%s/kforge-timing.lock", tmp && *tmp ? tmp : "/tmp");
+        if (spawn_argv(p, av, lock[0] ? lock : NULL))
             return kf__err(ctx, KF_EENV, "starting local worker %d (%s worker): %s", i, exe, strerror(errno));
         p->launched++;
     }

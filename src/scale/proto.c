@@ -62,14 +62,29 @@ int kf_scale_secret(const char *path, int create, unsigned char key[KF_SCALE_SEC
         snprintf(dir, sizeof dir, "%s", path);
         char *sl = strrchr(dir, '/');
         if (sl && sl != dir) *sl = 0, kf__mkdirs(dir);
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0 && errno == EEXIST) return kf_scale_secret(path, 0, key, err, n); /* made meanwhile */
+        /* whole before it has its name (a link, which fails when another coordinator of
+         * the run, such as a concurrent submit's, made it meanwhile): no reader sees it
+         * half-written */
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+        unlink(tmp);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0 || write(fd, h, strlen(h)) != (ssize_t)strlen(h) || fsync(fd)) {
             snprintf(err, n, "the run's secret %s: %s", path, strerror(errno));
-            if (fd >= 0) close(fd), unlink(path);
+            if (fd >= 0) close(fd), unlink(tmp);
             return -1;
         }
         close(fd);
+        int linked = link(tmp, path), e = errno;
+        unlink(tmp);
+        if (linked && e == EEXIST) {
+            OPENSSL_cleanse(b, sizeof b);
+            return kf_scale_secret(path, 0, key, err, n); /* made meanwhile */
+        }
+        if (linked) {
+            snprintf(err, n, "the run's secret %s: %s", path, strerror(e));
+            return -1;
+        }
         memcpy(key, b, sizeof b);
         OPENSSL_cleanse(b, sizeof b);
         return 0;

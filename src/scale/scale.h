@@ -73,6 +73,10 @@ typedef struct {
     double wait_s;          /* how long an evaluation waits for a worker to join (0: 300) */
     double eval_timeout_s;  /* an evaluation's longest time on one worker (0: 3600) */
     const char *status_dir; /* where scale.json is kept (the run directory; NULL: none) */
+    const char *timing_dir; /* local workers' timing locks there (tool mode: the run
+                               directory, shared by every submit's pool: timing.lock for
+                               the CPUs, timing-cudaK.lock for GPU K); NULL: the pool's own,
+                               for CPU workers that share every CPU */
 } kf_pool_opts;
 
 /* Start a pool: listen, start the launcher's workers. KF_EUSAGE for bad options (a

@@ -16,6 +16,8 @@
  *  - The schema version is in meta; older databases are migrated forward in one
  *    transaction under a write lock (BEGIN IMMEDIATE), newer ones refused (the
  *    migration runner of util/db.h, which the lessons database uses too).
+ *  - The writer's lock (RUN/lock): `kforge run` holds the whole file; tool-mode commands
+ *    take byte 0 in turns and evaluate under a shared byte 1 (kf_store_lock_evaluate).
  *  - Concurrent writers (threads with a store each, or processes) wait for each other
  *    up to 5 s per statement; write transactions start IMMEDIATE, so a waiting writer
  *    never has to fail on a stale snapshot.
@@ -1669,8 +1671,20 @@ kf_status kf_store_each_event(kf_store *s, const char *kind,
 
 /* ---- the writer's lock ------------------------------------------------------------- */
 
+/* RUN/lock's byte ranges: byte 0 is the writer's, byte 1 is held shared by each tool-mode
+ * command evaluating without the writer's byte. `kforge run` locks the whole file, so
+ * it excludes and is excluded by both; tool-mode commands lock byte 0 alone, so they
+ * take turns for their bookkeeping and evaluate side by side under byte 1, each holding
+ * the byte LOCK_NODES + N of the node N it evaluates (which no one else can tell from a
+ * node a killed submit left unfinished otherwise). */
+enum { LOCK_WRITER = 0, LOCK_EVAL = 1 };
+#define LOCK_NODES ((off_t)1 << 20) /* + N: held by the command evaluating node N */
+
 struct kf_store_lock {
     int fd;
+    unsigned flags;
+    int writer; /* byte 0 (or, without KF_STORE_LOCK_QUEUE, the whole file) held */
+    char dir[4096], command[64];
 };
 
 /* The holder's line in RUN/lock, as "kforge CMD (pid N on HOST since TIME)", or "" when
@@ -1697,46 +1711,52 @@ static void lock_holder(int fd, char *out, size_t n, long *pid, int *queue) {
     snprintf(out, n, "kforge %s (pid %ld on %s since %s)", cmd, *pid, host, when);
 }
 
-kf_status kf_store_lock_take(kf_ctx *ctx, const char *dir, const char *command, unsigned flags,
-                             kf_store_lock **out) {
-    if (!dir || !*dir || !out) return kf__err(ctx, KF_EUSAGE, "kf_store_lock_take: NULL argument");
-    *out = NULL;
-    struct stat sb;
-    if ((flags & KF_STORE_LOCK_CREATE) && kf__mkdirs(dir))
-        return kf__err(ctx, KF_EIO, "%s: %s", dir, strerror(errno));
-    if (stat(dir, &sb) < 0) return kf__err(ctx, KF_EIO, "%s: %s (no run here)", dir, strerror(errno));
-    if (!S_ISDIR(sb.st_mode)) return kf__err(ctx, KF_EIO, "%s: not a directory (a run is a directory)", dir);
+/* 1 when some other open file description holds a lock on byte b of fd's file. */
+static int byte_held(int fd, off_t b) {
+    struct flock q = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = b, .l_len = 1};
+    return !fcntl(fd, F_OFD_GETLK, &q) && q.l_type != F_UNLCK;
+}
+
+/* Take l's writer's range (the whole file, or byte 0 for a queueing command), waiting
+ * as kf_store_lock_take says; then write the holder's line. */
+static kf_status lock_writer(kf_ctx *ctx, kf_store_lock *l) {
+    const char *dir = l->dir;
     char path[4200];
     snprintf(path, sizeof path, "%s/lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) return kf__err(ctx, kf__io_status(errno), "%s: %s (the run's lock)", path, strerror(errno));
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    struct flock fl = {.l_type = F_WRLCK,
+                       .l_whence = SEEK_SET,
+                       .l_start = LOCK_WRITER,
+                       .l_len = (l->flags & KF_STORE_LOCK_QUEUE) ? 1 : 0};
     uint64_t t0 = kf__now_ns();
     for (;;) {
-        if (!fcntl(fd, F_OFD_SETLK, &fl)) break;
+        if (!fcntl(l->fd, F_OFD_SETLK, &fl)) break;
         int e = errno;
-        if (e != EAGAIN && e != EACCES) {
-            close(fd);
-            return kf__err(ctx, KF_EIO, "%s: locking: %s", path, strerror(e));
-        }
+        if (e != EAGAIN && e != EACCES) return kf__err(ctx, KF_EIO, "%s: locking: %s", path, strerror(e));
         char who[600];
         long pid;
         int queue;
-        lock_holder(fd, who, sizeof who, &pid, &queue);
+        lock_holder(l->fd, who, sizeof who, &pid, &queue);
+        /* the writer's byte free: what holds the file is tool-mode evaluations */
+        int evals = !(l->flags & KF_STORE_LOCK_QUEUE) && !byte_held(l->fd, LOCK_WRITER);
         double waited = (double)(kf__now_ns() - t0) / 1e9;
         /* wait: for a holder that has not written its line yet (it does right after
          * taking the lock); for one that is gone, whose children keep the lock for the
          * moment between their fork and exec (or until their parent-death signal); and,
-         * when both queue, for a tool-mode command to end */
-        int wait = (!pid && waited < 1) ||
-                   (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH && waited < 2) ||
-                   ((flags & KF_STORE_LOCK_QUEUE) && queue && waited < KF_STORE_LOCK_QUEUE_S);
+         * when both queue, for a tool-mode command to end its turn */
+        int wait = (!evals && !pid && waited < ((l->flags & KF_STORE_LOCK_QUEUE) ? 10 : 1)) ||
+                   (!evals && pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH && waited < 2) ||
+                   ((l->flags & KF_STORE_LOCK_QUEUE) && queue && waited < KF_STORE_LOCK_QUEUE_S);
         if (wait) {
             struct timespec ts = {0, 20 * 1000 * 1000};
             nanosleep(&ts, NULL);
             continue;
         }
-        close(fd);
+        if (evals)
+            return kf__err(ctx, KF_EBUSY,
+                           "%s is in use by tool-mode submits still evaluating (the latest to take it: "
+                           "%s): one writer at a time (tree, best and export still read it); wait for "
+                           "them to end, or stop them",
+                           dir, who[0] ? who : "another kforge process");
         return kf__err(
             ctx, KF_EBUSY,
             "%s is in use by %s: one writer at a time (tree, best and export still read it); wait for it "
@@ -1749,18 +1769,69 @@ kf_status kf_store_lock_take(kf_ctx *ctx, const char *dir, const char *command, 
     for (char *p = host; *p; p++)
         if (*p == ' ' || *p == '\n') *p = '_';
     int k = snprintf(line, sizeof line, "pid=%ld host=%s since=%lld queue=%d command=%s\n", (long)getpid(),
-                     host, (long long)time(NULL), (flags & KF_STORE_LOCK_QUEUE) ? 1 : 0,
-                     command && *command ? command : "?");
-    /* the line is for messages only: a lock without it still excludes */
-    if (ftruncate(fd, 0) == 0 && k > 0 && pwrite(fd, line, (size_t)k, 0) < 0) (void)0;
-    kf_store_lock *l = malloc(sizeof *l);
-    if (!l) {
-        close(fd);
-        return kf__err(ctx, KF_ENOMEM, "out of memory");
+                     host, (long long)time(NULL), (l->flags & KF_STORE_LOCK_QUEUE) ? 1 : 0,
+                     l->command[0] ? l->command : "?");
+    /* the line is for messages only: a lock without it still excludes. Written over the
+     * last holder's, then cut to length: a waiter never reads an empty file (it took
+     * one for a holder that had not written yet, and a queueing one gave up) */
+    if (k > 0 && pwrite(l->fd, line, (size_t)k, 0) == (ssize_t)k && ftruncate(l->fd, k)) (void)0;
+    l->writer = 1;
+    return KF_OK;
+}
+
+kf_status kf_store_lock_take(kf_ctx *ctx, const char *dir, const char *command, unsigned flags,
+                             kf_store_lock **out) {
+    if (!dir || !*dir || !out) return kf__err(ctx, KF_EUSAGE, "kf_store_lock_take: NULL argument");
+    *out = NULL;
+    struct stat sb;
+    if ((flags & KF_STORE_LOCK_CREATE) && kf__mkdirs(dir))
+        return kf__err(ctx, KF_EIO, "%s: %s", dir, strerror(errno));
+    if (stat(dir, &sb) < 0) return kf__err(ctx, KF_EIO, "%s: %s (no run here)", dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode)) return kf__err(ctx, KF_EIO, "%s: not a directory (a run is a directory)", dir);
+    if (strlen(dir) >= sizeof((kf_store_lock *)0)->dir)
+        return kf__err(ctx, KF_EUSAGE, "%s: the run directory's name is too long", dir);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/lock", dir);
+    kf_store_lock *l = calloc(1, sizeof *l);
+    if (!l) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    l->flags = flags;
+    snprintf(l->dir, sizeof l->dir, "%s", dir);
+    snprintf(l->command, sizeof l->command, "%s", command ? command : "");
+    if ((l->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644)) < 0) {
+        kf_status st = kf__err(ctx, kf__io_status(errno), "%s: %s (the run's lock)", path, strerror(errno));
+        free(l);
+        return st;
     }
-    l->fd = fd;
+    kf_status st = lock_writer(ctx, l);
+    if (st) {
+        kf_store_unlock(l);
+        return st;
+    }
     *out = l;
     return KF_OK;
+}
+
+kf_status kf_store_lock_evaluate(kf_ctx *ctx, kf_store_lock *l, int64_t node) {
+    if (!l || !(l->flags & KF_STORE_LOCK_QUEUE) || !l->writer || node <= 0)
+        return kf__err(ctx, KF_EUSAGE, "kf_store_lock_evaluate: not a tool-mode command's writer's lock");
+    /* the evaluations' byte first: no instant in which this command holds neither, so a
+     * `kforge run` never slips in between */
+    struct flock ev = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = LOCK_EVAL, .l_len = 1};
+    struct flock nd = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LOCK_NODES + node, .l_len = 1};
+    struct flock wr = {.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = LOCK_WRITER, .l_len = 1};
+    if (fcntl(l->fd, F_OFD_SETLK, &ev) || fcntl(l->fd, F_OFD_SETLK, &nd) || fcntl(l->fd, F_OFD_SETLK, &wr))
+        return kf__err(ctx, KF_EIO, "%s/lock: locking: %s", l->dir, strerror(errno));
+    l->writer = 0;
+    return KF_OK;
+}
+
+int kf_store_lock_evaluating(const kf_store_lock *l, int64_t node) {
+    return l && node > 0 && byte_held(l->fd, LOCK_NODES + node);
+}
+
+kf_status kf_store_lock_resume(kf_ctx *ctx, kf_store_lock *l) {
+    if (!l) return kf__err(ctx, KF_EUSAGE, "kf_store_lock_resume: NULL argument");
+    return l->writer ? KF_OK : lock_writer(ctx, l);
 }
 
 void kf_store_unlock(kf_store_lock *l) {

@@ -219,7 +219,8 @@ kf_status kf_store_check(kf_store *s);
 typedef struct kf_store_lock kf_store_lock;
 enum {
     KF_STORE_LOCK_CREATE = 1, /* make dir when it is missing (a new run) */
-    KF_STORE_LOCK_QUEUE = 2   /* tool mode: wait while another queueing command holds it */
+    KF_STORE_LOCK_QUEUE = 2   /* tool mode: wait while another queueing command holds it; the
+                                 writer's byte only, so kf_store_lock_evaluate can hand it on */
 };
 #define KF_STORE_LOCK_QUEUE_S 600.0 /* the longest a queueing command waits */
 /* Take dir's lock for `command` ("run", "submit", ...). KF_OK and *out (the caller's:
@@ -231,6 +232,19 @@ enum {
  * waited for up to 2 s, and one that has not written its line yet up to 1 s. */
 kf_status kf_store_lock_take(kf_ctx *ctx, const char *dir, const char *command, unsigned flags,
                              kf_store_lock **out);
+/* Tool mode's evaluation of node without the writer's turn (docs/run.md "One writer at
+ * a time"): l, a KF_STORE_LOCK_QUEUE lock held, becomes a shared hold on the run that
+ * excludes `kforge run` and `--resume` (their take fails, KF_EBUSY, naming the
+ * evaluations) but lets other tool-mode commands take their turns and evaluate too, and
+ * an exclusive one on node (kf_store_lock_evaluating). Store writes made meanwhile are
+ * SQLite's transactions, one writer at a time. KF_EUSAGE for another lock, KF_EIO. */
+kf_status kf_store_lock_evaluate(kf_ctx *ctx, kf_store_lock *l, int64_t node);
+/* 1 when another live command is evaluating node of l's run (kf_store_lock_evaluate); 0
+ * for a node no one is evaluating, such as one a killed submit left unfinished. */
+int kf_store_lock_evaluating(const kf_store_lock *l, int64_t node);
+/* The writer's turn again for l after kf_store_lock_evaluate (waiting as
+ * kf_store_lock_take does with KF_STORE_LOCK_QUEUE); KF_OK at once when l holds it. */
+kf_status kf_store_lock_resume(kf_ctx *ctx, kf_store_lock *l);
 void kf_store_unlock(kf_store_lock *l); /* accepts NULL */
 
 /* Tests only: replace the migrations (steps[i] takes schema version i to i + 1) with
