@@ -1362,6 +1362,15 @@ static void t_verdict_roundtrip(const void *arg) {
               "{\"verdict\":\"accepted\",\"zeta\":1,\"reasons\":[],\"task\":\"t\",\"alpha\":[1],"
               "\"shapes\":[{\"omega\":true,\"sizes\":{\"n\":1},\"speedup\":\"fast\",\"kind\":\"visible\","
               "\"z\":null}],\"seconds\":1.5,\"last\":{}}");
+    /* and inside the backend's typed reports: the ceilings, the resources, their records */
+    roundtrip(
+        "unknown report keys",
+        "{\"verdict\":\"accepted\",\"resources\":{\"first\":1,\"arch\":\"sm_100\",\"kernels\":[{"
+        "\"kernel\":\"k\",\"registers\":\"many\",\"new\":[1]},{\"static_smem_bytes\":4}],\"launches\":[{"
+        "\"grid\":[1,2],\"block\":[4,1,1],\"cluster\":[2,1,1],\"occupancy\":0.75}],\"at\":{\"n\":3},"
+        "\"last\":null},\"timing_cpus\":{\"coordinator_pinned\":false,\"worker_cpus\":0},"
+        "\"ceilings\":{\"bytes_per_s\":1.5,\"fp8_flops_per_s\":2.0,\"cores\":\"two\",\"source\":\"cache\"},"
+        "\"seconds\":1.0}");
     kf_ctx *ctx = kf_ctx_new();
     kf_opts o;
     kf_opts_init(&o);
