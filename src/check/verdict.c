@@ -7,9 +7,9 @@
  * docs/cli.md, nowhere else.
  *
  * The order of the document is by construction: each typed field has a slot (the
- * top-level document's, a shape record's, the sandbox report's), written in slot order,
- * and every key it does not type (a backend's report, a key of a newer build) is an
- * extra that remembers the slot it followed. The slot orders are the orders the checker,
+ * top-level document's, a shape record's, the sandbox report's, the ceilings', the
+ * resource report's and its records'), written in slot order, and every key it does not
+ * type (a key of a newer build) is an extra that remembers the slot it followed. The slot orders are the orders the checker,
  * bench and validate write in; a bench moves "shapes" behind "check", a backend's late
  * ceilings come after the geomean. So kf_verdict_to_json(kf_verdict_from_json(doc)) is
  * doc for every document kforge writes (tests/test_check.c, check/verdict_roundtrip).
