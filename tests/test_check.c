@@ -1362,6 +1362,15 @@ static void t_verdict_roundtrip(const void *arg) {
               "{\"verdict\":\"accepted\",\"zeta\":1,\"reasons\":[],\"task\":\"t\",\"alpha\":[1],"
               "\"shapes\":[{\"omega\":true,\"sizes\":{\"n\":1},\"speedup\":\"fast\",\"kind\":\"visible\","
               "\"z\":null}],\"seconds\":1.5,\"last\":{}}");
+    /* and inside the backend's typed reports: the ceilings, the resources, their records */
+    roundtrip(
+        "unknown report keys",
+        "{\"verdict\":\"accepted\",\"resources\":{\"first\":1,\"arch\":\"sm_100\",\"kernels\":[{"
+        "\"kernel\":\"k\",\"registers\":\"many\",\"new\":[1]},{\"static_smem_bytes\":4}],\"launches\":[{"
+        "\"grid\":[1,2],\"block\":[4,1,1],\"cluster\":[2,1,1],\"occupancy\":0.75}],\"at\":{\"n\":3},"
+        "\"last\":null},\"timing_cpus\":{\"coordinator_pinned\":false,\"worker_cpus\":0},"
+        "\"ceilings\":{\"bytes_per_s\":1.5,\"fp8_flops_per_s\":2.0,\"cores\":\"two\",\"source\":\"cache\"},"
+        "\"seconds\":1.0}");
     kf_ctx *ctx = kf_ctx_new();
     kf_opts o;
     kf_opts_init(&o);
@@ -1464,10 +1473,50 @@ static void t_verdict_roundtrip(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* A buffer with fixed data (tests/tasks/fixed_table: w from data/w.bin) is staged with
+ * the file's exact bytes in every call at every shape: a candidate that uses w is
+ * accepted, one that ignores it or assumes another table is rejected, and one that
+ * checks w bit for bit against the file's table in every call is accepted. */
+static void t_fixed_data(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tests/tasks/fixed_table");
+    static const char head[] = "#include <stdint.h>\n#include <string.h>\n"
+                               "void fixed_table(const float *x, const float *w, float *y, int64_t n) {\n";
+    static const struct {
+        const char *name, *body, *want;
+    } cases[] = {
+        {"uses.c", "for (int64_t i = 0; i < n; i++) y[i] = x[i] * w[i % 16];\n", NULL},
+        {"ignores.c", "for (int64_t i = 0; i < n; i++) y[i] = x[i];\n", "wrong_result"},
+        {"other_table.c", "for (int64_t i = 0; i < n; i++) y[i] = x[i] * (0.5f + (float)(i % 16) / 8);\n",
+         "wrong_result"},
+        {"exact.c",
+         "float k[16]; for (int j = 0; j < 16; j++) k[j] = 0.5f + (float)j / 4;\n"
+         "int same = !memcmp(k, w, sizeof k);\n"
+         "for (int64_t i = 0; i < n; i++) y[i] = same ? x[i] * k[i % 16] : 0.0f;\n",
+         NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *text = kf__asprintf("%s%s}\n", head, cases[i].body);
+        kf_result *r = kft_check(ctx, t, write_tmp(cases[i].name, text), NULL, 0);
+        if (!cases[i].want)
+            CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s: %s", cases[i].name, kft_reasons(r));
+        else
+            CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && kf_result_nreasons(r) &&
+                       !strcmp(kf_reason_name(kf_result_reason(r, 0)), cases[i].want),
+                   "%s: %s", cases[i].name, kft_reasons(r));
+        kf_result_free(r);
+        free(text);
+    }
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 void kft_register_check(void) {
     kft_add("check/candidate_output", t_candidate_output, NULL, 30);
     kft_add("check/verdict_typed", t_verdict_typed, NULL, 90);
     kft_add("check/verdict_roundtrip", t_verdict_roundtrip, NULL, 90);
+    kft_add("check/fixed_data", t_fixed_data, NULL, 60);
     kft_add("check/result_text", t_result_text, NULL, 30);
     kft_add("check/magnitude_tolerance", t_magnitude_tolerance, NULL, 90);
     kft_add("check/determinism_tolerance_mtol", t_determinism_tolerance_mtol, NULL, 120);

@@ -8,6 +8,7 @@
 #include "kft.h"
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_api.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/run.h"
 #include "check/verdict.h"
@@ -15,7 +16,10 @@
 #include "util/util.h"
 
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* A backend report as the document carries it: the verdict's writer over a verdict
  * holding only that report (the record's or the sandbox's other keys left out). The
@@ -50,6 +54,23 @@ static char *roof_keys(const kf_roof_out *r) {
     kf_verdict_init(&v);
     kf_verdict_set_roof(&v, kf_verdict_add_shape(&v), r);
     return record_keys(&v, no_sizes);
+}
+
+/* The document's "resources" of a resource report measured at n=1000 (NULL: none), from
+ * the verdict's writer. */
+static char *res_keys(const kf_resources_out *r) {
+    struct kf_verdict v;
+    kf_verdict_init(&v);
+    kf_verdict_sizes at;
+    const char *n[1] = {"n"};
+    int64_t val[1] = {1000};
+    kf_verdict_sizes_set(&v, &at, 1, n, val);
+    CHECK(kf_verdict_set_resources(&v, r, &at) == 0);
+    json_t *doc = kf_verdict_to_json(&v), *o = json_object_get(doc, "resources");
+    char *js = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+    json_decref(doc);
+    kf_verdict_free(&v);
+    return js;
 }
 
 /* the document's keys of a build report, or the sandbox object's of a sandbox report */
@@ -224,25 +245,58 @@ static void t_reports(const void *arg) {
         !strcmp(js, "{\"launch_count\":null,\"launch_note\":\"CUPTI not available: launches not counted\"}"),
         "%s", js);
     free(js);
-    /* resources: kernel mode, from the build and the worker's report */
+    /* resources: kernel mode, from the build and the worker's report, as the document
+     * writes them (the keys, types and order of the report before it was typed) */
     int64_t sizes[1] = {1000};
     kf_ctx *ctx = kf_ctx_new();
     kf_task *t = kft_task(ctx, "tasks/cuda/sum");
-    uint32_t occ[KF_PROTO_MAXLAUNCH] = {8};
-    json_t *r = kf_backend_resources(be, &k, t, sizes,
-                                     "max_threads_per_sm=2048 kernel 0 regs=40 local=8 shared=1024", occ);
-    js = json_dumps(r, JSON_COMPACT);
+    uint32_t occ[KF_PROTO_MAXLAUNCH] = {8, 3};
+    kf_resources_out ro;
+    kf_backend_resources(be, &k, t, sizes, "max_threads_per_sm=2048 kernel 0 regs=40 local=8 shared=1024",
+                         occ, &ro);
+    js = res_keys(&ro);
+    CHECKF(
+        !strcmp(js,
+                "{\"arch\":\"sm_90\",\"kernels\":[{\"kernel\":\"k\",\"registers\":40,\"spill_store_bytes\":0,"
+                "\"spill_load_bytes\":0,\"static_smem_bytes\":1024,\"local_bytes_per_thread\":8}],"
+                "\"launches\":[{\"kernel\":\"k\",\"grid\":[1,1,1],\"block\":[128,1,1],\"dynamic_smem_"
+                "bytes\":0,\"blocks_per_sm\":8,\"occupancy\":0.5}],\"at\":{\"n\":1000}}"),
+        "%s", js);
+    free(js);
+    /* a second kernel without spill counts, launched with dynamic shared memory; the
+     * worker reported nothing (no occupancy, the compiler's registers) */
+    char err[128];
+    k.nkernels = k.nlaunch = 2;
+    k.kernels[1].name = kf__strdup("k2");
+    k.kernels[1].regs = 16, k.kernels[1].spill_stores = k.kernels[1].spill_loads = -1;
+    k.kernels[1].smem_static = 64;
+    k.launch[1].kernel = 1;
+    CHECK(k.launch[1].dim[6] = kf_expr_parse("4 * n", err, sizeof err));
+    kf_backend_resources(be, &k, t, sizes, "", NULL, &ro);
+    js = res_keys(&ro);
     CHECKF(
         !strcmp(
             js,
-            "{\"arch\":\"sm_90\",\"kernels\":[{\"kernel\":\"k\",\"registers\":40,\"spill_store_bytes\":0,"
-            "\"spill_load_bytes\":0,\"static_smem_bytes\":1024,\"local_bytes_per_thread\":8}],"
-            "\"launches\":[{\"kernel\":\"k\",\"grid\":[1,1,1],\"block\":[128,1,1],\"dynamic_smem_bytes\":0,"
-            "\"blocks_per_sm\":8,\"occupancy\":0.5}]}"),
+            "{\"arch\":\"sm_90\",\"kernels\":[{\"kernel\":\"k\",\"registers\":32,\"spill_store_bytes\":0,"
+            "\"spill_load_bytes\":0,\"static_smem_bytes\":0},{\"kernel\":\"k2\",\"registers\":16,"
+            "\"static_smem_bytes\":64}],\"launches\":[{\"kernel\":\"k\",\"grid\":[1,1,1],\"block\":[128,1,1],"
+            "\"dynamic_smem_bytes\":0},{\"kernel\":\"k2\",\"grid\":[1,1,1],\"block\":[1,1,1],"
+            "\"dynamic_smem_bytes\":4000}],\"at\":{\"n\":1000}}"),
         "%s", js);
     free(js);
-    json_decref(r);
-    CHECK(!kf_backend_resources(be, &h, t, sizes, "", occ));
+    /* no extents at the shape: the kernels, no launches */
+    kf_backend_resources(be, &k, t, NULL, "max_threads_per_sm=2048 kernel 1 regs=20 local=0 shared=128", occ,
+                         &ro);
+    js = res_keys(&ro);
+    CHECKF(strstr(js, "{\"kernel\":\"k2\",\"registers\":20,\"static_smem_bytes\":128,"
+                      "\"local_bytes_per_thread\":0}],\"launches\":[],\"at\":{\"n\":1000}}"),
+           "%s", js);
+    free(js);
+    /* host mode: no report, no "resources" */
+    kf_backend_resources(be, &h, t, sizes, "", occ, &ro);
+    CHECK(!ro.reported);
+    js = res_keys(&ro);
+    CHECK(!js);
     /* the clock, the worker and the library policy */
     cr.worker_ns = 5000, cr.dev_ns = 1200;
     CHECK(kf_backend_clock(be, &cr) == 1200);
@@ -259,6 +313,85 @@ static void t_reports(const void *arg) {
     kf_ctx_free(ctx);
     kf_build_free(&k);
     kf_build_free(&h);
+}
+
+/* The document's "ceilings" of a ceilings report, from the verdict's writer, and that
+ * the verdict read back from it writes the same. */
+static char *ceil_keys(const kf_ceil_out *c) {
+    struct kf_verdict v, back;
+    kf_verdict_init(&v);
+    CHECK(kf_verdict_set_ceilings(&v, c, 0) == 0);
+    json_t *doc = kf_verdict_to_json(&v);
+    CHECK(kf_verdict_from_json(doc, &back) == 0);
+    json_t *again = kf_verdict_to_json(&back);
+    char *js = json_dumps(json_object_get(doc, "ceilings"), JSON_COMPACT | JSON_REAL_PRECISION(6));
+    char *js2 = json_dumps(json_object_get(again, "ceilings"), JSON_COMPACT | JSON_REAL_PRECISION(6));
+    CHECKF(js && js2 && !strcmp(js, js2), "%s / %s", js, js2);
+    free(js2);
+    json_decref(again);
+    json_decref(doc);
+    kf_verdict_free(&back);
+    kf_verdict_free(&v);
+    return js;
+}
+
+/* The ceilings slots as the document writes them (the keys, types and order of the
+ * reports before they were typed): this machine's (pinned), a device that cannot be
+ * reached, and the stand-in driver's H200 (tests/fake_libcuda.c), measured and then
+ * from the cache. */
+static void t_ceilings(const void *arg) {
+    (void)arg;
+    char tmp[] = "/tmp/kft-ceil-XXXXXX", exp[512];
+    CHECK(mkdtemp(tmp));
+    setenv("KFORGE_CACHE_DIR", tmp, 1);
+    setenv("KFORGE_CEILINGS", "2.5e10,1.25e11", 1);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_ceil_out co;
+    void *c = kf_backend_ceilings(kf_backend_get("c"), ctx, &co);
+    CHECK(c);
+    free(c);
+    char *js = ceil_keys(&co);
+    snprintf(exp, sizeof exp, "{\"bytes_per_s\":2.5e10,\"flops_per_s\":1.25e11,\"cores\":%ld}",
+             sysconf(_SC_NPROCESSORS_ONLN));
+    CHECKF(!strcmp(js, exp), "%s", js);
+    free(js);
+    kf_backend *be = kf_backend_get("cuda");
+    /* no driver (in a child: the driver, once loaded, stays) */
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (!pid) {
+        setenv("KFORGE_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+        void *none = kf_backend_ceilings(be, ctx, &co);
+        js = ceil_keys(&co);
+        int ok = !none && !strncmp(js, "{\"error\":\"", 10) && strstr(js, "libcuda") && !strchr(js, ',');
+        if (!ok) fprintf(stderr, "no driver: %s\n", js);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char why[512];
+    if (!kf_nvrtc_load(why, sizeof why)) {
+        kf_ctx_free(ctx);
+        kf__rmtree(tmp);
+        kft_skip("the stand-in driver's ceilings need NVRTC: %s", why);
+    }
+    setenv("KFORGE_LIBCUDA", kft_bin("libkft_fakecuda.so"), 1);
+    /* events 25 ms apart: copy 2 x 8 x 60 MiB, fp32 and tensor probes as device-info's */
+    static const char fake[] =
+        "{\"bytes_per_s\":4.02653e10,\"flops_per_s\":1.77167e11,\"tensor_flops_per_s\":7.0867e11,"
+        "\"theoretical_bytes_per_s\":4.91674e12,\"peak_flops_per_s\":2.14106e15,\"l2_bytes\":62914560,"
+        "\"device\":\"Fake H200\",\"uuid\":\"GPU-f0f1f2f3-f4f5-f6f7-f8f9-fafbfcfdfeff\",\"source\":\"%s\"}";
+    for (int i = 0; i < 2; i++) {
+        c = kf_backend_ceilings(be, ctx, &co);
+        CHECKF(c, "%s", kf_errmsg(ctx));
+        js = ceil_keys(&co);
+        free(c);
+        snprintf(exp, sizeof exp, fake, i ? "cache" : "measured");
+        CHECKF(!strcmp(js, exp), "%s", js);
+        free(js);
+    }
+    kf_ctx_free(ctx);
+    kf__rmtree(tmp);
 }
 
 /* The roofline's rates without ceilings, and its refusal below the device's floor. */
@@ -297,4 +430,5 @@ void kft_register_cuda_run(void) {
     kft_add("cuda/run/plan_fair", t_plan_fair, NULL, 30);
     kft_add("cuda/run/reports", t_reports, NULL, 30);
     kft_add("cuda/run/roofline", t_roofline, NULL, 30);
+    kft_add("cuda/run/ceilings", t_ceilings, NULL, 60);
 }

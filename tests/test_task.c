@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *good_ref =
@@ -122,6 +123,97 @@ static char *edit(const char *from, const char *to) {
     const char *p = strstr(good_json, from);
     CHECKF(p, "test bug: '%s' not in the good task", from);
     return kf__asprintf("%.*s%s%s", (int)(p - good_json), good_json, to, p + strlen(from));
+}
+
+/* Fixed data ("data" on an in buffer, docs/tasks.md): the file is read at load and must
+ * hold the buffer's bytes exactly, the buffer must have one size over the size ranges,
+ * and the fingerprint covers the bytes. Each refusal names the argument and the file. */
+static const char *table_json =
+    "{\"name\":\"tab\",\"backend\":\"c\",\"entry\":\"twice\",\n"
+    " \"sizes\":{\"n\":[1,4096]},\n"
+    " \"args\":[{\"name\":\"x\",\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"in\"},\n"
+    "          {\"name\":\"w\",\"type\":\"f32\",\"shape\":[SHAPE],\"io\":\"IO\",\"data\":\"DATA\"EXTRA},\n"
+    "          {\"name\":\"y\",\"type\":\"f32\",\"shape\":[\"n\"],\"io\":\"out\"},\n"
+    "          {\"name\":\"n\",\"type\":\"i64\",\"value\":\"n\"}],\n"
+    " \"shapes\":[{\"n\":1000}],\"hidden\":{\"count\":3}}\n";
+
+/* table_json with its SHAPE, IO, DATA and EXTRA holes filled (caller frees) */
+static char *table_task(const char *shape, const char *io, const char *data, const char *extra) {
+    const char *holes[4][2] = {{"SHAPE", shape}, {"IO", io}, {"DATA", data}, {"EXTRA", extra}};
+    char *s = kf__strdup(table_json);
+    for (int i = 0; i < 4; i++) {
+        char *p = strstr(s, holes[i][0]);
+        char *n = kf__asprintf("%.*s%s%s", (int)(p - s), s, holes[i][1], p + strlen(holes[i][0]));
+        free(s);
+        s = n;
+    }
+    return s;
+}
+
+static void put_bytes(const char *dir, const char *name, size_t n) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/data", dir);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "wb");
+    CHECK(f);
+    for (size_t i = 0; i < n; i++) fputc((int)(i * 7 + 1) & 0xff, f);
+    CHECK(fclose(f) == 0);
+}
+
+static void t_fixed_data(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    /* the bundled test task: its table read as the file holds it */
+    kf_task *t = kft_task(ctx, "tests/tasks/fixed_table");
+    char *want = NULL;
+    size_t wl = 0;
+    CHECK(kf__read_file(kft_src("tests/tasks/fixed_table/data/w.bin"), 1024, &want, &wl) == 0 && wl == 64);
+    CHECK(t->args[1].data_file && !strcmp(t->args[1].data_file, "data/w.bin") && t->args[1].data_len == 64 &&
+          !memcmp(t->args[1].data, want, 64) && !t->args[0].data);
+    free(want);
+    kf_task_free(t);
+    /* a good one, and its fingerprint follows the bytes */
+    char *json = table_task("16", "in", "data/w.bin", "");
+    const char *dir = mktask(json, good_ref);
+    put_bytes(dir, "data/w.bin", 64);
+    char a[65], b[65];
+    fp_of(dir, a);
+    char p[512];
+    snprintf(p, sizeof p, "%s/data/w.bin", dir);
+    FILE *f = fopen(p, "r+b");
+    CHECK(f && fseek(f, 17, SEEK_SET) == 0 && fputc(0x55, f) != EOF && fclose(f) == 0);
+    fp_of(dir, b);
+    CHECKF(strcmp(a, b), "a changed data file left the fingerprint as it was");
+    /* missing, short, long */
+    CHECK(unlink(p) == 0);
+    t = NULL;
+    CHECK(kf_task_load(ctx, dir, &t) == KF_ETASK && !t);
+    CHECKF(strstr(kf_errmsg(ctx), "args[1].data") && strstr(kf_errmsg(ctx), "data/w.bin") &&
+               strstr(kf_errmsg(ctx), "No such file"),
+           "%s", kf_errmsg(ctx));
+    put_bytes(dir, "data/w.bin", 60);
+    CHECK(kf_task_load(ctx, dir, &t) == KF_ETASK && !t);
+    CHECKF(strstr(kf_errmsg(ctx), "holds 60 bytes, w needs 64 (16 f32)"), "%s", kf_errmsg(ctx));
+    put_bytes(dir, "data/w.bin", 80);
+    CHECK(kf_task_load(ctx, dir, &t) == KF_ETASK && !t);
+    CHECKF(strstr(kf_errmsg(ctx), "larger than w's 64 bytes"), "%s", kf_errmsg(ctx));
+    kf__rmtree(dir);
+    free(json);
+    /* a size that moves it, an out buffer, data with init, paths outside the directory */
+    static const char *const bad[][6] = {
+        {"\"n\"", "in", "data/w.bin", "", "moves with size n", "fixed data needs a buffer of one size"},
+        {"16", "out", "data/w.bin", "", "args[1].data: only an in buffer has fixed data", NULL},
+        {"16", "in", "data/w.bin", ",\"init\":{\"dist\":\"uniform\",\"lo\":0,\"hi\":1}", "both data", NULL},
+        {"16", "in", "/etc/passwd", "", "args[1].data: expected a file of the task directory", NULL},
+        {"16", "in", "../w.bin", "", "without ..", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        json = table_task(bad[i][0], bad[i][1], bad[i][2], bad[i][3]);
+        refused(json, good_ref, KF_ETASK, bad[i][4], bad[i][5]);
+        free(json);
+    }
+    kf_ctx_free(ctx);
 }
 
 static void t_bundled_load(const void *arg) {
@@ -640,6 +732,7 @@ void kft_register_task(void) {
     kft_add("task/mutations", t_mutations, NULL, 60);
     kft_add("task/bundled_load", t_bundled_load, NULL, 10);
     kft_add("task/fingerprint_python", t_fingerprint_python, NULL, 10);
+    kft_add("task/fixed_data", t_fixed_data, NULL, 10);
     kft_add("task/good_minimal", t_good_minimal, NULL, 10);
     kft_add("task/malformed_json", t_malformed_json, NULL, 10);
     kft_add("task/unknown_field", t_unknown_field, NULL, 10);

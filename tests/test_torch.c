@@ -478,6 +478,87 @@ static void t_import(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* A problem whose Model holds buffers with exact values (tests/kernelbench/8_fixed_buffers.py:
+ * a permutation from a generator of its own, a causal mask as bool) and a frozen parameter
+ * (a scale the constructor sets): imported with all three as in buffers with fixed data
+ * (data/scale.bin as f32, data/perm.bin as i64, data/mask.bin as u8), the size that
+ * shapes them kept fixed, and validated. A kernel that gathers through perm, sums under
+ * mask and scales is accepted; one that ignores perm, or scale, is rejected; a mask file
+ * of another size is a clear error at load. */
+static void t_import_fixed_data(const void *arg) {
+    (void)arg;
+    need_torch();
+    char dir[] = "/tmp/kft-kbdata-XXXXXX", cmd[PATH_MAX * 3], out[16384], tdir[PATH_MAX], p[PATH_MAX + 64];
+    CHECK(mkdtemp(dir));
+    snprintf(tdir, sizeof tdir, "%s/fb", dir);
+    snprintf(cmd, sizeof cmd, "%s import kernelbench %s -o %s 2>&1", kft_bin("kforge"),
+             kft_src("tests/kernelbench/8_fixed_buffers.py"), tdir);
+    int rc = kft_run(cmd, out, sizeof out);
+    printf("%s", out);
+    CHECKF(rc == 0 && strstr(out, "validated") &&
+               strstr(out, "size features kept fixed: it shapes fixed data (mask, perm, scale)"),
+           "exit %d: %s", rc, out);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = NULL;
+    CHECKF(kf_task_load(ctx, tdir, &t) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECK(t->nargs == 6 && t->nsizes == 1 && !strcmp(t->size_names[0], "batch_size") && !t->args[0].data);
+    CHECK(!strcmp(t->args[1].name, "scale") && t->args[1].type == KF_T_F32 && t->args[1].data_len == 24 * 4);
+    CHECK(!strcmp(t->args[2].name, "perm") && t->args[2].type == KF_T_I64 && t->args[2].data_len == 24 * 8 &&
+          t->args[2].data_file && !strcmp(t->args[2].data_file, "data/perm.bin"));
+    CHECK(!strcmp(t->args[3].name, "mask") && t->args[3].type == KF_T_U8 && t->args[3].data_len == 24 * 24);
+    /* the exact values: the scale's; a permutation of 0..23, not the identity; the lower triangle */
+    const float *scale = (const float *)t->args[1].data;
+    CHECK(scale[0] == 0.5f && scale[23] == 2.0f && scale[1] > scale[0]);
+    const int64_t *perm = (const int64_t *)t->args[2].data;
+    int seen[24] = {0}, moved = 0;
+    for (int i = 0; i < 24; i++) {
+        CHECK(perm[i] >= 0 && perm[i] < 24);
+        seen[perm[i]]++;
+        moved += perm[i] != i;
+    }
+    for (int i = 0; i < 24; i++) CHECK(seen[i] == 1);
+    CHECK(moved > 0);
+    for (int i = 0; i < 24; i++)
+        for (int j = 0; j < 24; j++) CHECK(t->args[3].data[i * 24 + j] == (j <= i));
+    static const char kernel[] =
+        "#include <stdint.h>\n"
+        "void kb_8_fixed_buffers(const float *x, const float *scale, const int64_t *perm,\n"
+        "                        const uint8_t *mask, float *out, int64_t batch_size) {\n"
+        "    for (int64_t b = 0; b < batch_size; b++)\n"
+        "        for (int i = 0; i < 24; i++) {\n"
+        "            float s = 0;\n"
+        "            for (int j = 0; j < 24; j++)\n"
+        "                if (mask[i * 24 + j]) s += x[b * 24 + GATHER];\n"
+        "            out[b * 24 + i] = s * SCALE;\n"
+        "        }\n"
+        "}\n";
+    const char *gather[3][3] = {{"perm[j]", "scale[i]", NULL},
+                                {"j", "scale[i]", "wrong_result"},
+                                {"perm[j]", "1.0f", "wrong_result"}};
+    for (int i = 0; i < 3; i++) {
+        char text[sizeof kernel + 64], cand[PATH_MAX + 32];
+        const char *at = strstr(kernel, "GATHER"), *sc = strstr(kernel, "SCALE");
+        snprintf(text, sizeof text, "%.*s%s%.*s%s%s", (int)(at - kernel), kernel, gather[i][0],
+                 (int)(sc - at - 6), at + 6, gather[i][1], sc + 5);
+        snprintf(cand, sizeof cand, "%s/k%d.c", dir, i);
+        write_text(cand, text);
+        kf_result *r = kft_check(ctx, t, cand, NULL, 0);
+        if (!gather[i][2]) CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "%s", kft_reasons(r));
+        else CHECKF(strstr(kft_reasons(r), gather[i][2]), "%s: %s", gather[i][0], kft_reasons(r));
+        kf_result_free(r);
+    }
+    kf_task_free(t);
+    /* a mask of another size: refused at load, saying which file and what it needs */
+    snprintf(p, sizeof p, "%s/data/mask.bin", tdir);
+    write_text(p, "short");
+    t = NULL;
+    CHECK(kf_task_load(ctx, tdir, &t) == KF_ETASK && !t);
+    CHECKF(strstr(kf_errmsg(ctx), "data/mask.bin holds 5 bytes, mask needs 576 (576 u8)"), "%s",
+           kf_errmsg(ctx));
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
 /* kforge export --torch of a run of softmax_torch whose one kept node is the fast
  * candidate: DIR/torch holds the package, the README's import line and a test, which
  * passes against the PyTorch reference (building the op through cpp_extension), and
@@ -544,6 +625,7 @@ static void t_export(const void *arg) {
 void kft_register_torch(void) {
     kft_add("torch/export", t_export, NULL, 900);
     kft_add("torch/import_kernelbench", t_import, NULL, 300);
+    kft_add("torch/import_fixed_data", t_import_fixed_data, NULL, 300);
     kft_add("torch/field", t_field, NULL, 30);
     kft_add("torch/validate", t_validate, NULL, 120);
     kft_add("torch/judges", t_judges, NULL, 180);

@@ -210,8 +210,9 @@ int kf_backend_timing_rounds(const kf_backend *b) {
 int kf_backend_ceilings_early(const kf_backend *b) { return b->iface.ceilings_early != 0; }
 int kf_backend_has_ceilings(const kf_backend *b) { return b->iface.ceilings != NULL; }
 
-void *kf_backend_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report) {
-    return b->iface.ceilings ? b->iface.ceilings(b, ctx, report) : NULL;
+void *kf_backend_ceilings(kf_backend *b, kf_ctx *ctx, kf_ceil_out *out) {
+    memset(out, 0, sizeof *out);
+    return b->iface.ceilings ? b->iface.ceilings(b, ctx, out) : NULL;
 }
 
 int kf_backend_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, kf_roof_out *out, char *why,
@@ -262,9 +263,10 @@ void kf_backend_report_call(kf_backend *b, const kf_build *build, const kf_call_
     if (b->iface.report_call) b->iface.report_call(b, build, cr, out);
 }
 
-json_t *kf_backend_resources(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
-                             const char *info, const uint32_t *occ) {
-    return b->iface.resources ? b->iface.resources(b, build, t, sizes, info, occ) : NULL;
+void kf_backend_resources(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
+                          const char *info, const uint32_t *occ, kf_resources_out *out) {
+    memset(out, 0, sizeof *out);
+    if (b->iface.resources) b->iface.resources(b, build, t, sizes, info, occ, out);
 }
 
 kf_status kf_backend_describe(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json) {

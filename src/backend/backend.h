@@ -13,6 +13,13 @@
  *
  * A backend is complete with api_version, its four names and compile; every other slot
  * is optional and says what NULL means. Adding one: docs/design.md, "Extending".
+ *
+ * What a backend reports for a result (its build, its worker's confinement, a call, a
+ * timed shape's fairness and roofline, the ceilings, the resources) it fills into the
+ * typed kf_*_out structs below: no slot returns or fills a JSON object for the verdict,
+ * whose key names verdict.c alone knows. JSON is left only where a slot writes an edge
+ * document itself: describe (device-info's text) and dispatcher (EXPORT.json's routes
+ * and notes).
  */
 #ifndef KF_BACKEND_H
 #define KF_BACKEND_H
@@ -149,6 +156,49 @@ typedef struct {
     int library_kernels;                        /* library kernels in all, named or not */
 } kf_call_out;
 
+/* The ceilings the roofline is judged against (the ceilings slot): this machine's or a
+ * device's, measured or from a cache; or why there are none (error). */
+enum {
+    KF_CEIL_RATES = 1u << 0,  /* bytes_per_s, flops_per_s */
+    KF_CEIL_CORES = 1u << 1,  /* cores */
+    KF_CEIL_DEVICE = 1u << 2, /* the device's: tensor_flops_per_s ... l2_bytes, and its strings */
+};
+typedef struct {
+    unsigned has;       /* KF_CEIL_* */
+    double bytes_per_s; /* copy bandwidth, bytes read + written per second */
+    double flops_per_s; /* FP32 peak (a CPU's: one core's) */
+    int cores;          /* a CPU's cores the all-core roofline counts */
+    double tensor_flops_per_s, theoretical_bytes_per_s, peak_flops_per_s;
+    int64_t l2_bytes;
+    const char *device, *uuid; /* the device's name and UUID; NULL: not reported */
+    const char *source;        /* "measured" or "cache"; NULL: not reported */
+    const char *error;         /* no ceilings, and why (nothing else is then set); NULL: none */
+} kf_ceil_out;
+
+/* A checked candidate's resources at the first visible shape (the resources slot): per
+ * kernel what the device compiler reported, per launch its geometry and occupancy. */
+typedef struct {
+    const char *name;
+    int registers, static_smem_bytes;
+    int spill_store_bytes, spill_load_bytes; /* -1: not reported */
+    int local_bytes_per_thread;              /* -1: not reported */
+} kf_res_kernel;
+typedef struct {
+    const char *kernel;
+    uint32_t grid[3], block[3], dynamic_smem_bytes;
+    int occupancy_known; /* blocks_per_sm and occupancy are set */
+    uint32_t blocks_per_sm;
+    double occupancy; /* resident threads per SM over its maximum */
+} kf_res_launch;
+typedef struct {
+    int reported; /* 0: no report (no "resources") */
+    const char *arch;
+    int nkernels;
+    kf_res_kernel kernels[KF_MAX_LAUNCH];
+    int nlaunches; /* 0 when the launches could not be evaluated at the shape */
+    kf_res_launch launches[KF_MAX_LAUNCH];
+} kf_resources_out;
+
 /* A built candidate's own fields (the report_build slot). */
 typedef struct {
     const char *launch_mode; /* NULL: not reported */
@@ -207,10 +257,11 @@ struct kf_backend_i {
      * around the call (cross-checked against the coordinator's by the bench). */
     uint64_t (*clock)(kf_backend *b, const kf_call_result *cr);
     /* The ceilings the roofline is judged against, measured or from a cache, with the
-     * timing lock held (ceilings_early says when): report gets their JSON fields, or why
-     * there are none. Returns what the roofline slot reads (caller frees with free()), or
-     * NULL when there are none. NULL: no ceilings, no roofline. */
-    void *(*ceilings)(kf_backend *b, kf_ctx *ctx, json_t *report);
+     * timing lock held (ceilings_early says when): their figures into out (zeroed by the
+     * caller; its strings borrowed from the answer or ctx), or out->error saying why there
+     * are none. Returns what the roofline slot reads (caller frees with free()), or NULL
+     * when there are none. NULL: no ceilings, no roofline. */
+    void *(*ceilings)(kf_backend *b, kf_ctx *ctx, kf_ceil_out *out);
     /* One timed shape of a task with a cost model: its rates and roofline fraction into
      * out (zeroed by the caller); ceil is the ceilings slot's answer (NULL when there was
      * none). 1 when the time is impossible (why says so: the shape is rejected,
@@ -247,9 +298,10 @@ struct kf_backend_i {
     /* The resource report of a checked candidate (registers, shared memory, occupancy),
      * at the first visible shape: sizes (NULL when they have no extents), the worker's
      * kf_worker_info text and the first call's resident blocks per launch (occ, NULL
-     * when unknown). A new object, or NULL for none. NULL: none. */
-    json_t *(*resources)(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
-                         const char *info, const uint32_t *occ);
+     * when unknown), into out (zeroed by the caller; out->reported 0: no report; its
+     * strings borrowed from build). NULL: none. */
+    void (*resources)(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
+                      const char *info, const uint32_t *occ, kf_resources_out *out);
     /* kforge device-info: describe device `device` as one JSON text (caller frees with
      * free()); refresh measures its ceilings again. NULL: this backend has no devices. */
     kf_status (*describe)(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json);
@@ -290,7 +342,7 @@ uint64_t kf_backend_clock(kf_backend *b, const kf_call_result *cr);
 int kf_backend_timing_rounds(const kf_backend *b);
 int kf_backend_ceilings_early(const kf_backend *b);
 int kf_backend_has_ceilings(const kf_backend *b);
-void *kf_backend_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report);
+void *kf_backend_ceilings(kf_backend *b, kf_ctx *ctx, kf_ceil_out *out);
 int kf_backend_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, kf_roof_out *out, char *why,
                         size_t n);
 void kf_backend_plan(kf_backend *b, const kf_build *cand, const kf_build *base, int cand_graph,
@@ -300,12 +352,12 @@ int kf_backend_fair(kf_backend *b, const kf_build *cand, const kf_launch_seen *c
 /* 1 when build's workers are under a library policy (kf_backend_undeclared applies). */
 int kf_backend_watches_libraries(kf_backend *b, const kf_build *build);
 int kf_backend_undeclared(kf_backend *b, const kf_build *build, const char *loaded, char *bad, size_t n);
-/* The report wrappers zero out first (kf_fair_out's launches: -1). */
+/* The report wrappers (and kf_backend_ceilings) zero out first (kf_fair_out's launches: -1). */
 void kf_backend_report_build(kf_backend *b, const kf_build *build, kf_build_out *out);
 void kf_backend_report_sandbox(kf_backend *b, const kf_build *build, kf_worker *w, kf_sandbox_out *out);
 void kf_backend_report_call(kf_backend *b, const kf_build *build, const kf_call_result *cr, kf_call_out *out);
-json_t *kf_backend_resources(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
-                             const char *info, const uint32_t *occ);
+void kf_backend_resources(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
+                          const char *info, const uint32_t *occ, kf_resources_out *out);
 /* KF_EBACKEND (with why on ctx) for a backend without devices. */
 kf_status kf_backend_describe(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json);
 /* 1 when b has a dispatcher slot. */

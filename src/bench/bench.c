@@ -721,12 +721,10 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     const int cost = t->cost_flops || t->cost_bytes;
     const int ceilings = cost && kf_backend_has_ceilings(s->be), early = kf_backend_ceilings_early(s->be);
     void *ceil = NULL;
-    json_t *late = NULL; /* the late ceilings' report, set on the result at the end */
+    kf_ceil_out co;
     if (ceilings && early) {
-        json_t *c = json_object();
-        if (!c) v->oom = 1;
-        ceil = kf_backend_ceilings(s->be, s->ctx, c);
-        kf_verdict_set_ceilings(v, c, 0);
+        ceil = kf_backend_ceilings(s->be, s->ctx, &co);
+        kf_verdict_set_ceilings(v, &co, 0);
     }
     /* Timing: this thread keeps one CPU and spin-waits for replies (a steady, small
      * reply latency on both sides); the workers get the other CPUs. */
@@ -789,9 +787,9 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
     /* how the sides are timed (the backend's plan: one protocol for both; a baseline
      * replayed as a graph against a candidate that replayed graphs in its check) */
     kf_backend_plan(s->be, &s->cbuild, base.b, s->cand_graph, &s->host_timing, &base.graph);
-    if (ceilings && !early) {
-        if (!(late = json_object())) v->oom = 1;
-        ceil = kf_backend_ceilings(s->be, s->ctx, late);
+    if (ceilings && !early) { /* written after the geomean; nothing below fails before it */
+        ceil = kf_backend_ceilings(s->be, s->ctx, &co);
+        kf_verdict_set_ceilings(v, &co, 1);
     }
     double logsum = 0;
     int n = 0, stop = 0, wins = 0;
@@ -836,12 +834,7 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
         v->has_wins = 1;
         v->wins = wins;
     }
-    if (late) {
-        kf_verdict_set_ceilings(v, late, 1);
-        late = NULL;
-    }
 out:
-    json_decref(late);
     free(ceil);
     kf_worker_close(cand.w);
     kf_worker_close(base.w);

@@ -1459,12 +1459,13 @@ kf_status kf_sess_check(kf_sess *s) {
         kf_extents ex;
         char err[256];
         int sized = !kf_data_extents(s->t, &L.all[0], &ex, err, sizeof err);
-        json_t *r = kf_backend_resources(s->be, &s->cbuild, s->t, sized ? ex.size : NULL,
-                                         kf_worker_info(cand.w), s->have_occ ? s->occ : NULL);
-        if (r) {
+        kf_resources_out r;
+        kf_backend_resources(s->be, &s->cbuild, s->t, sized ? ex.size : NULL, kf_worker_info(cand.w),
+                             s->have_occ ? s->occ : NULL, &r);
+        if (r.reported) {
             kf_verdict_sizes at;
             kf_sess_sizes(s, &L.all[0], &at);
-            kf_verdict_set_resources(v, r, &at);
+            kf_verdict_set_resources(v, &r, &at);
         }
     }
     if (!st && !dead && watched && cand.w) kf_check_libraries(s, &cand, "seen while checking");

@@ -7,9 +7,9 @@
  * docs/cli.md, nowhere else.
  *
  * The order of the document is by construction: each typed field has a slot (the
- * top-level document's, a shape record's, the sandbox report's), written in slot order,
- * and every key it does not type (a backend's report, a key of a newer build) is an
- * extra that remembers the slot it followed. The slot orders are the orders the checker,
+ * top-level document's, a shape record's, the sandbox report's, the ceilings', the
+ * resource report's and its records'), written in slot order, and every key it does not
+ * type (a key of a newer build) is an extra that remembers the slot it followed. The slot orders are the orders the checker,
  * bench and validate write in; a bench moves "shapes" behind "check", a backend's late
  * ceilings come after the geomean. So kf_verdict_to_json(kf_verdict_from_json(doc)) is
  * doc for every document kforge writes (tests/test_check.c, check/verdict_roundtrip).
@@ -78,6 +78,17 @@ static void extras_free(kf_verdict_extras *x) {
     memset(x, 0, sizeof *x);
 }
 
+void kf__verdict_extras_free(kf_verdict_extras *x) { extras_free(x); }
+
+void kf__verdict_resources_free(kf_verdict_resources *r) {
+    for (int i = 0; i < r->nkernels; i++) extras_free(&r->kernels[i].extra);
+    for (int i = 0; i < r->nlaunches; i++) extras_free(&r->launches[i].extra);
+    free(r->kernels);
+    free(r->launches);
+    extras_free(&r->extra);
+    memset(r, 0, sizeof *r);
+}
+
 /* the extras of x that follow slot `at`, onto o */
 static void extras_json(json_t *o, const kf_verdict_extras *x, int at) {
     for (int i = 0; i < x->n; i++)
@@ -110,7 +121,8 @@ static int is_pair(const json_t *x) { return json_is_array(x) && json_array_size
  * number (written as a real), 'i' an integer, 'b' a boolean, 't' true (a flag), 's' a
  * string, 'p' a pair of reals, 'o' an object, 'N' null (a flag), 'a' a list of names
  * (kf_verdict_names), 'm' the launch modes ({"candidate": s, "baseline": s}: two string
- * fields in a row); a shape record's sizes, kind and status are 'z', 'k', 'u'. A shape
+ * fields in a row), '3' three integers, 'K' and 'L' the resource report's lists of
+ * kernel and launch records; a shape record's sizes, kind and status are 'z', 'k', 'u'. A shape
  * record's field is at `off`, present when `bit` is in its has (0: a string or flag
  * present when set). */
 typedef struct {
@@ -144,6 +156,14 @@ static int type_ok(char type, const json_t *x) {
     case 'u': return json_is_string(x);
     case 'p':
         return is_pair(x) && json_is_number(json_array_get(x, 0)) && json_is_number(json_array_get(x, 1));
+    case '3':
+        return json_array_size(x) == 3 && json_is_integer(json_array_get(x, 0)) &&
+               json_is_integer(json_array_get(x, 1)) && json_is_integer(json_array_get(x, 2));
+    case 'K':
+    case 'L':
+        for (size_t i = 0; i < json_array_size(x); i++)
+            if (!json_is_object(json_array_get(x, i))) return 0;
+        return json_is_array(x);
     case 'o':
     case 'z': return json_is_object(x);
     }
@@ -400,6 +420,116 @@ static int read_sandbox(struct kf_verdict *v, const json_t *frag) {
     return 0;
 }
 
+/* The backend's object reports (the ceilings, the resources and their records): each
+ * typed field is present when its bit is in the report's has; a key the report does not
+ * type, or of another type, is an extra after the field before it (at: the field's index
+ * + 1, 0 for the first). */
+#define F(m) offsetof(kf_verdict_ceilings, m)
+static const slot_def ceil_fields[] = {
+    {"bytes_per_s", 1, 'r', KF_VC_BYTES, F(bytes_per_s)},
+    {"flops_per_s", 2, 'r', KF_VC_FLOPS, F(flops_per_s)},
+    {"cores", 3, 'i', KF_VC_CORES, F(cores)},
+    {"tensor_flops_per_s", 4, 'r', KF_VC_TENSOR, F(tensor_flops_per_s)},
+    {"theoretical_bytes_per_s", 5, 'r', KF_VC_THEORY_BYTES, F(theoretical_bytes_per_s)},
+    {"peak_flops_per_s", 6, 'r', KF_VC_PEAK, F(peak_flops_per_s)},
+    {"l2_bytes", 7, 'i', KF_VC_L2, F(l2_bytes)},
+    {"device", 8, 's', KF_VC_DEVICE, F(device)},
+    {"uuid", 9, 's', KF_VC_UUID, F(uuid)},
+    {"source", 10, 's', KF_VC_SOURCE, F(source)},
+    {"error", 11, 's', KF_VC_ERROR, F(error)},
+};
+#undef F
+#define F(m) offsetof(kf_verdict_resources, m)
+static const slot_def res_fields[] = {
+    {"arch", 1, 's', KF_VR_ARCH, F(arch)},
+    {"kernels", 2, 'K', KF_VR_KERNELS, 0},
+    {"launches", 3, 'L', KF_VR_LAUNCHES, 0},
+    {"at", 4, 'z', KF_VR_AT, F(at)},
+};
+#undef F
+#define F(m) offsetof(kf_verdict_kernel_res, m)
+static const slot_def kernel_fields[] = {
+    {"kernel", 1, 's', KF_VK_NAME, F(name)},
+    {"registers", 2, 'i', KF_VK_REGISTERS, F(registers)},
+    {"spill_store_bytes", 3, 'i', KF_VK_SPILL_STORE, F(spill_store_bytes)},
+    {"spill_load_bytes", 4, 'i', KF_VK_SPILL_LOAD, F(spill_load_bytes)},
+    {"static_smem_bytes", 5, 'i', KF_VK_STATIC_SMEM, F(static_smem_bytes)},
+    {"local_bytes_per_thread", 6, 'i', KF_VK_LOCAL, F(local_bytes_per_thread)},
+};
+#undef F
+#define F(m) offsetof(kf_verdict_launch_res, m)
+static const slot_def launch_fields[] = {
+    {"kernel", 1, 's', KF_VL_KERNEL, F(kernel)},
+    {"grid", 2, '3', KF_VL_GRID, F(grid)},
+    {"block", 3, '3', KF_VL_BLOCK, F(block)},
+    {"dynamic_smem_bytes", 4, 'i', KF_VL_DYNAMIC_SMEM, F(dynamic_smem_bytes)},
+    {"blocks_per_sm", 5, 'i', KF_VL_BLOCKS_PER_SM, F(blocks_per_sm)},
+    {"occupancy", 6, 'r', KF_VL_OCCUPANCY, F(occupancy)},
+};
+#undef F
+#define NFIELDS(d) (sizeof d / sizeof *d)
+
+static int read_fields(struct kf_verdict *v, const slot_def *d, size_t n, void *base, unsigned *has,
+                       kf_verdict_extras *x, const json_t *o);
+
+/* a resource report's kernel ('K') or launch ('L') records */
+static int read_records(struct kf_verdict *v, char type, const json_t *a, kf_verdict_resources *r) {
+    size_t n = json_array_size(a);
+    if (!n) return 0;
+    int k = type == 'K';
+    size_t sz = k ? sizeof *r->kernels : sizeof *r->launches;
+    void *p = calloc(n, sz);
+    if (!p) return -1;
+    if (k) r->kernels = p;
+    else r->launches = p;
+    for (size_t i = 0; i < n; i++) {
+        kf_verdict_kernel_res *kr = k ? &r->kernels[r->nkernels++] : NULL;
+        kf_verdict_launch_res *lr = k ? NULL : &r->launches[r->nlaunches++];
+        if (k ? read_fields(v, kernel_fields, NFIELDS(kernel_fields), kr, &kr->has, &kr->extra,
+                            json_array_get(a, i))
+              : read_fields(v, launch_fields, NFIELDS(launch_fields), lr, &lr->has, &lr->extra,
+                            json_array_get(a, i)))
+            return -1;
+    }
+    return 0;
+}
+
+static int read_fields(struct kf_verdict *v, const slot_def *d, size_t n, void *base, unsigned *has,
+                       kf_verdict_extras *x, const json_t *o) {
+    const char *k;
+    json_t *val;
+    int at = 0;
+    json_object_foreach((json_t *)o, k, val) {
+        const slot_def *f = find_slot(d, n, k, val);
+        if (!f) {
+            if (extra_add(v, x, at, k, val)) return -1;
+            continue;
+        }
+        char *p = (char *)base + f->off;
+        *has |= f->bit;
+        switch (f->type) {
+        case 'r': *(double *)p = json_number_value(val); break;
+        case 'i': *(int64_t *)p = (int64_t)json_integer_value(val); break;
+        case 's':
+            if (!(*(const char **)p = pool_json(v, val))) return -1;
+            break;
+        case '3':
+            for (size_t j = 0; j < 3; j++)
+                ((int64_t *)p)[j] = (int64_t)json_integer_value(json_array_get(val, j));
+            break;
+        case 'z':
+            if (read_sizes(v, val, (kf_verdict_sizes *)p)) return -1;
+            break;
+        case 'K':
+        case 'L':
+            if (read_records(v, f->type, val, base)) return -1;
+            break;
+        }
+        at = f->slot;
+    }
+    return 0;
+}
+
 /* the build's declared libraries ("libraries": a list of names) */
 static int read_build_libraries(struct kf_verdict *v, const json_t *a) {
     v->has_build_libraries = 1;
@@ -440,7 +570,7 @@ static int read_tools(struct kf_verdict *v, const json_t *o) {
 static int read_libraries(struct kf_verdict *v, const json_t *a) {
     v->has_libraries = 1;
     v->libraries_null = json_is_null(a);
-    v->libraries_late = v->resources != NULL;
+    v->libraries_late = v->has_resources;
     size_t i;
     json_t *x;
     json_array_foreach((json_t *)a, i, x) {
@@ -510,8 +640,11 @@ static int doc_key(struct kf_verdict *v, const char *k, const json_t *x) {
     if (!strcmp(k, "sandbox") && json_is_object(x)) return read_sandbox(v, x) ? -1 : T_SANDBOX;
     if (!strcmp(k, "libraries_loaded") && (json_is_array(x) || json_is_null(x)))
         return read_libraries(v, x) ? -1 : v->libraries_late ? T_LIBRARIES_LATE : T_LIBRARIES;
-    if (!strcmp(k, "resources") && json_is_object(x))
-        return (v->resources = json_deep_copy(x)) ? T_RESOURCES : -1;
+    if (!strcmp(k, "resources") && json_is_object(x) && !v->has_resources) {
+        kf_verdict_resources *r = &v->resources;
+        v->has_resources = 1;
+        return read_fields(v, res_fields, NFIELDS(res_fields), r, &r->has, &r->extra, x) ? -1 : T_RESOURCES;
+    }
     if (!strcmp(k, "candidate_output") && json_is_string(x))
         return (v->candidate_output = pool_json(v, x)) ? T_CANDIDATE_OUTPUT : -1;
     if (!strcmp(k, "sanitizer") && json_is_object(x)) return read_tools(v, x) ? -1 : T_SANITIZER;
@@ -530,9 +663,11 @@ static int doc_key(struct kf_verdict *v, const char *k, const json_t *x) {
         return read_params(v, x, &v->baseline_params, &v->nbaseline_params) ? -1 : T_BASELINE_PARAMS;
     }
     if (!strcmp(k, "untimed_shapes") && json_is_array(x)) return read_untimed(v, x) ? -1 : T_UNTIMED;
-    if (!strcmp(k, "ceilings") && json_is_object(x)) {
+    if (!strcmp(k, "ceilings") && json_is_object(x) && !v->has_ceilings) {
+        kf_verdict_ceilings *c = &v->ceilings;
+        v->has_ceilings = 1;
         v->ceilings_late = v->has_timing_cpus;
-        if (!(v->ceilings = json_deep_copy(x))) return -1;
+        if (read_fields(v, ceil_fields, NFIELDS(ceil_fields), c, &c->has, &c->extra, x)) return -1;
         return v->ceilings_late ? T_CEILINGS_LATE : T_CEILINGS;
     }
     if (!strcmp(k, "timing_cpus") && json_is_object(x)) {
@@ -620,27 +755,13 @@ void kf_verdict_free(struct kf_verdict *v) {
     extras_free(&v->sandbox_extra);
     extras_free(&v->extra);
     free(v->build_libraries);
-    json_decref(v->resources);
-    json_decref(v->ceilings);
+    kf__verdict_resources_free(&v->resources);
+    extras_free(&v->ceilings.extra);
     json_decref(v->reference_time);
     kf_verdict_init(v);
 }
 
 /* ---- filling (the setters are in verdict_set.c) --------------------------------------- */
-
-int kf_verdict_set_resources(struct kf_verdict *v, json_t *r, const kf_verdict_sizes *at) {
-    json_decref(v->resources);
-    v->resources = r;
-    json_t *a = kf_verdict_sizes_json(at);
-    if (!a || json_object_set_new(r, "at", a)) return v->oom = 1, -1;
-    return 0;
-}
-
-void kf_verdict_set_ceilings(struct kf_verdict *v, json_t *c, int late) {
-    json_decref(v->ceilings);
-    v->ceilings = c;
-    v->ceilings_late = late;
-}
 
 void kf_verdict_roof_keys(json_t *o, const kf_roof_out *r) {
     if (r->has & KF_ROOF_RATES) {
@@ -677,6 +798,56 @@ static void timing_json(json_t *o, const kf_verdict_shape *s) {
     if (s->has & KF_VS_FAIR) json_object_set_new(o, "fair", json_boolean(s->fair));
     if (s->has & KF_VS_SPEEDUP_FIRST) json_object_set_new(o, "speedup_first", json_real(s->speedup_first));
     if (s->has & KF_VS_CI95_FIRST) json_object_set_new(o, "ci95_first", pair_json(s->ci95_first));
+}
+
+static json_t *fields_json(const slot_def *d, size_t n, const void *base, unsigned has,
+                           const kf_verdict_extras *x);
+
+/* a resource report's kernel ('K') or launch ('L') records */
+static json_t *records_json(char type, const kf_verdict_resources *r) {
+    json_t *a = json_array();
+    int k = type == 'K', n = k ? r->nkernels : r->nlaunches;
+    for (int i = 0; a && i < n; i++) {
+        const kf_verdict_kernel_res *kr = k ? &r->kernels[i] : NULL;
+        const kf_verdict_launch_res *lr = k ? NULL : &r->launches[i];
+        json_array_append_new(
+            a, k ? fields_json(kernel_fields, NFIELDS(kernel_fields), kr, kr->has, &kr->extra)
+                 : fields_json(launch_fields, NFIELDS(launch_fields), lr, lr->has, &lr->extra));
+    }
+    return a;
+}
+
+/* An object report's present fields, in its order, with its extras */
+static json_t *fields_json(const slot_def *d, size_t n, const void *base, unsigned has,
+                           const kf_verdict_extras *x) {
+    json_t *o = json_object();
+    if (o) extras_json(o, x, 0);
+    for (size_t i = 0; o && i < n; i++) {
+        const char *p = (const char *)base + d[i].off;
+        if (has & d[i].bit) switch (d[i].type) {
+            case 'r': json_object_set_new(o, d[i].key, json_real(*(const double *)p)); break;
+            case 'i':
+                json_object_set_new(o, d[i].key, json_integer((json_int_t) * (const int64_t *)p));
+                break;
+            case 's':
+                if (*(const char *const *)p)
+                    json_object_set_new(o, d[i].key, json_string(*(const char *const *)p));
+                break;
+            case '3': {
+                const int64_t *t = (const int64_t *)p;
+                json_object_set_new(
+                    o, d[i].key, json_pack("[I,I,I]", (json_int_t)t[0], (json_int_t)t[1], (json_int_t)t[2]));
+                break;
+            }
+            case 'z':
+                json_object_set_new(o, d[i].key, kf_verdict_sizes_json((const kf_verdict_sizes *)p));
+                break;
+            case 'K':
+            case 'L': json_object_set_new(o, d[i].key, records_json(d[i].type, base)); break;
+            }
+        extras_json(o, x, d[i].slot);
+    }
+    return o;
 }
 
 static const char *const kind_names[] = {NULL, "visible", "hidden", "edge"};
@@ -858,7 +1029,10 @@ static void doc_slot_json(json_t *o, const struct kf_verdict *v, int slot) {
             json_object_set_new(o, "libraries_loaded", libraries_json(v));
         break;
     case T_RESOURCES:
-        if (v->resources) json_object_set(o, "resources", v->resources);
+        if (v->has_resources)
+            json_object_set_new(o, "resources",
+                                fields_json(res_fields, NFIELDS(res_fields), &v->resources, v->resources.has,
+                                            &v->resources.extra));
         break;
     case T_CANDIDATE_OUTPUT: set_str(o, "candidate_output", v->candidate_output); break;
     case T_SANITIZER:
@@ -887,8 +1061,10 @@ static void doc_slot_json(json_t *o, const struct kf_verdict *v, int slot) {
         break;
     case T_CEILINGS:
     case T_CEILINGS_LATE:
-        if (v->ceilings && v->ceilings_late == (slot == T_CEILINGS_LATE))
-            json_object_set(o, "ceilings", v->ceilings);
+        if (v->has_ceilings && v->ceilings_late == (slot == T_CEILINGS_LATE))
+            json_object_set_new(o, "ceilings",
+                                fields_json(ceil_fields, NFIELDS(ceil_fields), &v->ceilings, v->ceilings.has,
+                                            &v->ceilings.extra));
         break;
     case T_TIMING_CPUS:
         if (v->has_timing_cpus)

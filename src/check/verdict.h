@@ -15,9 +15,11 @@
  * What a backend reports of a build, a worker, a call or a timed shape (launch modes,
  * launch counts and kernels, rates and the roofline: the kf_*_out types of
  * src/backend/backend.h) is typed too: the kf_verdict_set_* setters copy it into the
- * verdict's fields. The device's ceilings and the resource report stay the backend's own
- * objects. A key this build does not know is kept as an extra, with the typed field it
- * followed, and written back there, so the document keeps its order.
+ * verdict's fields, the device's ceilings (kf_ceil_out) and the resource report
+ * (kf_resources_out) included: no report of a backend reaches the document as an object
+ * of its own. A key this build does not know is kept as an extra, with the typed field it
+ * followed (in the document, the sandbox report, the ceilings, the resources and each of
+ * their records), and written back there, so the document keeps its order.
  * Its name is the struct tag (kf_verdict alone is the accepted/rejected enum of kforge.h).
  */
 #ifndef KF_VERDICT_H
@@ -65,6 +67,78 @@ typedef struct {
     int n, cap;
     kf_verdict_extra *e;
 } kf_verdict_extras;
+
+/* The backend's ceilings ("ceilings", from kf_ceil_out): which fields are present
+ * (kf_verdict_ceilings.has), in the document's order. */
+enum {
+    KF_VC_BYTES = 1u << 0,        /* bytes_per_s */
+    KF_VC_FLOPS = 1u << 1,        /* flops_per_s */
+    KF_VC_CORES = 1u << 2,        /* cores */
+    KF_VC_TENSOR = 1u << 3,       /* tensor_flops_per_s */
+    KF_VC_THEORY_BYTES = 1u << 4, /* theoretical_bytes_per_s */
+    KF_VC_PEAK = 1u << 5,         /* peak_flops_per_s */
+    KF_VC_L2 = 1u << 6,           /* l2_bytes */
+    KF_VC_DEVICE = 1u << 7,       /* device */
+    KF_VC_UUID = 1u << 8,         /* uuid */
+    KF_VC_SOURCE = 1u << 9,       /* source */
+    KF_VC_ERROR = 1u << 10,       /* error: there are none, and why */
+};
+typedef struct {
+    unsigned has; /* KF_VC_* */
+    double bytes_per_s, flops_per_s, tensor_flops_per_s, theoretical_bytes_per_s, peak_flops_per_s;
+    int64_t cores, l2_bytes;
+    const char *device, *uuid, *source, *error; /* from the pool */
+    kf_verdict_extras extra;                    /* keys this build does not type */
+} kf_verdict_ceilings;
+
+/* The backend's resource report ("resources", from kf_resources_out): the report, its
+ * kernels' and its launches' records, each with the fields present (has) in the
+ * document's order. */
+enum {
+    KF_VR_ARCH = 1u << 0,
+    KF_VR_KERNELS = 1u << 1,
+    KF_VR_LAUNCHES = 1u << 2,
+    KF_VR_AT = 1u << 3, /* the sizes it was measured at */
+};
+enum {
+    KF_VK_NAME = 1u << 0,        /* kernel */
+    KF_VK_REGISTERS = 1u << 1,   /* registers */
+    KF_VK_SPILL_STORE = 1u << 2, /* spill_store_bytes */
+    KF_VK_SPILL_LOAD = 1u << 3,  /* spill_load_bytes */
+    KF_VK_STATIC_SMEM = 1u << 4, /* static_smem_bytes */
+    KF_VK_LOCAL = 1u << 5,       /* local_bytes_per_thread */
+};
+enum {
+    KF_VL_KERNEL = 1u << 0,
+    KF_VL_GRID = 1u << 1,
+    KF_VL_BLOCK = 1u << 2,
+    KF_VL_DYNAMIC_SMEM = 1u << 3, /* dynamic_smem_bytes */
+    KF_VL_BLOCKS_PER_SM = 1u << 4,
+    KF_VL_OCCUPANCY = 1u << 5,
+};
+typedef struct {
+    unsigned has; /* KF_VK_* */
+    const char *name;
+    int64_t registers, spill_store_bytes, spill_load_bytes, static_smem_bytes, local_bytes_per_thread;
+    kf_verdict_extras extra;
+} kf_verdict_kernel_res;
+typedef struct {
+    unsigned has; /* KF_VL_* */
+    const char *kernel;
+    int64_t grid[3], block[3], dynamic_smem_bytes, blocks_per_sm;
+    double occupancy;
+    kf_verdict_extras extra;
+} kf_verdict_launch_res;
+typedef struct {
+    unsigned has; /* KF_VR_* */
+    const char *arch;
+    int nkernels;
+    kf_verdict_kernel_res *kernels;
+    int nlaunches;
+    kf_verdict_launch_res *launches;
+    kf_verdict_sizes at;
+    kf_verdict_extras extra;
+} kf_verdict_resources;
 
 /* Names listed in a shape record (a call's kernels), from the pool. */
 #define KF_VERDICT_MAX_NAMES KF_CALL_MAX_KERNELS
@@ -215,14 +289,16 @@ struct kf_verdict {
     int has_libraries, libraries_null, libraries_late; /* late: after "resources" */
     int nlibraries;
     const char **libraries; /* "libraries_loaded", each once; from the pool */
-    json_t *resources;      /* the backend's resource report, its "at" included (owned) */
+    int has_resources;
+    kf_verdict_resources resources; /* the backend's resource report, its "at" included */
     const char *candidate_output;
     int has_sanitizer, ntools;
     kf_verdict_tool *tools;
     const char *baseline; /* bench: "reference" or the --vs file */
     int has_baseline_params, nbaseline_params;
     kf_verdict_param *baseline_params;
-    json_t *ceilings;       /* the backend's ceilings report (owned) */
+    int has_ceilings;
+    kf_verdict_ceilings ceilings; /* the backend's ceilings report */
     json_t *reference_time; /* validate: the reference's slowest shape (owned; NULL: none) */
     int ceilings_late;      /* written after the geomean (measured on the timing CPU) */
     int has_timing_cpus, coordinator_pinned;
@@ -285,11 +361,12 @@ int kf_verdict_set_roof(struct kf_verdict *v, kf_verdict_shape *s, const kf_roof
 /* A roofline slot's answer as the document's keys (gflops, gbytes_per_s, ...,
  * roofline_fraction, floor_ns) onto o: a pipeline's step report (src/system/). */
 void kf_verdict_roof_keys(json_t *o, const kf_roof_out *r);
-/* The backend's resource report (taken; NULL: none), measured at the sizes at. 0 or -1. */
-int kf_verdict_set_resources(struct kf_verdict *v, json_t *r, const kf_verdict_sizes *at);
-/* The backend's ceilings report (taken), measured before the timing (late 0) or on the
- * timing CPU (1). */
-void kf_verdict_set_ceilings(struct kf_verdict *v, json_t *c, int late);
+/* The backend's resource report (nothing when r->reported is 0), measured at the sizes
+ * at (copied). Strings are copied. 0, or -1 when out of memory. */
+int kf_verdict_set_resources(struct kf_verdict *v, const kf_resources_out *r, const kf_verdict_sizes *at);
+/* The backend's ceilings (the document then has "ceilings", however empty), measured
+ * before the timing (late 0) or on the timing CPU (1). Strings are copied. 0 or -1. */
+int kf_verdict_set_ceilings(struct kf_verdict *v, const kf_ceil_out *c, int late);
 /* A bench: the check's verdict and records move under "check", "shapes" starts empty for
  * the timed records. */
 void kf_verdict_to_bench(struct kf_verdict *v, double check_seconds);

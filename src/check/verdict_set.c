@@ -82,7 +82,7 @@ int kf_verdict_add_param(struct kf_verdict *v, int baseline, const char *name, c
 
 /* "libraries_loaded" is there from now on, where it first was */
 static void libraries_here(struct kf_verdict *v) {
-    if (!v->has_libraries) v->has_libraries = 1, v->libraries_late = v->resources != NULL;
+    if (!v->has_libraries) v->has_libraries = 1, v->libraries_late = v->has_resources;
 }
 
 void kf_verdict_libraries_unknown(struct kf_verdict *v) {
@@ -206,6 +206,78 @@ int kf_verdict_set_roof(struct kf_verdict *v, kf_verdict_shape *s, const kf_roof
     return 0;
 }
 
+int kf_verdict_set_ceilings(struct kf_verdict *v, const kf_ceil_out *c, int late) {
+    kf_verdict_ceilings *o = &v->ceilings;
+    kf__verdict_extras_free(&o->extra);
+    memset(o, 0, sizeof *o);
+    v->has_ceilings = 1;
+    v->ceilings_late = late != 0;
+    if (c->has & KF_CEIL_RATES) {
+        o->has |= KF_VC_BYTES | KF_VC_FLOPS;
+        o->bytes_per_s = c->bytes_per_s;
+        o->flops_per_s = c->flops_per_s;
+    }
+    if (c->has & KF_CEIL_CORES) o->has |= KF_VC_CORES, o->cores = c->cores;
+    if (c->has & KF_CEIL_DEVICE) {
+        o->has |= KF_VC_TENSOR | KF_VC_THEORY_BYTES | KF_VC_PEAK | KF_VC_L2;
+        o->tensor_flops_per_s = c->tensor_flops_per_s;
+        o->theoretical_bytes_per_s = c->theoretical_bytes_per_s;
+        o->peak_flops_per_s = c->peak_flops_per_s;
+        o->l2_bytes = c->l2_bytes;
+    }
+    const char *const str[] = {c->has & KF_CEIL_DEVICE ? c->device : NULL,
+                               c->has & KF_CEIL_DEVICE ? c->uuid : NULL,
+                               c->has & KF_CEIL_DEVICE ? c->source : NULL, c->error};
+    const char **dst[] = {&o->device, &o->uuid, &o->source, &o->error};
+    const unsigned bit[] = {KF_VC_DEVICE, KF_VC_UUID, KF_VC_SOURCE, KF_VC_ERROR};
+    for (int i = 0; i < 4; i++) {
+        if (!str[i]) continue;
+        if (!(*dst[i] = kf_verdict_str(v, str[i]))) return -1;
+        o->has |= bit[i];
+    }
+    return 0;
+}
+
+int kf_verdict_set_resources(struct kf_verdict *v, const kf_resources_out *r, const kf_verdict_sizes *at) {
+    kf_verdict_resources *o = &v->resources;
+    if (!r->reported) return 0;
+    kf__verdict_resources_free(o);
+    v->has_resources = 1;
+    o->has = KF_VR_KERNELS | KF_VR_LAUNCHES | KF_VR_AT;
+    if (r->arch && (o->has |= KF_VR_ARCH, !(o->arch = kf_verdict_str(v, r->arch)))) return -1;
+    o->at = *at;
+    if ((r->nkernels > 0 && !(o->kernels = calloc((size_t)r->nkernels, sizeof *o->kernels))) ||
+        (r->nlaunches > 0 && !(o->launches = calloc((size_t)r->nlaunches, sizeof *o->launches))))
+        return v->oom = 1, -1;
+    for (int i = 0; i < r->nkernels && i < KF_MAX_LAUNCH; i++) {
+        const kf_res_kernel *k = &r->kernels[i];
+        kf_verdict_kernel_res *d = &o->kernels[o->nkernels++];
+        d->has = KF_VK_REGISTERS | KF_VK_STATIC_SMEM;
+        if (k->name && (d->has |= KF_VK_NAME, !(d->name = kf_verdict_str(v, k->name)))) return -1;
+        d->registers = k->registers;
+        d->static_smem_bytes = k->static_smem_bytes;
+        if (k->spill_store_bytes >= 0)
+            d->has |= KF_VK_SPILL_STORE, d->spill_store_bytes = k->spill_store_bytes;
+        if (k->spill_load_bytes >= 0) d->has |= KF_VK_SPILL_LOAD, d->spill_load_bytes = k->spill_load_bytes;
+        if (k->local_bytes_per_thread >= 0)
+            d->has |= KF_VK_LOCAL, d->local_bytes_per_thread = k->local_bytes_per_thread;
+    }
+    for (int i = 0; i < r->nlaunches && i < KF_MAX_LAUNCH; i++) {
+        const kf_res_launch *l = &r->launches[i];
+        kf_verdict_launch_res *d = &o->launches[o->nlaunches++];
+        d->has = KF_VL_GRID | KF_VL_BLOCK | KF_VL_DYNAMIC_SMEM;
+        if (l->kernel && (d->has |= KF_VL_KERNEL, !(d->kernel = kf_verdict_str(v, l->kernel)))) return -1;
+        for (int j = 0; j < 3; j++) d->grid[j] = l->grid[j], d->block[j] = l->block[j];
+        d->dynamic_smem_bytes = l->dynamic_smem_bytes;
+        if (l->occupancy_known) {
+            d->has |= KF_VL_BLOCKS_PER_SM | KF_VL_OCCUPANCY;
+            d->blocks_per_sm = l->blocks_per_sm;
+            d->occupancy = l->occupancy;
+        }
+    }
+    return 0;
+}
+
 void kf_verdict_to_bench(struct kf_verdict *v, double check_seconds) {
     v->has_check = 1;
     v->check_verdict = v->verdict;
@@ -263,4 +335,10 @@ void kf_verdict_round(struct kf_verdict *v, int digits) {
     v->check_seconds = kf_verdict_real(v->check_seconds, digits);
     v->compile_seconds = kf_verdict_real(v->compile_seconds, digits);
     for (int i = 0; i < v->ntools; i++) v->tools[i].seconds = kf_verdict_real(v->tools[i].seconds, digits);
+    kf_verdict_ceilings *c = &v->ceilings;
+    double *f[] = {&c->bytes_per_s, &c->flops_per_s, &c->tensor_flops_per_s, &c->theoretical_bytes_per_s,
+                   &c->peak_flops_per_s};
+    for (size_t k = 0; k < sizeof f / sizeof *f; k++) *f[k] = kf_verdict_real(*f[k], digits);
+    for (int i = 0; i < v->resources.nlaunches; i++)
+        v->resources.launches[i].occupancy = kf_verdict_real(v->resources.launches[i].occupancy, digits);
 }

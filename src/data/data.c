@@ -4,7 +4,9 @@
  * Guarantees: every output byte is overwritten with a finite, out-of-range sentinel
  * before every call (so a stale correct result can never be sitting there); every
  * buffer is surrounded by random guard bytes; every input is compared byte for byte
- * against the coordinator's master copy after the call (stronger than hashing it).
+ * against the coordinator's master copy after the call (stronger than hashing it). A
+ * buffer with fixed data (a task's "data" file) gets those bytes in every input set,
+ * every variant alike; the others are drawn.
  */
 #include "data.h"
 
@@ -383,6 +385,10 @@ int kf_data_regen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, in
         if (!in->buf[i]) {
             kf_data_free_inputs(t, in);
             return -1;
+        }
+        if (a->data) { /* fixed contents, the same in every call and variant (its size: task load) */
+            memcpy(in->buf[i], a->data, a->data_len < ex->bytes[i] ? a->data_len : ex->bytes[i]);
+            continue;
         }
         kf_init d = a->init;
         /* Normal inputs have no bounds: variants 2 and 3 rescale them (above).

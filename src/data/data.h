@@ -116,7 +116,8 @@ typedef struct {
  * constant values); 3 (the maximum-sizes shape's second call) one normal input rescaled
  * by 2^k, k in [-12, -6], uniform and int in two levels (a leading run near hi, the rest
  * just above lo) or nearly constant throughout. Uniform and int
- * inputs never leave [lo, hi]. */
+ * inputs never leave [lo, hi]. A buffer with fixed data (kf_arg.data) holds its bytes in
+ * every variant. */
 int kf_data_gen_inputs(const kf_task *t, const kf_extents *ex, kf_rng *rng, int variant, kf_inputs *in);
 /* Flags over a variant (0-3), for normal `in` buffers only: KF_DATA_OFFSET moves the mean
  * by 2^(3 + class) to 2^(4 + class) standard deviations, random sign (class 0-3 in

@@ -7,8 +7,11 @@
 #
 # What it finds, by running the problem (it is the user's own, trusted, code):
 # - arguments and dtypes from forward's signature and get_inputs(); the Model's
-#   parameters become inputs, drawn from the secret seed like any input (buffers stay
-#   the Model's own, as its constructor makes them: the candidate computes the same);
+#   parameters become inputs, drawn from the secret seed like any input; its buffers (a
+#   mask, a permutation, a table) and its frozen parameters (requires_grad=False: values
+#   the constructor sets) become inputs with fixed data, a file under data/ of their
+#   exact values as the constructor makes them (raw little-endian, row-major; a bool
+#   becomes u8 0/1), and the sizes that shape them are kept fixed;
 # - sizes: the module-level integers that move tensor extents, found by moving each one
 #   (v + 1, v + 2) and fitting every extent as a sum of a * size + b; extents that fit
 #   no such form keep their sizes fixed. Ranges are [v * SCALE_LO, v * SCALE_HI];
@@ -76,6 +79,11 @@ def probe(torch, mod, sizes, seed=0):
     return inputs, init, model, out
 
 
+def frozen(p):
+    """A parameter whose values the constructor sets (frozen): fixed data, not drawn."""
+    return not p.requires_grad
+
+
 def extents(torch, inputs, model, out):
     """Every tensor's shape, by a key (kind, index or name)."""
     ex = {}
@@ -84,6 +92,8 @@ def extents(torch, inputs, model, out):
             ex[("in", i)] = tuple(x.shape)
     for n, p in model.named_parameters():
         ex[("param", n)] = tuple(p.shape)
+    for n, b in model.named_buffers():
+        ex[("buf", n)] = tuple(b.shape)
     for k, o in enumerate(out):
         ex[("out", k)] = tuple(o.shape)
     return ex
@@ -152,6 +162,12 @@ def run(path, outdir, lo_f, hi_f):
     for t in list(inputs) + [p for _, p in model.named_parameters()] + out:
         if isinstance(t, torch.Tensor) and str(t.dtype).replace("torch.", "") not in DTYPES:
             raise Refused("dtype %s is not one of a C task's (f32, f64, i32, i64, u8)" % t.dtype)
+    for n, b in model.named_buffers():
+        if str(b.dtype).replace("torch.", "") not in DTYPES and b.dtype != torch.bool:
+            raise Refused("buffer %s: dtype %s is not one of a C task's (f32, f64, i32, i64, u8; bool as u8)"
+                          % (n, b.dtype))
+    if sys.byteorder != "little":
+        raise Refused("fixed data files are little-endian: this machine is not")
     base = extents(torch, inputs, model, out)
 
     # sizes: which globals move which extents, and how
@@ -179,6 +195,14 @@ def run(path, outdir, lo_f, hi_f):
             coef[g] = moved
     sizes = sorted(coef, key=lambda g: list(glob).index(g))
     notes = []
+    # fixed data has one size: the sizes that shape it stay at the problem's values
+    datakeys = {("buf", n) for n, _ in model.named_buffers()}
+    datakeys |= {("param", n) for n, p in model.named_parameters() if frozen(p)}
+    for g in list(sizes):
+        held = sorted({k[1] for (k, _d) in coef[g] if k in datakeys})
+        if held:
+            sizes.remove(g)
+            notes.append("size %s kept fixed: it shapes fixed data (%s)" % (g, ", ".join(held)))
     # the whole fit at once: every size moved together
     if sizes:
         try:
@@ -239,7 +263,25 @@ def run(path, outdir, lo_f, hi_f):
             return {"dist": "normal", "mean": mean, "std": float("%.3g" % sd)}
         return {"dist": "int", "lo": int(f.min()), "hi": int(f.max())}
 
-    args, plan = [], {"inputs": [], "params": [], "nout": len(out), "sizes": sizes}
+    args, plan = [], {"inputs": [], "params": [], "buffers": [], "nout": len(out), "sizes": sizes}
+    # the fixed data: the Model as the reference builds it at the visible shape
+    for k, v in glob.items():
+        setattr(mod, k, v)
+    torch.manual_seed(0)
+    exact = mod.Model(*mod.get_init_inputs())
+    state = dict(exact.named_parameters())
+    state.update(dict(exact.named_buffers()))
+    datafiles = {}
+
+    def data_arg(key, n, t, nm):
+        t = t.detach()
+        ty = "u8" if t.dtype == torch.bool else DTYPES[str(t.dtype).replace("torch.", "")]
+        if t.dtype == torch.bool:
+            t = t.to(torch.uint8)
+        rel = "data/%s.bin" % nm
+        datafiles[rel] = bytes(t.contiguous().reshape(-1).view(torch.uint8).tolist())
+        return {"name": nm, "type": ty, "io": "in",
+                "shape": [extent_expr(key, d, x) for d, x in enumerate(t.shape)], "data": rel}
     try:
         fwd = [p for p in inspect.signature(model.forward).parameters.values()
                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -260,10 +302,17 @@ def run(path, outdir, lo_f, hi_f):
     for n, p in model.named_parameters():
         nm = ident(n, used)
         ty = DTYPES[str(p.dtype).replace("torch.", "")]
-        args.append({"name": nm, "type": ty, "io": "in",
-                     "shape": [extent_expr(("param", n), d, s) for d, s in enumerate(p.shape)],
-                     "init": init_of(p.detach())})
+        if frozen(p):
+            args.append(data_arg(("param", n), n, state[n], nm))
+        else:
+            args.append({"name": nm, "type": ty, "io": "in",
+                         "shape": [extent_expr(("param", n), d, s) for d, s in enumerate(p.shape)],
+                         "init": init_of(p.detach())})
         plan["params"].append(n)
+    for n, b in model.named_buffers():
+        nm = ident(n, used)
+        args.append(data_arg(("buf", n), n, state[n], nm))
+        plan["buffers"].append([n, "bool" if b.dtype == torch.bool else ""])
     for k, o in enumerate(out):
         ty = DTYPES[str(o.dtype).replace("torch.", "")]
         args.append({"name": ident("out" if len(out) == 1 else "out%d" % k, used), "type": ty, "io": "out",
@@ -272,9 +321,8 @@ def run(path, outdir, lo_f, hi_f):
         args.append({"name": size_name[g], "type": "i64", "value": size_name[g]})
     if len(args) > 32:
         raise Refused("%d arguments: a task has at most 32" % len(args))
-    if list(dict(model.named_buffers())):
-        notes.append("buffers %s stay the Model's own (a candidate computes the same values)"
-                     % ", ".join(n for n, _ in model.named_buffers()))
+    if datafiles:
+        notes.append("fixed data: %s" % ", ".join(sorted(datafiles)))
     stem = os.path.splitext(os.path.basename(path))[0]
     name = ident(stem.lower(), set())
     if name[0] == "p":
@@ -296,6 +344,10 @@ def run(path, outdir, lo_f, hi_f):
         task["tolerance"] = TOLERANCE[outty]
     os.makedirs(outdir, exist_ok=True)
     shutil.copyfile(path, os.path.join(outdir, "problem.py"))
+    for rel, data in datafiles.items():
+        os.makedirs(os.path.join(outdir, os.path.dirname(rel)), exist_ok=True)
+        with open(os.path.join(outdir, rel), "wb") as f:
+            f.write(data)
     with open(os.path.join(outdir, "task.json"), "w") as f:
         json.dump(task, f, indent=4)
         f.write("\n")
@@ -311,9 +363,10 @@ def drop_init(r):
 
 REFERENCE = '''# The PyTorch reference of a task imported by `kforge import kernelbench` from
 # %(src)s (copied beside it as problem.py; docs/torch.md). The arguments come in the
-# task's order: forward's inputs, the Model's parameters, the output(s), the sizes. The
-# Model is built for each shape's sizes (its module-level values set to them, as
-# get_init_inputs reads them) and called with the given parameters.
+# task's order: forward's inputs, the Model's parameters, its buffers (fixed data), the
+# output(s), the sizes. The Model is built for each shape's sizes (its module-level
+# values set to them, as get_init_inputs reads them) and called with the given
+# parameters and buffers (a bool buffer arrives as u8 0/1).
 import importlib.util
 import json
 import os
@@ -339,10 +392,12 @@ def _model(sizes):
 
 
 def %(entry)s(*args):
-    nin, npar = len(_PLAN["inputs"]), len(_PLAN["params"])
-    sizes = tuple(int(v) for v in args[nin + npar + _PLAN["nout"]:])
+    nin, npar, nbuf = len(_PLAN["inputs"]), len(_PLAN["params"]), len(_PLAN.get("buffers", []))
+    sizes = tuple(int(v) for v in args[nin + npar + nbuf + _PLAN["nout"]:])
     m = _model(sizes)
     params = dict(zip(_PLAN["params"], args[nin:nin + npar]))
+    for (name, kind), t in zip(_PLAN.get("buffers", []), args[nin + npar:nin + npar + nbuf]):
+        params[name] = t.bool() if kind == "bool" else t
     return torch.func.functional_call(m, params, tuple(args[:nin]))
 '''
 

@@ -968,10 +968,9 @@ static kf_status sys_bench(sys *S, json_t *report) {
         for (int i = 0; i < IMPL_N; i++) S->sl[k].im[i].sess.timing = pinned;
     if ((st = sys_spawn(S)) || S->rejected) goto out;
     kf_backend *be = kf_backend_get(p->backend);
-    json_t *ceil_rep = json_object();
+    kf_ceil_out ceil_rep;
     if (kf_backend_has_ceilings(be) && (flops > 0 || bytes > 0))
-        ceil = kf_backend_ceilings(be, S->ctx, ceil_rep);
-    json_decref(ceil_rep);
+        ceil = kf_backend_ceilings(be, S->ctx, &ceil_rep);
     int n = 0, ok = 1;
     uint64_t start = kf__now_ns();
     double min_time = S->co.bench_min_time_s;

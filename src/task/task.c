@@ -1,5 +1,6 @@
 /*
- * task.c - load and validate a task directory (task.json + reference).
+ * task.c - load and validate a task directory (task.json + reference, and the files of
+ * its fixed data buffers, read whole at load: docs/tasks.md "data").
  *
  * Every field is checked here, once, with an error that names the file, the JSON
  * position (line:column for syntax errors, a path such as args[2].shape[0] for
@@ -246,7 +247,7 @@ static kf_status parse_tol(lctx *l, json_t *tol, const char *where, int top, dou
 }
 
 static kf_status parse_arg(lctx *l, kf_task *t, json_t *v, int i, kf_arg *a) {
-    static const char *const kbuf[] = {"name", "type", "shape", "io", "init", "tolerance", 0};
+    static const char *const kbuf[] = {"name", "type", "shape", "io", "init", "tolerance", "data", 0};
     static const char *const ksc[] = {"name", "type", "value", 0};
     char where[64];
     snprintf(where, sizeof where, "args[%d]", i);
@@ -295,6 +296,16 @@ static kf_status parse_arg(lctx *l, kf_task *t, json_t *v, int i, kf_arg *a) {
             char w[96];
             snprintf(w, sizeof w, "%s.init", where);
             if ((st = parse_init(l, init, w, a))) return st;
+        }
+        json_t *data = json_object_get(v, "data");
+        if (data) {
+            const char *f = json_string_value(data);
+            if (a->io != KF_IO_IN) return bad(l, "%s.data: only an in buffer has fixed data", where);
+            if (init) return bad(l, "%s: has both data (fixed contents) and init (drawn)", where);
+            if (!f || !*f || f[0] == '/' || strstr(f, "..") || strlen(f) > 200)
+                return bad(l, "%s.data: expected a file of the task directory (a relative path without ..)",
+                           where);
+            if (!(a->data_file = kf__strdup(f))) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
         }
         json_t *tol = json_object_get(v, "tolerance");
         if (tol) {
@@ -608,16 +619,81 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
     return KF_OK;
 }
 
+/* The element count of buffer a at shape s's sizes, or -1 (err says why). */
+static int64_t arg_count(const kf_task *t, const kf_arg *a, const int64_t *sizes, char *err, size_t n) {
+    kf_shape sh = {(int64_t *)sizes, KF_SHAPE_VISIBLE, 0};
+    kf_vars v = kf_task_vars(t, &sh);
+    int64_t c = 1, x;
+    for (int d = 0; d < a->ndim; d++) {
+        if (kf_expr_eval(a->shape[d], &v, &x, err, n)) return -1;
+        c *= x;
+    }
+    return c;
+}
+
+/* Read every "data" buffer's file: it must exist and hold the buffer's bytes, and the
+ * buffer's size must not move with any size (each size at its least and its most, the
+ * others at the first visible shape's). */
+static kf_status load_data(lctx *l, kf_task *t) {
+    for (int i = 0; i < t->nargs; i++) {
+        kf_arg *a = &t->args[i];
+        if (!a->data_file) continue;
+        char err[256], *path = kf__asprintf("%s/%s", t->dir, a->data_file);
+        int64_t sizes[KF_MAX_SIZES], want;
+        if (!path) return kf__err(l->ctx, KF_ENOMEM, "out of memory");
+        memcpy(sizes, t->shapes[0].v, (size_t)t->nsizes * sizeof *sizes);
+        if ((want = arg_count(t, a, sizes, err, sizeof err)) < 0) {
+            free(path);
+            return bad(l, "args[%d] (%s): %s", i, a->name, err);
+        }
+        for (int k = 0; k < t->nsizes; k++) {
+            int64_t keep = sizes[k], c0, c1;
+            sizes[k] = t->size_min[k];
+            c0 = arg_count(t, a, sizes, err, sizeof err);
+            sizes[k] = t->size_max[k];
+            c1 = arg_count(t, a, sizes, err, sizeof err);
+            sizes[k] = keep;
+            if (c0 != want || c1 != want) {
+                free(path);
+                return bad(l,
+                           "args[%d].data: %s has fixed data (%s) but its size moves with size %s "
+                           "(%lld to %lld elements over [%lld, %lld]): fixed data needs a buffer of one size",
+                           i, a->name, a->data_file, t->size_names[k], (long long)c0, (long long)c1,
+                           (long long)t->size_min[k], (long long)t->size_max[k]);
+            }
+        }
+        size_t need = (size_t)want * kf_dtype_size(a->type);
+        if (kf__read_file(path, need + 1, (char **)&a->data, &a->data_len)) {
+            kf_status st = errno == EFBIG
+                               ? bad(l, "args[%d].data: %s is larger than %s's %zu bytes (%lld %s)", i, path,
+                                     a->name, need, (long long)want, kf_dtype_name(a->type))
+                               : kf__err(l->ctx, errno == ENOENT ? KF_ETASK : kf__io_status(errno),
+                                         "%s: args[%d].data: %s: %s", l->file, i, path, strerror(errno));
+            free(path);
+            return st;
+        }
+        if (a->data_len != need) {
+            kf_status st = bad(l, "args[%d].data: %s holds %zu bytes, %s needs %zu (%lld %s)", i, path,
+                               a->data_len, a->name, need, (long long)want, kf_dtype_name(a->type));
+            free(path);
+            return st;
+        }
+        free(path);
+    }
+    return KF_OK;
+}
+
 /* The task's fingerprint: SHA-256 of task.json, a NUL and the reference. A Python
  * reference may import the modules beside it (an imported KernelBench task's reference
  * runs its problem.py): then each other *.py of the directory follows, in name order, as
  * NUL, its name, NUL, its text, so none of them can change under a run unseen. A task
- * with a C or CUDA reference, or with no other .py file, keeps the fingerprint it had. */
+ * with a C or CUDA reference, or with no other .py file, keeps the fingerprint it had.
+ * Fixed data files ("data") follow last, so a changed weight is a changed task. */
 static kf_status fingerprint(kf_ctx *ctx, kf_task *t, const char *dir, const char *text, size_t textlen,
                              const char *ref, size_t reflen) {
     enum { MAXPY = 16 };
-    const void *parts[3 + 4 * MAXPY] = {text, "\0", ref};
-    size_t lens[3 + 4 * MAXPY] = {textlen, 1, reflen};
+    const void *parts[3 + 4 * MAXPY + 4 * KF_MAX_ARGS] = {text, "\0", ref};
+    size_t lens[3 + 4 * MAXPY + 4 * KF_MAX_ARGS] = {textlen, 1, reflen};
     int n = 3, nl = 0;
     struct dirent **names = NULL;
     char *bodies[MAXPY] = {0};
@@ -651,6 +727,13 @@ static kf_status fingerprint(kf_ctx *ctx, kf_task *t, const char *dir, const cha
         }
         free(path);
     }
+    for (int i = 0; i < t->nargs && !st; i++) /* then each fixed data file: NUL, name, NUL, bytes */
+        if (t->args[i].data_file) {
+            parts[n] = "\0", lens[n++] = 1;
+            parts[n] = t->args[i].data_file, lens[n++] = strlen(t->args[i].data_file);
+            parts[n] = "\0", lens[n++] = 1;
+            parts[n] = t->args[i].data, lens[n++] = t->args[i].data_len;
+        }
     if (!st && kf__sha256_hex(parts, lens, n, t->fingerprint))
         st = kf__err(ctx, KF_EINTERNAL, "sha256 failed");
     for (int i = 0; i < nb; i++) free(bodies[i]);
@@ -689,7 +772,7 @@ kf_status kf_task_load(kf_ctx *ctx, const char *dir, kf_task **out) {
         else st = kf__err(ctx, KF_ETASK, "%s:%d:%d: %s", path, je.line, je.column, je.text);
         goto fail;
     }
-    if ((st = parse_task(&l, t, root, 1ull << 30))) goto fail;
+    if ((st = parse_task(&l, t, root, 1ull << 30)) || (st = load_data(&l, t))) goto fail;
     kf_backend *be = kf_backend_get(t->backend);
     if (!be) {
         char names[256];
@@ -734,6 +817,8 @@ void kf_task_free(kf_task *t) {
         for (int d = 0; a->shape && d < a->ndim; d++) kf_expr_free(a->shape[d]);
         free(a->shape);
         kf_expr_free(a->value_expr);
+        free(a->data_file);
+        free(a->data);
     }
     free(t->args);
     for (int i = 0; i < t->nsizes && t->size_names; i++) free(t->size_names[i]);

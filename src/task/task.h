@@ -30,6 +30,10 @@ typedef struct {
     kf_expr **shape;
     kf_io io;
     kf_init init;
+    char *data_file;     /* "data": an in buffer's fixed contents, a file of the task directory
+                          * (raw little-endian elements of type, row-major), or NULL: drawn */
+    unsigned char *data; /* those bytes, read at load (the buffer's size at every shape) */
+    size_t data_len;
     int has_tol; /* the buffer's own tolerance (outputs), over the task's */
     double rtol, atol, mtol;
     /* scalar */

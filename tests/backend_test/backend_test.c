@@ -4,8 +4,8 @@
  * candidates are C files ending in .tc; it "compiles" one by handing the text to the C
  * backend, and leaves every optional slot NULL, so its builds run in CPU workers with
  * the interface's defaults (caches flushed by the coordinator, the worker's clock, no
- * roofline, every comparison fair, nothing else reported, no dispatcher: export writes
- * its winners alone).
+ * roofline and no ceilings, every comparison fair, no resource report or other report,
+ * no dispatcher: export writes its winners alone).
  *
  * Nothing outside this folder knows it: the generic tests register it at run time
  * (kf_backend_register), and its task lives here too (sum/).

@@ -16,7 +16,7 @@ typedef struct {
 /* The ceilings slot: this machine's ceilings (a kf_c_ceilings, caller frees), measured
  * on the calling thread's CPU with the timing lock held (the cache it fills is not
  * locked itself); KFORGE_CEILINGS pins them. */
-void *kf__c_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report);
+void *kf__c_ceilings(kf_backend *b, kf_ctx *ctx, kf_ceil_out *out);
 /* The roofline slot: a time beyond twice the all-core roofline is impossible. */
 int kf__c_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, kf_roof_out *out, char *why,
                    size_t n);

@@ -157,15 +157,16 @@ static void measure(kf_c_ceilings *c) {
     *c = cached;
 }
 
-void *kf__c_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report) {
+void *kf__c_ceilings(kf_backend *b, kf_ctx *ctx, kf_ceil_out *out) {
     (void)b;
     (void)ctx;
     kf_c_ceilings *c = malloc(sizeof *c);
     if (!c) return NULL;
     measure(c);
-    json_object_set_new(report, "bytes_per_s", json_real(c->bytes_per_s));
-    json_object_set_new(report, "flops_per_s", json_real(c->flops_per_s));
-    json_object_set_new(report, "cores", json_integer(c->cores));
+    out->has = KF_CEIL_RATES | KF_CEIL_CORES;
+    out->bytes_per_s = c->bytes_per_s;
+    out->flops_per_s = c->flops_per_s;
+    out->cores = c->cores;
     return c;
 }
 

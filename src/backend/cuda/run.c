@@ -202,24 +202,25 @@ uint64_t kf__cuda_clock(kf_backend *b, const kf_call_result *cr) {
 /* The device's ceilings (kforge device-info): from the cache, or measured now, while no
  * worker holds the device and before the coordinator is pinned; without them bench
  * still reports GB/s and GFLOP/s. */
-void *kf__cuda_ceilings(kf_backend *b, kf_ctx *ctx, json_t *c) {
+void *kf__cuda_ceilings(kf_backend *b, kf_ctx *ctx, kf_ceil_out *out) {
     (void)b;
     kf_devinfo *gpu = malloc(sizeof *gpu);
     if (gpu && kf_device_get(ctx, 0, 0, gpu) == KF_OK) {
         kf_device_theory th;
         kf_device_theory_of(gpu, &th);
-        json_object_set_new(c, "bytes_per_s", json_real(gpu->copy_bytes_per_s));
-        json_object_set_new(c, "flops_per_s", json_real(gpu->fp32_flops_per_s));
-        json_object_set_new(c, "tensor_flops_per_s", json_real(gpu->tensor_flops_per_s));
-        json_object_set_new(c, "theoretical_bytes_per_s", json_real(th.mem_bytes_per_s));
-        json_object_set_new(c, "peak_flops_per_s", json_real(th.peak));
-        json_object_set_new(c, "l2_bytes", json_integer(gpu->l2_bytes));
-        json_object_set_new(c, "device", json_string(gpu->name));
-        json_object_set_new(c, "uuid", json_string(gpu->uuid));
-        json_object_set_new(c, "source", json_string(gpu->from_cache ? "cache" : "measured"));
+        out->has = KF_CEIL_RATES | KF_CEIL_DEVICE;
+        out->bytes_per_s = gpu->copy_bytes_per_s;
+        out->flops_per_s = gpu->fp32_flops_per_s;
+        out->tensor_flops_per_s = gpu->tensor_flops_per_s;
+        out->theoretical_bytes_per_s = th.mem_bytes_per_s;
+        out->peak_flops_per_s = th.peak;
+        out->l2_bytes = gpu->l2_bytes;
+        out->device = gpu->name;
+        out->uuid = gpu->uuid;
+        out->source = gpu->from_cache ? "cache" : "measured";
         return gpu;
     }
-    json_object_set_new(c, "error", json_string(gpu ? kf_errmsg(ctx) : "out of memory"));
+    out->error = gpu ? kf_errmsg(ctx) : "out of memory";
     free(gpu);
     return NULL;
 }
@@ -321,51 +322,43 @@ void kf__cuda_report_call(kf_backend *b, const kf_build *build, const kf_call_re
 /* Kernel mode: the per-kernel resource report. Registers, spills and static shared
  * memory from the compiler (or the driver), dynamic shared memory and an occupancy
  * estimate for each launch at the first visible shape. */
-json_t *kf__cuda_resources(kf_backend *be, const kf_build *b, const kf_task *t, const int64_t *sizes,
-                           const char *info, const uint32_t *occ) {
+void kf__cuda_resources(kf_backend *be, const kf_build *b, const kf_task *t, const int64_t *sizes,
+                        const char *info, const uint32_t *occ, kf_resources_out *out) {
     (void)be;
-    if (!b->nlaunch) return NULL;
+    if (!b->nlaunch) return;
     int maxthr = 0;
     const char *p = strstr(info, "max_threads_per_sm=");
     if (p) maxthr = (int)strtol(p + 19, NULL, 10);
-    json_t *ks = json_array();
-    for (int k = 0; k < b->nkernels; k++) {
+    out->reported = 1;
+    out->arch = b->arch;
+    for (int k = 0; k < b->nkernels && k < KF_MAX_LAUNCH; k++) {
         const kf_kernel_info *ki = &b->kernels[k];
+        kf_res_kernel *o = &out->kernels[out->nkernels++];
         int regs = ki->regs, local = -1, shared = ki->smem_static;
         char key[32];
         snprintf(key, sizeof key, "kernel %d ", k);
         if ((p = strstr(info, key)))
             sscanf(p + strlen(key), "regs=%d local=%d shared=%d", &regs, &local, &shared);
-        json_t *o = json_object();
-        json_object_set_new(o, "kernel", json_string(ki->name));
-        json_object_set_new(o, "registers", json_integer(regs));
-        if (ki->spill_stores >= 0)
-            json_object_set_new(o, "spill_store_bytes", json_integer(ki->spill_stores));
-        if (ki->spill_loads >= 0) json_object_set_new(o, "spill_load_bytes", json_integer(ki->spill_loads));
-        json_object_set_new(o, "static_smem_bytes", json_integer(shared));
-        if (local >= 0) json_object_set_new(o, "local_bytes_per_thread", json_integer(local));
-        json_array_append_new(ks, o);
+        o->name = ki->name;
+        o->registers = regs;
+        o->spill_store_bytes = ki->spill_stores;
+        o->spill_load_bytes = ki->spill_loads;
+        o->static_smem_bytes = shared;
+        o->local_bytes_per_thread = local;
     }
-    json_t *ls = json_array();
     uint32_t lx[KF_MAX_LAUNCH][7];
     char err[256];
     if (sizes && !kf_build_eval_launches(b, t, sizes, lx, err, sizeof err))
-        for (int l = 0; l < b->nlaunch; l++) {
-            json_t *o = json_object();
+        for (int l = 0; l < b->nlaunch && l < KF_MAX_LAUNCH; l++) {
+            kf_res_launch *o = &out->launches[out->nlaunches++];
             uint32_t thr = lx[l][3] * lx[l][4] * lx[l][5];
-            json_object_set_new(o, "kernel", json_string(b->kernels[b->launch[l].kernel].name));
-            json_object_set_new(o, "grid", json_pack("[i,i,i]", lx[l][0], lx[l][1], lx[l][2]));
-            json_object_set_new(o, "block", json_pack("[i,i,i]", lx[l][3], lx[l][4], lx[l][5]));
-            json_object_set_new(o, "dynamic_smem_bytes", json_integer(lx[l][6]));
+            o->kernel = b->kernels[b->launch[l].kernel].name;
+            for (int d = 0; d < 3; d++) o->grid[d] = lx[l][d], o->block[d] = lx[l][3 + d];
+            o->dynamic_smem_bytes = lx[l][6];
             if (occ && maxthr > 0) {
-                json_object_set_new(o, "blocks_per_sm", json_integer(occ[l]));
-                json_object_set_new(o, "occupancy", json_real((double)occ[l] * thr / maxthr));
+                o->occupancy_known = 1;
+                o->blocks_per_sm = occ[l];
+                o->occupancy = (double)occ[l] * thr / maxthr;
             }
-            json_array_append_new(ls, o);
         }
-    json_t *r = json_object();
-    json_object_set_new(r, "arch", json_string(b->arch));
-    json_object_set_new(r, "kernels", ks);
-    json_object_set_new(r, "launches", ls);
-    return r;
 }

@@ -49,7 +49,7 @@ void kf__cuda_worker_env(kf_worker_opts *o);
 int kf__cuda_stage(kf_backend *b, const kf_build *build, const kf_stage *st, kf_msg_run *m, char *err,
                    size_t n);
 uint64_t kf__cuda_clock(kf_backend *b, const kf_call_result *cr);
-void *kf__cuda_ceilings(kf_backend *b, kf_ctx *ctx, json_t *report);
+void *kf__cuda_ceilings(kf_backend *b, kf_ctx *ctx, kf_ceil_out *out);
 int kf__cuda_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, kf_roof_out *out, char *why,
                       size_t n);
 void kf__cuda_plan(kf_backend *b, const kf_build *cand, const kf_build *base, int cand_graph,
@@ -60,8 +60,8 @@ int kf__cuda_libraries(kf_backend *b, const kf_build *build, const char *loaded,
 void kf__cuda_report_build(kf_backend *b, const kf_build *build, kf_build_out *out);
 void kf__cuda_report_sandbox(kf_backend *b, const kf_build *build, kf_worker *w, kf_sandbox_out *out);
 void kf__cuda_report_call(kf_backend *b, const kf_build *build, const kf_call_result *cr, kf_call_out *out);
-json_t *kf__cuda_resources(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
-                           const char *info, const uint32_t *occ);
+void kf__cuda_resources(kf_backend *b, const kf_build *build, const kf_task *t, const int64_t *sizes,
+                        const char *info, const uint32_t *occ, kf_resources_out *out);
 kf_status kf__cuda_describe(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json);
 
 #endif
