@@ -9,7 +9,10 @@
  * name, kind, type, direction and rank; each call's RUN message carries the buffers'
  * extents (kf_msg_run.extent, zero for every other worker). The process never sees a
  * candidate: it is started for the reference's side alone, and a candidate's worker is
- * never told of it.
+ * never told of it. A CUDA task's reference (a device backend's) is told "device cuda"
+ * with where the RUN's flags and the DONE's device fields are: it computes on the GPU in
+ * a context of its own and answers as a GPU worker does (its event time, its idle wait),
+ * so the backend's clock and bench's checks read it unchanged.
  *
  * The warm process (docs/torch.md "The warm process"): python3 with torch imported, one
  * per coordinator process and python3, started at the first reference's spawn and kept
