@@ -17,7 +17,9 @@
 # (the outputs with their sentinels), flushes L2 and waits for an idle device as the RUN's
 # flags ask (as a GPU worker does), records CUDA events around the reference's call and
 # its outputs' placement, synchronises, and copies the outputs and inout buffers back into
-# the arena; DONE carries the event time, as a GPU worker's does.
+# the arena (a timed call its inputs too, into scratch: a GPU worker copies its whole span
+# back, and bench compares the overheads); DONE carries the event time, as a GPU worker's
+# does.
 #
 # With the argument "warm" it is the warm process instead (torch.c, docs/torch.md "The
 # warm process"): it imports torch once, sets one thread, sends "READY python torch" on
@@ -329,6 +331,16 @@ def gpu_call(torch, g, msg, seq, ts, back, fn, place, send, clock):
     end = time.clock_gettime_ns(clock)
     for k in back:
         ts[k].copy_(dts[k])
+    if flags & flush:
+        # timed: the in buffers come back too (into pinned scratch), as a GPU worker
+        # copies its whole span back, so that this side's overhead around its report (the
+        # gap bench compares with the candidate's) holds all of a GPU worker's
+        for k, t in enumerate(dts):
+            if isinstance(t, torch.Tensor) and k not in back and t.numel():
+                nb = t.numel() * t.element_size()
+                if g.get("spare") is None or g["spare"].numel() < nb:
+                    g["spare"] = torch.empty(nb, dtype=torch.uint8, pin_memory=True)
+                g["spare"][:nb].copy_(t.reshape(-1).view(torch.uint8))
     dev_ns = int(e0.elapsed_time(e1) * 1e6)
     done = g["done"]
     struct.pack_into("<IIII", done, 0, MAGIC, DONE, seq, 0)
