@@ -57,6 +57,10 @@ for s in $STEPS; do
              # each verdict's wall time and the medians side by side (target: the torch one
              # within 1.5x); then its tests. python3 is KFORGE_PYTHON's, .venv's or PATH's
              # (docs/torch.md "Setting up"), as kforge finds it.
+             if [ ! -x build/kforge ] || [ ! -x build/kf-tests ]; then
+                 echo "building (make all): $O/tc_build.txt"
+                 make all JOBS=${JOBS:-8} > "$O/tc_build.txt" 2>&1 || { tail -5 "$O/tc_build.txt"; continue; }
+             fi
              py=${KFORGE_PYTHON:-}; [ -z "$py" ] && [ -x .venv/bin/python3 ] && py=.venv/bin/python3
              py=${py:-python3}
              echo "python3: $(command -v "$py") $("$py" -c 'import torch;print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1 | tail -1)"
