@@ -1066,8 +1066,11 @@ def _checkstr(c):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    all_tasks = sorted(d for d in os.listdir(TASK_DIR) if os.path.isfile(os.path.join(TASK_DIR, d, "task.json")))
-    ap.add_argument("--tasks", default=",".join(all_tasks), help="comma list (default: all of tasks/cuda)")
+    # the tasks with a reference.cu: a PyTorch reference's twin (softmax_torch) has none
+    all_tasks = sorted(d for d in os.listdir(TASK_DIR) if os.path.isfile(os.path.join(TASK_DIR, d, "task.json"))
+                       and os.path.isfile(os.path.join(TASK_DIR, d, "reference.cu")))
+    ap.add_argument("--tasks", default=",".join(all_tasks),
+                    help="comma list (default: every task of tasks/cuda with a reference.cu)")
     ap.add_argument("--verdict-tasks", default="softmax,sgemm,bgemm",
                     help="tasks that get their own candidate-only build for the verdict time ('' for none)")
     ap.add_argument("--candidate", default="fast.cu", help="file under candidates/ (default fast.cu)")

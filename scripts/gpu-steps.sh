@@ -1,7 +1,7 @@
 #!/bin/sh
 # scripts/gpu-steps.sh STEPS OUTDIR - run the named GPU steps on a GPU host, in order, each
 # under its own time limit (devinfo profile verdict tests bench loop calls probe ab errs
-# torch hostcheat system), all output under OUTDIR and packed into OUTDIR.tgz.
+# torch torchcuda hostcheat system), all output under OUTDIR and packed into OUTDIR.tgz.
 set -u
 cd "$(dirname "$0")/.."
 STEPS=$1
@@ -52,6 +52,51 @@ for s in $STEPS; do
                  python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(d.get('verdict'), ' '.join('%s:%g' % ('x'.join(str(v) for v in s['sizes'].values()), s.get('max_abs_err',-1)) for s in d['check']['shapes'] if s.get('kind')=='visible') if 'check' in d else ' '.join('%s:%g' % ('x'.join(str(v) for v in s['sizes'].values()), s.get('max_abs_err',-1)) for s in d.get('shapes',[]) if s.get('kind')=='visible'))" "$O/err_$r.json"
              done ;;
     torch)   TORCH_TIMEOUT=${TORCH_T:-300} bench/gpu.sh torch "$O/t" | tail -60 ;;
+    torchcuda) # a CUDA task's PyTorch reference (tasks/cuda/softmax_torch, docs/torch.md) beside
+             # its CUDA twin: check and bench of softmax's fast.cu on both, TC_RUNS times in turn,
+             # each verdict's wall time and the medians side by side (target: the torch one
+             # within 1.5x); then its tests. python3 is KFORGE_PYTHON's, .venv's or PATH's
+             # (docs/torch.md "Setting up"), as kforge finds it.
+             if [ ! -x build/kforge ] || [ ! -x build/kf-tests ]; then
+                 echo "building (make all): $O/tc_build.txt"
+                 make all JOBS=${JOBS:-8} > "$O/tc_build.txt" 2>&1 || { tail -5 "$O/tc_build.txt"; continue; }
+             fi
+             py=${KFORGE_PYTHON:-}; [ -z "$py" ] && [ -x .venv/bin/python3 ] && py=.venv/bin/python3
+             py=${py:-python3}
+             echo "python3: $(command -v "$py") $("$py" -c 'import torch;print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1 | tail -1)"
+             f=tasks/cuda/softmax/candidates/fast.cu; rm -f "$O/tc_times.txt"
+             for r in $(seq 1 ${TC_RUNS:-3}); do
+                 for c in check bench; do
+                     for t in softmax softmax_torch; do
+                         k=${c}_${t}_$r
+                         s0=$(date +%s.%N)
+                         timeout ${TC_T:-180} ./build/kforge $c "tasks/cuda/$t" "$f" --json > "$O/tc_$k.json" 2> "$O/tc_$k.err"
+                         rc=$? e=$(date +%s.%N)
+                         echo "$c $t $r $rc $e $s0" >> "$O/tc_times.txt"
+                         python3 -c "
+import json,sys
+c,t,r,rc=sys.argv[2:6]; w=float(sys.argv[6])-float(sys.argv[8])
+try: d=json.load(open(sys.argv[1]))
+except Exception as e: d={'error':'no JSON: %s' % open(sys.argv[7]).read()[-300:]}
+sh=' '.join('%s:%.1f/%.1fus' % ('x'.join(str(v) for v in s['sizes'].values()), s.get('candidate_ns',0)/1e3, s.get('baseline_ns',0)/1e3) for s in d.get('shapes',[]) if 'baseline_ns' in s)
+print('%-5s %-13s run %s rc=%s %6.2fs %s speedup=%s %s %s' % (c,t,r,rc,w,d.get('verdict'),d.get('speedup'),sh,(d.get('error') or ' '.join(x.get('code','')+': '+x.get('message','')[:120] for x in d.get('reasons',[])))[:300]))
+" "$O/tc_$k.json" "$c" "$t" "$r" "$rc" "$e" "$O/tc_$k.err" "$s0"
+                     done
+                 done
+             done
+             python3 -c "
+import sys,statistics as st
+w={}
+for l in open(sys.argv[1]):
+    c,t,r,rc,e,s=l.split(); w.setdefault((c,t),[]).append(float(e)-float(s))
+for c in ('check','bench'):
+    a,b=w.get((c,'softmax'),[0]),w.get((c,'softmax_torch'),[0])
+    ma,mb=st.median(a),st.median(b)
+    print('%s: CUDA reference %.2fs, PyTorch reference %.2fs (median of %d): %.2fx' % (c,ma,mb,len(b),mb/ma if ma else 0))
+" "$O/tc_times.txt"
+             timeout ${TC_TEST_T:-500} ./build/kf-tests -j 1 -v xref/softmax_torch_cuda torch/cuda_judges torch/cuda_task \
+                 torch/cuda_missing torch/field xref/softmax xref/softmax_torch > "$O/tc_tests.txt" 2>&1
+             grep -E "^(pass|FAIL|skip)|FAIL at|skipped:|agree at|baseline .* us|passed," "$O/tc_tests.txt" | cut -c1-300 | head -40 ;;
     hostcheat) # the host-mode cheats of tests/redteam/cuda benched (verdict, speedup, what
              # refused them), on build/ and, with OLD=DIR (a build of an earlier commit), on
              # DIR too; then the left-running spinner without CUPTI (the idle-device wait

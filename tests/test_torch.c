@@ -27,13 +27,15 @@
 
 /* A copy of tasks/c/softmax_torch in a fresh directory (dir), with reference.py's text
  * ref (NULL: the bundled one); loaded. */
-static kf_task *torch_task(kf_ctx *ctx, const char *ref, char *dir, size_t n) {
+static kf_task *torch_task_of(kf_ctx *ctx, const char *rel, const char *ref, char *dir, size_t n) {
     snprintf(dir, n, "/tmp/kft-torch-%d-XXXXXX", (int)getpid());
     CHECK(mkdtemp(dir));
-    char *json = NULL, *bundled = NULL, path[PATH_MAX];
+    char *json = NULL, *bundled = NULL, path[PATH_MAX], src[PATH_MAX];
     size_t len;
-    CHECK(kf__read_file(kft_src("tasks/c/softmax_torch/task.json"), 1u << 20, &json, &len) == 0);
-    CHECK(kf__read_file(kft_src("tasks/c/softmax_torch/reference.py"), 1u << 20, &bundled, &len) == 0);
+    snprintf(src, sizeof src, "%s/task.json", rel);
+    CHECK(kf__read_file(kft_src(src), 1u << 20, &json, &len) == 0);
+    snprintf(src, sizeof src, "%s/reference.py", rel);
+    CHECK(kf__read_file(kft_src(src), 1u << 20, &bundled, &len) == 0);
     const char *files[2][2] = {{"task.json", json}, {"reference.py", ref ? ref : bundled}};
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i][0]);
@@ -45,6 +47,10 @@ static kf_task *torch_task(kf_ctx *ctx, const char *ref, char *dir, size_t n) {
     kf_task *t = NULL;
     CHECKF(kf_task_load(ctx, dir, &t) == KF_OK, "%s", kf_errmsg(ctx));
     return t;
+}
+
+static kf_task *torch_task(kf_ctx *ctx, const char *ref, char *dir, size_t n) {
+    return torch_task_of(ctx, "tasks/c/softmax_torch", ref, dir, n);
 }
 
 static void t_validate(const void *arg) {
@@ -193,7 +199,9 @@ static void t_field(const void *arg) {
         {"c", "\"ref.c\"", "reference: expected the file name of a PyTorch reference"},
         {"c", "\"../reference.py\"", "reference: expected the file name"},
         {"c", "7", "reference: expected the file name"},
-        {"cuda", "\"reference.py\"", "for tasks of CPU backends (\"c\") only"},
+        {"cuda", "\"reference.cu\"", "reference: expected the file name of a PyTorch reference"},
+        /* a CUDA task may name one: the file is looked for */
+        {"cuda", "\"reference.py\"", "reference.py: No such file"},
         {"c", "\"missing.py\"", "missing.py: No such file"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -223,6 +231,219 @@ static void t_field(const void *arg) {
 static void write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+}
+
+/* tasks/cuda/softmax_torch, a CUDA task whose reference is PyTorch (docs/torch.md "A
+ * PyTorch reference for a CUDA task"), loads without a GPU or torch: the twin of
+ * tasks/cuda/softmax (arguments, sizes, shapes, tolerance), its runner told to compute on
+ * the GPU (the C twin's is not), its reference.py in its fingerprint; and the
+ * combinations a CUDA task cannot have are refused with the reason. */
+static void t_cuda_task(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/softmax_torch"), *twin = kft_task(ctx, "tasks/cuda/softmax");
+    kf_task *c = kft_task(ctx, "tasks/c/softmax_torch");
+    CHECK(t->ref_torch && !strcmp(t->backend, "cuda") && strstr(t->ref_path, "softmax_torch/reference.py"));
+    CHECK(t->nargs == twin->nargs && t->nsizes == twin->nsizes && t->nshapes == twin->nshapes &&
+          t->hidden_count == twin->hidden_count);
+    for (int i = 0; i < t->nargs; i++) {
+        const kf_arg *a = &t->args[i], *b = &twin->args[i];
+        CHECKF(!strcmp(a->name, b->name) && a->type == b->type && a->is_buffer == b->is_buffer &&
+                   a->io == b->io,
+               "argument %d differs from tasks/cuda/softmax's", i);
+        double r1, a1, r2, a2;
+        kf_task_tolerance(t, a, &r1, &a1);
+        kf_task_tolerance(twin, b, &r2, &a2);
+        CHECK(r1 == r2 && a1 == a2);
+    }
+    for (int k = 0; k < t->nshapes; k++)
+        for (int i = 0; i < t->nsizes; i++) CHECK(t->shapes[k].v[i] == twin->shapes[k].v[i]);
+    for (int i = 0; i < t->nsizes; i++)
+        CHECK(t->size_min[i] == twin->size_min[i] && t->size_max[i] == twin->size_max[i]);
+    char cfg[8192];
+    CHECK(kf_torch_config(t, NULL, cfg, sizeof cfg) == 0);
+    CHECKF(strstr(cfg, "\ndevice cuda "), "the runner is not told to use the GPU:\n%s", cfg);
+    CHECK(kf_torch_config(c, NULL, cfg, sizeof cfg) == 0);
+    CHECKF(!strstr(cfg, "device"), "a C task's runner is told of a device:\n%s", cfg);
+    /* the fingerprint covers reference.py */
+    char dir[PATH_MAX], path[PATH_MAX];
+    kf_task *copy = torch_task_of(ctx, "tasks/cuda/softmax_torch", NULL, dir, sizeof dir);
+    CHECK(!strcmp(copy->fingerprint, t->fingerprint));
+    kf_task_free(copy);
+    snprintf(path, sizeof path, "%s/reference.py", dir);
+    write_text(path, "import torch\n\ndef softmax(x, y, rows, cols):\n    return torch.softmax(x, dim=1)\n");
+    CHECK(kf_task_load(ctx, dir, &copy) == KF_OK);
+    CHECKF(strcmp(copy->fingerprint, t->fingerprint), "an edited reference.py left the fingerprint");
+    kf_task_free(copy);
+    kf__rmtree(dir);
+    /* refused: a magnitude function (a C reference's second entry), a reference that is
+     * not a .py file of the task's directory */
+    static const char *const bad[][2] = {
+        {"\"tolerance\": {\"rtol\": 1e-4, \"atol\": 1e-6, \"mtol\": 1e-6, \"magnitude\": \"mag\"}, "
+         "\"reference\": \"reference.py\"",
+         "a magnitude function is supported for a C reference"},
+        {"\"reference\": \"reference.cu\"", "reference: expected the file name of a PyTorch reference"},
+        {"\"reference\": \"sub/reference.py\"", "reference: expected the file name of a PyTorch reference"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char d[] = "/tmp/kft-tcuda-XXXXXX";
+        CHECK(mkdtemp(d));
+        snprintf(path, sizeof path, "%s/reference.py", d);
+        write_text(path, "def f(y, n):\n    y.fill_(1)\n");
+        snprintf(path, sizeof path, "%s/task.json", d);
+        FILE *f = fopen(path, "w");
+        CHECK(f &&
+              fprintf(f,
+                      "{\"name\": \"t\", \"backend\": \"cuda\", \"entry\": \"f\", \"sizes\": {\"n\": [1, 8]},"
+                      " \"args\": [{\"name\": \"y\", \"type\": \"f32\", \"shape\": [\"n\"], \"io\": \"out\"},"
+                      " {\"name\": \"n\", \"type\": \"i64\", \"value\": \"n\"}],"
+                      " \"shapes\": [{\"n\": 4}], %s}\n",
+                      bad[i][0]) > 0 &&
+              fclose(f) == 0);
+        kf_task *x = NULL;
+        kf_status st = kf_task_load(ctx, d, &x);
+        kf__rmtree(d);
+        CHECKF(st == KF_ETASK && strstr(kf_errmsg(ctx), bad[i][1]), "%zu: %s", i,
+               st ? kf_errmsg(ctx) : "loaded");
+        kf_task_free(x);
+    }
+    kf_task_free(c);
+    kf_task_free(twin);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* Run the kforge CLI (args after the binary) with KFORGE_PYTHON=py (NULL: unset); its
+ * exit status, and its output into out. */
+static int cli(const char *py, const char *args, char *out, size_t n) {
+    char cmd[3 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "cd %s && %s%s%s %s %s 2>&1", kft_src("."), py ? "KFORGE_PYTHON='" : "",
+             py ? py : "", py ? "'" : "", kft_bin("kforge"), args);
+    return kft_run(cmd, out, n);
+}
+
+/* Without what a CUDA task's PyTorch reference needs, `kforge validate` (and a check's
+ * reference side) is an error of the environment, exit 2, naming what is missing: no
+ * python3, a python3 without torch, and (on a machine without a GPU, with torch) no CUDA
+ * device. */
+static void t_cuda_missing(const void *arg) {
+    (void)arg;
+    char out[4096];
+    int rc = cli("/nonexistent/python3", "validate tasks/cuda/softmax_torch", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "KFORGE_PYTHON=/nonexistent/python3: no such executable"), "%d: %s", rc,
+           out);
+    printf("%s", out);
+    /* a python3 whose torch fails to import */
+    char dir[] = "/tmp/kft-cudanotorch-XXXXXX", path[PATH_MAX], py[PATH_MAX + 32];
+    CHECK(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/torch.py", dir);
+    write_text(path, "raise ImportError('no torch in this python')\n");
+    snprintf(py, sizeof py, "%s/python3", dir);
+    FILE *f = fopen(py, "w");
+    CHECK(f && fprintf(f, "#!/bin/sh\nPYTHONPATH=%s exec python3 \"$@\"\n", dir) > 0 && fclose(f) == 0);
+    CHECK(chmod(py, 0755) == 0);
+    rc = cli(py, "validate tasks/cuda/softmax_torch", out, sizeof out);
+    kf__rmtree(dir);
+    CHECKF(rc == 2 && strstr(out, "cannot import torch") && strstr(out, "no torch in this python"), "%d: %s",
+           rc, out);
+    printf("%s", out);
+    /* torch without a GPU: the message says so, for validate and for the reference's side
+     * of a check (spawned as a check spawns it) */
+    char why[512];
+    if (kft_have_gpu(why, sizeof why)) kft_skip("this machine has a GPU (the rest needs none)");
+    need_torch();
+    rc = cli(NULL, "validate tasks/cuda/softmax_torch", out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "a CUDA task's PyTorch reference needs a GPU") &&
+               strstr(out, "torch.cuda.is_available() is False"),
+           "%d: %s", rc, out);
+    printf("%s", out);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/softmax_torch");
+    kf_opts o;
+    kf_opts_init(&o);
+    kf_sess s;
+    kf_side side;
+    memset(&side, 0, sizeof side);
+    CHECK(kf_sess_open(&s, ctx, t, NULL, &o, "check") == KF_OK);
+    CHECK(kf_sess_build_ref(&s) == KF_OK);
+    kf_call_result fail;
+    kf_status st = kf_sess_spawn(&s, &s.rbuild, 1 << 20, &side, &fail);
+    CHECKF(st == KF_EBACKEND && !side.w && strstr(kf_errmsg(ctx), "needs a GPU"), "%s: %s", kf_strstatus(st),
+           st ? kf_errmsg(ctx) : "it started");
+    kf_result_free(s.res);
+    kf_sess_close(&s);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* On a GPU: tasks/cuda/softmax_torch validates, accepts tasks/cuda/softmax's fast kernel,
+ * rejects one wrong in every row, and is a baseline bench can time (its event time). A
+ * reference that raises on the GPU is a task error naming its line. */
+static void t_cuda_judges(const void *arg) {
+    (void)arg;
+    char why[512];
+    if (!kft_have_gpu(why, sizeof why)) kft_skip("a CUDA task's PyTorch reference needs a GPU: %s", why);
+    need_torch();
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/cuda/softmax_torch");
+    kf_opts o;
+    kf_opts_init(&o);
+    kf_result *r = NULL;
+    CHECKF(kf_validate(ctx, t, &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "validate refused it: %s", kft_reasons(r));
+    kf_result_free(r);
+    CHECKF(kf_check(ctx, t, kft_src("tasks/cuda/softmax_torch/candidates/fast.cu"), &o, &r) == KF_OK, "%s",
+           kf_errmsg(ctx));
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "fast.cu rejected: %s", kft_reasons(r));
+    kf_result_free(r);
+    char dir[PATH_MAX], path[PATH_MAX];
+    snprintf(dir, sizeof dir, "/tmp/kft-tcudaw-%d-XXXXXX", (int)getpid());
+    CHECK(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/uniform.cu", dir);
+    write_text(
+        path, "// kforge:launch kernel=uniform grid=((rows*cols+255)/256,1,1) block=(256,1,1)\n"
+              "extern \"C\" __global__ void uniform(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+              "    int64_t i = (int64_t)blockIdx.x * 256 + threadIdx.x;\n"
+              "    if (i < rows * cols) y[i] = 1.0f / (float)cols;\n"
+              "}\n");
+    CHECKF(kf_check(ctx, t, path, &o, &r) == KF_OK, "%s", kf_errmsg(ctx));
+    kf__rmtree(dir);
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_REJECTED && strstr(kft_reasons(r), "wrong_result"), "%s",
+           kft_reasons(r));
+    kf_result_free(r);
+    o.bench_min_runs = 5;
+    o.bench_min_time_s = 0.01;
+    CHECKF(kf_bench(ctx, t, kft_src("tasks/cuda/softmax_torch/candidates/fast.cu"), &o, &r) == KF_OK, "%s",
+           kf_errmsg(ctx));
+    CHECKF(kf_result_verdict(r) == KF_VERDICT_ACCEPTED, "bench: %s", kft_reasons(r));
+    /* the reference's own event time is the baseline of every shape */
+    char *json = kf_result_json(r);
+    json_t *doc = json ? json_loads(json, 0, NULL) : NULL, *sh;
+    size_t k;
+    int timed = 0;
+    CHECK(doc);
+    json_array_foreach(json_object_get(doc, "shapes"), k, sh) {
+        double b = json_number_value(json_object_get(sh, "baseline_ns"));
+        CHECKF(b > 1000, "shape %zu: baseline_ns %g", k, b);
+        printf("shape %zu: baseline %.1f us, candidate %.1f us\n", k, b / 1e3,
+               json_number_value(json_object_get(sh, "candidate_ns")) / 1e3);
+        timed++;
+    }
+    CHECK(timed > 0);
+    json_decref(doc);
+    free(json);
+    kf_result_free(r);
+    kf_task_free(t);
+    /* a reference that raises on the GPU */
+    t = torch_task_of(ctx, "tasks/cuda/softmax_torch",
+                      "import torch\n\ndef softmax(x, y, rows, cols):\n    return torch.softmax(x, dim=7)\n",
+                      dir, sizeof dir);
+    kf_status st = kf_check(ctx, t, kft_src("tasks/cuda/softmax_torch/candidates/fast.cu"), &o, &r);
+    kf__rmtree(dir);
+    CHECKF(st == KF_ETASK && strstr(kf_errmsg(ctx), "reference.py (line 4): IndexError"), "%s: %s",
+           kf_strstatus(st), st ? kf_errmsg(ctx) : "no error");
+    kf_task_free(t);
+    kf_ctx_free(ctx);
 }
 
 /* The import of tests/kernelbench (problems written in that format for these tests):
@@ -627,6 +848,9 @@ void kft_register_torch(void) {
     kft_add("torch/import_kernelbench", t_import, NULL, 300);
     kft_add("torch/import_fixed_data", t_import_fixed_data, NULL, 300);
     kft_add("torch/field", t_field, NULL, 30);
+    kft_add("torch/cuda_task", t_cuda_task, NULL, 30);
+    kft_add("torch/cuda_missing", t_cuda_missing, NULL, 120);
+    kft_add("torch/cuda_judges", t_cuda_judges, NULL, 300);
     kft_add("torch/validate", t_validate, NULL, 120);
     kft_add("torch/judges", t_judges, NULL, 180);
     kft_add("torch/degenerate", t_degenerate, NULL, 120);

@@ -9,8 +9,11 @@
  * to the CPU. A bf16 twin (the CUDA decode stages: tasks/cuda/linear beside tasks/c/linear)
  * declares bf16 where the C task declares f32 and is otherwise the same: the inputs are
  * then drawn for the bf16 task and given to the C reference as the same values in f32
- * (exact), and the bf16 outputs are compared, as f32, with the C outputs. xref/<op> compares the arguments everywhere and skips the runs without a
- * GPU (the stand-in driver, fake_libcuda.c, runs no kernels).
+ * (exact), and the bf16 outputs are compared, as f32, with the C outputs. xref/<op>
+ * compares the arguments everywhere and skips the runs without a GPU (the stand-in
+ * driver, fake_libcuda.c, runs no kernels). xref/softmax_torch and
+ * xref/softmax_torch_cuda hold a PyTorch reference to its C twin (on the CPU) and to its
+ * CUDA twin (on the GPU).
  *
  * The comparison itself runs on every machine: xref/c_twin holds the C softmax
  * reference against a task whose reference is the honest fast candidate (a different
@@ -304,6 +307,31 @@ static void t_torch_twin(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* A CUDA task with a PyTorch reference (computed on the GPU) beside its CUDA twin: the
+ * same arguments everywhere; on a GPU, the torch outputs within the tolerance of the CUDA
+ * reference's on the same inputs (the CUDA reference the oracle, as the C one is for
+ * tasks/c). Skipped without a GPU or torch. */
+static void t_torch_cuda_twin(const void *arg) {
+    const char *op = arg;
+    char rel_cuda[128], rel_torch[128], why[1024] = "", py[PATH_MAX], cmd[PATH_MAX + 64], out[256];
+    snprintf(rel_cuda, sizeof rel_cuda, "tasks/cuda/%s", op);
+    snprintf(rel_torch, sizeof rel_torch, "tasks/cuda/%s_torch", op);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *cuda = kft_task(ctx, rel_cuda), *pt = kft_task(ctx, rel_torch);
+    CHECK(pt->ref_torch && !cuda->ref_torch);
+    CHECKF(!same_signature(cuda, pt, why, sizeof why), "%s and %s: %s", rel_cuda, rel_torch, why);
+    if (!kft_have_gpu(why, sizeof why)) kft_skip("both references need a GPU: %s", why);
+    if (kf_torch_python(ctx, py, sizeof py))
+        kft_skip("no python3 for the PyTorch reference: %s", kf_errmsg(ctx));
+    snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' 2>&1", py);
+    if (kft_run(cmd, out, sizeof out)) kft_skip("%s has no torch (make deps installs it into .venv)", py);
+    int bad = xref_compare(cuda, pt, why, sizeof why);
+    CHECKF(!bad, "the PyTorch reference on the GPU disagrees with the CUDA one: %s", why);
+    kf_task_free(pt);
+    kf_task_free(cuda);
+    kf_ctx_free(ctx);
+}
+
 static void t_catches_mismatch(const void *arg) {
     (void)arg;
     kf_ctx *ctx = kf_ctx_new();
@@ -379,6 +407,7 @@ void kft_register_xref(void) {
         kft_add(name, t_twin, kft_cuda_tasks[i], 300);
     }
     kft_add("xref/softmax_torch", t_torch_twin, "softmax", 120);
+    kft_add("xref/softmax_torch_cuda", t_torch_cuda_twin, "softmax", 300);
     kft_add("xref/c_twin", t_c_twin, NULL, 60);
     kft_add("xref/catches_mismatch", t_catches_mismatch, NULL, 60);
     kft_add("xref/fake_driver", t_fake_driver, NULL, 120);

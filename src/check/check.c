@@ -328,11 +328,16 @@ void kf_sess_call(kf_sess *s, kf_side *side, const kf_extents *ex, const kf_inpu
     if (s->timing && side->wait_idle) stg.flags |= KF_RUN_WAIT_IDLE;
     if (s->precise) stg.flags |= KF_RUN_PRECISE;
     char err[300];
-    int staged = kf_backend_stage(s->be, side->b, &stg, &m, err, sizeof err);
+    /* a device task's PyTorch reference copies its buffers to the GPU and flushes and
+     * times there as a GPU worker does, by the same flags (torch_ref.py): no flush of
+     * the CPU's caches, which only a call on the CPU reads through */
+    int torch_gpu = side->b == &s->rbuild && s->t->ref_torch && kf_backend_has(s->be, KF_BACKEND_DEVICE);
+    int staged = torch_gpu ? 0 : kf_backend_stage(s->be, side->b, &stg, &m, err, sizeof err);
     if (s->timing && s->o->verbose) { /* the timed phase is one thread's */
         uint64_t tc = kf__now_ns();
         s->stprof[0] += ta - t0, s->stprof[1] += tb - ta, s->stprof[2] += tc - tb, s->stprof[3]++;
     }
+    if (torch_gpu) m.flags |= stg.flags & (KF_RUN_FLUSH_L2 | KF_RUN_WAIT_IDLE | KF_RUN_HOST_TIMING);
     if (side == s->cand_side && s->interleave) m.flags |= KF_RUN_INTERLEAVE, s->interleaved = 1;
     if (side->magnitude) m.flags |= KF_RUN_MAGNITUDE;
     if (side == s->cand_side) s->prof[KF_PROF_CAND_STAGE] += kf__now_ns() - t0;

@@ -9,7 +9,10 @@
  * name, kind, type, direction and rank; each call's RUN message carries the buffers'
  * extents (kf_msg_run.extent, zero for every other worker). The process never sees a
  * candidate: it is started for the reference's side alone, and a candidate's worker is
- * never told of it.
+ * never told of it. A CUDA task's reference (a device backend's) is told "device cuda"
+ * with where the RUN's flags and the DONE's device fields are: it computes on the GPU in
+ * a context of its own and answers as a GPU worker does (its event time, its idle wait),
+ * so the backend's clock and bench's checks read it unchanged.
  *
  * The warm process (docs/torch.md "The warm process"): python3 with torch imported, one
  * per coordinator process and python3, started at the first reference's spawn and kept
@@ -124,6 +127,17 @@ int kf_torch_config(const kf_task *t, const void *cpus, char *out, size_t n) {
     w = snprintf(out + k, n - k, "%s\n", any ? "" : "-");
     if (w < 0 || (size_t)w >= n - k) return -1;
     k += (size_t)w;
+    /* a device backend's task: the reference computes on the GPU (cuda:0, the device the
+     * GPU workers use), timed by CUDA events as a GPU worker times its launches; where
+     * the RUN's flags and the DONE's device fields are, and the flags' values */
+    if (kf_backend_has(kf_backend_get(t->backend), KF_BACKEND_DEVICE)) {
+        w = snprintf(out + k, n - k, "device cuda %zu %zu %zu %zu %u %u %u %u\n", offsetof(kf_msg_run, flags),
+                     offsetof(kf_msg_done, gpu_flags), offsetof(kf_msg_done, dev_ns),
+                     offsetof(kf_msg_done, idle_wait_ns), KF_RUN_FLUSH_L2, KF_RUN_WAIT_IDLE,
+                     KF_RUN_HOST_TIMING, KF_DONE_GPU_BUSY);
+        if (w < 0 || (size_t)w >= n - k) return -1;
+        k += (size_t)w;
+    }
     for (int i = 0; i < t->nargs; i++) {
         const kf_arg *a = &t->args[i];
         w = snprintf(out + k, n - k, "arg %s %s %s %s %d\n", a->name, a->is_buffer ? "buf" : "scalar",

@@ -9,6 +9,18 @@
 # FAIL with its text and the process exits: the checker reports it as a task error.
 # Embedded into libkforge as text (passed with python3 -c): never run from the source tree.
 #
+# A CUDA task's reference (a "device cuda ..." line in the configuration: docs/torch.md "A
+# PyTorch reference for a CUDA task") computes on the GPU instead: torch and CUDA are set
+# up before SETUP_OK (a failure there, no torch or no GPU, is the environment's: the
+# spawn fails with the reason), with TF32 and reduced-precision reductions off and
+# deterministic algorithms on. Each call copies every buffer of the arena to the device
+# (the outputs with their sentinels), flushes L2 and waits for an idle device as the RUN's
+# flags ask (as a GPU worker does), records CUDA events around the reference's call and
+# its outputs' placement, synchronises, and copies the outputs and inout buffers back into
+# the arena (a timed call its inputs too, into scratch: a GPU worker copies its whole span
+# back, and bench compares the overheads); DONE carries the event time, as a GPU worker's
+# does.
+#
 # With the argument "warm" it is the warm process instead (torch.c, docs/torch.md "The
 # warm process"): it imports torch once, sets one thread, sends "READY python torch" on
 # its control channel (fd 3), and then, for each request (one byte with the runner's six
@@ -62,7 +74,10 @@ def main():
         out[8:8 + len(enc)] = enc
         sock.send(out)
 
-    send(SETUP_OK, 0, 0)
+    gpu = cfg.get("device", "").split()
+    cuda = bool(gpu) and gpu[0] == "cuda"
+    if not cuda:
+        send(SETUP_OK, 0, 0)
     cpus = cfg.get("cpus", "-")
     if cpus != "-":
         try:
@@ -70,6 +85,10 @@ def main():
         except OSError:
             pass
     threads = int(cfg.get("threads", "1"))
+    if cuda:
+        # cuBLAS's deterministic workspace; read when CUDA starts in this process (never
+        # in the warm process, which does not touch CUDA: a fork would break it)
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     try:
         import torch
     except Exception as e:  # noqa: BLE001 - any import failure is the same answer
@@ -77,10 +96,25 @@ def main():
                   "torch, or run `make deps` (docs/torch.md)" % (sys.executable, type(e).__name__, e))
         return 2
     torch.set_num_threads(threads)
+    gpu_state = None
+    if cuda:
+        try:
+            gpu_state = cuda_setup(torch, gpu)
+        except Exception as e:  # noqa: BLE001
+            gpu_state = "%s: %s" % (type(e).__name__, e)
+        if isinstance(gpu_state, str):
+            send_text(LOADFAIL, "a CUDA task's PyTorch reference needs a GPU: torch %s of %s: %s; set "
+                      "KFORGE_PYTHON to a python3 whose torch has CUDA, on a machine with a GPU "
+                      "(docs/torch.md)" % (torch.__version__, sys.executable, gpu_state))
+            return 2
+        send(SETUP_OK, 0, 0)
     # the same start for every runner, cold or forked by the warm process: torch seeds its
     # generator from the OS at import, and a fork would share the warm process's seed
+    # (torch.manual_seed seeds every CUDA device's generator too)
     torch.manual_seed(0)
     random.seed(0)
+    if cuda:
+        torch.cuda.manual_seed_all(0)
     path, entry = cfg["ref"], cfg["entry"]
     try:
         sys.path.insert(0, os.path.dirname(path))
@@ -100,6 +134,9 @@ def main():
     inputs = mmap.mmap(5, size, mmap.MAP_SHARED, mmap.PROT_READ)
     warnings.filterwarnings("ignore", message=".*not writable.*")
     outs = [i for i, a in enumerate(args) if a[1] == "buf" and a[3] == "out"]
+    back = [i for i, a in enumerate(args) if a[1] == "buf" and a[3] in ("out", "inout")]
+    if cuda:
+        pin(torch, arena, inputs, size)
 
     def tensor(i, msg):
         name, _, ty, io, nd = args[i]
@@ -136,6 +173,8 @@ def main():
             dst.copy_(g.reshape(dst.shape))
 
     clock = time.CLOCK_MONOTONIC
+    if cuda:
+        gpu_state.update(done=done, sock=sock, ns_at=ns_at)
     send(READY, 0, 0)
     with torch.inference_mode():
         while True:
@@ -152,17 +191,167 @@ def main():
             except Exception as e:  # noqa: BLE001
                 send_text(FAIL, "%s: the arguments: %s: %s" % (path, type(e).__name__, e))
                 return 3
-            send(START, seq, time.clock_gettime_ns(clock))
+            if not cuda:
+                send(START, seq, time.clock_gettime_ns(clock))
             try:
-                place(fn(*ts), ts)
+                if cuda:
+                    gpu_call(torch, gpu_state, msg, seq, ts, back, fn, place, send, clock)
+                else:
+                    place(fn(*ts), ts)
             except Exception as e:  # noqa: BLE001
                 tb = traceback.extract_tb(e.__traceback__)
                 where = next((f for f in reversed(tb) if f.filename == path), None)
                 at = " (line %d)" % where.lineno if where else ""
                 send_text(FAIL, "%s%s: %s: %s" % (path, at, type(e).__name__, e))
                 return 3
-            send(DONE, seq, time.clock_gettime_ns(clock))
+            if not cuda:
+                send(DONE, seq, time.clock_gettime_ns(clock))
             del ts
+
+
+IDLE_PROBE_NS, IDLE_PROBES, IDLE_BUDGET_NS = 150000, 3, 20000000
+# A timed call's gate: the stream spins (torch.cuda._sleep) before the flush for at least
+# this long, and twice the time Python took to queue the previous timed call's work, at
+# most GATE_MAX_NS: the event span then holds the GPU's work, not the time it waited for
+# the interpreter to queue the next kernel (a GPU worker queues its launches from C at
+# once). bench's warm-up rounds set it for each shape.
+GATE_MIN_NS, GATE_MAX_NS = 200000, 50000000
+
+
+def cuda_setup(torch, gpu):
+    """CUDA for a CUDA task's reference: a dict, or the reason there is none (a str)."""
+    if not torch.backends.cuda.is_built():
+        return "built without CUDA (a CPU-only wheel)"
+    if not torch.cuda.is_available():
+        return "built for CUDA %s, it sees no CUDA device (torch.cuda.is_available() is False)" % torch.version.cuda
+    flags_at, gflags_at, dev_at, idle_at, flush, wait, host, busy = (int(x) for x in gpu[1:9])
+    # a true f32 reference: no TF32, no reduced-precision reductions; the same algorithms
+    # (and so the same bits) on every call
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    for knob in ("allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+        if hasattr(torch.backends.cuda.matmul, knob):
+            setattr(torch.backends.cuda.matmul, knob, False)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    # but no NaN fill of every new tensor: it would be work inside the timed span that a
+    # CUDA reference does not do (outputs already hold kforge's sentinel)
+    det = getattr(getattr(torch, "utils", None), "deterministic", None)
+    if det is not None and hasattr(det, "fill_uninitialized_memory"):
+        det.fill_uninitialized_memory = False
+    dev = torch.device("cuda", 0)
+    torch.cuda.set_device(dev)
+    props = torch.cuda.get_device_properties(dev)
+    l2 = int(getattr(props, "L2_cache_size", 0) or 0) or (64 << 20)
+    # the L2 flush reads twice the L2 (as a GPU worker's flush kernel does: a read leaves
+    # only clean lines); the probe is one tiny kernel
+    scratch = torch.ones(2 * l2 // 4, dtype=torch.float32, device=dev)
+    sink = torch.zeros((), dtype=torch.float32, device=dev)
+    probe = torch.zeros(1, dtype=torch.float32, device=dev)
+    torch.sum(scratch, 0, out=sink)
+    probe.add_(1)
+    ev = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+    # the gate's clock: how many cycles torch.cuda._sleep spins per ns (after a first
+    # launch, which loads the kernel)
+    sleep, per_ns = getattr(torch.cuda, "_sleep", None), 0.0
+    if sleep:
+        sleep(1000)
+        ev[0].record()
+        sleep(1 << 20)
+        ev[1].record()
+        torch.cuda.synchronize()
+        ms = ev[0].elapsed_time(ev[1])
+        per_ns = (1 << 20) / (ms * 1e6) if ms > 0 else 0.0
+    torch.cuda.synchronize()
+    return {"dev": dev, "scratch": scratch, "sink": sink, "probe": probe, "ev": ev,
+            "sleep": sleep if per_ns > 0 else None, "per_ns": per_ns, "gate_ns": GATE_MIN_NS,
+            "at": (flags_at, gflags_at, dev_at, idle_at), "bits": (flush, wait, host, busy)}
+
+
+def pin(torch, arena, inputs, size):
+    """Page-lock the arena and the inputs' region, so the copies run by DMA, as a GPU
+    worker's do; where the driver refuses, the copies go through its staging instead."""
+    cudart = torch.cuda.cudart()
+    for region, flags in ((arena, 0), (inputs, 8)):  # 8: cudaHostRegisterReadOnly
+        try:
+            ptr = torch.frombuffer(region, dtype=torch.uint8, count=1).data_ptr()
+            if int(cudart.cudaHostRegister(ptr, size, flags)) != 0:
+                clear = getattr(cudart, "cudaGetLastError", None)
+                if clear:
+                    clear()  # the refusal is not the next kernel's error
+        except Exception:  # noqa: BLE001 - unpinned copies are slower, not wrong
+            pass
+
+
+def wait_idle(torch, g, clock):
+    """A GPU worker's idle-device wait: three probes under 150 us in a row, within 20 ms.
+    (time waited beyond the probes, whether the device stayed busy)"""
+    t0 = time.clock_gettime_ns(clock)
+    good, spans = 0, []
+    while True:
+        p0 = time.clock_gettime_ns(clock)
+        g["probe"].add_(1)
+        torch.cuda.synchronize()
+        p1 = time.clock_gettime_ns(clock)
+        spans.append(p1 - p0)
+        good = good + 1 if p1 - p0 < IDLE_PROBE_NS else 0
+        if good >= IDLE_PROBES:
+            return max(0, p1 - t0 - sum(spans[-IDLE_PROBES:])), False
+        if p1 - t0 > IDLE_BUDGET_NS:
+            return p1 - t0, True
+
+
+def gpu_call(torch, g, msg, seq, ts, back, fn, place, send, clock):
+    """One call on the GPU: the buffers in, the timed span, the outputs back."""
+    flags_at, gflags_at, dev_at, idle_at = g["at"]
+    flush, wait, host, busy = g["bits"]
+    flags = struct.unpack_from("<I", msg, flags_at)[0]
+    dts = [t.to(g["dev"]) if isinstance(t, torch.Tensor) else t for t in ts]
+    torch.cuda.synchronize()
+    idle_ns, gbusy = wait_idle(torch, g, clock) if flags & wait else (0, False)
+    e0, e1 = g["ev"]
+    send(START, seq, time.clock_gettime_ns(clock))
+    gated = flags & flush and g["sleep"] and not flags & host
+    if gated:
+        g["sleep"](int(g["gate_ns"] * g["per_ns"]))
+    if flags & flush:
+        torch.sum(g["scratch"], 0, out=g["sink"])
+    q0 = time.clock_gettime_ns(clock)
+    e0.record()
+    place(fn(*dts), dts)
+    if flags & host:
+        torch.cuda.synchronize()
+    e1.record()
+    q1 = time.clock_gettime_ns(clock)
+    torch.cuda.synchronize()
+    if gated:  # the next call's gate covers this one's queueing twice over
+        g["gate_ns"] = min(GATE_MAX_NS, max(GATE_MIN_NS, 2 * (q1 - q0)))
+    end = time.clock_gettime_ns(clock)
+    for k in back:
+        ts[k].copy_(dts[k])
+    if flags & flush:
+        # timed: the in buffers come back too (into pinned scratch), as a GPU worker
+        # copies its whole span back, so that this side's overhead around its report (the
+        # gap bench compares with the candidate's) holds all of a GPU worker's
+        for k, t in enumerate(dts):
+            if isinstance(t, torch.Tensor) and k not in back and t.numel():
+                nb = t.numel() * t.element_size()
+                if g.get("spare") is None or g["spare"].numel() < nb:
+                    g["spare"] = torch.empty(nb, dtype=torch.uint8, pin_memory=True)
+                g["spare"][:nb].copy_(t.reshape(-1).view(torch.uint8))
+    dev_ns = int(e0.elapsed_time(e1) * 1e6)
+    done = g["done"]
+    struct.pack_into("<IIII", done, 0, MAGIC, DONE, seq, 0)
+    struct.pack_into("<I", done, gflags_at, busy if gbusy else 0)
+    struct.pack_into("<Q", done, g["ns_at"], end)
+    struct.pack_into("<Q", done, dev_at, dev_ns)
+    struct.pack_into("<Q", done, idle_at, idle_ns)
+    g["sock"].send(done)
+    done[gflags_at:gflags_at + 4] = bytes(4)
+    done[dev_at:dev_at + 8] = bytes(8)
+    done[idle_at:idle_at + 8] = bytes(8)
 
 
 def warm():

@@ -901,7 +901,9 @@ static kf_status spawn_finish(kf_ctx *ctx, kf_worker *w, int device, kf_worker *
     } else {
         if (ok > 0 && len == sizeof m.t && m.t.magic == KF_PROTO_MAGIC && m.t.type == KF_MSG_LOADFAIL) {
             m.t.text[sizeof m.t.text - 1] = 0;
-            st = kf__err(ctx, device ? KF_EBACKEND : KF_EINTERNAL, "%s", m.t.text);
+            /* a trusted program's set-up (a CUDA task's PyTorch reference: no torch, no
+             * GPU) fails as a device worker's does: the environment's, said as it is */
+            st = kf__err(ctx, device || w->trusted ? KF_EBACKEND : KF_EINTERNAL, "%s", m.t.text);
         } else {
             st = kf__err(ctx, KF_EINTERNAL, "kforge-worker failed to set up its sandbox%s%s",
                          ok == 0 ? ": " : "", ok == 0 ? fail->msg : "");

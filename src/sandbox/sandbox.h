@@ -76,7 +76,9 @@ typedef struct {
      * started as exec[0] (searched in PATH) with exec's arguments and kforge's own
      * environment, as this user, with the same channel, arena and inputs' region; its
      * first message is exec_config (a kf_msg_config's text) and it then speaks the CPU
-     * worker's protocol. Nothing is copied for it, no sandbox layer applies, and the
+     * worker's protocol (a CUDA task's PyTorch reference fills a GPU worker's DONE fields
+     * too; a LOADFAIL before SETUP_OK is KF_EBACKEND, the environment's). Nothing is
+     * copied for it, no sandbox layer applies, and the
      * threads it keeps between calls are its own (kforge's code, never a candidate's). */
     const char *const *exec;
     const char *exec_config;

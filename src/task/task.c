@@ -572,10 +572,13 @@ static kf_status parse_task(lctx *l, kf_task *t, json_t *root, uint64_t cap) {
         if (n < 4 || n > 128 || strcmp(r + n - 3, ".py") || strchr(r, '/') || r[0] == '.')
             return bad(l, "reference: expected the file name of a PyTorch reference in the task's directory "
                           "(\"reference.py\")");
-        if (!kf_backend_has(kf_backend_get(t->backend), KF_BACKEND_CPU))
+        /* a CPU backend's (torch on the CPU) or a device backend's (torch on the GPU,
+         * docs/torch.md "A PyTorch reference for a CUDA task") */
+        kf_backend *rb = kf_backend_get(t->backend);
+        if (!kf_backend_has(rb, KF_BACKEND_CPU) && !kf_backend_has(rb, KF_BACKEND_DEVICE))
             return bad(l,
-                       "reference: a PyTorch reference is supported for tasks of CPU backends (\"c\") "
-                       "only; a %s task's reference is the backend's own file",
+                       "reference: a PyTorch reference is supported for tasks of the \"c\" and \"cuda\" "
+                       "backends only; a %s task's reference is the backend's own file",
                        t->backend);
         t->ref_torch = 1;
         if (!(t->ref_file = kf__strdup(r))) return kf__err(l->ctx, KF_ENOMEM, "out of memory");

@@ -1,0 +1,1 @@
+../../softmax/candidates/host.cu

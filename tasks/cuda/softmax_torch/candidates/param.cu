@@ -1,0 +1,1 @@
+../../softmax/candidates/param.cu
