@@ -6,6 +6,7 @@
 #   bench/gpu.sh [tests|sanitize|verdict|profile|bench|host|all] [OUTDIR]
 #   bench/gpu.sh torch [OUTDIR]   # PyTorch load_inline verdict time and cuBLAS, for the record
 #                                 # (bench/torch_compare.py; needs python3 with torch, not build/)
+#   bench/gpu.sh multigpu [OUTDIR] # local workers on every GPU of the host (bench/multigpu.sh)
 # Prints a summary; full JSON and logs go to OUTDIR (default /tmp/kforge-gpu).
 set -u
 cd "$(dirname "$0")/.."
@@ -29,6 +30,10 @@ if [ "$MODE" = torch ]; then
     exit $rc
 fi
 [ -x build/kforge ] || make
+if [ "$MODE" = multigpu ]; then # not part of "all": minutes of runs on every GPU
+    sh bench/multigpu.sh build "$OUT"
+    exit $?
+fi
 export KFT_SOURCE_DIR=$PWD KFT_BINARY_DIR=$PWD/build
 echo "== machine"
 uname -r; nvidia-smi -L 2>/dev/null; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
