@@ -11,6 +11,8 @@
 #            clflushopt): the A/B of the flush in one binary
 #   fixed    full, in a run made with --precision 0: every shape timed to --min-time or
 #            --max-runs as before the precision stop (the A/B of that stop in one binary)
+#   retimes  full, in a run made with --critic decisive=0: every Critic re-timing done
+#            even for a decisive win (the A/B of the decisive stop in one binary)
 # MODES is a space-separated list (default "full screen"); TASKS (environment) names the
 # tasks to run (default: every one with a candidates/fast.c). Prints per task and mode the
 # median wall seconds and the spread (min-max), then the median over the tasks of each
@@ -28,6 +30,8 @@ one() { # mode task -> seconds
     run=$W/r$$-$(date +%s%N)
     if [ "$1" = fixed ]; then
         "$K" run "$2" --budget 0 --run "$run" --precision 0 >/dev/null 2>&1
+    elif [ "$1" = retimes ]; then
+        "$K" run "$2" --budget 0 --run "$run" --critic decisive=0 >/dev/null 2>&1
     else
         "$K" run "$2" --budget 0 --run "$run" >/dev/null 2>&1
     fi

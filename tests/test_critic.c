@@ -318,6 +318,78 @@ static void t_suspicious(const void *arg) {
     free(rejected);
 }
 
+/* A decisive win needs one re-timing: when that re-timing and the loop's own timing both
+ * put a 95% interval over the parent at `decisive` (1.25) or more, the other re-timing
+ * is left out, and why says how many were done. A marginal win, a first timing without
+ * an interval, a first timing that is decisive only against the reference (not over the
+ * parent), and decisive=0 each still get both. */
+static json_t *result_ci(double sp, double lo, double hi) {
+    return json_pack("{s:s, s:s, s:[{s:{s:i}, s:f, s:[f,f], s:b}]}", "verdict", "accepted", "fingerprint", FP,
+                     "shapes", "sizes", "n", 1000, "speedup", sp, "ci95", lo, hi, "win", 1);
+}
+
+static int retimings(const kf_critic_opts *o, json_t *res, const char *timed, const struct kf_verdict *parent,
+                     int64_t pid, kf_critic_decision *d, char *why, size_t n) {
+    script sc = {FP, timed, NULL, 0, 0};
+    kf_critic_env env = {o, 0.05, FP, fp_now, bench, &sc};
+    struct kf_verdict v;
+    kf_verdict_from_json(res, &v);
+    kf_critic_case c = {"tiling", &v, parent, 1, pid, "/tmp/cand", pid ? "/tmp/parent" : NULL, big_src, NULL};
+    json_t *rep;
+    *d = kf_critic_judge(&env, &c, &rep);
+    snprintf(why, n, "%s", json_string_value(json_object_get(rep, "why")));
+    json_decref(rep);
+    kf_verdict_free(&v);
+    return sc.calls;
+}
+
+static void t_decisive(const void *arg) {
+    (void)arg;
+    kf_critic_opts o;
+    kf_critic_opts_init(&o);
+    char why[1300];
+    kf_critic_decision d;
+    char *big = timing(1.9, 1.8, 2.0, 1), *marginal = timing(1.2, 1.15, 1.25, 1);
+    json_t *first = result_ci(1.9, 1.8, 2.0), *bare = result(1.9, 1.9, 0.5, 0);
+    /* a child of the root: its first timing is against the parent */
+    int calls = retimings(&o, first, big, NULL, 0, &d, why, sizeof why);
+    CHECKF(d == KF_CRITIC_APPROVE && calls == 1 && strstr(why, "1 time: a decisive win (95% interval over the parent from 1.800, and from 1.800 in the first timing"), "%d re-timings: %s", calls, why);
+    calls = retimings(&o, first, marginal, NULL, 0, &d, why, sizeof why);
+    CHECKF(d == KF_CRITIC_APPROVE && calls == 2 && strstr(why, "2 times"), "marginal: %d re-timings: %s", calls,
+           why);
+    calls = retimings(&o, bare, big, NULL, 0, &d, why, sizeof why);
+    CHECKF(calls == 2, "a first timing without an interval: %d re-timings", calls);
+    /* a parent already at 1.7x the reference: 1.8 against the reference is 1.06 over it */
+    json_t *pj = result(1.7, 1.7, 0.5, 0);
+    json_array_remove(json_object_get(pj, "shapes"), 1);
+    struct kf_verdict pv;
+    kf_verdict_from_json(pj, &pv);
+    calls = retimings(&o, first, big, &pv, 3, &d, why, sizeof why);
+    CHECKF(d == KF_CRITIC_APPROVE && calls == 2, "decisive against the reference only: %d re-timings", calls);
+    /* a parent at 1.2x: 1.8 / 1.2 = 1.5 over it, decisive */
+    json_decref(pj);
+    kf_verdict_free(&pv);
+    pj = result(1.2, 1.2, 0.5, 0);
+    kf_verdict_from_json(pj, &pv);
+    calls = retimings(&o, first, big, &pv, 3, &d, why, sizeof why);
+    CHECKF(d == KF_CRITIC_APPROVE && calls == 1, "decisive over a 1.2x parent: %d re-timings", calls);
+    /* no parent figure for the shape: not decisive */
+    calls = retimings(&o, first, big, NULL, 3, &d, why, sizeof why);
+    CHECKF(calls == 2, "no parent figure: %d re-timings", calls);
+    /* turned off */
+    char err[300];
+    CHECK(kf_critic_set(&o, "decisive=0", err, sizeof err) == 0);
+    calls = retimings(&o, first, big, NULL, 0, &d, why, sizeof why);
+    CHECKF(calls == 2, "decisive=0: %d re-timings", calls);
+    CHECK(kf_critic_set(&o, "decisive=1", err, sizeof err) < 0 && strstr(err, "decisive"));
+    json_decref(pj);
+    kf_verdict_free(&pv);
+    json_decref(first);
+    json_decref(bare);
+    free(big);
+    free(marginal);
+}
+
 static void t_settings(const void *arg) {
     (void)arg;
     kf_critic_opts o;
@@ -510,6 +582,7 @@ void kft_register_critic(void) {
     kft_add("critic/measurement", t_measurement, NULL, 10);
     kft_add("critic/suspicious", t_suspicious, NULL, 10);
     kft_add("critic/settings", t_settings, NULL, 10);
+    kft_add("critic/decisive", t_decisive, NULL, 10);
     kft_add("critic/narrowed_domain", t_narrowed_domain, NULL, 180);
     kft_add("critic/advisory", t_advisory, NULL, 240);
     kft_add("critic/when_pins_visible", t_when_pins_visible, NULL, 120);

@@ -12,7 +12,9 @@
  *   gain          some shape beats the parent by more than the noise (and keep_margin);
  *   measurement   `retimes` fresh worker pairs against the parent, same launch mode
  *                 (an unfair pair: needs_review), each with a shape whose 95% interval's
- *                 low end clears 1 + the noise floor (win_floor);
+ *                 low end clears 1 + the noise floor (win_floor); one is enough when it
+ *                 and the loop's own timing both put a 95% interval's low end over the
+ *                 parent at `decisive` (1.25) or more;
  *   suspicious    a gain of suspicious_gain (1.5x) or more over the parent from a change
  *                 of at most tiny_lines (3) lines is verified again with twice the
  *                 hidden shapes plus four and twice the rounds.
@@ -37,6 +39,7 @@ void kf_critic_opts_init(kf_critic_opts *o) {
     o->max_speedup = 100.0;
     o->max_roofline = 1.05;
     o->retimes = 2;
+    o->decisive = 1.25;
     o->suspicious_gain = 1.5;
     o->tiny_lines = 3;
 }
@@ -58,12 +61,13 @@ int kf_critic_set(kf_critic_opts *o, const char *kv, char *err, size_t n) {
     if (KEY("max_speedup") && v > 1) o->max_speedup = v;
     else if (KEY("max_roofline") && v >= 1) o->max_roofline = v;
     else if (KEY("retimes") && v >= 1 && v <= 10 && v == floor(v)) o->retimes = (int)v;
+    else if (KEY("decisive") && (v == 0 || v > 1)) o->decisive = v;
     else if (KEY("suspicious_gain") && v > 1) o->suspicious_gain = v;
     else if (KEY("tiny_lines") && v == floor(v) && v <= 1000) o->tiny_lines = (int)v;
     else {
         snprintf(err, n,
                  "--critic %s: unknown key or value out of range (max_speedup > 1, max_roofline >= 1, "
-                 "retimes 1-10, suspicious_gain > 1, tiny_lines 0-1000)",
+                 "retimes 1-10, decisive 0 or > 1, suspicious_gain > 1, tiny_lines 0-1000)",
                  kv);
         return -1;
     }
@@ -267,6 +271,8 @@ typedef struct {
     char err[600];
     char now[65]; /* the task's fingerprint as on disk now */
     double gain;  /* the lowest geomean over the parent among the re-timings */
+    int retimed_n;            /* the re-timings done */
+    double decisive_lo[2];    /* a decisive stop's: re-timing 1's interval start, the first timing's */
 } judgement;
 
 static kf_critic_decision decide(judgement *j, kf_critic_decision d, const char *fmt, ...)
@@ -394,7 +400,32 @@ static kf_critic_decision judge_gain(judgement *j) {
     return KF_CRITIC_APPROVE;
 }
 
-/* measurement: fresh pairs against the parent, each a win; j->gain the lowest geomean */
+/* The loop's own timing against the parent: the highest low end of a shape's 95%
+ * interval over it (the interval against the reference over the parent's speedup there;
+ * the root's is 1), or 0 where there is no interval or no parent figure. */
+static double first_lo_over_parent(const kf_critic_case *c) {
+    double best = 0;
+    for (int i = 0; i < c->result->nshapes; i++) {
+        const kf_verdict_shape *s = &c->result->shapes[i];
+        if (!(s->has & KF_VS_SPEEDUP) || !(s->has & KF_VS_CI95)) continue;
+        if ((s->has & KF_VS_FAIR) && !s->fair) continue;
+        double base = 1.0;
+        if (c->parent_id > 0) {
+            const kf_verdict_shape *p = c->parent_result ? kf_verdict_find(c->parent_result, &s->sizes) : NULL;
+            if (!p || !(p->has & KF_VS_SPEEDUP) || !(p->speedup > 0)) continue;
+            base = p->speedup;
+        }
+        if (s->ci95[0] / base > best) best = s->ci95[0] / base;
+    }
+    return best;
+}
+
+/* measurement: fresh pairs against the parent, each a win; j->gain the lowest geomean.
+ * After the first, the rest are left out when the win is decisive: that re-timing and the
+ * loop's own timing, two timings in different workers on different inputs, each put a
+ * 95% interval's low end over the parent at o->decisive or more (1.25, five times the
+ * noise floor's margin), where one more re-timing has no real chance of showing less than
+ * the floor. A marginal win still gets every re-timing. */
 static kf_critic_decision judge_measurement(judgement *j) {
     const kf_critic_env *env = j->env;
     json_t *checks = j->checks;
@@ -447,6 +478,17 @@ static kf_critic_decision judge_measurement(judgement *j) {
         check(checks, "measurement", "pass", "re-timing %d: %.3fx, 95%% interval from %.3f (geomean %.3fx)",
               k + 1, v.best_speedup, v.best_lo, v.geomean);
         if (k == 0 || v.geomean < j->gain) j->gain = v.geomean;
+        j->retimed_n = k + 1;
+        double first;
+        if (k == 0 && env->o->retimes > 1 && env->o->decisive > 1 && v.best_lo >= env->o->decisive &&
+            (first = first_lo_over_parent(j->c)) >= env->o->decisive) {
+            check(checks, "measurement", "pass",
+                  "decisive: re-timing 1 and the first timing put a 95%% interval over the parent from %.3f "
+                  "and %.3f, both at least %.2f; the other %d re-timing%s left out",
+                  v.best_lo, first, env->o->decisive, env->o->retimes - 1, env->o->retimes == 2 ? "" : "s");
+            j->decisive_lo[0] = v.best_lo, j->decisive_lo[1] = first;
+            break;
+        }
     }
     return KF_CRITIC_APPROVE;
 }
@@ -500,15 +542,20 @@ static kf_critic_decision judge_suspicious(judgement *j) {
 kf_critic_decision kf_critic_judge(const kf_critic_env *env, const kf_critic_case *c, json_t **report) {
     static kf_critic_decision (*const stages[])(judgement *) = {
         judge_task, judge_domain, judge_plausibility, judge_gain, judge_measurement, judge_suspicious};
-    judgement j = {env, c, json_array(), json_array(), json_array(), "", "", "", 0};
+    judgement j = {env, c, json_array(), json_array(), json_array(), "", "", "", 0, 0, {0, 0}};
     kf_critic_decision d = KF_CRITIC_APPROVE;
     for (size_t k = 0; k < sizeof stages / sizeof *stages && d == KF_CRITIC_APPROVE; k++) d = stages[k](&j);
-    if (d == KF_CRITIC_APPROVE)
+    if (d == KF_CRITIC_APPROVE && j.decisive_lo[0] > 0)
+        snprintf(j.why, sizeof j.why,
+                 "re-timed against its parent in fresh workers, 1 time: a decisive win (95%% interval over the "
+                 "parent from %.3f, and from %.3f in the first timing; geomean %.3fx over the parent)",
+                 j.decisive_lo[0], j.decisive_lo[1], j.gain);
+    else if (d == KF_CRITIC_APPROVE)
         snprintf(
             j.why, sizeof j.why,
             "re-timed against its parent in fresh workers, %d time%s: a win each time (lowest geomean %.3fx "
             "over the parent)",
-            env->o->retimes, env->o->retimes == 1 ? "" : "s", j.gain);
+            j.retimed_n, j.retimed_n == 1 ? "" : "s", j.gain);
     *report = json_pack("{s:s, s:s, s:o, s:o, s:o}", "decision", kf_critic_name(d), "why", j.why, "checks",
                         j.checks, "retimed", j.retimed, "figures", j.figures);
     return d;

@@ -18,7 +18,8 @@ typedef enum { KF_CRITIC_APPROVE, KF_CRITIC_REJECT, KF_CRITIC_REVIEW } kf_critic
 typedef struct {
     double max_speedup;     /* against the reference, on any shape: refused beyond (100) */
     double max_roofline;    /* roofline fraction refused beyond (1.05) */
-    int retimes;            /* fresh worker pairs against the parent (2) */
+    int retimes;            /* fresh worker pairs against the parent (2) ... */
+    double decisive;        /* ... one when it and the first timing clear this over it (1.25; 0: off) */
     double suspicious_gain; /* a geomean gain over the parent at least this ... (1.5) */
     int tiny_lines;         /* ... from at most this many changed lines is verified again (3) */
 } kf_critic_opts;
