@@ -9,7 +9,8 @@
 # `kforge bench --json` with a fixed seed on both builds, one after the other, and compares
 # the documents: the same exit status, the same keys in the same order, the same values
 # and types. What depends on the clock or the machine's load is masked, its type kept:
-# "seconds", "best_ns" and "cached" everywhere, and in a bench's timed records, its
+# "seconds", "best_ns", "cached" and "race_calls" (how many extra calls a threaded
+# candidate got depends on when its threads were seen running) everywhere, and in a bench's timed records, its
 # ceilings and its geomean every number and the win/slower flags. Prints one line per
 # difference and a summary; exits 1 when any document differs. A difference runs again
 # on both sides (three times at most): one that a loaded machine or a racy candidate
@@ -64,7 +65,7 @@ def deep(v):  # every number and flag, its type kept
     return typ(v) if isinstance(v, (int, float)) else v
 def walk(v):
     if isinstance(v, dict):
-        return OrderedDict((k, typ(x) if k in ("seconds", "best_ns", "cached") else walk(x))
+        return OrderedDict((k, typ(x) if k in ("seconds", "best_ns", "cached", "race_calls") else walk(x))
                            for k, x in v.items())
     if isinstance(v, list): return [walk(x) for x in v]
     return v
