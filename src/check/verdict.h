@@ -4,7 +4,8 @@
  * errors of the check; speedup, interval, win, times, spreads, roofline and fairness of
  * the timing), and what the document reports besides (the build, the sandbox, the
  * libraries loaded, the sanitizer, the timing CPUs, the seconds). The checker and bench
- * fill it; the loop, the Critic, diagnosis, export and distillation read its fields.
+ * fill it; the loop, the Critic, diagnosis, export, distillation and the report read its
+ * fields.
  *
  * JSON stays at the edges: the CLI's document (docs/cli.md), the store's verdict_json
  * and shapes_json columns, EXPORT.json. verdict.c alone knows the key names: the
