@@ -222,16 +222,14 @@ static void t_defaults(const void *arg) {
         kf_buf out;
         kf_buf_init(&out, 1u << 16);
         kf_winner w = {1, (char *)"", 0, NULL, NULL, 1.0, "c", ""};
-        json_t *routes = json_array(), *notes = json_array();
+        kf_dispatch_out d;
         kf_ctx *ctx = kf_ctx_new();
         CHECK(!kf_backend_has_dispatcher(b));
-        CHECKF(kf_backend_dispatcher(b, ctx, NULL, "run", &w, 1, 0, NULL, &out, routes, notes, &alone) ==
-                       KF_EUSAGE &&
-                   alone && strstr(kf_errmsg(ctx), f->name) && !out.len && !json_array_size(routes),
+        CHECKF(kf_backend_dispatcher(b, ctx, NULL, "run", &w, 1, 0, NULL, 0, &out, &d, &alone) == KF_EUSAGE &&
+                   alone && strstr(kf_errmsg(ctx), f->name) && !out.len && !d.nroutes && !d.nnotes,
                "%s", kf_errmsg(ctx));
+        kf_dispatch_out_free(&d);
         kf_ctx_free(ctx);
-        json_decref(routes);
-        json_decref(notes);
         kf_buf_free(&out);
         defaults++;
     }

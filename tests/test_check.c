@@ -1362,6 +1362,11 @@ static void t_verdict_roundtrip(const void *arg) {
               "{\"verdict\":\"accepted\",\"zeta\":1,\"reasons\":[],\"task\":\"t\",\"alpha\":[1],"
               "\"shapes\":[{\"omega\":true,\"sizes\":{\"n\":1},\"speedup\":\"fast\",\"kind\":\"visible\","
               "\"z\":null}],\"seconds\":1.5,\"last\":{}}");
+    /* a reason code of a newer build keeps its name (a reader shows it as written) */
+    roundtrip("a newer build's reason code",
+              "{\"verdict\":\"rejected\",\"reasons\":[{\"code\":\"future_reason\",\"message\":\"m\","
+              "\"shape\":null,\"count\":1},{\"code\":\"wrong_result\",\"message\":\"w\",\"shape\":{\"n\":3},"
+              "\"count\":2}]}");
     /* and inside the backend's typed reports: the ceilings, the resources, their records */
     roundtrip(
         "unknown report keys",

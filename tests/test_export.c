@@ -838,6 +838,65 @@ static void t_domain_predicate(const void *arg) {
     kf_ctx_free(ctx);
 }
 
+/* The dispatcher slot's plan, typed: each visible shape's winner routed by its exact
+ * shape (an index of best), a winner with a kforge:when over its domain, and a note for
+ * each shape left to the fallback, and why: arguments that do not pin every size and a
+ * kforge:when that cannot be written over them, or no argument that tells shapes apart.
+ * (The arguments are taken from softmax's in memory, as a task whose sizes are not all
+ * arguments would have them.) */
+static void t_plan(const void *arg) {
+    (void)arg;
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = kft_task(ctx, "tasks/c/softmax");
+    kf_expr *saved[2] = {NULL, NULL};
+    kf_arg *sa[2] = {NULL, NULL};
+    for (int i = 0; i < t->nargs; i++)
+        if (!t->args[i].is_buffer && t->args[i].value_expr)
+            sa[strcmp(kf_expr_src(t->args[i].value_expr), "rows") ? 1 : 0] = &t->args[i];
+    CHECK(sa[0] && sa[1]);
+    char fb[] = "void softmax(void) {}\n", dom[] = "/* kforge:when rows >= 2 */\nint a;\n",
+         odd[] = "/* kforge:when min(rows, cols) > 4 */\nint b;\n";
+    kf_winner w[3] = {{1, fb, sizeof fb - 1, NULL, NULL, 2.0, "c", ""},
+                      {2, dom, sizeof dom - 1, NULL, NULL, 1.5, "c", ""},
+                      {3, odd, sizeof odd - 1, NULL, NULL, 1.5, "c", ""}};
+    kf_best_shape best[2] = {{2, 2, {"rows", "cols"}, {256, 1024}}, {3, 2, {"rows", "cols"}, {100, 777}}};
+    for (int drop = 0; drop <= 2; drop++) {
+        for (int k = 0; k < drop; k++) saved[k] = sa[1 - k]->value_expr, sa[1 - k]->value_expr = NULL;
+        int used[3] = {1, 0, 0}, nrt = 0;
+        kf_route *rt = NULL;
+        kf_dispatch_out d;
+        memset(&d, 0, sizeof d);
+        CHECK(kf_dispatch_plan(t, w, 3, 0, best, 2, used, &rt, &nrt, &d) == 0 && !d.oom && nrt == d.nroutes);
+        if (drop == 0) { /* every size an argument: both shapes by their sizes, then node 2's domain */
+            CHECKF(d.nroutes == 3 && !d.nnotes && d.routes[2].node == 2 && d.routes[2].shape == -1 &&
+                       d.routes[0].node == 2 && d.routes[0].shape == 0 && !d.routes[0].domain &&
+                       !strcmp(d.routes[0].predicate, "rows == 256 && cols == 1024") &&
+                       d.routes[1].node == 3 && d.routes[1].shape == 1,
+                   "%d routes, %d notes", d.nroutes, d.nnotes);
+        } else if (drop == 1) { /* cols no argument: node 2 over its domain, node 3's left */
+            CHECKF(d.nroutes == 1 && d.routes[0].node == 2 && d.routes[0].shape == -1 &&
+                       !strcmp(d.routes[0].domain, "rows >= 2") &&
+                       !strcmp(d.routes[0].predicate, "((int64_t)(rows) >= 2)"),
+                   "%d routes", d.nroutes);
+            CHECKF(d.nnotes == 1 &&
+                       !strcmp(d.notes[0], "rows=100, cols=777: node 3 has a kforge:when and the "
+                                           "arguments do not pin every size; the fallback runs "
+                                           "there"),
+                   "%s", d.nnotes ? d.notes[0] : "no note");
+        } else { /* no argument tells shapes apart: every shape to the fallback */
+            CHECKF(!d.nroutes && d.nnotes == 2 &&
+                       !strcmp(d.notes[0], "rows=256, cols=1024: no integer argument tells this shape apart; "
+                                           "the fallback (node 1) runs there"),
+                   "%d routes, %s", d.nroutes, d.nnotes ? d.notes[0] : "no note");
+        }
+        kf_dispatch_plan_free(rt, nrt);
+        kf_dispatch_out_free(&d);
+        for (int k = 0; k < drop; k++) sa[1 - k]->value_expr = saved[k];
+    }
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 /* Every node claims a domain (kforge:when cols >= W, W a parameter): the fallback's
  * domain becomes the dispatcher's, its parameter replaced by its value. */
 static void t_all_when(const void *arg) {
@@ -883,6 +942,7 @@ void kft_register_export(void) {
     kft_add("export/when_domain", t_when_domain, NULL, 120);
     kft_add("export/out_parent", t_out_parent, NULL, 60);
     kft_add("export/domain_predicate", t_domain_predicate, NULL, 30);
+    kft_add("export/plan", t_plan, NULL, 30);
     kft_add("export/plain_compile", t_plain_compile, NULL, 120);
     kft_add("export/when_winner", t_when, NULL, 120);
     kft_add("export/bundled_c_tasks", t_bundled, NULL, 240);

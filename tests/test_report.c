@@ -82,20 +82,27 @@ static void t_escape(const void *arg) {
     kf_report_escf(&b, 0, "%s=%d", "<a>", 3);
     CHECKF(b.p && !strcmp(b.p, "&lt;a&gt;=3"), "%s", b.p);
     kf_buf_free(&b);
-    /* a GPU's ceilings name the device (escaped), a CPU's its cores */
-    json_t *c =
-        json_pack("{s:f, s:f, s:s}", "bytes_per_s", 4.0e12, "flops_per_s", 6.0e13, "device", "GPU <X>");
+    /* a GPU's ceilings name the device (escaped), a CPU's its cores: read from a stored
+     * verdict's document through the typed verdict */
+    struct kf_verdict v;
+    CHECK(!kf_verdict_from_text("{\"verdict\": \"accepted\", \"ceilings\": {\"bytes_per_s\": 4.0e12, "
+                                "\"flops_per_s\": 6.0e13, \"device\": \"GPU <X>\"}}",
+                                &v) &&
+          v.has_ceilings);
     kf_buf_init(&b, 1 << 20);
-    kf_report_ceilings(&b, c, 0);
+    kf_report_ceilings(&b, &v.ceilings, 0);
     CHECKF(b.p && !strcmp(b.p, "4000.00 GB/s copy, 60000.00 GFLOP/s, GPU &lt;X&gt;"), "%s", b.p);
     kf_buf_free(&b);
-    json_decref(c);
-    c = json_pack("{s:f, s:f, s:i}", "bytes_per_s", 1.5e10, "flops_per_s", 2.5e11, "cores", 2);
+    kf_verdict_free(&v);
+    CHECK(!kf_verdict_from_text("{\"ceilings\": {\"bytes_per_s\": 1.5e10, \"flops_per_s\": 2.5e11, "
+                                "\"cores\": 2}}",
+                                &v) &&
+          v.has_ceilings);
     kf_buf_init(&b, 1 << 20);
-    kf_report_ceilings(&b, c, 1);
+    kf_report_ceilings(&b, &v.ceilings, 1);
     CHECKF(b.p && !strcmp(b.p, "15.00 GB/s copy, 250.00 GFLOP/s, 2 cores"), "%s", b.p);
     kf_buf_free(&b);
-    json_decref(c);
+    kf_verdict_free(&v);
 }
 
 /* ---- a run made through the store ---------------------------------------------------------- */
@@ -139,7 +146,8 @@ static void make_run(const char *dir, char *run, size_t n) {
     nd.state = KF_NODE_REJECTED;
     nd.reasons = "wrong_result";
     nd.verdict_json = "{\"verdict\": \"rejected\", \"reasons\": [{\"code\": \"wrong_result\", \"message\": "
-                      "\"</script><i id=\\\"injected2\\\">differs</i>\"}]}";
+                      "\"</script><i id=\\\"injected2\\\">differs</i>\"}, {\"code\": \"future_reason\"}], "
+                      "\"compile\": {\"ok\": true, \"cached\": true, \"seconds\": 0.25}, \"seconds\": 1.5}";
     CHECK(kf_store_finish_node(st, &nd) == KF_OK);
     memset(&nd, 0, sizeof nd);
     snprintf(nd.ext, sizeof nd.ext, "c");
@@ -206,6 +214,11 @@ static void t_escape_run(const void *arg) {
           !strstr(h, "<b id") && !strstr(h, "<i id"));
     CHECK(strstr(h, "&lt;/script&gt;&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;"));
     CHECK(strstr(h, "&lt;i id=&quot;injected2&quot;&gt;differs")); /* the reason's message, escaped */
+    /* the stored verdict's reasons, a newer build's code as written, its build and check times */
+    CHECKF(
+        strstr(h, "<li><code>future_reason</code> </li>") &&
+            strstr(h, "Verdict: <strong>rejected</strong>; compiled in 0.25 s (cached); checked in 1.50 s"),
+        "the stored verdict is not shown as it was recorded");
     /* the note (in the node's section) and the description, escaped, both there */
     CHECK(count(h, "&lt;b id=&quot;injected&quot;&gt;") >= 3);
     /* every node has its section, the agent's tokens are counted */

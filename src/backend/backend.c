@@ -279,14 +279,17 @@ kf_status kf_backend_describe(kf_backend *b, kf_ctx *ctx, int device, int refres
 int kf_backend_has_dispatcher(const kf_backend *b) { return b->iface.dispatcher != NULL; }
 
 kf_status kf_backend_dispatcher(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *run_dir,
-                                const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *out,
-                                json_t *routes, json_t *notes, int *alone) {
+                                const kf_winner *w, int nw, int fallback, const kf_best_shape *best,
+                                int nbest, kf_buf *out, kf_dispatch_out *d, int *alone) {
+    memset(d, 0, sizeof *d);
     *alone = 1;
     if (!b->iface.dispatcher)
         return kf__err(ctx, KF_EUSAGE, "backend %s has no dispatcher slot", b->iface.name);
     *alone = 0;
     if (fallback < 0 || fallback >= nw) return kf__err(ctx, KF_EUSAGE, "kf_backend_dispatcher: no fallback");
-    return b->iface.dispatcher(b, ctx, t, run_dir, w, nw, fallback, best, out, routes, notes, alone);
+    kf_status s = b->iface.dispatcher(b, ctx, t, run_dir, w, nw, fallback, best, nbest, out, d, alone);
+    if (!s && d->oom) s = kf__err(ctx, KF_ENOMEM, "out of memory");
+    return s;
 }
 
 /* kforge device-info: the first backend that describes devices answers */

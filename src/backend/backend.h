@@ -17,9 +17,10 @@
  * What a backend reports for a result (its build, its worker's confinement, a call, a
  * timed shape's fairness and roofline, the ceilings, the resources) it fills into the
  * typed kf_*_out structs below: no slot returns or fills a JSON object for the verdict,
- * whose key names verdict.c alone knows. JSON is left only where a slot writes an edge
- * document itself: describe (device-info's text) and dispatcher (EXPORT.json's routes
- * and notes).
+ * whose key names verdict.c alone knows. The dispatcher slot is typed too: it takes the
+ * best node per shape as kf_best_shape records and fills a kf_dispatch_out, which
+ * export writes as EXPORT.json's routes and notes. JSON is left only where a slot
+ * writes an edge document itself: describe (device-info's text).
  */
 #ifndef KF_BACKEND_H
 #define KF_BACKEND_H
@@ -28,8 +29,6 @@
 #include "../sandbox/sandbox.h"
 #include "../task/candidate.h"
 #include "registry.h"
-
-#include <jansson.h>
 
 #define KF_MAX_LAUNCH 8
 
@@ -106,6 +105,36 @@ typedef struct {
     double speedup;
     char ext[8], hash[65];
 } kf_winner;
+
+/* A visible shape and the kept node that is best there, as export hands them to the
+ * dispatcher slot (kf_record_best_shapes): the sizes in the record's order, their names
+ * borrowed from export for the length of the call. */
+typedef struct {
+    int64_t node;
+    int nsizes;
+    const char *name[KF_MAX_SIZES];
+    int64_t v[KF_MAX_SIZES];
+} kf_best_shape;
+
+/* One test of an exported dispatcher's entry (the dispatcher slot): node runs where
+ * predicate holds, at the exact shape best[shape], or (shape -1) over its kforge:when
+ * domain (NULL: none). Strings owned by the kf_dispatch_out. */
+typedef struct {
+    int64_t node;
+    int shape;
+    char *domain, *predicate;
+} kf_dispatch_route;
+/* What the dispatcher slot says of the file it wrote (zeroed by the wrapper): its tests
+ * in order, and a line for each shape it leaves to the fallback, and why. oom: an
+ * entry could not be added (the slot then fails). Free with kf_dispatch_out_free. */
+typedef struct {
+    int nroutes, caproutes;
+    kf_dispatch_route *routes;
+    int nnotes, capnotes;
+    char **notes;
+    int oom;
+} kf_dispatch_out;
+void kf_dispatch_out_free(kf_dispatch_out *o);
 
 /* What the worker's counters saw over one side's timed calls (CUPTI, GPU host mode). */
 typedef struct {
@@ -307,14 +336,14 @@ struct kf_backend_i {
     kf_status (*describe)(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json);
     /* kforge export: the dispatcher, one source file in this backend's language that calls
      * the winner of each routed shape and w[fallback] elsewhere (w: the run's winners; best:
-     * the best kept node per visible shape, [{sizes, node, ...}]), into out. routes gets
-     * {sizes, node, predicate} per routed shape, notes a line per shape it could not route.
-     * KF_EUSAGE with why on ctx when the task cannot have one: *alone set, export writes the
-     * winners without it; clear, the export fails. Shared pieces: dispatch.h. NULL: no
-     * dispatcher, the winners are exported alone. */
+     * the best kept node per visible shape, nbest of them), into out; its tests and the
+     * shapes it could not route into d (zeroed by the caller). KF_EUSAGE with why on ctx
+     * when the task cannot have one: *alone set, export writes the winners without it;
+     * clear, the export fails. Shared pieces: dispatch.h. NULL: no dispatcher, the
+     * winners are exported alone. */
     kf_status (*dispatcher)(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *run_dir,
-                            const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *out,
-                            json_t *routes, json_t *notes, int *alone);
+                            const kf_winner *w, int nw, int fallback, const kf_best_shape *best, int nbest,
+                            kf_buf *out, kf_dispatch_out *d, int *alone);
 };
 
 struct kf_backend {
@@ -362,11 +391,12 @@ void kf_backend_resources(kf_backend *b, const kf_build *build, const kf_task *t
 kf_status kf_backend_describe(kf_backend *b, kf_ctx *ctx, int device, int refresh, char **json);
 /* 1 when b has a dispatcher slot. */
 int kf_backend_has_dispatcher(const kf_backend *b);
-/* KF_EUSAGE with *alone set (and why on ctx) for a backend without a dispatcher; KF_EUSAGE
- * for fallback outside w. */
+/* d zeroed first; KF_EUSAGE with *alone set (and why on ctx) for a backend without a
+ * dispatcher; KF_EUSAGE for fallback outside w; KF_ENOMEM when the slot's d ran out of
+ * memory. The caller frees d (kf_dispatch_out_free) whatever it returns. */
 kf_status kf_backend_dispatcher(kf_backend *b, kf_ctx *ctx, const kf_task *t, const char *run_dir,
-                                const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *out,
-                                json_t *routes, json_t *notes, int *alone);
+                                const kf_winner *w, int nw, int fallback, const kf_best_shape *best,
+                                int nbest, kf_buf *out, kf_dispatch_out *d, int *alone);
 
 /* The backends of the build, one line each: X(NAME) for the constructor
  * kf_backend_NAME(void) in src/backend/NAME/, which returns its static kf_backend. The

@@ -75,13 +75,20 @@ const char *kf_dispatch_ctype(kf_dtype t) {
     }
 }
 
-/* The predicate that picks the shape sizes (a JSON object) out of the entry's integer
- * scalar arguments, into b; *exact: every size is such an argument itself. 0, or -1
- * when no argument tells shapes apart. */
-int kf_dispatch_predicate(const kf_task *t, json_t *sizes, kf_buf *b, int *exact) {
+/* The value of the size called name at the shape s, or 0 when it has none. */
+static int64_t size_at(const kf_best_shape *s, const char *name) {
+    for (int i = 0; i < s->nsizes; i++)
+        if (!strcmp(s->name[i], name)) return s->v[i];
+    return 0;
+}
+
+/* The predicate that picks the shape's sizes out of the entry's integer scalar
+ * arguments, into b; *exact: every size is such an argument itself. 0, or -1 when no
+ * argument tells shapes apart. */
+int kf_dispatch_predicate(const kf_task *t, const kf_best_shape *sizes, kf_buf *b, int *exact) {
     int64_t vals[64];
     int ns = t->nsizes < 64 ? t->nsizes : 64, terms = 0;
-    for (int i = 0; i < ns; i++) vals[i] = json_integer_value(json_object_get(sizes, t->size_names[i]));
+    for (int i = 0; i < ns; i++) vals[i] = size_at(sizes, t->size_names[i]);
     kf_vars vars = {(const char *const *)t->size_names, vals, ns};
     int direct = 0;
     for (int i = 0; i < t->nargs; i++) {
@@ -187,8 +194,51 @@ void kf_dispatch_plan_free(kf_route *r, int n) {
     free(r);
 }
 
-int kf_dispatch_plan(const kf_task *t, const kf_winner *w, int nw, int fallback, json_t *best, int *used,
-                     kf_route **out, int *nout, json_t *routes, json_t *notes) {
+void kf_dispatch_out_free(kf_dispatch_out *o) {
+    for (int i = 0; i < o->nroutes; i++) free(o->routes[i].domain), free(o->routes[i].predicate);
+    free(o->routes);
+    for (int i = 0; i < o->nnotes; i++) free(o->notes[i]);
+    free(o->notes);
+    memset(o, 0, sizeof *o);
+}
+
+/* A record of the entry's tests into d (shape: an index of best, or -1 with domain). */
+static void route_record(kf_dispatch_out *d, int64_t node, int shape, const char *domain, const char *pred) {
+    if (d->nroutes == d->caproutes) {
+        int cap = d->caproutes ? d->caproutes * 2 : 8;
+        kf_dispatch_route *p = realloc(d->routes, (size_t)cap * sizeof *p);
+        if (!p) {
+            d->oom = 1;
+            return;
+        }
+        d->routes = p, d->caproutes = cap;
+    }
+    kf_dispatch_route *r = &d->routes[d->nroutes];
+    r->node = node, r->shape = shape;
+    r->domain = domain ? strdup(domain) : NULL;
+    r->predicate = strdup(pred);
+    if ((domain && !r->domain) || !r->predicate) {
+        free(r->domain), free(r->predicate);
+        d->oom = 1;
+        return;
+    }
+    d->nroutes++;
+}
+
+/* A shape the fallback runs at, and why (s, taken: NULL when it could not be made), into d. */
+static void note(kf_dispatch_out *d, char *s) {
+    if (s && d->nnotes == d->capnotes) {
+        int cap = d->capnotes ? d->capnotes * 2 : 8;
+        char **p = realloc(d->notes, (size_t)cap * sizeof *p);
+        if (p) d->notes = p, d->capnotes = cap;
+        else free(s), s = NULL;
+    }
+    if (s) d->notes[d->nnotes++] = s;
+    else d->oom = 1;
+}
+
+int kf_dispatch_plan(const kf_task *t, const kf_winner *w, int nw, int fallback, const kf_best_shape *best,
+                     int nbest, int *used, kf_route **out, int *nout, kf_dispatch_out *d) {
     kf_route *v = NULL;
     int n = 0, rc = 0;
     char **dom = calloc((size_t)nw + 1, sizeof *dom); /* each winner's domain predicate, */
@@ -198,14 +248,12 @@ int kf_dispatch_plan(const kf_task *t, const kf_winner *w, int nw, int fallback,
         free(tried);
         return -1;
     }
-    size_t j;
-    json_t *e;
-    json_array_foreach(best, j, e) {
-        int64_t id = json_integer_value(json_object_get(e, "node"));
+    for (int j = 0; j < nbest; j++) {
+        int64_t id = best[j].node;
         int wi = 0;
         while (wi < nw && w[wi].id != id) wi++;
         if (wi == nw || wi == fallback) continue;
-        json_t *sizes = json_object_get(e, "sizes");
+        const kf_best_shape *sizes = &best[j];
         char st_[512];
         kf_dispatch_sizes_text(sizes, ", ", st_, sizeof st_);
         kf_buf pred;
@@ -213,22 +261,22 @@ int kf_dispatch_plan(const kf_task *t, const kf_winner *w, int nw, int fallback,
         int exact = 0;
         char *wh = NULL;
         if (kf_dispatch_predicate(t, sizes, &pred, &exact)) {
-            json_array_append_new(notes, json_sprintf("%s: no integer argument tells this shape apart; the "
-                                                      "fallback (node %lld) runs there",
-                                                      st_, (long long)w[fallback].id));
+            note(d,
+                 kf__asprintf("%s: no integer argument tells this shape apart; the fallback (node %lld) runs "
+                              "there",
+                              st_, (long long)w[fallback].id));
         } else if ((wh = kf_candidate_when_text(w[wi].text)) && !exact) {
             /* routed by its domain below, when its kforge:when can be written over the
              * arguments: it was checked on every shape there */
             if (domain_of(t, w, wi, dom, tried, &rc)) used[wi] = 1;
             else
-                json_array_append_new(notes,
-                                      json_sprintf("%s: node %lld has a kforge:when and the arguments do not "
-                                                   "pin every size; the fallback runs there",
-                                                   st_, (long long)id));
+                note(d,
+                     kf__asprintf("%s: node %lld has a kforge:when and the arguments do not pin every size; "
+                                  "the fallback runs there",
+                                  st_, (long long)id));
         } else {
             if (route_add(&v, &n, wi, 0, pred.p, st_)) rc = 1;
-            json_array_append_new(routes, json_pack("{s:O, s:I, s:s}", "sizes", sizes, "node", (json_int_t)id,
-                                                    "predicate", pred.p));
+            route_record(d, id, j, NULL, pred.p);
             used[wi] = 1;
         }
         free(wh);
@@ -240,8 +288,7 @@ int kf_dispatch_plan(const kf_task *t, const kf_winner *w, int nw, int fallback,
         if (i == fallback || !used[i] || !domain_of(t, w, i, dom, tried, &rc)) continue;
         char *wh = kf_candidate_when_text(w[i].text);
         if (route_add(&v, &n, i, 1, dom[i], wh)) rc = 1;
-        json_array_append_new(routes, json_pack("{s:s?, s:I, s:s}", "domain", wh, "node", (json_int_t)w[i].id,
-                                                "predicate", dom[i]));
+        route_record(d, w[i].id, -1, wh, dom[i]);
         free(wh);
     }
     for (int i = 0; i < nw; i++) free(dom[i]);
@@ -327,13 +374,12 @@ kf_status kf_dispatch_section(kf_ctx *ctx, const kf_task *t, const char *run_dir
     return st;
 }
 
-void kf_dispatch_sizes_text(json_t *sizes, const char *sep, char *out, size_t n) {
-    const char *k;
-    json_t *v;
+void kf_dispatch_sizes_text(const kf_best_shape *sizes, const char *sep, char *out, size_t n) {
     size_t at = 0;
     if (n) out[0] = 0;
-    json_object_foreach(sizes, k, v) {
-        int w = snprintf(out + at, n - at, "%s%s=%lld", at ? sep : "", k, (long long)json_integer_value(v));
+    for (int i = 0; i < sizes->nsizes; i++) {
+        int w =
+            snprintf(out + at, n - at, "%s%s=%lld", at ? sep : "", sizes->name[i], (long long)sizes->v[i]);
         if (w < 0 || (size_t)w >= n - at) {
             out[at] = 0; /* a whole item or none */
             break;

@@ -12,21 +12,20 @@
 #include "../task/candidate.h"
 #include "../util/util.h"
 
-#include <jansson.h>
 #include <stdint.h>
 
 /* A node's parameters pinned as #define for a plain compiler (export's winner files too). */
 void kf_dispatch_pinned(kf_buf *b, const char *params_json);
 
 /* Shared by the dispatcher slots. */
-/* Shape sizes {"rows": 256, ...} as "rows=256<sep>cols=1024" into out (whole items only). */
-void kf_dispatch_sizes_text(json_t *sizes, const char *sep, char *out, size_t n);
+/* A shape's sizes as "rows=256<sep>cols=1024" into out (whole items only). */
+void kf_dispatch_sizes_text(const kf_best_shape *sizes, const char *sep, char *out, size_t n);
 /* A task argument type's C name, or NULL. */
 const char *kf_dispatch_ctype(kf_dtype t);
 /* The predicate that picks the shape sizes out of the entry's integer scalar arguments,
  * into b; *exact: every size is such an argument itself. 0, or -1 when no argument tells
  * shapes apart. */
-int kf_dispatch_predicate(const kf_task *t, json_t *sizes, kf_buf *b, int *exact);
+int kf_dispatch_predicate(const kf_task *t, const kf_best_shape *sizes, kf_buf *b, int *exact);
 /* Winner w's kforge:when as a C predicate over the entry's integer scalar arguments, into
  * b ("cols == 768" -> "(int64_t)(cols) == 768"): each size it names must be such an
  * argument itself, its template parameters become their values, and it may divide only
@@ -41,13 +40,13 @@ typedef struct {
     char *pred, *label;
 } kf_route;
 /* The tests of a dispatcher's entry, in order (caller frees with kf_dispatch_plan_free):
- * each visible shape's winner by its exact shape (best: [{sizes, node}]), then each
- * winner with a kforge:when the arguments do not pin over its whole domain. routes gets
- * their {sizes, node, predicate} and {domain, node, predicate} records, notes the shapes
- * that go to the fallback and why; used[i] is set for every winner routed (the fallback's
- * is the caller's). 0, or -1 when out of memory. */
-int kf_dispatch_plan(const kf_task *t, const kf_winner *w, int nw, int fallback, json_t *best, int *used,
-                     kf_route **out, int *nout, json_t *routes, json_t *notes);
+ * each visible shape's winner by its exact shape (best, nbest of them), then each winner
+ * with a kforge:when the arguments do not pin over its whole domain. d gets their
+ * records (a shape's index in best, or the domain) and a note for each shape that goes
+ * to the fallback, and why; used[i] is set for every winner routed (the fallback's is
+ * the caller's). 0, or -1 when out of memory. */
+int kf_dispatch_plan(const kf_task *t, const kf_winner *w, int nw, int fallback, const kf_best_shape *best,
+                     int nbest, int *used, kf_route **out, int *nout, kf_dispatch_out *d);
 void kf_dispatch_plan_free(kf_route *r, int n);
 /* The fallback's kforge:when, its parameters replaced by their values, into b. */
 void kf_dispatch_when_header(kf_buf *b, const kf_winner *fb);

@@ -15,7 +15,7 @@
 
 /* The version of struct kf_backend_i (backend.h) this build speaks; a backend carries the
  * one it was written for and is refused when they differ. */
-#define KF_BACKEND_API_VERSION 3
+#define KF_BACKEND_API_VERSION 4
 
 /* Capabilities (kf_backend_i.caps), read as SQLite's pager reads a VFS's
  * xDeviceCharacteristics: each bit licenses a behaviour of the core, named here. */

@@ -341,7 +341,9 @@ static int read_reasons(struct kf_verdict *v, const json_t *a) {
     json_t *o;
     json_array_foreach((json_t *)a, i, o) {
         kf_verdict_reason *r = &v->reasons[v->nreasons++];
-        r->code = reason_code(json_string_value(json_object_get(o, "code")));
+        const char *code = json_string_value(json_object_get(o, "code"));
+        r->code = reason_code(code);
+        if (code && r->code == KF_REASON_COUNT && !(r->code_word = kf__verdict_pool(v, code))) return -1;
         json_t *m = json_object_get(o, "message"), *sh = json_object_get(o, "shape");
         if (json_is_string(m) && !(r->message = pool_json(v, m))) return -1;
         if (json_is_object(sh)) {
@@ -916,7 +918,8 @@ static json_t *reasons_json(const struct kf_verdict *v, int full) {
     json_t *a = json_array();
     for (int i = 0; a && i < v->nreasons; i++) {
         const kf_verdict_reason *r = &v->reasons[i];
-        json_t *o = json_pack("{s:s, s:s?}", "code", kf_reason_name(r->code), "message", r->message);
+        json_t *o = json_pack("{s:s, s:s?}", "code", r->code_word ? r->code_word : kf_reason_name(r->code),
+                              "message", r->message);
         if (o && full) {
             json_object_set_new(o, "shape", r->has_shape ? kf_verdict_sizes_json(&r->shape) : json_null());
             json_object_set_new(o, "count", json_integer(r->count));
@@ -1158,6 +1161,15 @@ int kf_verdict_reference_time(const struct kf_verdict *v, kf_verdict_reftime *t)
 const kf_verdict_shape *kf_verdict_check_shapes(const struct kf_verdict *v, int *n) {
     *n = v->has_check ? v->nchecked : v->nshapes;
     return v->has_check ? v->checked : v->shapes;
+}
+
+const char *kf_verdict_reason_code(const kf_verdict_reason *r) {
+    if (r->code_word) return r->code_word;
+    return (unsigned)r->code < KF_REASON_COUNT ? kf_reason_name(r->code) : NULL;
+}
+
+json_t *kf_verdict_ceilings_json(const kf_verdict_ceilings *c) {
+    return fields_json(ceil_fields, NFIELDS(ceil_fields), c, c->has, &c->extra);
 }
 
 int kf_verdict_sizes_equal(const kf_verdict_sizes *a, const kf_verdict_sizes *b) {

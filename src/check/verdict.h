@@ -4,7 +4,8 @@
  * errors of the check; speedup, interval, win, times, spreads, roofline and fairness of
  * the timing), and what the document reports besides (the build, the sandbox, the
  * libraries loaded, the sanitizer, the timing CPUs, the seconds). The checker and bench
- * fill it; the loop, the Critic, diagnosis, export and distillation read its fields.
+ * fill it; the loop, the Critic, diagnosis, export, distillation and the report read its
+ * fields.
  *
  * JSON stays at the edges: the CLI's document (docs/cli.md), the store's verdict_json
  * and shapes_json columns, EXPORT.json. verdict.c alone knows the key names: the
@@ -224,8 +225,9 @@ typedef struct {
 } kf_verdict_shape;
 
 typedef struct {
-    kf_reason code;      /* KF_REASON_COUNT: a name this build does not know */
-    const char *message; /* NULL when none; from the pool */
+    kf_reason code;        /* KF_REASON_COUNT: a name this build does not know, or none */
+    const char *code_word; /* that name this build does not know, or NULL; from the pool */
+    const char *message;   /* NULL when none; from the pool */
     int has_shape;
     kf_verdict_sizes shape; /* where it was first seen (has_shape) */
     int count;              /* how many times it was seen */
@@ -403,6 +405,13 @@ typedef struct {
 } kf_verdict_reftime;
 /* 1 and *t filled when v has a reference_time, else 0. */
 int kf_verdict_reference_time(const struct kf_verdict *v, kf_verdict_reftime *t);
+
+/* A reason's code as its document names it: the vocabulary's name, the name a newer
+ * build wrote (code_word), or NULL when the record had none. */
+const char *kf_verdict_reason_code(const kf_verdict_reason *r);
+/* The ceilings report as the document holds it, its extras in place (caller decrefs; NULL
+ * when out of memory): the same object whichever document it was read from. */
+json_t *kf_verdict_ceilings_json(const kf_verdict_ceilings *c);
 
 /* The check's records: checked for a bench verdict, else shapes. *n gets their count. */
 const kf_verdict_shape *kf_verdict_check_shapes(const struct kf_verdict *v, int *n);

@@ -10,7 +10,9 @@
  * when there is one (a node with one is timed on its domain only); every shape no
  * predicate claims goes to it.
  *
- * The dispatcher is the task backend's to write (its dispatcher slot, backend.h). The C
+ * The dispatcher is the task backend's to write (its dispatcher slot, backend.h): it takes
+ * the best node per shape as kf_best_shape records and says what it routed in a
+ * kf_dispatch_out, which export alone writes as EXPORT.json's routes and notes. The C
  * one (src/backend/c/dispatch.c) is one file: each winner's text with its kforge:
  * directives neutralised, its parameters as #define before it and #undef after (with
  * every macro it defines), and every name it defines at file scope (functions, the entry,
@@ -445,6 +447,41 @@ static kf_status settle_dispatcher(export_job *x, json_t *ver, int unverified, c
     return KF_OK;
 }
 
+/* The best node per visible shape (x->best) as the dispatcher slot takes them, one for
+ * one (the names borrowed from x->best). NULL when out of memory. */
+static kf_best_shape *best_shapes(const export_job *x) {
+    size_t n = json_array_size(x->best), j;
+    kf_best_shape *bs = calloc(n ? n : 1, sizeof *bs);
+    json_t *e;
+    json_array_foreach(bs ? x->best : NULL, j, e) {
+        const char *k;
+        json_t *v;
+        bs[j].node = json_integer_value(json_object_get(e, "node"));
+        json_object_foreach(json_object_get(e, "sizes"), k, v) {
+            if (bs[j].nsizes == KF_MAX_SIZES) break;
+            bs[j].name[bs[j].nsizes] = k;
+            bs[j].v[bs[j].nsizes++] = json_integer_value(v);
+        }
+    }
+    return bs;
+}
+
+/* The dispatcher slot's tests and notes as EXPORT.json's routes ({sizes, node, predicate}
+ * at a shape, {domain, node, predicate} over a kforge:when) and notes. */
+static void routes_json(export_job *x, const kf_dispatch_out *d) {
+    for (int i = 0; i < d->nroutes; i++) {
+        const kf_dispatch_route *r = &d->routes[i];
+        json_array_append_new(
+            x->routes, r->shape >= 0
+                           ? json_pack("{s:O, s:I, s:s}", "sizes",
+                                       json_object_get(json_array_get(x->best, (size_t)r->shape), "sizes"),
+                                       "node", (json_int_t)r->node, "predicate", r->predicate)
+                           : json_pack("{s:s?, s:I, s:s}", "domain", r->domain, "node", (json_int_t)r->node,
+                                       "predicate", r->predicate));
+    }
+    for (int i = 0; i < d->nnotes; i++) json_array_append_new(x->notes, json_string(d->notes[i]));
+}
+
 /* The dispatcher: built, written into the private directory, checked and timed, and what
  * came of it said in EXPORT.json. A task that cannot have one (a soft emitter's refusal)
  * still exports its winners. */
@@ -462,8 +499,15 @@ static kf_status dispatcher(export_job *x, const kf_opts *opts) {
     for (char *c = title; has && *c; c++) *c = (char)toupper((unsigned char)*c);
     snprintf(dname, sizeof dname, "%s_dispatch.%s", t->name, ext);
     int alone = 0;
-    kf_status s = kf_backend_dispatcher(be, ctx, t, x->run_dir, x->w, x->nw, x->fallback, x->best, &x->disp,
-                                        x->routes, x->notes, &alone);
+    kf_best_shape *bs = best_shapes(x);
+    if (!bs) return kf__err(ctx, KF_ENOMEM, "out of memory");
+    kf_dispatch_out d;
+    kf_status s = kf_backend_dispatcher(be, ctx, t, x->run_dir, x->w, x->nw, x->fallback, bs,
+                                        (int)json_array_size(x->best), &x->disp, &d, &alone);
+    /* what it routed, said even when it refused the task after planning */
+    routes_json(x, &d);
+    kf_dispatch_out_free(&d);
+    free(bs);
     if (s == KF_EUSAGE && alone) {
         /* this task cannot have a dispatcher: the winners are still exported */
         json_object_set_new(doc, "dispatcher", json_null());

@@ -5,6 +5,10 @@
  * node's section an anchor); the few lines of script only add a state filter to the tree
  * and mark the page as scripted (data-js="ok", which the browser tests read).
  *
+ * A node's figures come from the typed verdicts report.c read (kf_rep_node's sh and
+ * verdict); the keys read here belong to the tree's node document, the record's best
+ * shapes and seals, and the lessons (report.c's note says which).
+ *
  * Safety: every text of the run goes through kf_report_esc, in element text and in
  * attribute values alike; the script is a constant of this file and reads no data, so
  * nothing of a run is ever inside a <script> element. The colours are one table
@@ -99,11 +103,16 @@ static void sizes_text(kf_buf *b, const json_t *sizes) {
     }
 }
 
-static int shape_index(const kf_rep *r, const json_t *sizes) {
-    size_t k;
-    json_t *e;
-    json_array_foreach(r->shapes, k, e) if (json_equal(e, sizes)) return (int)k;
+static int shape_index(const kf_rep *r, const kf_verdict_sizes *sizes) {
+    for (int k = 0; k < r->nshapes; k++)
+        if (kf_verdict_sizes_equal(r->shapes[k], sizes)) return k;
     return 0;
+}
+
+/* The shapes a node was timed at, as the timeline and the winners read them: a screened
+ * node's one short timing is no measurement (NULL). */
+static const struct kf_verdict *measured(const kf_rep *r, int i) {
+    return r->d.a.v[i].state == KF_NODE_SCREENED ? NULL : &r->n[i].sh;
 }
 
 static void node_link(kf_buf *b, const kf_rep *r, int64_t id) {
@@ -164,10 +173,9 @@ static void timeline(kf_buf *b, const kf_rep *r) {
     long long tok = 0, tott = 0;
     for (size_t i = 0; i < n; i++) {
         totw += v[i].cost_s, tott += v[i].tokens_in + v[i].tokens_out;
-        json_t *sh;
-        size_t k;
-        json_array_foreach(json_object_get(r->n[i].j, "shapes"), k, sh) {
-            double s = json_number_value(json_object_get(sh, "speedup"));
+        const struct kf_verdict *sh = measured(r, (int)i);
+        for (int k = 0; sh && k < sh->nshapes; k++) {
+            double s = sh->shapes[k].speedup;
             if (s > 0 && s < lo) lo = s;
             if (s > hi) hi = s;
         }
@@ -207,12 +215,11 @@ static void timeline(kf_buf *b, const kf_rep *r) {
             const char *st = kf_report_state(r, (int)i);
             for (size_t q = 0; q < NSTATES; q++)
                 if (!strcmp(st, states[q].name)) cnt[q]++;
-            json_t *sh;
-            size_t k;
-            json_array_foreach(json_object_get(r->n[i].j, "shapes"), k, sh) {
-                int si = shape_index(r, json_object_get(sh, "sizes"));
+            const struct kf_verdict *sh = measured(r, (int)i);
+            for (int k = 0; sh && k < sh->nshapes; k++) {
+                int si = shape_index(r, &sh->shapes[k].sizes);
                 if (si >= KF_REPORT_SHAPES_MAX) si = KF_REPORT_SHAPES_MAX - 1;
-                double s = json_number_value(json_object_get(sh, "speedup"));
+                double s = sh->shapes[k].speedup;
                 if (s > sbest[si]) sbest[si] = s;
             }
             if (v[i].state == KF_NODE_KEPT && v[i].speedup > best) best = v[i].speedup;
@@ -241,7 +248,7 @@ static void timeline(kf_buf *b, const kf_rep *r) {
                           ylog(sbest[si], lo, hi, T, ph), shape_colour[si]);
             if (i1 - i0 == 1) kf_buf_printf(b, "#%lld ", (long long)v[i0].id);
             else kf_buf_printf(b, "#%lld-#%lld best ", (long long)v[i0].id, (long long)v[i1 - 1].id);
-            sizes_text(b, json_array_get(r->shapes, (size_t)si));
+            if (si < r->nshapes) kf_report_sizes(b, r->shapes[si], 0);
             kf_buf_printf(b, ": %.3fx</title></circle>\n", sbest[si]);
         }
         if (best > 0) kf_buf_printf(&best_line, "%.1f,%.1f ", x, ylog(best, lo, hi, T, ph));
@@ -273,12 +280,9 @@ static void timeline(kf_buf *b, const kf_rep *r) {
     for (size_t q = 0; q < NSTATES; q++)
         kf_buf_printf(b, "<span><i class=\"sw s-%s\"></i>%s</span>", states[q].name, states[q].name);
     kf_buf_printf(b, "<br>");
-    size_t k;
-    json_t *e;
-    json_array_foreach(r->shapes, k, e) {
-        if (k >= KF_REPORT_SHAPES_MAX) break;
+    for (int k = 0; k < r->nshapes && k < KF_REPORT_SHAPES_MAX; k++) {
         kf_buf_printf(b, "<span><i class=\"sw\" style=\"background:%s\"></i>", shape_colour[k]);
-        sizes_text(b, e);
+        kf_report_sizes(b, r->shapes[k], 0);
         kf_buf_printf(b, "</span>");
     }
     kf_buf_printf(b,
@@ -367,11 +371,10 @@ static void tree(kf_buf *b, const kf_rep *r) {
 
 /* ---- winners and the roofline ---------------------------------------------------------- */
 
-static json_t *shape_of(const kf_rep *r, int w, const json_t *sizes) {
-    size_t q;
-    json_t *sh;
-    json_array_foreach(json_object_get(r->n[w].j, "shapes"), q,
-                       sh) if (json_equal(json_object_get(sh, "sizes"), sizes)) return sh;
+static const kf_verdict_shape *shape_of(const kf_rep *r, int w, const json_t *sizes) {
+    const struct kf_verdict *sh = measured(r, w);
+    for (int q = 0; sh && q < sh->nshapes; q++)
+        if (kf_report_sizes_is(sizes, &sh->shapes[q].sizes)) return &sh->shapes[q];
     return NULL;
 }
 
@@ -391,19 +394,16 @@ static void winners(kf_buf *b, const kf_rep *r) {
         int64_t id = json_integer_value(json_object_get(e, "node"));
         const kf_node *p = kf_tree_find(&r->d.a, id);
         int w = p ? (int)(p - r->d.a.v) : -1;
-        json_t *sh = w >= 0 ? shape_of(r, w, json_object_get(e, "sizes")) : NULL;
+        const kf_verdict_shape *sh = w >= 0 ? shape_of(r, w, json_object_get(e, "sizes")) : NULL;
         kf_buf_printf(b, "<tr><td>");
         sizes_text(b, json_object_get(e, "sizes"));
         kf_buf_printf(b, "</td><td>");
         node_link(b, r, id);
         kf_buf_printf(b, "</td><td>%.3fx%s</td><td>", json_number_value(json_object_get(e, "speedup")),
                       json_is_true(json_object_get(e, "win")) ? " (a win)" : "");
-        json_t *ci = json_object_get(sh, "ci95");
-        if (json_array_size(ci) == 2)
-            kf_buf_printf(b, "%.3f to %.3f", json_number_value(json_array_get(ci, 0)),
-                          json_number_value(json_array_get(ci, 1)));
+        if (sh && (sh->has & KF_VS_CI95)) kf_buf_printf(b, "%.3f to %.3f", sh->ci95[0], sh->ci95[1]);
         else kf_buf_printf(b, "-");
-        double rf = json_number_value(json_object_get(sh, "roofline_fraction"));
+        double rf = sh ? sh->roofline_fraction : 0;
         kf_buf_printf(b, "</td><td>");
         if (rf > 0) kf_buf_printf(b, "%.0f%%", rf * 100);
         else kf_buf_printf(b, "-");
@@ -421,9 +421,9 @@ static double xlog(double v, double lo, double hi, double left, double w) {
 
 static void roofline(kf_buf *b, const kf_rep *r) {
     kf_buf_printf(b, "<section id=\"roofline\"><h2>Roofline</h2>\n");
-    double bw = json_number_value(json_object_get(r->ceilings, "bytes_per_s")) / 1e9;
-    double fl = json_number_value(json_object_get(r->ceilings, "flops_per_s")) / 1e9;
-    if (!json_array_size(r->roof)) {
+    double bw = r->ceilings ? r->ceilings->bytes_per_s / 1e9 : 0;
+    double fl = r->ceilings ? r->ceilings->flops_per_s / 1e9 : 0;
+    if (!r->nroof) {
         kf_buf_printf(b, "<p class=\"muted\">No measured kernel with a rate (the task has no cost model, or "
                          "nothing passed the check among the nodes shown).</p></section>\n");
         return;
@@ -435,11 +435,8 @@ static void roofline(kf_buf *b, const kf_rep *r) {
         kf_buf_printf(b, ").</p>\n");
     }
     double xlo = 1e30, xhi = 0, ylo = 1e30, yhi = 0;
-    size_t k;
-    json_t *e;
-    json_array_foreach(r->roof, k, e) {
-        double x = json_number_value(json_object_get(e, "ai")),
-               y = json_number_value(json_object_get(e, "gflops"));
+    for (int k = 0; k < r->nroof; k++) {
+        double x = r->roof[k].ai, y = r->roof[k].gflops;
         xlo = fmin(xlo, x), xhi = fmax(xhi, x), ylo = fmin(ylo, y), yhi = fmax(yhi, y);
     }
     if (bw > 0 && fl > 0) xlo = fmin(xlo, fl / bw / 4), xhi = fmax(xhi, fl / bw * 4), yhi = fmax(yhi, fl);
@@ -460,19 +457,19 @@ static void roofline(kf_buf *b, const kf_rep *r) {
         }
         kf_buf_printf(b, "\"/>\n");
     }
-    json_array_foreach(r->roof, k, e) {
-        int64_t id = json_integer_value(json_object_get(e, "node"));
+    for (int k = 0; k < r->nroof; k++) {
+        const kf_rep_roof *e = &r->roof[k];
+        int64_t id = e->node;
         const kf_node *p = kf_tree_find(&r->d.a, id);
         const char *st = p ? kf_report_state(r, (int)(p - r->d.a.v)) : "measured";
-        double x = json_number_value(json_object_get(e, "ai")),
-               y = json_number_value(json_object_get(e, "gflops"));
+        double x = e->ai, y = e->gflops;
         kf_buf_printf(b, "<circle class=\"s-");
         ESC(b, st);
         kf_buf_printf(b, "\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" stroke=\"#fff\"><title>#%lld ",
                       xlog(x, xlo, xhi, L, pw), T + ph - xlog(y, ylo, yhi, 0, ph), (long long)id);
-        sizes_text(b, json_object_get(e, "sizes"));
+        kf_report_sizes(b, e->sizes, 0);
         kf_buf_printf(b, ": %.3f flop/byte, %.3f GFLOP/s, %.0f%% of the roofline</title></circle>\n", x, y,
-                      json_number_value(json_object_get(e, "fraction")) * 100);
+                      e->fraction * 100);
     }
     kf_buf_printf(
         b,
@@ -694,7 +691,9 @@ static void integrity(kf_buf *b, const kf_rep *r) {
                                                                     : "the task on disk is not this one");
     kf_buf_printf(b, "<tr><th>kforge</th><td>%s</td></tr><tr><th>machine and device</th><td>", KF_VERSION);
     if (r->ceilings) {
-        char *cs = kf__json_dumps(r->ceilings, JSON_COMPACT);
+        json_t *cj = kf_verdict_ceilings_json(r->ceilings);
+        char *cs = cj ? kf__json_dumps(cj, JSON_COMPACT) : NULL;
+        json_decref(cj);
         kf_buf_printf(b, "the backend's measured ceilings: <code>");
         if (cs) ESC(b, cs);
         kf_buf_printf(b, "</code>; ");
@@ -755,33 +754,31 @@ void kf_report_node_html(kf_buf *b, const kf_rep *r, int i) {
         kf_buf_printf(b, "</p>\n");
     }
     /* the verdict: its word, reasons with messages, build and check times */
-    json_t *vd = rn->verdict;
+    const struct kf_verdict *vd = rn->has_verdict ? &rn->verdict : NULL;
     kf_buf_printf(b, "<p>Verdict: <strong>");
-    const char *vw = json_string_value(json_object_get(vd, "verdict"));
+    const char *vw = !vd                                  ? NULL
+                     : vd->verdict_word                   ? vd->verdict_word
+                     : vd->verdict == KF_VERDICT_ACCEPTED ? "accepted"
+                                                          : "rejected";
     ESC(b, nd->tampered ? "not trusted (its row does not match its seal)" : vw ? vw : st);
     kf_buf_printf(b, "</strong>");
-    json_t *cp = json_object_get(vd, "compile");
-    if (json_is_object(cp))
-        kf_buf_printf(b, "; compiled in %.2f s%s", json_number_value(json_object_get(cp, "seconds")),
-                      json_is_true(json_object_get(cp, "cached")) ? " (cached)" : "");
-    json_t *ck = json_object_get(vd, "check");
-    double cs = json_number_value(json_object_get(json_is_object(ck) ? ck : vd, "seconds"));
+    if (vd && vd->has_compile)
+        kf_buf_printf(b, "; compiled in %.2f s%s", vd->compile_seconds,
+                      vd->compile_cached ? " (cached)" : "");
+    /* a bench's verdict: the check's own time */
+    double cs = !vd ? 0 : vd->has_check ? vd->check_seconds : vd->seconds;
     if (cs > 0) kf_buf_printf(b, "; checked in %.2f s", cs);
     if (nd->cost_s > 0) kf_buf_printf(b, "; %.1f s in all", nd->cost_s);
     kf_buf_printf(b, "</p>\n");
-    json_t *reasons = json_object_get(vd, "reasons");
-    if (json_is_object(ck) && !json_array_size(reasons)) reasons = json_object_get(ck, "reasons");
-    if (json_array_size(reasons)) {
+    if (vd && vd->nreasons) {
         kf_buf_printf(b, "<ul class=\"reasons\">");
-        size_t k;
-        json_t *e;
-        json_array_foreach(reasons, k, e) {
+        for (int k = 0; k < vd->nreasons; k++) {
             if (k >= 20) break;
             kf_buf_printf(b, "<li><code>");
-            const char *code = json_string_value(json_object_get(e, "code"));
+            const char *code = kf_verdict_reason_code(&vd->reasons[k]);
             if (code) ESC(b, code);
             kf_buf_printf(b, "</code> ");
-            const char *msg = json_string_value(json_object_get(e, "message"));
+            const char *msg = vd->reasons[k].message;
             if (msg) kf_report_esc(b, msg, strnlen(msg, 2000), 0);
             kf_buf_printf(b, "</li>");
         }
@@ -791,33 +788,25 @@ void kf_report_node_html(kf_buf *b, const kf_rep *r, int i) {
         ESC(b, nd->reasons);
         kf_buf_printf(b, "</code></p>\n");
     }
-    json_t *shapes = json_object_get(rn->j, "shapes");
-    if (!shapes) shapes = json_object_get(rn->j, "screened_shapes");
-    if (json_array_size(shapes)) {
+    if (rn->sh.nshapes) {
         kf_buf_printf(
             b, "<table class=\"timings\"><tr><th>shape</th><th>speedup</th><th>95%% interval</th><th>"
                "candidate ns</th><th>baseline ns</th><th>vs parent</th><th>of the roofline</th></tr>\n");
+        /* the tree's own record of the speedups against the parent (kf_tree_node_json) */
         json_t *vp = json_object_get(rn->j, "vs_parent");
-        size_t k;
-        json_t *e;
-        json_array_foreach(shapes, k, e) {
+        for (int k = 0; k < rn->sh.nshapes; k++) {
+            const kf_verdict_shape *e = &rn->sh.shapes[k];
             kf_buf_printf(b, "<tr><td>");
-            sizes_text(b, json_object_get(e, "sizes"));
-            kf_buf_printf(b, "</td><td>%.3fx%s</td><td>", json_number_value(json_object_get(e, "speedup")),
-                          json_is_true(json_object_get(e, "win")) ? " (a win)" : "");
-            json_t *ci = json_object_get(e, "ci95");
-            if (json_array_size(ci) == 2)
-                kf_buf_printf(b, "%.3f to %.3f", json_number_value(json_array_get(ci, 0)),
-                              json_number_value(json_array_get(ci, 1)));
-            kf_buf_printf(b, "</td><td>%.0f</td><td>%.0f</td><td>",
-                          json_number_value(json_object_get(e, "candidate_ns")),
-                          json_number_value(json_object_get(e, "baseline_ns")));
+            kf_report_sizes(b, &e->sizes, 0);
+            kf_buf_printf(b, "</td><td>%.3fx%s</td><td>", e->speedup,
+                          (e->has & KF_VS_WIN) && e->win ? " (a win)" : "");
+            if (e->has & KF_VS_CI95) kf_buf_printf(b, "%.3f to %.3f", e->ci95[0], e->ci95[1]);
+            kf_buf_printf(b, "</td><td>%.0f</td><td>%.0f</td><td>", e->candidate_ns, e->baseline_ns);
             size_t q;
             json_t *pe;
-            json_array_foreach(vp, q,
-                               pe) if (json_equal(json_object_get(pe, "sizes"), json_object_get(e, "sizes")))
+            json_array_foreach(vp, q, pe) if (kf_report_sizes_is(json_object_get(pe, "sizes"), &e->sizes))
                 kf_buf_printf(b, "%.3fx", json_number_value(json_object_get(pe, "speedup")));
-            double rf = json_number_value(json_object_get(e, "roofline_fraction"));
+            double rf = e->roofline_fraction;
             kf_buf_printf(b, "</td><td>");
             if (rf > 0) kf_buf_printf(b, "%.0f%%", rf * 100);
             kf_buf_printf(b, "</td></tr>\n");

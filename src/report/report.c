@@ -11,6 +11,13 @@
  * (the winners and the way to them first, then one of each state and reason, then the
  * earliest), the tree collapses whole subtrees off the winners' paths past
  * KF_REPORT_TREE_MAX lines, and the timeline bins evaluations past KF_REPORT_BINS.
+ * The verdicts stored per node (its shapes_json and, for a node with a section, its
+ * verdict_json) are read once each into the typed verdict (check/verdict.h) and the
+ * renderers read its fields: verdict.c alone knows their keys. Documents read by key
+ * here and in html.c are those of other modules, which are not verdicts: the node as
+ * `kforge tree --json` gives it (kf_tree_node_json: params, safe_for, description, the
+ * Critic's record, the diagnosis, vs_parent), kf_record_best_shapes and
+ * kf_record_integrity, the lessons event and the distilled lessons.
  * Every text read from the run (sources, notes, reasons, an agent's description) reaches
  * the output through kf_report_esc, the one escaper. Read-only: nothing here writes to the
  * run; the lessons it distils go to a scratch database that is removed.
@@ -87,14 +94,23 @@ void kf_report_escf(kf_buf *b, int md, const char *fmt, ...) {
     free(big);
 }
 
-void kf_report_ceilings(kf_buf *b, const json_t *c, int md) {
-    kf_buf_printf(b, "%.2f GB/s copy, %.2f GFLOP/s",
-                  json_number_value(json_object_get(c, "bytes_per_s")) / 1e9,
-                  json_number_value(json_object_get(c, "flops_per_s")) / 1e9);
-    const char *dev = json_string_value(json_object_get(c, "device"));
-    json_int_t cores = json_integer_value(json_object_get(c, "cores"));
-    if (dev) kf_report_escf(b, md, ", %s", dev);
-    else if (cores > 0) kf_buf_printf(b, ", %lld cores", (long long)cores);
+void kf_report_ceilings(kf_buf *b, const kf_verdict_ceilings *c, int md) {
+    kf_buf_printf(b, "%.2f GB/s copy, %.2f GFLOP/s", c->bytes_per_s / 1e9, c->flops_per_s / 1e9);
+    if (c->device) kf_report_escf(b, md, ", %s", c->device);
+    else if (c->cores > 0) kf_buf_printf(b, ", %lld cores", (long long)c->cores);
+}
+
+void kf_report_sizes(kf_buf *b, const kf_verdict_sizes *s, int md) {
+    for (int k = 0; k < s->n; k++)
+        kf_report_escf(b, md, "%s%s=%lld", k ? "," : "", s->name[k], (long long)s->v[k]);
+}
+
+int kf_report_sizes_is(const json_t *sizes, const kf_verdict_sizes *s) {
+    if (!sizes) return 0;
+    json_t *j = kf_verdict_sizes_json(s);
+    int eq = json_equal(j, (json_t *)sizes);
+    json_decref(j);
+    return eq;
 }
 
 const char *kf_report_state(const kf_rep *r, int i) {
@@ -231,17 +247,18 @@ static int constraint_row(void *arg, const kf_constraint *c) {
     return 0;
 }
 
-/* The shapes a node was timed at (a screened node's too). */
-static json_t *node_shapes(const json_t *j) {
-    json_t *s = json_object_get(j, "shapes");
-    return s ? s : json_object_get(j, "screened_shapes");
-}
-
-static void add_shape(kf_rep *r, json_t *sizes) {
-    size_t k;
-    json_t *e;
-    json_array_foreach(r->shapes, k, e) if (json_equal(e, sizes)) return;
-    json_array_append(r->shapes, sizes);
+/* A shape's sizes among the shapes seen, unless they are there. 0, or -1 when out of memory. */
+static int add_shape(kf_rep *r, const kf_verdict_sizes *sizes) {
+    for (int k = 0; k < r->nshapes; k++)
+        if (kf_verdict_sizes_equal(r->shapes[k], sizes)) return 0;
+    if (r->nshapes == r->capshapes) {
+        int cap = r->capshapes ? r->capshapes * 2 : 16;
+        const kf_verdict_sizes **p = realloc(r->shapes, (size_t)cap * sizeof *p);
+        if (!p) return -1;
+        r->shapes = p, r->capshapes = cap;
+    }
+    r->shapes[r->nshapes++] = sizes;
+    return 0;
 }
 
 /* The nodes that get a section: the winners and the way to them, then the first of each
@@ -273,7 +290,7 @@ static void read_detail(kf_rep *r, int i) {
     kf_store_read_source(r->d.st, nd->src_hash, nd->ext, &rn->src, NULL);
     kf_node full;
     if (!nd->tampered && kf_store_get_node(r->d.st, nd->id, &full) == KF_OK) {
-        if (full.verdict_json) rn->verdict = json_loads(full.verdict_json, 0, NULL);
+        if (full.verdict_json) rn->has_verdict = !kf_verdict_from_text(full.verdict_json, &rn->verdict);
         kf_node_free(&full);
     }
     const kf_node *pn = kf_tree_find(&r->d.a, nd->parent);
@@ -281,18 +298,20 @@ static void read_detail(kf_rep *r, int i) {
     if (rn->src && pn && !kf_store_read_source(r->d.st, pn->src_hash, pn->ext, &ptxt, NULL))
         rn->diff = diff_text(ptxt, rn->src);
     free(ptxt);
-    json_t *c = json_object_get(rn->verdict, "ceilings");
-    if (!r->ceilings && json_is_object(c)) r->ceilings = json_incref(c);
-    size_t k;
-    json_t *s;
-    json_array_foreach(json_object_get(rn->verdict, "shapes"), k, s) {
-        double gf = json_number_value(json_object_get(s, "gflops"));
-        double gb = json_number_value(json_object_get(s, "gbytes_per_s"));
+    if (!rn->has_verdict) return;
+    const struct kf_verdict *vd = &rn->verdict;
+    if (!r->ceilings && vd->has_ceilings) r->ceilings = &vd->ceilings;
+    for (int k = 0; k < vd->nshapes; k++) {
+        const kf_verdict_shape *s = &vd->shapes[k];
+        double gf = s->gflops, gb = s->gbytes_per_s;
         if (!(gf > 0) || !(gb > 0)) continue;
-        json_array_append_new(r->roof,
-                              json_pack("{s:I, s:O, s:f, s:f, s:f}", "node", (json_int_t)nd->id, "sizes",
-                                        json_object_get(s, "sizes"), "ai", gf / gb, "gflops", gf, "fraction",
-                                        json_number_value(json_object_get(s, "roofline_fraction"))));
+        if (r->nroof == r->caproof) {
+            int cap = r->caproof ? r->caproof * 2 : 16;
+            kf_rep_roof *p = realloc(r->roof, (size_t)cap * sizeof *p);
+            if (!p) return; /* the points so far */
+            r->roof = p, r->caproof = cap;
+        }
+        r->roof[r->nroof++] = (kf_rep_roof){nd->id, &s->sizes, gf / gb, gf, s->roofline_fraction};
     }
 }
 
@@ -330,7 +349,8 @@ static void distill(kf_rep *r) {
 void kf_report_free(kf_rep *r) {
     for (size_t i = 0; r->n && i < r->d.a.n; i++) {
         json_decref(r->n[i].j);
-        json_decref(r->n[i].verdict);
+        kf_verdict_free(&r->n[i].sh);
+        kf_verdict_free(&r->n[i].verdict);
         free(r->n[i].src);
         free(r->n[i].diff);
     }
@@ -339,9 +359,8 @@ void kf_report_free(kf_rep *r) {
     json_decref(r->integrity);
     free(r->warnings);
     json_decref(r->best);
-    json_decref(r->shapes);
-    json_decref(r->ceilings);
-    json_decref(r->roof);
+    free(r->shapes);
+    free(r->roof);
     json_decref(r->constraints);
     free(r->breakers);
     json_decref(r->lessons_used);
@@ -358,8 +377,8 @@ kf_status kf_report_read(kf_ctx *ctx, const char *dir, int light, kf_rep *r) {
     const kf_node *v = r->d.a.v;
     r->n = calloc(n ? n : 1, sizeof *r->n);
     r->roots = calloc(n ? n : 1, sizeof *r->roots);
-    r->shapes = json_array(), r->roof = json_array(), r->constraints = json_array();
-    if (!r->n || !r->roots || !r->shapes || !r->roof || !r->constraints) return KF_ENOMEM;
+    r->constraints = json_array();
+    if (!r->n || !r->roots || !r->constraints) return KF_ENOMEM;
     for (size_t i = 0; i < n; i++) r->n[i].first = r->n[i].next = -1, r->n[i].size = 1;
     /* children lists (parents come before children in id order) */
     for (size_t i = n; i-- > 0;) {
@@ -376,9 +395,11 @@ kf_status kf_report_read(kf_ctx *ctx, const char *dir, int light, kf_rep *r) {
         else json_decref(dj);
         r->n[i].j = j;
         r->n[i].vetoed = json_is_true(json_object_get(json_object_get(j, "critic"), "veto"));
-        size_t k;
-        json_t *sh;
-        json_array_foreach(node_shapes(j), k, sh) add_shape(r, json_object_get(sh, "sizes"));
+        /* the node's shapes column, read once: the renderers read its fields */
+        struct kf_verdict *sh = &r->n[i].sh;
+        kf_verdict_from_text(v[i].shapes_json, sh);
+        for (int k = 0; k < sh->nshapes; k++)
+            if (add_shape(r, &sh->shapes[k].sizes)) return KF_ENOMEM;
         if (i == 0 || v[i].created < r->t0) r->t0 = v[i].created;
         if (v[i].finished > r->t1) r->t1 = v[i].finished;
     }
@@ -579,17 +600,13 @@ static void md_winners(kf_buf *b, const kf_rep *r) {
         kf_buf_printf(b, " | #%lld | %.3fx%s |", (long long)json_integer_value(json_object_get(e, "node")),
                       json_number_value(json_object_get(e, "speedup")),
                       json_is_true(json_object_get(e, "win")) ? " (a win)" : "");
-        json_t *shp = NULL, *sh;
-        size_t q;
-        json_array_foreach(w >= 0 ? node_shapes(r->n[w].j) : NULL, q,
-                           sh) if (json_equal(json_object_get(sh, "sizes"), json_object_get(e, "sizes")))
-            shp = sh;
-        json_t *ci = json_object_get(shp, "ci95");
-        if (json_array_size(ci) == 2)
-            kf_buf_printf(b, " %.3f-%.3f |", json_number_value(json_array_get(ci, 0)),
-                          json_number_value(json_array_get(ci, 1)));
+        const kf_verdict_shape *shp = NULL;
+        for (int q = 0; w >= 0 && q < r->n[w].sh.nshapes; q++)
+            if (kf_report_sizes_is(json_object_get(e, "sizes"), &r->n[w].sh.shapes[q].sizes))
+                shp = &r->n[w].sh.shapes[q];
+        if (shp && (shp->has & KF_VS_CI95)) kf_buf_printf(b, " %.3f-%.3f |", shp->ci95[0], shp->ci95[1]);
         else kf_buf_printf(b, " - |");
-        double rf = json_number_value(json_object_get(shp, "roofline_fraction"));
+        double rf = shp ? shp->roofline_fraction : 0;
         if (rf > 0) kf_buf_printf(b, " %.0f%% |", rf * 100);
         else kf_buf_printf(b, " - |");
         const char *sf = json_string_value(json_object_get(w >= 0 ? r->n[w].j : NULL, "safe_for"));
@@ -600,23 +617,22 @@ static void md_winners(kf_buf *b, const kf_rep *r) {
     if (!json_array_size(r->best)) kf_buf_printf(b, "| (none kept yet) | | | | | |\n");
 
     kf_buf_printf(b, "\n## Roofline\n\n");
-    json_t *ce = r->ceilings;
+    const kf_verdict_ceilings *ce = r->ceilings;
     if (ce) {
         kf_buf_printf(b, "Ceilings: ");
         kf_report_ceilings(b, ce, 1);
         kf_buf_printf(b, ".\n\n");
     }
     kf_buf_printf(b, "| node | shape | flop/byte | GFLOP/s | of the roofline |\n|---|---|---|---|---|\n");
-    json_array_foreach(r->roof, k, e) {
-        if (k >= 60) {
-            kf_buf_printf(b, "| ... %zu more | | | | |\n", json_array_size(r->roof) - k);
+    for (int q = 0; q < r->nroof; q++) {
+        const kf_rep_roof *p = &r->roof[q];
+        if (q >= 60) {
+            kf_buf_printf(b, "| ... %zu more | | | | |\n", (size_t)(r->nroof - q));
             break;
         }
-        kf_buf_printf(b, "| #%lld | ", (long long)json_integer_value(json_object_get(e, "node")));
-        md_sizes(b, json_object_get(e, "sizes"));
-        kf_buf_printf(b, " | %.3f | %.3f | %.0f%% |\n", json_number_value(json_object_get(e, "ai")),
-                      json_number_value(json_object_get(e, "gflops")),
-                      json_number_value(json_object_get(e, "fraction")) * 100);
+        kf_buf_printf(b, "| #%lld | ", (long long)p->node);
+        kf_report_sizes(b, p->sizes, 1);
+        kf_buf_printf(b, " | %.3f | %.3f | %.0f%% |\n", p->ai, p->gflops, p->fraction * 100);
     }
 }
 
@@ -752,15 +768,12 @@ void kf_report_node_md(kf_buf *b, const kf_rep *r, int i) {
         if (desc) kf_report_escf(b, 1, "; \"%s\"", desc);
         if (v[i].note) kf_report_escf(b, 1, "; note: %.300s", v[i].note);
         kf_buf_printf(b, "\n\n");
-        json_t *sh;
-        size_t q;
-        json_array_foreach(node_shapes(rn->j), q, sh) {
+        for (int q = 0; q < rn->sh.nshapes; q++) {
+            const kf_verdict_shape *sh = &rn->sh.shapes[q];
             kf_buf_printf(b, "- ");
-            md_sizes(b, json_object_get(sh, "sizes"));
-            kf_buf_printf(b, ": %.3fx, %.0f ns against %.0f ns\n",
-                          json_number_value(json_object_get(sh, "speedup")),
-                          json_number_value(json_object_get(sh, "candidate_ns")),
-                          json_number_value(json_object_get(sh, "baseline_ns")));
+            kf_report_sizes(b, &sh->sizes, 1);
+            kf_buf_printf(b, ": %.3fx, %.0f ns against %.0f ns\n", sh->speedup, sh->candidate_ns,
+                          sh->baseline_ns);
         }
         const char *body = rn->diff ? rn->diff : rn->src;
         if (body) {

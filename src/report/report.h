@@ -7,6 +7,7 @@
 #define KF_REPORT_H
 
 #include "kforge.h"
+#include "../check/verdict.h"
 #include "../loop/tree.h"
 #include "../record/record.h"
 #include "../util/util.h"
@@ -23,7 +24,8 @@
 
 /* One node as the report shows it; index i is a.v[i] of the tree data. */
 typedef struct {
-    json_t *j;       /* kf_tree_node_json, with its diagnosis (owned) */
+    json_t *j;            /* kf_tree_node_json, with its diagnosis (owned): the tree's keys only */
+    struct kf_verdict sh; /* its timed shapes (its shapes_json column; a screened node's too) */
     int first, next; /* first child, next sibling (indices, -1: none) */
     int size;        /* nodes in its subtree, itself included */
     int path;        /* on the way from the root to a winner (has_path: in its subtree) */
@@ -33,8 +35,16 @@ typedef struct {
     int detail;      /* 1 + its position among the node sections; 0: none */
     char *src;       /* detail nodes: the source (NULL: unreadable) */
     char *diff;      /* detail nodes: the diff against the parent, lines " ", "+", "-", "@" */
-    json_t *verdict; /* detail nodes: the verdict document (NULL: none) */
+    int has_verdict; /* detail nodes: its verdict document was read into verdict */
+    struct kf_verdict verdict; /* (its verdict_json column) */
 } kf_rep_node;
+
+/* A roofline point: a detail node's timed shape with a rate. */
+typedef struct {
+    int64_t node;
+    const kf_verdict_sizes *sizes; /* borrowed from the node's verdict */
+    double ai, gflops, fraction;
+} kf_rep_roof;
 
 typedef struct {
     const char *dir;
@@ -45,9 +55,11 @@ typedef struct {
     json_t *integrity;    /* kf_record_integrity */
     char *warnings;       /* its lines (NULL: none) */
     json_t *best;         /* kf_record_best_shapes */
-    json_t *shapes;       /* the visible shapes seen, [sizes] in order of first sight */
-    json_t *ceilings;     /* the backend's ceilings report of a verdict (NULL: none) */
-    json_t *roof;         /* [{node, shape, ai, gflops, fraction}] of the detail nodes */
+    const kf_verdict_sizes **shapes;     /* the visible shapes seen, in order of first sight (nshapes; */
+    int nshapes, capshapes;              /* borrowed from the nodes' sh) */
+    const kf_verdict_ceilings *ceilings; /* the backend's ceilings of a verdict (NULL: none; borrowed) */
+    kf_rep_roof *roof;                   /* the detail nodes' roofline points (nroof) */
+    int nroof, caproof;
     json_t *constraints;  /* [{node, text, category}] */
     char *breakers;       /* the circuit breaker's trips, one line each (NULL: none) */
     json_t *lessons_used; /* the run's lessons event (NULL: none) */
@@ -118,9 +130,14 @@ void kf_report_lines(kf_buf *b, const char *text, const char *pre, const char *p
 /* The same for a formatted text. */
 void kf_report_escf(kf_buf *b, int md, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* The ceilings a verdict carries ("bytes_per_s", "flops_per_s", and "cores" or a GPU's
- * "device"), as "14.61 GB/s copy, 248.05 GFLOP/s, 2 cores", into b (escaped for md or not). */
-void kf_report_ceilings(kf_buf *b, const json_t *c, int md);
+/* The ceilings a verdict carries (copy bandwidth, FLOP rate, and the cores or a GPU's
+ * device), as "14.61 GB/s copy, 248.05 GFLOP/s, 2 cores", into b (escaped for md or not). */
+void kf_report_ceilings(kf_buf *b, const kf_verdict_ceilings *c, int md);
+/* A shape's sizes as "rows=64,cols=8" into b (escaped for md or not). */
+void kf_report_sizes(kf_buf *b, const kf_verdict_sizes *s, int md);
+/* 1 when the sizes object of a record (kf_record_best_shapes, the tree's vs_parent) names
+ * the same sizes as s. */
+int kf_report_sizes_is(const json_t *sizes, const kf_verdict_sizes *s);
 
 /* The page (html.c) and the Markdown (report.c) of a read run, into b. */
 void kf_report_html(kf_buf *b, const kf_rep *r);

@@ -15,6 +15,10 @@
  * the record and of each slot run; the sections of each slot run's winners (source,
  * verdict, diff). A record from before a figure was kept renders without it, saying so.
  *
+ * The record (system.json, the pipeline gate's own document: its iterations, stages,
+ * local and step figures) is read by its keys here; it is no verdict. The slot runs'
+ * stored verdicts are read as report.c reads a run's, through the typed verdict.
+ *
  * Every text of the record and the slot runs (names, paths, reasons' messages, sources)
  * goes through kf_report_esc; numbers are printed by format. Read-only.
  */

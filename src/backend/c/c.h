@@ -23,7 +23,7 @@ int kf__c_roofline(kf_backend *b, const void *ceil, const kf_roof_in *in, kf_roo
 /* The dispatcher slot (dispatch.c): one C file; an argument type C cannot declare fails
  * the export (KF_EUSAGE, *alone clear). */
 kf_status kf__c_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, const char *run_dir,
-                           const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *b, json_t *routes,
-                           json_t *notes, int *alone);
+                           const kf_winner *w, int nw, int fallback, const kf_best_shape *best, int nbest,
+                           kf_buf *b, kf_dispatch_out *d, int *alone);
 
 #endif

@@ -11,14 +11,13 @@
 
 #include "../dispatch.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 kf_status kf__c_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, const char *run_dir,
-                           const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *b, json_t *routes,
-                           json_t *notes, int *alone) {
+                           const kf_winner *w, int nw, int fallback, const kf_best_shape *best, int nbest,
+                           kf_buf *b, kf_dispatch_out *d, int *alone) {
     (void)be;
     *alone = 0; /* an argument type C cannot declare fails the export */
     kf_buf sw;
@@ -33,7 +32,7 @@ kf_status kf__c_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, const 
     for (int i = 0; i < t->nargs; i++) kf_buf_printf(&call, "%s%s", i ? ", " : "", t->args[i].name);
     kf_route *rt = NULL;
     int nrt = 0;
-    if (kf_dispatch_plan(t, w, nw, fallback, best, used, &rt, &nrt, routes, notes)) {
+    if (kf_dispatch_plan(t, w, nw, fallback, best, nbest, used, &rt, &nrt, d)) {
         free(used);
         kf_buf_free(&call);
         kf_buf_free(&sw);
@@ -52,7 +51,7 @@ kf_status kf__c_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, const 
     kf_buf_printf(&sw, "    kf_n%lld_%s(%s); /* the fallback */\n", (long long)w[fallback].id, t->entry,
                   call.p);
     kf_buf_free(&call);
-    if (!json_array_size(routes)) {
+    if (!d->nroutes) {
         /* one node wins everywhere (or no shape can be told apart): the dispatcher is
          * that kernel, as it was checked */
         kf_buf_printf(b,

@@ -13,7 +13,6 @@
 #include "../dispatch.h"
 
 #include <ctype.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,8 +195,8 @@ static kf_status cu_launcher(kf_ctx *ctx, const kf_task *t, const kf_winner *x, 
  * and notes as for C. KF_EUSAGE with the reason when the task cannot have one (a size
  * that no integer scalar argument equals: the launch geometry could not be computed). */
 kf_status kf__cuda_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, const char *run_dir,
-                              const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *b,
-                              json_t *routes, json_t *notes, int *alone) {
+                              const kf_winner *w, int nw, int fallback, const kf_best_shape *best, int nbest,
+                              kf_buf *b, kf_dispatch_out *d, int *alone) {
     (void)be;
     *alone = 1; /* a task that cannot have one still has its winners exported */
     for (int k = 0; k < t->nsizes; k++)
@@ -217,7 +216,7 @@ kf_status kf__cuda_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     kf_buf_printf(&call, "stream");
     kf_route *rt = NULL;
     int nrt = 0;
-    if (kf_dispatch_plan(t, w, nw, fallback, best, used, &rt, &nrt, routes, notes)) {
+    if (kf_dispatch_plan(t, w, nw, fallback, best, nbest, used, &rt, &nrt, d)) {
         free(used);
         kf_buf_free(&call);
         kf_buf_free(&sw);
@@ -233,7 +232,7 @@ kf_status kf__cuda_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, con
     }
     kf_dispatch_plan_free(rt, nrt);
     kf_status st = KF_OK;
-    if (!json_array_size(routes)) {
+    if (!d->nroutes) {
         /* one node wins everywhere: the dispatcher is that kernel-mode file, as checked */
         kf_buf_printf(
             b,

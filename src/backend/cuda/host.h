@@ -27,7 +27,7 @@ int kf__elf_needed(const unsigned char *elf, size_t n, char *out, size_t outsz);
 /* The dispatcher slot (dispatch.c): a host-mode file. A task whose sizes are not all
  * integer arguments cannot have one (KF_EUSAGE, *alone set: its winners are exported). */
 kf_status kf__cuda_dispatcher(kf_backend *be, kf_ctx *ctx, const kf_task *t, const char *run_dir,
-                              const kf_winner *w, int nw, int fallback, json_t *best, kf_buf *b,
-                              json_t *routes, json_t *notes, int *alone);
+                              const kf_winner *w, int nw, int fallback, const kf_best_shape *best, int nbest,
+                              kf_buf *b, kf_dispatch_out *d, int *alone);
 
 #endif
