@@ -22,7 +22,9 @@
  * name's error for the syncer's life, never retried: after a failed write-back Linux may
  * mark the pages clean, and a second fsync succeed with the bytes lost. A thread that
  * cannot start, or a table that cannot grow, makes the caller sync in its own thread, as
- * before the syncer: slower, never less durable. Freeing syncs what is still queued.
+ * before the syncer: slower, never less durable; so does a forked child of its process,
+ * which has no thread (but must not use a store whose lock the thread held at the fork).
+ * Freeing syncs what is still queued.
  *
  * It does not know rows, nodes or SQLite: the store decides what must wait.
  */
@@ -73,6 +75,7 @@ struct kf_store_syncer {
     size_t nfd;
     int started, alone, quit; /* alone: no thread; callers run the rounds */
     pthread_t th;
+    pid_t pid; /* the thread's process: a forked child has no thread */
 };
 
 static uint64_t name_hash(const char *s) {
@@ -227,9 +230,10 @@ static size_t enqueue_locked(kf_store_syncer *y, const char *name, int fd) {
         y->queue[y->nq++] = k;
         e->queued = 1;
     }
+    if (y->started && y->pid != getpid()) y->started = 0, y->alone = 1;
     if (!y->started && !y->alone) {
         if (pthread_create(&y->th, NULL, syncer_main, y)) y->alone = 1;
-        else y->started = 1;
+        else y->started = 1, y->pid = getpid();
     }
     if (y->started) pthread_cond_signal(&y->work);
     return k;
@@ -237,6 +241,7 @@ static size_t enqueue_locked(kf_store_syncer *y, const char *name, int fd) {
 
 /* Block until entry k reaches generation gen or fails (under the lock); its error. */
 static int wait_locked(kf_store_syncer *y, size_t k, unsigned gen, const char **what) {
+    if (y->started && y->pid != getpid()) y->started = 0, y->alone = 1;
     while (!y->e[k].err && y->e[k].done < gen) {
         if (y->alone && y->nq) round_locked(y);
         else pthread_cond_wait(&y->done, &y->mu); /* the thread's round, or another caller's */
@@ -286,7 +291,7 @@ void kf_store_sync_free(kf_store_syncer *y) {
     y->quit = 1;
     pthread_cond_signal(&y->work);
     pthread_mutex_unlock(&y->mu);
-    if (y->started) pthread_join(y->th, NULL);
+    if (y->started && y->pid == getpid()) pthread_join(y->th, NULL);
     pthread_mutex_lock(&y->mu);
     while (y->nq) round_locked(y); /* a syncer without its thread */
     pthread_mutex_unlock(&y->mu);
