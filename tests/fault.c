@@ -301,13 +301,44 @@ int __wrap_ftruncate(int fd, off_t len) {
     return __real_ftruncate(fd, len);
 }
 
+/* kft_fault_fsync's seam: its own count, apart from the countdown's kinds */
+static atomic_long fs_count, fs_caller, fs_nth;
+static int fs_err;
+static pthread_t fs_thread;
+
+void kft_fault_fsync(long nth, int err) {
+    atomic_store(&fs_nth, 0);
+    atomic_store(&fs_count, 0);
+    atomic_store(&fs_caller, 0);
+    fs_err = err;
+    fs_thread = pthread_self();
+    atomic_store(&fs_nth, nth);
+}
+
+long kft_fault_fsyncs(long *on_caller) {
+    if (on_caller) *on_caller = atomic_load(&fs_caller);
+    return atomic_load(&fs_count);
+}
+
+/* 1 when this fsync must fail (errno set); a kill does not return */
+static int fs_hit(void) {
+    long i = atomic_fetch_add(&fs_count, 1) + 1;
+    if (pthread_equal(pthread_self(), fs_thread)) atomic_fetch_add(&fs_caller, 1);
+    if (i != atomic_load(&fs_nth)) return 0;
+    if (!fs_err) raise(SIGKILL);
+    errno = fs_err;
+    return 1;
+}
+
 int __wrap_fsync(int fd) {
     WRITE_FAULT(-1);
+    if (fs_hit()) return -1;
     return __real_fsync(fd);
 }
 
 int __wrap_fdatasync(int fd) {
     WRITE_FAULT(-1);
+    if (fs_hit()) return -1;
     return __real_fdatasync(fd);
 }
 

@@ -39,6 +39,15 @@ void kft_fault_arm(kft_fault_kind kind, long nth, int persist);
 void kft_fault_arm_kill(kft_fault_kind kind, long nth);
 /* Stop counting and failing. */
 void kft_fault_disarm(void);
+/* A seam of its own for fsync and fdatasync, apart from the countdown above (whose WRITE
+ * kind counts them too): from now on the nth such call (1-based, any thread) fails with
+ * errno err (EIO, ENOSPC), or with err 0 kills the process (SIGKILL) before it happens;
+ * nth 0 fails none and only counts. Only libkforge's own calls are seen: SQLite's syncs
+ * happen inside its shared library. */
+void kft_fault_fsync(long nth, int err);
+/* fsync and fdatasync calls since kft_fault_fsync; *on_caller (may be NULL): how many of
+ * them the thread that called kft_fault_fsync made. */
+long kft_fault_fsyncs(long *on_caller);
 /* on 1: every successful malloc, calloc and realloc leaves errno ENOMEM, as glibc's may
  * (a large calloc did on the H200 host, after a failed attempt inside). A caller that
  * reads errno after a NULL-free success reports an out-of-memory that never happened.

@@ -14,6 +14,8 @@
 #include "store/store.h"
 #include "util/util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <sched.h>
 #include <signal.h>
@@ -396,10 +398,106 @@ static void t_attempt_approval(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* The nodes of run that are unfinished, and whether every node's source reads back. */
+static size_t run_state(const char *run, int *sources_ok, int *crashed) {
+    kf_ctx *ctx = kf_ctx_new();
+    kf_store *s = NULL;
+    size_t left = 0;
+    *sources_ok = 1;
+    *crashed = 0;
+    CHECKF(kf_store_open(ctx, run, NULL, &s) == KF_OK && kf_store_check(s) == KF_OK, "%s", kf_errmsg(ctx));
+    for (int64_t id = 1;; id++) {
+        kf_node nd;
+        if (kf_store_get_node(s, id, &nd)) break;
+        char *text = NULL;
+        size_t len = 0;
+        if (kf_store_read_source(s, nd.src_hash, nd.ext, &text, &len)) *sources_ok = 0;
+        left += kf_node_state_unfinished(nd.state);
+        *crashed += nd.state == KF_NODE_CRASHED;
+        free(text);
+        kf_node_free(&nd);
+    }
+    kf_store_close(s);
+    kf_ctx_free(ctx);
+    return left;
+}
+
+/* `kforge run --resume run --budget budget` in this process (the fsync seam sees it). */
+static kf_status resume_here(kf_ctx *ctx, const char *run, int budget) {
+    kf_run_opts o;
+    kf_run_opts_init(&o);
+    o.run_dir = run;
+    o.resume = 1;
+    o.budget = budget;
+    o.hidden = 1;
+    o.min_runs = 5;
+    o.max_runs = 8;
+    o.min_time_s = 0.01;
+    char *sum = NULL;
+    kf_status st = kf_run(ctx, &o, &sum);
+    free(sum);
+    return st;
+}
+
+/* A new source is synced on the store's syncer while its evaluation runs (docs/run.md
+ * "Crash safety"). An fsync that fails there (a full disk) stops the run as a failed
+ * write, with the system's message, before the outcome that names the source is
+ * recorded: the node stays unfinished and a resume evaluates it. A kill at any of those
+ * fsyncs (the text written and renamed, not yet synced) leaves a run that resumes
+ * whole. */
+static void t_source_sync(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-sync-XXXXXX", run[256], args[1024], out[1 << 16];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/full", dir);
+    snprintf(args, sizeof args, "run tasks/c/saxpy --budget 0 --seed 5 --run %s 2>&1", run);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECK(chdir(kft_src(".")) == 0);
+    kf_ctx *ctx = kf_ctx_new();
+    kft_fault_fsync(1, ENOSPC); /* a resume's first fsync: its first new source's */
+    kf_status st = resume_here(ctx, run, 2);
+    kft_fault_fsync(0, 0);
+    CHECKF(st == KF_EIO && strstr(kf_errmsg(ctx), "fsync: No space left on device") &&
+               strstr(kf_errmsg(ctx), "not recorded"),
+           "%s: %s", kf_strstatus(st), kf_errmsg(ctx));
+    int ok, crashed;
+    CHECKF(run_state(run, &ok, &crashed) == 1 && ok && !crashed, "not one node left unfinished, whole");
+    snprintf(args, sizeof args, "run --resume %s --budget 2 %s 2>&1", run, quick);
+    CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+    CHECKF(run_state(run, &ok, &crashed) == 0 && ok && !crashed, "the resume left the run unfinished");
+    for (long k = 1; k <= 3; k++) {
+        snprintf(run, sizeof run, "%s/kill%ld", dir, k);
+        snprintf(args, sizeof args, "run tasks/c/saxpy --budget 0 --seed 6 --run %s 2>&1", run);
+        CHECKF(cli(args, out, sizeof out) == 0, "%s", out);
+        fflush(NULL);
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            int nul = open("/dev/null", O_WRONLY);
+            dup2(nul, 1);
+            dup2(nul, 2);
+            kf_ctx *c = kf_ctx_new();
+            kft_fault_fsync(k, 0);
+            _exit(resume_here(c, run, 3) == KF_OK ? 0 : 1);
+        }
+        int status;
+        CHECK(waitpid(pid, &status, 0) == pid);
+        CHECKF(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "fsync %ld: not killed (status %d)", k,
+               status);
+        snprintf(args, sizeof args, "run --resume %s --budget 3 %s 2>&1", run, quick);
+        CHECKF(cli(args, out, sizeof out) == 0, "killed at fsync %ld, the resume: %s", k, out);
+        CHECKF(run_state(run, &ok, &crashed) == 0 && ok && !crashed,
+               "killed at fsync %ld: after the resume, a node unfinished, crashed or without its text", k);
+    }
+    kf_ctx_free(ctx);
+    kf__rmtree(dir);
+}
+
 void kft_register_run_safe(void) {
     kft_add("run_safe/lock", t_lock, NULL, 180);
     kft_add("run_safe/env_failure", t_env_failure, NULL, 180);
     kft_add("run_safe/create_kill", t_create_kill, NULL, 120);
+    kft_add("run_safe/source_sync", t_source_sync, NULL, 240);
     kft_add("run_safe/budget_resume", t_budget_resume, NULL, 180);
     kft_add("run_safe/attempt_approval", t_attempt_approval, NULL, 120);
 }

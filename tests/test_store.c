@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "kft.h"
+#include "fault.h"
 
 #include "store/store.h"
 #include "util/util.h"
@@ -1244,6 +1245,111 @@ static void t_write_failures(const void *arg) {
     kf__rmtree(sc.root);
 }
 
+/* A new source's fsyncs (its bytes, then RUN/src's entry) are not the writer's own
+ * (docs/run.md "Crash safety"): put_source and add_node return without one, and the
+ * outcome that names the source waits for them, on the store's syncer, which batches
+ * the directory's. An fsync that fails there fails that outcome (KF_EIO, the step and
+ * the system's message), for good in that process; the node stays proposed, its text
+ * whole, and the next process records it. */
+static void t_source_sync(const void *arg) {
+    (void)arg;
+    scratch sc;
+    scratch_make(&sc);
+    kf_ctx *ctx = kf_ctx_new();
+    kf_task *t = load(ctx, sc.task);
+    kf_store *s = NULL;
+    CHECKF(kf_store_create(ctx, sc.run, t, NULL, &s) == KF_OK, "%s", kf_errmsg(ctx));
+    enum { N = 8 };
+    kf_node n[N];
+    long mine = 0, total;
+    kft_fault_fsync(0, 0);
+    for (int i = 0; i < N; i++) {
+        char text[64];
+        int len = snprintf(text, sizeof text, "int v%d;", i);
+        memset(&n[i], 0, sizeof n[i]);
+        CHECK(kf_store_put_source(s, text, (size_t)len, "c", n[i].src_hash) == KF_OK);
+        snprintf(n[i].ext, sizeof n[i].ext, "c");
+        snprintf(n[i].proposer, sizeof n[i].proposer, "p");
+        snprintf(n[i].category, sizeof n[i].category, "other");
+        CHECKF(kf_store_add_node(s, &n[i]) == KF_OK, "%s", kf_errmsg(ctx));
+    }
+    total = kft_fault_fsyncs(&mine);
+    CHECKF(mine == 0, "storing %d sources and their nodes, the writer made %ld fsyncs itself (of %ld)", N,
+           mine, total);
+    for (int i = 0; i < N; i++) {
+        n[i].state = KF_NODE_MEASURED;
+        CHECKF(kf_store_finish_node(s, &n[i]) == KF_OK, "%s", kf_errmsg(ctx));
+    }
+    total = kft_fault_fsyncs(&mine);
+    /* each file once, and the directory at least once and at most once per file */
+    CHECKF(mine == 0 && total >= N + 1 && total <= 2 * N, "%ld fsyncs, %ld of them the writer's", total,
+           mine);
+    printf("    %d sources: %ld fsyncs, none on the writer's thread\n", N, total);
+
+    kf_node f = {0};
+    kft_fault_fsync(1, EIO);
+    CHECK(kf_store_put_source(s, "int lost;", 9, "c", f.src_hash) == KF_OK);
+    snprintf(f.ext, sizeof f.ext, "c");
+    snprintf(f.proposer, sizeof f.proposer, "p");
+    snprintf(f.category, sizeof f.category, "other");
+    CHECKF(kf_store_add_node(s, &f) == KF_OK, "%s", kf_errmsg(ctx));
+    f.state = KF_NODE_MEASURED;
+    f.verdict_json = (char *)"{}";
+    CHECK(kf_store_finish_node(s, &f) == KF_EIO);
+    HAS(ctx, "fsync: Input/output error");
+    HAS(ctx, "outcome is not recorded");
+    /* not retried: a second fsync after a failed write-back may succeed with the bytes lost */
+    kft_fault_fsync(0, 0);
+    char again[65];
+    CHECK(kf_store_put_source(s, "int lost;", 9, "c", again) == KF_OK);
+    CHECK(kf_store_finish_node(s, &f) == KF_EIO);
+    kf_node g;
+    CHECK(kf_store_get_node(s, f.id, &g) == KF_OK && g.state == KF_NODE_PROPOSED && !g.verdict_json);
+    kf_node_free(&g);
+    kf_store_close(s);
+
+    s = must_open(ctx, sc.run, t);
+    int64_t *ids = NULL;
+    size_t nu = 0;
+    CHECK(kf_store_unfinished(s, &ids, &nu) == KF_OK && nu == 1 && ids[0] == f.id);
+    free(ids);
+    char *text = NULL;
+    size_t len = 0;
+    CHECK(kf_store_read_source(s, f.src_hash, "c", &text, &len) == KF_OK && len == 9 &&
+          !memcmp(text, "int lost;", 9));
+    free(text);
+    /* a source this process did not write is synced before an outcome names it */
+    kft_fault_fsync(0, 0);
+    CHECKF(kf_store_finish_node(s, &f) == KF_OK, "%s", kf_errmsg(ctx));
+    total = kft_fault_fsyncs(&mine);
+    CHECKF(total == 2 && mine == 0, "resumed: %ld fsyncs, %ld on the writer's thread", total, mine);
+    CHECK(kf_store_get_node(s, f.id, &g) == KF_OK && g.state == KF_NODE_MEASURED);
+    kf_node_free(&g);
+    kf_store_close(s);
+    /* a text lost before its sync (a power cut) is recorded only as its evaluation's crash */
+    s = must_open(ctx, sc.run, t);
+    kf_node m = {0};
+    CHECK(kf_store_put_source(s, "int gone;", 9, "c", m.src_hash) == KF_OK);
+    snprintf(m.ext, sizeof m.ext, "c");
+    snprintf(m.proposer, sizeof m.proposer, "p");
+    snprintf(m.category, sizeof m.category, "other");
+    CHECKF(kf_store_add_node(s, &m) == KF_OK, "%s", kf_errmsg(ctx));
+    kf_store_close(s);
+    char gone[300];
+    snprintf(gone, sizeof gone, "%s/src/%s.c", sc.run, m.src_hash);
+    CHECK(unlink(gone) == 0);
+    s = must_open(ctx, sc.run, t);
+    m.state = KF_NODE_MEASURED;
+    CHECK(kf_store_finish_node(s, &m) == KF_EIO);
+    HAS(ctx, "open: No such file or directory");
+    m.state = KF_NODE_CRASHED;
+    CHECKF(kf_store_finish_node(s, &m) == KF_OK, "%s", kf_errmsg(ctx));
+    kf_store_close(s);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+    kf__rmtree(sc.root);
+}
+
 /* A tool-mode command queueing for the run's lock keeps waiting while the holder's line
  * is not written (an empty RUN/lock: a holder that has just taken it, or one rewriting
  * its line): it once gave up after 1 s, exit 4, though the holder was another queueing
@@ -1292,4 +1398,5 @@ void kft_register_store(void) {
     kft_add("store/processes", t_processes, NULL, 120);
     kft_add("store/bad_input", t_bad_input, NULL, 30);
     kft_add("store/write_failures", t_write_failures, NULL, 60);
+    kft_add("store/source_sync", t_source_sync, NULL, 60);
 }

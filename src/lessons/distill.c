@@ -81,6 +81,7 @@ typedef struct {
 typedef struct {
     dnode *v;
     size_t n, cap;
+    int oom; /* a node could not be copied: the run was not read whole */
 } dvec;
 
 static int collect(void *arg, const kf_node *n) {
@@ -89,7 +90,7 @@ static int collect(void *arg, const kf_node *n) {
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 64;
         dnode *v = realloc(a->v, cap * sizeof *v);
-        if (!v) return 1;
+        if (!v) return a->oom = 1;
         a->v = v;
         a->cap = cap;
     }
@@ -100,6 +101,7 @@ static int collect(void *arg, const kf_node *n) {
     d->params = n->params_json ? json_loads(n->params_json, 0, NULL) : NULL;
     kf_verdict_from_text(n->shapes_json, &d->shapes);
     d->reasons = n->reasons ? strdup(n->reasons) : NULL;
+    if (n->reasons && !d->reasons) a->oom = 1;
     memcpy(d->category, n->category, sizeof d->category);
     snprintf(d->src, sizeof d->src, "%.16s", n->src_hash);
     memcpy(d->hash, n->src_hash, sizeof d->hash);
@@ -1004,6 +1006,12 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
     kf_task *task = NULL;
     char op[160], backend[32], run[4096], task_name[128];
     if ((st = kf_store_each_node(s, collect, &a))) goto out;
+    /* a stop of the walk is no error to the store: distilling part of a run would
+     * teach from the nodes that happened to fit */
+    if (a.oom) {
+        st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+        goto out;
+    }
     if ((st = kf_store_each_event(s, "critic", critic_veto, &a))) goto out;
     if ((st = kf_store_each_event(s, "description", node_description, &a))) goto out;
     /* the run's name in evidence: its directory's real path (one name however it is

@@ -9,8 +9,13 @@
  *  - WAL journal, synchronous=NORMAL: a killed process loses nothing it committed and
  *    never leaves a damaged database (a power cut may lose the last commits, not
  *    consistency). Foreign keys are on: a node's parent exists.
- *  - A source is written tmp + fsync + rename + fsync(RUN/src) before add_node accepts
- *    a node naming it (add_node checks that the file is there).
+ *  - A source is written tmp + rename before add_node accepts a node naming it (add_node
+ *    checks that the file is there): whole for every reader, and past a kill. Its fsync
+ *    and RUN/src's run on the syncer's thread (sync.c), shared with the store's peers;
+ *    an outcome naming it (finish_node of a finished state) waits for them first, and
+ *    fails with KF_EIO, recording nothing, when one failed. A proposed row may reach the
+ *    disk before its text does; only a power cut can then lose that text, and the node,
+ *    unfinished, is evaluated again on resume (its unreadable text recorded as crashed).
  *  - Every change is one statement or one transaction: a node's outcome is one UPDATE;
  *    creating a run (schema + its row) and each migration are one transaction each.
  *  - The schema version is in meta; older databases are migrated forward in one
@@ -26,6 +31,7 @@
  */
 #define _GNU_SOURCE
 #include "store.h"
+#include "sync.h"
 #include "../util/db.h"
 
 #include <dirent.h>
@@ -139,6 +145,7 @@ enum {
     Q_RUN_COUNT,
     Q_SEAL_RUN,
     Q_NODE_NOW,
+    Q_NODE_SRC,
     Q_COUNT
 };
 
@@ -175,6 +182,7 @@ static const char *const queries[Q_COUNT] = {
         " nconstraints = nconstraints + ?5 WHERE id = ?1",
     [Q_SEAL_RUN] = "UPDATE runs SET seal = " RUN_MAC " WHERE id = ?1",
     [Q_NODE_NOW] = "SELECT " FINISHED ", seal IS " NODE_MAC " FROM nodes WHERE id = ?1 AND run = ?2",
+    [Q_NODE_SRC] = "SELECT src_hash, ext FROM nodes WHERE id = ?1 AND run = ?2",
 };
 
 struct kf_store {
@@ -184,6 +192,8 @@ struct kf_store {
     char fingerprint[65];
     int64_t run;
     int srcfd; /* RUN/src */
+    kf_store_syncer *sync; /* its files' fsyncs (sync.c): this store's, or its main's for a peer */
+    int own_sync;
     sqlite3_stmt *q[Q_COUNT];
     /* seals: key_id "" for a run made before seals; keyed once the key file was read */
     char key_id[33], key_path[4200];
@@ -310,6 +320,7 @@ void kf_store_close(kf_store *s) {
     if (!s) return;
     for (int i = 0; i < Q_COUNT; i++) sqlite3_finalize(s->q[i]);
     if (s->db) sqlite3_close(s->db);
+    if (s->own_sync) kf_store_sync_free(s->sync); /* what is still queued is synced first */
     if (s->srcfd >= 0) close(s->srcfd);
     OPENSSL_cleanse(s->key, sizeof s->key);
     EVP_MAC_CTX_free(s->mac);
@@ -441,6 +452,9 @@ static kf_status open_src(kf_store *s, int create) {
                                           src, strerror(errno))
                                 : KF_OK;
     free(src);
+    if (!st && !(s->sync = kf_store_sync_new(s->srcfd)))
+        st = kf__err(s->ctx, kf__io_status(errno), "%s/src: %s", s->dir, strerror(errno));
+    s->own_sync = s->sync != NULL;
     if (!st && !create) sweep_tmp(s);
     return st;
 }
@@ -767,6 +781,7 @@ kf_status kf_store_open_peer(kf_ctx *ctx, const kf_store *main, kf_store **out) 
     }
     if (!st && (s->srcfd = dup(main->srcfd)) < 0)
         st = kf__err(ctx, KF_EIO, "%s/src: %s (the run's candidate sources)", s->dir, strerror(errno));
+    s->sync = main->sync; /* main's files are waited for where a peer records their outcome */
     if (!st) st = prepare_all(s);
     if (st) {
         kf_store_close(s);
@@ -836,15 +851,20 @@ kf_status kf_store_put_source(kf_store *s, const char *text, size_t len, const c
     char name[80], tmp[128];
     snprintf(name, sizeof name, "%s.%s", hash, ext);
     struct stat sb;
-    /* a final name only ever appears by rename of a complete, synced file; one already
-     * there is kept only when its bytes are these (a planted file of the same size under
-     * a predictable name is replaced) */
+    const char *what = NULL;
+    int e = 0;
+    /* a final name only ever appears by rename of a complete file; one already there is
+     * kept only when its bytes are these (a planted file of the same size under a
+     * predictable name, or one a power cut cut short, is replaced), and is synced as a
+     * new one is: another process may have written it and not synced it yet */
     if (fstatat(s->srcfd, name, &sb, 0) == 0 && S_ISREG(sb.st_mode) && (size_t)sb.st_size == len) {
         char *have = NULL;
         size_t hl = 0;
         if (kf_store_read_source(s, hash, ext, &have, &hl) == KF_OK && hl == len &&
             !memcmp(have, text, len)) {
             free(have);
+            if ((e = kf_store_sync_put(s->sync, name, -1, &what)))
+                return kf__err(s->ctx, KF_EIO, "%s/src/%s: %s: %s", s->dir, name, what, strerror(e));
             return KF_OK;
         }
         free(have);
@@ -853,18 +873,18 @@ kf_status kf_store_put_source(kf_store *s, const char *text, size_t len, const c
     snprintf(tmp, sizeof tmp, ".tmp-%d-%ld-%.16s", (int)getpid(), (long)syscall(SYS_gettid), hash);
     int fd = openat(s->srcfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return kf__err(s->ctx, KF_EIO, "%s/src/%s: %s", s->dir, tmp, strerror(errno));
-    const char *what = NULL;
-    int e = 0;
     if (write_all(fd, text, len)) what = "write", e = errno;
-    else if (fsync(fd)) what = "fsync", e = errno;
-    if (close(fd) && !what) what = "close", e = errno;
-    if (!what && renameat(s->srcfd, tmp, s->srcfd, name)) what = "rename", e = errno;
+    else if (renameat(s->srcfd, tmp, s->srcfd, name)) what = "rename", e = errno;
     if (what) {
+        close(fd);
         unlinkat(s->srcfd, tmp, 0);
         return kf__err(s->ctx, KF_EIO, "%s/src/%s: %s: %s", s->dir, name, what, strerror(e));
     }
-    /* the directory entry too: the file outlives a power cut before the node does */
-    if (fsync(s->srcfd)) return kf__err(s->ctx, KF_EIO, "%s/src: fsync: %s", s->dir, strerror(errno));
+    /* whole under its name now, for every reader and past a kill; its bytes and the
+     * directory's entry reach the disk on the syncer's thread (sync.c), and an outcome
+     * naming it waits for that (kf_store_finish_node): the caller goes on at once */
+    if ((e = kf_store_sync_put(s->sync, name, fd, &what)))
+        return kf__err(s->ctx, KF_EIO, "%s/src/%s: %s: %s", s->dir, name, what, strerror(e));
     return KF_OK;
 }
 
@@ -1334,6 +1354,37 @@ kf_status kf_store_add_node(kf_store *s, kf_node *n) {
     return KF_OK;
 }
 
+/* An outcome names its node's source: wait until the syncer (sync.c) has that file and
+ * its directory entry on disk. KF_OK, or KF_EIO naming the step that failed (nothing is
+ * recorded then: the node stays as it was, and a resume evaluates it again). A node
+ * that is not there is left to the caller's own check. */
+static kf_status source_durable(kf_store *s, const kf_node *n) {
+    char name[80] = "";
+    if (is_hex64(n->src_hash) && ext_ok(n->ext)) {
+        snprintf(name, sizeof name, "%s.%s", n->src_hash, n->ext);
+    } else {
+        sqlite3_stmt *q = s->q[Q_NODE_SRC];
+        sqlite3_bind_int64(q, 1, n->id);
+        sqlite3_bind_int64(q, 2, s->run);
+        int rc = sqlite3_step(q);
+        const char *h = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
+        const char *x = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 1) : NULL;
+        if (h && x && is_hex64(h) && ext_ok(x)) snprintf(name, sizeof name, "%s.%s", h, x);
+        sqlite3_reset(q);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) return serr(s, rc, "reading a node's source name");
+    }
+    if (!name[0]) return KF_OK;
+    const char *what = NULL;
+    int e = kf_store_sync_wait(s->sync, name, &what);
+    /* a text that is gone (lost to a power cut before its sync, or removed) is recorded
+     * only as the crash it made of its evaluation: otherwise its node stays unfinished */
+    if (!e || (e == ENOENT && what && !strcmp(what, "open") && n->state == KF_NODE_CRASHED)) return KF_OK;
+    return kf__err(s->ctx, KF_EIO,
+                   "%s/src/%s: %s: %s: node %lld's outcome is not recorded (its source is not on disk; "
+                   "the node stays unfinished, and a resume evaluates it again)",
+                   s->dir, name, what ? what : "fsync", strerror(e), (long long)n->id);
+}
+
 kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
     if (!s || !n) return kf__err(s ? s->ctx : NULL, KF_EUSAGE, "kf_store_finish_node: NULL argument");
     if ((unsigned)n->state >= KF_NODE_STATE_COUNT || !isfinite(n->speedup) || !isfinite(n->cost_s) ||
@@ -1344,6 +1395,9 @@ kf_status kf_store_finish_node(kf_store *s, const kf_node *n) {
                        (long long)n->id, (int)n->state, n->speedup, n->cost_s, n->finished);
     kf_status st = writable(s);
     if (st) return st;
+    /* before the write lock: the wait is normally none (the evaluation took longer than
+     * the sync), and a slow disk must not hold up every other writer */
+    if (!kf_node_state_unfinished(n->state) && (st = source_durable(s, n))) return st;
     int rc = exec1(s->db, "BEGIN IMMEDIATE");
     if (rc) return serr(s, rc, "recording a node's outcome");
     /* the row as it stands: finished or not (the run's count moves by the difference),

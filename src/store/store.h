@@ -4,8 +4,10 @@
  *     RUN/run.db                 SQLite (WAL, synchronous=NORMAL, foreign keys on)
  *     RUN/src/<sha256>.<ext>     every candidate text, content-addressed
  *
- * Guarantees: a source file is complete on disk (tmp + fsync + rename + directory fsync)
- * before a node can refer to it; a node's outcome is written in one transaction; a
+ * Guarantees: a source file is whole under its name (tmp + rename) before a node can
+ * refer to it, and on disk (its fsync and the directory's, on the store's syncer thread)
+ * before an outcome that names it is committed; a node's outcome is written in one
+ * transaction; a
  * process killed at any moment leaves a database that passes `PRAGMA integrity_check`,
  * with every recorded outcome intact and every unrecorded one listed by
  * kf_store_unfinished.
@@ -125,7 +127,9 @@ const char *kf_store_config(const kf_store *s);
 kf_status kf_store_set_status(kf_store *s, const char *status);
 
 /* Store a candidate text as RUN/src/<sha256>.<ext> (ext: 1-7 of [a-z0-9], e.g. "c",
- * "cu"); hash receives the hex SHA-256. Idempotent: an existing file is kept. */
+ * "cu"); hash receives the hex SHA-256. Idempotent: an existing file is kept. Returns
+ * once the file is whole under its name; its fsyncs (the file's, RUN/src's) are the
+ * store's syncer thread's, and kf_store_finish_node waits for them. */
 kf_status kf_store_put_source(kf_store *s, const char *text, size_t len, const char *ext, char hash[65]);
 /* Read a stored text back, verifying its hash (KF_EIO when it does not match). The
  * caller frees *text (NUL-terminated; *len excludes the NUL). */
@@ -139,7 +143,9 @@ kf_status kf_store_add_node(kf_store *s, kf_node *n);
 /* Record node n->id's evaluation in one transaction: state, reasons, verdict_json,
  * shapes_json, speedup, cost_s, tokens_in/out, note, finished (0: now; stays unset for
  * an unfinished state). May be called again (the Critic turns measured into kept or
- * reverted). KF_EUSAGE for an unknown node. */
+ * reverted). KF_EUSAGE for an unknown node. A finished state first waits until the
+ * node's source is on disk (kf_store_put_source): KF_EIO naming the failed fsync, and
+ * nothing recorded, when it could not be synced (for good in this process). */
 kf_status kf_store_finish_node(kf_store *s, const kf_node *n);
 /* Read node id into *out (strings are the caller's: kf_node_free). KF_EUSAGE when there
  * is no such node. */
