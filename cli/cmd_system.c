@@ -735,11 +735,11 @@ static int copy_file(const char *src, const char *dst) {
 
 /* kforge export of a system run: each kept slot's dispatcher copied to out/SLOT.c, the
  * configuration in out/EXPORT.json ({"kind": "system_export", "run", "pipeline",
- * "pipeline_sha256", "slots": {SLOT: FILE}, "knobs", "check": the command that
- * re-verifies it, "verification": {verdict, reasons, steps_passed, seconds}}), verified
- * by a full system check of the exported files (exit 0 accepted, 1 rejected). A record
- * that is not sealed, or whose pipeline file changed, is refused (exit 2, nothing
- * written), and so is a non-empty out that is not an earlier export. */
+ * "pipeline_sha256", "slots": {SLOT: FILE}, "knobs" (the run's workload and kept tuning
+ * knobs, as the check took them), "check": the command that re-verifies it with them, "verification":
+ * {verdict, reasons, steps_passed, seconds}}), verified by a full system check of the exported files (exit 0
+ * accepted, 1 rejected). A record that is not sealed, or whose pipeline file changed, is refused (exit 2,
+ * nothing written), and so is a non-empty out that is not an earlier export. */
 int kf_cli_system_export(const char *dir, const char *out, int json) {
     kf_ctx *ctx = kf_ctx_new();
     char *doc = NULL;
@@ -807,6 +807,17 @@ int kf_cli_system_export(const char *dir, const char *out, int json) {
         if (cn < sizeof cmd)
             cn += (size_t)snprintf(cmd + cn, sizeof cmd - cn, " --slot %s", sel[o.nslots - 1]);
     }
+    /* the knobs the run chose: its workload and every tuning knob's kept value */
+    static char ksel[32][512];
+    static const char *const groups[] = {"workload", "knobs"};
+    for (int g = 0; g < 2; g++) json_object_foreach(json_object_get(rec, groups[g]), key, v) {
+            if (o.nknobs == 16 || !json_is_string(v)) continue;
+            snprintf(ksel[o.nknobs], sizeof ksel[0], "%s=%s", key, json_string_value(v));
+            o.knobs[o.nknobs] = ksel[o.nknobs];
+            if (cn < sizeof cmd)
+                cn += (size_t)snprintf(cmd + cn, sizeof cmd - cn, " --knob %s", ksel[o.nknobs]);
+            o.nknobs++;
+        }
     char *out_json = NULL;
     int acc = 0;
     if (kf_system_check(ctx, pf, &o, &out_json, &acc)) {
