@@ -5,7 +5,9 @@
  * pipeline error). `system run` works on the slots in turn through the public API and
  * keeps its record with kf_sysrun_save (sealed, saved again at every slot iteration, so
  * `--resume` continues a killed run from it: kf_sysrun_resume) and its page with the
- * report's writer;
+ * report's writer; after the slot iterations it searches the tuning knobs the same way
+ * (each other value judged in the step against the configuration kept, with
+ * kf_system_opts.cand_knobs), the trials saved and resumed as the iterations are;
  * `system report` is `kforge report` on a system run's directory (one renderer, the
  * library's), with --json the record and its counts. `kforge export` of a system run's
  * directory is kf_cli_system_export: the kept dispatchers and a full system check of them.
@@ -29,6 +31,7 @@ static void usage(FILE *f) {
         "usage: kforge system check PIPELINE [--slot SLOT=FILE]... [options]\n"
         "       kforge system bench PIPELINE [--slot SLOT=FILE]... [--vs SLOT=FILE]... [options]\n"
         "       kforge system run PIPELINE --run DIR [--budget N] [--slots K] [--agent A] [--lessons PATH]\n"
+        "                         [--knob NAME=VALUE]...\n"
         "       kforge system run PIPELINE --run DIR --resume [--budget N] [--slots K]\n"
         "       kforge system report DIR [--format md|html] [-o FILE] [--json]\n"
         "  check: every slot candidate on its own task, the end-to-end outputs of every step\n"
@@ -41,7 +44,9 @@ static void usage(FILE *f) {
         "         largest share x headroom, re-judge its export in the step; kept only when the\n"
         "         gain's interval is above zero, else local_win_global_loss (a lesson with\n"
         "         --lessons); K slots in turn, re-profiled after every keep; the record is\n"
-        "         saved at every slot iteration and --resume continues a killed run\n"
+        "         saved at every slot iteration and --resume continues a killed run; then\n"
+        "         each other value of each tuning knob judged in the step the same way\n"
+        "         (--slots 0: the knobs alone; --knob fixes the workload or a knob)\n"
         "  report: the run's report (as `kforge report DIR`, Markdown on stdout by default):\n"
         "         shares before and after, the end-to-end speedup, every local-win/global-loss\n"
         "         case and the run's rate beside Arbor's 39%%, the seals\n"
@@ -608,6 +613,10 @@ static int cmd_run(int argc, char **argv) {
     if (rc) goto done;
     if (!s->pipeline || !s->dir) {
         rc = kf_cli_fail(s->json, "system run: expected PIPELINE and --run DIR");
+        goto done;
+    }
+    if (resume && s->ngiven) {
+        rc = kf_cli_fail(s->json, "system run --resume: the knobs are the run's start's (--knob is refused)");
         goto done;
     }
     char path[4200];

@@ -11,7 +11,8 @@
  * run's last bench, as an SVG bar chart (bars as long as the step) and a table; the
  * end-to-end speedup and its interval; the local-win/global-loss cases (a slot's export
  * that won alone on its task and did not win in the step) with the local figures and
- * intervals, the step's, and why the gate refused it; every slot iteration; the seals of
+ * intervals, the step's, and why the gate refused it; every slot iteration; the knobs
+ * (the workload, the tuning knobs kept, every knob trial and why); the seals of
  * the record and of each slot run; the sections of each slot run's winners (source,
  * verdict, diff). A record from before a figure was kept renders without it, saying so.
  *

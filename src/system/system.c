@@ -32,6 +32,11 @@
  * gain is the paired median ratio (kf_stats_ratio) minus one, with its interval; the
  * roofline is the backend's (kf_backend_roofline) over the step's summed cost models.
  *
+ * Tuning knobs: with o->cand_knobs the candidate configuration's stage sizes come from a
+ * second load of the pipeline under those knobs (S->pc; the buffers are the dims', the
+ * same on both sides), the reference pipeline's and the baseline's from S->p, so a bench
+ * times one knob value against another and the check proves the outputs unchanged.
+ *
  * A fusion (a stage after the pipeline's, its own slot) replaces its span's stages in a
  * configuration that gives its slot a file; in the reference pipeline its candidate is
  * called on the inputs the span's first stage found and judged against what the span's
