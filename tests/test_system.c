@@ -173,7 +173,8 @@ static void t_schema(const void *arg) {
         "for p in sys.argv[1:]: jsonschema.validate(json.load(open(p)), s)\n"
         "bad = json.load(open(sys.argv[1])); bad[\"buffers\"][\"x\"][\"role\"] = \"scratch\"\n"
         "try:\n    jsonschema.validate(bad, s)\nexcept jsonschema.ValidationError:\n    print(\"refused\")\n'"
-        " %s pipelines/c/decode/pipeline.json pipelines/cuda/decode/pipeline.json 2>&1",
+        " %s pipelines/c/decode/pipeline.json pipelines/cuda/decode/pipeline.json tests/system/knobs/pipeline.json "
+        "2>&1",
         kft_src("."), small);
     int rc = kft_run(cmd, out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "refused"), "rc %d: %s", rc, out);
