@@ -850,6 +850,19 @@ static void t_knob_search(const void *arg) {
     CHECK(r && !strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "passes")) ?: "", "1"));
     json_decref(r);
     json_decref(ex);
+    /* --knob: a dim knob picks the run's one workload, a tuning knob given is not searched */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s system run %s --run %s/w --slots 0 --min-time 0.02 --knob n=512 --knob passes=25 2>&1",
+             kft_src("."), kft_bin("kforge"), knobs_pl, dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    snprintf(run, sizeof run, "%s/w", dir);
+    r = sysrec(run, &seals);
+    int n;
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "workload"), "n")) ?: "", "512"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "passes")) ?: "", "25"));
+    CHECKF(json_array_size(json_object_get(r, "knob_trials")) == 1 && knob_trial(r, "launch", "graph", &n),
+           "%zu knob trials", json_array_size(json_object_get(r, "knob_trials")));
+    json_decref(r);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(kft_run(cmd, out, sizeof out) == 0);
 }
