@@ -2,8 +2,9 @@
  * test_system.c - the system gate (docs/system.md): pipeline.json's errors with their
  * FILE:LINE, the bundled pipelines checked end to end with their slots' candidates and
  * engagement counts, a candidate its own task accepts that the pipeline's captured
- * tensors reject, the planted local win that loses in the step (tests/system/), and the
- * command's exit codes.
+ * tensors reject, the planted local win that loses in the step (tests/system/), the
+ * knob search of system run (tests/system/knobs: kept, not kept, refused, resumed,
+ * exported), and the command's exit codes.
  */
 #define _GNU_SOURCE
 #include "kft.h"

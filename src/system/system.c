@@ -424,8 +424,8 @@ static kf_status fusion_capture(sys *S, int f, sys_state *s, int step, int layer
 
 /* One step of a configuration (impl per slot) on state s, its stages' sizes under kp's
  * knobs. capture: run the captured-I/O check of every candidate slot (the reference
- * configuration). A fusion whose slot has
- * an implementation other than the reference's replaces its span's stages. stage_ns
+ * configuration). A fusion whose slot has an implementation other than the reference's
+ * replaces its span's stages. stage_ns
  * (per stage, fusions included, added to) and *step_ns get the worker's clock of each
  * call; NULL: not kept. *ok 0 when a call of a candidate failed (recorded). */
 static kf_status run_step(sys *S, const kf_pipeline *kp, const int *impl, sys_state *s, int step, int capture,
