@@ -742,7 +742,8 @@ static void t_run_workers(const void *arg) {
 }
 
 /* ---- the knob search (tests/system/knobs: passes 5 by default, 1 five times faster, 25
- * five times slower, the same output; a workload knob n; launch=graph, refused on C) ---- */
+ * five times slower, the same output; scale 2 changes the output; a workload knob n;
+ * launch=graph, refused on C) ---- */
 
 static const char knobs_pl[] = "tests/system/knobs/pipeline.json";
 
@@ -781,8 +782,13 @@ static void check_knob_record(json_t *r) {
     t = knob_trial(r, "launch", "graph", &n);
     CHECKF(t && n == 1 && !strcmp(outcome_of(t), "refused"), "launch=graph: %s", t ? outcome_of(t) : "none");
     CHECK(strstr(json_string_value(json_object_get(t, "reason")) ?: "", "no captured launch mode"));
+    /* a value that changes the step's outputs is rejected by the check, not kept */
+    t = knob_trial(r, "scale", "2", &n);
+    CHECKF(t && n == 1 && !strcmp(outcome_of(t), "rejected"), "scale=2: %s", t ? outcome_of(t) : "none");
+    CHECK(has_reason(t, "wrong_result", "end to end"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "scale")) ?: "", "1"));
     CHECK(!knob_trial(r, "passes", "5", &n) && !knob_trial(r, "n", "512", &n));
-    CHECKF(json_array_size(json_object_get(r, "knob_trials")) == 3, "%zu knob trials",
+    CHECKF(json_array_size(json_object_get(r, "knob_trials")) == 4, "%zu knob trials",
            json_array_size(json_object_get(r, "knob_trials")));
     CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "passes")) ?: "", "1"));
     CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "launch")) ?: "", "eager"));
@@ -809,7 +815,7 @@ static void t_knob_search(const void *arg) {
     CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "candidate_knobs"), "passes")) ?: "",
                   "1"));
     CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "passes")) ?: "", "5"));
-    CHECK(json_array_size(json_object_get(r, "knobs_declared")) == 3);
+    CHECK(json_array_size(json_object_get(r, "knobs_declared")) == 4);
     json_decref(r);
     snprintf(cmd, sizeof cmd, "cd %s && %s system check %s --cand-knob n=512 2>&1", kft_src("."),
              kft_bin("kforge"), knobs_pl);
@@ -826,13 +832,13 @@ static void t_knob_search(const void *arg) {
     /* the report shows the choice */
     snprintf(cmd, sizeof cmd, "%s system report %s", kft_bin("kforge"), run);
     CHECKF(kft_run(cmd, out, sizeof out) == 0 && strstr(out, "## Knobs") &&
-               strstr(out, "Tuning knobs kept: passes=1, launch=eager") &&
+               strstr(out, "Tuning knobs kept: passes=1, launch=eager, scale=1") &&
                strstr(out, "| 1 | passes | 1 | 5 | knob_keep |") &&
                strstr(out, "| launch | graph | eager | refused |"),
            "%.3000s", out);
     snprintf(cmd, sizeof cmd, "%s report %s -o %s/r.html && grep -c 'class=\"knob-trial\"' %s/r.html",
              kft_bin("kforge"), run, dir, dir);
-    CHECKF(kft_run(cmd, out, sizeof out) == 0 && strtol(out, NULL, 10) == 3, "%s", out);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0 && strtol(out, NULL, 10) == 4, "%s", out);
     /* the export carries the knobs and its check runs with them */
     snprintf(cmd, sizeof cmd, "cd %s && %s export %s -o %s/x --json", kft_src("."), kft_bin("kforge"), run,
              dir);
@@ -861,7 +867,7 @@ static void t_knob_search(const void *arg) {
     int n;
     CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "workload"), "n")) ?: "", "512"));
     CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "passes")) ?: "", "25"));
-    CHECKF(json_array_size(json_object_get(r, "knob_trials")) == 1 && knob_trial(r, "launch", "graph", &n),
+    CHECKF(json_array_size(json_object_get(r, "knob_trials")) == 2 && knob_trial(r, "launch", "graph", &n),
            "%zu knob trials", json_array_size(json_object_get(r, "knob_trials")));
     json_decref(r);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
