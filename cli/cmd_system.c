@@ -5,7 +5,9 @@
  * pipeline error). `system run` works on the slots in turn through the public API and
  * keeps its record with kf_sysrun_save (sealed, saved again at every slot iteration, so
  * `--resume` continues a killed run from it: kf_sysrun_resume) and its page with the
- * report's writer;
+ * report's writer; after the slot iterations it searches the tuning knobs the same way
+ * (each other value judged in the step against the configuration kept, with
+ * kf_system_opts.cand_knobs), the trials saved and resumed as the iterations are;
  * `system report` is `kforge report` on a system run's directory (one renderer, the
  * library's), with --json the record and its counts. `kforge export` of a system run's
  * directory is kf_cli_system_export: the kept dispatchers and a full system check of them.
@@ -29,6 +31,7 @@ static void usage(FILE *f) {
         "usage: kforge system check PIPELINE [--slot SLOT=FILE]... [options]\n"
         "       kforge system bench PIPELINE [--slot SLOT=FILE]... [--vs SLOT=FILE]... [options]\n"
         "       kforge system run PIPELINE --run DIR [--budget N] [--slots K] [--agent A] [--lessons PATH]\n"
+        "                         [--knob NAME=VALUE]...\n"
         "       kforge system run PIPELINE --run DIR --resume [--budget N] [--slots K]\n"
         "       kforge system report DIR [--format md|html] [-o FILE] [--json]\n"
         "  check: every slot candidate on its own task, the end-to-end outputs of every step\n"
@@ -41,13 +44,16 @@ static void usage(FILE *f) {
         "         largest share x headroom, re-judge its export in the step; kept only when the\n"
         "         gain's interval is above zero, else local_win_global_loss (a lesson with\n"
         "         --lessons); K slots in turn, re-profiled after every keep; the record is\n"
-        "         saved at every slot iteration and --resume continues a killed run\n"
+        "         saved at every slot iteration and --resume continues a killed run; then\n"
+        "         each other value of each tuning knob judged in the step the same way\n"
+        "         (--slots 0: the knobs alone; --knob fixes the workload or a knob)\n"
         "  report: the run's report (as `kforge report DIR`, Markdown on stdout by default):\n"
         "         shares before and after, the end-to-end speedup, every local-win/global-loss\n"
         "         case and the run's rate beside Arbor's 39%%, the seals\n"
         "  run --workers N | --devices all|0,2,5: the slot runs evaluate on local workers (as\n"
         "         kforge run's)\n"
-        "options: --knob NAME=VALUE, --steps N, --layers N, --seed N, --no-task-check,\n"
+        "options: --knob NAME=VALUE, --cand-knob NAME=VALUE (the candidate configuration's\n"
+        "         tuning knob only), --steps N, --layers N, --seed N, --no-task-check,\n"
         "         --local (bench: each slot candidate also timed alone on its task),\n"
         "         --min-time S, --min-runs N, --max-runs N, --timeout S, --json\n");
 }
@@ -181,8 +187,30 @@ typedef struct {
     kf_system_opts o;
     char kept_sel[KF_SYSTEM_MAX_SLOTS][4400];
     int nkept;
-    json_t *rec, *prof; /* prof: {"slots": [{name, task_dir}], "stages": [...]} of a bench */
+    const char *given[16]; /* --knob NAME=VALUE: the workload, or a tuning knob held fixed */
+    int ngiven;
+    char knob_sel[16][512]; /* o.knobs: the run's --knob ones, then each tuning knob's kept value */
+    json_t *rec, *prof;     /* prof: {"slots": [{name, task_dir}], "stages": [...]} of a bench */
 } sysrun;
+
+/* s->o.knobs from the record: its --knob selections, then the kept value of every tuning
+ * knob (rec "knobs"), so every bench of the run judges the configuration kept. */
+static void sysrun_knobs(sysrun *s) {
+    size_t i;
+    json_t *v;
+    const char *k;
+    s->o.nknobs = 0;
+    json_array_foreach(json_object_get(json_object_get(s->rec, "options"), "knobs"), i, v) {
+        if (s->o.nknobs == 16 || !json_is_string(v)) continue;
+        snprintf(s->knob_sel[s->o.nknobs], sizeof s->knob_sel[0], "%s", json_string_value(v));
+        s->o.knobs[s->o.nknobs] = s->knob_sel[s->o.nknobs], s->o.nknobs++;
+    }
+    json_object_foreach(json_object_get(s->rec, "knobs"), k, v) {
+        if (s->o.nknobs == 16 || !json_is_string(v)) continue;
+        snprintf(s->knob_sel[s->o.nknobs], sizeof s->knob_sel[0], "%s=%s", k, json_string_value(v));
+        s->o.knobs[s->o.nknobs] = s->knob_sel[s->o.nknobs], s->o.nknobs++;
+    }
+}
 
 /* The parts of a bench that choose the next slot: its slots' names and task folders, and
  * its stages with their shares. A new reference; NULL when out of memory. */
@@ -397,6 +425,154 @@ static int sysrun_restore(sysrun *s, const int given[3]) {
                 f, key, strerror(errno));
         snprintf(s->kept_sel[s->nkept++], sizeof s->kept_sel[0], "%s=%s", key, f);
     }
+    sysrun_knobs(s);
+    return KF_EXIT_OK;
+}
+
+/* ---- the knob search: after the slot iterations, each other value of each tuning knob
+ * judged in the step against the configuration kept ---- */
+
+/* The record's knobs from the first bench: the declared ones, the workload (knobs named
+ * after a dim: the run is for that one workload, never searched), the tuning knobs'
+ * starting values, no trials yet. 0, or -1 when out of memory. */
+static int sysrun_knobs_start(sysrun *s, json_t *first) {
+    json_t *given = json_array(), *work = json_object(), *tune = json_object(), *trials = json_array(), *v;
+    size_t i;
+    for (int k = 0; given && k < s->ngiven; k++) json_array_append_new(given, json_string(s->given[k]));
+    json_array_foreach(json_object_get(first, "knobs_declared"), i, v) {
+        const char *n = json_string_value(json_object_get(v, "name"));
+        json_t *val = json_object_get(json_object_get(first, "knobs"), n);
+        if (!n || !json_is_string(val)) continue;
+        int w = !strcmp(json_string_value(json_object_get(v, "kind")) ?: "", "workload");
+        json_object_set(w ? work : tune, n, val);
+    }
+    if (!given || !work || !tune || !trials) {
+        json_decref(given), json_decref(work), json_decref(tune), json_decref(trials);
+        return -1;
+    }
+    json_object_set_new(json_object_get(s->rec, "options"), "knobs", given);
+    json_object_set(s->rec, "knobs_declared", json_object_get(first, "knobs_declared"));
+    json_object_set_new(s->rec, "workload", work);
+    json_object_set_new(s->rec, "knobs", tune);
+    json_object_set_new(s->rec, "knob_trials", trials);
+    sysrun_knobs(s);
+    return 0;
+}
+
+/* Whether the selection sel ("NAME=VALUE") names a knob a trial of the run kept. */
+static int knob_tuned(sysrun *s, const char *sel) {
+    const char *eq = strchr(sel, '=');
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(s->rec, "knob_trials"), i, t) {
+        const char *n = json_string_value(json_object_get(t, "knob"));
+        if (n && strlen(n) == (size_t)(eq - sel) && !strncmp(n, sel, eq - sel) &&
+            !strcmp(json_string_value(json_object_get(t, "outcome")) ?: "", "knob_keep"))
+            return 1;
+    }
+    return 0;
+}
+
+/* One knob trial, it ({"knob", "value", "against"}): the kept slots on both sides (the
+ * same files), the candidate configuration with the knob at its value, the baseline at
+ * the kept one (a system bench with cand_knobs), the outcome into it: knob_keep (the
+ * step faster, its interval clear of zero), no_system_gain, rejected (the value changes
+ * the step's outputs, or a call fails) or refused (the pipeline or the backend does not
+ * take the value: the reason recorded; not a loss). 0, or the exit code. */
+static int sysrun_knob_trial(sysrun *s, json_t *it) {
+    const char *name = json_string_value(json_object_get(it, "knob"));
+    const char *val = json_string_value(json_object_get(it, "value"));
+    kf_system_opts so = s->o;
+    so.nslots = so.nvs = 0;
+    for (int k = 0; k < s->nkept; k++) so.slots[so.nslots++] = so.vs[so.nvs++] = s->kept_sel[k];
+    char sel[600];
+    snprintf(sel, sizeof sel, "%s=%s", name, val);
+    so.cand_knobs[0] = sel;
+    so.ncand_knobs = 1;
+    so.local_bench = 0;
+    char *out = NULL;
+    int acc = 0;
+    fprintf(stderr, "kforge: system run: knob %s=%s against %s\n", name, val,
+            json_string_value(json_object_get(it, "against")));
+    kf_status st = kf_system_bench(s->ctx, s->pipeline, &so, &out, &acc);
+    if (st == KF_EUSAGE || st == KF_ETASK) {
+        json_object_set_new(it, "outcome", json_string("refused"));
+        json_object_set_new(it, "reason", json_string(kf_errmsg(s->ctx)));
+        fprintf(stderr, "kforge: system run: knob %s=%s: refused: %s\n", name, val, kf_errmsg(s->ctx));
+        return KF_EXIT_OK;
+    }
+    if (st) return kf_cli_fail(s->json, "system run: knob %s: %s", sel, kf_errmsg(s->ctx));
+    json_t *r = json_loads(out, 0, NULL);
+    free(out);
+    if (!r) return kf_cli_fail(s->json, "out of memory");
+    json_object_set(it, "system_gain", json_object_get(r, "gain"));
+    json_object_set(it, "system_gain_ci95", json_object_get(r, "gain_ci95"));
+    json_object_set(it, "verdict", json_object_get(r, "verdict"));
+    json_object_set(it, "step_ns", json_object_get(r, "step_ns"));
+    json_object_set(it, "keep", json_object_get(r, "keep"));
+    json_object_set(it, "noise", json_object_get(r, "noise"));
+    json_object_set(it, "reasons", json_object_get(r, "reasons"));
+    json_object_set(it, "stages", json_object_get(r, "stages"));
+    int accepted = !strcmp(json_string_value(json_object_get(r, "verdict")) ?: "", "accepted");
+    int keep = accepted && json_is_true(json_object_get(r, "keep"));
+    const char *oc = keep ? "knob_keep" : accepted ? "no_system_gain" : "rejected";
+    json_object_set_new(it, "outcome", json_string(oc));
+    fprintf(stderr, "kforge: system run: knob %s=%s: %s (in the step %+.1f%%)\n", name, val, oc,
+            100 * json_number_value(json_object_get(r, "gain")));
+    if (keep) {
+        json_object_set_new(json_object_get(s->rec, "knobs"), name, json_string(val));
+        sysrun_knobs(s);
+        json_t *p = profile_of(r);
+        if (p) json_decref(s->prof), s->prof = p;
+    }
+    json_decref(r);
+    return KF_EXIT_OK;
+}
+
+/* The knob search, from the record: the trial a kill interrupted finished first, then
+ * each value of each tuning knob not given with --knob, in the declared order, that is
+ * neither the kept value nor judged already (a trial's value or its baseline). Saved
+ * before and after every trial. 0, or the exit code. */
+static int sysrun_knob_search(sysrun *s) {
+    json_t *trials = json_object_get(s->rec, "knob_trials"), *kd, *v, *t;
+    if (!json_is_array(trials)) return KF_EXIT_OK; /* a record from before the knob search */
+    size_t n = json_array_size(trials), i, j, q;
+    json_t *last = json_array_get(trials, n - 1);
+    int rc;
+    if (last && !json_object_get(last, "outcome")) {
+        fprintf(stderr, "kforge: system run: resuming the knob trial %s=%s\n",
+                json_string_value(json_object_get(last, "knob")),
+                json_string_value(json_object_get(last, "value")));
+        if ((rc = sysrun_knob_trial(s, last)) || (rc = sysrun_save(s, "running"))) return rc;
+    }
+    json_array_foreach(json_object_get(s->rec, "knobs_declared"), i, kd) {
+        const char *name = json_string_value(json_object_get(kd, "name"));
+        if (!name || strcmp(json_string_value(json_object_get(kd, "kind")) ?: "", "tuning")) continue;
+        int fixed = 0;
+        json_array_foreach(json_object_get(json_object_get(s->rec, "options"), "knobs"), q, v) {
+            const char *g = json_string_value(v), *eq = g ? strchr(g, '=') : NULL;
+            fixed |= eq && strlen(name) == (size_t)(eq - g) && !strncmp(name, g, eq - g);
+        }
+        if (fixed) continue;
+        json_array_foreach(json_object_get(kd, "values"), j, v) {
+            const char *val = json_string_value(v);
+            const char *kept = json_string_value(json_object_get(json_object_get(s->rec, "knobs"), name));
+            if (!val || !kept || !strcmp(val, kept)) continue;
+            int judged = 0;
+            json_array_foreach(trials, q, t) {
+                if (strcmp(json_string_value(json_object_get(t, "knob")) ?: "", name)) continue;
+                judged |= !strcmp(json_string_value(json_object_get(t, "value")) ?: "", val) ||
+                          !strcmp(json_string_value(json_object_get(t, "against")) ?: "", val);
+            }
+            if (judged) continue;
+            json_t *it = json_pack("{s:s,s:s,s:s}", "knob", name, "value", val, "against", kept);
+            if (!it) return kf_cli_fail(s->json, "out of memory");
+            json_array_append_new(trials, it);
+            if ((rc = sysrun_save(s, "running")) || (rc = sysrun_knob_trial(s, it)) ||
+                (rc = sysrun_save(s, "running")))
+                return rc;
+        }
+    }
     return KF_EXIT_OK;
 }
 
@@ -421,8 +597,11 @@ static int cmd_run(int argc, char **argv) {
             rc = kf_cli_number(a, argv[++i], 1, 10000, &d);
             s->budget = (int)d, given[0] = 1;
         } else if (!strcmp(a, "--slots") && i + 1 < argc) {
-            rc = kf_cli_number(a, argv[++i], 1, 64, &d);
+            rc = kf_cli_number(a, argv[++i], 0, 64, &d);
             s->rounds = (int)d, given[1] = 1;
+        } else if (!strcmp(a, "--knob") && i + 1 < argc) {
+            if (s->ngiven == 16) rc = kf_cli_fail(s->json, "too many --knob");
+            else s->given[s->ngiven++] = argv[++i];
         } else if (!strcmp(a, "--min-time") && i + 1 < argc) {
             rc = kf_cli_number(a, argv[++i], 0, 3600, &s->min_time);
             given[2] = 1;
@@ -434,6 +613,10 @@ static int cmd_run(int argc, char **argv) {
     if (rc) goto done;
     if (!s->pipeline || !s->dir) {
         rc = kf_cli_fail(s->json, "system run: expected PIPELINE and --run DIR");
+        goto done;
+    }
+    if (resume && s->ngiven) {
+        rc = kf_cli_fail(s->json, "system run --resume: the knobs are the run's start's (--knob is refused)");
         goto done;
     }
     char path[4200];
@@ -457,6 +640,7 @@ static int cmd_run(int argc, char **argv) {
             goto done;
         }
         s->o.check.bench_min_time_s = s->min_time;
+        for (int k = 0; k < s->ngiven; k++) s->o.knobs[s->o.nknobs++] = s->given[k];
         json_t *first = sys_bench_json(s->ctx, s->pipeline, &s->o);
         if (!first) {
             rc = KF_EXIT_USAGE;
@@ -467,6 +651,11 @@ static int cmd_run(int argc, char **argv) {
                            s->agent, "lessons", s->lessons, "devices", s->devices, "iterations");
         if (s->rec && s->workers)
             json_object_set_new(json_object_get(s->rec, "options"), "workers", json_integer(s->workers));
+        if (s->rec && sysrun_knobs_start(s, first)) {
+            json_decref(first);
+            rc = kf_cli_fail(s->json, "out of memory");
+            goto done;
+        }
         json_object_set(s->rec, "profile_before", json_object_get(first, "stages"));
         json_object_set_new(
             s->rec, "baseline_step_ns",
@@ -485,7 +674,9 @@ static int cmd_run(int argc, char **argv) {
     if (last && !json_object_get(last, "outcome")) {
         if ((rc = sysrun_iterate(s, last)) || (rc = sysrun_save(s, "running"))) goto done;
     }
-    while ((int)json_array_size(its) < s->rounds) {
+    /* the slot iterations end where the knob search begins */
+    while ((int)json_array_size(its) < s->rounds &&
+           !json_array_size(json_object_get(s->rec, "knob_trials"))) {
         double g;
         const char *best = sysrun_choose(s, &g);
         if (!best) break;
@@ -496,15 +687,23 @@ static int cmd_run(int argc, char **argv) {
             (rc = sysrun_save(s, "running")))
             goto done;
     }
-    /* the final configuration against the reference pipeline */
+    if ((rc = sysrun_knob_search(s))) goto done;
+    /* the final configuration (the kept slots and knobs) against the reference pipeline
+     * (the run's --knob selections, every other knob its first value) */
     kf_system_opts fo = s->o;
     fo.nslots = 0;
     for (int k = 0; k < s->nkept; k++) fo.slots[fo.nslots++] = s->kept_sel[k];
-    json_t *fin = s->nkept ? sys_bench_json(s->ctx, s->pipeline, &fo) : NULL;
+    fo.nknobs = 0;
+    for (int k = 0; k < s->o.nknobs; k++)
+        if (!strchr(s->o.knobs[k], '=') || !knob_tuned(s, s->o.knobs[k]))
+            fo.knobs[fo.nknobs++] = s->o.knobs[k];
+        else fo.cand_knobs[fo.ncand_knobs++] = s->o.knobs[k];
+    int tuned = fo.ncand_knobs > 0;
+    json_t *fin = s->nkept || tuned ? sys_bench_json(s->ctx, s->pipeline, &fo) : NULL;
     /* nothing kept: the reference pipeline itself, no gain */
     json_object_set(s->rec, "profile_after",
                     fin ? json_object_get(fin, "stages") : json_object_get(s->rec, "profile_before"));
-    if (fin || !s->nkept) {
+    if (fin || (!s->nkept && !tuned)) {
         json_object_set_new(s->rec, "end_to_end_speedup",
                             fin ? json_incref(json_object_get(fin, "speedup")) : json_real(1));
         json_object_set_new(s->rec, "end_to_end_gain_ci95",
@@ -545,11 +744,11 @@ static int copy_file(const char *src, const char *dst) {
 
 /* kforge export of a system run: each kept slot's dispatcher copied to out/SLOT.c, the
  * configuration in out/EXPORT.json ({"kind": "system_export", "run", "pipeline",
- * "pipeline_sha256", "slots": {SLOT: FILE}, "knobs", "check": the command that
- * re-verifies it, "verification": {verdict, reasons, steps_passed, seconds}}), verified
- * by a full system check of the exported files (exit 0 accepted, 1 rejected). A record
- * that is not sealed, or whose pipeline file changed, is refused (exit 2, nothing
- * written), and so is a non-empty out that is not an earlier export. */
+ * "pipeline_sha256", "slots": {SLOT: FILE}, "knobs" (the run's workload and kept tuning
+ * knobs, as the check took them), "check": the command that re-verifies it with them, "verification":
+ * {verdict, reasons, steps_passed, seconds}}), verified by a full system check of the exported files (exit 0
+ * accepted, 1 rejected). A record that is not sealed, or whose pipeline file changed, is refused (exit 2,
+ * nothing written), and so is a non-empty out that is not an earlier export. */
 int kf_cli_system_export(const char *dir, const char *out, int json) {
     kf_ctx *ctx = kf_ctx_new();
     char *doc = NULL;
@@ -617,6 +816,17 @@ int kf_cli_system_export(const char *dir, const char *out, int json) {
         if (cn < sizeof cmd)
             cn += (size_t)snprintf(cmd + cn, sizeof cmd - cn, " --slot %s", sel[o.nslots - 1]);
     }
+    /* the knobs the run chose: its workload and every tuning knob's kept value */
+    static char ksel[32][512];
+    static const char *const groups[] = {"workload", "knobs"};
+    for (int g = 0; g < 2; g++) json_object_foreach(json_object_get(rec, groups[g]), key, v) {
+            if (o.nknobs == 16 || !json_is_string(v)) continue;
+            snprintf(ksel[o.nknobs], sizeof ksel[0], "%s=%s", key, json_string_value(v));
+            o.knobs[o.nknobs] = ksel[o.nknobs];
+            if (cn < sizeof cmd)
+                cn += (size_t)snprintf(cmd + cn, sizeof cmd - cn, " --knob %s", ksel[o.nknobs]);
+            o.nknobs++;
+        }
     char *out_json = NULL;
     int acc = 0;
     if (kf_system_check(ctx, pf, &o, &out_json, &acc)) {
@@ -718,6 +928,9 @@ int kf_cli_system(int argc, char **argv) {
         } else if (!strcmp(s, "--knob") && i + 1 < argc) {
             if (o.nknobs == 16) return kf_cli_fail(json, "too many --knob");
             o.knobs[o.nknobs++] = argv[++i];
+        } else if (!strcmp(s, "--cand-knob") && i + 1 < argc) {
+            if (o.ncand_knobs == 16) return kf_cli_fail(json, "too many --cand-knob");
+            o.cand_knobs[o.ncand_knobs++] = argv[++i];
         } else if (!strcmp(s, "--steps") && i + 1 < argc) {
             if (kf_cli_number(s, argv[++i], 1, 4096, &d)) return KF_EXIT_USAGE;
             o.steps = (int)d;

@@ -469,6 +469,11 @@ typedef struct kf_system_opts {
     int local_bench;   /* bench: every slot candidate also timed alone on
                           its task (kf_bench), for "outcome"
                           local_win_global_loss */
+    const char *cand_knobs[16]; /* "KNOB=VALUE" of the candidate configuration only,
+                                   over knobs (the reference pipeline and the baseline
+                                   keep knobs): a tuning knob judged in the step; a knob
+                                   named after a dim is refused (it sets the workload) */
+    int ncand_knobs;
 } kf_system_opts;
 
 KF_API void kf_system_opts_init(kf_system_opts *o);

@@ -2,14 +2,16 @@
  * test_system.c - the system gate (docs/system.md): pipeline.json's errors with their
  * FILE:LINE, the bundled pipelines checked end to end with their slots' candidates and
  * engagement counts, a candidate its own task accepts that the pipeline's captured
- * tensors reject, the planted local win that loses in the step (tests/system/), and the
- * command's exit codes.
+ * tensors reject, the planted local win that loses in the step (tests/system/), the
+ * knob search of system run (tests/system/knobs: kept, not kept, refused, resumed,
+ * exported), and the command's exit codes.
  */
 #define _GNU_SOURCE
 #include "kft.h"
 #include "system/system.h"
 
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -172,7 +174,8 @@ static void t_schema(const void *arg) {
         "for p in sys.argv[1:]: jsonschema.validate(json.load(open(p)), s)\n"
         "bad = json.load(open(sys.argv[1])); bad[\"buffers\"][\"x\"][\"role\"] = \"scratch\"\n"
         "try:\n    jsonschema.validate(bad, s)\nexcept jsonschema.ValidationError:\n    print(\"refused\")\n'"
-        " %s pipelines/c/decode/pipeline.json pipelines/cuda/decode/pipeline.json 2>&1",
+        " %s pipelines/c/decode/pipeline.json pipelines/cuda/decode/pipeline.json tests/system/knobs/pipeline.json "
+        "2>&1",
         kft_src("."), small);
     int rc = kft_run(cmd, out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "refused"), "rc %d: %s", rc, out);
@@ -738,6 +741,181 @@ static void t_run_workers(const void *arg) {
     CHECK(kft_run(cmd, out, sizeof out) == 0);
 }
 
+/* ---- the knob search (tests/system/knobs: passes 5 by default, 1 five times faster, 25
+ * five times slower, the same output; scale 2 changes the output; a workload knob n;
+ * launch=graph, refused on C) ---- */
+
+static const char knobs_pl[] = "tests/system/knobs/pipeline.json";
+
+/* The trial of knob=value in the record r, or NULL; *count how many there are. */
+static json_t *knob_trial(json_t *r, const char *knob, const char *value, int *count) {
+    size_t i;
+    json_t *t, *found = NULL;
+    *count = 0;
+    json_array_foreach(json_object_get(r, "knob_trials"), i, t) {
+        if (strcmp(json_string_value(json_object_get(t, "knob")) ?: "", knob) ||
+            strcmp(json_string_value(json_object_get(t, "value")) ?: "", value))
+            continue;
+        found = t, (*count)++;
+    }
+    return found;
+}
+
+static const char *outcome_of(json_t *t) {
+    return json_string_value(json_object_get(t, "outcome")) ?: "(none)";
+}
+
+/* A finished knob search's record: the faster value kept, the slower not, the refused one
+ * recorded with its reason (not a loss), the workload knob never tried; each once. */
+static void check_knob_record(json_t *r) {
+    int n;
+    json_t *t = knob_trial(r, "passes", "1", &n);
+    CHECKF(t && n == 1 && !strcmp(outcome_of(t), "knob_keep"), "passes=1: %s (%d trials)",
+           t ? outcome_of(t) : "none", n);
+    CHECK(!strcmp(json_string_value(json_object_get(t, "against")) ?: "", "5"));
+    CHECK(json_number_value(json_array_get(json_object_get(t, "system_gain_ci95"), 0)) > 0);
+    t = knob_trial(r, "passes", "25", &n);
+    CHECKF(t && n == 1 && !strcmp(outcome_of(t), "no_system_gain"), "passes=25: %s",
+           t ? outcome_of(t) : "none");
+    CHECK(!strcmp(json_string_value(json_object_get(t, "against")) ?: "", "1"));
+    CHECK(json_is_false(json_object_get(t, "keep")));
+    t = knob_trial(r, "launch", "graph", &n);
+    CHECKF(t && n == 1 && !strcmp(outcome_of(t), "refused"), "launch=graph: %s", t ? outcome_of(t) : "none");
+    CHECK(strstr(json_string_value(json_object_get(t, "reason")) ?: "", "no captured launch mode"));
+    /* a value that changes the step's outputs is rejected by the check, not kept */
+    t = knob_trial(r, "scale", "2", &n);
+    CHECKF(t && n == 1 && !strcmp(outcome_of(t), "rejected"), "scale=2: %s", t ? outcome_of(t) : "none");
+    CHECK(has_reason(t, "wrong_result", "end to end"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "scale")) ?: "", "1"));
+    CHECK(!knob_trial(r, "passes", "5", &n) && !knob_trial(r, "n", "512", &n));
+    CHECKF(json_array_size(json_object_get(r, "knob_trials")) == 4, "%zu knob trials",
+           json_array_size(json_object_get(r, "knob_trials")));
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "passes")) ?: "", "1"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "launch")) ?: "", "eager"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "workload"), "n")) ?: "", "2048"));
+    CHECK(!json_object_get(json_object_get(r, "knobs"), "n"));
+    CHECK(!strcmp(json_string_value(json_object_get(r, "state")) ?: "", "finished"));
+    /* the end to end figure includes the kept knob: the reference pipeline at passes 5 */
+    CHECKF(json_number_value(json_object_get(r, "end_to_end_speedup")) > 2, "end to end %.3fx",
+           json_number_value(json_object_get(r, "end_to_end_speedup")));
+}
+
+/* system bench --cand-knob: the candidate configuration alone at another value of a tuning
+ * knob; a dim knob is refused there. system run --slots 0: the knob search alone, its
+ * record, its report and its export. */
+static void t_knob_search(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-sysknob-XXXXXX", cmd[8192], out[1 << 17], run[256];
+    CHECK(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "cd %s && %s system bench %s --cand-knob passes=1 --min-time 0.02 --json",
+             kft_src("."), kft_bin("kforge"), knobs_pl);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_t *r = json_loads(out, 0, NULL);
+    CHECKF(r && json_is_true(json_object_get(r, "keep")), "%.2000s", out);
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "candidate_knobs"), "passes")) ?: "",
+                  "1"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "passes")) ?: "", "5"));
+    CHECK(json_array_size(json_object_get(r, "knobs_declared")) == 4);
+    json_decref(r);
+    snprintf(cmd, sizeof cmd, "cd %s && %s system check %s --cand-knob n=512 2>&1", kft_src("."),
+             kft_bin("kforge"), knobs_pl);
+    CHECKF(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "it sets the workload"), "%s", out);
+    snprintf(run, sizeof run, "%s/s", dir);
+    snprintf(cmd, sizeof cmd, "cd %s && %s system run %s --run %s --slots 0 --min-time 0.02 2>&1",
+             kft_src("."), kft_bin("kforge"), knobs_pl, run);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    const char *seals;
+    r = sysrec(run, &seals);
+    CHECK(!strcmp(seals, "sealed"));
+    check_knob_record(r);
+    json_decref(r);
+    /* the report shows the choice */
+    snprintf(cmd, sizeof cmd, "%s system report %s", kft_bin("kforge"), run);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0 && strstr(out, "## Knobs") &&
+               strstr(out, "Tuning knobs kept: passes=1, launch=eager, scale=1") &&
+               strstr(out, "| 1 | passes | 1 | 5 | knob_keep |") &&
+               strstr(out, "| launch | graph | eager | refused |"),
+           "%.3000s", out);
+    snprintf(cmd, sizeof cmd, "%s report %s -o %s/r.html && grep -c 'class=\"knob-trial\"' %s/r.html",
+             kft_bin("kforge"), run, dir, dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0 && strtol(out, NULL, 10) == 4, "%s", out);
+    /* the export carries the knobs and its check runs with them */
+    snprintf(cmd, sizeof cmd, "cd %s && %s export %s -o %s/x --json", kft_src("."), kft_bin("kforge"), run,
+             dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    json_t *ex = json_loads(out, 0, NULL);
+    CHECKF(ex, "%s", out);
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(ex, "knobs"), "passes")) ?: "", "1"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(ex, "knobs"), "n")) ?: "", "2048"));
+    const char *chk = json_string_value(json_object_get(ex, "check"));
+    CHECKF(chk && strstr(chk, " --knob passes=1") && strstr(chk, " --knob n=2048"), "%s",
+           chk ? chk : "(none)");
+    snprintf(cmd, sizeof cmd, "cd %s && %s%s --json", kft_src("."), kft_bin("kforge"),
+             chk + strlen("kforge"));
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    r = json_loads(out, 0, NULL);
+    CHECK(r && !strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "passes")) ?: "", "1"));
+    json_decref(r);
+    json_decref(ex);
+    /* --knob: a dim knob picks the run's one workload, a tuning knob given is not searched */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s system run %s --run %s/w --slots 0 --min-time 0.02 --knob n=512 --knob passes=25 2>&1",
+             kft_src("."), kft_bin("kforge"), knobs_pl, dir);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
+    snprintf(run, sizeof run, "%s/w", dir);
+    r = sysrec(run, &seals);
+    int n;
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "workload"), "n")) ?: "", "512"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "knobs"), "passes")) ?: "", "25"));
+    CHECKF(json_array_size(json_object_get(r, "knob_trials")) == 2 && knob_trial(r, "launch", "graph", &n),
+           "%zu knob trials", json_array_size(json_object_get(r, "knob_trials")));
+    json_decref(r);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+}
+
+/* system run killed (SIGKILL) in the knob search, a trial judged and the next one under
+ * way: the record is sealed, and --resume finishes the interrupted trial without judging
+ * the first one again. */
+static void t_knob_resume(const void *arg) {
+    (void)arg;
+    char dir[] = "/tmp/kft-sysknobr-XXXXXX", cmd[16384], out[1 << 16], run[256];
+    CHECK(mkdtemp(dir));
+    snprintf(run, sizeof run, "%s/s", dir);
+    /* killed once the record holds a judged trial and, after it, one not judged yet */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && { %s system run %s --run %s --slots 0 --min-time 0.3 >%s/log 2>&1 & p=$!; i=0; "
+             "while ! { [ \"$(grep -o '\"outcome\"' %s/system.json 2>/dev/null | wc -l)\" = 1 ] && "
+             "[ \"$(grep -o '\"knob\":' %s/system.json | wc -l)\" = 2 ]; }; do "
+             "i=$((i+1)); [ $i -gt 6000 ] && break; kill -0 $p || break; sleep 0.05; done; "
+             "kill -9 $p; wait $p; } 2>/dev/null; cat %s/log",
+             kft_src("."), kft_bin("kforge"), knobs_pl, run, dir, run, run, dir);
+    kft_run(cmd, out, sizeof out);
+    const char *seals;
+    json_t *r0 = sysrec(run, &seals);
+    CHECKF(!strcmp(seals, "sealed"), "the killed run's record reads %s", seals);
+    CHECKF(!strcmp(json_string_value(json_object_get(r0, "state")) ?: "", "running"), "not killed: %s", out);
+    json_t *tr0 = json_object_get(r0, "knob_trials");
+    CHECKF(json_array_size(tr0) == 2 && json_is_string(json_object_get(json_array_get(tr0, 0), "outcome")) &&
+               !json_object_get(json_array_get(tr0, 1), "outcome"),
+           "not killed in the second trial: %s", out);
+    json_t *judged = json_array_get(tr0, 0);
+    snprintf(cmd, sizeof cmd, "%s system report %s", kft_bin("kforge"), run);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0 && strstr(out, "not judged yet"), "%.3000s", out);
+    snprintf(cmd, sizeof cmd, "cd %s && %s system run %s --run %s --resume --min-time 0.02 2>&1",
+             kft_src("."), kft_bin("kforge"), knobs_pl, run);
+    CHECKF(kft_run(cmd, out, sizeof out) == 0 && strstr(out, "resuming the knob trial passes=25"), "%s", out);
+    CHECKF(!strstr(out, "knob passes=1 against"), "a judged trial judged again: %s", out);
+    json_t *r1 = sysrec(run, &seals);
+    CHECK(!strcmp(seals, "sealed"));
+    CHECKF(json_equal(json_array_get(json_object_get(r1, "knob_trials"), 0), judged),
+           "the judged trial changed on resume");
+    check_knob_record(r1);
+    json_decref(r0), json_decref(r1);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(kft_run(cmd, out, sizeof out) == 0);
+}
+
 /* ---- fusions ---- */
 
 static const char decode[] = "pipelines/c/decode/pipeline.json";
@@ -915,4 +1093,6 @@ void kft_register_system(void) {
     kft_add("system/fusion_wrong", t_fusion_wrong, NULL, 120);
     kft_add("system/fusion_load", t_fusion_load, NULL, 120);
     kft_add("system/vs_knob", t_vs_knob, NULL, 120);
+    kft_add("system/knob_search", t_knob_search, NULL, 300);
+    kft_add("system/knob_resume", t_knob_resume, NULL, 300);
 }

@@ -11,7 +11,8 @@
  * run's last bench, as an SVG bar chart (bars as long as the step) and a table; the
  * end-to-end speedup and its interval; the local-win/global-loss cases (a slot's export
  * that won alone on its task and did not win in the step) with the local figures and
- * intervals, the step's, and why the gate refused it; every slot iteration; the seals of
+ * intervals, the step's, and why the gate refused it; every slot iteration; the knobs
+ * (the workload, the tuning knobs kept, every knob trial and why); the seals of
  * the record and of each slot run; the sections of each slot run's winners (source,
  * verdict, diff). A record from before a figure was kept renders without it, saying so.
  *
@@ -281,6 +282,40 @@ static void rate_text(kf_buf *b, const kf_sysrep *s) {
                       100 * KF_REPORT_ARBOR_LWGL);
 }
 
+/* The knobs of a record: the workload (knobs named after a dim, never searched) or the
+ * tuning knobs kept, "NAME=VALUE, ..." ("none" when empty). */
+static void knobs_text(kf_buf *b, const json_t *o, int md) {
+    const char *key;
+    json_t *v;
+    int first = 1;
+    json_object_foreach((json_t *)o, key, v) {
+        kf_report_escf(b, md, "%s%s=%s", first ? "" : ", ", key,
+                       json_string_value(v) ? json_string_value(v) : "?");
+        first = 0;
+    }
+    if (first) kf_buf_printf(b, "none");
+}
+
+/* Why a knob trial ended as it did, as text into b. */
+static void knob_why(kf_buf *b, const json_t *t, int md) {
+    const char *oc = JS(t, "outcome");
+    json_t *ci = json_object_get(t, "system_gain_ci95");
+    double lo = json_number_value(json_array_get(ci, 0)), hi = json_number_value(json_array_get(ci, 1));
+    if (!oc) kf_buf_printf(b, "not judged yet (the run was stopped in this trial: --resume finishes it)");
+    else if (!strcmp(oc, "refused"))
+        kf_report_escf(b, md, "refused, not a loss: %.400s", JS(t, "reason") ?: "?");
+    else if (!strcmp(oc, "knob_keep"))
+        kf_buf_printf(b, "kept: the step's gain interval [%+.1f%%, %+.1f%%] is above zero", 100 * lo,
+                      100 * hi);
+    else if (!strcmp(oc, "rejected")) {
+        json_t *r = json_array_get(json_object_get(t, "reasons"), 0);
+        kf_report_escf(b, md, "rejected in the step: %s: %.300s", JS(r, "code") ?: "?",
+                       JS(r, "message") ?: "");
+    } else if (json_array_size(ci) == 2 && lo <= 0)
+        kf_buf_printf(b, "the step's gain interval [%+.1f%%, %+.1f%%] is not above zero", 100 * lo, 100 * hi);
+    else kf_buf_printf(b, "the step's gain is within the noise floor");
+}
+
 /* ---- HTML --------------------------------------------------------------------------------- */
 
 static void node_links(kf_buf *b, const kf_sysrep *s, int i) {
@@ -298,6 +333,7 @@ static void node_links(kf_buf *b, const kf_sysrep *s, int i) {
 static void outcome_badge(kf_buf *b, const char *oc) {
     const char *cls = !oc                                    ? "o-none"
                       : !strcmp(oc, "system_keep")           ? "o-keep"
+                      : !strcmp(oc, "knob_keep")             ? "o-keep"
                       : !strcmp(oc, "local_win_global_loss") ? "o-lwgl"
                                                              : "o-none";
     kf_buf_printf(b, "<span class=\"badge %s\">", cls);
@@ -456,6 +492,43 @@ static void iterations_html(kf_buf *b, const kf_sysrep *s) {
     kf_buf_printf(b, "</table>\n</section>\n");
 }
 
+static void knobs_html(kf_buf *b, const kf_sysrep *s) {
+    json_t *trials = json_object_get(s->rec, "knob_trials"), *t;
+    kf_buf_printf(b, "<section id=\"knobs\"><h2>Knobs</h2>\n");
+    if (!json_is_object(json_object_get(s->rec, "knobs"))) {
+        kf_buf_printf(b, "<p class=\"muted\">Not recorded: the run is from before the knob search.</p>\n"
+                         "</section>\n");
+        return;
+    }
+    kf_buf_printf(b, "<p>The workload (knobs named after a dim: the run is for this one workload, never "
+                     "searched): <code id=\"workload\">");
+    knobs_text(b, json_object_get(s->rec, "workload"), 0);
+    kf_buf_printf(b, "</code>. The tuning knobs kept: <code id=\"knobs-kept\">");
+    knobs_text(b, json_object_get(s->rec, "knobs"), 0);
+    kf_buf_printf(b, "</code>. After the slot iterations, each other value of each tuning knob is judged in "
+                     "the step against the configuration kept.</p>\n<table id=\"knob-trials\"><tr><th>#</th>"
+                     "<th>knob</th><th>value</th><th>against</th><th>outcome</th><th>in the step</th>"
+                     "<th>why</th></tr>\n");
+    size_t k;
+    json_array_foreach(trials, k, t) {
+        kf_buf_printf(b, "<tr class=\"knob-trial\"><td>%zu</td><td>", k + 1);
+        ESC(b, JS(t, "knob") ? JS(t, "knob") : "?");
+        kf_buf_printf(b, "</td><td>");
+        ESC(b, JS(t, "value") ? JS(t, "value") : "?");
+        kf_buf_printf(b, "</td><td>");
+        ESC(b, JS(t, "against") ? JS(t, "against") : "?");
+        kf_buf_printf(b, "</td><td>");
+        outcome_badge(b, JS(t, "outcome"));
+        kf_buf_printf(b, "</td><td>");
+        step_text(b, t);
+        kf_buf_printf(b, "</td><td>");
+        knob_why(b, t, 0);
+        kf_buf_printf(b, "</td></tr>\n");
+    }
+    if (!json_array_size(trials)) kf_buf_printf(b, "<tr><td colspan=\"7\">none</td></tr>\n");
+    kf_buf_printf(b, "</table>\n</section>\n");
+}
+
 static void pipeline_html(kf_buf *b, const kf_sysrep *s) {
     int paired;
     json_t *rows = stage_rows(s, &paired), *v;
@@ -578,7 +651,7 @@ void kf_report_sys_html(kf_buf *b, const kf_sysrep *s) {
     kf_buf_printf(
         b,
         "</div>\n<nav><a href=\"#shares\">Shares</a><a href=\"#lwgl\">Local wins, global losses</a><a "
-        "href=\"#iterations\">Iterations</a><a href=\"#pipeline\">Pipeline</a><a "
+        "href=\"#iterations\">Iterations</a><a href=\"#knobs\">Knobs</a><a href=\"#pipeline\">Pipeline</a><a "
         "href=\"#integrity\">Integrity</a><a href=\"#nodes\">Nodes</a></nav>\n<main data-kind=\"system\" "
         "data-iterations=\"%d\" data-lwgl=\"%d\">\n<p>A system run of <code>",
         s->nit, s->lwgl);
@@ -591,6 +664,7 @@ void kf_report_sys_html(kf_buf *b, const kf_sysrep *s) {
     shares_html(b, s);
     lwgl_html(b, s);
     iterations_html(b, s);
+    knobs_html(b, s);
     pipeline_html(b, s);
     integrity_html(b, s);
     kf_buf_printf(b, "<section id=\"nodes\"><h2>Nodes</h2>\n<p class=\"muted\">Each slot run's winners: the "
@@ -693,6 +767,31 @@ void kf_report_sys_md(kf_buf *b, const kf_sysrep *s) {
         kf_buf_printf(b, " | ");
         why(b, it, 1);
         kf_buf_printf(b, " |\n");
+    }
+    if (json_is_object(json_object_get(s->rec, "knobs"))) {
+        kf_buf_printf(b, "\n## Knobs\n\nWorkload (knobs named after a dim, never searched): ");
+        knobs_text(b, json_object_get(s->rec, "workload"), 1);
+        kf_buf_printf(b, ". Tuning knobs kept: ");
+        knobs_text(b, json_object_get(s->rec, "knobs"), 1);
+        kf_buf_printf(b, ".\n\n| # | knob | value | against | outcome | in the step | why |\n"
+                         "|---|---|---|---|---|---|---|\n");
+        json_array_foreach(json_object_get(s->rec, "knob_trials"), k, it) {
+            kf_buf_printf(b, "| %zu | ", k + 1);
+            md_cell(b, JS(it, "knob"));
+            kf_buf_printf(b, " | ");
+            md_cell(b, JS(it, "value"));
+            kf_buf_printf(b, " | ");
+            md_cell(b, JS(it, "against"));
+            kf_buf_printf(b, " | ");
+            md_cell(b, JS(it, "outcome") ? JS(it, "outcome") : "not judged yet");
+            kf_buf_printf(b, " | ");
+            step_text(b, it);
+            kf_buf_printf(b, " | ");
+            knob_why(b, it, 1);
+            kf_buf_printf(b, " |\n");
+        }
+        if (!json_array_size(json_object_get(s->rec, "knob_trials")))
+            kf_buf_printf(b, "| (none) | | | | | | |\n");
     }
     kf_buf_printf(b, "\n## Integrity\n");
     kf_report_lines(b, s->warnings, "> **", "**\n>\n", 1);

@@ -141,10 +141,18 @@ int kf_pipeline_slot(const kf_pipeline *p, const char *name) {
     return -1;
 }
 
-/* The names an expression may use: dims, then step and layer (values in vals). */
+/* The names a stage's size expression may use: dims, the tuning knobs of integer values
+ * (their chosen value: how a knob reaches a stage, e.g. a task's `threads` size passed as
+ * a scalar), then step and layer (values in vals). Buffer shapes use the dims alone, so
+ * a tuning knob never changes the workload. */
+#define PIPE_MAX_VARS (PIPE_MAX_DIMS + 16 + 2)
 static void vars_of(const kf_pipeline *p, const char **names, int64_t *vals, int step, int layer, int *n) {
     int k = 0;
     for (int i = 0; i < p->ndims; i++) names[k] = p->dim_names[i], vals[k++] = p->dims[i];
+    for (int i = 0; i < p->nknobs; i++)
+        if (p->knobs[i].numeric && p->knobs[i].dim < 0)
+            names[k] = p->knobs[i].name,
+            vals[k++] = strtoll(p->knobs[i].values[p->knobs[i].chosen], NULL, 10);
     names[k] = "step", vals[k++] = step;
     names[k] = "layer", vals[k++] = layer;
     *n = k;
@@ -152,8 +160,8 @@ static void vars_of(const kf_pipeline *p, const char **names, int64_t *vals, int
 
 int kf_pipeline_stage_sizes(const kf_pipeline *p, const kf_sys_stage *st, int step, int layer, int64_t *v,
                             char *err, size_t n) {
-    const char *names[PIPE_MAX_DIMS + 2];
-    int64_t vals[PIPE_MAX_DIMS + 2];
+    const char *names[PIPE_MAX_VARS];
+    int64_t vals[PIPE_MAX_VARS];
     int nv;
     vars_of(p, names, vals, step, layer, &nv);
     kf_vars vars = {names, vals, nv};
@@ -298,8 +306,8 @@ static kf_status load_slot(lctx *l, const char *name, const char *task, int line
 static kf_status load_stage(lctx *l, json_t *v, const char *what, size_t i, int *from, kf_sys_stage *st,
                             const char *const *keys, int fusion) {
     kf_pipeline *p = l->p;
-    const char *names[PIPE_MAX_DIMS + 2];
-    int64_t vals[PIPE_MAX_DIMS + 2];
+    const char *names[PIPE_MAX_VARS];
+    int64_t vals[PIPE_MAX_VARS];
     int nv;
     vars_of(p, names, vals, 0, 0, &nv);
     st->first = st->last = -1;
@@ -587,6 +595,15 @@ static kf_status load_knobs(lctx *l, json_t *kj, const char *const *sel, int nse
         }
         for (int d = 0; d < p->ndims; d++)
             if (!strcmp(p->dim_names[d], k)) kn->dim = d;
+        if (!strcmp(k, "step") || !strcmp(k, "layer"))
+            return bad(l, kn->line, "knob %s: step and layer are reserved", k);
+        kn->numeric = 1;
+        for (int i = 0; i < kn->nvalues; i++) {
+            char *end;
+            errno = 0;
+            (void)strtoll(kn->values[i], &end, 10);
+            if (errno || *end || end == kn->values[i]) kn->numeric = 0;
+        }
         if (!strcmp(k, "launch"))
             for (int i = 0; i < kn->nvalues; i++)
                 if (strcmp(kn->values[i], "eager") && strcmp(kn->values[i], "graph"))

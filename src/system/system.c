@@ -32,6 +32,11 @@
  * gain is the paired median ratio (kf_stats_ratio) minus one, with its interval; the
  * roofline is the backend's (kf_backend_roofline) over the step's summed cost models.
  *
+ * Tuning knobs: with o->cand_knobs the candidate configuration's stage sizes come from a
+ * second load of the pipeline under those knobs (S->pc; the buffers are the dims', the
+ * same on both sides), the reference pipeline's and the baseline's from S->p, so a bench
+ * times one knob value against another and the check proves the outputs unchanged.
+ *
  * A fusion (a stage after the pipeline's, its own slot) replaces its span's stages in a
  * configuration that gives its slot a file; in the reference pipeline its candidate is
  * called on the inputs the span's first stage found and judged against what the span's
@@ -80,6 +85,7 @@ typedef struct {
 
 typedef struct {
     kf_pipeline *p;
+    kf_pipeline *pc; /* the candidate configuration's tuning knobs (o->cand_knobs), or NULL: p's */
     kf_ctx *ctx;
     const kf_system_opts *o;
     kf_opts co; /* the check options of every session */
@@ -370,11 +376,12 @@ static kf_status captured(sys *S, const kf_sys_stage *st, sys_slot *k, const kf_
     return KF_OK;
 }
 
-/* The sizes and extents of stage st at (step, layer): 0, or a task error. */
-static kf_status stage_shape(sys *S, const kf_sys_stage *st, const kf_task *t, int step, int layer,
-                             int64_t *v, kf_extents *ex) {
+/* The sizes and extents of stage st at (step, layer) under kp's knobs (S->p or S->pc,
+ * the same stages): 0, or a task error. */
+static kf_status stage_shape(sys *S, const kf_pipeline *kp, const kf_sys_stage *st, const kf_task *t,
+                             int step, int layer, int64_t *v, kf_extents *ex) {
     char err[512];
-    if (kf_pipeline_stage_sizes(S->p, st, step, layer, v, err, sizeof err))
+    if (kf_pipeline_stage_sizes(kp, &kp->stages[st - S->p->stages], step, layer, v, err, sizeof err))
         return kf__err(S->ctx, KF_ETASK, "%s: stage %s: %s", S->p->path, st->name, err);
     kf_shape sh = {v, KF_SHAPE_VISIBLE, 0};
     if (kf_data_extents(t, &sh, ex, err, sizeof err))
@@ -392,7 +399,7 @@ static kf_status fusion_capture(sys *S, int f, sys_state *s, int step, int layer
     const kf_task *t = k->im[IMPL_CAND].sess.t;
     int64_t v[KF_MAX_SIZES];
     kf_extents ex;
-    kf_status e = stage_shape(S, st, t, step, layer, v, &ex);
+    kf_status e = stage_shape(S, p, st, t, step, layer, v, &ex);
     void *refo[KF_MAX_ARGS] = {0};
     for (int a = 0; !e && a < t->nargs; a++) {
         int b = st->bind[a];
@@ -415,13 +422,14 @@ static kf_status fusion_capture(sys *S, int f, sys_state *s, int step, int layer
     return e;
 }
 
-/* One step of a configuration (impl per slot) on state s. capture: run the captured-I/O
- * check of every candidate slot (the reference configuration). A fusion whose slot has
- * an implementation other than the reference's replaces its span's stages. stage_ns
+/* One step of a configuration (impl per slot) on state s, its stages' sizes under kp's
+ * knobs. capture: run the captured-I/O check of every candidate slot (the reference
+ * configuration). A fusion whose slot has an implementation other than the reference's
+ * replaces its span's stages. stage_ns
  * (per stage, fusions included, added to) and *step_ns get the worker's clock of each
  * call; NULL: not kept. *ok 0 when a call of a candidate failed (recorded). */
-static kf_status run_step(sys *S, const int *impl, sys_state *s, int step, int capture, double *stage_ns,
-                          double *step_ns, int *ok) {
+static kf_status run_step(sys *S, const kf_pipeline *kp, const int *impl, sys_state *s, int step, int capture,
+                          double *stage_ns, double *step_ns, int *ok) {
     const kf_pipeline *p = S->p;
     kf_backend *be = kf_backend_get(p->backend);
     *ok = 1;
@@ -446,7 +454,7 @@ static kf_status run_step(sys *S, const int *impl, sys_state *s, int step, int c
                 return e;
             int64_t v[KF_MAX_SIZES];
             kf_extents ex;
-            if ((e = stage_shape(S, st, t, step, l, v, &ex))) goto out;
+            if ((e = stage_shape(S, kp, st, t, step, l, v, &ex))) goto out;
             kf_shape sh = {v, KF_SHAPE_VISIBLE, 0};
             void *arg[KF_MAX_ARGS] = {0}, *outs[KF_MAX_ARGS];
             for (int a = 0; a < t->nargs; a++) {
@@ -561,6 +569,7 @@ static void sys_free(sys *S) {
     kf_rng_free(&S->rng);
     json_decref(S->reasons);
     kf_pipeline_free(S->p);
+    kf_pipeline_free(S->pc);
 }
 
 /* Open and build every implementation's session; size each slot's arena. */
@@ -575,18 +584,35 @@ static kf_status sys_open(sys *S, kf_ctx *ctx, const char *path, const kf_system
     if (!(S->reasons = json_array())) return kf__err(ctx, KF_ENOMEM, "out of memory");
     kf_backend *be = kf_backend_get(S->p->backend);
     if (!be) return kf__err(ctx, KF_EBACKEND, "%s: the %s backend is not available", path, S->p->backend);
-    for (int i = 0; i < S->p->nknobs; i++) {
-        const kf_sys_knob *kn = &S->p->knobs[i];
-        if (strcmp(kn->name, "launch") || strcmp(kn->values[kn->chosen], "graph")) continue;
-        if (!kf_backend_has(be, KF_BACKEND_LAUNCH_MODE))
-            return kf__err(ctx, KF_EUSAGE, "knob launch=graph: the %s backend has no captured launch mode",
-                           S->p->backend);
-        /* each slot runs in a worker process of its own: a step is not one graph yet */
-        return kf__err(ctx, KF_EUSAGE,
-                       "knob launch=graph: not built: every slot runs in its own worker process, so the "
-                       "step cannot be captured as one CUDA graph (docs/system.md \"launch=graph\"); "
-                       "use launch=eager");
+    if (o->ncand_knobs) {
+        /* the candidate configuration's knobs: the shared selections, then its own */
+        const char *sel[32];
+        int n = 0;
+        for (int i = 0; i < o->nknobs; i++) sel[n++] = o->knobs[i];
+        for (int i = 0; i < o->ncand_knobs; i++) sel[n++] = o->cand_knobs[i];
+        if ((st = kf_pipeline_load(ctx, path, sel, n, o->steps, o->layers, &S->pc))) return st;
+        for (int i = 0; i < S->pc->nknobs; i++)
+            if (S->pc->knobs[i].dim >= 0 && S->pc->knobs[i].chosen != S->p->knobs[i].chosen)
+                return kf__err(ctx, KF_EUSAGE,
+                               "--cand-knob %s=%s: %s is a dim: it sets the workload, the same for both "
+                               "configurations (--knob)",
+                               S->pc->knobs[i].name, S->pc->knobs[i].values[S->pc->knobs[i].chosen],
+                               S->pc->knobs[i].name);
     }
+    for (int i = 0; i < S->p->nknobs; i++)
+        for (int c = 0; c < (S->pc ? 2 : 1); c++) {
+            const kf_sys_knob *kn = c ? &S->pc->knobs[i] : &S->p->knobs[i];
+            if (strcmp(kn->name, "launch") || strcmp(kn->values[kn->chosen], "graph")) continue;
+            if (!kf_backend_has(be, KF_BACKEND_LAUNCH_MODE))
+                return kf__err(ctx, KF_EUSAGE,
+                               "knob launch=graph: the %s backend has no captured launch mode",
+                               S->p->backend);
+            /* each slot runs in a worker process of its own: a step is not one graph yet */
+            return kf__err(ctx, KF_EUSAGE,
+                           "knob launch=graph: not built: every slot runs in its own worker process, so the "
+                           "step cannot be captured as one CUDA graph (docs/system.md \"launch=graph\"); "
+                           "use launch=eager");
+        }
     if ((S->co.has_seed ? kf_rng_seed(&S->rng, S->co.seed ^ 0x5eed5eedull) : kf_rng_seed_secret(&S->rng)))
         return kf__err(ctx, KF_EINTERNAL, "cannot key the ChaCha20 input stream (OpenSSL)");
     if (!(S->sl = calloc((size_t)S->p->nslots, sizeof *S->sl)))
@@ -615,13 +641,15 @@ static kf_status sys_open(sys *S, kf_ctx *ctx, const char *path, const kf_system
                        r && r->message ? r->message : "does not build");
             }
         }
-        /* the arena: the largest of the slot's stages over the steps */
-        for (int j = 0; j < S->p->nstages; j++) {
-            if (S->p->stages[j].slot != k) continue;
+        /* the arena: the largest of the slot's stages over the steps, under both knob sets */
+        for (int j = 0; j < S->p->nstages * (S->pc ? 2 : 1); j++) {
+            const kf_pipeline *kp = j < S->p->nstages ? S->p : S->pc;
+            const kf_sys_stage *sj = &kp->stages[j % S->p->nstages];
+            if (sj->slot != k) continue;
             for (int step = 0; step < S->p->steps; step++) {
                 int64_t v[KF_MAX_SIZES];
                 char err[256];
-                if (kf_pipeline_stage_sizes(S->p, &S->p->stages[j], step, 0, v, err, sizeof err))
+                if (kf_pipeline_stage_sizes(kp, sj, step, 0, v, err, sizeof err))
                     return kf__err(ctx, KF_ETASK, "%s: %s", path, err);
                 kf_shape sh = {v, KF_SHAPE_VISIBLE, 0};
                 kf_extents ex;
@@ -675,6 +703,20 @@ static json_t *knobs_json(const kf_pipeline *p) {
     for (int i = 0; o && i < p->nknobs; i++)
         json_object_set_new(o, p->knobs[i].name, json_string(p->knobs[i].values[p->knobs[i].chosen]));
     return o;
+}
+
+/* The declared knobs: [{name, values, kind}], kind "workload" (named after a dim: it
+ * sets the workload) or "tuning" (how the step runs: what a system run searches). */
+static json_t *knobs_declared(const kf_pipeline *p) {
+    json_t *a = json_array();
+    for (int i = 0; a && i < p->nknobs; i++) {
+        json_t *v = json_array();
+        for (int j = 0; v && j < p->knobs[i].nvalues; j++)
+            json_array_append_new(v, json_string(p->knobs[i].values[j]));
+        json_array_append_new(a, json_pack("{s:s,s:o,s:s}", "name", p->knobs[i].name, "values", v, "kind",
+                                           p->knobs[i].dim >= 0 ? "workload" : "tuning"));
+    }
+    return a;
 }
 
 /* ---- check ---- */
@@ -745,8 +787,8 @@ static kf_status sys_check(sys *S, json_t *report) {
                 memcpy(cand.data[b * p->layers], ref.data[b * p->layers], buf_bytes(&p->bufs[b]));
         int ok;
         /* 3. both pipelines; the candidates on the reference's tensors on the way */
-        if ((st = run_step(S, impl_ref, &ref, step, 1, NULL, NULL, &ok))) goto out;
-        if ((st = run_step(S, impl_cand, &cand, step, 0, NULL, NULL, &ok))) goto out;
+        if ((st = run_step(S, p, impl_ref, &ref, step, 1, NULL, NULL, &ok))) goto out;
+        if ((st = run_step(S, S->pc ? S->pc : p, impl_cand, &cand, step, 0, NULL, NULL, &ok))) goto out;
         if (!ok) break;
         /* 4. end to end */
         if (outputs_pass(S, &cand, &ref, step, "", ea, er)) steps_passed++;
@@ -820,6 +862,9 @@ static json_t *report_new(const sys *S, const char *kind) {
     json_t *r = json_pack("{s:s,s:s,s:s,s:s,s:i,s:i}", "kind", kind, "pipeline", p->name, "file", p->path,
                           "backend", p->backend, "steps", p->steps, "layers", p->layers);
     if (r) json_object_set_new(r, "knobs", knobs_json(p));
+    /* the candidate configuration's own knobs, where they are not the reference's */
+    if (r && S->pc) json_object_set_new(r, "candidate_knobs", knobs_json(S->pc));
+    if (r) json_object_set_new(r, "knobs_declared", knobs_declared(p));
     return r;
 }
 
@@ -851,7 +896,7 @@ static kf_status args_ok(kf_ctx *ctx, const char *pipeline, const kf_system_opts
     *json = NULL;
     *accepted = 0;
     if (o->nslots < 0 || o->nslots > KF_SYSTEM_MAX_SLOTS || o->nvs < 0 || o->nvs > KF_SYSTEM_MAX_SLOTS ||
-        o->nknobs < 0 || o->nknobs > 16)
+        o->nknobs < 0 || o->nknobs > 16 || o->ncand_knobs < 0 || o->ncand_knobs > 16)
         return kf__err(ctx, KF_EUSAGE, "kf_system_opts: too many slots or knobs");
     return KF_OK;
 }
@@ -874,8 +919,9 @@ kf_status kf_system_check(kf_ctx *ctx, const char *pipeline, const kf_system_opt
 /* ---- bench ---- */
 
 /* The whole run (every step) of one configuration from the initial state, timed. */
-static kf_status timed_run(sys *S, const int *impl, sys_state *s, const sys_state *init, sys_state *inputs,
-                           double *stage_ns, double *run_ns, int *ok) {
+static kf_status timed_run(sys *S, const kf_pipeline *kp, const int *impl, sys_state *s,
+                           const sys_state *init, sys_state *inputs, double *stage_ns, double *run_ns,
+                           int *ok) {
     const kf_pipeline *p = S->p;
     state_copy(p, s, init, 0, 0);
     *run_ns = 0;
@@ -884,7 +930,7 @@ static kf_status timed_run(sys *S, const int *impl, sys_state *s, const sys_stat
         for (int b = 0; b < p->nbufs; b++)
             if (p->bufs[b].role == KF_SYS_INPUT && (step == 0 || p->bufs[b].carry < 0))
                 memcpy(s->data[b * p->layers], inputs[step].data[b * p->layers], buf_bytes(&p->bufs[b]));
-        kf_status st = run_step(S, impl, s, step, 0, stage_ns, run_ns, ok);
+        kf_status st = run_step(S, kp, impl, s, step, 0, stage_ns, run_ns, ok);
         if (st || !*ok) return st;
     }
     return KF_OK;
@@ -979,8 +1025,8 @@ static kf_status sys_bench(sys *S, json_t *report) {
         double *stage_a = r >= 0 ? ra + (size_t)r * ns : sa, *stage_b = r >= 0 ? rb + (size_t)r * ns : sb;
         for (int side = 0; side < 2 && ok; side++) {
             int first_b = r & 1;
-            if ((side == 0) == !first_b) st = timed_run(S, impl_a, &A, &init, inputs, stage_a, &xa, &ok);
-            else st = timed_run(S, impl_b, &B, &init, inputs, stage_b, &xb, &ok);
+            if ((side == 0) == !first_b) st = timed_run(S, p, impl_a, &A, &init, inputs, stage_a, &xa, &ok);
+            else st = timed_run(S, S->pc ? S->pc : p, impl_b, &B, &init, inputs, stage_b, &xb, &ok);
             if (st) goto out;
         }
         if (!ok) break;

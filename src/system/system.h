@@ -37,7 +37,7 @@ typedef struct {
 typedef struct {
     char *name;
     int slot;                    /* index into slots */
-    kf_expr *size[KF_MAX_SIZES]; /* per size of the slot's task: over dims, step, layer */
+    kf_expr *size[KF_MAX_SIZES]; /* per size of the slot's task: over dims, tuning knobs, step, layer */
     int bind[KF_MAX_ARGS];       /* per argument of the task: a buffer, or -1 (scalars) */
     int first, last;             /* a fusion: the stages it replaces (indices); else -1 */
     int line;
@@ -55,7 +55,8 @@ typedef struct {
     char **values;
     int nvalues;
     int chosen; /* index into values */
-    int dim;    /* the dim it sets, or -1 */
+    int dim;    /* the dim it sets (a workload knob, never searched), or -1 (a tuning knob) */
+    int numeric; /* every value an integer: a tuning one is a name of the stage sizes */
     int line;
 } kf_sys_knob;
 
