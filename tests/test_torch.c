@@ -749,9 +749,10 @@ static void t_server_same(const void *arg) {
         double s = (double)(kf__now_ns() - t0) / 1e9;
         CHECKF(rc == i, "%s: exit %d: %s", cands[i], rc, warm2);
         CHECKF(server_pid() == first, "the server changed: %d, then %d", (int)first, (int)server_pid());
-        CHECKF(!strcmp(cold, warm1) && !strcmp(cold, warm2), "%s: cold and served documents differ:\n%s\n%s\n%s",
-               cands[i], cold, warm1, warm2);
-        printf("%s: the cold document, served by server %d (the second check %.2f s)\n", cands[i], (int)first, s);
+        CHECKF(!strcmp(cold, warm1) && !strcmp(cold, warm2),
+               "%s: cold and served documents differ:\n%s\n%s\n%s", cands[i], cold, warm1, warm2);
+        printf("%s: the cold document, served by server %d (the second check %.2f s)\n", cands[i], (int)first,
+               s);
     }
     server_end(dir);
 }
@@ -784,6 +785,47 @@ static pid_t fake_server(const char *ident) {
     return (pid_t)strtol(out + 6, NULL, 10);
 }
 
+/* Runners forked by the server give the outputs of a cold process, bit for bit, call
+ * after call, with a reference that reads torch's generator, keeps a counter and
+ * multiplies by the thread count: nothing of one side reaches the next, and the server's
+ * runner starts from a cold runner's state. Three sides, the server started by the first. */
+static void t_server_identical(const void *arg) {
+    (void)arg;
+    need_torch();
+    kf_ctx *ctx = kf_ctx_new();
+    char dir[PATH_MAX], sdir[64];
+    kf_task *t = torch_task(ctx, stateful_ref, dir, sizeof dir);
+    static void *cold[WARM_CALLS][KF_MAX_ARGS], *warm[WARM_CALLS][KF_MAX_ARGS];
+    setenv("KFORGE_TORCH_WARM", "0", 1);
+    ref_side_calls(t, cold);
+    server_env(sdir, sizeof sdir, "60");
+    CHECK(server_pid() < 0);
+    int y = 1; /* softmax's output */
+    kf_shape sh = {t->shapes[0].v, KF_SHAPE_VISIBLE, 0};
+    kf_extents ex;
+    char err[512];
+    CHECKF(!kf_data_extents(t, &sh, &ex, err, sizeof err), "%s", err);
+    size_t bytes = (size_t)ex.count[y] * sizeof(float);
+    pid_t first = -1;
+    for (int side = 0; side < 3; side++) {
+        ref_side_calls(t, warm);
+        pid_t p = server_pid();
+        CHECKF(p > 0 && (first < 0 || p == first), "side %d: server %d, first %d", side, (int)p, (int)first);
+        CHECKF(kf_torch_warm_pid() < 0, "side %d: served by this process's warm process", side);
+        first = p;
+        for (int k = 0; k < WARM_CALLS; k++)
+            CHECKF(!memcmp(cold[k][y], warm[k][y], bytes),
+                   "served side %d, call %d: not the cold process's bits", side, k);
+        for (int k = 0; k < WARM_CALLS; k++) kf_sess_free_outputs(t, warm[k]);
+    }
+    printf("3 sides of %d calls served by server %d: the cold process's bits\n", WARM_CALLS, (int)first);
+    for (int k = 0; k < WARM_CALLS; k++) kf_sess_free_outputs(t, cold[k]);
+    server_end(sdir);
+    kf__rmtree(dir);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
 /* A server of another identity (another build of kforge, another runner) is told to quit
  * and replaced: the check is served by a fresh one, the old one ends. */
 static void t_server_stale(const void *arg) {
@@ -792,9 +834,11 @@ static void t_server_stale(const void *arg) {
     char dir[64];
     server_env(dir, sizeof dir, "60");
     pid_t old = fake_server("0000000000000000000000000000000000000000000000000000000000000000");
-    CHECKF(server_pid() == old, "the other build's server %d does not answer (%d)", (int)old, (int)server_pid());
+    CHECKF(server_pid() == old, "the other build's server %d does not answer (%d)", (int)old,
+           (int)server_pid());
     static char doc[65536];
-    int rc = check_doc("", "tasks/c/softmax_torch", "tasks/c/softmax_torch/candidates/fast.c", doc, sizeof doc);
+    int rc =
+        check_doc("", "tasks/c/softmax_torch", "tasks/c/softmax_torch/candidates/fast.c", doc, sizeof doc);
     CHECKF(rc == 0, "exit %d: %s", rc, doc);
     pid_t now = server_pid();
     CHECKF(now > 0 && now != old, "the stale server %d still serves (%d)", (int)old, (int)now);
@@ -849,19 +893,20 @@ static void t_server_redteam(const void *arg) {
     server_sock(path, sizeof path);
     snprintf(cand, sizeof cand, "%s/connect.c", dir);
     /* it asks for a runner on descriptors of its own, or at least for the server's HELLO */
-    snprintf(src, sizeof src,
-             "#include <stdint.h>\n#include <string.h>\n#include <sys/socket.h>\n#include <sys/un.h>\n"
-             "#include <unistd.h>\n"
-             "void softmax(const float *x, float *y, int64_t rows, int64_t cols) {\n"
-             "    struct sockaddr_un sa = {.sun_family = AF_UNIX};\n"
-             "    strcpy(sa.sun_path, \"%s\");\n"
-             "    int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);\n"
-             "    char buf[256] = \"\";\n"
-             "    if (s >= 0 && !connect(s, (struct sockaddr *)&sa, sizeof sa) && send(s, \"HELLO\", 5, 0) == 5)\n"
-             "        recv(s, buf, sizeof buf, 0);\n"
-             "    for (int64_t i = 0; i < rows * cols; i++) y[i] = buf[0] == 'R' ? 0.0f : x[i];\n"
-             "}\n",
-             path);
+    snprintf(
+        src, sizeof src,
+        "#include <stdint.h>\n#include <string.h>\n#include <sys/socket.h>\n#include <sys/un.h>\n"
+        "#include <unistd.h>\n"
+        "void softmax(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+        "    struct sockaddr_un sa = {.sun_family = AF_UNIX};\n"
+        "    strcpy(sa.sun_path, \"%s\");\n"
+        "    int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);\n"
+        "    char buf[256] = \"\";\n"
+        "    if (s >= 0 && !connect(s, (struct sockaddr *)&sa, sizeof sa) && send(s, \"HELLO\", 5, 0) == 5)\n"
+        "        recv(s, buf, sizeof buf, 0);\n"
+        "    for (int64_t i = 0; i < rows * cols; i++) y[i] = buf[0] == 'R' ? 0.0f : x[i];\n"
+        "}\n",
+        path);
     write_text(cand, src);
     char cmd[PATH_MAX * 3];
     snprintf(cmd, sizeof cmd, "%s check %s %s --json", kft_bin("kforge"), kft_src(task), cand);
@@ -869,7 +914,8 @@ static void t_server_redteam(const void *arg) {
     CHECKF(rc == 1 && strstr(doc, "sandbox_violation"), "exit %d: %s", rc, doc);
     CHECKF(server_pid() == p, "the server %d is gone (%d)", (int)p, (int)server_pid());
     rc = check_doc("", task, "tasks/c/softmax_torch/candidates/fast.c", doc, sizeof doc);
-    CHECKF(rc == 0 && server_pid() == p, "exit %d, server %d then %d: %s", rc, (int)p, (int)server_pid(), doc);
+    CHECKF(rc == 0 && server_pid() == p, "exit %d, server %d then %d: %s", rc, (int)p, (int)server_pid(),
+           doc);
     server_end(dir);
 }
 
@@ -1122,6 +1168,7 @@ void kft_register_torch(void) {
     kft_add("torch/warm_replaced", t_warm_replaced, NULL, 300);
     kft_add("torch/warm_redteam", t_warm_redteam, NULL, 400);
     kft_add("torch/server_same", t_server_same, NULL, 400);
+    kft_add("torch/server_identical", t_server_identical, NULL, 300);
     kft_add("torch/server_stale", t_server_stale, NULL, 300);
     kft_add("torch/server_restart", t_server_restart, NULL, 300);
     kft_add("torch/server_redteam", t_server_redteam, NULL, 300);

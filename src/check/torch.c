@@ -500,21 +500,37 @@ static pid_t parent_of(pid_t pid) {
     return rp && sscanf(rp + 1, " %c %d", &st, &pp) == 2 ? (pid_t)pp : -1;
 }
 
+static int server_request(const char *python, const char *path, const char *ident, const char *req, size_t k,
+                          const int fds[6], pid_t *pid, pid_t *peer, char *err, size_t n);
+
 /* kf_torch_warm_spawn through the server: 0, -1 (nothing handed over: no server could be
  * reached or started), -2 (handed over, then the start failed: err says why). */
 static int server_spawn(const char *python, const int fds[6], pid_t *pid, pid_t *peer, char *err, size_t n) {
-    char path[PATH_MAX], lock[PATH_MAX + 8], ident[65];
+    char path[PATH_MAX], ident[65];
     if (kf_torch_server_path(python, path, sizeof path) || server_ident(python, ident)) return -1;
     /* the request: this process's environment (the runner's), and its working directory
      * (a task's relative paths are this process's) */
-    static char req[SERVER_ENV_MAX];
+    char *req = malloc(SERVER_ENV_MAX);
     size_t k = 2;
+    if (!req) return -1;
     memcpy(req, "F", 2);
     for (char **e = environ; *e; e++) {
         size_t l = strlen(*e) + 1;
-        if (k + l > sizeof req) return -1;
+        if (k + l > SERVER_ENV_MAX) {
+            free(req);
+            return -1;
+        }
         memcpy(req + k, *e, l), k += l;
     }
+    int rc = server_request(python, path, ident, req, k, fds, pid, peer, err, n);
+    free(req);
+    return rc;
+}
+
+/* server_spawn's request req (k bytes) to the server at path, started if needed. */
+static int server_request(const char *python, const char *path, const char *ident, const char *req, size_t k,
+                          const int fds[6], pid_t *pid, pid_t *peer, char *err, size_t n) {
+    char lock[PATH_MAX + 8];
     pid_t spid = -1;
     int s = server_connect(path, ident, &spid);
     if (s < 0) {
@@ -537,7 +553,7 @@ static int server_spawn(const char *python, const int fds[6], pid_t *pid, pid_t 
     int all[7];
     memcpy(all, fds, 6 * sizeof(int));
     all[6] = cwd;
-    struct iovec io = {req, k};
+    struct iovec io = {(void *)req, k};
     union {
         struct cmsghdr h;
         char buf[CMSG_SPACE(7 * sizeof(int))];

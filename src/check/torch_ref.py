@@ -604,7 +604,11 @@ def serve(path, ident, idle):
                     continue
                 conns[c.fileno()] = c
             elif s.fileno() in conns:
-                request(s)
+                try:
+                    request(s)
+                except OSError:  # the client went away mid-answer
+                    conns.pop(s.fileno(), None)
+                    s.close()
         reap()
     if state["listening"]:
         unlink_own()
