@@ -4,12 +4,14 @@
 # target in BENCHMARKS.md: at most 1.5x). For each bundled tasks/c/NAME_torch beside
 # tasks/c/NAME:
 # - `kforge check` of the twin's candidates/fast.c on both tasks, REPS times each
-#   (default 7), interleaved so that load falls on both alike. Prints each pair's median
-#   seconds (the verdict's own "seconds"), their ratio, and the median of the PyTorch
-#   reference's start (python3 and `import torch`, from -v's "reference worker ready"
-#   line), the part of the difference that no check of the reference can avoid: each
-#   `kforge check` is a process of its own, and its first reference side starts the
-#   warm process (docs/torch.md "The warm process").
+#   (default 7), interleaved so that load falls on both alike; the PyTorch one served by
+#   the warm server (docs/torch.md "Across invocations": each `kforge check` is a process
+#   of its own, and the server outlives it; a check before the loop starts it, so every
+#   timed one finds it warm) and with KFORGE_TORCH_WARM=process (no server: each check's
+#   first reference side starts a warm process of its own and imports torch). Prints each
+#   median seconds (the verdict's own "seconds"), the ratios to C, and the median of the
+#   PyTorch reference's start without the server (python3 and `import torch`, from -v's
+#   "reference worker ready" line), what the server saves.
 # - `kforge bench` of the same candidate (a check, then timing in fresh workers: two
 #   reference sides in one kforge process, the second one forked by the warm process),
 #   BENCH_REPS times each (default 3), interleaved: the C reference, the PyTorch one, and
@@ -24,8 +26,8 @@ BREPS=${3:-3}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ERR="${TMPDIR:-/tmp}/kf-tv-err.$$.txt"
 BOPTS="--min-time 0.05 --min-runs 5"
-one() { # TASK CAND -> "seconds ready_ms"
-    "$K" check "$1" "$2" --json -v 2>"$ERR" |
+one() { # WARM TASK CAND -> "seconds ready_ms"
+    env KFORGE_TORCH_WARM="$1" "$K" check "$2" "$3" --json -v 2>"$ERR" |
         python3 -c 'import json,re,sys
 s = json.load(sys.stdin)["seconds"]
 m = re.search(r"\[([0-9.]+) ms\] reference worker ready", open(sys.argv[1]).read())
@@ -40,26 +42,30 @@ m = re.search(r"\[([0-9.]+) ms\] timing: fresh workers ready", t)
 c = [float(x) for x in re.findall(r"\[([0-9.]+) ms\] workers closed", t[: m.start()])] if m else []
 print(s, float(m.group(1)) - c[-1] if m and c else "nan")' "$ERR"
 }
-printf '%-14s %8s %8s %7s %11s\n' task C_ref_s torch_s ratio torch_ready
+printf '%-14s %8s %8s %7s %8s %7s %11s\n' task C_ref_s server_s ratio proc_s ratio proc_ready
 for t in "$ROOT"/tasks/c/*_torch/; do
     twin="${t%_torch/}"
     c="$t/candidates/fast.c"
     [ -d "$twin" ] && [ -f "$c" ] || continue
-    a="" b="" r=""
+    one 1 "$t" "$c" >/dev/null # the server's start
+    a="" b="" p="" r=""
     i=0
     while [ "$i" -lt "$REPS" ]; do
         i=$((i + 1))
-        a="$a $(one "$twin" "$c" | cut -d' ' -f1)"
-        x=$(one "$t" "$c")
-        b="$b ${x% *}"
+        a="$a $(one 1 "$twin" "$c" | cut -d' ' -f1)"
+        b="$b $(one 1 "$t" "$c" | cut -d' ' -f1)"
+        x=$(one process "$t" "$c")
+        p="$p ${x% *}"
         r="$r ${x#* }"
     done
-    python3 - "$(basename "$twin")" "$a" "$b" "$r" <<'PY'
+    python3 - "$(basename "$twin")" "$a" "$b" "$p" "$r" <<'PY'
 import statistics, sys
-a = statistics.median(float(x) for x in sys.argv[2].split())
-b = statistics.median(float(x) for x in sys.argv[3].split())
-r = statistics.median(float(x) for x in sys.argv[4].split()) / 1e3
-print("%-14s %8.3f %8.3f %7.2f %10.3fs" % (sys.argv[1], a, b, b / a, r))
+v = [sorted(float(x) for x in s.split()) for s in sys.argv[2:5]]
+a, b, p = (statistics.median(x) for x in v)
+r = statistics.median(float(x) for x in sys.argv[5].split()) / 1e3
+print("%-14s %8.3f %8.3f %7.2f %8.3f %7.2f %10.3fs" % (sys.argv[1], a, b, b / a, p, p / a, r))
+print("%-14s %8s %8s %7s %8s  (min-max of %d)" % ("", "%.2f-%.2f" % (v[0][0], v[0][-1]),
+      "%.2f-%.2f" % (v[1][0], v[1][-1]), "", "%.2f-%.2f" % (v[2][0], v[2][-1]), len(v[0])))
 PY
 done
 [ "$BREPS" -gt 0 ] || exit 0

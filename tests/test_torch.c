@@ -20,7 +20,11 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define need_torch kft_need_torch
@@ -519,7 +523,7 @@ static void t_warm_identical(const void *arg) {
     setenv("KFORGE_TORCH_WARM", "0", 1);
     ref_side_calls(t, cold);
     CHECKF(kf_torch_warm_pid() < 0, "a warm process with KFORGE_TORCH_WARM=0");
-    unsetenv("KFORGE_TORCH_WARM");
+    setenv("KFORGE_TORCH_WARM", "process", 1); /* this process's warm process, not the server */
     pid_t first = -1;
     int y = 1; /* softmax's output */
     kf_shape sh = {t->shapes[0].v, KF_SHAPE_VISIBLE, 0};
@@ -566,6 +570,7 @@ static const char *const fast = "tasks/c/softmax_torch/candidates/fast.c";
 static void t_warm_reread(const void *arg) {
     (void)arg;
     need_torch();
+    setenv("KFORGE_TORCH_WARM", "process", 1); /* this process's warm process, not the server */
     kf_ctx *ctx = kf_ctx_new();
     char dir[PATH_MAX], why[256], path[PATH_MAX + 16];
     kf_task_free(torch_task(ctx, NULL, dir, sizeof dir));
@@ -588,6 +593,7 @@ static void t_warm_reread(const void *arg) {
 static void t_warm_replaced(const void *arg) {
     (void)arg;
     need_torch();
+    setenv("KFORGE_TORCH_WARM", "process", 1); /* this process's warm process, not the server */
     kf_ctx *ctx = kf_ctx_new();
     char why[256];
     const char *task = kft_src("tasks/c/softmax_torch");
@@ -615,6 +621,7 @@ static void t_warm_replaced(const void *arg) {
 static void t_warm_redteam(const void *arg) {
     (void)arg;
     need_torch();
+    setenv("KFORGE_TORCH_WARM", "process", 1); /* this process's warm process, not the server */
     kf_ctx *ctx = kf_ctx_new();
     char why[256];
     const char *task = kft_src("tasks/c/softmax_torch");
@@ -637,6 +644,306 @@ static void t_warm_redteam(const void *arg) {
     CHECKF(check_verdict(ctx, task, fast, why, sizeof why) == KF_VERDICT_ACCEPTED, "%s", why);
     CHECK(kf_torch_warm_pid() == p);
     kf_ctx_free(ctx);
+}
+
+/* ---- The warm server (docs/torch.md "Across invocations") ---- */
+
+/* A private cache directory (where the server's socket goes) and idle timeout for this
+ * test's checks, the server on: the directory into dir. */
+static void server_env(char *dir, size_t n, const char *idle) {
+    snprintf(dir, n, "/tmp/kft-tsrv-XXXXXX");
+    CHECK(mkdtemp(dir));
+    setenv("KFORGE_CACHE_DIR", dir, 1);
+    setenv("KFORGE_TORCH_SERVER_IDLE", idle, 1);
+    unsetenv("KFORGE_TORCH_WARM");
+}
+
+static void server_sock(char *path, size_t n) {
+    kf_ctx *ctx = kf_ctx_new();
+    char py[PATH_MAX];
+    CHECKF(kf_torch_python(ctx, py, sizeof py) == KF_OK, "%s", kf_errmsg(ctx));
+    CHECK(kf_torch_server_path(py, path, n) == 0);
+    kf_ctx_free(ctx);
+}
+
+/* The pid of the server listening at this test's socket (its answer to HELLO), or -1. */
+static pid_t server_pid(void) {
+    char path[PATH_MAX], msg[256];
+    server_sock(path, sizeof path);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    CHECK(s >= 0);
+    pid_t p = -1;
+    struct pollfd pf = {s, POLLIN, 0};
+    if (!connect(s, (struct sockaddr *)&sa, sizeof sa) && send(s, "HELLO", 5, MSG_NOSIGNAL) == 5 &&
+        poll(&pf, 1, 10000) == 1) {
+        ssize_t k = recv(s, msg, sizeof msg - 1, 0);
+        if (k > 6 && !strncmp(msg, "READY ", 6)) {
+            msg[k] = 0;
+            p = (pid_t)strtol(strrchr(msg, ' ') + 1, NULL, 10);
+        }
+    }
+    close(s);
+    return p;
+}
+
+/* Whether pid is gone (or a zombie: its parent has not reaped it yet). */
+static int pid_dead(pid_t pid) {
+    char path[64], buf[256] = "";
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 1;
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = 0;
+    char *rp = strrchr(buf, ')');
+    return !rp || rp[1] == 0 || rp[2] == 'Z' || rp[2] == 'X';
+}
+
+static void server_end(const char *dir) {
+    pid_t p = server_pid();
+    if (p > 0) kill(p, SIGKILL);
+    kf__rmtree(dir);
+}
+
+/* `kforge check TASK CAND --json --seed 7` with env before it, its document with the
+ * timings masked into out: the exit status. */
+static int check_doc(const char *env, const char *task, const char *cand, char *out, size_t n) {
+    char cmd[PATH_MAX * 4], tmp[] = "/tmp/kft-tdoc-XXXXXX";
+    int fd = mkstemp(tmp);
+    CHECK(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd,
+             "env %s %s check %s %s --json --seed 7 >%s; r=$?; "
+             "sed -E 's/\"(seconds|best_ns)\":[0-9.e+-]+/\"\\1\":0/g; s/\"cached\":[a-z]+/\"cached\":0/' %s; "
+             "rm -f %s; exit $r",
+             env, kft_bin("kforge"), kft_src(task), kft_src(cand), tmp, tmp, tmp);
+    return kft_run(cmd, out, n);
+}
+
+/* Separate `kforge check` processes: the second and later ones are served by the server
+ * the first started, and give the same verdict documents (timings masked) as checks
+ * whose runners start cold, for an accepted and for a rejected kernel. */
+static void t_server_same(const void *arg) {
+    (void)arg;
+    need_torch();
+    char dir[64];
+    server_env(dir, sizeof dir, "60");
+    static const char *const cands[] = {"tasks/c/softmax_torch/candidates/fast.c",
+                                        "tests/redteam/01_skip_last_row.c"};
+    static char cold[65536], warm1[65536], warm2[65536];
+    pid_t first = -1;
+    for (int i = 0; i < 2; i++) {
+        int rc = check_doc("KFORGE_TORCH_WARM=0", "tasks/c/softmax_torch", cands[i], cold, sizeof cold);
+        CHECKF(rc == i, "%s cold: exit %d: %s", cands[i], rc, cold);
+        CHECKF(strstr(cold, i ? "\"verdict\":\"rejected\"" : "\"verdict\":\"accepted\""), "%s", cold);
+        rc = check_doc("", "tasks/c/softmax_torch", cands[i], warm1, sizeof warm1);
+        CHECKF(rc == i, "%s: exit %d: %s", cands[i], rc, warm1);
+        pid_t p = server_pid();
+        CHECKF(p > 0 && (first < 0 || p == first), "server %d after the first check, first %d", (int)p,
+               (int)first);
+        first = p;
+        uint64_t t0 = kf__now_ns();
+        rc = check_doc("", "tasks/c/softmax_torch", cands[i], warm2, sizeof warm2);
+        double s = (double)(kf__now_ns() - t0) / 1e9;
+        CHECKF(rc == i, "%s: exit %d: %s", cands[i], rc, warm2);
+        CHECKF(server_pid() == first, "the server changed: %d, then %d", (int)first, (int)server_pid());
+        CHECKF(!strcmp(cold, warm1) && !strcmp(cold, warm2),
+               "%s: cold and served documents differ:\n%s\n%s\n%s", cands[i], cold, warm1, warm2);
+        printf("%s: the cold document, served by server %d (the second check %.2f s)\n", cands[i], (int)first,
+               s);
+    }
+    server_end(dir);
+}
+
+/* Start a server at this test's socket as another build would (another identity):
+ * its pid. */
+static pid_t fake_server(const char *ident) {
+    kf_ctx *ctx = kf_ctx_new();
+    char py[PATH_MAX], path[PATH_MAX];
+    CHECK(kf_torch_python(ctx, py, sizeof py) == KF_OK);
+    kf_ctx_free(ctx);
+    server_sock(path, sizeof path);
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) == 0);
+    pid_t c = fork();
+    CHECK(c >= 0);
+    if (c == 0) {
+        dup2(sv[1], 3);
+        execl(py, py, "-c", kf_torch_runner(), "serve", path, ident, "60", (char *)NULL);
+        _exit(127);
+    }
+    close(sv[1]);
+    waitpid(c, NULL, 0);
+    char out[128] = "";
+    struct pollfd pf = {sv[0], POLLIN, 0};
+    ssize_t k = poll(&pf, 1, 120000) == 1 ? recv(sv[0], out, sizeof out - 1, 0) : -1;
+    close(sv[0]);
+    CHECKF(k > 6 && !strncmp(out, "READY ", 6), "the other server did not start: %s", out);
+    out[k] = 0;
+    return (pid_t)strtol(out + 6, NULL, 10);
+}
+
+/* Runners forked by the server give the outputs of a cold process, bit for bit, call
+ * after call, with a reference that reads torch's generator, keeps a counter and
+ * multiplies by the thread count: nothing of one side reaches the next, and the server's
+ * runner starts from a cold runner's state. Three sides, the server started by the first. */
+static void t_server_identical(const void *arg) {
+    (void)arg;
+    need_torch();
+    kf_ctx *ctx = kf_ctx_new();
+    char dir[PATH_MAX], sdir[64];
+    kf_task *t = torch_task(ctx, stateful_ref, dir, sizeof dir);
+    static void *cold[WARM_CALLS][KF_MAX_ARGS], *warm[WARM_CALLS][KF_MAX_ARGS];
+    setenv("KFORGE_TORCH_WARM", "0", 1);
+    ref_side_calls(t, cold);
+    server_env(sdir, sizeof sdir, "60");
+    CHECK(server_pid() < 0);
+    int y = 1; /* softmax's output */
+    kf_shape sh = {t->shapes[0].v, KF_SHAPE_VISIBLE, 0};
+    kf_extents ex;
+    char err[512];
+    CHECKF(!kf_data_extents(t, &sh, &ex, err, sizeof err), "%s", err);
+    size_t bytes = (size_t)ex.count[y] * sizeof(float);
+    pid_t first = -1;
+    for (int side = 0; side < 3; side++) {
+        ref_side_calls(t, warm);
+        pid_t p = server_pid();
+        CHECKF(p > 0 && (first < 0 || p == first), "side %d: server %d, first %d", side, (int)p, (int)first);
+        CHECKF(kf_torch_warm_pid() < 0, "side %d: served by this process's warm process", side);
+        first = p;
+        for (int k = 0; k < WARM_CALLS; k++)
+            CHECKF(!memcmp(cold[k][y], warm[k][y], bytes),
+                   "served side %d, call %d: not the cold process's bits", side, k);
+        for (int k = 0; k < WARM_CALLS; k++) kf_sess_free_outputs(t, warm[k]);
+    }
+    printf("3 sides of %d calls served by server %d: the cold process's bits\n", WARM_CALLS, (int)first);
+    for (int k = 0; k < WARM_CALLS; k++) kf_sess_free_outputs(t, cold[k]);
+    server_end(sdir);
+    kf__rmtree(dir);
+    kf_task_free(t);
+    kf_ctx_free(ctx);
+}
+
+/* A server of another identity (another build of kforge, another runner) is told to quit
+ * and replaced: the check is served by a fresh one, the old one ends. */
+static void t_server_stale(const void *arg) {
+    (void)arg;
+    need_torch();
+    char dir[64];
+    server_env(dir, sizeof dir, "60");
+    pid_t old = fake_server("0000000000000000000000000000000000000000000000000000000000000000");
+    CHECKF(server_pid() == old, "the other build's server %d does not answer (%d)", (int)old,
+           (int)server_pid());
+    static char doc[65536];
+    int rc =
+        check_doc("", "tasks/c/softmax_torch", "tasks/c/softmax_torch/candidates/fast.c", doc, sizeof doc);
+    CHECKF(rc == 0, "exit %d: %s", rc, doc);
+    pid_t now = server_pid();
+    CHECKF(now > 0 && now != old, "the stale server %d still serves (%d)", (int)old, (int)now);
+    for (int i = 0; i < 100 && !pid_dead(old); i++) usleep(100 * 1000);
+    CHECKF(pid_dead(old), "the stale server %d lives on", (int)old);
+    printf("stale server %d replaced by %d\n", (int)old, (int)now);
+    server_end(dir);
+}
+
+/* A killed server, then a stopped (hung) one, is replaced at the next check, which
+ * still succeeds. */
+static void t_server_restart(const void *arg) {
+    (void)arg;
+    need_torch();
+    char dir[64];
+    server_env(dir, sizeof dir, "60");
+    static char doc[65536];
+    const char *task = "tasks/c/softmax_torch", *cand = "tasks/c/softmax_torch/candidates/fast.c";
+    int rc = check_doc("", task, cand, doc, sizeof doc);
+    CHECKF(rc == 0, "exit %d: %s", rc, doc);
+    pid_t p1 = server_pid();
+    CHECK(p1 > 0 && kill(p1, SIGKILL) == 0);
+    for (int i = 0; i < 100 && !pid_dead(p1); i++) usleep(50 * 1000);
+    rc = check_doc("", task, cand, doc, sizeof doc);
+    CHECKF(rc == 0 && strstr(doc, "\"verdict\":\"accepted\""), "after a kill: exit %d: %s", rc, doc);
+    pid_t p2 = server_pid();
+    CHECKF(p2 > 0 && p2 != p1, "killed %d, now %d", (int)p1, (int)p2);
+    CHECK(kill(p2, SIGSTOP) == 0);
+    rc = check_doc("", task, "tests/redteam/01_skip_last_row.c", doc, sizeof doc);
+    CHECKF(rc == 1 && strstr(doc, "\"verdict\":\"rejected\""), "a wrong kernel after a stop: exit %d: %s", rc,
+           doc);
+    pid_t p3 = server_pid();
+    CHECKF(p3 > 0 && p3 != p2, "stopped %d, now %d", (int)p2, (int)p3);
+    kill(p2, SIGKILL);
+    printf("server %d killed, %d stopped, %d serves\n", (int)p1, (int)p2, (int)p3);
+    server_end(dir);
+}
+
+/* A candidate that connects to the server's socket, by its path, is a sandbox_violation
+ * (the worker's seccomp filter refuses socket()), and the server serves on. */
+static void t_server_redteam(const void *arg) {
+    (void)arg;
+    need_torch();
+    char dir[64], path[PATH_MAX], cand[128], src[PATH_MAX + 2048];
+    server_env(dir, sizeof dir, "60");
+    static char doc[65536];
+    const char *task = "tasks/c/softmax_torch";
+    int rc = check_doc("", task, "tasks/c/softmax_torch/candidates/fast.c", doc, sizeof doc);
+    CHECKF(rc == 0, "exit %d: %s", rc, doc);
+    pid_t p = server_pid();
+    CHECK(p > 0);
+    server_sock(path, sizeof path);
+    snprintf(cand, sizeof cand, "%s/connect.c", dir);
+    /* it asks for a runner on descriptors of its own, or at least for the server's HELLO */
+    snprintf(
+        src, sizeof src,
+        "#include <stdint.h>\n#include <string.h>\n#include <sys/socket.h>\n#include <sys/un.h>\n"
+        "#include <unistd.h>\n"
+        "void softmax(const float *x, float *y, int64_t rows, int64_t cols) {\n"
+        "    struct sockaddr_un sa = {.sun_family = AF_UNIX};\n"
+        "    strcpy(sa.sun_path, \"%s\");\n"
+        "    int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);\n"
+        "    char buf[256] = \"\";\n"
+        "    if (s >= 0 && !connect(s, (struct sockaddr *)&sa, sizeof sa) && send(s, \"HELLO\", 5, 0) == 5)\n"
+        "        recv(s, buf, sizeof buf, 0);\n"
+        "    for (int64_t i = 0; i < rows * cols; i++) y[i] = buf[0] == 'R' ? 0.0f : x[i];\n"
+        "}\n",
+        path);
+    write_text(cand, src);
+    char cmd[PATH_MAX * 3];
+    snprintf(cmd, sizeof cmd, "%s check %s %s --json", kft_bin("kforge"), kft_src(task), cand);
+    rc = kft_run(cmd, doc, sizeof doc);
+    CHECKF(rc == 1 && strstr(doc, "sandbox_violation"), "exit %d: %s", rc, doc);
+    CHECKF(server_pid() == p, "the server %d is gone (%d)", (int)p, (int)server_pid());
+    rc = check_doc("", task, "tasks/c/softmax_torch/candidates/fast.c", doc, sizeof doc);
+    CHECKF(rc == 0 && server_pid() == p, "exit %d, server %d then %d: %s", rc, (int)p, (int)server_pid(),
+           doc);
+    server_end(dir);
+}
+
+/* The server exits after KFORGE_TORCH_SERVER_IDLE seconds without a request, and takes
+ * its socket's name with it; the next check starts a new one. */
+static void t_server_idle(const void *arg) {
+    (void)arg;
+    need_torch();
+    char dir[64], path[PATH_MAX];
+    server_env(dir, sizeof dir, "2");
+    static char doc[65536];
+    const char *task = "tasks/c/softmax_torch", *cand = "tasks/c/softmax_torch/candidates/fast.c";
+    int rc = check_doc("", task, cand, doc, sizeof doc);
+    CHECKF(rc == 0, "exit %d: %s", rc, doc);
+    pid_t p = server_pid();
+    CHECK(p > 0);
+    server_sock(path, sizeof path);
+    struct stat st;
+    int i = 0;
+    for (; i < 200 && (!pid_dead(p) || !lstat(path, &st)); i++) usleep(50 * 1000);
+    CHECKF(pid_dead(p) && lstat(path, &st) < 0, "server %d still there %.1f s after its idle timeout", (int)p,
+           i * 0.05);
+    CHECKF(i >= 10, "server %d gone %.2f s after the check, before its 2 s idle timeout", (int)p, i * 0.05);
+    rc = check_doc("", task, cand, doc, sizeof doc);
+    pid_t q = server_pid();
+    CHECKF(rc == 0 && q > 0 && q != p, "exit %d, server %d then %d", rc, (int)p, (int)q);
+    printf("server %d idle-exited after %.1f s; %d serves\n", (int)p, i * 0.05, (int)q);
+    server_end(dir);
 }
 
 static void t_import(const void *arg) {
@@ -860,4 +1167,10 @@ void kft_register_torch(void) {
     kft_add("torch/warm_reread", t_warm_reread, NULL, 300);
     kft_add("torch/warm_replaced", t_warm_replaced, NULL, 300);
     kft_add("torch/warm_redteam", t_warm_redteam, NULL, 400);
+    kft_add("torch/server_same", t_server_same, NULL, 400);
+    kft_add("torch/server_identical", t_server_identical, NULL, 300);
+    kft_add("torch/server_stale", t_server_stale, NULL, 300);
+    kft_add("torch/server_restart", t_server_restart, NULL, 300);
+    kft_add("torch/server_redteam", t_server_redteam, NULL, 300);
+    kft_add("torch/server_idle", t_server_idle, NULL, 300);
 }

@@ -86,9 +86,14 @@ const char *kf_torch_runner(void);
  * when it does not fit in n bytes. */
 int kf_torch_config(const kf_task *t, const void *cpus, char *out, size_t n);
 /* A kf_worker_opts.exec_warm for the runner (python: its python3's path): the runner
- * forked by the warm process of that python3, started (or replaced) here when needed.
- * Thread-safe. KFORGE_TORCH_WARM=0: always -1 (cold starts). */
-int kf_torch_warm_spawn(void *python, const int fds[6], pid_t *pid, char *err, size_t n);
+ * forked by the warm server of that python3 (a stand-in in *pid, the runner in *peer),
+ * else by this process's warm process; either is started (or replaced) here when needed.
+ * Thread-safe. KFORGE_TORCH_WARM=0: always -1 (cold starts); =process: this process's
+ * warm process only (docs/torch.md "Across invocations"). */
+int kf_torch_warm_spawn(void *python, const int fds[6], pid_t *pid, pid_t *peer, char *err, size_t n);
+/* Where the warm server of python listens, into out (its directory made, mode 0700): 0,
+ * or -1 (no such directory of this user's, or a path too long for a socket). */
+int kf_torch_server_path(const char *python, char *out, size_t n);
 /* The warm process's pid, or -1 when there is none (tests). */
 pid_t kf_torch_warm_pid(void);
 /* Each buffer's extents at ex into m->extent (the runner's RUN message only). */

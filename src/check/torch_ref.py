@@ -31,6 +31,9 @@
 # descriptors as 0-5 and runs main() as a cold process would: the warm process itself
 # never imports a reference, runs no torch operation and takes no input, so every runner
 # starts from the state a cold process has after `import torch`.
+#
+# With "serve PATH IDENT IDLE" it is the warm server (serve(), docs/torch.md "Across
+# invocations"): the same, outliving one kforge process, on a Unix socket at PATH.
 import fcntl
 import importlib.util
 import mmap
@@ -423,5 +426,196 @@ def warm():
         ctl.send(b"PID " + pid if pid else b"FAIL the runner was not started")
 
 
+def serve(path, ident, idle):
+    """The warm server (torch.c, docs/torch.md "Across invocations"): torch imported once,
+    listening on path (a socket in a directory of this user's, mode 0700) for as long as
+    requests come, exiting after idle seconds without a runner or a request. It keeps
+    nothing but torch: no reference, no input, no output. Each connection, from this user
+    only (SO_PEERCRED), may ask HELLO (the answer carries ident, which the client checks),
+    QUIT (stop listening, end once the runners have), or for a runner: "F\\0" and the
+    client's environment, with the runner's six descriptors and the client's working
+    directory. The runner is forked (setsid, the descriptors as 0-5, the client's
+    environment and directory, then main() as a cold runner) and the answer is "PID n";
+    when it ends, "EXIT status" (its wait status) on the same connection."""
+    import select
+    import signal
+    ready = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, 3)
+    if os.fork():  # the client reaps this one at once: the server is nobody's child of its
+        os._exit(0)
+    os.setsid()
+    try:
+        import torch
+    except Exception:  # noqa: BLE001 - the client's runner then starts another way
+        return 2
+    torch.set_num_threads(1)
+    me = os.getpid()
+    lst = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    tmp = "%s.%d" % (path, me)
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+    mask = os.umask(0o177)
+    lst.bind(tmp)
+    os.umask(mask)
+    lst.listen(64)
+    ino = os.stat(tmp).st_ino
+    os.rename(tmp, path)  # atomically in the place of a stale or dead server's name
+
+    def unlink_own():
+        try:
+            if os.stat(path).st_ino == ino:
+                os.unlink(path)
+        except OSError:
+            pass
+
+    try:
+        ready.send(b"READY %d" % me)
+        ready.close()
+    except OSError:  # the client gave up waiting
+        unlink_own()
+        return 0
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *a: None)
+    signal.set_wakeup_fd(wake_w)
+    conns, runners = {}, {}
+    state = {"last": time.monotonic(), "listening": True}
+    uid_fmt = "3i"
+
+    def reap():
+        while runners:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            c = runners.pop(pid, None)
+            if c is not None:
+                try:
+                    c.send(b"EXIT %d" % status)
+                except OSError:
+                    pass
+                c.close()
+            state["last"] = time.monotonic()
+
+    def fork_runner(c, data, fds):
+        env = dict(e.split(b"=", 1) for e in data[2:].split(b"\0") if b"=" in e)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        r, w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as e:
+            for fd in fds:
+                os.close(fd)
+            c.send(("FAIL fork: %s" % e).encode())
+            return
+        if pid == 0:  # the runner
+            rc = 1
+            try:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                os.setsid()
+                os.close(w)  # the server goes on: this process leads a group of its own
+                os.close(r)
+                for s in list(conns.values()) + list(runners.values()) + ([lst] if state["listening"] else []):
+                    os.close(s.detach())
+                os.close(wake_r)
+                os.close(wake_w)
+                keep = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in fds]
+                for fd in fds:
+                    os.close(fd)
+                os.fchdir(keep[6])
+                os.close(keep[6])
+                for i in range(6):
+                    os.dup2(keep[i], i)
+                for fd in keep[:6]:
+                    os.close(fd)
+                os.environ.clear()
+                os.environ.update({k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
+                                   for k, v in env.items()})
+                rc = main()
+            except BaseException:  # noqa: BLE001 - reported on stderr, like a cold runner's
+                traceback.print_exc()
+            finally:
+                os._exit(rc or 0)
+        os.close(w)
+        for fd in fds:
+            os.close(fd)
+        os.read(r, 1)  # EOF once the runner has called setsid
+        os.close(r)
+        del conns[c.fileno()]
+        runners[pid] = c
+        state["last"] = time.monotonic()
+        try:
+            c.send(b"PID %d" % pid)
+        except OSError:
+            pass
+
+    def request(c):
+        try:
+            data, fds, _, _ = socket.recv_fds(c, 1 << 17, 8)
+        except OSError:
+            data, fds = b"", []
+        if data[:2] == b"F\0" and len(fds) == 7:
+            fork_runner(c, data, fds)
+            return
+        for fd in fds:
+            os.close(fd)
+        if data == b"HELLO":
+            c.send(b"READY %s %d" % (ident.encode(), me))
+            return
+        if data == b"QUIT" and state["listening"]:  # a newer server takes the name
+            state["listening"] = False
+            lst.close()
+        del conns[c.fileno()]
+        c.close()
+
+    while True:
+        if not runners and (not state["listening"] or time.monotonic() - state["last"] >= idle):
+            break
+        timeout = None if runners else max(0.0, idle - (time.monotonic() - state["last"]))
+        rl = [wake_r] + list(conns.values()) + ([lst] if state["listening"] else [])
+        try:
+            got, _, _ = select.select(rl, [], [], timeout)
+        except InterruptedError:
+            continue
+        for s in got:
+            if s == wake_r:
+                try:
+                    while os.read(wake_r, 64):
+                        pass
+                except OSError:
+                    pass
+            elif s is lst:
+                if not state["listening"]:
+                    continue
+                try:
+                    c, _ = lst.accept()
+                except OSError:
+                    continue
+                cr = struct.unpack(uid_fmt, c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                         struct.calcsize(uid_fmt)))
+                if cr[1] != os.getuid():
+                    c.close()
+                    continue
+                conns[c.fileno()] = c
+            elif s.fileno() in conns:
+                try:
+                    request(s)
+                except OSError:  # the client went away mid-answer
+                    conns.pop(s.fileno(), None)
+                    s.close()
+        reap()
+    if state["listening"]:
+        unlink_own()
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["serve"] and len(sys.argv) == 5:
+        sys.exit(serve(sys.argv[2], sys.argv[3], float(sys.argv[4])))
     sys.exit(warm() if sys.argv[1:] == ["warm"] else main())

@@ -57,6 +57,7 @@ struct kf_worker {
     double grace_s;
     int deferred; /* a GPU worker started before its artifact existed (kf_worker_attach) */
     int trusted;  /* a trusted program of kforge's (kf_worker_opts.exec), not kforge-worker */
+    pid_t peer;   /* the program itself when pid is its stand-in (kf_worker_opts.exec_warm), or -1 */
     long uid;     /* the worker's own uid when started as root, else -1 */
     double start_timeout_s;
     uint64_t mem_limit;
@@ -191,6 +192,7 @@ int kf_worker_libraries(const kf_worker *w, char *out, size_t n) {
 
 int kf_worker_set_cpus(kf_worker *w, const void *cpus) {
     if (!w || w->dead || w->pid <= 0 || w->device || w->wrapped || !cpus) return -1;
+    if (w->peer > 0 && sched_setaffinity(w->peer, sizeof(cpu_set_t), (const cpu_set_t *)cpus)) return -1;
     return sched_setaffinity(w->pid, sizeof(cpu_set_t), (const cpu_set_t *)cpus) ? -1 : 0;
 }
 
@@ -206,13 +208,31 @@ int kf_worker_set_nice(kf_worker *w, int nice, uint64_t slice_ns) {
         uint32_t prio;
         uint64_t runtime, deadline, period;
     } a = {sizeof a, 0, 0, nice, 0, slice_ns, 0, 0};
-    if (!syscall(SYS_sched_setattr, w->pid, &a, 0)) return 0;
-    return setpriority(PRIO_PROCESS, (id_t)w->pid, nice) ? -1 : 0;
+    /* a stand-in's peer (kf_worker_opts.exec_warm) is the process that runs */
+    pid_t p = w->peer > 0 ? w->peer : w->pid;
+    if (!syscall(SYS_sched_setattr, p, &a, 0)) return 0;
+    return setpriority(PRIO_PROCESS, (id_t)p, nice) ? -1 : 0;
+}
+
+/* Signal the worker's process group, and its peer's (the program a stand-in stands for)
+ * while the stand-in lives: once the stand-in has ended on its own, its peer has ended
+ * and been reaped by its parent, and the pid may be another process's. */
+static void signal_group(kf_worker *w, int sig) {
+    if (w->pid <= 0) return;
+    if (w->peer > 0) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (!(waitid(P_PID, (id_t)w->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == w->pid)) {
+            kill(-w->peer, sig);
+            if (sig == SIGKILL) kill(w->peer, sig);
+        }
+    }
+    kill(-w->pid, sig);
 }
 
 static void kill_group(kf_worker *w) {
     if (w->pid > 0) {
-        kill(-w->pid, SIGKILL);
+        signal_group(w, SIGKILL);
         kill(w->pid, SIGKILL);
     }
 }
@@ -233,7 +253,7 @@ static int wait_dead(pid_t pid, int ms) {
 static void wrapper_grace(kf_worker *w) {
     if (!w->wrapped || w->grace_s <= 0 || w->pid <= 0) return;
     if (w->stopped) {
-        kill(-w->pid, SIGCONT);
+        signal_group(w, SIGCONT);
         w->stopped = 0;
     }
     wait_dead(w->pid, (int)(w->grace_s * 1000));
@@ -252,6 +272,7 @@ static void kill_and_reap(kf_worker *w, int *status, struct rusage *ru) {
     }
     if (exited) w->end_status = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
     w->pid = -1;
+    w->peer = -1;
     w->dead = 1;
 }
 
@@ -581,6 +602,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size, c
     kf_worker *w = calloc(1, sizeof *w);
     if (!w) return kf__err(ctx, KF_ENOMEM, "out of memory");
     w->pid = -1;
+    w->peer = -1;
     w->sock = w->outfd = w->errfd = -1;
     w->mem_limit = o->mem_limit;
     w->cpu_s = o->cpu_s;
@@ -802,7 +824,7 @@ kf_status kf_worker_spawn(kf_ctx *ctx, const char *so_path, size_t arena_size, c
     int rc = -1;
     char warm_err[300] = "";
     if (w->trusted && o->exec_warm && nsrc == 6) {
-        rc = o->exec_warm(o->exec_warm_arg, hi, &w->pid, warm_err, sizeof warm_err);
+        rc = o->exec_warm(o->exec_warm_arg, hi, &w->pid, &w->peer, warm_err, sizeof warm_err);
         if (rc == -2) {
             posix_spawn_file_actions_destroy(&fa);
             posix_spawnattr_destroy(&at);
@@ -1060,7 +1082,7 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
     if (w->stopped) {
         /* a frozen worker cannot start before this: the clock is read as late as it can */
         resumed = kf__now_ns();
-        kill(-w->pid, SIGCONT);
+        signal_group(w, SIGCONT);
         w->stopped = 0;
     }
     uint64_t deadline = resumed + (uint64_t)(timeout_s * 1e9), t0, t1, p0, p1, s0, s1;
@@ -1075,7 +1097,7 @@ void kf_worker_call(kf_worker *w, kf_msg_run *msg, double timeout_s, kf_call_res
          * the coordinator spin-waits on its own CPU, as when timing), nor while the other
          * side is timed (#24), nor while the outputs are read: they are judged as they are
          * now. Idle threads (a parked pool) may persist, frozen with the rest. */
-        kill(-w->pid, SIGSTOP);
+        signal_group(w, SIGSTOP);
         int status = 0;
         siginfo_t si;
         /* A stop cannot be refused (and SIGCONT to itself is forbidden), but never wait for
@@ -1167,7 +1189,7 @@ void kf_worker_kill(kf_worker *w) {
 int kf_worker_finish(kf_worker *w, double timeout_s) {
     if (w->dead || w->pid <= 0) return w->end_status;
     if (w->stopped) {
-        kill(-w->pid, SIGCONT);
+        signal_group(w, SIGCONT);
         w->stopped = 0;
     }
     kf_msg_run m;

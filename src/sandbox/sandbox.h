@@ -85,10 +85,15 @@ typedef struct {
     /* exec only, or NULL: start the trusted program from a warm process instead (a
      * PyTorch reference's, kf_torch_warm_spawn). Called with exec_warm_arg and the six
      * descriptors the program takes as 0-5; it starts the program as a child of this
-     * process, in a process group of its own (setsid), and sets *pid: 0. -1: nothing was handed over,
+     * process, in a process group of its own (setsid), and sets *pid: 0. Or it sets *pid
+     * to a stand-in, a child of this process in a group of its own that ends as the
+     * program ends (the same exit status or signal), and *peer to the program's pid (a
+     * group leader, not this process's child): the freezes, resumes and kills of the
+     * worker then reach both groups (a warm server's runner, docs/torch.md "Across
+     * invocations"); *peer stays -1 otherwise. -1: nothing was handed over,
      * and exec is spawned as usual; -2: the descriptors were handed over and the start
      * failed (err says why): the spawn fails, an error of the environment. */
-    int (*exec_warm)(void *arg, const int fds[6], pid_t *pid, char *err, size_t n);
+    int (*exec_warm)(void *arg, const int fds[6], pid_t *pid, pid_t *peer, char *err, size_t n);
     void *exec_warm_arg;
     /* CPU workers: a second function of the object, called instead of the entry by a RUN
      * with KF_RUN_MAGNITUDE (a C reference's magnitude function, docs/tasks.md
