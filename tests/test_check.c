@@ -877,14 +877,17 @@ static void t_magnitude_function(const void *arg) {
 
     /* the checks that refused the honest float kernels under the tolerances before
      * (rtol and atol alone: one element of a cancelling pair, or of a peaked softmax's
-     * output, outside them), accepted by the bundled tasks */
+     * output, outside them), accepted by the bundled tasks. attn_decode's is its own rtol
+     * and atol without the magnitude bound: its old {"rtol": 1e-3, "atol": 2e-4} refused
+     * the kernel at seed 6 on one Xeon and admitted it on another (largest error 1.1e-4
+     * there), so the arm said which CPU ran it, not what the magnitude bound adds */
     static const struct {
         const char *task, *cand, *old;
         uint64_t seed;
     } was[] = {
         {"tasks/c/rope", "tests/honest/rope_float.c", "{\"rtol\": 1e-4, \"atol\": 1e-4}", 99},
         {"tasks/c/attn_decode", "tests/honest/attn_decode_two_pass_float.c",
-         "{\"rtol\": 1e-3, \"atol\": 2e-4}", 6},
+         "{\"rtol\": 1e-5, \"atol\": 1e-7}", 6},
     };
     for (size_t i = 0; i < sizeof was / sizeof was[0]; i++) {
         o.seed = was[i].seed;

@@ -8,6 +8,10 @@
  *                                        accepted with a speedup <= 1.2)
  *   / * kforge-test: task=NAME expect=bench_rejected reason=CODE * /   (passes the
  *                                        check, rejected by bench with CODE)
+ * and optionally seed=N (the check's input seed) or timeout=S (the per-call deadline,
+ * 3 s unless said: a memory hog reaches the 512 MiB limit in 0.3 s on one machine and in
+ * 3 s on a loaded VM whose page faults take 1.7 us, and must be stopped by the limit,
+ * not by the clock).
  */
 #define _GNU_SOURCE
 #include "kft.h"
@@ -28,6 +32,7 @@ typedef struct {
     char param[128];
     char seed[24]; /* "seed=N": the check's input seed (a catch that is probable per
                     * check, e.g. one value pattern at the maximum shape, made exact) */
+    char timeout[16]; /* "timeout=S": the per-call deadline */
     /* other parameters' non-default values ("TILE=32"): tried one at a time beside param
      * when the template's own kforge:require excludes param with the others at defaults */
     char alt[8][72];
@@ -41,10 +46,10 @@ static int header(const char *path, corpus_case *c) {
     char *nl = strchr(text, '\n');
     if (nl) *nl = 0;
     int ok = strstr(text, "kforge-test:") != NULL;
-    const char *keys[] = {"task=", "expect=", "reason=", "seed="};
-    char *dst[] = {c->task, c->expect, c->reason, c->seed};
-    size_t cap[] = {sizeof c->task, sizeof c->expect, sizeof c->reason, sizeof c->seed};
-    for (int k = 0; k < 4; k++) {
+    const char *keys[] = {"task=", "expect=", "reason=", "seed=", "timeout="};
+    char *dst[] = {c->task, c->expect, c->reason, c->seed, c->timeout};
+    size_t cap[] = {sizeof c->task, sizeof c->expect, sizeof c->reason, sizeof c->seed, sizeof c->timeout};
+    for (int k = 0; k < 5; k++) {
         dst[k][0] = 0;
         char *p = strstr(text, keys[k]);
         if (!p) continue;
@@ -88,6 +93,7 @@ static void run_case(const void *arg) {
         o.seed = strtoull(c->seed, NULL, 10);
         o.has_seed = 1;
     }
+    if (c->timeout[0]) o.call_timeout_s = strtod(c->timeout, NULL);
     if (hostmode) { /* the first call starts the CUDA runtime and cuBLAS */
         o.call_timeout_s = 20;
         o.cpu_limit_s = 60;

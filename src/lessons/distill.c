@@ -98,9 +98,13 @@ static int collect(void *arg, const kf_node *n) {
     d->id = n->id;
     d->parent = n->parent;
     d->state = n->state;
+    /* the store writes both columns as JSON (an object, an array of shape records):
+     * one that does not read back ran out of memory, and would teach as if the node
+     * had no parameters or no shapes */
     d->params = n->params_json ? json_loads(n->params_json, 0, NULL) : NULL;
-    kf_verdict_from_text(n->shapes_json, &d->shapes);
-    d->reasons = n->reasons ? strdup(n->reasons) : NULL;
+    if (n->params_json && !d->params) a->oom = 1;
+    if ((kf_verdict_from_text(n->shapes_json, &d->shapes) || d->shapes.oom) && n->shapes_json) a->oom = 1;
+    d->reasons = n->reasons ? kf__strdup(n->reasons) : NULL;
     if (n->reasons && !d->reasons) a->oom = 1;
     memcpy(d->category, n->category, sizeof d->category);
     snprintf(d->src, sizeof d->src, "%.16s", n->src_hash);
@@ -204,7 +208,11 @@ static char *comment_text(const char *src) {
         }
         p = *e ? e + (line ? 1 : 2) : e;
     }
-    return b.p ? b.p : strdup("");
+    if (b.oom) { /* counted (kf__alloc_failures): the caller's lesson is not written */
+        kf_buf_free(&b);
+        return NULL;
+    }
+    return b.p ? b.p : kf__strdup("");
 }
 
 /* What the template says template parameter name is: a comment after its kforge:param
@@ -237,6 +245,7 @@ static char *param_meaning(const char *src, const char *name) {
         break;
     }
     char *c = comment_text(src);
+    if (!c) return NULL;
     const char *best = NULL;
     int inparen = 0;
     for (const char *p = c; (p = strstr(p, name)); p += nl) {
@@ -374,7 +383,10 @@ static change *change_get(cvec *c, const char *setting) {
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 32;
         change *v = realloc(c->v, cap * sizeof *v);
-        if (!v) return NULL;
+        if (!v) {
+            kf__alloc_failed();
+            return NULL;
+        }
         c->v = v;
         c->cap = cap;
     }
@@ -586,7 +598,10 @@ static kf_status refute(dctx *d, const char *setting, int win, json_t *new_nodes
 static kf_status put_lesson(dctx *d, const char *kind, const char *setting, const char *shape,
                             const char *situation, const char *action, const char *boundaries, json_t *tags,
                             json_t *nodes, json_t *effects) {
+    if (!situation || !action || !boundaries || !tags || !nodes || !effects) /* a part not built */
+        return kf__err(d->db->ctx, KF_ENOMEM, "out of memory");
     char *key = kf__asprintf("distill|%s|%s|%s|%s|%s", d->backend, d->op, kind, setting, shape ? shape : "*");
+    if (!key) return kf__err(d->db->ctx, KF_ENOMEM, "out of memory");
     kf_lesson l;
     int found = 0;
     kf_status st = kf_lessons__get_by_key(d->db, key, &l, &found);
@@ -624,7 +639,7 @@ static kf_status put_lesson(dctx *d, const char *kind, const char *setting, cons
             free(l.evidence_json);
             l.evidence_json = kf__json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
             free(l.action);
-            l.action = strdup(action); /* the newest numbers */
+            l.action = kf__strdup(action); /* the newest numbers */
             l.updated = 0;
             st = kf_lessons__put(d->db, &l);
         }
@@ -654,9 +669,12 @@ static kf_status put_lesson(dctx *d, const char *kind, const char *setting, cons
                               "distilled", "tags", tags, "key", key);
         if (boundaries) json_object_set_new(o, "boundaries", json_string(boundaries));
         char err[512];
-        st = kf_lessons__from_json(o, &l, err, sizeof err);
+        unsigned long failures = kf__alloc_failures();
+        st = o ? kf_lessons__from_json(o, &l, err, sizeof err) : KF_ENOMEM;
         json_decref(o);
-        if (st) st = kf__err(d->db->ctx, KF_EINTERNAL, "distill made a bad lesson: %s", err);
+        if (st == KF_ENOMEM || (st && kf__alloc_failures() != failures))
+            st = kf__err(d->db->ctx, KF_ENOMEM, "out of memory");
+        else if (st) st = kf__err(d->db->ctx, KF_EINTERNAL, "distill made a bad lesson: %s", err);
         else st = kf_lessons__put(d->db, &l);
         if (!st) st = noted(d, "added", l.id);
         found = 1;
@@ -729,7 +747,7 @@ static kf_status emit(dctx *d, change *c) {
             verb = v2;
         }
         /* where it held: the shapes, and the domain its node claimed */
-        char *where = c->when ? kf__asprintf("%s, within its kforge:when (%s)", pred, c->when) : strdup(pred);
+        char *where = c->when ? kf__asprintf("%s, within its kforge:when (%s)", pred, c->when) : pred ? kf__strdup(pred) : NULL;
         char *situation = kf__asprintf("%s kernels (task %s, %s backend) on %s %s: %s", d->op, d->task,
                                        d->backend, one ? "the shape" : "shapes with", where, subj);
         free(where);
@@ -986,7 +1004,7 @@ static void add_change(cvec *cv, const dvec *a, const dnode *n, const dsrc *ds) 
             change *c = change_get(cv, setting);
             if (c && !c->what && (what || desc))
                 c->what = desc ? kf__asprintf("\"%s\"%s%s", desc, what ? "; " : "", what ? what : "")
-                               : strdup(what);
+                               : kf__strdup(what);
             if (c && !c->when_read && n->state == KF_NODE_KEPT) c->when = when_of(txt), c->when_read = 1;
             if (c) record(c, n, p);
         }
@@ -999,6 +1017,10 @@ static void add_change(cvec *cv, const dvec *a, const dnode *n, const dsrc *ds) 
 kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary) {
     if (summary) *summary = NULL;
     kf_store *s = NULL;
+    /* every step below shrugs off an allocation that failed (a lesson without its words,
+     * a node without its shapes); the count says whether one did, and then nothing is
+     * written (the fault tests fail each allocation in turn) */
+    unsigned long failures = kf__alloc_failures();
     kf_status st = kf_store_open(db->ctx, run_dir, NULL, &s);
     if (st) return st;
     dvec a = {0};
@@ -1036,10 +1058,16 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
             break;
         }
     {
-        kf_ctx *tctx = kf_ctx_new(); /* a task that moved or changed still names its run */
-        if (tctx && kf_task_load(tctx, td, &task) == KF_OK)
-            snprintf(task_name, sizeof task_name, "%s", kf_task_name(task));
+        /* a task that moved or changed still names its run; one that could not be read
+         * for want of memory would name it differently (and teach other lessons) */
+        kf_ctx *tctx = kf_ctx_new();
+        kf_status tst = tctx ? kf_task_load(tctx, td, &task) : KF_ENOMEM;
         kf_ctx_free(tctx);
+        if (tst == KF_ENOMEM) {
+            st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+            goto out;
+        }
+        if (tst == KF_OK) snprintf(task_name, sizeof task_name, "%s", kf_task_name(task));
     }
     for (char *p = task_name; *p; p++) {
         *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
@@ -1061,7 +1089,7 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
     }
     for (size_t i = 0; i < a.n; i++) add_change(&cv, &a, &a.v[i], &ds);
     json_decref(ds.desc);
-    if (!d.summary) st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+    if (!d.summary || a.oom || kf__alloc_failures() != failures) st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
     if (st || (st = kf_lessons__exec(db, "BEGIN IMMEDIATE"))) {
         json_decref(d.summary);
         goto out;
@@ -1074,6 +1102,7 @@ kf_status kf_lessons_distill(kf_lessons *db, const char *run_dir, char **summary
         (json_object_set_new(d.summary, "nodes", json_integer((json_int_t)a.n)) ||
          !(text = kf__json_dumps(d.summary, JSON_INDENT(1)))))
         st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
+    if (!st && kf__alloc_failures() != failures) st = kf__err(db->ctx, KF_ENOMEM, "out of memory");
     if (!st) st = kf_lessons__exec(db, "COMMIT");
     if (st) {
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);

@@ -24,11 +24,15 @@
 #include <time.h>
 #include <unistd.h>
 
-static atomic_ulong json_failures;
+static atomic_ulong json_failures, alloc_failures;
+
+void kf__alloc_failed(void) { atomic_fetch_add(&alloc_failures, 1); }
+
+unsigned long kf__alloc_failures(void) { return atomic_load(&alloc_failures); }
 
 static void *json_alloc(size_t n) {
     void *p = malloc(n);
-    if (!p) atomic_fetch_add(&json_failures, 1);
+    if (!p) atomic_fetch_add(&json_failures, 1), kf__alloc_failed();
     return p;
 }
 
@@ -57,6 +61,7 @@ char *kf__strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *p = malloc(n);
     if (p) memcpy(p, s, n);
+    else kf__alloc_failed();
     return p;
 }
 
@@ -64,7 +69,7 @@ char *kf__asprintf(const char *fmt, ...) {
     va_list ap;
     char *p = NULL;
     va_start(ap, fmt);
-    if (vasprintf(&p, fmt, ap) < 0) p = NULL;
+    if (vasprintf(&p, fmt, ap) < 0) p = NULL, kf__alloc_failed();
     va_end(ap);
     return p;
 }
@@ -86,6 +91,7 @@ int kf_buf_append(kf_buf *b, const void *data, size_t n) {
         char *p = realloc(b->p, cap);
         if (!p) {
             b->oom = 1;
+            kf__alloc_failed();
             return -1;
         }
         b->p = p;
@@ -108,6 +114,7 @@ int kf_buf_printf(kf_buf *b, const char *fmt, ...) {
         s = malloc((size_t)n + 1);
         if (!s) {
             b->oom = 1;
+            kf__alloc_failed();
             return -1;
         }
         va_start(ap, fmt);
@@ -140,7 +147,9 @@ int kf__read_file(const char *path, size_t limit, char **out, size_t *len) {
     }
     char *p = malloc((size_t)st.st_size + 1);
     if (!p) {
+        kf__alloc_failed();
         close(fd);
+        errno = ENOMEM;
         return -1;
     }
     size_t got = 0;

@@ -33,6 +33,13 @@ kf_status kf__err(kf_ctx *ctx, kf_status st, const char *fmt, ...) __attribute__
  * kf__json_init (once per process; kf_ctx_new calls it) installs it. */
 void kf__json_init(void);
 unsigned long kf__json_failures(void);
+/* Allocations that failed in this process, counted by jansson's allocator, kf__strdup,
+ * kf__asprintf, kf_buf and kf__read_file, and by callers through kf__alloc_failed: a
+ * sticky record (as SQLite's mallocFailed) for a caller whose many steps each shrug off a
+ * NULL, so it can tell a whole product from one that lost a part. Process-wide: a
+ * failure in another thread counts too, which errs towards "out of memory". */
+unsigned long kf__alloc_failures(void);
+void kf__alloc_failed(void);
 /* json_dumps, or NULL when an allocation failed while it ran: jansson's dump does not check
  * every one of them (a key whose buffer could not grow is left out, and the document goes
  * on without it: '"stopped":"x",":7.35'). Every document kforge writes goes through it

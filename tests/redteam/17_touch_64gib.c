@@ -1,4 +1,4 @@
-/* kforge-test: task=saxpy expect=rejected reason=resource_limit threat=17 */
+/* kforge-test: task=saxpy expect=rejected reason=resource_limit threat=17 timeout=20 */
 /*
  * Threat 17, memory exhaustion: grab 64 GiB in 64 MiB chunks and touch every
  * page, to push the host into swap or the OOM killer (taking the coordinator
