@@ -15,6 +15,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +192,8 @@ typedef struct {
     int ngiven;
     char knob_sel[16][512]; /* o.knobs: the run's --knob ones, then each tuning knob's kept value */
     json_t *rec, *prof;     /* prof: {"slots": [{name, task_dir}], "stages": [...]} of a bench */
+    kf_sysrun_lock *lock;   /* DIR/lock, held while the run works */
+    char dir_abs[PATH_MAX], pipeline_abs[PATH_MAX];
 } sysrun;
 
 /* s->o.knobs from the record: its --knob selections, then the kept value of every tuning
@@ -619,22 +622,39 @@ static int cmd_run(int argc, char **argv) {
         rc = kf_cli_fail(s->json, "system run --resume: the knobs are the run's start's (--knob is refused)");
         goto done;
     }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/system.json", s->dir);
     if (!(s->ctx = kf_ctx_new())) {
         rc = kf_cli_fail(s->json, "out of memory");
         goto done;
     }
+    if (!resume && mkdir(s->dir, 0755) && errno != EEXIST) {
+        rc = kf_cli_fail(s->json, "%s: %s", s->dir, strerror(errno));
+        goto done;
+    }
+    /* absolute from here: the record's paths (the slot runs, the kept files, the
+     * pipeline's tasks in the profile) then resolve from whatever directory a resume is
+     * started in */
+    if (!realpath(s->dir, s->dir_abs)) {
+        rc = kf_cli_fail(s->json, "%s: %s%s", s->dir, strerror(errno),
+                         resume ? " (no system run to resume there)" : "");
+        goto done;
+    }
+    s->dir = s->dir_abs;
+    if (realpath(s->pipeline, s->pipeline_abs)) s->pipeline = s->pipeline_abs; /* else its own error */
+    /* one system run at a time in DIR: a second start or a second resume is refused, exit 4 */
+    kf_status lst = kf_sysrun_lock_take(s->ctx, s->dir, resume ? "system run --resume" : "system run", &s->lock);
+    if (lst) {
+        kf_cli_fail(s->json, "%s", kf_errmsg(s->ctx));
+        rc = lst == KF_EBUSY ? KF_EXIT_BUSY : KF_EXIT_USAGE;
+        goto done;
+    }
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/system.json", s->dir);
     kf_system_opts_init(&s->o);
     s->o.task_checks = 0;
     if (resume) {
         if ((rc = sysrun_restore(s, given))) goto done;
         s->o.check.bench_min_time_s = s->min_time;
     } else {
-        if (mkdir(s->dir, 0755) && errno != EEXIST) {
-            rc = kf_cli_fail(s->json, "%s: %s", s->dir, strerror(errno));
-            goto done;
-        }
         if (!access(path, F_OK)) {
             rc = kf_cli_fail(s->json, "%s: a system run is already there (--resume continues it)", s->dir);
             goto done;
@@ -722,6 +742,7 @@ static int cmd_run(int argc, char **argv) {
     }
     kf_cli_report_write(s->dir, "html", NULL, "system run");
 done:
+    kf_sysrun_unlock(s->lock);
     json_decref(s->prof);
     json_decref(s->rec);
     kf_ctx_free(s->ctx);

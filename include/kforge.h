@@ -310,6 +310,15 @@ KF_API kf_status kf_sysrun_save(kf_ctx *ctx, const char *dir, const char *json);
  * on the pipeline file's exact bytes (its sha256). KF_EUSAGE with the reason otherwise (a
  * tampered or unsealed record, another pipeline, a finished run); KF_EIO without one. */
 KF_API kf_status kf_sysrun_resume(kf_ctx *ctx, const char *dir, const char *pipeline, char **json);
+/* `kforge system run`'s hold on dir, for as long as it runs (dir/lock, a loop run's
+ * writer's lock: docs/run.md "One writer at a time"), so that two system runs, or two
+ * resumes, never work in one directory at once. command: "system run" or "system run
+ * --resume" (the holder's line names it). KF_OK and *out (kf_sysrun_unlock); KF_EBUSY when
+ * another holds it ("DIR is in use by kforge system run (pid N on HOST since TIME)");
+ * KF_EIO when the lock file cannot be made. dir must exist. */
+typedef struct kf_sysrun_lock kf_sysrun_lock;
+KF_API kf_status kf_sysrun_lock_take(kf_ctx *ctx, const char *dir, const char *command, kf_sysrun_lock **out);
+KF_API void kf_sysrun_unlock(kf_sysrun_lock *l); /* accepts NULL */
 /* Tool mode (docs/agents.md): the context pack of the best-scoring action for the "tool"
  * proposer in o->run_dir (o's search and bench fields apply), recorded as a pending
  * action; while it is pending (not submitted, under 30 minutes old) later calls offer

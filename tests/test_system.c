@@ -554,21 +554,35 @@ static int run_nodes(const char *dir) {
 }
 
 /* system run killed (SIGKILL) once a slot iteration is judged, mid-way through the next
- * slot's loop: the record it leaves is sealed and renders, a tampered copy is refused,
- * another pipeline is refused, and --resume finishes the run without repeating the
- * judged iteration, the interrupted slot's run continued within its budget. */
+ * slot's loop: while it ran, a second resume into its directory was refused (exit 4,
+ * naming the holder); the record it leaves is sealed and renders, a tampered copy is
+ * refused, another pipeline is refused, and --resume finishes the run without repeating
+ * the judged iteration, the interrupted slot's run continued within its budget. The run
+ * starts with a relative --run from one directory and resumes from another, its
+ * directory and pipeline spelled otherwise. */
 static void t_run_kill_resume(const void *arg) {
     (void)arg;
     char dir[] = "/tmp/kft-sysres-XXXXXX", cmd[16384], out[1 << 16], run[256];
     CHECK(mkdtemp(dir));
     snprintf(run, sizeof run, "%s/s", dir);
     snprintf(cmd, sizeof cmd,
-             "cd %s && { %s system run %s --run %s --budget 2 --slots 3 --min-time 0.02 --agent 'cmd:sh %s' "
+             "cd %s && { %s system run %s/%s --run s --budget 2 --slots 3 --min-time 0.02 --agent 'cmd:sh %s' "
              ">%s/log 2>&1 & p=$!; i=0; while ! grep -q '\"outcome\"' %s/system.json 2>/dev/null; do "
              "i=$((i+1)); [ $i -gt 3000 ] && break; kill -0 $p || break; sleep 0.1; done; sleep 1; "
+             "(cd %s && %s system run %s --run %s --resume >%s/busy 2>&1; echo \"rc=$?\" >>%s/busy); "
              "kill -9 $p; wait $p; } 2>/dev/null; cat %s/log",
-             kft_src("."), kft_bin("kforge"), small, run, kft_src("tests/system/agent.sh"), dir, run, dir);
+             dir, kft_bin("kforge"), kft_src("."), small, kft_src("tests/system/agent.sh"), dir, run, kft_src("."),
+             kft_bin("kforge"), small, run, dir, dir, dir);
     kft_run(cmd, out, sizeof out);
+    {
+        char bp[300], *busy = NULL;
+        size_t bl = 0;
+        snprintf(bp, sizeof bp, "%s/busy", dir);
+        CHECK(kf__read_file(bp, 1 << 20, &busy, &bl) == 0);
+        CHECKF(strstr(busy, "rc=4") && strstr(busy, "is in use by kforge system run (pid "),
+               "a second resume while the run ran: %s", busy);
+        free(busy);
+    }
     const char *seals;
     json_t *r0 = sysrec(run, &seals);
     CHECKF(!strcmp(seals, "sealed"), "the killed run's record reads %s", seals);
@@ -600,7 +614,8 @@ static void t_run_kill_resume(const void *arg) {
              "cd %s && %s system run pipelines/c/decode/pipeline.json --run %s --resume 2>&1", kft_src("."),
              kft_bin("kforge"), run);
     CHECKF(kft_run(cmd, out, sizeof out) == 2 && strstr(out, "resumes only on its own pipeline"), "%s", out);
-    /* resumed: finishes, the judged iteration as it was, every slot once */
+    /* resumed from another directory: finishes, the judged iteration as it was, every
+     * slot once */
     snprintf(cmd, sizeof cmd, "cd %s && %s system run %s --run %s --resume 2>&1", kft_src("."),
              kft_bin("kforge"), small, run);
     CHECKF(kft_run(cmd, out, sizeof out) == 0, "%s", out);
