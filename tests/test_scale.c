@@ -345,11 +345,15 @@ static json_t *scale_json(const char *run) {
     return json_load_file(p, 0, NULL);
 }
 
+/* The first crashed node's note of the last node_counts (why, for a failure's message). */
+static char crash_note[600];
+
 /* The run's nodes: how many, how many finished (not proposed), how many crashed. */
 static void node_counts(const char *run, int *all, int *finished, int *crashed) {
     char args[600], out[1 << 17];
     snprintf(args, sizeof args, "tree %s --json", run);
     *all = *finished = *crashed = 0;
+    crash_note[0] = 0;
     CHECK(cli(args, out, sizeof out) == 0);
     json_t *j = json_loads(out, 0, NULL);
     size_t i;
@@ -360,6 +364,10 @@ static void node_counts(const char *run, int *all, int *finished, int *crashed) 
         (*all)++;
         *finished += strcmp(s, "proposed") != 0;
         *crashed += !strcmp(s, "crashed");
+        const char *note = json_string_value(json_object_get(nd, "note"));
+        if (!strcmp(s, "crashed") && !crash_note[0])
+            snprintf(crash_note, sizeof crash_note, "node %lld: %s", (long long)json_integer_value(json_object_get(nd, "id")),
+                     note ? note : "(no note)");
     }
     json_decref(j);
 }
@@ -407,7 +415,7 @@ static void t_worker_killed(const void *arg) {
     CHECK(json_integer_value(json_object_get(sm, "evaluations")) == 5);
     int all, fin, cr;
     node_counts(run, &all, &fin, &cr);
-    CHECKF(all == 5 && fin == 5 && cr == 0, "%d nodes, %d finished, %d crashed", all, fin, cr);
+    CHECKF(all == 5 && fin == 5 && cr == 0, "%d nodes, %d finished, %d crashed (%s)", all, fin, cr, crash_note);
     json_decref(sm);
     kf__rmtree(dir);
 }
@@ -716,7 +724,7 @@ static void t_slurm(const void *arg) {
            "%s", json_dumps(sm, 0));
     int all, fin, cr;
     node_counts(run, &all, &fin, &cr);
-    CHECKF(all == 6 && fin == 6 && cr == 0, "%d nodes, %d finished, %d crashed", all, fin, cr);
+    CHECKF(all == 6 && fin == 6 && cr == 0, "%d nodes, %d finished, %d crashed (%s)", all, fin, cr, crash_note);
     json_decref(sm);
     kf__rmtree(dir);
 }
@@ -870,7 +878,7 @@ static void t_tool_submit(const void *arg) {
     }
     int all, fin, cr;
     node_counts(wr, &all, &fin, &cr);
-    CHECKF(all == 2 && fin == 2 && cr == 0, "%d nodes, %d finished, %d crashed", all, fin, cr);
+    CHECKF(all == 2 && fin == 2 && cr == 0, "%d nodes, %d finished, %d crashed (%s)", all, fin, cr, crash_note);
     kf__rmtree(dir);
 }
 
@@ -912,7 +920,7 @@ static void t_tool_killed(const void *arg) {
            "scale: %s", sc ? json_dumps(sc, 0) : "(none)");
     int all, fin, cr;
     node_counts(run, &all, &fin, &cr);
-    CHECKF(all == 1 && fin == 1 && cr == 0, "%d nodes, %d finished, %d crashed", all, fin, cr);
+    CHECKF(all == 1 && fin == 1 && cr == 0, "%d nodes, %d finished, %d crashed (%s)", all, fin, cr, crash_note);
     json_decref(j);
     kf__rmtree(dir);
 }
@@ -946,7 +954,7 @@ static void t_tool_concurrent(const void *arg) {
            (long long)ids[1]);
     int all, fin, cr;
     node_counts(run, &all, &fin, &cr);
-    CHECKF(all == 2 && fin == 2 && cr == 0, "%d nodes, %d finished, %d crashed", all, fin, cr);
+    CHECKF(all == 2 && fin == 2 && cr == 0, "%d nodes, %d finished, %d crashed (%s)", all, fin, cr, crash_note);
     kf__rmtree(dir);
 }
 
