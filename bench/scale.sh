@@ -31,16 +31,11 @@ for rep in 1 2; do
 done
 
 echo "## A/A: the reference against itself, two timings at once, 3 pairs"
-# as two local workers time on a machine with as many CPUs as workers: each on a CPU
-# of its own (docs/scale.md "Devices"); else both on every CPU
-set -- $(python3 -c "import os; print(*sorted(os.sched_getaffinity(0)))")
-pin0= pin1=
-if [ $# -eq 2 ]; then pin0="taskset -c $1" pin1="taskset -c $2"; fi
 for rep in 1 2 3; do
-    $pin0 $K bench $T $T/reference.c $Q --json > $tmp/a1.json 2> /dev/null &
-    $pin1 $K bench $T $T/reference.c $Q --json > $tmp/a2.json 2> /dev/null
+    $K bench $T $T/reference.c $Q --json > $tmp/a1.json 2> /dev/null &
+    $K bench $T $T/reference.c $Q --json > $tmp/a2.json 2> /dev/null
     wait
-    echo "pair $rep${pin0:+ (one CPU each)}: $(field $tmp/a1.json "d.get('speedup')") $(field $tmp/a2.json "d.get('speedup')")"
+    echo "pair $rep: $(field $tmp/a1.json "d.get('speedup')") $(field $tmp/a2.json "d.get('speedup')")"
 done
 
 echo "## the coordinator with 64 simulated workers (replayed verdicts)"

@@ -65,7 +65,6 @@
     X("scale/coordinator_resume", 0)                                                                         \
     X("scale/devices", 0)                                                                                    \
     X("scale/drain", 0)                                                                                      \
-    X("scale/cpu_groups", 0)                                                                                 \
     X("scale/slurm", 0)                                                                                      \
     X("scale/same_names", 0)                                                                                 \
     X("search/*", 1)                                                                                         \

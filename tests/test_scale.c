@@ -616,53 +616,6 @@ static void t_drain(const void *arg) {
     kf__rmtree(dir);
 }
 
-/* The CPUs of local workers: with two CPUs (this process pinned to two of the machine's)
- * two workers get one each, so their timings run side by side on CPUs of their own
- * (docs/scale.md "Devices"), and every verdict says which CPU timed it; three workers on
- * two CPUs share both (no --cpus), their timings taking turns. */
-static void t_cpu_groups(const void *arg) {
-    (void)arg;
-    cpu_set_t all, two;
-    CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
-    if (CPU_COUNT(&all) < 2) kft_skip("needs two CPUs, this process may use %d", CPU_COUNT(&all));
-    CPU_ZERO(&two);
-    int cpu[2], nc = 0;
-    for (int c = 0; c < CPU_SETSIZE && nc < 2; c++)
-        if (CPU_ISSET(c, &all)) CPU_SET(c, &two), cpu[nc++] = c;
-    CHECK(sched_setaffinity(0, sizeof two, &two) == 0);
-    for (int workers = 2; workers <= 3; workers++) {
-        char dir[] = "/tmp/kft-scaleg-XXXXXX", run[128], out[160], args[1024];
-        CHECK(mkdtemp(dir));
-        snprintf(run, sizeof run, "%s/run", dir);
-        snprintf(out, sizeof out, "%s/out.json", dir);
-        snprintf(args, sizeof args,
-                 "run tasks/c/transpose --run %s --budget %d --workers %d --secret-file %s/secret %s --json", run,
-                 workers, workers, dir, quick);
-        int rc = wait_exit(start(args, out), 200);
-        CHECKF(rc == 0, "kforge run --workers %d: exit %d", workers, rc);
-        json_t *sm = summary(out), *ws = json_object_get(json_object_get(sm, "scale"), "workers");
-        CHECKF(json_array_size(ws) == (size_t)workers, "%s", json_dumps(sm, 0));
-        int seen[2] = {0, 0};
-        for (size_t i = 0; i < json_array_size(ws); i++) {
-            const char *c = json_string_value(json_object_get(json_object_get(json_array_get(ws, i), "device"), "cpus"));
-            if (workers == 3) {
-                CHECKF(!c, "worker %zu of 3 on 2 CPUs was given CPUs %s", i, c);
-                continue;
-            }
-            char want[2][16];
-            snprintf(want[0], sizeof want[0], "%d", cpu[0]);
-            snprintf(want[1], sizeof want[1], "%d", cpu[1]);
-            CHECKF(c && (!strcmp(c, want[0]) || !strcmp(c, want[1])), "worker %zu: cpus %s, expected %s or %s", i,
-                   c ? c : "(none)", want[0], want[1]);
-            seen[c && !strcmp(c, want[1])]++;
-        }
-        if (workers == 2) CHECKF(seen[0] == 1 && seen[1] == 1, "CPUs given %d and %d times", seen[0], seen[1]);
-        json_decref(sm);
-        kf__rmtree(dir);
-    }
-    sched_setaffinity(0, sizeof all, &all);
-}
-
 /* A Slurm cluster on loopback (tests/slurm/cluster.sh: slurmctld and three slurmd
  * "nodes"): kforge run --launcher slurm starts its workers as Slurm jobs, which connect
  * back over TCP; one is scancelled in the middle of an evaluation, which is requeued
@@ -1188,7 +1141,6 @@ void kft_register_scale(void) {
     kft_add("scale/no_worker", t_no_worker, NULL, 30);
     kft_add("scale/stop_many", t_stop_many, NULL, 60);
     kft_add("scale/worker_killed", t_worker_killed, NULL, 240);
-    kft_add("scale/cpu_groups", t_cpu_groups, NULL, 420);
     kft_add("scale/coordinator_resume", t_coordinator_resume, NULL, 240);
     kft_add("scale/devices", t_devices, NULL, 240);
 }

@@ -741,7 +741,11 @@ kf_status kf_bench_timed(kf_sess *s, const char *vs_path) {
             pinned = !sched_setaffinity(0, sizeof one, &one);
         }
     }
-    s->timing = pinned ? 1 : 0;
+    /* the timed protocol on every side whether or not this thread could be pinned (one
+     * CPU: the reference's spent-memory checks and pattern fills, a GPU's L2 flush and
+     * idle wait, as with more); only the spin and the CPU split need a CPU of its own */
+    s->timing = 1;
+    s->pinned = pinned;
     if (!pinned) CPU_ZERO(&s->worker_cpus);
     v->has_timing_cpus = 1;
     v->coordinator_pinned = pinned;
@@ -848,7 +852,7 @@ out:
     kf_build_free(&vs);
     kf_candidate_free(vsc);
     if (pinned) sched_setaffinity(0, sizeof saved, &saved);
-    s->timing = 0;
+    s->timing = s->pinned = 0;
     s->host_timing = 0;
     if (tlfd >= 0) close(tlfd); /* releases the file's lock */
     pthread_mutex_unlock(&timing_mu);

@@ -40,7 +40,9 @@ typedef struct {
     uint64_t t0;
     unsigned long json_failures;      /* kf__json_failures() at the start: the result is whole
                                          when it has not moved */
-    int timing;                       /* bench: workers spin-waited and kept off our CPU */
+    int timing;                       /* bench's timed phase: its protocol on every side */
+    int pinned;                       /* ... with this thread on a CPU of its own: workers
+                                         spin-waited and kept off it */
     int have_occ;                     /* occ holds the first checking call's (GPU kernel mode reports them) */
     int host_timing;                  /* GPU: the host-mode timing protocol on every side */
     int cand_graph;                   /* GPU host mode: CUPTI saw the candidate launch a graph */

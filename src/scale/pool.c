@@ -417,13 +417,9 @@ static int spawn_argv(kf_pool *p, char **av, const char *lock) {
     return 0;
 }
 
-/* The CPUs of this process split into n even groups, group i as "a,b,..." into out; ""
- * when there are fewer CPUs than workers (such workers share every CPU, their timings
- * taking turns). A group of one CPU times there alone: the clock sleeps in poll()
- * instead of spinning on a CPU of its own (kf_bench pins only with two or more), and
- * the candidate's and the baseline's calls still alternate on that CPU, so a neighbour
- * on the other CPU loads both sides of each ratio alike. Two workers on a 2-CPU machine
- * then time side by side instead of taking turns (BENCHMARKS.md "Scale-out"). */
+/* The CPUs of this process split into n even groups, group i as "a-b" into out; "" when
+ * a group would get fewer than 2 (a timing needs a CPU for the candidate and one for
+ * the clock: such workers share every CPU). */
 static void cpu_group(int i, int n, char *out, size_t on) {
     cpu_set_t all;
     out[0] = 0;
@@ -432,7 +428,7 @@ static void cpu_group(int i, int n, char *out, size_t on) {
     for (int c = 0; c < CPU_SETSIZE; c++)
         if (CPU_ISSET(c, &all)) cpus[nc++] = c;
     int per = nc / (n ? n : 1);
-    if (per < 1) return;
+    if (per < 2) return;
     kf_buf b;
     kf_buf_init(&b, 4096);
     for (int k = i * per; k < (i + 1) * per; k++) kf_buf_printf(&b, "%s%d", b.len ? "," : "", cpus[k]);

@@ -1011,7 +1011,7 @@ static kf_status sys_bench(sys *S, json_t *report) {
     }
     S->timing = 1;
     for (int k = 0; k < p->nslots; k++)
-        for (int i = 0; i < IMPL_N; i++) S->sl[k].im[i].sess.timing = pinned;
+        for (int i = 0; i < IMPL_N; i++) S->sl[k].im[i].sess.timing = 1, S->sl[k].im[i].sess.pinned = pinned;
     if ((st = sys_spawn(S)) || S->rejected) goto out;
     kf_backend *be = kf_backend_get(p->backend);
     kf_ceil_out ceil_rep;
