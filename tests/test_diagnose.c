@@ -139,6 +139,56 @@ static void t_numeric(const void *arg) {
                    !strstr(dd.constraint, "cols not"),
                "%s: %s", kf_diag_class_name(dd.cls), dd.constraint);
     }
+    { /* the accumulation rule on fixed figures (docs/run.md "numeric/accumulation"):
+       * errors that wander among nearby sizes (an fp16 sum's random walk: 5.7 at 1,183,
+       * 2.4 at 2,432, as drawn once) but grow across sizes 4x apart; then the same with
+       * one failing shape whose plain call was exact (a shape that failed on other
+       * inputs: no accumulation), and with too few pairs 4x apart */
+        static const struct {
+            const char *shapes;
+            int accumulation;
+        } cases[] = {
+            {"{\"n\":19},\"plain_abs_err\":0.0007},{\"sizes\":{\"n\":73},\"plain_abs_err\":0.04},"
+             "{\"sizes\":{\"n\":255},\"plain_abs_err\":0.42},{\"sizes\":{\"n\":1183},\"plain_abs_err\":5.7},"
+             "{\"sizes\":{\"n\":1239},\"plain_abs_err\":3.1},{\"sizes\":{\"n\":2432},\"plain_abs_err\":2.4},"
+             "{\"sizes\":{\"n\":262144},\"plain_abs_err\":128968",
+             1},
+            {"{\"n\":19},\"plain_abs_err\":0.0007},{\"sizes\":{\"n\":73},\"plain_abs_err\":0},"
+             "{\"sizes\":{\"n\":255},\"plain_abs_err\":0.42},{\"sizes\":{\"n\":1183},\"plain_abs_err\":5.7},"
+             "{\"sizes\":{\"n\":262144},\"plain_abs_err\":128968",
+             0},
+            {"{\"n\":1000},\"plain_abs_err\":1},{\"sizes\":{\"n\":1500},\"plain_abs_err\":20},"
+             "{\"sizes\":{\"n\":5000},\"plain_abs_err\":500",
+             0},
+        };
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            char v[2048], *o = v;
+            o += sprintf(o, "{\"reasons\":[{\"code\":\"wrong_result\",\"message\":\"1 of 1 elements of out "
+                            "outside tolerance (call 1 of 4 at this shape)\"}],\"shapes\":[");
+            /* every shape failed (a hidden one), the figures as listed */
+            const char *p = cases[c].shapes;
+            int first = 1;
+            while (*p) {
+                const char *e = strstr(p, "},{\"sizes\":");
+                size_t len = e ? (size_t)(e - p) : strlen(p);
+                o += sprintf(o, "%s{\"status\":\"failed\",\"kind\":\"hidden\",\"sizes\":%.*s}", first ? "" : ",",
+                             (int)len, p);
+                first = 0;
+                p += len;
+                if (e) p += strlen("},{\"sizes\":");
+            }
+            sprintf(o, "]}");
+            kf_node m = {0};
+            m.id = 8;
+            m.parent = 4;
+            m.state = KF_NODE_REJECTED;
+            m.verdict_json = v;
+            kf_diag dd;
+            CHECKF(kf_diag_node(&m, &dd) == 0, "case %zu: %s", c, v);
+            CHECKF((dd.cls == KF_DIAG_NUMERIC_ACCUMULATION) == cases[c].accumulation, "case %zu: %s (%s): %s", c,
+                   kf_diag_class_name(dd.cls), dd.detail, v);
+        }
+    }
     /* a tiled sgemm without edge tiles: every visible shape (multiples of 8) passes */
     diagnose("tasks/c/sgemm", "tests/redteam/10_sgemm_tile32_notail.c", 0, &d, &n);
     CHECKF(d.cls == KF_DIAG_NUMERIC_BOUNDARY, "%s: %s", kf_diag_class_name(d.cls), d.note);

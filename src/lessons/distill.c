@@ -98,12 +98,10 @@ static int collect(void *arg, const kf_node *n) {
     d->id = n->id;
     d->parent = n->parent;
     d->state = n->state;
-    /* the store writes both columns as JSON (an object, an array of shape records):
-     * one that does not read back ran out of memory, and would teach as if the node
-     * had no parameters or no shapes */
+    /* a column that does not read back for want of memory moves kf__alloc_failures,
+     * which kf_lessons_distill checks before it writes */
     d->params = n->params_json ? json_loads(n->params_json, 0, NULL) : NULL;
-    if (n->params_json && !d->params) a->oom = 1;
-    if ((kf_verdict_from_text(n->shapes_json, &d->shapes) || d->shapes.oom) && n->shapes_json) a->oom = 1;
+    kf_verdict_from_text(n->shapes_json, &d->shapes);
     d->reasons = n->reasons ? kf__strdup(n->reasons) : NULL;
     if (n->reasons && !d->reasons) a->oom = 1;
     memcpy(d->category, n->category, sizeof d->category);

@@ -429,11 +429,21 @@ static void cpu_group(int i, int n, char *out, size_t on) {
         if (CPU_ISSET(c, &all)) cpus[nc++] = c;
     int per = nc / (n ? n : 1);
     if (per < 2) return;
-    kf_buf b;
-    kf_buf_init(&b, 4096);
-    for (int k = i * per; k < (i + 1) * per; k++) kf_buf_printf(&b, "%s%d", b.len ? "," : "", cpus[k]);
-    snprintf(out, on, "%s", b.p ? b.p : "");
-    kf_buf_free(&b);
+    /* runs of consecutive CPUs as ranges ("0-63,128-191"): a list of every CPU of a big
+     * host's group would not fit in out */
+    size_t len = 0;
+    for (int k = i * per; k < (i + 1) * per && len < on;) {
+        int e = k;
+        while (e + 1 < (i + 1) * per && cpus[e + 1] == cpus[e] + 1) e++;
+        int w = e > k ? snprintf(out + len, on - len, "%s%d-%d", len ? "," : "", cpus[k], cpus[e])
+                      : snprintf(out + len, on - len, "%s%d", len ? "," : "", cpus[k]);
+        if (w < 0 || (size_t)w >= on - len) { /* no room: share every CPU instead */
+            out[0] = 0;
+            return;
+        }
+        len += (size_t)w;
+        k = e + 1;
+    }
 }
 
 int kf_scale_worker_argv(const char *kforge, const char *addr, const char *secret_file, const char *name,
