@@ -616,6 +616,36 @@ static void t_drain(const void *arg) {
     kf__rmtree(dir);
 }
 
+/* Local workers' CPU groups (docs/scale.md "Devices"): even groups of two or more, as
+ * ranges where the CPUs run on; none below two a worker; a big host's whole set fits. */
+#define CHECKEQ(got, want) CHECKF(!strcmp(got, want), "got \"%s\", expected \"%s\"", got, want)
+static void t_cpu_group(const void *arg) {
+    (void)arg;
+    cpu_set_t s;
+    char out[1024];
+    CPU_ZERO(&s);
+    for (int c = 0; c < 8; c++) CPU_SET(c, &s);
+    kf_scale_cpu_group(&s, 0, 2, out, sizeof out);
+    CHECKEQ(out, "0-3");
+    kf_scale_cpu_group(&s, 1, 2, out, sizeof out);
+    CHECKEQ(out, "4-7");
+    kf_scale_cpu_group(&s, 2, 3, out, sizeof out); /* 8 / 3: two each, two left over */
+    CHECKEQ(out, "4-5");
+    kf_scale_cpu_group(&s, 0, 5, out, sizeof out); /* one each: they share */
+    CHECKEQ(out, "");
+    CPU_ZERO(&s);
+    for (int c = 0; c < 16; c += 2) CPU_SET(c, &s); /* every other CPU (one per core) */
+    kf_scale_cpu_group(&s, 1, 2, out, sizeof out);
+    CHECKEQ(out, "8,10,12,14");
+    CPU_ZERO(&s);
+    for (int c = 0; c < 384; c++) CPU_SET(c, &s);
+    CPU_CLR(200, &s);
+    kf_scale_cpu_group(&s, 0, 1, out, sizeof out); /* listed one by one it was 1,500 bytes */
+    CHECKEQ(out, "0-199,201-383");
+    kf_scale_cpu_group(&s, 0, 1, out, 6); /* no room: share rather than a cut list */
+    CHECKEQ(out, "");
+}
+
 /* A Slurm cluster on loopback (tests/slurm/cluster.sh: slurmctld and three slurmd
  * "nodes"): kforge run --launcher slurm starts its workers as Slurm jobs, which connect
  * back over TCP; one is scancelled in the middle of an evaluation, which is requeued
@@ -1141,6 +1171,7 @@ void kft_register_scale(void) {
     kft_add("scale/no_worker", t_no_worker, NULL, 30);
     kft_add("scale/stop_many", t_stop_many, NULL, 60);
     kft_add("scale/worker_killed", t_worker_killed, NULL, 240);
+    kft_add("scale/cpu_group", t_cpu_group, NULL, 10);
     kft_add("scale/coordinator_resume", t_coordinator_resume, NULL, 240);
     kft_add("scale/devices", t_devices, NULL, 240);
 }

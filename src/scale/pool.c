@@ -420,13 +420,12 @@ static int spawn_argv(kf_pool *p, char **av, const char *lock) {
 /* The CPUs of this process split into n even groups, group i as "a-b" into out; "" when
  * a group would get fewer than 2 (a timing needs a CPU for the candidate and one for
  * the clock: such workers share every CPU). */
-static void cpu_group(int i, int n, char *out, size_t on) {
-    cpu_set_t all;
+void kf_scale_cpu_group(const void *all_, int i, int n, char *out, size_t on) {
+    const cpu_set_t *all = all_;
     out[0] = 0;
-    if (sched_getaffinity(0, sizeof all, &all)) return;
     int cpus[CPU_SETSIZE], nc = 0;
     for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &all)) cpus[nc++] = c;
+        if (CPU_ISSET(c, all)) cpus[nc++] = c;
     int per = nc / (n ? n : 1);
     if (per < 2) return;
     /* runs of consecutive CPUs as ranges ("0-63,128-191"): a list of every CPU of a big
@@ -470,7 +469,9 @@ static kf_status launch_local(kf_ctx *ctx, kf_pool *p, const kf_pool_opts *o, co
         char name[64], dev[32], cpus[1024], *av[20], buf[16];
         snprintf(name, sizeof name, "local-%d", i);
         if (i < n) snprintf(dev, sizeof dev, "cuda:%d", idx[i]);
-        cpu_group(i, total, cpus, sizeof cpus);
+        cpu_set_t all;
+        if (sched_getaffinity(0, sizeof all, &all)) cpus[0] = 0;
+        else kf_scale_cpu_group(&all, i, total, cpus, sizeof cpus);
         kf_scale_worker_argv(exe, p->addr, p->secret_file, name, i < n ? dev : NULL, cpus, av, buf,
                              sizeof buf);
         /* the timing locks: with a timing directory, the run's (a file per GPU, one for
