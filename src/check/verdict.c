@@ -324,7 +324,7 @@ static int merge_shape(struct kf_verdict *v, kf_verdict_shape *s, const json_t *
 
 static int read_shapes(struct kf_verdict *v, const json_t *a, kf_verdict_shape **out, int *n) {
     if (!json_array_size(a)) return 0;
-    if (!(*out = calloc(json_array_size(a), sizeof **out))) return -1;
+    if (!(*out = calloc(json_array_size(a), sizeof **out))) return v->oom = 1, -1;
     size_t i;
     json_t *o;
     json_array_foreach((json_t *)a, i, o) {
@@ -335,7 +335,7 @@ static int read_shapes(struct kf_verdict *v, const json_t *a, kf_verdict_shape *
 
 static int read_reasons(struct kf_verdict *v, const json_t *a) {
     if (!json_array_size(a)) return 0;
-    if (!(v->reasons = calloc(json_array_size(a), sizeof *v->reasons))) return -1;
+    if (!(v->reasons = calloc(json_array_size(a), sizeof *v->reasons))) return v->oom = 1, -1;
     v->capreasons = (int)json_array_size(a);
     size_t i;
     json_t *o;
@@ -359,7 +359,7 @@ static int read_reasons(struct kf_verdict *v, const json_t *a) {
 static int read_untimed(struct kf_verdict *v, const json_t *a) {
     v->has_untimed = 1;
     if (!json_array_size(a)) return 0;
-    if (!(v->untimed = calloc(json_array_size(a), sizeof *v->untimed))) return -1;
+    if (!(v->untimed = calloc(json_array_size(a), sizeof *v->untimed))) return v->oom = 1, -1;
     size_t i;
     json_t *o;
     json_array_foreach((json_t *)a, i, o) {
@@ -371,7 +371,7 @@ static int read_untimed(struct kf_verdict *v, const json_t *a) {
 
 static int read_params(struct kf_verdict *v, const json_t *o, kf_verdict_param **out, int *n) {
     if (!json_object_size(o)) return 0;
-    if (!(*out = calloc(json_object_size(o), sizeof **out))) return -1;
+    if (!(*out = calloc(json_object_size(o), sizeof **out))) return v->oom = 1, -1;
     const char *k;
     json_t *x;
     json_object_foreach((json_t *)o, k, x) {
@@ -481,7 +481,7 @@ static int read_records(struct kf_verdict *v, char type, const json_t *a, kf_ver
     int k = type == 'K';
     size_t sz = k ? sizeof *r->kernels : sizeof *r->launches;
     void *p = calloc(n, sz);
-    if (!p) return -1;
+    if (!p) return v->oom = 1, -1;
     if (k) r->kernels = p;
     else r->launches = p;
     for (size_t i = 0; i < n; i++) {
@@ -536,7 +536,7 @@ static int read_fields(struct kf_verdict *v, const slot_def *d, size_t n, void *
 static int read_build_libraries(struct kf_verdict *v, const json_t *a) {
     v->has_build_libraries = 1;
     if (!json_array_size(a)) return 0;
-    if (!(v->build_libraries = calloc(json_array_size(a), sizeof *v->build_libraries))) return -1;
+    if (!(v->build_libraries = calloc(json_array_size(a), sizeof *v->build_libraries))) return v->oom = 1, -1;
     for (size_t i = 0; i < json_array_size(a); i++) {
         const json_t *x = json_array_get(a, i);
         if (json_is_string(x) && !(v->build_libraries[v->nbuild_libraries++] = pool_json(v, x))) return -1;
@@ -547,7 +547,7 @@ static int read_build_libraries(struct kf_verdict *v, const json_t *a) {
 static int read_tools(struct kf_verdict *v, const json_t *o) {
     v->has_sanitizer = 1;
     if (!json_object_size(o)) return 0;
-    if (!(v->tools = calloc(json_object_size(o), sizeof *v->tools))) return -1;
+    if (!(v->tools = calloc(json_object_size(o), sizeof *v->tools))) return v->oom = 1, -1;
     const char *k;
     json_t *x;
     json_object_foreach((json_t *)o, k, x) {

@@ -98,10 +98,12 @@ static int collect(void *arg, const kf_node *n) {
     d->id = n->id;
     d->parent = n->parent;
     d->state = n->state;
-    /* a column that does not read back for want of memory moves kf__alloc_failures,
-     * which kf_lessons_distill checks before it writes */
+    /* a column that does not parse for want of memory moves kf__alloc_failures (jansson
+     * allocates through it), which kf_lessons_distill checks before it writes; the
+     * typed verdict's own allocations say so in its oom */
     d->params = n->params_json ? json_loads(n->params_json, 0, NULL) : NULL;
     kf_verdict_from_text(n->shapes_json, &d->shapes);
+    if (d->shapes.oom) a->oom = 1;
     d->reasons = n->reasons ? kf__strdup(n->reasons) : NULL;
     if (n->reasons && !d->reasons) a->oom = 1;
     memcpy(d->category, n->category, sizeof d->category);
