@@ -316,7 +316,7 @@ KF_API kf_status kf_sysrun_resume(kf_ctx *ctx, const char *dir, const char *pipe
  * --resume" (the holder's line names it). KF_OK and *out (kf_sysrun_unlock); KF_EBUSY when
  * another holds it ("DIR is in use by kforge system run (pid N on HOST since TIME)");
  * KF_EIO when the lock file cannot be made. dir must exist. */
-typedef struct kf_sysrun_lock kf_sysrun_lock;
+typedef struct kf_store_lock kf_sysrun_lock; /* the store's writer's lock, opaque */
 KF_API kf_status kf_sysrun_lock_take(kf_ctx *ctx, const char *dir, const char *command, kf_sysrun_lock **out);
 KF_API void kf_sysrun_unlock(kf_sysrun_lock *l); /* accepts NULL */
 /* Tool mode (docs/agents.md): the context pack of the best-scoring action for the "tool"

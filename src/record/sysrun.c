@@ -243,25 +243,8 @@ kf_status kf_sysrun_resume(kf_ctx *ctx, const char *dir, const char *pipeline, c
 
 /* ---- one system run at a time in a directory ---------------------------------------- */
 
-struct kf_sysrun_lock {
-    kf_store_lock *l;
-};
-
 kf_status kf_sysrun_lock_take(kf_ctx *ctx, const char *dir, const char *command, kf_sysrun_lock **out) {
-    *out = NULL;
-    kf_sysrun_lock *h = calloc(1, sizeof *h);
-    if (!h) return kf__err(ctx, KF_ENOMEM, "out of memory");
-    kf_status st = kf_store_lock_take(ctx, dir, command, 0, &h->l);
-    if (st) {
-        free(h);
-        return st;
-    }
-    *out = h;
-    return KF_OK;
+    return kf_store_lock_take(ctx, dir, command, 0, out);
 }
 
-void kf_sysrun_unlock(kf_sysrun_lock *l) {
-    if (!l) return;
-    kf_store_unlock(l->l);
-    free(l);
-}
+void kf_sysrun_unlock(kf_sysrun_lock *l) { kf_store_unlock(l); }

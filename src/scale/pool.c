@@ -417,9 +417,7 @@ static int spawn_argv(kf_pool *p, char **av, const char *lock) {
     return 0;
 }
 
-/* The CPUs of this process split into n even groups, group i as "a-b" into out; "" when
- * a group would get fewer than 2 (a timing needs a CPU for the candidate and one for
- * the clock: such workers share every CPU). */
+/* scale.h says what it makes; launch_local passes this process's CPUs */
 void kf_scale_cpu_group(const void *all_, int i, int n, char *out, size_t on) {
     const cpu_set_t *all = all_;
     out[0] = 0;

@@ -117,14 +117,14 @@ void kf_pool_stop(kf_pool *p);
  * "0,2,5", into idx (at most max). The count, or minus the status with the message on ctx (KF_EUSAGE
  * for a device this machine lacks or a malformed list, KF_EBACKEND without a driver). */
 int kf_scale_devices(kf_ctx *ctx, const char *spec, int *idx, int max);
-/* The command line of a worker joining addr with the secret at secret_file (argv, NULL
- * terminated, into a, at most 16 entries; strings borrowed or in buf). */
 /* Local worker i of n's CPUs, out of all, as a --cpus list ("0-3,8"): n even groups,
  * runs of consecutive CPUs as ranges; "" when a group would get fewer than two CPUs (a
  * timing needs one for the candidate and one for the clock: such workers share every
  * CPU) or the list does not fit in out. all: a cpu_set_t (void here: the header needs no
  * _GNU_SOURCE). */
 void kf_scale_cpu_group(const void *all /* cpu_set_t */, int i, int n, char *out, size_t on);
+/* The command line of a worker joining addr with the secret at secret_file (argv, NULL
+ * terminated, into a, at most 16 entries; strings borrowed or in buf). */
 int kf_scale_worker_argv(const char *kforge, const char *addr, const char *secret_file, const char *name,
                          const char *device, const char *cpus, char **a, char *buf, size_t bn);
 
